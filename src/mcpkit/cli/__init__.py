@@ -1,0 +1,1 @@
+"""Command line: ``mcpkit serve``, ``mcpkit list``, ``mcpkit call``."""

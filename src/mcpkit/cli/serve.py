@@ -1,0 +1,68 @@
+"""``mcpkit serve``: run a server over stdio (default) or Streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .target import TargetError, load_server
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("serve", help="serve an MCP server over stdio or HTTP")
+    p.add_argument("target", help="path/to/file.py[:name] or package.module[:name]")
+    p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--path", default="/mcp", help="endpoint path (default /mcp)")
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow binding a non-loopback address without authentication",
+    )
+    p.add_argument("--no-legacy", action="store_true", help="serve only protocol 2026-07-28")
+    p.add_argument("--allowed-host", action="append", default=[], help="extra Host to accept")
+    p.add_argument("--allowed-origin", action="append", default=[], help="extra Origin to accept")
+    p.add_argument("--log-level", default="warning")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        server = load_server(args.target)
+    except TargetError as exc:
+        print(f"mcpkit serve: {exc}", file=sys.stderr)
+        return 2
+    if not args.http:
+        from ..transports.stdio import run_stdio
+
+        run_stdio(server)
+        return 0
+    loopback = args.host in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not args.allow_remote:
+        print(
+            f"mcpkit serve: refusing to bind {args.host} without authentication; "
+            "pass --allow-remote if a proxy in front of it authenticates",
+            file=sys.stderr,
+        )
+        return 2
+    from ..transports.http import HttpOptions, McpHttpApp
+    from ..transports.http.security import HostPolicy
+    from ..transports.http.server import serve_uvicorn
+
+    options = HttpOptions(
+        path=args.path,
+        legacy=not args.no_legacy,
+        host_policy=HostPolicy.for_bind(args.host, args.allowed_host, args.allowed_origin),
+    )
+    app = McpHttpApp(server, options)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(
+        f"mcpkit: serving {server.name!r} at http://{shown}:{args.port}{args.path} "
+        f"(Streamable HTTP; protocol 2026-07-28 and legacy 2025-11-25)\n"
+        f"  try:  mcpkit list http://{shown}:{args.port}{args.path}",
+        file=sys.stderr,
+        flush=True,
+    )
+    serve_uvicorn(app, args.host, args.port, log_level=args.log_level)
+    return 0

@@ -1,0 +1,127 @@
+"""Request correlation, sans-IO: which ids are in flight each way, and what answers what.
+
+Outgoing: :class:`Outgoing` mints ids (never reused while in flight), remembers a waiter per
+id and resolves it from a response; a response for an id we never sent (or already
+finished, e.g. after a cancellation) is reported as stray, never delivered to the wrong
+caller.  Progress tokens map back to their request so progress can extend a timeout.
+
+Incoming: :class:`Incoming` tracks the requests being handled so ``notifications/cancelled``
+can find the right one, and refuses a duplicate id while the first is still running.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from ..types.jsonrpc import Message, RequestId
+
+W = TypeVar("W")
+H = TypeVar("H")
+
+
+@dataclass(slots=True)
+class Pending(Generic[W]):
+    request_id: RequestId
+    method: str
+    waiter: W
+    progress_token: str | int | None = None
+
+
+class Outgoing(Generic[W]):
+    __slots__ = ("_by_token", "_counter", "_pending")
+
+    def __init__(self, start: int = 1) -> None:
+        self._counter = itertools.count(start)
+        self._pending: dict[RequestId, Pending[W]] = {}
+        self._by_token: dict[str | int, RequestId] = {}
+
+    def next_id(self) -> int:
+        while True:
+            candidate = next(self._counter)
+            if candidate not in self._pending:
+                return candidate
+
+    def register(
+        self, request_id: RequestId, method: str, waiter: W, progress_token: str | int | None = None
+    ) -> Pending[W]:
+        if request_id in self._pending:
+            raise ValueError(f"request id {request_id!r} is already in flight")
+        pending = Pending(request_id, method, waiter, progress_token)
+        self._pending[request_id] = pending
+        if progress_token is not None:
+            self._by_token[progress_token] = request_id
+        return pending
+
+    def resolve(self, response: Message) -> Pending[W] | None:
+        """The pending request a response answers (removed), or None for a stray response."""
+        request_id = response.get("id")
+        if request_id is None or isinstance(request_id, bool):
+            return None
+        pending = self._pending.pop(request_id, None)
+        if pending is not None and pending.progress_token is not None:
+            self._by_token.pop(pending.progress_token, None)
+        return pending
+
+    def forget(self, request_id: RequestId) -> Pending[W] | None:
+        """Drop a request (timed out / cancelled): a late answer becomes stray."""
+        pending = self._pending.pop(request_id, None)
+        if pending is not None and pending.progress_token is not None:
+            self._by_token.pop(pending.progress_token, None)
+        return pending
+
+    def for_progress(self, token: Any) -> Pending[W] | None:
+        request_id = self._by_token.get(token)
+        return self._pending.get(request_id) if request_id is not None else None
+
+    def drain(self) -> list[Pending[W]]:
+        """Everything still pending (the connection died): the caller fails them all."""
+        items = list(self._pending.values())
+        self._pending.clear()
+        self._by_token.clear()
+        return items
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._pending
+
+
+class Incoming(Generic[H]):
+    """Requests from the peer that we are handling now, keyed by id."""
+
+    __slots__ = ("_active",)
+
+    def __init__(self) -> None:
+        self._active: dict[RequestId, H] = {}
+
+    def start(self, request_id: RequestId, handle: H) -> bool:
+        """Register; False when the id is already being handled (a duplicate)."""
+        if request_id in self._active:
+            return False
+        self._active[request_id] = handle
+        return True
+
+    def finish(self, request_id: RequestId) -> None:
+        self._active.pop(request_id, None)
+
+    def get(self, request_id: Any) -> H | None:
+        if isinstance(request_id, bool):
+            return None
+        return self._active.get(request_id)
+
+    def all(self) -> list[H]:
+        return list(self._active.values())
+
+    def __len__(self) -> int:
+        return len(self._active)
+
+
+def cancelled_request_id(params: dict[str, Any]) -> RequestId | None:
+    """The id named by ``notifications/cancelled`` params, if valid."""
+    value = params.get("requestId")
+    if (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool):
+        return value
+    return None

@@ -1,0 +1,258 @@
+"""One JSON-RPC endpoint over a byte stream, for every role.
+
+Client, server, host and gateway differ only in the handlers they pass in.  The endpoint
+frames and decodes lines (once), answers malformed input with the right error, runs each
+incoming request in its own cancel scope (``notifications/cancelled`` cancels it), sends
+our own requests with fresh ids and matches their responses, and fails everything still
+pending with one clear error when the stream ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..protocol.correlation import Incoming, Outgoing, cancelled_request_id
+from ..protocol.framing import LineFramer, Overflow, frame
+from ..types import jsonrpc
+from ..types.codec import DecodeError, decode, encode
+from ..types.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
+from ..types.jsonrpc import Kind, Message, RequestId
+
+log = logging.getLogger("mcpkit.endpoint")
+
+RequestHandler = Callable[[Message, "Endpoint"], Awaitable[dict[str, Any] | None]]
+NotificationHandler = Callable[[Message, "Endpoint"], Awaitable[None]]
+
+
+class ConnectionClosed(McpError):
+    def __init__(self, detail: str) -> None:
+        super().__init__(INTERNAL_ERROR, f"Connection closed: {detail}")
+
+
+class RequestTimeout(McpError):
+    def __init__(self, method: str, seconds: float) -> None:
+        super().__init__(INTERNAL_ERROR, f"Request {method} timed out after {seconds:g}s")
+
+
+class _Waiter:
+    __slots__ = ("deadline", "done", "error", "hard_deadline", "progress", "timeout", "value")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.value: dict[str, Any] | None = None
+        self.error: McpError | None = None
+        self.progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None
+        self.deadline = math.inf
+        self.hard_deadline = math.inf
+        self.timeout = math.inf
+
+
+class Endpoint:
+    """Reads from ``chunks``, writes with ``write``; call :meth:`run` inside a task group."""
+
+    def __init__(
+        self,
+        write: Callable[[bytes], Awaitable[None]],
+        on_request: RequestHandler | None = None,
+        on_notification: NotificationHandler | None = None,
+        *,
+        max_line: int = 16 * 1024 * 1024,
+        id_start: int = 1,
+    ) -> None:
+        self._write = write
+        self.on_request = on_request
+        self.on_notification = on_notification
+        self.outgoing: Outgoing[_Waiter] = Outgoing(id_start)
+        self.incoming: Incoming[anyio.CancelScope] = Incoming()
+        self._framer = LineFramer(max_line)
+        self._write_lock = anyio.Lock()
+        self._tg: TaskGroup | None = None
+        self.closed: str | None = None
+        self.on_stray: Callable[[Message], None] | None = None
+
+    # ------------------------------------------------------------------ sending
+    async def send(self, message: Message) -> None:
+        data = frame(encode(message))
+        async with self._write_lock:
+            await self._write(data)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self.send(jsonrpc.notification(method, params))
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        max_timeout: float | None = None,
+        request_id: RequestId | None = None,
+        on_progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its result (raises :class:`McpError` on an error
+        response, :class:`RequestTimeout`, or :class:`ConnectionClosed`).
+
+        Progress notifications for the request extend ``timeout`` (never past
+        ``max_timeout``).  On timeout or cancellation a ``notifications/cancelled`` is sent.
+        """
+        if self.closed is not None:
+            raise ConnectionClosed(self.closed)
+        rid = request_id if request_id is not None else self.outgoing.next_id()
+        waiter = _Waiter()
+        waiter.progress = on_progress
+        token = None
+        if params is not None:
+            meta = params.get("_meta")
+            if isinstance(meta, dict):
+                token = meta.get("progressToken")
+        self.outgoing.register(rid, method, waiter, token)
+        now = anyio.current_time()
+        if timeout is not None:
+            waiter.timeout = timeout
+            waiter.deadline = now + timeout
+            waiter.hard_deadline = now + (max_timeout if max_timeout is not None else timeout * 10)
+        try:
+            await self.send(jsonrpc.request(rid, method, params))
+            while not waiter.done.is_set():
+                remaining = min(waiter.deadline, waiter.hard_deadline) - anyio.current_time()
+                if remaining <= 0:
+                    raise RequestTimeout(method, timeout or 0)
+                with anyio.move_on_after(remaining if remaining != math.inf else None):
+                    await waiter.done.wait()
+        except BaseException:
+            if self.outgoing.forget(rid) is not None and self.closed is None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                    try:
+                        await self.notify("notifications/cancelled", {"requestId": rid})
+                    except Exception:
+                        pass
+            raise
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.value or {}
+
+    # ------------------------------------------------------------------ receiving
+    async def run(self, chunks: AsyncIterator[bytes]) -> None:
+        """Process input until EOF; then fail whatever is pending."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            reason = "the peer closed the stream"
+            try:
+                async for chunk in chunks:
+                    for line in self._framer.feed(chunk):
+                        await self._line(line, tg)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                reason = f"read failed: {exc}"
+            self.close(reason)
+            tg.cancel_scope.cancel()
+
+    def close(self, reason: str) -> None:
+        if self.closed is None:
+            self.closed = reason
+        for pending in self.outgoing.drain():
+            pending.waiter.error = ConnectionClosed(reason)
+            pending.waiter.done.set()
+        for scope in self.incoming.all():
+            scope.cancel()
+
+    async def _line(self, line: bytes | Overflow, tg: TaskGroup) -> None:
+        if isinstance(line, Overflow):
+            err = McpError(INVALID_REQUEST, f"Message too large ({line.size} bytes)")
+            await self.send(jsonrpc.error(None, err))
+            return
+        try:
+            message = decode(line)
+        except DecodeError as exc:
+            await self.send(jsonrpc.error(None, McpError(PARSE_ERROR, f"Parse error: {exc}")))
+            return
+        try:
+            kind = jsonrpc.classify(message)
+        except McpError as err:
+            rid = message.get("id") if isinstance(message, dict) else None
+            if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+                rid = None
+            await self.send(jsonrpc.error(rid, err))
+            return
+        if kind is Kind.REQUEST:
+            scope = anyio.CancelScope()
+            if not self.incoming.start(message["id"], scope):
+                err = McpError(INVALID_REQUEST, f"Request id {message['id']!r} is already in flight")
+                await self.send(jsonrpc.error(message["id"], err))
+                return
+            tg.start_soon(self._serve, message, scope)
+        elif kind is Kind.NOTIFICATION:
+            await self._notification(message)
+        else:
+            pending = self.outgoing.resolve(message)
+            if pending is None:
+                if self.on_stray is not None:
+                    self.on_stray(message)
+                return
+            waiter = pending.waiter
+            if kind is Kind.RESULT:
+                result = message["result"]
+                waiter.value = result if isinstance(result, dict) else {"value": result}
+            else:
+                err = message["error"]
+                waiter.error = McpError(err.get("code", INTERNAL_ERROR), str(err.get("message", "")), err.get("data"))
+            waiter.done.set()
+
+    async def _notification(self, message: Message) -> None:
+        method = message["method"]
+        params = jsonrpc.params_of(message)
+        if method == "notifications/cancelled":
+            scope = self.incoming.get(cancelled_request_id(params))
+            if scope is not None:
+                scope.cancel()
+        elif method == "notifications/progress":
+            pending = self.outgoing.for_progress(params.get("progressToken"))
+            if pending is not None:
+                waiter = pending.waiter
+                if waiter.timeout != math.inf:
+                    # Progress proves the peer is alive: restart the timeout, never past
+                    # the hard maximum.
+                    waiter.deadline = min(
+                        waiter.hard_deadline, anyio.current_time() + waiter.timeout
+                    )
+                if waiter.progress is not None:
+                    outcome = waiter.progress(params)
+                    if outcome is not None:
+                        await outcome
+        if self.on_notification is not None:
+            try:
+                await self.on_notification(message, self)
+            except Exception:
+                log.exception("notification handler failed for %s", method)
+
+    async def _serve(self, message: Message, scope: anyio.CancelScope) -> None:
+        rid = message["id"]
+        reply: Message | None = None
+        with scope:
+            try:
+                if self.on_request is None:
+                    raise McpError(-32601, f"Method not found: {message['method']}")
+                result = await self.on_request(message, self)
+                reply = jsonrpc.result(rid, result) if result is not None else None
+            except McpError as err:
+                reply = jsonrpc.error(rid, err)
+            except Exception as exc:
+                log.exception("request handler failed for %s", message.get("method"))
+                reply = jsonrpc.error(rid, McpError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}"))
+        self.incoming.finish(rid)
+        if reply is not None and not scope.cancel_called:
+            try:
+                await self.send(reply)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass
+
+    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        if self._tg is None:
+            raise RuntimeError("endpoint is not running")
+        self._tg.start_soon(fn, *args)
+

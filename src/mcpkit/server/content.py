@@ -1,0 +1,175 @@
+"""Content blocks a tool, prompt or resource can return, and the conversion of plain
+Python return values into them.
+
+The classes are small frozen dataclasses with a ``to_wire`` method: cheap to build,
+and explicit about the JSON they produce.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..types.codec import encode_str
+
+__all__ = [
+    "Audio",
+    "Content",
+    "EmbeddedResource",
+    "Image",
+    "ResourceLink",
+    "Text",
+    "to_content_blocks",
+]
+
+
+def _b64(data: bytes | str) -> str:
+    return data if isinstance(data, str) else base64.b64encode(data).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "text", "text": self.text}
+        return _extras(out, self.annotations, self.meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image; ``data`` is raw bytes or already-base64 text."""
+
+    data: bytes | str
+    mime_type: str = "image/png"
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "image", "data": _b64(self.data), "mimeType": self.mime_type}
+        return _extras(out, self.annotations, self.meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Audio:
+    data: bytes | str
+    mime_type: str = "audio/wav"
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "audio", "data": _b64(self.data), "mimeType": self.mime_type}
+        return _extras(out, self.annotations, self.meta)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedResource:
+    """A resource's contents inline: give ``text`` or ``blob`` (bytes are base64-encoded)."""
+
+    uri: str
+    text: str | None = None
+    blob: bytes | str | None = None
+    mime_type: str | None = None
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        resource: dict[str, Any] = {"uri": self.uri}
+        if self.mime_type:
+            resource["mimeType"] = self.mime_type
+        if self.blob is not None:
+            resource["blob"] = _b64(self.blob)
+        else:
+            resource["text"] = self.text or ""
+        out: dict[str, Any] = {"type": "resource", "resource": resource}
+        return _extras(out, self.annotations, self.meta)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceLink:
+    uri: str
+    name: str
+    description: str | None = None
+    mime_type: str | None = None
+    title: str | None = None
+    size: int | None = None
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = field(default=None)
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "resource_link", "uri": self.uri, "name": self.name}
+        if self.title:
+            out["title"] = self.title
+        if self.description:
+            out["description"] = self.description
+        if self.mime_type:
+            out["mimeType"] = self.mime_type
+        if self.size is not None:
+            out["size"] = self.size
+        return _extras(out, self.annotations, self.meta)
+
+
+Content = Text | Image | Audio | EmbeddedResource | ResourceLink
+_CONTENT_TYPES = (Text, Image, Audio, EmbeddedResource, ResourceLink)
+
+
+def _extras(
+    out: dict[str, Any], annotations: dict[str, Any] | None, meta: dict[str, Any] | None
+) -> dict[str, Any]:
+    if annotations:
+        out["annotations"] = annotations
+    if meta:
+        out["_meta"] = meta
+    return out
+
+
+def is_content(value: Any) -> bool:
+    return isinstance(value, _CONTENT_TYPES) or (
+        isinstance(value, dict) and isinstance(value.get("type"), str) and _looks_like_block(value)
+    )
+
+
+def _looks_like_block(value: dict[str, Any]) -> bool:
+    kind = value["type"]
+    required = {
+        "text": "text",
+        "image": "data",
+        "audio": "data",
+        "resource": "resource",
+        "resource_link": "uri",
+    }.get(kind)
+    return required is not None and required in value
+
+
+def to_content_blocks(value: Any) -> list[dict[str, Any]]:
+    """Plain return values -> content blocks.
+
+    ``str`` -> one text block; a content object or content dict -> itself; a list/tuple of
+    those -> each; ``None`` -> no blocks; anything else -> its JSON as one text block.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    if isinstance(value, _CONTENT_TYPES):
+        return [value.to_wire()]
+    if isinstance(value, dict) and is_content(value):
+        return [value]
+    if isinstance(value, (list, tuple)) and value and all(is_content(v) for v in value):
+        return [v.to_wire() if isinstance(v, _CONTENT_TYPES) else v for v in value]
+    return [{"type": "text", "text": json_text(value)}]
+
+
+def json_text(value: Any) -> str:
+    try:
+        return encode_str(value)
+    except TypeError:
+        return str(value)
+
+
+def blocks(items: Sequence[Content | dict[str, Any]]) -> list[dict[str, Any]]:
+    return [i.to_wire() if isinstance(i, _CONTENT_TYPES) else i for i in items]

@@ -1,0 +1,267 @@
+"""The per-request Context handed to tools, resources and prompts that ask for it.
+
+Everything a handler may do towards the client goes through here, identically on both
+eras: progress, logging, and input requests (elicitation, sampling, roots).  The
+transport-specific part lives behind :class:`~mcpkit.server.exchange.Exchange`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.negotiation import RequestMeta, client_has
+from ..types.errors import invalid_params, missing_capability
+from ..types.jsonrpc import RequestId
+from ..types.versions import LOG_LEVEL_RANK, META_SUBSCRIPTION_ID
+from .exchange import Exchange
+from .mrtr import InputRound, NeedInput
+
+if TYPE_CHECKING:
+    from .legacy import LegacySession
+    from .server import Server
+
+__all__ = ["Context"]
+
+_INPUT_CAPABILITY = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
+class Context:
+    """What a handler knows about its request and how it talks back to the client."""
+
+    __slots__ = (
+        "_last_progress",
+        "_round",
+        "exchange",
+        "meta",
+        "method",
+        "params",
+        "principal",
+        "request_id",
+        "server",
+        "session",
+    )
+
+    def __init__(
+        self,
+        server: Server,
+        meta: RequestMeta,
+        request_id: RequestId | None,
+        exchange: Exchange,
+        *,
+        method: str = "",
+        params: dict[str, Any] | None = None,
+        session: LegacySession | None = None,
+        input_round: InputRound | None = None,
+        principal: Any = None,
+    ) -> None:
+        self.server = server
+        self.meta = meta
+        self.request_id = request_id
+        self.exchange = exchange
+        self.method = method
+        self.params = params or {}
+        self.session = session
+        self.principal = principal
+        self._round = input_round
+        self._last_progress: float | None = None
+
+    # ----- facts about the request
+    @property
+    def protocol_version(self) -> str:
+        return self.meta.protocol_version
+
+    @property
+    def era(self) -> str:
+        return self.meta.era
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.meta.client_capabilities
+
+    @property
+    def client_info(self) -> dict[str, Any] | None:
+        return self.meta.client_info
+
+    def client_supports(self, capability: str) -> bool:
+        """Dotted capability check, e.g. ``ctx.client_supports("elicitation.url")``."""
+        return client_has(self.meta.client_capabilities, capability)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """Handler data carried (sealed) across MRTR rounds on the modern era."""
+        if self._round is None:
+            self._round = InputRound()
+        return self._round.state
+
+    # ----- notifications
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the client asked for it (``progressToken``).
+
+        Progress must increase; a value not above the last one is dropped, not sent.
+        """
+        token = self.meta.progress_token
+        if token is None:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            return
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.exchange.notify("notifications/progress", params)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """``notifications/message`` at ``level`` if the client's level lets it through.
+
+        Modern: only when the request carried a log level.  Legacy: the session's
+        ``logging/setLevel`` level (nothing before one is set, like the reference SDKs do
+        not: we default to sending nothing).
+        """
+        threshold = self.meta.log_level
+        if self.session is not None and threshold is None:
+            threshold = self.session.log_level
+        if threshold is None or LOG_LEVEL_RANK.get(level, 0) < LOG_LEVEL_RANK[threshold]:
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self.exchange.notify("notifications/message", params)
+
+    async def debug(self, data: Any, logger: str | None = None) -> None:
+        await self.log("debug", data, logger)
+
+    async def info(self, data: Any, logger: str | None = None) -> None:
+        await self.log("info", data, logger)
+
+    async def warning(self, data: Any, logger: str | None = None) -> None:
+        await self.log("warning", data, logger)
+
+    async def error(self, data: Any, logger: str | None = None) -> None:
+        await self.log("error", data, logger)
+
+    # ----- input requests
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any] | None = None,
+        *,
+        key: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask the user for structured input (form mode).  Returns the ``ElicitResult``:
+        ``{"action": "accept"|"decline"|"cancel", "content": {...}}``."""
+        params: dict[str, Any] = {
+            "mode": "form",
+            "message": message,
+            "requestedSchema": requested_schema or {"type": "object", "properties": {}},
+        }
+        if self.meta.era == "legacy" and self.meta.protocol_version < "2025-11-25":
+            params.pop("mode")
+        return await self._ask_one("elicitation/create", params, "elicitation.form", key or "elicit")
+
+    async def elicit_url(
+        self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None
+    ) -> dict[str, Any]:
+        """Send the user to a URL (URL mode; for secrets and third-party consent)."""
+        params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
+        if self.meta.era == "legacy":
+            import uuid
+
+            params["elicitationId"] = elicitation_id or str(uuid.uuid4())
+        return await self._ask_one("elicitation/create", params, "elicitation.url", key or "elicit")
+
+    async def sample(
+        self,
+        messages: list[dict[str, Any]] | str,
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        key: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens, **extra}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        needed = "sampling.tools" if "tools" in extra or "toolChoice" in extra else "sampling"
+        return await self._ask_one("sampling/createMessage", params, needed, key or "sample")
+
+    async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        """The client's roots (``roots/list``)."""
+        result = await self._ask_one("roots/list", {}, "roots", key or "roots")
+        roots = result.get("roots", [])
+        return roots if isinstance(roots, list) else []
+
+    async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Several input requests at once, keyed by your own names.
+
+        ``requests`` maps a key to ``{"method": ..., "params": ...}``; the answer maps the
+        same keys to the client's results.  Modern: one round with all of them.  Legacy:
+        sent to the client one after another.
+        """
+        for spec in requests.values():
+            self._require(spec["method"], _INPUT_CAPABILITY.get(spec["method"], ""), spec)
+        if self.meta.era == "legacy":
+            answers = {}
+            for key, spec in requests.items():
+                answers[key] = await self.exchange.request(spec["method"], spec.get("params", {}))
+            return answers
+        known = self._modern_round()
+        missing = {k: v for k, v in requests.items() if k not in known.responses}
+        if missing:
+            raise NeedInput(missing)
+        return {k: _checked_answer(k, known.responses[k]) for k in requests}
+
+    async def _ask_one(
+        self, method: str, params: dict[str, Any], capability: str, key: str
+    ) -> dict[str, Any]:
+        """One input request.  ``key`` names it in ``inputRequests``; a built-in prefix
+        (``elicit``/``sample``/``roots``) gets a per-call counter so repeated asks differ."""
+        self._require(method, capability, {"method": method, "params": params})
+        if self.meta.era == "legacy":
+            return await self.exchange.request(method, params)
+        known = self._modern_round()
+        if key in ("elicit", "sample", "roots"):
+            key = known.next_key(key)
+        if key in known.responses:
+            return _checked_answer(key, known.responses[key])
+        raise NeedInput({key: {"method": method, "params": params}})
+
+    def _modern_round(self) -> InputRound:
+        if self._round is None:
+            self._round = InputRound()
+        return self._round
+
+    def _require(self, method: str, capability: str, spec: dict[str, Any]) -> None:
+        if not capability or client_has(self.meta.client_capabilities, capability):
+            return
+        required: dict[str, Any] = {}
+        node = required
+        parts = capability.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = {}
+        raise missing_capability(required, f"{method} needs the client capability {capability}")
+
+    # ----- misc
+    async def close_sse_stream(self, retry_ms: int | None = None) -> None:
+        """Legacy HTTP: close this request's SSE stream so the client polls/resumes it."""
+        await self.exchange.close_stream(retry_ms)
+
+    def listen_meta(self) -> dict[str, Any]:
+        return {META_SUBSCRIPTION_ID: self.request_id}
+
+
+def _checked_answer(key: str, answer: Any) -> dict[str, Any]:
+    if not isinstance(answer, dict):
+        raise invalid_params(f"inputResponses[{key!r}] must be an object")
+    return answer

@@ -1,0 +1,290 @@
+"""One coroutine per MCP method.  Each takes the request Context and returns the result
+dict; errors are raised as :class:`McpError` and shaped by the transport."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ..protocol.sealing import InvalidState
+from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params
+from .content import json_text
+from .context import Context
+from .mrtr import InputRound, NeedInput, input_required_result
+from .registry import ToolError, call_maybe_async, resource_contents
+
+if TYPE_CHECKING:
+    from .server import Server
+
+Handler = Callable[[Context], Awaitable[dict[str, Any]]]
+
+
+def table(server: Server) -> dict[str, Handler]:
+    async def discover(ctx: Context) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": list(server.modern_versions + server.legacy_versions),
+            "capabilities": server.capabilities("modern"),
+        }
+        if server.instructions:
+            result["instructions"] = server.instructions
+        return _cacheable(server, ctx, result)
+
+    async def tools_list(ctx: Context) -> dict[str, Any]:
+        items = server.cached_list("tools", lambda: [t.wire for t in server.tools.values()])
+        return _page(server, ctx, "tools", items)
+
+    async def tools_call(ctx: Context) -> dict[str, Any]:
+        params = ctx.params
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise invalid_params("tools/call requires a string name")
+        tool = server.tools.get(name)
+        if tool is None:
+            raise invalid_params(f"Unknown tool: {name}", {"name": name})
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise invalid_params("tools/call arguments must be an object")
+        try:
+            kwargs = tool.arguments.validate(arguments) if tool.arguments else dict(arguments)
+        except ValidationError as exc:
+            return _tool_error(f"Invalid arguments for tool {name}: {_short(exc)}")
+        model = tool.arguments
+        if model is not None and model.context_param:
+            kwargs[model.context_param] = ctx
+
+        async def run() -> dict[str, Any]:
+            try:
+                value = await call_maybe_async(tool.fn, kwargs)
+            except (McpError, NeedInput):
+                raise
+            except ToolError as exc:
+                return _tool_error(str(exc))
+            except Exception as exc:  # the tool failed: the model should see it
+                if _is_cancel(exc):
+                    raise
+                return _tool_error(f"Error executing tool {name}: {exc}")
+            return tool.result_from(value)
+
+        return await _with_input(server, ctx, f"tools/call\0{name}", run)
+
+    async def prompts_list(ctx: Context) -> dict[str, Any]:
+        items = server.cached_list("prompts", lambda: [p.wire for p in server.prompts.values()])
+        return _page(server, ctx, "prompts", items)
+
+    async def prompts_get(ctx: Context) -> dict[str, Any]:
+        name = ctx.params.get("name")
+        prompt = server.prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise invalid_params(f"Unknown prompt: {name}", {"name": name})
+        arguments = ctx.params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise invalid_params("prompts/get arguments must be an object")
+        try:
+            kwargs = prompt.arguments.validate(arguments)
+        except ValidationError as exc:
+            raise invalid_params(f"Invalid arguments for prompt {name}: {_short(exc)}") from None
+        if prompt.arguments.context_param:
+            kwargs[prompt.arguments.context_param] = ctx
+
+        async def run() -> dict[str, Any]:
+            result = prompt.result_from(await call_maybe_async(prompt.fn, kwargs))
+            description = prompt.wire.get("description")
+            if description and "description" not in result:
+                result["description"] = description
+            return result
+
+        return await _with_input(server, ctx, f"prompts/get\0{name}", run)
+
+    async def resources_list(ctx: Context) -> dict[str, Any]:
+        items = server.cached_list(
+            "resources", lambda: [r.wire for r in server.resources.values() if r.listed]
+        )
+        return _page(server, ctx, "resources", items)
+
+    async def templates_list(ctx: Context) -> dict[str, Any]:
+        items = server.cached_list("templates", lambda: [t.wire for t in server.templates])
+        return _page(server, ctx, "resourceTemplates", items)
+
+    async def resources_read(ctx: Context) -> dict[str, Any]:
+        uri = ctx.params.get("uri")
+        if not isinstance(uri, str):
+            raise invalid_params("resources/read requires a string uri")
+        entry = server.resources.get(uri)
+        kwargs: dict[str, Any] = {}
+        ttl: int | None = None
+        if entry is not None:
+            fn, mime, ctx_param, ttl = entry.fn, entry.mime_type, entry.context_param, entry.ttl_ms
+            meta = entry.wire.get("_meta")
+        else:
+            for template in server.templates:
+                values = template.template.match(uri)
+                if values is not None:
+                    fn, mime, ctx_param, ttl = (
+                        template.fn,
+                        template.mime_type,
+                        template.context_param,
+                        template.ttl_ms,
+                    )
+                    meta = None
+                    kwargs = {k: v for k, v in values.items() if k in template.param_names}
+                    break
+            else:
+                raise _not_found(ctx, uri)
+        if ctx_param:
+            kwargs[ctx_param] = ctx
+
+        async def run() -> dict[str, Any]:
+            try:
+                value = await call_maybe_async(fn, kwargs)
+            except LookupError as exc:  # KeyError/IndexError from the reader: not found
+                raise _not_found(ctx, uri) from exc
+            return {"contents": resource_contents(uri, value, mime, meta)}
+
+        result = await _with_input(server, ctx, f"resources/read\0{uri}", run)
+        if result.get("resultType") == "input_required":
+            return result
+        return _cacheable(server, ctx, result, ttl)
+
+    async def complete(ctx: Context) -> dict[str, Any]:
+        ref = ctx.params.get("ref")
+        argument = ctx.params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise invalid_params("completion/complete requires ref and argument objects")
+        if ref.get("type") == "ref/prompt" and ref.get("name") not in server.prompts:
+            raise invalid_params(f"Unknown prompt: {ref.get('name')}")
+        context = ctx.params.get("context")
+        arguments = context.get("arguments") if isinstance(context, dict) else None
+        values: Any = []
+        if server.completer is not None:
+            values = await call_maybe_async(
+                server.completer, {"ref": ref, "argument": argument, "context": arguments}
+            )
+        if isinstance(values, dict):
+            completion = values
+        else:
+            items = [str(v) for v in (values or [])]
+            completion = {"values": items[:100], "total": len(items), "hasMore": len(items) > 100}
+        return {"completion": completion}
+
+    return {
+        "server/discover": discover,
+        "tools/list": tools_list,
+        "tools/call": tools_call,
+        "prompts/list": prompts_list,
+        "prompts/get": prompts_get,
+        "resources/list": resources_list,
+        "resources/templates/list": templates_list,
+        "resources/read": resources_read,
+        "completion/complete": complete,
+    }
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _is_cancel(exc: BaseException) -> bool:
+    import anyio
+
+    return isinstance(exc, anyio.get_cancelled_exc_class())
+
+
+def _tool_error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _short(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
+        parts.append(f"{loc}: {err.get('msg')}")
+    return "; ".join(parts)
+
+
+def _not_found(ctx: Context, uri: str) -> McpError:
+    if ctx.meta.era == "legacy":
+        return McpError(LEGACY_RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+    return invalid_params(f"Resource not found: {uri}", {"uri": uri})
+
+
+def _cacheable(
+    server: Server, ctx: Context, result: dict[str, Any], ttl_ms: int | None = None
+) -> dict[str, Any]:
+    if ctx.meta.era == "modern":
+        result["ttlMs"] = server.cache_ttl_ms if ttl_ms is None else ttl_ms
+        result["cacheScope"] = server.cache_scope
+    return result
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: Any) -> int:
+    if cursor is None or cursor == "":
+        return 0
+    if not isinstance(cursor, str) or len(cursor) > 64:
+        raise invalid_params("Invalid cursor")
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise invalid_params("Invalid cursor") from None
+    if not text.startswith("o:") or not text[2:].isdigit():
+        raise invalid_params("Invalid cursor")
+    return int(text[2:])
+
+
+def _page(server: Server, ctx: Context, key: str, items: list[Any]) -> dict[str, Any]:
+    offset = _decode_cursor(ctx.params.get("cursor"))
+    if offset > len(items):
+        raise invalid_params("Invalid cursor")
+    end = offset + server.page_size
+    result: dict[str, Any] = {key: items[offset:end] if offset or end < len(items) else items}
+    if end < len(items):
+        result["nextCursor"] = _encode_cursor(end)
+    return _cacheable(server, ctx, result)
+
+
+async def _with_input(
+    server: Server,
+    ctx: Context,
+    binding: str,
+    run: Callable[[], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Run a handler that may ask for input; on the modern era turn :class:`NeedInput` into
+    an ``InputRequiredResult`` whose sealed ``requestState`` carries every answer so far."""
+    if ctx.meta.era != "modern":
+        return await run()
+    params = ctx.params
+    principal = "" if ctx.principal is None else str(ctx.principal)
+    full_binding = f"{binding}\0{principal}"
+    responses: dict[str, Any] = {}
+    state: dict[str, Any] = {}
+    token = params.get("requestState")
+    if token is not None:
+        try:
+            opened = server.keyring.open(token, full_binding)
+        except InvalidState as exc:
+            raise invalid_params(f"Invalid requestState: {exc}") from None
+        responses.update(opened.get("r") or {})
+        state = opened.get("s") or {}
+    given = params.get("inputResponses")
+    if "inputResponses" in params:
+        if not isinstance(given, dict):
+            raise invalid_params("inputResponses must be an object")
+        responses.update(given)
+    ctx._round = InputRound(responses=responses, state=state)
+    try:
+        return await run()
+    except NeedInput as need:
+        sealed = server.keyring.seal({"r": responses, "s": ctx._round.state}, full_binding)
+        return input_required_result(need.requests, sealed)
+
+
+def structured_text(value: Any) -> str:
+    return json_text(value)

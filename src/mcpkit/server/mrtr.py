@@ -1,0 +1,52 @@
+"""Multi round-trip requests (MRTR, 2026-07-28) with the same handler code as legacy.
+
+A handler asks for input with ``await ctx.elicit(...)`` (or sample / list_roots / ask).
+On the legacy era that sends a real server->client request.  On the modern era a server
+may not send requests, so the handler is *replayed*: the first time, the missing input
+raises :class:`NeedInput`, which the dispatcher turns into an ``InputRequiredResult``
+(``inputRequests`` + sealed ``requestState``).  The client answers and retries; the
+handler runs again from the top and each ``ask`` now returns the answer recorded for its
+key.  Answers from earlier rounds ride along inside the sealed ``requestState``, so any
+replica can serve any round and nothing lives in server memory between rounds.
+
+Consequence for authors (documented): code before an ``ask`` runs once per round, so keep
+side effects after the last ``ask`` (or make them idempotent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class NeedInput(Exception):  # noqa: N818 - control flow, not an error
+    """Raised inside a modern handler: these input requests must be answered first."""
+
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__("input required")
+        self.requests = requests
+
+
+@dataclass(slots=True)
+class InputRound:
+    """Answers known for this request so far, and the handler's own carried state."""
+
+    responses: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    counter: int = 0
+
+    def next_key(self, prefix: str) -> str:
+        key = f"{prefix}-{self.counter}"
+        self.counter += 1
+        return key
+
+
+def input_required_result(
+    requests: dict[str, dict[str, Any]] | None, request_state: str | None
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"resultType": "input_required"}
+    if requests:
+        result["inputRequests"] = requests
+    if request_state is not None:
+        result["requestState"] = request_state
+    return result

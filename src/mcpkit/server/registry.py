@@ -1,0 +1,261 @@
+"""What a server offers: tools, resources, resource templates and prompts.
+
+Each entry is built once at registration (schema, compiled validator, wire form) so that
+listing is a cached list and calling is one validation plus the user's function.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..types.errors import INTERNAL_ERROR, McpError
+from .content import blocks, is_content, json_text, to_content_blocks
+from .schema import ArgumentModel, output_schema_for
+from .uritemplate import UriTemplate
+
+Fn = Callable[..., Any]
+
+
+async def call_maybe_async(fn: Fn, kwargs: dict[str, Any]) -> Any:
+    result = fn(**kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _doc(fn: Fn) -> str | None:
+    doc = inspect.getdoc(fn)
+    return doc.strip() if doc else None
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+class ToolResult:
+    """Full control over a tool's answer: content, structured content, error flag, _meta."""
+
+    __slots__ = ("content", "is_error", "meta", "structured")
+
+    def __init__(
+        self,
+        content: Any = None,
+        *,
+        structured: Any = None,
+        is_error: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.content = content
+        self.structured = structured
+        self.is_error = is_error
+        self.meta = meta
+
+    def to_wire(self) -> dict[str, Any]:
+        content = to_content_blocks(self.content)
+        if not content and self.structured is not None:
+            content = [{"type": "text", "text": json_text(self.structured)}]
+        out: dict[str, Any] = {"content": content}
+        if self.structured is not None:
+            out["structuredContent"] = self.structured
+        if self.is_error:
+            out["isError"] = True
+        if self.meta:
+            out["_meta"] = self.meta
+        return out
+
+
+class ToolError(Exception):
+    """Raise from a tool to return ``isError: true`` with this message (not a protocol
+    error: the model gets to see it and can correct itself)."""
+
+
+@dataclass(slots=True)
+class ToolEntry:
+    name: str
+    fn: Fn
+    wire: dict[str, Any]
+    arguments: ArgumentModel | None
+    output_adapter: Any = None
+    wrapped_output: bool = False
+    has_output_schema: bool = False
+    header_params: tuple[Any, ...] = ()
+    #: "forbidden" | "optional" | "required" (tasks extension, issue 4).
+    task_support: str = "forbidden"
+
+    def result_from(self, value: Any) -> dict[str, Any]:
+        """Convert a function's return value into a ``CallToolResult`` dict."""
+        if isinstance(value, ToolResult):
+            return value.to_wire()
+        if isinstance(value, dict) and "content" in value and isinstance(value["content"], list):
+            if all(is_content(b) for b in value["content"]):
+                return value
+        if self.has_output_schema:
+            if self.output_adapter is not None:
+                structured = self.output_adapter.dump_python(value, mode="json")
+            else:
+                structured = value
+            if self.wrapped_output:
+                structured = {"result": structured}
+            return {
+                "content": [{"type": "text", "text": json_text(structured)}],
+                "structuredContent": structured,
+            }
+        return {"content": to_content_blocks(value)}
+
+
+def make_tool(
+    fn: Fn,
+    context_type: type,
+    *,
+    name: str | None,
+    title: str | None,
+    description: str | None,
+    annotations: dict[str, Any] | None,
+    input_schema: dict[str, Any] | None,
+    output_schema: dict[str, Any] | None,
+    structured_output: bool | None,
+    meta: dict[str, Any] | None,
+    icons: list[dict[str, Any]] | None,
+    execution: dict[str, Any] | None = None,
+) -> ToolEntry:
+    from ..protocol.headers import header_params
+
+    tool_name = name or fn.__name__
+    arguments = ArgumentModel(fn, context_type, title=tool_name.title().replace("_", ""))
+    schema = input_schema if input_schema is not None else arguments.schema
+    out_schema, wrapped, adapter = (None, False, None)
+    if output_schema is not None:
+        out_schema = output_schema
+    elif structured_output is not False:
+        # Object-like returns are structured by default; primitives only when asked.
+        out_schema, wrapped, adapter = output_schema_for(fn, force=bool(structured_output))
+    wire = _drop_none(
+        {
+            "name": tool_name,
+            "title": title,
+            "description": description or _doc(fn),
+            "inputSchema": schema,
+            "outputSchema": out_schema,
+            "annotations": annotations,
+            "icons": icons,
+            "execution": execution,
+            "_meta": meta,
+        }
+    )
+    return ToolEntry(
+        name=tool_name,
+        fn=fn,
+        wire=wire,
+        arguments=None if input_schema is not None else arguments,
+        output_adapter=adapter,
+        wrapped_output=wrapped,
+        has_output_schema=out_schema is not None,
+        header_params=header_params(schema),
+    )
+
+
+@dataclass(slots=True)
+class ResourceEntry:
+    uri: str
+    fn: Fn
+    wire: dict[str, Any]
+    mime_type: str | None
+    context_param: str | None
+    ttl_ms: int | None = None
+    listed: bool = True
+
+
+@dataclass(slots=True)
+class TemplateEntry:
+    template: UriTemplate
+    fn: Fn
+    wire: dict[str, Any]
+    mime_type: str | None
+    context_param: str | None
+    param_names: tuple[str, ...] = ()
+    ttl_ms: int | None = None
+
+
+def resource_contents(
+    uri: str, value: Any, mime_type: str | None, meta: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """A resource function's return value -> ``contents`` items.
+
+    ``str`` -> text; ``bytes`` -> base64 blob; a dict with ``text``/``blob`` -> as is (uri
+    filled in); a list -> each.
+    """
+    if isinstance(value, list):
+        out: list[dict[str, Any]] = []
+        for item in value:
+            out.extend(resource_contents(uri, item, mime_type, meta))
+        return out
+    item: dict[str, Any]
+    if isinstance(value, dict) and ("text" in value or "blob" in value):
+        item = dict(value)
+        item.setdefault("uri", uri)
+        if mime_type and "mimeType" not in item:
+            item["mimeType"] = mime_type
+        return [item]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        item = {"uri": uri, "blob": base64.b64encode(bytes(value)).decode()}
+    elif isinstance(value, str):
+        item = {"uri": uri, "text": value}
+    else:
+        item = {"uri": uri, "text": json_text(value)}
+        mime_type = mime_type or "application/json"
+    if mime_type:
+        item["mimeType"] = mime_type
+    if meta:
+        item["_meta"] = meta
+    return [item]
+
+
+@dataclass(slots=True)
+class PromptEntry:
+    name: str
+    fn: Fn
+    wire: dict[str, Any]
+    arguments: ArgumentModel
+    required: tuple[str, ...] = field(default_factory=tuple)
+
+    def result_from(self, value: Any) -> dict[str, Any]:
+        if isinstance(value, dict) and "messages" in value:
+            return value
+        if isinstance(value, (str, dict)) or not isinstance(value, (list, tuple)):
+            value = [value]
+        messages = [_prompt_message(item) for item in value]
+        return {"messages": messages}
+
+
+def _prompt_message(item: Any) -> dict[str, Any]:
+    if isinstance(item, dict) and "role" in item and "content" in item:
+        content = item["content"]
+        if not isinstance(content, dict):
+            content = to_content_blocks(content)[0]
+        return {"role": item["role"], "content": content}
+    if isinstance(item, str):
+        return {"role": "user", "content": {"type": "text", "text": item}}
+    converted = blocks([item]) if is_content(item) else to_content_blocks(item)
+    if not converted:
+        raise McpError(INTERNAL_ERROR, "prompt produced an empty message")
+    return {"role": "user", "content": converted[0]}
+
+
+def prompt_arguments(arguments: ArgumentModel) -> list[dict[str, Any]]:
+    props = arguments.schema.get("properties", {})
+    required = set(arguments.schema.get("required", []))
+    out = []
+    for name in arguments.field_names:
+        entry: dict[str, Any] = {"name": name, "required": name in required}
+        description = props.get(name, {}).get("description")
+        if description:
+            entry["description"] = description
+        out.append(entry)
+    return out
+
+
+Completer = Callable[..., Awaitable[Any] | Any]

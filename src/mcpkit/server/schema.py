@@ -1,0 +1,168 @@
+"""JSON Schema (2020-12) and compiled validation from a function's type hints.
+
+For each registered function we build, once, a pydantic model of its parameters: it
+gives the ``inputSchema`` and a compiled validator (pydantic-core) that coerces and checks
+arguments on every call without per-call setup.  Parameters annotated with the request
+``Context`` are injected, not exposed.  Return annotations give the ``outputSchema``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, Union, get_args, get_origin
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+__all__ = ["ArgumentModel", "ValidationError", "output_schema_for", "strip_titles"]
+
+_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _is_context(annotation: Any, context_type: type) -> bool:
+    if annotation is context_type:
+        return True
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return any(_is_context(a, context_type) for a in get_args(annotation))
+    return isinstance(annotation, type) and issubclass(annotation, context_type)
+
+
+class ArgumentModel:
+    """Parameters of one function: schema, validator and the name of its Context slot."""
+
+    __slots__ = ("_adapter", "context_param", "field_names", "has_fields", "schema")
+
+    def __init__(self, fn: Callable[..., Any], context_type: type, *, title: str) -> None:
+        hints = typing.get_type_hints(fn, include_extras=True)
+        fields: dict[str, Any] = {}
+        self.context_param: str | None = None
+        for name, param in inspect.signature(fn).parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            annotation = hints.get(name, Any)
+            if _is_context(annotation, context_type):
+                self.context_param = name
+                continue
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[name] = (annotation, default)
+        model: type[BaseModel] = pydantic.create_model(  # type: ignore[call-overload]
+            f"{title}Arguments",
+            __config__=ConfigDict(arbitrary_types_allowed=True, extra="ignore"),
+            **fields,
+        )
+        self.field_names = tuple(fields)
+        self.has_fields = bool(fields)
+        self._adapter = model
+        schema = model.model_json_schema()
+        schema.pop("title", None)
+        schema["type"] = "object"
+        schema.setdefault("properties", {})
+        self.schema = strip_titles(schema)
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Checked and coerced keyword arguments; raises :class:`ValidationError`."""
+        if not self.has_fields:
+            return {}
+        instance = self._adapter.model_validate(arguments)
+        return {name: getattr(instance, name) for name in self.field_names}
+
+
+def strip_titles(schema: Any) -> Any:
+    """Drop pydantic's auto-generated ``title`` keys (noise in every tool list) but keep
+    titles that are property names."""
+    if isinstance(schema, dict):
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key == "title" and isinstance(value, str):
+                continue
+            if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+                out[key] = {k: strip_titles(v) for k, v in value.items()}
+            else:
+                out[key] = strip_titles(value)
+        return out
+    if isinstance(schema, list):
+        return [strip_titles(item) for item in schema]
+    return schema
+
+
+def _is_object_type(annotation: Any) -> bool:
+    if annotation in (dict, typing.Dict):  # noqa: UP006
+        return True
+    origin = get_origin(annotation)
+    if origin in (dict, typing.Dict):  # noqa: UP006
+        return True
+    if isinstance(annotation, type):
+        if issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation):
+            return True
+        if typing.is_typeddict(annotation):
+            return True
+    return False
+
+
+def output_schema_for(
+    fn: Callable[..., Any], force: bool = False
+) -> tuple[dict[str, Any] | None, bool, Any]:
+    """(outputSchema, wrapped, adapter) for a function's return annotation.
+
+    Object-like returns (dict, TypedDict, dataclass, pydantic model) give a schema and
+    structured content as is.  Other annotated returns that are not content (``int``,
+    ``list[str]``...) are wrapped as ``{"result": value}`` so that the schema is an object,
+    which 2025-11-25 clients require.  Returns (None, False, None) when there is no
+    annotation or it is ``str``/content/``None``.
+    """
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        return None, False, None
+    if "return" not in hints:
+        return None, False, None
+    annotation = hints["return"]
+    if annotation in (None, type(None), str, Any, inspect.Signature.empty):
+        return None, False, None
+    if _is_content_annotation(annotation) or _is_result_type(annotation):
+        return None, False, None
+    if _is_object_type(annotation):
+        adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+        schema = strip_titles(adapter.json_schema(mode="serialization"))
+        schema.setdefault("type", "object")
+        return schema, False, adapter
+    if not force:
+        return None, False, None
+    adapter = TypeAdapter(annotation)
+    inner = strip_titles(adapter.json_schema(mode="serialization"))
+    defs = inner.pop("$defs", None)
+    schema = {"type": "object", "properties": {"result": inner}, "required": ["result"]}
+    if defs:
+        schema["$defs"] = defs
+    return schema, True, adapter
+
+
+def _is_result_type(annotation: Any) -> bool:
+    from .registry import ToolResult
+
+    return isinstance(annotation, type) and issubclass(annotation, ToolResult)
+
+
+def _is_content_annotation(annotation: Any) -> bool:
+    from .content import Audio, EmbeddedResource, Image, ResourceLink, Text
+
+    content_types = (Text, Image, Audio, EmbeddedResource, ResourceLink)
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return all(_is_content_annotation(a) or a is type(None) for a in get_args(annotation))
+    if origin in (list, tuple, typing.List, typing.Sequence):  # noqa: UP006
+        args = get_args(annotation)
+        return bool(args) and all(_is_content_annotation(a) for a in args if a is not Ellipsis)
+    return isinstance(annotation, type) and issubclass(annotation, content_types)
+
+
+def dialect_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Mark a schema with the 2020-12 dialect (used when a tool asks for it explicitly)."""
+    out = dict(schema)
+    out.setdefault("$schema", _DIALECT)
+    return out

@@ -1,0 +1,384 @@
+"""The server framework: register tools, resources, templates, prompts and completions
+with decorators; capabilities follow from what is registered.
+
+``Server`` is transport-free: transports hand it one decoded request plus a
+:class:`~mcpkit.server.exchange.Exchange` and get a result dict back (or an
+:class:`~mcpkit.types.errors.McpError`).  It never imports an HTTP library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+import anyio
+
+from ..protocol.negotiation import RequestMeta
+from ..protocol.sealing import Keyring
+from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
+from ..types.jsonrpc import Message
+from ..types.methods import METHODS
+from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
+from . import handlers
+from .context import Context
+from .exchange import Exchange
+from .notify import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeBus, ChangeEvent
+from .registry import (
+    Completer,
+    Fn,
+    PromptEntry,
+    ResourceEntry,
+    TemplateEntry,
+    ToolEntry,
+    make_tool,
+    prompt_arguments,
+)
+from .schema import ArgumentModel
+from .uritemplate import UriTemplate, is_template
+
+__all__ = ["Server"]
+
+log = logging.getLogger("mcpkit.server")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Server:
+    """An MCP server: what it offers, and how to answer a request for it."""
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        lifespan: Callable[[Server], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+        page_size: int = 100,
+        cache_ttl_ms: int = 60_000,
+        cache_scope: str = "public",
+        keyring: Keyring | None = None,
+        modern_versions: tuple[str, ...] = MODERN_VERSIONS,
+        legacy_versions: tuple[str, ...] = LEGACY_VERSIONS,
+    ) -> None:
+        self.name = name
+        self.version = version
+        info: dict[str, Any] = {"name": name, "version": version}
+        for key, value in (
+            ("title", title),
+            ("description", description),
+            ("websiteUrl", website_url),
+            ("icons", icons),
+        ):
+            if value:
+                info[key] = value
+        self.info = info
+        self.instructions = instructions
+        self.page_size = page_size
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
+        self.modern_versions = modern_versions
+        self.legacy_versions = legacy_versions
+        self.tools: dict[str, ToolEntry] = {}
+        self.resources: dict[str, ResourceEntry] = {}
+        self.templates: list[TemplateEntry] = []
+        self.prompts: dict[str, PromptEntry] = {}
+        self.completer: Completer | None = None
+        self.bus = ChangeBus()
+        self.extensions: dict[str, dict[str, Any]] = {}
+        self._keyring = keyring
+        self._lifespan = lifespan
+        self._lifespan_stack: contextlib.AsyncExitStack | None = None
+        self._lifespan_users = 0
+        self._lifespan_lock: anyio.Lock | None = None
+        self.lifespan_state: Any = None
+        self.result_meta = {META_SERVER_INFO: self.info}
+        self._list_cache: dict[str, list[dict[str, Any]]] = {}
+        self._handlers = handlers.table(self)
+
+    # ------------------------------------------------------------------ registration
+    def tool(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+    ) -> Any:
+        """Register a function as a tool.  Use bare (``@server.tool``) or with options.
+
+        The input schema comes from the type hints (or ``input_schema``); a parameter
+        annotated ``Context`` receives the request context.  Returning a ``dict``, a
+        TypedDict, a dataclass or a pydantic model gives structured output with an
+        ``outputSchema``; other annotated returns stay text unless
+        ``structured_output=True``, which wraps them as ``{"result": value}``.
+        """
+
+        def register(func: F) -> F:
+            entry = make_tool(
+                func,
+                Context,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                structured_output=structured_output,
+                meta=meta,
+                icons=icons,
+            )
+            self.tools[entry.name] = entry
+            self._changed(TOOLS)
+            return func
+
+        return register(fn) if fn is not None else register
+
+    def remove_tool(self, name: str) -> None:
+        if self.tools.pop(name, None) is not None:
+            self._changed(TOOLS)
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        ttl_ms: int | None = None,
+        listed: bool = True,
+    ) -> Callable[[F], F]:
+        """Register a resource (or a resource template when ``uri`` has ``{variables}``).
+
+        The function returns ``str`` (text), ``bytes`` (blob) or content dicts; template
+        variables arrive as keyword arguments.
+        """
+
+        def register(func: F) -> F:
+            model = ArgumentModel(func, Context, title="Resource")
+            base: dict[str, Any] = {
+                "name": name or func.__name__,
+                "title": title,
+                "description": description or _doc(func),
+                "mimeType": mime_type,
+                "annotations": annotations,
+                "icons": icons,
+                "_meta": meta,
+            }
+            if is_template(uri):
+                compiled = UriTemplate.compile(uri)
+                wire = {"uriTemplate": uri, **{k: v for k, v in base.items() if v is not None}}
+                self.templates.append(
+                    TemplateEntry(
+                        compiled, func, wire, mime_type, model.context_param, model.field_names,
+                        ttl_ms,
+                    )
+                )
+            else:
+                wire = {"uri": uri, **{k: v for k, v in base.items() if v is not None}}
+                if size is not None:
+                    wire["size"] = size
+                self.resources[uri] = ResourceEntry(
+                    uri, func, wire, mime_type, model.context_param, ttl_ms, listed
+                )
+            self._changed(RESOURCES)
+            return func
+
+        return register
+
+    def prompt(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+    ) -> Any:
+        """Register a prompt; its string parameters are the prompt's arguments."""
+
+        def register(func: F) -> F:
+            prompt_name = name or func.__name__
+            model = ArgumentModel(func, Context, title=prompt_name.title())
+            wire: dict[str, Any] = {"name": prompt_name}
+            for key, value in (
+                ("title", title),
+                ("description", description or _doc(func)),
+                ("icons", icons),
+                ("_meta", meta),
+            ):
+                if value:
+                    wire[key] = value
+            wire["arguments"] = prompt_arguments(model)
+            self.prompts[prompt_name] = PromptEntry(prompt_name, func, wire, model)
+            self._changed(PROMPTS)
+            return func
+
+        return register(fn) if fn is not None else register
+
+    def completion(self, fn: F) -> F:
+        """Register the argument-completion handler.
+
+        Called as ``fn(ref, argument, context)`` with the raw ``ref`` (``{"type":
+        "ref/prompt", "name": ...}`` or ``{"type": "ref/resource", "uri": ...}``), the
+        ``{"name", "value"}`` argument and the already-resolved arguments (or None).  Returns
+        a list of strings or a full ``completion`` dict.
+        """
+        self.completer = fn
+        return fn
+
+    # ------------------------------------------------------------------ change notifications
+    def _changed(self, kind: str) -> None:
+        self._list_cache.pop(kind, None)
+        self.bus.publish(ChangeEvent(kind))
+
+    def notify_tools_changed(self) -> None:
+        self._changed(TOOLS)
+
+    def notify_prompts_changed(self) -> None:
+        self._changed(PROMPTS)
+
+    def notify_resources_changed(self) -> None:
+        self._changed(RESOURCES)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        self.bus.publish(ChangeEvent(RESOURCE_UPDATED, uri))
+
+    # ------------------------------------------------------------------ capabilities
+    def capabilities(self, era: str = "modern") -> dict[str, Any]:
+        """Derived from registrations: a feature is advertised iff something provides it."""
+        caps: dict[str, Any] = {"logging": {}}
+        if self.tools:
+            caps["tools"] = {"listChanged": True}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self.resources or self.templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.completer is not None:
+            caps["completions"] = {}
+        if self.extensions and era == "modern":
+            caps["extensions"] = dict(self.extensions)
+        return caps
+
+    def has_capability(self, path: str) -> bool:
+        head = path.split(".")[0]
+        return head in self.capabilities()
+
+    @property
+    def keyring(self) -> Keyring:
+        """Keys sealing MRTR request state: configured, from ``MCPKIT_SEALING_KEYS``, or a
+        key file shared by every process started in the same directory."""
+        if self._keyring is None:
+            self._keyring = Keyring.from_env() or Keyring.from_file(".mcpkit/sealing.key")
+        return self._keyring
+
+    @keyring.setter
+    def keyring(self, value: Keyring) -> None:
+        self._keyring = value
+
+    # ------------------------------------------------------------------ lifespan
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Server]:
+        """Enter the user's lifespan once per process, however many transports or
+        requests use the server (reference-counted; re-entrant)."""
+        if self._lifespan_lock is None:
+            self._lifespan_lock = anyio.Lock()
+        async with self._lifespan_lock:
+            if self._lifespan_users == 0 and self._lifespan is not None:
+                stack = contextlib.AsyncExitStack()
+                self.lifespan_state = await stack.enter_async_context(self._lifespan(self))
+                self._lifespan_stack = stack
+            self._lifespan_users += 1
+        try:
+            yield self
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with self._lifespan_lock:
+                    self._lifespan_users -= 1
+                    if self._lifespan_users == 0 and self._lifespan_stack is not None:
+                        stack, self._lifespan_stack = self._lifespan_stack, None
+                        await stack.aclose()
+
+    # ------------------------------------------------------------------ dispatch
+    async def dispatch(
+        self,
+        message: Message,
+        meta: RequestMeta,
+        exchange: Exchange,
+        *,
+        session: Any = None,
+        principal: Any = None,
+    ) -> dict[str, Any]:
+        """Answer one request.  The single place where exceptions become protocol errors:
+        :class:`McpError` passes through, anything else becomes -32603 (logged)."""
+        method: str = message["method"]
+        handler = self._handlers.get(method)
+        spec = METHODS.get(method)
+        if handler is None or spec is None or meta.era not in spec.eras:
+            raise method_not_found(method)
+        if spec.capability is not None and not self.has_capability(spec.capability):
+            raise method_not_found(method)
+        ctx = Context(
+            self,
+            meta,
+            message.get("id"),
+            exchange,
+            method=method,
+            params=message.get("params") or {},
+            session=session,
+            principal=principal,
+        )
+        try:
+            result = await handler(ctx)
+        except McpError:
+            raise
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            log.exception("error handling %s", method)
+            raise McpError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}") from exc
+        if meta.era == "modern":
+            result.setdefault("resultType", "complete")
+            if "_meta" not in result:
+                result["_meta"] = self.result_meta
+        return result
+
+    async def call(
+        self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None
+    ) -> dict[str, Any]:
+        """In-process dispatch (no transport): handy for tests and embedding."""
+        from .exchange import NULL_EXCHANGE
+
+        message = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params or {}}
+        if meta is None:
+            meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
+        return await self.dispatch(message, meta, NULL_EXCHANGE)
+
+    def cached_list(self, kind: str, build: Callable[[], list[dict[str, Any]]]) -> list[Any]:
+        items = self._list_cache.get(kind)
+        if items is None:
+            items = self._list_cache[kind] = build()
+        return items
+
+
+def _doc(fn: Fn) -> str | None:
+    import inspect
+
+    doc = inspect.getdoc(fn)
+    return doc.strip() if doc else None

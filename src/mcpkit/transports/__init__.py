@@ -1,0 +1,1 @@
+"""Thin adapters between byte streams and the protocol core: stdio, Streamable HTTP."""

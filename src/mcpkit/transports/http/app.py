@@ -1,0 +1,214 @@
+"""The Streamable HTTP endpoint as one plain ASGI callable.
+
+Routing per POST, decided from the parsed body and headers (the body is decoded once):
+
+* ``MCP-Protocol-Version`` newer than any legacy revision, or a body whose ``_meta``
+  names a protocol version -> the stateless 2026-07-28 path (:mod:`.modern`);
+* anything else -> the legacy session path (:mod:`.legacy`).
+
+GET and DELETE only exist for legacy sessions; when legacy support is off they get 405.
+The app works mounted inside Starlette/FastAPI: it needs no lifespan events (it enters
+the server's lifespan on first use if nobody did) and starts no background tasks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from ...protocol import headers as hdr
+from ...protocol.negotiation import modern_version_of
+from ...server.server import Server
+from ...types import jsonrpc
+from ...types.codec import DecodeError, decode
+from ...types.errors import INVALID_REQUEST, PARSE_ERROR, McpError
+from ...types.versions import era_of
+from .asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    header_map,
+    read_body,
+    send_error,
+)
+from .legacy import SessionStore, handle_legacy_delete, handle_legacy_get, handle_legacy_post
+from .modern import handle_modern
+from .security import HostPolicy
+
+Authenticator = Callable[[Scope, dict[str, str]], Awaitable[Any]]
+
+
+@dataclass(slots=True)
+class HttpOptions:
+    path: str = "/mcp"
+    max_body_bytes: int = 4 * 1024 * 1024
+    legacy: bool = True
+    max_sessions: int = 10_000
+    session_idle_s: float = 1800.0
+    retry_ms: int = 1000
+    client_request_timeout_s: float = 300.0
+    host_policy: HostPolicy = field(default_factory=HostPolicy)
+
+
+class McpHttpApp:
+    """ASGI application serving one :class:`~mcpkit.server.Server` at ``options.path``."""
+
+    def __init__(
+        self,
+        server: Server,
+        options: HttpOptions | None = None,
+        *,
+        authenticate: Authenticator | None = None,
+        tasks: Any = None,
+    ) -> None:
+        self.server = server
+        self.options = options or HttpOptions()
+        self.sessions = SessionStore(self.options.max_sessions, self.options.session_idle_s)
+        self.listen_streams: set[anyio.CancelScope] = set()
+        self.closing = False
+        self.authenticate = authenticate
+        self.tasks = tasks
+        self._lifespan_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
+        self._entered = False
+
+    # ------------------------------------------------------------------ lifespan
+    @contextlib.asynccontextmanager
+    async def lifespan_context(self) -> AsyncIterator[None]:
+        """Use this from a parent app's lifespan when mounting (optional)."""
+        async with self.server.running():
+            self._entered = True
+            try:
+                yield
+            finally:
+                self.shutdown_streams()
+                self._entered = False
+
+    def shutdown_streams(self) -> None:
+        """End listen and GET streams (graceful shutdown sends listen results)."""
+        self.closing = True
+        for scope in list(self.listen_streams):
+            scope.cancel()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        cm = self.lifespan_context()
+        try:
+            await cm.__aenter__()
+        except Exception as exc:  # report, as the ASGI spec asks
+            await send({"type": "lifespan.startup.failed", "message": repr(exc)})
+            return
+        await send({"type": "lifespan.startup.complete"})
+        message = await receive()
+        if message["type"] == "lifespan.shutdown":
+            await cm.__aexit__(None, None, None)
+            await send({"type": "lifespan.shutdown.complete"})
+
+    async def _ensure_started(self) -> None:
+        if not self._entered and self.server._lifespan is not None:
+            # Mounted without lifespan events: enter the server lifespan once, for good.
+            self._entered = True
+            cm = self.server.running()
+            await cm.__aenter__()
+            self._lifespan_cm = cm
+
+    # ------------------------------------------------------------------ ASGI
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        path = scope.get("path", "")
+        if path != self.options.path and path.rstrip("/") != self.options.path:
+            await send_error(send, 404, McpError(INVALID_REQUEST, f"Not found: {path}"))
+            return
+        headers = header_map(scope)
+        policy = self.options.host_policy
+        if not policy.host_ok(headers.get("host")):
+            err = McpError(INVALID_REQUEST, "Forbidden: Host header not allowed (DNS rebinding protection)")
+            await send_error(send, 403, err)
+            return
+        if not policy.origin_ok(headers.get("origin")):
+            err = McpError(INVALID_REQUEST, "Forbidden: Origin not allowed")
+            await send_error(send, 403, err)
+            return
+        await self._ensure_started()
+        principal = None
+        if self.authenticate is not None:
+            principal = await self.authenticate(scope, headers)
+            if principal is False:
+                return  # the authenticator already answered (401/403)
+        method = scope.get("method", "GET")
+        if method == "POST":
+            await self._post(headers, receive, send, principal)
+        elif method == "GET" and self.options.legacy and hdr.SESSION_ID in headers:
+            await handle_legacy_get(self, headers, receive, send, principal)
+        elif method == "DELETE" and self.options.legacy and hdr.SESSION_ID in headers:
+            await handle_legacy_delete(self, headers, send, principal)
+        else:
+            allow = b"POST, GET, DELETE" if self.options.legacy else b"POST"
+            err = McpError(INVALID_REQUEST, f"Method Not Allowed: {method}")
+            await send_error(send, 405, err, headers=[(b"allow", allow)])
+
+    async def _post(
+        self, headers: dict[str, str], receive: Receive, send: Send, principal: Any
+    ) -> None:
+        content_type = headers.get("content-type", "")
+        if content_type and "json" not in content_type:
+            err = McpError(INVALID_REQUEST, "Unsupported Media Type: use application/json")
+            await send_error(send, 415, err)
+            return
+        try:
+            body = await read_body(receive, self.options.max_body_bytes, headers.get("content-length"))
+        except BodyTooLarge:
+            limit = self.options.max_body_bytes
+            err = McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+            await send_error(send, 413, err)
+            return
+        except ClientGone:
+            return
+        try:
+            message = decode(body)
+        except DecodeError as exc:
+            await send_error(send, 400, McpError(PARSE_ERROR, f"Parse error: {exc}"))
+            return
+        try:
+            kind = jsonrpc.classify(message)
+        except McpError as err:
+            request_id = message.get("id") if isinstance(message, dict) else None
+            if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+                request_id = None
+            await send_error(send, 400, err, request_id)
+            return
+        header_version = headers.get(hdr.PROTOCOL_VERSION)
+        modern = (header_version is not None and era_of(header_version) == "modern") or (
+            header_version is None
+            and kind is jsonrpc.Kind.REQUEST
+            and modern_version_of(message.get("params")) is not None
+        )
+        if modern:
+            await handle_modern(self, message, kind, headers, receive, send, principal)
+        elif self.options.legacy:
+            await handle_legacy_post(self, message, kind, headers, send, principal)
+        else:
+            err = McpError(INVALID_REQUEST, "This server speaks only protocol 2026-07-28")
+            await send_error(send, 400, err, message.get("id"))
+
+    async def aclose(self) -> None:
+        self.shutdown_streams()
+        if self._lifespan_cm is not None:
+            cm, self._lifespan_cm = self._lifespan_cm, None
+            await cm.__aexit__(None, None, None)
+
+
+def create_app(server: Server, options: HttpOptions | None = None, **kw: Any) -> McpHttpApp:
+    return McpHttpApp(server, options, **kw)

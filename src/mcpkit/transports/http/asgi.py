@@ -1,0 +1,102 @@
+"""Small ASGI helpers: header access, bounded body reads, JSON replies."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ...types import jsonrpc
+from ...types.codec import encode
+from ...types.errors import INVALID_REQUEST, McpError
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+def header_map(scope: Scope) -> dict[str, str]:
+    """Lower-case header name -> value (latin-1, stripped).  Repeated headers: last wins,
+    except that it is recorded so callers can refuse ambiguity where it matters."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", ()):
+        out[raw_name.decode("latin-1").lower()] = raw_value.decode("latin-1").strip()
+    return out
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class ClientGone(Exception):
+    pass
+
+
+async def read_body(receive: Receive, limit: int, declared: str | None) -> bytes:
+    """The whole request body, refusing early when it is (or grows) larger than ``limit``."""
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise BodyTooLarge
+        except ValueError:
+            pass
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        if chunk:
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def send_bytes(
+    send: Send,
+    status: int,
+    body: bytes,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": (headers or []) + [(b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_json(
+    send: Send,
+    status: int,
+    payload: Any,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    await send_bytes(send, status, encode(payload), JSON_HEADERS + (headers or []))
+
+
+async def send_error(
+    send: Send,
+    status: int,
+    err: McpError,
+    request_id: Any = None,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """A JSON-RPC error body a client can show, with an HTTP status a proxy understands."""
+    await send_json(send, status, jsonrpc.error(request_id, err), headers)
+
+
+async def send_empty(send: Send, status: int, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send_bytes(send, status, b"", headers)
+
+
+def envelope_error(message: str) -> McpError:
+    return McpError(INVALID_REQUEST, message)

@@ -1,0 +1,447 @@
+"""Legacy (<= 2025-11-25) Streamable HTTP: sessions, server->client requests, the GET
+stream and resumable SSE.
+
+Sessions are bounded: at most ``max_sessions`` live at once and each expires after
+``session_idle_s`` without traffic; expired sessions are reaped on the way in (no
+background task, so mounting the app anywhere just works).  Each POST stream's events
+are kept in a small per-session event log so a client can resume with ``Last-Event-ID``
+(event ids are ``<stream>-<seq>``).  Disconnecting does not cancel a legacy request (the
+2025-11-25 rule); ``notifications/cancelled`` does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ...protocol import headers as hdr
+from ...protocol.correlation import Incoming, Outgoing, cancelled_request_id
+from ...protocol.sse import encode_event, priming_event
+from ...server.exchange import Exchange
+from ...server.legacy import LegacySession
+from ...server.listen import legacy_notification_for
+from ...types import jsonrpc
+from ...types.codec import encode
+from ...types.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
+from ...types.versions import LEGACY_VERSIONS
+from .asgi import Receive, Send, send_empty, send_error
+from .stream import SSE_HEADERS, EventLog, ResponseWriter
+
+if TYPE_CHECKING:
+    from .app import McpHttpApp
+
+MAX_EVENTS_PER_STREAM = 512
+MAX_STREAMS_PER_SESSION = 64
+
+
+class StreamLog(EventLog):
+    """Events of one SSE stream, kept for resumption."""
+
+    __slots__ = ("changed", "events", "finished", "key", "next_seq")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.events: list[tuple[int, bytes]] = []
+        self.next_seq = 1
+        self.finished = False
+        self.changed = anyio.Event()
+
+    def priming_id(self) -> str:
+        return f"{self.key}-0"
+
+    def append(self, data: bytes, final: bool) -> str:
+        seq = self.next_seq
+        self.next_seq += 1
+        self.events.append((seq, data))
+        if len(self.events) > MAX_EVENTS_PER_STREAM:
+            del self.events[0]
+        if final:
+            self.finished = True
+        self.changed.set()
+        self.changed = anyio.Event()
+        return f"{self.key}-{seq}"
+
+    def after(self, seq: int) -> list[tuple[int, bytes]]:
+        return [(s, d) for s, d in self.events if s > seq]
+
+
+class HttpSession:
+    """A legacy session plus what HTTP needs for it."""
+
+    __slots__ = (
+        "get_open",
+        "incoming",
+        "legacy",
+        "outgoing",
+        "pushed",
+        "stream_counter",
+        "streams",
+    )
+
+    def __init__(self, principal: Any) -> None:
+        self.legacy = LegacySession(principal=principal)
+        self.outgoing: Outgoing[Any] = Outgoing()
+        self.incoming: Incoming[anyio.CancelScope] = Incoming()
+        self.streams: OrderedDict[str, StreamLog] = OrderedDict()
+        self.stream_counter = 0
+        self.get_open = False
+        #: Messages for the standalone GET stream (server requests with no POST stream).
+        self.pushed: anyio.abc.ObjectSendStream[bytes] | None = None
+
+    def new_stream(self) -> StreamLog:
+        self.stream_counter += 1
+        log = StreamLog(f"s{self.stream_counter}")
+        self.streams[log.key] = log
+        while len(self.streams) > MAX_STREAMS_PER_SESSION:
+            self.streams.popitem(last=False)
+        return log
+
+
+class SessionStore:
+    """In-process sessions, bounded by count and idle time."""
+
+    def __init__(self, max_sessions: int, idle_s: float) -> None:
+        self.max_sessions = max_sessions
+        self.idle_s = idle_s
+        self._sessions: OrderedDict[str, HttpSession] = OrderedDict()
+        self._last_reap = 0.0
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, session_id: str) -> HttpSession | None:
+        session = self._sessions.get(session_id)
+        if session is None:
+            return None
+        if time.monotonic() - session.legacy.last_active > self.idle_s:
+            self.drop(session_id)
+            return None
+        self._sessions.move_to_end(session_id)
+        return session
+
+    def create(self, principal: Any) -> HttpSession | None:
+        now = time.monotonic()
+        if len(self._sessions) >= self.max_sessions or now - self._last_reap > 5.0:
+            self.reap(now)
+        if len(self._sessions) >= self.max_sessions:
+            return None
+        session = HttpSession(principal)
+        self._sessions[session.legacy.id] = session
+        return session
+
+    def reap(self, now: float | None = None) -> int:
+        now = time.monotonic() if now is None else now
+        self._last_reap = now
+        dead = [sid for sid, s in self._sessions.items() if now - s.legacy.last_active > self.idle_s]
+        for sid in dead:
+            self.drop(sid)
+        return len(dead)
+
+    def drop(self, session_id: str) -> None:
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            for pending in session.outgoing.drain():
+                pending.waiter.fail(McpError(INTERNAL_ERROR, "session closed"))
+            for scope in session.incoming.all():
+                scope.cancel()
+
+
+class _Waiter:
+    __slots__ = ("done", "error", "value")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.value: dict[str, Any] | None = None
+        self.error: McpError | None = None
+
+    def resolve(self, message: dict[str, Any]) -> None:
+        if "error" in message:
+            err = message["error"] or {}
+            self.error = McpError(err.get("code", INTERNAL_ERROR), err.get("message", ""), err.get("data"))
+        else:
+            result = message.get("result")
+            self.value = result if isinstance(result, dict) else {}
+        self.done.set()
+
+    def fail(self, error: McpError) -> None:
+        self.error = error
+        self.done.set()
+
+
+class LegacyExchange(Exchange):
+    __slots__ = ("app", "session", "writer")
+
+    def __init__(self, app: McpHttpApp, session: HttpSession, writer: ResponseWriter) -> None:
+        self.app = app
+        self.session = session
+        self.writer = writer
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(
+        self, method: str, params: dict[str, Any], timeout: float | None = None
+    ) -> dict[str, Any]:
+        outgoing = self.session.outgoing
+        request_id = outgoing.next_id()
+        waiter = _Waiter()
+        outgoing.register(request_id, method, waiter)
+        message = jsonrpc.request(request_id, method, params)
+        delivered = await self.writer.message(message)
+        if not delivered and self.session.pushed is not None:
+            try:
+                self.session.pushed.send_nowait(encode(message))
+                delivered = True
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                delivered = False
+        if not delivered:
+            outgoing.forget(request_id)
+            raise McpError(
+                INTERNAL_ERROR,
+                f"cannot send {method}: the client accepts no event stream for this request",
+            )
+        with anyio.fail_after(timeout or self.app.options.client_request_timeout_s):
+            await waiter.done.wait()
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.value or {}
+
+    async def close_stream(self, retry_ms: int | None = None) -> None:
+        await self.writer.detach(retry_ms)
+
+
+async def handle_legacy_post(
+    app: McpHttpApp,
+    message: dict[str, Any],
+    kind: jsonrpc.Kind,
+    headers: dict[str, str],
+    send: Send,
+    principal: Any,
+) -> None:
+    store = app.sessions
+    session_id = headers.get(hdr.SESSION_ID)
+    version = headers.get(hdr.PROTOCOL_VERSION)
+    if version is not None and version not in LEGACY_VERSIONS:
+        err = McpError(INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+        await send_error(send, 400, err, message.get("id"))
+        return
+    is_initialize = kind is jsonrpc.Kind.REQUEST and message.get("method") == "initialize"
+    if is_initialize and session_id is None:
+        session = store.create(principal)
+        if session is None:
+            err = McpError(INTERNAL_ERROR, "Too many sessions; try again later")
+            await send_error(send, 503, err, message.get("id"), [(b"retry-after", b"5")])
+            return
+        try:
+            result = await session.legacy.handle_request(app.server, message, Exchange())
+        except McpError as err:
+            store.drop(session.legacy.id)
+            await send_error(send, 200, err, message["id"])
+            return
+        await _send_json_with_session(send, jsonrpc.result(message["id"], result), session)
+        return
+    if session_id is None:
+        err = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header")
+        await send_error(send, 400, err, message.get("id"))
+        return
+    session = store.get(session_id)
+    if session is None:
+        err = McpError(INVALID_REQUEST, "Session not found: initialize a new session")
+        await send_error(send, 404, err, message.get("id"))
+        return
+    if principal is not None and session.legacy.principal != principal:
+        err = McpError(INVALID_REQUEST, "Session belongs to another principal")
+        await send_error(send, 404, err, message.get("id"))
+        return
+    session.legacy.touch()
+    if kind is jsonrpc.Kind.NOTIFICATION:
+        if message["method"] == "notifications/cancelled":
+            target = cancelled_request_id(jsonrpc.params_of(message))
+            scope = session.incoming.get(target)
+            if scope is not None:
+                scope.cancel()
+        else:
+            session.legacy.on_notification(message)
+        await send_empty(send, 202)
+        return
+    if kind in (jsonrpc.Kind.RESULT, jsonrpc.Kind.ERROR):
+        pending = session.outgoing.resolve(message)
+        if pending is not None:
+            pending.waiter.resolve(message)
+        await send_empty(send, 202)
+        return
+    await _handle_request(app, session, message, headers, send)
+
+
+async def _send_json_with_session(send: Send, payload: dict[str, Any], session: HttpSession) -> None:
+    body = encode(payload)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"mcp-session-id", session.legacy.id.encode()),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _handle_request(
+    app: McpHttpApp,
+    session: HttpSession,
+    message: dict[str, Any],
+    headers: dict[str, str],
+    send: Send,
+) -> None:
+    request_id = message["id"]
+    sse_ok = "text/event-stream" in headers.get("accept", "text/event-stream")
+    log = session.new_stream() if sse_ok else None
+    resumable = session.legacy.protocol_version >= "2025-11-25"
+    writer = ResponseWriter(
+        send,
+        sse_ok=sse_ok,
+        extra_headers=[(b"mcp-session-id", session.legacy.id.encode())],
+        log=log if resumable else None,
+        retry_ms=app.options.retry_ms if resumable else None,
+    )
+    exchange = LegacyExchange(app, session, writer)
+    outcome: dict[str, Any] | None = None
+    with anyio.CancelScope() as scope:
+        if not session.incoming.start(request_id, scope):
+            err = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
+            await writer.final(jsonrpc.error(request_id, err))
+            return
+        try:
+            result = await session.legacy.handle_request(app.server, message, exchange)
+            outcome = jsonrpc.result(request_id, result)
+        except McpError as err:
+            outcome = jsonrpc.error(request_id, err)
+        finally:
+            session.incoming.finish(request_id)
+    if outcome is None:  # cancelled by notifications/cancelled: no response is sent
+        await writer.close()
+        if log is not None:
+            log.finished = True
+            log.changed.set()
+        return
+    await writer.final(outcome)
+
+
+async def handle_legacy_get(
+    app: McpHttpApp, headers: dict[str, str], receive: Receive, send: Send, principal: Any
+) -> None:
+    """Resume a stream (``Last-Event-ID``) or open the session's standalone stream."""
+    session_id = headers.get(hdr.SESSION_ID)
+    if session_id is None:
+        await send_error(send, 400, McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id"))
+        return
+    session = app.sessions.get(session_id)
+    if session is None or (principal is not None and session.legacy.principal != principal):
+        await send_error(send, 404, McpError(INVALID_REQUEST, "Session not found"))
+        return
+    if "text/event-stream" not in headers.get("accept", ""):
+        await send_error(send, 406, McpError(INVALID_REQUEST, "GET needs Accept: text/event-stream"))
+        return
+    last = headers.get("last-event-id")
+    if last:
+        await _resume(app, session, last, receive, send)
+        return
+    if session.get_open:
+        await send_error(send, 409, McpError(INVALID_REQUEST, "A GET stream is already open"))
+        return
+    await _standalone(app, session, receive, send)
+
+
+async def _resume(app: McpHttpApp, session: HttpSession, last: str, receive: Receive, send: Send) -> None:
+    key, _, seq_text = last.rpartition("-")
+    log = session.streams.get(key)
+    if log is None or not seq_text.isdigit():
+        await send_error(send, 404, McpError(INVALID_REQUEST, f"Unknown Last-Event-ID {last!r}"))
+        return
+    seq = int(seq_text)
+    headers = SSE_HEADERS + [(b"mcp-session-id", session.legacy.id.encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": priming_event(last, app.options.retry_ms), "more_body": True})
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_watch, receive, tg.cancel_scope)
+        while True:
+            for s, data in log.after(seq):
+                seq = s
+                await send({"type": "http.response.body", "body": encode_event(data, event_id=f"{key}-{s}"), "more_body": True})
+            if log.finished:
+                break
+            changed = log.changed
+            with anyio.move_on_after(15):
+                await changed.wait()
+            session.legacy.touch()
+        tg.cancel_scope.cancel()
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, send: Send) -> None:
+    session.get_open = True
+    push_send, push_recv = anyio.create_memory_object_stream[bytes](64)
+    session.pushed = push_send
+    headers = SSE_HEADERS + [(b"mcp-session-id", session.legacy.id.encode())]
+    try:
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b":\r\n\r\n", "more_body": True})
+        with app.server.bus.listen() as listener:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_watch, receive, tg.cancel_scope)
+                app.listen_streams.add(tg.cancel_scope)
+
+                async def forward_events() -> None:
+                    while True:
+                        event = await listener.next()
+                        note = legacy_notification_for(event, session.legacy.subscriptions)
+                        if note is not None:
+                            await send({"type": "http.response.body", "body": encode_event(encode(note)), "more_body": True})
+
+                async def forward_pushed() -> None:
+                    async for data in push_recv:
+                        await send({"type": "http.response.body", "body": encode_event(data), "more_body": True})
+
+                tg.start_soon(forward_events)
+                tg.start_soon(forward_pushed)
+                try:
+                    while True:
+                        await anyio.sleep(15)
+                        session.legacy.touch()
+                        await send({"type": "http.response.body", "body": b":\r\n\r\n", "more_body": True})
+                finally:
+                    app.listen_streams.discard(tg.cancel_scope)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    except OSError:
+        pass
+    finally:
+        session.get_open = False
+        session.pushed = None
+        push_send.close()
+
+
+async def _watch(receive: Receive, scope: anyio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+async def handle_legacy_delete(app: McpHttpApp, headers: dict[str, str], send: Send, principal: Any) -> None:
+    session_id = headers.get(hdr.SESSION_ID)
+    if session_id is None:
+        await send_error(send, 400, McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id"))
+        return
+    session = app.sessions.get(session_id)
+    if session is None or (principal is not None and session.legacy.principal != principal):
+        await send_error(send, 404, McpError(INVALID_REQUEST, "Session not found"))
+        return
+    app.sessions.drop(session_id)
+    await send_empty(send, 200)

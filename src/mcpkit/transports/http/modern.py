@@ -1,0 +1,154 @@
+"""2026-07-28 Streamable HTTP: one stateless POST per request.
+
+Order of checks (the conformance suite's, which follows the spec's text): the
+``MCP-Protocol-Version`` header must be present (-32020); ``_meta`` must carry the
+version and client capabilities (-32602); header and ``_meta`` must agree (-32020); the
+version must be one we serve (-32022); ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*`` must
+match the body (-32020); then the method must exist (-32601, HTTP 404).  Closing the
+response stream cancels the handler.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ...protocol import headers as hdr
+from ...protocol.negotiation import check_modern_version, parse_modern_meta
+from ...server.exchange import Exchange
+from ...server.listen import Subscription
+from ...types import jsonrpc
+from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
+from ...types.methods import METHODS
+from .asgi import Receive, Send, send_empty, send_error
+from .stream import ResponseWriter
+
+if TYPE_CHECKING:
+    from .app import McpHttpApp
+
+KEEPALIVE_SECONDS = 15.0
+
+
+class ModernExchange(Exchange):
+    __slots__ = ("writer",)
+
+    def __init__(self, writer: ResponseWriter) -> None:
+        self.writer = writer
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+async def handle_modern(
+    app: McpHttpApp,
+    message: dict[str, Any],
+    kind: jsonrpc.Kind,
+    headers: dict[str, str],
+    receive: Receive,
+    send: Send,
+    principal: Any,
+) -> None:
+    if kind is jsonrpc.Kind.NOTIFICATION:
+        # Clients may POST notifications/cancelled; nothing else is defined. Accept.
+        await send_empty(send, 202)
+        return
+    if kind is not jsonrpc.Kind.REQUEST:
+        err = McpError(INVALID_REQUEST, "Servers of 2026-07-28 send no requests to answer")
+        await send_error(send, 400, err)
+        return
+    request_id = message["id"]
+    params = message.get("params")
+    try:
+        version = headers.get(hdr.PROTOCOL_VERSION)
+        if version is None:
+            raise header_mismatch("missing MCP-Protocol-Version header")
+        meta = parse_modern_meta(params, supported=None)
+        if meta.protocol_version != version:
+            raise header_mismatch(
+                f"MCP-Protocol-Version header {version!r} does not match "
+                f"_meta {meta.protocol_version!r}"
+            )
+        check_modern_version(version, app.server.modern_versions)
+        method: str = message["method"]
+        tool_headers: tuple[hdr.HeaderParam, ...] = ()
+        if method == "tools/call" and isinstance(params, dict):
+            tool = app.server.tools.get(params.get("name"))  # type: ignore[arg-type]
+            if tool is not None:
+                tool_headers = tool.header_params
+        hdr.validate_request_headers(headers, message, tool_headers)
+        spec = METHODS.get(method)
+        if spec is None or "modern" not in spec.eras or spec.direction == "server_to_client":
+            raise method_not_found(method)
+    except McpError as err:
+        await send_error(send, err.http_status, err, request_id)
+        return
+
+    sse_ok = "text/event-stream" in headers.get("accept", "text/event-stream")
+    writer = ResponseWriter(send, sse_ok=sse_ok)
+    if method == "subscriptions/listen":
+        await _listen(app, message, writer, receive)
+        return
+    if method.startswith("tasks/") and app.tasks is not None:
+        handler = app.tasks.dispatch
+    else:
+        handler = app.server.dispatch
+    exchange = ModernExchange(writer)
+    outcome: dict[str, Any] | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
+        try:
+            result = await handler(message, meta, exchange, principal=principal)
+            outcome = jsonrpc.result(request_id, result)
+            status = 200
+        except McpError as err:
+            outcome = jsonrpc.error(request_id, err)
+            status = err.http_status
+        tg.cancel_scope.cancel()
+    if outcome is not None:
+        await writer.final(outcome, status)
+
+
+async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+async def _listen(
+    app: McpHttpApp, message: dict[str, Any], writer: ResponseWriter, receive: Receive
+) -> None:
+    """Hold a listen stream open: acknowledgement first, then matching change events,
+    keep-alive comments while idle; ends when the client disconnects or the server stops."""
+    try:
+        subscription = Subscription(app.server, message["id"], message.get("params") or {})
+    except McpError as err:
+        await writer.final(jsonrpc.error(message["id"], err), err.http_status)
+        return
+    if not writer._sse_ok:
+        err = McpError(INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream")
+        await writer.final(jsonrpc.error(message["id"], err), 406)
+        return
+    with app.server.bus.listen() as listener:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
+            await writer.message(subscription.acknowledgement())
+            app.listen_streams.add(tg.cancel_scope)
+            try:
+                while True:
+                    with anyio.move_on_after(KEEPALIVE_SECONDS) as idle:
+                        event = await listener.next()
+                    if idle.cancelled_caught:
+                        await writer._write(b":\r\n\r\n")
+                        continue
+                    note = subscription.notification_for(event)
+                    if note is not None:
+                        await writer.message(note)
+            finally:
+                app.listen_streams.discard(tg.cancel_scope)
+    if app.closing:
+        await writer.final(jsonrpc.result(message["id"], subscription.final_result()))
+    else:
+        await writer.close()

@@ -1,0 +1,78 @@
+"""DNS-rebinding protection: Host and Origin validation for local servers.
+
+A browser page on evil.example can resolve its own name to 127.0.0.1 and then talk to a
+local MCP server; the ``Host`` header still says evil.example.  So a server bound to
+loopback accepts only loopback host names (any port) unless told otherwise, and a present
+``Origin`` must be a loopback origin or one explicitly allowed.  Decision (documented in
+the README): both rejections are HTTP 403 with a JSON-RPC error body (code -32600) that a
+client can display, rather than a bare text page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+
+
+def _split_host(value: str) -> str:
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1] if end > 0 else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+@dataclass(slots=True)
+class HostPolicy:
+    """Which Host and Origin values a server accepts.
+
+    ``allowed_hosts=None`` turns Host checking off (a server behind a proxy that already
+    validates).  Entries are host names without port, or ``host:port``.
+    """
+
+    allowed_hosts: frozenset[str] | None = LOOPBACK_HOSTS
+    allowed_origins: frozenset[str] = field(default_factory=frozenset)
+    allow_any_origin: bool = False
+
+    @classmethod
+    def for_bind(
+        cls,
+        host: str,
+        extra_hosts: Iterable[str] = (),
+        origins: Iterable[str] = (),
+    ) -> HostPolicy:
+        if host in ("0.0.0.0", "::", ""):
+            return cls(allowed_hosts=None, allowed_origins=frozenset(origins))
+        hosts = set(LOOPBACK_HOSTS) | {h.lower() for h in extra_hosts}
+        if host not in LOOPBACK_HOSTS:
+            hosts.add(host.lower())
+        return cls(frozenset(hosts), frozenset(o.rstrip("/").lower() for o in origins))
+
+    def host_ok(self, host: str | None) -> bool:
+        if self.allowed_hosts is None:
+            return True
+        if not host:
+            return False
+        lowered = host.strip().lower()
+        return lowered in self.allowed_hosts or _split_host(lowered) in self.allowed_hosts
+
+    def origin_ok(self, origin: str | None) -> bool:
+        if origin is None or self.allow_any_origin:
+            return True
+        lowered = origin.strip().rstrip("/").lower()
+        if lowered in self.allowed_origins:
+            return True
+        try:
+            parts = urlsplit(lowered)
+        except ValueError:
+            return False
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return False
+        name = parts.hostname
+        bracketed = f"[{name}]" if ":" in name else name
+        if bracketed in LOOPBACK_HOSTS or name in LOOPBACK_HOSTS:
+            return True
+        return self.allowed_hosts is not None and bracketed in self.allowed_hosts

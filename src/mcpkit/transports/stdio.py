@@ -1,0 +1,138 @@
+"""stdio server transport: newline-delimited JSON-RPC on stdin/stdout, both eras.
+
+Modern requests (``_meta`` with a protocol version) are answered statelessly and
+concurrently; ``initialize`` starts the process's one legacy session.  The protocol pipes
+are moved off file descriptors 0 and 1 first, so a stray ``print`` or a child process
+cannot corrupt the stream: fd 1 then points at stderr and fd 0 at /dev/null.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import anyio
+
+from ..protocol.negotiation import modern_version_of, parse_modern_meta
+from ..runtime.endpoint import Endpoint
+from ..server.exchange import Exchange
+from ..server.legacy import LegacySession
+from ..server.listen import Subscription, legacy_notification_for
+from ..server.server import Server
+from ..types.errors import McpError, method_not_found
+from ..types.jsonrpc import Message
+from ..types.methods import METHODS
+from .stdio_io import fd_writer, read_chunks
+
+
+class _StdioExchange(Exchange):
+    __slots__ = ("endpoint", "legacy_requests")
+
+    def __init__(self, endpoint: Endpoint, legacy_requests: bool) -> None:
+        self.endpoint = endpoint
+        self.legacy_requests = legacy_requests
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self.endpoint.notify(method, params)
+
+    async def request(
+        self, method: str, params: dict[str, Any], timeout: float | None = None
+    ) -> dict[str, Any]:
+        if not self.legacy_requests:
+            return await super().request(method, params, timeout)
+        return await self.endpoint.request(method, params, timeout=timeout or 300.0)
+
+
+class StdioServer:
+    """Serves one :class:`Server` over a pair of file descriptors."""
+
+    def __init__(self, server: Server, tasks: Any = None) -> None:
+        self.server = server
+        self.tasks = tasks
+        self.session: LegacySession | None = None
+
+    async def on_request(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
+        params = message.get("params")
+        method: str = message["method"]
+        if modern_version_of(params) is not None:
+            meta = parse_modern_meta(params, self.server.modern_versions)
+            spec = METHODS.get(method)
+            if spec is None or "modern" not in spec.eras:
+                raise method_not_found(method)
+            if method == "subscriptions/listen":
+                return await self._listen(message, endpoint)
+            if method.startswith("tasks/") and self.tasks is not None:
+                return await self.tasks.dispatch(message, meta, _StdioExchange(endpoint, False))  # type: ignore[no-any-return]
+            return await self.server.dispatch(message, meta, _StdioExchange(endpoint, False))
+        if self.session is None:
+            self.session = LegacySession()
+        first = method == "initialize" and not self.session.initialized
+        result = await self.session.handle_request(
+            self.server, message, _StdioExchange(endpoint, True)
+        )
+        if first:
+            endpoint.spawn(self._legacy_events, endpoint, self.session)
+        return result
+
+    async def _listen(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
+        subscription = Subscription(self.server, message["id"], message.get("params") or {})
+        with self.server.bus.listen() as listener:
+            await endpoint.send(subscription.acknowledgement())
+            while True:
+                note = subscription.notification_for(await listener.next())
+                if note is not None:
+                    await endpoint.send(note)
+
+    async def _legacy_events(self, endpoint: Endpoint, session: LegacySession) -> None:
+        with self.server.bus.listen() as listener:
+            while endpoint.closed is None:
+                note = legacy_notification_for(await listener.next(), session.subscriptions)
+                if note is not None:
+                    await endpoint.send(note)
+
+    async def on_notification(self, message: Message, endpoint: Endpoint) -> None:
+        if self.session is not None:
+            self.session.on_notification(message)
+
+    async def serve(self, in_fd: int, out_fd: int) -> None:
+        write = await fd_writer(out_fd)
+        endpoint = Endpoint(write, self.on_request, self.on_notification)
+        async with self.server.running():
+            await endpoint.run(read_chunks(in_fd))
+
+
+def _claim_stdio() -> tuple[int, int]:
+    """Take the protocol pipes off fds 0/1 so nothing else can read or write them."""
+    sys.stdout.flush()
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return in_fd, out_fd
+
+
+async def serve_stdio(server: Server, *, tasks: Any = None, claim: bool = True) -> None:
+    """Serve ``server`` on this process's stdin/stdout until stdin closes."""
+    in_fd, out_fd = _claim_stdio() if claim else (0, 1)
+    await StdioServer(server, tasks).serve(in_fd, out_fd)
+
+
+def run_stdio(server: Server, **kw: Any) -> None:
+    backend_options = {"use_uvloop": True} if _has_uvloop() else {}
+    try:
+        anyio.run(lambda: serve_stdio(server, **kw), backend="asyncio", backend_options=backend_options)
+    except KeyboardInterrupt:
+        pass
+
+
+def _has_uvloop() -> bool:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+__all__ = ["McpError", "StdioServer", "run_stdio", "serve_stdio"]

@@ -1,0 +1,98 @@
+"""JSON-RPC / MCP error codes and the exception that carries one.
+
+:class:`McpError` is the single error type that crosses layers: handlers raise it (or
+something that is converted to it in exactly one place, the dispatcher) and transports
+turn it into a wire error with :meth:`McpError.to_wire` and, on HTTP, its ``http_status``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+HEADER_MISMATCH: Final = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+#: Retired in 2026-07-28 but still sent to (and accepted from) legacy peers.
+LEGACY_RESOURCE_NOT_FOUND: Final = -32002
+LEGACY_URL_ELICITATION_REQUIRED: Final = -32042
+#: A request the server refuses because it is shutting down or overloaded (implementation range).
+SERVER_UNAVAILABLE: Final = -32000
+
+#: HTTP status for each error code on the 2026-07-28 Streamable HTTP transport.
+_HTTP_STATUS: Final[dict[int, int]] = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    METHOD_NOT_FOUND: 404,
+    INVALID_PARAMS: 400,
+    INTERNAL_ERROR: 500,
+    HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+
+
+class McpError(Exception):
+    """A protocol-level failure with a JSON-RPC code, message and optional data."""
+
+    __slots__ = ("code", "data", "http_status", "message")
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        http_status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.http_status = http_status if http_status is not None else _HTTP_STATUS.get(code, 200)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    def __str__(self) -> str:
+        return f"{self.message} (code {self.code})"
+
+    def __repr__(self) -> str:
+        return f"McpError(code={self.code}, message={self.message!r}, data={self.data!r})"
+
+
+def invalid_params(message: str, data: Any = None) -> McpError:
+    return McpError(INVALID_PARAMS, message, data)
+
+
+def method_not_found(method: str) -> McpError:
+    return McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+def header_mismatch(detail: str) -> McpError:
+    return McpError(HEADER_MISMATCH, f"Header mismatch: {detail}")
+
+
+def unsupported_version(requested: Any, supported: list[str]) -> McpError:
+    return McpError(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        "Unsupported protocol version",
+        {"supported": supported, "requested": requested},
+    )
+
+
+def missing_capability(required: dict[str, Any], what: str = "") -> McpError:
+    detail = f": {what}" if what else ""
+    return McpError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"Missing required client capability{detail}",
+        {"requiredCapabilities": required},
+    )

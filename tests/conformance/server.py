@@ -534,3 +534,72 @@ def complete(ref: dict[str, Any], argument: dict[str, Any], context: Any) -> lis
         value = argument.get("value", "")
         return [v for v in ("paris", "park", "party") if v.startswith(value)]
     return []
+
+
+# --------------------------------------------------------------------------- tasks extension
+
+
+@server.tool
+def greet(name: str) -> str:
+    """Greets someone (always synchronous)."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """Sleeps for `seconds`, then reports; runs as a task when the client supports it."""
+    await anyio.sleep(seconds)
+    return f"Computed {label or 'result'} after {seconds:g}s"
+
+
+@server.tool(task="required")
+async def failing_job() -> ToolResult:
+    """A task whose tool fails (completed with isError)."""
+    await anyio.sleep(0.5)
+    return ToolResult("The job failed as designed", is_error=True)
+
+
+@server.tool(task="required")
+async def protocol_error_job() -> str:
+    """A task that ends in a protocol error (status failed)."""
+    await anyio.sleep(0.2)
+    raise McpError(-32603, "The job hit a protocol-level error as designed")
+
+
+@server.tool(task="required")
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """Asks for confirmation inside the task, then 'deletes' the file."""
+    answer = await ctx.elicit(
+        f"Delete {filename}?",
+        {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]},
+        key="confirm",
+    )
+    confirmed = answer.get("action") == "accept" and (answer.get("content") or {}).get("confirm")
+    return f"Deleted {filename}" if confirmed else f"Kept {filename}"
+
+
+@server.tool(task="required")
+async def multi_input(ctx: Context) -> str:
+    """Asks two questions at once inside the task."""
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
+        "required": ["name"],
+    }
+    answers = await ctx.ask(
+        {
+            "first": {"method": "elicitation/create", "params": {"mode": "form", "message": "First?", "requestedSchema": schema}},
+            "second": {"method": "elicitation/create", "params": {"mode": "form", "message": "Second?", "requestedSchema": schema}},
+        }
+    )
+    names = [(answers[k].get("content") or {}).get("name") for k in ("first", "second")]
+    return "Got " + " and ".join(str(n) for n in names)
+
+
+@server.tool(task="required", task_start="manual")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks for a name synchronously (MRTR), then finishes as a task."""
+    answer = await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name")
+    await ctx.start_task()
+    await anyio.sleep(0.1)
+    return f"Hello from the task, {(answer.get('content') or {}).get('name')}!"

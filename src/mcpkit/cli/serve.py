@@ -23,6 +23,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--no-legacy", action="store_true", help="serve only protocol 2026-07-28")
     p.add_argument("--allowed-host", action="append", default=[], help="extra Host to accept")
     p.add_argument("--allowed-origin", action="append", default=[], help="extra Origin to accept")
+    p.add_argument(
+        "--state",
+        default=None,
+        help="state backend URL: memory:, sqlite:///path.db (default sqlite:///.mcpkit/state.db), "
+        "redis://host:port/0",
+    )
     p.add_argument("--log-level", default="warning")
     p.set_defaults(func=run)
 
@@ -33,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
     except TargetError as exc:
         print(f"mcpkit serve: {exc}", file=sys.stderr)
         return 2
+    if args.state:
+        server.state = args.state
+    elif server._state is None and server._state_url is None:
+        server.state = "sqlite:///.mcpkit/state.db"
     if not args.http:
         from ..transports.stdio import run_stdio
 

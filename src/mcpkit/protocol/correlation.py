@@ -122,6 +122,6 @@ class Incoming(Generic[H]):
 def cancelled_request_id(params: dict[str, Any]) -> RequestId | None:
     """The id named by ``notifications/cancelled`` params, if valid."""
     value = params.get("requestId")
-    if (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool):
+    if (isinstance(value, (str, int))) and not isinstance(value, bool):
         return value
     return None

@@ -20,7 +20,7 @@ class Overflow:
 
 
 class LineFramer:
-    __slots__ = ("_buffer", "_discarding", "_discarded", "max_line")
+    __slots__ = ("_buffer", "_discarded", "_discarding", "max_line")
 
     def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
         self._buffer = bytearray()

@@ -103,17 +103,15 @@ def legacy_progress_token(params: dict[str, Any] | None) -> str | int | None:
     if isinstance(meta, dict):
         token = meta.get("progressToken")
         if _valid_token(token):
-            return token  # type: ignore[no-any-return]
+            return token
     return None
 
 
 def _valid_token(token: Any) -> bool:
-    return (isinstance(token, str) or isinstance(token, int)) and not isinstance(token, bool)
+    return (isinstance(token, (str, int))) and not isinstance(token, bool)
 
 
-def negotiate_legacy_version(
-    requested: Any, supported: tuple[str, ...] = LEGACY_VERSIONS
-) -> str:
+def negotiate_legacy_version(requested: Any, supported: tuple[str, ...] = LEGACY_VERSIONS) -> str:
     """The version an ``initialize`` response carries for a requested version."""
     if isinstance(requested, str) and requested in supported:
         return requested

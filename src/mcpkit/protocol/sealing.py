@@ -123,7 +123,9 @@ class Keyring:
         try:
             plain = self._cipher(kid).decrypt(raw[:12], raw[12:], binding.encode())
         except InvalidTag:
-            raise InvalidState("requestState failed authentication (tampered or misdirected)")
+            raise InvalidState(
+                "requestState failed authentication (tampered or misdirected)"
+            ) from None
         try:
             body = decode(plain)
         except DecodeError:

@@ -9,9 +9,10 @@ pending with one clear error when the stream ends.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -127,11 +128,12 @@ class Endpoint:
                     await waiter.done.wait()
         except BaseException:
             if self.outgoing.forget(rid) is not None and self.closed is None:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-                    try:
-                        await self.notify("notifications/cancelled", {"requestId": rid})
-                    except Exception:
-                        pass
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(1),
+                    contextlib.suppress(Exception),
+                ):
+                    await self.notify("notifications/cancelled", {"requestId": rid})
             raise
         if waiter.error is not None:
             raise waiter.error
@@ -163,8 +165,8 @@ class Endpoint:
 
     async def _line(self, line: bytes | Overflow, tg: TaskGroup) -> None:
         if isinstance(line, Overflow):
-            err = McpError(INVALID_REQUEST, f"Message too large ({line.size} bytes)")
-            await self.send(jsonrpc.error(None, err))
+            failure = McpError(INVALID_REQUEST, f"Message too large ({line.size} bytes)")
+            await self.send(jsonrpc.error(None, failure))
             return
         try:
             message = decode(line)
@@ -182,8 +184,10 @@ class Endpoint:
         if kind is Kind.REQUEST:
             scope = anyio.CancelScope()
             if not self.incoming.start(message["id"], scope):
-                err = McpError(INVALID_REQUEST, f"Request id {message['id']!r} is already in flight")
-                await self.send(jsonrpc.error(message["id"], err))
+                failure = McpError(
+                    INVALID_REQUEST, f"Request id {message['id']!r} is already in flight"
+                )
+                await self.send(jsonrpc.error(message["id"], failure))
                 return
             tg.start_soon(self._serve, message, scope)
         elif kind is Kind.NOTIFICATION:
@@ -199,8 +203,12 @@ class Endpoint:
                 result = message["result"]
                 waiter.value = result if isinstance(result, dict) else {"value": result}
             else:
-                err = message["error"]
-                waiter.error = McpError(err.get("code", INTERNAL_ERROR), str(err.get("message", "")), err.get("data"))
+                failure = message["error"]
+                waiter.error = McpError(
+                    failure.get("code", INTERNAL_ERROR),
+                    str(failure.get("message", "")),
+                    failure.get("data"),
+                )
             waiter.done.set()
 
     async def _notification(self, message: Message) -> None:
@@ -243,16 +251,15 @@ class Endpoint:
                 reply = jsonrpc.error(rid, err)
             except Exception as exc:
                 log.exception("request handler failed for %s", message.get("method"))
-                reply = jsonrpc.error(rid, McpError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}"))
+                reply = jsonrpc.error(
+                    rid, McpError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
+                )
         self.incoming.finish(rid)
         if reply is not None and not scope.cancel_called:
-            try:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 await self.send(reply)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass
 
-    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tg is None:
             raise RuntimeError("endpoint is not running")
         self._tg.start_soon(fn, *args)
-

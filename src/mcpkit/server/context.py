@@ -35,6 +35,7 @@ class Context:
     __slots__ = (
         "_last_progress",
         "_round",
+        "_task",
         "exchange",
         "meta",
         "method",
@@ -68,6 +69,7 @@ class Context:
         self.principal = principal
         self._round = input_round
         self._last_progress: float | None = None
+        self._task: Any = None
 
     # ----- facts about the request
     @property
@@ -164,7 +166,9 @@ class Context:
         }
         if self.meta.era == "legacy" and self.meta.protocol_version < "2025-11-25":
             params.pop("mode")
-        return await self._ask_one("elicitation/create", params, "elicitation.form", key or "elicit")
+        return await self._ask_one(
+            "elicitation/create", params, "elicitation.form", key or "elicit"
+        )
 
     async def elicit_url(
         self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None
@@ -210,6 +214,9 @@ class Context:
         """
         for spec in requests.values():
             self._require(spec["method"], _INPUT_CAPABILITY.get(spec["method"], ""), spec)
+        if self._task is not None and self._task.started:
+            answers = await self._task.ask(requests)
+            return {k: _checked_answer(k, v) for k, v in answers.items()}
         if self.meta.era == "legacy":
             answers = {}
             for key, spec in requests.items():
@@ -232,6 +239,9 @@ class Context:
         known = self._modern_round()
         if key in ("elicit", "sample", "roots"):
             key = known.next_key(key)
+        if self._task is not None and self._task.started:
+            answers = await self._task.ask({key: {"method": method, "params": params}})
+            return _checked_answer(key, answers[key])
         if key in known.responses:
             return _checked_answer(key, known.responses[key])
         raise NeedInput({key: {"method": method, "params": params}})
@@ -251,6 +261,29 @@ class Context:
             node = node.setdefault(part, {})
         node[parts[-1]] = {}
         raise missing_capability(required, f"{method} needs the client capability {capability}")
+
+    # ----- tasks and handles
+    async def start_task(self) -> None:
+        """Tools registered with ``task_start="manual"``: accept the work as a task now.
+
+        Input asked before this point is gathered synchronously (MRTR); the client gets
+        the CreateTaskResult here and the rest of the tool runs in the background.  A
+        no-op when the call is not running as a task.
+        """
+        if self._task is not None:
+            await self._task.start()
+
+    @property
+    def task_id(self) -> str | None:
+        return self._task.task_id if self._task is not None and self._task.started else None
+
+    @property
+    def handles(self) -> Any:
+        """Mint and resolve opaque, expiring handles bound to this caller (see
+        :class:`mcpkit.server.handles.Handles`)."""
+        from .handles import Handles
+
+        return Handles(self.server.state, self.principal)
 
     # ----- misc
     async def close_sse_stream(self, retry_ms: int | None = None) -> None:

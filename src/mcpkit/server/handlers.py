@@ -57,6 +57,13 @@ def table(server: Server) -> dict[str, Handler]:
         model = tool.arguments
         if model is not None and model.context_param:
             kwargs[model.context_param] = ctx
+        as_task = False
+        if tool.task_support != "forbidden" and ctx.meta.era == "modern":
+            from .tasks import declares_tasks, tasks_required_error
+
+            as_task = declares_tasks(ctx.meta)
+            if tool.task_support == "required" and not as_task:
+                raise tasks_required_error()
 
         async def run() -> dict[str, Any]:
             try:
@@ -71,7 +78,25 @@ def table(server: Server) -> dict[str, Handler]:
                 return _tool_error(f"Error executing tool {name}: {exc}")
             return tool.result_from(value)
 
+        if as_task:
+            created: dict[str, Any] = await server.tasks.start(
+                ctx,
+                lambda: _with_input(server, ctx, f"tools/call\0{name}", run),
+                manual=tool.task_manual,
+            )
+            return created
         return await _with_input(server, ctx, f"tools/call\0{name}", run)
+
+    async def tasks_method(ctx: Context) -> dict[str, Any]:
+        message = {"method": ctx.method, "params": ctx.params}
+        if not any(t.task_support != "forbidden" for t in server.tools.values()):
+            from ..types.errors import method_not_found
+
+            raise method_not_found(ctx.method)
+        answer: dict[str, Any] = await server.tasks.dispatch(
+            message, ctx.meta, ctx.exchange, principal=ctx.principal
+        )
+        return answer
 
     async def prompts_list(ctx: Context) -> dict[str, Any]:
         items = server.cached_list("prompts", lambda: [p.wire for p in server.prompts.values()])
@@ -182,6 +207,9 @@ def table(server: Server) -> dict[str, Handler]:
         "resources/templates/list": templates_list,
         "resources/read": resources_read,
         "completion/complete": complete,
+        "tasks/get": tasks_method,
+        "tasks/update": tasks_method,
+        "tasks/cancel": tasks_method,
     }
 
 

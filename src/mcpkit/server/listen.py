@@ -70,6 +70,14 @@ class Subscription:
         }
 
     def notification_for(self, event: ChangeEvent) -> Message | None:
+        if event.kind == "task":
+            if event.uri is None or event.uri not in self.task_ids or event.payload is None:
+                return None
+            return {
+                "jsonrpc": "2.0",
+                "method": "notifications/tasks",
+                "params": {**event.payload, "_meta": self._meta()},
+            }
         if event.kind == RESOURCE_UPDATED:
             if event.uri is None or event.uri not in self.resources:
                 return None
@@ -90,6 +98,8 @@ class Subscription:
 
 def legacy_notification_for(event: ChangeEvent, subscribed: set[str]) -> Message | None:
     """The 2025-11-25 notification for a change event on a session's GET stream."""
+    if event.kind == "task":
+        return None
     if event.kind == RESOURCE_UPDATED:
         if event.uri in subscribed:
             return {

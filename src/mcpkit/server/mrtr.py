@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class NeedInput(Exception):  # noqa: N818 - control flow, not an error
+class NeedInput(Exception):
     """Raised inside a modern handler: these input requests must be answered first."""
 
     def __init__(self, requests: dict[str, dict[str, Any]]) -> None:

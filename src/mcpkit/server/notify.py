@@ -9,6 +9,7 @@ stalling the server.  A state backend can relay events between replicas (see
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +25,17 @@ RESOURCE_UPDATED = "resource"
 
 @dataclass(frozen=True, slots=True)
 class ChangeEvent:
-    kind: str  # tools | prompts | resources | resource
+    kind: str  # tools | prompts | resources | resource | task
     uri: str | None = None
+    #: Extra data (the DetailedTask for task events).
+    payload: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "uri": self.uri}
+        return {"kind": self.kind, "uri": self.uri, "payload": self.payload}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChangeEvent:
+        return cls(str(data["kind"]), data.get("uri"), data.get("payload"))
 
 
 class Listener:
@@ -44,10 +51,10 @@ class Listener:
         self._bus = bus
 
     def offer(self, event: ChangeEvent) -> None:
-        try:
+        with contextlib.suppress(
+            anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError
+        ):
             self._send.send_nowait(event)
-        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
 
     async def next(self) -> ChangeEvent:
         return await self._recv.receive()

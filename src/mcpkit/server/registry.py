@@ -83,16 +83,21 @@ class ToolEntry:
     wrapped_output: bool = False
     has_output_schema: bool = False
     header_params: tuple[Any, ...] = ()
-    #: "forbidden" | "optional" | "required" (tasks extension, issue 4).
+    #: "forbidden" | "optional" | "required" (tasks extension).
     task_support: str = "forbidden"
+    #: The tool calls ``ctx.start_task()`` itself after gathering input synchronously.
+    task_manual: bool = False
 
     def result_from(self, value: Any) -> dict[str, Any]:
         """Convert a function's return value into a ``CallToolResult`` dict."""
         if isinstance(value, ToolResult):
             return value.to_wire()
-        if isinstance(value, dict) and "content" in value and isinstance(value["content"], list):
-            if all(is_content(b) for b in value["content"]):
-                return value
+        if (
+            isinstance(value, dict)
+            and isinstance(value.get("content"), list)
+            and all(is_content(b) for b in value["content"])
+        ):
+            return value
         if self.has_output_schema:
             if self.output_adapter is not None:
                 structured = self.output_adapter.dump_python(value, mode="json")
@@ -190,8 +195,8 @@ def resource_contents(
     """
     if isinstance(value, list):
         out: list[dict[str, Any]] = []
-        for item in value:
-            out.extend(resource_contents(uri, item, mime_type, meta))
+        for element in value:
+            out.extend(resource_contents(uri, element, mime_type, meta))
         return out
     item: dict[str, Any]
     if isinstance(value, dict) and ("text" in value or "blob" in value):

@@ -50,7 +50,7 @@ class ArgumentModel:
                 continue
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[name] = (annotation, default)
-        model: type[BaseModel] = pydantic.create_model(  # type: ignore[call-overload]
+        model: type[BaseModel] = pydantic.create_model(
             f"{title}Arguments",
             __config__=ConfigDict(arbitrary_types_allowed=True, extra="ignore"),
             **fields,

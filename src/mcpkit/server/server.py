@@ -17,6 +17,7 @@ import anyio
 
 from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import Keyring
+from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
 from ..types.methods import METHODS
@@ -64,6 +65,7 @@ class Server:
         keyring: Keyring | None = None,
         modern_versions: tuple[str, ...] = MODERN_VERSIONS,
         legacy_versions: tuple[str, ...] = LEGACY_VERSIONS,
+        state: StateBackend | str | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -99,6 +101,16 @@ class Server:
         self.result_meta = {META_SERVER_INFO: self.info}
         self._list_cache: dict[str, list[dict[str, Any]]] = {}
         self._handlers = handlers.table(self)
+        self._state: StateBackend | None = None
+        self._state_url: str | None = None
+        if isinstance(state, str):
+            self._state_url = state
+        else:
+            self._state = state
+        self._tasks: Any = None
+        self._tg: Any = None
+        self.task_ttl_ms = 3_600_000
+        self.task_poll_interval_ms = 250
 
     # ------------------------------------------------------------------ registration
     def tool(
@@ -114,6 +126,8 @@ class Server:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
+        task: str = "forbidden",
+        task_start: str = "auto",
     ) -> Any:
         """Register a function as a tool.  Use bare (``@server.tool``) or with options.
 
@@ -122,7 +136,16 @@ class Server:
         TypedDict, a dataclass or a pydantic model gives structured output with an
         ``outputSchema``; other annotated returns stay text unless
         ``structured_output=True``, which wraps them as ``{"result": value}``.
+
+        ``task="optional"`` lets the call run as a durable task (tasks extension) when the
+        client supports it; ``task="required"`` refuses clients that do not (-32021).
+        ``task_start="manual"``: the tool gathers input synchronously and then calls
+        ``await ctx.start_task()``.
         """
+        if task not in ("forbidden", "optional", "required"):
+            raise ValueError("task must be 'forbidden', 'optional' or 'required'")
+        if task_start not in ("auto", "manual"):
+            raise ValueError("task_start must be 'auto' or 'manual'")
 
         def register(func: F) -> F:
             entry = make_tool(
@@ -138,6 +161,8 @@ class Server:
                 meta=meta,
                 icons=icons,
             )
+            entry.task_support = task
+            entry.task_manual = task_start == "manual"
             self.tools[entry.name] = entry
             self._changed(TOOLS)
             return func
@@ -185,7 +210,12 @@ class Server:
                 wire = {"uriTemplate": uri, **{k: v for k, v in base.items() if v is not None}}
                 self.templates.append(
                     TemplateEntry(
-                        compiled, func, wire, mime_type, model.context_param, model.field_names,
+                        compiled,
+                        func,
+                        wire,
+                        mime_type,
+                        model.context_param,
+                        model.field_names,
                         ttl_ms,
                     )
                 )
@@ -272,8 +302,12 @@ class Server:
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if self.completer is not None:
             caps["completions"] = {}
-        if self.extensions and era == "modern":
-            caps["extensions"] = dict(self.extensions)
+        if era == "modern":
+            extensions = dict(self.extensions)
+            if any(t.task_support != "forbidden" for t in self.tools.values()):
+                extensions["io.modelcontextprotocol/tasks"] = {}
+            if extensions:
+                caps["extensions"] = extensions
         return caps
 
     def has_capability(self, path: str) -> bool:
@@ -292,17 +326,63 @@ class Server:
     def keyring(self, value: Keyring) -> None:
         self._keyring = value
 
+    # ------------------------------------------------------------------ state
+    @property
+    def state(self) -> StateBackend:
+        """Where tasks, handles, sealing keys and change fan-out live (default: memory)."""
+        if self._state is None:
+            from ..state.base import open_backend
+
+            self._state = open_backend(self._state_url or "memory:")
+        return self._state
+
+    @state.setter
+    def state(self, value: StateBackend | str) -> None:
+        if isinstance(value, str):
+            self._state, self._state_url = None, value
+        else:
+            self._state = value
+        self._tasks = None
+
+    @property
+    def tasks(self) -> Any:
+        """The :class:`~mcpkit.server.tasks.TaskManager` (created on first use)."""
+        if self._tasks is None:
+            from .tasks import TaskManager
+
+            self._tasks = TaskManager(
+                self,
+                self.state,
+                ttl_ms=self.task_ttl_ms,
+                poll_interval_ms=self.task_poll_interval_ms,
+            )
+        return self._tasks
+
+    def spawn(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn()`` in the background for as long as the server runs (task workers)."""
+        if self._tg is None:
+            raise RuntimeError(
+                "background work needs a running server: use `async with server.running()` "
+                "(transports and `mcpkit serve` do this)"
+            )
+        self._tg.start_soon(fn)
+
     # ------------------------------------------------------------------ lifespan
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[Server]:
         """Enter the user's lifespan once per process, however many transports or
-        requests use the server (reference-counted; re-entrant)."""
+        requests use the server (reference-counted; re-entrant).  Also hosts background
+        work (task workers, cross-replica change relay)."""
         if self._lifespan_lock is None:
             self._lifespan_lock = anyio.Lock()
         async with self._lifespan_lock:
-            if self._lifespan_users == 0 and self._lifespan is not None:
+            first = self._lifespan_users == 0
+            if first:
                 stack = contextlib.AsyncExitStack()
-                self.lifespan_state = await stack.enter_async_context(self._lifespan(self))
+                self._tg = await stack.enter_async_context(anyio.create_task_group())
+                await self._attach_state(stack)
+                if self._lifespan is not None:
+                    self.lifespan_state = await stack.enter_async_context(self._lifespan(self))
                 self._lifespan_stack = stack
             self._lifespan_users += 1
         try:
@@ -313,7 +393,24 @@ class Server:
                     self._lifespan_users -= 1
                     if self._lifespan_users == 0 and self._lifespan_stack is not None:
                         stack, self._lifespan_stack = self._lifespan_stack, None
+                        if self._tg is not None:
+                            self._tg.cancel_scope.cancel()
                         await stack.aclose()
+                        self._tg = None
+
+    async def _attach_state(self, stack: contextlib.AsyncExitStack) -> None:
+        """Share sealing keys and change events through the backend when it spans
+        processes (SQLite, Redis)."""
+        backend = self.state
+        if backend.url.startswith("memory"):
+            return
+        if self._keyring is None and Keyring.from_env() is None:
+            from .keys import load_shared_keyring
+
+            self._keyring = await load_shared_keyring(backend)
+        from .relay import start_relay
+
+        await start_relay(self, backend, self._tg)
 
     # ------------------------------------------------------------------ dispatch
     async def dispatch(

@@ -8,6 +8,7 @@ cannot corrupt the stream: fd 1 then points at stderr and fd 0 at /dev/null.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any
@@ -47,9 +48,8 @@ class _StdioExchange(Exchange):
 class StdioServer:
     """Serves one :class:`Server` over a pair of file descriptors."""
 
-    def __init__(self, server: Server, tasks: Any = None) -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
-        self.tasks = tasks
         self.session: LegacySession | None = None
 
     async def on_request(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
@@ -62,8 +62,6 @@ class StdioServer:
                 raise method_not_found(method)
             if method == "subscriptions/listen":
                 return await self._listen(message, endpoint)
-            if method.startswith("tasks/") and self.tasks is not None:
-                return await self.tasks.dispatch(message, meta, _StdioExchange(endpoint, False))  # type: ignore[no-any-return]
             return await self.server.dispatch(message, meta, _StdioExchange(endpoint, False))
         if self.session is None:
             self.session = LegacySession()
@@ -113,18 +111,18 @@ def _claim_stdio() -> tuple[int, int]:
     return in_fd, out_fd
 
 
-async def serve_stdio(server: Server, *, tasks: Any = None, claim: bool = True) -> None:
+async def serve_stdio(server: Server, *, claim: bool = True) -> None:
     """Serve ``server`` on this process's stdin/stdout until stdin closes."""
     in_fd, out_fd = _claim_stdio() if claim else (0, 1)
-    await StdioServer(server, tasks).serve(in_fd, out_fd)
+    await StdioServer(server).serve(in_fd, out_fd)
 
 
 def run_stdio(server: Server, **kw: Any) -> None:
     backend_options = {"use_uvloop": True} if _has_uvloop() else {}
-    try:
-        anyio.run(lambda: serve_stdio(server, **kw), backend="asyncio", backend_options=backend_options)
-    except KeyboardInterrupt:
-        pass
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(
+            lambda: serve_stdio(server, **kw), backend="asyncio", backend_options=backend_options
+        )
 
 
 def _has_uvloop() -> bool:

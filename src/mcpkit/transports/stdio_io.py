@@ -21,7 +21,9 @@ async def _asyncio_reader(fd: int) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
-    transport, _ = await loop.connect_read_pipe(lambda: protocol, os.fdopen(fd, "rb", buffering=0, closefd=False))
+    transport, _ = await loop.connect_read_pipe(
+        lambda: protocol, os.fdopen(fd, "rb", buffering=0, closefd=False)
+    )
     try:
         while True:
             chunk = await reader.read(CHUNK)

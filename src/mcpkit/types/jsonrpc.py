@@ -63,7 +63,7 @@ def classify(message: Any) -> Kind:
 
 
 def _valid_id(value: Any) -> bool:
-    return (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool)
+    return (isinstance(value, (str, int))) and not isinstance(value, bool)
 
 
 def request(request_id: RequestId, method: str, params: dict[str, Any] | None = None) -> Message:

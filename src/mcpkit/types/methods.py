@@ -39,13 +39,15 @@ class MethodSpec:
     result_type: str | None = None
 
 
-def _r(name: str, direction: Direction = "client_to_server", eras: frozenset[str] = _BOTH,
-       **kw: object) -> MethodSpec:
+def _r(
+    name: str, direction: Direction = "client_to_server", eras: frozenset[str] = _BOTH, **kw: object
+) -> MethodSpec:
     return MethodSpec(name, "request", direction, eras, **kw)  # type: ignore[arg-type]
 
 
-def _n(name: str, direction: Direction = "server_to_client", eras: frozenset[str] = _BOTH,
-       **kw: object) -> MethodSpec:
+def _n(
+    name: str, direction: Direction = "server_to_client", eras: frozenset[str] = _BOTH, **kw: object
+) -> MethodSpec:
     return MethodSpec(name, "notification", direction, eras, **kw)  # type: ignore[arg-type]
 
 
@@ -54,43 +56,110 @@ METHODS: Final[dict[str, MethodSpec]] = {
     for spec in (
         # client -> server requests
         _r("server/discover", eras=_MODERN, cacheable=True, result_type="DiscoverResult"),
-        _r("initialize", eras=_LEGACY, params_type="InitializeRequestParams",
-           result_type="InitializeResult"),
+        _r(
+            "initialize",
+            eras=_LEGACY,
+            params_type="InitializeRequestParams",
+            result_type="InitializeResult",
+        ),
         _r("ping", direction="both", eras=_LEGACY, result_type="EmptyResult"),
-        _r("tools/list", capability="tools", cacheable=True,
-           params_type="PaginatedRequestParams", result_type="ListToolsResult"),
-        _r("tools/call", capability="tools", name_param="name", mrtr=True,
-           params_type="CallToolRequestParams", result_type="CallToolResult"),
-        _r("prompts/list", capability="prompts", cacheable=True,
-           params_type="PaginatedRequestParams", result_type="ListPromptsResult"),
-        _r("prompts/get", capability="prompts", name_param="name", mrtr=True,
-           params_type="GetPromptRequestParams", result_type="GetPromptResult"),
-        _r("resources/list", capability="resources", cacheable=True,
-           params_type="PaginatedRequestParams", result_type="ListResourcesResult"),
-        _r("resources/templates/list", capability="resources", cacheable=True,
-           params_type="PaginatedRequestParams", result_type="ListResourceTemplatesResult"),
-        _r("resources/read", capability="resources", name_param="uri", mrtr=True, cacheable=True,
-           params_type="ReadResourceRequestParams", result_type="ReadResourceResult"),
-        _r("resources/subscribe", eras=_LEGACY, capability="resources.subscribe",
-           result_type="EmptyResult"),
-        _r("resources/unsubscribe", eras=_LEGACY, capability="resources.subscribe",
-           result_type="EmptyResult"),
-        _r("completion/complete", capability="completions", params_type="CompleteRequestParams",
-           result_type="CompleteResult"),
+        _r(
+            "tools/list",
+            capability="tools",
+            cacheable=True,
+            params_type="PaginatedRequestParams",
+            result_type="ListToolsResult",
+        ),
+        _r(
+            "tools/call",
+            capability="tools",
+            name_param="name",
+            mrtr=True,
+            params_type="CallToolRequestParams",
+            result_type="CallToolResult",
+        ),
+        _r(
+            "prompts/list",
+            capability="prompts",
+            cacheable=True,
+            params_type="PaginatedRequestParams",
+            result_type="ListPromptsResult",
+        ),
+        _r(
+            "prompts/get",
+            capability="prompts",
+            name_param="name",
+            mrtr=True,
+            params_type="GetPromptRequestParams",
+            result_type="GetPromptResult",
+        ),
+        _r(
+            "resources/list",
+            capability="resources",
+            cacheable=True,
+            params_type="PaginatedRequestParams",
+            result_type="ListResourcesResult",
+        ),
+        _r(
+            "resources/templates/list",
+            capability="resources",
+            cacheable=True,
+            params_type="PaginatedRequestParams",
+            result_type="ListResourceTemplatesResult",
+        ),
+        _r(
+            "resources/read",
+            capability="resources",
+            name_param="uri",
+            mrtr=True,
+            cacheable=True,
+            params_type="ReadResourceRequestParams",
+            result_type="ReadResourceResult",
+        ),
+        _r(
+            "resources/subscribe",
+            eras=_LEGACY,
+            capability="resources.subscribe",
+            result_type="EmptyResult",
+        ),
+        _r(
+            "resources/unsubscribe",
+            eras=_LEGACY,
+            capability="resources.subscribe",
+            result_type="EmptyResult",
+        ),
+        _r(
+            "completion/complete",
+            capability="completions",
+            params_type="CompleteRequestParams",
+            result_type="CompleteResult",
+        ),
         _r("logging/setLevel", eras=_LEGACY, capability="logging", result_type="EmptyResult"),
-        _r("subscriptions/listen", eras=_MODERN, params_type="SubscriptionsListenRequestParams",
-           result_type="SubscriptionsListenResult"),
+        _r(
+            "subscriptions/listen",
+            eras=_MODERN,
+            params_type="SubscriptionsListenRequestParams",
+            result_type="SubscriptionsListenResult",
+        ),
         # tasks extension (modern) / core tasks (legacy)
-        _r("tasks/get", direction="both", name_param="taskId"),
+        _r("tasks/get", eras=_MODERN, name_param="taskId"),
         _r("tasks/update", eras=_MODERN, name_param="taskId"),
-        _r("tasks/cancel", direction="both", name_param="taskId"),
+        _r("tasks/cancel", eras=_MODERN, name_param="taskId"),
         _r("tasks/result", direction="both", eras=_LEGACY),
         _r("tasks/list", direction="both", eras=_LEGACY),
         # server -> client requests (legacy only; embedded input requests on modern)
-        _r("sampling/createMessage", direction="server_to_client", eras=_LEGACY,
-           result_type="CreateMessageResult"),
-        _r("elicitation/create", direction="server_to_client", eras=_LEGACY,
-           result_type="ElicitResult"),
+        _r(
+            "sampling/createMessage",
+            direction="server_to_client",
+            eras=_LEGACY,
+            result_type="CreateMessageResult",
+        ),
+        _r(
+            "elicitation/create",
+            direction="server_to_client",
+            eras=_LEGACY,
+            result_type="ElicitResult",
+        ),
         _r("roots/list", direction="server_to_client", eras=_LEGACY, result_type="ListRootsResult"),
         # notifications
         _n("notifications/initialized", direction="client_to_server", eras=_LEGACY),

@@ -65,7 +65,6 @@ class McpHttpApp:
         options: HttpOptions | None = None,
         *,
         authenticate: Authenticator | None = None,
-        tasks: Any = None,
     ) -> None:
         self.server = server
         self.options = options or HttpOptions()
@@ -73,8 +72,8 @@ class McpHttpApp:
         self.listen_streams: set[anyio.CancelScope] = set()
         self.closing = False
         self.authenticate = authenticate
-        self.tasks = tasks
         self._lifespan_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
+        self._host_task: Any = None
         self._entered = False
 
     # ------------------------------------------------------------------ lifespan
@@ -112,9 +111,26 @@ class McpHttpApp:
             await send({"type": "lifespan.shutdown.complete"})
 
     async def _ensure_started(self) -> None:
-        if not self._entered and self.server._lifespan is not None:
-            # Mounted without lifespan events: enter the server lifespan once, for good.
-            self._entered = True
+        """Mounted without lifespan events: start the server (lifespan, background work)
+        once, in a host task of its own so it outlives the request that triggered it."""
+        if self._entered:
+            return
+        self._entered = True
+        import asyncio
+
+        import sniffio
+
+        started = anyio.Event()
+        if sniffio.current_async_library() == "asyncio":
+
+            async def host() -> None:
+                async with self.server.running():
+                    started.set()
+                    await anyio.sleep_forever()
+
+            self._host_task = asyncio.get_running_loop().create_task(host())
+            await started.wait()
+        else:  # pragma: no cover - other loops: enter without a matching exit
             cm = self.server.running()
             await cm.__aenter__()
             self._lifespan_cm = cm
@@ -134,12 +150,14 @@ class McpHttpApp:
         headers = header_map(scope)
         policy = self.options.host_policy
         if not policy.host_ok(headers.get("host")):
-            err = McpError(INVALID_REQUEST, "Forbidden: Host header not allowed (DNS rebinding protection)")
-            await send_error(send, 403, err)
+            failure = McpError(
+                INVALID_REQUEST, "Forbidden: Host header not allowed (DNS rebinding protection)"
+            )
+            await send_error(send, 403, failure)
             return
         if not policy.origin_ok(headers.get("origin")):
-            err = McpError(INVALID_REQUEST, "Forbidden: Origin not allowed")
-            await send_error(send, 403, err)
+            failure = McpError(INVALID_REQUEST, "Forbidden: Origin not allowed")
+            await send_error(send, 403, failure)
             return
         await self._ensure_started()
         principal = None
@@ -156,23 +174,25 @@ class McpHttpApp:
             await handle_legacy_delete(self, headers, send, principal)
         else:
             allow = b"POST, GET, DELETE" if self.options.legacy else b"POST"
-            err = McpError(INVALID_REQUEST, f"Method Not Allowed: {method}")
-            await send_error(send, 405, err, headers=[(b"allow", allow)])
+            failure = McpError(INVALID_REQUEST, f"Method Not Allowed: {method}")
+            await send_error(send, 405, failure, headers=[(b"allow", allow)])
 
     async def _post(
         self, headers: dict[str, str], receive: Receive, send: Send, principal: Any
     ) -> None:
         content_type = headers.get("content-type", "")
         if content_type and "json" not in content_type:
-            err = McpError(INVALID_REQUEST, "Unsupported Media Type: use application/json")
-            await send_error(send, 415, err)
+            failure = McpError(INVALID_REQUEST, "Unsupported Media Type: use application/json")
+            await send_error(send, 415, failure)
             return
         try:
-            body = await read_body(receive, self.options.max_body_bytes, headers.get("content-length"))
+            body = await read_body(
+                receive, self.options.max_body_bytes, headers.get("content-length")
+            )
         except BodyTooLarge:
             limit = self.options.max_body_bytes
-            err = McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
-            await send_error(send, 413, err)
+            failure = McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+            await send_error(send, 413, failure)
             return
         except ClientGone:
             return
@@ -200,11 +220,14 @@ class McpHttpApp:
         elif self.options.legacy:
             await handle_legacy_post(self, message, kind, headers, send, principal)
         else:
-            err = McpError(INVALID_REQUEST, "This server speaks only protocol 2026-07-28")
-            await send_error(send, 400, err, message.get("id"))
+            failure = McpError(INVALID_REQUEST, "This server speaks only protocol 2026-07-28")
+            await send_error(send, 400, failure, message.get("id"))
 
     async def aclose(self) -> None:
         self.shutdown_streams()
+        if self._host_task is not None:
+            self._host_task.cancel()
+            self._host_task = None
         if self._lifespan_cm is not None:
             cm, self._lifespan_cm = self._lifespan_cm, None
             await cm.__aexit__(None, None, None)

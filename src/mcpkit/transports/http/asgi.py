@@ -94,7 +94,9 @@ async def send_error(
     await send_json(send, status, jsonrpc.error(request_id, err), headers)
 
 
-async def send_empty(send: Send, status: int, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+async def send_empty(
+    send: Send, status: int, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     await send_bytes(send, status, b"", headers)
 
 

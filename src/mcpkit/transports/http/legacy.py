@@ -16,6 +16,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 
 from ...protocol import headers as hdr
 from ...protocol.correlation import Incoming, Outgoing, cancelled_request_id
@@ -89,7 +90,7 @@ class HttpSession:
         self.stream_counter = 0
         self.get_open = False
         #: Messages for the standalone GET stream (server requests with no POST stream).
-        self.pushed: anyio.abc.ObjectSendStream[bytes] | None = None
+        self.pushed: MemoryObjectSendStream[bytes] | None = None
 
     def new_stream(self) -> StreamLog:
         self.stream_counter += 1
@@ -135,7 +136,9 @@ class SessionStore:
     def reap(self, now: float | None = None) -> int:
         now = time.monotonic() if now is None else now
         self._last_reap = now
-        dead = [sid for sid, s in self._sessions.items() if now - s.legacy.last_active > self.idle_s]
+        dead = [
+            sid for sid, s in self._sessions.items() if now - s.legacy.last_active > self.idle_s
+        ]
         for sid in dead:
             self.drop(sid)
         return len(dead)
@@ -159,8 +162,10 @@ class _Waiter:
 
     def resolve(self, message: dict[str, Any]) -> None:
         if "error" in message:
-            err = message["error"] or {}
-            self.error = McpError(err.get("code", INTERNAL_ERROR), err.get("message", ""), err.get("data"))
+            failure = message["error"] or {}
+            self.error = McpError(
+                failure.get("code", INTERNAL_ERROR), failure.get("message", ""), failure.get("data")
+            )
         else:
             result = message.get("result")
             self.value = result if isinstance(result, dict) else {}
@@ -225,15 +230,17 @@ async def handle_legacy_post(
     session_id = headers.get(hdr.SESSION_ID)
     version = headers.get(hdr.PROTOCOL_VERSION)
     if version is not None and version not in LEGACY_VERSIONS:
-        err = McpError(INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-        await send_error(send, 400, err, message.get("id"))
+        failure = McpError(
+            INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version {version!r}"
+        )
+        await send_error(send, 400, failure, message.get("id"))
         return
     is_initialize = kind is jsonrpc.Kind.REQUEST and message.get("method") == "initialize"
     if is_initialize and session_id is None:
         session = store.create(principal)
         if session is None:
-            err = McpError(INTERNAL_ERROR, "Too many sessions; try again later")
-            await send_error(send, 503, err, message.get("id"), [(b"retry-after", b"5")])
+            failure = McpError(INTERNAL_ERROR, "Too many sessions; try again later")
+            await send_error(send, 503, failure, message.get("id"), [(b"retry-after", b"5")])
             return
         try:
             result = await session.legacy.handle_request(app.server, message, Exchange())
@@ -244,17 +251,17 @@ async def handle_legacy_post(
         await _send_json_with_session(send, jsonrpc.result(message["id"], result), session)
         return
     if session_id is None:
-        err = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header")
-        await send_error(send, 400, err, message.get("id"))
+        failure = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header")
+        await send_error(send, 400, failure, message.get("id"))
         return
     session = store.get(session_id)
     if session is None:
-        err = McpError(INVALID_REQUEST, "Session not found: initialize a new session")
-        await send_error(send, 404, err, message.get("id"))
+        failure = McpError(INVALID_REQUEST, "Session not found: initialize a new session")
+        await send_error(send, 404, failure, message.get("id"))
         return
     if principal is not None and session.legacy.principal != principal:
-        err = McpError(INVALID_REQUEST, "Session belongs to another principal")
-        await send_error(send, 404, err, message.get("id"))
+        failure = McpError(INVALID_REQUEST, "Session belongs to another principal")
+        await send_error(send, 404, failure, message.get("id"))
         return
     session.legacy.touch()
     if kind is jsonrpc.Kind.NOTIFICATION:
@@ -276,7 +283,9 @@ async def handle_legacy_post(
     await _handle_request(app, session, message, headers, send)
 
 
-async def _send_json_with_session(send: Send, payload: dict[str, Any], session: HttpSession) -> None:
+async def _send_json_with_session(
+    send: Send, payload: dict[str, Any], session: HttpSession
+) -> None:
     body = encode(payload)
     await send(
         {
@@ -314,8 +323,8 @@ async def _handle_request(
     outcome: dict[str, Any] | None = None
     with anyio.CancelScope() as scope:
         if not session.incoming.start(request_id, scope):
-            err = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
-            await writer.final(jsonrpc.error(request_id, err))
+            failure = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
+            await writer.final(jsonrpc.error(request_id, failure))
             return
         try:
             result = await session.legacy.handle_request(app.server, message, exchange)
@@ -339,14 +348,18 @@ async def handle_legacy_get(
     """Resume a stream (``Last-Event-ID``) or open the session's standalone stream."""
     session_id = headers.get(hdr.SESSION_ID)
     if session_id is None:
-        await send_error(send, 400, McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id"))
+        await send_error(
+            send, 400, McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id")
+        )
         return
     session = app.sessions.get(session_id)
     if session is None or (principal is not None and session.legacy.principal != principal):
         await send_error(send, 404, McpError(INVALID_REQUEST, "Session not found"))
         return
     if "text/event-stream" not in headers.get("accept", ""):
-        await send_error(send, 406, McpError(INVALID_REQUEST, "GET needs Accept: text/event-stream"))
+        await send_error(
+            send, 406, McpError(INVALID_REQUEST, "GET needs Accept: text/event-stream")
+        )
         return
     last = headers.get("last-event-id")
     if last:
@@ -358,22 +371,36 @@ async def handle_legacy_get(
     await _standalone(app, session, receive, send)
 
 
-async def _resume(app: McpHttpApp, session: HttpSession, last: str, receive: Receive, send: Send) -> None:
+async def _resume(
+    app: McpHttpApp, session: HttpSession, last: str, receive: Receive, send: Send
+) -> None:
     key, _, seq_text = last.rpartition("-")
     log = session.streams.get(key)
     if log is None or not seq_text.isdigit():
         await send_error(send, 404, McpError(INVALID_REQUEST, f"Unknown Last-Event-ID {last!r}"))
         return
     seq = int(seq_text)
-    headers = SSE_HEADERS + [(b"mcp-session-id", session.legacy.id.encode())]
+    headers = [*SSE_HEADERS, (b"mcp-session-id", session.legacy.id.encode())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send({"type": "http.response.body", "body": priming_event(last, app.options.retry_ms), "more_body": True})
+    await send(
+        {
+            "type": "http.response.body",
+            "body": priming_event(last, app.options.retry_ms),
+            "more_body": True,
+        }
+    )
     async with anyio.create_task_group() as tg:
         tg.start_soon(_watch, receive, tg.cancel_scope)
         while True:
             for s, data in log.after(seq):
                 seq = s
-                await send({"type": "http.response.body", "body": encode_event(data, event_id=f"{key}-{s}"), "more_body": True})
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": encode_event(data, event_id=f"{key}-{s}"),
+                        "more_body": True,
+                    }
+                )
             if log.finished:
                 break
             changed = log.changed
@@ -388,7 +415,7 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
     session.get_open = True
     push_send, push_recv = anyio.create_memory_object_stream[bytes](64)
     session.pushed = push_send
-    headers = SSE_HEADERS + [(b"mcp-session-id", session.legacy.id.encode())]
+    headers = [*SSE_HEADERS, (b"mcp-session-id", session.legacy.id.encode())]
     try:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b":\r\n\r\n", "more_body": True})
@@ -402,11 +429,23 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
                         event = await listener.next()
                         note = legacy_notification_for(event, session.legacy.subscriptions)
                         if note is not None:
-                            await send({"type": "http.response.body", "body": encode_event(encode(note)), "more_body": True})
+                            await send(
+                                {
+                                    "type": "http.response.body",
+                                    "body": encode_event(encode(note)),
+                                    "more_body": True,
+                                }
+                            )
 
                 async def forward_pushed() -> None:
                     async for data in push_recv:
-                        await send({"type": "http.response.body", "body": encode_event(data), "more_body": True})
+                        await send(
+                            {
+                                "type": "http.response.body",
+                                "body": encode_event(data),
+                                "more_body": True,
+                            }
+                        )
 
                 tg.start_soon(forward_events)
                 tg.start_soon(forward_pushed)
@@ -414,7 +453,9 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
                     while True:
                         await anyio.sleep(15)
                         session.legacy.touch()
-                        await send({"type": "http.response.body", "body": b":\r\n\r\n", "more_body": True})
+                        await send(
+                            {"type": "http.response.body", "body": b":\r\n\r\n", "more_body": True}
+                        )
                 finally:
                     app.listen_streams.discard(tg.cancel_scope)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -434,10 +475,14 @@ async def _watch(receive: Receive, scope: anyio.CancelScope) -> None:
             return
 
 
-async def handle_legacy_delete(app: McpHttpApp, headers: dict[str, str], send: Send, principal: Any) -> None:
+async def handle_legacy_delete(
+    app: McpHttpApp, headers: dict[str, str], send: Send, principal: Any
+) -> None:
     session_id = headers.get(hdr.SESSION_ID)
     if session_id is None:
-        await send_error(send, 400, McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id"))
+        await send_error(
+            send, 400, McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id")
+        )
         return
     session = app.sessions.get(session_id)
     if session is None or (principal is not None and session.legacy.principal != principal):

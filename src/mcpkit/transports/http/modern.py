@@ -54,8 +54,8 @@ async def handle_modern(
         await send_empty(send, 202)
         return
     if kind is not jsonrpc.Kind.REQUEST:
-        err = McpError(INVALID_REQUEST, "Servers of 2026-07-28 send no requests to answer")
-        await send_error(send, 400, err)
+        failure = McpError(INVALID_REQUEST, "Servers of 2026-07-28 send no requests to answer")
+        await send_error(send, 400, failure)
         return
     request_id = message["id"]
     params = message.get("params")
@@ -89,10 +89,7 @@ async def handle_modern(
     if method == "subscriptions/listen":
         await _listen(app, message, writer, receive)
         return
-    if method.startswith("tasks/") and app.tasks is not None:
-        handler = app.tasks.dispatch
-    else:
-        handler = app.server.dispatch
+    handler = app.server.dispatch
     exchange = ModernExchange(writer)
     outcome: dict[str, Any] | None = None
     async with anyio.create_task_group() as tg:
@@ -128,8 +125,8 @@ async def _listen(
         await writer.final(jsonrpc.error(message["id"], err), err.http_status)
         return
     if not writer._sse_ok:
-        err = McpError(INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream")
-        await writer.final(jsonrpc.error(message["id"], err), 406)
+        failure = McpError(INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream")
+        await writer.final(jsonrpc.error(message["id"], failure), 406)
         return
     with app.server.bus.listen() as listener:
         async with anyio.create_task_group() as tg:

@@ -1,0 +1,32 @@
+# The two commands of the README.  Both create .venv from scratch when it is missing.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+PORT   ?= 8000
+
+.PHONY: run test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.run-installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[fast]'
+	touch $@
+
+$(VENV)/.dev-installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+run: $(VENV)/.run-installed  ## serve the example server over HTTP on 127.0.0.1:$(PORT)
+	$(BIN)/mcpkit serve examples/quickstart.py --http --port $(PORT)
+
+test: $(VENV)/.dev-installed  ## the whole test suite (needs node/npm for the conformance tests)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) .mcpkit

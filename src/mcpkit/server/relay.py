@@ -1,0 +1,68 @@
+"""Change events across replicas: the server's bus <-> the backend's pub/sub.
+
+A list_changed caused on replica B must reach a listen stream held by replica A.  Every
+event published locally is also published on the backend channel (tagged with this
+process's id); a background subscriber republishes events from other processes locally
+(with ``relay=False`` so they do not bounce back).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..state.base import StateBackend
+from ..types.codec import DecodeError, decode, encode
+from .notify import ChangeEvent
+
+if TYPE_CHECKING:
+    from .server import Server
+
+CHANNEL = "changes"
+log = logging.getLogger("mcpkit.relay")
+
+
+async def start_relay(server: Server, backend: StateBackend, tg: Any) -> None:
+    origin = secrets.token_hex(8)
+    outbox_send, outbox_recv = anyio.create_memory_object_stream[bytes](1024)
+
+    def forward(event: ChangeEvent) -> None:
+        try:
+            outbox_send.send_nowait(encode({"o": origin, "e": event.to_dict()}))
+        except anyio.WouldBlock:
+            log.warning("change relay is backed up; dropping an event")
+
+    async def publisher() -> None:
+        async for data in outbox_recv:
+            try:
+                await backend.publish(CHANNEL, data)
+            except Exception:
+                log.exception("could not publish a change event")
+
+    ready = anyio.Event()
+
+    async def subscriber() -> None:
+        while True:
+            try:
+                async with backend.subscribe(CHANNEL) as messages:
+                    ready.set()
+                    async for data in messages:
+                        try:
+                            message = decode(data)
+                        except DecodeError:
+                            continue
+                        if isinstance(message, dict) and message.get("o") != origin:
+                            server.bus.publish(ChangeEvent.from_dict(message["e"]), relay=False)
+            except Exception:
+                log.exception("change relay subscription failed; retrying")
+                ready.set()
+                await anyio.sleep(1)
+
+    server.bus.add_relay(forward)
+    tg.start_soon(publisher)
+    tg.start_soon(subscriber)
+    with anyio.move_on_after(5):
+        await ready.wait()

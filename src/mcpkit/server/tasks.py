@@ -1,0 +1,377 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663) on the server.
+
+A tool registered with ``task="optional"`` or ``task="required"`` runs as a durable task
+when the request's client capabilities declare the extension.  Everything about a task
+lives in the state backend under ``task:<id>``: status, outstanding input requests,
+answers, the final result or error, a cancel flag and the lease of the worker running it.
+So ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` work on any replica; the worker
+(on the replica that created the task) polls its record for answers and cancellation.
+If that replica dies, its lease stops being renewed and the next ``tasks/get`` anywhere
+marks the task ``failed`` with an error saying so: a task never silently vanishes.
+
+Input inside a task (``await ctx.elicit(...)`` after the task started) parks the task in
+``input_required`` with ``inputRequests``; ``tasks/update`` delivers the answers.  With
+``task_start="manual"`` a tool may first gather input through ordinary MRTR rounds and
+then call ``await ctx.start_task()`` (inputs before that point are synchronous, as the
+extension requires for work that must be confirmed before it is accepted).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..protocol.negotiation import RequestMeta
+from ..state.base import StateBackend
+from ..types.errors import INTERNAL_ERROR, McpError, invalid_params, missing_capability
+from ..types.versions import TASKS_EXTENSION
+from .exchange import NULL_EXCHANGE, Exchange
+from .mrtr import NeedInput
+from .notify import ChangeEvent
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .server import Server
+
+log = logging.getLogger("mcpkit.tasks")
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+LEASE_S = 10.0
+HEARTBEAT_S = 3.0
+POLL_S = 0.1
+TASK_EVENT = "task"
+_PUBLIC = (
+    "taskId",
+    "status",
+    "statusMessage",
+    "createdAt",
+    "lastUpdatedAt",
+    "ttlMs",
+    "pollIntervalMs",
+)
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def declares_tasks(meta: RequestMeta) -> bool:
+    extensions = meta.client_capabilities.get("extensions")
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
+def tasks_required_error() -> McpError:
+    return missing_capability({"extensions": {TASKS_EXTENSION: {}}}, "the tasks extension")
+
+
+class TaskCancelled(Exception):
+    pass
+
+
+class TaskManager:
+    """Creates, runs and answers for tasks; one per server."""
+
+    def __init__(
+        self,
+        server: Server,
+        backend: StateBackend,
+        *,
+        ttl_ms: int = 3_600_000,
+        poll_interval_ms: int = 250,
+    ) -> None:
+        self.server = server
+        self.backend = backend
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self._wakeups: dict[str, anyio.Event] = {}
+
+    # ------------------------------------------------------------------ records
+    def _key(self, task_id: str) -> str:
+        return f"task:{task_id}"
+
+    def _ttl_s(self) -> float:
+        return self.ttl_ms / 1000 + 60
+
+    async def _load(self, task_id: Any, ctx_principal: Any) -> dict[str, Any]:
+        if not isinstance(task_id, str) or not task_id:
+            raise invalid_params("taskId must be a non-empty string")
+        record = await self.backend.get_json(self._key(task_id))
+        if record is None or record.get("owner") != _owner(ctx_principal):
+            raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
+        return record  # type: ignore[no-any-return]
+
+    async def _update(
+        self, task_id: str, change: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        def apply(old: Any) -> Any:
+            if old is None:
+                raise invalid_params(f"Unknown task: {task_id}")
+            change(old)
+            old["lastUpdatedAt"] = _now_iso()
+            return old
+
+        record: dict[str, Any] = await self.backend.update_json(
+            self._key(task_id), apply, self._ttl_s()
+        )
+        self._announce(record)
+        return record
+
+    def _announce(self, record: dict[str, Any]) -> None:
+        wake = self._wakeups.get(record["taskId"])
+        if wake is not None:
+            wake.set()
+        self.server.bus.publish(ChangeEvent(TASK_EVENT, record["taskId"], detailed(record)))
+
+    # ------------------------------------------------------------------ tools/call
+    async def start(
+        self,
+        ctx: Context,
+        run: Callable[[], Awaitable[dict[str, Any]]],
+        *,
+        manual: bool,
+    ) -> dict[str, Any]:
+        """Run a tool call as a task; answer with the CreateTaskResult (or, for manual
+        start, whatever happened before ``start_task``: an MRTR round or a plain result)."""
+        task_id = "task_" + secrets.token_urlsafe(18)
+        created = anyio.Event()
+        outcome: dict[str, Any] = {}
+        handle = TaskHandle(self, task_id, ctx.principal)
+        ctx._task = handle
+
+        async def begin() -> None:
+            now = _now_iso()
+            record = {
+                "taskId": task_id,
+                "status": "working",
+                "createdAt": now,
+                "lastUpdatedAt": now,
+                "ttlMs": self.ttl_ms,
+                "pollIntervalMs": self.poll_interval_ms,
+                "owner": _owner(ctx.principal),
+                "lease": time.time() + LEASE_S,
+                "responses": {},
+            }
+            await self.backend.set_json(self._key(task_id), record, self._ttl_s())
+            handle.started = True
+            ctx.exchange = NULL_EXCHANGE
+            outcome["created"] = record
+            created.set()
+
+        handle.begin = begin
+
+        async def worker() -> None:
+            try:
+                if not manual:
+                    await begin()
+                failure: Exception | None = None
+                result: dict[str, Any] = {}
+                with anyio.CancelScope() as scope:
+                    handle.scope = scope
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(handle.watch)
+                        try:
+                            result = await run()
+                        except Exception as exc:  # re-raised below, outside the group
+                            failure = exc
+                        finally:
+                            tg.cancel_scope.cancel()
+                if failure is not None:
+                    raise failure
+                if scope.cancelled_caught:
+                    if handle.started:
+                        await self._finish(task_id, status="cancelled")
+                    return
+                if not handle.started:
+                    outcome["result"] = result
+                    return
+                await self._finish(task_id, status="completed", result=result)
+            except NeedInput as need:
+                if handle.started:  # pragma: no cover - task asks go through TaskHandle
+                    raise
+                outcome["need"] = need
+            except McpError as err:
+                if handle.started:
+                    await self._finish(task_id, status="failed", error=err.to_wire())
+                else:
+                    outcome["error"] = err
+            except Exception as exc:
+                log.exception("task %s crashed", task_id)
+                failure = McpError(INTERNAL_ERROR, f"Task failed: {type(exc).__name__}: {exc}")
+                if handle.started:
+                    await self._finish(task_id, status="failed", error=failure.to_wire())
+                else:
+                    outcome["error"] = failure
+            finally:
+                self._wakeups.pop(task_id, None)
+                created.set()
+
+        self.server.spawn(worker)
+        await created.wait()
+        if "created" in outcome:
+            return {
+                "resultType": "task",
+                **{k: v for k, v in outcome["created"].items() if k in _PUBLIC},
+            }
+        if "need" in outcome:
+            raise outcome["need"]
+        if "error" in outcome:
+            raise outcome["error"]
+        result: dict[str, Any] = outcome.get("result", {"content": []})
+        return result
+
+    async def _finish(self, task_id: str, *, status: str, **extra: Any) -> None:
+        def change(record: dict[str, Any]) -> None:
+            if record["status"] in TERMINAL:
+                return
+            record["status"] = status
+            record.pop("inputRequests", None)
+            record.update(extra)
+
+        await self._update(task_id, change)
+
+    # ------------------------------------------------------------------ tasks/*
+    async def dispatch(
+        self,
+        message: dict[str, Any],
+        meta: RequestMeta,
+        exchange: Exchange,
+        *,
+        session: Any = None,
+        principal: Any = None,
+    ) -> dict[str, Any]:
+        method = message["method"]
+        params = message.get("params") or {}
+        if not declares_tasks(meta):
+            raise tasks_required_error()
+        record = await self._load(params.get("taskId"), principal)
+        task_id = record["taskId"]
+        if method == "tasks/get":
+            record = await self._check_lease(record)
+            return {"resultType": "complete", **detailed(record)}
+        if method == "tasks/update":
+            answers = params.get("inputResponses")
+            if not isinstance(answers, dict):
+                raise invalid_params("tasks/update requires an inputResponses object")
+
+            def merge(rec: dict[str, Any]) -> None:
+                outstanding = rec.get("inputRequests") or {}
+                for key, value in answers.items():
+                    if key in outstanding and key not in rec["responses"]:
+                        rec["responses"][key] = value
+                        del outstanding[key]
+                if rec["status"] == "input_required":
+                    if outstanding:
+                        rec["inputRequests"] = outstanding
+                    else:
+                        rec.pop("inputRequests", None)
+                        rec["status"] = "working"
+
+            if record["status"] not in TERMINAL:
+                await self._update(task_id, merge)
+            return {"resultType": "complete"}
+        if method == "tasks/cancel":
+            if record["status"] not in TERMINAL:
+                await self._update(task_id, lambda rec: rec.__setitem__("cancelRequested", True))
+            return {"resultType": "complete"}
+        raise McpError(-32601, f"Method not found: {method}")
+
+    async def _check_lease(self, record: dict[str, Any]) -> dict[str, Any]:
+        if record["status"] in TERMINAL or record.get("lease", 0) >= time.time():
+            return record
+        error = {
+            "code": INTERNAL_ERROR,
+            "message": "The server process running this task stopped before it finished; "
+            "start the task again",
+        }
+
+        def fail(rec: dict[str, Any]) -> None:
+            if rec["status"] not in TERMINAL and rec.get("lease", 0) < time.time():
+                rec["status"] = "failed"
+                rec["error"] = error
+                rec.pop("inputRequests", None)
+
+        return await self._update(record["taskId"], fail)
+
+
+class TaskHandle:
+    """The running side of one task: heartbeats, cancellation, input inside the task."""
+
+    def __init__(self, manager: TaskManager, task_id: str, principal: Any) -> None:
+        self.manager = manager
+        self.task_id = task_id
+        self.principal = principal
+        self.started = False
+        self.scope: anyio.CancelScope | None = None
+        self.begin: Callable[[], Awaitable[None]] | None = None
+
+    async def watch(self) -> None:
+        """Renew the lease and honour cancellation while the tool runs."""
+        last_beat = 0.0
+        while True:
+            if self.started:
+                record = await self.manager.backend.get_json(self.manager._key(self.task_id))
+                if record is None or record.get("cancelRequested"):
+                    if self.scope is not None:
+                        self.scope.cancel()
+                    return
+                now = time.time()
+                if now - last_beat > HEARTBEAT_S:
+                    last_beat = now
+                    await self.manager._update(
+                        self.task_id, lambda rec: rec.__setitem__("lease", time.time() + LEASE_S)
+                    )
+            await self._wait(0.25)
+
+    async def _wait(self, seconds: float) -> None:
+        wake = self.manager._wakeups.setdefault(self.task_id, anyio.Event())
+        with anyio.move_on_after(seconds):
+            await wake.wait()
+        if wake.is_set():
+            self.manager._wakeups[self.task_id] = anyio.Event()
+
+    async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Park the task in ``input_required`` until ``tasks/update`` answers every key."""
+        keys = set(requests)
+
+        def park(rec: dict[str, Any]) -> None:
+            pending = {k: v for k, v in requests.items() if k not in rec["responses"]}
+            if pending:
+                rec["status"] = "input_required"
+                rec["inputRequests"] = {**(rec.get("inputRequests") or {}), **pending}
+
+        await self.manager._update(self.task_id, park)
+        while True:
+            record = await self.manager.backend.get_json(self.manager._key(self.task_id))
+            if record is None:
+                raise TaskCancelled()
+            answers = record.get("responses") or {}
+            if keys <= set(answers):
+                return {k: answers[k] for k in keys}
+            await self._wait(POLL_S)
+
+    async def start(self) -> None:
+        if not self.started and self.begin is not None:
+            await self.begin()
+
+
+def detailed(record: dict[str, Any]) -> dict[str, Any]:
+    """The DetailedTask wire form of a stored record."""
+    out = {k: record[k] for k in _PUBLIC if k in record}
+    status = record["status"]
+    if status == "input_required" and record.get("inputRequests"):
+        out["inputRequests"] = record["inputRequests"]
+    elif status == "completed" and "result" in record:
+        out["result"] = record["result"]
+    elif status == "failed" and "error" in record:
+        out["error"] = record["error"]
+    return out
+
+
+def _owner(principal: Any) -> str:
+    return "" if principal is None else str(principal)

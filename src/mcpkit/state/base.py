@@ -1,0 +1,103 @@
+"""The state backend interface and the URL that picks an implementation.
+
+Values are bytes; expiry is enforced by the backend (a key past its TTL reads as absent
+everywhere).  ``cas`` (compare-and-set) is the one concurrency primitive: every
+read-modify-write of shared state (a task record touched by its worker, by
+``tasks/update`` and by ``tasks/cancel`` on other replicas) goes through it, so no update
+is lost.  ``publish``/``subscribe`` carry small events between processes (list_changed
+fan-out, task wake-ups).
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ..types.codec import decode, encode
+
+
+class StateBackend(abc.ABC):
+    url: str = ""
+
+    @abc.abstractmethod
+    async def get(self, key: str) -> bytes | None: ...
+
+    @abc.abstractmethod
+    async def set(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...
+
+    @abc.abstractmethod
+    async def add(self, key: str, value: bytes, ttl_s: float | None = None) -> bool:
+        """Set only if absent; True when this call created the key."""
+
+    @abc.abstractmethod
+    async def cas(
+        self, key: str, expected: bytes | None, value: bytes | None, ttl_s: float | None = None
+    ) -> bool:
+        """Replace ``expected`` (None: absent) with ``value`` (None: delete) atomically."""
+
+    @abc.abstractmethod
+    async def delete(self, key: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def publish(self, channel: str, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def subscribe(
+        self, channel: str
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
+        """Messages published on ``channel`` from now on, from any process."""
+
+    async def aclose(self) -> None:
+        return None
+
+    # ---- JSON conveniences
+    async def get_json(self, key: str) -> Any:
+        raw = await self.get(key)
+        return None if raw is None else decode(raw)
+
+    async def set_json(self, key: str, value: Any, ttl_s: float | None = None) -> None:
+        await self.set(key, encode(value), ttl_s)
+
+    async def update_json(
+        self,
+        key: str,
+        change: Any,
+        ttl_s: float | None = None,
+        attempts: int = 50,
+    ) -> Any:
+        """Read-modify-write with retries: ``change(old) -> new`` (None deletes, raising
+        aborts).  Returns the stored new value."""
+        for _ in range(attempts):
+            raw = await self.get(key)
+            old = None if raw is None else decode(raw)
+            new = change(old)
+            new_raw = None if new is None else encode(new)
+            if await self.cas(key, raw, new_raw, ttl_s):
+                return new
+        raise RuntimeError(f"state update of {key!r} kept conflicting; giving up")
+
+
+def open_backend(url: str) -> StateBackend:
+    """``memory:``, ``sqlite:///relative.db`` / ``sqlite:////abs/path.db``, ``redis://...``."""
+    if url in ("memory:", "memory://", "memory"):
+        from .memory import MemoryBackend
+
+        return MemoryBackend()
+    if url.startswith("sqlite:"):
+        from .sqlite import SQLiteBackend
+
+        path = url[len("sqlite:") :]
+        if path.startswith("///"):
+            path = path[3:]
+        elif path.startswith("//"):
+            path = path[2:]
+        return SQLiteBackend(path or ".mcpkit/state.db")
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from .redis import RedisBackend
+
+        return RedisBackend(url)
+    raise ValueError(
+        f"unknown state backend URL {url!r} (use memory:, sqlite:///file.db, redis://)"
+    )

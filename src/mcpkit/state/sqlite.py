@@ -1,0 +1,205 @@
+"""SQLite backend: the embedded default.  Several processes on one machine share one file.
+
+Writes go through SQLite's own locking (WAL mode, busy timeout), so ``cas`` is atomic
+across processes.  Pub/sub is an append-only ``events`` table that each process polls
+(one poller per backend, ~50 ms) and prunes; that is plenty for list_changed and task
+wake-ups, and needs no daemon.  Calls run in a worker thread so a slow disk never stalls
+the event loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from .base import StateBackend
+
+T = TypeVar("T")
+POLL_S = 0.05
+EVENT_RETENTION_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires REAL);
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  channel TEXT NOT NULL, data BLOB NOT NULL, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS events_at ON events(at);
+"""
+
+
+class SQLiteBackend(StateBackend):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(
+            path, timeout=30, check_same_thread=False, isolation_level=None
+        )
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+        self._subscribers: dict[str, set[MemoryObjectSendStream[bytes]]] = {}
+        self._poller_running = False
+        self._last_event = self._max_event_id()
+
+    def _max_event_id(self) -> int:
+        row = self._conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
+        return int(row[0])
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def call() -> T:
+            with self._lock:
+                return fn(self._conn)
+
+        return await anyio.to_thread.run_sync(call)
+
+    @staticmethod
+    def _expiry(ttl_s: float | None) -> float | None:
+        return None if ttl_s is None else time.time() + ttl_s
+
+    async def get(self, key: str) -> bytes | None:
+        def op(c: sqlite3.Connection) -> bytes | None:
+            row = c.execute(
+                "SELECT value FROM kv WHERE key=? AND (expires IS NULL OR expires > ?)",
+                (key, time.time()),
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(op)
+
+    async def set(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
+        exp = self._expiry(ttl_s)
+        await self._run(
+            lambda c: c.execute(
+                "INSERT INTO kv(key, value, expires) VALUES(?,?,?) "
+                "ON CONFLICT(key) DO UPDATE SET value=excluded.value, expires=excluded.expires",
+                (key, value, exp),
+            )
+        )
+
+    async def add(self, key: str, value: bytes, ttl_s: float | None = None) -> bool:
+        exp = self._expiry(ttl_s)
+
+        def op(c: sqlite3.Connection) -> bool:
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.execute(
+                    "DELETE FROM kv WHERE key=? AND expires IS NOT NULL AND expires <= ?",
+                    (key, time.time()),
+                )
+                cur = c.execute(
+                    "INSERT OR IGNORE INTO kv(key, value, expires) VALUES(?,?,?)", (key, value, exp)
+                )
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            return cur.rowcount == 1
+
+        return await self._run(op)
+
+    async def cas(
+        self, key: str, expected: bytes | None, value: bytes | None, ttl_s: float | None = None
+    ) -> bool:
+        exp = self._expiry(ttl_s)
+
+        def op(c: sqlite3.Connection) -> bool:
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                row = c.execute(
+                    "SELECT value FROM kv WHERE key=? AND (expires IS NULL OR expires > ?)",
+                    (key, time.time()),
+                ).fetchone()
+                current = None if row is None else bytes(row[0])
+                if current != expected:
+                    c.execute("ROLLBACK")
+                    return False
+                if value is None:
+                    c.execute("DELETE FROM kv WHERE key=?", (key,))
+                else:
+                    c.execute(
+                        "INSERT INTO kv(key, value, expires) VALUES(?,?,?) ON CONFLICT(key) DO "
+                        "UPDATE SET value=excluded.value, expires=excluded.expires",
+                        (key, value, exp),
+                    )
+                c.execute("COMMIT")
+                return True
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    c.execute("ROLLBACK")
+                raise
+
+        return await self._run(op)
+
+    async def delete(self, key: str) -> bool:
+        def op(c: sqlite3.Connection) -> bool:
+            return c.execute("DELETE FROM kv WHERE key=?", (key,)).rowcount > 0
+
+        return await self._run(op)
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        now = time.time()
+        await self._run(
+            lambda c: c.execute(
+                "INSERT INTO events(channel, data, at) VALUES(?,?,?)", (channel, data, now)
+            )
+        )
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self, channel: str) -> AsyncIterator[AsyncIterator[bytes]]:
+        send, recv = anyio.create_memory_object_stream[bytes](256)
+        self._subscribers.setdefault(channel, set()).add(send)
+        async with anyio.create_task_group() as tg:
+            if not self._poller_running:
+                self._poller_running = True
+                tg.start_soon(self._poll)
+            try:
+                yield recv
+            finally:
+                self._subscribers[channel].discard(send)
+                send.close()
+                tg.cancel_scope.cancel()
+                self._poller_running = False
+
+    async def _poll(self) -> None:
+        pruned_at = 0.0
+        while True:
+            last = self._last_event
+
+            def fetch(c: sqlite3.Connection, last: int = last) -> list[Any]:
+                return c.execute(
+                    "SELECT id, channel, data FROM events WHERE id > ? ORDER BY id", (last,)
+                ).fetchall()
+
+            rows = await self._run(fetch)
+            for event_id, channel, data in rows:
+                self._last_event = max(self._last_event, event_id)
+                for stream in tuple(self._subscribers.get(channel, ())):
+                    with contextlib.suppress(
+                        anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError
+                    ):
+                        stream.send_nowait(bytes(data))
+            now = time.time()
+            if now - pruned_at > 10:
+                pruned_at = now
+                await self._run(partial(_prune, cutoff=now - EVENT_RETENTION_S))
+            await anyio.sleep(POLL_S)
+
+    async def aclose(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _prune(c: sqlite3.Connection, cutoff: float) -> None:
+    c.execute("DELETE FROM events WHERE at < ?", (cutoff,))

@@ -76,6 +76,11 @@ class Endpoint:
         self._tg: TaskGroup | None = None
         self.closed: str | None = None
         self.on_stray: Callable[[Message], None] | None = None
+        #: Called with each input line that is not a valid JSON-RPC message, and why.
+        self.on_invalid: Callable[[bytes, str], None] | None = None
+        #: Answer such lines with a JSON-RPC error (a server should; a client that reads a
+        #: server's stdout only logs and skips them).
+        self.reply_to_invalid = True
 
     # ------------------------------------------------------------------ sending
     async def send(self, message: Message) -> None:
@@ -166,12 +171,13 @@ class Endpoint:
     async def _line(self, line: bytes | Overflow, tg: TaskGroup) -> None:
         if isinstance(line, Overflow):
             failure = McpError(INVALID_REQUEST, f"Message too large ({line.size} bytes)")
-            await self.send(jsonrpc.error(None, failure))
+            await self._invalid(b"", failure.message, None, failure)
             return
         try:
             message = decode(line)
         except DecodeError as exc:
-            await self.send(jsonrpc.error(None, McpError(PARSE_ERROR, f"Parse error: {exc}")))
+            failure = McpError(PARSE_ERROR, f"Parse error: {exc}")
+            await self._invalid(line, failure.message, None, failure)
             return
         try:
             kind = jsonrpc.classify(message)
@@ -179,7 +185,7 @@ class Endpoint:
             rid = message.get("id") if isinstance(message, dict) else None
             if isinstance(rid, bool) or not isinstance(rid, (str, int)):
                 rid = None
-            await self.send(jsonrpc.error(rid, err))
+            await self._invalid(line, err.message, rid, err)
             return
         if kind is Kind.REQUEST:
             scope = anyio.CancelScope()
@@ -210,6 +216,15 @@ class Endpoint:
                     failure.get("data"),
                 )
             waiter.done.set()
+
+    async def _invalid(self, line: bytes, why: str, rid: RequestId | None, err: McpError) -> None:
+        if self.on_invalid is not None:
+            try:
+                self.on_invalid(line, why)
+            except Exception:
+                log.exception("on_invalid hook failed")
+        if self.reply_to_invalid:
+            await self.send(jsonrpc.error(rid, err))
 
     async def _notification(self, message: Message) -> None:
         method = message["method"]

@@ -1,7 +1,7 @@
 """The quick-start server: a few tools, a resource and a prompt.
 
-    mcpkit serve examples/quickstart.py --http      # Streamable HTTP on 127.0.0.1:8000/mcp
-    mcpkit serve examples/quickstart.py             # stdio
+mcpkit serve examples/quickstart.py --http      # Streamable HTTP on 127.0.0.1:8000/mcp
+mcpkit serve examples/quickstart.py             # stdio
 """
 
 from __future__ import annotations

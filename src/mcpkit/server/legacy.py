@@ -127,6 +127,30 @@ class LegacySession:
     def close(self) -> None:
         self.lifecycle.advance(Event.CLOSE)
 
+    def snapshot(self) -> dict[str, Any]:
+        """What another process needs to continue this session (JSON-safe)."""
+        return {
+            "id": self.id,
+            "state": self.lifecycle.state.value,
+            "version": self.protocol_version,
+            "caps": self.client_capabilities,
+            "info": self.client_info,
+            "level": self.log_level,
+            "subs": sorted(self.subscriptions),
+            "principal": None if self.principal is None else str(self.principal),
+        }
+
+    @classmethod
+    def restore(cls, data: dict[str, Any], into: LegacySession | None = None) -> LegacySession:
+        session = into if into is not None else cls(data["id"], data.get("principal"))
+        session.lifecycle.state = SessionState(data["state"])
+        session.protocol_version = data["version"]
+        session.client_capabilities = data.get("caps") or {}
+        session.client_info = data.get("info")
+        session.log_level = data.get("level")
+        session.subscriptions = set(data.get("subs") or ())
+        return session
+
 
 def not_initialized() -> McpError:
     return McpError(INVALID_REQUEST, "Bad Request: no valid session (send initialize first)")

@@ -127,7 +127,7 @@ def output_schema_for(
     if _is_content_annotation(annotation) or _is_result_type(annotation):
         return None, False, None
     if _is_object_type(annotation):
-        adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+        adapter: TypeAdapter[Any] = TypeAdapter(_pydantic_compatible(annotation))
         schema = strip_titles(adapter.json_schema(mode="serialization"))
         schema.setdefault("type", "object")
         return schema, False, adapter
@@ -140,6 +140,27 @@ def output_schema_for(
     if defs:
         schema["$defs"] = defs
     return schema, True, adapter
+
+
+def _pydantic_compatible(annotation: Any) -> Any:
+    """pydantic refuses ``typing.TypedDict`` before Python 3.12 (it needs
+    ``typing_extensions.TypedDict``); users write the former, so rebuild it as the latter."""
+    import sys
+
+    if sys.version_info >= (3, 12) or not typing.is_typeddict(annotation):
+        return annotation
+    import typing_extensions
+
+    if type(annotation).__module__ == "typing_extensions":
+        return annotation
+    hints = typing.get_type_hints(annotation, include_extras=True)
+    fields = {
+        name: hint if name in annotation.__required_keys__ else typing_extensions.NotRequired[hint]
+        for name, hint in hints.items()
+    }
+    rebuilt = typing_extensions.TypedDict(annotation.__name__, fields)  # type: ignore[operator]
+    rebuilt.__doc__ = annotation.__doc__
+    return rebuilt
 
 
 def _is_result_type(annotation: Any) -> bool:

@@ -388,15 +388,18 @@ class Server:
         try:
             yield self
         finally:
+            closing: contextlib.AsyncExitStack | None = None
             with anyio.CancelScope(shield=True):
                 async with self._lifespan_lock:
                     self._lifespan_users -= 1
-                    if self._lifespan_users == 0 and self._lifespan_stack is not None:
-                        stack, self._lifespan_stack = self._lifespan_stack, None
-                        if self._tg is not None:
-                            self._tg.cancel_scope.cancel()
-                        await stack.aclose()
-                        self._tg = None
+                    if self._lifespan_users == 0:
+                        closing, self._lifespan_stack = self._lifespan_stack, None
+            if closing is not None:
+                # Exit in the task that entered (the task group's scope must be current).
+                if self._tg is not None:
+                    self._tg.cancel_scope.cancel()
+                self._tg = None
+                await closing.aclose()
 
     async def _attach_state(self, stack: contextlib.AsyncExitStack) -> None:
         """Share sealing keys and change events through the backend when it spans

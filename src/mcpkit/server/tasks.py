@@ -19,6 +19,7 @@ extension requires for work that must be confirmed before it is accepted).
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -43,7 +44,6 @@ log = logging.getLogger("mcpkit.tasks")
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 LEASE_S = 10.0
-HEARTBEAT_S = 3.0
 POLL_S = 0.1
 TASK_EVENT = "task"
 _PUBLIC = (
@@ -89,6 +89,8 @@ class TaskManager:
         self.backend = backend
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
+        #: How long a task survives its worker's silence before it is declared failed.
+        self.lease_s = float(os.environ.get("MCPKIT_TASK_LEASE_S", LEASE_S))
         self._wakeups: dict[str, anyio.Event] = {}
 
     # ------------------------------------------------------------------ records
@@ -154,7 +156,7 @@ class TaskManager:
                 "ttlMs": self.ttl_ms,
                 "pollIntervalMs": self.poll_interval_ms,
                 "owner": _owner(ctx.principal),
-                "lease": time.time() + LEASE_S,
+                "lease": time.time() + self.lease_s,
                 "responses": {},
             }
             await self.backend.set_json(self._key(task_id), record, self._ttl_s())
@@ -321,10 +323,11 @@ class TaskHandle:
                         self.scope.cancel()
                     return
                 now = time.time()
-                if now - last_beat > HEARTBEAT_S:
+                lease_s = self.manager.lease_s
+                if now - last_beat > lease_s / 3:
                     last_beat = now
                     await self.manager._update(
-                        self.task_id, lambda rec: rec.__setitem__("lease", time.time() + LEASE_S)
+                        self.task_id, lambda rec: rec.__setitem__("lease", time.time() + lease_s)
                     )
             await self._wait(0.25)
 

@@ -14,6 +14,7 @@ the server's lifespan on first use if nobody did) and starts no background tasks
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,7 @@ from ...protocol import headers as hdr
 from ...protocol.negotiation import modern_version_of
 from ...server.server import Server
 from ...types import jsonrpc
-from ...types.codec import DecodeError, decode
+from ...types.codec import DecodeError, decode, encode
 from ...types.errors import INVALID_REQUEST, PARSE_ERROR, McpError
 from ...types.versions import era_of
 from .asgi import (
@@ -37,9 +38,12 @@ from .asgi import (
     read_body,
     send_error,
 )
-from .legacy import SessionStore, handle_legacy_delete, handle_legacy_get, handle_legacy_post
+from .legacy import handle_legacy_delete, handle_legacy_get, handle_legacy_post
 from .modern import handle_modern
 from .security import HostPolicy
+from .sessions import SessionStore
+
+RESPONSES_CHANNEL = "legacy-responses"
 
 Authenticator = Callable[[Scope, dict[str, str]], Awaitable[Any]]
 
@@ -68,7 +72,11 @@ class McpHttpApp:
     ) -> None:
         self.server = server
         self.options = options or HttpOptions()
-        self.sessions = SessionStore(self.options.max_sessions, self.options.session_idle_s)
+        backend = server.state
+        shared = None if backend.url.startswith("memory") else backend
+        self.sessions = SessionStore(self.options.max_sessions, self.options.session_idle_s, shared)
+        self.instance_id = secrets.token_hex(4)
+        self._forwarding = False
         self.listen_streams: set[anyio.CancelScope] = set()
         self.closing = False
         self.authenticate = authenticate
@@ -160,6 +168,8 @@ class McpHttpApp:
             await send_error(send, 403, failure)
             return
         await self._ensure_started()
+        if not self._forwarding and self.sessions.backend is not None:
+            self.start_forwarding()
         principal = None
         if self.authenticate is not None:
             principal = await self.authenticate(scope, headers)
@@ -222,6 +232,31 @@ class McpHttpApp:
         else:
             failure = McpError(INVALID_REQUEST, "This server speaks only protocol 2026-07-28")
             await send_error(send, 400, failure, message.get("id"))
+
+    async def forward_response(self, session_id: str, message: dict[str, Any]) -> None:
+        """An answer to a server->client request that another replica is waiting for."""
+        backend = self.sessions.backend
+        if backend is not None:
+            await backend.publish(RESPONSES_CHANNEL, encode({"sid": session_id, "m": message}))
+
+    def start_forwarding(self) -> None:
+        """Receive answers forwarded by other replicas (needs the server running)."""
+        if self._forwarding or self.sessions.backend is None or self.server._tg is None:
+            return
+        self._forwarding = True
+        backend = self.sessions.backend
+
+        async def receive_forwarded() -> None:
+            async with backend.subscribe(RESPONSES_CHANNEL) as messages:
+                async for data in messages:
+                    item = decode(data)
+                    session = self.sessions.local(item.get("sid", ""))
+                    if session is not None:
+                        pending = session.outgoing.resolve(item.get("m") or {})
+                        if pending is not None:
+                            pending.waiter.resolve(item["m"])
+
+        self.server.spawn(receive_forwarded)
 
     async def aclose(self) -> None:
         self.shutdown_streams()

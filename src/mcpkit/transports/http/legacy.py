@@ -1,9 +1,8 @@
 """Legacy (<= 2025-11-25) Streamable HTTP: sessions, server->client requests, the GET
 stream and resumable SSE.
 
-Sessions are bounded: at most ``max_sessions`` live at once and each expires after
-``session_idle_s`` without traffic; expired sessions are reaped on the way in (no
-background task, so mounting the app anywhere just works).  Each POST stream's events
+Sessions (see :mod:`.sessions`) are bounded by count and idle time and can be shared
+between replicas through the state backend.  Each POST stream's events
 are kept in a small per-session event log so a client can resume with ``Last-Event-ID``
 (event ids are ``<stream>-<seq>``).  Disconnecting does not cancel a legacy request (the
 2025-11-25 rule); ``notifications/cancelled`` does.
@@ -11,169 +10,25 @@ are kept in a small per-session event log so a client can resume with ``Last-Eve
 
 from __future__ import annotations
 
-import time
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 from ...protocol import headers as hdr
-from ...protocol.correlation import Incoming, Outgoing, cancelled_request_id
+from ...protocol.correlation import cancelled_request_id
 from ...protocol.sse import encode_event, priming_event
 from ...server.exchange import Exchange
-from ...server.legacy import LegacySession
 from ...server.listen import legacy_notification_for
 from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
 from ...types.versions import LEGACY_VERSIONS
 from .asgi import Receive, Send, send_empty, send_error
-from .stream import SSE_HEADERS, EventLog, ResponseWriter
+from .sessions import HttpSession, Waiter
+from .stream import SSE_HEADERS, ResponseWriter
 
 if TYPE_CHECKING:
     from .app import McpHttpApp
-
-MAX_EVENTS_PER_STREAM = 512
-MAX_STREAMS_PER_SESSION = 64
-
-
-class StreamLog(EventLog):
-    """Events of one SSE stream, kept for resumption."""
-
-    __slots__ = ("changed", "events", "finished", "key", "next_seq")
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self.events: list[tuple[int, bytes]] = []
-        self.next_seq = 1
-        self.finished = False
-        self.changed = anyio.Event()
-
-    def priming_id(self) -> str:
-        return f"{self.key}-0"
-
-    def append(self, data: bytes, final: bool) -> str:
-        seq = self.next_seq
-        self.next_seq += 1
-        self.events.append((seq, data))
-        if len(self.events) > MAX_EVENTS_PER_STREAM:
-            del self.events[0]
-        if final:
-            self.finished = True
-        self.changed.set()
-        self.changed = anyio.Event()
-        return f"{self.key}-{seq}"
-
-    def after(self, seq: int) -> list[tuple[int, bytes]]:
-        return [(s, d) for s, d in self.events if s > seq]
-
-
-class HttpSession:
-    """A legacy session plus what HTTP needs for it."""
-
-    __slots__ = (
-        "get_open",
-        "incoming",
-        "legacy",
-        "outgoing",
-        "pushed",
-        "stream_counter",
-        "streams",
-    )
-
-    def __init__(self, principal: Any) -> None:
-        self.legacy = LegacySession(principal=principal)
-        self.outgoing: Outgoing[Any] = Outgoing()
-        self.incoming: Incoming[anyio.CancelScope] = Incoming()
-        self.streams: OrderedDict[str, StreamLog] = OrderedDict()
-        self.stream_counter = 0
-        self.get_open = False
-        #: Messages for the standalone GET stream (server requests with no POST stream).
-        self.pushed: MemoryObjectSendStream[bytes] | None = None
-
-    def new_stream(self) -> StreamLog:
-        self.stream_counter += 1
-        log = StreamLog(f"s{self.stream_counter}")
-        self.streams[log.key] = log
-        while len(self.streams) > MAX_STREAMS_PER_SESSION:
-            self.streams.popitem(last=False)
-        return log
-
-
-class SessionStore:
-    """In-process sessions, bounded by count and idle time."""
-
-    def __init__(self, max_sessions: int, idle_s: float) -> None:
-        self.max_sessions = max_sessions
-        self.idle_s = idle_s
-        self._sessions: OrderedDict[str, HttpSession] = OrderedDict()
-        self._last_reap = 0.0
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    def get(self, session_id: str) -> HttpSession | None:
-        session = self._sessions.get(session_id)
-        if session is None:
-            return None
-        if time.monotonic() - session.legacy.last_active > self.idle_s:
-            self.drop(session_id)
-            return None
-        self._sessions.move_to_end(session_id)
-        return session
-
-    def create(self, principal: Any) -> HttpSession | None:
-        now = time.monotonic()
-        if len(self._sessions) >= self.max_sessions or now - self._last_reap > 5.0:
-            self.reap(now)
-        if len(self._sessions) >= self.max_sessions:
-            return None
-        session = HttpSession(principal)
-        self._sessions[session.legacy.id] = session
-        return session
-
-    def reap(self, now: float | None = None) -> int:
-        now = time.monotonic() if now is None else now
-        self._last_reap = now
-        dead = [
-            sid for sid, s in self._sessions.items() if now - s.legacy.last_active > self.idle_s
-        ]
-        for sid in dead:
-            self.drop(sid)
-        return len(dead)
-
-    def drop(self, session_id: str) -> None:
-        session = self._sessions.pop(session_id, None)
-        if session is not None:
-            for pending in session.outgoing.drain():
-                pending.waiter.fail(McpError(INTERNAL_ERROR, "session closed"))
-            for scope in session.incoming.all():
-                scope.cancel()
-
-
-class _Waiter:
-    __slots__ = ("done", "error", "value")
-
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-        self.value: dict[str, Any] | None = None
-        self.error: McpError | None = None
-
-    def resolve(self, message: dict[str, Any]) -> None:
-        if "error" in message:
-            failure = message["error"] or {}
-            self.error = McpError(
-                failure.get("code", INTERNAL_ERROR), failure.get("message", ""), failure.get("data")
-            )
-        else:
-            result = message.get("result")
-            self.value = result if isinstance(result, dict) else {}
-        self.done.set()
-
-    def fail(self, error: McpError) -> None:
-        self.error = error
-        self.done.set()
 
 
 class LegacyExchange(Exchange):
@@ -191,8 +46,8 @@ class LegacyExchange(Exchange):
         self, method: str, params: dict[str, Any], timeout: float | None = None
     ) -> dict[str, Any]:
         outgoing = self.session.outgoing
-        request_id = outgoing.next_id()
-        waiter = _Waiter()
+        request_id = f"{self.app.instance_id}-{outgoing.next_id()}"
+        waiter = Waiter()
         outgoing.register(request_id, method, waiter)
         message = jsonrpc.request(request_id, method, params)
         delivered = await self.writer.message(message)
@@ -237,7 +92,7 @@ async def handle_legacy_post(
         return
     is_initialize = kind is jsonrpc.Kind.REQUEST and message.get("method") == "initialize"
     if is_initialize and session_id is None:
-        session = store.create(principal)
+        session = await store.create(principal)
         if session is None:
             failure = McpError(INTERNAL_ERROR, "Too many sessions; try again later")
             await send_error(send, 503, failure, message.get("id"), [(b"retry-after", b"5")])
@@ -245,16 +100,17 @@ async def handle_legacy_post(
         try:
             result = await session.legacy.handle_request(app.server, message, Exchange())
         except McpError as err:
-            store.drop(session.legacy.id)
+            await store.drop(session.legacy.id)
             await send_error(send, 200, err, message["id"])
             return
+        await store.save(session, force=True)
         await _send_json_with_session(send, jsonrpc.result(message["id"], result), session)
         return
     if session_id is None:
         failure = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header")
         await send_error(send, 400, failure, message.get("id"))
         return
-    session = store.get(session_id)
+    session = await store.get(session_id)
     if session is None:
         failure = McpError(INVALID_REQUEST, "Session not found: initialize a new session")
         await send_error(send, 404, failure, message.get("id"))
@@ -272,15 +128,19 @@ async def handle_legacy_post(
                 scope.cancel()
         else:
             session.legacy.on_notification(message)
+            await store.save(session)
         await send_empty(send, 202)
         return
     if kind in (jsonrpc.Kind.RESULT, jsonrpc.Kind.ERROR):
         pending = session.outgoing.resolve(message)
         if pending is not None:
             pending.waiter.resolve(message)
+        elif store.backend is not None:
+            await app.forward_response(session.legacy.id, message)
         await send_empty(send, 202)
         return
     await _handle_request(app, session, message, headers, send)
+    await store.save(session)
 
 
 async def _send_json_with_session(
@@ -352,7 +212,7 @@ async def handle_legacy_get(
             send, 400, McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id")
         )
         return
-    session = app.sessions.get(session_id)
+    session = await app.sessions.get(session_id)
     if session is None or (principal is not None and session.legacy.principal != principal):
         await send_error(send, 404, McpError(INVALID_REQUEST, "Session not found"))
         return
@@ -484,9 +344,9 @@ async def handle_legacy_delete(
             send, 400, McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id")
         )
         return
-    session = app.sessions.get(session_id)
+    session = await app.sessions.get(session_id)
     if session is None or (principal is not None and session.legacy.principal != principal):
         await send_error(send, 404, McpError(INVALID_REQUEST, "Session not found"))
         return
-    app.sessions.drop(session_id)
+    await app.sessions.drop(session_id)
     await send_empty(send, 200)

@@ -1,0 +1,211 @@
+"""What a client transport promises, and the errors every client layer raises.
+
+The client package sits above the transports and imports them, never the reverse, so the
+exceptions a transport raises must live at (or below) this layer.  They are defined here
+once and re-exported by :mod:`mcpkit.client.errors`; the client adds its own on top.
+
+Every failure a caller can see is a :class:`ClientError` and says what happened in words:
+which request, which server, what the server printed on stderr before it died.  Local
+failures (lost connection, timeout) are never dressed up as JSON-RPC errors from the peer:
+only :class:`ServerError` means "the server answered with an error".
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from ..types.errors import McpError
+from ..types.jsonrpc import Message
+
+__all__ = [
+    "ClientError",
+    "ClientTransport",
+    "ConnectError",
+    "ConnectionClosedError",
+    "HttpStatusError",
+    "InboundNotificationHandler",
+    "InboundRequestHandler",
+    "ProgressHandler",
+    "ProtocolViolationError",
+    "RequestTimeoutError",
+    "ServerError",
+    "ServerStartupError",
+    "SessionExpiredError",
+    "TransportError",
+]
+
+
+class ClientError(Exception):
+    """Base class of every error the mcpkit client raises."""
+
+
+class TransportError(ClientError):
+    """The server could not be reached, or the connection to it failed."""
+
+
+class ConnectError(TransportError):
+    """Could not connect to (or start) the server at all."""
+
+
+class ServerStartupError(ConnectError):
+    """A stdio server did not start, or did not answer its first request in time."""
+
+
+class ConnectionClosedError(TransportError):
+    """The connection ended (process exit, stream closed) while a request was pending."""
+
+
+class SessionExpiredError(TransportError):
+    """A legacy HTTP session is gone (HTTP 404): the client re-initializes and retries."""
+
+
+class ProtocolViolationError(TransportError):
+    """The server sent something that is not valid MCP (bad JSON, wrong shape)."""
+
+
+class HttpStatusError(TransportError):
+    """An HTTP error status without a JSON-RPC error body."""
+
+    def __init__(self, message: str, status: int, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class RequestTimeoutError(ClientError, TimeoutError):
+    """No answer within the request's timeout (progress may extend it up to a hard maximum)."""
+
+    def __init__(
+        self, method: str, seconds: float, *, hard: bool = False, detail: str = ""
+    ) -> None:
+        what = "the hard maximum of" if hard else "its timeout of"
+        message = f"{method} got no answer within {what} {seconds:g}s"
+        if detail:
+            message += f" ({detail})"
+        super().__init__(message)
+        self.method = method
+        self.seconds = seconds
+        self.hard = hard
+
+
+class ServerError(ClientError, McpError):
+    """The server answered a request with a JSON-RPC error (``code``, ``message``, ``data``).
+
+    It is also an :class:`~mcpkit.types.errors.McpError`, so a gateway can pass it on as is.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        method: str | None = None,
+        http_status: int | None = None,
+    ) -> None:
+        McpError.__init__(self, code, message, data)
+        self.method = method
+        #: The HTTP status the error came with (None on stdio).
+        self.http_status = http_status  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        prefix = f"{self.method} failed: " if self.method else ""
+        return f"{prefix}{self.message} (code {self.code})"
+
+    @classmethod
+    def from_wire(
+        cls, error: Any, *, method: str | None = None, http_status: int | None = None
+    ) -> ServerError:
+        """Build from a JSON-RPC ``error`` member, tolerating malformed ones."""
+        if not isinstance(error, dict):
+            return cls(
+                -32603,
+                f"malformed error object: {error!r}"[:200],
+                method=method,
+                http_status=http_status,
+            )
+        code = error.get("code")
+        if not isinstance(code, int) or isinstance(code, bool):
+            code = -32603
+        message = error.get("message")
+        return cls(
+            code,
+            str(message) if message is not None else "",
+            error.get("data"),
+            method=method,
+            http_status=http_status,
+        )
+
+
+#: Called with each ``notifications/progress`` params for one request.
+ProgressHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
+#: Answers a server->client request (legacy era); returns the result or raises McpError.
+InboundRequestHandler = Callable[[Message], Awaitable[dict[str, Any]]]
+#: Receives every notification that is not progress for a pending request.
+InboundNotificationHandler = Callable[[Message], Awaitable[None]]
+
+
+class ClientTransport(Protocol):
+    """One connection to one server, for both eras.
+
+    The era of each request is visible in the message itself (``params._meta`` carries a
+    protocol version on the modern era), so a transport needs no era state except what a
+    legacy session adds (HTTP: session id and negotiated version, see
+    :meth:`legacy_session_started`).
+    """
+
+    #: ``"stdio"`` or ``"http"``.
+    kind: str
+    #: Identifies the server for era caching (command line, or origin + path).
+    server_key: str
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(self, *exc: object) -> bool | None: ...
+
+    def set_handlers(
+        self, on_request: InboundRequestHandler, on_notification: InboundNotificationHandler
+    ) -> None:
+        """Where server->client requests and unsolicited notifications go."""
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float | None,
+        max_timeout: float | None = None,
+        on_progress: ProgressHandler | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Send one request with a fresh id and return its result.
+
+        Raises :class:`ServerError` for an error response, :class:`RequestTimeoutError`,
+        or a :class:`TransportError`.  Cancelling the caller cancels the request (stdio:
+        ``notifications/cancelled``; HTTP: the response stream is closed).
+        """
+        ...
+
+    async def notify(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+    ) -> None: ...
+
+    def listen(
+        self, params: dict[str, Any], *, headers: dict[str, str] | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[Message]]:
+        """Open a ``subscriptions/listen`` stream: every message that belongs to it
+        (notifications, then possibly the final result), in order."""
+        ...
+
+    async def legacy_session_started(self, version: str) -> None:
+        """The ``initialize`` handshake succeeded with ``version``."""
+
+    def describe(self) -> str:
+        """Facts that help explain a failure (exit status, stderr tail)."""
+        ...

@@ -1,0 +1,451 @@
+"""stdio client transport: spawn a server and speak newline-delimited JSON-RPC over its pipes.
+
+JSON-RPC itself (framing, ids, progress-extended timeouts, ``notifications/cancelled`` on
+timeout or cancellation) is the shared :class:`~mcpkit.runtime.endpoint.Endpoint`.  This
+module adds what is specific to owning a child process, each point learnt from a failure
+somebody shipped:
+
+* The server runs in its own process group, so shutdown reaches the whole tree: wrappers
+  such as ``npx``/``uvx``/``sh -c`` and the subprocesses a tool starts, which would
+  otherwise outlive us holding the pipes open.  Our pipe ends are close-on-exec, so no
+  other child of this process inherits (and keeps open) the server's stdin.
+* Shutdown follows the spec: close stdin, wait, SIGTERM the group, wait, SIGKILL it, all
+  bounded and shielded from cancellation.
+* stderr is read continuously (a chatty server must never block on a full pipe); its last
+  lines are kept and quoted in every error that the server's death explains.
+* Exit is detected by polling the return code, not only by stdout EOF: a grandchild that
+  inherited stdout keeps the pipe open after the server died, and on Python 3.11 asyncio
+  even delays ``wait()`` until every pipe is closed.  Pending requests fail at once.
+* Lines on stdout that are not JSON-RPC (a stray ``print``) are logged and skipped, and
+  named in a later timeout error so "it hung" becomes "it printed junk instead".
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import Process, TaskGroup
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ..runtime.endpoint import ConnectionClosed, Endpoint, RequestTimeout
+from ..types.errors import McpError, method_not_found
+from ..types.jsonrpc import Message, RequestId
+from ..types.versions import META_SUBSCRIPTION_ID
+from .client_base import (
+    ConnectionClosedError,
+    InboundNotificationHandler,
+    InboundRequestHandler,
+    ProgressHandler,
+    RequestTimeoutError,
+    ServerError,
+    ServerStartupError,
+)
+from .client_streams import MessageStream, message_stream
+
+log = logging.getLogger("mcpkit.client.stdio")
+stderr_log = logging.getLogger("mcpkit.client.stderr")
+
+StderrMode = Literal["capture", "inherit"] | Callable[[str], None]
+
+_TAIL_LINES = 40
+_TAIL_LINE_CHARS = 500
+_EXIT_POLL_S = 0.1
+_LISTEN_BUFFER = 1024
+
+
+class StdioTransport:
+    """One server process; use as ``async with StdioTransport([...]) as t``."""
+
+    kind = "stdio"
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        inherit_env: bool = True,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: StderrMode = "capture",
+        shutdown_grace: float = 2.0,
+        max_line: int = 16 * 1024 * 1024,
+    ) -> None:
+        if not command:
+            raise ValueError("an empty command cannot start a server")
+        self.command = [str(part) for part in command]
+        self.env = env
+        self.inherit_env = inherit_env
+        self.cwd = cwd
+        self.stderr_mode = stderr
+        self.shutdown_grace = shutdown_grace
+        self.max_line = max_line
+        self.server_key = "stdio:" + shlex.join(self.command) + (f" (in {cwd})" if cwd else "")
+        self._process: Process | None = None
+        self._endpoint: Endpoint | None = None
+        self._tg: TaskGroup | None = None
+        self._on_request: InboundRequestHandler | None = None
+        self._on_notification: InboundNotificationHandler | None = None
+        self._listeners: dict[RequestId, MemoryObjectSendStream[Message]] = {}
+        self._stderr_tail: deque[str] = deque(maxlen=_TAIL_LINES)
+        self._junk_lines = 0
+        self._last_junk = ""
+        self._exit_code: int | None = None
+        self._exited = anyio.Event()
+
+    # ------------------------------------------------------------------ lifecycle
+    async def __aenter__(self) -> StdioTransport:
+        env = None
+        if self.env is not None or not self.inherit_env:
+            env = {**(os.environ if self.inherit_env else {}), **(self.env or {})}
+        try:
+            self._process = await anyio.open_process(
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=None if self.stderr_mode == "inherit" else subprocess.PIPE,
+                cwd=self.cwd,
+                env=env,
+                start_new_session=os.name == "posix",
+            )
+        except FileNotFoundError as exc:
+            where = f" (cwd {self.cwd})" if self.cwd else ""
+            raise ServerStartupError(
+                f"cannot start server {shlex.join(self.command)!r}: {exc.strerror}: "
+                f"{exc.filename or self.command[0]!r}{where}"
+            ) from None
+        except OSError as exc:
+            raise ServerStartupError(
+                f"cannot start server {shlex.join(self.command)!r}: {exc}"
+            ) from None
+        endpoint = Endpoint(
+            self._write, self._serve_request, self._notification, max_line=self.max_line
+        )
+        endpoint.reply_to_invalid = False
+        endpoint.on_invalid = self._junk
+        self._endpoint = endpoint
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._read_stdout, endpoint)
+        if self._process.stderr is not None:
+            self._tg.start_soon(self._read_stderr)
+        self._tg.start_soon(self._watch_exit)
+        return self
+
+    async def __aexit__(self, *exc: object) -> bool | None:
+        tg, self._tg = self._tg, None
+        if tg is None:
+            return None
+        with anyio.CancelScope(shield=True):
+            await self._shutdown()
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+        return None
+
+    async def _shutdown(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        if self._endpoint is not None:
+            self._endpoint.close("the client closed the connection")
+        if process.stdin is not None:
+            with anyio.move_on_after(1):
+                try:
+                    await process.stdin.aclose()
+                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass
+        if not await self._wait_exit(self.shutdown_grace):
+            log.info("server %s ignored stdin EOF; sending SIGTERM", self.command[0])
+            self._signal(signal.SIGTERM)
+            if not await self._wait_exit(self.shutdown_grace):
+                log.warning("server %s ignored SIGTERM; sending SIGKILL", self.command[0])
+                self._signal(getattr(signal, "SIGKILL", signal.SIGTERM))
+                await self._wait_exit(self.shutdown_grace)
+        # Whatever the server left behind in its group (tool subprocesses) goes too.
+        self._signal(getattr(signal, "SIGKILL", signal.SIGTERM), group_only=True)
+        with anyio.move_on_after(2):
+            await process.aclose()
+
+    def _signal(self, sig: int, *, group_only: bool = False) -> None:
+        process = self._process
+        if process is None:
+            return
+        if os.name == "posix":
+            try:
+                os.killpg(process.pid, sig)
+                return
+            except (ProcessLookupError, PermissionError):
+                if group_only:
+                    return
+        if group_only or process.returncode is not None:
+            return
+        try:
+            process.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
+    async def _wait_exit(self, seconds: float) -> bool:
+        with anyio.move_on_after(seconds):
+            await self._exited.wait()
+        return self._exited.is_set()
+
+    async def _watch_exit(self) -> None:
+        """Poll the return code: EOF on stdout is not a reliable death notice."""
+        process = self._process
+        assert process is not None
+        while process.returncode is None:
+            await anyio.sleep(_EXIT_POLL_S)
+        self._exit_code = process.returncode
+        self._exited.set()
+        endpoint = self._endpoint
+        if endpoint is not None and endpoint.closed is None:
+            with anyio.move_on_after(0.5):  # let the reader deliver the last answers first
+                while endpoint.closed is None:
+                    await anyio.sleep(0.02)
+            endpoint.close(f"the server process exited with code {self._exit_code}")
+
+    # ------------------------------------------------------------------ pipes
+    async def _write(self, data: bytes) -> None:
+        process = self._process
+        if process is None or process.stdin is None:
+            raise ConnectionClosedError("the server process is not running")
+        try:
+            await process.stdin.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            raise ConnectionClosedError(await self._closed_detail("writing to it")) from None
+
+    async def _read_stdout(self, endpoint: Endpoint) -> None:
+        process = self._process
+        assert process is not None and process.stdout is not None
+        try:
+            await endpoint.run(process.stdout)
+        except Exception:  # never let a reader crash cancel the caller's code
+            log.exception("stdio reader failed")
+            endpoint.close("reading the server's stdout failed")
+        for send in list(self._listeners.values()):
+            send.close()
+
+    async def _read_stderr(self) -> None:
+        process = self._process
+        assert process is not None and process.stderr is not None
+        sink = self.stderr_mode if callable(self.stderr_mode) else None
+        pending = b""
+        try:
+            async for chunk in process.stderr:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                if len(pending) > 64 * 1024:  # a line without end: keep reading, keep a bound
+                    lines.append(pending)
+                    pending = b""
+                for raw in lines:
+                    self._stderr_line(raw, sink)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+        if pending:
+            self._stderr_line(pending, sink)
+
+    def _stderr_line(self, raw: bytes, sink: Callable[[str], None] | None) -> None:
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        self._stderr_tail.append(text[:_TAIL_LINE_CHARS])
+        if sink is not None:
+            try:
+                sink(text)
+            except Exception:
+                log.exception("stderr callback failed")
+        else:
+            stderr_log.debug("%s: %s", self.command[0], text)
+
+    def _junk(self, line: bytes, why: str) -> None:
+        self._junk_lines += 1
+        self._last_junk = line[:200].decode("utf-8", "replace")
+        log.warning(
+            "server %s wrote a line that is not JSON-RPC (%s): %r",
+            self.command[0],
+            why,
+            self._last_junk,
+        )
+
+    # ------------------------------------------------------------------ inbound
+    def set_handlers(
+        self, on_request: InboundRequestHandler, on_notification: InboundNotificationHandler
+    ) -> None:
+        self._on_request = on_request
+        self._on_notification = on_notification
+
+    async def _serve_request(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
+        if self._on_request is None:
+            raise method_not_found(str(message.get("method")))
+        return await self._on_request(message)
+
+    async def _notification(self, message: Message, endpoint: Endpoint) -> None:
+        method = message["method"]
+        if method == "notifications/progress":
+            return  # the endpoint delivered it to the pending request (or it is stale)
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        meta = params.get("_meta")
+        sub_id = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        if method == "notifications/cancelled" and params.get("requestId") in self._listeners:
+            # The server ended a listen stream (stdio's way to do it).
+            send = self._listeners.pop(params["requestId"])
+            send.close()
+            return
+        if sub_id is not None and not isinstance(sub_id, bool) and sub_id in self._listeners:
+            try:
+                self._listeners[sub_id].send_nowait(message)
+            except anyio.WouldBlock:
+                log.warning("listen stream %r is not being read; dropped %s", sub_id, method)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+            return
+        if self._on_notification is not None:
+            await self._on_notification(message)
+
+    # ------------------------------------------------------------------ outbound
+    def _require(self) -> Endpoint:
+        if self._endpoint is None:
+            raise RuntimeError("StdioTransport used outside 'async with'")
+        return self._endpoint
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float | None,
+        max_timeout: float | None = None,
+        on_progress: ProgressHandler | None = None,
+        headers: dict[str, str] | None = None,
+        request_id: RequestId | None = None,
+    ) -> dict[str, Any]:
+        endpoint = self._require()
+        if endpoint.closed is not None:
+            raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
+        started = anyio.current_time()
+        try:
+            return await endpoint.request(
+                method,
+                params,
+                timeout=timeout,
+                max_timeout=max_timeout,
+                request_id=request_id,
+                on_progress=on_progress,
+            )
+        except ConnectionClosed:
+            raise ConnectionClosedError(
+                await self._closed_detail(f"{method} was pending")
+            ) from None
+        except RequestTimeout:
+            elapsed = anyio.current_time() - started
+            hard = max_timeout is not None and elapsed >= max_timeout - 0.05
+            raise RequestTimeoutError(
+                method,
+                (max_timeout if hard else timeout) or elapsed,
+                hard=hard,
+                detail=self._timeout_detail(),
+            ) from None
+        except McpError as exc:
+            raise ServerError(exc.code, exc.message, exc.data, method=method) from None
+
+    async def notify(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        endpoint = self._require()
+        if endpoint.closed is not None:
+            raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
+        await endpoint.notify(method, params)
+
+    @asynccontextmanager
+    async def listen(
+        self, params: dict[str, Any], *, headers: dict[str, str] | None = None
+    ) -> AsyncIterator[MessageStream]:
+        """Messages of one ``subscriptions/listen`` (routed by ``_meta.subscriptionId``)."""
+        endpoint = self._require()
+        listen_id = endpoint.outgoing.next_id()
+        send, stream = message_stream(_LISTEN_BUFFER)
+        self._listeners[listen_id] = send
+
+        async def run() -> None:
+            with send:
+                try:
+                    result = await self.request(
+                        "subscriptions/listen", params, timeout=None, request_id=listen_id
+                    )
+                    await send.send({"jsonrpc": "2.0", "id": listen_id, "result": result})
+                except ServerError as exc:
+                    stream.error = exc
+                except ConnectionClosedError as exc:
+                    stream.error = exc
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass
+                finally:
+                    self._listeners.pop(listen_id, None)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            try:
+                yield stream
+            finally:
+                tg.cancel_scope.cancel()  # -> notifications/cancelled for the listen id
+
+    async def legacy_session_started(self, version: str) -> None:
+        return None
+
+    # ------------------------------------------------------------------ diagnostics
+    async def _closed_detail(self, doing: str) -> str:
+        if self._exit_code is None:
+            await self._wait_exit(1.0)
+        if self._exit_code is not None:
+            text = f"the server process exited with code {self._exit_code} while {doing}"
+        else:
+            text = f"the server closed its output while {doing}"
+        return text + self._stderr_note()
+
+    def _timeout_detail(self) -> str:
+        parts = []
+        if self._junk_lines:
+            parts.append(
+                f"meanwhile it wrote {self._junk_lines} line(s) that are not JSON-RPC, "
+                f"last: {self._last_junk!r}"
+            )
+        if self._stderr_tail:
+            parts.append(f"last stderr line: {self._stderr_tail[-1]!r}")
+        return "; ".join(parts)
+
+    def _stderr_note(self) -> str:
+        if not self._stderr_tail:
+            return ""
+        lines = "\n".join(f"  | {line}" for line in self._stderr_tail)
+        return f"\nserver stderr (last {len(self._stderr_tail)} lines):\n{lines}"
+
+    def describe(self) -> str:
+        if self._process is None:
+            return f"server command {shlex.join(self.command)!r} (not started)"
+        state = (
+            f"exited with code {self._exit_code}"
+            if self._exit_code is not None
+            else f"running as pid {self._process.pid}"
+        )
+        return f"server {shlex.join(self.command)!r} {state}" + self._stderr_note()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        return list(self._stderr_tail)
+
+
+__all__ = ["StderrMode", "StdioTransport"]

@@ -1,0 +1,223 @@
+"""Legacy HTTP sessions: bounded, reaped, and optionally shared between replicas.
+
+Without a shared backend a session lives in this process: at most ``max_sessions`` at
+once, each dropped after ``idle_s`` without traffic (reaped on the way in, so no
+background task is needed).  With a backend (SQLite/Redis) the negotiated part of each
+session (version, capabilities, log level, subscriptions, lifecycle state) is stored
+there too, so a 2025-11-25 client behind a round-robin load balancer can land on any
+replica; live parts (pending server->client requests, SSE event logs, the GET stream)
+stay with the replica that holds them, and answers to server->client requests that land
+elsewhere are forwarded over the backend's pub/sub.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ...protocol.correlation import Incoming, Outgoing
+from ...server.legacy import LegacySession
+from ...state.base import StateBackend
+from ...types.errors import INTERNAL_ERROR, McpError
+from .stream import EventLog
+
+MAX_EVENTS_PER_STREAM = 512
+MAX_STREAMS_PER_SESSION = 64
+SAVE_EVERY_S = 5.0
+
+
+class StreamLog(EventLog):
+    """Events of one SSE stream, kept for resumption."""
+
+    __slots__ = ("changed", "events", "finished", "key", "next_seq")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.events: list[tuple[int, bytes]] = []
+        self.next_seq = 1
+        self.finished = False
+        self.changed = anyio.Event()
+
+    def priming_id(self) -> str:
+        return f"{self.key}-0"
+
+    def append(self, data: bytes, final: bool) -> str:
+        seq = self.next_seq
+        self.next_seq += 1
+        self.events.append((seq, data))
+        if len(self.events) > MAX_EVENTS_PER_STREAM:
+            del self.events[0]
+        if final:
+            self.finished = True
+        self.changed.set()
+        self.changed = anyio.Event()
+        return f"{self.key}-{seq}"
+
+    def after(self, seq: int) -> list[tuple[int, bytes]]:
+        return [(s, d) for s, d in self.events if s > seq]
+
+
+class Waiter:
+    """Where the answer to one server->client request arrives."""
+
+    __slots__ = ("done", "error", "value")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.value: dict[str, Any] | None = None
+        self.error: McpError | None = None
+
+    def resolve(self, message: dict[str, Any]) -> None:
+        if "error" in message:
+            err = message["error"] or {}
+            code = err.get("code", INTERNAL_ERROR)
+            self.error = McpError(code, str(err.get("message", "")), err.get("data"))
+        else:
+            result = message.get("result")
+            self.value = result if isinstance(result, dict) else {}
+        self.done.set()
+
+    def fail(self, error: McpError) -> None:
+        self.error = error
+        self.done.set()
+
+
+class HttpSession:
+    """A legacy session plus what HTTP needs for it in this process."""
+
+    __slots__ = (
+        "get_open",
+        "incoming",
+        "legacy",
+        "outgoing",
+        "pushed",
+        "saved",
+        "saved_at",
+        "stream_counter",
+        "streams",
+    )
+
+    def __init__(self, legacy: LegacySession) -> None:
+        self.legacy = legacy
+        self.outgoing: Outgoing[Waiter] = Outgoing()
+        self.incoming: Incoming[anyio.CancelScope] = Incoming()
+        self.streams: OrderedDict[str, StreamLog] = OrderedDict()
+        self.stream_counter = 0
+        self.get_open = False
+        #: Messages for the standalone GET stream (server requests with no POST stream).
+        self.pushed: MemoryObjectSendStream[bytes] | None = None
+        self.saved: dict[str, Any] | None = None
+        self.saved_at = 0.0
+
+    def new_stream(self) -> StreamLog:
+        self.stream_counter += 1
+        log = StreamLog(f"s{self.stream_counter}-{self.legacy.id[:6]}")
+        self.streams[log.key] = log
+        while len(self.streams) > MAX_STREAMS_PER_SESSION:
+            self.streams.popitem(last=False)
+        return log
+
+    def close_local(self) -> None:
+        for pending in self.outgoing.drain():
+            pending.waiter.fail(McpError(INTERNAL_ERROR, "session closed"))
+        for scope in self.incoming.all():
+            scope.cancel()
+
+
+class SessionStore:
+    """Sessions by id; bounded by count and idle time; shared through ``backend``."""
+
+    def __init__(
+        self, max_sessions: int, idle_s: float, backend: StateBackend | None = None
+    ) -> None:
+        self.max_sessions = max_sessions
+        self.idle_s = idle_s
+        self.backend = backend
+        self._sessions: OrderedDict[str, HttpSession] = OrderedDict()
+        self._last_reap = 0.0
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def local(self, session_id: str) -> HttpSession | None:
+        return self._sessions.get(session_id)
+
+    async def get(self, session_id: str) -> HttpSession | None:
+        session = self._sessions.get(session_id)
+        if self.backend is not None:
+            record = await self.backend.get_json(_key(session_id))
+            if record is None:
+                if session is not None:
+                    self._forget(session_id)
+                return None
+            if session is None:
+                session = HttpSession(LegacySession.restore(record))
+                self._sessions[session_id] = session
+                self._bound()
+            else:
+                LegacySession.restore(record, into=session.legacy)
+            session.saved = record
+            session.legacy.touch()
+            return session
+        if session is None:
+            return None
+        if time.monotonic() - session.legacy.last_active > self.idle_s:
+            self._forget(session_id)
+            return None
+        self._sessions.move_to_end(session_id)
+        return session
+
+    async def create(self, principal: Any) -> HttpSession | None:
+        now = time.monotonic()
+        if len(self._sessions) >= self.max_sessions or now - self._last_reap > 5.0:
+            self.reap(now)
+        if len(self._sessions) >= self.max_sessions:
+            return None
+        session = HttpSession(LegacySession(principal=principal))
+        self._sessions[session.legacy.id] = session
+        return session
+
+    async def save(self, session: HttpSession, *, force: bool = False) -> None:
+        """Store the session's shareable state when it changed (or to refresh its TTL)."""
+        if self.backend is None:
+            return
+        snapshot = session.legacy.snapshot()
+        now = time.monotonic()
+        if not force and snapshot == session.saved and now - session.saved_at < SAVE_EVERY_S:
+            return
+        await self.backend.set_json(_key(session.legacy.id), snapshot, self.idle_s)
+        session.saved = snapshot
+        session.saved_at = now
+
+    def reap(self, now: float | None = None) -> int:
+        now = time.monotonic() if now is None else now
+        self._last_reap = now
+        dead = [
+            sid for sid, s in self._sessions.items() if now - s.legacy.last_active > self.idle_s
+        ]
+        for sid in dead:
+            self._forget(sid)
+        return len(dead)
+
+    def _bound(self) -> None:
+        while len(self._sessions) > self.max_sessions:
+            _, oldest = self._sessions.popitem(last=False)
+            oldest.close_local()
+
+    def _forget(self, session_id: str) -> None:
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.close_local()
+
+    async def drop(self, session_id: str) -> None:
+        self._forget(session_id)
+        if self.backend is not None:
+            await self.backend.delete(_key(session_id))
+
+
+def _key(session_id: str) -> str:
+    return f"session:{session_id}"

@@ -24,6 +24,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -326,9 +327,7 @@ class TaskHandle:
                 lease_s = self.manager.lease_s
                 if now - last_beat > lease_s / 3:
                     last_beat = now
-                    await self.manager._update(
-                        self.task_id, lambda rec: rec.__setitem__("lease", time.time() + lease_s)
-                    )
+                    await self.manager._update(self.task_id, partial(_renew, lease_s=lease_s))
             await self._wait(0.25)
 
     async def _wait(self, seconds: float) -> None:
@@ -374,6 +373,10 @@ def detailed(record: dict[str, Any]) -> dict[str, Any]:
     elif status == "failed" and "error" in record:
         out["error"] = record["error"]
     return out
+
+
+def _renew(record: dict[str, Any], lease_s: float) -> None:
+    record["lease"] = time.time() + lease_s
 
 
 def _owner(principal: Any) -> str:

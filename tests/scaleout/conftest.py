@@ -1,0 +1,78 @@
+"""Clusters of real mcpkit replicas sharing one state backend.
+
+``cluster`` is parametrized over the three backends: ``memory`` (one process: the
+baseline), ``sqlite`` (two processes sharing one database file) and ``redis`` (three
+processes sharing a real redis-server, behind a real nginx doing round-robin).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+
+from services import Replica, nginx_round_robin, redis_server, start_replica
+
+TARGET = "tests/scaleout/cluster_server.py"
+
+
+@dataclass
+class Cluster:
+    backend: str
+    state: str
+    replicas: list[Replica]
+    front: str
+    log_dir: Path
+
+    def replica(self, index: int) -> str:
+        return self.replicas[index % len(self.replicas)].url
+
+    def spawn(self) -> Replica:
+        """One more replica on the same state (the caller kills it)."""
+        return start_replica(self.state, self.log_dir, TARGET)
+
+    def logs(self) -> str:
+        return "\n\n".join(f"--- replica {r.port}\n{r.tail()}" for r in self.replicas)
+
+
+def _need(binary: str) -> None:
+    if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{binary} is required in CI (.ci/run installs it)")
+        pytest.skip(f"{binary} is not installed")
+
+
+@pytest.fixture(scope="module", params=["memory", "sqlite", "redis"])
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    backend: str = request.param
+    log_dir = tmp_path_factory.mktemp(f"cluster-{backend}")
+    with ExitStack() as stack:
+        if backend == "memory":
+            state, count = "memory:", 1
+        elif backend == "sqlite":
+            state, count = f"sqlite:///{log_dir}/state.db", 2
+        else:
+            _need("redis-server")
+            _need("nginx")
+            state, count = stack.enter_context(redis_server()), 3
+        replicas = []
+        for _ in range(count):
+            replica = start_replica(state, log_dir, TARGET)
+            stack.callback(replica.kill)
+            replicas.append(replica)
+        front = replicas[0].url
+        if backend == "redis":
+            port = stack.enter_context(nginx_round_robin([r.port for r in replicas]))
+            front = f"http://127.0.0.1:{port}/mcp"
+        yield Cluster(backend, state, replicas, front, log_dir)

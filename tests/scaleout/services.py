@@ -1,0 +1,198 @@
+"""Real services for scale-out tests: redis-server, nginx and mcpkit server replicas.
+
+Each starts as a child process bound to 127.0.0.1 on a free port, in its own process
+group, and is stopped (SIGTERM, then SIGKILL) when its context exits.  Nothing here is a
+mock: the tests talk to these over real sockets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = "tests/conformance/server.py"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes] | None, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def _start(
+    cmd: Sequence[str], log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    handle = log.open("wb")
+    return subprocess.Popen(
+        list(cmd),
+        cwd=ROOT,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = _start(
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                tmp,
+            ],
+            Path(tmp) / "redis.log",
+        )
+        try:
+            wait_port(port, proc)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            stop(proc)
+
+
+@dataclass
+class Replica:
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        stop(self.proc, signal.SIGKILL)
+
+
+def start_replica(state: str, log_dir: Path, target: str = FIXTURE, **env: str) -> Replica:
+    port = free_port()
+    log = log_dir / f"replica-{port}.log"
+    proc = _start(
+        [
+            sys.executable,
+            "-m",
+            "mcpkit",
+            "serve",
+            target,
+            "--http",
+            "--port",
+            str(port),
+            "--state",
+            state,
+        ],
+        log,
+        {"MCPKIT_TASK_LEASE_S": "2", **env},
+    )
+    try:
+        wait_port(port, proc)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc}\n{log.read_text(errors='replace')[-3000:]}") from None
+    return Replica(port, proc, log)
+
+
+_NGINX_CONF = """
+worker_processes 1;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  client_body_temp_path {tmp}/body;
+  proxy_temp_path {tmp}/proxy;
+  fastcgi_temp_path {tmp}/fastcgi;
+  uwsgi_temp_path {tmp}/uwsgi;
+  scgi_temp_path {tmp}/scgi;
+  upstream mcp {{
+{servers}
+  }}
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://mcp;
+      proxy_http_version 1.1;
+      proxy_set_header Host $http_host;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_cache off;
+      proxy_read_timeout 300s;
+      proxy_next_upstream off;
+    }}
+  }}
+}}
+"""
+
+
+@contextlib.contextmanager
+def nginx_round_robin(ports: Sequence[int]) -> Iterator[int]:
+    binary = shutil.which("nginx") or (
+        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+    )
+    if binary is None:
+        raise RuntimeError("nginx is not installed (apt-get install nginx)")
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        servers = "\n".join(f"    server 127.0.0.1:{p};" for p in ports)
+        conf = Path(tmp) / "nginx.conf"
+        conf.write_text(_NGINX_CONF.format(tmp=tmp, servers=servers, port=port))
+        proc = _start([binary, "-p", tmp, "-c", str(conf)], Path(tmp) / "stdout.log")
+        try:
+            wait_port(port, proc)
+            yield port
+        finally:
+            stop(proc, signal.SIGQUIT)

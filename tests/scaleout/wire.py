@@ -1,0 +1,108 @@
+"""A deliberately small raw MCP HTTP caller for tests: exact requests, exact answers.
+
+The scale-out tests check what crosses the wire between replicas, so they build each
+request by hand (headers, ``_meta``) instead of going through a client library.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource
+
+TASKS = "io.modelcontextprotocol/tasks"
+_ids = itertools.count(1)
+
+
+def meta(caps: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps if caps is not None else {},
+        "io.modelcontextprotocol/clientInfo": {"name": "scaleout-test", "version": "1"},
+    }
+
+
+@dataclass
+class Reply:
+    status: int
+    body: dict[str, Any]
+    notifications: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def result(self) -> dict[str, Any]:
+        assert "result" in self.body, f"expected a result, got {self.body}"
+        return self.body["result"]  # type: ignore[no-any-return]
+
+    @property
+    def error(self) -> dict[str, Any]:
+        assert "error" in self.body, f"expected an error, got {self.body}"
+        return self.body["error"]  # type: ignore[no-any-return]
+
+
+def headers_for(method: str, params: dict[str, Any]) -> dict[str, str]:
+    h = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": method,
+    }
+    name = params.get("name") or params.get("uri") or params.get("taskId")
+    if name is not None:
+        h["mcp-name"] = str(name)
+    return h
+
+
+async def call(
+    client: httpx.AsyncClient,
+    url: str,
+    method: str,
+    params: dict[str, Any] | None = None,
+    caps: dict[str, Any] | None = None,
+) -> Reply:
+    params = dict(params or {})
+    params["_meta"] = meta(caps)
+    body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
+    async with client.stream(
+        "POST", url, headers=headers_for(method, params), content=json.dumps(body)
+    ) as response:
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            notes = []
+            async for event in EventSource(response).aiter_sse():
+                if not event.data:
+                    continue
+                message = json.loads(event.data)
+                if "id" in message and ("result" in message or "error" in message):
+                    return Reply(response.status_code, message, notes)
+                notes.append(message)
+            raise AssertionError("SSE stream ended without a response")
+        await response.aread()
+        return Reply(response.status_code, response.json())
+
+
+async def legacy(
+    client: httpx.AsyncClient,
+    url: str,
+    message: dict[str, Any],
+    session: str | None,
+    version: str = "2025-11-25",
+) -> httpx.Response:
+    h = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": version,
+    }
+    if session is not None:
+        h["mcp-session-id"] = session
+    return await client.post(url, headers=h, content=json.dumps(message))
+
+
+def sse_messages(text: str) -> list[dict[str, Any]]:
+    out = []
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            out.append(json.loads(line[5:].strip()))
+    return out

@@ -12,9 +12,12 @@ only :class:`ServerError` means "the server answered with an error".
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..types.errors import McpError
 from ..types.jsonrpc import Message
@@ -27,6 +30,7 @@ __all__ = [
     "HttpStatusError",
     "InboundNotificationHandler",
     "InboundRequestHandler",
+    "MessageStream",
     "ProgressHandler",
     "ProtocolViolationError",
     "RequestTimeoutError",
@@ -34,6 +38,7 @@ __all__ = [
     "ServerStartupError",
     "SessionExpiredError",
     "TransportError",
+    "message_stream",
 ]
 
 
@@ -139,6 +144,38 @@ class ServerError(ClientError, McpError):
         )
 
 
+class MessageStream:
+    """The messages of one long-lived stream (``subscriptions/listen``), in order.
+
+    Iteration ends when the producer closes its side; if the stream ended abnormally the
+    producer first sets :attr:`error`, which iteration then raises instead of ending quietly
+    (so a dropped connection is never mistaken for a graceful end).
+    """
+
+    def __init__(self, receive: MemoryObjectReceiveStream[Message]) -> None:
+        self._receive = receive
+        self.error: BaseException | None = None
+
+    def __aiter__(self) -> MessageStream:
+        return self
+
+    async def __anext__(self) -> Message:
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            if self.error is not None:
+                raise self.error from None
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self._receive.close()
+
+
+def message_stream(buffer: float) -> tuple[MemoryObjectSendStream[Message], MessageStream]:
+    send, receive = anyio.create_memory_object_stream[Message](buffer)
+    return send, MessageStream(receive)
+
+
 #: Called with each ``notifications/progress`` params for one request.
 ProgressHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
 #: Answers a server->client request (legacy era); returns the result or raises McpError.
@@ -198,7 +235,7 @@ class ClientTransport(Protocol):
 
     def listen(
         self, params: dict[str, Any], *, headers: dict[str, str] | None = None
-    ) -> AbstractAsyncContextManager[AsyncIterator[Message]]:
+    ) -> AbstractAsyncContextManager[MessageStream]:
         """Open a ``subscriptions/listen`` stream: every message that belongs to it
         (notifications, then possibly the final result), in order."""
         ...

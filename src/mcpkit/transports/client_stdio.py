@@ -29,7 +29,7 @@ import signal
 import subprocess
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Literal
 
 import anyio
@@ -44,12 +44,13 @@ from .client_base import (
     ConnectionClosedError,
     InboundNotificationHandler,
     InboundRequestHandler,
+    MessageStream,
     ProgressHandler,
     RequestTimeoutError,
     ServerError,
     ServerStartupError,
+    message_stream,
 )
-from .client_streams import MessageStream, message_stream
 
 log = logging.getLogger("mcpkit.client.stdio")
 stderr_log = logging.getLogger("mcpkit.client.stderr")
@@ -145,8 +146,8 @@ class StdioTransport:
             return None
         with anyio.CancelScope(shield=True):
             await self._shutdown()
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
+        tg.cancel_scope.cancel()
+        await tg.__aexit__(None, None, None)
         return None
 
     async def _shutdown(self) -> None:
@@ -157,10 +158,8 @@ class StdioTransport:
             self._endpoint.close("the client closed the connection")
         if process.stdin is not None:
             with anyio.move_on_after(1):
-                try:
+                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     await process.stdin.aclose()
-                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    pass
         if not await self._wait_exit(self.shutdown_grace):
             log.info("server %s ignored stdin EOF; sending SIGTERM", self.command[0])
             self._signal(signal.SIGTERM)
@@ -173,7 +172,7 @@ class StdioTransport:
         with anyio.move_on_after(2):
             await process.aclose()
 
-    def _signal(self, sig: int, *, group_only: bool = False) -> None:
+    def _signal(self, sig: signal.Signals, *, group_only: bool = False) -> None:
         process = self._process
         if process is None:
             return
@@ -186,10 +185,8 @@ class StdioTransport:
                     return
         if group_only or process.returncode is not None:
             return
-        try:
+        with suppress(ProcessLookupError):
             process.send_signal(sig)
-        except ProcessLookupError:
-            pass
 
     async def _wait_exit(self, seconds: float) -> bool:
         with anyio.move_on_after(seconds):

@@ -1,0 +1,105 @@
+"""The mcpkit client: talk to any MCP server, either protocol era, stdio or Streamable HTTP.
+
+::
+
+    from mcpkit.client import Client
+
+    async with Client("python server.py") as client:
+        print(await client.list_tools())
+        print(await client.call_tool("add", {"a": 1, "b": 2}))
+
+Everything public is listed in ``__all__``; other names in this package may change.
+"""
+
+from .cache import ResultCache
+from .callbacks import (
+    ElicitationHandler,
+    LogHandler,
+    NotificationHandler,
+    ProgressCallback,
+    RootsProvider,
+    SamplingHandler,
+    UrlElicitationHandler,
+)
+from .client import Client, prompt_ref, resource_ref
+from .errors import (
+    ClientError,
+    ConnectError,
+    ConnectionClosedError,
+    HttpStatusError,
+    InputRequestError,
+    InvalidResultError,
+    ProtocolViolationError,
+    RequestTimeoutError,
+    ServerError,
+    ServerStartupError,
+    SessionExpiredError,
+    TooManyInputRounds,
+    TransportError,
+    VersionNegotiationError,
+)
+from .listen import Subscription
+from .models import (
+    CallToolResult,
+    CompleteResult,
+    CreateMessageResult,
+    DiscoverResult,
+    ElicitResult,
+    GetPromptResult,
+    Implementation,
+    Notification,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Root,
+    ServerInfo,
+    Tool,
+)
+from .options import ClientOptions, EraCache
+
+__all__ = [
+    "CallToolResult",
+    "Client",
+    "ClientError",
+    "ClientOptions",
+    "CompleteResult",
+    "ConnectError",
+    "ConnectionClosedError",
+    "CreateMessageResult",
+    "DiscoverResult",
+    "ElicitResult",
+    "ElicitationHandler",
+    "EraCache",
+    "GetPromptResult",
+    "HttpStatusError",
+    "Implementation",
+    "InputRequestError",
+    "InvalidResultError",
+    "LogHandler",
+    "Notification",
+    "NotificationHandler",
+    "ProgressCallback",
+    "Prompt",
+    "ProtocolViolationError",
+    "ReadResourceResult",
+    "RequestTimeoutError",
+    "Resource",
+    "ResourceTemplate",
+    "ResultCache",
+    "Root",
+    "RootsProvider",
+    "SamplingHandler",
+    "ServerError",
+    "ServerInfo",
+    "ServerStartupError",
+    "SessionExpiredError",
+    "Subscription",
+    "TooManyInputRounds",
+    "Tool",
+    "TransportError",
+    "UrlElicitationHandler",
+    "VersionNegotiationError",
+    "prompt_ref",
+    "resource_ref",
+]

@@ -1,0 +1,520 @@
+"""The public client: typed methods for every client request of both protocol eras.
+
+::
+
+    async with Client("python server.py") as client:          # stdio (or an argv list)
+        tools = await client.list_tools()                      # every page
+        result = await client.call_tool("add", {"a": 1, "b": 2})
+
+    async with Client("http://127.0.0.1:8000/mcp", elicitation=ask_user) as client: ...
+
+Layering: :class:`Session` negotiates the era and wraps each request; the transports move
+bytes; this class adds what an application wants on top: typed methods, automatic
+pagination, the TTL cache, ``x-mcp-header`` bookkeeping (tools with invalid annotations
+are dropped on HTTP), the MRTR loop, and routing of server notifications.  Exception
+groups from task groups never escape: :func:`~mcpkit.client.errors.unwrap` picks the error
+that explains them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, cast
+
+import anyio
+
+from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, expected_param_headers
+from ..protocol.headers import header_params as parse_header_params
+from ..transports.client_base import ClientTransport
+from ..transports.client_http import HttpTransport
+from ..transports.client_stdio import StdioTransport
+from ..types.errors import HEADER_MISMATCH, INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
+from ..types.jsonrpc import Message, params_of
+from ..types.versions import Era
+from .cache import ResultCache
+from .callbacks import (
+    Callbacks,
+    ElicitationHandler,
+    LogHandler,
+    NotificationHandler,
+    ProgressCallback,
+    RootsProvider,
+    SamplingHandler,
+    UrlElicitationHandler,
+    call_maybe_async,
+)
+from .errors import ClientError, InputRequestError, InvalidResultError, unwrap
+from .listen import Subscription, build_filter
+from .models import (
+    CallToolResult,
+    CompleteResult,
+    DiscoverResult,
+    GetPromptResult,
+    Notification,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    ServerInfo,
+    Tool,
+)
+from .mrtr import run_with_input
+from .options import ClientOptions
+from .session import _UNSET, Session
+
+log = logging.getLogger("mcpkit.client")
+server_log = logging.getLogger("mcpkit.client.server")
+
+_MAX_PAGES = 1000
+_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
+               "warning": logging.WARNING, "error": logging.ERROR}
+_SERVER_REQUESTS = ("elicitation/create", "sampling/createMessage", "roots/list")
+
+
+def transport_for(target: str | Sequence[str] | ClientTransport,
+                  options: ClientOptions) -> ClientTransport:
+    """An ``http(s)://`` URL -> Streamable HTTP; a command line or argv -> stdio."""
+    if isinstance(target, str):
+        if target.startswith(("http://", "https://")):
+            return HttpTransport(target, headers=options.headers, auth=options.auth,
+                                 http_client=options.http_client,
+                                 legacy_get_stream=options.legacy_get_stream)
+        command = shlex.split(target, posix=os.name != "nt")
+    elif isinstance(target, Sequence):
+        command = [str(part) for part in target]
+    else:
+        return target
+    if not command:
+        raise ValueError("empty server command")
+    return StdioTransport(command, env=options.env, inherit_env=options.inherit_env,
+                          cwd=options.cwd, stderr=options.stderr,
+                          shutdown_grace=options.shutdown_grace)
+
+
+def prompt_ref(name: str) -> dict[str, Any]:
+    """A completion reference to a prompt."""
+    return {"type": "ref/prompt", "name": name}
+
+
+def resource_ref(uri: str) -> dict[str, Any]:
+    """A completion reference to a resource (template)."""
+    return {"type": "ref/resource", "uri": uri}
+
+
+@contextlib.contextmanager
+def _boundary() -> Iterator[None]:
+    """Never let an exception group reach the application."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        raise unwrap(group) from None
+
+
+class Client:
+    """A connection to one MCP server, either era, stdio or Streamable HTTP."""
+
+    def __init__(
+        self,
+        target: str | Sequence[str] | ClientTransport,
+        *,
+        options: ClientOptions | None = None,
+        elicitation: ElicitationHandler | None = None,
+        url_elicitation: UrlElicitationHandler | None = None,
+        sampling: SamplingHandler | None = None,
+        sampling_tools: bool = False,
+        roots: RootsProvider | None = None,
+        on_log: LogHandler | None = None,
+        on_notification: NotificationHandler | None = None,
+        **overrides: Any,
+    ) -> None:
+        opts = options or ClientOptions()
+        if overrides:
+            opts = dataclasses.replace(opts, **overrides)
+        self.options = opts
+        self.callbacks = Callbacks(elicitation, url_elicitation, sampling, sampling_tools,
+                                   roots, on_log, on_notification)
+        self.transport = transport_for(target, opts)
+        self.session = Session(self.transport, opts, self.callbacks)
+        self.cache: ResultCache | None = (
+            opts.cache if isinstance(opts.cache, ResultCache)
+            else ResultCache() if opts.cache else None)
+        self._owner = object()  # identifies this client's private cache entries
+        self._tool_headers: dict[str, tuple[HeaderParam, ...]] = {}
+        #: Tools left out of ``list_tools`` because of invalid ``x-mcp-header``s, and why.
+        self.dropped_tools: dict[str, str] = {}
+        self._legacy_listeners: set[Subscription] = set()
+        self._stack: contextlib.AsyncExitStack | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    async def __aenter__(self) -> Client:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def connect(self) -> ServerInfo:
+        """Start the transport and negotiate the era (done by ``async with``)."""
+        if self._stack is not None:
+            raise RuntimeError("already connected")
+        stack = contextlib.AsyncExitStack()
+        try:
+            with _boundary():
+                await stack.enter_async_context(self.transport)
+                self.transport.set_handlers(self._on_request, self._on_notification)
+                info = await self.session.connect()
+        except BaseException:
+            with anyio.CancelScope(shield=True), _boundary(), contextlib.suppress(Exception):
+                await stack.aclose()
+            raise
+        self._stack = stack
+        return info
+
+    async def aclose(self) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            with _boundary():
+                await stack.aclose()
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def server_info(self) -> ServerInfo:
+        if self.session.info is None:
+            raise RuntimeError("not connected")
+        return self.session.info
+
+    @property
+    def era(self) -> Era | None:
+        return self.session.era
+
+    @property
+    def protocol_version(self) -> str:
+        return self.session.version
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The client capabilities declared to the server."""
+        return self.session.capabilities()
+
+    # ------------------------------------------------------------------ generic
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = _UNSET,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Any request, raw (no MRTR loop, no cache): the escape hatch."""
+        with _boundary():
+            return await self.session.request(method, params, timeout=timeout,
+                                              on_progress=on_progress, meta=meta)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self.session.notify(method, params)
+
+    async def discover(self) -> DiscoverResult:
+        """``server/discover`` (2026-07-28 only)."""
+        self._need("modern", "server/discover")
+        return cast(DiscoverResult, await self.request("server/discover"))
+
+    async def ping(self, *, timeout: float | None = _UNSET) -> None:
+        """Check the server is alive: ``ping`` on legacy; on 2026-07-28 (which removed
+        ping) a ``server/discover`` round trip."""
+        method = "ping" if self.era == "legacy" else "server/discover"
+        await self.request(method, timeout=timeout)
+
+    async def set_logging_level(self, level: str) -> None:
+        """Ask for log messages at ``level`` and above (``on_log`` gets them).  Modern: sent
+        in every request's ``_meta``; legacy: ``logging/setLevel``."""
+        self.session.set_log_level(level)
+        if self.era == "legacy":
+            await self.request("logging/setLevel", {"level": level})
+
+    async def subscribe_resource(self, uri: str) -> None:
+        """Legacy ``resources/subscribe`` (on 2026-07-28 use ``listen(resource_uris=...)``)."""
+        self._need("legacy", "resources/subscribe", "use client.listen(resource_uris=[...])")
+        await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        self._need("legacy", "resources/unsubscribe", "leave the client.listen(...) block")
+        await self.request("resources/unsubscribe", {"uri": uri})
+
+    async def notify_roots_changed(self) -> None:
+        """Tell a legacy server the roots changed (2026-07-28 servers ask each time)."""
+        if self.era == "legacy" and self.callbacks.roots is not None:
+            await self.notify("notifications/roots/list_changed")
+
+    def _need(self, era: Era, method: str, hint: str = "") -> None:
+        if self.era != era:
+            raise ClientError(
+                f"{method} does not exist in protocol {self.protocol_version or '(none)'}"
+                + (f"; {hint}" if hint else ""))
+
+    # ------------------------------------------------------------------ tools
+    async def list_tools(self, *, refresh: bool = False) -> list[Tool]:
+        """Every tool (all pages), minus tools dropped for invalid ``x-mcp-header``s."""
+        items = await self._paginate("tools/list", "tools", refresh)
+        return cast(list[Tool], self._accept_tools(items))
+
+    async def list_tools_page(self, cursor: str | None = None, *,
+                              refresh: bool = False) -> dict[str, Any]:
+        page = await self._page("tools/list", cursor, refresh)
+        tools = page.get("tools")
+        if isinstance(tools, list):
+            page = {**page, "tools": self._accept_tools(tools)}
+        return page
+
+    def _accept_tools(self, tools: list[Any]) -> list[dict[str, Any]]:
+        accepted = []
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):
+                log.warning("ignoring a malformed tool entry: %r", tool)
+                continue
+            schema = tool.get("inputSchema")
+            try:
+                params = parse_header_params(schema) if isinstance(schema, dict) else ()
+            except InvalidHeaderAnnotation as exc:
+                if self.transport.kind == "http":
+                    if name not in self.dropped_tools:
+                        log.warning("dropping tool %r: %s", name, exc)
+                    self.dropped_tools[name] = str(exc)
+                    self._tool_headers.pop(name, None)
+                    continue
+                params = ()  # stdio has no headers: the annotation is harmless there
+            self.dropped_tools.pop(name, None)
+            self._tool_headers[name] = params
+            accepted.append(tool)
+        return accepted
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = _UNSET,
+        on_progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> CallToolResult:
+        """Call a tool, answering any input the server asks for along the way."""
+        if name in self.dropped_tools:
+            raise ClientError(f"tool {name!r} was dropped from the tool list: "
+                              f"{self.dropped_tools[name]}")
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        refetched = False
+        while True:
+            headers = self._param_headers(name, arguments)
+            try:
+                result = await self._with_input("tools/call", params, timeout, on_progress,
+                                                meta, headers)
+            except McpError as exc:
+                if exc.code != HEADER_MISMATCH or headers is None or refetched:
+                    raise
+                refetched = True  # our view of the tool's x-mcp-header may be stale
+                await self.list_tools(refresh=True)
+                continue
+            content = result.get("content")
+            if content is not None and not isinstance(content, list):
+                raise InvalidResultError(f"tools/call {name}: content is not a list")
+            return cast(CallToolResult, result)
+
+    def _param_headers(self, name: str, arguments: Mapping[str, Any] | None
+                       ) -> dict[str, str] | None:
+        if self.transport.kind != "http" or self.era != "modern":
+            return None
+        params = self._tool_headers.get(name, ())
+        return expected_param_headers(params, arguments) if params else {}
+
+    # ------------------------------------------------------------------ prompts
+    async def list_prompts(self, *, refresh: bool = False) -> list[Prompt]:
+        return cast(list[Prompt], await self._paginate("prompts/list", "prompts", refresh))
+
+    async def list_prompts_page(self, cursor: str | None = None, *,
+                                refresh: bool = False) -> dict[str, Any]:
+        return await self._page("prompts/list", cursor, refresh)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = _UNSET,
+        meta: Mapping[str, Any] | None = None,
+    ) -> GetPromptResult:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        result = await self._with_input("prompts/get", params, timeout, None, meta, None)
+        if not isinstance(result.get("messages", []), list):
+            raise InvalidResultError(f"prompts/get {name}: messages is not a list")
+        return cast(GetPromptResult, result)
+
+    # ------------------------------------------------------------------ resources
+    async def list_resources(self, *, refresh: bool = False) -> list[Resource]:
+        return cast(list[Resource],
+                    await self._paginate("resources/list", "resources", refresh))
+
+    async def list_resources_page(self, cursor: str | None = None, *,
+                                  refresh: bool = False) -> dict[str, Any]:
+        return await self._page("resources/list", cursor, refresh)
+
+    async def list_resource_templates(self, *, refresh: bool = False
+                                      ) -> list[ResourceTemplate]:
+        return cast(list[ResourceTemplate], await self._paginate(
+            "resources/templates/list", "resourceTemplates", refresh))
+
+    async def list_resource_templates_page(self, cursor: str | None = None, *,
+                                           refresh: bool = False) -> dict[str, Any]:
+        return await self._page("resources/templates/list", cursor, refresh)
+
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        refresh: bool = False,
+        timeout: float | None = _UNSET,
+        meta: Mapping[str, Any] | None = None,
+    ) -> ReadResourceResult:
+        """Read a resource (served from the cache while its ``ttlMs`` lasts)."""
+        server = self.transport.server_key
+        if self.cache is not None and not refresh:
+            hit = self.cache.lookup(server, self._owner, "resources/read", uri)
+            if hit is not None:
+                return cast(ReadResourceResult, hit)
+        rounds: list[int] = []
+        result = await self._with_input("resources/read", {"uri": uri}, timeout, None, meta,
+                                        None, rounds)
+        if not isinstance(result.get("contents"), list):
+            raise InvalidResultError(f"resources/read {uri}: contents is not a list")
+        if self.cache is not None and not rounds:
+            self.cache.store(server, self._owner, "resources/read", uri, result)
+        return cast(ReadResourceResult, result)
+
+    # ------------------------------------------------------------------ completion
+    async def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: str,
+        value: str,
+        *,
+        context_arguments: Mapping[str, str] | None = None,
+        timeout: float | None = _UNSET,
+    ) -> CompleteResult:
+        """``completion/complete`` for ``argument`` of ``ref`` (see :func:`prompt_ref`,
+        :func:`resource_ref`) given what the user typed so far."""
+        params: dict[str, Any] = {"ref": dict(ref),
+                                  "argument": {"name": argument, "value": value}}
+        if context_arguments:
+            params["context"] = {"arguments": dict(context_arguments)}
+        result = await self.request("completion/complete", params, timeout=timeout)
+        completion = result.get("completion")
+        if not isinstance(completion, dict) or not isinstance(completion.get("values"), list):
+            raise InvalidResultError("completion/complete: no completion.values list")
+        return cast(CompleteResult, result)
+
+    # ------------------------------------------------------------------ listen
+    def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+    ) -> Subscription:
+        """Change notifications: ``async with client.listen(tools=True) as sub:``;
+        ``sub.filter`` is what the server agreed to send; ``async for n in sub``."""
+        return Subscription(self, build_filter(tools, prompts, resources, resource_uris))
+
+    # ------------------------------------------------------------------ plumbing
+    async def _with_input(
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        meta: Mapping[str, Any] | None,
+        headers: dict[str, str] | None,
+        rounds: list[int] | None = None,
+    ) -> dict[str, Any]:
+        async def send(current: dict[str, Any]) -> dict[str, Any]:
+            if rounds is not None and ("inputResponses" in current or "requestState" in current):
+                rounds.append(1)  # a retry: its result must not be cached
+            return await self.session.request(method, current, timeout=timeout,
+                                              on_progress=on_progress, meta=meta,
+                                              headers=headers)
+
+        with _boundary():
+            return await run_with_input(method, params, send, self.callbacks,
+                                        self.options.max_input_rounds)
+
+    async def _page(self, method: str, cursor: str | None, refresh: bool) -> dict[str, Any]:
+        key = "" if cursor is None else "cursor:" + cursor
+        server = self.transport.server_key
+        if self.cache is not None and not refresh:
+            hit = self.cache.lookup(server, self._owner, method, key)
+            if hit is not None:
+                return hit
+        result = await self.request(method, {"cursor": cursor} if cursor is not None else None)
+        if self.cache is not None:
+            self.cache.store(server, self._owner, method, key, result)
+        return result
+
+    async def _paginate(self, method: str, member: str, refresh: bool) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(_MAX_PAGES):
+            page = await self._page(method, cursor, refresh)
+            batch = page.get(member)
+            if not isinstance(batch, list):
+                raise InvalidResultError(f"{method}: the result has no {member!r} list")
+            items.extend(batch)
+            cursor = page.get("nextCursor")
+            if not isinstance(cursor, str):
+                return items
+            if cursor in seen:
+                raise InvalidResultError(f"{method}: the server repeated cursor {cursor!r}")
+            seen.add(cursor)
+        raise InvalidResultError(f"{method}: more than {_MAX_PAGES} pages")
+
+    def _observe(self, note: Notification) -> None:
+        """A change notification arrived (listen stream or legacy session)."""
+        if self.cache is not None:
+            self.cache.on_notification(self.transport.server_key, note.method, note.params)
+
+    async def _on_notification(self, message: Message) -> None:
+        note = Notification(message["method"], params_of(message))
+        if note.method == "notifications/message":
+            if self.callbacks.on_log is not None:
+                await call_maybe_async(self.callbacks.on_log, note.params)
+            else:
+                level = _LOG_LEVELS.get(str(note.params.get("level")), logging.CRITICAL)
+                server_log.log(level, "%s", note.params.get("data"))
+            return
+        self._observe(note)
+        for subscription in list(self._legacy_listeners):
+            subscription.offer(note)
+        if self.callbacks.on_notification is not None:
+            await call_maybe_async(self.callbacks.on_notification, note)
+
+    async def _on_request(self, message: Message) -> dict[str, Any]:
+        """A legacy server->client request: the same callbacks as MRTR input requests."""
+        method = message["method"]
+        if method == "ping":
+            return {}
+        if method not in _SERVER_REQUESTS:
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        try:
+            return await self.callbacks.answer(method, params_of(message))
+        except InputRequestError as exc:
+            raise McpError(METHOD_NOT_FOUND if exc.missing else INTERNAL_ERROR, str(exc)) \
+                from None

@@ -1,0 +1,98 @@
+"""Every exception the client raises, in one place.
+
+The transport-level ones are defined in :mod:`mcpkit.transports.client_base` (transports
+sit below the client and cannot import it) and re-exported here; this module adds the
+failures only the client layer can detect.  Catch :class:`ClientError` for "anything went
+wrong talking to this server"; catch :class:`ServerError` for "the server said no".
+
+Exception groups never reach the caller: :func:`unwrap` turns what an anyio task group
+raises into the one error that explains it.
+"""
+
+from __future__ import annotations
+
+from ..transports.client_base import (
+    ClientError,
+    ConnectError,
+    ConnectionClosedError,
+    HttpStatusError,
+    ProtocolViolationError,
+    RequestTimeoutError,
+    ServerError,
+    ServerStartupError,
+    SessionExpiredError,
+    TransportError,
+)
+
+__all__ = [
+    "ClientError",
+    "ConnectError",
+    "ConnectionClosedError",
+    "HttpStatusError",
+    "InputRequestError",
+    "InvalidResultError",
+    "ProtocolViolationError",
+    "RequestTimeoutError",
+    "ServerError",
+    "ServerStartupError",
+    "SessionExpiredError",
+    "TooManyInputRounds",
+    "TransportError",
+    "VersionNegotiationError",
+    "unwrap",
+]
+
+
+class VersionNegotiationError(ClientError):
+    """Client and server share no protocol version."""
+
+
+class InvalidResultError(ProtocolViolationError):
+    """A result does not have the shape its method promises (e.g. unknown ``resultType``)."""
+
+
+class InputRequestError(ClientError):
+    """The server asked for input the client cannot give (no callback, bad request, or the
+    application's callback returned something that is not a valid answer)."""
+
+    def __init__(self, message: str, *, missing: bool = False) -> None:
+        super().__init__(message)
+        #: True when no callback exists for what was asked (as opposed to a bad answer).
+        self.missing = missing
+
+
+class TooManyInputRounds(ClientError):
+    """A multi round-trip request still wanted input after the configured number of rounds."""
+
+    def __init__(self, method: str, rounds: int) -> None:
+        super().__init__(
+            f"{method} still required input after {rounds} rounds; giving up "
+            f"(raise ClientOptions.max_input_rounds if the server legitimately needs more)"
+        )
+        self.method = method
+        self.rounds = rounds
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    """The error that explains an exception group: the first non-cancellation leaf,
+    preferring a :class:`ClientError`.  Anything else comes back unchanged."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    leaves = list(_leaves(exc))
+    for leaf in leaves:
+        if isinstance(leaf, ClientError):
+            return leaf
+    for leaf in leaves:
+        if isinstance(leaf, Exception):
+            return leaf
+    return leaves[0] if leaves else exc
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for item in group.exceptions:
+        if isinstance(item, BaseExceptionGroup):
+            out.extend(_leaves(item))
+        else:
+            out.append(item)
+    return out

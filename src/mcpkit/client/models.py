@@ -1,0 +1,178 @@
+"""Shapes of what the client returns and what callbacks receive, as ``TypedDict``.
+
+Results stay the plain dicts that came off the wire (no copy, no model construction on the
+hot path, unknown fields kept); these types only tell the type checker and the reader what
+to expect.  The client checks the few fields it relies on (a list is a list, a name is a
+string) and reports a bad result as :class:`~mcpkit.client.errors.InvalidResultError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Required, TypedDict
+
+JsonObject = dict[str, Any]
+ContentBlock = dict[str, Any]
+ElicitAction = Literal["accept", "decline", "cancel"]
+
+
+class Implementation(TypedDict, total=False):
+    name: Required[str]
+    version: Required[str]
+    title: str
+    description: str
+    websiteUrl: str
+
+
+class Tool(TypedDict, total=False):
+    name: Required[str]
+    title: str
+    description: str
+    inputSchema: JsonObject
+    outputSchema: JsonObject
+    annotations: JsonObject
+    icons: list[JsonObject]
+    _meta: JsonObject
+
+
+class PromptArgument(TypedDict, total=False):
+    name: Required[str]
+    title: str
+    description: str
+    required: bool
+
+
+class Prompt(TypedDict, total=False):
+    name: Required[str]
+    title: str
+    description: str
+    arguments: list[PromptArgument]
+    _meta: JsonObject
+
+
+class Resource(TypedDict, total=False):
+    uri: Required[str]
+    name: str
+    title: str
+    description: str
+    mimeType: str
+    size: int
+    _meta: JsonObject
+
+
+class ResourceTemplate(TypedDict, total=False):
+    uriTemplate: Required[str]
+    name: str
+    title: str
+    description: str
+    mimeType: str
+    _meta: JsonObject
+
+
+class ResourceContents(TypedDict, total=False):
+    uri: Required[str]
+    mimeType: str
+    text: str
+    blob: str
+    _meta: JsonObject
+
+
+class CallToolResult(TypedDict, total=False):
+    content: list[ContentBlock]
+    structuredContent: Any
+    isError: bool
+    resultType: str
+    _meta: JsonObject
+
+
+class PromptMessage(TypedDict):
+    role: str
+    content: ContentBlock
+
+
+class GetPromptResult(TypedDict, total=False):
+    description: str
+    messages: list[PromptMessage]
+    resultType: str
+    _meta: JsonObject
+
+
+class ReadResourceResult(TypedDict, total=False):
+    contents: list[ResourceContents]
+    ttlMs: int
+    cacheScope: str
+    resultType: str
+    _meta: JsonObject
+
+
+class Completion(TypedDict, total=False):
+    values: Required[list[str]]
+    total: int
+    hasMore: bool
+
+
+class CompleteResult(TypedDict, total=False):
+    completion: Required[Completion]
+    _meta: JsonObject
+
+
+class DiscoverResult(TypedDict, total=False):
+    supportedVersions: list[str]
+    capabilities: JsonObject
+    instructions: str
+    ttlMs: int
+    cacheScope: str
+    _meta: JsonObject
+
+
+class ElicitResult(TypedDict, total=False):
+    action: Required[ElicitAction]
+    content: JsonObject
+
+
+class CreateMessageResult(TypedDict, total=False):
+    role: Required[str]
+    content: Required[Any]
+    model: Required[str]
+    stopReason: str
+
+
+class Root(TypedDict, total=False):
+    uri: Required[str]
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """Who the server is and what it offers, learnt from ``server/discover`` (modern) or the
+    ``initialize`` result (legacy)."""
+
+    era: Literal["modern", "legacy"]
+    protocol_version: str
+    capabilities: JsonObject = field(default_factory=dict)
+    implementation: JsonObject = field(default_factory=dict)
+    instructions: str | None = None
+    supported_versions: tuple[str, ...] = ()
+
+    def supports(self, capability: str) -> bool:
+        """True when the dotted capability (``"tools"``, ``"resources.subscribe"``) is on."""
+        node: Any = self.capabilities
+        for part in capability.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        return node is not None and node is not False
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """A server notification, as a listen stream (or a legacy session) delivers it."""
+
+    method: str
+    params: JsonObject
+
+    @property
+    def uri(self) -> str | None:
+        """The resource URI of ``notifications/resources/updated``."""
+        uri = self.params.get("uri")
+        return uri if isinstance(uri, str) else None

@@ -1,0 +1,119 @@
+"""Client settings, and the per-server memory of which protocol era a server speaks.
+
+Defaults are chosen so that a client "just works" against any server and never hangs:
+every request has a timeout (60 s) that progress notifications may extend up to a hard
+maximum (10 min); a stdio server gets 30 s to answer its first request.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..transports.client_stdio import StderrMode
+from ..types.versions import LEGACY_VERSIONS, MODERN_VERSIONS, Era
+from .models import Implementation
+
+EraChoice = Literal["auto", "modern", "legacy"]
+TraceContextProvider = Callable[[], Mapping[str, str]]
+
+
+@functools.cache
+def default_client_info() -> Implementation:
+    try:
+        from importlib.metadata import version
+
+        ours = version("mcpkit")
+    except Exception:  # not installed as a distribution (e.g. a source checkout)
+        ours = "0"
+    return {"name": "mcpkit-client", "version": ours}
+
+
+@dataclass(slots=True)
+class ClientOptions:
+    """How a :class:`~mcpkit.client.Client` talks to its server.
+
+    Anything here can also be passed to ``Client(...)`` as a keyword argument.
+    """
+
+    #: ``clientInfo`` / ``_meta["io.modelcontextprotocol/clientInfo"]``.
+    client_info: Implementation = field(default_factory=default_client_info)
+    #: ``"auto"`` probes with ``server/discover`` and falls back to ``initialize``.
+    era: EraChoice = "auto"
+    #: Modern revisions we may use, preferred first.
+    protocol_versions: tuple[str, ...] = MODERN_VERSIONS
+    #: Legacy revisions we accept from ``initialize``, preferred (requested) first.
+    legacy_versions: tuple[str, ...] = LEGACY_VERSIONS
+    #: Seconds per request without an answer (None: wait forever).  Progress restarts it.
+    timeout: float | None = 60.0
+    #: Progress never extends a request beyond this many seconds.
+    max_timeout: float | None = 600.0
+    #: The first exchange (probe and/or handshake) must finish within this many seconds.
+    startup_timeout: float = 30.0
+    #: How long ``server/discover`` may take before the server is taken for a legacy one.
+    probe_timeout: float = 10.0
+    #: Bound on multi round-trip (``input_required``) rounds per request.
+    max_input_rounds: int = 8
+    #: Ask the server for log messages at this level and above (``on_log`` receives them).
+    log_level: str | None = None
+    #: W3C trace context for each request's ``_meta`` (``traceparent``, ``tracestate``,
+    #: ``baggage``).  None: taken from OpenTelemetry's global propagator when installed.
+    trace_context: TraceContextProvider | None = None
+    #: Merged into the client capabilities derived from the callbacks (e.g. extensions).
+    extra_capabilities: dict[str, Any] = field(default_factory=dict)
+    #: Cache list results and resource contents per their ``ttlMs``/``cacheScope``.
+    #: True: a cache of this client's own; or share a :class:`ResultCache`; False: none.
+    cache: Any = True
+    #: Where the era of each server is remembered (None: the process-wide one).
+    era_cache: EraCache | None = None
+    #: On the modern era, call ``server/discover`` when connecting (capabilities, info).
+    discover: bool = True
+    # --- Streamable HTTP
+    #: Extra HTTP headers on every request (e.g. ``Authorization``).
+    headers: dict[str, str] = field(default_factory=dict)
+    #: An ``httpx.Auth`` for every request.
+    auth: Any = None
+    #: Use this ``httpx.AsyncClient`` (not closed by the client).
+    http_client: Any = None
+    #: Legacy sessions: open the standalone GET stream for server-initiated messages.
+    legacy_get_stream: bool = True
+    # --- stdio
+    #: Environment for a stdio server, on top of ours (see ``inherit_env``).
+    env: Mapping[str, str] | None = None
+    inherit_env: bool = True
+    cwd: str | os.PathLike[str] | None = None
+    #: ``"capture"`` (keep the tail for errors, log at DEBUG), ``"inherit"`` or a callable
+    #: receiving each line.
+    stderr: StderrMode = "capture"
+    #: Seconds between closing stdin, SIGTERM and SIGKILL on shutdown.
+    shutdown_grace: float = 2.0
+
+
+class EraCache:
+    """Which era (and version) each server spoke, so the next connection skips the probe.
+
+    Keyed by the transport's ``server_key`` (command line for stdio, origin + path for
+    HTTP).  An entry that stops working is forgotten and the server probed again.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[Era, str]] = {}
+
+    def get(self, key: str) -> tuple[Era, str] | None:
+        return self._entries.get(key)
+
+    def remember(self, key: str, era: Era, version: str) -> None:
+        self._entries[key] = (era, version)
+
+    def forget(self, key: str) -> None:
+        self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+#: The process-wide era memory used when ``ClientOptions.era_cache`` is None.
+DEFAULT_ERA_CACHE = EraCache()

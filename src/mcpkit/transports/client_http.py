@@ -1,0 +1,601 @@
+"""Streamable HTTP client transport (httpx + httpx-sse), both protocol eras.
+
+Every request is one POST whose answer is either ``application/json`` or an SSE stream
+scoped to that request.  Which rules apply is read off the message itself:
+
+* **Modern** (``params._meta`` names a protocol version): stateless.  Headers
+  ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` (base64 sentinel form when the
+  value is not plain visible ASCII) and whatever ``Mcp-Param-*`` the caller computed from
+  the tool's ``x-mcp-header`` annotations.  Closing the response stream *is* cancellation,
+  so a timeout or a cancelled caller just closes it; a stream that ends without the answer
+  lost the request (no resumption in this era).
+* **Legacy** (``initialize`` and everything after it): ``Mcp-Session-Id`` from the
+  ``initialize`` response on every later message, ``MCP-Protocol-Version`` once
+  negotiated, a standalone GET stream for server-initiated messages, server->client
+  requests answered by POSTing the response, cancellation by ``notifications/cancelled``
+  (closing a stream is not cancellation here), and resumption: a POST stream that ends
+  without the answer is resumed with a GET carrying ``Last-Event-ID`` after the ``retry:``
+  delay the server asked for.  HTTP 404 on a session means it expired:
+  :class:`SessionExpiredError` tells the client to re-initialize.
+
+httpx's read timeout is off on purpose: SSE streams (listen, slow tools) may be idle for
+long; each request's deadline is a cancel scope that progress notifications move forward,
+never past the hard maximum.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+from anyio.abc import TaskGroup
+from httpx_sse import EventSource, SSEError
+
+from ..protocol import headers as hdr
+from ..protocol.negotiation import modern_version_of
+from ..types import jsonrpc
+from ..types.codec import DecodeError, decode, encode
+from ..types.errors import INTERNAL_ERROR, McpError
+from ..types.jsonrpc import Kind, Message, RequestId
+from ..types.methods import name_param
+from .client_base import (
+    ConnectError,
+    ConnectionClosedError,
+    HttpStatusError,
+    InboundNotificationHandler,
+    InboundRequestHandler,
+    MessageStream,
+    ProgressHandler,
+    ProtocolViolationError,
+    RequestTimeoutError,
+    ServerError,
+    SessionExpiredError,
+    TransportError,
+    message_stream,
+)
+
+log = logging.getLogger("mcpkit.client.http")
+
+ACCEPT_BOTH = "application/json, text/event-stream"
+
+
+@dataclass(slots=True)
+class _Call:
+    """One request in flight: how to recognise its answer and how to resume it."""
+
+    request_id: RequestId
+    method: str
+    modern: bool
+    timeout: float | None = None
+    hard_deadline: float = math.inf
+    scope: anyio.CancelScope | None = None
+    progress_token: Any = None
+    on_progress: ProgressHandler | None = None
+    last_event_id: str | None = None
+    retry_ms: int | None = None
+    broken: str | None = None
+
+
+class HttpTransport:
+    """A Streamable HTTP endpoint; use as ``async with HttpTransport(url) as t``."""
+
+    kind = "http"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        auth: httpx.Auth | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        verify: bool = True,
+        connect_timeout: float = 10.0,
+        legacy_get_stream: bool = True,
+        default_retry_ms: int = 1000,
+        max_resumptions: int = 10,
+        max_message_bytes: int = 32 * 1024 * 1024,
+    ) -> None:
+        parsed = httpx.URL(url)
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        self.server_key = f"http:{parsed.scheme}://{parsed.host}:{parsed.port or ''}{parsed.path}"
+        self.headers = dict(headers or {})
+        self.auth = auth
+        self.verify = verify
+        self.connect_timeout = connect_timeout
+        self.legacy_get_stream = legacy_get_stream
+        self.default_retry_ms = default_retry_ms
+        self.max_resumptions = max_resumptions
+        self.max_message_bytes = max_message_bytes
+        self._client = http_client
+        self._owns_client = http_client is None
+        self._tg: TaskGroup | None = None
+        self._ids = itertools.count(1)
+        self._on_request: InboundRequestHandler | None = None
+        self._on_notification: InboundNotificationHandler | None = None
+        self._server_requests: dict[RequestId, anyio.CancelScope] = {}
+        self._get_scope: anyio.CancelScope | None = None
+        self.session_id: str | None = None
+        self.legacy_version: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    async def __aenter__(self) -> HttpTransport:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(connect=self.connect_timeout, read=None, write=30.0,
+                                      pool=self.connect_timeout),
+                auth=self.auth,
+                verify=self.verify,
+                follow_redirects=False,
+            )
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> bool | None:
+        tg, self._tg = self._tg, None
+        if tg is None:
+            return None
+        if self._get_scope is not None:
+            self._get_scope.cancel()
+        with anyio.CancelScope(shield=True):
+            if self.session_id is not None and self._client is not None:
+                with anyio.move_on_after(2), contextlib.suppress(httpx.HTTPError):
+                    await self._client.request("DELETE", self.url, headers=self._legacy_headers())
+        tg.cancel_scope.cancel()
+        try:
+            await tg.__aexit__(None, None, None)
+        finally:
+            if self._owns_client and self._client is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._client.aclose()
+        return None
+
+    def set_handlers(
+        self, on_request: InboundRequestHandler, on_notification: InboundNotificationHandler
+    ) -> None:
+        self._on_request = on_request
+        self._on_notification = on_notification
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None or self._tg is None:
+            raise RuntimeError("HttpTransport used outside 'async with'")
+        return self._client
+
+    # ------------------------------------------------------------------ headers
+    def _legacy_headers(self) -> dict[str, str]:
+        out = dict(self.headers)
+        if self.session_id is not None:
+            out["Mcp-Session-Id"] = self.session_id
+        if self.legacy_version is not None:
+            out["MCP-Protocol-Version"] = self.legacy_version
+        return out
+
+    def _headers_for(self, message: Message, extra: dict[str, str] | None) -> dict[str, str]:
+        params = message.get("params")
+        method = message.get("method")
+        version = modern_version_of(params)
+        if isinstance(version, str):
+            out = dict(self.headers)
+            out["MCP-Protocol-Version"] = version
+            if isinstance(method, str):
+                out["Mcp-Method"] = method
+                member = name_param(method)
+                value = params.get(member) if member and isinstance(params, dict) else None
+                if isinstance(value, str):
+                    out["Mcp-Name"] = hdr.encode_header_value(value)
+        elif method == "initialize":
+            out = dict(self.headers)
+        else:
+            out = self._legacy_headers()
+        out["Accept"] = ACCEPT_BOTH
+        out["Content-Type"] = "application/json"
+        if extra:
+            out.update(extra)
+        return out
+
+    # ------------------------------------------------------------------ requests
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float | None,
+        max_timeout: float | None = None,
+        on_progress: ProgressHandler | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        client = self._http()
+        request_id = next(self._ids)
+        message = jsonrpc.request(request_id, method, params)
+        meta = params.get("_meta") if params else None
+        call = _Call(request_id, method, modern=modern_version_of(params) is not None,
+                     timeout=timeout, on_progress=on_progress,
+                     progress_token=meta.get("progressToken") if isinstance(meta, dict) else None)
+        started = anyio.current_time()
+        scope = call.scope = anyio.CancelScope()
+        if timeout is not None:
+            scope.deadline = started + timeout
+            limit = max_timeout if max_timeout is not None else timeout * 10
+            call.hard_deadline = started + limit
+        try:
+            with scope:
+                answer = await self._exchange(client, message, call, headers)
+                return self._unwrap(answer, call)
+        except anyio.get_cancelled_exc_class():
+            if not call.modern:
+                await self._cancel_legacy(request_id, "the caller cancelled the request")
+            raise
+        # Only reached when our own deadline fired.
+        if not call.modern:
+            await self._cancel_legacy(request_id, "request timed out")
+        hard = anyio.current_time() >= call.hard_deadline - 0.05
+        raise RequestTimeoutError(
+            method, (call.hard_deadline - started) if hard else (timeout or 0.0), hard=hard
+        )
+
+    async def _exchange(
+        self, client: httpx.AsyncClient, message: Message, call: _Call,
+        extra: dict[str, str] | None,
+    ) -> Message:
+        headers = self._headers_for(message, extra)
+        with self._errors(f"sending {call.method}"):
+            async with client.stream("POST", self.url, content=encode(message),
+                                     headers=headers) as response:
+                answer = await self._read_answer(response, call)
+        if answer is not None:
+            return answer
+        if call.modern or call.last_event_id is None or self.session_id is None:
+            why = f" ({call.broken})" if call.broken else ""
+            raise ConnectionClosedError(
+                f"the server closed the response stream of {call.method} before answering"
+                f"{why}; the request is lost (re-issue it to retry)"
+            )
+        return await self._resume(client, call)
+
+    async def _resume(self, client: httpx.AsyncClient, call: _Call) -> Message:
+        """Legacy resumption: GET with Last-Event-ID after the server's retry delay."""
+        for _ in range(self.max_resumptions):
+            delay = call.retry_ms if call.retry_ms is not None else self.default_retry_ms
+            await anyio.sleep(delay / 1000)
+            headers = self._legacy_headers()
+            headers["Accept"] = "text/event-stream"
+            headers["Last-Event-ID"] = str(call.last_event_id)
+            with self._errors(f"resuming {call.method}"):
+                async with client.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200 or not _is_sse(response):
+                        raise ConnectionClosedError(
+                            f"the response stream of {call.method} broke and resuming it failed "
+                            f"(GET with Last-Event-ID answered HTTP {response.status_code})"
+                        )
+                    answer = await self._read_sse(response, call)
+            if answer is not None:
+                return answer
+        raise ConnectionClosedError(
+            f"gave up on {call.method} after {self.max_resumptions} stream resumptions"
+        )
+
+    async def _read_answer(self, response: httpx.Response, call: _Call) -> Message | None:
+        status = response.status_code
+        if call.method == "initialize" and status == 200:
+            self.session_id = response.headers.get("mcp-session-id") or None
+        if (status == 404 and not call.modern and self.session_id is not None
+                and call.method != "initialize"):
+            expired = self.session_id
+            self.session_id = None
+            if self._get_scope is not None:
+                self._get_scope.cancel()
+            raise SessionExpiredError(f"the server no longer knows session {expired!r} (HTTP 404)")
+        if status == 200 and _is_sse(response):
+            return await self._read_sse(response, call)
+        body = await self._read_body(response)
+        message = self._json_body(body, response, call.method)
+        if message is None:
+            if status == 202:
+                raise ProtocolViolationError(
+                    f"the server accepted {call.method} (HTTP 202) but sent no response"
+                )
+            raise ProtocolViolationError(
+                f"unexpected answer to {call.method}: HTTP {status}, "
+                f"content-type {response.headers.get('content-type', '(none)')!r}"
+            )
+        return message
+
+    def _json_body(self, body: bytes, response: httpx.Response, method: str) -> Message | None:
+        """A JSON-RPC response from a plain body, an error for a bad one, None for empty."""
+        status = response.status_code
+        if not body.strip():
+            if status >= 400:
+                raise HttpStatusError(f"{method}: HTTP {status} {response.reason_phrase} "
+                                      f"from {self.url}", status)
+            return None
+        try:
+            message = decode(body)
+        except DecodeError:
+            snippet = body[:300].decode("utf-8", "replace")
+            if status >= 400:
+                raise HttpStatusError(f"{method}: HTTP {status} {response.reason_phrase} from "
+                                      f"{self.url}: {snippet}", status, snippet) from None
+            raise ProtocolViolationError(
+                f"the server answered {method} with invalid JSON: {snippet!r}") from None
+        if isinstance(message, dict) and ("result" in message or "error" in message):
+            if "error" in message:
+                raise ServerError.from_wire(message["error"], method=method, http_status=status)
+            return message
+        snippet = body[:300].decode("utf-8", "replace")
+        if status >= 400:
+            raise HttpStatusError(f"{method}: HTTP {status} from {self.url}: {snippet}",
+                                  status, snippet)
+        raise ProtocolViolationError(f"the answer to {method} is not a JSON-RPC response: "
+                                     f"{snippet!r}")
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        buffer = bytearray()
+        async for chunk in response.aiter_bytes():
+            buffer += chunk
+            if len(buffer) > self.max_message_bytes:
+                raise ProtocolViolationError(
+                    f"response larger than {self.max_message_bytes} bytes; giving up")
+        return bytes(buffer)
+
+    async def _read_sse(self, response: httpx.Response, call: _Call) -> Message | None:
+        """Handle one request's stream until its answer (returned) or the stream's end."""
+        async with contextlib.aclosing(self._events(response, call)) as events:
+            async for kind, message in events:
+                if kind in (Kind.RESULT, Kind.ERROR):
+                    rid = message.get("id")
+                    if rid == call.request_id or (rid is None and kind is Kind.ERROR):
+                        return message
+                    log.debug("ignoring a response for id %r on the stream of %r",
+                              rid, call.request_id)
+                elif kind is Kind.NOTIFICATION:
+                    await self._notification(message, call)
+                else:
+                    self._server_request(message, modern=call.modern)
+        return None
+
+    async def _events(
+        self, response: httpx.Response, call: _Call
+    ) -> AsyncGenerator[tuple[Kind, Message], None]:
+        """Decoded JSON-RPC messages of an SSE stream; remembers ids and ``retry:``."""
+        try:
+            async for event in EventSource(response).aiter_sse():
+                if event.id:
+                    call.last_event_id = event.id
+                if event.retry is not None:
+                    call.retry_ms = event.retry
+                data = event.data
+                if not data.strip():
+                    continue  # priming event / keep-alive
+                if len(data) > self.max_message_bytes:
+                    raise ProtocolViolationError(f"SSE event larger than {self.max_message_bytes}")
+                try:
+                    message = decode(data)
+                    kind = jsonrpc.classify(message)
+                except (DecodeError, McpError) as exc:
+                    raise ProtocolViolationError(
+                        f"the server sent an event that is not JSON-RPC on the stream of "
+                        f"{call.method} ({exc}): {data[:200]!r}") from None
+                yield kind, message
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            call.broken = f"connection dropped: {exc}"
+        except SSEError as exc:
+            raise ProtocolViolationError(str(exc)) from None
+
+    def _unwrap(self, answer: Message, call: _Call) -> dict[str, Any]:
+        if "error" in answer:
+            raise ServerError.from_wire(answer["error"], method=call.method)
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            raise ProtocolViolationError(f"the result of {call.method} is not an object: "
+                                         f"{str(result)[:200]}")
+        return result
+
+    async def _notification(self, message: Message, call: _Call | None) -> None:
+        method = message["method"]
+        params = jsonrpc.params_of(message)
+        if method == "notifications/progress":
+            if call is None or call.progress_token is None or \
+                    params.get("progressToken") != call.progress_token:
+                return
+            if call.scope is not None and call.timeout is not None:
+                call.scope.deadline = min(call.hard_deadline, anyio.current_time() + call.timeout)
+            if call.on_progress is not None:
+                try:
+                    outcome = call.on_progress(params)
+                    if outcome is not None:
+                        await outcome
+                except Exception:
+                    log.exception("progress callback failed")
+            return
+        if method == "notifications/cancelled":
+            scope = self._server_requests.get(params.get("requestId"))  # type: ignore[arg-type]
+            if scope is not None:
+                scope.cancel()
+                return
+        if self._on_notification is not None:
+            try:
+                await self._on_notification(message)
+            except Exception:
+                log.exception("notification handler failed for %s", method)
+
+    # ------------------------------------------------------------------ server -> client
+    def _server_request(self, message: Message, *, modern: bool) -> None:
+        if modern:
+            log.warning("ignoring %s: 2026-07-28 servers must not send requests",
+                        message.get("method"))
+            return
+        if self._tg is not None:
+            self._tg.start_soon(self._answer_server_request, message)
+
+    async def _answer_server_request(self, message: Message) -> None:
+        rid = message["id"]
+        reply: Message | None = None
+        with anyio.CancelScope() as scope:
+            self._server_requests[rid] = scope
+            try:
+                if self._on_request is None:
+                    raise McpError(-32601, f"Method not found: {message['method']}")
+                reply = jsonrpc.result(rid, await self._on_request(message))
+            except McpError as exc:
+                reply = jsonrpc.error(rid, exc)
+            except Exception as exc:
+                log.exception("answering %s failed", message.get("method"))
+                reply = jsonrpc.error(rid, McpError(INTERNAL_ERROR, f"client error: {exc}"))
+            finally:
+                self._server_requests.pop(rid, None)
+        if reply is not None and not scope.cancelled_caught:
+            try:
+                await self._post(reply, None)
+            except TransportError as exc:
+                log.warning("could not deliver the answer to %s: %s", message.get("method"), exc)
+
+    # ------------------------------------------------------------------ notifications
+    async def notify(
+        self, method: str, params: dict[str, Any] | None = None, *,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        await self._post(jsonrpc.notification(method, params), headers)
+
+    async def _post(self, message: Message, extra: dict[str, str] | None) -> None:
+        """POST a notification or a response: the server answers 202 (or 200)."""
+        client = self._http()
+        what = str(message.get("method") or f"the response to {message.get('id')!r}")
+        with self._errors(f"sending {what}"):
+            response = await client.post(self.url, content=encode(message),
+                                         headers=self._headers_for(message, extra))
+        if response.status_code in (200, 202, 204):
+            return
+        self._json_body(response.content, response, what)
+        raise HttpStatusError(f"{what}: HTTP {response.status_code}", response.status_code)
+
+    async def _cancel_legacy(self, request_id: RequestId, reason: str) -> None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+            try:
+                await self.notify("notifications/cancelled",
+                                  {"requestId": request_id, "reason": reason})
+            except (TransportError, ServerError) as exc:
+                log.debug("notifications/cancelled not delivered: %s", exc)
+
+    # ------------------------------------------------------------------ legacy GET stream
+    async def legacy_session_started(self, version: str) -> None:
+        self.legacy_version = version
+        if self._get_scope is not None:
+            self._get_scope.cancel()
+            self._get_scope = None
+        if self.legacy_get_stream and self.session_id is not None and self._tg is not None:
+            self._get_scope = anyio.CancelScope()
+            self._tg.start_soon(self._get_stream, self._get_scope, self.session_id)
+
+    async def _get_stream(self, scope: anyio.CancelScope, session_id: str) -> None:
+        """The standalone stream for server-initiated messages; reconnects while the
+        session lives, slower after each failure."""
+        call = _Call(request_id="(GET)", method="GET stream", modern=False)
+        failures = 0
+        with scope:
+            while self.session_id == session_id:
+                headers = self._legacy_headers()
+                headers["Accept"] = "text/event-stream"
+                if call.last_event_id:
+                    headers["Last-Event-ID"] = call.last_event_id
+                try:
+                    async with self._http().stream("GET", self.url, headers=headers) as response:
+                        if response.status_code != 200 or not _is_sse(response):
+                            log.debug("no GET stream (HTTP %s)", response.status_code)
+                            return
+                        failures = 0
+                        async for kind, message in self._events(response, call):
+                            if kind is Kind.NOTIFICATION:
+                                await self._notification(message, None)
+                            elif kind is Kind.REQUEST:
+                                self._server_request(message, modern=False)
+                except (httpx.HTTPError, ProtocolViolationError) as exc:
+                    log.debug("GET stream failed: %s", exc)
+                    failures += 1
+                    if failures > 5:
+                        return
+                delay = (call.retry_ms if call.retry_ms is not None else self.default_retry_ms)
+                await anyio.sleep(min(30.0, delay / 1000 * (2 ** failures)))
+
+    # ------------------------------------------------------------------ listen
+    @contextlib.asynccontextmanager
+    async def listen(
+        self, params: dict[str, Any], *, headers: dict[str, str] | None = None
+    ) -> AsyncIterator[MessageStream]:
+        client = self._http()
+        request_id = next(self._ids)
+        message = jsonrpc.request(request_id, "subscriptions/listen", params)
+        call = _Call(request_id, "subscriptions/listen", modern=True)
+        send, stream = message_stream(64)
+
+        async def run() -> None:
+            with send:
+                try:
+                    with self._errors("listening"):
+                        async with client.stream("POST", self.url, content=encode(message),
+                                                 headers=self._headers_for(message, headers)
+                                                 ) as response:
+                            if response.status_code != 200 or not _is_sse(response):
+                                body = await self._read_body(response)
+                                answer = self._json_body(body, response, call.method)
+                                if answer is not None:
+                                    await send.send(answer)
+                                return
+                            async for kind, item in self._events(response, call):
+                                if kind is Kind.REQUEST:
+                                    continue
+                                await send.send(item)
+                                if kind is not Kind.NOTIFICATION and item.get("id") == request_id:
+                                    return
+                    why = f" ({call.broken})" if call.broken else ""
+                    stream.error = ConnectionClosedError(
+                        f"the server closed the listen stream without ending it{why}")
+                except (TransportError, ServerError) as exc:
+                    stream.error = exc
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            try:
+                yield stream
+            finally:
+                tg.cancel_scope.cancel()  # closing the stream ends the subscription
+
+    # ------------------------------------------------------------------ errors
+    @contextlib.contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        """httpx exceptions -> client errors that name the URL and what we were doing."""
+        try:
+            yield
+        except httpx.ConnectError as exc:
+            raise ConnectError(f"cannot connect to {self.url} ({doing}): {exc}") from None
+        except httpx.ConnectTimeout:
+            raise ConnectError(
+                f"cannot connect to {self.url} ({doing}): no answer within "
+                f"{self.connect_timeout:g}s") from None
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            raise ConnectionClosedError(
+                f"the connection to {self.url} failed while {doing}: {exc or type(exc).__name__}"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ConnectionClosedError(f"HTTP error while {doing} ({self.url}): "
+                                        f"{exc or type(exc).__name__}") from None
+
+    def describe(self) -> str:
+        session = f", session {self.session_id}" if self.session_id else ""
+        return f"Streamable HTTP endpoint {self.url}{session}"
+
+
+def _is_sse(response: httpx.Response) -> bool:
+    ctype: str = response.headers.get("content-type", "")
+    return ctype.partition(";")[0].strip().lower() == "text/event-stream"
+
+
+__all__ = ["HttpTransport"]

@@ -39,7 +39,7 @@ _HTTP_STATUS: Final[dict[int, int]] = {
 class McpError(Exception):
     """A protocol-level failure with a JSON-RPC code, message and optional data."""
 
-    __slots__ = ("code", "data", "http_status", "message")
+    __slots__ = ("code", "data", "http_headers", "http_status", "message")
 
     def __init__(
         self,
@@ -48,12 +48,15 @@ class McpError(Exception):
         data: Any = None,
         *,
         http_status: int | None = None,
+        http_headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
         self.http_status = http_status if http_status is not None else _HTTP_STATUS.get(code, 200)
+        #: Extra HTTP response headers (e.g. ``Retry-After``) when sent over HTTP.
+        self.http_headers = http_headers
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` object."""

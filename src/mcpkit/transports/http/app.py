@@ -31,6 +31,7 @@ from ...types.versions import era_of
 from .asgi import (
     BodyTooLarge,
     ClientGone,
+    Rejection,
     Receive,
     Scope,
     Send,
@@ -45,6 +46,7 @@ from .sessions import SessionStore
 
 RESPONSES_CHANNEL = "legacy-responses"
 
+#: ``authenticate(scope, headers) -> principal``; raise :class:`~.asgi.Rejection` to refuse.
 Authenticator = Callable[[Scope, dict[str, str]], Awaitable[Any]]
 
 
@@ -172,9 +174,11 @@ class McpHttpApp:
             self.start_forwarding()
         principal = None
         if self.authenticate is not None:
-            principal = await self.authenticate(scope, headers)
-            if principal is False:
-                return  # the authenticator already answered (401/403)
+            try:
+                principal = await self.authenticate(scope, headers)
+            except Rejection as rejection:
+                await send_error(send, rejection.status, rejection.error, None, rejection.headers)
+                return
         method = scope.get("method", "GET")
         if method == "POST":
             await self._post(headers, receive, send, principal)

@@ -25,6 +25,19 @@ def header_map(scope: Scope) -> dict[str, str]:
     return out
 
 
+class Rejection(Exception):  # noqa: N818 - a response, not a failure
+    """Raised by an authenticator (or any pre-dispatch hook) to answer the request now:
+    ``status`` with a JSON-RPC error body and extra headers (``WWW-Authenticate`` ...)."""
+
+    def __init__(
+        self, status: int, error: McpError, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        super().__init__(error.message)
+        self.status = status
+        self.error = error
+        self.headers = headers or []
+
+
 class BodyTooLarge(Exception):
     pass
 

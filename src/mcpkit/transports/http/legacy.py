@@ -181,6 +181,7 @@ async def _handle_request(
     )
     exchange = LegacyExchange(app, session, writer)
     outcome: dict[str, Any] | None = None
+    status, extra = 200, None
     with anyio.CancelScope() as scope:
         if not session.incoming.start(request_id, scope):
             failure = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
@@ -191,6 +192,8 @@ async def _handle_request(
             outcome = jsonrpc.result(request_id, result)
         except McpError as err:
             outcome = jsonrpc.error(request_id, err)
+            if err.http_status in (401, 403, 429):  # policy refusals keep their HTTP status
+                status, extra = err.http_status, err.http_headers
         finally:
             session.incoming.finish(request_id)
     if outcome is None:  # cancelled by notifications/cancelled: no response is sent
@@ -199,7 +202,7 @@ async def _handle_request(
             log.finished = True
             log.changed.set()
         return
-    await writer.final(outcome)
+    await writer.final(outcome, status, extra)
 
 
 async def handle_legacy_get(

@@ -92,6 +92,7 @@ async def handle_modern(
     handler = app.server.dispatch
     exchange = ModernExchange(writer)
     outcome: dict[str, Any] | None = None
+    extra: list[tuple[bytes, bytes]] | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
         try:
@@ -101,9 +102,10 @@ async def handle_modern(
         except McpError as err:
             outcome = jsonrpc.error(request_id, err)
             status = err.http_status
+            extra = err.http_headers
         tg.cancel_scope.cancel()
     if outcome is not None:
-        await writer.final(outcome, status)
+        await writer.final(outcome, status, extra)
 
 
 async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

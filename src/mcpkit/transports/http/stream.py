@@ -114,8 +114,14 @@ class ResponseWriter:
         await self._write(encode_event(data, event_id=event_id))
         return True
 
-    async def final(self, message: dict[str, Any], status: int = 200) -> None:
-        """The response to the request; ends the HTTP response."""
+    async def final(
+        self,
+        message: dict[str, Any],
+        status: int = 200,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        """The response to the request; ends the HTTP response.  ``status`` and
+        ``headers`` only apply when the reply is plain JSON (a stream already said 200)."""
         if self._done:
             return
         self._done = True
@@ -127,6 +133,7 @@ class ResponseWriter:
                     "status": status,
                     "headers": JSON_HEADERS
                     + self._extra_headers
+                    + (headers or [])
                     + [(b"content-length", str(len(data)).encode())],
                 }
             )

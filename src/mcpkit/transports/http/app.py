@@ -31,8 +31,8 @@ from ...types.versions import era_of
 from .asgi import (
     BodyTooLarge,
     ClientGone,
-    Rejection,
     Receive,
+    Rejection,
     Scope,
     Send,
     header_map,

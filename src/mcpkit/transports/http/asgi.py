@@ -25,7 +25,7 @@ def header_map(scope: Scope) -> dict[str, str]:
     return out
 
 
-class Rejection(Exception):  # noqa: N818 - a response, not a failure
+class Rejection(Exception):
     """Raised by an authenticator (or any pre-dispatch hook) to answer the request now:
     ``status`` with a JSON-RPC error body and extra headers (``WWW-Authenticate`` ...)."""
 

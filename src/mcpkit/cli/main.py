@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import serve
+from . import gateway, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcpkit", description="Model Context Protocol toolkit")
     sub = parser.add_subparsers(dest="command", required=True)
     serve.add_parser(sub)
+    gateway.add_parser(sub)
     try:
         from .client_cmds import add_parsers
     except ImportError:  # pragma: no cover - the client commands arrive separately

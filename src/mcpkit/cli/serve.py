@@ -21,6 +21,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="allow binding a non-loopback address without authentication",
     )
     p.add_argument("--no-legacy", action="store_true", help="serve only protocol 2026-07-28")
+    p.add_argument(
+        "--no-modern", action="store_true", help="serve only the legacy (<= 2025-11-25) protocol"
+    )
     p.add_argument("--allowed-host", action="append", default=[], help="extra Host to accept")
     p.add_argument("--allowed-origin", action="append", default=[], help="extra Origin to accept")
     p.add_argument(
@@ -43,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
         server.state = args.state
     elif server._state is None and server._state_url is None:
         server.state = "sqlite:///.mcpkit/state.db"
+    if args.no_modern:
+        server.modern_versions = ()
     if not args.http:
         from ..transports.stdio import run_stdio
 
@@ -63,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     options = HttpOptions(
         path=args.path,
         legacy=not args.no_legacy,
+        modern=not args.no_modern,
         host_policy=HostPolicy.for_bind(args.host, args.allowed_host, args.allowed_origin),
     )
     app = McpHttpApp(server, options)

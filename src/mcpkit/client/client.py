@@ -210,11 +210,14 @@ class Client:
         timeout: float | None = _UNSET,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Any request, raw (no MRTR loop, no cache): the escape hatch."""
+        """Any request, raw (no MRTR loop, no cache): the escape hatch.  ``headers`` are
+        extra HTTP headers (e.g. ``Mcp-Param-*`` a proxy computed itself)."""
         with _boundary():
             return await self.session.request(method, params, timeout=timeout,
-                                              on_progress=on_progress, meta=meta)
+                                              on_progress=on_progress, meta=meta,
+                                              headers=headers)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self.session.notify(method, params)

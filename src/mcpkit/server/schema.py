@@ -158,7 +158,8 @@ def _pydantic_compatible(annotation: Any) -> Any:
         name: hint if name in annotation.__required_keys__ else typing_extensions.NotRequired[hint]
         for name, hint in hints.items()
     }
-    rebuilt = typing_extensions.TypedDict(annotation.__name__, fields)  # type: ignore[operator]
+    make: Any = typing_extensions.TypedDict
+    rebuilt = make(annotation.__name__, fields)
     rebuilt.__doc__ = annotation.__doc__
     return rebuilt
 

@@ -55,7 +55,7 @@ class StdioServer:
     async def on_request(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
         params = message.get("params")
         method: str = message["method"]
-        if modern_version_of(params) is not None:
+        if modern_version_of(params) is not None and self.server.modern_versions:
             meta = parse_modern_meta(params, self.server.modern_versions)
             spec = METHODS.get(method)
             if spec is None or "modern" not in spec.eras:

@@ -55,6 +55,8 @@ class HttpOptions:
     path: str = "/mcp"
     max_body_bytes: int = 4 * 1024 * 1024
     legacy: bool = True
+    #: Serve 2026-07-28 requests (off: behave like a legacy-only server, for interop tests).
+    modern: bool = True
     max_sessions: int = 10_000
     session_idle_s: float = 1800.0
     retry_ms: int = 1000
@@ -229,7 +231,7 @@ class McpHttpApp:
             and kind is jsonrpc.Kind.REQUEST
             and modern_version_of(message.get("params")) is not None
         )
-        if modern:
+        if modern and self.options.modern:
             await handle_modern(self, message, kind, headers, receive, send, principal)
         elif self.options.legacy:
             await handle_legacy_post(self, message, kind, headers, send, principal)

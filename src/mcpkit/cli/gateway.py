@@ -1,0 +1,66 @@
+"""``mcpkit gateway CONFIG``: serve a gateway over Streamable HTTP (or stdio)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("gateway", help="front many MCP servers with one policy-enforcing endpoint")
+    p.add_argument("config", help="gateway TOML file (see examples/gateway.toml)")
+    p.add_argument("--stdio", action="store_true", help="serve the front over stdio")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow binding a non-loopback address (the config should enable auth)",
+    )
+    p.add_argument("--log-level", default="warning")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..gateway.config import ConfigError, load_config
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"mcpkit gateway: {exc}", file=sys.stderr)
+        return 2
+    if args.stdio:
+        import anyio
+
+        from ..gateway.server import GatewayServer
+        from ..transports.stdio import StdioServer, _claim_stdio
+
+        async def main() -> None:
+            in_fd, out_fd = _claim_stdio()
+            gateway = GatewayServer(config)
+            async with gateway.running():
+                await gateway.start_upstreams()
+                await StdioServer(gateway).serve(in_fd, out_fd)
+
+        anyio.run(main)
+        return 0
+    loopback = args.host in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not args.allow_remote:
+        print(
+            f"mcpkit gateway: refusing to bind {args.host} without --allow-remote", file=sys.stderr
+        )
+        return 2
+    from ..gateway.app import GatewayApp
+    from ..transports.http import HttpOptions
+    from ..transports.http.security import HostPolicy
+    from ..transports.http.server import serve_uvicorn
+
+    app = GatewayApp(config, HttpOptions(host_policy=HostPolicy.for_bind(args.host)))
+    print(
+        f"mcpkit gateway: {len(config.upstreams)} upstream(s) at "
+        f"http://{args.host}:{args.port}/mcp (metrics at /metrics)",
+        file=sys.stderr,
+        flush=True,
+    )
+    serve_uvicorn(app, args.host, args.port, log_level=args.log_level)
+    return 0

@@ -1,0 +1,59 @@
+"""Audit log: one JSON line per request that reached the policy layer.
+
+Fields: time (ISO 8601 UTC), principal, method, name, upstream, outcome (``ok``,
+``error:<code>``, ``denied``, ``rate_limited:<rule>``, ``unauthenticated``), latency_ms.
+Lines are written through a small buffer and flushed every line, so a crash loses nothing
+that was logged; the file is opened in append mode so several processes may share it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from ..types.codec import encode
+
+
+class AuditLog:
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._file: IO[bytes] | None = None
+        if path == "-":
+            self._file = sys.stderr.buffer
+        elif path:
+            self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - lives as long as we do
+
+    def record(
+        self,
+        *,
+        principal: str,
+        method: str,
+        name: str | None,
+        upstream: str | None,
+        outcome: str,
+        latency_ms: float,
+        **extra: Any,
+    ) -> None:
+        if self._file is None:
+            return
+        entry = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "principal": principal,
+            "method": method,
+            "name": name,
+            "upstream": upstream,
+            "outcome": outcome,
+            "latency_ms": round(latency_ms, 3),
+            **extra,
+        }
+        line = encode(entry) + b"\n"
+        with self._lock:
+            self._file.write(line)
+
+    def close(self) -> None:
+        if self._file is not None and self._file is not sys.stderr.buffer:
+            self._file.close()
+        self._file = None

@@ -1,0 +1,74 @@
+"""Prometheus metrics for the gateway (``/metrics``), via ``prometheus_client``.
+
+Each gateway keeps its own registry (several gateways in one process, as in tests, must
+not collide).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Metrics:
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._registry: Any = None
+        if not enabled:
+            return
+        try:
+            from prometheus_client import CollectorRegistry, Counter, Histogram
+        except ImportError:  # pragma: no cover - optional extra
+            self.enabled = False
+            return
+        self._registry = CollectorRegistry()
+        self.requests = Counter(
+            "mcp_gateway_requests_total",
+            "Requests by method, upstream and outcome",
+            ["method", "upstream", "outcome"],
+            registry=self._registry,
+        )
+        self.latency = Histogram(
+            "mcp_gateway_request_seconds",
+            "Request latency through the gateway",
+            ["method", "upstream"],
+            registry=self._registry,
+            buckets=(
+                0.0005,
+                0.001,
+                0.0025,
+                0.005,
+                0.01,
+                0.025,
+                0.05,
+                0.1,
+                0.25,
+                0.5,
+                1,
+                2.5,
+                5,
+                10,
+            ),
+        )
+        self.rate_limited = Counter(
+            "mcp_gateway_rate_limited_total",
+            "Requests refused by a rate limit rule",
+            ["rule"],
+            registry=self._registry,
+        )
+
+    def observe(self, method: str, upstream: str | None, outcome: str, seconds: float) -> None:
+        if not self.enabled:
+            return
+        label = upstream or "-"
+        kind = outcome.split(":", 1)[0]
+        self.requests.labels(method, label, kind).inc()
+        self.latency.labels(method, label).observe(seconds)
+        if kind == "rate_limited":
+            self.rate_limited.labels(outcome.split(":", 1)[1]).inc()
+
+    def render(self) -> tuple[bytes, str]:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        if not self.enabled:
+            return b"# metrics disabled\n", "text/plain"
+        return generate_latest(self._registry), CONTENT_TYPE_LATEST

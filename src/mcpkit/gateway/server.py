@@ -1,0 +1,472 @@
+"""The gateway's front: an mcpkit :class:`~mcpkit.server.Server` whose handlers proxy to
+upstreams, so both protocol eras, listen streams and legacy sessions come for free from
+the ordinary transports.
+
+Per request: authorization (first matching rule), then rate limits (counted under the
+name from the body, after the transport checked it against ``Mcp-Name``), then routing by
+namespace prefix, then audit and metrics.  Era bridging:
+
+* modern client, modern upstream: ``tools/call``/``prompts/get``/``resources/read`` are
+  passed through untouched (``inputRequests``, ``requestState`` and task results flow
+  both ways), with the front client's own capabilities;
+* anything else: the upstream call runs through the pooled client, and the upstream's
+  input requests (MRTR rounds or legacy server->client requests) are asked of the front
+  client with ``ctx.elicit``/``sample``/``list_roots`` — a legacy front client gets a real
+  request, a modern one an ``InputRequiredResult`` (the gateway replays the call with the
+  answers on the retry, like any mcpkit handler).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anyio
+
+from ..protocol.headers import expected_param_headers
+from ..protocol.negotiation import RequestMeta
+from ..server.context import Context
+from ..server.exchange import Exchange
+from ..server.mrtr import NeedInput
+from ..server.notify import ChangeEvent
+from ..server.server import Server
+from ..server.tasks import declares_tasks, tasks_required_error
+from ..server.uritemplate import TemplateError, UriTemplate
+from ..types.errors import INVALID_PARAMS, McpError, invalid_params, method_not_found
+from ..types.methods import METHODS
+from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO
+from .audit import AuditLog
+from .config import GatewayConfig
+from .metrics import Metrics
+from .policy import ANONYMOUS, Authorizer, Principal
+from .ratelimit import RateLimiter
+from .upstream import Upstream
+
+log = logging.getLogger("mcpkit.gateway")
+
+#: Application error codes (outside the JSON-RPC/MCP reserved range).
+UNAUTHENTICATED = -31001
+FORBIDDEN = -31003
+RATE_LIMITED = -31029
+TASK_SEPARATOR = "~"
+
+
+class PolicyError(McpError):
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        status: int,
+        outcome: str,
+        data: Any = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        super().__init__(code, message, data, http_status=status)
+        self.outcome = outcome
+        self.headers = headers or []
+
+
+class _ProxyTool:
+    """What the HTTP transport needs of a tool for ``Mcp-Param-*`` checks."""
+
+    __slots__ = ("header_params", "wire")
+
+    def __init__(self, wire: dict[str, Any]) -> None:
+        from ..protocol.headers import InvalidHeaderAnnotation, header_params
+
+        self.wire = wire
+        try:
+            schema = wire.get("inputSchema")
+            self.header_params = header_params(schema) if isinstance(schema, dict) else ()
+        except InvalidHeaderAnnotation:
+            self.header_params = ()
+
+
+class FrontCall:
+    """Bridges an upstream's input requests to the front request's Context."""
+
+    __slots__ = ("ctx", "need", "scope")
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.need: NeedInput | None = None
+        self.scope: anyio.CancelScope | None = None
+
+    async def ask_upstream_input(self, what: str, params: dict[str, Any]) -> Any:
+        ctx = self.ctx
+        try:
+            if what == "elicit":
+                return await ctx.elicit(params.get("message", ""), params.get("requestedSchema"))
+            if what == "elicit_url":
+                return await ctx.elicit_url(params.get("message", ""), params.get("url", ""))
+            if what == "sample":
+                rest = {
+                    k: v
+                    for k, v in params.items()
+                    if k not in ("messages", "maxTokens", "systemPrompt")
+                }
+                return await ctx.sample(
+                    params.get("messages", []),
+                    max_tokens=int(params.get("maxTokens", 1000)),
+                    system_prompt=params.get("systemPrompt"),
+                    **rest,
+                )
+            return await ctx.list_roots()
+        except NeedInput as need:
+            # Modern front client: stop the upstream call, answer input_required.
+            self.need = need
+            if self.scope is not None:
+                self.scope.cancel()
+            raise
+
+
+class GatewayServer(Server):
+    def __init__(self, config: GatewayConfig) -> None:
+        super().__init__(config.name, "1.0.0", state=config.state)
+        self.config = config
+        self.upstreams = [Upstream(u, self._upstream_changed) for u in config.upstreams]
+        self.authorizer = Authorizer(config.rules, config.default_effect)
+        self.limiter = RateLimiter(config.rate_limits, config.state)
+        self.audit = AuditLog(config.audit_log)
+        self.metrics = Metrics(config.metrics)
+        self.private = config.auth.mode != "none"
+        self.cache_scope = "private" if self.private else "public"
+        self.cache_ttl_ms = 10_000
+        self._proxy_tools: dict[str, _ProxyTool] = {}
+
+    # ------------------------------------------------------------------ upstreams
+    async def start_upstreams(self) -> None:
+        """Connect every upstream (in the server's background task group)."""
+        tg = self._tg
+        if tg is None:
+            raise RuntimeError("start the gateway inside `async with gateway.running()`")
+        for upstream in self.upstreams:
+            with anyio.move_on_after(max(5.0, upstream.config.timeout_s)):
+                await tg.start(upstream.run)
+
+    def _upstream_changed(self, upstream: str, kind: str, uri: str | None) -> None:
+        if kind in ("tools", "all"):
+            self._proxy_tools.clear()
+        for event in ("tools", "prompts", "resources") if kind == "all" else (kind,):
+            if event == "resource":
+                self.bus.publish(ChangeEvent("resource", uri))
+            else:
+                self.bus.publish(ChangeEvent(event))
+
+    def _by_prefix(self, name: str) -> tuple[Upstream, str]:
+        best: tuple[Upstream, str] | None = None
+        for upstream in self.upstreams:
+            if name.startswith(upstream.prefix) and (
+                best is None or len(upstream.prefix) > len(best[0].prefix)
+            ):
+                best = (upstream, name[len(upstream.prefix) :])
+        if best is None:
+            raise invalid_params(f"Unknown name: {name}", {"name": name})
+        return best
+
+    # ------------------------------------------------------------------ capabilities
+    def capabilities(self, era: str = "modern") -> dict[str, Any]:
+        caps: dict[str, Any] = {"logging": {}}
+        subscribe = False
+        for upstream in self.upstreams:
+            theirs = upstream.capabilities
+            for key in ("tools", "prompts"):
+                if key in theirs:
+                    caps[key] = {"listChanged": True}
+            if "resources" in theirs:
+                caps["resources"] = {"listChanged": True}
+                subscribe = subscribe or bool(theirs["resources"].get("subscribe"))
+            if "completions" in theirs:
+                caps["completions"] = {}
+            extensions = theirs.get("extensions") if era == "modern" else None
+            if isinstance(extensions, dict) and "io.modelcontextprotocol/tasks" in extensions:
+                caps.setdefault("extensions", {})["io.modelcontextprotocol/tasks"] = {}
+        if subscribe:
+            caps["resources"]["subscribe"] = True
+        return caps
+
+    @property
+    def tools(self) -> dict[str, Any]:
+        """Proxy entries (for the transport's ``Mcp-Param-*`` checks)."""
+        return self._proxy_tools
+
+    @tools.setter
+    def tools(self, value: Any) -> None:  # Server.__init__ assigns {}
+        pass
+
+    # ------------------------------------------------------------------ dispatch
+    async def dispatch(
+        self,
+        message: dict[str, Any],
+        meta: RequestMeta,
+        exchange: Exchange,
+        *,
+        session: Any = None,
+        principal: Any = None,
+    ) -> dict[str, Any]:
+        method: str = message["method"]
+        params = message.get("params") or {}
+        who: Principal = principal if isinstance(principal, Principal) else ANONYMOUS
+        spec = METHODS.get(method)
+        name = params.get(spec.name_param) if spec and spec.name_param else None
+        name = name if isinstance(name, str) else None
+        started = time.perf_counter()
+        upstream_name: str | None = None
+        outcome = "ok"
+        try:
+            allowed, reason = self.authorizer.decide(who, method, name)
+            if not allowed:
+                raise PolicyError(
+                    FORBIDDEN,
+                    f"Forbidden: {method}{' ' + name if name else ''} "
+                    f"is not allowed for {who.name} ({reason})",
+                    403,
+                    "denied",
+                )
+            verdict = await self.limiter.check(who.name, method, name)
+            if not verdict.allowed:
+                raise PolicyError(
+                    RATE_LIMITED,
+                    f"Rate limit exceeded: rule {verdict.rule!r} ({verdict.limit})",
+                    429,
+                    f"rate_limited:{verdict.rule}",
+                    {
+                        "rule": verdict.rule,
+                        "limit": verdict.limit,
+                        "retryAfter": verdict.retry_after_s,
+                    },
+                    [(b"retry-after", str(verdict.retry_after_s).encode())],
+                )
+            ctx = Context(
+                self,
+                meta,
+                message.get("id"),
+                exchange,
+                method=method,
+                params=params,
+                session=session,
+                principal=who,
+            )
+            result, upstream_name = await self._route(ctx, method, params)
+        except PolicyError as err:
+            outcome = err.outcome
+            raise
+        except McpError as err:
+            outcome = f"error:{err.code}"
+            raise
+        except NeedInput:
+            outcome = "input_required"
+            raise
+        except Exception as exc:
+            outcome = "error:-32603"
+            log.exception("gateway error on %s", method)
+            raise McpError(-32603, f"Gateway error: {type(exc).__name__}") from exc
+        finally:
+            seconds = time.perf_counter() - started
+            self.audit.record(
+                principal=who.name,
+                method=method,
+                name=name,
+                upstream=upstream_name,
+                outcome=outcome,
+                latency_ms=seconds * 1000,
+            )
+            self.metrics.observe(method, upstream_name, outcome, seconds)
+        if meta.era == "modern":
+            result.setdefault("resultType", "complete")
+            result.setdefault("_meta", {META_SERVER_INFO: self.info})
+        return result
+
+    async def _route(
+        self, ctx: Context, method: str, params: dict[str, Any]
+    ) -> tuple[dict[str, Any], str | None]:
+        if method == "server/discover":
+            return await self._handlers["server/discover"](ctx), None
+        if method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
+            return await self._aggregate(ctx, method), None
+        if method in ("tools/call", "prompts/get"):
+            upstream, original = self._by_prefix(str(params.get("name", "")))
+            return await self._forward(
+                ctx, upstream, method, {**params, "name": original}
+            ), upstream.name
+        if method == "resources/read":
+            upstream = await self._resource_owner(str(params.get("uri", "")))
+            return await self._forward(ctx, upstream, method, params), upstream.name
+        if method == "completion/complete":
+            ref = params.get("ref") or {}
+            if ref.get("type") == "ref/prompt":
+                upstream, original = self._by_prefix(str(ref.get("name", "")))
+                forwarded = {**params, "ref": {**ref, "name": original}}
+            else:
+                upstream = await self._resource_owner(str(ref.get("uri", "")))
+                forwarded = params
+            answer = await upstream.call(lambda c: c.request(method, _clean(forwarded)))
+            return _strip(answer), upstream.name
+        if method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            if not declares_tasks(ctx.meta):
+                raise tasks_required_error()
+            task_id = str(params.get("taskId", ""))
+            owner, _, inner = task_id.partition(TASK_SEPARATOR)
+            owned = next((u for u in self.upstreams if u.name == owner), None)
+            if owned is None or not inner:
+                raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
+            upstream = owned
+            answer = await upstream.call(
+                lambda c: c.request(
+                    method, {**_clean(params), "taskId": inner}, meta=_meta_for(ctx)
+                )
+            )
+            return self._retag(upstream, _strip(answer)), upstream.name
+        raise method_not_found(method)
+
+    async def _aggregate(self, ctx: Context, method: str) -> dict[str, Any]:
+        kind = {
+            "tools/list": "tools",
+            "prompts/list": "prompts",
+            "resources/list": "resources",
+            "resources/templates/list": "templates",
+        }[method]
+        member = {"templates": "resourceTemplates"}.get(kind, kind)
+        items: list[dict[str, Any]] = []
+        for upstream in self.upstreams:
+            if upstream.client is None:
+                continue
+            try:
+                listing = await upstream.listing(kind)
+            except McpError as exc:
+                log.warning("upstream %s: %s failed: %s", upstream.name, method, exc)
+                continue
+            for item in listing:
+                if kind in ("tools", "prompts"):
+                    item = {**item, "name": upstream.prefix + str(item.get("name", ""))}
+                    call = "tools/call" if kind == "tools" else "prompts/get"
+                    if not self.authorizer.decide(ctx.principal, call, item["name"])[0]:
+                        continue
+                    if kind == "tools":
+                        self._proxy_tools[item["name"]] = _ProxyTool(item)
+                items.append(item)
+        result: dict[str, Any] = {member: items}
+        if ctx.meta.era == "modern":
+            result["ttlMs"] = self.cache_ttl_ms
+            result["cacheScope"] = self.cache_scope
+        return result
+
+    async def _resource_owner(self, uri: str) -> Upstream:
+        for upstream in self.upstreams:
+            if upstream.client is None:
+                continue
+            if any(r.get("uri") == uri for r in await upstream.listing("resources")):
+                return upstream
+        for upstream in self.upstreams:
+            if upstream.client is None:
+                continue
+            for template in await upstream.listing("templates"):
+                try:
+                    if (
+                        UriTemplate.compile(str(template.get("uriTemplate", ""))).match(uri)
+                        is not None
+                    ):
+                        return upstream
+                except TemplateError:
+                    continue
+        raise McpError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+
+    async def _forward(
+        self, ctx: Context, upstream: Upstream, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        client = upstream.live()
+        progress = _progress_forwarder(ctx)
+        if ctx.meta.era == "modern" and client.era == "modern":
+            headers = None
+            if method == "tools/call":
+                tool = self._proxy_tools.get(upstream.prefix + str(params.get("name", "")))
+                if tool is not None and tool.header_params:
+                    headers = expected_param_headers(tool.header_params, params.get("arguments"))
+            answer = await upstream.call(
+                lambda c: c.request(
+                    method,
+                    _clean(params),
+                    meta=_meta_for(ctx),
+                    headers=headers,
+                    on_progress=progress,
+                ),
+                FrontCall(ctx),
+            )
+            return self._retag(upstream, _strip(answer))
+        front = FrontCall(ctx)
+        result: dict[str, Any] | None = None
+
+        async def run(c: Any) -> dict[str, Any]:
+            arguments = params.get("arguments")
+            if method == "tools/call":
+                return dict(
+                    await c.call_tool(
+                        params["name"], arguments, on_progress=progress, meta=_log_meta(ctx)
+                    )
+                )
+            if method == "prompts/get":
+                return dict(await c.get_prompt(params["name"], arguments))
+            return dict(await c.read_resource(params["uri"], refresh=True))
+
+        with anyio.CancelScope() as scope:
+            front.scope = scope
+            result = await upstream.call(run, front)
+        if front.need is not None:
+            raise front.need
+        if result is None:  # cancelled for another reason
+            raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
+        return _strip(result)
+
+    def _retag(self, upstream: Upstream, result: dict[str, Any]) -> dict[str, Any]:
+        """Task ids name their upstream so tasks/* can be routed back."""
+        task_id = result.get("taskId")
+        if (
+            isinstance(task_id, str)
+            and result.get("resultType") in ("task", "complete")
+            and not task_id.startswith(upstream.name + TASK_SEPARATOR)
+        ):
+            result["taskId"] = f"{upstream.name}{TASK_SEPARATOR}{task_id}"
+        return result
+
+
+def _log_meta(ctx: Context) -> dict[str, Any] | None:
+    level = ctx.meta.log_level or (ctx.session.log_level if ctx.session is not None else None)
+    return {META_LOG_LEVEL: level} if level is not None else None
+
+
+def _progress_forwarder(ctx: Context) -> Any:
+    """Relay an upstream's progress to the front client (when it asked for progress)."""
+    if ctx.meta.progress_token is None:
+        return None
+
+    async def forward(update: dict[str, Any]) -> None:
+        progress = update.get("progress")
+        if isinstance(progress, (int, float)):
+            await ctx.report_progress(progress, update.get("total"), update.get("message"))
+
+    return forward
+
+
+def _clean(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if k != "_meta"}
+
+
+def _meta_for(ctx: Context) -> dict[str, Any]:
+    """The front client's own capabilities and log level, for the upstream request."""
+    meta: dict[str, Any] = {META_CLIENT_CAPABILITIES: ctx.meta.client_capabilities}
+    level = ctx.meta.log_level or (ctx.session.log_level if ctx.session is not None else None)
+    if level is not None:
+        meta[META_LOG_LEVEL] = level
+    return meta
+
+
+def _strip(result: dict[str, Any]) -> dict[str, Any]:
+    """Drop the upstream's serverInfo: the front answers as the gateway."""
+    meta = result.get("_meta")
+    if isinstance(meta, dict) and META_SERVER_INFO in meta:
+        rest = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
+        result = {k: v for k, v in result.items() if k != "_meta"}
+        if rest:
+            result["_meta"] = rest
+    return result

@@ -1,0 +1,273 @@
+"""One upstream MCP server behind the gateway: a pooled client, its listings, its health.
+
+Each upstream gets exactly one long-lived :class:`~mcpkit.client.Client` (one legacy session
+or one stdio process), never one per call.  A dead stdio server is restarted with backoff;
+while an upstream is down its requests fail at once with a clear error and the other
+upstreams keep serving.  Listings are cached until the upstream's ``ttlMs`` runs out or it
+says its list changed (legacy notification or modern listen stream).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, cast
+
+import anyio
+
+from ..client import Client
+from ..types.errors import INTERNAL_ERROR, McpError
+from .config import UpstreamConfig
+
+log = logging.getLogger("mcpkit.gateway")
+
+#: The front request an upstream call is made for (so input requests find their way back).
+current_front: contextvars.ContextVar[Any] = contextvars.ContextVar("mcpkit_gateway_front")
+
+LISTINGS = {
+    "tools": ("tools/list", "tools"),
+    "prompts": ("prompts/list", "prompts"),
+    "resources": ("resources/list", "resources"),
+    "templates": ("resources/templates/list", "resourceTemplates"),
+}
+_CHANGED = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
+
+
+class UpstreamDown(McpError):
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(INTERNAL_ERROR, f"Upstream {name!r} is unavailable: {detail}")
+
+
+class Upstream:
+    def __init__(
+        self,
+        config: UpstreamConfig,
+        on_change: Callable[[str, str, str | None], None],
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.prefix = config.prefix
+        self.client: Client | None = None
+        self.error: str | None = "not started"
+        self._on_change = on_change
+        self._listings: dict[str, tuple[float, list[dict[str, Any]]]] = {}
+        self._inflight: list[Any] = []
+        self._restart = anyio.Event()
+        self.capabilities: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    def _make_client(self) -> Client:
+        target: Any = self.config.url or list(self.config.command)
+        kwargs: dict[str, Any] = {"timeout": self.config.timeout_s}
+        if self.config.era != "auto":
+            kwargs["era"] = self.config.era
+        if self.config.headers:
+            kwargs["headers"] = dict(self.config.headers)
+        if self.config.env:
+            kwargs["env"] = dict(self.config.env)
+        bridge: Any = self._bridge
+        return Client(
+            target,
+            elicitation=bridge("elicit"),
+            url_elicitation=bridge("elicit_url"),
+            sampling=bridge("sample"),
+            roots=cast(Any, self._bridge_roots),
+            on_notification=self._notified,
+            on_log=self._log_bridge,
+            **kwargs,
+        )
+
+    async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Keep the upstream connected until cancelled (restart with backoff)."""
+        delay = 0.5
+        started = False
+        while True:
+            client = self._make_client()
+            try:
+                info = await client.connect()
+                self.client = client
+                self.error = None
+                self.capabilities = dict(info.capabilities) if hasattr(info, "capabilities") else {}
+                self._listings.clear()
+                delay = 0.5
+                if not started:
+                    started = True
+                    task_status.started()
+                self._on_change(self.name, "all", None)
+                await self._watch(client)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await client.aclose()
+                raise
+            except Exception as exc:
+                self.error = str(exc) or type(exc).__name__
+                log.warning("upstream %s: %s", self.name, self.error)
+            self.client = None
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await client.aclose()
+            if not started:
+                started = True
+                task_status.started()
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+    async def _watch(self, client: Client) -> None:
+        """Stay connected; listen for list changes on modern upstreams; notice a death."""
+        self._restart = anyio.Event()
+        if client.era == "modern":
+            caps = self.capabilities
+            want = {
+                "tools": bool(caps.get("tools", {}).get("listChanged")),
+                "prompts": bool(caps.get("prompts", {}).get("listChanged")),
+                "resources": bool(caps.get("resources", {}).get("listChanged")),
+            }
+            if any(want.values()):
+                async with anyio.create_task_group() as tg:
+
+                    async def listen() -> None:
+                        try:
+                            async with client.listen(
+                                tools=want["tools"],
+                                prompts=want["prompts"],
+                                resources=want["resources"],
+                            ) as sub:
+                                async for note in sub:
+                                    self._handle_change(note.method, note.params)
+                        except Exception as exc:
+                            log.info("upstream %s listen ended: %s", self.name, exc)
+
+                    tg.start_soon(listen)
+                    await self._restart.wait()
+                    tg.cancel_scope.cancel()
+                raise ConnectionError(self.error or "restart requested")
+        await self._restart.wait()
+        raise ConnectionError(self.error or "restart requested")
+
+    def mark_dead(self, reason: str) -> None:
+        self.error = reason
+        self._restart.set()
+
+    def _notified(self, note: Any) -> None:
+        self._handle_change(note.method, note.params)
+
+    def _handle_change(self, method: str, params: dict[str, Any]) -> None:
+        kind = _CHANGED.get(method)
+        if kind is not None:
+            self._listings.pop(kind, None)
+            if kind == "resources":
+                self._listings.pop("templates", None)
+            self._on_change(self.name, kind, None)
+        elif method == "notifications/resources/updated":
+            self._on_change(self.name, "resource", params.get("uri"))
+
+    # ------------------------------------------------------------------ calls
+    def live(self) -> Client:
+        if self.client is None:
+            raise UpstreamDown(self.name, self.error or "not connected")
+        return self.client
+
+    async def call(self, fn: Callable[[Client], Awaitable[Any]], front: Any = None) -> Any:
+        """Run ``fn(client)``; a transport failure marks the upstream for restart."""
+        client = self.live()
+        token = current_front.set(front)
+        self._inflight.append(front)
+        try:
+            return await fn(client)
+        except McpError:
+            raise
+        except (
+            ConnectionError,
+            OSError,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+        ) as exc:
+            self.mark_dead(str(exc))
+            raise UpstreamDown(self.name, str(exc)) from None
+        except Exception as exc:
+            if type(exc).__name__ in (
+                "ConnectionClosed",
+                "ServerExitedError",
+                "TransportError",
+                "ConnectError",
+            ):
+                self.mark_dead(str(exc))
+                raise UpstreamDown(self.name, str(exc)) from None
+            raise
+        finally:
+            self._inflight.remove(front)
+            current_front.reset(token)
+
+    async def listing(self, kind: str) -> list[dict[str, Any]]:
+        cached = self._listings.get(kind)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        method, member = LISTINGS[kind]
+        spec = {
+            "tools": "tools",
+            "prompts": "prompts",
+            "resources": "resources",
+            "templates": "resources",
+        }[kind]
+        if spec not in self.capabilities and self.capabilities:
+            return []
+        page_items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        ttl_ms: int | None = None
+        for _ in range(100):
+            params = {"cursor": cursor} if cursor else None
+            page = await self.call(partial(_request, method=method, params=params))
+            items = page.get(member) or []
+            page_items.extend(i for i in items if isinstance(i, dict))
+            if isinstance(page.get("ttlMs"), int):
+                ttl_ms = page["ttlMs"] if ttl_ms is None else min(ttl_ms, page["ttlMs"])
+            cursor = page.get("nextCursor")
+            if not isinstance(cursor, str):
+                break
+        ttl_s = (ttl_ms / 1000.0) if ttl_ms is not None else 60.0
+        self._listings[kind] = (time.monotonic() + ttl_s, page_items)
+        return page_items
+
+    # ------------------------------------------------------------------ input bridging
+    def _front(self) -> Any:
+        front = current_front.get(None)
+        if front is not None:
+            return front
+        live = [f for f in self._inflight if f is not None]
+        if len(live) == 1:
+            return live[0]
+        raise McpError(
+            INTERNAL_ERROR, f"cannot tell which request upstream {self.name!r} is asking for input"
+        )
+
+    def _bridge(self, what: str) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
+        async def answer(params: dict[str, Any]) -> dict[str, Any]:
+            front = self._front()
+            return await front.ask_upstream_input(what, params)  # type: ignore[no-any-return]
+
+        return answer
+
+    async def _log_bridge(self, params: dict[str, Any]) -> None:
+        """An upstream log message goes to the front request it belongs to, if any."""
+        try:
+            front = self._front()
+        except McpError:
+            log.info("upstream %s: %s", self.name, params.get("data"))
+            return
+        level = str(params.get("level", "info"))
+        await front.ctx.log(level, params.get("data"), params.get("logger"))
+
+    async def _bridge_roots(self) -> list[dict[str, Any]]:
+        front = self._front()
+        return await front.ask_upstream_input("roots", {})  # type: ignore[no-any-return]
+
+
+async def _request(client: Client, method: str, params: dict[str, Any] | None) -> Any:
+    return await client.request(method, params)

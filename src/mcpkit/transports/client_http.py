@@ -1,7 +1,8 @@
 """Streamable HTTP client transport (httpx + httpx-sse), both protocol eras.
 
 Every request is one POST whose answer is either ``application/json`` or an SSE stream
-scoped to that request.  Which rules apply is read off the message itself:
+scoped to that request (decoding: :mod:`.client_http_wire`).  Which rules apply is read
+off the message itself:
 
 * **Modern** (``params._meta`` names a protocol version): stateless.  Headers
   ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` (base64 sentinel form when the
@@ -11,12 +12,14 @@ scoped to that request.  Which rules apply is read off the message itself:
   lost the request (no resumption in this era).
 * **Legacy** (``initialize`` and everything after it): ``Mcp-Session-Id`` from the
   ``initialize`` response on every later message, ``MCP-Protocol-Version`` once
-  negotiated, a standalone GET stream for server-initiated messages, server->client
-  requests answered by POSTing the response, cancellation by ``notifications/cancelled``
-  (closing a stream is not cancellation here), and resumption: a POST stream that ends
-  without the answer is resumed with a GET carrying ``Last-Event-ID`` after the ``retry:``
-  delay the server asked for.  HTTP 404 on a session means it expired:
-  :class:`SessionExpiredError` tells the client to re-initialize.
+  negotiated, a standalone GET stream for server-initiated messages (opened before the
+  next request is sent, so the order is deterministic), server->client requests answered
+  by POSTing the response, cancellation by ``notifications/cancelled`` (closing a stream
+  is not cancellation here), and resumption: a POST stream that ends without the answer
+  is resumed with a GET carrying ``Last-Event-ID`` after the ``retry:`` delay the server
+  asked for.  A response that turns up on the GET stream is routed to its request.  HTTP
+  404 on a session means it expired: :class:`SessionExpiredError` tells the client to
+  re-initialize.
 
 httpx's read timeout is off on purpose: SSE streams (listen, slow tools) may be idle for
 long; each request's deadline is a cancel scope that progress notifications move forward,
@@ -28,25 +31,21 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import math
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
 import httpx
-from anyio.abc import TaskGroup
-from httpx_sse import EventSource, SSEError
+from anyio.abc import TaskGroup, TaskStatus
 
 from ..protocol import headers as hdr
 from ..protocol.negotiation import modern_version_of
 from ..types import jsonrpc
-from ..types.codec import DecodeError, decode, encode
+from ..types.codec import encode
 from ..types.errors import INTERNAL_ERROR, McpError
 from ..types.jsonrpc import Kind, Message, RequestId
 from ..types.methods import name_param
 from .client_base import (
-    ConnectError,
     ConnectionClosedError,
     HttpStatusError,
     InboundNotificationHandler,
@@ -60,27 +59,19 @@ from .client_base import (
     TransportError,
     message_stream,
 )
+from .client_http_wire import (
+    Call,
+    http_errors,
+    is_sse,
+    json_answer,
+    read_body,
+    sse_messages,
+    unwrap_answer,
+)
 
 log = logging.getLogger("mcpkit.client.http")
 
 ACCEPT_BOTH = "application/json, text/event-stream"
-
-
-@dataclass(slots=True)
-class _Call:
-    """One request in flight: how to recognise its answer and how to resume it."""
-
-    request_id: RequestId
-    method: str
-    modern: bool
-    timeout: float | None = None
-    hard_deadline: float = math.inf
-    scope: anyio.CancelScope | None = None
-    progress_token: Any = None
-    on_progress: ProgressHandler | None = None
-    last_event_id: str | None = None
-    retry_ms: int | None = None
-    broken: str | None = None
 
 
 class HttpTransport:
@@ -122,6 +113,7 @@ class HttpTransport:
         self._on_request: InboundRequestHandler | None = None
         self._on_notification: InboundNotificationHandler | None = None
         self._server_requests: dict[RequestId, anyio.CancelScope] = {}
+        self._inflight: dict[RequestId, Call] = {}
         self._get_scope: anyio.CancelScope | None = None
         self.session_id: str | None = None
         self.legacy_version: str | None = None
@@ -170,6 +162,9 @@ class HttpTransport:
             raise RuntimeError("HttpTransport used outside 'async with'")
         return self._client
 
+    def _errors(self, doing: str) -> contextlib.AbstractContextManager[None]:
+        return http_errors(self.url, doing, self.connect_timeout)
+
     # ------------------------------------------------------------------ headers
     def _legacy_headers(self) -> dict[str, str]:
         out = dict(self.headers)
@@ -217,23 +212,27 @@ class HttpTransport:
         request_id = next(self._ids)
         message = jsonrpc.request(request_id, method, params)
         meta = params.get("_meta") if params else None
-        call = _Call(request_id, method, modern=modern_version_of(params) is not None,
-                     timeout=timeout, on_progress=on_progress,
-                     progress_token=meta.get("progressToken") if isinstance(meta, dict) else None)
+        call = Call(request_id, method, modern=modern_version_of(params) is not None,
+                    timeout=timeout, on_progress=on_progress,
+                    progress_token=meta.get("progressToken") if isinstance(meta, dict) else None)
         started = anyio.current_time()
         scope = call.scope = anyio.CancelScope()
         if timeout is not None:
             scope.deadline = started + timeout
             limit = max_timeout if max_timeout is not None else timeout * 10
             call.hard_deadline = started + limit
+        if not call.modern:
+            self._inflight[request_id] = call
         try:
             with scope:
                 answer = await self._exchange(client, message, call, headers)
-                return self._unwrap(answer, call)
+                return unwrap_answer(answer, method)
         except anyio.get_cancelled_exc_class():
             if not call.modern:
                 await self._cancel_legacy(request_id, "the caller cancelled the request")
             raise
+        finally:
+            self._inflight.pop(request_id, None)
         # Only reached when our own deadline fired.
         if not call.modern:
             await self._cancel_legacy(request_id, "request timed out")
@@ -243,7 +242,7 @@ class HttpTransport:
         )
 
     async def _exchange(
-        self, client: httpx.AsyncClient, message: Message, call: _Call,
+        self, client: httpx.AsyncClient, message: Message, call: Call,
         extra: dict[str, str] | None,
     ) -> Message:
         headers = self._headers_for(message, extra)
@@ -251,6 +250,8 @@ class HttpTransport:
             async with client.stream("POST", self.url, content=encode(message),
                                      headers=headers) as response:
                 answer = await self._read_answer(response, call)
+        if answer is None:
+            answer = call.routed
         if answer is not None:
             return answer
         if call.modern or call.last_event_id is None or self.session_id is None:
@@ -261,29 +262,32 @@ class HttpTransport:
             )
         return await self._resume(client, call)
 
-    async def _resume(self, client: httpx.AsyncClient, call: _Call) -> Message:
+    async def _resume(self, client: httpx.AsyncClient, call: Call) -> Message:
         """Legacy resumption: GET with Last-Event-ID after the server's retry delay."""
         for _ in range(self.max_resumptions):
             delay = call.retry_ms if call.retry_ms is not None else self.default_retry_ms
-            await anyio.sleep(delay / 1000)
+            with anyio.move_on_after(delay / 1000):
+                await call.arrived.wait()
+            if call.routed is not None:
+                return call.routed
             headers = self._legacy_headers()
             headers["Accept"] = "text/event-stream"
             headers["Last-Event-ID"] = str(call.last_event_id)
             with self._errors(f"resuming {call.method}"):
                 async with client.stream("GET", self.url, headers=headers) as response:
-                    if response.status_code != 200 or not _is_sse(response):
+                    if response.status_code != 200 or not is_sse(response):
                         raise ConnectionClosedError(
                             f"the response stream of {call.method} broke and resuming it failed "
                             f"(GET with Last-Event-ID answered HTTP {response.status_code})"
                         )
                     answer = await self._read_sse(response, call)
-            if answer is not None:
-                return answer
+            if answer is not None or call.routed is not None:
+                return answer or call.routed  # type: ignore[return-value]
         raise ConnectionClosedError(
             f"gave up on {call.method} after {self.max_resumptions} stream resumptions"
         )
 
-    async def _read_answer(self, response: httpx.Response, call: _Call) -> Message | None:
+    async def _read_answer(self, response: httpx.Response, call: Call) -> Message | None:
         status = response.status_code
         if call.method == "initialize" and status == 200:
             self.session_id = response.headers.get("mcp-session-id") or None
@@ -294,127 +298,54 @@ class HttpTransport:
             if self._get_scope is not None:
                 self._get_scope.cancel()
             raise SessionExpiredError(f"the server no longer knows session {expired!r} (HTTP 404)")
-        if status == 200 and _is_sse(response):
+        if status == 200 and is_sse(response):
             return await self._read_sse(response, call)
-        body = await self._read_body(response)
-        message = self._json_body(body, response, call.method)
+        message = json_answer(await read_body(response, self.max_message_bytes), response,
+                              call.method)
         if message is None:
             if status == 202:
                 raise ProtocolViolationError(
-                    f"the server accepted {call.method} (HTTP 202) but sent no response"
-                )
+                    f"the server accepted {call.method} (HTTP 202) but sent no response")
             raise ProtocolViolationError(
                 f"unexpected answer to {call.method}: HTTP {status}, "
-                f"content-type {response.headers.get('content-type', '(none)')!r}"
-            )
+                f"content-type {response.headers.get('content-type', '(none)')!r}")
         return message
 
-    def _json_body(self, body: bytes, response: httpx.Response, method: str) -> Message | None:
-        """A JSON-RPC response from a plain body, an error for a bad one, None for empty."""
-        status = response.status_code
-        if not body.strip():
-            if status >= 400:
-                raise HttpStatusError(f"{method}: HTTP {status} {response.reason_phrase} "
-                                      f"from {self.url}", status)
-            return None
-        try:
-            message = decode(body)
-        except DecodeError:
-            snippet = body[:300].decode("utf-8", "replace")
-            if status >= 400:
-                raise HttpStatusError(f"{method}: HTTP {status} {response.reason_phrase} from "
-                                      f"{self.url}: {snippet}", status, snippet) from None
-            raise ProtocolViolationError(
-                f"the server answered {method} with invalid JSON: {snippet!r}") from None
-        if isinstance(message, dict) and ("result" in message or "error" in message):
-            if "error" in message:
-                raise ServerError.from_wire(message["error"], method=method, http_status=status)
-            return message
-        snippet = body[:300].decode("utf-8", "replace")
-        if status >= 400:
-            raise HttpStatusError(f"{method}: HTTP {status} from {self.url}: {snippet}",
-                                  status, snippet)
-        raise ProtocolViolationError(f"the answer to {method} is not a JSON-RPC response: "
-                                     f"{snippet!r}")
-
-    async def _read_body(self, response: httpx.Response) -> bytes:
-        buffer = bytearray()
-        async for chunk in response.aiter_bytes():
-            buffer += chunk
-            if len(buffer) > self.max_message_bytes:
-                raise ProtocolViolationError(
-                    f"response larger than {self.max_message_bytes} bytes; giving up")
-        return bytes(buffer)
-
-    async def _read_sse(self, response: httpx.Response, call: _Call) -> Message | None:
+    async def _read_sse(self, response: httpx.Response, call: Call) -> Message | None:
         """Handle one request's stream until its answer (returned) or the stream's end."""
-        async with contextlib.aclosing(self._events(response, call)) as events:
+        events = sse_messages(response, call, self.max_message_bytes)
+        async with contextlib.aclosing(events):
             async for kind, message in events:
                 if kind in (Kind.RESULT, Kind.ERROR):
                     rid = message.get("id")
                     if rid == call.request_id or (rid is None and kind is Kind.ERROR):
                         return message
-                    log.debug("ignoring a response for id %r on the stream of %r",
-                              rid, call.request_id)
+                    self._route(message)
                 elif kind is Kind.NOTIFICATION:
                     await self._notification(message, call)
                 else:
                     self._server_request(message, modern=call.modern)
         return None
 
-    async def _events(
-        self, response: httpx.Response, call: _Call
-    ) -> AsyncGenerator[tuple[Kind, Message], None]:
-        """Decoded JSON-RPC messages of an SSE stream; remembers ids and ``retry:``."""
-        try:
-            async for event in EventSource(response).aiter_sse():
-                if event.id:
-                    call.last_event_id = event.id
-                if event.retry is not None:
-                    call.retry_ms = event.retry
-                data = event.data
-                if not data.strip():
-                    continue  # priming event / keep-alive
-                if len(data) > self.max_message_bytes:
-                    raise ProtocolViolationError(f"SSE event larger than {self.max_message_bytes}")
-                try:
-                    message = decode(data)
-                    kind = jsonrpc.classify(message)
-                except (DecodeError, McpError) as exc:
-                    raise ProtocolViolationError(
-                        f"the server sent an event that is not JSON-RPC on the stream of "
-                        f"{call.method} ({exc}): {data[:200]!r}") from None
-                yield kind, message
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            call.broken = f"connection dropped: {exc}"
-        except SSEError as exc:
-            raise ProtocolViolationError(str(exc)) from None
+    def _route(self, message: Message) -> None:
+        """A response on a stream that is not its own (legacy servers do this)."""
+        rid = message.get("id")
+        call = self._inflight.get(rid) if isinstance(rid, (str, int)) else None
+        if call is not None:
+            call.deliver(message)
+        else:
+            log.debug("ignoring a response for unknown id %r", rid)
 
-    def _unwrap(self, answer: Message, call: _Call) -> dict[str, Any]:
-        if "error" in answer:
-            raise ServerError.from_wire(answer["error"], method=call.method)
-        result = answer.get("result")
-        if not isinstance(result, dict):
-            raise ProtocolViolationError(f"the result of {call.method} is not an object: "
-                                         f"{str(result)[:200]}")
-        return result
-
-    async def _notification(self, message: Message, call: _Call | None) -> None:
+    async def _notification(self, message: Message, call: Call | None) -> None:
         method = message["method"]
         params = jsonrpc.params_of(message)
         if method == "notifications/progress":
-            if call is None or call.progress_token is None or \
-                    params.get("progressToken") != call.progress_token:
-                return
-            if call.scope is not None and call.timeout is not None:
-                call.scope.deadline = min(call.hard_deadline, anyio.current_time() + call.timeout)
-            if call.on_progress is not None:
-                try:
-                    outcome = call.on_progress(params)
-                    if outcome is not None:
-                        await outcome
-                except Exception:
-                    log.exception("progress callback failed")
+            token = params.get("progressToken")
+            if call is None or call.progress_token is None or token != call.progress_token:
+                call = next((c for c in self._inflight.values()
+                             if c.progress_token is not None and c.progress_token == token), None)
+            if call is not None:
+                await self._progress(call, params)
             return
         if method == "notifications/cancelled":
             scope = self._server_requests.get(params.get("requestId"))  # type: ignore[arg-type]
@@ -426,6 +357,17 @@ class HttpTransport:
                 await self._on_notification(message)
             except Exception:
                 log.exception("notification handler failed for %s", method)
+
+    async def _progress(self, call: Call, params: dict[str, Any]) -> None:
+        if call.scope is not None and call.timeout is not None:
+            call.scope.deadline = min(call.hard_deadline, anyio.current_time() + call.timeout)
+        if call.on_progress is not None:
+            try:
+                outcome = call.on_progress(params)
+                if outcome is not None:
+                    await outcome
+            except Exception:
+                log.exception("progress callback failed")
 
     # ------------------------------------------------------------------ server -> client
     def _server_request(self, message: Message, *, modern: bool) -> None:
@@ -455,7 +397,7 @@ class HttpTransport:
         if reply is not None and not scope.cancelled_caught:
             try:
                 await self._post(reply, None)
-            except TransportError as exc:
+            except (TransportError, ServerError) as exc:
                 log.warning("could not deliver the answer to %s: %s", message.get("method"), exc)
 
     # ------------------------------------------------------------------ notifications
@@ -474,7 +416,7 @@ class HttpTransport:
                                          headers=self._headers_for(message, extra))
         if response.status_code in (200, 202, 204):
             return
-        self._json_body(response.content, response, what)
+        json_answer(response.content, response, what)
         raise HttpStatusError(f"{what}: HTTP {response.status_code}", response.status_code)
 
     async def _cancel_legacy(self, request_id: RequestId, reason: str) -> None:
@@ -487,20 +429,24 @@ class HttpTransport:
 
     # ------------------------------------------------------------------ legacy GET stream
     async def legacy_session_started(self, version: str) -> None:
+        """Remember the version; open the GET stream and wait until it is established
+        (or refused), so the server sees it before our next request."""
         self.legacy_version = version
         if self._get_scope is not None:
             self._get_scope.cancel()
             self._get_scope = None
         if self.legacy_get_stream and self.session_id is not None and self._tg is not None:
             self._get_scope = anyio.CancelScope()
-            self._tg.start_soon(self._get_stream, self._get_scope, self.session_id)
+            with anyio.move_on_after(self.connect_timeout):
+                await self._tg.start(self._get_stream, self._get_scope, self.session_id)
 
-    async def _get_stream(self, scope: anyio.CancelScope, session_id: str) -> None:
+    async def _get_stream(self, scope: anyio.CancelScope, session_id: str, *,
+                          task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The standalone stream for server-initiated messages; reconnects while the
         session lives, slower after each failure."""
-        call = _Call(request_id="(GET)", method="GET stream", modern=False)
+        call = Call(request_id="(GET)", method="GET stream", modern=False)
         failures = 0
-        with scope:
+        with scope, self._started(task_status) as started:
             while self.session_id == session_id:
                 headers = self._legacy_headers()
                 headers["Accept"] = "text/event-stream"
@@ -508,22 +454,44 @@ class HttpTransport:
                     headers["Last-Event-ID"] = call.last_event_id
                 try:
                     async with self._http().stream("GET", self.url, headers=headers) as response:
-                        if response.status_code != 200 or not _is_sse(response):
+                        started()
+                        if response.status_code != 200 or not is_sse(response):
                             log.debug("no GET stream (HTTP %s)", response.status_code)
                             return
                         failures = 0
-                        async for kind, message in self._events(response, call):
+                        async for kind, message in sse_messages(response, call,
+                                                                self.max_message_bytes):
                             if kind is Kind.NOTIFICATION:
                                 await self._notification(message, None)
                             elif kind is Kind.REQUEST:
                                 self._server_request(message, modern=False)
+                            else:
+                                self._route(message)
                 except (httpx.HTTPError, ProtocolViolationError) as exc:
                     log.debug("GET stream failed: %s", exc)
+                    started()
                     failures += 1
                     if failures > 5:
                         return
-                delay = (call.retry_ms if call.retry_ms is not None else self.default_retry_ms)
+                delay = call.retry_ms if call.retry_ms is not None else self.default_retry_ms
                 await anyio.sleep(min(30.0, delay / 1000 * (2 ** failures)))
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _started(task_status: TaskStatus[None]) -> Iterator[Any]:
+        """A once-only ``task_status.started()`` (also on the way out, whatever happens)."""
+        done = False
+
+        def started() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                task_status.started()
+
+        try:
+            yield started
+        finally:
+            started()
 
     # ------------------------------------------------------------------ listen
     @contextlib.asynccontextmanager
@@ -533,7 +501,7 @@ class HttpTransport:
         client = self._http()
         request_id = next(self._ids)
         message = jsonrpc.request(request_id, "subscriptions/listen", params)
-        call = _Call(request_id, "subscriptions/listen", modern=True)
+        call = Call(request_id, "subscriptions/listen", modern=True)
         send, stream = message_stream(64)
 
         async def run() -> None:
@@ -543,13 +511,14 @@ class HttpTransport:
                         async with client.stream("POST", self.url, content=encode(message),
                                                  headers=self._headers_for(message, headers)
                                                  ) as response:
-                            if response.status_code != 200 or not _is_sse(response):
-                                body = await self._read_body(response)
-                                answer = self._json_body(body, response, call.method)
+                            if response.status_code != 200 or not is_sse(response):
+                                body = await read_body(response, self.max_message_bytes)
+                                answer = json_answer(body, response, call.method)
                                 if answer is not None:
                                     await send.send(answer)
                                 return
-                            async for kind, item in self._events(response, call):
+                            async for kind, item in sse_messages(response, call,
+                                                                 self.max_message_bytes):
                                 if kind is Kind.REQUEST:
                                     continue
                                 await send.send(item)
@@ -568,34 +537,9 @@ class HttpTransport:
             finally:
                 tg.cancel_scope.cancel()  # closing the stream ends the subscription
 
-    # ------------------------------------------------------------------ errors
-    @contextlib.contextmanager
-    def _errors(self, doing: str) -> Iterator[None]:
-        """httpx exceptions -> client errors that name the URL and what we were doing."""
-        try:
-            yield
-        except httpx.ConnectError as exc:
-            raise ConnectError(f"cannot connect to {self.url} ({doing}): {exc}") from None
-        except httpx.ConnectTimeout:
-            raise ConnectError(
-                f"cannot connect to {self.url} ({doing}): no answer within "
-                f"{self.connect_timeout:g}s") from None
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            raise ConnectionClosedError(
-                f"the connection to {self.url} failed while {doing}: {exc or type(exc).__name__}"
-            ) from None
-        except httpx.HTTPError as exc:
-            raise ConnectionClosedError(f"HTTP error while {doing} ({self.url}): "
-                                        f"{exc or type(exc).__name__}") from None
-
     def describe(self) -> str:
         session = f", session {self.session_id}" if self.session_id else ""
         return f"Streamable HTTP endpoint {self.url}{session}"
-
-
-def _is_sse(response: httpx.Response) -> bool:
-    ctype: str = response.headers.get("content-type", "")
-    return ctype.partition(";")[0].strip().lower() == "text/event-stream"
 
 
 __all__ = ["HttpTransport"]

@@ -1,0 +1,167 @@
+"""What comes back over Streamable HTTP, decoded once, and httpx failures put into words.
+
+Kept apart from :mod:`.client_http` (which decides *what to do*: sessions, resumption,
+cancellation) so that the rules for reading an answer live in one place:
+
+* ``application/json``: exactly one JSON-RPC response.  A JSON-RPC error body is a
+  :class:`ServerError` whatever the HTTP status (servers send -32602 with 400, -32601 with
+  404, -32603 with 500); an error status without such a body is an
+  :class:`HttpStatusError`; garbage is a :class:`ProtocolViolationError`.
+* ``text/event-stream``: events parsed by httpx-sse; empty ``data`` (priming events,
+  keep-alives) skipped; ``id:`` and ``retry:`` remembered for resumption; an event that
+  is not JSON-RPC is a protocol violation (the stream is unusable after it).
+* Sizes are bounded: a server cannot make us buffer without limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import AsyncGenerator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+from httpx_sse import EventSource, SSEError
+
+from ..types import jsonrpc
+from ..types.codec import DecodeError, decode
+from ..types.errors import McpError
+from ..types.jsonrpc import Kind, Message, RequestId
+from .client_base import (
+    ConnectError,
+    ConnectionClosedError,
+    HttpStatusError,
+    ProgressHandler,
+    ProtocolViolationError,
+    ServerError,
+)
+
+
+@dataclass(slots=True)
+class Call:
+    """One request in flight: how to recognise its answer, extend it, and resume it."""
+
+    request_id: RequestId
+    method: str
+    modern: bool
+    timeout: float | None = None
+    hard_deadline: float = math.inf
+    scope: anyio.CancelScope | None = None
+    progress_token: Any = None
+    on_progress: ProgressHandler | None = None
+    last_event_id: str | None = None
+    retry_ms: int | None = None
+    #: Why the stream ended early (connection dropped), for the error message.
+    broken: str | None = None
+    #: The answer, when it arrived on another stream (a legacy server's GET stream).
+    routed: Message | None = None
+    arrived: anyio.Event = field(default_factory=anyio.Event)
+
+    def deliver(self, message: Message) -> None:
+        self.routed = message
+        self.arrived.set()
+
+
+def is_sse(response: httpx.Response) -> bool:
+    ctype: str = response.headers.get("content-type", "")
+    return ctype.partition(";")[0].strip().lower() == "text/event-stream"
+
+
+async def read_body(response: httpx.Response, limit: int) -> bytes:
+    buffer = bytearray()
+    async for chunk in response.aiter_bytes():
+        buffer += chunk
+        if len(buffer) > limit:
+            raise ProtocolViolationError(f"response larger than {limit} bytes; giving up")
+    return bytes(buffer)
+
+
+def json_answer(body: bytes, response: httpx.Response, method: str) -> Message | None:
+    """The JSON-RPC response in a plain body (None when the body is empty and the status
+    is not an error); raises for error responses and for anything else."""
+    status = response.status_code
+    where = f"HTTP {status} {response.reason_phrase} from {response.request.url}"
+    if not body.strip():
+        if status >= 400:
+            raise HttpStatusError(f"{method}: {where}", status)
+        return None
+    snippet = body[:300].decode("utf-8", "replace")
+    try:
+        message = decode(body)
+    except DecodeError:
+        if status >= 400:
+            raise HttpStatusError(f"{method}: {where}: {snippet}", status, snippet) from None
+        raise ProtocolViolationError(
+            f"the server answered {method} with invalid JSON: {snippet!r}") from None
+    if isinstance(message, dict) and ("result" in message or "error" in message):
+        if "error" in message:
+            raise ServerError.from_wire(message["error"], method=method, http_status=status)
+        return message
+    if status >= 400:
+        raise HttpStatusError(f"{method}: {where}: {snippet}", status, snippet)
+    raise ProtocolViolationError(f"the answer to {method} is not a JSON-RPC response: "
+                                 f"{snippet!r}")
+
+
+async def sse_messages(
+    response: httpx.Response, call: Call, limit: int
+) -> AsyncGenerator[tuple[Kind, Message], None]:
+    """Decoded JSON-RPC messages of an SSE stream; remembers ``id:`` and ``retry:``.
+
+    A dropped connection ends the iteration (recorded in ``call.broken``) rather than
+    raising: whether that is fatal depends on the era and on resumability.
+    """
+    try:
+        async for event in EventSource(response).aiter_sse():
+            if event.id:
+                call.last_event_id = event.id
+            if event.retry is not None:
+                call.retry_ms = event.retry
+            data = event.data
+            if not data.strip():
+                continue
+            if len(data) > limit:
+                raise ProtocolViolationError(f"SSE event larger than {limit} bytes")
+            try:
+                message = decode(data)
+                kind = jsonrpc.classify(message)
+            except (DecodeError, McpError) as exc:
+                raise ProtocolViolationError(
+                    f"the server sent an event that is not JSON-RPC on the stream of "
+                    f"{call.method} ({exc}): {data[:200]!r}") from None
+            yield kind, message
+    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        call.broken = f"connection dropped: {exc or type(exc).__name__}"
+    except SSEError as exc:
+        raise ProtocolViolationError(str(exc)) from None
+
+
+def unwrap_answer(answer: Message, method: str) -> dict[str, Any]:
+    if "error" in answer:
+        raise ServerError.from_wire(answer["error"], method=method)
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        raise ProtocolViolationError(f"the result of {method} is not an object: "
+                                     f"{str(result)[:200]}")
+    return result
+
+
+@contextlib.contextmanager
+def http_errors(url: str, doing: str, connect_timeout: float) -> Iterator[None]:
+    """httpx exceptions -> client errors that name the URL and what we were doing."""
+    try:
+        yield
+    except httpx.ConnectTimeout:
+        raise ConnectError(f"cannot connect to {url} ({doing}): no answer within "
+                           f"{connect_timeout:g}s") from None
+    except httpx.ConnectError as exc:
+        raise ConnectError(f"cannot connect to {url} ({doing}): {exc}") from None
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        raise ConnectionClosedError(
+            f"the connection to {url} failed while {doing}: {exc or type(exc).__name__}"
+        ) from None
+    except httpx.HTTPError as exc:
+        raise ConnectionClosedError(
+            f"HTTP error while {doing} ({url}): {exc or type(exc).__name__}") from None

@@ -29,6 +29,7 @@ from ...types.codec import DecodeError, decode, encode
 from ...types.errors import INVALID_REQUEST, PARSE_ERROR, McpError
 from ...types.versions import era_of
 from .asgi import (
+    BodyTimeout,
     BodyTooLarge,
     ClientGone,
     Receive,
@@ -54,6 +55,8 @@ Authenticator = Callable[[Scope, dict[str, str]], Awaitable[Any]]
 class HttpOptions:
     path: str = "/mcp"
     max_body_bytes: int = 4 * 1024 * 1024
+    #: A request body must arrive within this many seconds (slow-body clients get 408).
+    body_timeout_s: float = 30.0
     legacy: bool = True
     #: Serve 2026-07-28 requests (off: behave like a legacy-only server, for interop tests).
     modern: bool = True
@@ -203,7 +206,10 @@ class McpHttpApp:
             return
         try:
             body = await read_body(
-                receive, self.options.max_body_bytes, headers.get("content-length")
+                receive,
+                self.options.max_body_bytes,
+                headers.get("content-length"),
+                self.options.body_timeout_s,
             )
         except BodyTooLarge:
             limit = self.options.max_body_bytes
@@ -211,6 +217,10 @@ class McpHttpApp:
             await send_error(send, 413, failure)
             return
         except ClientGone:
+            return
+        except BodyTimeout:
+            failure = McpError(INVALID_REQUEST, "Request Timeout: the body arrived too slowly")
+            await send_error(send, 408, failure, headers=[(b"connection", b"close")])
             return
         try:
             message = decode(body)

@@ -46,8 +46,25 @@ class ClientGone(Exception):
     pass
 
 
-async def read_body(receive: Receive, limit: int, declared: str | None) -> bytes:
-    """The whole request body, refusing early when it is (or grows) larger than ``limit``."""
+class BodyTimeout(Exception):
+    pass
+
+
+async def read_body(
+    receive: Receive, limit: int, declared: str | None, timeout: float | None = None
+) -> bytes:
+    """The whole request body, refusing early when it is (or grows) larger than ``limit``
+    or takes longer than ``timeout`` seconds to arrive (a slow-body client)."""
+    if timeout is None:
+        return await _read_body(receive, limit, declared)
+    import anyio
+
+    with anyio.move_on_after(timeout):
+        return await _read_body(receive, limit, declared)
+    raise BodyTimeout
+
+
+async def _read_body(receive: Receive, limit: int, declared: str | None) -> bytes:
     if declared is not None:
         try:
             if int(declared) > limit:

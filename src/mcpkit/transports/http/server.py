@@ -1,8 +1,18 @@
-"""Run an ASGI app on uvicorn, the embedded default, with uvloop/httptools when present."""
+"""Run an ASGI app on uvicorn, the embedded default, with uvloop/httptools when present.
+
+uvicorn has no deadline for receiving request *headers*: a client that sends one header
+byte every few seconds (slowloris) holds a connection forever.  The protocol classes here
+add one: a connection must deliver complete headers within ``header_timeout`` seconds of
+starting a request (or of connecting), else it is closed.  Slow bodies are bounded by the
+app itself (``HttpOptions.body_timeout_s``, answered with 408).
+"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+HEADER_TIMEOUT_S = 10.0
 
 
 def _available(module: str) -> bool:
@@ -11,16 +21,84 @@ def _available(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+class _HeaderDeadline:
+    """Mixin for uvicorn protocol classes: close connections whose headers dawdle."""
+
+    header_timeout: float = HEADER_TIMEOUT_S
+    _deadline: asyncio.TimerHandle | None = None
+
+    def _arm(self) -> None:
+        self._disarm()
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.call_later(self.header_timeout, self._expire)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expire(self) -> None:
+        self._deadline = None
+        transport = getattr(self, "transport", None)
+        if transport is not None and not transport.is_closing():
+            transport.close()
+
+
+def protocol_classes() -> dict[str, type]:
+    """``{"httptools": cls, "h11": cls}`` for what is installed."""
+    classes: dict[str, type] = {}
+    if _available("httptools"):
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        class GuardedHttpTools(_HeaderDeadline, HttpToolsProtocol):
+            def connection_made(self, transport: Any) -> None:
+                super().connection_made(transport)
+                self._arm()
+
+            def on_message_begin(self) -> None:
+                super().on_message_begin()
+                self._arm()
+
+            def on_headers_complete(self) -> None:
+                self._disarm()
+                super().on_headers_complete()
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                self._disarm()
+                super().connection_lost(exc)
+
+        classes["httptools"] = GuardedHttpTools
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GuardedH11(_HeaderDeadline, H11Protocol):
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if getattr(self, "cycle", None) is not None:
+                self._disarm()  # a request's headers arrived
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    classes["h11"] = GuardedH11
+    return classes
+
+
 def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> Any:
     import uvicorn
 
+    classes = protocol_classes()
     options: dict[str, Any] = {
         "host": host,
         "port": port,
         "log_level": kw.pop("log_level", "warning"),
         "lifespan": "on",
         "loop": "uvloop" if _available("uvloop") else "asyncio",
-        "http": "httptools" if _available("httptools") else "h11",
+        "http": classes.get("httptools", classes["h11"]),
         "timeout_keep_alive": 5,
         "timeout_graceful_shutdown": 10,
     }

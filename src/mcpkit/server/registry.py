@@ -264,3 +264,32 @@ def prompt_arguments(arguments: ArgumentModel) -> list[dict[str, Any]]:
 
 
 Completer = Callable[..., Awaitable[Any] | Any]
+
+
+SAFE_ICON_MIME = (
+    "image/png",
+    "image/jpeg",
+    "image/jpg",
+    "image/svg+xml",
+    "image/webp",
+    "image/gif",
+)
+
+
+def check_icons(icons: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Refuse icons a client could be hurt by: only ``https:`` URLs and ``data:`` images
+    (no ``javascript:``, ``file:``, plain ``http:`` or other schemes)."""
+    if not icons:
+        return icons
+    for icon in icons:
+        src = icon.get("src") if isinstance(icon, dict) else None
+        if not isinstance(src, str):
+            raise ValueError("every icon needs a string 'src'")
+        lowered = src.strip().lower()
+        if lowered.startswith("data:"):
+            mime = lowered[5:].split(";", 1)[0].split(",", 1)[0]
+            if mime not in SAFE_ICON_MIME:
+                raise ValueError(f"icon data URI with unsafe type {mime!r}")
+        elif not lowered.startswith("https://"):
+            raise ValueError(f"icon src must be an https: URL or a data: image, not {src[:40]!r}")
+    return icons

@@ -33,6 +33,7 @@ from .registry import (
     ResourceEntry,
     TemplateEntry,
     ToolEntry,
+    check_icons,
     make_tool,
     prompt_arguments,
 )
@@ -74,10 +75,12 @@ class Server:
             ("title", title),
             ("description", description),
             ("websiteUrl", website_url),
-            ("icons", icons),
+            ("icons", check_icons(icons)),
         ):
             if value:
                 info[key] = value
+        if website_url and not website_url.lower().startswith(("https://", "http://")):
+            raise ValueError("website_url must be an http(s) URL")
         self.info = info
         self.instructions = instructions
         self.page_size = page_size
@@ -159,7 +162,7 @@ class Server:
                 output_schema=output_schema,
                 structured_output=structured_output,
                 meta=meta,
-                icons=icons,
+                icons=check_icons(icons),
             )
             entry.task_support = task
             entry.task_manual = task_start == "manual"
@@ -205,6 +208,7 @@ class Server:
                 "icons": icons,
                 "_meta": meta,
             }
+            check_icons(icons)
             if is_template(uri):
                 compiled = UriTemplate.compile(uri)
                 wire = {"uriTemplate": uri, **{k: v for k, v in base.items() if v is not None}}
@@ -246,6 +250,7 @@ class Server:
         def register(func: F) -> F:
             prompt_name = name or func.__name__
             model = ArgumentModel(func, Context, title=prompt_name.title())
+            check_icons(icons)
             wire: dict[str, Any] = {"name": prompt_name}
             for key, value in (
                 ("title", title),

@@ -229,6 +229,10 @@ class TaskManager:
         return result
 
     async def _finish(self, task_id: str, *, status: str, **extra: Any) -> None:
+        """Store the outcome, retrying while the backend is unreachable (a result must not
+        be lost to a Redis restart).  If it stays unreachable past the lease, the task is
+        failed by whoever next reads it, with an error saying why."""
+
         def change(record: dict[str, Any]) -> None:
             if record["status"] in TERMINAL:
                 return
@@ -236,7 +240,21 @@ class TaskManager:
             record.pop("inputRequests", None)
             record.update(extra)
 
-        await self._update(task_id, change)
+        delay = 0.1
+        deadline = time.monotonic() + max(60.0, self.lease_s * 6)
+        while True:
+            try:
+                await self._update(task_id, change)
+                return
+            except McpError:
+                return  # the record is gone (expired or deleted): nothing to finish
+            except Exception as exc:
+                if time.monotonic() > deadline:
+                    log.error("task %s: could not store its outcome: %s", task_id, exc)
+                    return
+                log.warning("task %s: state backend unavailable (%s); retrying", task_id, exc)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     # ------------------------------------------------------------------ tasks/*
     async def dispatch(
@@ -318,16 +336,22 @@ class TaskHandle:
         last_beat = 0.0
         while True:
             if self.started:
-                record = await self.manager.backend.get_json(self.manager._key(self.task_id))
-                if record is None or record.get("cancelRequested"):
-                    if self.scope is not None:
-                        self.scope.cancel()
-                    return
-                now = time.time()
-                lease_s = self.manager.lease_s
-                if now - last_beat > lease_s / 3:
-                    last_beat = now
-                    await self.manager._update(self.task_id, partial(_renew, lease_s=lease_s))
+                try:
+                    record = await self.manager.backend.get_json(self.manager._key(self.task_id))
+                    if record is None or record.get("cancelRequested"):
+                        if self.scope is not None:
+                            self.scope.cancel()
+                        return
+                    now = time.time()
+                    lease_s = self.manager.lease_s
+                    if now - last_beat > lease_s / 3:
+                        last_beat = now
+                        await self.manager._update(self.task_id, partial(_renew, lease_s=lease_s))
+                except McpError:
+                    raise
+                except Exception as exc:  # backend outage: keep working, try again
+                    log.warning("task %s: state backend unavailable (%s)", self.task_id, exc)
+                    await anyio.sleep(1.0)
             await self._wait(0.25)
 
     async def _wait(self, seconds: float) -> None:
@@ -349,7 +373,12 @@ class TaskHandle:
 
         await self.manager._update(self.task_id, park)
         while True:
-            record = await self.manager.backend.get_json(self.manager._key(self.task_id))
+            try:
+                record = await self.manager.backend.get_json(self.manager._key(self.task_id))
+            except Exception as exc:  # backend outage: wait for it
+                log.warning("task %s: state backend unavailable (%s)", self.task_id, exc)
+                await anyio.sleep(1.0)
+                continue
             if record is None:
                 raise TaskCancelled()
             answers = record.get("responses") or {}

@@ -26,9 +26,10 @@ import anyio
 
 from ..protocol.headers import expected_param_headers
 from ..protocol.negotiation import RequestMeta
+from ..protocol.sealing import InvalidState
 from ..server.context import Context
 from ..server.exchange import Exchange
-from ..server.mrtr import NeedInput
+from ..server.mrtr import InputRound, NeedInput, input_required_result
 from ..server.notify import ChangeEvent
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
@@ -86,12 +87,18 @@ class _ProxyTool:
 class FrontCall:
     """Bridges an upstream's input requests to the front request's Context."""
 
-    __slots__ = ("ctx", "need", "scope")
+    __slots__ = ("ctx", "failure", "need", "scope")
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.need: NeedInput | None = None
+        #: The front client cannot answer (e.g. it lacks the capability): the front's error.
+        self.failure: McpError | None = None
         self.scope: anyio.CancelScope | None = None
+
+    def _stop(self) -> None:
+        if self.scope is not None:
+            self.scope.cancel()
 
     async def ask_upstream_input(self, what: str, params: dict[str, Any]) -> Any:
         ctx = self.ctx
@@ -116,8 +123,13 @@ class FrontCall:
         except NeedInput as need:
             # Modern front client: stop the upstream call, answer input_required.
             self.need = need
-            if self.scope is not None:
-                self.scope.cancel()
+            self._stop()
+            raise
+        except McpError as err:
+            # The front client cannot be asked (missing capability...): that is the answer
+            # to its request, not an error of the upstream's tool.
+            self.failure = err
+            self._stop()
             raise
 
 
@@ -249,6 +261,8 @@ class GatewayServer(Server):
                 principal=who,
             )
             result, upstream_name = await self._route(ctx, method, params)
+            if result.get("resultType") == "input_required":
+                outcome = "input_required"
         except PolicyError as err:
             outcome = err.outcome
             raise
@@ -396,6 +410,7 @@ class GatewayServer(Server):
             return self._retag(upstream, _strip(answer))
         front = FrontCall(ctx)
         result: dict[str, Any] | None = None
+        rounds = self._open_rounds(ctx, upstream, method, params)
 
         async def run(c: Any) -> dict[str, Any]:
             arguments = params.get("arguments")
@@ -412,11 +427,52 @@ class GatewayServer(Server):
         with anyio.CancelScope() as scope:
             front.scope = scope
             result = await upstream.call(run, front)
+        if front.failure is not None:
+            raise front.failure
         if front.need is not None:
-            raise front.need
+            if rounds is None:
+                raise front.need
+            return self._input_required(front.need, *rounds)
         if result is None:  # cancelled for another reason
             raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
         return _strip(result)
+
+    def _open_rounds(
+        self, ctx: Context, upstream: Upstream, method: str, params: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]] | None:
+        """A modern front client on a bridged call: the answers it gave so far.
+
+        The gateway asks the front client's input itself (the upstream is legacy, or the
+        front is), so ``inputResponses``/``requestState`` are the gateway's, not the
+        upstream's: answers of earlier rounds ride in a ``requestState`` sealed with the
+        gateway's keys and bound to method, upstream, name and principal; the upstream call
+        is replayed with them (its input requests are answered from them in order)."""
+        if ctx.meta.era != "modern":
+            return None
+        target = params.get("name") if method != "resources/read" else params.get("uri")
+        principal = "" if ctx.principal is None else str(ctx.principal)
+        binding = "\0".join(("gateway", method, upstream.name, str(target), principal))
+        responses: dict[str, Any] = {}
+        token = params.get("requestState")
+        if token is not None:
+            try:
+                opened = self.keyring.open(token, binding)
+            except InvalidState as exc:
+                raise invalid_params(f"Invalid requestState: {exc}") from None
+            responses.update(opened.get("r") or {})
+        if "inputResponses" in params:
+            given = params["inputResponses"]
+            if not isinstance(given, dict):
+                raise invalid_params("inputResponses must be an object")
+            responses.update(given)
+        ctx._round = InputRound(responses=responses)
+        return binding, responses
+
+    def _input_required(
+        self, need: NeedInput, binding: str, responses: dict[str, Any]
+    ) -> dict[str, Any]:
+        sealed = self.keyring.seal({"r": responses}, binding)
+        return input_required_result(need.requests, sealed)
 
     def _retag(self, upstream: Upstream, result: dict[str, Any]) -> dict[str, Any]:
         """Task ids name their upstream so tasks/* can be routed back."""

@@ -1,0 +1,283 @@
+"""Real servers for transport tests: subprocesses and in-process uvicorn, on 127.0.0.1.
+
+* :func:`http_subprocess` starts ``python -m mcpkit serve TARGET --http`` exactly as a user
+  would, on a free port, waits until it answers HTTP, and kills its whole process group at
+  the end.  A failure to start shows the tail of its output.
+* :class:`ThreadServer` runs an ASGI app on a real uvicorn in a background thread, for
+  configurations the command line cannot express (small limits, custom tools that record
+  what happened to them in shared state).
+* :class:`StdioProcess` drives ``python -m mcpkit serve TARGET`` over real pipes, one JSON
+  line at a time, with timeouts (a reader thread feeds a queue, so nothing blocks forever).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TESTS_DIR = REPO_ROOT / "tests"
+CONFORMANCE_SERVER = TESTS_DIR / "conformance" / "server.py"
+SERVERS_DIR = TESTS_DIR / "servers"
+STARTUP_TIMEOUT = 30.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """Environment for server subprocesses: shared sealing keys (no key file written into
+    the working tree) and unbuffered output so a crash shows its last words."""
+    env = dict(os.environ)
+    env["MCPKIT_SEALING_KEYS"] = "test-sealing-secret"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return "(no output file)"
+    return "\n".join(text.splitlines()[-lines:]) or "(no output)"
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL, the process group started with ``start_new_session``."""
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        if process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=grace)
+
+
+# --------------------------------------------------------------------------- HTTP subprocess
+
+
+@dataclass
+class ProcessServer:
+    """A running ``mcpkit serve --http`` process."""
+
+    url: str
+    port: int
+    process: subprocess.Popen[bytes]
+    output: Path
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def output_tail(self, lines: int = 40) -> str:
+        return tail(self.output, lines)
+
+
+def _answers_http(url: str) -> bool:
+    try:
+        httpx.get(url, timeout=2.0)
+    except httpx.HTTPError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def http_subprocess(
+    output_dir: Path, target: Path = CONFORMANCE_SERVER, *args: str
+) -> Iterator[ProcessServer]:
+    port = free_port()
+    output = output_dir / "server-output.log"
+    cmd = [sys.executable, "-m", "mcpkit", "serve", str(target), "--http", "--port", str(port)]
+    cmd += list(args)
+    with open(output, "wb") as sink:
+        process = subprocess.Popen(
+            cmd,
+            cwd=output_dir,
+            env=subprocess_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=sink,
+            start_new_session=True,
+        )
+    server = ProcessServer(f"http://127.0.0.1:{port}/mcp", port, process, output)
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not _answers_http(server.url):
+            if process.poll() is not None:
+                pytest.fail(
+                    f"mcpkit serve exited with {process.returncode} during startup:\n"
+                    f"{server.output_tail()}"
+                )
+            if time.monotonic() > deadline:
+                pytest.fail(f"mcpkit serve did not answer on {port}:\n{server.output_tail()}")
+            time.sleep(0.1)
+        yield server
+    finally:
+        kill_group(process)
+
+
+# --------------------------------------------------------------------------- in-process uvicorn
+
+
+class ThreadServer:
+    """An ASGI app served by uvicorn in a daemon thread on a pre-bound 127.0.0.1 socket."""
+
+    def __init__(self, app: Any, **config: Any) -> None:
+        import uvicorn
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        options: dict[str, Any] = {
+            "log_level": "warning",
+            "lifespan": "on",
+            "loop": "asyncio",
+            "timeout_graceful_shutdown": 2,
+        }
+        options.update(config)
+        self.server = uvicorn.Server(uvicorn.Config(app, **options))
+        self.errors: list[BaseException] = []
+        self.thread = threading.Thread(target=self._run, name="uvicorn-test", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.server.run(sockets=[self.sock])
+        except BaseException as exc:  # surfaced by start()/alive()
+            self.errors.append(exc)
+
+    def start(self) -> ThreadServer:
+        self.thread.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"uvicorn did not start: {self.errors!r}")
+            time.sleep(0.01)
+        return self
+
+    def alive(self) -> bool:
+        return self.thread.is_alive() and not self.server.should_exit
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+        self.sock.close()
+
+    def __enter__(self) -> ThreadServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# --------------------------------------------------------------------------- stdio subprocess
+
+
+class StdioProcess:
+    """``python -m mcpkit serve TARGET`` on real pipes; one JSON-RPC message per line."""
+
+    def __init__(self, target: Path, workdir: Path, *, env: dict[str, str] | None = None) -> None:
+        self.stderr_path = workdir / "stdio-stderr.log"
+        self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mcpkit", "serve", str(target)],
+            cwd=workdir,
+            env=env or subprocess_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            start_new_session=True,
+            bufsize=0,
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.raw_lines: list[bytes] = []
+        self._reader = threading.Thread(target=self._read, name="stdio-reader", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        for line in iter(stdout.readline, b""):
+            self.raw_lines.append(line)
+            self.lines.put(line)
+        self.lines.put(None)
+
+    # ----- writing
+    def send_raw(self, data: bytes) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        stdin.write(data)
+        stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_raw(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def close_stdin(self) -> None:
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
+
+    # ----- reading
+    def recv_line(self, timeout: float = 10.0) -> bytes:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(
+                f"no output from the stdio server within {timeout}s\nstderr:\n{self.stderr_tail()}"
+            ) from None
+        if line is None:
+            self.lines.put(None)  # stay at EOF for later reads
+            raise AssertionError(f"stdio server closed stdout\nstderr:\n{self.stderr_tail()}")
+        return line
+
+    def recv(self, timeout: float = 10.0) -> dict[str, Any]:
+        """The next message; asserts the line is exactly one JSON object plus ``\\n``."""
+        line = self.recv_line(timeout)
+        assert line.endswith(b"\n"), line
+        body = line[:-1]
+        assert b"\n" not in body and b"\r" not in body, line
+        try:
+            message = json.loads(body)
+        except ValueError as exc:
+            raise AssertionError(f"stdout line is not JSON: {line[:200]!r}") from exc
+        assert isinstance(message, dict), message
+        return message
+
+    def no_output(self, wait: float) -> bool:
+        """True when nothing arrives within ``wait`` seconds."""
+        try:
+            line = self.lines.get(timeout=wait)
+        except queue.Empty:
+            return True
+        self.lines.put(line)  # keep it (order is irrelevant for callers of this)
+        return False
+
+    def stderr_tail(self, lines: int = 40) -> str:
+        self._stderr.flush()
+        return tail(self.stderr_path, lines)
+
+    def stop(self) -> None:
+        self.close_stdin()
+        kill_group(self.process)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self._stderr.close()

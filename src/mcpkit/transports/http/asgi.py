@@ -132,3 +132,12 @@ async def send_empty(
 
 def envelope_error(message: str) -> McpError:
     return McpError(INVALID_REQUEST, message)
+
+
+async def watch_disconnect(receive: Receive, scope: Any) -> None:
+    """Cancel ``scope`` when the client goes away (run beside a handler or stream)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return

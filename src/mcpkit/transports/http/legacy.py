@@ -23,7 +23,7 @@ from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
 from ...types.versions import LEGACY_VERSIONS
-from .asgi import Receive, Send, send_empty, send_error
+from .asgi import Receive, Send, send_empty, send_error, watch_disconnect
 from .sessions import HttpSession, Waiter
 from .stream import SSE_HEADERS, ResponseWriter
 
@@ -209,15 +209,8 @@ async def handle_legacy_get(
     app: McpHttpApp, headers: dict[str, str], receive: Receive, send: Send, principal: Any
 ) -> None:
     """Resume a stream (``Last-Event-ID``) or open the session's standalone stream."""
-    session_id = headers.get(hdr.SESSION_ID)
-    if session_id is None:
-        await send_error(
-            send, 400, McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id")
-        )
-        return
-    session = await app.sessions.get(session_id)
-    if session is None or (principal is not None and session.legacy.principal != principal):
-        await send_error(send, 404, McpError(INVALID_REQUEST, "Session not found"))
+    session = await _session_or_answer(app, headers, send, principal)
+    if session is None:
         return
     if "text/event-stream" not in headers.get("accept", ""):
         await send_error(
@@ -253,7 +246,7 @@ async def _resume(
         }
     )
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_watch, receive, tg.cancel_scope)
+        tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
         while True:
             for s, data in log.after(seq):
                 seq = s
@@ -284,7 +277,7 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
         await send({"type": "http.response.body", "body": b":\r\n\r\n", "more_body": True})
         with app.server.bus.listen() as listener:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_watch, receive, tg.cancel_scope)
+                tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
                 app.listen_streams.add(tg.cancel_scope)
 
                 async def forward_events() -> None:
@@ -330,26 +323,27 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
         push_send.close()
 
 
-async def _watch(receive: Receive, scope: anyio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
+async def _session_or_answer(
+    app: McpHttpApp, headers: dict[str, str], send: Send, principal: Any
+) -> HttpSession | None:
+    """The session a GET/DELETE names, or None after answering 400 (no id) / 404 (unknown,
+    expired, or another principal's: a session id is never a credential)."""
+    session_id = headers.get(hdr.SESSION_ID)
+    if session_id is None:
+        failure = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id")
+        await send_error(send, 400, failure)
+        return None
+    session = await app.sessions.get(session_id)
+    if session is None or (principal is not None and session.legacy.principal != principal):
+        await send_error(send, 404, McpError(INVALID_REQUEST, "Session not found"))
+        return None
+    return session
 
 
 async def handle_legacy_delete(
     app: McpHttpApp, headers: dict[str, str], send: Send, principal: Any
 ) -> None:
-    session_id = headers.get(hdr.SESSION_ID)
-    if session_id is None:
-        await send_error(
-            send, 400, McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id")
-        )
-        return
-    session = await app.sessions.get(session_id)
-    if session is None or (principal is not None and session.legacy.principal != principal):
-        await send_error(send, 404, McpError(INVALID_REQUEST, "Session not found"))
-        return
-    await app.sessions.drop(session_id)
-    await send_empty(send, 200)
+    session = await _session_or_answer(app, headers, send, principal)
+    if session is not None:
+        await app.sessions.drop(session.legacy.id)
+        await send_empty(send, 200)

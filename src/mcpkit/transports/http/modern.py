@@ -21,7 +21,7 @@ from ...server.listen import Subscription
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
 from ...types.methods import METHODS
-from .asgi import Receive, Send, send_empty, send_error
+from .asgi import Receive, Send, send_empty, send_error, watch_disconnect
 from .stream import ResponseWriter
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ async def handle_modern(
     outcome: dict[str, Any] | None = None
     extra: list[tuple[bytes, bytes]] | None = None
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
+        tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
         try:
             result = await handler(message, meta, exchange, principal=principal)
             outcome = jsonrpc.result(request_id, result)
@@ -106,14 +106,6 @@ async def handle_modern(
         tg.cancel_scope.cancel()
     if outcome is not None:
         await writer.final(outcome, status, extra)
-
-
-async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
 
 
 async def _listen(
@@ -132,7 +124,7 @@ async def _listen(
         return
     with app.server.bus.listen() as listener:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_disconnect, receive, tg.cancel_scope)
+            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
             await writer.message(subscription.acknowledgement())
             app.listen_streams.add(tg.cancel_scope)
             try:

@@ -26,8 +26,6 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
-import anyio
-
 from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, expected_param_headers
 from ..protocol.headers import header_params as parse_header_params
 from ..transports.client_base import ClientTransport
@@ -169,7 +167,9 @@ class Client:
                 self.transport.set_handlers(self._on_request, self._on_notification)
                 info = await self.session.connect()
         except BaseException:
-            with anyio.CancelScope(shield=True), _boundary(), contextlib.suppress(Exception):
+            # The transports shield their own shutdown; their task groups must be exited
+            # in the scope they were entered in, so no shield here.
+            with _boundary(), contextlib.suppress(Exception):
                 await stack.aclose()
             raise
         self._stack = stack

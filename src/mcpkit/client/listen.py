@@ -91,8 +91,9 @@ class Subscription:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        with anyio.CancelScope(shield=True):
-            await self._stack.aclose()
+        # Not shielded as a whole: the stack holds a task group, which must be exited in
+        # the scope it was entered in (the unsubscribe calls bound themselves).
+        await self._stack.aclose()
         if self.ended is None:
             self.ended = "closed by the client"
 
@@ -179,7 +180,8 @@ class Subscription:
             self._stack.push_async_callback(self._unsubscribe, uri)
 
     async def _unsubscribe(self, uri: str) -> None:
-        with anyio.move_on_after(2), contextlib.suppress(Exception):
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2), \
+                contextlib.suppress(Exception):
             await self._client.unsubscribe_resource(uri)
 
     def offer(self, note: Notification) -> None:

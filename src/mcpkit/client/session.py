@@ -34,6 +34,7 @@ import anyio
 from ..transports.client_base import (
     ClientTransport,
     ConnectError,
+    ConnectionClosedError,
     HttpStatusError,
     ProgressHandler,
     ProtocolViolationError,
@@ -92,6 +93,14 @@ class Session:
 
     # ------------------------------------------------------------------ connecting
     async def connect(self) -> ServerInfo:
+        try:
+            return await self._connect()
+        except (ConnectionClosedError, RequestTimeoutError) as exc:
+            if self.transport.kind != "stdio":
+                raise
+            raise ServerStartupError(f"the server failed to start: {exc}") from None
+
+    async def _connect(self) -> ServerInfo:
         cache = self.options.era_cache or DEFAULT_ERA_CACHE
         key = self.transport.server_key
         with anyio.move_on_after(self.options.startup_timeout) as scope:

@@ -236,7 +236,8 @@ class HttpTransport:
         # Only reached when our own deadline fired.
         if not call.modern:
             await self._cancel_legacy(request_id, "request timed out")
-        hard = anyio.current_time() >= call.hard_deadline - 0.05
+        hard = (call.hard_deadline - started > (timeout or 0.0)
+                and anyio.current_time() >= call.hard_deadline - 0.05)
         raise RequestTimeoutError(
             method, (call.hard_deadline - started) if hard else (timeout or 0.0), hard=hard
         )

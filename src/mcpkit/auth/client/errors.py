@@ -1,0 +1,32 @@
+"""Errors raised by the OAuth client.  Each says what went wrong and what to do."""
+
+from __future__ import annotations
+
+import httpx
+
+__all__ = ["AuthorizationError", "DiscoveryError", "OAuthError", "SsrfBlocked", "TokenError"]
+
+
+class OAuthError(Exception):
+    """Base class: the client could not obtain or use an access token."""
+
+
+class DiscoveryError(OAuthError):
+    """Protected-resource or authorization-server metadata is missing or not acceptable."""
+
+
+class AuthorizationError(OAuthError):
+    """The authorization step failed (user denied, state/iss mismatch, no code, ...)."""
+
+
+class TokenError(OAuthError):
+    """The token endpoint refused a request (``error`` holds the OAuth error code)."""
+
+    def __init__(self, message: str, error: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+        self.status = status
+
+
+class SsrfBlocked(httpx.TransportError):
+    """A discovery or token URL points somewhere the client must not go (SSRF guard)."""

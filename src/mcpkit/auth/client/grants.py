@@ -1,0 +1,481 @@
+"""How a token is obtained once the authorization server is known.
+
+* :class:`AuthorizationCodeGrant` — OAuth 2.1 authorization code with PKCE S256 (refused
+  when the server does not advertise S256), RFC 8707 ``resource``, RFC 9207 ``iss`` checked
+  exactly before the code is redeemed; the client is registered by pre-registration, then
+  a Client ID Metadata Document, then Dynamic Client Registration (credentials kept per
+  issuer).
+* :class:`ClientCredentialsGrant` — machine clients with ``client_secret_basic``/``post``
+  or ``private_key_jwt``.
+* :class:`JwtBearerGrant` — RFC 7523 JWT bearer (workload identity federation): the
+  assertion comes from the environment; errors are surfaced, never retried.
+* :class:`IdJagGrant` — enterprise-managed authorization (ID-JAG): RFC 8693 token exchange
+  at the enterprise IdP, then a JWT bearer grant at the MCP server's authorization server.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import inspect
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from ..urls import is_loopback_host
+from .browser import RedirectHandler, check_browser_url
+from .clientauth import choose_auth_method, load_private_key
+from .errors import AuthorizationError, DiscoveryError, SsrfBlocked, TokenError
+from .flow import Flow, GrantContext, OAuthEngine, UserAuthorization
+from .metadata import AuthServerMetadata
+from .ssrf import check_url
+from .store import ClientInfo, TokenSet
+
+__all__ = [
+    "AuthorizationCodeGrant",
+    "ClientCredentialsGrant",
+    "Grant",
+    "IdJagGrant",
+    "JwtBearerGrant",
+]
+
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+
+
+class Grant:
+    """Base: obtain a token for ``ctx.resource`` from ``ctx.as_meta``."""
+
+    #: add ``offline_access`` when the AS supports it (grants that get refresh tokens)
+    wants_refresh = False
+
+    def choose_issuer(self, servers: Sequence[str]) -> str:
+        return servers[0]
+
+    def existing_client(
+        self, engine: OAuthEngine, as_meta: AuthServerMetadata
+    ) -> ClientInfo | None:
+        """Credentials to refresh with (no registration here)."""
+        return None
+
+    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+
+def _pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)  # 64 characters of [A-Za-z0-9_-]
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _with_query(url: str, params: Mapping[str, str]) -> str:
+    parts = urlsplit(url)
+    query = f"{parts.query}&{urlencode(params)}" if parts.query else urlencode(params)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+
+
+def _default_alg(key: Any) -> str:
+    kty = getattr(key, "key_type", None)
+    if kty == "RSA":
+        return "RS256"
+    if kty == "OKP":
+        return "EdDSA"
+    curve = getattr(key, "curve_name", None) or "P-256"
+    return {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}.get(str(curve), "ES256")
+
+
+class AuthorizationCodeGrant(Grant):
+    wants_refresh = True
+
+    def __init__(
+        self,
+        redirect_handler: RedirectHandler,
+        *,
+        client_name: str = "mcpkit",
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        client_issuer: str | None = None,
+        client_metadata_url: str | None = None,
+        client_metadata: Mapping[str, Any] | None = None,
+        request_refresh_tokens: bool = True,
+    ) -> None:
+        if client_metadata_url is not None:
+            parts = urlsplit(client_metadata_url)
+            if parts.scheme != "https" or parts.path in ("", "/"):
+                raise ValueError("client_metadata_url must be an https URL with a path")
+        self.redirect_handler = redirect_handler
+        self.client_name = client_name
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.client_issuer = client_issuer
+        self.client_metadata_url = client_metadata_url
+        self.client_metadata = dict(client_metadata or {})
+        self.wants_refresh = request_refresh_tokens
+
+    # ------------------------------------------------------------------ registration
+    def choose_issuer(self, servers: Sequence[str]) -> str:
+        if self.client_issuer is not None and self.client_issuer in servers:
+            return self.client_issuer
+        return servers[0]
+
+    def _preregistered(self, as_meta: AuthServerMetadata) -> ClientInfo | None:
+        if self.client_id is None:
+            return None
+        if self.client_issuer is not None and self.client_issuer != as_meta.issuer:
+            return None
+        method = choose_auth_method(
+            as_meta.token_endpoint_auth_methods_supported,
+            has_secret=self.client_secret is not None,
+        )
+        return ClientInfo(
+            self.client_id,
+            self.client_secret,
+            method,
+            as_meta.issuer,
+            registration="pre-registered",
+        )
+
+    def _metadata_document(self, as_meta: AuthServerMetadata) -> ClientInfo | None:
+        if self.client_metadata_url is None or not as_meta.client_id_metadata_document_supported:
+            return None
+        return ClientInfo(
+            self.client_metadata_url, None, "none", as_meta.issuer, registration="metadata-document"
+        )
+
+    def existing_client(
+        self, engine: OAuthEngine, as_meta: AuthServerMetadata
+    ) -> ClientInfo | None:
+        found = self._preregistered(as_meta)
+        if found is not None:
+            return found
+        stored = engine.store.get_client(as_meta.issuer)
+        if stored is not None and stored.usable() and stored.issuer == as_meta.issuer:
+            return stored
+        return self._metadata_document(as_meta)
+
+    def registration_request(self, as_meta: AuthServerMetadata) -> dict[str, Any]:
+        redirect = self.redirect_handler.redirect_uri
+        parts = urlsplit(redirect)
+        native = parts.scheme not in ("http", "https") or is_loopback_host(parts.hostname)
+        supported = as_meta.token_endpoint_auth_methods_supported
+        # A native app cannot keep a secret: be a public client when the AS allows it.
+        method = "none" if "none" in supported else choose_auth_method(supported, has_secret=True)
+        grant_types = ["authorization_code"]
+        if self.wants_refresh:
+            grant_types.append("refresh_token")
+        body: dict[str, Any] = {
+            "client_name": self.client_name,
+            "redirect_uris": [redirect],
+            "grant_types": grant_types,
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+            "application_type": "native" if native else "web",
+        }
+        body.update(self.client_metadata)
+        return body
+
+    def register(self, engine: OAuthEngine, as_meta: AuthServerMetadata) -> Flow[ClientInfo]:
+        endpoint = as_meta.registration_endpoint
+        if endpoint is None:
+            raise AuthorizationError(
+                f"{as_meta.issuer} supports neither Client ID Metadata Documents nor dynamic "
+                "registration: pass client_id (and client_secret) from a manual registration"
+            )
+        import httpx
+
+        from .flow import Fetch
+
+        body = self.registration_request(as_meta)
+        request = httpx.Request("POST", endpoint, json=body, headers={"Accept": "application/json"})
+        response: httpx.Response = yield Fetch(request)
+        if response.status_code not in (200, 201):
+            raise AuthorizationError(
+                f"dynamic client registration at {endpoint} failed (HTTP {response.status_code})"
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("client_id"), str):
+            raise AuthorizationError("the registration response has no client_id")
+        secret = data.get("client_secret") if isinstance(data.get("client_secret"), str) else None
+        method = data.get("token_endpoint_auth_method")
+        if not isinstance(method, str):
+            method = body["token_endpoint_auth_method"]
+        if method in ("client_secret_basic", "client_secret_post") and secret is None:
+            method = "none"
+        expires = data.get("client_secret_expires_at")
+        client = ClientInfo(
+            data["client_id"],
+            secret,
+            method,
+            as_meta.issuer,
+            float(expires) if isinstance(expires, (int, float)) and expires else None,
+            registration="dynamic",
+        )
+        engine.store.set_client(as_meta.issuer, client)
+        return client
+
+    def client(self, engine: OAuthEngine, as_meta: AuthServerMetadata) -> Flow[ClientInfo]:
+        found = self.existing_client(engine, as_meta)
+        if found is not None:
+            return found
+        return (yield from self.register(engine, as_meta))
+
+    # ------------------------------------------------------------------ the grant
+    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+        as_meta = ctx.as_meta
+        if not as_meta.supports_s256:
+            raise DiscoveryError(
+                f"{as_meta.issuer} does not advertise PKCE S256 "
+                "(code_challenge_methods_supported); refusing to authorize without it"
+            )
+        if as_meta.authorization_endpoint is None:
+            raise DiscoveryError(f"{as_meta.issuer} has no authorization_endpoint")
+        check_browser_url(as_meta.authorization_endpoint)
+        client = yield from self.client(ctx.engine, as_meta)
+        verifier, challenge = _pkce()
+        state = secrets.token_urlsafe(32)
+        redirect_uri = self.redirect_handler.redirect_uri
+        params = {
+            "response_type": "code",
+            "client_id": client.client_id,
+            "redirect_uri": redirect_uri,
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "resource": ctx.resource,
+        }
+        if ctx.scopes:
+            params["scope"] = " ".join(ctx.scopes)
+        url = check_browser_url(_with_query(as_meta.authorization_endpoint, params))
+        answer: Mapping[str, str] = yield UserAuthorization(url, self.redirect_handler)
+        code = self.check_response(answer, state, as_meta)
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "code_verifier": verifier,
+            "resource": ctx.resource,
+        }
+        try:
+            return (yield from ctx.engine.token_request(as_meta, form, client))
+        except TokenError as exc:
+            if exc.error == "invalid_client" and client.registration == "dynamic":
+                ctx.engine.store.set_client(as_meta.issuer, None)  # register afresh next time
+            raise
+
+    @staticmethod
+    def check_response(answer: Mapping[str, str], state: str, as_meta: AuthServerMetadata) -> str:
+        """RFC 9207 first (even for error responses), then state, then the outcome."""
+        iss = answer.get("iss")
+        if iss is not None:
+            if iss != as_meta.issuer:
+                raise AuthorizationError(
+                    f"the authorization response came from issuer {iss!r}, expected "
+                    f"{as_meta.issuer!r} (RFC 9207 mix-up protection); the code was not used"
+                )
+        elif as_meta.iss_parameter_supported:
+            raise AuthorizationError(
+                "the authorization server promised an 'iss' parameter but the response has "
+                "none (RFC 9207); the code was not used"
+            )
+        if answer.get("state") != state:
+            raise AuthorizationError("the authorization response's state does not match")
+        if "error" in answer:
+            description = answer.get("error_description") or ""
+            raise AuthorizationError(f"authorization failed: {answer['error']} {description}")
+        code = answer.get("code")
+        if not code:
+            raise AuthorizationError("the authorization response has no code")
+        return code
+
+
+class ClientCredentialsGrant(Grant):
+    def __init__(
+        self,
+        client_id: str,
+        *,
+        client_secret: str | None = None,
+        private_key: Any = None,
+        signing_alg: str | None = None,
+        auth_method: str | None = None,
+        assertion_audience: str | None = None,
+    ) -> None:
+        if client_secret is None and private_key is None:
+            raise ValueError("client credentials need a client_secret or a private_key")
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.private_key = load_private_key(private_key) if private_key is not None else None
+        self.signing_alg = signing_alg or (
+            _default_alg(self.private_key) if self.private_key is not None else "ES256"
+        )
+        self.auth_method = auth_method
+        self.assertion_audience = assertion_audience
+
+    def _client(self, as_meta: AuthServerMetadata) -> ClientInfo:
+        method = self.auth_method or choose_auth_method(
+            as_meta.token_endpoint_auth_methods_supported,
+            has_secret=self.client_secret is not None,
+            has_key=self.private_key is not None,
+        )
+        if method == "none":
+            method = "private_key_jwt" if self.private_key is not None else "client_secret_basic"
+        return ClientInfo(self.client_id, self.client_secret, method, as_meta.issuer)
+
+    def existing_client(
+        self, engine: OAuthEngine, as_meta: AuthServerMetadata
+    ) -> ClientInfo | None:
+        return self._client(as_meta)
+
+    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+        form = {"grant_type": "client_credentials", "resource": ctx.resource}
+        if ctx.scopes:
+            form["scope"] = " ".join(ctx.scopes)
+        return (
+            yield from ctx.engine.token_request(
+                ctx.as_meta,
+                form,
+                self._client(ctx.as_meta),
+                private_key=self.private_key,
+                signing_alg=self.signing_alg,
+                assertion_audience=self.assertion_audience,
+            )
+        )
+
+
+AssertionSource = str | Callable[[], str]
+
+
+def _assertion(source: AssertionSource) -> str:
+    value = source() if callable(source) else source
+    if inspect.isawaitable(value) or not isinstance(value, str) or not value:
+        raise AuthorizationError("the assertion source must return a JWT string")
+    return value
+
+
+class JwtBearerGrant(Grant):
+    """RFC 7523 §2.1 with an assertion the workload already holds."""
+
+    def __init__(
+        self,
+        assertion: AssertionSource,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+    ) -> None:
+        self.assertion = assertion
+        self.client_id = client_id
+        self.client_secret = client_secret
+
+    def _client(self, as_meta: AuthServerMetadata) -> ClientInfo | None:
+        if self.client_id is None:
+            return None
+        method = choose_auth_method(
+            as_meta.token_endpoint_auth_methods_supported, has_secret=self.client_secret is not None
+        )
+        return ClientInfo(self.client_id, self.client_secret, method, as_meta.issuer)
+
+    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+        form = {
+            "grant_type": JWT_BEARER,
+            "assertion": _assertion(self.assertion),
+            "resource": ctx.resource,
+        }
+        if ctx.scopes:
+            form["scope"] = " ".join(ctx.scopes)
+        client = self._client(ctx.as_meta)
+        if client is None:
+            response = yield from ctx.engine.post_form(ctx.as_meta.token_endpoint, form)
+            if response.status_code != 200:
+                from .flow import _error_of
+
+                error, text = _error_of(response)
+                raise TokenError(f"the JWT bearer grant was refused: {text}", error)
+            return ctx.engine.parse_token_response(response, dpop=False)
+        return (yield from ctx.engine.token_request(ctx.as_meta, form, client))
+
+
+class IdJagGrant(Grant):
+    """Enterprise-managed authorization: exchange the user's IdP ID token for an ID-JAG at
+    the IdP (RFC 8693), then present it at the MCP server's authorization server."""
+
+    def __init__(
+        self,
+        *,
+        id_token: AssertionSource,
+        idp_token_endpoint: str,
+        client_id: str,
+        client_secret: str | None = None,
+        idp_client_id: str | None = None,
+        idp_client_secret: str | None = None,
+    ) -> None:
+        self.id_token = id_token
+        self.idp_token_endpoint = idp_token_endpoint
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.idp_client_id = idp_client_id
+        self.idp_client_secret = idp_client_secret
+
+    def existing_client(
+        self, engine: OAuthEngine, as_meta: AuthServerMetadata
+    ) -> ClientInfo | None:
+        method = choose_auth_method(
+            as_meta.token_endpoint_auth_methods_supported, has_secret=self.client_secret is not None
+        )
+        return ClientInfo(self.client_id, self.client_secret, method, as_meta.issuer)
+
+    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+        from .clientauth import apply_client_auth
+        from .flow import _error_of
+
+        try:
+            check_url(self.idp_token_endpoint, ctx.engine.policy)
+        except SsrfBlocked as exc:
+            raise DiscoveryError(f"IdP token endpoint refused: {exc}") from None
+        form = {
+            "grant_type": TOKEN_EXCHANGE,
+            "requested_token_type": ID_JAG,
+            "subject_token": _assertion(self.id_token),
+            "subject_token_type": ID_TOKEN,
+            "audience": ctx.as_meta.issuer,
+            "resource": ctx.resource,
+        }
+        if ctx.scopes:
+            form["scope"] = " ".join(ctx.scopes)
+        headers: dict[str, str] = {}
+        if self.idp_client_id is not None:
+            method = "client_secret_basic" if self.idp_client_secret else "none"
+            apply_client_auth(
+                method,
+                form,
+                headers,
+                client_id=self.idp_client_id,
+                client_secret=self.idp_client_secret,
+            )
+        response = yield from ctx.engine.post_form(self.idp_token_endpoint, form, headers)
+        if response.status_code != 200:
+            error, text = _error_of(response)
+            raise TokenError(f"the IdP refused the token exchange: {text}", error)
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("access_token"), str):
+            raise TokenError("the IdP's token exchange response has no ID-JAG")
+        if data.get("issued_token_type", ID_JAG) != ID_JAG:
+            raise TokenError(f"the IdP issued {data.get('issued_token_type')!r}, not an ID-JAG")
+        grant = {
+            "grant_type": JWT_BEARER,
+            "assertion": data["access_token"],
+            "resource": ctx.resource,
+        }
+        if ctx.scopes:
+            grant["scope"] = " ".join(ctx.scopes)
+        client = self.existing_client(ctx.engine, ctx.as_meta)
+        assert client is not None
+        return (yield from ctx.engine.token_request(ctx.as_meta, grant, client))

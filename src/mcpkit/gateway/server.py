@@ -51,6 +51,7 @@ UNAUTHENTICATED = -31001
 FORBIDDEN = -31003
 RATE_LIMITED = -31029
 TASK_SEPARATOR = "~"
+TRACE_KEYS = ("traceparent", "tracestate", "baggage")
 
 
 class PolicyError(McpError):
@@ -137,7 +138,9 @@ class GatewayServer(Server):
     def __init__(self, config: GatewayConfig) -> None:
         super().__init__(config.name, "1.0.0", state=config.state)
         self.config = config
-        self.upstreams = [Upstream(u, self._upstream_changed) for u in config.upstreams]
+        self.upstreams = [
+            Upstream(u, self._upstream_changed, cache=config.cache) for u in config.upstreams
+        ]
         self.authorizer = Authorizer(config.rules, config.default_effect)
         self.limiter = RateLimiter(config.rate_limits, config.state)
         self.audit = AuditLog(config.audit_log)
@@ -315,7 +318,8 @@ class GatewayServer(Server):
             else:
                 upstream = await self._resource_owner(str(ref.get("uri", "")))
                 forwarded = params
-            answer = await upstream.call(lambda c: c.request(method, _clean(forwarded)))
+            trace = _trace_meta(ctx) or None
+            answer = await upstream.call(lambda c: c.request(method, _clean(forwarded), meta=trace))
             return _strip(answer), upstream.name
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
             if not declares_tasks(ctx.meta):
@@ -343,6 +347,8 @@ class GatewayServer(Server):
         }[method]
         member = {"templates": "resourceTemplates"}.get(kind, kind)
         items: list[dict[str, Any]] = []
+        ttl_ms = self.cache_ttl_ms if self.config.cache else 0
+        scope = self.cache_scope
         for upstream in self.upstreams:
             if upstream.client is None:
                 continue
@@ -351,6 +357,11 @@ class GatewayServer(Server):
             except McpError as exc:
                 log.warning("upstream %s: %s failed: %s", upstream.name, method, exc)
                 continue
+            # The merged list is stale as soon as any part of it is; private if any part is.
+            remaining, their_scope = upstream.freshness(kind)
+            ttl_ms = min(ttl_ms, remaining)
+            if their_scope == "private":
+                scope = "private"
             for item in listing:
                 if kind in ("tools", "prompts"):
                     item = {**item, "name": upstream.prefix + str(item.get("name", ""))}
@@ -362,8 +373,8 @@ class GatewayServer(Server):
                 items.append(item)
         result: dict[str, Any] = {member: items}
         if ctx.meta.era == "modern":
-            result["ttlMs"] = self.cache_ttl_ms
-            result["cacheScope"] = self.cache_scope
+            result["ttlMs"] = ttl_ms
+            result["cacheScope"] = scope
         return result
 
     async def _resource_owner(self, uri: str) -> Upstream:
@@ -394,7 +405,7 @@ class GatewayServer(Server):
         if ctx.meta.era == "modern" and client.era == "modern":
             headers = None
             if method == "tools/call":
-                tool = self._proxy_tools.get(upstream.prefix + str(params.get("name", "")))
+                tool = await self._proxy_tool(upstream, str(params.get("name", "")))
                 if tool is not None and tool.header_params:
                     headers = expected_param_headers(tool.header_params, params.get("arguments"))
             answer = await upstream.call(
@@ -411,18 +422,17 @@ class GatewayServer(Server):
         front = FrontCall(ctx)
         result: dict[str, Any] | None = None
         rounds = self._open_rounds(ctx, upstream, method, params)
+        meta = _bridged_meta(ctx)
 
         async def run(c: Any) -> dict[str, Any]:
             arguments = params.get("arguments")
             if method == "tools/call":
                 return dict(
-                    await c.call_tool(
-                        params["name"], arguments, on_progress=progress, meta=_log_meta(ctx)
-                    )
+                    await c.call_tool(params["name"], arguments, on_progress=progress, meta=meta)
                 )
             if method == "prompts/get":
-                return dict(await c.get_prompt(params["name"], arguments))
-            return dict(await c.read_resource(params["uri"], refresh=True))
+                return dict(await c.get_prompt(params["name"], arguments, meta=meta))
+            return dict(await c.read_resource(params["uri"], refresh=True, meta=meta))
 
         with anyio.CancelScope() as scope:
             front.scope = scope
@@ -436,6 +446,21 @@ class GatewayServer(Server):
         if result is None:  # cancelled for another reason
             raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
         return _strip(result)
+
+    async def _proxy_tool(self, upstream: Upstream, original: str) -> _ProxyTool | None:
+        """The upstream's definition of a tool (for its ``x-mcp-header`` parameters), also
+        when the front client called it without listing first, or after a list change."""
+        name = upstream.prefix + original
+        tool = self._proxy_tools.get(name)
+        if tool is None:
+            try:
+                listing = await upstream.listing("tools")
+            except McpError:
+                return None
+            wire = next((t for t in listing if t.get("name") == original), None)
+            if wire is not None:
+                tool = self._proxy_tools[name] = _ProxyTool({**wire, "name": name})
+        return tool
 
     def _open_rounds(
         self, ctx: Context, upstream: Upstream, method: str, params: dict[str, Any]
@@ -486,9 +511,23 @@ class GatewayServer(Server):
         return result
 
 
-def _log_meta(ctx: Context) -> dict[str, Any] | None:
+def _bridged_meta(ctx: Context) -> dict[str, Any] | None:
+    """What of the front request's ``_meta`` a bridged upstream call carries: the log
+    level and the W3C trace context."""
+    meta = _trace_meta(ctx)
     level = ctx.meta.log_level or (ctx.session.log_level if ctx.session is not None else None)
-    return {META_LOG_LEVEL: level} if level is not None else None
+    if level is not None:
+        meta[META_LOG_LEVEL] = level
+    return meta or None
+
+
+def _trace_meta(ctx: Context) -> dict[str, Any]:
+    """W3C trace context (``traceparent``, ``tracestate``, ``baggage``) from the front
+    request's ``_meta``, passed on so the upstream's spans join the caller's trace."""
+    front = ctx.params.get("_meta")
+    if not isinstance(front, dict):
+        return {}
+    return {k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)}
 
 
 def _progress_forwarder(ctx: Context) -> Any:
@@ -511,6 +550,7 @@ def _clean(params: dict[str, Any]) -> dict[str, Any]:
 def _meta_for(ctx: Context) -> dict[str, Any]:
     """The front client's own capabilities and log level, for the upstream request."""
     meta: dict[str, Any] = {META_CLIENT_CAPABILITIES: ctx.meta.client_capabilities}
+    meta.update(_trace_meta(ctx))
     level = ctx.meta.log_level or (ctx.session.log_level if ctx.session is not None else None)
     if level is not None:
         meta[META_LOG_LEVEL] = level

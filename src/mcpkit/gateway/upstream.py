@@ -34,6 +34,8 @@ LISTINGS = {
     "resources": ("resources/list", "resources"),
     "templates": ("resources/templates/list", "resourceTemplates"),
 }
+#: How long a list without ``ttlMs`` (a legacy upstream's) is reused, at most.
+LEGACY_LIST_TTL_S = 60.0
 _CHANGED = {
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
@@ -51,14 +53,18 @@ class Upstream:
         self,
         config: UpstreamConfig,
         on_change: Callable[[str, str, str | None], None],
+        *,
+        cache: bool = True,
     ) -> None:
         self.config = config
+        self.cache = cache
         self.name = config.name
         self.prefix = config.prefix
         self.client: Client | None = None
         self.error: str | None = "not started"
         self._on_change = on_change
-        self._listings: dict[str, tuple[float, list[dict[str, Any]]]] = {}
+        #: kind -> (expiry on the monotonic clock, items, the upstream's cacheScope)
+        self._listings: dict[str, tuple[float, list[dict[str, Any]], str]] = {}
         self._inflight: list[Any] = []
         self._restart = anyio.Event()
         self.capabilities: dict[str, Any] = {}
@@ -210,30 +216,47 @@ class Upstream:
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
         method, member = LISTINGS[kind]
-        spec = {
-            "tools": "tools",
-            "prompts": "prompts",
-            "resources": "resources",
-            "templates": "resources",
-        }[kind]
-        if spec not in self.capabilities and self.capabilities:
+        if not self.offers(kind):
             return []
         page_items: list[dict[str, Any]] = []
         cursor: str | None = None
         ttl_ms: int | None = None
+        scope = "public"
         for _ in range(100):
             params = {"cursor": cursor} if cursor else None
             page = await self.call(partial(_request, method=method, params=params))
             items = page.get(member) or []
             page_items.extend(i for i in items if isinstance(i, dict))
-            if isinstance(page.get("ttlMs"), int):
-                ttl_ms = page["ttlMs"] if ttl_ms is None else min(ttl_ms, page["ttlMs"])
+            ttl = page.get("ttlMs")
+            if isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
+                ttl = max(0, int(ttl))  # a negative ttlMs means 0
+                ttl_ms = ttl if ttl_ms is None else min(ttl_ms, ttl)
+            if page.get("cacheScope") == "private":
+                scope = "private"
             cursor = page.get("nextCursor")
             if not isinstance(cursor, str):
                 break
-        ttl_s = (ttl_ms / 1000.0) if ttl_ms is not None else 60.0
-        self._listings[kind] = (time.monotonic() + ttl_s, page_items)
+        if not self.cache:
+            ttl_ms = 0
+        # Legacy upstreams give no ttlMs: keep their lists until they say they changed
+        # (their notifications reach us on the session's GET stream), at most a minute.
+        ttl_s = (ttl_ms / 1000.0) if ttl_ms is not None else LEGACY_LIST_TTL_S
+        self._listings[kind] = (time.monotonic() + ttl_s, page_items, scope)
         return page_items
+
+    def offers(self, kind: str) -> bool:
+        """Whether the upstream has ``kind`` (tools, prompts, resources, templates) at all."""
+        capability = "resources" if kind == "templates" else kind
+        return not self.capabilities or capability in self.capabilities
+
+    def freshness(self, kind: str) -> tuple[int, str]:
+        """How much longer (ms) the last listing of ``kind`` may be reused, and its scope."""
+        if not self.offers(kind):
+            return 2**31 - 1, "public"  # nothing to go stale
+        cached = self._listings.get(kind)
+        if cached is None:
+            return 0, "public"
+        return max(0, int((cached[0] - time.monotonic()) * 1000)), cached[2]
 
     # ------------------------------------------------------------------ input bridging
     def _front(self) -> Any:

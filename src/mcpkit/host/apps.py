@@ -1,0 +1,187 @@
+"""MCP Apps (extension ``io.modelcontextprotocol/ui``): what the host needs on its side.
+
+A tool names its view with ``_meta.ui.resourceUri`` (a ``ui://`` resource of type
+``text/html;profile=mcp-app``).  The host reads it and shows it in an iframe that:
+
+* is sandboxed with ``allow-scripts`` only, *without* ``allow-same-origin``: the view gets an
+  opaque origin, so it cannot read the host page, its token, cookies or storage;
+* is filled through ``srcdoc`` (no URL to fetch, nothing cached under our origin);
+* carries a Content-Security-Policy built here from the resource's ``_meta.ui.csp``
+  (``connectDomains``, ``resourceDomains``, ``frameDomains``, ``baseUriDomains``).  Without
+  one the default is restrictive: inline script and style, ``data:`` images, no network.
+  Domains are validated as origins; anything that could smuggle another directive
+  (``;``, quotes, spaces, ``*`` alone, non-http(s) schemes) is dropped.
+
+The view talks JSON-RPC over ``postMessage``; the page's script is the bridge and sends its
+``tools/call`` requests back through the host's policy like any other call (see ``web/``).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["APP_MIME_TYPE", "APP_PROTOCOL_VERSION", "UI_EXTENSION", "AppDocument",
+           "AppError", "build_csp", "callable_by_app", "client_capabilities",
+           "prepare_app", "tool_ui_uri", "visible_to_model"]
+
+log = logging.getLogger("mcpkit.host.apps")
+
+UI_EXTENSION = "io.modelcontextprotocol/ui"
+APP_MIME_TYPE = "text/html;profile=mcp-app"
+APP_PROTOCOL_VERSION = "2026-01-26"
+
+_ORIGIN = re.compile(
+    r"^(https?|wss?)://(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:(\d{1,5}|\*))?$")
+_HEAD = re.compile(r"<head(\s[^>]*)?>", re.IGNORECASE)
+_HTML = re.compile(r"<html(\s[^>]*)?>", re.IGNORECASE)
+_DOCTYPE = re.compile(r"<!doctype[^>]*>", re.IGNORECASE)
+_PERMISSIONS = {"camera": "camera", "microphone": "microphone",
+                "geolocation": "geolocation", "clipboardWrite": "clipboard-write"}
+
+
+class AppError(ValueError):
+    """The resource is not a usable MCP App view."""
+
+
+def client_capabilities() -> dict[str, Any]:
+    """What the host declares so servers know it renders apps."""
+    return {"extensions": {UI_EXTENSION: {"mimeTypes": [APP_MIME_TYPE]}}}
+
+
+def _ui_meta(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = tool.get("_meta")
+    ui = meta.get("ui") if isinstance(meta, Mapping) else None
+    return ui if isinstance(ui, Mapping) else {}
+
+
+def tool_ui_uri(tool: Mapping[str, Any]) -> str | None:
+    """The tool's view, from ``_meta.ui.resourceUri`` (or the deprecated flat key)."""
+    uri = _ui_meta(tool).get("resourceUri")
+    if uri is None:
+        meta = tool.get("_meta")
+        uri = meta.get("ui/resourceUri") if isinstance(meta, Mapping) else None
+    return uri if isinstance(uri, str) and uri.startswith("ui://") else None
+
+
+def _visibility(tool: Mapping[str, Any]) -> Sequence[Any]:
+    raw = _ui_meta(tool).get("visibility")
+    return raw if isinstance(raw, list) else ["model", "app"]
+
+
+def visible_to_model(tool: Mapping[str, Any]) -> bool:
+    return "model" in _visibility(tool)
+
+
+def callable_by_app(tool: Mapping[str, Any]) -> bool:
+    return "app" in _visibility(tool)
+
+
+def _domains(csp: Mapping[str, Any], key: str) -> list[str]:
+    raw = csp.get(key)
+    if not isinstance(raw, list):
+        return []
+    good = []
+    for item in raw:
+        if isinstance(item, str) and _ORIGIN.match(item):
+            good.append(item)
+        else:
+            log.warning("ignoring invalid %s entry in an app's CSP: %r", key, item)
+    return good
+
+
+def build_csp(ui_meta: Mapping[str, Any] | None) -> str:
+    """The Content-Security-Policy for a view, from its ``_meta.ui``."""
+    csp = ui_meta.get("csp") if isinstance(ui_meta, Mapping) else None
+    csp = csp if isinstance(csp, Mapping) else {}
+    connect = _domains(csp, "connectDomains")
+    resource = _domains(csp, "resourceDomains")
+    frames = _domains(csp, "frameDomains")
+    base = _domains(csp, "baseUriDomains")
+
+    def src(*items: str) -> str:
+        return " ".join(items) if items else "'none'"
+
+    inline = "'unsafe-inline'"
+    directives = [
+        "default-src 'none'",
+        "script-src " + src(inline, *resource),
+        "style-src " + src(inline, *resource),
+        f"img-src {src('data:', 'blob:', *resource)}",
+        f"font-src {src('data:', *resource)}",
+        f"media-src {src('data:', 'blob:', *resource)}",
+        f"connect-src {src(*connect)}",
+        f"frame-src {src(*frames)}",
+        f"base-uri {src(*base)}",
+        "form-action 'none'",
+        "object-src 'none'",
+    ]
+    return "; ".join(directives)
+
+
+def permission_policy(ui_meta: Mapping[str, Any] | None) -> str:
+    """The iframe ``allow`` attribute for the permissions the view asked for."""
+    perms = ui_meta.get("permissions") if isinstance(ui_meta, Mapping) else None
+    if not isinstance(perms, Mapping):
+        return ""
+    return "; ".join(feature for key, feature in _PERMISSIONS.items() if perms.get(key))
+
+
+@dataclass(frozen=True)
+class AppDocument:
+    """A view ready for ``<iframe sandbox="allow-scripts" srcdoc=...>``."""
+
+    uri: str
+    html: str  # with the CSP meta tag already in its head
+    csp: str
+    allow: str = ""
+    prefers_border: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"uri": self.uri, "html": self.html, "csp": self.csp, "allow": self.allow,
+                "prefersBorder": self.prefers_border}
+
+
+def _inject(html: str, tag: str) -> str:
+    for pattern in (_HEAD, _HTML, _DOCTYPE):
+        match = pattern.search(html)
+        if match:
+            extra = tag if pattern is _HEAD else f"<head>{tag}</head>"
+            return html[: match.end()] + extra + html[match.end():]
+    return f"<head>{tag}</head>" + html
+
+
+def prepare_app(uri: str, read_result: Mapping[str, Any]) -> AppDocument:
+    """Turn a ``resources/read`` result for a ``ui://`` URI into a sandboxable document."""
+    if not uri.startswith("ui://"):
+        raise AppError(f"{uri!r} is not a ui:// resource")
+    contents = read_result.get("contents")
+    items = [c for c in contents if isinstance(c, Mapping)] if isinstance(contents, list) else []
+    item = next((c for c in items if c.get("uri") == uri), items[0] if items else None)
+    if item is None:
+        raise AppError(f"{uri}: the server returned no contents")
+    mime = str(item.get("mimeType") or "").replace(" ", "").lower()
+    if mime != APP_MIME_TYPE:
+        raise AppError(f"{uri}: mimeType {item.get('mimeType')!r} is not {APP_MIME_TYPE!r}")
+    if isinstance(item.get("text"), str):
+        html = item["text"]
+    elif isinstance(item.get("blob"), str):
+        try:
+            html = base64.b64decode(item["blob"]).decode("utf-8")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise AppError(f"{uri}: the blob is not UTF-8 HTML ({exc})") from None
+    else:
+        raise AppError(f"{uri}: contents have neither text nor blob")
+    meta = item.get("_meta")
+    ui = meta.get("ui") if isinstance(meta, Mapping) else None
+    ui = ui if isinstance(ui, Mapping) else {}
+    csp = build_csp(ui)
+    escaped = csp.replace("&", "&amp;").replace('"', "&quot;")
+    tag = f'<meta http-equiv="Content-Security-Policy" content="{escaped}">'
+    return AppDocument(uri=uri, html=_inject(html, tag), csp=csp,
+                       allow=permission_policy(ui),
+                       prefers_border=ui.get("prefersBorder") is not False)

@@ -1,0 +1,348 @@
+"""The host: many servers, one client each, one policy, one audit trail.
+
+::
+
+    async with Host(load_config("mcp.json"), interaction=MyPrompts()) as host:
+        tools = await host.list_tools()                 # namespaced: "files__read", ...
+        result = await host.call_tool("files__read", {"path": "a.txt"}, origin="model")
+
+Every tool call goes through :meth:`Host.call_tool`: look the exposed name up, check who may
+call it (the model sees only model-visible tools; an MCP App only its own server's
+app-visible tools), apply the :class:`~mcpkit.host.policy.Policy` (``deny`` never reaches
+the server; ``ask`` waits for the person), run it on that server's client, record it.
+
+The person is reached through an :class:`Interaction`: consent for tool calls and sampling,
+answers to elicitation forms and URL requests.  The base class declines everything, which
+is the safe default for a host nobody is watching.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..client import CallToolResult, GetPromptResult, InputRequestError, ReadResourceResult
+from .apps import AppDocument, callable_by_app, prepare_app
+from .config import HostConfig, ServerConfig
+from .connection import ConnectionCallbacks, ServerConnection, ServerUnavailable
+from .policy import (
+    AuditTrail,
+    ConsentDecision,
+    ConsentRequest,
+    Permission,
+    Policy,
+    tool_fingerprint,
+)
+from .tools import HostTool, ToolIndex
+
+__all__ = ["Host", "Interaction", "ToolDenied"]
+
+log = logging.getLogger("mcpkit.host")
+
+
+class ToolDenied(Exception):
+    """The policy or the person refused a tool call; the server never saw it."""
+
+    def __init__(self, qualified_name: str, reason: str) -> None:
+        super().__init__(f"{qualified_name}: {reason}")
+        self.qualified_name = qualified_name
+        self.reason = reason
+
+
+class Interaction:
+    """How the host reaches the person.  Override what your UI can ask."""
+
+    async def consent(self, request: ConsentRequest) -> ConsentDecision | bool:
+        return ConsentDecision(False, reason="no one is there to approve it")
+
+    async def elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "decline"}
+
+    async def elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "decline"}
+
+    async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
+        return False
+
+
+#: Answers a sampling request with a model (set by whoever configures one).
+SamplingModel = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class Host:
+    def __init__(self, config: HostConfig | None = None, *,
+                 interaction: Interaction | None = None, policy: Policy | None = None,
+                 audit: AuditTrail | None = None, sampler: SamplingModel | None = None,
+                 health_interval: float = 10.0) -> None:
+        self.config = config or HostConfig()
+        self.interaction = interaction or Interaction()
+        self.policy = policy or Policy(self.config.default_permission,
+                                       servers=self.config.server_permissions,
+                                       tools=self.config.tool_permissions)
+        self.audit = audit or AuditTrail(self.config.audit_log)
+        self.audit.on_entry = lambda e: self.emit("audit", e.to_json())
+        self.sampler = sampler
+        self.health_interval = health_interval
+        self.servers: dict[str, ServerConnection] = {}
+        self._index = ToolIndex()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._subscribers: set[MemoryObjectSendStream[tuple[str, dict[str, Any]]]] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+    async def __aenter__(self) -> Host:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            async with anyio.create_task_group() as starting:
+                for server in self.config.servers:
+                    if not server.disabled:
+                        starting.start_soon(self.add_server, server)
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        conns = list(self.servers.values())
+        for conn in conns:
+            conn.stop()
+        with anyio.move_on_after(10):
+            for conn in conns:
+                await conn.finished.wait()
+        tg, self._tg = self._tg, None
+        if tg is not None:
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+
+    async def add_server(self, config: ServerConfig) -> ServerConnection:
+        """Connect a server (returns after the first attempt, connected or not)."""
+        if self._tg is None:
+            raise RuntimeError("use 'async with Host(...)' first")
+        if config.name in self.servers:
+            raise ValueError(f"a server named {config.name!r} already exists")
+        if config.permission is not None:
+            self.policy.set_server(config.name, config.permission)
+        for tool, permission in config.tools.items():
+            self.policy.set_tool(self._index_name(config.name, tool), permission)
+        cb = ConnectionCallbacks(
+            elicit=self._elicit, elicit_url=self._elicit_url,
+            sample=self._sample if self.sampler is not None else None,
+            roots=self._roots if self.config.roots else None, log=self._server_log)
+        conn = ServerConnection(config, cb, self.emit, health_interval=self.health_interval)
+        self.servers[config.name] = conn
+        self._tg.start_soon(conn.run)
+        await conn.attempted.wait()
+        return conn
+
+    def remove_server(self, name: str) -> None:
+        conn = self.servers.pop(name, None)
+        if conn is not None:
+            conn.stop()
+            self.policy.forget_server(name)
+            self.emit("removed", {"server": name})
+
+    def connection(self, name: str) -> ServerConnection:
+        try:
+            return self.servers[name]
+        except KeyError:
+            raise ServerUnavailable(f"no server named {name!r}") from None
+
+    @staticmethod
+    def _index_name(server: str, tool: str) -> str:
+        return ToolIndex.build([(server, [{"name": tool}], {})]).by_server[(server, tool)]
+
+    # ------------------------------------------------------------------ events
+    def emit(self, kind: str, data: Mapping[str, Any]) -> None:
+        for send in list(self._subscribers):
+            try:
+                send.send_nowait((kind, dict(data)))
+            except anyio.WouldBlock:
+                log.warning("an event subscriber is not keeping up; dropped %s", kind)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._subscribers.discard(send)
+
+    @contextlib.asynccontextmanager
+    async def events(self) -> AsyncIterator[MemoryObjectReceiveStream[tuple[str, dict[str, Any]]]]:
+        """``async with host.events() as stream: async for kind, data in stream``."""
+        send, receive = anyio.create_memory_object_stream[tuple[str, dict[str, Any]]](512)
+        self._subscribers.add(send)
+        try:
+            yield receive
+        finally:
+            self._subscribers.discard(send)
+            send.close()
+            receive.close()
+
+    # ------------------------------------------------------------------ listings
+    async def _each(self, fn: Callable[[ServerConnection], Awaitable[Any]]
+                    ) -> list[tuple[str, Any]]:
+        """``fn`` on every ready server; a failing server is skipped, not fatal."""
+        out: list[tuple[str, Any]] = []
+        for name, conn in list(self.servers.items()):
+            if conn.state != "ready":
+                continue
+            try:
+                out.append((name, await fn(conn)))
+            except Exception as exc:
+                log.warning("server %s: %s", name, exc)
+        return out
+
+    async def list_tools(self, *, refresh: bool = False) -> list[HostTool]:
+        """Every ready server's tools, namespaced (served from each client's ttl cache)."""
+        async def tools(conn: ServerConnection) -> tuple[list[Any], dict[str, str]]:
+            listed = await conn.use(lambda c: c.list_tools(refresh=refresh))
+            return [dict(t) for t in listed], dict(conn.client.dropped_tools if conn.client
+                                                   else {})
+
+        listings = [(name, tools_, dropped) for name, (tools_, dropped) in await self._each(tools)]
+        self._index = ToolIndex.build(listings)
+        return list(self._index.tools.values())
+
+    def tool(self, qualified_name: str) -> HostTool | None:
+        return self._index.get(qualified_name)
+
+    async def list_resources(self) -> list[tuple[str, dict[str, Any]]]:
+        found = await self._each(lambda conn: conn.use(lambda c: c.list_resources()))
+        return [(name, dict(r)) for name, items in found for r in items]
+
+    async def list_resource_templates(self) -> list[tuple[str, dict[str, Any]]]:
+        found = await self._each(lambda conn: conn.use(lambda c: c.list_resource_templates()))
+        return [(name, dict(r)) for name, items in found for r in items]
+
+    async def list_prompts(self) -> list[tuple[str, dict[str, Any]]]:
+        found = await self._each(lambda conn: conn.use(lambda c: c.list_prompts()))
+        return [(name, dict(p)) for name, items in found for p in items]
+
+    async def read_resource(self, server: str, uri: str) -> ReadResourceResult:
+        return await self.connection(server).use(lambda c: c.read_resource(uri))
+
+    async def get_prompt(self, server: str, name: str,
+                         arguments: Mapping[str, str] | None = None) -> GetPromptResult:
+        return await self.connection(server).use(lambda c: c.get_prompt(name, arguments))
+
+    async def read_app(self, server: str, uri: str) -> AppDocument:
+        """A tool's MCP App view, with its CSP, ready for a sandboxed iframe."""
+        return prepare_app(uri, await self.read_resource(server, uri))
+
+    # ------------------------------------------------------------------ tool calls
+    async def call_tool(self, qualified_name: str, arguments: Mapping[str, Any] | None = None,
+                        *, origin: str = "model", app_server: str | None = None,
+                        on_progress: Callable[[dict[str, Any]], Any] | None = None
+                        ) -> CallToolResult:
+        """Authorize and run one tool call; raises :class:`ToolDenied` when refused."""
+        args = dict(arguments or {})
+        tool = self._index.get(qualified_name)
+        if tool is None:
+            await self.list_tools()
+            tool = self._index.get(qualified_name)
+        if tool is None:
+            raise ToolDenied(qualified_name, "no such tool")
+        self._check_caller(tool, origin, app_server)
+        by = await self._authorize(tool, args, origin)
+        conn = self.connection(tool.server)
+        started = time.monotonic()
+
+        async def progress(params: dict[str, Any]) -> None:
+            self.emit("progress", {"server": tool.server, "tool": qualified_name, **params})
+            if on_progress is not None:
+                outcome = on_progress(params)
+                if hasattr(outcome, "__await__"):
+                    await outcome
+
+        try:
+            result = await conn.use(lambda c: c.call_tool(tool.name, args, on_progress=progress))
+        except Exception as exc:
+            self._record(tool, origin, by, args, f"error: {exc}", started)
+            raise
+        self._record(tool, origin, by, args,
+                     "tool-error" if result.get("isError") else "ok", started)
+        return result
+
+    def _record(self, tool: HostTool, origin: str, by: tuple[str, str],
+                args: dict[str, Any], outcome: str, started: float) -> None:
+        self.audit.record("tool", tool.server, tool.qualified_name, origin=origin,
+                          decision=by[0], by=by[1], arguments=args, outcome=outcome,
+                          duration_ms=round((time.monotonic() - started) * 1000, 1))
+
+    def _check_caller(self, tool: HostTool, origin: str, app_server: str | None) -> None:
+        reason = None
+        if origin == "model" and not tool.for_model:
+            reason = "this tool is only for its app, not for the model"
+        elif origin == "app" and (app_server != tool.server or not callable_by_app(tool.tool)):
+            reason = "an app may only call its own server's app-visible tools"
+        if reason is not None:
+            self.audit.record("tool", tool.server, tool.qualified_name, origin=origin,
+                              decision="denied", by="policy")
+            raise ToolDenied(tool.qualified_name, reason)
+
+    async def _authorize(self, tool: HostTool, args: dict[str, Any],
+                         origin: str) -> tuple[str, str]:
+        """(decision, by) for a call that may run; raises :class:`ToolDenied`."""
+        permission = self.policy.permission(tool.server, tool.qualified_name)
+
+        def refuse(decision: str, by: str, reason: str) -> ToolDenied:
+            self.audit.record("tool", tool.server, tool.qualified_name, origin=origin,
+                              decision=decision, by=by, arguments=args)
+            return ToolDenied(tool.qualified_name, reason)
+
+        if permission is Permission.DENY:
+            raise refuse("denied", "policy", "denied by policy")
+        if permission is Permission.ALLOW:
+            return ("allowed", "policy")
+        if origin == "user":
+            return ("approved", "user")  # the person asked for this very call
+        fingerprint = tool_fingerprint(tool.tool)
+        if self.policy.remembered(tool.server, tool.name, fingerprint):
+            return ("approved", "remembered")
+        request = ConsentRequest(server=tool.server, tool=tool.name,
+                                 qualified_name=tool.qualified_name, arguments=args,
+                                 origin=origin, description=tool.description,
+                                 annotations=tool.annotations, flags=tool.flags)
+        raw = await self.interaction.consent(request)
+        decision = raw if isinstance(raw, ConsentDecision) else ConsentDecision(bool(raw))
+        if not decision.approved:
+            raise refuse("declined", "user", decision.reason or "the user declined")
+        if decision.remember:
+            self.policy.remember(tool.server, tool.name, fingerprint)
+        return ("approved", "user")
+
+    # ------------------------------------------------------------------ server requests
+    async def _sample(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A server wants the model: only with the person's approval, and only with the
+        messages the server itself sent (never the host's conversation)."""
+        if self.sampler is None:
+            raise InputRequestError("this host has no model for sampling", missing=True)
+        if not await self.interaction.approve_sampling(server, params):
+            self.audit.record("sampling", server, "sampling/createMessage", origin="server",
+                              decision="declined", by="user")
+            raise InputRequestError("the user declined the sampling request")
+        self.audit.record("sampling", server, "sampling/createMessage", origin="server",
+                          decision="approved", by="user")
+        return await self.sampler(params)
+
+    async def _elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        answer = await self.interaction.elicit(server, params)
+        self.audit.record("elicitation", server, "form", origin="server",
+                          decision=str(answer.get("action")), by="user")
+        return answer
+
+    async def _elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        answer = await self.interaction.elicit_url(server, params)
+        self.audit.record("elicitation", server, "url", origin="server",
+                          decision=str(answer.get("action")), by="user")
+        return answer
+
+    async def _roots(self, server: str) -> list[dict[str, Any]]:
+        self.audit.record("roots", server, "roots/list", origin="server", decision="answered",
+                          by="policy")
+        return [dict(r) for r in self.config.roots]
+
+    def _server_log(self, server: str, params: dict[str, Any]) -> None:
+        self.emit("log", {"server": server, **params})

@@ -1,0 +1,207 @@
+"""One tool list for a model, built from many servers' lists.
+
+* **Namespacing.** A tool is exposed as ``server__tool``.  Model APIs accept names matching
+  ``^[A-Za-z0-9_-]{1,64}$`` while MCP names may contain ``.``; other characters become
+  ``_`` and an over-long or clashing result gets a short hash, so every exposed name maps back
+  to exactly one (server, tool) pair and two servers may both have an ``add``.
+* **Schemas.** Models get a self-contained input schema: local ``$ref``\\ s (``#/$defs/...``,
+  ``#/definitions/...``) are inlined, recursion is cut at a fixed depth, and network refs
+  are *never* fetched (spec: no automatic dereferencing), just replaced by an open schema
+  and flagged.  ``x-mcp-header`` annotations are HTTP plumbing for the client, so they are
+  stripped from what the model sees.
+* **Visibility.** A tool whose ``_meta.ui.visibility`` excludes ``"model"`` is for its MCP
+  App only and is left out of the model's list.
+* **Flags.** Descriptions are the server's words and may try to instruct the model (tool
+  poisoning).  Hidden characters, instruction-like markup and very long text are flagged so
+  the person sees them in consent prompts; nothing is silently rewritten.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .apps import tool_ui_uri, visible_to_model
+
+__all__ = ["HostTool", "ToolIndex", "model_schema", "tool_flags"]
+
+SEPARATOR = "__"
+_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_NAME = 64
+_MAX_DEPTH = 8
+_SUSPICIOUS = re.compile(r"<\s*/?\s*(important|system|instructions?)\b|ignore (all )?previous",
+                         re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class HostTool:
+    """A tool of one server, as the host shows it to a model and to a person."""
+
+    server: str
+    name: str  # the server's own name
+    qualified_name: str  # what the model calls
+    tool: dict[str, Any]  # the definition as the server sent it
+    schema: dict[str, Any]  # self-contained, for the model
+    flags: tuple[str, ...] = ()
+    ui_resource_uri: str | None = None
+    for_model: bool = True
+
+    @property
+    def description(self) -> str:
+        text = self.tool.get("description")
+        return text if isinstance(text, str) else ""
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        raw = self.tool.get("annotations")
+        return dict(raw) if isinstance(raw, dict) else {}
+
+    def for_api(self) -> dict[str, Any]:
+        """Neutral form the model adapters translate: name, description, input_schema."""
+        return {"name": self.qualified_name, "description": self.description,
+                "input_schema": self.schema}
+
+
+def _exposed(server: str, name: str, taken: set[str]) -> str:
+    base = _SAFE.sub("_", f"{server}{SEPARATOR}{name}")
+    if len(base) <= _MAX_NAME and base not in taken:
+        return base
+    digest = hashlib.sha256(f"{server}\0{name}".encode()).hexdigest()[:8]
+    return f"{base[: _MAX_NAME - 9]}_{digest}"
+
+
+def tool_flags(tool: Mapping[str, Any]) -> list[str]:
+    """Reasons a person should look twice at this tool definition."""
+    flags: list[str] = []
+    texts = [str(tool.get("description") or ""), str(tool.get("title") or "")]
+    schema = tool.get("inputSchema")
+    if isinstance(schema, Mapping):
+        props = schema.get("properties")
+        if isinstance(props, Mapping):
+            texts.extend(str(k) for k in props)
+            texts.extend(str(p.get("description") or "") for p in props.values()
+                         if isinstance(p, Mapping))
+    joined = "\n".join(texts)
+    if any(unicodedata.category(ch) == "Cf" for ch in joined):
+        flags.append("contains invisible formatting characters (zero-width or bidi)")
+    if _SUSPICIOUS.search(joined):
+        flags.append("contains instruction-like text aimed at the model")
+    if len(str(tool.get("description") or "")) > 4000:
+        flags.append("has an unusually long description")
+    return flags
+
+
+def model_schema(schema: Any, notes: list[str] | None = None) -> dict[str, Any]:
+    """A self-contained copy of an input schema: local refs inlined, network refs not
+    fetched, ``x-mcp-header`` removed, root ``type: object`` guaranteed."""
+    notes = notes if notes is not None else []
+    if not isinstance(schema, dict):
+        return {"type": "object", "properties": {}}
+    root = copy.deepcopy(schema)
+    out = _resolve(root, root, notes, depth=0, stack=())
+    if not isinstance(out, dict):
+        out = {}
+    out.pop("$defs", None)
+    out.pop("definitions", None)
+    out.pop("$schema", None)
+    out.pop("$id", None)
+    if out.get("type") != "object":
+        out["type"] = "object"
+    out.setdefault("properties", {})
+    return out
+
+
+def _pointer(root: Any, ref: str) -> Any:
+    node = root
+    for raw in ref[2:].split("/") if ref != "#" else []:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _resolve(node: Any, root: Any, notes: list[str], *, depth: int,
+             stack: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_resolve(item, root, notes, depth=depth, stack=stack) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        if not ref.startswith("#"):
+            notes.append(f"network $ref {ref!r} was not followed")
+            target: Any = {"description": f"(schema at {ref} not fetched)"}
+        elif ref in stack or depth >= _MAX_DEPTH:
+            notes.append(f"recursive $ref {ref!r} cut")
+            target = {"description": "(recursive structure)"}
+        else:
+            found = _pointer(root, ref)
+            if found is None:
+                notes.append(f"unresolvable $ref {ref!r}")
+                target = {}
+            else:
+                target = _resolve(copy.deepcopy(found), root, notes, depth=depth + 1,
+                                  stack=(*stack, ref))
+        merged = dict(target) if isinstance(target, dict) else {}
+        merged.update(_resolve(rest, root, notes, depth=depth, stack=stack))
+        return merged
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "x-mcp-header":
+            continue
+        if key in ("$defs", "definitions") and depth > 0:
+            continue
+        out[key] = _resolve(value, root, notes, depth=depth, stack=stack)
+    return out
+
+
+@dataclass
+class ToolIndex:
+    """Exposed names <-> (server, tool), rebuilt whenever a server's list changes."""
+
+    tools: dict[str, HostTool] = field(default_factory=dict)
+    by_server: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, listings: Iterable[tuple[str, list[dict[str, Any]],
+                                           Mapping[str, str]]]) -> ToolIndex:
+        """``listings``: (server, tools, dropped) per server, servers in a stable order;
+        ``dropped`` are tools the client left out (invalid ``x-mcp-header`` on HTTP)."""
+        index = cls()
+        taken: set[str] = set()
+        for server, tools, _dropped in listings:
+            for tool in tools:
+                name = tool.get("name")
+                if not isinstance(name, str):
+                    continue
+                exposed = _exposed(server, name, taken)
+                taken.add(exposed)
+                notes: list[str] = []
+                schema = model_schema(tool.get("inputSchema"), notes)
+                flags = tool_flags(tool) + [f"schema: {n}" for n in dict.fromkeys(notes)]
+                index.tools[exposed] = HostTool(
+                    server=server, name=name, qualified_name=exposed, tool=tool,
+                    schema=schema, flags=tuple(flags), ui_resource_uri=tool_ui_uri(tool),
+                    for_model=visible_to_model(tool))
+                index.by_server[(server, name)] = exposed
+        return index
+
+    def get(self, exposed: str) -> HostTool | None:
+        return self.tools.get(exposed)
+
+    def find(self, server: str, name: str) -> HostTool | None:
+        exposed = self.by_server.get((server, name))
+        return self.tools.get(exposed) if exposed else None
+
+    def for_model(self) -> list[HostTool]:
+        return [t for t in self.tools.values() if t.for_model]

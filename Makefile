@@ -28,5 +28,8 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
 
+bench: $(VENV)/.run-installed  ## the benchmark against the official SDK and FastMCP (bench/README.md)
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .mcpkit

@@ -1,0 +1,1 @@
+"""mcpkit benchmark suite: ``python -m bench`` (see README.md)."""

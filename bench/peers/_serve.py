@@ -1,0 +1,25 @@
+"""uvicorn launcher shared by the peer HTTP servers: the same stack as mcpkit's default
+(uvloop + httptools when installed), one worker, no access log."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+
+def serve(app: Any, port: int) -> None:
+    import uvicorn
+
+    def have(name: str) -> bool:
+        return importlib.util.find_spec(name) is not None
+
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        loop="uvloop" if have("uvloop") else "asyncio",
+        http="httptools" if have("httptools") else "h11",
+        lifespan="on",
+    )

@@ -1,0 +1,59 @@
+"""FastMCP contender (``fastmcp``, ``FastMCP``): the same two tools as every contender.
+
+usage: python fastmcp_server.py http PORT [--stateless] [--json]
+       python fastmcp_server.py stdio
+       python fastmcp_server.py inproc N
+"""
+
+from __future__ import annotations
+
+import sys
+
+from fastmcp import Context, FastMCP
+
+mcp = FastMCP("bench-fastmcp")
+
+
+@mcp.tool
+async def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@mcp.tool
+async def progress_echo(text: str, ctx: Context) -> str:
+    """Report one progress notification, then echo the text back."""
+    await ctx.report_progress(1, 1)
+    return text
+
+
+async def _inproc(n: int) -> None:
+    from _inproc import time_calls
+
+    async def call() -> object:
+        return await mcp.call_tool("echo", {"text": "hello world"})
+
+    await time_calls(call, n)
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    if mode == "http":
+        from _serve import serve
+
+        app = mcp.http_app(
+            stateless_http="--stateless" in sys.argv, json_response="--json" in sys.argv
+        )
+        serve(app, int(sys.argv[2]))
+    elif mode == "stdio":
+        mcp.run(transport="stdio", show_banner=False)
+    elif mode == "inproc":
+        import anyio
+
+        anyio.run(_inproc, int(sys.argv[2]))
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    main()

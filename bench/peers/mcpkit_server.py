@@ -1,0 +1,46 @@
+"""mcpkit contender: the same two tools every contender defines.
+
+``echo(text)`` returns the text; ``progress_echo(text)`` reports one progress notification
+(when the request carries a progressToken) and then returns the text, so that a 2026-07-28
+HTTP request gets an SSE answer.  Served by ``mcpkit serve bench/peers/mcpkit_server.py``.
+"""
+
+from __future__ import annotations
+
+from mcpkit import Context, Server
+
+server = Server("bench-mcpkit")
+
+
+@server.tool
+async def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@server.tool
+async def progress_echo(text: str, ctx: Context) -> str:
+    """Report one progress notification, then echo the text back."""
+    await ctx.report_progress(1, 1)
+    return text
+
+
+async def _inproc(n: int) -> None:
+    from _inproc import time_calls
+
+    params = {"name": "echo", "arguments": {"text": "hello world"}}
+
+    async def call() -> object:
+        return await server.call("tools/call", params)
+
+    await time_calls(call, n)
+
+
+if __name__ == "__main__":
+    import sys
+
+    import anyio
+
+    if sys.argv[1:2] != ["inproc"]:
+        raise SystemExit("usage: python mcpkit_server.py inproc N  (serve with `mcpkit serve`)")
+    anyio.run(_inproc, int(sys.argv[2]))

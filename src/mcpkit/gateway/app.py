@@ -11,6 +11,7 @@ another tool.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,11 +23,14 @@ from ..transports.http.asgi import (
     Scope,
     Send,
     header_map,
+    read_body,
     send_bytes,
     send_error,
     send_json,
 )
+from ..types.codec import decode
 from ..types.errors import McpError
+from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
 from .policy import Principal
@@ -47,9 +51,38 @@ class GatewayApp:
         cached = scope.get(_PRINCIPAL)
         if isinstance(cached, Principal):
             return cached
-        principal = await self.authenticator(scope, headers)
+        started = time.perf_counter()
+        try:
+            principal = await self.authenticator(scope, headers)
+        except Rejection:
+            # Only GET/DELETE (legacy streams) get here unauthenticated: POSTs were
+            # authenticated, and their refusals recorded, in __call__.
+            self._record(None, f"HTTP {scope.get('method', '?')}", None, "unauthenticated", started)
+            raise
         scope[_PRINCIPAL] = principal
         return principal
+
+    def _record(
+        self,
+        principal: Principal | None,
+        method: str | None,
+        name: str | None,
+        outcome: str,
+        started: float,
+    ) -> None:
+        """Audit and count a request refused before it reached the dispatcher."""
+        seconds = time.perf_counter() - started
+        server = self.server
+        who = principal.name if principal is not None else None
+        server.audit.record(
+            principal=who,
+            method=method,
+            name=name,
+            upstream=None,
+            outcome=outcome,
+            latency_ms=seconds * 1000,
+        )
+        server.metrics.observe(method or "-", None, outcome, seconds)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -93,29 +126,55 @@ class GatewayApp:
         if scope.get("method") == "POST" and path.rstrip("/") == self.path:
             headers = header_map(scope)
             method = headers.get(METHOD)
+            name = _header_name(headers.get(NAME))
+            started = time.perf_counter()
+            try:
+                principal = await self.authenticator(scope, headers)
+            except Rejection as rejection:
+                if method is None:  # a legacy client: what it asked for is in the body
+                    method, name = await self._peek(receive)
+                self._record(None, method, name, "unauthenticated", started)
+                await send_error(send, rejection.status, rejection.error, None, rejection.headers)
+                return
+            scope[_PRINCIPAL] = principal
             if method is not None:
                 try:
-                    principal = await self._authenticate(scope, headers)
-                    await self._precheck(principal, method, headers.get(NAME))
-                except Rejection as rejection:
-                    await send_error(
-                        send, rejection.status, rejection.error, None, rejection.headers
-                    )
+                    await self._precheck(principal, method, name)
+                except _Refused as refused:
+                    self._record(principal, method, name, refused.outcome, started)
+                    await send_error(send, refused.status, refused.error, None, refused.headers)
                     return
         await self.mcp(scope, receive, send)
 
-    async def _precheck(self, principal: Principal, method: str, raw_name: str | None) -> None:
+    async def _peek(self, receive: Receive) -> tuple[str | None, str | None]:
+        """Method and name of a refused request's body, for the audit log (best effort)."""
         try:
-            name = decode_header_value(raw_name) if raw_name is not None else None
-        except ValueError:
-            return  # malformed: the transport rejects it with -32020 once the body is read
+            body = await read_body(receive, self.mcp.options.max_body_bytes, None)
+            message = decode(body)
+        except Exception:
+            return None, None
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return None, None
+        method: str = message["method"]
+        params = message.get("params")
+        spec = METHODS.get(method)
+        name = None
+        if isinstance(params, dict) and spec is not None and spec.name_param:
+            value = params.get(spec.name_param)
+            name = value if isinstance(value, str) else None
+        return method, name
+
+    async def _precheck(self, principal: Principal, method: str, name: str | None) -> None:
+        """Refuse early on what the headers say (the transport checks them against the
+        body afterwards; the dispatcher then decides and counts on the body's values)."""
         allowed, reason = self.server.authorizer.decide(principal, method, name)
         if not allowed:
-            raise Rejection(
+            raise _Refused(
                 403,
                 McpError(
                     FORBIDDEN, f"Forbidden: {method} {name or ''} ({reason})".replace("  ", " ")
                 ),
+                outcome="denied",
             )
         limiter = self.server.limiter
         for rule, item in limiter.applicable(method, name):
@@ -128,7 +187,7 @@ class GatewayApp:
             strategy = limiter._strategy()
             if not await strategy.test(item, *identity):
                 verdict = await limiter._refusal(strategy, rule, item, identity)
-                raise Rejection(
+                raise _Refused(
                     429,
                     McpError(
                         RATE_LIMITED,
@@ -140,7 +199,32 @@ class GatewayApp:
                         },
                     ),
                     [(b"retry-after", str(verdict.retry_after_s).encode())],
+                    outcome=f"rate_limited:{rule.name}",
                 )
+
+
+class _Refused(Rejection):
+    """A fast-path refusal, with the outcome the audit log records for it."""
+
+    def __init__(
+        self,
+        status: int,
+        error: McpError,
+        headers: list[tuple[bytes, bytes]] | None = None,
+        *,
+        outcome: str,
+    ) -> None:
+        super().__init__(status, error, headers)
+        self.outcome = outcome
+
+
+def _header_name(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    try:
+        return decode_header_value(raw)
+    except ValueError:
+        return None  # malformed: the transport rejects it with -32020 once the body is read
 
 
 def create_gateway(config: GatewayConfig, options: HttpOptions | None = None) -> Any:

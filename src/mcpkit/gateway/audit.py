@@ -29,8 +29,8 @@ class AuditLog:
     def record(
         self,
         *,
-        principal: str,
-        method: str,
+        principal: str | None,
+        method: str | None,
         name: str | None,
         upstream: str | None,
         outcome: str,

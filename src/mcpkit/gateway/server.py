@@ -64,9 +64,8 @@ class PolicyError(McpError):
         data: Any = None,
         headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
-        super().__init__(code, message, data, http_status=status)
+        super().__init__(code, message, data, http_status=status, http_headers=headers)
         self.outcome = outcome
-        self.headers = headers or []
 
 
 class _ProxyTool:

@@ -1,0 +1,51 @@
+"""Helpers for the host tests: server configs for real processes, a scripted person."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mcpkit.host import ConsentDecision, ConsentRequest, Interaction, ServerConfig
+
+HERE = Path(__file__).resolve().parent
+SERVERS = HERE / "servers"
+PEERS = HERE / "peers"
+REPO = HERE.parents[1]
+
+
+def stdio_server(name: str, script: str, folder: Path, python: str | Path = sys.executable,
+                 **extra: Any) -> ServerConfig:
+    """A stdio server config running ``servers/<script>`` (or a peer) as a real process."""
+    path = script if Path(script).is_absolute() else str(SERVERS / script)
+    env = {"HOST_TEST_DIR": str(folder), "SERVER_NAME": name, "PYTHONUNBUFFERED": "1"}
+    return ServerConfig(name=name, command=(str(python), path), env=env, **extra)
+
+
+def calls(folder: Path, server: str) -> list[str]:
+    """Tools the server process actually ran, in order."""
+    log = folder / f"{server}.calls"
+    return log.read_text().split() if log.exists() else []
+
+
+class ScriptedPerson(Interaction):
+    """Answers like a person would, from rules given by the test; remembers what it saw."""
+
+    def __init__(self, *, consent: bool | Callable[[ConsentRequest], Any] = False,
+                 name: str = "Ada") -> None:
+        self._consent = consent
+        self.name = name
+        self.asked: list[ConsentRequest] = []
+        self.elicited: list[tuple[str, dict[str, Any]]] = []
+
+    async def consent(self, request: ConsentRequest) -> ConsentDecision | bool:
+        self.asked.append(request)
+        if callable(self._consent):
+            answer: ConsentDecision | bool = self._consent(request)
+            return answer
+        return self._consent
+
+    async def elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.elicited.append((server, params))
+        return {"action": "accept", "content": {"name": self.name}}

@@ -1,0 +1,77 @@
+"""The client's public surface and its place in the layers.
+
+``mcpkit.client.__all__`` is the promise (a change to it should be deliberate), and the
+import rules of DESIGN.md hold: the client imports transports and below, never the server,
+host or gateway; the client transports never import the client.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import mcpkit.client
+
+SRC = Path(mcpkit.client.__file__).resolve().parents[1]
+
+PUBLIC = {
+    "CallToolResult", "Client", "ClientError", "ClientOptions", "CompleteResult",
+    "ConnectError", "ConnectionClosedError", "CreateMessageResult", "DiscoverResult",
+    "ElicitResult", "ElicitationHandler", "EraCache", "GetPromptResult", "HttpStatusError",
+    "Implementation", "InputRequestError", "InvalidResultError", "LogHandler", "Notification",
+    "NotificationHandler", "ProgressCallback", "Prompt", "ProtocolViolationError",
+    "ReadResourceResult", "RequestTimeoutError", "Resource", "ResourceTemplate", "ResultCache",
+    "Root", "RootsProvider", "SamplingHandler", "ServerError", "ServerInfo",
+    "ServerStartupError", "SessionExpiredError", "Subscription", "TooManyInputRounds", "Tool",
+    "TransportError", "UrlElicitationHandler", "VersionNegotiationError", "prompt_ref",
+    "resource_ref",
+}
+
+
+def test_public_names() -> None:
+    assert set(mcpkit.client.__all__) == PUBLIC
+    for name in PUBLIC:
+        assert getattr(mcpkit.client, name) is not None
+    assert issubclass(mcpkit.client.ServerError, mcpkit.client.ClientError)
+    assert issubclass(mcpkit.client.ServerError, mcpkit.McpError)
+    assert issubclass(mcpkit.client.RequestTimeoutError, TimeoutError)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Absolute module names imported by a module of the mcpkit package."""
+    package = path.relative_to(SRC.parent).with_suffix("").parts[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = list(package[: len(package) - node.level + 1]) if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def under(module: str, *packages: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def test_layers() -> None:
+    client_files = sorted((SRC / "client").glob("*.py"))
+    transport_files = sorted((SRC / "transports").glob("client_*.py"))
+    assert client_files and transport_files
+    for path in client_files:
+        bad = {m for m in imports_of(path)
+               if under(m, "mcpkit.server", "mcpkit.gateway", "mcpkit.host", "mcpkit.cli")}
+        assert not bad, f"{path.name} imports {bad}"
+        assert "mcpkit" not in imports_of(path), f"{path.name} imports the mcpkit root"
+    for path in transport_files:
+        bad = {m for m in imports_of(path)
+               if under(m, "mcpkit.client", "mcpkit.server", "mcpkit.gateway")}
+        assert not bad, f"{path.name} imports {bad}"
+
+
+def test_module_sizes() -> None:
+    for path in [*(SRC / "client").glob("*.py"), *(SRC / "transports").glob("client_*.py")]:
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        assert lines < 560, f"{path.name} has {lines} lines; find a seam to split along"

@@ -1,0 +1,71 @@
+"""The examples run: every feature's example is exercised as a user would run it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def test_client_basics_against_quickstart_over_stdio() -> None:
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "client_basics.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "add -> {'a': 2.0, 'b': 3.0, 'sum': 5.0}" in out.stdout
+    assert "greet -> Hello, Ada!" in out.stdout
+    assert "note -> Remember to hydrate." in out.stdout
+
+
+@pytest.mark.anyio
+async def test_jobs_and_baskets_in_process() -> None:
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from jobs_and_baskets import server
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    from mcpkit.protocol.negotiation import RequestMeta
+
+    meta = RequestMeta(
+        "modern", "2026-07-28", {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    )
+    async with server.running():
+        made = await server.call(
+            "tools/call", {"name": "basket_create", "arguments": {}}, meta=meta
+        )
+        basket = made["structuredContent"]["basket_id"]
+        added = await server.call(
+            "tools/call",
+            {
+                "name": "basket_add",
+                "arguments": {"basket_id": basket, "item": "fig", "quantity": 2},
+            },
+            meta=meta,
+        )
+        assert added["structuredContent"]["items"] == {"fig": 2}
+        task = await server.call(
+            "tools/call", {"name": "render_report", "arguments": {"pages": 0}}, meta=meta
+        )
+        assert task["resultType"] == "task"
+        with anyio.fail_after(10):
+            while True:
+                got = await server.call("tasks/get", {"taskId": task["taskId"]}, meta=meta)
+                if got["status"] == "completed":
+                    break
+                await anyio.sleep(0.05)
+        assert got["result"]["content"][0]["text"] == "Rendered a 0-page report."
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

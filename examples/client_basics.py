@@ -1,6 +1,6 @@
 """Talk to any MCP server with the mcpkit client: both eras, stdio or HTTP.
 
-    python examples/client_basics.py                                # spawns quickstart.py over stdio
+    python examples/client_basics.py                            # spawns quickstart.py (stdio)
     python examples/client_basics.py http://127.0.0.1:8000/mcp      # or any server URL
 
 The client probes with ``server/discover`` and falls back to ``initialize`` for older

@@ -32,7 +32,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from mcpkit.auth.client import (  # noqa: E402
+from mcpkit.auth.client import (
     ClientCredentialsAuth,
     EnterpriseAuth,
     HeadlessRedirectHandler,
@@ -64,7 +64,9 @@ def build_auth(scenario: str, context: dict[str, Any], policy: UrlPolicy) -> OAu
             context["client_id"], client_secret=context["client_secret"], policy=policy
         )
     if name == "wif-jwt-bearer":
-        return JwtBearerAuth(context["valid_jwt"], client_id=context.get("client_id"), policy=policy)
+        return JwtBearerAuth(
+            context["valid_jwt"], client_id=context.get("client_id"), policy=policy
+        )
     if name in ("enterprise-managed-authorization", "cross-app-access-complete-flow"):
         return EnterpriseAuth(
             id_token=context["idp_id_token"],

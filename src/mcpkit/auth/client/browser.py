@@ -37,9 +37,10 @@ __all__ = [
     "open_in_browser",
 ]
 
-# RFC 3986 characters only: anything else (spaces, quotes, backticks, braces, control
-# characters, non-ASCII) has no business in an authorization URL.
-_URL_CHARS = re.compile(r"^[A-Za-z0-9\-._~:/?#\[\]@!$&()*+,;=%]+$")
+# A subset of RFC 3986: no spaces, quotes, backticks, braces, "$", "(", ")", ";" or control
+# and non-ASCII characters.  Parameters we add are percent-encoded, so only an endpoint
+# that is itself suspicious (``https://x/$(calc)``, ``"; rm -rf ~``) is refused.
+_URL_CHARS = re.compile(r"^[A-Za-z0-9\-._~:/?#\[\]@!&*+,=%]+$")
 
 
 @runtime_checkable

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from .target import TargetError, load_server
 
@@ -33,6 +34,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "redis://host:port/0",
     )
     p.add_argument("--log-level", default="warning")
+    auth = p.add_argument_group("OAuth resource server (HTTP; needs the 'auth' extra)")
+    auth.add_argument("--auth-issuer", help="authorization server issuer whose JWTs to accept")
+    auth.add_argument(
+        "--auth-audience",
+        help="this server's canonical URL, the tokens' audience (default: http://HOST:PORT/PATH)",
+    )
+    auth.add_argument("--auth-jwks", help="JWKS URL (default: from the issuer's metadata)")
+    auth.add_argument(
+        "--auth-scope", action="append", default=[], help="scope every request needs (repeatable)"
+    )
     p.set_defaults(func=run)
 
 
@@ -54,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         run_stdio(server)
         return 0
     loopback = args.host in ("127.0.0.1", "localhost", "::1")
-    if not loopback and not args.allow_remote:
+    if not loopback and not args.allow_remote and not args.auth_issuer:
         print(
             f"mcpkit serve: refusing to bind {args.host} without authentication; "
             "pass --allow-remote if a proxy in front of it authenticates",
@@ -71,8 +82,35 @@ def run(args: argparse.Namespace) -> int:
         modern=not args.no_modern,
         host_policy=HostPolicy.for_bind(args.host, args.allowed_host, args.allowed_origin),
     )
-    app = McpHttpApp(server, options)
     shown = f"[{args.host}]" if ":" in args.host else args.host
+    app: Any
+    if args.auth_issuer:
+        from ..auth import BearerAuth, JwtVerifier
+
+        if not loopback and not args.auth_audience:
+            print(
+                "mcpkit serve: --auth-audience (this server's public URL) is required "
+                f"when binding {args.host}",
+                file=sys.stderr,
+            )
+            return 2
+        resource = args.auth_audience or f"http://{shown}:{args.port}{args.path}"
+        try:
+            verifier = JwtVerifier(
+                issuer=args.auth_issuer, audience=resource, jwks_uri=args.auth_jwks
+            )
+            auth = BearerAuth(
+                verifier,
+                resource=resource,
+                authorization_servers=[args.auth_issuer],
+                required_scopes=args.auth_scope,
+            )
+        except (ValueError, ImportError) as exc:
+            print(f"mcpkit serve: {exc}", file=sys.stderr)
+            return 2
+        app = auth.app(server, options)
+    else:
+        app = McpHttpApp(server, options)
     print(
         f"mcpkit: serving {server.name!r} at http://{shown}:{args.port}{args.path} "
         f"(Streamable HTTP; protocol 2026-07-28 and legacy 2025-11-25)\n"

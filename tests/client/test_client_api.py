@@ -74,4 +74,4 @@ def test_layers() -> None:
 def test_module_sizes() -> None:
     for path in [*(SRC / "client").glob("*.py"), *(SRC / "transports").glob("client_*.py")]:
         lines = len(path.read_text(encoding="utf-8").splitlines())
-        assert lines < 560, f"{path.name} has {lines} lines; find a seam to split along"
+        assert lines < 520, f"{path.name} has {lines} lines; find a seam to split along"

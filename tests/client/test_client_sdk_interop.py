@@ -147,3 +147,8 @@ async def test_sdk_server(sdk_target: Any, era: str) -> None:
             completion = await client.complete(prompt_ref("review"), "language", "p")
             assert completion["completion"]["values"] == ["python", "pascal", "perl"]
             await client.ping()
+            # Modern: a real subscriptions/listen.  Legacy: emulated from the handshake's
+            # capabilities, where the SDK announces tools.listChanged = false.
+            async with client.listen(tools=True) as subscription:
+                honoured = {"toolsListChanged": True} if expected == "modern" else {}
+                assert subscription.filter == honoured

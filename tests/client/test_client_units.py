@@ -194,6 +194,26 @@ async def test_modern_meta_is_complete_and_fresh() -> None:
     assert isinstance(meta["progressToken"], str)
 
 
+async def test_pagination_follows_cursors_and_stops_loops() -> None:
+    pages = {None: {"tools": [{"name": "a"}], "nextCursor": ""},  # "" is a valid cursor
+             "": {"tools": [{"name": "b"}], "nextCursor": "c2"},
+             "c2": {"tools": [{"name": "c"}]}}
+
+    async def respond(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "server/discover":
+            return DISCOVERED
+        return pages[params.get("cursor")]
+
+    async with client_for(respond) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["a", "b", "c"]
+        pages["c2"] = {"tools": [], "nextCursor": ""}  # a server that loops
+        with pytest.raises(InvalidResultError, match="repeated cursor"):
+            await client.list_tools()
+        pages[None] = {"resources": []}
+        with pytest.raises(InvalidResultError, match="no 'tools' list"):
+            await client.list_tools()
+
+
 # --------------------------------------------------------------------------- MRTR
 
 

@@ -21,7 +21,7 @@ from .callbacks import (
     SamplingHandler,
     UrlElicitationHandler,
 )
-from .client import Client, prompt_ref, resource_ref
+from .client import Client
 from .errors import (
     ClientError,
     ConnectError,
@@ -55,6 +55,8 @@ from .models import (
     Root,
     ServerInfo,
     Tool,
+    prompt_ref,
+    resource_ref,
 )
 from .options import ClientOptions, EraCache
 

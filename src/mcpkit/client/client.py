@@ -21,16 +21,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
-import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, expected_param_headers
 from ..protocol.headers import header_params as parse_header_params
 from ..transports.client_base import ClientTransport
-from ..transports.client_http import HttpTransport
-from ..transports.client_stdio import StdioTransport
 from ..types.errors import HEADER_MISMATCH, INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
 from ..types.jsonrpc import Message, params_of
 from ..types.versions import Era
@@ -46,7 +42,7 @@ from .callbacks import (
     UrlElicitationHandler,
     call_maybe_async,
 )
-from .errors import ClientError, InputRequestError, InvalidResultError, unwrap
+from .errors import ClientError, InputRequestError, InvalidResultError, error_boundary
 from .listen import Subscription, build_filter
 from .models import (
     CallToolResult,
@@ -62,7 +58,7 @@ from .models import (
     Tool,
 )
 from .mrtr import run_with_input
-from .options import ClientOptions
+from .options import ClientOptions, transport_for
 from .session import _UNSET, Session
 
 log = logging.getLogger("mcpkit.client")
@@ -72,45 +68,6 @@ _MAX_PAGES = 1000
 _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
                "warning": logging.WARNING, "error": logging.ERROR}
 _SERVER_REQUESTS = ("elicitation/create", "sampling/createMessage", "roots/list")
-
-
-def transport_for(target: str | Sequence[str] | ClientTransport,
-                  options: ClientOptions) -> ClientTransport:
-    """An ``http(s)://`` URL -> Streamable HTTP; a command line or argv -> stdio."""
-    if isinstance(target, str):
-        if target.startswith(("http://", "https://")):
-            return HttpTransport(target, headers=options.headers, auth=options.auth,
-                                 http_client=options.http_client,
-                                 legacy_get_stream=options.legacy_get_stream)
-        command = shlex.split(target, posix=os.name != "nt")
-    elif isinstance(target, Sequence):
-        command = [str(part) for part in target]
-    else:
-        return target
-    if not command:
-        raise ValueError("empty server command")
-    return StdioTransport(command, env=options.env, inherit_env=options.inherit_env,
-                          cwd=options.cwd, stderr=options.stderr,
-                          shutdown_grace=options.shutdown_grace)
-
-
-def prompt_ref(name: str) -> dict[str, Any]:
-    """A completion reference to a prompt."""
-    return {"type": "ref/prompt", "name": name}
-
-
-def resource_ref(uri: str) -> dict[str, Any]:
-    """A completion reference to a resource (template)."""
-    return {"type": "ref/resource", "uri": uri}
-
-
-@contextlib.contextmanager
-def _boundary() -> Iterator[None]:
-    """Never let an exception group reach the application."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        raise unwrap(group) from None
 
 
 class Client:
@@ -162,14 +119,14 @@ class Client:
             raise RuntimeError("already connected")
         stack = contextlib.AsyncExitStack()
         try:
-            with _boundary():
+            with error_boundary():
                 await stack.enter_async_context(self.transport)
                 self.transport.set_handlers(self._on_request, self._on_notification)
                 info = await self.session.connect()
         except BaseException:
             # The transports shield their own shutdown; their task groups must be exited
             # in the scope they were entered in, so no shield here.
-            with _boundary(), contextlib.suppress(Exception):
+            with error_boundary(), contextlib.suppress(Exception):
                 await stack.aclose()
             raise
         self._stack = stack
@@ -178,7 +135,7 @@ class Client:
     async def aclose(self) -> None:
         stack, self._stack = self._stack, None
         if stack is not None:
-            with _boundary():
+            with error_boundary():
                 await stack.aclose()
 
     # ------------------------------------------------------------------ facts
@@ -214,7 +171,7 @@ class Client:
     ) -> dict[str, Any]:
         """Any request, raw (no MRTR loop, no cache): the escape hatch.  ``headers`` are
         extra HTTP headers (e.g. ``Mcp-Param-*`` a proxy computed itself)."""
-        with _boundary():
+        with error_boundary():
             return await self.session.request(method, params, timeout=timeout,
                                               on_progress=on_progress, meta=meta,
                                               headers=headers)
@@ -455,7 +412,7 @@ class Client:
                                               on_progress=on_progress, meta=meta,
                                               headers=headers)
 
-        with _boundary():
+        with error_boundary():
             return await run_with_input(method, params, send, self.callbacks,
                                         self.options.max_input_rounds)
 

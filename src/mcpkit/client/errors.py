@@ -11,6 +11,9 @@ raises into the one error that explains it.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from ..transports.client_base import (
     ClientError,
     ConnectError,
@@ -39,6 +42,7 @@ __all__ = [
     "TooManyInputRounds",
     "TransportError",
     "VersionNegotiationError",
+    "error_boundary",
     "unwrap",
 ]
 
@@ -96,3 +100,12 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
         else:
             out.append(item)
     return out
+
+
+@contextlib.contextmanager
+def error_boundary() -> Iterator[None]:
+    """Never let an exception group reach the application."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        raise unwrap(group) from None

@@ -101,9 +101,7 @@ class Subscription:
     async def _open_modern(self) -> None:
         session = self._client.session
         params = {"notifications": self.requested, "_meta": session.meta()}
-        headers = {"MCP-Protocol-Version": session.version}
-        source = await self._stack.enter_async_context(
-            session.transport.listen(params, headers=headers))
+        source = await self._stack.enter_async_context(session.transport.listen(params))
         # Exit order (LIFO): stop the pump, then close the transport's stream.
         tg: TaskGroup = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.callback(tg.cancel_scope.cancel)

@@ -176,3 +176,13 @@ class Notification:
         """The resource URI of ``notifications/resources/updated``."""
         uri = self.params.get("uri")
         return uri if isinstance(uri, str) else None
+
+
+def prompt_ref(name: str) -> dict[str, Any]:
+    """A completion reference to a prompt."""
+    return {"type": "ref/prompt", "name": name}
+
+
+def resource_ref(uri: str) -> dict[str, Any]:
+    """A completion reference to a resource (template)."""
+    return {"type": "ref/resource", "uri": uri}

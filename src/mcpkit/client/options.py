@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping
+import shlex
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..transports.client_stdio import StderrMode
+from ..transports.client_base import ClientTransport
+from ..transports.client_http import HttpTransport
+from ..transports.client_stdio import StderrMode, StdioTransport
 from ..types.versions import LEGACY_VERSIONS, MODERN_VERSIONS, Era
 from .models import Implementation
 
@@ -117,3 +120,23 @@ class EraCache:
 
 #: The process-wide era memory used when ``ClientOptions.era_cache`` is None.
 DEFAULT_ERA_CACHE = EraCache()
+
+
+def transport_for(target: str | Sequence[str] | ClientTransport,
+                  options: ClientOptions) -> ClientTransport:
+    """An ``http(s)://`` URL -> Streamable HTTP; a command line or argv -> stdio."""
+    if isinstance(target, str):
+        if target.startswith(("http://", "https://")):
+            return HttpTransport(target, headers=options.headers, auth=options.auth,
+                                 http_client=options.http_client,
+                                 legacy_get_stream=options.legacy_get_stream)
+        command = shlex.split(target, posix=os.name != "nt")
+    elif isinstance(target, Sequence):
+        command = [str(part) for part in target]
+    else:
+        return target
+    if not command:
+        raise ValueError("empty server command")
+    return StdioTransport(command, env=options.env, inherit_env=options.inherit_env,
+                          cwd=options.cwd, stderr=options.stderr,
+                          shutdown_grace=options.shutdown_grace)

@@ -31,20 +31,18 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..protocol import headers as hdr
 from ..protocol.negotiation import modern_version_of
 from ..types import jsonrpc
 from ..types.codec import encode
 from ..types.errors import INTERNAL_ERROR, McpError
 from ..types.jsonrpc import Kind, Message, RequestId
-from ..types.methods import name_param
 from .client_base import (
     ConnectionClosedError,
     HttpStatusError,
@@ -65,14 +63,13 @@ from .client_http_wire import (
     is_sse,
     json_answer,
     read_body,
+    request_headers,
     sse_messages,
+    started_once,
     unwrap_answer,
 )
 
 log = logging.getLogger("mcpkit.client.http")
-
-ACCEPT_BOTH = "application/json, text/event-stream"
-
 
 class HttpTransport:
     """A Streamable HTTP endpoint; use as ``async with HttpTransport(url) as t``."""
@@ -175,27 +172,8 @@ class HttpTransport:
         return out
 
     def _headers_for(self, message: Message, extra: dict[str, str] | None) -> dict[str, str]:
-        params = message.get("params")
-        method = message.get("method")
-        version = modern_version_of(params)
-        if isinstance(version, str):
-            out = dict(self.headers)
-            out["MCP-Protocol-Version"] = version
-            if isinstance(method, str):
-                out["Mcp-Method"] = method
-                member = name_param(method)
-                value = params.get(member) if member and isinstance(params, dict) else None
-                if isinstance(value, str):
-                    out["Mcp-Name"] = hdr.encode_header_value(value)
-        elif method == "initialize":
-            out = dict(self.headers)
-        else:
-            out = self._legacy_headers()
-        out["Accept"] = ACCEPT_BOTH
-        out["Content-Type"] = "application/json"
-        if extra:
-            out.update(extra)
-        return out
+        legacy = None if message.get("method") == "initialize" else self._legacy_headers()
+        return request_headers(message, self.headers, legacy, extra)
 
     # ------------------------------------------------------------------ requests
     async def request(
@@ -447,7 +425,7 @@ class HttpTransport:
         session lives, slower after each failure."""
         call = Call(request_id="(GET)", method="GET stream", modern=False)
         failures = 0
-        with scope, self._started(task_status) as started:
+        with scope, started_once(task_status) as started:
             while self.session_id == session_id:
                 headers = self._legacy_headers()
                 headers["Accept"] = "text/event-stream"
@@ -476,23 +454,6 @@ class HttpTransport:
                         return
                 delay = call.retry_ms if call.retry_ms is not None else self.default_retry_ms
                 await anyio.sleep(min(30.0, delay / 1000 * (2 ** failures)))
-
-    @staticmethod
-    @contextlib.contextmanager
-    def _started(task_status: TaskStatus[None]) -> Iterator[Any]:
-        """A once-only ``task_status.started()`` (also on the way out, whatever happens)."""
-        done = False
-
-        def started() -> None:
-            nonlocal done
-            if not done:
-                done = True
-                task_status.started()
-
-        try:
-            yield started
-        finally:
-            started()
 
     # ------------------------------------------------------------------ listen
     @contextlib.asynccontextmanager

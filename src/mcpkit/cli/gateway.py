@@ -38,8 +38,7 @@ def run(args: argparse.Namespace) -> int:
         async def main() -> None:
             in_fd, out_fd = _claim_stdio()
             gateway = GatewayServer(config)
-            async with gateway.running():
-                await gateway.start_upstreams()
+            async with gateway.serving():
                 await StdioServer(gateway).serve(in_fd, out_fd)
 
         anyio.run(main)

@@ -88,7 +88,10 @@ class GatewayApp:
     async def running(self) -> AsyncIterator[None]:
         async with self.mcp.lifespan_context():
             await self.server.start_upstreams()
-            yield
+            try:
+                yield
+            finally:
+                await self.server.stop_upstreams()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()

@@ -32,6 +32,8 @@ class UpstreamConfig:
     prefix: str = ""
     timeout_s: float = 30.0
     era: str = "auto"  # auto | modern | legacy
+    #: Seconds between health checks (ping / server/discover); 0 turns them off.
+    health_interval: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,12 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise ConfigError(f"{where} must be a string or a list of strings")
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(f"{where} must be a number of seconds >= 0")
+    return float(value)
 
 
 def parse_rate(text: str, where: str) -> tuple[int, int]:
@@ -155,6 +163,9 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
                 prefix=prefix,
                 timeout_s=float(item.get("timeout", 30.0)),
                 era=era,
+                health_interval=_seconds(
+                    item.get("health_interval", 10.0), f"{where}.health_interval"
+                ),
             )
         )
     prefixes = [u.prefix for u in upstreams]

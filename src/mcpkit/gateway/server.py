@@ -18,8 +18,10 @@ namespace prefix, then audit and metrics.  Era bridging:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -158,6 +160,23 @@ class GatewayServer(Server):
         for upstream in self.upstreams:
             with anyio.move_on_after(max(5.0, upstream.config.timeout_s)):
                 await tg.start(upstream.run)
+
+    async def stop_upstreams(self) -> None:
+        """Close every upstream client gracefully (stdio servers get stdin EOF)."""
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as tg:
+                for upstream in self.upstreams:
+                    tg.start_soon(upstream.stop)
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[GatewayServer]:
+        """Run the gateway (lifespan, background work) with its upstreams connected."""
+        async with self.running():
+            await self.start_upstreams()
+            try:
+                yield self
+            finally:
+                await self.stop_upstreams()
 
     def _upstream_changed(self, upstream: str, kind: str, uri: str | None) -> None:
         if kind in ("tools", "all"):

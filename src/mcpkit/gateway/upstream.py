@@ -9,7 +9,6 @@ says its list changed (legacy notification or modern listen stream).
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
 import time
@@ -20,6 +19,14 @@ from typing import Any, cast
 import anyio
 
 from ..client import Client
+from ..transports.client_base import (
+    ClientError,
+    ConnectError,
+    ConnectionClosedError,
+    RequestTimeoutError,
+    ServerError,
+    TransportError,
+)
 from ..types.errors import INTERNAL_ERROR, McpError
 from .config import UpstreamConfig
 
@@ -44,8 +51,16 @@ _CHANGED = {
 
 
 class UpstreamDown(McpError):
+    """The upstream cannot be reached (HTTP 503 at the front; the others keep serving)."""
+
     def __init__(self, name: str, detail: str) -> None:
-        super().__init__(INTERNAL_ERROR, f"Upstream {name!r} is unavailable: {detail}")
+        super().__init__(
+            INTERNAL_ERROR,
+            f"Upstream {name!r} is unavailable: {detail}",
+            {"upstream": name},
+            http_status=503,
+            http_headers=[(b"retry-after", b"1")],
+        )
 
 
 class Upstream:
@@ -67,6 +82,8 @@ class Upstream:
         self._listings: dict[str, tuple[float, list[dict[str, Any]], str]] = {}
         self._inflight: list[Any] = []
         self._restart = anyio.Event()
+        self._stopping = anyio.Event()
+        self._stopped = anyio.Event()
         self.capabilities: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -92,74 +109,113 @@ class Upstream:
         )
 
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-        """Keep the upstream connected until cancelled (restart with backoff)."""
+        """Keep the upstream connected until :meth:`stop` (or cancelled); reconnect or
+        restart it with backoff when it fails."""
         delay = 0.5
         started = False
-        while True:
-            client = self._make_client()
-            try:
-                info = await client.connect()
-                self.client = client
-                self.error = None
-                self.capabilities = dict(info.capabilities) if hasattr(info, "capabilities") else {}
-                self._listings.clear()
-                delay = 0.5
+        try:
+            while not self._stopping.is_set():
+                client = self._make_client()
+                try:
+                    # Connected and closed in this task with nothing in between: the
+                    # client's task groups must be exited from the scope they were entered in.
+                    async with client:
+                        info = client.server_info
+                        self.client = client
+                        self.error = None
+                        self.capabilities = dict(info.capabilities)
+                        self._listings.clear()
+                        delay = 0.5
+                        if not started:
+                            started = True
+                            task_status.started()
+                        self._on_change(self.name, "all", None)
+                        await self._watch(client)
+                except Exception as exc:
+                    if not self._stopping.is_set():
+                        self.error = str(exc) or type(exc).__name__
+                        log.warning("upstream %s: %s", self.name, self.error)
+                finally:
+                    self.client = None
                 if not started:
                     started = True
                     task_status.started()
-                self._on_change(self.name, "all", None)
-                await self._watch(client)
-            except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):
-                    await client.aclose()
-                raise
-            except Exception as exc:
-                self.error = str(exc) or type(exc).__name__
-                log.warning("upstream %s: %s", self.name, self.error)
-            self.client = None
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await client.aclose()
-            if not started:
-                started = True
-                task_status.started()
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 10.0)
+                with anyio.move_on_after(delay):
+                    await self._stopping.wait()
+                delay = min(delay * 2, 10.0)
+        finally:
+            self.error = "stopped"
+            self._stopped.set()
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Close the upstream's client (and stop its process) without cancelling it: a
+        stdio server shut down from a cancelled task would only be killed after its
+        grace periods ran out."""
+        self._stopping.set()
+        self._restart.set()
+        with anyio.move_on_after(timeout):
+            await self._stopped.wait()
 
     async def _watch(self, client: Client) -> None:
-        """Stay connected; listen for list changes on modern upstreams; notice a death."""
-        self._restart = anyio.Event()
-        if client.era == "modern":
-            caps = self.capabilities
-            want = {
-                "tools": bool(caps.get("tools", {}).get("listChanged")),
-                "prompts": bool(caps.get("prompts", {}).get("listChanged")),
-                "resources": bool(caps.get("resources", {}).get("listChanged")),
-            }
-            if any(want.values()):
-                async with anyio.create_task_group() as tg:
-
-                    async def listen() -> None:
-                        try:
-                            async with client.listen(
-                                tools=want["tools"],
-                                prompts=want["prompts"],
-                                resources=want["resources"],
-                            ) as sub:
-                                async for note in sub:
-                                    self._handle_change(note.method, note.params)
-                        except Exception as exc:
-                            log.info("upstream %s listen ended: %s", self.name, exc)
-
-                    tg.start_soon(listen)
-                    await self._restart.wait()
-                    tg.cancel_scope.cancel()
-                raise ConnectionError(self.error or "restart requested")
-        await self._restart.wait()
+        """Stay connected until the upstream is found dead: listen for list changes (modern
+        upstreams), check its health periodically (a stdio server may die while idle)."""
+        restart = self._restart = anyio.Event()
+        if self._stopping.is_set():
+            return
+        async with anyio.create_task_group() as tg:
+            if client.era == "modern":
+                caps = self.capabilities
+                want = {
+                    kind: bool((caps.get(kind) or {}).get("listChanged"))
+                    for kind in ("tools", "prompts", "resources")
+                }
+                if any(want.values()):
+                    tg.start_soon(self._listen, client, want)
+            if self.config.health_interval > 0:
+                tg.start_soon(self._check_health, client)
+            await restart.wait()
+            tg.cancel_scope.cancel()
         raise ConnectionError(self.error or "restart requested")
+
+    async def _listen(self, client: Client, want: dict[str, bool]) -> None:
+        try:
+            async with client.listen(
+                tools=want["tools"], prompts=want["prompts"], resources=want["resources"]
+            ) as sub:
+                async for note in sub:
+                    self._handle_change(note.method, note.params)
+        except ServerError as exc:  # it answered, but will not stream: live without it
+            log.info("upstream %s refused subscriptions/listen: %s", self.name, exc)
+            return
+        except Exception as exc:
+            self._fail(client, f"its listen stream broke: {exc}")
+            return
+        # A graceful end of the stream: the server is going away.
+        self._fail(client, "it ended its listen stream")
+
+    async def _check_health(self, client: Client) -> None:
+        interval = self.config.health_interval
+        while True:
+            await anyio.sleep(interval)
+            try:
+                await client.ping(timeout=max(interval, 5.0))
+            except ServerError:
+                continue  # an error answer is still an answer
+            except RequestTimeoutError as exc:
+                log.warning("upstream %s is slow to answer: %s", self.name, exc)
+            except (TransportError, OSError) as exc:
+                self._fail(client, f"health check failed: {exc}")
+                return
 
     def mark_dead(self, reason: str) -> None:
         self.error = reason
         self._restart.set()
+
+    def _fail(self, client: Client, reason: str) -> None:
+        """``client`` failed; restart unless it was already replaced."""
+        if client is self.client:
+            log.warning("upstream %s: %s; reconnecting", self.name, reason)
+            self.mark_dead(reason)
 
     def _notified(self, note: Any) -> None:
         self._handle_change(note.method, note.params)
@@ -181,7 +237,11 @@ class Upstream:
         return self.client
 
     async def call(self, fn: Callable[[Client], Awaitable[Any]], front: Any = None) -> Any:
-        """Run ``fn(client)``; a transport failure marks the upstream for restart."""
+        """Run ``fn(client)``; a transport failure marks the upstream for restart.
+
+        Errors the upstream answered with pass through as they are; failures to reach it
+        become :class:`UpstreamDown`; other client-side failures (timeouts, invalid
+        answers) an internal error naming the upstream."""
         client = self.live()
         token = current_front.set(front)
         self._inflight.append(front)
@@ -189,24 +249,20 @@ class Upstream:
             return await fn(client)
         except McpError:
             raise
+        except RequestTimeoutError as exc:  # (a TimeoutError, hence an OSError: not dead)
+            raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
         except (
+            ConnectError,
+            ConnectionClosedError,
             ConnectionError,
             OSError,
             anyio.BrokenResourceError,
             anyio.ClosedResourceError,
         ) as exc:
-            self.mark_dead(str(exc))
-            raise UpstreamDown(self.name, str(exc)) from None
-        except Exception as exc:
-            if type(exc).__name__ in (
-                "ConnectionClosed",
-                "ServerExitedError",
-                "TransportError",
-                "ConnectError",
-            ):
-                self.mark_dead(str(exc))
-                raise UpstreamDown(self.name, str(exc)) from None
-            raise
+            self._fail(client, str(exc) or type(exc).__name__)
+            raise UpstreamDown(self.name, str(exc) or type(exc).__name__) from None
+        except ClientError as exc:
+            raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
         finally:
             self._inflight.remove(front)
             current_front.reset(token)

@@ -1,0 +1,116 @@
+"""Upstream health: a stdio upstream that dies is restarted; an upstream that is down
+gets a clear error while the others keep serving; /healthz tells which is which."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gwkit
+import httpx
+import pytest
+
+
+@pytest.fixture(scope="module")
+def upstreams(log_dir: Path, stack: list[gwkit.Proc]) -> dict[str, gwkit.Proc]:
+    web = gwkit.start_upstream("web", log_dir)
+    steady = gwkit.start_upstream("steady", log_dir)
+    stack.extend([web, steady])
+    return {"web": web, "steady": steady}
+
+
+@pytest.fixture(scope="module")
+def gateway(upstreams: dict[str, gwkit.Proc], log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
+    config = (
+        '[gateway]\nstate = "memory:"\n'
+        + gwkit.toml_upstream(
+            "st",
+            command=gwkit.serve_command(gwkit.ECHO),
+            prefix="st_",
+            env={"ECHO_NAME": "st"},
+            health_interval=0.5,
+        )
+        + gwkit.toml_upstream("web", url=upstreams["web"].url, prefix="web_", health_interval=0.5)
+        + gwkit.toml_upstream("steady", url=upstreams["steady"].url, prefix="steady_")
+    )
+    gw = gwkit.start_gateway("gateway", log_dir, config)
+    stack.append(gw)
+    return gw
+
+
+def call_tool(gateway: gwkit.Proc, tool: str) -> gwkit.Reply:
+    return gwkit.call(gateway.url, "tools/call", {"name": tool, "arguments": {}})
+
+
+def health(gateway: gwkit.Proc) -> tuple[int, dict[str, str]]:
+    response = httpx.get(gateway.base + "/healthz", timeout=5)
+    return response.status_code, response.json()["upstreams"]
+
+
+def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
+        time.sleep(0.1)
+
+
+def pid_of(gateway: gwkit.Proc) -> int | None:
+    reply = call_tool(gateway, "st_pid")
+    return int(reply.text()) if "result" in reply.body else None
+
+
+def test_stdio_upstream_that_dies_mid_call_is_restarted(gateway: gwkit.Proc) -> None:
+    first = pid_of(gateway)
+    assert first is not None
+    died = call_tool(gateway, "st_die")
+    assert "error" in died.body, died.body
+    assert "st" in died.error["message"], died.error
+    assert call_tool(gateway, "steady_whoami").text() == "steady"
+    second = eventually(lambda: pid_of(gateway), what="the stdio upstream back")
+    assert second != first
+
+
+def test_stdio_upstream_killed_while_idle_is_restarted(gateway: gwkit.Proc) -> None:
+    first = eventually(lambda: pid_of(gateway), what="the stdio upstream up")
+    os.kill(first, signal.SIGKILL)
+    # Noticed without a request failing first: /healthz reports it, then it is back.
+    eventually(lambda: health(gateway)[1]["st"] != "up", 10, "st reported down")
+    eventually(lambda: health(gateway)[1]["st"] == "up", 15, "st reported up again")
+    second = pid_of(gateway)
+    assert second is not None and second != first
+
+
+def test_down_upstream_gets_a_clear_error_while_others_serve(
+    gateway: gwkit.Proc, upstreams: dict[str, gwkit.Proc]
+) -> None:
+    web = upstreams["web"]
+    assert call_tool(gateway, "web_whoami").text() == "web"
+    web.kill()
+    try:
+        down = call_tool(gateway, "web_whoami")
+        assert "error" in down.body, down.body
+        assert down.status == 503, down.body
+        message = down.error["message"]
+        assert "Upstream 'web' is unavailable" in message, message
+        # The others keep serving: calls, and listings without web's tools.
+        assert call_tool(gateway, "steady_whoami").text() == "steady"
+        tools = [t["name"] for t in gwkit.call(gateway.url, "tools/list").result["tools"]]
+        assert "steady_whoami" in tools and "st_whoami" in tools
+        assert not any(t.startswith("web_") for t in tools)
+        status, states = eventually(
+            lambda: (lambda h: h if h[1]["web"] != "up" else None)(health(gateway)),
+            10,
+            "web reported down",
+        )
+        assert status == 503 and states["steady"] == "up"
+    finally:
+        web.restart()
+    eventually(lambda: health(gateway)[0] == 200, 20, "web reconnected")
+    assert call_tool(gateway, "web_whoami").text() == "web"

@@ -7,6 +7,9 @@ subprocess pipes override it with asyncio only.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 
@@ -14,3 +17,17 @@ import pytest
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     backend: str = request.param
     return backend
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    """A failing transport test shows the tail of its server's output (fixtures with an
+    ``output_tail()``; the conformance suite attaches its own)."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for name, value in getattr(item, "funcargs", {}).items():
+        tail = getattr(value, "output_tail", None)
+        if callable(tail) and name != "mcpkit_server":
+            report.sections.append((f"{name} output (tail)", tail()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import gateway, serve
+from . import gateway, host_cmd, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -13,6 +13,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve.add_parser(sub)
     gateway.add_parser(sub)
+    host_cmd.add_parser(sub)
     try:
         from .client_cmds import add_parsers
     except ImportError:  # pragma: no cover - the client commands arrive separately

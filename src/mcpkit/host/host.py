@@ -208,6 +208,11 @@ class Host:
     def tool(self, qualified_name: str) -> HostTool | None:
         return self._index.get(qualified_name)
 
+    def qualified(self, server: str, tool: str) -> str | None:
+        """The exposed name of ``server``'s ``tool`` (as of the last :meth:`list_tools`)."""
+        found = self._index.find(server, tool)
+        return found.qualified_name if found else None
+
     async def list_resources(self) -> list[tuple[str, dict[str, Any]]]:
         found = await self._each(lambda conn: conn.use(lambda c: c.list_resources()))
         return [(name, dict(r)) for name, items in found for r in items]

@@ -1,0 +1,62 @@
+"""``mcpkit host``: many MCP servers, a model and a person, in a terminal or a web page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("host", help="connect MCP servers to a model, in a terminal or a web page",
+                       description="Run an MCP host: servers from an mcpServers JSON file, "
+                                   "a permission policy, and a model loop.")
+    p.add_argument("--config", "-c", help="JSON file in the common mcpServers shape")
+    p.add_argument("--web", action="store_true",
+                   help="serve a local web page on 127.0.0.1 (prints its URL with a token)")
+    p.add_argument("--port", type=int, default=0, help="port for --web (default: a free one)")
+    p.add_argument("--open", action="store_true", help="open the page in a browser")
+    p.add_argument("--model", help="provider:model, e.g. anthropic:claude-sonnet-4-5 or "
+                                   "openai:gpt-4o-mini (API key from the environment)")
+    p.add_argument("--log-level", default="warning")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import contextlib
+    import dataclasses
+    import logging
+
+    import anyio
+
+    from ..host.config import ConfigError, HostConfig, load_config, parse_config
+    from ..host.models.base import ModelError, model_from_config
+
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_config(args.config) if args.config else HostConfig()
+        if args.model:
+            model_config = parse_config({"model": args.model}).model
+            config = dataclasses.replace(config, model=model_config)
+        model = model_from_config(config.model) if config.model else None
+    except (ConfigError, ModelError) as exc:
+        print(f"mcpkit host: {exc}", file=sys.stderr)
+        return 2
+    if args.web:
+        from ..host.web import run_web
+
+        def ready(url: str) -> None:
+            print(f"mcpkit host: open {url}", file=sys.stderr, flush=True)
+            if args.open:
+                import webbrowser
+
+                webbrowser.open(url)
+
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(lambda: run_web(config, port=args.port, model=model, on_ready=ready))
+        return 0
+    from ..host.terminal import run_terminal
+
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(lambda: run_terminal(config, model=model))
+    return 0

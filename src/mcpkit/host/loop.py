@@ -1,0 +1,166 @@
+"""The model loop: the person says something, the model may call tools, the host runs them
+through the policy, results go back to the model, until it answers in words.
+
+Only what the person typed or chose to attach (a resource, a prompt) and the tool results
+go into the conversation.  Servers see only the arguments of their own tools' calls: the
+conversation is never sent to a server, and sampling requests from servers are answered
+from the messages the server itself supplied (:func:`sampler_for`).
+
+A refused call (``deny`` or a person's "no") does not end the turn: the model gets an error
+result saying it was refused, so it can explain or try something else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .host import Host, ToolDenied
+from .models.base import Message, Model, ModelReply
+
+__all__ = ["Conversation", "result_blocks", "sampler_for"]
+
+EventSink = Callable[[str, dict[str, Any]], None]
+
+
+def _resource_text(resource: Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(resource.get("text"), str):
+        return {"type": "text", "text": f"[{resource.get('uri')}]\n{resource['text']}"}
+    mime = str(resource.get("mimeType") or "")
+    if mime.startswith("image/") and isinstance(resource.get("blob"), str):
+        return {"type": "image", "mimeType": mime, "data": resource["blob"]}
+    return {"type": "text", "text": f"[{resource.get('uri')}: binary {mime or 'data'}]"}
+
+
+def result_blocks(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """A ``CallToolResult`` as neutral content blocks, and whether it is an error."""
+    blocks: list[dict[str, Any]] = []
+    for item in result.get("content") or []:
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        if kind == "text":
+            blocks.append({"type": "text", "text": str(item.get("text", ""))})
+        elif kind == "image" and isinstance(item.get("data"), str):
+            blocks.append({"type": "image", "mimeType": str(item.get("mimeType") or "image/png"),
+                           "data": item["data"]})
+        elif kind == "resource" and isinstance(item.get("resource"), Mapping):
+            blocks.append(_resource_text(item["resource"]))
+        elif kind == "resource_link":
+            blocks.append({"type": "text", "text": f"[resource link: {item.get('uri')}]"})
+        elif kind is not None:
+            blocks.append({"type": "text", "text": f"[{kind} content omitted]"})
+    if "structuredContent" in result:
+        encoded = json.dumps(result["structuredContent"], sort_keys=True)
+        texts = [b["text"] for b in blocks if b["type"] == "text"]
+        if not any(_same_json(t, result["structuredContent"]) for t in texts):
+            blocks.append({"type": "text", "text": f"structured result: {encoded}"})
+    if not blocks:
+        blocks.append({"type": "text", "text": "(no content)"})
+    return blocks, bool(result.get("isError"))
+
+
+def _same_json(text: str, value: Any) -> bool:
+    try:
+        return bool(json.loads(text) == value)
+    except ValueError:
+        return False
+
+
+class Conversation:
+    def __init__(self, host: Host, model: Model, *, system: str | None = None,
+                 max_steps: int = 12, on_event: EventSink | None = None) -> None:
+        self.host = host
+        self.model = model
+        self.system = system
+        self.max_steps = max_steps
+        self.messages: list[Message] = []
+        self._pending: list[dict[str, Any]] = []
+        self._emit = on_event or (lambda kind, data: None)
+
+    @property
+    def has_pending(self) -> bool:
+        """Something (an attachment, a prompt) is waiting to be sent to the model."""
+        return bool(self._pending) or (
+            bool(self.messages) and self.messages[-1]["role"] == "user")
+
+    async def attach_resource(self, server: str, uri: str) -> None:
+        """Put a resource's contents into the next message (the person chose it)."""
+        read = await self.host.read_resource(server, uri)
+        self._pending.extend(_resource_text(c) for c in read.get("contents", []))
+
+    async def use_prompt(self, server: str, name: str,
+                         arguments: Mapping[str, str] | None = None) -> list[Message]:
+        """Add a server prompt's messages to the conversation (the person picked it)."""
+        got = await self.host.get_prompt(server, name, arguments)
+        added: list[Message] = []
+        for message in got.get("messages", []):
+            block, _ = result_blocks({"content": [message["content"]]})
+            added.append({"role": message["role"], "content": block})
+        self._append_all(added)
+        return added
+
+    def _append_all(self, messages: list[Message]) -> None:
+        for message in messages:
+            last = self.messages[-1] if self.messages else None
+            if last is not None and last["role"] == message["role"]:
+                last["content"] = [*last["content"], *message["content"]]
+            else:
+                self.messages.append({"role": message["role"],
+                                      "content": list(message["content"])})
+
+    async def send(self, text: str = "") -> str:
+        """One turn: returns the model's final words."""
+        content = [*self._pending, *([{"type": "text", "text": text}] if text else [])]
+        self._pending = []
+        if content:
+            self._append_all([{"role": "user", "content": content}])
+        for _ in range(self.max_steps):
+            tools = [t.for_api() for t in await self.host.list_tools() if t.for_model]
+            reply: ModelReply = await self.model.reply(self.messages, tools, self.system)
+            self.messages.append({"role": "assistant", "content": reply.blocks()})
+            if reply.text:
+                self._emit("assistant", {"text": reply.text, "final": not reply.tool_calls})
+            if not reply.tool_calls:
+                return reply.text
+            results = []
+            for call in reply.tool_calls:
+                self._emit("tool_call", {"id": call.id, "name": call.name,
+                                         "arguments": call.arguments})
+                blocks, is_error = await self._run(call.name, call.arguments)
+                self._emit("tool_result", {"id": call.id, "name": call.name,
+                                           "is_error": is_error, "content": blocks})
+                results.append({"type": "tool_result", "tool_use_id": call.id,
+                                "content": blocks, "is_error": is_error})
+            self.messages.append({"role": "user", "content": results})
+        note = f"(stopped after {self.max_steps} model steps without a final answer)"
+        self._emit("assistant", {"text": note, "final": True})
+        return note
+
+    async def _run(self, name: str, arguments: dict[str, Any]
+                   ) -> tuple[list[dict[str, Any]], bool]:
+        try:
+            result = await self.host.call_tool(name, arguments, origin="model")
+        except ToolDenied as exc:
+            return [{"type": "text", "text": f"The tool call was refused: {exc.reason}."}], True
+        except Exception as exc:
+            return [{"type": "text", "text": f"The tool call failed: {exc}"}], True
+        return result_blocks(result)
+
+
+def sampler_for(model: Model) -> Callable[[dict[str, Any]], Any]:
+    """A host ``sampler``: answers ``sampling/createMessage`` with ``model``, using only the
+    messages and system prompt the server sent (no tools, no host conversation)."""
+
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        messages = []
+        for message in params.get("messages") or []:
+            raw = message.get("content")
+            items = raw if isinstance(raw, list) else [raw]
+            blocks, _ = result_blocks({"content": [i for i in items if isinstance(i, dict)]})
+            messages.append({"role": message.get("role", "user"), "content": blocks})
+        system = params.get("systemPrompt")
+        reply = await model.reply(messages, [], system if isinstance(system, str) else None)
+        return {"role": "assistant", "content": {"type": "text", "text": reply.text},
+                "model": model.name, "stopReason": "endTurn"}
+
+    return sample

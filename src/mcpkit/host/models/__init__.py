@@ -1,0 +1,5 @@
+"""Model adapters: one small interface, several providers (see :mod:`.base`)."""
+
+from .base import Model, ModelError, ModelReply, ToolCall, model_from_config
+
+__all__ = ["Model", "ModelError", "ModelReply", "ToolCall", "model_from_config"]

@@ -1,0 +1,90 @@
+"""The model interface the loop talks to, and the neutral message format it uses.
+
+Messages are kept in one provider-neutral shape (close to Anthropic's, which has explicit
+tool blocks) and each adapter translates at its edge::
+
+    {"role": "user", "content": [{"type": "text", "text": "..."},
+                                 {"type": "image", "mimeType": "image/png", "data": "<b64>"}]}
+    {"role": "assistant", "content": [{"type": "text", "text": "..."},
+                                      {"type": "tool_use", "id": "t1", "name": "a__add",
+                                       "input": {...}}]}
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                  "content": [<text/image blocks>], "is_error": False}]}
+
+Tools are ``{"name", "description", "input_schema"}``.  An adapter is anything with an
+async ``reply(messages, tools, system)``; API keys come from the environment only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig
+
+__all__ = ["Model", "ModelError", "ModelReply", "ToolCall", "api_key", "model_from_config"]
+
+Message = dict[str, Any]
+
+
+class ModelError(Exception):
+    """The model API failed or answered something unusable; the message says which."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def blocks(self) -> list[dict[str, Any]]:
+        """The reply as a neutral assistant message's content."""
+        out: list[dict[str, Any]] = []
+        if self.text:
+            out.append({"type": "text", "text": self.text})
+        out.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                   for c in self.tool_calls)
+        return out
+
+
+class Model(Protocol):
+    name: str
+
+    async def reply(self, messages: list[Message], tools: list[dict[str, Any]],
+                    system: str | None = None) -> ModelReply: ...
+
+
+def api_key(variable: str) -> str:
+    key = os.environ.get(variable, "")
+    if not key:
+        raise ModelError(f"set the {variable} environment variable to use this model")
+    return key
+
+
+def model_from_config(config: ModelConfig) -> Model:
+    """Build the configured adapter (imports only the one it needs)."""
+    if config.provider == "anthropic":
+        from .anthropic import AnthropicModel
+
+        return AnthropicModel(config.model or "claude-sonnet-4-5",
+                              api_key=api_key(config.api_key_env or "ANTHROPIC_API_KEY"),
+                              base_url=config.base_url, max_tokens=config.max_tokens)
+    if config.provider == "openai":
+        from .openai import OpenAIModel
+
+        return OpenAIModel(config.model or "gpt-4o-mini",
+                           api_key=api_key(config.api_key_env or "OPENAI_API_KEY"),
+                           base_url=config.base_url, max_tokens=config.max_tokens)
+    from .scripted import ScriptedModel
+
+    return ScriptedModel.from_config(list(config.script))

@@ -1,0 +1,127 @@
+"""OpenAI-compatible chat completions adapter (``POST {base}/chat/completions``) over httpx.
+
+Works with any server speaking that format (OpenAI, vLLM, llama.cpp, Ollama...).
+Translation from the neutral format:
+
+* ``tool_use`` blocks -> the assistant message's ``tool_calls`` (arguments as a JSON
+  string); each ``tool_result`` -> a ``{"role": "tool", "tool_call_id", "content"}``
+  message with the text.
+* Tool messages carry text only in this API, so images a tool returned follow the tool
+  messages as one user message of ``image_url`` parts (``data:`` URLs), introduced by
+  text saying which call produced them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from .base import Message, ModelError, ModelReply, ToolCall
+
+__all__ = ["OpenAIModel"]
+
+
+def _image_part(block: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "image_url",
+            "image_url": {"url": f"data:{block['mimeType']};base64,{block['data']}"}}
+
+
+def _user_content(blocks: list[dict[str, Any]]) -> Any:
+    if all(b.get("type") == "text" for b in blocks):
+        return "\n".join(str(b["text"]) for b in blocks)
+    return [{"type": "text", "text": b["text"]} if b.get("type") == "text" else _image_part(b)
+            for b in blocks if b.get("type") in ("text", "image")]
+
+
+def convert(messages: list[Message], system: str | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        blocks = message["content"]
+        if message["role"] == "assistant":
+            text = "".join(b["text"] for b in blocks if b.get("type") == "text")
+            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            calls = [{"id": b["id"], "type": "function",
+                      "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
+                     for b in blocks if b.get("type") == "tool_use"]
+            if calls:
+                entry["tool_calls"] = calls
+            out.append(entry)
+            continue
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        images: list[dict[str, Any]] = []
+        for result in results:
+            parts = result.get("content", [])
+            text = "\n".join(str(p["text"]) for p in parts if p.get("type") == "text")
+            found = [p for p in parts if p.get("type") == "image"]
+            if found:
+                text += f"\n[{len(found)} image(s) follow in the next message]"
+                images.append({"type": "text",
+                               "text": f"Image(s) returned by tool call {result['tool_use_id']}:"})
+                images.extend(_image_part(p) for p in found)
+            if result.get("is_error"):
+                text = f"Error: {text}"
+            out.append({"role": "tool", "tool_call_id": result["tool_use_id"], "content": text})
+        if images:
+            out.append({"role": "user", "content": images})
+        rest = [b for b in blocks if b.get("type") != "tool_result"]
+        if rest:
+            out.append({"role": "user", "content": _user_content(rest)})
+    return out
+
+
+class OpenAIModel:
+    def __init__(self, model: str, *, api_key: str, base_url: str | None = None,
+                 max_tokens: int = 1024, timeout: float = 120.0,
+                 http_client: httpx.AsyncClient | None = None) -> None:
+        self.name = model
+        self.base_url = (base_url or "https://api.openai.com/v1").rstrip("/")
+        self.max_tokens = max_tokens
+        self._headers = {"authorization": f"Bearer {api_key}"}
+        self._http = http_client
+        self._timeout = timeout
+
+    def request_body(self, messages: list[Message], tools: list[dict[str, Any]],
+                     system: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.name, "max_tokens": self.max_tokens,
+                                "messages": convert(messages, system)}
+        if tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": t["name"], "description": t.get("description", ""),
+                "parameters": t["input_schema"]}} for t in tools]
+        return body
+
+    async def reply(self, messages: list[Message], tools: list[dict[str, Any]],
+                    system: str | None = None) -> ModelReply:
+        body = self.request_body(messages, tools, system)
+        url = f"{self.base_url}/chat/completions"
+        try:
+            if self._http is not None:
+                response = await self._http.post(url, json=body, headers=self._headers)
+            else:
+                async with httpx.AsyncClient(timeout=self._timeout) as http:
+                    response = await http.post(url, json=body, headers=self._headers)
+        except httpx.HTTPError as exc:
+            raise ModelError(f"chat completions at {self.base_url}: {exc}") from None
+        if response.status_code != 200:
+            raise ModelError(f"chat completions answered HTTP {response.status_code}: "
+                             f"{response.text[:300]}")
+        data = response.json()
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ModelError(f"chat completions: no choices in {str(data)[:200]}") from None
+        calls = []
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                raise ModelError(f"the model sent invalid JSON arguments for "
+                                 f"{function.get('name')!r}") from None
+            calls.append(ToolCall(str(call.get("id")), str(function.get("name")),
+                                  arguments if isinstance(arguments, dict) else {}))
+        return ModelReply(str(message.get("content") or ""), tuple(calls),
+                          str(choice.get("finish_reason") or ""), dict(data.get("usage") or {}))

@@ -1,0 +1,51 @@
+"""A model that follows a script: for tests, demos, and trying a host without an API key.
+
+Each step is a :class:`ModelReply`, a dict ``{"text": ..., "tool_calls": [{"name",
+"arguments"}]}``, or a callable receiving the conversation so far (to answer with what a
+tool returned).  Every request is kept in :attr:`ScriptedModel.requests` for assertions.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .base import Message, ModelReply, ToolCall
+
+__all__ = ["ScriptedModel"]
+
+Step = ModelReply | dict[str, Any] | Callable[[list[Message]], ModelReply]
+
+
+class ScriptedModel:
+    name = "scripted"
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self.steps = list(steps)
+        self.requests: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+
+    @classmethod
+    def from_config(cls, script: list[Any]) -> ScriptedModel:
+        return cls([dict(step) if isinstance(step, dict) else {"text": str(step)}
+                    for step in script])
+
+    def _reply(self, step: Step, messages: list[Message]) -> ModelReply:
+        if isinstance(step, ModelReply):
+            return step
+        if callable(step):
+            return step(messages)
+        calls = tuple(ToolCall(str(c.get("id") or f"call_{next(self._ids)}"), str(c["name"]),
+                               dict(c.get("arguments") or {}))
+                      for c in step.get("tool_calls") or [])
+        return ModelReply(text=str(step.get("text") or ""), tool_calls=calls,
+                          stop_reason="tool_use" if calls else "end_turn")
+
+    async def reply(self, messages: list[Message], tools: list[dict[str, Any]],
+                    system: str | None = None) -> ModelReply:
+        self.requests.append({"messages": [dict(m) for m in messages],
+                              "tools": [t["name"] for t in tools], "system": system})
+        if not self.steps:
+            return ModelReply(text="(the script has ended)", stop_reason="end_turn")
+        return self._reply(self.steps.pop(0), messages)

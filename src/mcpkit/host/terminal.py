@@ -1,0 +1,229 @@
+"""``mcpkit host`` in a terminal: the same host and model loop, for people who live there.
+
+Plain lines in, readable lines out; anything else is a ``/command`` (``/help`` lists them).
+Consent, elicitation and sampling questions are asked inline and default to "no": pressing
+Enter never approves anything.  Server-provided text is printed with control characters
+escaped, so a tool description cannot move the cursor or recolour the prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import anyio
+
+from .config import HostConfig
+from .host import Host, Interaction, ToolDenied
+from .loop import Conversation, result_blocks, sampler_for
+from .models.base import Model
+from .policy import ConsentDecision, ConsentRequest
+
+__all__ = ["TerminalInteraction", "run_terminal"]
+
+HELP = """commands:
+  /servers                      servers and their state
+  /tools                        tools, namespaced as server__tool
+  /call NAME {json arguments}   call a tool yourself
+  /resources   /read SERVER URI   /attach SERVER URI (into your next message)
+  /prompts     /prompt SERVER NAME [key=value ...] (adds it to the chat)
+  /restart SERVER   /audit   /help   /quit
+anything else is sent to the model (when one is configured)"""
+
+
+def clean(text: Any) -> str:
+    """Untrusted text, safe to print: control characters (ANSI escapes...) made visible."""
+    return "".join(ch if ch in "\n\t" or ch.isprintable() else f"\\x{ord(ch):02x}"
+                   for ch in str(text))
+
+
+class TerminalInteraction(Interaction):
+    def __init__(self, read: Callable[[str], str], out: TextIO) -> None:
+        self._read = read
+        self.out = out
+        self._lock = anyio.Lock()  # one question at a time
+
+    def say(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    async def ask(self, prompt: str) -> str:
+        """A line from the person; "" at end of input (which answers every question no)."""
+        line = await self.read_line(prompt)
+        return "" if line is None else line
+
+    async def read_line(self, prompt: str) -> str | None:
+        try:
+            return (await anyio.to_thread.run_sync(self._read, prompt)).strip()
+        except EOFError:
+            return None
+
+    async def consent(self, request: ConsentRequest) -> ConsentDecision:
+        who = {"model": "The model", "app": "An app", "user": "You"}.get(request.origin,
+                                                                         request.origin)
+        async with self._lock:
+            self.say(f"\n? {who} wants to run {clean(request.tool)} on {clean(request.server)}")
+            self.say(f"  arguments: {clean(json.dumps(request.arguments))}")
+            if request.annotations:
+                self.say(f"  the server claims (unverified): {clean(request.annotations)}")
+            for flag in request.flags:
+                self.say(f"  warning: {clean(flag)}")
+            answer = (await self.ask("  allow? [y]es once / [a]lways / [N]o: ")).lower()
+        if answer in ("y", "yes"):
+            return ConsentDecision(True)
+        if answer in ("a", "always"):
+            return ConsentDecision(True, remember=True)
+        return ConsentDecision(False, reason="the user said no")
+
+    async def elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        schema = params.get("requestedSchema") or {}
+        required = set(schema.get("required") or [])
+        async with self._lock:
+            self.say(f"\n? {clean(server)} asks: {clean(params.get('message', ''))}")
+            self.say("  (answer each field; '!decline' declines, '!cancel' cancels)")
+            content: dict[str, Any] = {}
+            for name, prop in (schema.get("properties") or {}).items():
+                kind = prop.get("type", "string")
+                hint = f" {prop['enum']}" if prop.get("enum") else ""
+                raw = await self.ask(f"  {clean(prop.get('title') or name)} ({kind}{hint})"
+                                     f"{' *' if name in required else ''}: ")
+                if raw in ("!decline", "!cancel"):
+                    return {"action": raw[1:]}
+                if raw == "" and name not in required:
+                    continue
+                content[name] = _coerce(raw, kind)
+        return {"action": "accept", "content": content}
+
+    async def elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        async with self._lock:
+            self.say(f"\n? {clean(server)} asks you to open: {clean(params.get('url'))}")
+            self.say(f"  {clean(params.get('message', ''))}")
+            answer = (await self.ask("  open it yourself, then: [a]ccept / [N]o: ")).lower()
+        return {"action": "accept" if answer in ("a", "accept", "y") else "decline"}
+
+    async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
+        async with self._lock:
+            self.say(f"\n? {clean(server)} wants to use the model with these messages:")
+            for message in params.get("messages") or []:
+                self.say(f"  {clean(message.get('role'))}: {clean(message.get('content'))}")
+            return (await self.ask("  allow? [y/N]: ")).lower() in ("y", "yes")
+
+
+def _coerce(raw: str, kind: str) -> Any:
+    if kind == "integer":
+        return int(raw)
+    if kind == "number":
+        return float(raw)
+    if kind == "boolean":
+        return raw.lower() in ("y", "yes", "true", "1")
+    return raw
+
+
+def _show_result(ui: TerminalInteraction, result: dict[str, Any]) -> None:
+    blocks, is_error = result_blocks(result)
+    for block in blocks:
+        if block["type"] == "text":
+            ui.say(("error: " if is_error else "") + clean(block["text"]))
+        else:
+            ui.say(f"[{block['type']} {block.get('mimeType', '')}]")
+
+
+async def _command(line: str, host: Host, chat: Conversation | None,
+                   ui: TerminalInteraction) -> bool:
+    """Run one /command; False means quit."""
+    head, _, rest = line[1:].partition(" ")
+    args = shlex.split(rest) if head not in ("call",) else []
+    if head in ("quit", "exit", "q"):
+        return False
+    if head == "help":
+        ui.say(HELP)
+    elif head == "servers":
+        for conn in host.servers.values():
+            status = conn.status()
+            ui.say(f"{conn.name:12} {status['state']:10} {clean(status['target'])}"
+                   + (f"  ({clean(status['error'])})" if status["error"] else ""))
+    elif head == "tools":
+        for tool in await host.list_tools():
+            mark = "" if tool.for_model else " (app only)"
+            ui.say(f"{tool.qualified_name}{mark}: {clean(tool.description)[:100]}")
+    elif head == "call":
+        name, _, raw = rest.strip().partition(" ")
+        result = await host.call_tool(name, json.loads(raw) if raw.strip() else {}, origin="user")
+        _show_result(ui, dict(result))
+    elif head == "resources":
+        for server, resource in await host.list_resources():
+            ui.say(f"{server} {clean(resource['uri'])}  {clean(resource.get('name', ''))}")
+    elif head in ("read", "attach") and len(args) == 2:
+        if head == "attach" and chat is not None:
+            await chat.attach_resource(args[0], args[1])
+            ui.say("attached to your next message")
+        else:
+            read = await host.read_resource(args[0], args[1])
+            for item in read.get("contents", []):
+                ui.say(clean(item.get("text", f"[binary {item.get('mimeType', '')}]")))
+    elif head == "prompts":
+        for server, prompt in await host.list_prompts():
+            ui.say(f"{server} {clean(prompt['name'])}: {clean(prompt.get('description', ''))}")
+    elif head == "prompt" and len(args) >= 2:
+        pairs = dict(a.split("=", 1) for a in args[2:] if "=" in a)
+        if chat is None:
+            got = await host.get_prompt(args[0], args[1], pairs)
+            for message in got.get("messages", []):
+                ui.say(f"{message['role']}: {clean(message['content'].get('text', ''))}")
+        else:
+            await chat.use_prompt(args[0], args[1], pairs)
+            ui.say("prompt added; press Enter (or type) to send it")
+    elif head == "restart" and args:
+        host.connection(args[0]).restart()
+    elif head == "audit":
+        for entry in host.audit.entries[-20:]:
+            ui.say(f"{entry.kind} {entry.name} {entry.decision} by {entry.by} "
+                   f"{entry.outcome}".rstrip())
+    else:
+        ui.say(f"unknown command {line!r}; /help lists them")
+    return True
+
+
+async def run_terminal(config: HostConfig, *, model: Model | None = None,
+                       read: Callable[[str], str] = input, out: TextIO = sys.stdout) -> None:
+    ui = TerminalInteraction(read, out)
+    host = Host(config, interaction=ui, sampler=sampler_for(model) if model else None)
+    async with host:
+        for conn in host.servers.values():
+            ui.say(f"{conn.name}: {conn.state}" + (f" ({clean(conn.error)})" if conn.error else ""))
+
+        def narrate(kind: str, data: dict[str, Any]) -> None:
+            if kind == "tool_call":
+                ui.say(f"  -> {data['name']} {clean(json.dumps(data['arguments']))}")
+            elif kind == "tool_result":
+                text = " ".join(b.get("text", "") for b in data["content"] if b["type"] == "text")
+                ui.say(f"  {'x' if data['is_error'] else '<-'} {clean(text)[:200]}")
+
+        chat = (Conversation(host, model, system=config.model.system if config.model else None,
+                             on_event=narrate) if model else None)
+        ui.say(f"model: {model.name}" if model else "no model configured: /help for commands")
+        while True:
+            line = await ui.read_line("you> ")
+            if line is None:
+                return
+            if line.startswith("/"):
+                try:
+                    if not await _command(line, host, chat, ui):
+                        return
+                except ToolDenied as exc:
+                    ui.say(f"refused: {exc.reason}")
+                except Exception as exc:
+                    ui.say(f"error: {clean(exc)}")
+                continue
+            if not line and (chat is None or not chat.has_pending):
+                continue
+            if chat is None:
+                ui.say("no model is configured; /help lists what you can do")
+                continue
+            try:
+                ui.say(f"model> {clean(await chat.send(line))}")
+            except Exception as exc:
+                ui.say(f"error: {clean(exc)}")

@@ -1,0 +1,41 @@
+"""``mcpkit host --web``: the host behind a local web page (see :mod:`.app`)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+
+from ..config import HostConfig
+from ..host import Host
+from ..loop import sampler_for
+from ..models.base import Model
+from .app import WebHost, create_app
+from .prompts import WebInteraction
+
+__all__ = ["WebHost", "WebInteraction", "create_app", "run_web"]
+
+
+async def run_web(config: HostConfig, *, port: int = 0, model: Model | None = None,
+                  on_ready: Callable[[str], None] = print,
+                  health_interval: float = 10.0) -> None:
+    """Serve the page on 127.0.0.1 until interrupted; ``on_ready`` gets the URL with the
+    per-launch token (port 0 picks a free port)."""
+    import uvicorn
+
+    # Questions for the page travel as host events (bound late: the host needs the
+    # interaction first).
+    interaction = WebInteraction(lambda kind, data: host.emit(kind, data))
+    host = Host(config, interaction=interaction, health_interval=health_interval,
+                sampler=sampler_for(model) if model is not None else None)
+    web = WebHost(host, interaction, model=model,
+                  system=config.model.system if config.model else None)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    bound = sock.getsockname()[1]
+    web.bind(bound)
+    server = uvicorn.Server(uvicorn.Config(create_app(web), log_level="warning",
+                                           lifespan="off"))
+    async with host:
+        on_ready(web.url(bound))
+        await server.serve(sockets=[sock])

@@ -1,0 +1,265 @@
+"""The local web page's backend: a small Starlette app over one :class:`~mcpkit.host.Host`.
+
+Security, because a local web server is reachable from every page the browser opens
+(DNS rebinding, CSRF; the MCP Inspector's CVE-2025-49596 was exactly this):
+
+* it binds 127.0.0.1 only (see ``serve``), and checks the ``Host`` header against that;
+* every request, the page included, needs the per-launch token (``secrets.token_urlsafe``),
+  as ``Authorization: Bearer`` or, for the page and the event stream (which cannot set
+  headers), ``?token=``; compared in constant time;
+* a request carrying an ``Origin`` must come from the page's own origin;
+* the page is sent with ``Referrer-Policy: no-referrer`` (the token is in its URL),
+  ``frame-ancestors 'none'`` and ``no-store``.  Its CSP sets no fetch directives on
+  purpose: MCP App views are ``srcdoc`` iframes, which inherit the page's policy, and each
+  view gets its own, stricter one from :mod:`mcpkit.host.apps`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib import resources
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..apps import AppError
+from ..config import ConfigError, parse_server
+from ..connection import ServerUnavailable
+from ..host import Host, ToolDenied
+from ..loop import Conversation
+from ..models.base import Model, ModelError
+from ..policy import Permission
+from .prompts import WebInteraction
+
+__all__ = ["WebHost", "create_app"]
+
+_PAGE_HEADERS = {
+    "Content-Security-Policy": "frame-ancestors 'none'; object-src 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+}
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class WebHost:
+    """The state behind the page: the host, its web interaction, the chat."""
+
+    def __init__(self, host: Host, interaction: WebInteraction, *,
+                 model: Model | None = None, system: str | None = None,
+                 token: str | None = None) -> None:
+        self.host = host
+        self.interaction = interaction
+        self.model = model
+        self.token = token or secrets.token_urlsafe(32)
+        self.allowed_hosts: set[str] = set()
+        self.chat = (Conversation(host, model, system=system, on_event=self._chat_event)
+                     if model is not None else None)
+        self._chat_lock = anyio.Lock()
+
+    def _chat_event(self, kind: str, data: dict[str, Any]) -> None:
+        self.host.emit("chat", {"kind": kind, **data})
+
+    def bind(self, port: int) -> None:
+        self.allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+
+    def url(self, port: int) -> str:
+        return f"http://127.0.0.1:{port}/?token={self.token}"
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+def create_app(web: WebHost) -> Starlette:
+    host = web.host
+    page = resources.files("mcpkit.host.web").joinpath("page.html").read_text("utf-8")
+
+    def guarded(fn: Handler) -> Handler:
+        async def wrapper(request: Request) -> Response:
+            if web.allowed_hosts and request.headers.get("host") not in web.allowed_hosts:
+                return _error(403, "unexpected Host header")
+            origin = request.headers.get("origin")
+            if origin is not None and f"{origin.split('://', 1)[-1]}" not in web.allowed_hosts:
+                return _error(403, "cross-origin requests are not allowed")
+            auth = request.headers.get("authorization", "")
+            given = auth[7:] if auth.lower().startswith("bearer ") else \
+                request.query_params.get("token", "")
+            if not secrets.compare_digest(given.encode(), web.token.encode()):
+                return _error(401, "missing or wrong token (use the URL printed at launch)")
+            try:
+                return await fn(request)
+            except ToolDenied as exc:
+                return _error(403, str(exc), denied=True)
+            except (ServerUnavailable, ConfigError, AppError, ModelError, ValueError) as exc:
+                return _error(400, str(exc))
+            except Exception as exc:  # a server's error: shown to the person as it is
+                return _error(502, f"{type(exc).__name__}: {exc}")
+        return wrapper
+
+    async def body(request: Request) -> dict[str, Any]:
+        try:
+            data = await request.json()
+        except ValueError:
+            raise ValueError("the request body is not JSON") from None
+        if not isinstance(data, dict):
+            raise ValueError("the request body must be a JSON object")
+        return data
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(page, headers=_PAGE_HEADERS)
+
+    async def state(request: Request) -> Response:
+        return JSONResponse({
+            "servers": [c.status() for c in host.servers.values()],
+            "model": web.model.name if web.model else None,
+            "prompts": web.interaction.questions(),
+            "permissions": {"default": host.policy.default, "servers": host.policy.servers,
+                            "tools": host.policy.tools},
+        })
+
+    async def add_server(request: Request) -> Response:
+        data = await body(request)
+        config = parse_server(str(data.get("name", "")), data.get("config"))
+        conn = await host.add_server(config)
+        return JSONResponse(conn.status())
+
+    async def server_action(request: Request) -> Response:
+        name = request.path_params["name"]
+        if request.method == "DELETE":
+            host.remove_server(name)
+        else:
+            host.connection(name).restart()
+        return JSONResponse({"ok": True})
+
+    async def tools(request: Request) -> Response:
+        listed = await host.list_tools(refresh=request.query_params.get("refresh") == "1")
+        return JSONResponse([{
+            "name": t.qualified_name, "server": t.server, "tool": t.name,
+            "title": t.tool.get("title") or t.annotations.get("title"),
+            "description": t.description, "inputSchema": t.schema,
+            "annotations": t.annotations, "flags": list(t.flags),
+            "uiResourceUri": t.ui_resource_uri, "forModel": t.for_model,
+            "permission": host.policy.permission(t.server, t.qualified_name),
+        } for t in listed])
+
+    async def call_tool(request: Request) -> Response:
+        data = await body(request)
+        name = data.get("name")
+        if not isinstance(name, str):  # an app names its server's tool: resolve it
+            found = host.qualified(str(data.get("server")), str(data.get("tool")))
+            if found is None:
+                await host.list_tools()
+                found = host.qualified(str(data.get("server")), str(data.get("tool")))
+            name = found or f"{data.get('server')}__{data.get('tool')}"
+        origin = "app" if data.get("origin") == "app" else "user"
+        arguments = data.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise ValueError("arguments must be an object")
+        result = await host.call_tool(name, arguments, origin=origin,
+                                      app_server=data.get("server") if origin == "app" else None)
+        return JSONResponse({"name": name, "result": result})
+
+    async def list_resources(request: Request) -> Response:
+        listed = await host.list_resources()
+        templates = await host.list_resource_templates()
+        return JSONResponse({"resources": [{"server": s, **r} for s, r in listed],
+                             "templates": [{"server": s, **t} for s, t in templates]})
+
+    async def read_resource(request: Request) -> Response:
+        data = await body(request)
+        return JSONResponse(await host.read_resource(str(data["server"]), str(data["uri"])))
+
+    async def list_prompts(request: Request) -> Response:
+        return JSONResponse([{"server": s, **p} for s, p in await host.list_prompts()])
+
+    async def get_prompt(request: Request) -> Response:
+        data = await body(request)
+        args = {str(k): str(v) for k, v in (data.get("arguments") or {}).items()}
+        return JSONResponse(await host.get_prompt(str(data["server"]), str(data["name"]), args))
+
+    async def open_app(request: Request) -> Response:
+        data = await body(request)
+        doc = await host.read_app(str(data["server"]), str(data["uri"]))
+        return JSONResponse(doc.to_json())
+
+    async def answer(request: Request) -> Response:
+        data = await body(request)
+        ok = web.interaction.answer(str(data.get("id")), data.get("answer"))
+        return JSONResponse({"ok": ok}, status_code=200 if ok else 404)
+
+    async def permissions(request: Request) -> Response:
+        data = await body(request)
+        permission = Permission(str(data.get("permission")))
+        if data.get("target") == "server":
+            host.policy.set_server(str(data["name"]), permission)
+        else:
+            host.policy.set_tool(str(data["name"]), permission)
+        return JSONResponse({"ok": True})
+
+    async def chat(request: Request) -> Response:
+        if web.chat is None:
+            return _error(400, "no model is configured (see 'model' in the config file)")
+        data = await body(request)
+        async with web._chat_lock:
+            if data.get("resource"):
+                ref = data["resource"]
+                await web.chat.attach_resource(str(ref["server"]), str(ref["uri"]))
+            if data.get("prompt"):
+                ref = data["prompt"]
+                await web.chat.use_prompt(str(ref["server"]), str(ref["name"]),
+                                          ref.get("arguments") or {})
+            reply = await web.chat.send(str(data.get("text") or ""))
+        return JSONResponse({"reply": reply})
+
+    async def audit(request: Request) -> Response:
+        return JSONResponse([e.to_json() for e in host.audit.entries[-500:]])
+
+    async def events(request: Request) -> Response:
+        async def stream() -> AsyncIterator[bytes]:
+            async with host.events() as incoming:
+                yield b": connected\n\n"
+                while True:
+                    with anyio.move_on_after(15) as idle:
+                        kind, data = await incoming.receive()
+                    if idle.cancelled_caught:
+                        yield b": keep-alive\n\n"
+                        continue
+                    payload = json.dumps(data, default=str)
+                    yield f"event: {kind}\ndata: {payload}\n\n".encode()
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store",
+                                          "X-Accel-Buffering": "no"})
+
+    async def no_icon(request: Request) -> Response:
+        return Response(status_code=204)
+
+    routes = [
+        Route("/", guarded(index)),
+        Route("/favicon.ico", no_icon),
+        Route("/api/state", guarded(state)),
+        Route("/api/servers", guarded(add_server), methods=["POST"]),
+        Route("/api/servers/{name}", guarded(server_action), methods=["DELETE"]),
+        Route("/api/servers/{name}/restart", guarded(server_action), methods=["POST"]),
+        Route("/api/tools", guarded(tools)),
+        Route("/api/tools/call", guarded(call_tool), methods=["POST"]),
+        Route("/api/resources", guarded(list_resources)),
+        Route("/api/resources/read", guarded(read_resource), methods=["POST"]),
+        Route("/api/prompts", guarded(list_prompts)),
+        Route("/api/prompts/get", guarded(get_prompt), methods=["POST"]),
+        Route("/api/apps/open", guarded(open_app), methods=["POST"]),
+        Route("/api/answer", guarded(answer), methods=["POST"]),
+        Route("/api/permissions", guarded(permissions), methods=["POST"]),
+        Route("/api/chat", guarded(chat), methods=["POST"]),
+        Route("/api/audit", guarded(audit)),
+        Route("/api/events", guarded(events)),
+    ]
+    return Starlette(routes=routes)

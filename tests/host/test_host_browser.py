@@ -1,0 +1,192 @@
+"""End to end in a real browser: ``mcpkit host --web`` driven by Playwright and Debian's
+Chromium (``/usr/bin/chromium``, installed by ``.ci/run``; never a downloaded browser).
+
+One host process for the module, started exactly as a person would, with two servers (our
+alpha test server and the MCP App example) and a scripted model.  Screenshots of every
+step land in ``test-artifacts/host-web/`` at the repository root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hostkit import REPO, SERVERS
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = REPO / "test-artifacts" / "host-web"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI") == "true":
+        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run must install chromium")
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def host_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("web-host")
+    config = {
+        "mcpServers": {
+            "alpha": {"command": sys.executable, "args": [str(SERVERS / "alpha.py")],
+                      "env": {"HOST_TEST_DIR": str(folder)}},
+            "dice": {"command": sys.executable,
+                     "args": [str(REPO / "examples" / "app_server.py")]},
+        },
+        "permissions": {"default": "ask"},
+        "model": {"provider": "scripted", "script": [
+            {"tool_calls": [{"name": "alpha__write_note",
+                             "arguments": {"text": "buy tea"}}]},
+            {"text": "Done: the note is saved."},
+        ]},
+    }
+    path = folder / "mcp.json"
+    path.write_text(json.dumps(config))
+    log = (folder / "host.log").open("w+")
+    proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "host", "--web",
+                             "--config", str(path)], stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url = None
+    deadline = time.monotonic() + 30
+    while url is None and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+        log.seek(0)
+        found = re.search(r"open (http://127\.0\.0\.1:\d+/\?token=\S+)", log.read())
+        url = found.group(1) if found else None
+    if url is None:
+        log.seek(0)
+        proc.kill()
+        pytest.fail(f"mcpkit host --web did not start:\n{log.read()[-3000:]}")
+    yield url
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    with playwright_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM,
+            args=FLAGS, headless=True, viewport={"width": 1400, "height": 900})
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(browser: Any, host_url: str) -> Iterator[Any]:
+    page = browser.new_page()
+    page.set_default_timeout(15_000)
+    page.goto(host_url)
+    page.wait_for_selector("li.tool")
+    yield page
+    page.close()
+
+
+def shot(page: Any, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def test_the_page_and_api_need_the_token(host_url: str) -> None:
+    import httpx
+
+    base = host_url.split("/?")[0]
+    assert httpx.get(base + "/").status_code == 401
+    assert httpx.get(base + "/api/state").status_code == 401
+    assert httpx.get(base + "/api/state", headers={"Host": "evil.example"}).status_code == 403
+    token = host_url.split("token=")[1]
+    ok = httpx.get(base + "/api/state", headers={"Authorization": f"Bearer {token}"})
+    assert ok.status_code == 200
+    cross = httpx.post(base + "/api/tools/call", json={"name": "alpha__echo"},
+                       headers={"Authorization": f"Bearer {token}",
+                                "Origin": "http://evil.example"})
+    assert cross.status_code == 403
+
+
+def test_connect_a_server_and_call_a_tool(page: Any) -> None:
+    page.click("#add-server summary")
+    page.fill("#srv-name", "beta")
+    page.fill("#srv-target", f"{sys.executable} {SERVERS / 'beta.py'}")
+    page.click("#srv-connect")
+    page.wait_for_selector("li.server[data-server='beta'] .state-ready")
+    page.click("li.tool[data-tool='beta__weather']")
+    page.fill("#f-city", "Lisbon")
+    page.click("#call-button")
+    page.wait_for_selector("#result pre.structured")
+    assert '"celsius": 21.5' in page.inner_text("#result pre.structured")
+    shot(page, "01-connect-and-call")
+    page.click("li.tool[data-tool='beta__chart']")
+    page.click("#call-button")
+    page.wait_for_selector("#result img")
+    shot(page, "01b-image-result")
+
+
+def test_answer_an_elicitation_form(page: Any) -> None:
+    page.click("li.tool[data-tool='alpha__ask_name']")
+    page.click("#call-button")
+    page.wait_for_selector(".dialog[data-kind='elicit'] #f-name")
+    page.fill("#f-name", "Ada Lovelace")
+    shot(page, "02-elicitation-form")
+    page.click("#elicit-submit")
+    page.wait_for_selector("#result pre.text")
+    assert page.inner_text("#result pre.text") == "Hello, Ada Lovelace!"
+    shot(page, "03-elicitation-answered")
+
+
+def test_approve_a_tool_call_the_model_asked_for(page: Any) -> None:
+    page.fill("#chat-input", "Please note that I need to buy tea.")
+    page.press("#chat-input", "Enter")
+    page.wait_for_selector(".dialog[data-kind='consent'] #approve")
+    dialog = page.inner_text(".dialog")
+    assert "The model wants to run write_note" in dialog
+    assert "buy tea" in dialog and "unverified" in dialog  # readOnlyHint is shown, not trusted
+    shot(page, "04-consent-dialog")
+    page.click("#approve")
+    page.wait_for_selector(".msg.assistant:has-text('Done: the note is saved.')")
+    shot(page, "05-chat-after-approval")
+    page.click(".tabs button[data-tab='audit']")
+    page.wait_for_selector("li.audit:has-text('alpha__write_note')")
+    assert "approved by user" in page.inner_text("li.audit:has-text('alpha__write_note')")
+
+
+def test_an_mcp_app_renders_and_calls_a_tool_through_the_host(page: Any) -> None:
+    page.click("li.tool[data-tool='dice__roll_dice']")
+    page.fill("#f-count", "3")
+    page.click("#call-button")
+    frame_el = page.wait_for_selector("iframe.app")
+    assert frame_el.get_attribute("sandbox") == "allow-scripts"
+    frame = frame_el.content_frame()
+    frame.wait_for_selector(".die")
+    assert len(frame.query_selector_all(".die")) == 3
+    # the view cannot reach into the host page (opaque origin)
+    assert frame.evaluate("() => { try { return parent.document.title } "
+                          "catch (e) { return 'blocked' } }") == "blocked"
+    shot(page, "06-app-rendered")
+    frame.click("#again")  # the app calls tools/call -> the host's policy asks the person
+    page.wait_for_selector(".dialog[data-kind='consent'] #approve")
+    assert "An app wants to run roll_dice" in page.inner_text(".dialog")
+    shot(page, "07-app-tool-call-consent")
+    page.click("#approve")
+    page.wait_for_selector(".dialog[data-kind='consent']:has-text('roll_history') #approve")
+    page.click("#approve")
+    frame.wait_for_selector("#status:has-text('rolled through the host')")
+    assert len(frame.query_selector_all(".die")) == 3  # the app kept its arguments
+    shot(page, "08-app-called-tool")

@@ -37,6 +37,13 @@ def gateway(log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
         + gwkit.toml_upstream("legacy", url=legacy.url, prefix="leg_")
         + gwkit.toml_upstream("modern", url=modern.url, prefix="mod_")
         + gwkit.toml_upstream("counter", url=counter.url, prefix="cnt_")
+        + gwkit.toml_upstream(
+            "stdio",
+            command=gwkit.serve_command(gwkit.ECHO),
+            prefix="sio_",
+            era="legacy",
+            env={"ECHO_NAME": "stdio"},
+        )
     )
     gw = gwkit.start_gateway("gateway", log_dir, config)
     stack.append(gw)
@@ -227,3 +234,20 @@ def test_legacy_upstream_is_initialized_once(gateway: gwkit.Proc) -> None:
     assert after["initialize"] == 1, after
     assert after["tools/call"] - before["tools/call"] == 8 + 4 + 1
     assert after["prompts/get"] == before.get("prompts/get", 0) + 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+async def test_input_requests_of_a_legacy_stdio_upstream(gateway: gwkit.Proc, era: str) -> None:
+    """A legacy stdio upstream's elicitation/create arrives on the process's stdout, not
+    tied to a request: with one call in flight the gateway knows whose it is."""
+    asked: list[str] = []
+
+    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"name": "Dot"}}
+
+    async with Client(gateway.url, elicitation=elicit, era=era) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("sio_ask")
+    assert result["content"][0]["text"] == "stdio greets Dot (accept)"
+    assert asked == ["stdio asks: what is your name?"]

@@ -277,3 +277,41 @@ async def test_async_flow_on_each_event_loop(fresh: Stack) -> None:
         response = await _post(http, fresh.mcp_url, "whoami")
     assert response.status_code == 200
     assert "demo-user" in response.text
+
+
+def test_tokens_are_never_sent_to_another_origin(fresh: Stack) -> None:
+    auth = interactive()
+    seen: list[str | None] = []
+
+    async def other(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            seen.append(dict(scope["headers"]).get(b"authorization", b"").decode() or None)
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+    async def run(elsewhere: str) -> None:
+        async with httpx.AsyncClient(auth=auth) as http:
+            assert (await _post(http, fresh.mcp_url, "whoami")).status_code == 200
+            assert (await http.get(elsewhere)).status_code == 401
+
+    with serve(lambda base: other) as (base, _):
+        anyio.run(run, f"{base}/steal")
+    assert seen == [None]
+    assert len(authorize_requests(fresh.authz)) == 1  # and the 401 there starts nothing
+
+
+def test_demo_client_example_runs(stack: Stack, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "examples" / "auth" / "demo_client.py"
+    out = subprocess.run(
+        [sys.executable, str(script), stack.mcp_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "'subject': 'demo-user'" in out.stdout
+    assert "purged on behalf of demo-user" in out.stdout

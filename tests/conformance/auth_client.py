@@ -186,11 +186,28 @@ def _find_response(response: httpx.Response, request_id: int) -> dict[str, Any]:
     return message
 
 
+async def run_with_mcpkit_client(server_url: str, auth: OAuthAuth, version: str) -> None:
+    """The same calls through :class:`mcpkit.client.Client` with ``auth=``."""
+    from mcpkit.client import Client
+
+    era = "modern" if version == MODERN else "legacy"
+    async with Client(server_url, auth=auth, era=era) as client:
+        tools = await client.list_tools()
+        if tools:
+            await client.call_tool(tools[0]["name"], {})
+
+
 async def run_auth_scenario(scenario: str, server_url: str, context: dict[str, Any]) -> None:
-    """Perform one ``auth/*`` scenario against the harness's mock server at ``server_url``."""
+    """Perform one ``auth/*`` scenario against the harness's mock server at ``server_url``.
+
+    ``MCPKIT_AUTH_FIXTURE=httpx`` makes the MCP calls with plain httpx instead of the
+    mcpkit client (both carry the same ``httpx.Auth``)."""
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or LEGACY
     policy = UrlPolicy.local_development()
     auth = build_auth(scenario, context, policy)
+    if os.environ.get("MCPKIT_AUTH_FIXTURE", "client") != "httpx":
+        await run_with_mcpkit_client(server_url, auth, version)
+        return
     async with httpx.AsyncClient(auth=auth, timeout=30.0, follow_redirects=False) as http:
         await McpCalls(http, server_url, version).run()
 

@@ -147,6 +147,10 @@ class JwtVerifier:
     async def _discover_jwks_uri(self) -> str:
         from .client.metadata import as_metadata_urls
 
+        try:
+            require_secure_url(self.issuer, "issuer")
+        except ValueError as exc:
+            raise InvalidToken(str(exc)) from None
         client = await self._client()
         for url in as_metadata_urls(self.issuer):
             response = await client.get(url, headers={"Accept": "application/json"})

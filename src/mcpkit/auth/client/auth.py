@@ -99,6 +99,9 @@ class OAuthAuth(httpx.Auth):
         self, request: httpx.Request
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
         engine = self._engine_for(request)
+        if not engine.applies_to(request.url):
+            yield request  # another origin: never show it our token
+            return
         if self._async_lock is None:
             self._async_lock = anyio.Lock()
         lock = self._async_lock
@@ -159,6 +162,9 @@ class OAuthAuth(httpx.Auth):
     # ------------------------------------------------------------------ sync
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
         engine = self._engine_for(request)
+        if not engine.applies_to(request.url):
+            yield request  # another origin: never show it our token
+            return
         if engine.tokens is not None and engine.tokens.expired():
             with self._thread_lock:
                 self._run(engine.before_send())

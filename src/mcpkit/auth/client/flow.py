@@ -164,6 +164,11 @@ class OAuthEngine:
         return self.prm.resource if self.prm is not None else self.server_url
 
     # ------------------------------------------------------------------ request side
+    def applies_to(self, url: httpx.URL) -> bool:
+        """Tokens go only to the server they were obtained for (same origin)."""
+        mine = httpx.URL(self.server_url)
+        return (url.scheme, url.host, url.port) == (mine.scheme, mine.host, mine.port)
+
     def before_send(self) -> Flow[None]:
         """Refresh an expired token before using it (when we can)."""
         tokens = self.tokens

@@ -205,6 +205,25 @@ async def test_listen_fans_in_list_changes_from_both_eras(gateway: gwkit.Proc) -
     assert call_tool(gateway, "beta_from_beta").text() == "from_beta from beta"
 
 
+@pytest.mark.anyio
+async def test_legacy_front_gets_list_changes_on_its_get_stream(gateway: gwkit.Proc) -> None:
+    changed = anyio.Event()
+
+    def seen(note: Any) -> None:
+        if note.method == "notifications/prompts/list_changed":
+            changed.set()
+
+    async with Client(gateway.url, era="legacy", on_notification=seen) as client:
+        assert client.era == "legacy"
+        for _ in range(5):  # the GET stream opens right after initialize, asynchronously
+            await client.call_tool("conf_test_trigger_prompt_change")
+            with anyio.move_on_after(2):
+                await changed.wait()
+            if changed.is_set():
+                break
+    assert changed.is_set()
+
+
 # ---------------------------------------------------------------------------- caching
 
 

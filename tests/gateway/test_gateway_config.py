@@ -1,0 +1,57 @@
+"""The gateway's TOML: the shipped example and the README's parse, mistakes are named."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import gwkit
+import pytest
+
+from mcpkit.gateway.config import ConfigError, load_config, parse_config
+
+
+def test_example_config_parses() -> None:
+    config = load_config(gwkit.ROOT / "examples" / "gateway.toml")
+    assert [u.name for u in config.upstreams] == ["demo", "jobs"]
+    assert config.auth.mode == "bearer"
+    assert config.rate_limits[1].amount == 5 and config.rate_limits[1].window_s == 600
+
+
+def test_readme_config_parses(tmp_path: Path) -> None:
+    readme = (gwkit.ROOT / "README.md").read_text()
+    section = readme[readme.index("## Gateway") :]
+    match = re.search(r"```toml\n(.*?)```", section, re.S)
+    assert match is not None
+    path = tmp_path / "gateway.toml"
+    path.write_text(match.group(1))
+    config = load_config(path)
+    assert config.auth.mode == "jwt"
+    assert [u.prefix for u in config.upstreams] == ["fs_", "jobs_"]
+
+
+@pytest.mark.parametrize(
+    ("data", "complaint"),
+    [
+        ({}, "at least one"),
+        ({"upstream": [{"name": "a"}]}, "exactly one of url or command"),
+        (
+            {
+                "upstream": [
+                    {"name": "a", "url": "http://x"},
+                    {"name": "b", "url": "http://y", "prefix": ""},
+                ]
+            },
+            "non-empty prefix",
+        ),
+        ({"upstream": [{"name": "a", "url": "http://x", "health_interval": -1}]}, "seconds"),
+        ({"upstream": [{"name": "a", "url": "http://x"}], "auth": {"mode": "jwt"}}, "jwks"),
+        (
+            {"upstream": [{"name": "a", "url": "http://x"}], "rate_limit": [{"limit": "lots"}]},
+            "10/minute",
+        ),
+    ],
+)
+def test_mistakes_are_named(data: dict[str, object], complaint: str) -> None:
+    with pytest.raises(ConfigError, match=complaint):
+        parse_config(data)

@@ -251,3 +251,29 @@ async def test_input_requests_of_a_legacy_stdio_upstream(gateway: gwkit.Proc, er
         result = await client.call_tool("sio_ask")
     assert result["content"][0]["text"] == "stdio greets Dot (accept)"
     assert asked == ["stdio asks: what is your name?"]
+
+
+def test_progress_of_a_legacy_upstream_reaches_a_modern_client(gateway: gwkit.Proc) -> None:
+    reply = gwkit.call(
+        gateway.url,
+        "tools/call",
+        {"name": "leg_test_tool_with_progress", "arguments": {}},
+        extra_meta={"progressToken": "p-1"},
+    )
+    assert reply.text() == "Progress tool completed"
+    progress = [n["params"] for n in reply.notifications if n["method"] == "notifications/progress"]
+    assert [p["progress"] for p in progress] == [0, 50, 100], reply.notifications
+    assert all(p["progressToken"] == "p-1" for p in progress)
+
+
+@pytest.mark.anyio
+async def test_progress_of_a_modern_upstream_reaches_a_legacy_client(gateway: gwkit.Proc) -> None:
+    seen: list[float] = []
+
+    async def on_progress(update: dict[str, Any]) -> None:
+        seen.append(update["progress"])
+
+    async with Client(gateway.url, era="legacy") as client:
+        result = await client.call_tool("mod_test_tool_with_progress", on_progress=on_progress)
+    assert result["content"][0]["text"] == "Progress tool completed"
+    assert seen == [0, 50, 100]

@@ -8,6 +8,7 @@ principal.  Each test uses principals of its own so that budgets do not leak bet
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable
@@ -126,10 +127,19 @@ def test_missing_token_is_401(gateway: gwkit.Proc) -> None:
         session.close()
 
 
+def _unsigned(claims: dict[str, Any]) -> str:
+    def part(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
+
+
 def test_invalid_tokens_are_401(gateway: gwkit.Proc, mint: Minter) -> None:
     stranger = RSAKey.generate_key(2048, parameters={"kid": "test-key"})
+    now = int(time.time())
     for token in (
         "not-a-jwt",
+        _unsigned({"sub": "eve", "iss": ISSUER, "aud": AUDIENCE, "exp": now + 300}),
         mint("eve", key=stranger),  # right kid, wrong key
         mint("eve", aud="someone-else"),
         mint("eve", iss="https://evil.invalid/"),

@@ -315,3 +315,21 @@ def test_demo_client_example_runs(stack: Stack, tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     assert "'subject': 'demo-user'" in out.stdout
     assert "purged on behalf of demo-user" in out.stdout
+
+
+def test_a_server_that_rejects_every_token_does_not_cause_a_loop(stack: Stack) -> None:
+    from mcpkit.auth import BearerAuth, InvalidToken, Principal
+    from mcpkit.server import Server
+
+    class Rejects:
+        async def verify(self, token: str) -> Principal:
+            raise InvalidToken("no token is good enough")
+
+    def make(base: str) -> Any:
+        auth = BearerAuth(Rejects(), resource=f"{base}/mcp", authorization_servers=[stack.issuer])
+        return auth.app(Server("grumpy"))
+
+    stack.authz.log.clear()
+    with serve(make) as (base, _), pytest.raises(AuthorizationError, match="still answers 401"):
+        _try(f"{base}/mcp", interactive())
+    assert len(authorize_requests(stack.authz)) == 1

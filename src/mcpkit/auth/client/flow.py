@@ -80,10 +80,10 @@ Flow = Generator[Step, Any, T]
 class Attempt:
     """Per-request counters that keep one request from looping."""
 
-    unauthorized: int = 0
     step_ups: int = 0
     nonce_retries: int = 0
     refreshed: bool = False
+    granted: bool = False
 
 
 @dataclass(slots=True)
@@ -176,7 +176,8 @@ class OAuthEngine:
             return
         if tokens.refresh_token and tokens.issuer and (yield from self.refresh()):
             return
-        self.set_tokens(None)  # the server's 401 starts a new grant
+        if self.tokens is not None and not self.tokens.refresh_token:
+            self.set_tokens(None)  # nothing to renew it with: the server's 401 starts a grant
 
     def authorize_request(self, request: httpx.Request) -> str | None:
         tokens = self.tokens
@@ -244,8 +245,7 @@ class OAuthEngine:
     def _unauthorized(
         self, challenge: Challenge | None, sent: str | None, attempt: Attempt
     ) -> Flow[None]:
-        attempt.unauthorized += 1
-        if attempt.unauthorized > 2:
+        if attempt.granted:
             raise AuthorizationError(
                 "the server still answers 401 after a new access token was obtained; "
                 "check that the authorization server issues tokens for this resource"
@@ -267,6 +267,7 @@ class OAuthEngine:
                 return
         self.set_tokens(None)
         scopes = self.select_scopes(challenge.scopes if challenge is not None else None)
+        attempt.granted = True
         yield from self.obtain(scopes)
 
     def _step_up(self, challenge: Challenge | None, attempt: Attempt) -> Flow[None]:
@@ -286,6 +287,7 @@ class OAuthEngine:
         if self.as_meta is None:
             yield from self.discover(challenge)
         scopes = self.select_scopes(needed or None, also=sorted(granted))
+        attempt.granted = True
         yield from self.obtain(scopes)
 
     # ------------------------------------------------------------------ scopes
@@ -443,9 +445,11 @@ class OAuthEngine:
         }
         try:
             fresh = yield from self.token_request(as_meta, form, client)
-        except (TokenError, httpx.HTTPError):
-            self.set_tokens(None)
+        except TokenError:
+            self.set_tokens(None)  # refused (e.g. invalid_grant): a new grant is needed
             return False
+        except httpx.HTTPError:
+            return False  # unreachable for now: keep the refresh token for later
         fresh.issuer = tokens.issuer
         fresh.resource = tokens.resource
         fresh.refresh_token = fresh.refresh_token or tokens.refresh_token

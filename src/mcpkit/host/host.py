@@ -91,6 +91,8 @@ class Host:
         self.sampler = sampler
         self.health_interval = health_interval
         self.servers: dict[str, ServerConnection] = {}
+        #: Tools each server's client left out, and why (invalid ``x-mcp-header`` on HTTP).
+        self.dropped: dict[str, dict[str, str]] = {}
         self._index = ToolIndex()
         self._tg: anyio.abc.TaskGroup | None = None
         self._subscribers: set[MemoryObjectSendStream[tuple[str, dict[str, Any]]]] = set()
@@ -156,7 +158,7 @@ class Host:
 
     @staticmethod
     def _index_name(server: str, tool: str) -> str:
-        return ToolIndex.build([(server, [{"name": tool}], {})]).by_server[(server, tool)]
+        return ToolIndex.build([(server, [{"name": tool}])]).by_server[(server, tool)]
 
     # ------------------------------------------------------------------ events
     def emit(self, kind: str, data: Mapping[str, Any]) -> None:
@@ -196,13 +198,14 @@ class Host:
 
     async def list_tools(self, *, refresh: bool = False) -> list[HostTool]:
         """Every ready server's tools, namespaced (served from each client's ttl cache)."""
-        async def tools(conn: ServerConnection) -> tuple[list[Any], dict[str, str]]:
+        async def tools(conn: ServerConnection) -> list[dict[str, Any]]:
             listed = await conn.use(lambda c: c.list_tools(refresh=refresh))
-            return [dict(t) for t in listed], dict(conn.client.dropped_tools if conn.client
-                                                   else {})
+            # On HTTP the client drops tools with invalid x-mcp-header annotations (the
+            # spec's MUST); keep why, so a person can see what is missing.
+            self.dropped[conn.name] = dict(conn.client.dropped_tools) if conn.client else {}
+            return [dict(t) for t in listed]
 
-        listings = [(name, tools_, dropped) for name, (tools_, dropped) in await self._each(tools)]
-        self._index = ToolIndex.build(listings)
+        self._index = ToolIndex.build(await self._each(tools))
         return list(self._index.tools.values())
 
     def tool(self, qualified_name: str) -> HostTool | None:

@@ -93,6 +93,9 @@ class Conversation:
         """Add a server prompt's messages to the conversation (the person picked it)."""
         got = await self.host.get_prompt(server, name, arguments)
         added: list[Message] = []
+        if self._pending:  # attachments chosen earlier stay before the prompt
+            added.append({"role": "user", "content": self._pending})
+            self._pending = []
         for message in got.get("messages", []):
             block, _ = result_blocks({"content": [message["content"]]})
             added.append({"role": message["role"], "content": block})

@@ -173,13 +173,11 @@ class ToolIndex:
     by_server: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, listings: Iterable[tuple[str, list[dict[str, Any]],
-                                           Mapping[str, str]]]) -> ToolIndex:
-        """``listings``: (server, tools, dropped) per server, servers in a stable order;
-        ``dropped`` are tools the client left out (invalid ``x-mcp-header`` on HTTP)."""
+    def build(cls, listings: Iterable[tuple[str, list[dict[str, Any]]]]) -> ToolIndex:
+        """``listings``: (server, tools) per server, servers in a stable order."""
         index = cls()
         taken: set[str] = set()
-        for server, tools, _dropped in listings:
+        for server, tools in listings:
             for tool in tools:
                 name = tool.get("name")
                 if not isinstance(name, str):

@@ -1,0 +1,241 @@
+"""The model loop: a scripted model over two real servers, and the Anthropic and OpenAI
+adapters against local fake endpoints (uvicorn on 127.0.0.1) speaking those APIs' formats.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import uvicorn
+from hostkit import ScriptedPerson, calls, stdio_server
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from mcpkit.host import Host, HostConfig, ModelConfig, Permission
+from mcpkit.host.loop import Conversation, sampler_for
+from mcpkit.host.models import ModelReply, ToolCall, model_from_config
+from mcpkit.host.models.anthropic import AnthropicModel
+from mcpkit.host.models.openai import OpenAIModel
+from mcpkit.host.models.scripted import ScriptedModel
+
+pytestmark = pytest.mark.anyio
+
+
+def two_servers(folder: Path, **extra: Any) -> HostConfig:
+    return HostConfig(servers=(stdio_server("alpha", "alpha.py", folder),
+                               stdio_server("beta", "beta.py", folder)), **extra)
+
+
+def last_result_text(messages: list[dict[str, Any]]) -> str:
+    result = messages[-1]["content"][0]
+    return " ".join(b["text"] for b in result["content"] if b["type"] == "text")
+
+
+async def test_a_scripted_conversation_uses_tools_on_two_servers(tmp_path: Path) -> None:
+    def answer(messages: list[dict[str, Any]]) -> ModelReply:
+        return ModelReply(text=f"Alpha said {last_result_text(messages)!r}; all done.")
+
+    model = ScriptedModel([
+        ModelReply(text="Let me add.",
+                   tool_calls=(ToolCall("c1", "alpha__add", {"a": 2, "b": 3}),)),
+        ModelReply(tool_calls=(ToolCall("c2", "beta__weather", {"city": "Oslo"}),
+                               ToolCall("c3", "alpha__write_note", {"text": "hi"}))),
+        ModelReply(tool_calls=(ToolCall("c4", "alpha__echo", {"text": "twice"}),)),
+        answer,
+    ])
+    person = ScriptedPerson(consent=lambda request: request.tool != "write_note")
+    config = two_servers(tmp_path, server_permissions={"beta": Permission.ALLOW},
+                         tool_permissions={"alpha__add": Permission.ALLOW,
+                                           "alpha__echo": Permission.ALLOW})
+    events: list[tuple[str, dict[str, Any]]] = []
+    async with Host(config, interaction=person) as host:
+        chat = Conversation(host, model, system="Be brief.",
+                            on_event=lambda kind, data: events.append((kind, data)))
+        final = await chat.send("Add 2 and 3, check Oslo, then note it.")
+    assert final == "Alpha said 'twice'; all done."
+    # every request offered the tools of both servers, namespaced
+    assert {"alpha__add", "beta__add", "beta__weather"} <= set(model.requests[0]["tools"])
+    assert model.requests[0]["system"] == "Be brief."
+    second = model.requests[1]["messages"]
+    assert second[-1]["content"][0] == {"type": "tool_result", "tool_use_id": "c1",
+                                        "content": [{"type": "text", "text": "alpha: 5"}],
+                                        "is_error": False}
+    third = model.requests[2]["messages"][-1]["content"]
+    weather, note = third
+    assert weather["content"][0]["text"] == json.dumps({"city": "Oslo", "celsius": 21.5},
+                                                       separators=(",", ":"))
+    assert note["is_error"] and "refused" in note["content"][0]["text"]
+    assert calls(tmp_path, "alpha") == ["add", "echo"]  # the refused note never ran
+    assert calls(tmp_path, "beta") == ["weather"]
+    assert [k for k, _ in events].count("tool_call") == 4
+
+
+async def test_resources_and_prompts_the_person_attaches(tmp_path: Path) -> None:
+    model = ScriptedModel([{"text": "ok"}])
+    async with Host(two_servers(tmp_path)) as host:
+        chat = Conversation(host, model)
+        await chat.attach_resource("alpha", "note://alpha/today")
+        await chat.use_prompt("alpha", "review", {"topic": "tea"})
+        await chat.send("and be kind")
+    sent = model.requests[0]["messages"]
+    assert len(sent) == 1 and sent[0]["role"] == "user"
+    texts = [b["text"] for b in sent[0]["content"]]
+    assert texts == ["[note://alpha/today]\nWater the plants.",
+                     "Write a two-line review of tea.", "and be kind"]
+
+
+async def test_sampling_uses_only_what_the_server_sent() -> None:
+    model = ScriptedModel([{"text": "a haiku"}])
+    sample = sampler_for(model)
+    result = await sample({"messages": [{"role": "user", "content": {"type": "text",
+                                                                      "text": "write a haiku"}}],
+                           "systemPrompt": "poet", "maxTokens": 50})
+    assert result == {"role": "assistant", "content": {"type": "text", "text": "a haiku"},
+                      "model": "scripted", "stopReason": "endTurn"}
+    assert model.requests[0]["tools"] == [] and model.requests[0]["system"] == "poet"
+
+
+# ---------------------------------------------------------------------------- fake APIs
+Handler = Callable[[dict[str, Any], int], dict[str, Any]]
+
+
+class FakeApi:
+    """A fake model endpoint on a real socket; keeps every request it got."""
+
+    def __init__(self, path: str, handler: Handler) -> None:
+        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+
+        async def endpoint(request: Request) -> JSONResponse:
+            body = await request.json()
+            self.requests.append((dict(request.headers), body))
+            return JSONResponse(handler(body, len(self.requests)))
+
+        self.app = Starlette(routes=[Route(path, endpoint, methods=["POST"])])
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[FakeApi], Any]]:
+    async with anyio.create_task_group() as tg:
+        servers: list[uvicorn.Server] = []
+
+        async def start(api: FakeApi) -> str:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            server = uvicorn.Server(uvicorn.Config(api.app, log_level="warning",
+                                                   lifespan="off"))
+            servers.append(server)
+            tg.start_soon(lambda: server.serve(sockets=[sock]))
+            with anyio.fail_after(10):
+                while not server.started:
+                    await anyio.sleep(0.01)
+            return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+        yield start
+        for server in servers:
+            server.should_exit = True
+
+
+def anthropic_handler(body: dict[str, Any], n: int) -> dict[str, Any]:
+    if n == 1:
+        return {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+                "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5},
+                "content": [{"type": "text", "text": "Let me look."},
+                            {"type": "tool_use", "id": "toolu_1", "name": "beta__chart",
+                             "input": {}},
+                            {"type": "tool_use", "id": "toolu_2", "name": "alpha__add",
+                             "input": {"a": 1, "b": 2}}]}
+    return {"id": "msg_2", "type": "message", "role": "assistant", "model": body["model"],
+            "stop_reason": "end_turn", "content": [{"type": "text", "text": "A bar chart; 3."}]}
+
+
+async def test_anthropic_adapter_against_a_fake_messages_api(
+        tmp_path: Path, serve: Callable[[FakeApi], Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    api = FakeApi("/v1/messages", anthropic_handler)
+    base = await serve(api)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    model = model_from_config(ModelConfig("anthropic", "claude-test", base_url=base))
+    assert isinstance(model, AnthropicModel)
+    async with Host(two_servers(tmp_path, default_permission=Permission.ALLOW)) as host:
+        final = await Conversation(host, model, system="sys").send("Show me the chart")
+    assert final == "A bar chart; 3."
+    headers, first = api.requests[0]
+    assert headers["x-api-key"] == "sk-ant-test" and headers["anthropic-version"]
+    assert first["system"] == "sys" and first["model"] == "claude-test"
+    assert first["messages"] == [{"role": "user", "content": [{"type": "text",
+                                                               "text": "Show me the chart"}]}]
+    tool = next(t for t in first["tools"] if t["name"] == "alpha__distance")
+    assert tool["input_schema"]["properties"]["start"]["properties"]["x"]["type"] == "number"
+    _, second = api.requests[1]
+    assistant, results = second["messages"][1:]
+    assert assistant["content"][1] == {"type": "tool_use", "id": "toolu_1",
+                                       "name": "beta__chart", "input": {}}
+    chart, add = results["content"]
+    assert chart["type"] == "tool_result" and chart["tool_use_id"] == "toolu_1"
+    image = chart["content"][0]
+    assert image["type"] == "image" and image["source"]["type"] == "base64"
+    assert image["source"]["media_type"] == "image/png" and image["source"]["data"]
+    assert add["content"] == [{"type": "text", "text": "alpha: 3"}]
+
+
+def openai_handler(body: dict[str, Any], n: int) -> dict[str, Any]:
+    if n == 1:
+        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_a", "type": "function",
+             "function": {"name": "beta__chart", "arguments": "{}"}},
+            {"id": "call_b", "type": "function",
+             "function": {"name": "alpha__add", "arguments": '{"a": 4, "b": 5}'}}]}
+        reason = "tool_calls"
+    else:
+        message, reason = {"role": "assistant", "content": "Chart seen; 9."}, "stop"
+    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}}
+
+
+async def test_openai_adapter_against_a_fake_chat_completions_api(
+        tmp_path: Path, serve: Callable[[FakeApi], Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    api = FakeApi("/v1/chat/completions", openai_handler)
+    base = await serve(api)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model = model_from_config(ModelConfig("openai", "gpt-test", base_url=base + "/v1"))
+    assert isinstance(model, OpenAIModel)
+    async with Host(two_servers(tmp_path, default_permission=Permission.ALLOW)) as host:
+        final = await Conversation(host, model, system="sys").send("chart please")
+    assert final == "Chart seen; 9."
+    headers, first = api.requests[0]
+    assert headers["authorization"] == "Bearer sk-test"
+    assert first["messages"] == [{"role": "system", "content": "sys"},
+                                 {"role": "user", "content": "chart please"}]
+    function = next(t["function"] for t in first["tools"] if t["function"]["name"] == "beta__add")
+    assert function["parameters"]["type"] == "object"
+    _, second = api.requests[1]
+    roles = [m["role"] for m in second["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "user"]
+    assistant = second["messages"][2]
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["beta__chart",
+                                                                       "alpha__add"]
+    chart_msg, add_msg, images = second["messages"][3:]
+    assert chart_msg["tool_call_id"] == "call_a" and "image" in chart_msg["content"]
+    assert add_msg == {"role": "tool", "tool_call_id": "call_b", "content": "alpha: 9"}
+    assert images["content"][1]["type"] == "image_url"
+    assert images["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+async def test_model_errors_are_reported_in_words(serve: Callable[[FakeApi], Any]) -> None:
+    api = FakeApi("/v1/messages", lambda body, n: {"error": "nope"})
+    base = await serve(api)
+    from mcpkit.host.models import ModelError
+
+    with pytest.raises(ModelError, match="ANTHROPIC_KEY_FOR_TEST"):
+        model_from_config(ModelConfig("anthropic", api_key_env="ANTHROPIC_KEY_FOR_TEST"))
+    bad = OpenAIModel("x", api_key="k", base_url=base)  # wrong path: 404
+    with pytest.raises(ModelError, match="HTTP 404"):
+        await bad.reply([{"role": "user", "content": [{"type": "text", "text": "hi"}]}], [])

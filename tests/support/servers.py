@@ -275,6 +275,10 @@ class StdioProcess:
         self._stderr.flush()
         return tail(self.stderr_path, lines)
 
+    def output_tail(self, lines: int = 40) -> str:
+        """For the failure report hook in tests/conftest.py: the server's stderr."""
+        return self.stderr_tail(lines)
+
     def stop(self) -> None:
         self.close_stdin()
         kill_group(self.process)

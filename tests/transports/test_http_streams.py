@@ -64,6 +64,10 @@ def make_app(recorder: Recorder, **options: Any) -> McpHttpApp:
         return nonce
 
     @server.tool
+    def surrogate() -> str:
+        return "bad \udcff name"  # e.g. a filename decoded with surrogateescape
+
+    @server.tool
     def change_tools() -> str:
         server.notify_tools_changed()
         return "changed"
@@ -265,6 +269,21 @@ def test_small_body_limit(recorder: Recorder) -> None:
             assert reply.result["content"][0]["text"] == "ok"
         finally:
             http.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a result JSON cannot encode (lone surrogate) raises TypeError in "
+    "ResponseWriter.final; the request gets uvicorn's '500 Internal Server Error' "
+    "text/plain instead of a JSON-RPC error",
+)
+def test_unencodable_result_is_a_json_rpc_error(client: McpHttp) -> None:
+    message = modern_request(1, "tools/call", {"name": "surrogate"})
+    response = client.post_json(message, modern_headers(message))
+    assert response.headers["content-type"].startswith("application/json"), response.text
+    body = response.json()
+    validate_outgoing(MODERN, body, request_method="tools/call")
+    client.assert_healthy()
 
 
 # --------------------------------------------------------------------------- concurrency

@@ -101,6 +101,15 @@ def test_resources_and_templates_are_merged_and_routed(gateway: gwkit.Proc) -> N
         assert read.result["contents"][0]["text"] == text
     missing = gwkit.call(gateway.url, "resources/read", {"uri": "echo://nobody/info"})
     assert missing.error["code"] == -32602
+    session = gwkit.LegacySession(gateway.url)
+    try:
+        session.initialize()
+        legacy = session.request("resources/read", {"uri": "echo://nobody/info"})
+        assert legacy.error["code"] == -32002  # what 2025-11-25 clients know
+        read = session.request("resources/read", {"uri": "echo://beta/items/9"})
+        assert read.result["contents"][0]["text"] == "item 9 of beta"
+    finally:
+        session.close()
 
 
 def test_discover_merges_capabilities(gateway: gwkit.Proc) -> None:

@@ -36,7 +36,13 @@ from ..server.notify import ChangeEvent
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
 from ..server.uritemplate import TemplateError, UriTemplate
-from ..types.errors import INVALID_PARAMS, McpError, invalid_params, method_not_found
+from ..types.errors import (
+    INVALID_PARAMS,
+    LEGACY_RESOURCE_NOT_FOUND,
+    McpError,
+    invalid_params,
+    method_not_found,
+)
 from ..types.methods import METHODS
 from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO
 from .audit import AuditLog
@@ -326,7 +332,7 @@ class GatewayServer(Server):
                 ctx, upstream, method, {**params, "name": original}
             ), upstream.name
         if method == "resources/read":
-            upstream = await self._resource_owner(str(params.get("uri", "")))
+            upstream = await self._resource_owner(str(params.get("uri", "")), ctx.meta.era)
             return await self._forward(ctx, upstream, method, params), upstream.name
         if method == "completion/complete":
             ref = params.get("ref") or {}
@@ -334,7 +340,7 @@ class GatewayServer(Server):
                 upstream, original = self._by_prefix(str(ref.get("name", "")))
                 forwarded = {**params, "ref": {**ref, "name": original}}
             else:
-                upstream = await self._resource_owner(str(ref.get("uri", "")))
+                upstream = await self._resource_owner(str(ref.get("uri", "")), ctx.meta.era)
                 forwarded = params
             trace = _trace_meta(ctx) or None
             answer = await upstream.call(lambda c: c.request(method, _clean(forwarded), meta=trace))
@@ -395,25 +401,36 @@ class GatewayServer(Server):
             result["cacheScope"] = scope
         return result
 
-    async def _resource_owner(self, uri: str) -> Upstream:
-        for upstream in self.upstreams:
-            if upstream.client is None:
-                continue
-            if any(r.get("uri") == uri for r in await upstream.listing("resources")):
+    async def _resource_owner(self, uri: str, era: str = "modern") -> Upstream:
+        """The upstream serving ``uri``: one listing it, else one whose template is ``uri``
+        (a completion reference names the template itself), else one whose template
+        matches it.  An upstream that cannot list is passed over, not fatal."""
+        live = [u for u in self.upstreams if u.client is not None]
+
+        async def listing(upstream: Upstream, kind: str) -> list[dict[str, Any]]:
+            try:
+                return await upstream.listing(kind)
+            except McpError as exc:
+                log.warning("upstream %s: listing %s failed: %s", upstream.name, kind, exc)
+                return []
+
+        for upstream in live:
+            if any(r.get("uri") == uri for r in await listing(upstream, "resources")):
                 return upstream
-        for upstream in self.upstreams:
-            if upstream.client is None:
+        templates = [(u, t) for u in live for t in await listing(u, "templates")]
+        for upstream, template in templates:
+            if template.get("uriTemplate") == uri:
+                return upstream
+        for upstream, template in templates:
+            try:
+                compiled = UriTemplate.compile(str(template.get("uriTemplate", "")))
+            except TemplateError:
                 continue
-            for template in await upstream.listing("templates"):
-                try:
-                    if (
-                        UriTemplate.compile(str(template.get("uriTemplate", ""))).match(uri)
-                        is not None
-                    ):
-                        return upstream
-                except TemplateError:
-                    continue
-        raise McpError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+            if compiled.match(uri) is not None:
+                return upstream
+        # -32602 since 2026-07-28; legacy clients know "resource not found" as -32002.
+        code = INVALID_PARAMS if era == "modern" else LEGACY_RESOURCE_NOT_FOUND
+        raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
 
     async def _forward(
         self, ctx: Context, upstream: Upstream, method: str, params: dict[str, Any]

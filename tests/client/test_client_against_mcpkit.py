@@ -11,8 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
+from client_support import FIXTURE_SERVER, REPO, ServerProcess, serve_command
 
-from conftest import FIXTURE_SERVER, REPO, ServerProcess, serve_command
 from mcpkit.client import (
     Client,
     EraCache,

@@ -8,8 +8,7 @@ import subprocess
 import sys
 
 import pytest
-
-from conftest import FIXTURE_SERVER, REPO, ServerProcess, free_port, serve_command
+from client_support import FIXTURE_SERVER, REPO, ServerProcess, free_port, serve_command
 
 SERVER_ARGV = serve_command(FIXTURE_SERVER)
 

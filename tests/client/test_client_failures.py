@@ -13,8 +13,16 @@ from typing import Any
 
 import anyio
 import pytest
+from client_support import (
+    PEERS,
+    REPO,
+    SLOW_SERVER,
+    ServerProcess,
+    free_port,
+    pid_alive,
+    serve_command,
+)
 
-from conftest import PEERS, REPO, SLOW_SERVER, ServerProcess, free_port, pid_alive, serve_command
 from mcpkit.client import (
     Client,
     ClientError,

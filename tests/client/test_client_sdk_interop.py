@@ -20,8 +20,8 @@ from typing import Any
 
 import anyio
 import pytest
+from client_support import PEERS, ServerProcess, free_port, start_server
 
-from conftest import PEERS, ServerProcess, free_port, start_server
 from mcpkit.client import Client, prompt_ref
 
 try:

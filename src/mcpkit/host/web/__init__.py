@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anyio
+import uvicorn
 
 from ..config import HostConfig
 from ..host import Host
@@ -20,8 +26,6 @@ async def run_web(config: HostConfig, *, port: int = 0, model: Model | None = No
                   health_interval: float = 10.0) -> None:
     """Serve the page on 127.0.0.1 until interrupted; ``on_ready`` gets the URL with the
     per-launch token (port 0 picks a free port)."""
-    import uvicorn
-
     # Questions for the page travel as host events (bound late: the host needs the
     # interaction first).
     interaction = WebInteraction(lambda kind, data: host.emit(kind, data))
@@ -34,8 +38,26 @@ async def run_web(config: HostConfig, *, port: int = 0, model: Model | None = No
     sock.bind(("127.0.0.1", port))
     bound = sock.getsockname()[1]
     web.bind(bound)
-    server = uvicorn.Server(uvicorn.Config(create_app(web), log_level="warning",
-                                           lifespan="off"))
-    async with host:
+    server = _QuietServer(uvicorn.Config(create_app(web), log_level="warning", lifespan="off"))
+    async with host, anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signal, server)
         on_ready(web.url(bound))
         await server.serve(sockets=[sock])
+        tg.cancel_scope.cancel()
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn's server minus its signal handling: uvicorn re-raises the signal after
+    serving, which would tear the host down by cancellation; we stop it ourselves so the
+    servers are shut down in order (stdin EOF, then exit)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def _stop_on_signal(server: Any) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            server.should_exit = True
+            return

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -81,8 +80,7 @@ def host_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with playwright_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM,
@@ -190,3 +188,24 @@ def test_an_mcp_app_renders_and_calls_a_tool_through_the_host(page: Any) -> None
     frame.wait_for_selector("#status:has-text('rolled through the host')")
     assert len(frame.query_selector_all(".die")) == 3  # the app kept its arguments
     shot(page, "08-app-called-tool")
+
+
+def test_progress_resources_and_prompts(page: Any) -> None:
+    page.click("li.tool[data-tool='alpha__slow']")
+    page.fill("#f-steps", "4")
+    page.click("#call-button")
+    page.wait_for_selector("#result pre.text:has-text('counted to 4')")
+    assert page.eval_on_selector("#progress", "el => [el.value, el.max, el.hidden]") == [4, 4,
+                                                                                        False]
+    assert "step 4 of 4" in page.inner_text("#progress-note")
+    shot(page, "09-progress")
+    page.click(".tabs button[data-tab='resources']")
+    page.click("li.resource:has-text('note://alpha/today')")
+    page.wait_for_selector("pre.resource-text")
+    assert page.inner_text("pre.resource-text") == "Water the plants."
+    page.click(".tabs button[data-tab='prompts']")
+    page.click("li.prompt:has-text('review')")
+    page.fill("#f-topic", "green tea")
+    page.click("button:has-text('Get prompt')")
+    page.wait_for_selector("#detail pre:has-text('green tea')")
+    shot(page, "10-prompt")

@@ -40,7 +40,7 @@ from .policy import (
     Policy,
     tool_fingerprint,
 )
-from .tools import HostTool, ToolIndex
+from .tools import HostTool, ToolIndex, exposed_name
 
 __all__ = ["Host", "Interaction", "ToolDenied"]
 
@@ -132,7 +132,7 @@ class Host:
         if config.permission is not None:
             self.policy.set_server(config.name, config.permission)
         for tool, permission in config.tools.items():
-            self.policy.set_tool(self._index_name(config.name, tool), permission)
+            self.policy.set_tool(exposed_name(config.name, tool), permission)
         cb = ConnectionCallbacks(
             elicit=self._elicit, elicit_url=self._elicit_url,
             sample=self._sample if self.sampler is not None else None,
@@ -155,10 +155,6 @@ class Host:
             return self.servers[name]
         except KeyError:
             raise ServerUnavailable(f"no server named {name!r}") from None
-
-    @staticmethod
-    def _index_name(server: str, tool: str) -> str:
-        return ToolIndex.build([(server, [{"name": tool}])]).by_server[(server, tool)]
 
     # ------------------------------------------------------------------ events
     def emit(self, kind: str, data: Mapping[str, Any]) -> None:

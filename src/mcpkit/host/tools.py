@@ -28,7 +28,7 @@ from typing import Any
 
 from .apps import tool_ui_uri, visible_to_model
 
-__all__ = ["HostTool", "ToolIndex", "model_schema", "tool_flags"]
+__all__ = ["HostTool", "ToolIndex", "exposed_name", "model_schema", "tool_flags"]
 
 SEPARATOR = "__"
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -67,7 +67,8 @@ class HostTool:
                 "input_schema": self.schema}
 
 
-def _exposed(server: str, name: str, taken: set[str]) -> str:
+def exposed_name(server: str, name: str, taken: set[str] | frozenset[str] = frozenset()) -> str:
+    """The name a model sees for ``server``'s tool ``name`` (unique among ``taken``)."""
     base = _SAFE.sub("_", f"{server}{SEPARATOR}{name}")
     if len(base) <= _MAX_NAME and base not in taken:
         return base
@@ -182,7 +183,7 @@ class ToolIndex:
                 name = tool.get("name")
                 if not isinstance(name, str):
                     continue
-                exposed = _exposed(server, name, taken)
+                exposed = exposed_name(server, name, taken)
                 taken.add(exposed)
                 notes: list[str] = []
                 schema = model_schema(tool.get("inputSchema"), notes)

@@ -7,6 +7,8 @@ Every test runs under ``anyio.fail_after``: a hang is a failure, not a stuck tes
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from client_support import (
+    FIXTURE_SERVER,
     PEERS,
     REPO,
     SLOW_SERVER,
@@ -267,3 +270,29 @@ async def test_http_legacy_fallback_and_session_expiry(bad_http_server: ServerPr
             assert client.era == "legacy"
             result = await client.call_tool("who")
             assert result["content"][0]["text"] == "served by session-2"
+
+
+# --------------------------------------------------------------------------- abrupt listen ends
+
+
+async def test_listen_raises_when_the_stdio_server_dies() -> None:
+    with anyio.fail_after(15):
+        client = Client(serve_command(FIXTURE_SERVER), cwd=REPO, era="modern")
+        async with client, client.listen(tools=True) as sub:
+            assert sub.filter == {"toolsListChanged": True}
+            os.kill(client.transport.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+            with pytest.raises(ConnectionClosedError, match="exited with code -9"):
+                async for _ in sub:
+                    pass
+
+
+async def test_listen_raises_when_the_http_stream_just_ends(
+    bad_http_server: ServerProcess,
+) -> None:
+    with anyio.fail_after(10):
+        client = Client(bad_http_server.url + "/listen-drop", era="modern")
+        async with client, client.listen(tools=True) as sub:
+            assert sub.filter == {"toolsListChanged": True}
+            with pytest.raises(ConnectionClosedError, match="without ending it"):
+                async for _ in sub:
+                    pass

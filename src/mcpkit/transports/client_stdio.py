@@ -168,9 +168,23 @@ class StdioTransport:
                 self._signal(getattr(signal, "SIGKILL", signal.SIGTERM))
                 await self._wait_exit(self.shutdown_grace)
         # Whatever the server left behind in its group (tool subprocesses) goes too.
-        self._signal(getattr(signal, "SIGKILL", signal.SIGTERM), group_only=True)
+        if self._group_alive():
+            self._signal(signal.SIGTERM, group_only=True)
+            with anyio.move_on_after(min(self.shutdown_grace, 0.5)):
+                while self._group_alive():
+                    await anyio.sleep(0.05)
+            self._signal(getattr(signal, "SIGKILL", signal.SIGTERM), group_only=True)
         with anyio.move_on_after(2):
             await process.aclose()
+
+    def _group_alive(self) -> bool:
+        if os.name != "posix" or self._process is None:
+            return False
+        try:
+            os.killpg(self._process.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
 
     def _signal(self, sig: signal.Signals, *, group_only: bool = False) -> None:
         process = self._process
@@ -226,8 +240,8 @@ class StdioTransport:
         except Exception:  # never let a reader crash cancel the caller's code
             log.exception("stdio reader failed")
             endpoint.close("reading the server's stdout failed")
-        for send in list(self._listeners.values()):
-            send.close()
+        # Listen streams end through their pending request, which the endpoint just failed:
+        # that records the error first, so an abrupt end never looks like a graceful one.
 
     async def _read_stderr(self) -> None:
         process = self._process

@@ -8,6 +8,7 @@ Run: ``python bad_http.py PORT``.  ``server/discover`` is answered normally on e
 * ``/close-mid``      an SSE stream that ends without the response
 * ``/drop-mid``       an SSE stream whose connection is cut (no chunked terminator)
 * ``/hang``           a response that never starts
+* ``/listen-drop``    ``subscriptions/listen`` acknowledged, then the stream just ends
 * ``/html-error``     HTTP 500 with an HTML page
 * ``/legacy-only``    answers server/discover with HTTP 400 and a non-JSON body, and
                       serves a legacy session (initialize, tools/list, tools/call; 404 once
@@ -63,6 +64,12 @@ async def app(scope, receive, send) -> None:
         return
     if rid is None:
         await respond(send, 202, b"")
+        return
+    if path == "/listen-drop" and method == "subscriptions/listen":
+        ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+               "params": {"notifications": {"toolsListChanged": True},
+                          "_meta": {"io.modelcontextprotocol/subscriptionId": rid}}}
+        await respond(send, 200, f"data: {json.dumps(ack)}\n\n".encode(), "text/event-stream")
         return
     if path == "/garbage":
         await respond(send, 200, b'{"jsonrpc": "2.0", "id": ')

@@ -196,7 +196,9 @@ async def run_terminal(config: HostConfig, *, model: Model | None = None,
             ui.say(f"{conn.name}: {conn.state}" + (f" ({clean(conn.error)})" if conn.error else ""))
 
         def narrate(kind: str, data: dict[str, Any]) -> None:
-            if kind == "tool_call":
+            if kind == "assistant" and not data["final"]:
+                ui.say(f"model> {clean(data['text'])}")
+            elif kind == "tool_call":
                 ui.say(f"  -> {data['name']} {clean(json.dumps(data['arguments']))}")
             elif kind == "tool_result":
                 text = " ".join(b.get("text", "") for b in data["content"] if b["type"] == "text")

@@ -166,3 +166,22 @@ async def test_elicitation_progress_resources_and_prompts(tmp_path: Path) -> Non
         schema = host.tool("alpha__distance").schema  # type: ignore[union-attr]
         assert schema["properties"]["start"]["properties"]["x"] == {"type": "number"}
         assert "$defs" not in schema
+
+
+async def test_list_changed_refreshes_the_cached_tool_list(tmp_path: Path) -> None:
+    config = HostConfig(servers=(stdio_server("alpha", "alpha.py", tmp_path),),
+                        default_permission=Permission.ALLOW)
+    async with Host(config) as host, host.events() as events:
+        before = {t.qualified_name for t in await host.list_tools()}
+        assert "alpha__extra" not in before
+        # served from the client's ttl cache: the server is not asked again
+        assert {t.qualified_name for t in await host.list_tools()} == before
+        await host.call_tool("alpha__grow")
+        with anyio.fail_after(10):
+            async for kind, data in events:
+                if kind == "changed" and data["kind"] == "tools":
+                    assert data["server"] == "alpha"
+                    break
+        after = {t.qualified_name for t in await host.list_tools()}
+        assert after == before | {"alpha__extra"}
+        assert text(await host.call_tool("alpha__extra")) == "extra"

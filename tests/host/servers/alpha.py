@@ -93,6 +93,19 @@ def distance(start: dict[str, Any], end: dict[str, Any]) -> str:
     return f"{(dx * dx + dy * dy) ** 0.5:g}"
 
 
+@server.tool
+def grow() -> str:
+    """Register one more tool (the server then says its tool list changed)."""
+    record("grow")
+
+    def extra() -> str:
+        """A tool that did not exist at start."""
+        return "extra"
+
+    server.tool(extra)
+    return "grew"
+
+
 @server.resource("note://alpha/today", mime_type="text/plain", description="Today's note")
 def note() -> str:
     return "Water the plants."

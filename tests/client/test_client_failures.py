@@ -46,13 +46,13 @@ def bad(mode: str, *extra: str) -> list[str]:
     return [sys.executable, str(BAD_STDIO), mode, *extra]
 
 
-SLOW_TARGETS = ["stdio", "http-modern", "http-legacy"]
+SLOW_TARGETS = ["stdio-modern", "stdio-legacy", "http-modern", "http-legacy"]
 
 
 def slow_client(kind: str, server: ServerProcess, **kw: Any) -> Client:
-    if kind == "stdio":
-        return Client(serve_command(SLOW_SERVER), cwd=REPO, era="modern", **kw)
-    return Client(server.url, era=kind.removeprefix("http-"), **kw)
+    transport, era = kind.split("-")
+    target = serve_command(SLOW_SERVER) if transport == "stdio" else server.url
+    return Client(target, cwd=REPO, era=era, **kw)
 
 
 # --------------------------------------------------------------------------- timeouts
@@ -94,8 +94,8 @@ async def test_progress_extends_up_to_the_hard_maximum(kind: str,
 async def test_cancelling_the_caller_cancels_the_request(
     kind: str, slow_http_server: ServerProcess, tmp_path: Path
 ) -> None:
-    """stdio: notifications/cancelled; HTTP modern: the stream is closed; HTTP legacy:
-    notifications/cancelled on the session.  The server's handler sees the cancellation."""
+    """stdio (both eras) and HTTP legacy: notifications/cancelled; HTTP modern: the stream
+    is closed.  Either way the server's handler sees the cancellation."""
     marker = tmp_path / "marker"
     with anyio.fail_after(20):
         async with slow_client(kind, slow_http_server) as client:

@@ -147,13 +147,26 @@ def serve_command(target: str, *flags: str) -> list[str]:
     return [sys.executable, "-m", "mcpkit", "serve", target, "--state", "memory:", *flags]
 
 
-def start_upstream(name: str, log_dir: Path, target: str = ECHO, *flags: str, **env: str) -> Proc:
-    """``mcpkit serve TARGET --http`` (flags: ``--no-modern``, ``--no-legacy``)."""
+def spawn_upstream(name: str, log_dir: Path, target: str = ECHO, *flags: str, **env: str) -> Proc:
+    """``mcpkit serve TARGET --http`` (flags: ``--no-modern``, ``--no-legacy``), started but
+    not yet waited for (start several, then :func:`wait_port` each: they boot in parallel)."""
     port = free_port()
     cmd = [*serve_command(target, *flags), "--http", "--port", str(port)]
-    p = _spawn(name, cmd, log_dir, {"ECHO_NAME": name, **env}, port)
+    return _spawn(name, cmd, log_dir, {"ECHO_NAME": name, **env}, port)
+
+
+def start_upstream(name: str, log_dir: Path, target: str = ECHO, *flags: str, **env: str) -> Proc:
+    p = spawn_upstream(name, log_dir, target, *flags, **env)
     wait_port(p)
     return p
+
+
+def start_upstreams(log_dir: Path, *specs: tuple[Any, ...], **env: str) -> list[Proc]:
+    """Several upstreams at once: each spec is ``(name, target, *flags)``."""
+    procs = [spawn_upstream(spec[0], log_dir, *spec[1:], **env) for spec in specs]
+    for p in procs:
+        wait_port(p)
+    return procs
 
 
 def start_gateway(

@@ -32,11 +32,13 @@ TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 @pytest.fixture(scope="module")
 def config(log_dir: Path, stack: list[gwkit.Proc]) -> str:
-    conf = gwkit.start_upstream("conf", log_dir, gwkit.CONFORMANCE)
-    alpha = gwkit.start_upstream("alpha", log_dir)
-    beta = gwkit.start_upstream("beta", log_dir, gwkit.ECHO, "--no-modern")
-    zeta = gwkit.start_upstream("zeta", log_dir, ECHO_TTL_MS="0", ECHO_CACHE_SCOPE="private")
-    stack.extend([conf, alpha, beta, zeta])
+    zeta = gwkit.spawn_upstream("zeta", log_dir, ECHO_TTL_MS="0", ECHO_CACHE_SCOPE="private")
+    stack.append(zeta)
+    conf, alpha, beta = gwkit.start_upstreams(
+        log_dir, ("conf", gwkit.CONFORMANCE), ("alpha",), ("beta", gwkit.ECHO, "--no-modern")
+    )
+    stack.extend([conf, alpha, beta])
+    gwkit.wait_port(zeta)
     return '[gateway]\nstate = "memory:"\n' + "".join(
         gwkit.toml_upstream(p.name, url=p.url, prefix=f"{p.name}_")
         for p in (conf, alpha, beta, zeta)

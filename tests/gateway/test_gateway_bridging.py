@@ -26,12 +26,13 @@ ELICIT = {"elicitation": {}}
 
 @pytest.fixture(scope="module")
 def gateway(log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
-    legacy = gwkit.start_upstream("legacy", log_dir, gwkit.CONFORMANCE, "--no-modern")
-    stack.append(legacy)
-    modern = gwkit.start_upstream("modern", log_dir, gwkit.CONFORMANCE, "--no-legacy")
-    stack.append(modern)
-    counter = gwkit.start_upstream("counter", log_dir, gwkit.ECHO, "--no-modern")
-    stack.append(counter)
+    legacy, modern, counter = gwkit.start_upstreams(
+        log_dir,
+        ("legacy", gwkit.CONFORMANCE, "--no-modern"),
+        ("modern", gwkit.CONFORMANCE, "--no-legacy"),
+        ("counter", gwkit.ECHO, "--no-modern"),
+    )
+    stack.extend([legacy, modern, counter])
     config = (
         '[gateway]\nstate = "memory:"\n'
         + gwkit.toml_upstream("legacy", url=legacy.url, prefix="leg_")

@@ -17,8 +17,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def upstreams(log_dir: Path, stack: list[gwkit.Proc]) -> dict[str, gwkit.Proc]:
-    web = gwkit.start_upstream("web", log_dir)
-    steady = gwkit.start_upstream("steady", log_dir)
+    web, steady = gwkit.start_upstreams(log_dir, ("web",), ("steady",))
     stack.extend([web, steady])
     return {"web": web, "steady": steady}
 

@@ -158,7 +158,7 @@ def test_hostile_uri_against_multi_variable_template_does_not_hang() -> None:
         )
         for case in cases
     ]
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 3
     hung = []
     for case, child in zip(cases, children, strict=True):
         try:
@@ -170,4 +170,4 @@ def test_hostile_uri_against_multi_variable_template_does_not_hang() -> None:
             continue
         assert child.returncode == 0, err
         assert out.strip() == "None"
-    assert not hung, f"matching hostile URIs against {hung} did not finish within 5 s"
+    assert not hung, f"matching hostile URIs against {hung} did not finish within 3 s"

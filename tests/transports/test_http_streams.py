@@ -347,7 +347,7 @@ def test_listen_without_sse_accept_is_refused(client: McpHttp) -> None:
     "shutdown_streams(); the client never gets the SubscriptionsListenResult",
 )
 def test_listen_stream_ends_with_a_result_on_graceful_shutdown(recorder: Recorder) -> None:
-    server = ThreadServer(make_app(recorder)).start()
+    server = ThreadServer(make_app(recorder), timeout_graceful_shutdown=1).start()
     http = McpHttp(server.url, server.alive)
     messages: list[dict[str, Any]] = []
     try:

@@ -9,6 +9,7 @@ message the server emits is validated against the official 2025-11-25 schema.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -262,6 +263,43 @@ def test_get_stream_receives_list_changed(client: McpHttp, session: LegacySessio
                 validate_outgoing(LEGACY, note)
                 assert note == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
                 break
+
+
+def test_server_request_travels_on_the_get_stream_when_the_post_cannot_stream(
+    client: McpHttp,
+) -> None:
+    session = LegacySessionClient(client, {"sampling": {}})
+    outcome: dict[str, Any] = {}
+    message = legacy_request(
+        55, "tools/call", {"name": "test_sampling", "arguments": {"prompt": "via GET"}}
+    )
+
+    def post_without_sse() -> None:
+        outcome["response"] = client.post_json(message, session.headers(Accept="application/json"))
+
+    with client.http.stream(
+        "GET", client.url, headers=session.headers(Accept="text/event-stream")
+    ) as stream:
+        poster = threading.Thread(target=post_without_sse)
+        poster.start()
+        for event in iter_sse(stream.iter_lines()):
+            if event.data:
+                request = json.loads(event.data)
+                validate_outgoing(LEGACY, request)
+                assert request["method"] == "sampling/createMessage"
+                answer = client.post_json(
+                    {"jsonrpc": "2.0", "id": request["id"], "result": SAMPLING_ANSWER},
+                    session.headers(),
+                )
+                assert answer.status_code == 202
+                break
+        poster.join(15)
+    response = outcome["response"]
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    validate_outgoing(LEGACY, body, request_method="tools/call")
+    assert body["id"] == 55
+    assert body["result"]["content"][0]["text"] == "LLM response: 42"
 
 
 def test_get_stream_needs_sse_accept(client: McpHttp, session: LegacySessionClient) -> None:

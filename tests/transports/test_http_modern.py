@@ -270,6 +270,23 @@ def test_mcp_name_mismatch(client: McpHttp) -> None:
     _mismatch(client, message, modern_headers(message, Mcp_Name="test_error_handling"), "Mcp-Name")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: repeated Mcp-Method/Mcp-Name headers are collapsed 'last wins' by "
+    "header_map, so a request carrying two conflicting Mcp-Method values is accepted "
+    "(RELIABILITY A11: 400 -32020; an intermediary may have acted on the first one)",
+)
+@pytest.mark.parametrize("name", ["Mcp-Method", "Mcp-Name"])
+def test_repeated_routing_header_is_refused(client: McpHttp, name: str) -> None:
+    message = client.modern_request("tools/call", {"name": "test_simple_text"})
+    headers = modern_headers(message)
+    good = headers.pop(name)
+    decoy = "tools/list" if name == "Mcp-Method" else "test_error_handling"
+    items = [*headers.items(), (name, decoy), (name, good)]
+    response = client.http.post(client.url, content=json.dumps(message), headers=items)
+    expect_error(response, 400, -32020, request_id=message["id"])
+
+
 def test_mcp_name_missing(client: McpHttp) -> None:
     message = client.modern_request("resources/read", {"uri": "test://static-text"})
     _mismatch(client, message, modern_headers(message, Mcp_Name=None), "Mcp-Name")

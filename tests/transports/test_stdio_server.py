@@ -430,6 +430,45 @@ def test_legacy_client_error_answer_reaches_the_tool(fresh: StdioProcess) -> Non
     assert_serving(fresh)
 
 
+def test_cancelling_a_call_cancels_its_pending_server_request(fresh: StdioProcess) -> None:
+    initialize(fresh, {"sampling": {}})
+    fresh.send(
+        legacy_request(
+            "call-1",
+            "tools/call",
+            {"name": "test_sampling", "arguments": {"prompt": "never answered"}},
+        )
+    )
+    sampling = fresh.recv()
+    validate_outgoing(LEGACY, sampling)
+    assert sampling["method"] == "sampling/createMessage"
+    fresh.send(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "call-1"}}
+    )
+    cancelled = fresh.recv()
+    validate_outgoing(LEGACY, cancelled)
+    assert cancelled == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": sampling["id"]},
+    }
+    # a late answer to the abandoned request is ignored, and call-1 never gets a response
+    fresh.send(
+        {
+            "jsonrpc": "2.0",
+            "id": sampling["id"],
+            "result": {
+                "role": "assistant",
+                "content": {"type": "text", "text": "late"},
+                "model": "m",
+            },
+        }
+    )
+    response, others = exchange(fresh, legacy_request(2, "ping"), LEGACY)
+    assert response["result"] == {} and others == []
+    assert fresh.no_output(0.3)
+
+
 # --------------------------------------------------------------------------- process lifetime
 
 

@@ -84,6 +84,7 @@ class Upstream:
         self._restart = anyio.Event()
         self._stopping = anyio.Event()
         self._stopped = anyio.Event()
+        self._running = False
         self.capabilities: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -113,6 +114,7 @@ class Upstream:
         restart it with backoff when it fails."""
         delay = 0.5
         started = False
+        self._running = True
         try:
             while not self._stopping.is_set():
                 client = self._make_client()
@@ -153,6 +155,8 @@ class Upstream:
         grace periods ran out."""
         self._stopping.set()
         self._restart.set()
+        if not self._running:
+            return
         with anyio.move_on_after(timeout):
             await self._stopped.wait()
 

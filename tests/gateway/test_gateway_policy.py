@@ -134,6 +134,11 @@ def _unsigned(claims: dict[str, Any]) -> str:
     return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
 
 
+def test_foreign_origin_is_403_before_any_token_is_looked_at(gateway: gwkit.Proc) -> None:
+    reply = gwkit.call(gateway.url, "tools/list", headers={"origin": "https://evil.example"})
+    assert reply.status == 403, reply.body
+
+
 def test_invalid_tokens_are_401(gateway: gwkit.Proc, mint: Minter) -> None:
     stranger = RSAKey.generate_key(2048, parameters={"kid": "test-key"})
     now = int(time.time())

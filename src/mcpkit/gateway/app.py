@@ -126,8 +126,14 @@ class GatewayApp:
             healthy = all(u.client is not None for u in self.server.upstreams)
             await send_json(send, 200 if healthy else 503, {"upstreams": states})
             return
-        if scope.get("method") == "POST" and path.rstrip("/") == self.path:
-            headers = header_map(scope)
+        headers = header_map(scope)
+        policy = self.mcp.options.host_policy
+        if (
+            scope.get("method") == "POST"
+            and path.rstrip("/") == self.path
+            and policy.host_ok(headers.get("host"))
+            and policy.origin_ok(headers.get("origin"))
+        ):  # (a bad Host or Origin is the transport's 403, before any token is looked at)
             method = headers.get(METHOD)
             name = _header_name(headers.get(NAME))
             started = time.perf_counter()

@@ -133,6 +133,10 @@ class Client:
         return info
 
     async def aclose(self) -> None:
+        """Disconnect (done by ``async with``): stdio servers are shut down, legacy HTTP
+        sessions deleted.  The cleanup shields itself from cancellation, so do not wrap
+        this in ``CancelScope(shield=True)``: like any anyio task group, the client's must
+        be closed from the task and scope that connected it."""
         stack, self._stack = self._stack, None
         if stack is not None:
             with error_boundary():

@@ -159,13 +159,18 @@ class GatewayServer(Server):
 
     # ------------------------------------------------------------------ upstreams
     async def start_upstreams(self) -> None:
-        """Connect every upstream (in the server's background task group)."""
+        """Connect every upstream (in the server's background task group) and wait, for
+        each at most its timeout, until its first attempt succeeded or failed."""
         tg = self._tg
         if tg is None:
             raise RuntimeError("start the gateway inside `async with gateway.running()`")
+        for upstream in self.upstreams:  # all at once; each keeps retrying on its own
+            tg.start_soon(upstream.run)
         for upstream in self.upstreams:
+            # Serve without an upstream that is slow to come up (it joins when it does),
+            # rather than delaying the others or giving up on it.
             with anyio.move_on_after(max(5.0, upstream.config.timeout_s)):
-                await tg.start(upstream.run)
+                await upstream.first_attempt.wait()
 
     async def stop_upstreams(self) -> None:
         """Close every upstream client gracefully (stdio servers get stdin EOF)."""

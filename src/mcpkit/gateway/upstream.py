@@ -85,6 +85,8 @@ class Upstream:
         self._stopping = anyio.Event()
         self._stopped = anyio.Event()
         self._running = False
+        #: Set once the first connection attempt succeeded or failed.
+        self.first_attempt = anyio.Event()
         self.capabilities: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -130,6 +132,7 @@ class Upstream:
                         delay = 0.5
                         if not started:
                             started = True
+                            self.first_attempt.set()
                             task_status.started()
                         self._on_change(self.name, "all", None)
                         await self._watch(client)
@@ -141,6 +144,7 @@ class Upstream:
                     self.client = None
                 if not started:
                     started = True
+                    self.first_attempt.set()
                     task_status.started()
                 with anyio.move_on_after(delay):
                     await self._stopping.wait()

@@ -29,15 +29,15 @@ NAME: Final = "mcp-name"
 PARAM_PREFIX: Final = "mcp-param-"
 SESSION_ID: Final = "mcp-session-id"
 
-_SENTINEL = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=$")
-_TCHAR = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_SENTINEL = re.compile(r"=\?base64\?([A-Za-z0-9+/=]*)\?=")
+_TCHAR = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _MAX_SAFE_INT: Final = 2**53 - 1
 
 
 def _plain_ok(value: str) -> bool:
     if not value or value != value.strip(" \t"):
         return value == ""
-    return all(0x20 <= ord(ch) <= 0x7E for ch in value) and not _SENTINEL.match(value)
+    return all(0x20 <= ord(ch) <= 0x7E for ch in value) and not _SENTINEL.fullmatch(value)
 
 
 def encode_header_value(value: str | int | bool) -> str:
@@ -53,7 +53,7 @@ def encode_header_value(value: str | int | bool) -> str:
 
 def decode_header_value(raw: str) -> str:
     """The text a header value stands for; raises :class:`ValueError` when malformed."""
-    match = _SENTINEL.match(raw)
+    match = _SENTINEL.fullmatch(raw)
     if match:
         try:
             return base64.b64decode(match.group(1), validate=True).decode()
@@ -93,7 +93,7 @@ def header_params(schema: Mapping[str, Any]) -> tuple[HeaderParam, ...]:
         header = prop.get("x-mcp-header")
         if header is None:
             continue
-        if not isinstance(header, str) or not header or not _TCHAR.match(header):
+        if not isinstance(header, str) or not header or not _TCHAR.fullmatch(header):
             raise InvalidHeaderAnnotation(f"x-mcp-header at {'.'.join(path)} is not a token")
         kind = prop.get("type")
         if kind not in ("string", "integer", "boolean"):
@@ -105,7 +105,7 @@ def header_params(schema: Mapping[str, Any]) -> tuple[HeaderParam, ...]:
             raise InvalidHeaderAnnotation(f"duplicate x-mcp-header {header!r}")
         seen.add(key)
         found.append(HeaderParam(path, header, kind))
-    if _has_misplaced_annotation(schema, top=True):
+    if _has_misplaced_annotation(schema, chained=False, root=True):
         raise InvalidHeaderAnnotation("x-mcp-header outside a chain of properties")
     return tuple(found)
 
@@ -123,22 +123,28 @@ def _walk_properties(
             yield from _walk_properties(prop, path)
 
 
-def _has_misplaced_annotation(node: Any, *, top: bool) -> bool:
-    """True when ``x-mcp-header`` appears anywhere not reached through ``properties``."""
+def _has_misplaced_annotation(node: Any, *, chained: bool, root: bool = False) -> bool:
+    """True when ``x-mcp-header`` appears on a schema not reached from the root by an
+    unbroken chain of ``properties`` keys.
+
+    ``chained`` says whether ``node`` itself was reached that way; anything under a
+    combinator, ``items``, a conditional or ``$defs`` breaks the chain for good, even when
+    it has ``properties`` of its own.
+    """
     if isinstance(node, Mapping):
-        if not top and "x-mcp-header" in node:
+        if "x-mcp-header" in node and not chained:
             return True
         for key, value in node.items():
+            if key == "x-mcp-header":
+                continue
             if key == "properties" and isinstance(value, Mapping):
-                for prop in value.values():
-                    if isinstance(prop, Mapping):
-                        rest = {k: v for k, v in prop.items() if k != "x-mcp-header"}
-                        if _has_misplaced_annotation(rest, top=True):
-                            return True
-            elif key != "x-mcp-header" and _has_misplaced_annotation(value, top=False):
+                inherit = chained or root
+                if any(_has_misplaced_annotation(p, chained=inherit) for p in value.values()):
+                    return True
+            elif _has_misplaced_annotation(value, chained=False):
                 return True
     elif isinstance(node, list):
-        return any(_has_misplaced_annotation(item, top=False) for item in node)
+        return any(_has_misplaced_annotation(item, chained=False) for item in node)
     return False
 
 

@@ -333,3 +333,26 @@ def test_a_server_that_rejects_every_token_does_not_cause_a_loop(stack: Stack) -
     with serve(make) as (base, _), pytest.raises(AuthorizationError, match="still answers 401"):
         _try(f"{base}/mcp", interactive())
     assert len(authorize_requests(stack.authz)) == 1
+
+
+def test_loopback_redirect_handler_receives_the_redirect(fresh: Stack) -> None:
+    from mcpkit.auth.client import LoopbackRedirectHandler
+
+    visited: list[str] = []
+
+    def browser(url: str) -> None:  # a browser that follows the AS's redirect to us
+        visited.append(url)
+        response = httpx.get(url, follow_redirects=True, timeout=10)
+        assert response.status_code == 200
+        assert "You can close this window" in response.text
+
+    handler = LoopbackRedirectHandler(open_url=browser, timeout_s=20)
+    auth = OAuthClientAuth(redirect_handler=handler, policy=LOCAL)
+
+    async def run() -> None:
+        async with httpx.AsyncClient(auth=auth) as http:
+            assert (await _post(http, fresh.mcp_url, "whoami")).status_code == 200
+
+    anyio.run(run)
+    assert len(visited) == 1 and visited[0].startswith(fresh.issuer + "/authorize?")
+    assert f"redirect_uri=http%3A%2F%2F127.0.0.1%3A{handler.port}%2Fcallback" in visited[0]

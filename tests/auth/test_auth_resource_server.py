@@ -288,3 +288,10 @@ def test_jwt_verifier_refuses_symmetric_algorithms() -> None:
         JwtVerifier(
             issuer="https://as", audience="https://rs/mcp", jwks_uri="http://as.example/jwks"
         )
+
+
+def test_dpop_bound_token_is_refused_as_a_bearer_token(stack: Stack) -> None:
+    token = good_token(stack, extra={"cnf": {"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}})
+    response = call(stack.mcp_url, token)
+    assert response.status_code == 401
+    assert "sender-constrained" in challenge(response)["error_description"]

@@ -97,6 +97,14 @@ def _client_id(claims: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _refuse_sender_constrained(claims: Mapping[str, Any]) -> None:
+    """A token bound to a key (RFC 9449 ``cnf.jkt``, RFC 8705 ``cnf.x5t#S256``) is useless
+    without proof of possession, which a Bearer request does not carry."""
+    cnf = claims.get("cnf")
+    if isinstance(cnf, dict) and cnf:
+        raise InvalidToken("a sender-constrained token cannot be used as a bearer token")
+
+
 class JwtVerifier:
     """Verify JWT access tokens issued by one authorization server for this resource."""
 
@@ -255,6 +263,7 @@ class JwtVerifier:
         return claims
 
     def _principal(self, claims: dict[str, Any]) -> Principal:
+        _refuse_sender_constrained(claims)
         subject = _subject(claims)
         if subject is None:
             raise InvalidToken("the token names no subject")
@@ -362,6 +371,7 @@ class IntrospectionVerifier:
                 raise InvalidToken("the introspection answer names no audience")
         elif not _aud_matches(aud, self.audiences):
             raise InvalidToken("the token was issued for another resource (audience)")
+        _refuse_sender_constrained(data)
         subject = _subject(data)
         if subject is None:
             raise InvalidToken("the token names no subject")

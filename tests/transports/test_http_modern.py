@@ -413,11 +413,6 @@ def test_bad_host_is_403(client: McpHttp, host: str) -> None:
     client.assert_healthy()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: HostPolicy._split_host strips ':<anything>' so 'localhost:80.evil.com' "
-    "and 'localhost:abc' pass as localhost (RELIABILITY A4: the port must be numeric)",
-)
 @pytest.mark.parametrize("host", ["localhost:80.evil.com", "localhost:abc"])
 def test_host_with_non_numeric_port_is_403(client: McpHttp, host: str) -> None:
     message = client.modern_request("tools/list")

@@ -56,9 +56,9 @@ class Outgoing(Generic[W]):
 
     def resolve(self, response: Message) -> Pending[W] | None:
         """The pending request a response answers (removed), or None for a stray response."""
-        request_id = response.get("id")
-        if request_id is None or isinstance(request_id, bool):
-            return None
+        request_id: Any = response.get("id")
+        if not _is_id(request_id):
+            return None  # absent, bool, or a JSON object/array: answers nothing of ours
         pending = self._pending.pop(request_id, None)
         if pending is not None and pending.progress_token is not None:
             self._by_token.pop(pending.progress_token, None)
@@ -72,6 +72,8 @@ class Outgoing(Generic[W]):
         return pending
 
     def for_progress(self, token: Any) -> Pending[W] | None:
+        if not _is_id(token):
+            return None
         request_id = self._by_token.get(token)
         return self._pending.get(request_id) if request_id is not None else None
 
@@ -108,7 +110,7 @@ class Incoming(Generic[H]):
         self._active.pop(request_id, None)
 
     def get(self, request_id: Any) -> H | None:
-        if isinstance(request_id, bool):
+        if not _is_id(request_id):
             return None
         return self._active.get(request_id)
 
@@ -125,3 +127,9 @@ def cancelled_request_id(params: dict[str, Any]) -> RequestId | None:
     if (isinstance(value, (str, int))) and not isinstance(value, bool):
         return value
     return None
+
+
+def _is_id(value: Any) -> bool:
+    """A usable id or progress token: a string or an integer (never a bool, a float, or an
+    unhashable JSON object/array, which a hostile peer may send)."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool)

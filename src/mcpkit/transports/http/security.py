@@ -17,12 +17,22 @@ from urllib.parse import urlsplit
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 
 
-def _split_host(value: str) -> str:
+def _split_host(value: str) -> str | None:
+    """The host part of a ``Host`` value, or None when the port part is not a number
+    (``localhost:80.evil.com`` must not pass as ``localhost``)."""
     value = value.strip().lower()
     if value.startswith("["):
         end = value.find("]")
-        return value[: end + 1] if end > 0 else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+        if end < 0:
+            return None
+        port = value[end + 1 :]
+        if port and not (port.startswith(":") and port[1:].isdigit()):
+            return None
+        return value[: end + 1]
+    if value.count(":") == 1:
+        host, port = value.split(":")
+        return host if port.isdigit() else None
+    return value
 
 
 @dataclass(slots=True)
@@ -57,7 +67,10 @@ class HostPolicy:
         if not host:
             return False
         lowered = host.strip().lower()
-        return lowered in self.allowed_hosts or _split_host(lowered) in self.allowed_hosts
+        if lowered in self.allowed_hosts:
+            return True
+        name = _split_host(lowered)
+        return name is not None and name in self.allowed_hosts
 
     def origin_ok(self, origin: str | None) -> bool:
         if origin is None or self.allow_any_origin:
@@ -67,9 +80,12 @@ class HostPolicy:
             return True
         try:
             parts = urlsplit(lowered)
+            parts.port  # noqa: B018 - raises ValueError for a non-numeric port
         except ValueError:
             return False
         if parts.scheme not in ("http", "https") or not parts.hostname:
+            return False
+        if parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc:
             return False
         name = parts.hostname
         bracketed = f"[{name}]" if ":" in name else name

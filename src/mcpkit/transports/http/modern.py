@@ -10,6 +10,9 @@ response stream cancels the handler.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Coroutine
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -21,7 +24,15 @@ from ...server.listen import Subscription
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
 from ...types.methods import METHODS
-from .asgi import Receive, Send, send_empty, send_error, watch_disconnect
+from .asgi import (
+    Receive,
+    Resumed,
+    Send,
+    run_until_suspended,
+    send_empty,
+    send_error,
+    watch_disconnect,
+)
 from .stream import ResponseWriter
 
 if TYPE_CHECKING:
@@ -89,23 +100,54 @@ async def handle_modern(
     if method == "subscriptions/listen":
         await _listen(app, message, writer, receive)
         return
-    handler = app.server.dispatch
     exchange = ModernExchange(writer)
     outcome: dict[str, Any] | None = None
     extra: list[tuple[bytes, bytes]] | None = None
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
+    status = 200
+    # Closing the response stream cancels the handler.  Most handlers finish without ever
+    # suspending, and those cannot be interrupted: they run to the end in their first step
+    # and need no watcher.  Only a handler that waits gets a watcher task (in the server's
+    # task group) that cancels ``scope`` when the client goes away.
+    with anyio.CancelScope() as scope:
+        coro = app.server.dispatch(message, meta, exchange, principal=principal)
         try:
-            result = await handler(message, meta, exchange, principal=principal)
-            outcome = jsonrpc.result(request_id, result)
-            status = 200
+            done, value = run_until_suspended(coro)
+            if not done:
+                value = await _finish_watched(app, coro, value, receive, scope)
+            outcome = jsonrpc.result(request_id, value)
         except McpError as err:
             outcome = jsonrpc.error(request_id, err)
             status = err.http_status
             extra = err.http_headers
-        tg.cancel_scope.cancel()
     if outcome is not None:
         await writer.final(outcome, status, extra)
+
+
+async def _finish_watched(
+    app: McpHttpApp,
+    coro: Coroutine[Any, Any, dict[str, Any]],
+    yielded: Any,
+    receive: Receive,
+    scope: anyio.CancelScope,
+) -> dict[str, Any]:
+    stop = anyio.CancelScope()
+    if app.server._tg is not None:
+        app.server.spawn(partial(_watch, receive, scope, stop))
+    try:
+        return await Resumed(coro, yielded)
+    finally:
+        stop.cancel()
+
+
+async def _watch(receive: Receive, target: anyio.CancelScope, stop: anyio.CancelScope) -> None:
+    """Cancel ``target`` if the client disconnects before ``stop`` is cancelled."""
+    with stop, contextlib.suppress(Exception):
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                if not stop.cancel_called:
+                    target.cancel()
+                return
 
 
 async def _listen(

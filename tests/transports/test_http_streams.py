@@ -271,12 +271,6 @@ def test_small_body_limit(recorder: Recorder) -> None:
             http.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a result JSON cannot encode (lone surrogate) raises TypeError in "
-    "ResponseWriter.final; the request gets uvicorn's '500 Internal Server Error' "
-    "text/plain instead of a JSON-RPC error",
-)
 def test_unencodable_result_is_a_json_rpc_error(client: McpHttp) -> None:
     message = modern_request(1, "tools/call", {"name": "surrogate"})
     response = client.post_json(message, modern_headers(message))

@@ -532,12 +532,6 @@ def test_print_at_import_time_does_not_corrupt_stdout(tmp_path: Path) -> None:
         proc.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a tool result that JSON cannot encode (a lone surrogate, e.g. a filename "
-    "decoded with surrogateescape) raises TypeError in Endpoint.send inside the request "
-    "task; it escapes the task group and the whole stdio server exits with code 1",
-)
 def test_unencodable_result_does_not_kill_the_server(tmp_path: Path) -> None:
     proc = StdioProcess(SERVERS_DIR / "print_server.py", tmp_path)
     try:

@@ -21,7 +21,7 @@ from anyio.abc import TaskGroup
 from ..protocol.correlation import Incoming, Outgoing, cancelled_request_id
 from ..protocol.framing import LineFramer, Overflow, frame
 from ..types import jsonrpc
-from ..types.codec import DecodeError, decode, encode
+from ..types.codec import DecodeError, DuplicateKeyError, decode, encode_message
 from ..types.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
 from ..types.jsonrpc import Kind, Message, RequestId
 
@@ -84,7 +84,11 @@ class Endpoint:
 
     # ------------------------------------------------------------------ sending
     async def send(self, message: Message) -> None:
-        data = frame(encode(message))
+        try:
+            data = frame(encode_message(message))
+        except ValueError as exc:  # an unencodable notification: drop it, keep the line up
+            log.warning("dropping an outgoing %s: %s", message.get("method"), exc)
+            return
         async with self._write_lock:
             await self._write(data)
 
@@ -175,6 +179,10 @@ class Endpoint:
             return
         try:
             message = decode(line)
+        except DuplicateKeyError as exc:
+            failure = McpError(INVALID_REQUEST, f"Invalid Request: {exc}")
+            await self._invalid(line, failure.message, None, failure)
+            return
         except DecodeError as exc:
             failure = McpError(PARSE_ERROR, f"Parse error: {exc}")
             await self._invalid(line, failure.message, None, failure)

@@ -25,7 +25,7 @@ from ...protocol import headers as hdr
 from ...protocol.negotiation import modern_version_of
 from ...server.server import Server
 from ...types import jsonrpc
-from ...types.codec import DecodeError, decode, encode
+from ...types.codec import DecodeError, DuplicateKeyError, decode, encode
 from ...types.errors import INVALID_REQUEST, PARSE_ERROR, McpError
 from ...types.versions import era_of
 from .asgi import (
@@ -224,6 +224,10 @@ class McpHttpApp:
             return
         try:
             message = decode(body)
+        except DuplicateKeyError as exc:
+            failure = McpError(INVALID_REQUEST, f"Invalid Request: {exc}")
+            await send_error(send, 400, failure)
+            return
         except DecodeError as exc:
             await send_error(send, 400, McpError(PARSE_ERROR, f"Parse error: {exc}"))
             return

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...protocol.sse import encode_event, priming_event
-from ...types.codec import encode
+from ...types.codec import encode_message
 from .asgi import JSON_HEADERS, Send
 
 SSE_HEADERS = [
@@ -105,7 +105,10 @@ class ResponseWriter:
         """
         if self._done:
             return False
-        data = encode(message)
+        try:
+            data = encode_message(message)
+        except ValueError:
+            return False
         if not self._started:
             if not self._sse_ok:
                 return False
@@ -125,7 +128,7 @@ class ResponseWriter:
         if self._done:
             return
         self._done = True
-        data = encode(message)
+        data = encode_message(message)
         if not self._started:
             await self._safe_send(
                 {

@@ -53,6 +53,8 @@ def encode_header_value(value: str | int | bool) -> str:
 
 def decode_header_value(raw: str) -> str:
     """The text a header value stands for; raises :class:`ValueError` when malformed."""
+    if raw.isascii() and raw.isprintable() and not raw.startswith("=?"):
+        return raw  # plain visible ASCII (the usual case): no sentinel, nothing to check
     match = _SENTINEL.fullmatch(raw)
     if match:
         try:

@@ -291,9 +291,18 @@ async def _with_input(
     params = ctx.params
     principal = "" if ctx.principal is None else str(ctx.principal)
     full_binding = f"{binding}\0{principal}"
-    responses: dict[str, Any] = {}
-    state: dict[str, Any] = {}
     token = params.get("requestState")
+    if token is None and "inputResponses" not in params:
+        # First round (the common case): nothing to open; the Context creates its
+        # InputRound only if the handler asks for input.
+        try:
+            return await run()
+        except NeedInput as need:
+            state = ctx._round.state if ctx._round is not None else {}
+            sealed = server.keyring.seal({"r": {}, "s": state}, full_binding)
+            return input_required_result(need.requests, sealed)
+    responses: dict[str, Any] = {}
+    state = {}
     if token is not None:
         try:
             opened = server.keyring.open(token, full_binding)

@@ -35,7 +35,7 @@ def _is_context(annotation: Any, context_type: type) -> bool:
 class ArgumentModel:
     """Parameters of one function: schema, validator and the name of its Context slot."""
 
-    __slots__ = ("_adapter", "context_param", "field_names", "has_fields", "schema")
+    __slots__ = ("_adapter", "_fast", "context_param", "field_names", "has_fields", "schema")
 
     def __init__(self, fn: Callable[..., Any], context_type: type, *, title: str) -> None:
         hints = typing.get_type_hints(fn, include_extras=True)
@@ -58,6 +58,7 @@ class ArgumentModel:
         self.field_names = tuple(fields)
         self.has_fields = bool(fields)
         self._adapter = model
+        self._fast = _fast_plan(fields)
         schema = model.model_json_schema()
         schema.pop("title", None)
         schema["type"] = "object"
@@ -68,8 +69,45 @@ class ArgumentModel:
         """Checked and coerced keyword arguments; raises :class:`ValidationError`."""
         if not self.has_fields:
             return {}
+        fast = self._fast
+        if fast is not None:
+            # Plain str/int/float/bool parameters given values of exactly that type are
+            # what pydantic would return unchanged: skip it.  Anything else (a missing
+            # required argument, a value to coerce or reject) takes the full path.
+            out: dict[str, Any] = {}
+            for name, kind, default in fast:
+                value = arguments.get(name, _MISSING)
+                if value is _MISSING:
+                    if default is _MISSING:
+                        break
+                    value = default
+                elif type(value) is not kind:
+                    break
+                out[name] = value
+            else:
+                return out
         instance = self._adapter.model_validate(arguments)
         return {name: getattr(instance, name) for name in self.field_names}
+
+
+_MISSING: Any = object()
+_PLAIN = (str, int, float, bool)
+_IMMUTABLE_DEFAULTS = (str, int, float, bool, type(None))
+
+
+def _fast_plan(fields: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
+    """(name, type, default) per parameter when every parameter is a bare ``str``, ``int``,
+    ``float`` or ``bool`` with no default or an immutable one; else None."""
+    plan = []
+    for name, (annotation, default) in fields.items():
+        if annotation not in _PLAIN or name.startswith("_"):
+            return None
+        if default is ...:
+            default = _MISSING
+        elif type(default) not in _IMMUTABLE_DEFAULTS:
+            return None
+        plan.append((name, annotation, default))
+    return tuple(plan)
 
 
 def strip_titles(schema: Any) -> Any:

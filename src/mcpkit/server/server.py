@@ -316,7 +316,19 @@ class Server:
         return caps
 
     def has_capability(self, path: str) -> bool:
-        head = path.split(".")[0]
+        head = path.partition(".")[0]
+        if type(self).capabilities is Server.capabilities:
+            # The same answers as capabilities() gives, without building it per request.
+            if head == "tools":
+                return bool(self.tools)
+            if head == "prompts":
+                return bool(self.prompts)
+            if head == "resources":
+                return bool(self.resources or self.templates)
+            if head == "completions":
+                return self.completer is not None
+            if head == "logging":
+                return True
         return head in self.capabilities()
 
     @property

@@ -68,10 +68,10 @@ def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
 def header_map(scope: Scope) -> dict[str, str]:
     """Lower-case header name -> value (latin-1, stripped).  Repeated headers: last wins,
     except that it is recorded so callers can refuse ambiguity where it matters."""
-    out: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers", ()):
-        out[raw_name.decode("latin-1").lower()] = raw_value.decode("latin-1").strip()
-    return out
+    return {
+        raw_name.decode("latin-1").lower(): raw_value.decode("latin-1").strip()
+        for raw_name, raw_value in scope.get("headers", ())
+    }
 
 
 class Rejection(Exception):

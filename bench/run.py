@@ -1007,12 +1007,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, help="seconds per wrk run")
     ap.add_argument("--rounds", type=int, help="alternating rounds per measure")
     ap.add_argument("--rss-calls", help="two call counts for the RSS check, e.g. 10000,100000")
+    ap.add_argument(
+        "--async-tools",
+        action="store_true",
+        help="every contender's echo is `async def` (default: a plain `def`, the issue's example)",
+    )
     ap.add_argument("--only", help=f"comma-separated sections of {','.join(SECTIONS)}")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally: blocks
     if args.install_peers:
         return install_peers(Path(args.peers_venv))
     settings = make_settings(args)
+    if args.async_tools:
+        os.environ["MCPKIT_BENCH_ASYNC_TOOLS"] = "1"  # read by bench/peers/*_server.py
+    else:
+        os.environ.pop("MCPKIT_BENCH_ASYNC_TOOLS", None)
     ctx_contenders = contenders(args, settings)
     started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="mcpkit-bench-") as workdir:
@@ -1035,7 +1044,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"mcpkit benchmark, {started:%Y-%m-%d %H:%M} UTC, {machine()['cpu']} x{os.cpu_count()}"
-        f"{' (quick)' if settings.quick else ''}; ratios are mcpkit / the column's contender"
+        f"{' (quick)' if settings.quick else ''}; echo is "
+        f"{'async def' if args.async_tools else 'a plain def'} in every contender; "
+        "ratios are mcpkit / the column's contender"
     )
     print(table(run))
     targets = check_targets(run)
@@ -1048,6 +1059,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = {
         "date": started.isoformat(),
         "quick": settings.quick,
+        "async_tools": bool(args.async_tools),
         "machine": machine(),
         "settings": {
             k: v for k, v in vars(settings).items() if isinstance(v, (int, float, str, tuple, bool))

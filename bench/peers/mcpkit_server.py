@@ -1,21 +1,33 @@
 """mcpkit contender: the same two tools every contender defines.
 
-``echo(text)`` returns the text; ``progress_echo(text)`` reports one progress notification
+``echo(text)`` returns the text (a plain ``def``, or ``async def`` when the environment
+has MCPKIT_BENCH_ASYNC_TOOLS set); ``progress_echo(text)`` reports one progress notification
 (when the request carries a progressToken) and then returns the text, so that a 2026-07-28
 HTTP request gets an SSE answer.  Served by ``mcpkit serve bench/peers/mcpkit_server.py``.
 """
 
 from __future__ import annotations
 
+import os
+
 from mcpkit import Context, Server
 
 server = Server("bench-mcpkit")
 
 
-@server.tool
-async def echo(text: str) -> str:
-    """Echo the text back."""
-    return text
+if os.environ.get("MCPKIT_BENCH_ASYNC_TOOLS"):
+
+    @server.tool
+    async def echo(text: str) -> str:
+        """Echo the text back."""
+        return text
+
+else:
+
+    @server.tool
+    def echo(text: str) -> str:
+        """Echo the text back."""
+        return text
 
 
 @server.tool

@@ -7,6 +7,7 @@ usage: python sdk_server.py http PORT [--stateless] [--json]
 
 from __future__ import annotations
 
+import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -14,10 +15,19 @@ from mcp.server.mcpserver import Context, MCPServer
 mcp = MCPServer("bench-sdk", log_level="WARNING")
 
 
-@mcp.tool()
-async def echo(text: str) -> str:
-    """Echo the text back."""
-    return text
+if os.environ.get("MCPKIT_BENCH_ASYNC_TOOLS"):
+
+    @mcp.tool()
+    async def echo(text: str) -> str:
+        """Echo the text back."""
+        return text
+
+else:
+
+    @mcp.tool()
+    def echo(text: str) -> str:
+        """Echo the text back."""
+        return text
 
 
 @mcp.tool()

@@ -192,9 +192,10 @@ def main() -> int:
         return 2
     url = sys.argv[-1]
     if name.startswith("auth/"):
-        print(f"{name}: authorization is not implemented in the mcpkit client yet",
-              file=sys.stderr)
-        return 2
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from auth_client import main as auth_main
+
+        return int(auth_main(sys.argv) or 0)
     run = SCENARIOS.get(name)
     if run is None:
         print(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}",

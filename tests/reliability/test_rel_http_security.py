@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from rel_support import (
-    ServerProcess,
     Reply,
+    ServerProcess,
     assert_rpc_error,
     body_of,
     call_tool,
@@ -73,27 +73,36 @@ def rejected(
     rid="absent",
 ) -> None:
     assert_rpc_error(reply, status, code, rid)
-    assert not handler_ran(server, tag), f"the handler ran although the request was rejected ({tag})"
+    assert not handler_ran(server, tag), (
+        f"the handler ran although the request was rejected ({tag})"
+    )
     rel.verified()
     still_serving(rel, server, client)
 
 
-# ---------------------------------------------------------------------- A1-A4 Host/Origin
+# ------------------------------ A1-A4 Host/Origin
 
 
 def test_a1_foreign_origin_is_403_before_the_body_is_parsed(rel, http_cli, client) -> None:
     tag, message = tagged_call()
-    reply = post(client, http_cli.url, message,
-                 modern_headers(message, origin="http://evil.example.com"))
+    reply = post(
+        client, http_cli.url, message, modern_headers(message, origin="http://evil.example.com")
+    )
     rejected(rel, http_cli, client, 403, INVALID_REQUEST, tag=tag, reply=reply)
     # Unparseable body: still 403 (not a -32700), so the body was never read.
-    broken = post(client, http_cli.url, None, modern_headers(None, origin="http://evil.example.com"),
-                  raw=b'{"jsonrpc":')
+    broken = post(
+        client,
+        http_cli.url,
+        None,
+        modern_headers(None, origin="http://evil.example.com"),
+        raw=b'{"jsonrpc":',
+    )
     assert_rpc_error(broken, 403, INVALID_REQUEST)
 
 
-@pytest.mark.parametrize("host", ["evil.example.com", "evil.example.com:80", "127.0.0.1.evil.com",
-                                  "localhost.evil.com"])
+@pytest.mark.parametrize(
+    "host", ["evil.example.com", "evil.example.com:80", "127.0.0.1.evil.com", "localhost.evil.com"]
+)
 def test_a2_foreign_host_is_403(rel, http_cli, client, host: str) -> None:
     """Decision (README): a rejected Host gets 403 + JSON-RPC -32600 (not 421)."""
     tag, message = tagged_call()
@@ -101,15 +110,26 @@ def test_a2_foreign_host_is_403(rel, http_cli, client, host: str) -> None:
     rejected(rel, http_cli, client, 403, INVALID_REQUEST, tag=tag, reply=reply)
 
 
-@pytest.mark.parametrize("origin", ["null", "http://[::1", "file://", "chrome-extension://abc",
-                                    "http://evil.example.com:80", "https://127.0.0.1.evil.com"])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "null",
+        "http://[::1",
+        "file://",
+        "chrome-extension://abc",
+        "http://evil.example.com:80",
+        "https://127.0.0.1.evil.com",
+    ],
+)
 def test_a3_null_or_unparseable_origin_is_403(rel, http_cli, client, origin: str) -> None:
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, origin=origin))
     rejected(rel, http_cli, client, 403, INVALID_REQUEST, tag=tag, reply=reply)
 
 
-@pytest.mark.parametrize("origin", [None, "http://localhost:5173", "http://127.0.0.1", "http://[::1]:8080"])
+@pytest.mark.parametrize(
+    "origin", [None, "http://localhost:5173", "http://127.0.0.1", "http://[::1]:8080"]
+)
 def test_a3_no_origin_or_loopback_origin_is_accepted(rel, http_cli, client, origin) -> None:
     nonce = uuid.uuid4().hex
     message = call_tool(next_id(), "echo", {"nonce": nonce})
@@ -118,7 +138,9 @@ def test_a3_no_origin_or_loopback_origin_is_accepted(rel, http_cli, client, orig
     rel.verified()
 
 
-@pytest.mark.parametrize("host", ["localhost:80.evil.com", "localhost:abc", "127.0.0.1:80.evil.com"])
+@pytest.mark.parametrize(
+    "host", ["localhost:80.evil.com", "localhost:abc", "127.0.0.1:80.evil.com"]
+)
 def test_a4_host_port_must_be_numeric(rel, http_cli, client, host: str) -> None:
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, host=host))
@@ -127,8 +149,12 @@ def test_a4_host_port_must_be_numeric(rel, http_cli, client, host: str) -> None:
 
 def test_a4_origin_port_must_be_numeric(rel, http_cli, client) -> None:
     tag, message = tagged_call()
-    reply = post(client, http_cli.url, message,
-                 modern_headers(message, origin="http://localhost:80.evil.com"))
+    reply = post(
+        client,
+        http_cli.url,
+        message,
+        modern_headers(message, origin="http://localhost:80.evil.com"),
+    )
     rejected(rel, http_cli, client, 403, INVALID_REQUEST, tag=tag, reply=reply)
 
 
@@ -140,20 +166,32 @@ def test_a4_loopback_hosts_with_any_numeric_port_are_accepted(rel, http_cli, cli
     rel.verified()
 
 
-# ---------------------------------------------------------------------- A6-A7 media types, methods
+# ------------------------------ A6-A7 media types, methods
 
 
-@pytest.mark.parametrize("ctype", ["text/plain", "application/x-www-form-urlencoded",
-                                   "multipart/form-data; boundary=x", "text/html"])
+@pytest.mark.parametrize(
+    "ctype",
+    [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "text/html",
+    ],
+)
 def test_a6_cors_simple_content_types_are_415(rel, http_cli, client, ctype: str) -> None:
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, content_type=ctype))
     rejected(rel, http_cli, client, 415, INVALID_REQUEST, tag=tag, reply=reply)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Content-Type check is a substring test: "
-                   "'text/plain; charset=json' (CORS-simple) is accepted")
-@pytest.mark.parametrize("ctype", ["text/plain; charset=json", "application/x-www-form-urlencoded; x=json"])
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: Content-Type check is a substring test: "
+    "'text/plain; charset=json' (CORS-simple) is accepted",
+)
+@pytest.mark.parametrize(
+    "ctype", ["text/plain; charset=json", "application/x-www-form-urlencoded; x=json"]
+)
 def test_a6_cors_simple_types_with_json_parameter_are_415(rel, http_cli, client, ctype) -> None:
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, content_type=ctype))
@@ -161,8 +199,9 @@ def test_a6_cors_simple_types_with_json_parameter_are_415(rel, http_cli, client,
 
 
 def test_a6_listen_without_sse_accept_is_406(rel, http_cli, client) -> None:
-    message = modern_request(next_id(), "subscriptions/listen",
-                             {"notifications": {"toolsListChanged": True}})
+    message = modern_request(
+        next_id(), "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+    )
     reply = post(client, http_cli.url, message, modern_headers(message, accept="application/json"))
     assert_rpc_error(reply, 406, INVALID_REQUEST, message["id"])
     still_serving(rel, http_cli, client)
@@ -191,12 +230,14 @@ def test_a7_modern_only_server_answers_get_and_delete_405_allow_post(rel, workdi
         server.stop()
 
 
-# ---------------------------------------------------------------------- A8-A10 sizes and framing
+# ------------------------------ A8-A10 sizes and framing
 
 
 def test_a8_declared_oversized_body_is_413_before_reading(rel, http_cli, client) -> None:
-    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 5242880\r\n\r\n")
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 5242880\r\n\r\n"
+    )
     raw, _ = raw_http(http_cli.port, head + b'{"jsonrpc":"2.0"', timeout=3)
     assert status_of(raw) == 413, raw[:300]
     assert json.loads(body_of(raw))["error"]["code"] == INVALID_REQUEST
@@ -212,7 +253,7 @@ def test_a8_streamed_oversized_body_is_413_with_bounded_memory(rel, http_cli, cl
         for _ in range(limit // len(piece) + 64):
             yield piece
 
-    tag, message = tagged_call()
+    _, message = tagged_call()
     response = client.post(http_cli.url, content=chunks(), headers=modern_headers(message))
     assert response.status_code == 413, response.text[:300]
     assert response.json()["error"]["code"] == INVALID_REQUEST
@@ -226,8 +267,10 @@ def test_a8_one_byte_chunks_hit_the_limit(rel, workdir, client) -> None:
     server = ServerProcess.launcher(workdir, "--max-body", "4096")
     try:
         body = b"".join(b"1\r\nx\r\n" for _ in range(5000)) + b"0\r\n\r\n"
-        head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                b"Transfer-Encoding: chunked\r\n\r\n")
+        head = (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
         raw, _ = raw_http(server.port, head + body, timeout=5)
         assert status_of(raw) == 413, raw[:300]
         still_serving(rel, server, client)
@@ -249,8 +292,12 @@ def test_a8_one_byte_chunks_hit_the_limit(rel, workdir, client) -> None:
 def test_a9_bad_framing_is_400_and_closes(rel, http_cli, client, framing: bytes) -> None:
     tag = uuid.uuid4().hex[:12]
     body = json.dumps(call_tool(1, "slow", {"tag": tag, "seconds": 0})).encode()
-    data = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            + framing + b"\r\n" + body)
+    data = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        + framing
+        + b"\r\n"
+        + body
+    )
     raw, closed = raw_http(http_cli.port, data, timeout=3)
     assert status_of(raw) == 400, raw[:300]
     assert closed, "the connection stays open after a framing error"
@@ -258,18 +305,28 @@ def test_a9_bad_framing_is_400_and_closes(rel, http_cli, client, framing: bytes)
     still_serving(rel, http_cli, client)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: no limit on request header size/count "
-                   "(httptools): 20 KiB / 200 headers reach the app (a 32 MiB header is accepted)")
-@pytest.mark.parametrize("headers", [b"X-Big: " + b"a" * 20000 + b"\r\n",
-                                     b"".join(b"X-H%d: v\r\n" % i for i in range(200))],
-                         ids=["20KiB-header", "200-headers"])
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: no limit on request header size/count "
+    "(httptools): 20 KiB / 200 headers reach the app (a 32 MiB header is accepted)",
+)
+@pytest.mark.parametrize(
+    "headers",
+    [b"X-Big: " + b"a" * 20000 + b"\r\n", b"".join(b"X-H%d: v\r\n" % i for i in range(200))],
+    ids=["20KiB-header", "200-headers"],
+)
 def test_a10_oversized_headers_are_rejected_and_closed(rel, http_cli, client, headers) -> None:
     tag = uuid.uuid4().hex[:12]
     message = call_tool(1, "slow", {"tag": tag, "seconds": 0})
     body = json.dumps(message).encode()
     lines = b"".join(f"{k}: {v}\r\n".encode() for k, v in modern_headers(message).items())
-    data = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + lines + headers
-            + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    data = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + lines
+        + headers
+        + b"Content-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
     raw, closed = raw_http(http_cli.port, data, timeout=3)
     assert status_of(raw) in (400, 431), raw[:300]
     assert closed
@@ -277,7 +334,7 @@ def test_a10_oversized_headers_are_rejected_and_closed(rel, http_cli, client, he
     still_serving(rel, http_cli, client)
 
 
-# ---------------------------------------------------------------------- A11-A12 MCP headers
+# ------------------------------ A11-A12 MCP headers
 
 
 def test_a11_method_header_differs_from_body(rel, http_cli, client) -> None:
@@ -286,8 +343,6 @@ def test_a11_method_header_differs_from_body(rel, http_cli, client) -> None:
     rejected(rel, http_cli, client, 400, HEADER_MISMATCH, tag=tag, reply=reply, rid=message["id"])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: repeated Mcp-Method headers are not refused "
-                   "(header_map keeps the last one)")
 def test_a11_two_method_headers_are_refused(rel, http_cli, client) -> None:
     tag, message = tagged_call()
     headers = modern_headers(message, mcp_method=None)
@@ -299,9 +354,16 @@ def test_a11_two_method_headers_are_refused(rel, http_cli, client) -> None:
 def test_a11_raw_non_ascii_name_header_is_refused(rel, http_cli, client) -> None:
     tag, message = tagged_call()
     body = json.dumps(message).encode()
-    lines = b"".join(f"{k}: {v}\r\n".encode() for k, v in modern_headers(message, mcp_name=None).items())
-    data = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + lines + b"Mcp-Name: sl\xc3\xb6w\r\n"
-            + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    lines = b"".join(
+        f"{k}: {v}\r\n".encode() for k, v in modern_headers(message, mcp_name=None).items()
+    )
+    data = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + lines
+        + b"Mcp-Name: sl\xc3\xb6w\r\n"
+        + b"Content-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
     raw, _ = raw_http(http_cli.port, data, timeout=3)
     assert status_of(raw) == 400, raw[:300]
     reply = json.loads(body_of(raw))
@@ -313,9 +375,16 @@ def test_a11_raw_non_ascii_name_header_is_refused(rel, http_cli, client) -> None
 def test_a11_cr_in_name_header_is_refused_at_http_level(rel, http_cli, client) -> None:
     tag, message = tagged_call()
     body = json.dumps(message).encode()
-    lines = b"".join(f"{k}: {v}\r\n".encode() for k, v in modern_headers(message, mcp_name=None).items())
-    data = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + lines + b"Mcp-Name: sl\row\r\n"
-            + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    lines = b"".join(
+        f"{k}: {v}\r\n".encode() for k, v in modern_headers(message, mcp_name=None).items()
+    )
+    data = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + lines
+        + b"Mcp-Name: sl\row\r\n"
+        + b"Content-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
     raw, closed = raw_http(http_cli.port, data, timeout=3)
     assert status_of(raw) == 400 and closed, raw[:300]
     assert not handler_ran(http_cli, tag)
@@ -326,9 +395,16 @@ def test_a11_surrounding_whitespace_in_name_header_is_accepted(rel, http_cli, cl
     """HTTP optional whitespace around a value is not part of it (RFC 9110 5.5)."""
     message = call_tool(next_id(), "echo", {"nonce": "ws"})
     body = json.dumps(message).encode()
-    lines = b"".join(f"{k}: {v}\r\n".encode() for k, v in modern_headers(message, mcp_name=None).items())
-    data = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + lines + b"Mcp-Name:   echo \t \r\n"
-            + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    lines = b"".join(
+        f"{k}: {v}\r\n".encode() for k, v in modern_headers(message, mcp_name=None).items()
+    )
+    data = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + lines
+        + b"Mcp-Name:   echo \t \r\n"
+        + b"Content-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
     raw, _ = raw_http(http_cli.port, data, timeout=3)
     assert status_of(raw) == 200, raw[:300]
     assert json.loads(body_of(raw))["result"]["content"][0]["text"] == "ws"
@@ -337,7 +413,9 @@ def test_a11_surrounding_whitespace_in_name_header_is_accepted(rel, http_cli, cl
 
 def test_a11_base64_name_header_is_decoded(rel, http_cli, client) -> None:
     message = call_tool(next_id(), "echo", {"nonce": "b64"})
-    reply = post(client, http_cli.url, message, modern_headers(message, mcp_name="=?base64?ZWNobw==?="))
+    reply = post(
+        client, http_cli.url, message, modern_headers(message, mcp_name="=?base64?ZWNobw==?=")
+    )
     assert reply.status == 200, reply.describe()
     broken = post(client, http_cli.url, message, modern_headers(message, mcp_name="=?base64?!!!?="))
     assert_rpc_error(broken, 400, HEADER_MISMATCH, message["id"])
@@ -347,7 +425,9 @@ def test_a11_base64_name_header_is_decoded(rel, http_cli, client) -> None:
 def test_a12_unsupported_future_version_is_32022_with_supported(rel, http_cli, client) -> None:
     tag = uuid.uuid4().hex[:12]
     message = call_tool(next_id(), "slow", {"tag": tag, "seconds": 0}, version="2099-01-01")
-    reply = post(client, http_cli.url, message, modern_headers(message, mcp_protocol_version="2099-01-01"))
+    reply = post(
+        client, http_cli.url, message, modern_headers(message, mcp_protocol_version="2099-01-01")
+    )
     rejected(rel, http_cli, client, 400, -32022, tag=tag, reply=reply, rid=message["id"])
     assert reply.error["data"] == {"supported": ["2026-07-28"], "requested": "2099-01-01"}
 
@@ -356,10 +436,17 @@ def test_a12_old_unknown_version_header_is_400(rel, http_cli, client) -> None:
     """Decision (README): an unknown version older than 2025-11-25 goes to the legacy path,
     which answers 400 / -32600 (the 2025 rule: invalid MCP-Protocol-Version -> 400)."""
     tag = uuid.uuid4().hex[:12]
-    message = {"jsonrpc": "2.0", "id": next_id(), "method": "tools/call",
-               "params": {"name": "slow", "arguments": {"tag": tag, "seconds": 0}}}
-    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-               "mcp-protocol-version": "1999-01-01"}
+    message = {
+        "jsonrpc": "2.0",
+        "id": next_id(),
+        "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"tag": tag, "seconds": 0}},
+    }
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "1999-01-01",
+    }
     reply = post(client, http_cli.url, message, headers)
     rejected(rel, http_cli, client, 400, INVALID_REQUEST, tag=tag, reply=reply, rid=message["id"])
 
@@ -381,12 +468,17 @@ def test_a12_missing_method_or_name_header(rel, http_cli, client) -> None:
     for drop in ("mcp_method", "mcp_name"):
         tag, message = tagged_call()
         reply = post(client, http_cli.url, message, modern_headers(message, **{drop: None}))
-        rejected(rel, http_cli, client, 400, HEADER_MISMATCH, tag=tag, reply=reply, rid=message["id"])
+        rejected(
+            rel, http_cli, client, 400, HEADER_MISMATCH, tag=tag, reply=reply, rid=message["id"]
+        )
 
 
 def test_unknown_path_is_404_json(rel, http_cli, client) -> None:
-    response = client.post(http_cli.url.replace("/mcp", "/other"), content=b"{}",
-                           headers={"content-type": "application/json"})
+    response = client.post(
+        http_cli.url.replace("/mcp", "/other"),
+        content=b"{}",
+        headers={"content-type": "application/json"},
+    )
     assert response.status_code == 404 and response.json()["error"]["code"] == INVALID_REQUEST
     still_serving(rel, http_cli, client)
 

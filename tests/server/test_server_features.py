@@ -265,11 +265,6 @@ async def test_completion_values() -> None:
                 "ref": {"type": "ref/prompt", "name": ["with_args"]},
                 "argument": {"name": "a", "value": ""},
             },
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="BUG: a non-string ref.name reaches `in server.prompts` and raises "
-                "TypeError (unhashable), answered -32603 instead of -32602",
-            ),
             id="unhashable-prompt-name",
         ),
     ],

@@ -234,11 +234,6 @@ def test_invalid_log_level_is_400_invalid_params(client: McpHttp) -> None:
     client.assert_healthy()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: tools/call with a non-string params.name crashes handle_modern "
-    "(server.tools.get(unhashable) -> TypeError) and uvicorn answers 500 text/plain",
-)
 def test_non_string_tool_name_is_400_not_500(client: McpHttp) -> None:
     message = client.modern_request("tools/call", {"name": ["test_simple_text"]})
     response = client.post_json(message, modern_headers(message, Mcp_Name="test_simple_text"))
@@ -270,12 +265,6 @@ def test_mcp_name_mismatch(client: McpHttp) -> None:
     _mismatch(client, message, modern_headers(message, Mcp_Name="test_error_handling"), "Mcp-Name")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: repeated Mcp-Method/Mcp-Name headers are collapsed 'last wins' by "
-    "header_map, so a request carrying two conflicting Mcp-Method values is accepted "
-    "(RELIABILITY A11: 400 -32020; an intermediary may have acted on the first one)",
-)
 @pytest.mark.parametrize("name", ["Mcp-Method", "Mcp-Name"])
 def test_repeated_routing_header_is_refused(client: McpHttp, name: str) -> None:
     message = client.modern_request("tools/call", {"name": "test_simple_text"})
@@ -367,12 +356,6 @@ def test_future_version_is_400_unsupported_with_data(client: McpHttp) -> None:
     _unsupported(client, "2099-01-01")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a request whose header and _meta name an old unknown version "
-    "(the spec's own example, 1900-01-01) is routed to the legacy path by era_of() and "
-    "answered -32600 'unsupported MCP-Protocol-Version' instead of -32022 with data",
-)
 def test_spec_example_version_is_400_unsupported_with_data(client: McpHttp) -> None:
     _unsupported(client, "1900-01-01")
 

@@ -181,8 +181,10 @@ def table(server: Server) -> dict[str, Handler]:
         argument = ctx.params.get("argument")
         if not isinstance(ref, dict) or not isinstance(argument, dict):
             raise invalid_params("completion/complete requires ref and argument objects")
-        if ref.get("type") == "ref/prompt" and ref.get("name") not in server.prompts:
-            raise invalid_params(f"Unknown prompt: {ref.get('name')}")
+        if ref.get("type") == "ref/prompt" and (
+            not isinstance(ref.get("name"), str) or ref["name"] not in server.prompts
+        ):
+            raise invalid_params(f"Unknown prompt: {ref.get('name')!r}")
         context = ctx.params.get("context")
         arguments = context.get("arguments") if isinstance(context, dict) else None
         values: Any = []

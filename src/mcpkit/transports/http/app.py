@@ -27,7 +27,7 @@ from ...server.server import Server
 from ...types import jsonrpc
 from ...types.codec import DecodeError, DuplicateKeyError, decode, encode
 from ...types.errors import INVALID_REQUEST, PARSE_ERROR, McpError
-from ...types.versions import era_of
+from ...types.versions import LEGACY_VERSIONS, era_of
 from .asgi import (
     BodyTimeout,
     BodyTooLarge,
@@ -240,9 +240,11 @@ class McpHttpApp:
             await send_error(send, 400, err, request_id)
             return
         header_version = headers.get(hdr.PROTOCOL_VERSION)
+        # Modern: a header newer than every legacy revision, or a request whose _meta names
+        # a protocol version (even an unknown one: it gets -32022, not a legacy refusal).
         modern = (header_version is not None and era_of(header_version) == "modern") or (
-            header_version is None
-            and kind is jsonrpc.Kind.REQUEST
+            kind is jsonrpc.Kind.REQUEST
+            and (header_version is None or header_version not in LEGACY_VERSIONS)
             and modern_version_of(message.get("params")) is not None
         )
         if modern and self.options.modern:

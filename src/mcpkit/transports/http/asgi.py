@@ -65,13 +65,29 @@ def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
     return False, yielded
 
 
+#: Headers whose repetition makes a request ambiguous (an intermediary may have acted
+#: on another copy than the one we read).
+_SINGLE = frozenset({"mcp-method", "mcp-name", "mcp-protocol-version", "mcp-session-id"})
+REPEATED = "\x00repeated"
+
+
 def header_map(scope: Scope) -> dict[str, str]:
-    """Lower-case header name -> value (latin-1, stripped).  Repeated headers: last wins,
-    except that it is recorded so callers can refuse ambiguity where it matters."""
-    return {
+    """Lower-case header name -> value (latin-1, stripped).  A repeated routing header
+    (``Mcp-Method``, ``Mcp-Name``, ...) maps to :data:`REPEATED`, which no validation
+    accepts, so the request is refused with -32020 rather than read "last wins"."""
+    raw = scope.get("headers", ())
+    out = {
         raw_name.decode("latin-1").lower(): raw_value.decode("latin-1").strip()
-        for raw_name, raw_value in scope.get("headers", ())
+        for raw_name, raw_value in raw
     }
+    if len(out) != len(raw):
+        seen: set[str] = set()
+        for raw_name, _ in raw:
+            name = raw_name.decode("latin-1").lower()
+            if name in seen and (name in _SINGLE or name.startswith("mcp-param-")):
+                out[name] = REPEATED
+            seen.add(name)
+    return out
 
 
 class Rejection(Exception):

@@ -84,7 +84,8 @@ async def handle_modern(
         method: str = message["method"]
         tool_headers: tuple[hdr.HeaderParam, ...] = ()
         if method == "tools/call" and isinstance(params, dict):
-            tool = app.server.tools.get(params.get("name"))  # type: ignore[arg-type]
+            name = params.get("name")
+            tool = app.server.tools.get(name) if isinstance(name, str) else None
             if tool is not None:
                 tool_headers = tool.header_params
         hdr.validate_request_headers(headers, message, tool_headers)

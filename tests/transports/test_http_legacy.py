@@ -345,12 +345,6 @@ def test_resumable_sse_with_last_event_id(client: McpHttp, session: LegacySessio
     client.assert_healthy()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ctx.close_sse_stream(retry_ms=100) is ignored once the stream has started "
-    "(ResponseWriter.detach only applies retry_ms before the priming event); the client is "
-    "told retry: 1000",
-)
 def test_close_sse_stream_retry_hint_reaches_the_client(session: LegacySessionClient) -> None:
     assert session.request("logging/setLevel", {"level": "info"}).result == {}
     with session.stream("tools/call", {"name": "test_reconnection"}) as (_req, events, msgs):

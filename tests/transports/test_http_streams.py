@@ -188,12 +188,6 @@ def _read_http_response(sock: socket.socket) -> bytes:
     return data
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a legacy request cancelled by notifications/cancelled before its stream "
-    "started returns from the ASGI app without a response; uvicorn answers "
-    "'500 Internal Server Error' (text/plain) and logs an ERROR",
-)
 def test_legacy_notifications_cancelled_before_output_is_not_a_500(
     running: ThreadServer, recorder: Recorder, client: McpHttp
 ) -> None:

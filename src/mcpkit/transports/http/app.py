@@ -200,7 +200,11 @@ class McpHttpApp:
         self, headers: dict[str, str], receive: Receive, send: Send, principal: Any
     ) -> None:
         content_type = headers.get("content-type", "")
-        if content_type and "json" not in content_type:
+        media = content_type.split(";", 1)[0].strip().lower()
+        if content_type and not (
+            media == "application/json"
+            or (media.startswith("application/") and media.endswith("+json"))
+        ):
             failure = McpError(INVALID_REQUEST, "Unsupported Media Type: use application/json")
             await send_error(send, 415, failure)
             return

@@ -13,6 +13,15 @@ import asyncio
 from typing import Any
 
 HEADER_TIMEOUT_S = 10.0
+#: A request head larger than this (or a header value over 8 KiB, or more fields) gets
+#: 431 and a close, like common proxies (nginx: 8 KiB lines).
+MAX_HEADER_BYTES = 16 * 1024
+MAX_HEADER_FIELDS = 100
+_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: 85\r\n\r\n"
+    b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"Request Header Fields Too Large"}}'
+)
 
 
 def _available(module: str) -> bool:
@@ -43,6 +52,13 @@ class _HeaderDeadline:
         if transport is not None and not transport.is_closing():
             transport.close()
 
+    def _too_large(self) -> None:
+        self._disarm()
+        transport = getattr(self, "transport", None)
+        if transport is not None and not transport.is_closing():
+            transport.write(_TOO_LARGE)
+            transport.close()
+
 
 def protocol_classes() -> dict[str, type]:
     """``{"httptools": cls, "h11": cls}`` for what is installed."""
@@ -51,16 +67,46 @@ def protocol_classes() -> dict[str, type]:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
         class GuardedHttpTools(_HeaderDeadline, HttpToolsProtocol):
+            _header_bytes = 0
+            _header_fields = 0
+
             def connection_made(self, transport: Any) -> None:
                 super().connection_made(transport)
+                self._header_bytes = self._header_fields = 0
                 self._arm()
+
+            def data_received(self, data: bytes) -> None:
+                waiting = self._deadline is not None
+                super().data_received(data)
+                if waiting and self._deadline is not None:  # the head is still incomplete
+                    self._header_bytes += len(data)
+                    if self._header_bytes > MAX_HEADER_BYTES:
+                        self._too_large()
 
             def on_message_begin(self) -> None:
                 super().on_message_begin()
+                self._header_bytes = self._header_fields = 0
                 self._arm()
+
+            def on_url(self, url: bytes) -> None:
+                super().on_url(url)
+                if len(self.url) > MAX_HEADER_BYTES:
+                    self._too_large()
+
+            def on_header(self, name: bytes, value: bytes) -> None:
+                self._header_fields += 1
+                if self._header_fields > MAX_HEADER_FIELDS or len(value) > 8 * 1024:
+                    self._too_large()
+                    return
+                super().on_header(name, value)
 
             def on_headers_complete(self) -> None:
                 self._disarm()
+                if self.transport.is_closing():
+                    return
+                if sum(len(n) + len(v) for n, v in self.headers) > MAX_HEADER_BYTES:
+                    self._too_large()
+                    return
                 super().on_headers_complete()
 
             def connection_lost(self, exc: Exception | None) -> None:

@@ -154,6 +154,8 @@ class ResponseWriter:
                 return
             self._retry_ms = retry_ms if retry_ms is not None else self._retry_ms
             await self._start_sse()
+        elif retry_ms is not None:
+            await self._write(b"retry: " + str(int(retry_ms)).encode() + b"\n\n")
         await self._write(b"", more=False)
         self._detached = True
         if self.on_detach is not None:
@@ -166,3 +168,19 @@ class ResponseWriter:
         self._done = True
         if self._started:
             await self._write(b"", more=False)
+        elif self._sse_ok:
+            # Nothing was sent (e.g. the request was cancelled): an empty event stream, so
+            # the HTTP exchange still completes and no response is invented.
+            await self._safe_send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": SSE_HEADERS + self._extra_headers,
+                }
+            )
+            await self._safe_send({"type": "http.response.body", "body": b""})
+        else:
+            await self._safe_send(
+                {"type": "http.response.start", "status": 202, "headers": self._extra_headers}
+            )
+            await self._safe_send({"type": "http.response.body", "body": b""})

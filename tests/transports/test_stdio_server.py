@@ -518,11 +518,6 @@ def test_print_in_a_tool_does_not_corrupt_stdout(tmp_path: Path) -> None:
         proc.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the target module is imported before the stdio transport moves the "
-    "protocol off fd 1, so a print() at import time lands on the protocol stream",
-)
 def test_print_at_import_time_does_not_corrupt_stdout(tmp_path: Path) -> None:
     proc = StdioProcess(SERVERS_DIR / "import_print_server.py", tmp_path)
     try:
@@ -546,12 +541,6 @@ def test_unencodable_result_does_not_kill_the_server(tmp_path: Path) -> None:
         proc.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: with stdin (or stdout) redirected to a regular file, uvloop's "
-    "connect_read_pipe/connect_write_pipe abort the process (SIGABRT, exit 134) without a "
-    "message: `mcpkit serve server.py < requests.jsonl` answers nothing",
-)
 def test_requests_from_a_regular_file(tmp_path: Path) -> None:
     requests = tmp_path / "requests.jsonl"
     requests.write_text(json.dumps(legacy_request(1, "ping")) + "\n")

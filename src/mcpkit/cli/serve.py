@@ -48,6 +48,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    claimed: tuple[int, int] | None = None
+    if not args.http:
+        # Take the protocol pipes before the target is imported: a print() at import time
+        # must land on stderr, not in the protocol stream.
+        from ..transports.stdio import _claim_stdio
+
+        claimed = _claim_stdio()
     try:
         server = load_server(args.target)
     except TargetError as exc:
@@ -59,10 +66,10 @@ def run(args: argparse.Namespace) -> int:
         server.state = "sqlite:///.mcpkit/state.db"
     if args.no_modern:
         server.modern_versions = ()
-    if not args.http:
+    if claimed is not None:
         from ..transports.stdio import run_stdio
 
-        run_stdio(server)
+        run_stdio(server, fds=claimed)
         return 0
     loopback = args.host in ("127.0.0.1", "localhost", "::1")
     if not loopback and not args.allow_remote and not args.auth_issuer:

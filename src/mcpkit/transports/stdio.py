@@ -111,9 +111,15 @@ def _claim_stdio() -> tuple[int, int]:
     return in_fd, out_fd
 
 
-async def serve_stdio(server: Server, *, claim: bool = True) -> None:
-    """Serve ``server`` on this process's stdin/stdout until stdin closes."""
-    in_fd, out_fd = _claim_stdio() if claim else (0, 1)
+async def serve_stdio(
+    server: Server, *, claim: bool = True, fds: tuple[int, int] | None = None
+) -> None:
+    """Serve ``server`` on this process's stdin/stdout until stdin closes (``fds``: pipes
+    already taken with :func:`_claim_stdio`)."""
+    if fds is not None:
+        in_fd, out_fd = fds
+    else:
+        in_fd, out_fd = _claim_stdio() if claim else (0, 1)
     await StdioServer(server).serve(in_fd, out_fd)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
@@ -42,16 +43,26 @@ async def _thread_reader(fd: int) -> AsyncIterator[bytes]:
         yield chunk
 
 
+def _is_pipe_like(fd: int) -> bool:
+    """Event-loop pipe transports accept pipes, sockets and terminals, not regular files
+    (uvloop even aborts the process): ``mcpkit serve x.py < requests.jsonl`` must work."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
 def read_chunks(fd: int) -> AsyncIterator[bytes]:
     """Chunks from ``fd`` until EOF."""
-    if sniffio.current_async_library() == "asyncio":
+    if sniffio.current_async_library() == "asyncio" and _is_pipe_like(fd):
         return _asyncio_reader(fd)
     return _thread_reader(fd)
 
 
 async def fd_writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
     """An async ``write(data)`` for ``fd`` that waits when the pipe is full."""
-    if sniffio.current_async_library() == "asyncio":
+    if sniffio.current_async_library() == "asyncio" and _is_pipe_like(fd):
         loop = asyncio.get_running_loop()
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, os.fdopen(fd, "wb", buffering=0, closefd=False)

@@ -1,0 +1,628 @@
+"""Helpers of the reliability suite: real server processes, raw wire access, /proc probes.
+
+Written independently of mcpkit's own client helpers where the wire matters (headers, SSE
+parsing): a test that built its requests with the code under test would agree with any
+bug in it.  Everything binds and connects to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SERVER_FILE = HERE / "servers" / "rel_server.py"
+LAUNCHER = HERE / "servers" / "launch_http.py"
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+ACCEPT_BOTH = "application/json, text/event-stream"
+NAME_PARAM = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+STARTUP_S = 30.0
+
+_ids = itertools.count(1000)
+
+
+def next_id() -> int:
+    return next(_ids)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["MCPKIT_SEALING_KEYS"] = "reliability-suite-key"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("MCPKIT_REL_RECORD", None)
+    env.update(extra)
+    return env
+
+
+# ------------------------------ /proc probes
+
+
+def _status_kb(pid: int, field_name: str) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    raise LookupError(field_name)
+
+
+def rss_kb(pid: int) -> int:
+    return _status_kb(pid, "VmRSS")
+
+
+def hwm_kb(pid: int) -> int:
+    """Peak RSS so far."""
+    return _status_kb(pid, "VmHWM")
+
+
+def fd_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses with a LISTEN socket on ``port`` (from /proc/net/tcp{,6})."""
+    found: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            local, state = parts[1], parts[3]
+            address, port_hex = local.rsplit(":", 1)
+            if state == "0A" and int(port_hex, 16) == port:
+                found.add(address)
+    return found
+
+
+# ------------------------------ messages
+
+
+def meta(caps: dict[str, Any] | None = None, version: str = MODERN, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": caps if caps is not None else {},
+        "io.modelcontextprotocol/clientInfo": {"name": "reliability-suite", "version": "1"},
+    }
+    out.update(extra)
+    return out
+
+
+def modern_request(
+    rid: Any,
+    method: str,
+    params: dict[str, Any] | None = None,
+    caps: dict[str, Any] | None = None,
+    **meta_extra: Any,
+) -> dict[str, Any]:
+    p = dict(params or {})
+    p["_meta"] = meta(caps, **meta_extra)
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": p}
+
+
+def call_tool(
+    rid: Any, name: str, arguments: dict[str, Any] | None = None, **kw: Any
+) -> dict[str, Any]:
+    return modern_request(rid, "tools/call", {"name": name, "arguments": arguments or {}}, **kw)
+
+
+def modern_headers(message: dict[str, Any] | None, **overrides: str | None) -> dict[str, str]:
+    """The headers a correct 2026-07-28 client sends for ``message``; ``overrides`` replace
+    (or, with None, remove) individual ones (names with ``_`` for ``-``)."""
+    h = {
+        "content-type": "application/json",
+        "accept": ACCEPT_BOTH,
+        "mcp-protocol-version": MODERN,
+    }
+    if message is not None and "method" in message and "id" in message:
+        h["mcp-method"] = message["method"]
+        member = NAME_PARAM.get(message["method"])
+        params = message.get("params") or {}
+        if member is not None and isinstance(params.get(member), str):
+            h["mcp-name"] = params[member]
+    for key, value in overrides.items():
+        name = key.replace("_", "-").lower()
+        if value is None:
+            h.pop(name, None)
+        else:
+            h[name] = value
+    return h
+
+
+def sse_data(text: str) -> list[dict[str, Any]]:
+    """JSON messages in an SSE body (our own tiny parser: data lines joined per event)."""
+    out: list[dict[str, Any]] = []
+    data: list[str] = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if line == "":
+            if data:
+                joined = "\n".join(data)
+                if joined.strip():
+                    out.append(json.loads(joined))
+                data = []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+    if data and "\n".join(data).strip():
+        out.append(json.loads("\n".join(data)))
+    return out
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: httpx.Headers
+    body: Any
+    notifications: list[dict[str, Any]] = field(default_factory=list)
+    raw: bytes = b""
+
+    @property
+    def error(self) -> dict[str, Any]:
+        assert isinstance(self.body, dict) and "error" in self.body, self.describe()
+        return self.body["error"]  # type: ignore[no-any-return]
+
+    @property
+    def result(self) -> dict[str, Any]:
+        assert isinstance(self.body, dict) and "result" in self.body, self.describe()
+        return self.body["result"]  # type: ignore[no-any-return]
+
+    def describe(self) -> str:
+        return f"HTTP {self.status} {self.raw[:600]!r}"
+
+
+def to_reply(response: httpx.Response) -> Reply:
+    raw = response.content
+    ctype = response.headers.get("content-type", "")
+    body: Any = None
+    notes: list[dict[str, Any]] = []
+    if ctype.startswith("text/event-stream"):
+        messages = sse_data(raw.decode("utf-8", "replace"))
+        for message in messages:
+            if "id" in message and ("result" in message or "error" in message):
+                body = message
+            else:
+                notes.append(message)
+    elif raw.strip():
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+    return Reply(response.status_code, response.headers, body, notes, raw)
+
+
+def post(
+    client: httpx.Client,
+    url: str,
+    message: Any,
+    headers: dict[str, str] | None = None,
+    *,
+    raw: bytes | None = None,
+) -> Reply:
+    """POST one message (``raw`` bytes win over ``message``) with correct modern headers
+    unless ``headers`` is given."""
+    content = raw if raw is not None else json.dumps(message).encode()
+    h = (
+        headers
+        if headers is not None
+        else modern_headers(message if isinstance(message, dict) else None)
+    )
+    return to_reply(client.post(url, content=content, headers=h))
+
+
+def assert_rpc_error(reply: Reply, status: int, code: int, rid: Any = "absent") -> None:
+    """Exact HTTP status and JSON-RPC code; ``rid`` is the expected id.  ``"absent"``:
+    the id could not be determined, so the error has no ``id`` member (the MCP schema
+    makes it optional and never allows ``null``)."""
+    assert reply.status == status, reply.describe()
+    error = reply.error
+    assert error["code"] == code, reply.describe()
+    assert isinstance(error.get("message"), str), reply.describe()
+    if rid == "absent":
+        assert "id" not in reply.body, reply.describe()
+    else:
+        assert reply.body.get("id") == rid and type(reply.body.get("id")) is type(rid), (
+            reply.describe()
+        )
+
+
+# ------------------------------ processes
+
+
+def wait_port(
+    port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = STARTUP_S
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"server exited with {proc.returncode} before listening:\n"
+                + log.read_text(errors="replace")[-3000:]
+            )
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on {port}:\n" + log.read_text(errors="replace")[-3000:])
+
+
+class ServerProcess:
+    """An HTTP server in its own process group, output in ``log``, tool records in
+    ``record``."""
+
+    def __init__(self, argv: list[str], port: int, workdir: Path, env: dict[str, str]) -> None:
+        self.port = port
+        self.workdir = workdir
+        self.log = workdir / f"server-{port}.log"
+        self.record = workdir / f"record-{port}.txt"
+        self.record.touch()
+        env = {**env, "MCPKIT_REL_RECORD": str(self.record)}
+        with self.log.open("wb") as handle:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=workdir,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=env,
+            )
+        try:
+            wait_port(port, self.proc, self.log)
+        except BaseException:
+            self.kill()
+            raise
+
+    @classmethod
+    def cli(
+        cls, workdir: Path, *args: str, target: Path = SERVER_FILE, **env: str
+    ) -> ServerProcess:
+        """``python -m mcpkit serve TARGET --http`` exactly as a user runs it."""
+        port = free_port()
+        argv = [
+            sys.executable,
+            "-m",
+            "mcpkit",
+            "serve",
+            str(target),
+            "--http",
+            "--port",
+            str(port),
+            "--state",
+            "memory:",
+            *args,
+        ]
+        return cls(argv, port, workdir, base_env(**env))
+
+    @classmethod
+    def launcher(cls, workdir: Path, *args: str, **env: str) -> ServerProcess:
+        """The fixture server with options the CLI does not expose (see launch_http.py)."""
+        port = free_port()
+        argv = [sys.executable, str(LAUNCHER), str(port), *args]
+        return cls(argv, port, workdir, base_env(**env))
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def records(self) -> list[str]:
+        return self.record.read_text().splitlines()
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, sig)
+
+    def wait_exit(self, timeout: float) -> int | None:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            if self.wait_exit(15) is None:
+                self.kill()
+
+
+def wait_for(predicate: Any, timeout: float, interval: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+class StdioProcess:
+    """``python -m mcpkit serve TARGET`` over real pipes, one JSON line at a time.
+
+    A reader thread moves stdout lines into a queue, so no read blocks forever.
+    """
+
+    def __init__(self, workdir: Path, target: Path = SERVER_FILE, **env: str) -> None:
+        self.workdir = workdir
+        self.record = workdir / f"stdio-record-{id(self)}.txt"
+        self.record.touch()
+        self.stderr_path = workdir / f"stdio-stderr-{id(self)}.log"
+        self._stderr = self.stderr_path.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpkit", "serve", str(target), "--state", "memory:"],
+            cwd=workdir,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            start_new_session=True,
+            env=base_env(MCPKIT_REL_RECORD=str(self.record), **env),
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: Any) -> None:
+        self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def recv_line(self, timeout: float = 10.0) -> bytes:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no output within {timeout}s; stderr:\n{self.stderr()}") from None
+        if line is None:
+            self.lines.put(None)
+            raise AssertionError(
+                f"server closed stdout (exit {self.proc.poll()}); stderr:\n{self.stderr()}"
+            )
+        return line
+
+    def recv(self, timeout: float = 10.0) -> dict[str, Any]:
+        line = self.recv_line(timeout)
+        message = json.loads(line)
+        assert isinstance(message, dict), line
+        return message
+
+    def recv_response(
+        self, rid: Any, timeout: float = 10.0
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The response for ``rid`` and everything that came before it."""
+        before: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.recv(max(0.01, deadline - time.monotonic()))
+            if (
+                message.get("id") == rid
+                and type(message.get("id")) is type(rid)
+                and ("result" in message or "error" in message)
+            ):
+                return message, before
+            before.append(message)
+
+    def quiet(self, seconds: float) -> list[dict[str, Any]]:
+        """Everything the server writes within ``seconds`` (expected: nothing)."""
+        got: list[dict[str, Any]] = []
+        deadline = time.monotonic() + seconds
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return got
+            try:
+                line = self.lines.get(timeout=remaining)
+            except queue.Empty:
+                return got
+            if line is None:
+                self.lines.put(None)
+                return got
+            got.append(json.loads(line))
+
+    def request(self, message: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+        self.send(message)
+        return self.recv_response(message["id"], timeout)[0]
+
+    def records(self) -> list[str]:
+        return self.record.read_text().splitlines()
+
+    def stderr(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")[-4000:]
+
+    def close_stdin(self) -> None:
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        self.close_stdin()
+        self._stderr.close()
+
+
+@contextlib.contextmanager
+def stdio_server(workdir: Path, **env: str) -> Iterator[StdioProcess]:
+    proc = StdioProcess(workdir, **env)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+
+
+def raw_http(port: int, data: bytes, timeout: float = 5.0) -> tuple[bytes, bool]:
+    """Send raw bytes on a fresh connection; return (everything read, closed by server)."""
+    with socket.create_connection(("127.0.0.1", port), timeout) as sock:
+        sock.sendall(data)
+        chunks: list[bytes] = []
+        closed = False
+        sock.settimeout(timeout)
+        try:
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    closed = True
+                    break
+                chunks.append(chunk)
+                if _complete_response(b"".join(chunks)):
+                    # give the server a moment to close (or not)
+                    sock.settimeout(0.5)
+        except TimeoutError:
+            pass
+        except ConnectionResetError:
+            closed = True
+        return b"".join(chunks), closed
+
+
+def _complete_response(data: bytes) -> bool:
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value.strip())
+    return True
+
+
+def status_of(raw: bytes) -> int:
+    line = raw.split(b"\r\n", 1)[0]
+    parts = line.split()
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+
+
+def body_of(raw: bytes) -> bytes:
+    return raw.partition(b"\r\n\r\n")[2]
+
+
+# ------------------------------ lean async HTTP/1.1
+
+
+def http_request(path: str, headers: dict[str, str], body: bytes, method: str = "POST") -> bytes:
+    lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{lines}Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+class RawResponse:
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+async def read_response(stream: Any, buffer: bytearray) -> RawResponse:
+    """One Content-Length-framed response from an anyio byte stream (``buffer`` keeps
+    bytes of the next pipelined response)."""
+    while b"\r\n\r\n" not in buffer:
+        buffer += await stream.receive()
+    head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        rest += await stream.receive()
+    buffer[:] = rest[length:]
+    return RawResponse(status, headers, rest[:length])
+
+
+async def pipelined(port: int, requests: list[bytes], depth: int = 32) -> list[RawResponse]:
+    """Send ``requests`` on one keep-alive connection, ``depth`` at a time (HTTP/1.1
+    pipelining), and return the responses in order.  Much cheaper than a full client, so
+    the load lands on the server, not on the test process."""
+    import anyio
+
+    out: list[RawResponse] = []
+    buffer = bytearray()
+    async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+        for start in range(0, len(requests), depth):
+            batch = requests[start : start + depth]
+            await stream.send(b"".join(batch))
+            for _ in batch:
+                out.append(await read_response(stream, buffer))
+    return out

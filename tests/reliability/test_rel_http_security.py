@@ -481,3 +481,15 @@ def test_rejections_are_not_echoed_raw_into_the_log(rel, http_cli, client) -> No
     post(client, http_cli.url, None, modern_headers(None), raw=('{"jsonrpc":' + marker).encode())
     assert "\x1b[31m" not in http_cli.log_text()
     still_serving(rel, http_cli, client)
+
+
+def test_a12_old_unknown_version_in_meta_is_32022(rel, http_cli, client) -> None:
+    """A request that names its version in ``_meta`` is a modern one whatever the version:
+    an unknown one (even older than 2025-11-25) is -32022 with the supported list."""
+    tag = uuid.uuid4().hex[:12]
+    message = call_tool(next_id(), "slow", {"tag": tag, "seconds": 0}, version="1999-01-01")
+    reply = post(
+        client, http_cli.url, message, modern_headers(message, mcp_protocol_version="1999-01-01")
+    )
+    rejected(rel, http_cli, client, 400, -32022, tag=tag, reply=reply, rid=message["id"])
+    assert reply.error["data"] == {"supported": ["2026-07-28"], "requested": "1999-01-01"}

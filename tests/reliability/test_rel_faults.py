@@ -29,6 +29,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from anyio.abc import SocketAttribute
 from rel_support import (
     ROOT,
     SERVER_FILE,
@@ -42,7 +43,7 @@ from rel_support import (
     wait_for,
 )
 
-from mcpkit.client import Client, ConnectionClosedError
+from mcpkit.client import Client, ClientError, ConnectionClosedError
 
 CYCLES = int(os.environ.get("MCPKIT_KILL_CYCLES", "5"))
 
@@ -472,3 +473,106 @@ def _status(client: httpx.Client, url: str, task_id: str, caps: dict[str, Any]) 
     if status != 200 or "result" not in body:
         return None
     return str(body["result"]["status"])
+
+
+# ------------------------------ L12 network faults (a hand-made TCP proxy)
+
+
+class FaultyProxy:
+    """A TCP proxy on 127.0.0.1 in front of ``port``: delays what the server sends by
+    ``delay`` seconds per chunk and, when ``reset_on`` is set, resets (RST) the first
+    connection whose server->client bytes contain it."""
+
+    def __init__(self, port: int, *, delay: float = 0.0, reset_on: bytes | None = None) -> None:
+        self.port = port
+        self.delay = delay
+        self.reset_on = reset_on
+        self.resets = 0
+        self.listen_port = 0
+
+    async def serve(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        self.listen_port = listener.extra(SocketAttribute.local_port)
+        task_status.started()
+        await listener.serve(self._handle)
+
+    async def _handle(self, client: Any) -> None:
+        upstream = await anyio.connect_tcp("127.0.0.1", self.port)
+        async with client, upstream, anyio.create_task_group() as tg:
+
+            async def up() -> None:
+                with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    while True:
+                        await upstream.send(await client.receive())
+
+            async def down() -> None:
+                seen = b""
+                with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    while True:
+                        chunk = await upstream.receive()
+                        if self.delay:
+                            await anyio.sleep(self.delay)
+                        await client.send(chunk)
+                        seen = (seen + chunk)[-4096:]
+                        if self._should_reset(seen):
+                            self.resets += 1
+                            raw = client.extra(SocketAttribute.raw_socket)
+                            # linger 0: close() sends a RST, like a dropped NAT entry
+                            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER_ZERO)
+                            break
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(up)
+            tg.start_soon(down)
+
+    def _should_reset(self, seen: bytes) -> bool:
+        return self.reset_on is not None and self.resets == 0 and self.reset_on in seen
+
+
+LINGER_ZERO = b"\x01\x00\x00\x00\x00\x00\x00\x00"
+
+
+@pytest.mark.anyio
+async def test_l12_connection_reset_mid_sse_surfaces_or_retries_within_the_timeout(
+    rel, http_cli
+) -> None:
+    proxy = FaultyProxy(http_cli.port, reset_on=b"notifications/progress")
+    async with anyio.create_task_group() as tg:
+        await tg.start(proxy.serve)
+        url = f"http://127.0.0.1:{proxy.listen_port}/mcp"
+        async with Client(url, timeout=10) as client:
+            tag = uuid.uuid4().hex[:12]
+            started = time.monotonic()
+            outcome: Any
+            try:
+                outcome = await client.call_tool(
+                    "slow", {"tag": tag, "seconds": 1.0}, on_progress=lambda _: None
+                )
+            except ClientError as exc:
+                outcome = exc
+            elapsed = time.monotonic() - started
+            assert proxy.resets == 1
+            assert elapsed < 10, f"{elapsed:.1f}s: the reset went unnoticed until the timeout"
+            if not isinstance(outcome, ClientError):
+                assert outcome["content"][0]["text"] == f"done {tag}"  # re-issued, new id
+            # the server saw the first stream die and cancelled its handler
+            assert wait_for(lambda: f"cancel {tag}" in http_cli.records(), 2)
+            again = await client.call_tool("echo", {"nonce": "after-reset"})
+            assert again["content"][0]["text"] == "after-reset"
+        tg.cancel_scope.cancel()
+    rel.verified(2)
+
+
+@pytest.mark.anyio
+async def test_l12_slow_network_500ms_per_chunk_still_answers(rel, http_cli) -> None:
+    proxy = FaultyProxy(http_cli.port, delay=0.5)
+    async with anyio.create_task_group() as tg:
+        await tg.start(proxy.serve)
+        url = f"http://127.0.0.1:{proxy.listen_port}/mcp"
+        async with Client(url, timeout=10) as client:
+            started = time.monotonic()
+            result = await client.call_tool("echo", {"nonce": "slow-net"})
+            assert result["content"][0]["text"] == "slow-net"
+            assert time.monotonic() - started >= 0.5
+        tg.cancel_scope.cancel()
+    rel.verified()

@@ -29,7 +29,6 @@ from ...types.codec import DecodeError, DuplicateKeyError, decode, encode
 from ...types.errors import INVALID_REQUEST, PARSE_ERROR, McpError
 from ...types.versions import LEGACY_VERSIONS, era_of
 from .asgi import (
-    BodyTimeout,
     BodyTooLarge,
     ClientGone,
     Receive,
@@ -37,7 +36,7 @@ from .asgi import (
     Scope,
     Send,
     header_map,
-    read_body,
+    read_body_within,
     send_error,
 )
 from .legacy import handle_legacy_delete, handle_legacy_get, handle_legacy_post
@@ -208,24 +207,42 @@ class McpHttpApp:
             failure = McpError(INVALID_REQUEST, "Unsupported Media Type: use application/json")
             await send_error(send, 415, failure)
             return
-        try:
-            body = await read_body(
-                receive,
-                self.options.max_body_bytes,
-                headers.get("content-length"),
-                self.options.body_timeout_s,
-            )
-        except BodyTooLarge:
-            limit = self.options.max_body_bytes
-            failure = McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
-            await send_error(send, 413, failure)
-            return
-        except ClientGone:
-            return
-        except BodyTimeout:
+        # One cancel scope per request, entered before anything can suspend: the body
+        # timeout is armed on it only if the body is slow to arrive, and a modern handler
+        # that waits is cancelled through it when the client goes away.
+        body: bytes | None = None
+        with anyio.CancelScope() as scope:
+            try:
+                body = await read_body_within(
+                    scope,
+                    receive,
+                    self.options.max_body_bytes,
+                    headers.get("content-length"),
+                    self.options.body_timeout_s,
+                )
+            except BodyTooLarge:
+                limit = self.options.max_body_bytes
+                failure = McpError(
+                    INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes"
+                )
+                await send_error(send, 413, failure)
+                return
+            except ClientGone:
+                return
+            await self._route(body, headers, receive, send, principal, scope)
+        if body is None and scope.cancelled_caught:
             failure = McpError(INVALID_REQUEST, "Request Timeout: the body arrived too slowly")
             await send_error(send, 408, failure, headers=[(b"connection", b"close")])
-            return
+
+    async def _route(
+        self,
+        body: bytes,
+        headers: dict[str, str],
+        receive: Receive,
+        send: Send,
+        principal: Any,
+        scope: anyio.CancelScope,
+    ) -> None:
         try:
             message = decode(body)
         except DuplicateKeyError as exc:
@@ -252,7 +269,7 @@ class McpHttpApp:
             and modern_version_of(message.get("params")) is not None
         )
         if modern and self.options.modern:
-            await handle_modern(self, message, kind, headers, receive, send, principal)
+            await handle_modern(self, message, kind, headers, receive, send, principal, scope)
         elif self.options.legacy:
             await handle_legacy_post(self, message, kind, headers, send, principal)
         else:

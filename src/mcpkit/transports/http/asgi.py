@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
 from typing import Any, Generic, TypeVar
 
@@ -127,6 +128,27 @@ async def read_body(
     with anyio.move_on_after(timeout):
         return await _read_body(receive, limit, declared)
     raise BodyTimeout
+
+
+async def read_body_within(
+    scope: Any, receive: Receive, limit: int, declared: str | None, timeout: float | None
+) -> bytes:
+    """:func:`read_body` for a caller that entered the cancel scope ``scope`` for this
+    request: the timeout is armed on ``scope`` only when the body is not all there at once
+    (almost never for small requests), and disarmed once it is.  When it fires, ``scope``
+    is cancelled: the caller sees ``scope.cancelled_caught`` with no body."""
+    coro = _read_body(receive, limit, declared)
+    done, value = run_until_suspended(coro)
+    if done:
+        return value  # type: ignore[no-any-return]
+    if timeout is not None:
+        import anyio
+
+        scope.deadline = anyio.current_time() + timeout
+    try:
+        return await Resumed(coro, value)
+    finally:
+        scope.deadline = math.inf
 
 
 async def _read_body(receive: Receive, limit: int, declared: str | None) -> bytes:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ...protocol import headers as hdr
-from ...protocol.negotiation import check_modern_version, parse_modern_meta
+from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
 from ...server.exchange import Exchange
 from ...server.listen import Subscription
 from ...types import jsonrpc
@@ -59,7 +59,11 @@ async def handle_modern(
     receive: Receive,
     send: Send,
     principal: Any,
+    scope: anyio.CancelScope | None = None,
 ) -> None:
+    """Answer one 2026-07-28 POST.  ``scope``: a cancel scope the caller entered for this
+    request (cancelled when the client disconnects while the handler waits); by default
+    one of our own."""
     if kind is jsonrpc.Kind.NOTIFICATION:
         # Clients may POST notifications/cancelled; nothing else is defined. Accept.
         await send_empty(send, 202)
@@ -102,26 +106,41 @@ async def handle_modern(
         await _listen(app, message, writer, receive)
         return
     exchange = ModernExchange(writer)
-    outcome: dict[str, Any] | None = None
-    extra: list[tuple[bytes, bytes]] | None = None
-    status = 200
-    # Closing the response stream cancels the handler.  Most handlers finish without ever
-    # suspending, and those cannot be interrupted: they run to the end in their first step
-    # and need no watcher.  Only a handler that waits gets a watcher task (in the server's
-    # task group) that cancels ``scope`` when the client goes away.
-    with anyio.CancelScope() as scope:
-        coro = app.server.dispatch(message, meta, exchange, principal=principal)
-        try:
-            done, value = run_until_suspended(coro)
-            if not done:
-                value = await _finish_watched(app, coro, value, receive, scope)
-            outcome = jsonrpc.result(request_id, value)
-        except McpError as err:
-            outcome = jsonrpc.error(request_id, err)
-            status = err.http_status
-            extra = err.http_headers
-    if outcome is not None:
-        await writer.final(outcome, status, extra)
+    answer: tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None = None
+    if scope is None:
+        with anyio.CancelScope() as scope:
+            answer = await _answer(app, message, meta, exchange, receive, principal, scope)
+    else:  # the caller's scope, entered before the body was read (see McpHttpApp._post)
+        answer = await _answer(app, message, meta, exchange, receive, principal, scope)
+    if answer is not None:  # None: the client went away and the handler was cancelled
+        await writer.final(*answer)
+
+
+async def _answer(
+    app: McpHttpApp,
+    message: dict[str, Any],
+    meta: RequestMeta,
+    exchange: ModernExchange,
+    receive: Receive,
+    principal: Any,
+    scope: anyio.CancelScope,
+) -> tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None]:
+    """The response message, HTTP status and extra headers for one modern request.
+
+    Closing the response stream cancels the handler.  Most handlers finish without ever
+    suspending, and those cannot be interrupted: they run to the end in their first step
+    and need no watcher.  Only a handler that waits gets a watcher task (in the server's
+    task group) that cancels ``scope`` when the client goes away.
+    """
+    request_id = message["id"]
+    coro = app.server.dispatch(message, meta, exchange, principal=principal)
+    try:
+        done, value = run_until_suspended(coro)
+        if not done:
+            value = await _finish_watched(app, coro, value, receive, scope)
+        return jsonrpc.result(request_id, value), 200, None
+    except McpError as err:
+        return jsonrpc.error(request_id, err), err.http_status, err.http_headers
 
 
 async def _finish_watched(

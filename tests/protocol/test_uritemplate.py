@@ -222,12 +222,6 @@ def templates_and_values(draw: st.DrawFn) -> tuple[list[tuple[str, str]], dict[s
     return parts, values
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (regression in the linear matcher): a variable always ends at the FIRST "
-    "occurrence of the following literal, with no way back, so valid expansions are "
-    "rejected, e.g. file:///{name}.txt does not match file:///notes.txt.txt",
-)
 @settings(max_examples=300, derandomize=True, database=None, deadline=None)
 @given(templates_and_values())
 def test_every_expansion_matches_and_re_expands_to_the_same_uri(
@@ -242,11 +236,6 @@ def test_every_expansion_matches_and_re_expands_to_the_same_uri(
     assert expand(parts, found) == uri, (template_of(parts), uri, found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (regression in the linear matcher): the literal after a variable is taken "
-    "at its first occurrence, so a value containing that literal never matches",
-)
 @pytest.mark.parametrize(
     ("template", "uri", "expected"),
     [

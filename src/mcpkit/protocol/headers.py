@@ -89,6 +89,13 @@ def header_params(schema: Mapping[str, Any]) -> tuple[HeaderParam, ...]:
     Only properties reachable by a chain of ``properties`` keys count; annotations anywhere
     else (items, combinators, conditionals, ``$ref`` targets) are invalid.
     """
+    try:
+        return _header_params(schema)
+    except RecursionError:
+        raise InvalidHeaderAnnotation("the schema nests too deeply to check") from None
+
+
+def _header_params(schema: Mapping[str, Any]) -> tuple[HeaderParam, ...]:
     found: list[HeaderParam] = []
     seen: set[str] = set()
     for path, prop in _walk_properties(schema, ()):

@@ -140,7 +140,14 @@ class Endpoint:
             waiter.deadline = now + timeout
             waiter.hard_deadline = now + (max_timeout if max_timeout is not None else timeout * 10)
         try:
-            await self.send(jsonrpc.request(rid, method, params))
+            # The deadline covers the write too: a peer that stopped reading must not
+            # block a request forever on a full pipe.
+            limit = min(waiter.deadline, waiter.hard_deadline) - anyio.current_time()
+            try:
+                with anyio.fail_after(limit if limit != math.inf else None):
+                    await self.send(jsonrpc.request(rid, method, params))
+            except TimeoutError:
+                raise RequestTimeout(method, timeout or 0) from None
             while not waiter.done.is_set():
                 remaining = min(waiter.deadline, waiter.hard_deadline) - anyio.current_time()
                 if remaining <= 0:

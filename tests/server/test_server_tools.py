@@ -154,12 +154,6 @@ async def test_schema_descriptions_models_and_context_hidden(server: Server) -> 
     assert "title" not in schema  # pydantic noise removed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (DESIGN.md 'design them out'): a pydantic-model parameter produces a $ref "
-    "into $defs in inputSchema, which many clients cannot read; simple models should be "
-    "inlined",
-)
 async def test_model_parameter_is_inlined_without_ref(server: Server) -> None:
     schema = (await tools_by_name(server))["describe"]["inputSchema"]
     assert "$ref" not in json.dumps(schema)
@@ -429,11 +423,6 @@ async def test_modern_results_carry_result_type_and_server_info() -> None:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a tool result with its own _meta loses io.modelcontextprotocol/serverInfo "
-    "(Server.dispatch only adds _meta when the result has none)",
-)
 async def test_server_info_survives_a_tool_meta() -> None:
     server = Server("meta")
 
@@ -460,11 +449,6 @@ def mismatched_server() -> Server:
     return server
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: structured content that violates the tool's own outputSchema is sent "
-    "anyway (pydantic only warns); the spec says servers MUST conform to outputSchema",
-)
 @pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic's serializer warning
 async def test_structured_content_always_conforms_to_the_output_schema() -> None:
     import jsonschema
@@ -476,10 +460,5 @@ async def test_structured_content_always_conforms_to_the_output_schema() -> None
         jsonschema.validate(result["structuredContent"], tools["wrong_types"]["outputSchema"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a structured tool that returns None sends structuredContent: null, which "
-    "the 2025-11-25 schema rejects (structuredContent must be an object)",
-)
 async def test_structured_tool_returning_none_is_schema_valid_on_legacy() -> None:
     await call(mismatched_server(), "tools/call", {"name": "missing_report"}, legacy())

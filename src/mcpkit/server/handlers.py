@@ -51,12 +51,16 @@ def table(server: Server) -> dict[str, Handler]:
         if not isinstance(arguments, dict):
             raise invalid_params("tools/call arguments must be an object")
         try:
-            kwargs = tool.arguments.validate(arguments) if tool.arguments else dict(arguments)
+            if tool.arguments is not None:
+                kwargs = tool.arguments.validate(arguments)
+            else:
+                kwargs = tool.explicit_arguments(arguments)
         except ValidationError as exc:
             return _tool_error(f"Invalid arguments for tool {name}: {_short(exc)}")
-        model = tool.arguments
-        if model is not None and model.context_param:
-            kwargs[model.context_param] = ctx
+        except ToolError as exc:
+            return _tool_error(str(exc))
+        if tool.context_param:
+            kwargs[tool.context_param] = ctx
         as_task = False
         if tool.task_support != "forbidden" and ctx.meta.era == "modern":
             from .tasks import declares_tasks, tasks_required_error

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..types.errors import INTERNAL_ERROR, McpError
 from .content import blocks, is_content, json_text, to_content_blocks
-from .schema import ArgumentModel, output_schema_for
+from .schema import ArgumentModel, ValidationError, output_schema_for
 from .uritemplate import UriTemplate
 
 Fn = Callable[..., Any]
@@ -87,6 +87,24 @@ class ToolEntry:
     task_support: str = "forbidden"
     #: The tool calls ``ctx.start_task()`` itself after gathering input synchronously.
     task_manual: bool = False
+    #: Validator of a hand-written ``input_schema`` (type-hinted tools use ``arguments``).
+    schema_validator: Any = None
+    context_param: str | None = None
+    accepts: frozenset[str] | None = None
+
+    def explicit_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Check arguments against a hand-written schema; raise ToolError listing errors."""
+        if self.schema_validator is not None:
+            errors = sorted(self.schema_validator.iter_errors(arguments), key=lambda e: e.path)
+            if errors:
+                details = "; ".join(
+                    f"{'/'.join(str(p) for p in e.path) or 'arguments'}: {e.message}"
+                    for e in errors[:5]
+                )
+                raise ToolError(f"Invalid arguments for tool {self.name}: {details}")
+        if self.accepts is None:
+            return dict(arguments)
+        return {k: v for k, v in arguments.items() if k in self.accepts}
 
     def result_from(self, value: Any) -> dict[str, Any]:
         """Convert a function's return value into a ``CallToolResult`` dict."""
@@ -100,7 +118,23 @@ class ToolEntry:
             return value
         if self.has_output_schema:
             if self.output_adapter is not None:
-                structured = self.output_adapter.dump_python(value, mode="json")
+                # Check the value against the declared type first: structured content that
+                # contradicts the advertised outputSchema is a tool error, not a result.
+                try:
+                    checked = self.output_adapter.validate_python(value)
+                except ValidationError as exc:
+                    return {
+                        "content": [
+                            {
+                                "type": "text",
+                                "text": f"Tool {self.name} returned a value that does not match "
+                                f"its outputSchema: {exc.error_count()} error(s), first: "
+                                f"{exc.errors()[0].get('msg')}",
+                            }
+                        ],
+                        "isError": True,
+                    }
+                structured = self.output_adapter.dump_python(checked, mode="json")
             else:
                 structured = value
             if self.wrapped_output:
@@ -160,7 +194,30 @@ def make_tool(
         wrapped_output=wrapped,
         has_output_schema=out_schema is not None,
         header_params=header_params(schema),
+        schema_validator=_compile_schema(input_schema) if input_schema is not None else None,
+        context_param=arguments.context_param,
+        accepts=_accepted_names(fn, arguments),
     )
+
+
+def _compile_schema(schema: dict[str, Any]) -> Any:
+    """A JSON Schema 2020-12 validator for a hand-written ``input_schema`` (compiled once).
+
+    ``$ref`` resolves within the schema only: the default registry retrieves nothing from
+    the network.
+    """
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def _accepted_names(fn: Fn, arguments: ArgumentModel) -> frozenset[str] | None:
+    """Argument names ``fn`` accepts, or None when it takes ``**kwargs``."""
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(arguments.field_names)
 
 
 @dataclass(slots=True)

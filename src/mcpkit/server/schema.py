@@ -63,7 +63,7 @@ class ArgumentModel:
         schema.pop("title", None)
         schema["type"] = "object"
         schema.setdefault("properties", {})
-        self.schema = strip_titles(schema)
+        self.schema = inline_refs(strip_titles(schema))
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Checked and coerced keyword arguments; raises :class:`ValidationError`."""
@@ -108,6 +108,44 @@ def _fast_plan(fields: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | No
             return None
         plan.append((name, annotation, default))
     return tuple(plan)
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace ``{"$ref": "#/$defs/X"}`` with the definition itself where that terminates.
+
+    Many clients (and most models) cannot follow ``$ref``; pydantic emits one for every
+    nested model.  Recursive definitions cannot be inlined and stay referenced (with
+    ``$defs`` kept for them only).
+    """
+    defs = schema.get("$defs")
+    if not isinstance(defs, dict) or not defs:
+        return schema
+    kept: set[str] = set()
+
+    def resolve(node: Any, stack: tuple[str, ...]) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref[len("#/$defs/") :]
+                if name in stack or name not in defs:
+                    kept.add(name)
+                    return node
+                target = resolve(defs[name], (*stack, name))
+                siblings = {k: resolve(v, stack) for k, v in node.items() if k != "$ref"}
+                return {**target, **siblings} if isinstance(target, dict) else node
+            return {k: resolve(v, stack) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [resolve(item, stack) for item in node]
+        return node
+
+    out: dict[str, Any] = resolve(schema, ())
+    if kept:
+        resolved: dict[str, Any] = {}
+        while set(kept) - set(resolved):
+            for name in sorted(set(kept) - set(resolved)):
+                resolved[name] = resolve(defs[name], (name,)) if name in defs else {}
+        out["$defs"] = resolved
+    return out
 
 
 def strip_titles(schema: Any) -> Any:

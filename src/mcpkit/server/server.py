@@ -472,8 +472,11 @@ class Server:
             raise McpError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}") from exc
         if meta.era == "modern":
             result.setdefault("resultType", "complete")
-            if "_meta" not in result:
+            own = result.get("_meta")
+            if own is None:
                 result["_meta"] = self.result_meta
+            elif isinstance(own, dict) and META_SERVER_INFO not in own:
+                result["_meta"] = {**own, META_SERVER_INFO: self.info}
         return result
 
     async def call(

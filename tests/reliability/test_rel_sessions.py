@@ -198,12 +198,6 @@ def test_b2_session_of_another_principal_is_404(rel, auth_server, client) -> Non
     serving(rel, auth_server, client)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: POST with another principal's session answers "
-    "'Session belongs to another principal', not the unknown-session answer: it "
-    "confirms that the session id exists",
-)
 def test_b2_foreign_session_answer_is_identical_to_unknown(rel, auth_server, client) -> None:
     session = open_session(client, auth_server.url, ALICE)
     message = {"jsonrpc": "2.0", "id": 8, "method": "tools/list"}
@@ -426,11 +420,6 @@ def test_b6_foreign_last_event_id_replays_nothing(rel, auth_server, client) -> N
 # ------------------------------ C8 / C9 on HTTP sessions
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: duplicate in-flight request id on a legacy session "
-    "is answered 200 (JSON-RPC -32600), not 409 + -32600 as the plan (C8) requires",
-)
 def test_c8_duplicate_in_flight_id_on_a_session_is_409(rel, auth_server, client) -> None:
     session = open_session(client, auth_server.url, ALICE)
     tag = uuid.uuid4().hex[:12]
@@ -530,11 +519,6 @@ def test_c9_second_initialize_on_a_session_is_refused(rel, auth_server, client) 
     rel.verified(2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Last-Event-ID '<stream>-\\xb2' ('²' passes "
-    "str.isdigit() but not int()) raises ValueError in legacy._resume: HTTP 500",
-)
 def test_b6_last_event_id_with_a_non_ascii_digit(rel, auth_server, client) -> None:
     session = open_session(client, auth_server.url, ALICE)
     listed = {"jsonrpc": "2.0", "id": 13, "method": "tools/list"}

@@ -111,12 +111,10 @@ async def handle_legacy_post(
         await send_error(send, 400, failure, message.get("id"))
         return
     session = await store.get(session_id)
-    if session is None:
+    if session is None or (principal is not None and session.legacy.principal != principal):
+        # Another principal's session is answered exactly like an unknown one: a session id
+        # is never a credential, and the answer must not confirm that it exists.
         failure = McpError(INVALID_REQUEST, "Session not found: initialize a new session")
-        await send_error(send, 404, failure, message.get("id"))
-        return
-    if principal is not None and session.legacy.principal != principal:
-        failure = McpError(INVALID_REQUEST, "Session belongs to another principal")
         await send_error(send, 404, failure, message.get("id"))
         return
     session.legacy.touch()
@@ -185,7 +183,7 @@ async def _handle_request(
     with anyio.CancelScope() as scope:
         if not session.incoming.start(request_id, scope):
             failure = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
-            await writer.final(jsonrpc.error(request_id, failure))
+            await writer.final(jsonrpc.error(request_id, failure), 409)
             return
         try:
             result = await session.legacy.handle_request(app.server, message, exchange)
@@ -232,7 +230,7 @@ async def _resume(
 ) -> None:
     key, _, seq_text = last.rpartition("-")
     log = session.streams.get(key)
-    if log is None or not seq_text.isdigit():
+    if log is None or not (seq_text.isascii() and seq_text.isdigit()):
         await send_error(send, 404, McpError(INVALID_REQUEST, f"Unknown Last-Event-ID {last!r}"))
         return
     seq = int(seq_text)

@@ -11,7 +11,7 @@ responses, requests verified).  At the end of the session one line sums it up::
 Counters reported by tests that are marked as known bugs (``xfail(strict=True)``) are
 summed on a second line, so a known crash never hides in (or pollutes) the main line.
 
-Hypothesis: the ``reliability`` profile (loaded by default) runs 200 derandomized
+Hypothesis: the ``reliability`` profile (used by default) runs 200 derandomized
 examples per property with no deadline and replays, read-only, the example database
 committed at ``tests/reliability/.hypothesis-db``.  ``MCPKIT_HYPOTHESIS_PROFILE=
 reliability-explore`` fuzzes with random inputs and 5,000 examples and writes what it
@@ -71,7 +71,9 @@ settings.register_profile(
     database=DirectoryBasedExampleDatabase(str(DB_PATH)),
     **_COMMON,
 )
-settings.load_profile(os.environ.get("MCPKIT_HYPOTHESIS_PROFILE", "reliability"))
+# Not loaded globally (that would change the settings of every other test module): the
+# property tests apply the profile named by MCPKIT_HYPOTHESIS_PROFILE (default
+# "reliability") themselves, with @settings.get_profile(...).
 
 # ------------------------------ ledger
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import string
 import sys
 import time
@@ -26,7 +27,7 @@ import anyio
 import httpx
 import pytest
 from httpx_sse import EventSource
-from hypothesis import example, given, target
+from hypothesis import example, given, settings, target
 from hypothesis import strategies as st
 
 from mcpkit.protocol import headers as hdr
@@ -36,6 +37,9 @@ from mcpkit.runtime.endpoint import ConnectionClosed, Endpoint
 from mcpkit.server.uritemplate import MAX_URI_LENGTH, TemplateError, UriTemplate
 from mcpkit.types.codec import DecodeError, decode, encode
 from mcpkit.types.errors import HEADER_MISMATCH, McpError
+
+#: The Hypothesis profile registered in conftest.py (``MCPKIT_HYPOTHESIS_PROFILE`` picks it).
+PROFILE = settings.get_profile(os.environ.get("MCPKIT_HYPOTHESIS_PROFILE", "reliability"))
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
 json_scalars = (
@@ -84,6 +88,7 @@ def assert_linear(work_once: int, work_twice: int, slack: int = 60) -> None:
 # ------------------------------ codec
 
 
+@PROFILE
 @given(json_values)
 def test_codec_round_trips_and_never_emits_a_raw_newline(rel, value: Any) -> None:
     data = encode(value)
@@ -92,6 +97,7 @@ def test_codec_round_trips_and_never_emits_a_raw_newline(rel, value: Any) -> Non
     rel.verified()
 
 
+@PROFILE
 @given(st.binary(max_size=400))
 @example(b"\xff\xfe")
 @example(b"[" * 5000)
@@ -128,6 +134,7 @@ def test_codec_decode_time_is_linear_generous_bound(rel, build) -> None:
 # ------------------------------ header rules
 
 
+@PROFILE
 @given(text)
 @example("")
 @example(" padded ")
@@ -142,6 +149,7 @@ def test_header_value_encoding_round_trips_as_visible_ascii(rel, value: str) -> 
     rel.verified()
 
 
+@PROFILE
 @given(st.text(max_size=80))
 @example("=?base64?!!!?=")
 @example("=?base64?/w==?=")
@@ -165,6 +173,7 @@ methods = (
 )
 
 
+@PROFILE
 @given(
     headers=st.dictionaries(
         header_names,
@@ -235,6 +244,7 @@ def schemas(depth: int = 4) -> st.SearchStrategy[Any]:
     )
 
 
+@PROFILE
 @given(schemas())
 def test_header_annotation_scan_raises_only_invalid_annotation(rel, schema: Any) -> None:
     try:
@@ -254,6 +264,7 @@ def test_header_annotation_scan_of_a_deep_schema(rel) -> None:
         hdr.header_params({"type": "object", "allOf": deep})
 
 
+@PROFILE
 @given(st.text(alphabet=string.printable, min_size=1, max_size=200))
 def test_header_decoding_work_is_linear(rel, value: str) -> None:
     once = hdr.encode_header_value(value)
@@ -278,6 +289,7 @@ def parse_sse(raw: bytes) -> list[Any]:
     return list(EventSource(response).iter_sse())
 
 
+@PROFILE
 @given(
     data=text,
     event_id=st.none() | no_breaks,
@@ -300,6 +312,7 @@ def test_sse_encoding_round_trips_through_httpx_sse(rel, data, event_id, event, 
     rel.verified()
 
 
+@PROFILE
 @given(json_values)
 def test_sse_of_a_codec_payload_is_one_data_line(rel, value: Any) -> None:
     payload = encode({"jsonrpc": "2.0", "id": 1, "result": {"v": value}})
@@ -310,6 +323,7 @@ def test_sse_of_a_codec_payload_is_one_data_line(rel, value: Any) -> None:
     rel.verified()
 
 
+@PROFILE
 @given(
     st.from_regex(r"\As[0-9]{1,4}-[A-Za-z0-9_-]{6}-[0-9]{1,6}\Z"), st.none() | st.integers(0, 10**6)
 )
@@ -319,6 +333,7 @@ def test_sse_priming_event_carries_id_and_retry(rel, event_id: str, retry: int |
     rel.verified()
 
 
+@PROFILE
 @given(text.filter(bool))
 def test_sse_encoding_work_is_linear(rel, data: str) -> None:
     once, twice = data.encode(), (data * 2).encode()
@@ -388,6 +403,7 @@ def expand(template: str, values_: dict[str, str]) -> str:
     return out
 
 
+@PROFILE
 @given(templates_with_values())
 @example(("res://{id}", {"id": "42"}))
 @example(("file:///{+path}", {"path": "a/b/c"}))
@@ -401,6 +417,7 @@ def test_uri_template_match_round_trips_an_expansion(rel, case: tuple[str, dict[
     rel.verified()
 
 
+@PROFILE
 @given(st.text(max_size=120))
 @example("{")
 @example("{a}{a}")
@@ -424,6 +441,7 @@ TEMPLATES = [
 ]
 
 
+@PROFILE
 @given(st.sampled_from(TEMPLATES), st.text(max_size=300))
 @example("a://{/x}{/y}", "a://" + "/" + "," * 200)
 @example("files://{+path}", "files://" + "%" * 250)
@@ -434,6 +452,7 @@ def test_uri_template_match_never_raises(rel, template: str, uri: str) -> None:
     rel.verified()
 
 
+@PROFILE
 @given(st.sampled_from(TEMPLATES), st.text(alphabet="/,.;=?&#%41a", min_size=1, max_size=200))
 def test_uri_template_match_work_is_linear(rel, template: str, uri: str) -> None:
     compiled = UriTemplate.compile(template)
@@ -502,6 +521,7 @@ frames = st.lists(
 ).map(b"".join)
 
 
+@PROFILE
 @given(frames, st.lists(st.integers(0, 2000), max_size=20), st.integers(1, 64))
 @example(b"x" * 64 + b"\r\n", [10, 64], 64)
 @example(b"abc\r\r\n", [], 5)
@@ -518,6 +538,7 @@ def test_line_framer_matches_the_reference_for_any_chunking(rel, data, cuts, max
     rel.verified()
 
 
+@PROFILE
 @given(frames.filter(bool), st.integers(1, 16))
 def test_line_framer_work_is_linear(rel, data: bytes, chunk: int) -> None:
     def run(payload: bytes) -> None:
@@ -628,6 +649,7 @@ async def _route(ids: list[Any], feed: list[dict[str, Any]], cuts: list[int]) ->
     return outcomes
 
 
+@PROFILE
 @given(pending_ids, st.lists(responses(), max_size=25), st.lists(st.integers(0, 5000), max_size=10))
 @example(
     [1, "1"],

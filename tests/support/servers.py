@@ -156,7 +156,9 @@ class ThreadServer:
             "timeout_graceful_shutdown": 2,
         }
         options.update(config)
-        self.server = uvicorn.Server(uvicorn.Config(app, **options))
+        from mcpkit.transports.http.server import server_class
+
+        self.server = server_class()(uvicorn.Config(app, **options))
         self.errors: list[BaseException] = []
         self.thread = threading.Thread(target=self._run, name="uvicorn-test", daemon=True)
 

@@ -327,13 +327,6 @@ def test_listen_without_sse_accept_is_refused(client: McpHttp) -> None:
     client.assert_healthy()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: on uvicorn shutdown an open subscriptions/listen stream is never ended "
-    "gracefully: uvicorn waits timeout_graceful_shutdown for the connection, then cancels "
-    "it (traceback logged), and only afterwards does the ASGI lifespan shutdown call "
-    "shutdown_streams(); the client never gets the SubscriptionsListenResult",
-)
 def test_listen_stream_ends_with_a_result_on_graceful_shutdown(recorder: Recorder) -> None:
     server = ThreadServer(make_app(recorder), timeout_graceful_shutdown=1).start()
     http = McpHttp(server.url, server.alive)

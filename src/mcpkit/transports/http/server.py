@@ -152,7 +152,49 @@ def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> Any:
     return uvicorn.Config(app, **options)
 
 
-def serve_uvicorn(app: Any, host: str, port: int, **kw: Any) -> None:
+def _stream_closer(app: Any) -> Any:
+    """The ``shutdown_streams`` of the MCP app inside ``app`` (wrappers expose theirs as
+    ``mcp``/``app``), or None."""
+    for _ in range(4):
+        closer = getattr(app, "shutdown_streams", None)
+        if closer is not None:
+            return closer
+        app = getattr(app, "mcp", None) or getattr(app, "app", None)
+        if app is None:
+            return None
+    return None
+
+
+def server_class() -> type:
+    """A ``uvicorn.Server`` that, the moment it is told to exit (a signal or
+    ``should_exit = True`` from any thread), ends open listen and GET streams first
+    (listen streams with their final result), so the graceful shutdown does not wait for
+    them to time out."""
     import uvicorn
 
-    uvicorn.Server(uvicorn_config(app, host, port, **kw)).run()
+    class McpUvicornServer(uvicorn.Server):
+        _loop: asyncio.AbstractEventLoop | None = None
+        _exiting = False
+
+        @property
+        def should_exit(self) -> bool:
+            return self._exiting
+
+        @should_exit.setter
+        def should_exit(self, value: bool) -> None:
+            first = value and not self._exiting
+            self._exiting = value
+            closer = _stream_closer(getattr(self, "config", None) and self.config.app)
+            if first and closer is not None and self._loop is not None:
+                self._loop.call_soon_threadsafe(closer)
+
+        async def serve(self, sockets: Any = None) -> None:
+            self._loop = asyncio.get_running_loop()
+            await super().serve(sockets)
+
+    return McpUvicornServer
+
+
+def serve_uvicorn(app: Any, host: str, port: int, **kw: Any) -> None:
+    """Serve until SIGINT/SIGTERM (see :func:`server_class`)."""
+    server_class()(uvicorn_config(app, host, port, **kw)).run()

@@ -8,16 +8,17 @@ import binascii
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from ..protocol.sealing import InvalidState
 from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params
 from .content import json_text
 from .context import Context
 from .mrtr import InputRound, NeedInput, input_required_result
 from .registry import ToolError, call_maybe_async, resource_contents
+from .schema import validation_error
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from .server import Server
 
 Handler = Callable[[Context], Awaitable[dict[str, Any]]]
@@ -55,7 +56,7 @@ def table(server: Server) -> dict[str, Handler]:
                 kwargs = tool.arguments.validate(arguments)
             else:
                 kwargs = tool.explicit_arguments(arguments)
-        except ValidationError as exc:
+        except validation_error() as exc:
             return _tool_error(f"Invalid arguments for tool {name}: {_short(exc)}")
         except ToolError as exc:
             return _tool_error(str(exc))
@@ -116,7 +117,7 @@ def table(server: Server) -> dict[str, Handler]:
             raise invalid_params("prompts/get arguments must be an object")
         try:
             kwargs = prompt.arguments.validate(arguments)
-        except ValidationError as exc:
+        except validation_error() as exc:
             raise invalid_params(f"Invalid arguments for prompt {name}: {_short(exc)}") from None
         if prompt.arguments.context_param:
             kwargs[prompt.arguments.context_param] = ctx

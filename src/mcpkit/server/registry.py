@@ -14,14 +14,21 @@ from typing import Any
 
 from ..types.errors import INTERNAL_ERROR, McpError
 from .content import blocks, is_content, json_text, to_content_blocks
-from .schema import ArgumentModel, ValidationError, output_schema_for
+from .schema import ArgumentModel, output_schema_for, validation_error
 from .uritemplate import UriTemplate
 
 Fn = Callable[..., Any]
 
 
+#: Results that are certainly not awaitable (exact types): skips the ABC check that
+#: ``inspect.isawaitable`` makes for every plain return value.
+_PLAIN_RESULTS = frozenset({str, dict, list, tuple, int, float, bool, bytes, type(None)})
+
+
 async def call_maybe_async(fn: Fn, kwargs: dict[str, Any]) -> Any:
     result = fn(**kwargs)
+    if type(result) in _PLAIN_RESULTS:
+        return result
     if inspect.isawaitable(result):
         result = await result
     return result
@@ -122,7 +129,7 @@ class ToolEntry:
                 # contradicts the advertised outputSchema is a tool error, not a result.
                 try:
                     checked = self.output_adapter.validate_python(value)
-                except ValidationError as exc:
+                except validation_error() as exc:
                     return {
                         "content": [
                             {

@@ -13,12 +13,29 @@ import inspect
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
-import pydantic
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+if TYPE_CHECKING:
+    from pydantic import BaseModel, TypeAdapter, ValidationError
+
+# pydantic is imported when the first function is registered, not with ``import mcpkit``
+# (it is most of the import time of the server API).
 
 __all__ = ["ArgumentModel", "ValidationError", "output_schema_for", "strip_titles"]
+
+
+def validation_error() -> type[ValidationError]:
+    """pydantic's ``ValidationError`` (for ``except`` clauses; imports pydantic on use)."""
+    from pydantic import ValidationError
+
+    return ValidationError
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ValidationError":
+        return validation_error()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -38,6 +55,9 @@ class ArgumentModel:
     __slots__ = ("_adapter", "_fast", "context_param", "field_names", "has_fields", "schema")
 
     def __init__(self, fn: Callable[..., Any], context_type: type, *, title: str) -> None:
+        import pydantic
+        from pydantic import ConfigDict
+
         hints = typing.get_type_hints(fn, include_extras=True)
         fields: dict[str, Any] = {}
         self.context_param: str | None = None
@@ -173,6 +193,8 @@ def _is_object_type(annotation: Any) -> bool:
     if origin in (dict, typing.Dict):  # noqa: UP006
         return True
     if isinstance(annotation, type):
+        from pydantic import BaseModel
+
         if issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation):
             return True
         if typing.is_typeddict(annotation):
@@ -198,6 +220,8 @@ def output_schema_for(
     if "return" not in hints:
         return None, False, None
     annotation = hints["return"]
+    from pydantic import TypeAdapter
+
     if annotation in (None, type(None), str, Any, inspect.Signature.empty):
         return None, False, None
     if _is_content_annotation(annotation) or _is_result_type(annotation):

@@ -71,6 +71,7 @@ from .client_http_wire import (
 
 log = logging.getLogger("mcpkit.client.http")
 
+
 class HttpTransport:
     """A Streamable HTTP endpoint; use as ``async with HttpTransport(url) as t``."""
 
@@ -119,8 +120,9 @@ class HttpTransport:
     async def __aenter__(self) -> HttpTransport:
         if self._client is None:
             self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(connect=self.connect_timeout, read=None, write=30.0,
-                                      pool=self.connect_timeout),
+                timeout=httpx.Timeout(
+                    connect=self.connect_timeout, read=None, write=30.0, pool=self.connect_timeout
+                ),
                 auth=self.auth,
                 verify=self.verify,
                 follow_redirects=False,
@@ -190,9 +192,14 @@ class HttpTransport:
         request_id = next(self._ids)
         message = jsonrpc.request(request_id, method, params)
         meta = params.get("_meta") if params else None
-        call = Call(request_id, method, modern=modern_version_of(params) is not None,
-                    timeout=timeout, on_progress=on_progress,
-                    progress_token=meta.get("progressToken") if isinstance(meta, dict) else None)
+        call = Call(
+            request_id,
+            method,
+            modern=modern_version_of(params) is not None,
+            timeout=timeout,
+            on_progress=on_progress,
+            progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
+        )
         started = anyio.current_time()
         scope = call.scope = anyio.CancelScope()
         if timeout is not None:
@@ -214,20 +221,26 @@ class HttpTransport:
         # Only reached when our own deadline fired.
         if not call.modern:
             await self._cancel_legacy(request_id, "request timed out")
-        hard = (call.hard_deadline - started > (timeout or 0.0)
-                and anyio.current_time() >= call.hard_deadline - 0.05)
+        hard = (
+            call.hard_deadline - started > (timeout or 0.0)
+            and anyio.current_time() >= call.hard_deadline - 0.05
+        )
         raise RequestTimeoutError(
             method, (call.hard_deadline - started) if hard else (timeout or 0.0), hard=hard
         )
 
     async def _exchange(
-        self, client: httpx.AsyncClient, message: Message, call: Call,
+        self,
+        client: httpx.AsyncClient,
+        message: Message,
+        call: Call,
         extra: dict[str, str] | None,
     ) -> Message:
         headers = self._headers_for(message, extra)
         with self._errors(f"sending {call.method}"):
-            async with client.stream("POST", self.url, content=encode(message),
-                                     headers=headers) as response:
+            async with client.stream(
+                "POST", self.url, content=encode(message), headers=headers
+            ) as response:
                 answer = await self._read_answer(response, call)
         if answer is None:
             answer = call.routed
@@ -270,8 +283,12 @@ class HttpTransport:
         status = response.status_code
         if call.method == "initialize" and status == 200:
             self.session_id = response.headers.get("mcp-session-id") or None
-        if (status == 404 and not call.modern and self.session_id is not None
-                and call.method != "initialize"):
+        if (
+            status == 404
+            and not call.modern
+            and self.session_id is not None
+            and call.method != "initialize"
+        ):
             expired = self.session_id
             self.session_id = None
             if self._get_scope is not None:
@@ -279,15 +296,18 @@ class HttpTransport:
             raise SessionExpiredError(f"the server no longer knows session {expired!r} (HTTP 404)")
         if status == 200 and is_sse(response):
             return await self._read_sse(response, call)
-        message = json_answer(await read_body(response, self.max_message_bytes), response,
-                              call.method)
+        message = json_answer(
+            await read_body(response, self.max_message_bytes), response, call.method
+        )
         if message is None:
             if status == 202:
                 raise ProtocolViolationError(
-                    f"the server accepted {call.method} (HTTP 202) but sent no response")
+                    f"the server accepted {call.method} (HTTP 202) but sent no response"
+                )
             raise ProtocolViolationError(
                 f"unexpected answer to {call.method}: HTTP {status}, "
-                f"content-type {response.headers.get('content-type', '(none)')!r}")
+                f"content-type {response.headers.get('content-type', '(none)')!r}"
+            )
         return message
 
     async def _read_sse(self, response: httpx.Response, call: Call) -> Message | None:
@@ -321,8 +341,14 @@ class HttpTransport:
         if method == "notifications/progress":
             token = params.get("progressToken")
             if call is None or call.progress_token is None or token != call.progress_token:
-                call = next((c for c in self._inflight.values()
-                             if c.progress_token is not None and c.progress_token == token), None)
+                call = next(
+                    (
+                        c
+                        for c in self._inflight.values()
+                        if c.progress_token is not None and c.progress_token == token
+                    ),
+                    None,
+                )
             if call is not None:
                 await self._progress(call, params)
             return
@@ -351,8 +377,9 @@ class HttpTransport:
     # ------------------------------------------------------------------ server -> client
     def _server_request(self, message: Message, *, modern: bool) -> None:
         if modern:
-            log.warning("ignoring %s: 2026-07-28 servers must not send requests",
-                        message.get("method"))
+            log.warning(
+                "ignoring %s: 2026-07-28 servers must not send requests", message.get("method")
+            )
             return
         if self._tg is not None:
             self._tg.start_soon(self._answer_server_request, message)
@@ -381,7 +408,10 @@ class HttpTransport:
 
     # ------------------------------------------------------------------ notifications
     async def notify(
-        self, method: str, params: dict[str, Any] | None = None, *,
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
         headers: dict[str, str] | None = None,
     ) -> None:
         await self._post(jsonrpc.notification(method, params), headers)
@@ -391,8 +421,9 @@ class HttpTransport:
         client = self._http()
         what = str(message.get("method") or f"the response to {message.get('id')!r}")
         with self._errors(f"sending {what}"):
-            response = await client.post(self.url, content=encode(message),
-                                         headers=self._headers_for(message, extra))
+            response = await client.post(
+                self.url, content=encode(message), headers=self._headers_for(message, extra)
+            )
         if response.status_code in (200, 202, 204):
             return
         json_answer(response.content, response, what)
@@ -401,8 +432,9 @@ class HttpTransport:
     async def _cancel_legacy(self, request_id: RequestId, reason: str) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(2):
             try:
-                await self.notify("notifications/cancelled",
-                                  {"requestId": request_id, "reason": reason})
+                await self.notify(
+                    "notifications/cancelled", {"requestId": request_id, "reason": reason}
+                )
             except (TransportError, ServerError) as exc:
                 log.debug("notifications/cancelled not delivered: %s", exc)
 
@@ -419,8 +451,13 @@ class HttpTransport:
             with anyio.move_on_after(self.connect_timeout):
                 await self._tg.start(self._get_stream, self._get_scope, self.session_id)
 
-    async def _get_stream(self, scope: anyio.CancelScope, session_id: str, *,
-                          task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def _get_stream(
+        self,
+        scope: anyio.CancelScope,
+        session_id: str,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         """The standalone stream for server-initiated messages; reconnects while the
         session lives, slower after each failure."""
         call = Call(request_id="(GET)", method="GET stream", modern=False)
@@ -438,8 +475,9 @@ class HttpTransport:
                             log.debug("no GET stream (HTTP %s)", response.status_code)
                             return
                         failures = 0
-                        async for kind, message in sse_messages(response, call,
-                                                                self.max_message_bytes):
+                        async for kind, message in sse_messages(
+                            response, call, self.max_message_bytes
+                        ):
                             if kind is Kind.NOTIFICATION:
                                 await self._notification(message, None)
                             elif kind is Kind.REQUEST:
@@ -453,7 +491,7 @@ class HttpTransport:
                     if failures > 5:
                         return
                 delay = call.retry_ms if call.retry_ms is not None else self.default_retry_ms
-                await anyio.sleep(min(30.0, delay / 1000 * (2 ** failures)))
+                await anyio.sleep(min(30.0, delay / 1000 * (2**failures)))
 
     # ------------------------------------------------------------------ listen
     @contextlib.asynccontextmanager
@@ -470,17 +508,21 @@ class HttpTransport:
             with send:
                 try:
                     with self._errors("listening"):
-                        async with client.stream("POST", self.url, content=encode(message),
-                                                 headers=self._headers_for(message, headers)
-                                                 ) as response:
+                        async with client.stream(
+                            "POST",
+                            self.url,
+                            content=encode(message),
+                            headers=self._headers_for(message, headers),
+                        ) as response:
                             if response.status_code != 200 or not is_sse(response):
                                 body = await read_body(response, self.max_message_bytes)
                                 answer = json_answer(body, response, call.method)
                                 if answer is not None:
                                     await send.send(answer)
                                 return
-                            async for kind, item in sse_messages(response, call,
-                                                                 self.max_message_bytes):
+                            async for kind, item in sse_messages(
+                                response, call, self.max_message_bytes
+                            ):
                                 if kind is Kind.REQUEST:
                                     continue
                                 await send.send(item)
@@ -488,7 +530,8 @@ class HttpTransport:
                                     return
                     why = f" ({call.broken})" if call.broken else ""
                     stream.error = ConnectionClosedError(
-                        f"the server closed the listen stream without ending it{why}")
+                        f"the server closed the listen stream without ending it{why}"
+                    )
                 except (TransportError, ServerError) as exc:
                     stream.error = exc
 

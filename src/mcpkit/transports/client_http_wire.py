@@ -45,8 +45,12 @@ from .client_base import (
 ACCEPT_BOTH = "application/json, text/event-stream"
 
 
-def request_headers(message: Message, base: dict[str, str], legacy: dict[str, str] | None,
-                    extra: dict[str, str] | None) -> dict[str, str]:
+def request_headers(
+    message: Message,
+    base: dict[str, str],
+    legacy: dict[str, str] | None,
+    extra: dict[str, str] | None,
+) -> dict[str, str]:
     """The HTTP headers of one POSTed message.
 
     Modern (``_meta`` names a version): ``MCP-Protocol-Version``, ``Mcp-Method`` and, for
@@ -148,15 +152,15 @@ def json_answer(body: bytes, response: httpx.Response, method: str) -> Message |
         if status >= 400:
             raise HttpStatusError(f"{method}: {where}: {snippet}", status, snippet) from None
         raise ProtocolViolationError(
-            f"the server answered {method} with invalid JSON: {snippet!r}") from None
+            f"the server answered {method} with invalid JSON: {snippet!r}"
+        ) from None
     if isinstance(message, dict) and ("result" in message or "error" in message):
         if "error" in message:
             raise ServerError.from_wire(message["error"], method=method, http_status=status)
         return message
     if status >= 400:
         raise HttpStatusError(f"{method}: {where}: {snippet}", status, snippet)
-    raise ProtocolViolationError(f"the answer to {method} is not a JSON-RPC response: "
-                                 f"{snippet!r}")
+    raise ProtocolViolationError(f"the answer to {method} is not a JSON-RPC response: {snippet!r}")
 
 
 async def sse_messages(
@@ -184,7 +188,8 @@ async def sse_messages(
             except (DecodeError, McpError) as exc:
                 raise ProtocolViolationError(
                     f"the server sent an event that is not JSON-RPC on the stream of "
-                    f"{call.method} ({exc}): {data[:200]!r}") from None
+                    f"{call.method} ({exc}): {data[:200]!r}"
+                ) from None
             yield kind, message
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
         call.broken = f"connection dropped: {exc or type(exc).__name__}"
@@ -197,8 +202,9 @@ def unwrap_answer(answer: Message, method: str) -> dict[str, Any]:
         raise ServerError.from_wire(answer["error"], method=method)
     result = answer.get("result")
     if not isinstance(result, dict):
-        raise ProtocolViolationError(f"the result of {method} is not an object: "
-                                     f"{str(result)[:200]}")
+        raise ProtocolViolationError(
+            f"the result of {method} is not an object: {str(result)[:200]}"
+        )
     return result
 
 
@@ -208,8 +214,9 @@ def http_errors(url: str, doing: str, connect_timeout: float) -> Iterator[None]:
     try:
         yield
     except httpx.ConnectTimeout:
-        raise ConnectError(f"cannot connect to {url} ({doing}): no answer within "
-                           f"{connect_timeout:g}s") from None
+        raise ConnectError(
+            f"cannot connect to {url} ({doing}): no answer within {connect_timeout:g}s"
+        ) from None
     except httpx.ConnectError as exc:
         raise ConnectError(f"cannot connect to {url} ({doing}): {exc}") from None
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
@@ -218,4 +225,5 @@ def http_errors(url: str, doing: str, connect_timeout: float) -> Iterator[None]:
         ) from None
     except httpx.HTTPError as exc:
         raise ConnectionClosedError(
-            f"HTTP error while {doing} ({url}): {exc or type(exc).__name__}") from None
+            f"HTTP error while {doing} ({url}): {exc or type(exc).__name__}"
+        ) from None

@@ -355,8 +355,12 @@ class StdioTransport:
             ) from None
         except RequestTimeout:
             elapsed = anyio.current_time() - started
-            hard = (max_timeout is not None and timeout is not None and max_timeout > timeout
-                    and elapsed >= max_timeout - 0.05)
+            hard = (
+                max_timeout is not None
+                and timeout is not None
+                and max_timeout > timeout
+                and elapsed >= max_timeout - 0.05
+            )
             raise RequestTimeoutError(
                 method,
                 (max_timeout if hard else timeout) or elapsed,

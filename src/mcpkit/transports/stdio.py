@@ -16,11 +16,11 @@ from typing import Any
 import anyio
 
 from ..protocol.negotiation import modern_version_of, parse_modern_meta
+from ..runtime.contracts import ServedServer
 from ..runtime.endpoint import Endpoint
-from ..server.exchange import Exchange
-from ..server.legacy import LegacySession
-from ..server.listen import Subscription, legacy_notification_for
-from ..server.server import Server
+from ..runtime.exchange import Exchange
+from ..runtime.legacy_session import LegacySession
+from ..runtime.listen import Subscription, legacy_notification_for
 from ..types.errors import McpError, method_not_found
 from ..types.jsonrpc import Message
 from ..types.methods import METHODS
@@ -48,7 +48,7 @@ class _StdioExchange(Exchange):
 class StdioServer:
     """Serves one :class:`Server` over a pair of file descriptors."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: ServedServer) -> None:
         self.server = server
         self.session: LegacySession | None = None
 
@@ -112,7 +112,7 @@ def _claim_stdio() -> tuple[int, int]:
 
 
 async def serve_stdio(
-    server: Server, *, claim: bool = True, fds: tuple[int, int] | None = None
+    server: ServedServer, *, claim: bool = True, fds: tuple[int, int] | None = None
 ) -> None:
     """Serve ``server`` on this process's stdin/stdout until stdin closes (``fds``: pipes
     already taken with :func:`_claim_stdio`)."""
@@ -123,7 +123,7 @@ async def serve_stdio(
     await StdioServer(server).serve(in_fd, out_fd)
 
 
-def run_stdio(server: Server, **kw: Any) -> None:
+def run_stdio(server: ServedServer, **kw: Any) -> None:
     backend_options = {"use_uvloop": True} if _has_uvloop() else {}
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(

@@ -23,7 +23,7 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import modern_version_of
-from ...server.server import Server
+from ...runtime.contracts import ServedServer
 from ...types import jsonrpc
 from ...types.codec import DecodeError, DuplicateKeyError, decode, encode
 from ...types.errors import INVALID_REQUEST, PARSE_ERROR, McpError
@@ -71,7 +71,7 @@ class McpHttpApp:
 
     def __init__(
         self,
-        server: Server,
+        server: ServedServer,
         options: HttpOptions | None = None,
         *,
         authenticate: Authenticator | None = None,
@@ -311,5 +311,5 @@ class McpHttpApp:
             await cm.__aexit__(None, None, None)
 
 
-def create_app(server: Server, options: HttpOptions | None = None, **kw: Any) -> McpHttpApp:
+def create_app(server: ServedServer, options: HttpOptions | None = None, **kw: Any) -> McpHttpApp:
     return McpHttpApp(server, options, **kw)

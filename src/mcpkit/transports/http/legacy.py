@@ -17,8 +17,8 @@ import anyio
 from ...protocol import headers as hdr
 from ...protocol.correlation import cancelled_request_id
 from ...protocol.sse import encode_event, priming_event
-from ...server.exchange import Exchange
-from ...server.listen import legacy_notification_for
+from ...runtime.exchange import Exchange
+from ...runtime.listen import legacy_notification_for
 from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError

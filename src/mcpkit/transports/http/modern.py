@@ -19,8 +19,8 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
-from ...server.exchange import Exchange
-from ...server.listen import Subscription
+from ...runtime.exchange import Exchange
+from ...runtime.listen import Subscription
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
 from ...types.methods import METHODS

@@ -20,8 +20,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ...protocol.correlation import Incoming, Outgoing
-from ...server.legacy import LegacySession
-from ...state.base import StateBackend
+from ...runtime.legacy_session import LegacySession
 from ...types.errors import INTERNAL_ERROR, McpError
 from .stream import EventLog
 
@@ -131,9 +130,7 @@ class HttpSession:
 class SessionStore:
     """Sessions by id; bounded by count and idle time; shared through ``backend``."""
 
-    def __init__(
-        self, max_sessions: int, idle_s: float, backend: StateBackend | None = None
-    ) -> None:
+    def __init__(self, max_sessions: int, idle_s: float, backend: Any = None) -> None:
         self.max_sessions = max_sessions
         self.idle_s = idle_s
         self.backend = backend

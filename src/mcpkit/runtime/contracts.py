@@ -1,0 +1,68 @@
+"""What the layers below the server need from it, as structural types.
+
+Transports and the runtime serve an MCP server without importing the server package
+(DESIGN.md: layers import only downward).  These protocols name exactly the surface they
+use; :class:`mcpkit.server.Server` satisfies them (checked by mypy where it is passed in).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..protocol.negotiation import RequestMeta
+    from .changes import ChangeBus
+    from .exchange import Exchange
+
+
+class Dispatcher(Protocol):
+    """Answers one request (raises ``McpError``)."""
+
+    async def dispatch(
+        self,
+        message: dict[str, Any],
+        meta: RequestMeta,
+        exchange: Exchange,
+        *,
+        session: Any = None,
+        principal: Any = None,
+    ) -> dict[str, Any]: ...
+
+
+class LegacyHost(Dispatcher, Protocol):
+    """What a legacy session needs to answer ``initialize``."""
+
+    info: dict[str, Any]
+    instructions: str | None
+    legacy_versions: tuple[str, ...]
+
+    def capabilities(self, era: str = ...) -> dict[str, Any]: ...
+
+
+class CapabilitySource(Protocol):
+    """What ``subscriptions/listen`` filtering needs."""
+
+    extensions: dict[str, dict[str, Any]]
+
+    def capabilities(self, era: str = ...) -> dict[str, Any]: ...
+
+
+class ServedServer(LegacyHost, CapabilitySource, Protocol):
+    """Everything a transport uses of the server it serves."""
+
+    modern_versions: tuple[str, ...]
+    bus: ChangeBus
+    _tg: Any
+    _lifespan: Any
+
+    @property
+    def tools(self) -> Mapping[str, Any]: ...
+
+    @property
+    def state(self) -> Any: ...
+
+    def running(self) -> contextlib.AbstractAsyncContextManager[Any]: ...
+
+    def spawn(self, fn: Callable[[], Any]) -> None: ...

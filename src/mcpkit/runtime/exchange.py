@@ -1,0 +1,46 @@
+"""The channel from one request back to its client, implemented by each transport.
+
+A handler's :class:`~mcpkit.server.context.Context` talks to the client only through this
+interface: request-scoped notifications (progress, logging), server->client requests on
+the legacy era, and (legacy HTTP) closing the SSE stream so the client resumes it.  The
+server package never imports a transport; transports subclass :class:`Exchange`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..types.errors import INTERNAL_ERROR, McpError
+
+
+class Exchange:
+    """Default: notifications are dropped and server->client requests are impossible."""
+
+    __slots__ = ()
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    async def request(
+        self, method: str, params: dict[str, Any], timeout: float | None = None
+    ) -> dict[str, Any]:
+        raise McpError(INTERNAL_ERROR, f"this transport cannot send {method} to the client")
+
+    async def close_stream(self, retry_ms: int | None = None) -> None:
+        """Legacy resumable SSE: end the response stream now; the client reconnects."""
+        return None
+
+
+class CollectingExchange(Exchange):
+    """Keeps every notification (used by in-process dispatch and tests)."""
+
+    __slots__ = ("notifications",)
+
+    def __init__(self) -> None:
+        self.notifications: list[dict[str, Any]] = []
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.notifications.append({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+NULL_EXCHANGE = Exchange()

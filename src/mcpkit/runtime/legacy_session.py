@@ -1,0 +1,156 @@
+"""Legacy (<= 2025-11-25) session semantics, shared by the stdio and HTTP transports.
+
+A :class:`LegacySession` holds what the handshake negotiated (version, client
+capabilities), the logging level, resource subscriptions and the lifecycle state.  It
+answers the legacy-only methods itself and hands the rest to the server's dispatcher.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.lifecycle import Event, Lifecycle, SessionState, event_for
+from ..protocol.negotiation import (
+    RequestMeta,
+    check_initialize_params,
+    legacy_progress_token,
+    negotiate_legacy_version,
+)
+from ..types.errors import INVALID_REQUEST, McpError, invalid_params
+from ..types.jsonrpc import Message
+from ..types.versions import LATEST_LEGACY, LOG_LEVEL_RANK
+from .exchange import Exchange
+
+if TYPE_CHECKING:
+    from .contracts import LegacyHost
+
+
+class LegacySession:
+    __slots__ = (
+        "client_capabilities",
+        "client_info",
+        "created",
+        "id",
+        "last_active",
+        "lifecycle",
+        "log_level",
+        "principal",
+        "protocol_version",
+        "subscriptions",
+    )
+
+    def __init__(self, session_id: str | None = None, principal: Any = None) -> None:
+        self.id = session_id or secrets.token_urlsafe(24)
+        self.lifecycle = Lifecycle()
+        self.protocol_version: str = LATEST_LEGACY
+        self.client_capabilities: dict[str, Any] = {}
+        self.client_info: dict[str, Any] | None = None
+        self.log_level: str | None = None
+        self.subscriptions: set[str] = set()
+        self.created = self.last_active = time.monotonic()
+        self.principal = principal
+
+    @property
+    def initialized(self) -> bool:
+        return self.lifecycle.state in (SessionState.INITIALIZING, SessionState.READY)
+
+    def touch(self) -> None:
+        self.last_active = time.monotonic()
+
+    def meta_for(self, params: dict[str, Any] | None) -> RequestMeta:
+        return RequestMeta(
+            era="legacy",
+            protocol_version=self.protocol_version,
+            client_capabilities=self.client_capabilities,
+            client_info=self.client_info,
+            log_level=None,
+            progress_token=legacy_progress_token(params),
+        )
+
+    def on_notification(self, message: Message) -> None:
+        method = message.get("method", "")
+        if self.lifecycle.can(event_for(method, False)):
+            self.lifecycle.advance(event_for(method, False))
+
+    async def handle_request(
+        self, server: LegacyHost, message: Message, exchange: Exchange
+    ) -> dict[str, Any]:
+        """Answer one request of this session (raises :class:`McpError`)."""
+        method: str = message["method"]
+        params = message.get("params") or {}
+        self.touch()
+        event = event_for(method, True)
+        if not self.lifecycle.can(event):
+            self.lifecycle.advance(event)  # raises the right -32600
+        if method == "initialize":
+            result = self._initialize(server, params)
+            self.lifecycle.advance(event)
+            return result
+        self.lifecycle.advance(event)
+        if method == "ping":
+            return {}
+        if method == "logging/setLevel":
+            level = params.get("level")
+            if level not in LOG_LEVEL_RANK:
+                raise invalid_params(f"Invalid log level: {level!r}")
+            self.log_level = level
+            return {}
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                raise invalid_params("uri must be a string")
+            if method == "resources/subscribe":
+                self.subscriptions.add(uri)
+            else:
+                self.subscriptions.discard(uri)
+            return {}
+        return await server.dispatch(
+            message, self.meta_for(params), exchange, session=self, principal=self.principal
+        )
+
+    def _initialize(self, server: LegacyHost, params: dict[str, Any]) -> dict[str, Any]:
+        requested, caps, info = check_initialize_params(params)
+        self.protocol_version = negotiate_legacy_version(requested, server.legacy_versions)
+        self.client_capabilities = caps
+        self.client_info = info
+        result: dict[str, Any] = {
+            "protocolVersion": self.protocol_version,
+            "capabilities": server.capabilities(era="legacy"),
+            "serverInfo": server.info,
+        }
+        if server.instructions:
+            result["instructions"] = server.instructions
+        return result
+
+    def close(self) -> None:
+        self.lifecycle.advance(Event.CLOSE)
+
+    def snapshot(self) -> dict[str, Any]:
+        """What another process needs to continue this session (JSON-safe)."""
+        return {
+            "id": self.id,
+            "state": self.lifecycle.state.value,
+            "version": self.protocol_version,
+            "caps": self.client_capabilities,
+            "info": self.client_info,
+            "level": self.log_level,
+            "subs": sorted(self.subscriptions),
+            "principal": None if self.principal is None else str(self.principal),
+        }
+
+    @classmethod
+    def restore(cls, data: dict[str, Any], into: LegacySession | None = None) -> LegacySession:
+        session = into if into is not None else cls(data["id"], data.get("principal"))
+        session.lifecycle.state = SessionState(data["state"])
+        session.protocol_version = data["version"]
+        session.client_capabilities = data.get("caps") or {}
+        session.client_info = data.get("info")
+        session.log_level = data.get("level")
+        session.subscriptions = set(data.get("subs") or ())
+        return session
+
+
+def not_initialized() -> McpError:
+    return McpError(INVALID_REQUEST, "Bad Request: no valid session (send initialize first)")

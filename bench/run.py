@@ -1012,12 +1012,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="every contender's echo is `async def` (default: a plain `def`, the issue's example)",
     )
+    ap.add_argument(
+        "--peer-stack",
+        choices=("same", "default"),
+        default="same",
+        help="peers' uvicorn: 'same' as mcpkit (uvloop+httptools, default) or 'default' "
+        "(asyncio+h11: what `pip install mcp` gives)",
+    )
     ap.add_argument("--only", help=f"comma-separated sections of {','.join(SECTIONS)}")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally: blocks
     if args.install_peers:
         return install_peers(Path(args.peers_venv))
     settings = make_settings(args)
+    if args.peer_stack == "default":
+        os.environ["MCPKIT_BENCH_PEER_STACK"] = "default"  # read by bench/peers/_serve.py
+    else:
+        os.environ.pop("MCPKIT_BENCH_PEER_STACK", None)
     if args.async_tools:
         os.environ["MCPKIT_BENCH_ASYNC_TOOLS"] = "1"  # read by bench/peers/*_server.py
     else:
@@ -1046,6 +1057,7 @@ def main(argv: list[str] | None = None) -> int:
         f"mcpkit benchmark, {started:%Y-%m-%d %H:%M} UTC, {machine()['cpu']} x{os.cpu_count()}"
         f"{' (quick)' if settings.quick else ''}; echo is "
         f"{'async def' if args.async_tools else 'a plain def'} in every contender; "
+        f"peers' uvicorn: {'asyncio+h11' if args.peer_stack == 'default' else 'uvloop+httptools'}; "
         "ratios are mcpkit / the column's contender"
     )
     print(table(run))
@@ -1060,6 +1072,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": started.isoformat(),
         "quick": settings.quick,
         "async_tools": bool(args.async_tools),
+        "peer_stack": args.peer_stack,
         "machine": machine(),
         "settings": {
             k: v for k, v in vars(settings).items() if isinstance(v, (int, float, str, tuple, bool))

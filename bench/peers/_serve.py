@@ -1,9 +1,12 @@
 """uvicorn launcher shared by the peer HTTP servers: the same stack as mcpkit's default
-(uvloop + httptools when installed), one worker, no access log."""
+(uvloop + httptools when installed), one worker, no access log.  With the environment
+variable MCPKIT_BENCH_PEER_STACK=default: asyncio + h11, what ``pip install mcp`` (uvicorn
+without extras) gives."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any
 
 
@@ -11,6 +14,8 @@ def serve(app: Any, port: int) -> None:
     import uvicorn
 
     def have(name: str) -> bool:
+        if os.environ.get("MCPKIT_BENCH_PEER_STACK") == "default":
+            return False
         return importlib.util.find_spec(name) is not None
 
     uvicorn.run(

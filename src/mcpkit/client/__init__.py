@@ -59,6 +59,7 @@ from .models import (
     resource_ref,
 )
 from .options import ClientOptions, EraCache
+from .tasks import Task, TaskCancelled
 
 __all__ = [
     "CallToolResult",
@@ -97,6 +98,8 @@ __all__ = [
     "ServerStartupError",
     "SessionExpiredError",
     "Subscription",
+    "Task",
+    "TaskCancelled",
     "TooManyInputRounds",
     "Tool",
     "TransportError",

@@ -60,6 +60,7 @@ from .models import (
 from .mrtr import run_with_input
 from .options import ClientOptions, transport_for
 from .session import _UNSET, Session
+from .tasks import Task
 
 log = logging.getLogger("mcpkit.client")
 server_log = logging.getLogger("mcpkit.client.server")
@@ -286,10 +287,36 @@ class Client:
                 refetched = True  # our view of the tool's x-mcp-header may be stale
                 await self.list_tools(refresh=True)
                 continue
+            if result.get("resultType") == "task":
+                with error_boundary():
+                    result = await self._task(result).result()
             content = result.get("content")
             if content is not None and not isinstance(content, list):
                 raise InvalidResultError(f"tools/call {name}: content is not a list")
             return cast(CallToolResult, result)
+
+    async def start_tool_task(
+        self, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> Task | CallToolResult:
+        """Call a tool, returning the :class:`Task` when the server runs it as one
+        (``await task`` for the result) or the result when it answered at once.  Needs
+        ``tasks=True``."""
+        if not self.options.tasks:
+            raise ClientError("start_tool_task needs Client(..., tasks=True)")
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        result = await self._with_input("tools/call", params, _UNSET, None, None,
+                                        self._param_headers(name, arguments))
+        if result.get("resultType") == "task":
+            return self._task(result)
+        return cast(CallToolResult, result)
+
+    def _task(self, created: dict[str, Any]) -> Task:
+        async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return await self.request(method, params)
+
+        return Task(created, request, self.callbacks)
 
     def _param_headers(self, name: str, arguments: Mapping[str, Any] | None
                        ) -> dict[str, str] | None:
@@ -418,7 +445,8 @@ class Client:
 
         with error_boundary():
             return await run_with_input(method, params, send, self.callbacks,
-                                        self.options.max_input_rounds)
+                                        self.options.max_input_rounds,
+                                        allow_task=self.options.tasks and method == "tools/call")
 
     async def _page(self, method: str, cursor: str | None, refresh: bool) -> dict[str, Any]:
         key = "" if cursor is None else "cursor:" + cursor

@@ -30,15 +30,17 @@ async def run_with_input(
     send: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
     callbacks: Callbacks,
     max_rounds: int,
+    allow_task: bool = False,
 ) -> dict[str, Any]:
-    """``send(params)`` until the result is complete; returns that result."""
+    """``send(params)`` until the result is complete (or, when the client declared the
+    tasks extension, a task was created); returns that result."""
     base = {k: v for k, v in params.items() if k not in MRTR_FIELDS}
     current = params
     rounds = 0
     while True:
         result = await send(current)
         kind = result.get("resultType", "complete")
-        if kind == "complete":
+        if kind == "complete" or (kind == "task" and allow_task):
             return result
         if kind != "input_required":
             raise InvalidResultError(

@@ -70,6 +70,9 @@ class ClientOptions:
     #: Cache list results and resource contents per their ``ttlMs``/``cacheScope``.
     #: True: a cache of this client's own; or share a :class:`ResultCache`; False: none.
     cache: Any = True
+    #: Declare the tasks extension: ``tools/call`` may then come back as a task (followed
+    #: to its result by ``call_tool``; ``start_tool_task`` hands you the task itself).
+    tasks: bool = False
     #: Where the era of each server is remembered (None: the process-wide one).
     era_cache: EraCache | None = None
     #: On the modern era, call ``server/discover`` when connecting (capabilities, info).

@@ -1,0 +1,102 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``), client side.
+
+With ``Client(..., tasks=True)`` the client declares the extension on every modern
+request; a server may then answer ``tools/call`` with ``resultType: "task"``.  A
+:class:`Task` follows it: it polls ``tasks/get`` no faster than the server's
+``pollIntervalMs``, answers ``input_required`` with the application's callbacks through
+``tasks/update``, and resolves to the tool's result (``completed``), raises the JSON-RPC
+error (``failed``) or :class:`TaskCancelled`.  ``await task`` waits; ``task.cancel()``
+asks the server to stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any
+
+import anyio
+
+from ..types.errors import INTERNAL_ERROR, McpError
+from .callbacks import Callbacks
+from .errors import ClientError, InvalidResultError
+from .mrtr import answer_all
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+MIN_POLL_S = 0.05
+DEFAULT_POLL_S = 0.5
+
+
+class TaskCancelled(ClientError):
+    """The task ended in ``cancelled``."""
+
+
+Request = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class Task:
+    """A durable tool call running on the server."""
+
+    def __init__(self, created: dict[str, Any], request: Request, callbacks: Callbacks) -> None:
+        task_id = created.get("taskId")
+        if not isinstance(task_id, str) or not task_id:
+            raise InvalidResultError("a task result without a taskId")
+        self.id = task_id
+        self.last: dict[str, Any] = created
+        self._request = request
+        self._callbacks = callbacks
+        self._answered: set[str] = set()
+
+    @property
+    def status(self) -> str:
+        return str(self.last.get("status", "working"))
+
+    def _interval(self) -> float:
+        value = self.last.get("pollIntervalMs")
+        seconds = value / 1000 if isinstance(value, (int, float)) and value > 0 else DEFAULT_POLL_S
+        return max(MIN_POLL_S, seconds)
+
+    async def refresh(self) -> dict[str, Any]:
+        """One ``tasks/get``."""
+        self.last = await self._request("tasks/get", {"taskId": self.id})
+        return self.last
+
+    async def cancel(self) -> None:
+        """Ask the server to stop (cooperative: the task may still complete)."""
+        await self._request("tasks/cancel", {"taskId": self.id})
+
+    async def result(self, timeout: float | None = None) -> dict[str, Any]:
+        """Wait for a terminal status; the tool's result, or raise."""
+        with anyio.fail_after(timeout):
+            while self.status not in TERMINAL:
+                if self.status == "input_required":
+                    await self._answer()
+                await anyio.sleep(self._interval())
+                await self.refresh()
+        if self.status == "completed":
+            result = self.last.get("result")
+            if not isinstance(result, dict):
+                raise InvalidResultError(f"task {self.id} completed without a result")
+            return result
+        if self.status == "cancelled":
+            raise TaskCancelled(f"task {self.id} was cancelled")
+        error = self.last.get("error") or {}
+        raise McpError(
+            error.get("code", INTERNAL_ERROR) if isinstance(error, dict) else INTERNAL_ERROR,
+            str(error.get("message", "task failed")) if isinstance(error, dict) else "task failed",
+            error.get("data") if isinstance(error, dict) else None,
+        )
+
+    async def _answer(self) -> None:
+        requests = self.last.get("inputRequests")
+        if not isinstance(requests, dict):
+            return
+        fresh = {k: v for k, v in requests.items() if k not in self._answered}
+        if not fresh:
+            return
+        responses = await answer_all("tasks/get", {"inputRequests": fresh}, self._callbacks)
+        self._answered.update(responses)
+        await self._request("tasks/update", {"taskId": self.id, "inputResponses": responses})
+
+    def __await__(self) -> Generator[Any, None, dict[str, Any]]:
+        return self.result().__await__()

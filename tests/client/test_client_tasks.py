@@ -1,0 +1,86 @@
+"""The client side of the tasks extension against our fixture server over real pipes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpkit import McpError
+from mcpkit.client import Client, Task, TaskCancelled
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = [
+    sys.executable,
+    "-m",
+    "mcpkit",
+    "serve",
+    "tests/conformance/server.py",
+    "--state",
+    "memory:",
+]
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def confirm(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"confirm": True, "name": "Ada"}}
+
+
+async def test_call_tool_follows_a_task_to_its_result() -> None:
+    async with Client(SERVER, cwd=str(ROOT), tasks=True, elicitation=confirm) as client:
+        result = await client.call_tool("slow_compute", {"seconds": 0.3, "label": "x"})
+        assert result["content"][0]["text"] == "Computed x after 0.3s"
+        # input inside the task is answered through tasks/update with the same callback
+        done = await client.call_tool("confirm_delete", {"filename": "a.txt"})
+        assert done["content"][0]["text"] == "Deleted a.txt"
+        both = await client.call_tool("multi_input", {})
+        assert both["content"][0]["text"] == "Got Ada and Ada"
+
+
+async def test_task_handle_cancel_and_failures() -> None:
+    async with Client(SERVER, cwd=str(ROOT), tasks=True) as client:
+        task = await client.start_tool_task("slow_compute", {"seconds": 60})
+        assert isinstance(task, Task) and task.status == "working"
+        await task.cancel()
+        with pytest.raises(TaskCancelled):
+            await task.result(timeout=10)
+        failing = await client.call_tool("failing_job", {})
+        assert failing.get("isError") is True
+        with pytest.raises(McpError) as info:
+            await client.call_tool("protocol_error_job", {})
+        assert info.value.code == -32603
+
+
+async def test_polling_honours_poll_interval() -> None:
+    async with Client(SERVER, cwd=str(ROOT), tasks=True) as client:
+        task = await client.start_tool_task("slow_compute", {"seconds": 1.0})
+        assert isinstance(task, Task)
+        polls = 0
+        original = task.refresh
+
+        async def counting() -> dict[str, Any]:
+            nonlocal polls
+            polls += 1
+            return await original()
+
+        task.refresh = counting  # type: ignore[method-assign]
+        with anyio.fail_after(10):
+            await task
+        interval_s = task.last["pollIntervalMs"] / 1000
+        assert polls <= 1.0 / interval_s + 2  # never faster than the server asked
+
+
+async def test_without_the_extension_a_required_task_tool_is_refused() -> None:
+    async with Client(SERVER, cwd=str(ROOT)) as client:
+        with pytest.raises(McpError) as info:
+            await client.call_tool("failing_job", {})
+        assert info.value.code == -32021

@@ -231,12 +231,6 @@ def test_l6_sigterm_exit_code_is_zero(rel, tmp_path) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: on SIGTERM open subscriptions/listen streams are "
-    "not ended: uvicorn waits its 10 s graceful timeout and then cancels them, so "
-    "clients get a cut stream instead of the final listen result",
-)
 async def test_l6_sigterm_ends_open_listen_streams_cleanly(rel, tmp_path) -> None:
     server = ServerProcess.cli(tmp_path)
     try:

@@ -36,7 +36,7 @@ from rel_support import (
 )
 
 from mcpkit import Server
-from mcpkit.client import Client
+from mcpkit.client import Client, ServerError
 
 LOOPBACK_V4 = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it
 ANY_V4 = "00000000"
@@ -213,50 +213,90 @@ def _ref_server(tmp_path: Path, base: str) -> Path:
         from mcpkit import Server
 
         server = Server("ref-server")
-        EVIL = "{base}/evil.json"
 
         @server.tool(input_schema={{
-            "$schema": EVIL,
-            "$id": EVIL + "#root",
             "type": "object",
-            "properties": {{"x": {{"$ref": EVIL}}, "y": {{"$ref": EVIL + "#/defs/y"}}}},
-            "allOf": [{{"$ref": "{base}/other.json"}}],
-            "$defs": {{"z": {{"$dynamicRef": "{base}/dyn.json"}}}},
+            "properties": {{"x": {{"$ref": "{base}/evil.json"}}}},
         }})
-        def evil(**arguments: Any) -> str:
-            """A tool whose schema points at the network."""
-            return "evil ran with " + ",".join(sorted(arguments))
+        def by_ref(**arguments: Any) -> str:
+            """A property whose schema lives on the network."""
+            return "by_ref ran"
+
+        @server.tool(input_schema={{
+            "$id": "{base}/base.json",
+            "type": "object",
+            "properties": {{"y": {{"$ref": "relative.json"}}}},
+        }})
+        def by_base(**arguments: Any) -> str:
+            """A relative reference resolved against a network base URI."""
+            return "by_base ran"
+
+        @server.tool(input_schema={{"$schema": "{base}/meta.json", "type": "object"}})
+        def by_meta(**arguments: Any) -> str:
+            """A network meta-schema."""
+            return "by_meta ran"
         ''')
     )
     return path
 
 
+CALLS = [("by_ref", {"x": "a"}), ("by_base", {"y": "b"}), ("by_meta", {"z": 1})]
+
+
+async def _list_and_call(client: Client, base: str, hits: list[str]) -> list[Any]:
+    """List and call every tool; never let an error hide whether something was fetched."""
+    outcomes: list[Any] = []
+    try:
+        tools = {t["name"]: t for t in await client.list_tools()}
+        assert set(tools) == {"by_ref", "by_base", "by_meta"}
+        assert tools["by_ref"]["inputSchema"]["properties"]["x"] == {"$ref": f"{base}/evil.json"}
+        for name, arguments in CALLS:
+            try:
+                outcomes.append(await client.call_tool(name, arguments))
+            except ServerError as exc:
+                outcomes.append(exc)
+    finally:
+        assert hits == [], f"the schemas' URLs were fetched: {hits}"
+    return outcomes
+
+
+def _acceptable(outcomes: list[Any]) -> None:
+    """A tool with an unresolvable (network) reference may run or be refused as a tool
+    error / -32602, but it is not an internal error of the server."""
+    for (name, _), outcome in zip(CALLS, outcomes, strict=True):
+        if isinstance(outcome, ServerError):
+            assert outcome.code == -32602, (name, str(outcome))
+        else:
+            assert outcome["content"], (name, outcome)
+
+
+NETWORK_REF_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="BUG: hand-written input schemas are validated with jsonschema's default "
+    "registry, which fetches network $ref/$id-relative URLs with urlopen (a request to the "
+    "schema's host on every call; -32603 when it fails)",
+)
+
+
 @pytest.mark.anyio
+@NETWORK_REF_BUG
 async def test_c16_network_refs_are_never_fetched_http(rel, tmp_path, ref_target) -> None:
     base, hits = ref_target
     server = ServerProcess.cli(tmp_path, target=_ref_server(tmp_path, base))
     try:
         async with Client(server.url, timeout=10) as client:
-            tools = await client.list_tools()
-            (tool,) = [t for t in tools if t["name"] == "evil"]
-            assert tool["inputSchema"]["properties"]["x"] == {"$ref": f"{base}/evil.json"}
-            result = await client.call_tool("evil", {"x": "a", "y": 1})
-            assert result["content"][0]["text"] == "evil ran with x,y"
-        rel.verified(2)
-        assert hits == [], f"the schema's URLs were fetched: {hits}"
+            _acceptable(await _list_and_call(client, base, hits))
+        rel.verified(4)
     finally:
         server.stop()
 
 
 @pytest.mark.anyio
+@NETWORK_REF_BUG
 async def test_c16_network_refs_are_never_fetched_stdio(rel, tmp_path, ref_target) -> None:
     base, hits = ref_target
     target = _ref_server(tmp_path, base)
     argv = [sys.executable, "-m", "mcpkit", "serve", str(target), "--state", "memory:"]
     async with Client(argv, cwd=tmp_path, env={"MCPKIT_SEALING_KEYS": "k"}, timeout=10) as client:
-        tools = await client.list_tools()
-        assert [t["name"] for t in tools] == ["evil"]
-        result = await client.call_tool("evil", {"x": "a"})
-        assert result["content"][0]["text"] == "evil ran with x"
-    rel.verified(2)
-    assert hits == [], f"the schema's URLs were fetched: {hits}"
+        _acceptable(await _list_and_call(client, base, hits))
+    rel.verified(4)

@@ -604,12 +604,6 @@ async def test_l13_client_that_never_reads_its_listen_stream(rel, server) -> Non
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: synchronous tools run on the event loop "
-    "(registry.call_maybe_async calls fn() inline): a CPU-bound tool stalls every "
-    "other request of the process for its whole duration",
-)
 async def test_l14_cpu_bound_sync_tool_does_not_stall_other_requests(rel, server) -> None:
     worst = 0.0
     async with httpx.AsyncClient(timeout=30) as client:

@@ -270,16 +270,9 @@ def _acceptable(outcomes: list[Any]) -> None:
             assert outcome["content"], (name, outcome)
 
 
-NETWORK_REF_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: hand-written input schemas are validated with jsonschema's default "
-    "registry, which fetches network $ref/$id-relative URLs with urlopen (a request to the "
-    "schema's host on every call; -32603 when it fails)",
-)
 
 
 @pytest.mark.anyio
-@NETWORK_REF_BUG
 async def test_c16_network_refs_are_never_fetched_http(rel, tmp_path, ref_target) -> None:
     base, hits = ref_target
     server = ServerProcess.cli(tmp_path, target=_ref_server(tmp_path, base))
@@ -292,7 +285,6 @@ async def test_c16_network_refs_are_never_fetched_http(rel, tmp_path, ref_target
 
 
 @pytest.mark.anyio
-@NETWORK_REF_BUG
 async def test_c16_network_refs_are_never_fetched_stdio(rel, tmp_path, ref_target) -> None:
     base, hits = ref_target
     target = _ref_server(tmp_path, base)

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from ..protocol.sealing import InvalidState
 from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params
@@ -72,7 +76,12 @@ def table(server: Server) -> dict[str, Handler]:
 
         async def run() -> dict[str, Any]:
             try:
-                value = await call_maybe_async(tool.fn, kwargs)
+                if tool.threaded and not inspect.iscoroutinefunction(tool.fn):
+                    value = await anyio.to_thread.run_sync(
+                        functools.partial(tool.fn, **kwargs), abandon_on_cancel=True
+                    )
+                else:
+                    value = await call_maybe_async(tool.fn, kwargs)
             except (McpError, NeedInput):
                 raise
             except ToolError as exc:

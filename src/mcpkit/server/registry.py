@@ -98,11 +98,20 @@ class ToolEntry:
     schema_validator: Any = None
     context_param: str | None = None
     accepts: frozenset[str] | None = None
+    #: Run a sync function in a worker thread (it blocks or is CPU-bound).
+    threaded: bool = False
 
     def explicit_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check arguments against a hand-written schema; raise ToolError listing errors."""
         if self.schema_validator is not None:
-            errors = sorted(self.schema_validator.iter_errors(arguments), key=lambda e: e.path)
+            try:
+                errors = sorted(
+                    self.schema_validator.iter_errors(arguments), key=lambda e: list(e.path)
+                )
+            except Exception as exc:  # an unresolvable (e.g. network) $ref
+                raise ToolError(
+                    f"Cannot check the arguments of tool {self.name}: {type(exc).__name__}"
+                ) from None
             if errors:
                 details = "; ".join(
                     f"{'/'.join(str(p) for p in e.path) or 'arguments'}: {e.message}"
@@ -210,13 +219,18 @@ def make_tool(
 def _compile_schema(schema: dict[str, Any]) -> Any:
     """A JSON Schema 2020-12 validator for a hand-written ``input_schema`` (compiled once).
 
-    ``$ref`` resolves within the schema only: the default registry retrieves nothing from
-    the network.
+    ``$ref`` resolves within the schema only: retrieval of any other resource is refused
+    (jsonschema's default would fetch ``http(s)`` refs), and a call whose arguments need
+    one is answered with a tool error.
     """
     from jsonschema import Draft202012Validator
+    from referencing import Registry
+    from referencing.exceptions import NoSuchResource
 
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    def refuse(uri: str) -> Any:
+        raise NoSuchResource(ref=uri)  # never fetch a schema over the network
+
+    return Draft202012Validator(schema, registry=Registry(retrieve=refuse))
 
 
 def _accepted_names(fn: Fn, arguments: ArgumentModel) -> frozenset[str] | None:

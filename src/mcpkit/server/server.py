@@ -131,6 +131,7 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         task: str = "forbidden",
         task_start: str = "auto",
+        threaded: bool = False,
     ) -> Any:
         """Register a function as a tool.  Use bare (``@server.tool``) or with options.
 
@@ -144,6 +145,10 @@ class Server:
         client supports it; ``task="required"`` refuses clients that do not (-32021).
         ``task_start="manual"``: the tool gathers input synchronously and then calls
         ``await ctx.start_task()``.
+
+        A plain ``def`` tool runs on the event loop (a thread hop would cost more than the
+        rest of the request); pass ``threaded=True`` for one that blocks or burns CPU, so
+        it runs in a worker thread and other requests keep flowing.
         """
         if task not in ("forbidden", "optional", "required"):
             raise ValueError("task must be 'forbidden', 'optional' or 'required'")
@@ -166,6 +171,7 @@ class Server:
             )
             entry.task_support = task
             entry.task_manual = task_start == "manual"
+            entry.threaded = threaded
             self.tools[entry.name] = entry
             self._changed(TOOLS)
             return func

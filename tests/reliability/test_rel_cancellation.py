@@ -107,11 +107,6 @@ def test_e2_cancel_for_unknown_or_finished_requests_is_ignored(rel, stdio) -> No
     stdio_serving(rel, stdio)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a notifications/cancelled for the initialize id "
-    "that arrives with it cancels initialize: no response at all (must be ignored)",
-)
 def test_e2_initialize_cannot_be_cancelled(rel, stdio) -> None:
     init = {
         "jsonrpc": "2.0",

@@ -215,11 +215,6 @@ async def test_l6_sigterm_with_100_calls_in_flight(rel, tmp_path) -> None:
         server.kill()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: after a graceful SIGTERM drain 'mcpkit serve --http' "
-    "dies of the re-raised SIGTERM (uvicorn >= 0.29), exit status 143, not 0",
-)
 def test_l6_sigterm_exit_code_is_zero(rel, tmp_path) -> None:
     server = ServerProcess.cli(tmp_path)
     try:
@@ -443,13 +438,6 @@ def test_redis_down_requests_fail_cleanly_and_succeed_after(rel, redis_outage) -
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a Redis outage kills the server's background task "
-    "group: the legacy-response forwarder (transports/http/app.py receive_forwarded) "
-    "lets redis ConnectionError escape, which cancels every running task worker; "
-    "their tasks end 'failed' at lease expiry and forwarding never restarts",
-)
 def test_redis_restart_loses_no_task(rel, redis_outage) -> None:
     finals = redis_outage["finals"]
     lost = [label for label, r in finals.items() if r.get("status") != "completed"]

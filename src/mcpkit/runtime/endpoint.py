@@ -75,6 +75,7 @@ class Endpoint:
         self.incoming: Incoming[anyio.CancelScope] = Incoming()
         self._framer = LineFramer(max_line)
         self._write_lock = anyio.Lock()
+        self._uncancellable: set[RequestId] = set()
         self._tg: TaskGroup | None = None
         #: On asyncio, incoming requests run in plain asyncio tasks (ten times cheaper to
         #: start than task-group children, see :meth:`_start_request`), joined by run().
@@ -191,6 +192,8 @@ class Endpoint:
         """Serve one request concurrently with reading.  On asyncio a plain task (joined by
         :meth:`_join_native`; a failure escaping it still fails the task group); elsewhere a
         task-group child."""
+        if message["method"] == "initialize":
+            self._uncancellable.add(message["id"])
         native = self._native
         if native is None:
             tg.start_soon(self._serve, message, scope)
@@ -294,8 +297,10 @@ class Endpoint:
         method = message["method"]
         params = jsonrpc.params_of(message)
         if method == "notifications/cancelled":
-            scope = self.incoming.get(cancelled_request_id(params))
-            if scope is not None:
+            target = cancelled_request_id(params)
+            scope = self.incoming.get(target)
+            # initialize must never be cancelled (2025-11-25 lifecycle rule): ignore it.
+            if scope is not None and target not in self._uncancellable:
                 scope.cancel()
         elif method == "notifications/progress":
             pending = self.outgoing.for_progress(params.get("progressToken"))
@@ -334,6 +339,7 @@ class Endpoint:
                     rid, McpError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
                 )
         self.incoming.finish(rid)
+        self._uncancellable.discard(rid)
         if reply is not None and not scope.cancel_called:
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 await self.send(reply)

@@ -14,6 +14,7 @@ the server's lifespan on first use if nobody did) and starts no background tasks
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from .security import HostPolicy
 from .sessions import SessionStore
 
 RESPONSES_CHANNEL = "legacy-responses"
+log = logging.getLogger("mcpkit.http")
 
 #: ``authenticate(scope, headers) -> principal``; raise :class:`~.asgi.Rejection` to refuse.
 Authenticator = Callable[[Scope, dict[str, str]], Awaitable[Any]]
@@ -290,16 +292,36 @@ class McpHttpApp:
         backend = self.sessions.backend
 
         async def receive_forwarded() -> None:
-            async with backend.subscribe(RESPONSES_CHANNEL) as messages:
-                async for data in messages:
-                    item = decode(data)
-                    session = self.sessions.local(item.get("sid", ""))
-                    if session is not None:
-                        pending = session.outgoing.resolve(item.get("m") or {})
-                        if pending is not None:
-                            pending.waiter.resolve(item["m"])
+            # Runs for the server's lifetime: a backend outage (Redis restarting) must not
+            # end it, nor escape into the background task group and take task workers
+            # down with it.
+            delay = 0.5
+            while True:
+                try:
+                    async with backend.subscribe(RESPONSES_CHANNEL) as messages:
+                        delay = 0.5
+                        async for data in messages:
+                            self._deliver_forwarded(data)
+                except Exception as exc:
+                    log.warning("legacy response forwarding interrupted (%s); retrying", exc)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
         self.server.spawn(receive_forwarded)
+
+    def _deliver_forwarded(self, data: bytes) -> None:
+        try:
+            item = decode(data)
+        except DecodeError:
+            return
+        if not isinstance(item, dict):
+            return
+        session = self.sessions.local(str(item.get("sid", "")))
+        message = item.get("m")
+        if session is not None and isinstance(message, dict):
+            pending = session.outgoing.resolve(message)
+            if pending is not None:
+                pending.waiter.resolve(message)
 
     async def aclose(self) -> None:
         self.shutdown_streams()

@@ -10,9 +10,14 @@ app itself (``HttpOptions.body_timeout_s``, answered with 408).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+import threading
+from collections.abc import Generator
 from typing import Any
 
 HEADER_TIMEOUT_S = 10.0
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: A request head larger than this (or a header value over 8 KiB, or more fields) gets
 #: 431 and a close, like common proxies (nginx: 8 KiB lines).
 MAX_HEADER_BYTES = 16 * 1024
@@ -191,6 +196,20 @@ def server_class() -> type:
         async def serve(self, sockets: Any = None) -> None:
             self._loop = asyncio.get_running_loop()
             await super().serve(sockets)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Generator[None, None, None]:
+            """SIGINT/SIGTERM start the graceful shutdown; unlike uvicorn's own, the signal
+            is not re-raised afterwards, so a clean drain exits with status 0."""
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in _SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
     return McpUvicornServer
 

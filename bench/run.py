@@ -651,7 +651,7 @@ def bench_stdio(ctx: Run) -> None:
             if "modern" in med:
                 value: Any = med["modern"]
             else:
-                value = "n/a (modern _meta request refused)"
+                value = "n/a (refused)"
             modern = "stdio tools/call sequential (2026-07-28 _meta)"
             ctx.record(modern, name, value, "calls/s", higher=True)
         ctx.progress("stdio round trips")

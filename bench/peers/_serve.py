@@ -10,11 +10,12 @@ import os
 from typing import Any
 
 
-def serve(app: Any, port: int) -> None:
+def serve(app: Any, port: int, *, peer: bool = True) -> None:
+    """Run ``app``; ``peer=False`` (the floor) always uses mcpkit's stack."""
     import uvicorn
 
     def have(name: str) -> bool:
-        if os.environ.get("MCPKIT_BENCH_PEER_STACK") == "default":
+        if peer and os.environ.get("MCPKIT_BENCH_PEER_STACK") == "default":
             return False
         return importlib.util.find_spec(name) is not None
 

@@ -58,4 +58,4 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 if __name__ == "__main__":
     from _serve import serve
 
-    serve(app, int(sys.argv[1]))
+    serve(app, int(sys.argv[1]), peer=False)

@@ -4,18 +4,53 @@ The public API is deliberately small; everything else is importable from its sub
 but not promised.
 """
 
-from .server import (
-    Audio,
-    Context,
-    EmbeddedResource,
-    Image,
-    ResourceLink,
-    Server,
-    Text,
-    ToolError,
-    ToolResult,
-)
-from .types.errors import McpError
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
+if _TYPE_CHECKING:
+    from .server import (
+        Audio,
+        Context,
+        EmbeddedResource,
+        Image,
+        ResourceLink,
+        Server,
+        Text,
+        ToolError,
+        ToolResult,
+    )
+    from .types.errors import McpError
+
+#: Public name -> the module that defines it.  Imported on first use (PEP 562), so
+#: ``import mcpkit.client`` does not pay for the server framework and vice versa.
+_EXPORTS = {
+    "Audio": "mcpkit.server",
+    "Context": "mcpkit.server",
+    "EmbeddedResource": "mcpkit.server",
+    "Image": "mcpkit.server",
+    "ResourceLink": "mcpkit.server",
+    "Server": "mcpkit.server",
+    "Text": "mcpkit.server",
+    "ToolError": "mcpkit.server",
+    "ToolResult": "mcpkit.server",
+    "McpError": "mcpkit.types.errors",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __version__ = "0.1.0"
 

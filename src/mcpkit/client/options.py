@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..transports.client_base import ClientTransport
-from ..transports.client_http import HttpTransport
 from ..transports.client_stdio import StderrMode, StdioTransport
 from ..types.versions import LEGACY_VERSIONS, MODERN_VERSIONS, Era
 from .models import Implementation
@@ -130,6 +129,8 @@ def transport_for(target: str | Sequence[str] | ClientTransport,
     """An ``http(s)://`` URL -> Streamable HTTP; a command line or argv -> stdio."""
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
+            from ..transports.client_http import HttpTransport  # httpx only when needed
+
             return HttpTransport(target, headers=options.headers, auth=options.auth,
                                  http_client=options.http_client,
                                  legacy_get_stream=options.legacy_get_stream)

@@ -227,10 +227,13 @@ def _compile_schema(schema: dict[str, Any]) -> Any:
     from referencing import Registry
     from referencing.exceptions import NoSuchResource
 
-    def refuse(uri: str) -> Any:
-        raise NoSuchResource(ref=uri)  # never fetch a schema over the network
+    missing: Any = NoSuchResource
+    registry: Any = Registry
 
-    return Draft202012Validator(schema, registry=Registry(retrieve=refuse))
+    def refuse(uri: str) -> Any:
+        raise missing(ref=uri)  # never fetch a schema over the network
+
+    return Draft202012Validator(schema, registry=registry(retrieve=refuse))
 
 
 def _accepted_names(fn: Fn, arguments: ArgumentModel) -> frozenset[str] | None:

@@ -357,10 +357,16 @@ async def test_l2_soak_flat_rss_and_clean_resources(rel, tmp_path) -> None:
             tg.start_soon(sampler)
             for _ in range(6):
                 tg.start_soon(worker)
-        # every handler that was cancelled or disconnected has cleaned up
+        # every handler that started and was then cancelled or disconnected has cleaned up
+        # (a client that gives up within 10-100 ms may do so before its request reached a
+        # handler on a loaded machine: such a call has nothing to clean up)
+        def started() -> list[str]:
+            records = set(proc.records())
+            return [t for t in soak.tags if f"start {t}" in records]
+
         assert wait_for(
-            lambda: all(f"cleanup {t}" in set(proc.records()) for t in soak.tags), 10
-        ), [t for t in soak.tags if f"cleanup {t}" not in set(proc.records())][:5]
+            lambda: all(f"cleanup {t}" in set(proc.records()) for t in started()), 10
+        ), [t for t in started() if f"cleanup {t}" not in set(proc.records())][:5]
         fds_settled = wait_for(lambda: fd_count(proc.pid) <= baseline_fds + 4, 15)
         total = sum(soak.counts.values())
         rel.lost(soak.lost)

@@ -29,6 +29,9 @@ from ..types.jsonrpc import Kind, Message, RequestId
 
 log = logging.getLogger("mcpkit.endpoint")
 
+#: How long run() waits, after the input ends, for requests still writing their replies.
+JOIN_GRACE_S = 5.0
+
 RequestHandler = Callable[[Message, "Endpoint"], Awaitable[dict[str, Any] | None]]
 NotificationHandler = Callable[[Message, "Endpoint"], Awaitable[None]]
 
@@ -220,7 +223,14 @@ class Endpoint:
         for scope in self.incoming.all():
             scope.cancel()
         with anyio.CancelScope(shield=True):
-            await asyncio.wait(set(native))
+            # Replies already being written get a grace period (stdin can end while the
+            # answers are still going out); past it, e.g. a peer that stopped reading a
+            # full pipe, they are cancelled too.
+            _, late = await asyncio.wait(set(native), timeout=JOIN_GRACE_S)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
 
     def close(self, reason: str) -> None:
         if self.closed is None:

@@ -151,6 +151,8 @@ def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> Any:
         "loop": "uvloop" if _available("uvloop") else "asyncio",
         "http": classes.get("httptools", classes["h11"]),
         "timeout_keep_alive": 5,
+        # One logging call per request otherwise (filtered at WARNING, still paid for).
+        "access_log": False,
         "timeout_graceful_shutdown": 10,
     }
     options.update(kw)

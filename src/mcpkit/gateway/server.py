@@ -44,8 +44,18 @@ from ..types.errors import (
     method_not_found,
 )
 from ..types.methods import METHODS
-from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO
+from ..types.versions import META_SERVER_INFO
 from .audit import AuditLog
+from .bridge import (
+    FrontCall,
+    ProxyTool,
+    bridged_meta,
+    clean,
+    meta_for,
+    progress_forwarder,
+    strip,
+    trace_meta,
+)
 from .config import GatewayConfig
 from .metrics import Metrics
 from .policy import ANONYMOUS, Authorizer, Principal
@@ -59,7 +69,6 @@ UNAUTHENTICATED = -31001
 FORBIDDEN = -31003
 RATE_LIMITED = -31029
 TASK_SEPARATOR = "~"
-TRACE_KEYS = ("traceparent", "tracestate", "baggage")
 
 
 class PolicyError(McpError):
@@ -76,71 +85,6 @@ class PolicyError(McpError):
         self.outcome = outcome
 
 
-class _ProxyTool:
-    """What the HTTP transport needs of a tool for ``Mcp-Param-*`` checks."""
-
-    __slots__ = ("header_params", "wire")
-
-    def __init__(self, wire: dict[str, Any]) -> None:
-        from ..protocol.headers import InvalidHeaderAnnotation, header_params
-
-        self.wire = wire
-        try:
-            schema = wire.get("inputSchema")
-            self.header_params = header_params(schema) if isinstance(schema, dict) else ()
-        except InvalidHeaderAnnotation:
-            self.header_params = ()
-
-
-class FrontCall:
-    """Bridges an upstream's input requests to the front request's Context."""
-
-    __slots__ = ("ctx", "failure", "need", "scope")
-
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-        self.need: NeedInput | None = None
-        #: The front client cannot answer (e.g. it lacks the capability): the front's error.
-        self.failure: McpError | None = None
-        self.scope: anyio.CancelScope | None = None
-
-    def _stop(self) -> None:
-        if self.scope is not None:
-            self.scope.cancel()
-
-    async def ask_upstream_input(self, what: str, params: dict[str, Any]) -> Any:
-        ctx = self.ctx
-        try:
-            if what == "elicit":
-                return await ctx.elicit(params.get("message", ""), params.get("requestedSchema"))
-            if what == "elicit_url":
-                return await ctx.elicit_url(params.get("message", ""), params.get("url", ""))
-            if what == "sample":
-                rest = {
-                    k: v
-                    for k, v in params.items()
-                    if k not in ("messages", "maxTokens", "systemPrompt")
-                }
-                return await ctx.sample(
-                    params.get("messages", []),
-                    max_tokens=int(params.get("maxTokens", 1000)),
-                    system_prompt=params.get("systemPrompt"),
-                    **rest,
-                )
-            return await ctx.list_roots()
-        except NeedInput as need:
-            # Modern front client: stop the upstream call, answer input_required.
-            self.need = need
-            self._stop()
-            raise
-        except McpError as err:
-            # The front client cannot be asked (missing capability...): that is the answer
-            # to its request, not an error of the upstream's tool.
-            self.failure = err
-            self._stop()
-            raise
-
-
 class GatewayServer(Server):
     def __init__(self, config: GatewayConfig) -> None:
         super().__init__(config.name, "1.0.0", state=config.state)
@@ -155,7 +99,7 @@ class GatewayServer(Server):
         self.private = config.auth.mode != "none"
         self.cache_scope = "private" if self.private else "public"
         self.cache_ttl_ms = 10_000
-        self._proxy_tools: dict[str, _ProxyTool] = {}
+        self._proxy_tools: dict[str, ProxyTool] = {}
 
     # ------------------------------------------------------------------ upstreams
     async def start_upstreams(self) -> None:
@@ -347,9 +291,9 @@ class GatewayServer(Server):
             else:
                 upstream = await self._resource_owner(str(ref.get("uri", "")), ctx.meta.era)
                 forwarded = params
-            trace = _trace_meta(ctx) or None
-            answer = await upstream.call(lambda c: c.request(method, _clean(forwarded), meta=trace))
-            return _strip(answer), upstream.name
+            trace = trace_meta(ctx) or None
+            answer = await upstream.call(lambda c: c.request(method, clean(forwarded), meta=trace))
+            return strip(answer), upstream.name
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
             if not declares_tasks(ctx.meta):
                 raise tasks_required_error()
@@ -360,11 +304,9 @@ class GatewayServer(Server):
                 raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
             upstream = owned
             answer = await upstream.call(
-                lambda c: c.request(
-                    method, {**_clean(params), "taskId": inner}, meta=_meta_for(ctx)
-                )
+                lambda c: c.request(method, {**clean(params), "taskId": inner}, meta=meta_for(ctx))
             )
-            return self._retag(upstream, _strip(answer)), upstream.name
+            return self._retag(upstream, strip(answer)), upstream.name
         raise method_not_found(method)
 
     async def _aggregate(self, ctx: Context, method: str) -> dict[str, Any]:
@@ -398,7 +340,7 @@ class GatewayServer(Server):
                     if not self.authorizer.decide(ctx.principal, call, item["name"])[0]:
                         continue
                     if kind == "tools":
-                        self._proxy_tools[item["name"]] = _ProxyTool(item)
+                        self._proxy_tools[item["name"]] = ProxyTool(item)
                 items.append(item)
         result: dict[str, Any] = {member: items}
         if ctx.meta.era == "modern":
@@ -441,7 +383,7 @@ class GatewayServer(Server):
         self, ctx: Context, upstream: Upstream, method: str, params: dict[str, Any]
     ) -> dict[str, Any]:
         client = upstream.live()
-        progress = _progress_forwarder(ctx)
+        progress = progress_forwarder(ctx)
         if ctx.meta.era == "modern" and client.era == "modern":
             headers = None
             if method == "tools/call":
@@ -451,18 +393,18 @@ class GatewayServer(Server):
             answer = await upstream.call(
                 lambda c: c.request(
                     method,
-                    _clean(params),
-                    meta=_meta_for(ctx),
+                    clean(params),
+                    meta=meta_for(ctx),
                     headers=headers,
                     on_progress=progress,
                 ),
                 FrontCall(ctx),
             )
-            return self._retag(upstream, _strip(answer))
+            return self._retag(upstream, strip(answer))
         front = FrontCall(ctx)
         result: dict[str, Any] | None = None
         rounds = self._open_rounds(ctx, upstream, method, params)
-        meta = _bridged_meta(ctx)
+        meta = bridged_meta(ctx)
 
         async def run(c: Any) -> dict[str, Any]:
             arguments = params.get("arguments")
@@ -485,9 +427,9 @@ class GatewayServer(Server):
             return self._input_required(front.need, *rounds)
         if result is None:  # cancelled for another reason
             raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
-        return _strip(result)
+        return strip(result)
 
-    async def _proxy_tool(self, upstream: Upstream, original: str) -> _ProxyTool | None:
+    async def _proxy_tool(self, upstream: Upstream, original: str) -> ProxyTool | None:
         """The upstream's definition of a tool (for its ``x-mcp-header`` parameters), also
         when the front client called it without listing first, or after a list change."""
         name = upstream.prefix + original
@@ -499,7 +441,7 @@ class GatewayServer(Server):
                 return None
             wire = next((t for t in listing if t.get("name") == original), None)
             if wire is not None:
-                tool = self._proxy_tools[name] = _ProxyTool({**wire, "name": name})
+                tool = self._proxy_tools[name] = ProxyTool({**wire, "name": name})
         return tool
 
     def _open_rounds(
@@ -549,60 +491,3 @@ class GatewayServer(Server):
         ):
             result["taskId"] = f"{upstream.name}{TASK_SEPARATOR}{task_id}"
         return result
-
-
-def _bridged_meta(ctx: Context) -> dict[str, Any] | None:
-    """What of the front request's ``_meta`` a bridged upstream call carries: the log
-    level and the W3C trace context."""
-    meta = _trace_meta(ctx)
-    level = ctx.meta.log_level or (ctx.session.log_level if ctx.session is not None else None)
-    if level is not None:
-        meta[META_LOG_LEVEL] = level
-    return meta or None
-
-
-def _trace_meta(ctx: Context) -> dict[str, Any]:
-    """W3C trace context (``traceparent``, ``tracestate``, ``baggage``) from the front
-    request's ``_meta``, passed on so the upstream's spans join the caller's trace."""
-    front = ctx.params.get("_meta")
-    if not isinstance(front, dict):
-        return {}
-    return {k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)}
-
-
-def _progress_forwarder(ctx: Context) -> Any:
-    """Relay an upstream's progress to the front client (when it asked for progress)."""
-    if ctx.meta.progress_token is None:
-        return None
-
-    async def forward(update: dict[str, Any]) -> None:
-        progress = update.get("progress")
-        if isinstance(progress, (int, float)):
-            await ctx.report_progress(progress, update.get("total"), update.get("message"))
-
-    return forward
-
-
-def _clean(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if k != "_meta"}
-
-
-def _meta_for(ctx: Context) -> dict[str, Any]:
-    """The front client's own capabilities and log level, for the upstream request."""
-    meta: dict[str, Any] = {META_CLIENT_CAPABILITIES: ctx.meta.client_capabilities}
-    meta.update(_trace_meta(ctx))
-    level = ctx.meta.log_level or (ctx.session.log_level if ctx.session is not None else None)
-    if level is not None:
-        meta[META_LOG_LEVEL] = level
-    return meta
-
-
-def _strip(result: dict[str, Any]) -> dict[str, Any]:
-    """Drop the upstream's serverInfo: the front answers as the gateway."""
-    meta = result.get("_meta")
-    if isinstance(meta, dict) and META_SERVER_INFO in meta:
-        rest = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
-        result = {k: v for k, v in result.items() if k != "_meta"}
-        if rest:
-            result["_meta"] = rest
-    return result

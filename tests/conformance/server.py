@@ -53,7 +53,9 @@ def test_audio_content() -> Audio:
 def test_embedded_resource() -> EmbeddedResource:
     """Tests embedded resource content response."""
     return EmbeddedResource(
-        "test://embedded-resource", text="This is an embedded resource content.", mime_type="text/plain"
+        "test://embedded-resource",
+        text="This is an embedded resource content.",
+        mime_type="text/plain",
     )
 
 
@@ -142,7 +144,11 @@ async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
                     "enum": ["active", "inactive", "pending"],
                     "default": "active",
                 },
-                "verified": {"type": "boolean", "description": "Verification status", "default": True},
+                "verified": {
+                    "type": "boolean",
+                    "description": "Verification status",
+                    "default": True,
+                },
             },
             "required": [],
         },
@@ -230,9 +236,7 @@ JSON_SCHEMA_2020_12 = {
 }
 
 
-@server.tool(
-    description="Tool with JSON Schema 2020-12 features", input_schema=JSON_SCHEMA_2020_12
-)
+@server.tool(description="Tool with JSON Schema 2020-12 features", input_schema=JSON_SCHEMA_2020_12)
 def json_schema_2020_12_tool(**arguments: Any) -> str:
     return f"Received: {sorted(arguments)}"
 
@@ -367,7 +371,11 @@ async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
         {
             "user_name": {
                 "method": "elicitation/create",
-                "params": {"mode": "form", "message": "What is your name?", "requestedSchema": _NAME_SCHEMA},
+                "params": {
+                    "mode": "form",
+                    "message": "What is your name?",
+                    "requestedSchema": _NAME_SCHEMA,
+                },
             },
             "greeting": {
                 "method": "sampling/createMessage",
@@ -424,7 +432,11 @@ async def test_input_required_result_capabilities(ctx: Context) -> str:
     if ctx.client_supports("elicitation"):
         requests["ask"] = {
             "method": "elicitation/create",
-            "params": {"mode": "form", "message": "What is your name?", "requestedSchema": _NAME_SCHEMA},
+            "params": {
+                "mode": "form",
+                "message": "What is your name?",
+                "requestedSchema": _NAME_SCHEMA,
+            },
         }
     if requests:
         await ctx.ask(requests)
@@ -494,7 +506,7 @@ def test_prompt_with_arguments(
 
 @server.prompt
 def test_prompt_with_embedded_resource(
-    resourceUri: Annotated[str, Field(description="URI of the resource to embed")],  # noqa: N803
+    resourceUri: Annotated[str, Field(description="URI of the resource to embed")],
 ) -> list[Any]:
     """A prompt that includes an embedded resource."""
     return [
@@ -588,8 +600,14 @@ async def multi_input(ctx: Context) -> str:
     }
     answers = await ctx.ask(
         {
-            "first": {"method": "elicitation/create", "params": {"mode": "form", "message": "First?", "requestedSchema": schema}},
-            "second": {"method": "elicitation/create", "params": {"mode": "form", "message": "Second?", "requestedSchema": schema}},
+            "first": {
+                "method": "elicitation/create",
+                "params": {"mode": "form", "message": "First?", "requestedSchema": schema},
+            },
+            "second": {
+                "method": "elicitation/create",
+                "params": {"mode": "form", "message": "Second?", "requestedSchema": schema},
+            },
         }
     )
     names = [(answers[k].get("content") or {}).get("name") for k in ("first", "second")]

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from .base import Message, ModelError, ModelReply, ToolCall
+from .base import Message, ModelReply, ToolCall, post_json
 
 __all__ = ["AnthropicModel"]
 
@@ -62,18 +62,8 @@ class AnthropicModel:
                     system: str | None = None) -> ModelReply:
         body = self.request_body(messages, tools, system)
         url = f"{self.base_url}/v1/messages"
-        try:
-            if self._http is not None:
-                response = await self._http.post(url, json=body, headers=self._headers)
-            else:
-                async with httpx.AsyncClient(timeout=self._timeout) as http:
-                    response = await http.post(url, json=body, headers=self._headers)
-        except httpx.HTTPError as exc:
-            raise ModelError(f"Anthropic API at {self.base_url}: {exc}") from None
-        if response.status_code != 200:
-            raise ModelError(f"Anthropic API answered HTTP {response.status_code}: "
-                             f"{response.text[:300]}")
-        data = response.json()
+        data = await post_json(self._http, url, body, self._headers, self._timeout,
+                               f"Anthropic API at {self.base_url}")
         text: list[str] = []
         calls: list[ToolCall] = []
         for block in data.get("content") or []:

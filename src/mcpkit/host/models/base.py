@@ -88,3 +88,24 @@ def model_from_config(config: ModelConfig) -> Model:
     from .scripted import ScriptedModel
 
     return ScriptedModel.from_config(list(config.script))
+
+
+async def post_json(
+    http: Any, url: str, body: dict[str, Any], headers: dict[str, str], timeout: float, api: str
+) -> Any:
+    """POST a model API request and return its JSON, or raise :class:`ModelError` saying
+    which API failed and how (one place for every HTTP adapter).  ``http`` is a shared
+    ``httpx.AsyncClient`` or None for a one-off one."""
+    import httpx
+
+    try:
+        if http is not None:
+            response = await http.post(url, json=body, headers=headers)
+        else:
+            async with httpx.AsyncClient(timeout=timeout) as client:
+                response = await client.post(url, json=body, headers=headers)
+    except httpx.HTTPError as exc:
+        raise ModelError(f"{api}: {exc}") from None
+    if response.status_code != 200:
+        raise ModelError(f"{api} answered HTTP {response.status_code}: {response.text[:300]}")
+    return response.json()

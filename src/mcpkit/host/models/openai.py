@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from .base import Message, ModelError, ModelReply, ToolCall
+from .base import Message, ModelError, ModelReply, ToolCall, post_json
 
 __all__ = ["OpenAIModel"]
 
@@ -96,18 +96,8 @@ class OpenAIModel:
                     system: str | None = None) -> ModelReply:
         body = self.request_body(messages, tools, system)
         url = f"{self.base_url}/chat/completions"
-        try:
-            if self._http is not None:
-                response = await self._http.post(url, json=body, headers=self._headers)
-            else:
-                async with httpx.AsyncClient(timeout=self._timeout) as http:
-                    response = await http.post(url, json=body, headers=self._headers)
-        except httpx.HTTPError as exc:
-            raise ModelError(f"chat completions at {self.base_url}: {exc}") from None
-        if response.status_code != 200:
-            raise ModelError(f"chat completions answered HTTP {response.status_code}: "
-                             f"{response.text[:300]}")
-        data = response.json()
+        data = await post_json(self._http, url, body, self._headers, self._timeout,
+                               f"chat completions at {self.base_url}")
         try:
             choice = data["choices"][0]
             message = choice["message"]

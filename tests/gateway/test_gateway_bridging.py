@@ -278,3 +278,47 @@ async def test_progress_of_a_modern_upstream_reaches_a_legacy_client(gateway: gw
         result = await client.call_tool("mod_test_tool_with_progress", on_progress=on_progress)
     assert result["content"][0]["text"] == "Progress tool completed"
     assert seen == [0, 50, 100]
+
+
+# ------------------------------------------------------------------ modern to modern (fast lane)
+
+
+def test_progress_and_logs_of_a_modern_upstream_reach_a_modern_client(
+    gateway: gwkit.Proc,
+) -> None:
+    """Modern to modern takes the gateway's fast lane (raw pooled HTTP/1.1): the
+    upstream's SSE answer is decoded there, progress relayed under the front token and
+    log messages at the level the front client asked for."""
+    reply = gwkit.call(
+        gateway.url,
+        "tools/call",
+        {"name": "mod_test_tool_with_progress", "arguments": {}},
+        extra_meta={"progressToken": "front-7"},
+    )
+    assert reply.text() == "Progress tool completed"
+    progress = [n["params"] for n in reply.notifications if n["method"] == "notifications/progress"]
+    assert [p["progress"] for p in progress] == [0, 50, 100], reply.notifications
+    assert all(p["progressToken"] == "front-7" for p in progress)
+
+    reply = gwkit.call(
+        gateway.url,
+        "tools/call",
+        {"name": "mod_test_tool_with_logging", "arguments": {}},
+        extra_meta={"io.modelcontextprotocol/logLevel": "info"},
+    )
+    assert reply.text() == "Tool with logging executed successfully"
+    logs = [
+        n["params"]["data"] for n in reply.notifications if n["method"] == "notifications/message"
+    ]
+    assert logs == ["Tool execution started", "Tool processing data", "Tool execution completed"]
+
+
+def test_upstream_errors_pass_through_the_fast_lane(gateway: gwkit.Proc) -> None:
+    reply = gwkit.call(gateway.url, "tools/call", {"name": "mod_no_such_tool", "arguments": {}})
+    assert reply.error["code"] == -32602  # unknown tool: the gateway's own answer
+    reply = gwkit.call(
+        gateway.url,
+        "tools/call",
+        {"name": "mod_test_error_handling", "arguments": {}},
+    )
+    assert reply.result["isError"] is True

@@ -39,6 +39,7 @@ from ..server.uritemplate import TemplateError, UriTemplate
 from ..types.errors import (
     INVALID_PARAMS,
     LEGACY_RESOURCE_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
     invalid_params,
     method_not_found,
@@ -390,6 +391,25 @@ class GatewayServer(Server):
                 tool = await self._proxy_tool(upstream, str(params.get("name", "")))
                 if tool is not None and tool.header_params:
                     headers = expected_param_headers(tool.header_params, params.get("arguments"))
+            lane = upstream.lane
+            if lane is not None:
+                try:
+                    answer = await upstream.call(
+                        lambda c: lane.request(
+                            c,
+                            method,
+                            clean(params),
+                            meta_for(ctx),
+                            headers=headers,
+                            progress=progress,
+                        ),
+                        FrontCall(ctx),
+                    )
+                    return self._retag(upstream, strip(answer))
+                except McpError as exc:
+                    if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
+                        raise
+                    # the client path negotiates another version and retries
             answer = await upstream.call(
                 lambda c: c.request(
                     method,

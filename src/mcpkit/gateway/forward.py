@@ -1,0 +1,236 @@
+"""The gateway's fast lane: a 2026-07-28 call forwarded to a 2026-07-28 HTTP upstream.
+
+A modern call through the gateway needs nothing of the client stack but the wire: no
+session, no server->client requests (input comes back as an ``InputRequiredResult``,
+which passes through untouched), no resumption (closing the stream cancels).  So it
+skips httpx and the client's per-request machinery and goes straight onto a pooled
+keep-alive connection (:class:`~mcpkit.transports.http11.Http11Pool`): the request is
+serialized with one ``encode``, its head built from bytes fixed per upstream plus the
+routing headers, and a JSON answer decoded once.  Measured: the client path cost ~180 µs
+of gateway CPU per forwarded call, most of it httpx's request/response objects.
+
+The answer is read as the client would: a JSON-RPC error is a :class:`ServerError`
+(passed on as it is), an HTTP error without one a :class:`HttpStatusError`; an SSE
+answer is decoded with httpx-sse's decoders, its progress relayed to the front request
+and its log messages to the front client.  Anything the lane does not cover (legacy
+upstreams, ``https://``, a version the upstream refuses) takes the client path.
+"""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+
+from ..client import Client
+from ..protocol import headers as hdr
+from ..transports.client_base import (
+    ConnectError,
+    ConnectionClosedError,
+    HttpStatusError,
+    ProtocolViolationError,
+    RequestTimeoutError,
+    ServerError,
+)
+from ..transports.http11 import Http11Pool, RawResponse
+from ..types import jsonrpc
+from ..types.codec import DecodeError, decode, encode
+from ..types.errors import McpError
+from ..types.jsonrpc import Kind
+from ..types.methods import name_param
+
+__all__ = ["FastLane"]
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+ProgressRelay = Callable[[dict[str, Any]], Awaitable[None]]
+LogRelay = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class FastLane:
+    """Modern requests to one ``http://`` upstream URL over a shared pool."""
+
+    def __init__(
+        self,
+        url: str,
+        pool: Http11Pool,
+        *,
+        headers: dict[str, str],
+        timeout: float | None,
+        connect_timeout: float = 10.0,
+        on_log: LogRelay | None = None,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"the fast lane takes http:// URLs, not {url!r}")
+        self.url = url
+        self.host = parts.hostname
+        self.port = parts.port or 80
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.pool = pool
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.on_log = on_log
+        fixed = {
+            "host": parts.netloc,
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+        }
+        fixed.update({k.lower(): v for k, v in headers.items()})
+        self._request_line = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n"
+        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
+        self._ids = itertools.count(1)
+        self._tokens = itertools.count(1)
+
+    async def request(
+        self,
+        client: Client,
+        method: str,
+        params: dict[str, Any],
+        meta: dict[str, Any],
+        *,
+        headers: dict[str, str] | None = None,
+        progress: ProgressRelay | None = None,
+    ) -> dict[str, Any]:
+        """One request; the upstream's result, or its error raised."""
+        token = f"gw-{next(self._tokens)}" if progress is not None else None
+        own = client.session.meta(token)
+        own.update(meta)
+        wire = dict(params)
+        wire["_meta"] = own
+        request_id = next(self._ids)
+        body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
+        data = self._head(method, params, own, headers, len(body)) + body
+        scope = anyio.CancelScope()
+        if self.timeout is not None:
+            scope.deadline = anyio.current_time() + self.timeout
+        with scope:
+            return await self._exchange(data, method, request_id, token, progress, scope)
+        raise RequestTimeoutError(method, self.timeout or 0.0)
+
+    def _head(
+        self,
+        method: str,
+        params: dict[str, Any],
+        meta: dict[str, Any],
+        extra: dict[str, str] | None,
+        length: int,
+    ) -> bytes:
+        lines = [f"mcp-protocol-version: {client_version(meta)}\r\nmcp-method: {method}\r\n"]
+        member = name_param(method)
+        value = params.get(member) if member else None
+        if isinstance(value, str):
+            lines.append(f"mcp-name: {hdr.encode_header_value(value)}\r\n")
+        if extra:
+            lines.extend(f"{k}: {v}\r\n" for k, v in extra.items())
+        lines.append(f"content-length: {length}\r\n\r\n")
+        return self._request_line + self._fixed + "".join(lines).encode("latin-1")
+
+    async def _exchange(
+        self,
+        data: bytes,
+        method: str,
+        request_id: int,
+        token: str | None,
+        progress: ProgressRelay | None,
+        scope: anyio.CancelScope,
+    ) -> dict[str, Any]:
+        try:
+            response = await self.pool.request(
+                self.host, self.port, data, connect_timeout=self.connect_timeout
+            )
+        except httpx.ConnectError as exc:
+            raise ConnectError(f"cannot connect to {self.url} ({method}): {exc}") from None
+        except httpx.HTTPError as exc:
+            raise ConnectionClosedError(
+                f"the connection to {self.url} failed while sending {method}: {exc}"
+            ) from None
+        try:
+            kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
+            if response.status == 200 and kind == b"text/event-stream":
+                return await self._read_sse(response, method, request_id, token, progress, scope)
+            try:
+                body = await response.read(MAX_ANSWER_BYTES)
+            except ValueError as exc:
+                raise ProtocolViolationError(str(exc)) from None
+            return _json_answer(body, response.status, method, self.url)
+        except httpx.HTTPError as exc:
+            raise ConnectionClosedError(
+                f"the connection to {self.url} failed while reading the answer to {method}: {exc}"
+            ) from None
+        finally:
+            await response.aclose()
+
+    async def _read_sse(
+        self,
+        response: RawResponse,
+        method: str,
+        request_id: int,
+        token: str | None,
+        progress: ProgressRelay | None,
+        scope: anyio.CancelScope,
+    ) -> dict[str, Any]:
+        text = codecs.getincrementaldecoder("utf-8")("replace")
+        lines, events = SSELineDecoder(), SSEDecoder()
+        async for chunk in response.chunks():
+            for line in lines.decode(text.decode(chunk)):
+                event = events.decode(line)
+                if event is None or not event.data.strip():
+                    continue
+                try:
+                    message = decode(event.data)
+                    kind = jsonrpc.classify(message)
+                except (DecodeError, McpError) as exc:
+                    raise ProtocolViolationError(
+                        f"{self.url} sent an event that is not JSON-RPC on the stream of "
+                        f"{method} ({exc})"
+                    ) from None
+                if kind in (Kind.RESULT, Kind.ERROR):
+                    if message.get("id") == request_id or kind is Kind.ERROR:
+                        return _unwrap(message, method, 200)
+                    continue
+                if kind is not Kind.NOTIFICATION:
+                    continue  # a modern server asks for input by result, not by request
+                params = jsonrpc.params_of(message)
+                if message["method"] == "notifications/progress":
+                    if progress is not None and params.get("progressToken") == token:
+                        if self.timeout is not None:  # progress keeps a slow call alive
+                            scope.deadline = anyio.current_time() + self.timeout
+                        await progress(params)
+                elif message["method"] == "notifications/message" and self.on_log is not None:
+                    await self.on_log(params)
+        raise ConnectionClosedError(
+            f"{self.url} closed the response stream of {method} before answering; "
+            f"the request is lost (re-issue it to retry)"
+        )
+
+
+def client_version(meta: dict[str, Any]) -> str:
+    return str(meta.get("io.modelcontextprotocol/protocolVersion", ""))
+
+
+def _unwrap(message: dict[str, Any], method: str, status: int) -> dict[str, Any]:
+    if "error" in message:
+        raise ServerError.from_wire(message["error"], method=method, http_status=status)
+    result = message.get("result")
+    if not isinstance(result, dict):
+        raise ProtocolViolationError(f"the result of {method} is not an object")
+    return result
+
+
+def _json_answer(body: bytes, status: int, method: str, url: str) -> dict[str, Any]:
+    snippet = body[:300].decode("utf-8", "replace")
+    try:
+        message = decode(body) if body.strip() else None
+    except DecodeError:
+        message = None
+    if isinstance(message, dict) and ("result" in message or "error" in message):
+        return _unwrap(message, method, status)
+    if status >= 400:
+        raise HttpStatusError(f"{method}: HTTP {status} from {url}: {snippet}", status, snippet)
+    raise ProtocolViolationError(f"the answer to {method} is not a JSON-RPC response: {snippet!r}")

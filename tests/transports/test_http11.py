@@ -1,0 +1,323 @@
+"""The pooled HTTP/1.1 transport (mcpkit.transports.http11) against real sockets.
+
+A small asyncio server on 127.0.0.1 plays the upstream, so each test can make it do the
+awkward things real servers do: answer in pieces, stream chunked, end a body by closing,
+drop an idle keep-alive connection, stall, or go away mid-answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import httpx
+import pytest
+
+from mcpkit.transports import http11
+
+pytestmark = pytest.mark.anyio
+
+Handler = Callable[[bytes, asyncio.StreamWriter], Awaitable[bool]]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Upstream:
+    """Reads requests (head + content-length body) and lets ``handler`` answer; counts
+    connections and requests."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.disconnects = 0
+        self.server: asyncio.Server | None = None
+        self.port = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                body = await reader.readexactly(length)
+                self.requests.append(head + body)
+                if not await self.handler(body, writer):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            self.disconnects += 1
+            writer.close()
+
+
+@pytest.fixture
+async def upstream_factory() -> AsyncIterator[Callable[[Handler], Awaitable[Upstream]]]:
+    started: list[Upstream] = []
+
+    async def start(handler: Handler) -> Upstream:
+        upstream = Upstream(handler)
+        upstream.server = await asyncio.start_server(upstream.serve, "127.0.0.1", 0)
+        upstream.port = upstream.server.sockets[0].getsockname()[1]
+        started.append(upstream)
+        return upstream
+
+    yield start
+    for upstream in started:
+        assert upstream.server is not None
+        upstream.server.close()
+
+
+def json_answer(body: bytes, *, extra: bytes = b"") -> bytes:
+    return (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+        + extra
+        + b"content-length: %d\r\n\r\n" % len(body)
+        + body
+    )
+
+
+async def echo(body: bytes, writer: asyncio.StreamWriter) -> bool:
+    writer.write(json_answer(body))
+    return True
+
+
+def post(port: int, body: bytes) -> bytes:
+    return (
+        b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:%d\r\ncontent-length: %d\r\n\r\n"
+        % (port, len(body))
+        + body
+    )
+
+
+async def test_keep_alive_connections_are_reused(upstream_factory) -> None:
+    upstream = await upstream_factory(echo)
+    pool = http11.Http11Pool()
+    for n in range(20):
+        response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
+        assert response.status == 200
+        assert response.header(b"content-type") == b"application/json"
+        assert await response.read(1000) == b"%d" % n
+    assert upstream.connections == 1
+    pool.close()
+
+
+async def test_concurrent_requests_each_get_their_own_answer(upstream_factory) -> None:
+    async def slow_echo(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(0.01)
+        writer.write(json_answer(body))
+        return True
+
+    upstream = await upstream_factory(slow_echo)
+    pool = http11.Http11Pool()
+
+    async def one(n: int) -> bytes:
+        response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
+        return await response.read(1000)
+
+    answers = await asyncio.gather(*(one(n) for n in range(16)))
+    assert answers == [b"%d" % n for n in range(16)]
+    assert upstream.connections <= 16
+    again = await asyncio.gather(*(one(n) for n in range(16)))
+    assert again == answers
+    assert upstream.connections <= 16  # the second wave reused the first wave's
+    pool.close()
+
+
+async def test_answer_split_across_writes_and_chunked_streaming(upstream_factory) -> None:
+    async def chunked(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.005)
+        writer.write(b"transfer-encoding: chunked\r\n\r\n")
+        for part in (b"data: one\n\n", b"data: two\n\n"):
+            writer.write(b"%x\r\n%s\r\n" % (len(part), part))
+            await writer.drain()
+            await asyncio.sleep(0.005)
+        writer.write(b"0\r\n\r\n")
+        return True
+
+    upstream = await upstream_factory(chunked)
+    pool = http11.Http11Pool()
+    for _ in range(2):
+        response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"x"))
+        assert response.header(b"content-type") == b"text/event-stream"
+        received = [chunk async for chunk in response.chunks()]
+        assert b"".join(received) == b"data: one\n\ndata: two\n\n"
+    assert upstream.connections == 1  # a chunked body read to its end: reusable
+    pool.close()
+
+
+async def test_body_delimited_by_close(upstream_factory) -> None:
+    async def close_delimited(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n" + body)
+        await writer.drain()
+        return False  # close: that ends the body
+
+    upstream = await upstream_factory(close_delimited)
+    pool = http11.Http11Pool()
+    response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"[1,2]"))
+    assert await response.read(1000) == b"[1,2]"
+    response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"[3]"))
+    assert await response.read(1000) == b"[3]"
+    assert upstream.connections == 2  # never reused
+    pool.close()
+
+
+async def test_connection_closed_while_idle_is_replaced_without_error(upstream_factory) -> None:
+    async def answer_then_close(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(json_answer(body))  # announces keep-alive...
+        await writer.drain()
+        return False  # ...then closes, as a server's idle timeout does
+
+    upstream = await upstream_factory(answer_then_close)
+    pool = http11.Http11Pool()
+    for n in range(3):
+        response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
+        assert await response.read(1000) == b"%d" % n
+        await asyncio.sleep(0.02)  # let the close arrive
+    assert upstream.connections == 3
+    assert len(upstream.requests) == 3  # each request reached the server exactly once
+    pool.close()
+
+
+async def test_stale_connection_with_unseen_close_is_retried_once(upstream_factory) -> None:
+    """The race a readability probe cannot close either: the server drops the idle
+    connection just as we reuse it.  It never saw the request, so it is sent again."""
+    first = True
+
+    async def drop_second(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        nonlocal first
+        if first:
+            first = False
+            writer.write(json_answer(body))
+            return True
+        return False  # close without answering the request on the reused connection
+
+    upstream = await upstream_factory(drop_second)
+    pool = http11.Http11Pool()
+    response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"1"))
+    assert await response.read(100) == b"1"
+    # the second request goes out on the reused connection, is dropped unanswered, and
+    # is retried on a fresh one, which (a new connection: `first` is gone) also drops it
+    with pytest.raises(httpx.RemoteProtocolError):
+        await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"2"))
+    assert upstream.connections == 2  # exactly one retry, no more
+    pool.close()
+
+
+async def test_abandoned_response_closes_the_connection(upstream_factory) -> None:
+    async def endless(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+
+        async def stream() -> None:
+            while not writer.is_closing():
+                writer.write(b"8\r\ndata: x\n\r\n")
+                await asyncio.sleep(0.005)
+
+        tasks.append(asyncio.ensure_future(stream()))
+        return True  # back to reading: the client's close shows up there as EOF
+
+    tasks: list[asyncio.Future[None]] = []
+    upstream = await upstream_factory(endless)
+    pool = http11.Http11Pool()
+    response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"x"))
+    async for chunk in response.chunks():
+        assert chunk
+        break
+    await response.aclose()  # cancelling a modern request = closing its stream
+    for _ in range(100):
+        if upstream.disconnects:
+            break
+        await asyncio.sleep(0.01)
+    assert upstream.disconnects == 1
+    pool.close()
+
+
+async def test_cancelled_request_closes_the_connection(upstream_factory) -> None:
+    async def never(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        return True  # no answer; back to reading, where the client's close shows
+
+    upstream = await upstream_factory(never)
+    pool = http11.Http11Pool()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.1):
+            await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"x"))
+    for _ in range(100):  # the connection was closed, not pooled: the server sees it go
+        if upstream.disconnects:
+            break
+        await asyncio.sleep(0.01)
+    assert upstream.disconnects == 1
+    pool.close()
+
+
+async def test_read_timeout_and_size_limit(upstream_factory) -> None:
+    async def stall(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        if body == b"big":
+            writer.write(json_answer(b"x" * 5000))
+            return True
+        await asyncio.sleep(5)
+        return True
+
+    upstream = await upstream_factory(stall)
+    pool = http11.Http11Pool()
+    response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"big"))
+    with pytest.raises(ValueError, match="larger than"):
+        await response.read(1000)
+    with pytest.raises(httpx.ReadTimeout):
+        await pool.request(
+            "127.0.0.1", upstream.port, post(upstream.port, b"slow"), read_timeout=0.05
+        )
+    pool.close()
+
+
+async def test_refused_connection_and_garbage_answers(upstream_factory) -> None:
+    pool = http11.Http11Pool()
+    upstream = await upstream_factory(echo)
+    assert upstream.server is not None
+    port = upstream.port
+    upstream.server.close()
+    await upstream.server.wait_closed()
+    with pytest.raises(httpx.ConnectError):
+        await pool.request("127.0.0.1", port, post(port, b"x"))
+
+    async def garbage(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+        return True
+
+    bad = await upstream_factory(garbage)
+    with pytest.raises(httpx.RemoteProtocolError):
+        await pool.request("127.0.0.1", bad.port, post(bad.port, b"x"))
+    pool.close()
+
+
+async def test_httpx_client_on_the_transport(upstream_factory) -> None:
+    """POSTs take the pool; other methods go to httpx's own transport."""
+
+    async def any_method(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(json_answer(b'{"ok":true}'))
+        return True
+
+    upstream = await upstream_factory(any_method)
+    client = http11.pooled_client()
+    assert client is not None
+    async with client:
+        url = f"http://127.0.0.1:{upstream.port}/mcp"
+        for _ in range(5):
+            response = await client.post(url, content=b'{"a":1}')
+            assert response.status_code == 200
+            assert response.json() == {"ok": True}
+        async with client.stream("POST", url, content=b"{}") as streamed:
+            assert [c async for c in streamed.aiter_bytes()] == [b'{"ok":true}']
+        assert upstream.connections == 1
+        assert all(r.startswith(b"POST /mcp HTTP/1.1\r\n") for r in upstream.requests)
+        assert b'{"a":1}' in upstream.requests[0]

@@ -149,7 +149,7 @@ async def test_completions_go_to_the_right_upstream(gateway: gwkit.Proc) -> None
 
 
 @asynccontextmanager
-async def listen(url: str, **flags: bool) -> AsyncIterator[tuple[dict[str, Any], Any]]:
+async def listen(url: str, **flags: Any) -> AsyncIterator[tuple[dict[str, Any], Any]]:
     """A front ``subscriptions/listen``: yields (acknowledgement, next-notification)."""
     body = {
         "jsonrpc": "2.0",
@@ -217,6 +217,47 @@ async def test_listen_fans_in_list_changes_from_both_eras(gateway: gwkit.Proc) -
 
 
 @pytest.mark.anyio
+async def test_listen_fans_in_updates_of_watched_resources_from_both_eras(
+    gateway: gwkit.Proc,
+) -> None:
+    """A front listen stream's ``resourceSubscriptions`` make the gateway subscribe at the
+    upstream serving each URI: a modern one through its own listen stream, a legacy one
+    with ``resources/subscribe``; their updates come back to the front stream."""
+    watched = ["echo://alpha/info", "echo://beta/info"]
+    async with listen(gateway.url, resourceSubscriptions=watched) as (ack, next_message):
+        assert ack["params"]["notifications"] == {"resourceSubscriptions": watched}
+        for upstream, uri in (("alpha", watched[0]), ("beta", watched[1])):
+            arrived = anyio.Event()
+
+            async def keep_touching(u: str = upstream, r: str = uri, done: Any = arrived) -> None:
+                while not done.is_set():  # the upstream subscription is set up asynchronously
+                    await anyio.to_thread.run_sync(lambda: call_tool(gateway, f"{u}_touch", uri=r))
+                    with anyio.move_on_after(0.3):
+                        await done.wait()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(keep_touching)
+                with anyio.fail_after(15):
+                    note = await next_message("notifications/resources/updated")
+                    while note["params"]["uri"] != uri:  # (repeats for the one before)
+                        note = await next_message("notifications/resources/updated")
+                arrived.set()
+            assert note["params"]["uri"] == uri
+            assert note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1"
+        # an update of a resource nobody watches is not forwarded to this stream
+        await anyio.to_thread.run_sync(
+            lambda: call_tool(gateway, "alpha_touch", uri="echo://alpha/items/9")
+        )
+        await anyio.to_thread.run_sync(lambda: call_tool(gateway, "alpha_touch", uri=watched[0]))
+        with anyio.fail_after(10):
+            while True:  # only watched URIs arrive; the unwatched one never does
+                note = await next_message("notifications/resources/updated")
+                assert note["params"]["uri"] in watched
+                if note is not None and note["params"]["uri"] == watched[0]:
+                    break
+
+
+@pytest.mark.anyio
 async def test_legacy_front_gets_list_changes_on_its_get_stream(gateway: gwkit.Proc) -> None:
     changed = anyio.Event()
 
@@ -233,6 +274,27 @@ async def test_legacy_front_gets_list_changes_on_its_get_stream(gateway: gwkit.P
             if changed.is_set():
                 break
     assert changed.is_set()
+
+
+@pytest.mark.anyio
+async def test_legacy_front_subscription_reaches_the_upstream(gateway: gwkit.Proc) -> None:
+    uri = "echo://alpha/items/42"
+    updated = anyio.Event()
+
+    def seen(note: Any) -> None:
+        if note.method == "notifications/resources/updated" and note.params.get("uri") == uri:
+            updated.set()
+
+    async with Client(gateway.url, era="legacy", on_notification=seen) as client:
+        await client.subscribe_resource(uri)
+        for _ in range(30):  # the upstream subscription is set up asynchronously
+            await client.call_tool("alpha_touch", {"uri": uri})
+            with anyio.move_on_after(0.5):
+                await updated.wait()
+            if updated.is_set():
+                break
+        assert updated.is_set()
+        await client.unsubscribe_resource(uri)
 
 
 # ---------------------------------------------------------------------------- caching

@@ -22,6 +22,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import anyio
@@ -101,6 +102,7 @@ class GatewayServer(Server):
         self.cache_scope = "private" if self.private else "public"
         self.cache_ttl_ms = 10_000
         self._proxy_tools: dict[str, ProxyTool] = {}
+        self.bus.on_interest = self._resource_interest
 
     # ------------------------------------------------------------------ upstreams
     async def start_upstreams(self) -> None:
@@ -142,6 +144,24 @@ class GatewayServer(Server):
                 self.bus.publish(ChangeEvent("resource", uri))
             else:
                 self.bus.publish(ChangeEvent(event))
+
+    def _resource_interest(self, uri: str, wanted: bool) -> None:
+        """A front client started or stopped watching ``uri`` (listen stream or legacy
+        subscription): subscribe at the upstream that serves it, or drop it everywhere."""
+        if not wanted:
+            for upstream in self.upstreams:
+                upstream.watch(uri, False)
+        elif self._tg is not None:
+            self.spawn(partial(self._watch_upstream, uri))
+
+    async def _watch_upstream(self, uri: str) -> None:
+        try:
+            upstream = await self._resource_owner(uri)
+        except McpError:
+            log.info("no upstream serves %s: not subscribing", uri)
+            return
+        if uri in self.bus.watched():  # (still wanted after the lookup)
+            upstream.watch(uri, True)
 
     def _by_prefix(self, name: str) -> tuple[Upstream, str]:
         best: tuple[Upstream, str] | None = None

@@ -93,6 +93,10 @@ class Upstream:
         self._http: Any = None
         #: The 2026-07-28 fast lane, for an http:// upstream (see .forward).
         self.lane: FastLane | None = None
+        #: Resource URIs someone downstream wants updates of (see :meth:`watch`).
+        self.watched: set[str] = set()
+        self._tg: Any = None
+        self._listen_scope: anyio.CancelScope | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def _make_client(self) -> Client:
@@ -190,41 +194,93 @@ class Upstream:
             await self._stopped.wait()
 
     async def _watch(self, client: Client) -> None:
-        """Stay connected until the upstream is found dead: listen for list changes (modern
-        upstreams), check its health periodically (a stdio server may die while idle)."""
+        """Stay connected until the upstream is found dead: listen for list changes and
+        watched resources (modern upstreams), keep the legacy resource subscriptions,
+        check its health periodically (a stdio server may die while idle)."""
         restart = self._restart = anyio.Event()
         if self._stopping.is_set():
             return
         async with anyio.create_task_group() as tg:
+            self._tg = tg
             if client.era == "modern":
                 caps = self.capabilities
                 want = {
                     kind: bool((caps.get(kind) or {}).get("listChanged"))
                     for kind in ("tools", "prompts", "resources")
                 }
-                if any(want.values()):
+                if any(want.values()) or self.subscribable():
                     tg.start_soon(self._listen, client, want)
+            else:
+                for uri in sorted(self.watched):
+                    tg.start_soon(self._legacy_subscription, client, uri, True)
             if self.config.health_interval > 0:
                 tg.start_soon(self._check_health, client)
             await restart.wait()
+            self._tg = None
             tg.cancel_scope.cancel()
         raise ConnectionError(self.error or "restart requested")
 
-    async def _listen(self, client: Client, want: dict[str, bool]) -> None:
+    def subscribable(self) -> bool:
+        return bool((self.capabilities.get("resources") or {}).get("subscribe"))
+
+    def watch(self, uri: str, wanted: bool) -> None:
+        """Someone downstream started (or stopped) watching ``uri``: a modern upstream's
+        listen stream is reopened with the new resource set, a legacy upstream gets
+        ``resources/subscribe`` (or ``unsubscribe``)."""
+        if (uri in self.watched) == wanted:
+            return
+        if wanted:
+            self.watched.add(uri)
+        else:
+            self.watched.discard(uri)
+        client, tg = self.client, self._tg
+        if client is None or tg is None:
+            return  # (re)connecting: the new connection starts from self.watched
+        if client.era == "modern":
+            if self._listen_scope is not None:
+                self._listen_scope.cancel()
+        elif self.subscribable():
+            tg.start_soon(self._legacy_subscription, client, uri, wanted)
+
+    async def _legacy_subscription(self, client: Client, uri: str, wanted: bool) -> None:
         try:
-            async with client.listen(
-                tools=want["tools"], prompts=want["prompts"], resources=want["resources"]
-            ) as sub:
-                async for note in sub:
-                    self._handle_change(note.method, note.params)
-        except ServerError as exc:  # it answered, but will not stream: live without it
-            log.info("upstream %s refused subscriptions/listen: %s", self.name, exc)
-            return
-        except Exception as exc:
-            self._fail(client, f"its listen stream broke: {exc}")
-            return
-        # A graceful end of the stream: the server is going away.
-        self._fail(client, "it ended its listen stream")
+            if wanted:
+                await client.subscribe_resource(uri)
+            else:
+                await client.unsubscribe_resource(uri)
+        except ClientError as exc:
+            log.info(
+                "upstream %s: resources/%ssubscribe %s: %s",
+                self.name,
+                "" if wanted else "un",
+                uri,
+                exc,
+            )
+
+    async def _listen(self, client: Client, want: dict[str, bool]) -> None:
+        while True:
+            uris = sorted(self.watched) if self.subscribable() else []
+            scope = self._listen_scope = anyio.CancelScope()
+            with scope:
+                try:
+                    async with client.listen(
+                        tools=want["tools"],
+                        prompts=want["prompts"],
+                        resources=want["resources"],
+                        resource_uris=uris,
+                    ) as sub:
+                        async for note in sub:
+                            self._handle_change(note.method, note.params)
+                except ServerError as exc:  # it answered, but will not stream: live without
+                    log.info("upstream %s refused subscriptions/listen: %s", self.name, exc)
+                    return
+                except Exception as exc:
+                    self._fail(client, f"its listen stream broke: {exc}")
+                    return
+                # A graceful end of the stream: the server is going away.
+                self._fail(client, "it ended its listen stream")
+                return
+            # cancelled by watch(): listen again with the new resource set
 
     async def _check_health(self, client: Client) -> None:
         interval = self.config.health_interval

@@ -5,12 +5,18 @@ synchronous and never blocks the publisher: each listener has a bounded buffer a
 listener loses events (a list_changed is idempotent; the client re-lists) rather than
 stalling the server.  A state backend can relay events between replicas (see
 :meth:`ChangeBus.add_relay`).
+
+The bus also counts which resource URIs its listeners want updates of (a listen
+stream's ``resourceSubscriptions``, a legacy session's ``resources/subscribe``) and tells
+:attr:`ChangeBus.on_interest` when a URI gains its first or loses its last interested
+listener: a server that relays another server's resources (the gateway) subscribes
+upstream only to what someone downstream is watching.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,9 +47,11 @@ class ChangeEvent:
 class Listener:
     """One subscriber's buffered view of the bus."""
 
-    __slots__ = ("_bus", "_recv", "_send")
+    __slots__ = ("_bus", "_recv", "_send", "resources")
 
     def __init__(self, bus: ChangeBus, buffer: int) -> None:
+        #: Resource URIs this listener wants updates of (counted by the bus).
+        self.resources: tuple[str, ...] = ()
         send: ObjectSendStream[ChangeEvent]
         recv: ObjectReceiveStream[ChangeEvent]
         send, recv = anyio.create_memory_object_stream(buffer)
@@ -60,7 +68,9 @@ class Listener:
         return await self._recv.receive()
 
     def close(self) -> None:
-        self._bus._listeners.discard(self)
+        if self in self._bus._listeners:
+            self._bus._listeners.discard(self)
+            self._bus.want(self.resources, False)
         self._send.close()
         self._recv.close()
 
@@ -72,16 +82,41 @@ class Listener:
 
 
 class ChangeBus:
-    __slots__ = ("_listeners", "_relays")
+    __slots__ = ("_interest", "_listeners", "_relays", "on_interest")
 
     def __init__(self) -> None:
         self._listeners: set[Listener] = set()
         self._relays: list[Callable[[ChangeEvent], None]] = []
+        self._interest: dict[str, int] = {}
+        #: Called with (uri, True) when a resource URI gains its first interested
+        #: listener and (uri, False) when it loses its last.
+        self.on_interest: Callable[[str, bool], None] | None = None
 
-    def listen(self, buffer: int = 64) -> Listener:
+    def listen(self, buffer: int = 64, resources: Iterable[str] = ()) -> Listener:
+        """A listener; ``resources`` are the URIs it wants updates of (held until it
+        closes)."""
         listener = Listener(self, buffer)
         self._listeners.add(listener)
+        if resources:
+            listener.resources = tuple(set(resources))
+            self.want(listener.resources, True)
         return listener
+
+    def want(self, uris: Iterable[str], wanted: bool) -> None:
+        """Count interest in resource updates of ``uris`` up (or down)."""
+        for uri in uris:
+            count = self._interest.get(uri, 0) + (1 if wanted else -1)
+            if count > 0:
+                self._interest[uri] = count
+            else:
+                self._interest.pop(uri, None)
+            first_or_last = (wanted and count == 1) or (not wanted and count == 0)
+            if first_or_last and self.on_interest is not None:
+                self.on_interest(uri, wanted)
+
+    def watched(self) -> set[str]:
+        """The resource URIs some listener wants updates of."""
+        return set(self._interest)
 
     def publish(self, event: ChangeEvent, *, relay: bool = True) -> None:
         """Deliver to local listeners and (unless it came from a relay) to other replicas."""

@@ -101,7 +101,12 @@ class LegacySession:
             uri = params.get("uri")
             if not isinstance(uri, str):
                 raise invalid_params("uri must be a string")
-            if method == "resources/subscribe":
+            subscribe = method == "resources/subscribe"
+            if subscribe != (uri in self.subscriptions):
+                bus = getattr(server, "bus", None)  # a relaying server subscribes upstream
+                if bus is not None:
+                    bus.want((uri,), subscribe)
+            if subscribe:
                 self.subscriptions.add(uri)
             else:
                 self.subscriptions.discard(uri)

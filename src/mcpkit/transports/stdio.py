@@ -75,7 +75,7 @@ class StdioServer:
 
     async def _listen(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
         subscription = Subscription(self.server, message["id"], message.get("params") or {})
-        with self.server.bus.listen() as listener:
+        with self.server.bus.listen(resources=subscription.resources) as listener:
             await endpoint.send(subscription.acknowledgement())
             while True:
                 note = subscription.notification_for(await listener.next())

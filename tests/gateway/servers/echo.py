@@ -118,3 +118,10 @@ def item(id: str) -> str:
 @server.completion
 def complete(ref: dict[str, Any], argument: dict[str, Any], context: Any) -> list[str]:
     return [f"{NAME}-{argument.get('value', '')}"]
+
+
+@server.tool
+def touch(uri: str) -> str:
+    """Announce that ``uri`` changed (``notifications/resources/updated`` to its watchers)."""
+    server.notify_resource_updated(uri)
+    return uri

@@ -184,7 +184,7 @@ async def _listen(
         failure = McpError(INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream")
         await writer.final(jsonrpc.error(message["id"], failure), 406)
         return
-    with app.server.bus.listen() as listener:
+    with app.server.bus.listen(resources=subscription.resources) as listener:
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
             await writer.message(subscription.acknowledgement())

@@ -1,0 +1,177 @@
+"""The stdio measures: cold start, the raw driver and each framework's own client.
+
+* **Cold start**: spawn the server, time until its answer to ``initialize`` arrives.
+* **Raw driver** (``bench/peers/stdio_driver.py``): one small process pinned to the client
+  core, blocking ``os.write``/``os.read`` on the server's pipes, no asyncio.  The same
+  driver for every contender's server: the cost of the server alone.
+* **Own client** (``bench/peers/client_driver.py``): each framework's own client against its
+  own server, each in its own venv: what an application gets end to end, and how the
+  issue measured its SDK baseline (``ClientSession`` over ``stdio_client``).
+
+Every round runs each contender once, a fresh server (and driver) each time, alternating.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+from .run import FASTMCP, FLOOR, LEGACY, OURS, PEERS_DIR, SDK, Proc, Run, _pin
+
+SEQ = "stdio tools/call sequential (legacy session)"
+OWN = "stdio tools/call sequential, each framework's own client"
+
+
+def _initialize_time(cmd: list[str], cpu: int | None, cwd: str) -> float:
+    """Seconds from spawning the server to its answer to ``initialize``."""
+    start = time.perf_counter()
+    proc = Proc(
+        cmd, cpu, cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert proc.popen.stdin is not None and proc.popen.stdout is not None
+    try:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY,
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"},
+            },
+        }
+        os.write(proc.popen.stdin.fileno(), json.dumps(init).encode() + b"\n")
+        buffer = b""
+        while True:
+            while b"\n" not in buffer:
+                chunk = os.read(proc.popen.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    raise RuntimeError(f"server closed stdout: {' '.join(cmd)}")
+                buffer += chunk
+            line, buffer = buffer.split(b"\n", 1)
+            msg = json.loads(line)
+            if msg.get("id") == 1:
+                return time.perf_counter() - start
+    finally:
+        with contextlib.suppress(OSError):
+            proc.popen.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.popen.wait(timeout=5)
+        proc.stop()
+
+
+def _run_json(cmd: list[str], cpu: int | None, what: str) -> dict[str, Any]:
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=str(PEERS_DIR), preexec_fn=_pin(cpu), timeout=900
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{what} failed: {done.stdout[-400:]} {done.stderr[-1500:]}")
+    return dict(json.loads(lines[-1]))
+
+
+def raw_driver_cmd(
+    python: str, server: list[str], calls: int, window: int, cpu: int | None
+) -> list[str]:
+    driver = str(PEERS_DIR / "stdio_driver.py")
+    return [
+        python,
+        driver,
+        str(calls),
+        str(window),
+        "-" if cpu is None else str(cpu),
+        "--",
+        *server,
+    ]
+
+
+def own_client_cmd(
+    name: str, python: str, server: list[str], calls: int, cpu: int | None
+) -> list[str]:
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None and shutil.which("taskset") else []
+    driver = str(PEERS_DIR / "client_driver.py")
+    return [python, driver, name, str(calls), "--", *pin, *server]
+
+
+def bench_stdio(ctx: Run) -> None:
+    s = ctx.settings
+    names = ctx.live()
+    colds: dict[str, list[float]] = {n: [] for n in names}
+    for _ in range(s.cold_starts):
+        for name in names:
+            cmd = ctx.contenders[name].stdio_cmd()
+            colds[name].append(_initialize_time(cmd, s.server_cpu, ctx.workdir) * 1000)
+    for name in names:
+        ctx.record(
+            "cold start to first response (stdio initialize)",
+            name,
+            statistics.median(colds[name]),
+            "ms",
+            higher=False,
+        )
+    ctx.progress("stdio cold start")
+
+    raw: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    own: dict[str, list[dict[str, Any]]] = {n: [] for n in names if n in (OURS, SDK, FASTMCP)}
+    for _ in range(s.rounds):
+        for name in names:
+            c = ctx.contenders[name]
+            # The same driver, on the bench's interpreter, for every contender's server.
+            cmd = raw_driver_cmd(
+                sys.executable, c.stdio_cmd(), s.stdio_calls, s.stdio_window, s.server_cpu
+            )
+            raw[name].append(_run_json(cmd, s.client_cpu, f"stdio driver for {name}"))
+            if name in own:
+                cmd = own_client_cmd(name, c.python, c.stdio_cmd(), s.client_calls, s.server_cpu)
+                own[name].append(_run_json(cmd, s.client_cpu, f"{name}'s own client"))
+    for name, runs in raw.items():
+        ctx.record(SEQ, name, _median([r["seq"] for r in runs], "rps"), "calls/s", higher=True)
+        ctx.record(
+            "stdio tools/call sequential p50",
+            name,
+            _median([r["seq"] for r in runs], "p50_ms"),
+            "ms",
+            higher=False,
+        )
+        ctx.record(
+            "stdio tools/call sequential p99",
+            name,
+            _median([r["seq"] for r in runs], "p99_ms"),
+            "ms",
+            higher=False,
+        )
+        pipe = statistics.median(r["pipe"] for r in runs)
+        ctx.record(
+            f"stdio tools/call pipelined (window {s.stdio_window})",
+            name,
+            pipe,
+            "calls/s",
+            higher=True,
+        )
+        modern: Any = "n/a (refused)"
+        if all(r["modern"] is not None for r in runs):
+            modern = _median([r["modern"] for r in runs], "rps")
+        ctx.record(
+            "stdio tools/call sequential (2026-07-28 _meta)", name, modern, "calls/s", higher=True
+        )
+    ctx.progress("stdio round trips (raw driver)")
+    # The floor has no client: its column is the raw driver against the bare echo, the
+    # least any client + server pair can take over these pipes.
+    if FLOOR in raw:
+        own[FLOOR] = [r["seq"] for r in raw[FLOOR]]
+    for name, runs in own.items():
+        ctx.record(OWN, name, _median(runs, "rps"), "calls/s", higher=True)
+        ctx.record(f"{OWN} p50", name, _median(runs, "p50_ms"), "ms", higher=False)
+        ctx.record(f"{OWN} p99", name, _median(runs, "p99_ms"), "ms", higher=False)
+    ctx.progress("stdio round trips (own clients)")
+
+
+def _median(runs: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.median(r[key] for r in runs))

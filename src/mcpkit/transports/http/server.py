@@ -21,6 +21,7 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: A request head larger than this (or a header value over 8 KiB, or more fields) gets
 #: 431 and a close, like common proxies (nginx: 8 KiB lines).
 MAX_HEADER_BYTES = 16 * 1024
+MAX_HEADER_VALUE = 8 * 1024
 MAX_HEADER_FIELDS = 100
 _TOO_LARGE = (
     b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
@@ -65,6 +66,18 @@ class _HeaderDeadline:
             transport.close()
 
 
+def _head_fits(url: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
+    """The exact size check of a complete request head (see ``GuardedHttpTools``)."""
+    if len(url) > MAX_HEADER_BYTES:
+        return False
+    size = 0
+    for name, value in headers:
+        if len(value) > MAX_HEADER_VALUE:
+            return False
+        size += len(name) + len(value)
+    return size <= MAX_HEADER_BYTES
+
+
 def protocol_classes() -> dict[str, type]:
     """``{"httptools": cls, "h11": cls}`` for what is installed."""
     classes: dict[str, type] = {}
@@ -72,44 +85,53 @@ def protocol_classes() -> dict[str, type]:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
         class GuardedHttpTools(_HeaderDeadline, HttpToolsProtocol):
-            _header_bytes = 0
-            _header_fields = 0
+            """The deadline and the size limits, at almost no cost per request.
+
+            A request head nearly always arrives whole in one read.  So nothing is done per
+            header: the head is checked once it is complete, and exactly only when it was
+            not a single read of at most 8 KiB (which can hold no oversized value nor an
+            oversized head).  While a head is incomplete, the bytes received for it are
+            counted (a head that grows past the limit is refused before it is complete), and
+            the deadline timer is armed only then (not for every request: a timer per
+            request cost more than the rest of this guard).
+            """
+
+            _in_head = False  # a request head has begun and is not complete yet
+            _began = False  # ... and it began in the chunk being fed
+            _chunk = 0  # size of the chunk being fed
+            _head_bytes = 0  # bytes of an incomplete head's later chunks
 
             def connection_made(self, transport: Any) -> None:
                 super().connection_made(transport)
-                self._header_bytes = self._header_fields = 0
-                self._arm()
+                self._arm()  # the first head must arrive within the deadline of connecting
 
             def data_received(self, data: bytes) -> None:
-                waiting = self._deadline is not None
+                self._chunk = len(data)
                 super().data_received(data)
-                if waiting and self._deadline is not None:  # the head is still incomplete
-                    self._header_bytes += len(data)
-                    if self._header_bytes > MAX_HEADER_BYTES:
-                        self._too_large()
+                if self._in_head:  # the head is still incomplete after this chunk
+                    if self._began:  # a new head: the deadline runs from its start
+                        self._began = False
+                        self._head_bytes = 0
+                        self._arm()
+                    else:
+                        self._head_bytes += self._chunk
+                        if self._head_bytes > MAX_HEADER_BYTES:
+                            self._too_large()
 
             def on_message_begin(self) -> None:
                 super().on_message_begin()
-                self._header_bytes = self._header_fields = 0
-                self._arm()
-
-            def on_url(self, url: bytes) -> None:
-                super().on_url(url)
-                if len(self.url) > MAX_HEADER_BYTES:
-                    self._too_large()
-
-            def on_header(self, name: bytes, value: bytes) -> None:
-                self._header_fields += 1
-                if self._header_fields > MAX_HEADER_FIELDS or len(value) > 8 * 1024:
-                    self._too_large()
-                    return
-                super().on_header(name, value)
+                self._in_head = self._began = True
 
             def on_headers_complete(self) -> None:
-                self._disarm()
+                self._in_head = False
+                if self._deadline is not None:
+                    self._disarm()
                 if self.transport.is_closing():
                     return
-                if sum(len(n) + len(v) for n, v in self.headers) > MAX_HEADER_BYTES:
+                headers = self.headers
+                whole = self._began and self._chunk <= MAX_HEADER_VALUE
+                self._began = False
+                if len(headers) > MAX_HEADER_FIELDS or not (whole or _head_fits(self.url, headers)):
                     self._too_large()
                     return
                 super().on_headers_complete()

@@ -27,12 +27,14 @@ import os
 import shlex
 import signal
 import subprocess
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Literal
 
 import anyio
+import sniffio
 from anyio.abc import Process, TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
@@ -51,6 +53,7 @@ from .client_base import (
     ServerStartupError,
     message_stream,
 )
+from .stdio_io import PipeEndpoint, PipeWriter, read_chunks
 
 log = logging.getLogger("mcpkit.client.stdio")
 stderr_log = logging.getLogger("mcpkit.client.stderr")
@@ -100,35 +103,65 @@ class StdioTransport:
         self._last_junk = ""
         self._exit_code: int | None = None
         self._exited = anyio.Event()
+        #: On asyncio the pipes are ours (plain pipe transports, see PipeEndpoint);
+        #: elsewhere anyio's process streams.
+        self._pipe: PipeWriter | None = None
+        self._chunks: AsyncIterator[bytes] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> StdioTransport:
         env = None
         if self.env is not None or not self.inherit_env:
             env = {**(os.environ if self.inherit_env else {}), **(self.env or {})}
+        ours: tuple[int, int] | None = None  # (we write its stdin, we read its stdout)
+        stdin = stdout = subprocess.PIPE
+        if sniffio.current_async_library() == "asyncio":
+            # Our own pipes (created close-on-exec, so no other child inherits our ends),
+            # driven by plain pipe transports: see PipeEndpoint.
+            stdin, ours_w = os.pipe()
+            ours_r, stdout = os.pipe()
+            ours = (ours_w, ours_r)
         try:
             self._process = await anyio.open_process(
                 self.command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
+                stdin=stdin,
+                stdout=stdout,
                 stderr=None if self.stderr_mode == "inherit" else subprocess.PIPE,
                 cwd=self.cwd,
                 env=env,
                 start_new_session=os.name == "posix",
             )
-        except FileNotFoundError as exc:
-            where = f" (cwd {self.cwd})" if self.cwd else ""
-            raise ServerStartupError(
-                f"cannot start server {shlex.join(self.command)!r}: {exc.strerror}: "
-                f"{exc.filename or self.command[0]!r}{where}"
-            ) from None
         except OSError as exc:
+            if ours is not None:
+                os.close(ours[0])
+                os.close(ours[1])
+            what = str(exc)
+            if isinstance(exc, FileNotFoundError):
+                where = f" (cwd {self.cwd})" if self.cwd else ""
+                what = f"{exc.strerror}: {exc.filename or self.command[0]!r}{where}"
             raise ServerStartupError(
-                f"cannot start server {shlex.join(self.command)!r}: {exc}"
+                f"cannot start server {shlex.join(self.command)!r}: {what}"
             ) from None
-        endpoint = Endpoint(
-            self._write, self._serve_request, self._notification, max_line=self.max_line
-        )
+        finally:
+            if ours is not None:  # the child's ends: it has its own copies now
+                os.close(stdin)
+                os.close(stdout)
+        endpoint: Endpoint
+        if ours is not None:
+            self._pipe = await PipeWriter.open(ours[0])
+            self._chunks = read_chunks(ours[1], closefd=True)
+            endpoint = PipeEndpoint(
+                self._pipe,
+                self._flush,
+                self._write,
+                self._serve_request,
+                self._notification,
+                max_line=self.max_line,
+            )
+        else:
+            endpoint = Endpoint(
+                self._write, self._serve_request, self._notification, max_line=self.max_line
+            )
         endpoint.reply_to_invalid = False
         endpoint.on_invalid = self._junk
         self._endpoint = endpoint
@@ -156,7 +189,9 @@ class StdioTransport:
             return
         if self._endpoint is not None:
             self._endpoint.close("the client closed the connection")
-        if process.stdin is not None:
+        if self._pipe is not None:
+            self._pipe.close()  # EOF on its stdin once what is buffered went out
+        elif process.stdin is not None:
             with anyio.move_on_after(1):
                 with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     await process.stdin.aclose()
@@ -225,6 +260,12 @@ class StdioTransport:
     # ------------------------------------------------------------------ pipes
     async def _write(self, data: bytes) -> None:
         process = self._process
+        if self._pipe is not None:
+            try:
+                await self._pipe.write(data)
+                return
+            except (anyio.BrokenResourceError, OSError):
+                raise ConnectionClosedError(await self._closed_detail("writing to it")) from None
         if process is None or process.stdin is None:
             raise ConnectionClosedError("the server process is not running")
         try:
@@ -232,11 +273,21 @@ class StdioTransport:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             raise ConnectionClosedError(await self._closed_detail("writing to it")) from None
 
+    async def _flush(self) -> None:
+        """Wait until the server's stdin pipe drained (raises if it broke)."""
+        assert self._pipe is not None
+        try:
+            await self._pipe.drain()
+        except (anyio.BrokenResourceError, OSError):
+            raise ConnectionClosedError(await self._closed_detail("writing to it")) from None
+
     async def _read_stdout(self, endpoint: Endpoint) -> None:
         process = self._process
-        assert process is not None and process.stdout is not None
+        assert process is not None
+        chunks = self._chunks if self._chunks is not None else process.stdout
+        assert chunks is not None
         try:
-            await endpoint.run(process.stdout)
+            await endpoint.run(chunks)
         except Exception:  # never let a reader crash cancel the caller's code
             log.exception("stdio reader failed")
             endpoint.close("reading the server's stdout failed")
@@ -339,7 +390,7 @@ class StdioTransport:
         endpoint = self._require()
         if endpoint.closed is not None:
             raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
-        started = anyio.current_time()
+        started = time.monotonic()
         try:
             return await endpoint.request(
                 method,
@@ -354,7 +405,7 @@ class StdioTransport:
                 await self._closed_detail(f"{method} was pending")
             ) from None
         except RequestTimeout:
-            elapsed = anyio.current_time() - started
+            elapsed = time.monotonic() - started
             hard = (
                 max_timeout is not None
                 and timeout is not None

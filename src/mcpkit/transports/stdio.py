@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 import anyio
+import sniffio
 
 from ..protocol.negotiation import modern_version_of, parse_modern_meta
 from ..runtime.contracts import ServedServer
@@ -24,7 +25,7 @@ from ..runtime.listen import Subscription, legacy_notification_for
 from ..types.errors import McpError, method_not_found
 from ..types.jsonrpc import Message
 from ..types.methods import METHODS
-from .stdio_io import fd_writer, read_chunks
+from .stdio_io import PipeEndpoint, PipeWriter, fd_writer, is_pipe_like, read_chunks
 
 
 class _StdioExchange(Exchange):
@@ -94,8 +95,16 @@ class StdioServer:
             self.session.on_notification(message)
 
     async def serve(self, in_fd: int, out_fd: int) -> None:
-        write = await fd_writer(out_fd)
-        endpoint = Endpoint(write, self.on_request, self.on_notification)
+        endpoint: Endpoint
+        if sniffio.current_async_library() == "asyncio" and is_pipe_like(out_fd):
+            # Replies go out with one os.write each, no lock (see PipeEndpoint).
+            pipe = await PipeWriter.open(out_fd, closefd=False)
+            endpoint = PipeEndpoint(
+                pipe, pipe.drain, pipe.write, self.on_request, self.on_notification
+            )
+        else:
+            write = await fd_writer(out_fd)
+            endpoint = Endpoint(write, self.on_request, self.on_notification)
         async with self.server.running():
             await endpoint.run(read_chunks(in_fd))
 

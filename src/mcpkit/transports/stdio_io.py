@@ -57,7 +57,7 @@ async def _thread_reader(fd: int) -> AsyncIterator[bytes]:
         yield chunk
 
 
-def _is_pipe_like(fd: int) -> bool:
+def is_pipe_like(fd: int) -> bool:
     """Event-loop pipe transports accept pipes, sockets and terminals, not regular files
     (uvloop even aborts the process): ``mcpkit serve x.py < requests.jsonl`` must work."""
     try:
@@ -69,7 +69,7 @@ def _is_pipe_like(fd: int) -> bool:
 
 def read_chunks(fd: int, *, closefd: bool = False) -> AsyncIterator[bytes]:
     """Chunks from ``fd`` until EOF (``closefd``: close it at the end, asyncio only)."""
-    if sniffio.current_async_library() == "asyncio" and _is_pipe_like(fd):
+    if sniffio.current_async_library() == "asyncio" and is_pipe_like(fd):
         return _asyncio_reader(fd, closefd)
     return _thread_reader(fd)
 
@@ -121,7 +121,7 @@ class PipeWriter:
 
 async def fd_writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
     """An async ``write(data)`` for ``fd`` that waits when the pipe is full."""
-    if sniffio.current_async_library() == "asyncio" and _is_pipe_like(fd):
+    if sniffio.current_async_library() == "asyncio" and is_pipe_like(fd):
         return (await PipeWriter.open(fd, closefd=False)).write
 
     async def write_thread(data: bytes) -> None:

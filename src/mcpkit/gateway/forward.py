@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import codecs
 import itertools
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,6 +49,8 @@ from ..types.methods import name_param
 __all__ = ["FastLane"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")  # CTLs but HTAB; non-latin-1
 ProgressRelay = Callable[[dict[str, Any]], Awaitable[None]]
 LogRelay = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -81,7 +84,10 @@ class FastLane:
             "content-type": "application/json",
             "accept": "application/json, text/event-stream",
         }
-        fixed.update({k.lower(): v for k, v in headers.items()})
+        for key, value in headers.items():
+            if not _TOKEN.fullmatch(key) or _BAD_VALUE.search(value):
+                raise ValueError(f"header {key!r} cannot be sent as it is")
+            fixed[key.lower()] = value
         self._request_line = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n"
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
         self._ids = itertools.count(1)

@@ -114,13 +114,16 @@ class Upstream:
             # default pool costs ~1 ms of CPU per forwarded call under load.
             self._http = http11.pooled_client()
             kwargs["http_client"] = self._http
-            self.lane = FastLane(
-                self.config.url,
-                http11.Http11Pool(),
-                headers=dict(self.config.headers),
-                timeout=self.config.timeout_s,
-                on_log=self._log_bridge,
-            )
+            try:
+                self.lane = FastLane(
+                    self.config.url,
+                    http11.Http11Pool(),
+                    headers=dict(self.config.headers),
+                    timeout=self.config.timeout_s,
+                    on_log=self._log_bridge,
+                )
+            except ValueError as exc:  # httpx will say what is wrong, call by call
+                log.warning("upstream %s: no fast lane: %s", self.name, exc)
         bridge: Any = self._bridge
         return Client(
             target,

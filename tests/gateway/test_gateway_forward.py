@@ -1,0 +1,178 @@
+"""The gateway's fast lane (mcpkit.gateway.forward) against a real socket.
+
+A small asyncio server on 127.0.0.1 records the exact bytes the lane sends and answers
+what each test needs: JSON, a JSON-RPC error, a bare HTTP error, or an SSE stream with
+progress and log notifications before the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator, Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from mcpkit.gateway.forward import FastLane
+from mcpkit.transports.client_base import HttpStatusError, ServerError
+from mcpkit.transports.http11 import Http11Pool
+
+pytestmark = pytest.mark.anyio
+
+MODERN = "2026-07-28"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Recorder:
+    def __init__(self, answer: Callable[[dict[str, Any]], bytes]) -> None:
+        self.answer = answer
+        self.heads: list[dict[str, str]] = []
+        self.bodies: list[dict[str, Any]] = []
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                fields = {"": lines[0]}
+                for line in lines[1:]:
+                    if line:
+                        name, _, value = line.partition(":")
+                        fields[name.strip().lower()] = value.strip()
+                body = json.loads(await reader.readexactly(int(fields["content-length"])))
+                self.heads.append(fields)
+                self.bodies.append(body)
+                writer.write(self.answer(body))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[Callable[..., Any]]:
+    servers: list[asyncio.Server] = []
+
+    async def start(answer: Callable[[dict[str, Any]], bytes]) -> tuple[Recorder, str]:
+        recorder = Recorder(answer)
+        server = await asyncio.start_server(recorder.serve, "127.0.0.1", 0)
+        servers.append(server)
+        port = server.sockets[0].getsockname()[1]
+        return recorder, f"http://127.0.0.1:{port}/mcp?tenant=a"
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def http(status: str, content_type: str, body: bytes) -> bytes:
+    return (
+        f"HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\n"
+        f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+
+def result_of(body: dict[str, Any], result: dict[str, Any]) -> bytes:
+    payload = {"jsonrpc": "2.0", "id": body["id"], "result": result}
+    return http("200 OK", "application/json", json.dumps(payload).encode())
+
+
+# Only what the lane asks of a client: the session's per-request _meta.
+CLIENT: Any = SimpleNamespace(
+    session=SimpleNamespace(
+        meta=lambda token=None: {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            **({"progressToken": token} if token else {}),
+        }
+    )
+)
+
+
+async def test_request_head_and_body(upstream: Any) -> None:
+    recorder, url = await upstream(lambda body: result_of(body, {"content": []}))
+    lane = FastLane(url, Http11Pool(), headers={"Authorization": "Bearer t"}, timeout=5)
+    meta = {"traceparent": "00-aa-bb-01"}
+    result = await lane.request(CLIENT, "tools/call", {"name": "échø", "arguments": {}}, meta)
+    assert result == {"content": []}
+    head, body = recorder.heads[0], recorder.bodies[0]
+    assert head[""] == "POST /mcp?tenant=a HTTP/1.1"
+    assert head["host"] == url.split("/")[2]
+    assert head["authorization"] == "Bearer t"
+    assert head["mcp-protocol-version"] == MODERN
+    assert head["mcp-method"] == "tools/call"
+    # a name that is not plain visible ASCII goes in the base64 sentinel form
+    assert head["mcp-name"] == "=?base64?" + base64.b64encode("échø".encode()).decode() + "?="
+    assert head["accept"] == "application/json, text/event-stream"
+    assert body["method"] == "tools/call" and body["params"]["name"] == "échø"
+    assert body["params"]["_meta"]["traceparent"] == "00-aa-bb-01"
+    assert body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN
+    await lane.request(CLIENT, "tools/list", {}, {})
+    assert "mcp-name" not in recorder.heads[1]
+    assert recorder.bodies[1]["id"] != body["id"]
+
+
+async def test_errors_are_the_clients_error_types(upstream: Any) -> None:
+    def answer(body: dict[str, Any]) -> bytes:
+        if body["params"].get("name") == "broken":
+            return http("500 Internal Server Error", "text/plain", b"boom")
+        error = {"code": -32602, "message": "Unknown tool: nope"}
+        payload = json.dumps({"jsonrpc": "2.0", "id": body["id"], "error": error}).encode()
+        return http("400 Bad Request", "application/json", payload)
+
+    _, url = await upstream(answer)
+    lane = FastLane(url, Http11Pool(), headers={}, timeout=5)
+    with pytest.raises(ServerError) as info:
+        await lane.request(CLIENT, "tools/call", {"name": "nope"}, {})
+    assert info.value.code == -32602
+    with pytest.raises(HttpStatusError) as status:
+        await lane.request(CLIENT, "tools/call", {"name": "broken"}, {})
+    assert status.value.status == 500
+
+
+async def test_sse_answer_relays_progress_and_logs(upstream: Any) -> None:
+    def answer(body: dict[str, Any]) -> bytes:
+        token = body["params"]["_meta"]["progressToken"]
+        events = [
+            {"jsonrpc": "2.0", "method": "notifications/progress",
+             "params": {"progressToken": token, "progress": 1, "total": 2}},
+            {"jsonrpc": "2.0", "method": "notifications/progress",
+             "params": {"progressToken": "someone-else", "progress": 9}},
+            {"jsonrpc": "2.0", "method": "notifications/message",
+             "params": {"level": "info", "data": "working"}},
+            {"jsonrpc": "2.0", "id": body["id"], "result": {"content": [], "ok": True}},
+        ]  # fmt: skip
+        stream = b"".join(b"event: message\r\ndata: " + json.dumps(e).encode() + b"\r\n\r\n"
+                          for e in events)  # fmt: skip
+        return http("200 OK", "text/event-stream", stream)
+
+    _, url = await upstream(answer)
+    logs: list[dict[str, Any]] = []
+    progress: list[dict[str, Any]] = []
+
+    async def on_log(params: dict[str, Any]) -> None:
+        logs.append(params)
+
+    async def on_progress(params: dict[str, Any]) -> None:
+        progress.append(params)
+
+    lane = FastLane(url, Http11Pool(), headers={}, timeout=5, on_log=on_log)
+    result = await lane.request(CLIENT, "tools/call", {"name": "slow"}, {}, progress=on_progress)
+    assert result == {"content": [], "ok": True}
+    assert [p["progress"] for p in progress] == [1]
+    assert logs == [{"level": "info", "data": "working"}]
+
+
+def test_headers_that_cannot_be_sent_are_refused() -> None:
+    for bad in ({"X-A": "a\r\nX-Evil: 1"}, {"Bad Name": "v"}, {"X": "☃"}):
+        with pytest.raises(ValueError):
+            FastLane("http://127.0.0.1:1/mcp", Http11Pool(), headers=bad, timeout=1)
+    with pytest.raises(ValueError):
+        FastLane("https://example.com/mcp", Http11Pool(), headers={}, timeout=1)

@@ -63,6 +63,21 @@ def make_app(recorder: Recorder, **options: Any) -> McpHttpApp:
     def echo(nonce: str) -> str:
         return nonce
 
+    async def _waiting(seconds: float) -> str:
+        recorder.started.set()
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            recorder.cancelled.set()
+            raise
+        recorder.finished.set()
+        return "finished"
+
+    @server.tool
+    def slow_plain(seconds: float) -> Any:
+        """A plain def (run inline, no per-request cancel scope) returning an awaitable."""
+        return _waiting(seconds)
+
     @server.tool
     def surrogate() -> str:
         return "bad \udcff name"  # e.g. a filename decoded with surrogateescape
@@ -117,6 +132,27 @@ def test_modern_disconnect_before_any_output_cancels_the_handler(
     assert recorder.cancelled.wait(WAIT), "closing the connection did not cancel the handler"
     assert not recorder.finished.is_set()
     client.assert_healthy()
+
+
+def test_modern_disconnect_cancels_what_a_plain_tool_returned_to_await(
+    running: ThreadServer, recorder: Recorder, client: McpHttp
+) -> None:
+    message = modern_request(1, "tools/call", {"name": "slow_plain", "arguments": {"seconds": 30}})
+    sock = raw_post(running.port, message, modern_headers(message))
+    assert recorder.started.wait(WAIT)
+    sock.close()
+    assert recorder.cancelled.wait(WAIT), "closing the connection did not cancel the handler"
+    assert not recorder.finished.is_set()
+    client.assert_healthy()
+
+
+def test_modern_plain_tool_returning_an_awaitable_answers(
+    recorder: Recorder, client: McpHttp
+) -> None:
+    reply = client.modern("tools/call", {"name": "slow_plain", "arguments": {"seconds": 0.01}})
+    assert reply.status == 200
+    assert reply.result["content"][0]["text"] == "finished", reply.result
+    assert recorder.finished.is_set()
 
 
 def test_modern_disconnect_mid_sse_cancels_the_handler(

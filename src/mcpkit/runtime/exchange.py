@@ -8,15 +8,29 @@ server package never imports a transport; transports subclass :class:`Exchange`.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..types.errors import INTERNAL_ERROR, McpError
+
+
+class Interrupted(BaseException):
+    """The transport ended the request while handler code waited in an
+    :meth:`Exchange.interruptible` block (HTTP: the client went away).  A BaseException so
+    that handlers' ``except Exception`` lets it through; the transport catches it."""
 
 
 class Exchange:
     """Default: notifications are dropped and server->client requests are impossible."""
 
     __slots__ = ()
+
+    def interruptible(self) -> contextlib.AbstractContextManager[Any]:
+        """A block around handler code that may wait, which the transport may cancel; when
+        it does, the block swallows the cancellation and the caller raises
+        :class:`Interrupted`.  Only for requests a transport does not already run inside a
+        cancel scope of its own (see ``ToolEntry.inline``).  Default: not interruptible."""
+        return contextlib.nullcontext()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         return None

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..protocol.sealing import InvalidState
+from ..runtime.exchange import Interrupted
 from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params
 from .content import json_text
 from .context import Context
 from .mrtr import InputRound, NeedInput, input_required_result
-from .registry import ToolError, call_maybe_async, resource_contents
+from .registry import PLAIN_RESULTS, ToolError, call_maybe_async, resource_contents
 from .schema import validation_error
 
 if TYPE_CHECKING:
@@ -80,6 +81,10 @@ def table(server: Server) -> dict[str, Handler]:
                     value = await anyio.to_thread.run_sync(
                         functools.partial(tool.fn, **kwargs), abandon_on_cancel=True
                     )
+                elif tool.inline:
+                    value = tool.fn(**kwargs)
+                    if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
+                        value = await _interruptible(ctx, value)
                 else:
                     value = await call_maybe_async(tool.fn, kwargs)
             except (McpError, NeedInput):
@@ -230,6 +235,14 @@ def table(server: Server) -> dict[str, Handler]:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+async def _interruptible(ctx: Context, awaitable: Any) -> Any:
+    """Await what an inline tool returned, in a block the transport can cancel (the
+    transport opened no cancel scope for an inline tool: see ``ToolEntry.inline``)."""
+    with ctx.exchange.interruptible():
+        return await awaitable
+    raise Interrupted  # the block swallowed the transport's cancellation
 
 
 def _is_cancel(exc: BaseException) -> bool:

@@ -22,12 +22,12 @@ Fn = Callable[..., Any]
 
 #: Results that are certainly not awaitable (exact types): skips the ABC check that
 #: ``inspect.isawaitable`` makes for every plain return value.
-_PLAIN_RESULTS = frozenset({str, dict, list, tuple, int, float, bool, bytes, type(None)})
+PLAIN_RESULTS = frozenset({str, dict, list, tuple, int, float, bool, bytes, type(None)})
 
 
 async def call_maybe_async(fn: Fn, kwargs: dict[str, Any]) -> Any:
     result = fn(**kwargs)
-    if type(result) in _PLAIN_RESULTS:
+    if type(result) in PLAIN_RESULTS:
         return result
     if inspect.isawaitable(result):
         result = await result
@@ -100,6 +100,16 @@ class ToolEntry:
     accepts: frozenset[str] | None = None
     #: Run a sync function in a worker thread (it blocks or is CPU-bound).
     threaded: bool = False
+    #: ``fn`` is an ``async def``.
+    coroutine: bool = False
+
+    @property
+    def inline(self) -> bool:
+        """A call runs to its end in one step on the event loop: a plain ``def``, not
+        threaded, never a task.  Its only possible wait is on an awaitable the function
+        returns, which the handler awaits inside ``exchange.interruptible()``; so a
+        transport may skip the cancel scope it would otherwise open per request."""
+        return not self.coroutine and not self.threaded and self.task_support == "forbidden"
 
     def explicit_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check arguments against a hand-written schema; raise ToolError listing errors."""
@@ -213,6 +223,7 @@ def make_tool(
         schema_validator=_compile_schema(input_schema) if input_schema is not None else None,
         context_param=arguments.context_param,
         accepts=_accepted_names(fn, arguments),
+        coroutine=inspect.iscoroutinefunction(fn),
     )
 
 

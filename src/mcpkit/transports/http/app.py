@@ -30,6 +30,7 @@ from ...types.codec import DecodeError, DuplicateKeyError, decode, encode
 from ...types.errors import INVALID_REQUEST, PARSE_ERROR, McpError
 from ...types.versions import LEGACY_VERSIONS, era_of
 from .asgi import (
+    BodyTimeout,
     BodyTooLarge,
     ClientGone,
     Receive,
@@ -37,7 +38,7 @@ from .asgi import (
     Scope,
     Send,
     header_map,
-    read_body_within,
+    read_body_now,
     send_error,
 )
 from .legacy import handle_legacy_delete, handle_legacy_get, handle_legacy_post
@@ -209,32 +210,28 @@ class McpHttpApp:
             failure = McpError(INVALID_REQUEST, "Unsupported Media Type: use application/json")
             await send_error(send, 415, failure)
             return
-        # One cancel scope per request, entered before anything can suspend: the body
-        # timeout is armed on it only if the body is slow to arrive, and a modern handler
-        # that waits is cancelled through it when the client goes away.
-        body: bytes | None = None
-        with anyio.CancelScope() as scope:
-            try:
-                body = await read_body_within(
-                    scope,
-                    receive,
-                    self.options.max_body_bytes,
-                    headers.get("content-length"),
-                    self.options.body_timeout_s,
-                )
-            except BodyTooLarge:
-                limit = self.options.max_body_bytes
-                failure = McpError(
-                    INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes"
-                )
-                await send_error(send, 413, failure)
-                return
-            except ClientGone:
-                return
-            await self._route(body, headers, receive, send, principal, scope)
-        if body is None and scope.cancelled_caught:
+        # No cancel scope here: the body is nearly always there already (a scope is entered
+        # only for a body that has to be waited for), and the modern handler opens its own
+        # only when it needs one (see handle_modern).
+        try:
+            body = await read_body_now(
+                receive,
+                self.options.max_body_bytes,
+                headers.get("content-length"),
+                self.options.body_timeout_s,
+            )
+        except BodyTooLarge:
+            limit = self.options.max_body_bytes
+            failure = McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+            await send_error(send, 413, failure)
+            return
+        except ClientGone:
+            return
+        except BodyTimeout:
             failure = McpError(INVALID_REQUEST, "Request Timeout: the body arrived too slowly")
             await send_error(send, 408, failure, headers=[(b"connection", b"close")])
+            return
+        await self._route(body, headers, receive, send, principal)
 
     async def _route(
         self,
@@ -243,7 +240,6 @@ class McpHttpApp:
         receive: Receive,
         send: Send,
         principal: Any,
-        scope: anyio.CancelScope,
     ) -> None:
         try:
             message = decode(body)
@@ -271,7 +267,7 @@ class McpHttpApp:
             and modern_version_of(message.get("params")) is not None
         )
         if modern and self.options.modern:
-            await handle_modern(self, message, kind, headers, receive, send, principal, scope)
+            await handle_modern(self, message, kind, headers, receive, send, principal)
         elif self.options.legacy:
             await handle_legacy_post(self, message, kind, headers, send, principal)
         else:

@@ -19,7 +19,7 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
-from ...runtime.exchange import Exchange
+from ...runtime.exchange import Exchange, Interrupted
 from ...runtime.listen import Subscription
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
@@ -28,6 +28,7 @@ from .asgi import (
     Receive,
     Resumed,
     Send,
+    new_cancel_scope,
     run_until_suspended,
     send_empty,
     send_error,
@@ -42,10 +43,22 @@ KEEPALIVE_SECONDS = 15.0
 
 
 class ModernExchange(Exchange):
-    __slots__ = ("writer",)
+    __slots__ = ("gone", "scope", "writer")
 
     def __init__(self, writer: ResponseWriter) -> None:
         self.writer = writer
+        self.scope: anyio.CancelScope | None = None
+        self.gone = False
+
+    def interruptible(self) -> anyio.CancelScope:
+        self.scope = new_cancel_scope()
+        return self.scope
+
+    def cancel(self) -> None:
+        """The client went away (the request runs in no cancel scope of ours)."""
+        self.gone = True
+        if self.scope is not None:
+            self.scope.cancel()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
@@ -87,6 +100,7 @@ async def handle_modern(
         check_modern_version(version, app.server.modern_versions)
         method: str = message["method"]
         tool_headers: tuple[hdr.HeaderParam, ...] = ()
+        tool = None
         if method == "tools/call" and isinstance(params, dict):
             name = params.get("name")
             tool = app.server.tools.get(name) if isinstance(name, str) else None
@@ -107,10 +121,14 @@ async def handle_modern(
         return
     exchange = ModernExchange(writer)
     answer: tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None = None
-    if scope is None:
-        with anyio.CancelScope() as scope:
+    if scope is None and tool is not None and tool.inline:
+        # No cancel scope: a new task's first scope costs ~5 us (anyio's per-task state),
+        # and an inline tool can only wait inside exchange.interruptible().
+        answer = await _answer(app, message, meta, exchange, receive, principal, None)
+    elif scope is None:
+        with new_cancel_scope() as scope:
             answer = await _answer(app, message, meta, exchange, receive, principal, scope)
-    else:  # the caller's scope, entered before the body was read (see McpHttpApp._post)
+    else:  # a scope the caller entered for this request
         answer = await _answer(app, message, meta, exchange, receive, principal, scope)
     if answer is not None:  # None: the client went away and the handler was cancelled
         await writer.final(*answer)
@@ -123,24 +141,28 @@ async def _answer(
     exchange: ModernExchange,
     receive: Receive,
     principal: Any,
-    scope: anyio.CancelScope,
-) -> tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None]:
-    """The response message, HTTP status and extra headers for one modern request.
+    scope: anyio.CancelScope | None,
+) -> tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None:
+    """The response message, HTTP status and extra headers for one modern request, or
+    None when the client went away and the handler was interrupted.
 
     Closing the response stream cancels the handler.  Most handlers finish without ever
     suspending, and those cannot be interrupted: they run to the end in their first step
     and need no watcher.  Only a handler that waits gets a watcher task (in the server's
-    task group) that cancels ``scope`` when the client goes away.
+    task group) that cancels ``scope`` when the client goes away (no ``scope``: the
+    exchange's interruptible block, see ``ToolEntry.inline``).
     """
     request_id = message["id"]
     coro = app.server.dispatch(message, meta, exchange, principal=principal)
     try:
         done, value = run_until_suspended(coro)
         if not done:
-            value = await _finish_watched(app, coro, value, receive, scope)
+            value = await _finish_watched(app, coro, value, receive, scope or exchange)
         return jsonrpc.result(request_id, value), 200, None
     except McpError as err:
         return jsonrpc.error(request_id, err), err.http_status, err.http_headers
+    except Interrupted:
+        return None
 
 
 async def _finish_watched(
@@ -148,18 +170,20 @@ async def _finish_watched(
     coro: Coroutine[Any, Any, dict[str, Any]],
     yielded: Any,
     receive: Receive,
-    scope: anyio.CancelScope,
+    target: anyio.CancelScope | ModernExchange,
 ) -> dict[str, Any]:
     stop = anyio.CancelScope()
     if app.server._tg is not None:
-        app.server.spawn(partial(_watch, receive, scope, stop))
+        app.server.spawn(partial(_watch, receive, target, stop))
     try:
         return await Resumed(coro, yielded)
     finally:
         stop.cancel()
 
 
-async def _watch(receive: Receive, target: anyio.CancelScope, stop: anyio.CancelScope) -> None:
+async def _watch(
+    receive: Receive, target: anyio.CancelScope | ModernExchange, stop: anyio.CancelScope
+) -> None:
     """Cancel ``target`` if the client disconnects before ``stop`` is cancelled."""
     with stop, contextlib.suppress(Exception):
         while True:

@@ -53,7 +53,7 @@ from .client_base import (
     ServerStartupError,
     message_stream,
 )
-from .stdio_io import PipeEndpoint, PipeWriter, read_chunks
+from .stdio_io import PipeEndpoint, PipeWriter
 
 log = logging.getLogger("mcpkit.client.stdio")
 stderr_log = logging.getLogger("mcpkit.client.stderr")
@@ -149,7 +149,6 @@ class StdioTransport:
         endpoint: Endpoint
         if ours is not None:
             self._pipe = await PipeWriter.open(ours[0])
-            self._chunks = read_chunks(ours[1], closefd=True)
             endpoint = PipeEndpoint(
                 self._pipe,
                 self._flush,
@@ -158,6 +157,7 @@ class StdioTransport:
                 self._notification,
                 max_line=self.max_line,
             )
+            self._chunks = await endpoint.open_reader(ours[1])
         else:
             endpoint = Endpoint(
                 self._write, self._serve_request, self._notification, max_line=self.max_line

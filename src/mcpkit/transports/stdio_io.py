@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import stat
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import suppress
 from typing import Any
@@ -20,12 +21,12 @@ from typing import Any
 import anyio
 import sniffio
 
-from ..protocol.framing import frame
+from ..protocol.framing import DEFAULT_MAX_LINE, frame
 from ..runtime.endpoint import ConnectionClosed, Endpoint, RequestTimeout
 from ..types import jsonrpc
-from ..types.codec import encode_message
-from ..types.errors import McpError
-from ..types.jsonrpc import Message, RequestId
+from ..types.codec import DecodeError, decode, encode_message
+from ..types.errors import INTERNAL_ERROR, McpError
+from ..types.jsonrpc import Kind, Message, RequestId
 
 log = logging.getLogger("mcpkit.endpoint")
 
@@ -133,6 +134,21 @@ async def fd_writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
     return write_thread
 
 
+class _ReadProtocol(asyncio.Protocol):
+    def __init__(self, endpoint: PipeEndpoint) -> None:
+        self._endpoint = endpoint
+
+    def data_received(self, data: bytes) -> None:
+        self._endpoint._received(data)
+
+    def eof_received(self) -> bool:
+        self._endpoint._ended(None)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._endpoint._ended(exc)
+
+
 class _Flag:
     """The ``done`` of a request resolved through an asyncio future (what the endpoint's
     reader and ``close`` call: ``set``; an ``anyio.Event`` costs more than the round trip)."""
@@ -200,6 +216,125 @@ class PipeEndpoint(Endpoint):
         self._pipe = pipe
         self._flush = flush
         self._loop = asyncio.get_running_loop()
+        self._max_line: int = kw.get("max_line", DEFAULT_MAX_LINE)
+        # The reader of open_reader(): chunks the fast path leaves to run(), in order.
+        self._backlog: deque[bytes] = deque()
+        self._backlog_bytes = 0
+        self._busy = False  # run() is still handling a chunk we gave it
+        self._partial = False  # the last chunk run() got ended inside a line
+        self._eof = False
+        self._read_error: OSError | None = None
+        self._more: asyncio.Future[None] | None = None
+        self._reader: asyncio.ReadTransport | None = None
+
+    # ------------------------------------------------------------------ reading
+    async def open_reader(self, fd: int) -> AsyncIterator[bytes]:
+        """Read ``fd`` (closed at the end) in the loop's read callback; pass what that
+        returns to :meth:`run`.
+
+        Answers to our requests are resolved right in the callback: one loop iteration
+        less per round trip than a reader task.  Only a chunk of nothing but complete
+        responses takes that path, and only while :meth:`run` has nothing of ours pending;
+        everything else (requests, notifications, partial or odd lines) goes to
+        :meth:`run` as bytes, in arrival order.
+        """
+        transport, _ = await self._loop.connect_read_pipe(
+            lambda: _ReadProtocol(self), os.fdopen(fd, "rb", buffering=0)
+        )
+        self._reader = transport
+        return self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        try:
+            while True:
+                self._busy = False
+                while not self._backlog:
+                    if self._read_error is not None:
+                        raise self._read_error
+                    if self._eof:
+                        return
+                    self._more = self._loop.create_future()
+                    await self._more
+                chunk = self._backlog.popleft()
+                self._backlog_bytes -= len(chunk)
+                if self._backlog_bytes < CHUNK and self._reader is not None:
+                    self._reader.resume_reading()
+                self._busy = True
+                yield chunk
+        finally:
+            self._busy = False
+            if self._reader is not None:
+                self._reader.close()
+
+    def _received(self, data: bytes) -> None:
+        if (
+            self._backlog
+            or self._busy
+            or self._partial
+            or not data.endswith(b"\n")
+            or len(data) > self._max_line
+            or b'"method"' in data  # a request or notification: run() serves it
+        ):
+            self._hand_over(data)
+            return
+        start = 0
+        size = len(data)
+        while start < size:
+            end = data.index(b"\n", start)
+            line = data[start:end]
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if line.strip() and not self._resolve(line):
+                self._hand_over(data[start:])
+                return
+            start = end + 1
+
+    def _resolve(self, line: bytes) -> bool:
+        """Settle the request ``line`` answers; False when it is not simply that."""
+        try:
+            message = decode(line)
+            kind = jsonrpc.classify(message)
+        except (DecodeError, McpError):
+            return False
+        if kind is not Kind.RESULT and kind is not Kind.ERROR:
+            return False
+        pending = self.outgoing.resolve(message)
+        if pending is None:  # a stray answer: dropped, or run() passes it to on_stray
+            return self.on_stray is None
+        waiter = pending.waiter
+        if kind is Kind.RESULT:
+            result = message["result"]
+            waiter.value = result if isinstance(result, dict) else {"value": result}
+        else:
+            failure = message["error"]
+            waiter.error = McpError(
+                failure.get("code", INTERNAL_ERROR),
+                str(failure.get("message", "")),
+                failure.get("data"),
+            )
+        waiter.done.set()
+        return True
+
+    def _hand_over(self, data: bytes) -> None:
+        self._backlog.append(data)
+        self._backlog_bytes += len(data)
+        self._partial = not data.endswith(b"\n")
+        if self._backlog_bytes > 2 * CHUNK and self._reader is not None:
+            self._reader.pause_reading()
+        self._wake()
+
+    def _ended(self, exc: Exception | None) -> None:
+        if exc is not None and self._read_error is None:
+            self._read_error = exc if isinstance(exc, OSError) else OSError(str(exc))
+        self._eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        more = self._more
+        if more is not None and not more.done():
+            more.set_result(None)
+
+    # ------------------------------------------------------------------ writing
 
     def _write_now(self, message: Message) -> bool:
         """Encode and write (or buffer) ``message``; True when :attr:`_flush` must follow

@@ -18,12 +18,15 @@ TRACE_KEYS = ("traceparent", "tracestate", "baggage")
 
 
 class ProxyTool:
-    """What the HTTP transport needs of a tool for ``Mcp-Param-*`` checks."""
+    """What the HTTP transport needs of a tool: its ``Mcp-Param-*`` parameters, and
+    that it is not ``inline`` (a forwarded call always waits on the upstream)."""
 
     __slots__ = ("header_params", "wire")
 
-    def __init__(self, wire: dict[str, Any]) -> None:
+    #: Never run without a cancel scope: the forwarded call awaits the network.
+    inline = False
 
+    def __init__(self, wire: dict[str, Any]) -> None:
         self.wire = wire
         try:
             schema = wire.get("inputSchema")

@@ -192,8 +192,11 @@ def validate_request_headers(
     """
     method = message.get("method")
     body_params = message.get("params") or {}
-    meta = body_params.get("_meta") if isinstance(body_params, Mapping) else None
-    body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+    # ``type(x) is dict`` first: a decoded body is plain dicts, and the ABC check is slow.
+    params_ok = type(body_params) is dict or isinstance(body_params, Mapping)
+    meta = body_params.get("_meta") if params_ok else None
+    meta_ok = type(meta) is dict or isinstance(meta, Mapping)
+    body_version = meta.get(META_PROTOCOL_VERSION) if meta_ok and meta is not None else None
     version = headers.get(PROTOCOL_VERSION)
     if version is None:
         raise header_mismatch("missing MCP-Protocol-Version header")
@@ -217,11 +220,11 @@ def validate_request_headers(
             decoded = decode_header_value(raw)
         except ValueError as exc:
             raise header_mismatch(f"Mcp-Name: {exc}") from None
-        body_value = body_params.get(member) if isinstance(body_params, Mapping) else None
+        body_value = body_params.get(member) if params_ok else None
         if decoded != body_value:
             raise header_mismatch(f"Mcp-Name header {decoded!r} does not match params.{member}")
     if params:
-        arguments = body_params.get("arguments") if isinstance(body_params, Mapping) else None
+        arguments = body_params.get("arguments") if params_ok else None
         check_param_headers(headers, params, arguments)
 
 

@@ -95,6 +95,10 @@ def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
 #: on another copy than the one we read).
 _SINGLE = frozenset({"mcp-method", "mcp-name", "mcp-protocol-version", "mcp-session-id"})
 REPEATED = "\x00repeated"
+#: Raw header name -> its lower-case text: the same few names arrive on every request, and
+#: a lookup is cheaper than decoding and lower-casing each (bounded: names are the peer's).
+_NAMES: dict[bytes, str] = {}
+_NAMES_MAX = 512
 
 
 def header_map(scope: Scope) -> dict[str, str]:
@@ -102,10 +106,15 @@ def header_map(scope: Scope) -> dict[str, str]:
     (``Mcp-Method``, ``Mcp-Name``, ...) maps to :data:`REPEATED`, which no validation
     accepts, so the request is refused with -32020 rather than read "last wins"."""
     raw = scope.get("headers", ())
-    out = {
-        raw_name.decode("latin-1").lower(): raw_value.decode("latin-1").strip()
-        for raw_name, raw_value in raw
-    }
+    names = _NAMES
+    out: dict[str, str] = {}
+    for raw_name, raw_value in raw:
+        name = names.get(raw_name)
+        if name is None:
+            name = raw_name.decode("latin-1").lower()
+            if len(names) < _NAMES_MAX:
+                names[raw_name] = name
+        out[name] = raw_value.decode("latin-1").strip()
     if len(out) != len(raw):
         seen: set[str] = set()
         for raw_name, _ in raw:

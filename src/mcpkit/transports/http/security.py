@@ -46,6 +46,10 @@ class HostPolicy:
     allowed_hosts: frozenset[str] | None = LOOPBACK_HOSTS
     allowed_origins: frozenset[str] = field(default_factory=frozenset)
     allow_any_origin: bool = False
+    #: Host values already accepted, exactly as sent (a client sends the same one on every
+    #: request; parsing it each time was a measurable part of a request).  Bounded.
+    _accepted: set[str] = field(default_factory=set, repr=False, compare=False)
+    _accepted_for: frozenset[str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def for_bind(
@@ -66,11 +70,18 @@ class HostPolicy:
             return True
         if not host:
             return False
-        lowered = host.strip().lower()
-        if lowered in self.allowed_hosts:
+        if host in self._accepted and self._accepted_for is self.allowed_hosts:
             return True
-        name = _split_host(lowered)
-        return name is not None and name in self.allowed_hosts
+        lowered = host.strip().lower()
+        name = lowered if lowered in self.allowed_hosts else _split_host(lowered)
+        if name is None or name not in self.allowed_hosts:
+            return False
+        if self._accepted_for is not self.allowed_hosts:  # reassigned: forget the old ones
+            self._accepted = set()
+            self._accepted_for = self.allowed_hosts
+        if len(self._accepted) < 256:
+            self._accepted.add(host)
+        return True
 
     def origin_ok(self, origin: str | None) -> bool:
         if origin is None or self.allow_any_origin:

@@ -107,7 +107,7 @@ def protocol_classes() -> dict[str, type]:
 
             def data_received(self, data: bytes) -> None:
                 self._chunk = len(data)
-                super().data_received(data)
+                HttpToolsProtocol.data_received(self, data)
                 if self._in_head:  # the head is still incomplete after this chunk
                     if self._began:  # a new head: the deadline runs from its start
                         self._began = False
@@ -119,7 +119,7 @@ def protocol_classes() -> dict[str, type]:
                             self._too_large()
 
             def on_message_begin(self) -> None:
-                super().on_message_begin()
+                HttpToolsProtocol.on_message_begin(self)
                 self._in_head = self._began = True
 
             def on_headers_complete(self) -> None:
@@ -134,7 +134,7 @@ def protocol_classes() -> dict[str, type]:
                 if len(headers) > MAX_HEADER_FIELDS or not (whole or _head_fits(self.url, headers)):
                     self._too_large()
                     return
-                super().on_headers_complete()
+                HttpToolsProtocol.on_headers_complete(self)
 
             def connection_lost(self, exc: Exception | None) -> None:
                 self._disarm()

@@ -130,17 +130,18 @@ class ResponseWriter:
         self._done = True
         data = encode_message(message)
         if not self._started:
-            await self._safe_send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": JSON_HEADERS
-                    + self._extra_headers
-                    + (headers or [])
-                    + [(b"content-length", str(len(data)).encode())],
-                }
-            )
-            await self._safe_send({"type": "http.response.body", "body": data})
+            length = (b"content-length", str(len(data)).encode())
+            if self._extra_headers or headers:
+                head = JSON_HEADERS + self._extra_headers + (headers or [])
+                head.append(length)
+            else:
+                head = [JSON_HEADERS[0], length]
+            send = self._send
+            try:  # _safe_send, inlined: this is every JSON answer
+                await send({"type": "http.response.start", "status": status, "headers": head})
+                await send({"type": "http.response.body", "body": data})
+            except OSError:
+                self._detached = True
             return
         event_id = self._log.append(data, final=True) if self._log is not None else None
         await self._write(encode_event(data, event_id=event_id), more=False)

@@ -38,6 +38,8 @@ def test_bench_quick_prints_table_and_writes_json(tmp_path: Path) -> None:
     assert call["values"]["mcpkit"] > 0
     stdio = measures["stdio tools/call sequential (legacy session)"]
     assert stdio["values"]["mcpkit"] > 0 and stdio["values"]["floor"] > 0
+    own = measures["stdio tools/call sequential, each framework's own client"]
+    assert own["values"]["mcpkit"] > 0 and isinstance(own["ratios"]["floor"], float)
     assert isinstance(measures["import of the server API"]["values"]["mcpkit"], float)
     if "http modern-json tools/call c=16 throughput" in measures:  # wrk installed
         row = measures["http modern-json tools/call c=16 throughput"]

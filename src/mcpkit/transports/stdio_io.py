@@ -33,12 +33,12 @@ log = logging.getLogger("mcpkit.endpoint")
 CHUNK = 256 * 1024
 
 
-async def _asyncio_reader(fd: int, closefd: bool) -> AsyncIterator[bytes]:
+async def _asyncio_reader(fd: int) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
     transport, _ = await loop.connect_read_pipe(
-        lambda: protocol, os.fdopen(fd, "rb", buffering=0, closefd=closefd)
+        lambda: protocol, os.fdopen(fd, "rb", buffering=0, closefd=False)
     )
     try:
         while True:
@@ -68,10 +68,10 @@ def is_pipe_like(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-def read_chunks(fd: int, *, closefd: bool = False) -> AsyncIterator[bytes]:
-    """Chunks from ``fd`` until EOF (``closefd``: close it at the end, asyncio only)."""
+def read_chunks(fd: int) -> AsyncIterator[bytes]:
+    """Chunks from ``fd`` until EOF."""
     if sniffio.current_async_library() == "asyncio" and is_pipe_like(fd):
-        return _asyncio_reader(fd, closefd)
+        return _asyncio_reader(fd)
     return _thread_reader(fd)
 
 

@@ -59,13 +59,15 @@ async def _thread_reader(fd: int) -> AsyncIterator[bytes]:
 
 
 def is_pipe_like(fd: int) -> bool:
-    """Event-loop pipe transports accept pipes, sockets and terminals, not regular files
-    (uvloop even aborts the process): ``mcpkit serve x.py < requests.jsonl`` must work."""
+    """Only pipes and sockets go on event-loop pipe transports.  Regular files are
+    refused by them (``mcpkit serve x.py < requests.jsonl`` must work), and character
+    devices misbehave: uvloop aborts the process on ``> /dev/null`` and drops what was
+    written to a terminal when the input ends right away.  Those take the plain path."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def read_chunks(fd: int) -> AsyncIterator[bytes]:

@@ -21,12 +21,13 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..client import Client, ClientError, ServerError
-from ..client.models import ElicitResult
+if TYPE_CHECKING:  # the client stack loads only for `list` / `call`, not for `serve`
+    from ..client import Client
+    from ..client.models import ElicitResult
 
 _USAGE = {
     "list": "mcpkit list [options] TARGET\n       mcpkit list [options] -- COMMAND [ARG...]",
@@ -92,6 +93,8 @@ def _split(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
 
 
 def _client(target: str | list[str], args: argparse.Namespace) -> Client:
+    from ..client import Client
+
     headers = {}
     for item in args.header:
         name, sep, value = item.partition(":")
@@ -110,6 +113,8 @@ def _client(target: str | list[str], args: argparse.Namespace) -> Client:
 
 
 def _run(coro_fn: Any, args: argparse.Namespace) -> int:
+    from ..client import ClientError
+
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         stream=sys.stderr, format="%(name)s: %(message)s")
     try:
@@ -162,6 +167,8 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _optional(awaitable: Any) -> list[Any]:
+    from ..client import ServerError
+
     try:
         return list(await awaitable)
     except ServerError as exc:  # e.g. a server without templates answering -32601

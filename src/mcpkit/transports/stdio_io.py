@@ -33,6 +33,19 @@ log = logging.getLogger("mcpkit.endpoint")
 CHUNK = 256 * 1024
 
 
+#: What one read of a pipe asks for (see :func:`_small_reads`).
+READ_SIZE = 64 * 1024
+
+
+def _small_reads(transport: asyncio.BaseTransport) -> None:
+    """asyncio's pipe transport reads 256 KiB at a time: glibc serves a buffer that size
+    with mmap, and the read's shrink and free add mremap and munmap, three system calls per
+    message on top of the read.  64 KiB comes from the heap.  (uvloop reads into a buffer of
+    its own and has no such attribute.)"""
+    if getattr(transport, "max_size", 0) > READ_SIZE:
+        setattr(transport, "max_size", READ_SIZE)  # noqa: B010 - not in asyncio's types
+
+
 async def _asyncio_reader(fd: int) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
@@ -40,6 +53,7 @@ async def _asyncio_reader(fd: int) -> AsyncIterator[bytes]:
     transport, _ = await loop.connect_read_pipe(
         lambda: protocol, os.fdopen(fd, "rb", buffering=0, closefd=False)
     )
+    _small_reads(transport)
     try:
         while True:
             chunk = await reader.read(CHUNK)
@@ -243,6 +257,7 @@ class PipeEndpoint(Endpoint):
         transport, _ = await self._loop.connect_read_pipe(
             lambda: _ReadProtocol(self), os.fdopen(fd, "rb", buffering=0)
         )
+        _small_reads(transport)
         self._reader = transport
         return self._chunks()
 

@@ -42,7 +42,7 @@ from .callbacks import (
     UrlElicitationHandler,
     call_maybe_async,
 )
-from .errors import ClientError, InputRequestError, InvalidResultError, error_boundary
+from .errors import ClientError, InputRequestError, InvalidResultError, error_boundary, unwrap
 from .listen import Subscription, build_filter
 from .models import (
     CallToolResult,
@@ -443,10 +443,12 @@ class Client:
                                               on_progress=on_progress, meta=meta,
                                               headers=headers)
 
-        with error_boundary():
+        try:  # error_boundary(), without a generator context manager per request
             return await run_with_input(method, params, send, self.callbacks,
                                         self.options.max_input_rounds,
                                         allow_task=self.options.tasks and method == "tools/call")
+        except BaseExceptionGroup as group:
+            raise unwrap(group) from None
 
     async def _page(self, method: str, cursor: str | None, refresh: bool) -> dict[str, Any]:
         key = "" if cursor is None else "cursor:" + cursor

@@ -43,12 +43,12 @@ KEEPALIVE_SECONDS = 15.0
 
 
 class ModernExchange(Exchange):
-    __slots__ = ("gone", "scope", "writer")
+    __slots__ = ("scope", "writer")
 
     def __init__(self, writer: ResponseWriter) -> None:
         self.writer = writer
+        #: The interruptible block of an inline tool's awaitable, if one was entered.
         self.scope: anyio.CancelScope | None = None
-        self.gone = False
 
     def interruptible(self) -> anyio.CancelScope:
         self.scope = new_cancel_scope()
@@ -56,7 +56,6 @@ class ModernExchange(Exchange):
 
     def cancel(self) -> None:
         """The client went away (the request runs in no cancel scope of ours)."""
-        self.gone = True
         if self.scope is not None:
             self.scope.cancel()
 

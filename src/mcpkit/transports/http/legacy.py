@@ -200,6 +200,9 @@ async def _handle_request(
             log.finished = True
             log.changed.set()
         return
+    # Save what the request changed (logging/setLevel, subscriptions) before the client
+    # can see the answer: its next request, on any replica, must find the new state.
+    await app.sessions.save(session)
     await writer.final(outcome, status, extra)
 
 

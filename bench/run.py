@@ -87,6 +87,8 @@ def _two_ints(text: str | None) -> tuple[int, int] | None:
 def make_settings(args: argparse.Namespace) -> Settings:
     cpus = sorted(os.sched_getaffinity(0))
     server_cpu, client_cpu = (cpus[-1], cpus[0]) if len(cpus) >= 2 else (None, None)
+    if args.no_pin:  # what users get: the scheduler places the processes
+        server_cpu = client_cpu = None
     quick = args.quick
     sections = tuple(args.only.split(",")) if args.only else SECTIONS
     return Settings(
@@ -851,6 +853,12 @@ def main(argv: list[str] | None = None) -> int:
         default="same",
         help="peers' uvicorn: 'same' as mcpkit (uvloop+httptools, default) or 'default' "
         "(asyncio+h11: what `pip install mcp` gives)",
+    )
+    ap.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="do not pin servers and load generators to separate cores (default: pinned; "
+        "unpinned, a ping-pong can share a core and skip cross-core wake-ups)",
     )
     ap.add_argument("--only", help=f"comma-separated sections of {','.join(SECTIONS)}")
     args = ap.parse_args(argv)

@@ -1,5 +1,6 @@
 """uvicorn launcher shared by the peer HTTP servers: the same stack as mcpkit's default
-(uvloop + httptools when installed), one worker, no access log.  With the environment
+(uvloop + httptools when installed), one worker, no access log, no proxy-headers
+middleware.  With the environment
 variable MCPKIT_BENCH_PEER_STACK=default: asyncio + h11, what ``pip install mcp`` (uvicorn
 without extras) gives."""
 
@@ -25,6 +26,7 @@ def serve(app: Any, port: int, *, peer: bool = True) -> None:
         port=port,
         log_level="warning",
         access_log=False,
+        proxy_headers=False,  # as `mcpkit serve` (nobody here reads X-Forwarded-For)
         loop="uvloop" if have("uvloop") else "asyncio",
         http="httptools" if have("httptools") else "h11",
         lifespan="on",

@@ -34,11 +34,10 @@ from ..protocol import headers as hdr
 from ..transports.client_base import (
     ConnectError,
     ConnectionClosedError,
-    HttpStatusError,
     ProtocolViolationError,
     RequestTimeoutError,
-    ServerError,
 )
+from ..transports.client_http_wire import body_answer, unwrap_answer
 from ..transports.http11 import Http11Pool, RawResponse
 from ..types import jsonrpc
 from ..types.codec import DecodeError, decode, encode
@@ -164,7 +163,12 @@ class FastLane:
                 body = await response.read(MAX_ANSWER_BYTES)
             except ValueError as exc:
                 raise ProtocolViolationError(str(exc)) from None
-            return _json_answer(body, response.status, method, self.url)
+            answer = body_answer(
+                body, response.status, method, f"HTTP {response.status} from {self.url}"
+            )
+            if answer is None:
+                raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
+            return unwrap_answer(answer, method)
         except httpx.HTTPError as exc:
             raise ConnectionClosedError(
                 f"the connection to {self.url} failed while reading the answer to {method}: {exc}"
@@ -198,7 +202,7 @@ class FastLane:
                     ) from None
                 if kind in (Kind.RESULT, Kind.ERROR):
                     if message.get("id") == request_id or kind is Kind.ERROR:
-                        return _unwrap(message, method, 200)
+                        return unwrap_answer(message, method)
                     continue
                 if kind is not Kind.NOTIFICATION:
                     continue  # a modern server asks for input by result, not by request
@@ -218,25 +222,3 @@ class FastLane:
 
 def client_version(meta: dict[str, Any]) -> str:
     return str(meta.get("io.modelcontextprotocol/protocolVersion", ""))
-
-
-def _unwrap(message: dict[str, Any], method: str, status: int) -> dict[str, Any]:
-    if "error" in message:
-        raise ServerError.from_wire(message["error"], method=method, http_status=status)
-    result = message.get("result")
-    if not isinstance(result, dict):
-        raise ProtocolViolationError(f"the result of {method} is not an object")
-    return result
-
-
-def _json_answer(body: bytes, status: int, method: str, url: str) -> dict[str, Any]:
-    snippet = body[:300].decode("utf-8", "replace")
-    try:
-        message = decode(body) if body.strip() else None
-    except DecodeError:
-        message = None
-    if isinstance(message, dict) and ("result" in message or "error" in message):
-        return _unwrap(message, method, status)
-    if status >= 400:
-        raise HttpStatusError(f"{method}: HTTP {status} from {url}: {snippet}", status, snippet)
-    raise ProtocolViolationError(f"the answer to {method} is not a JSON-RPC response: {snippet!r}")

@@ -112,12 +112,13 @@ class Upstream:
             # Modern calls take the fast lane (raw pooled HTTP/1.1); the rest of the
             # client's traffic rides pooled connections parsed by httptools too: httpx's
             # default pool costs ~1 ms of CPU per forwarded call under load.
-            self._http = http11.pooled_client()
+            pool = http11.Http11Pool()
+            self._http = http11.pooled_client(pool)
             kwargs["http_client"] = self._http
             try:
                 self.lane = FastLane(
                     self.config.url,
-                    http11.Http11Pool(),
+                    pool,
                     headers=dict(self.config.headers),
                     timeout=self.config.timeout_s,
                     on_log=self._log_bridge,
@@ -168,10 +169,8 @@ class Upstream:
                 finally:
                     self.client = None
                     http, self._http = self._http, None
-                    lane, self.lane = self.lane, None
-                    if lane is not None:
-                        lane.pool.close()
-                    if http is not None:
+                    self.lane = None
+                    if http is not None:  # (closes the pool the lane shared)
                         with anyio.CancelScope(shield=True):
                             await http.aclose()
                 if not started:

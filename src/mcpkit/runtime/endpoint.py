@@ -281,18 +281,7 @@ class Endpoint:
                 if self.on_stray is not None:
                     self.on_stray(message)
                 return
-            waiter = pending.waiter
-            if kind is Kind.RESULT:
-                result = message["result"]
-                waiter.value = result if isinstance(result, dict) else {"value": result}
-            else:
-                failure = message["error"]
-                waiter.error = McpError(
-                    failure.get("code", INTERNAL_ERROR),
-                    str(failure.get("message", "")),
-                    failure.get("data"),
-                )
-            waiter.done.set()
+            settle(pending.waiter, kind, message)
 
     async def _invalid(self, line: bytes, why: str, rid: RequestId | None, err: McpError) -> None:
         if self.on_invalid is not None:
@@ -358,6 +347,21 @@ class Endpoint:
         if self._tg is None:
             raise RuntimeError("endpoint is not running")
         self._tg.start_soon(fn, *args)
+
+
+def settle(waiter: _Waiter, kind: Kind, message: Message) -> None:
+    """Hand a response to the request waiting for it (a non-object result is wrapped)."""
+    if kind is Kind.RESULT:
+        result = message["result"]
+        waiter.value = result if isinstance(result, dict) else {"value": result}
+    else:
+        failure = message["error"]
+        waiter.error = McpError(
+            failure.get("code", INTERNAL_ERROR),
+            str(failure.get("message", "")),
+            failure.get("data"),
+        )
+    waiter.done.set()
 
 
 async def _reraise(exc: BaseException) -> None:

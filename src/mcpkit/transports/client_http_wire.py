@@ -141,6 +141,12 @@ def json_answer(body: bytes, response: httpx.Response, method: str) -> Message |
     is not an error); raises for error responses and for anything else."""
     status = response.status_code
     where = f"HTTP {status} {response.reason_phrase} from {response.request.url}"
+    return body_answer(body, status, method, where)
+
+
+def body_answer(body: bytes, status: int, method: str, where: str) -> Message | None:
+    """:func:`json_answer` for a body read some other way (``where`` names status and
+    URL in error messages)."""
     if not body.strip():
         if status >= 400:
             raise HttpStatusError(f"{method}: {where}", status)

@@ -377,8 +377,8 @@ class Http11Transport(httpx.AsyncBaseTransport):
     everything else (and everything off asyncio) through httpx's default transport,
     configured by the extra keyword arguments."""
 
-    def __init__(self, *, max_connections: int = 256, max_idle: int = 64, **fallback: Any):
-        self._pool = Http11Pool(max_connections=max_connections, max_idle=max_idle)
+    def __init__(self, pool: Http11Pool | None = None, **fallback: Any):
+        self._pool = pool if pool is not None else Http11Pool()
         self._fallback = httpx.AsyncHTTPTransport(**fallback)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -430,14 +430,16 @@ async def _serialize(request: httpx.Request) -> bytes:
     return head + b"".join(parts) + b"0\r\n\r\n"
 
 
-def pooled_client(*, connect_timeout: float = 10.0) -> httpx.AsyncClient | None:
+def pooled_client(
+    pool: Http11Pool | None = None, *, connect_timeout: float = 10.0
+) -> httpx.AsyncClient | None:
     """An httpx client on :class:`Http11Transport` with the timeouts our HTTP client
     transport uses (no read timeout: per-request deadlines are cancel scopes), or None
     when httptools is missing.  The caller closes it."""
     if not available():
         return None
     return httpx.AsyncClient(
-        transport=Http11Transport(),
+        transport=Http11Transport(pool),
         timeout=httpx.Timeout(connect=connect_timeout, read=None, write=30.0, pool=None),
         follow_redirects=False,
     )

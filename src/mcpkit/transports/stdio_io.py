@@ -22,10 +22,10 @@ import anyio
 import sniffio
 
 from ..protocol.framing import DEFAULT_MAX_LINE, frame
-from ..runtime.endpoint import ConnectionClosed, Endpoint, RequestTimeout
+from ..runtime.endpoint import ConnectionClosed, Endpoint, RequestTimeout, settle
 from ..types import jsonrpc
 from ..types.codec import DecodeError, decode, encode_message
-from ..types.errors import INTERNAL_ERROR, McpError
+from ..types.errors import McpError
 from ..types.jsonrpc import Kind, Message, RequestId
 
 log = logging.getLogger("mcpkit.endpoint")
@@ -318,18 +318,7 @@ class PipeEndpoint(Endpoint):
         pending = self.outgoing.resolve(message)
         if pending is None:  # a stray answer: dropped, or run() passes it to on_stray
             return self.on_stray is None
-        waiter = pending.waiter
-        if kind is Kind.RESULT:
-            result = message["result"]
-            waiter.value = result if isinstance(result, dict) else {"value": result}
-        else:
-            failure = message["error"]
-            waiter.error = McpError(
-                failure.get("code", INTERNAL_ERROR),
-                str(failure.get("message", "")),
-                failure.get("data"),
-            )
-        waiter.done.set()
+        settle(pending.waiter, kind, message)
         return True
 
     def _hand_over(self, data: bytes) -> None:

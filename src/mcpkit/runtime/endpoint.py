@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
@@ -26,6 +27,7 @@ from ..types import jsonrpc
 from ..types.codec import DecodeError, DuplicateKeyError, decode, encode_message
 from ..types.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
 from ..types.jsonrpc import Kind, Message, RequestId
+from .stepping import Resumed
 
 log = logging.getLogger("mcpkit.endpoint")
 
@@ -59,8 +61,53 @@ class _Waiter:
         self.timeout = math.inf
 
 
+class _Unscoped:
+    """What :meth:`Endpoint._serve` needs of a cancel scope, for a request started inline
+    (see :attr:`Endpoint.starts_inline`): nothing can cancel it during its first step (the
+    reader is busy running it); once it waits, it runs in an asyncio task of its own, which
+    :meth:`cancel` cancels while the handler is still inside.  Like a cancel scope, leaving
+    swallows the cancellation it caused."""
+
+    __slots__ = ("_inside", "cancel_called", "task")
+
+    def __init__(self) -> None:
+        self.cancel_called = False
+        self.task: asyncio.Task[None] | None = None
+        self._inside = False
+
+    def __enter__(self) -> _Unscoped:
+        self._inside = True
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
+        self._inside = False
+        return (
+            self.cancel_called
+            and exc_type is not None
+            and issubclass(exc_type, asyncio.CancelledError)
+        )
+
+    def cancel(self) -> None:
+        self.cancel_called = True
+        if self._inside and self.task is not None:
+            # On the next loop pass, not now: a task cancelled before its first step never
+            # runs, and the request's own code (its finally blocks, our bookkeeping) would
+            # never see the cancellation.  Its first step was scheduled before this.
+            self.task.get_loop().call_soon(self._cancel_task)
+
+    def _cancel_task(self) -> None:
+        if self._inside and self.task is not None:
+            self.task.cancel()
+
+
 class Endpoint:
     """Reads from ``chunks``, writes with ``write``; call :meth:`run` inside a task group."""
+
+    #: :meth:`send` holds nothing that belongs to a task while it waits.  Ours does not
+    #: qualify (an anyio lock, owned by the task that took it), so requests never start
+    #: inline here: one that waited for its reply's write would release the lock from
+    #: the task it moved to.
+    SEND_IS_TASK_FREE = False
 
     def __init__(
         self,
@@ -75,7 +122,7 @@ class Endpoint:
         self.on_request = on_request
         self.on_notification = on_notification
         self.outgoing: Outgoing[_Waiter] = Outgoing(id_start)
-        self.incoming: Incoming[anyio.CancelScope] = Incoming()
+        self.incoming: Incoming[anyio.CancelScope | _Unscoped] = Incoming()
         self._framer = LineFramer(max_line)
         self._write_lock = anyio.Lock()
         self._uncancellable: set[RequestId] = set()
@@ -90,6 +137,14 @@ class Endpoint:
         #: Answer such lines with a JSON-RPC error (a server should; a client that reads a
         #: server's stdout only logs and skips them).
         self.reply_to_invalid = True
+        #: Which incoming requests may start inline (asyncio only): run on the reader up to
+        #: their first suspension, with no task and no cancel scope; only one that waits
+        #: moves to a task of its own.  A task and a scope per request cost more than a
+        #: small request itself.  Only for requests whose handlers cannot enter a cancel
+        #: scope before they first suspend (a scope entered on the reader would belong to
+        #: the wrong task once the request moves): the server says which (plain ``def``
+        #: tools, see ``ToolEntry.inline``).  Ignored unless :attr:`SEND_IS_TASK_FREE`.
+        self.starts_inline: Callable[[Message], bool] | None = None
 
     # ------------------------------------------------------------------ sending
     async def send(self, message: Message) -> None:
@@ -195,19 +250,35 @@ class Endpoint:
         """Serve one request concurrently with reading.  On asyncio a plain task (joined by
         :meth:`_join_native`; a failure escaping it still fails the task group); elsewhere a
         task-group child."""
-        if message["method"] == "initialize":
-            self._uncancellable.add(message["id"])
         native = self._native
         if native is None:
             tg.start_soon(self._serve, message, scope)
             return
-        task = asyncio.get_running_loop().create_task(self._serve_native(message, scope))
+        task = asyncio.get_running_loop().create_task(self._guarded(self._serve(message, scope)))
         native.add(task)
         task.add_done_callback(native.discard)
 
-    async def _serve_native(self, message: Message, scope: anyio.CancelScope) -> None:
+    def _start_inline(
+        self, message: Message, handle: _Unscoped, native: set[asyncio.Task[None]]
+    ) -> None:
+        """Serve one request on the reader until it first suspends (most never do), in a
+        copy of the reader's context, as a task would; if it waits, finish it in a task."""
+        context = contextvars.copy_context()
+        coro = self._serve(message, handle)
         try:
-            await self._serve(message, scope)
+            yielded = context.run(coro.send, None)
+        except StopIteration:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._guarded(Resumed(coro, yielded)), context=context
+        )
+        handle.task = task
+        native.add(task)
+        task.add_done_callback(native.discard)
+
+    async def _guarded(self, serving: Awaitable[None]) -> None:
+        try:
+            await serving
         except Exception as exc:
             if self._tg is not None:
                 self._tg.start_soon(_reraise, exc)
@@ -265,14 +336,16 @@ class Endpoint:
             await self._invalid(line, err.message, rid, err)
             return
         if kind is Kind.REQUEST:
-            scope = anyio.CancelScope()
-            if not self.incoming.start(message["id"], scope):
-                failure = McpError(
-                    INVALID_REQUEST, f"Request id {message['id']!r} is already in flight"
-                )
-                await self.send(jsonrpc.error(message["id"], failure))
+            native = self._native
+            inline = self.starts_inline if self.SEND_IS_TASK_FREE else None
+            if native is not None and inline is not None and inline(message):
+                handle = _Unscoped()
+                if await self._register(message, handle):
+                    self._start_inline(message, handle, native)
                 return
-            self._start_request(message, scope, tg)
+            scope = anyio.CancelScope()
+            if await self._register(message, scope):
+                self._start_request(message, scope, tg)
         elif kind is Kind.NOTIFICATION:
             await self._notification(message)
         else:
@@ -282,6 +355,17 @@ class Endpoint:
                     self.on_stray(message)
                 return
             settle(pending.waiter, kind, message)
+
+    async def _register(self, message: Message, handle: anyio.CancelScope | _Unscoped) -> bool:
+        """Track an incoming request; a duplicate of one in flight is refused instead."""
+        rid = message["id"]
+        if not self.incoming.start(rid, handle):
+            failure = McpError(INVALID_REQUEST, f"Request id {rid!r} is already in flight")
+            await self.send(jsonrpc.error(rid, failure))
+            return False
+        if message["method"] == "initialize":
+            self._uncancellable.add(rid)
+        return True
 
     async def _invalid(self, line: bytes, why: str, rid: RequestId | None, err: McpError) -> None:
         if self.on_invalid is not None:
@@ -321,7 +405,7 @@ class Endpoint:
             except Exception:
                 log.exception("notification handler failed for %s", method)
 
-    async def _serve(self, message: Message, scope: anyio.CancelScope) -> None:
+    async def _serve(self, message: Message, scope: anyio.CancelScope | _Unscoped) -> None:
         rid = message["id"]
         reply: Message | None = None
         with scope:

@@ -239,7 +239,17 @@ def table(server: Server) -> dict[str, Handler]:
 
 async def _interruptible(ctx: Context, awaitable: Any) -> Any:
     """Await what an inline tool returned, in a block the transport can cancel (the
-    transport opened no cancel scope for an inline tool: see ``ToolEntry.inline``)."""
+    transport opened no cancel scope for an inline tool: see ``ToolEntry.inline``).
+
+    One checkpoint first: the stdio endpoint runs an inline tool's first step on its
+    reader and moves the request to a task of its own only when it suspends; the awaitable
+    is arbitrary code that may enter cancel scopes, which must happen in that task."""
+    try:
+        await anyio.lowlevel.checkpoint()
+    except BaseException:  # cancelled before it started: it never will
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise
     with ctx.exchange.interruptible():
         return await awaitable
     raise Interrupted  # the block swallowed the transport's cancellation

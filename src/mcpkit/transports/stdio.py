@@ -53,6 +53,18 @@ class StdioServer:
         self.server = server
         self.session: LegacySession | None = None
 
+    def starts_inline(self, message: Message) -> bool:
+        """A call of a tool that runs in one step (a plain ``def``, see ``ToolEntry.inline``)
+        starts on the endpoint's reader: the path from here to the tool enters no cancel
+        scope, and the tool can only wait on an awaitable it returns, behind a checkpoint.
+        Anything else (an unknown name too: a relaying server may forward it) takes a task."""
+        if message["method"] != "tools/call":
+            return False
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        tool = self.server.tools.get(name) if isinstance(name, str) else None
+        return tool is not None and bool(tool.inline)
+
     async def on_request(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
         params = message.get("params")
         method: str = message["method"]
@@ -105,6 +117,7 @@ class StdioServer:
         else:
             write = await fd_writer(out_fd)
             endpoint = Endpoint(write, self.on_request, self.on_notification)
+        endpoint.starts_inline = self.starts_inline
         async with self.server.running():
             await endpoint.run(read_chunks(in_fd))
 

@@ -217,8 +217,12 @@ class PipeEndpoint(Endpoint):
     only past its high-water mark does a writer wait), so writes need no lock: each message
     goes out whole and in order.  A request waits on a plain future resolved by the reader,
     its deadline kept by one loop timer (re-armed when progress extends it) instead of anyio
-    cancel scopes: the same semantics for a fraction of the cost per call.
+    cancel scopes: the same semantics for a fraction of the cost per call.  Requests the
+    owner's ``starts_inline`` picks may start on the reader (nothing in :meth:`send` belongs
+    to a task).
     """
+
+    SEND_IS_TASK_FREE = True
 
     def __init__(
         self,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
 
 import anyio
 
+from ...runtime.stepping import Resumed, run_until_suspended
 from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import INVALID_REQUEST, McpError
@@ -17,45 +18,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
-
-T = TypeVar("T")
-
-
-class Resumed(Generic[T]):
-    """Awaiting this finishes a coroutine that :func:`run_until_suspended` started.
-
-    Hot-path trick: most requests never really suspend (the tool returns at once), so they
-    need no watcher task.  We run the coroutine's first step by hand; only when it does
-    suspend do we start the watcher and hand the rest of the coroutine to the current task
-    through this awaitable, which passes every value and exception (cancellation included)
-    straight through, as ``await coro`` would.  The coroutine never changes task.  Rule for
-    callers: enter any cancel scope meant to cover the coroutine *before* its first step,
-    never between the first step and this await (a scope the coroutine entered and is
-    suspended in must stay the innermost one).
-    """
-
-    __slots__ = ("_coro", "_yielded")
-
-    def __init__(self, coro: Coroutine[Any, Any, T], yielded: Any) -> None:
-        self._coro = coro
-        self._yielded = yielded
-
-    def __await__(self) -> Generator[Any, Any, T]:
-        coro, value = self._coro, self._yielded
-        while True:
-            try:
-                sent = yield value
-            except BaseException as exc:  # delivered into the coroutine, as `await` would
-                try:
-                    value = coro.throw(exc)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-            else:
-                try:
-                    value = coro.send(sent)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-
 
 _asyncio_scope: type[anyio.CancelScope] | None = None
 
@@ -78,17 +40,6 @@ def new_cancel_scope() -> anyio.CancelScope:
             _asyncio_scope = type(scope)
         return scope
     return cls()
-
-
-def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
-    """Run ``coro`` up to its first suspension: ``(True, result)`` when it finished,
-    ``(False, yielded)`` when it is waiting (finish it with ``await Resumed(coro, yielded)``).
-    Exceptions it raises propagate."""
-    try:
-        yielded = coro.send(None)
-    except StopIteration as stop:
-        return True, stop.value
-    return False, yielded
 
 
 #: Headers whose repetition makes a request ambiguous (an intermediary may have acted

@@ -21,15 +21,14 @@ from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
 from ...runtime.exchange import Exchange, Interrupted
 from ...runtime.listen import Subscription
+from ...runtime.stepping import Resumed, run_until_suspended
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
 from ...types.methods import METHODS
 from .asgi import (
     Receive,
-    Resumed,
     Send,
     new_cancel_scope,
-    run_until_suspended,
     send_empty,
     send_error,
     watch_disconnect,

@@ -1,0 +1,59 @@
+"""Run a coroutine's first step by hand, and finish it later if it suspended.
+
+Hot-path trick shared by the HTTP transport and the stdio endpoint: most requests never
+really suspend (a plain ``def`` tool returns at once), so they need no task, watcher or
+cancel scope of their own.  :func:`run_until_suspended` runs the first step;
+only a coroutine that does wait is finished with ``await Resumed(coro, yielded)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Generator
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
+    """Run ``coro`` up to its first suspension: ``(True, result)`` when it finished,
+    ``(False, yielded)`` when it is waiting (finish it with ``await Resumed(coro, yielded)``).
+    Exceptions it raises propagate."""
+    try:
+        yielded = coro.send(None)
+    except StopIteration as stop:
+        return True, stop.value
+    return False, yielded
+
+
+class Resumed(Generic[T]):
+    """Awaiting this finishes a coroutine that :func:`run_until_suspended` started.
+
+    It passes every value and exception (cancellation included) straight through, as
+    ``await coro`` would.  The HTTP transport finishes the coroutine in the task that
+    started it; the stdio endpoint in a new task (see ``Endpoint.starts_inline`` for what
+    makes that safe).  Rule for callers: enter any cancel scope meant to cover the
+    coroutine *before* its first step, never between the first step and this await (a
+    scope the coroutine entered and is suspended in must stay the innermost one).
+    """
+
+    __slots__ = ("_coro", "_yielded")
+
+    def __init__(self, coro: Coroutine[Any, Any, T], yielded: Any) -> None:
+        self._coro = coro
+        self._yielded = yielded
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        coro, value = self._coro, self._yielded
+        while True:
+            try:
+                sent = yield value
+            except BaseException as exc:  # delivered into the coroutine, as `await` would
+                try:
+                    value = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+            else:
+                try:
+                    value = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]

@@ -419,3 +419,68 @@ async def test_lifespan_is_entered_once_for_many_calls_and_nested_runs() -> None
     async with server.running():
         pass
     assert events == ["enter", "exit", "enter", "exit"]
+
+
+async def test_lifespan_shared_by_overlapping_tasks_closes_in_its_creator_after_the_last() -> None:
+    """Two tasks use the server with overlapping, not nested, lifetimes (your own
+    ``async with server.running()`` next to an HTTP app's lifespan): the first to enter
+    leaves first, the lifespan stays up for the other and closes when it leaves too."""
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(server: Server) -> AsyncIterator[None]:
+        events.append("enter")
+        yield
+        events.append("exit")
+
+    server = Server("overlap", lifespan=lifespan)
+    second_in, first_out, second_may_leave = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def first() -> None:
+        async with server.running():
+            await second_in.wait()
+        first_out.set()
+
+    async def second() -> None:
+        async with server.running():
+            second_in.set()
+            await second_may_leave.wait()
+            assert events == ["enter"]  # still up for us
+            assert server._tg is not None  # background work still possible
+        events.append("second left")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            await anyio.sleep(0.01)
+            tg.start_soon(second)
+            await second_in.wait()
+            await anyio.sleep(0.05)
+            assert not first_out.is_set()  # the creator waits for the other user
+            assert events == ["enter"]
+            second_may_leave.set()
+    assert events == ["enter", "second left", "exit"] or events == ["enter", "exit", "second left"]
+    assert events.count("exit") == 1
+    async with server.running():  # and it can start again
+        pass
+    assert events.count("enter") == 2 and events.count("exit") == 2
+
+
+async def test_a_lifespan_that_fails_to_start_leaves_nothing_open_and_can_be_retried() -> None:
+    attempts: list[int] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(server: Server) -> AsyncIterator[None]:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ConnectionError("database down")
+        yield
+
+    server = Server("flaky-start", lifespan=lifespan)
+    with pytest.raises(ConnectionError):
+        async with server.running():
+            pass
+    assert server._tg is None and server._lifespan_users == 0
+    async with server.running():
+        assert server._tg is not None
+    assert len(attempts) == 2

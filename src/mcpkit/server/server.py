@@ -100,6 +100,8 @@ class Server:
         self._lifespan_stack: contextlib.AsyncExitStack | None = None
         self._lifespan_users = 0
         self._lifespan_lock: anyio.Lock | None = None
+        #: Set when the last user of the current lifespan has left (see :meth:`running`).
+        self._lifespan_idle: anyio.Event | None = None
         self.lifespan_state: Any = None
         self.result_meta = {META_SERVER_INFO: self.info}
         self._list_cache: dict[str, list[dict[str, Any]]] = {}
@@ -395,34 +397,51 @@ class Server:
     async def running(self) -> AsyncIterator[Server]:
         """Enter the user's lifespan once per process, however many transports or
         requests use the server (reference-counted; re-entrant).  Also hosts background
-        work (task workers, cross-replica change relay)."""
+        work (task workers, cross-replica change relay).
+
+        The task that entered first owns the background task group, which only that task
+        may exit: when it leaves while others still use the server (overlapping, not
+        nested, users), it waits for the last of them and then closes everything."""
         if self._lifespan_lock is None:
             self._lifespan_lock = anyio.Lock()
-        async with self._lifespan_lock:
+        lock = self._lifespan_lock
+        async with lock:
             first = self._lifespan_users == 0
             if first:
                 stack = contextlib.AsyncExitStack()
-                self._tg = await stack.enter_async_context(anyio.create_task_group())
-                await self._attach_state(stack)
-                if self._lifespan is not None:
-                    self.lifespan_state = await stack.enter_async_context(self._lifespan(self))
+                own_tg = self._tg = await stack.enter_async_context(anyio.create_task_group())
+                try:
+                    await self._attach_state(stack)
+                    if self._lifespan is not None:
+                        lifespan = self._lifespan(self)
+                        self.lifespan_state = await stack.enter_async_context(lifespan)
+                except BaseException:  # a lifespan that fails to start leaves nothing open
+                    self._tg = None
+                    own_tg.cancel_scope.cancel()
+                    await stack.aclose()
+                    raise
                 self._lifespan_stack = stack
+                self._lifespan_idle = anyio.Event()
+            idle = self._lifespan_idle
             self._lifespan_users += 1
         try:
             yield self
         finally:
-            closing: contextlib.AsyncExitStack | None = None
             with anyio.CancelScope(shield=True):
-                async with self._lifespan_lock:
+                async with lock:
                     self._lifespan_users -= 1
-                    if self._lifespan_users == 0:
-                        closing, self._lifespan_stack = self._lifespan_stack, None
-            if closing is not None:
-                # Exit in the task that entered (the task group's scope must be current).
-                if self._tg is not None:
-                    self._tg.cancel_scope.cancel()
-                self._tg = None
-                await closing.aclose()
+                    if self._lifespan_users == 0 and idle is not None:
+                        idle.set()
+                if first and idle is not None:
+                    await idle.wait()  # at once when we were the last user
+                    async with lock:
+                        if self._lifespan_stack is stack:  # nobody started a new one since
+                            self._lifespan_stack = self._tg = None
+            if first:
+                # Exit in the task that entered, outside the shield above (the task
+                # group's scope must be the current one).
+                own_tg.cancel_scope.cancel()
+                await stack.aclose()
 
     async def _attach_state(self, stack: contextlib.AsyncExitStack) -> None:
         """Share sealing keys and change events through the backend when it spans

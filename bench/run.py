@@ -765,6 +765,20 @@ TARGETS = (
         20.0,
     ),
     (
+        "stdio on one core: >= 20x the SDK's sequential calls/s, each framework's own client",
+        "stdio tools/call sequential, one core, each framework's own client",
+        SDK,
+        ">=",
+        20.0,
+    ),
+    (
+        "stdio on one core: >= 20x the SDK's sequential calls/s, servers only",
+        "stdio tools/call sequential, one core (legacy session)",
+        SDK,
+        ">=",
+        20.0,
+    ),
+    (
         "in-process dispatch: >= 15x the SDK's",
         "in-process tools/call (no transport)",
         SDK,

@@ -27,6 +27,8 @@ from .run import FASTMCP, FLOOR, LEGACY, OURS, PEERS_DIR, SDK, Proc, Run, _pin
 
 SEQ = "stdio tools/call sequential (legacy session)"
 OWN = "stdio tools/call sequential, each framework's own client"
+SEQ_ONE_CORE = "stdio tools/call sequential, one core (legacy session)"
+OWN_ONE_CORE = "stdio tools/call sequential, one core, each framework's own client"
 
 
 def _initialize_time(cmd: list[str], cpu: int | None, cwd: str) -> float:
@@ -118,19 +120,7 @@ def bench_stdio(ctx: Run) -> None:
         )
     ctx.progress("stdio cold start")
 
-    raw: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
-    own: dict[str, list[dict[str, Any]]] = {n: [] for n in names if n in (OURS, SDK, FASTMCP)}
-    for _ in range(s.rounds):
-        for name in names:
-            c = ctx.contenders[name]
-            # The same driver, on the bench's interpreter, for every contender's server.
-            cmd = raw_driver_cmd(
-                sys.executable, c.stdio_cmd(), s.stdio_calls, s.stdio_window, s.server_cpu
-            )
-            raw[name].append(_run_json(cmd, s.client_cpu, f"stdio driver for {name}"))
-            if name in own:
-                cmd = own_client_cmd(name, c.python, c.stdio_cmd(), s.client_calls, s.server_cpu)
-                own[name].append(_run_json(cmd, s.client_cpu, f"{name}'s own client"))
+    raw, own = _round_trips(ctx, names, s.client_cpu, s.server_cpu)
     for name, runs in raw.items():
         ctx.record(SEQ, name, _median([r["seq"] for r in runs], "rps"), "calls/s", higher=True)
         ctx.record(
@@ -162,15 +152,58 @@ def bench_stdio(ctx: Run) -> None:
             "stdio tools/call sequential (2026-07-28 _meta)", name, modern, "calls/s", higher=True
         )
     ctx.progress("stdio round trips (raw driver)")
+    _record_own(ctx, OWN, raw, own)
+    ctx.progress("stdio round trips (own clients)")
+    if s.server_cpu is None:
+        return
+    # Client and server on the same core: every hand-off is a context switch on one CPU
+    # instead of a wake-up of another (which this VM makes slow), so the round trip is
+    # the CPU both sides spend on it.
+    raw, own = _round_trips(ctx, names, s.server_cpu, s.server_cpu)
+    for name, runs in raw.items():
+        seq = [r["seq"] for r in runs]
+        ctx.record(SEQ_ONE_CORE, name, _median(seq, "rps"), "calls/s", higher=True)
+        ctx.record(f"{SEQ_ONE_CORE} p50", name, _median(seq, "p50_ms"), "ms", higher=False)
+    _record_own(ctx, OWN_ONE_CORE, raw, own)
+    ctx.progress("stdio round trips on one core")
+
+
+def _round_trips(
+    ctx: Run, names: list[str], driver_cpu: int | None, server_cpu: int | None
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
+    """``rounds`` alternating runs of the raw driver and of each framework's own client."""
+    s = ctx.settings
+    raw: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    own: dict[str, list[dict[str, Any]]] = {n: [] for n in names if n in (OURS, SDK, FASTMCP)}
+    for _ in range(s.rounds):
+        for name in names:
+            c = ctx.contenders[name]
+            # The same driver, on the bench's interpreter, for every contender's server.
+            cmd = raw_driver_cmd(
+                sys.executable, c.stdio_cmd(), s.stdio_calls, s.stdio_window, server_cpu
+            )
+            raw[name].append(_run_json(cmd, driver_cpu, f"stdio driver for {name}"))
+            if name in own:
+                cmd = own_client_cmd(name, c.python, c.stdio_cmd(), s.client_calls, server_cpu)
+                own[name].append(_run_json(cmd, driver_cpu, f"{name}'s own client"))
+    return raw, own
+
+
+def _record_own(
+    ctx: Run,
+    what: str,
+    raw: dict[str, list[dict[str, Any]]],
+    own: dict[str, list[dict[str, Any]]],
+) -> None:
     # The floor has no client: its column is the raw driver against the bare echo, the
     # least any client + server pair can take over these pipes.
+    runs_by_name = dict(own)
     if FLOOR in raw:
-        own[FLOOR] = [r["seq"] for r in raw[FLOOR]]
-    for name, runs in own.items():
-        ctx.record(OWN, name, _median(runs, "rps"), "calls/s", higher=True)
-        ctx.record(f"{OWN} p50", name, _median(runs, "p50_ms"), "ms", higher=False)
-        ctx.record(f"{OWN} p99", name, _median(runs, "p99_ms"), "ms", higher=False)
-    ctx.progress("stdio round trips (own clients)")
+        runs_by_name[FLOOR] = [r["seq"] for r in raw[FLOOR]]
+    for name, runs in runs_by_name.items():
+        ctx.record(what, name, _median(runs, "rps"), "calls/s", higher=True)
+        ctx.record(f"{what} p50", name, _median(runs, "p50_ms"), "ms", higher=False)
+        ctx.record(f"{what} p99", name, _median(runs, "p99_ms"), "ms", higher=False)
 
 
 def _median(runs: list[dict[str, Any]], key: str) -> float:

@@ -22,6 +22,10 @@ from ..types.errors import INVALID_REQUEST, McpError
 
 
 class SessionState(Enum):
+    # Members are singletons: identity hashing is exact, and C-fast (Enum's own __hash__
+    # is Python code, paid several times per legacy request by the table lookups).
+    __hash__ = object.__hash__
+
     NEW = "new"
     INITIALIZING = "initializing"
     READY = "ready"
@@ -29,6 +33,8 @@ class SessionState(Enum):
 
 
 class Event(Enum):
+    __hash__ = object.__hash__  # as SessionState
+
     INITIALIZE = "initialize"
     INITIALIZED = "initialized"
     PING = "ping"

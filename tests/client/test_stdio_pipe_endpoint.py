@@ -169,6 +169,39 @@ async def test_a_timeout_sends_cancelled_and_a_late_answer_is_stray() -> None:
         assert [s["id"] for s in strays] == [request["id"]]
 
 
+async def test_deadlines_of_requests_in_flight_together_are_each_kept() -> None:
+    """One timer serves every request's deadline: a short timeout issued after a long one
+    must still fire on time, an answered request must not time out, and a long timeout
+    still fires after the shorter ones are gone."""
+    async with connected() as (endpoint, peer):
+        outcomes: dict[str, Any] = {}
+        ended: dict[str, float] = {}
+        start = anyio.current_time()
+
+        async def call(name: str, timeout: float) -> None:
+            try:
+                outcomes[name] = await endpoint.request(name, None, timeout=timeout)
+            except RequestTimeout:
+                outcomes[name] = "timeout"
+            ended[name] = anyio.current_time() - start
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "long", 0.6)
+                await anyio.sleep(0.01)
+                tg.start_soon(call, "short", 0.1)
+                tg.start_soon(call, "answered", 0.2)
+                ids = {}
+                for _ in range(3):
+                    message = await peer.next_message()
+                    ids[message["method"]] = message["id"]
+                peer.send(answer(ids["answered"]))
+        assert outcomes == {"answered": {"text": "ok"}, "short": "timeout", "long": "timeout"}
+        assert ended["answered"] < 0.1
+        assert 0.1 <= ended["short"] < 0.4
+        assert 0.6 <= ended["long"] < 1.2
+
+
 async def test_progress_extends_the_timeout() -> None:
     async with connected() as (endpoint, peer):
         async with anyio.create_task_group() as tg:

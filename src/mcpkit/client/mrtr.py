@@ -34,7 +34,7 @@ async def run_with_input(
 ) -> dict[str, Any]:
     """``send(params)`` until the result is complete (or, when the client declared the
     tasks extension, a task was created); returns that result."""
-    base = {k: v for k, v in params.items() if k not in MRTR_FIELDS}
+    base: dict[str, Any] | None = None  # params without MRTR fields, for the next rounds
     current = params
     rounds = 0
     while True:
@@ -50,6 +50,8 @@ async def run_with_input(
         if rounds > max_rounds:
             raise TooManyInputRounds(method, max_rounds)
         responses = await answer_all(method, result, callbacks)
+        if base is None:
+            base = {k: v for k, v in params.items() if k not in MRTR_FIELDS}
         current = dict(base)
         if responses:
             current["inputResponses"] = responses

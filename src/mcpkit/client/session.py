@@ -272,12 +272,16 @@ class Session:
             meta[META_LOG_LEVEL] = self.log_level
         if progress_token is not None:
             meta["progressToken"] = progress_token
-        meta.update(self._trace_context())
+        trace = self._trace_context()
+        if trace:
+            meta.update(trace)
         return meta
 
     def _trace_context(self) -> Mapping[str, str]:
         provider = self.options.trace_context
         carrier = provider() if provider is not None else _otel_context()
+        if not carrier:
+            return carrier
         return {k: v for k, v in carrier.items() if k in _TRACE_KEYS and isinstance(v, str)}
 
     def set_log_level(self, level: str) -> None:
@@ -298,7 +302,8 @@ class Session:
         """One request in the negotiated era (raises :class:`ClientError` subclasses)."""
         if self.era is None:
             raise RuntimeError("the client is not connected (use 'async with Client(...)')")
-        base = dict(params or {})
+        base = params or {}
+        base_meta = base.get("_meta")
         token = None
         if on_progress is not None or method in _PROGRESS_BY_DEFAULT:
             token = f"mcpkit-{next(self._tokens)}"
@@ -310,11 +315,14 @@ class Session:
         while True:
             generation = self._generation
             wire = dict(base)
-            own_meta = dict(base.get("_meta") or {})
             if self.era == "modern":
-                own_meta.update(self.meta(token))
-            elif token is not None:
-                own_meta["progressToken"] = token
+                own_meta = self.meta(token)  # a fresh dict; the caller's _meta goes first
+                if base_meta:
+                    own_meta = {**base_meta, **own_meta}
+            else:
+                own_meta = dict(base_meta or {})
+                if token is not None:
+                    own_meta["progressToken"] = token
             if meta:
                 own_meta.update(meta)
             if own_meta:

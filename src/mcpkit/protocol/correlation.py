@@ -77,6 +77,10 @@ class Outgoing(Generic[W]):
         request_id = self._by_token.get(token)
         return self._pending.get(request_id) if request_id is not None else None
 
+    def pending(self) -> list[Pending[W]]:
+        """Everything in flight now (a snapshot)."""
+        return list(self._pending.values())
+
     def drain(self) -> list[Pending[W]]:
         """Everything still pending (the connection died): the caller fails them all."""
         items = list(self._pending.values())

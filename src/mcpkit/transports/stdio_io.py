@@ -184,7 +184,7 @@ class _Flag:
 
 class _Waiter:
     """One pending request: the fields the endpoint's reader, ``close`` and progress
-    handling read and write, plus the timer that enforces its deadline."""
+    handling read and write, and whether its deadline passed."""
 
     __slots__ = (
         "deadline",
@@ -194,7 +194,6 @@ class _Waiter:
         "hard_deadline",
         "progress",
         "timeout",
-        "timer",
         "value",
     )
 
@@ -207,7 +206,6 @@ class _Waiter:
         self.hard_deadline = math.inf
         self.timeout = math.inf
         self.expired = False
-        self.timer: asyncio.TimerHandle | None = None
 
 
 class PipeEndpoint(Endpoint):
@@ -215,9 +213,9 @@ class PipeEndpoint(Endpoint):
 
     A write is one non-blocking ``os.write`` (the pipe transport buffers what does not fit;
     only past its high-water mark does a writer wait), so writes need no lock: each message
-    goes out whole and in order.  A request waits on a plain future resolved by the reader,
-    its deadline kept by one loop timer (re-armed when progress extends it) instead of anyio
-    cancel scopes: the same semantics for a fraction of the cost per call.  Requests the
+    goes out whole and in order.  A request waits on a plain future resolved by the reader;
+    deadlines are kept by one loop timer for all requests (see :meth:`_watch`) instead of
+    anyio cancel scopes: the same semantics for a fraction of the cost per call.  Requests the
     owner's ``starts_inline`` picks may start on the reader (nothing in :meth:`send` belongs
     to a task).
     """
@@ -246,6 +244,8 @@ class PipeEndpoint(Endpoint):
         self._read_error: OSError | None = None
         self._more: asyncio.Future[None] | None = None
         self._reader: asyncio.ReadTransport | None = None
+        self._sweep_timer: asyncio.TimerHandle | None = None
+        self._sweep_at = math.inf
 
     # ------------------------------------------------------------------ reading
     async def open_reader(self, fd: int) -> AsyncIterator[bytes]:
@@ -391,9 +391,7 @@ class PipeEndpoint(Endpoint):
             waiter.timeout = timeout
             waiter.deadline = now + timeout
             waiter.hard_deadline = now + (max_timeout if max_timeout is not None else timeout * 10)
-            waiter.timer = loop.call_at(
-                min(waiter.deadline, waiter.hard_deadline), self._expire, waiter
-            )
+            self._watch(min(waiter.deadline, waiter.hard_deadline))
         try:
             # The deadline covers the write too: a peer that stopped reading must not
             # block a request forever on a full pipe.
@@ -412,9 +410,6 @@ class PipeEndpoint(Endpoint):
                 ):
                     await self.notify("notifications/cancelled", {"requestId": rid})
             raise
-        finally:
-            if waiter.timer is not None:
-                waiter.timer.cancel()
         if waiter.error is not None:
             raise waiter.error
         return waiter.value or {}
@@ -430,11 +425,32 @@ class PipeEndpoint(Endpoint):
         if flush.done() and not flush.cancelled():
             flush.result()  # the write's own error
 
-    def _expire(self, waiter: _Waiter) -> None:
-        limit = min(waiter.deadline, waiter.hard_deadline)
-        if self._loop.time() + 1e-6 < limit:  # progress moved the deadline on
-            waiter.timer = self._loop.call_at(limit, self._expire, waiter)
-            return
-        waiter.timer = None
-        waiter.expired = True
-        waiter.done.set()
+    def _watch(self, when: float) -> None:
+        """Make sure a sweep runs by ``when``.  One timer for every request, moved only for
+        an earlier deadline: a timer armed and cancelled per request cost about as much as
+        the rest of the request's bookkeeping, and nearly every request ends long before
+        its deadline."""
+        if when < self._sweep_at:
+            if self._sweep_timer is not None:
+                self._sweep_timer.cancel()
+            self._sweep_at = when
+            self._sweep_timer = self._loop.call_at(when, self._sweep)
+
+    def _sweep(self) -> None:
+        """Expire the requests whose deadline passed; wait for the next one."""
+        self._sweep_timer = None
+        self._sweep_at = math.inf
+        now = self._loop.time() + 1e-6
+        nearest = math.inf
+        for pending in self.outgoing.pending():
+            waiter = pending.waiter
+            if not isinstance(waiter, _Waiter) or waiter.expired:
+                continue
+            limit = min(waiter.deadline, waiter.hard_deadline)  # progress moves it on
+            if limit <= now:
+                waiter.expired = True
+                waiter.done.set()
+            elif limit < nearest:
+                nearest = limit
+        if nearest != math.inf:
+            self._watch(nearest)

@@ -8,6 +8,10 @@
   own server, each in its own venv: what an application gets end to end, and how the
   issue measured its SDK baseline (``ClientSession`` over ``stdio_client``).
 
+Both run twice: client and server on different cores (the bench's default placement),
+then on one core (two context switches per round trip instead of two cross-core wake-ups,
+which this VM makes slow: the CPU both sides spend per call).
+
 Every round runs each contender once, a fresh server (and driver) each time, alternating.
 """
 

@@ -206,12 +206,26 @@ def validate_request_headers(
         )
     if "id" not in message:
         return
+    member = name_param(method) if isinstance(method, str) else None
+    check_request_headers(headers, method, body_params if params_ok else None, member, params)
+
+
+def check_request_headers(
+    headers: Mapping[str, str],
+    method: Any,
+    body_params: Mapping[str, Any] | None,
+    member: str | None,
+    params: tuple[HeaderParam, ...] = (),
+) -> None:
+    """The request part of :func:`validate_request_headers`, for a caller that has already
+    checked ``MCP-Protocol-Version`` against ``_meta`` and looked up the method's
+    ``Mcp-Name`` member (``name_param``): ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``.
+    ``body_params``: the request's params when they are a mapping, else None."""
     got_method = headers.get(METHOD)
     if got_method is None:
         raise header_mismatch("missing Mcp-Method header")
     if got_method != method:
         raise header_mismatch(f"Mcp-Method header {got_method!r} does not match body {method!r}")
-    member = name_param(method) if isinstance(method, str) else None
     if member is not None:
         raw = headers.get(NAME)
         if raw is None:
@@ -220,11 +234,11 @@ def validate_request_headers(
             decoded = decode_header_value(raw)
         except ValueError as exc:
             raise header_mismatch(f"Mcp-Name: {exc}") from None
-        body_value = body_params.get(member) if params_ok else None
+        body_value = body_params.get(member) if body_params is not None else None
         if decoded != body_value:
             raise header_mismatch(f"Mcp-Name header {decoded!r} does not match params.{member}")
     if params:
-        arguments = body_params.get("arguments") if params_ok else None
+        arguments = body_params.get("arguments") if body_params is not None else None
         check_param_headers(headers, params, arguments)
 
 

@@ -18,7 +18,7 @@ from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params
 from .content import json_text
 from .context import Context
 from .mrtr import InputRound, NeedInput, input_required_result
-from .registry import PLAIN_RESULTS, ToolError, call_maybe_async, resource_contents
+from .registry import PLAIN_RESULTS, ToolEntry, ToolError, call_maybe_async, resource_contents
 from .schema import validation_error
 
 if TYPE_CHECKING:
@@ -75,36 +75,24 @@ def table(server: Server) -> dict[str, Handler]:
             if tool.task_support == "required" and not as_task:
                 raise tasks_required_error()
 
-        async def run() -> dict[str, Any]:
-            try:
-                if tool.threaded and not inspect.iscoroutinefunction(tool.fn):
-                    value = await anyio.to_thread.run_sync(
-                        functools.partial(tool.fn, **kwargs), abandon_on_cancel=True
-                    )
-                elif tool.inline:
-                    value = tool.fn(**kwargs)
-                    if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
-                        value = await _interruptible(ctx, value)
-                else:
-                    value = await call_maybe_async(tool.fn, kwargs)
-            except (McpError, NeedInput):
-                raise
-            except ToolError as exc:
-                return _tool_error(str(exc))
-            except Exception as exc:  # the tool failed: the model should see it
-                if _is_cancel(exc):
-                    raise
-                return _tool_error(f"Error executing tool {name}: {exc}")
-            return tool.result_from(value)
-
         if as_task:
             created: dict[str, Any] = await server.tasks.start(
                 ctx,
-                lambda: _with_input(server, ctx, f"tools/call\0{name}", run),
+                lambda: _with_input(
+                    server, ctx, f"tools/call\0{name}", lambda: _call_tool(tool, name, kwargs, ctx)
+                ),
                 manual=tool.task_manual,
             )
             return created
-        return await _with_input(server, ctx, f"tools/call\0{name}", run)
+        if ctx.meta.era == "modern" and _first_round(params):
+            # The common case, without _with_input's layer and closure (see _with_input).
+            try:
+                return await _call_tool(tool, name, kwargs, ctx)
+            except NeedInput as need:
+                return _input_required(server, ctx, f"tools/call\0{name}", {}, need)
+        return await _with_input(
+            server, ctx, f"tools/call\0{name}", lambda: _call_tool(tool, name, kwargs, ctx)
+        )
 
     async def tasks_method(ctx: Context) -> dict[str, Any]:
         message = {"method": ctx.method, "params": ctx.params}
@@ -237,6 +225,33 @@ def table(server: Server) -> dict[str, Handler]:
 # ---------------------------------------------------------------------- helpers
 
 
+async def _call_tool(
+    tool: ToolEntry, name: str, kwargs: dict[str, Any], ctx: Context
+) -> dict[str, Any]:
+    """Run one tool call and shape its ``CallToolResult`` (tool failures become
+    ``isError`` results; protocol errors and input requests propagate)."""
+    try:
+        if tool.threaded and not inspect.iscoroutinefunction(tool.fn):
+            value = await anyio.to_thread.run_sync(
+                functools.partial(tool.fn, **kwargs), abandon_on_cancel=True
+            )
+        elif tool.inline:
+            value = tool.fn(**kwargs)
+            if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
+                value = await _interruptible(ctx, value)
+        else:
+            value = await call_maybe_async(tool.fn, kwargs)
+    except (McpError, NeedInput):
+        raise
+    except ToolError as exc:
+        return _tool_error(str(exc))
+    except Exception as exc:  # the tool failed: the model should see it
+        if _is_cancel(exc):
+            raise
+        return _tool_error(f"Error executing tool {name}: {exc}")
+    return tool.result_from(value)
+
+
 async def _interruptible(ctx: Context, awaitable: Any) -> Any:
     """Await what an inline tool returned, in a block the transport can cancel (the
     transport opened no cancel scope for an inline tool: see ``ToolEntry.inline``).
@@ -317,6 +332,23 @@ def _page(server: Server, ctx: Context, key: str, items: list[Any]) -> dict[str,
     return _cacheable(server, ctx, result)
 
 
+def _first_round(params: dict[str, Any]) -> bool:
+    """No earlier round to resume: nothing to open, and the Context creates its
+    InputRound only if the handler asks for input."""
+    return params.get("requestState") is None and "inputResponses" not in params
+
+
+def _input_required(
+    server: Server, ctx: Context, binding: str, responses: dict[str, Any], need: NeedInput
+) -> dict[str, Any]:
+    """The ``InputRequiredResult`` for ``need``, its sealed state bound to the request
+    (``binding``) and the principal."""
+    principal = "" if ctx.principal is None else str(ctx.principal)
+    state = ctx._round.state if ctx._round is not None else {}
+    sealed = server.keyring.seal({"r": responses, "s": state}, f"{binding}\0{principal}")
+    return input_required_result(need.requests, sealed)
+
+
 async def _with_input(
     server: Server,
     ctx: Context,
@@ -328,20 +360,16 @@ async def _with_input(
     if ctx.meta.era != "modern":
         return await run()
     params = ctx.params
-    principal = "" if ctx.principal is None else str(ctx.principal)
-    full_binding = f"{binding}\0{principal}"
-    token = params.get("requestState")
-    if token is None and "inputResponses" not in params:
-        # First round (the common case): nothing to open; the Context creates its
-        # InputRound only if the handler asks for input.
+    if _first_round(params):  # the common case
         try:
             return await run()
         except NeedInput as need:
-            state = ctx._round.state if ctx._round is not None else {}
-            sealed = server.keyring.seal({"r": {}, "s": state}, full_binding)
-            return input_required_result(need.requests, sealed)
+            return _input_required(server, ctx, binding, {}, need)
+    principal = "" if ctx.principal is None else str(ctx.principal)
+    full_binding = f"{binding}\0{principal}"
+    token = params.get("requestState")
     responses: dict[str, Any] = {}
-    state = {}
+    state: dict[str, Any] = {}
     if token is not None:
         try:
             opened = server.keyring.open(token, full_binding)
@@ -358,8 +386,7 @@ async def _with_input(
     try:
         return await run()
     except NeedInput as need:
-        sealed = server.keyring.seal({"r": responses, "s": ctx._round.state}, full_binding)
-        return input_required_result(need.requests, sealed)
+        return _input_required(server, ctx, binding, responses, need)
 
 
 def structured_text(value: Any) -> str:

@@ -44,7 +44,13 @@ def classify(message: Any) -> Kind:
         if params is not None and not isinstance(params, dict):
             raise _invalid('"params" must be an object')
         if "id" in message:
-            if not _valid_id(message["id"]):
+            request_id = message["id"]
+            # Exact types first (the usual ids), without a call; bool is an int subclass.
+            if (
+                type(request_id) is not int
+                and type(request_id) is not str
+                and not _valid_id(request_id)
+            ):
                 raise _invalid('"id" must be a string or an integer')
             return Kind.REQUEST
         return Kind.NOTIFICATION

@@ -176,7 +176,8 @@ class McpHttpApp:
             failure = McpError(INVALID_REQUEST, "Forbidden: Origin not allowed")
             await send_error(send, 403, failure)
             return
-        await self._ensure_started()
+        if not self._entered:  # checked here too: an await costs a coroutine per request
+            await self._ensure_started()
         if not self._forwarding and self.sessions.backend is not None:
             self.start_forwarding()
         principal = None
@@ -202,7 +203,9 @@ class McpHttpApp:
         self, headers: dict[str, str], receive: Receive, send: Send, principal: Any
     ) -> None:
         content_type = headers.get("content-type", "")
-        media = content_type.split(";", 1)[0].strip().lower()
+        media = content_type
+        if media != "application/json":  # else nothing to take apart (the usual value)
+            media = content_type.split(";", 1)[0].strip().lower()
         if content_type and not (
             media == "application/json"
             or (media.startswith("application/") and media.endswith("+json"))

@@ -50,6 +50,11 @@ REPEATED = "\x00repeated"
 #: a lookup is cheaper than decoding and lower-casing each (bounded: names are the peer's).
 _NAMES: dict[bytes, str] = {}
 _NAMES_MAX = 512
+#: Raw header value -> its text, for short values (host, content type, accept, the MCP
+#: routing headers repeat from request to request).  Bounded like _NAMES.
+_VALUES: dict[bytes, str] = {}
+_VALUES_MAX = 512
+_VALUE_MAX_LEN = 64
 
 
 def header_map(scope: Scope) -> dict[str, str]:
@@ -58,6 +63,7 @@ def header_map(scope: Scope) -> dict[str, str]:
     accepts, so the request is refused with -32020 rather than read "last wins"."""
     raw = scope.get("headers", ())
     names = _NAMES
+    values = _VALUES
     out: dict[str, str] = {}
     for raw_name, raw_value in raw:
         name = names.get(raw_name)
@@ -65,7 +71,12 @@ def header_map(scope: Scope) -> dict[str, str]:
             name = raw_name.decode("latin-1").lower()
             if len(names) < _NAMES_MAX:
                 names[raw_name] = name
-        out[name] = raw_value.decode("latin-1").strip()
+        value = values.get(raw_value)
+        if value is None:
+            value = raw_value.decode("latin-1").strip()
+            if len(raw_value) <= _VALUE_MAX_LEN and len(values) < _VALUES_MAX:
+                values[raw_value] = value
+        out[name] = value
     if len(out) != len(raw):
         seen: set[str] = set()
         for raw_name, _ in raw:

@@ -97,6 +97,7 @@ async def handle_modern(
             )
         check_modern_version(version, app.server.modern_versions)
         method: str = message["method"]
+        spec = METHODS.get(method)
         tool_headers: tuple[hdr.HeaderParam, ...] = ()
         tool = None
         if method == "tools/call" and isinstance(params, dict):
@@ -104,8 +105,10 @@ async def handle_modern(
             tool = app.server.tools.get(name) if isinstance(name, str) else None
             if tool is not None:
                 tool_headers = tool.header_params
-        hdr.validate_request_headers(headers, message, tool_headers)
-        spec = METHODS.get(method)
+        # validate_request_headers minus the version check just made (params: a dict or
+        # None, as classify() ensured).
+        member = spec.name_param if spec is not None else None
+        hdr.check_request_headers(headers, method, params, member, tool_headers)
         if spec is None or "modern" not in spec.eras or spec.direction == "server_to_client":
             raise method_not_found(method)
     except McpError as err:
@@ -113,7 +116,7 @@ async def handle_modern(
         return
 
     sse_ok = "text/event-stream" in headers.get("accept", "text/event-stream")
-    writer = ResponseWriter(send, sse_ok=sse_ok)
+    writer = ResponseWriter(send, sse_ok)  # positional: no kwargs dict (see parse_modern_meta)
     if method == "subscriptions/listen":
         await _listen(app, message, writer, receive)
         return

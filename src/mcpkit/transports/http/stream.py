@@ -50,8 +50,8 @@ class ResponseWriter:
     def __init__(
         self,
         send: Send,
-        *,
         sse_ok: bool,
+        *,
         extra_headers: list[tuple[bytes, bytes]] | None = None,
         log: EventLog | None = None,
         retry_ms: int | None = None,

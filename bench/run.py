@@ -726,6 +726,11 @@ def table(run: Run) -> str:
     return "\n".join(out)
 
 
+STACKS = {
+    "same": "uvloop+httptools (HTTP), uvloop (stdio servers, all clients)",
+    "default": "asyncio+h11 (HTTP), their own asyncio (stdio), asyncio for all clients",
+}
+
 # Targets from the issue: (description, measure, versus, comparison, bound).
 TARGETS = (
     (
@@ -865,8 +870,9 @@ def main(argv: list[str] | None = None) -> int:
         "--peer-stack",
         choices=("same", "default"),
         default="same",
-        help="peers' uvicorn: 'same' as mcpkit (uvloop+httptools, default) or 'default' "
-        "(asyncio+h11: what `pip install mcp` gives)",
+        help="peers' stack: 'same' as mcpkit (uvloop+httptools over HTTP, uvloop for stdio "
+        "servers and all clients; default) or 'default' (what `pip install mcp` gives: "
+        "asyncio+h11, the peers' own loop over stdio, plain asyncio for every client)",
     )
     ap.add_argument(
         "--no-pin",
@@ -914,7 +920,7 @@ def main(argv: list[str] | None = None) -> int:
         f"mcpkit benchmark, {started:%Y-%m-%d %H:%M} UTC, {machine()['cpu']} x{os.cpu_count()}"
         f"{' (quick)' if settings.quick else ''}; echo is "
         f"{'async def' if args.async_tools else 'a plain def'} in every contender; "
-        f"peers' uvicorn: {'asyncio+h11' if args.peer_stack == 'default' else 'uvloop+httptools'}; "
+        f"peers' stack: {STACKS[args.peer_stack]}; "
         "ratios are mcpkit / the column's contender"
     )
     print(table(run))

@@ -1,8 +1,10 @@
-"""uvicorn launcher shared by the peer HTTP servers: the same stack as mcpkit's default
+"""The stack the peers run on.  HTTP: uvicorn with the same stack as mcpkit's default
 (uvloop + httptools when installed), one worker, no access log, no proxy-headers
-middleware.  With the environment
-variable MCPKIT_BENCH_PEER_STACK=default: asyncio + h11, what ``pip install mcp`` (uvicorn
-without extras) gives."""
+middleware.  stdio servers and every framework's client: uvloop, as mcpkit's stdio server
+picks by itself.  With the environment variable MCPKIT_BENCH_PEER_STACK=default: what
+``pip install mcp`` gives, asyncio + h11 over HTTP, the peers' own default loop (asyncio)
+over stdio, and plain asyncio for every client (mcpkit's too: a client runs in the
+application's loop)."""
 
 from __future__ import annotations
 
@@ -31,3 +33,22 @@ def serve(app: Any, port: int, *, peer: bool = True) -> None:
         http="httptools" if have("httptools") else "h11",
         lifespan="on",
     )
+
+
+def same_loop() -> bool:
+    """Whether stdio servers and clients run on uvloop, as mcpkit's stdio server does by
+    itself: yes unless MCPKIT_BENCH_PEER_STACK=default (each peer's own default loop, and
+    plain asyncio for every client) or uvloop is missing."""
+    if os.environ.get("MCPKIT_BENCH_PEER_STACK") == "default":
+        return False
+    return importlib.util.find_spec("uvloop") is not None
+
+
+def use_same_loop() -> None:
+    """Make the next ``asyncio``/``anyio.run`` loop a uvloop one when :func:`same_loop`."""
+    if same_loop():
+        import asyncio
+
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

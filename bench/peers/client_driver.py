@@ -90,6 +90,9 @@ RUNNERS = {"mcpkit": run_mcpkit, "sdk": run_sdk, "fastmcp": run_fastmcp}
 def main() -> None:
     sep = sys.argv.index("--")
     framework, calls = sys.argv[1:sep]
+    from _serve import use_same_loop
+
+    use_same_loop()  # every framework's client on the same loop (an application's choice)
     out = asyncio.run(RUNNERS[framework](sys.argv[sep + 1 :], int(calls)))
     print(json.dumps(out), flush=True)
 

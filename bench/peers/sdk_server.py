@@ -56,6 +56,9 @@ def main() -> None:
         )
         serve(app, int(sys.argv[2]))
     elif mode == "stdio":
+        from _serve import use_same_loop
+
+        use_same_loop()  # uvloop, as mcpkit's stdio server picks by itself
         mcp.run()
     elif mode == "inproc":
         import anyio

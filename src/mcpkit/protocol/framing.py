@@ -33,6 +33,14 @@ class LineFramer:
 
         Blank lines are skipped.  Lines over the limit come back as :class:`Overflow`.
         """
+        if (  # the common case: exactly one whole line, nothing held from before
+            not self._buffer
+            and not self._discarding
+            and chunk.find(b"\n") == len(chunk) - 1
+            and len(chunk) <= self.max_line
+        ):
+            line = chunk[:-2] if chunk.endswith(b"\r\n") else chunk[:-1]
+            return [line] if line and not line.isspace() else []
         out: list[bytes | Overflow] = []
         start = 0
         while True:
@@ -57,7 +65,7 @@ class LineFramer:
                 continue
             if line.endswith(b"\r"):
                 line = line[:-1]
-            if line.strip():
+            if line and not line.isspace():
                 out.append(line)
         rest = chunk[start:]
         if rest:

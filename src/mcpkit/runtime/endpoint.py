@@ -340,8 +340,12 @@ class Endpoint:
             inline = self.starts_inline if self.SEND_IS_TASK_FREE else None
             if native is not None and inline is not None and inline(message):
                 handle = _Unscoped()
-                if await self._register(message, handle):
+                if self.incoming.start(message["id"], handle):  # _register, minus a coroutine
+                    if message["method"] == "initialize":
+                        self._uncancellable.add(message["id"])
                     self._start_inline(message, handle, native)
+                else:
+                    await self._refuse_duplicate(message["id"])
                 return
             scope = anyio.CancelScope()
             if await self._register(message, scope):
@@ -360,12 +364,15 @@ class Endpoint:
         """Track an incoming request; a duplicate of one in flight is refused instead."""
         rid = message["id"]
         if not self.incoming.start(rid, handle):
-            failure = McpError(INVALID_REQUEST, f"Request id {rid!r} is already in flight")
-            await self.send(jsonrpc.error(rid, failure))
+            await self._refuse_duplicate(rid)
             return False
         if message["method"] == "initialize":
             self._uncancellable.add(rid)
         return True
+
+    async def _refuse_duplicate(self, rid: RequestId) -> None:
+        failure = McpError(INVALID_REQUEST, f"Request id {rid!r} is already in flight")
+        await self.send(jsonrpc.error(rid, failure))
 
     async def _invalid(self, line: bytes, why: str, rid: RequestId | None, err: McpError) -> None:
         if self.on_invalid is not None:
@@ -422,10 +429,13 @@ class Endpoint:
                     rid, McpError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
                 )
         self.incoming.finish(rid)
-        self._uncancellable.discard(rid)
+        if self._uncancellable:
+            self._uncancellable.discard(rid)
         if reply is not None and not scope.cancel_called:
-            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            try:  # noqa: SIM105 - a suppress() context manager per reply costs more
                 await self.send(reply)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass  # the peer is gone: nobody to answer
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         if self._tg is None:

@@ -27,6 +27,20 @@ if TYPE_CHECKING:
     from .contracts import LegacyHost
 
 
+_READY = SessionState.READY
+#: Methods the session answers itself (or that move its lifecycle other than READY->READY).
+_SESSION_METHODS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "notifications/initialized",
+    }
+)
+
+
 class LegacySession:
     __slots__ = (
         "client_capabilities",
@@ -80,6 +94,12 @@ class LegacySession:
         """Answer one request of this session (raises :class:`McpError`)."""
         method: str = message["method"]
         params = message.get("params") or {}
+        if self.lifecycle.state is _READY and method not in _SESSION_METHODS:
+            # Nearly every request: READY stays READY, nothing for the session to answer.
+            self.last_active = time.monotonic()
+            return await server.dispatch(
+                message, self.meta_for(params), exchange, session=self, principal=self.principal
+            )
         self.touch()
         event = event_for(method, True)
         if not self.lifecycle.can(event):

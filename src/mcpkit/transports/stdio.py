@@ -52,6 +52,16 @@ class StdioServer:
     def __init__(self, server: ServedServer) -> None:
         self.server = server
         self.session: LegacySession | None = None
+        # (endpoint, its modern exchange, its legacy exchange): they hold nothing per
+        # request, so one of each per endpoint serves every request.
+        self._exchanges: tuple[Endpoint, _StdioExchange, _StdioExchange] | None = None
+
+    def _exchange(self, endpoint: Endpoint, legacy: bool) -> _StdioExchange:
+        cached = self._exchanges
+        if cached is None or cached[0] is not endpoint:
+            cached = (endpoint, _StdioExchange(endpoint, False), _StdioExchange(endpoint, True))
+            self._exchanges = cached
+        return cached[2] if legacy else cached[1]
 
     def starts_inline(self, message: Message) -> bool:
         """A call of a tool that runs in one step (a plain ``def``, see ``ToolEntry.inline``)
@@ -75,12 +85,12 @@ class StdioServer:
                 raise method_not_found(method)
             if method == "subscriptions/listen":
                 return await self._listen(message, endpoint)
-            return await self.server.dispatch(message, meta, _StdioExchange(endpoint, False))
+            return await self.server.dispatch(message, meta, self._exchange(endpoint, False))
         if self.session is None:
             self.session = LegacySession()
         first = method == "initialize" and not self.session.initialized
         result = await self.session.handle_request(
-            self.server, message, _StdioExchange(endpoint, True)
+            self.server, message, self._exchange(endpoint, True)
         )
         if first:
             endpoint.spawn(self._legacy_events, endpoint, self.session)

@@ -74,13 +74,15 @@ class LegacySession:
         self.last_active = time.monotonic()
 
     def meta_for(self, params: dict[str, Any] | None) -> RequestMeta:
+        # Positional (field order: era, version, capabilities, info, log level, progress
+        # token): a dataclass called with keywords builds a kwargs dict per request.
         return RequestMeta(
-            era="legacy",
-            protocol_version=self.protocol_version,
-            client_capabilities=self.client_capabilities,
-            client_info=self.client_info,
-            log_level=None,
-            progress_token=legacy_progress_token(params),
+            "legacy",
+            self.protocol_version,
+            self.client_capabilities,
+            self.client_info,
+            None,
+            legacy_progress_token(params) if params and "_meta" in params else None,
         )
 
     def on_notification(self, message: Message) -> None:

@@ -27,7 +27,7 @@ from mcpkit.client import (
 )
 from mcpkit.client.callbacks import Callbacks
 from mcpkit.client.errors import unwrap
-from mcpkit.client.mrtr import run_with_input
+from mcpkit.client.mrtr import continue_with_input
 from mcpkit.client.options import EraCache
 
 pytestmark = pytest.mark.anyio
@@ -225,6 +225,13 @@ def scripted(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any]:
         return results[len(sent) - 1]
 
     return sent, send
+
+
+async def run_with_input(method: str, params: dict[str, Any], send: Any,
+                         callbacks: Callbacks, max_rounds: int) -> dict[str, Any]:
+    """What the client does: the first round, then the rest when it is not complete."""
+    return await continue_with_input(method, params, await send(params), send, callbacks,
+                                     max_rounds)
 
 
 ELICIT = {"method": "elicitation/create",

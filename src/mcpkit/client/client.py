@@ -57,7 +57,7 @@ from .models import (
     ServerInfo,
     Tool,
 )
-from .mrtr import run_with_input
+from .mrtr import continue_with_input
 from .options import ClientOptions, transport_for
 from .session import _UNSET, Session
 from .tasks import Task
@@ -436,17 +436,23 @@ class Client:
         headers: dict[str, str] | None,
         rounds: list[int] | None = None,
     ) -> dict[str, Any]:
-        async def send(current: dict[str, Any]) -> dict[str, Any]:
-            if rounds is not None and ("inputResponses" in current or "requestState" in current):
-                rounds.append(1)  # a retry: its result must not be cached
-            return await self.session.request(method, current, timeout=timeout,
-                                              on_progress=on_progress, meta=meta,
-                                              headers=headers)
-
+        request = self.session.request
         try:  # error_boundary(), without a generator context manager per request
-            return await run_with_input(method, params, send, self.callbacks,
-                                        self.options.max_input_rounds,
-                                        allow_task=self.options.tasks and method == "tools/call")
+            result = await request(method, params, timeout=timeout, on_progress=on_progress,
+                                   meta=meta, headers=headers)
+            if result.get("resultType", "complete") == "complete":  # nearly always
+                return result
+
+            async def send(current: dict[str, Any]) -> dict[str, Any]:
+                if rounds is not None and ("inputResponses" in current
+                                           or "requestState" in current):
+                    rounds.append(1)  # a retry: its result must not be cached
+                return await request(method, current, timeout=timeout,
+                                     on_progress=on_progress, meta=meta, headers=headers)
+
+            return await continue_with_input(
+                method, params, result, send, self.callbacks, self.options.max_input_rounds,
+                allow_task=self.options.tasks and method == "tools/call")
         except BaseExceptionGroup as group:
             raise unwrap(group) from None
 

@@ -24,21 +24,22 @@ from .errors import InvalidResultError, TooManyInputRounds
 MRTR_FIELDS = ("inputResponses", "requestState")
 
 
-async def run_with_input(
+async def continue_with_input(
     method: str,
     params: dict[str, Any],
+    result: dict[str, Any],
     send: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
     callbacks: Callbacks,
     max_rounds: int,
     allow_task: bool = False,
 ) -> dict[str, Any]:
-    """``send(params)`` until the result is complete (or, when the client declared the
-    tasks extension, a task was created); returns that result."""
+    """Given the first round's ``result`` (of ``params``), ``send`` the next rounds until
+    the result is complete (or, when the client declared the tasks extension, a task was
+    created); returns that result.  Callers check the first result themselves: it is
+    nearly always complete, and then this machinery is skipped."""
     base: dict[str, Any] | None = None  # params without MRTR fields, for the next rounds
-    current = params
     rounds = 0
     while True:
-        result = await send(current)
         kind = result.get("resultType", "complete")
         if kind == "complete" or (kind == "task" and allow_task):
             return result
@@ -57,6 +58,7 @@ async def run_with_input(
             current["inputResponses"] = responses
         if "requestState" in result:
             current["requestState"] = result["requestState"]
+        result = await send(current)
 
 
 async def answer_all(

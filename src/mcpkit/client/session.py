@@ -272,17 +272,11 @@ class Session:
             meta[META_LOG_LEVEL] = self.log_level
         if progress_token is not None:
             meta["progressToken"] = progress_token
-        trace = self._trace_context()
-        if trace:
-            meta.update(trace)
-        return meta
-
-    def _trace_context(self) -> Mapping[str, str]:
         provider = self.options.trace_context
-        carrier = provider() if provider is not None else _otel_context()
-        if not carrier:
-            return carrier
-        return {k: v for k, v in carrier.items() if k in _TRACE_KEYS and isinstance(v, str)}
+        trace = provider() if provider is not None else _otel_context()
+        if trace:
+            meta.update(_trace_keys(trace))
+        return meta
 
     def set_log_level(self, level: str) -> None:
         if level not in LOG_LEVEL_RANK:
@@ -308,9 +302,11 @@ class Session:
         if on_progress is not None or method in _PROGRESS_BY_DEFAULT:
             token = f"mcpkit-{next(self._tokens)}"
         limit = self.options.timeout if timeout is _UNSET else timeout
-        max_limit = self.options.max_timeout if limit is not None else None
-        if limit is not None and max_limit is not None:
-            max_limit = max(max_limit, limit)
+        max_limit = None
+        if limit is not None:
+            max_limit = self.options.max_timeout
+            if max_limit is not None and max_limit < limit:
+                max_limit = limit
         version_retries = reinitialized = 0
         while True:
             generation = self._generation
@@ -361,6 +357,10 @@ class Session:
 
 _OTEL_PROPAGATE: Any = None
 _OTEL_CHECKED = False
+
+
+def _trace_keys(carrier: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in carrier.items() if k in _TRACE_KEYS and isinstance(v, str)}
 
 
 def _otel_context() -> dict[str, str]:

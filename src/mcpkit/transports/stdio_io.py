@@ -26,7 +26,7 @@ from ..runtime.endpoint import ConnectionClosed, Endpoint, RequestTimeout, settl
 from ..types import jsonrpc
 from ..types.codec import DecodeError, decode, encode_message
 from ..types.errors import McpError
-from ..types.jsonrpc import Kind, Message, RequestId
+from ..types.jsonrpc import Kind, Message, RequestId, classify
 
 log = logging.getLogger("mcpkit.endpoint")
 
@@ -165,14 +165,38 @@ class _ReadProtocol(asyncio.Protocol):
         self._endpoint._ended(exc)
 
 
-class _Flag:
-    """The ``done`` of a request resolved through an asyncio future (what the endpoint's
-    reader and ``close`` call: ``set``; an ``anyio.Event`` costs more than the round trip)."""
+class _Waiter:
+    """One pending request: the fields the endpoint's reader, ``close`` and progress
+    handling read and write, and whether its deadline passed.  It is its own ``done``
+    (what they call: ``set``), resolved through a plain asyncio future: an
+    ``anyio.Event`` costs more than the round trip."""
 
-    __slots__ = ("future",)
+    __slots__ = (
+        "deadline",
+        "error",
+        "expired",
+        "future",
+        "hard_deadline",
+        "progress",
+        "timeout",
+        "value",
+    )
 
-    def __init__(self, future: asyncio.Future[None]) -> None:
+    def __init__(
+        self,
+        future: asyncio.Future[None],
+        progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None,
+    ) -> None:
         self.future = future
+        self.progress = progress
+        self.value: dict[str, Any] | None = None
+        self.error: McpError | None = None
+        self.deadline = self.hard_deadline = self.timeout = math.inf
+        self.expired = False
+
+    @property
+    def done(self) -> _Waiter:  # not an attribute: a cycle would leave every request to the gc
+        return self
 
     def set(self) -> None:
         if not self.future.done():
@@ -180,32 +204,6 @@ class _Flag:
 
     def is_set(self) -> bool:
         return self.future.done()
-
-
-class _Waiter:
-    """One pending request: the fields the endpoint's reader, ``close`` and progress
-    handling read and write, and whether its deadline passed."""
-
-    __slots__ = (
-        "deadline",
-        "done",
-        "error",
-        "expired",
-        "hard_deadline",
-        "progress",
-        "timeout",
-        "value",
-    )
-
-    def __init__(self, future: asyncio.Future[None]) -> None:
-        self.done = _Flag(future)
-        self.value: dict[str, Any] | None = None
-        self.error: McpError | None = None
-        self.progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None
-        self.deadline = math.inf
-        self.hard_deadline = math.inf
-        self.timeout = math.inf
-        self.expired = False
 
 
 class PipeEndpoint(Endpoint):
@@ -292,11 +290,16 @@ class PipeEndpoint(Endpoint):
             self._backlog
             or self._busy
             or self._partial
-            or not data.endswith(b"\n")
             or len(data) > self._max_line
-            or b'"method"' in data  # a request or notification: run() serves it
+            or not data.endswith(b"\n")
+            or data.find(b'"method"') >= 0  # a request or notification: run() serves it
         ):
             self._hand_over(data)
+            return
+        end = data.find(b"\n")
+        if end == len(data) - 1:  # one line (nearly always): no loop, no blank-line check
+            if not self._resolve(data[:-2] if data.endswith(b"\r\n") else data[:-1]):
+                self._hand_over(data)
             return
         start = 0
         size = len(data)
@@ -311,10 +314,11 @@ class PipeEndpoint(Endpoint):
             start = end + 1
 
     def _resolve(self, line: bytes) -> bool:
-        """Settle the request ``line`` answers; False when it is not simply that."""
+        """Settle the request ``line`` answers; False when it is not simply that (a blank
+        line included: run() skips it)."""
         try:
             message = decode(line)
-            kind = jsonrpc.classify(message)
+            kind = classify(message)
         except (DecodeError, McpError):
             return False
         if kind is not Kind.RESULT and kind is not Kind.ERROR:
@@ -375,23 +379,24 @@ class PipeEndpoint(Endpoint):
     ) -> dict[str, Any]:
         if self.closed is not None:
             raise ConnectionClosed(self.closed)
-        loop = self._loop
-        rid = request_id if request_id is not None else self.outgoing.next_id()
-        future: asyncio.Future[None] = loop.create_future()
-        waiter = _Waiter(future)
-        waiter.progress = on_progress
+        outgoing = self.outgoing
+        rid = request_id if request_id is not None else outgoing.next_id()
+        future: asyncio.Future[None] = self._loop.create_future()
+        waiter = _Waiter(future, on_progress)
         token = None
         if params is not None:
             meta = params.get("_meta")
             if isinstance(meta, dict):
                 token = meta.get("progressToken")
-        self.outgoing.register(rid, method, waiter, token)  # type: ignore[arg-type]
+        outgoing.register(rid, method, waiter, token)  # type: ignore[arg-type]
         if timeout is not None:
-            now = loop.time()  # = anyio.current_time(), which progress uses to extend it
+            now = self._loop.time()  # = anyio.current_time(), which progress uses to extend it
             waiter.timeout = timeout
             waiter.deadline = now + timeout
             waiter.hard_deadline = now + (max_timeout if max_timeout is not None else timeout * 10)
-            self._watch(min(waiter.deadline, waiter.hard_deadline))
+            when = min(waiter.deadline, waiter.hard_deadline)
+            if when < self._sweep_at:
+                self._watch(when)
         try:
             # The deadline covers the write too: a peer that stopped reading must not
             # block a request forever on a full pipe.
@@ -402,7 +407,7 @@ class PipeEndpoint(Endpoint):
             if waiter.expired:
                 raise RequestTimeout(method, timeout or 0)
         except BaseException:
-            if self.outgoing.forget(rid) is not None and self.closed is None:
+            if outgoing.forget(rid) is not None and self.closed is None:
                 with (
                     anyio.CancelScope(shield=True),
                     anyio.move_on_after(1),
@@ -429,7 +434,7 @@ class PipeEndpoint(Endpoint):
         """Make sure a sweep runs by ``when``.  One timer for every request, moved only for
         an earlier deadline: a timer armed and cancelled per request cost about as much as
         the rest of the request's bookkeeping, and nearly every request ends long before
-        its deadline."""
+        its deadline (:meth:`request` calls this only for an earlier one)."""
         if when < self._sweep_at:
             if self._sweep_timer is not None:
                 self._sweep_timer.cancel()

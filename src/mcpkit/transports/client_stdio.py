@@ -29,7 +29,7 @@ import signal
 import subprocess
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Literal
 
@@ -164,6 +164,8 @@ class StdioTransport:
             )
         endpoint.reply_to_invalid = False
         endpoint.on_invalid = self._junk
+        if isinstance(endpoint, PipeEndpoint):
+            endpoint.explain = self._explain
         self._endpoint = endpoint
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
@@ -376,7 +378,7 @@ class StdioTransport:
             raise RuntimeError("StdioTransport used outside 'async with'")
         return self._endpoint
 
-    async def request(
+    def request(
         self,
         method: str,
         params: dict[str, Any] | None,
@@ -386,40 +388,61 @@ class StdioTransport:
         on_progress: ProgressHandler | None = None,
         headers: dict[str, str] | None = None,
         request_id: RequestId | None = None,
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        endpoint = self._endpoint
+        if isinstance(endpoint, PipeEndpoint) and endpoint.closed is None:
+            # It reports failures through _explain itself: no coroutine of ours per call.
+            return endpoint.request(method, params, timeout=timeout, max_timeout=max_timeout,
+                                    request_id=request_id, on_progress=on_progress)
+        return self._request(method, params, timeout, max_timeout, on_progress, request_id)
+
+    async def _request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        max_timeout: float | None,
+        on_progress: ProgressHandler | None,
+        request_id: RequestId | None,
     ) -> dict[str, Any]:
         endpoint = self._require()
         if endpoint.closed is not None:
             raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
         started = time.monotonic()
         try:
-            return await endpoint.request(
-                method,
-                params,
-                timeout=timeout,
-                max_timeout=max_timeout,
-                request_id=request_id,
-                on_progress=on_progress,
-            )
-        except ConnectionClosed:
-            raise ConnectionClosedError(
-                await self._closed_detail(f"{method} was pending")
+            return await endpoint.request(method, params, timeout=timeout,
+                                          max_timeout=max_timeout, request_id=request_id,
+                                          on_progress=on_progress)
+        except McpError as exc:
+            raise await self._explain(
+                exc, method, timeout, max_timeout, time.monotonic() - started
             ) from None
-        except RequestTimeout:
-            elapsed = time.monotonic() - started
+
+    async def _explain(
+        self,
+        exc: McpError,
+        method: str,
+        timeout: float | None,
+        max_timeout: float | None,
+        elapsed: float,
+    ) -> BaseException:
+        """The client error for a request's failure on the endpoint."""
+        if isinstance(exc, ConnectionClosed):
+            return ConnectionClosedError(await self._closed_detail(f"{method} was pending"))
+        if isinstance(exc, RequestTimeout):
             hard = (
                 max_timeout is not None
                 and timeout is not None
                 and max_timeout > timeout
                 and elapsed >= max_timeout - 0.05
             )
-            raise RequestTimeoutError(
+            return RequestTimeoutError(
                 method,
                 (max_timeout if hard else timeout) or elapsed,
                 hard=hard,
                 detail=self._timeout_detail(),
-            ) from None
-        except McpError as exc:
-            raise ServerError(exc.code, exc.message, exc.data, method=method) from None
+            )
+        return ServerError(exc.code, exc.message, exc.data, method=method)
 
     async def notify(
         self,

@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import stat
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import suppress
@@ -244,6 +245,14 @@ class PipeEndpoint(Endpoint):
         self._reader: asyncio.ReadTransport | None = None
         self._sweep_timer: asyncio.TimerHandle | None = None
         self._sweep_at = math.inf
+        #: How the owner reports a request that failed with an :class:`McpError` (error
+        #: answer, timeout, connection closed): called with the error, the method, its
+        #: timeout and max_timeout and the seconds since the request started; returns what
+        #: :meth:`request` raises instead.  Saves the owner a coroutine of its own per call.
+        self.explain: (
+            Callable[[McpError, str, float | None, float | None, float], Awaitable[BaseException]]
+            | None
+        ) = None
 
     # ------------------------------------------------------------------ reading
     async def open_reader(self, fd: int) -> AsyncIterator[bytes]:
@@ -377,47 +386,57 @@ class PipeEndpoint(Endpoint):
         request_id: RequestId | None = None,
         on_progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None,
     ) -> dict[str, Any]:
-        if self.closed is not None:
-            raise ConnectionClosed(self.closed)
-        outgoing = self.outgoing
-        rid = request_id if request_id is not None else outgoing.next_id()
-        future: asyncio.Future[None] = self._loop.create_future()
-        waiter = _Waiter(future, on_progress)
-        token = None
-        if params is not None:
-            meta = params.get("_meta")
-            if isinstance(meta, dict):
-                token = meta.get("progressToken")
-        outgoing.register(rid, method, waiter, token)  # type: ignore[arg-type]
-        if timeout is not None:
-            now = self._loop.time()  # = anyio.current_time(), which progress uses to extend it
-            waiter.timeout = timeout
-            waiter.deadline = now + timeout
-            waiter.hard_deadline = now + (max_timeout if max_timeout is not None else timeout * 10)
-            when = min(waiter.deadline, waiter.hard_deadline)
-            if when < self._sweep_at:
-                self._watch(when)
+        started = time.monotonic()
         try:
-            # The deadline covers the write too: a peer that stopped reading must not
-            # block a request forever on a full pipe.
-            if self._write_now(jsonrpc.request(rid, method, params)):
-                await self._flush_or_done(future)
-            if not future.done():
-                await future
-            if waiter.expired:
-                raise RequestTimeout(method, timeout or 0)
-        except BaseException:
-            if outgoing.forget(rid) is not None and self.closed is None:
-                with (
-                    anyio.CancelScope(shield=True),
-                    anyio.move_on_after(1),
-                    suppress(Exception),
-                ):
-                    await self.notify("notifications/cancelled", {"requestId": rid})
-            raise
-        if waiter.error is not None:
-            raise waiter.error
-        return waiter.value or {}
+            if self.closed is not None:
+                raise ConnectionClosed(self.closed)
+            outgoing = self.outgoing
+            rid = request_id if request_id is not None else outgoing.next_id()
+            future: asyncio.Future[None] = self._loop.create_future()
+            waiter = _Waiter(future, on_progress)
+            token = None
+            if params is not None:
+                meta = params.get("_meta")
+                if isinstance(meta, dict):
+                    token = meta.get("progressToken")
+            outgoing.register(rid, method, waiter, token)  # type: ignore[arg-type]
+            if timeout is not None:
+                now = self._loop.time()  # = anyio.current_time(), which progress extends it by
+                waiter.timeout = timeout
+                waiter.deadline = now + timeout
+                waiter.hard_deadline = now + (
+                    max_timeout if max_timeout is not None else timeout * 10
+                )
+                when = min(waiter.deadline, waiter.hard_deadline)
+                if when < self._sweep_at:
+                    self._watch(when)
+            try:
+                # The deadline covers the write too: a peer that stopped reading must not
+                # block a request forever on a full pipe.
+                if self._write_now(jsonrpc.request(rid, method, params)):
+                    await self._flush_or_done(future)
+                if not future.done():
+                    await future
+                if waiter.expired:
+                    raise RequestTimeout(method, timeout or 0)
+            except BaseException:
+                if outgoing.forget(rid) is not None and self.closed is None:
+                    with (
+                        anyio.CancelScope(shield=True),
+                        anyio.move_on_after(1),
+                        suppress(Exception),
+                    ):
+                        await self.notify("notifications/cancelled", {"requestId": rid})
+                raise
+            if waiter.error is not None:
+                raise waiter.error
+            return waiter.value or {}
+        except McpError as exc:
+            if self.explain is None:
+                raise
+            raise await self.explain(
+                exc, method, timeout, max_timeout, time.monotonic() - started
+            ) from None
 
     async def _flush_or_done(self, future: asyncio.Future[None]) -> None:
         """Wait for the pipe to drain, or for the request to end first (its deadline)."""

@@ -252,9 +252,12 @@ class Session:
     # ------------------------------------------------------------------ envelope
     def capabilities(self) -> dict[str, Any]:
         caps = self.callbacks.capabilities(self.era or "modern")
-        if self.options.tasks and self.era != "legacy":
+        options = self.options
+        if options.tasks and self.era != "legacy":
             caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
-        for key, value in self.options.extra_capabilities.items():
+        if not options.extra_capabilities:
+            return caps
+        for key, value in options.extra_capabilities.items():
             if isinstance(value, dict) and isinstance(caps.get(key), dict):
                 caps[key] = {**caps[key], **value}
             else:

@@ -16,22 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+from support.mcp import initialize_request
+
 SERVER = Path(__file__).resolve().parents[2] / "examples" / "quickstart.py"
-INIT = (
-    json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-    ).encode()
-    + b"\n"
-)
+INIT = json.dumps(initialize_request(1)).encode() + b"\n"
 COMMAND = [sys.executable, "-m", "mcpkit", "serve", str(SERVER)]
 
 

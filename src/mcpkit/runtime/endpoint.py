@@ -340,16 +340,16 @@ class Endpoint:
             inline = self.starts_inline if self.SEND_IS_TASK_FREE else None
             if native is not None and inline is not None and inline(message):
                 handle = _Unscoped()
-                if self.incoming.start(message["id"], handle):  # _register, minus a coroutine
-                    if message["method"] == "initialize":
-                        self._uncancellable.add(message["id"])
+                if self._register(message, handle):
                     self._start_inline(message, handle, native)
                 else:
                     await self._refuse_duplicate(message["id"])
                 return
             scope = anyio.CancelScope()
-            if await self._register(message, scope):
+            if self._register(message, scope):
                 self._start_request(message, scope, tg)
+            else:
+                await self._refuse_duplicate(message["id"])
         elif kind is Kind.NOTIFICATION:
             await self._notification(message)
         else:
@@ -360,11 +360,11 @@ class Endpoint:
                 return
             settle(pending.waiter, kind, message)
 
-    async def _register(self, message: Message, handle: anyio.CancelScope | _Unscoped) -> bool:
-        """Track an incoming request; a duplicate of one in flight is refused instead."""
+    def _register(self, message: Message, handle: anyio.CancelScope | _Unscoped) -> bool:
+        """Track an incoming request; False for a duplicate of one in flight (the caller
+        refuses it)."""
         rid = message["id"]
         if not self.incoming.start(rid, handle):
-            await self._refuse_duplicate(rid)
             return False
         if message["method"] == "initialize":
             self._uncancellable.add(rid)

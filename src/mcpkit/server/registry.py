@@ -102,14 +102,16 @@ class ToolEntry:
     threaded: bool = False
     #: ``fn`` is an ``async def``.
     coroutine: bool = False
+    #: A call runs to its end in one step on the event loop: a plain ``def``, not
+    #: threaded, never a task.  Its only possible wait is on an awaitable the function
+    #: returns, which the handler awaits inside ``exchange.interruptible()``; so a
+    #: transport may skip the cancel scope it would otherwise open per request.  Derived
+    #: from the fields above when the entry is built (a plain field, not a property: it is
+    #: read twice per call), so they are given to :func:`make_tool`, not set afterwards.
+    inline: bool = field(init=False, default=False)
 
-    @property
-    def inline(self) -> bool:
-        """A call runs to its end in one step on the event loop: a plain ``def``, not
-        threaded, never a task.  Its only possible wait is on an awaitable the function
-        returns, which the handler awaits inside ``exchange.interruptible()``; so a
-        transport may skip the cancel scope it would otherwise open per request."""
-        return not self.coroutine and not self.threaded and self.task_support == "forbidden"
+    def __post_init__(self) -> None:
+        self.inline = not self.coroutine and not self.threaded and self.task_support == "forbidden"
 
     def explicit_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check arguments against a hand-written schema; raise ToolError listing errors."""
@@ -134,6 +136,8 @@ class ToolEntry:
 
     def result_from(self, value: Any) -> dict[str, Any]:
         """Convert a function's return value into a ``CallToolResult`` dict."""
+        if type(value) is str and not self.has_output_schema:  # the usual tool result
+            return {"content": [{"type": "text", "text": value}]}
         if isinstance(value, ToolResult):
             return value.to_wire()
         if (
@@ -186,6 +190,9 @@ def make_tool(
     meta: dict[str, Any] | None,
     icons: list[dict[str, Any]] | None,
     execution: dict[str, Any] | None = None,
+    task_support: str = "forbidden",
+    task_manual: bool = False,
+    threaded: bool = False,
 ) -> ToolEntry:
     from ..protocol.headers import header_params
 
@@ -224,6 +231,9 @@ def make_tool(
         context_param=arguments.context_param,
         accepts=_accepted_names(fn, arguments),
         coroutine=inspect.iscoroutinefunction(fn),
+        task_support=task_support,
+        task_manual=task_manual,
+        threaded=threaded,
     )
 
 

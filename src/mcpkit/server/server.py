@@ -171,10 +171,10 @@ class Server:
                 structured_output=structured_output,
                 meta=meta,
                 icons=check_icons(icons),
+                task_support=task,
+                task_manual=task_start == "manual",
+                threaded=threaded,
             )
-            entry.task_support = task
-            entry.task_manual = task_start == "manual"
-            entry.threaded = threaded
             self.tools[entry.name] = entry
             self._changed(TOOLS)
             return func

@@ -33,7 +33,7 @@ from .asgi import (
     send_error,
     watch_disconnect,
 )
-from .stream import ResponseWriter
+from .stream import ResponseWriter, send_json_answer
 
 if TYPE_CHECKING:
     from .app import McpHttpApp
@@ -42,12 +42,38 @@ KEEPALIVE_SECONDS = 15.0
 
 
 class ModernExchange(Exchange):
-    __slots__ = ("scope", "writer")
+    """One modern POST's way back to the client.  The response writer is made only when
+    the handler sends something before its result (most answer with the result alone,
+    as one JSON body: :meth:`answer`)."""
 
-    def __init__(self, writer: ResponseWriter) -> None:
-        self.writer = writer
+    __slots__ = ("_writer", "accept", "scope", "send")
+
+    def __init__(self, send: Send, accept: str) -> None:
+        self.send = send
+        self.accept = accept  # the request's Accept header: may the answer be a stream?
+        self._writer: ResponseWriter | None = None
         #: The interruptible block of an inline tool's awaitable, if one was entered.
         self.scope: anyio.CancelScope | None = None
+
+    @property
+    def writer(self) -> ResponseWriter:
+        writer = self._writer
+        if writer is None:
+            writer = self._writer = ResponseWriter(self.send, "text/event-stream" in self.accept)
+        return writer
+
+    async def answer(
+        self,
+        message: dict[str, Any],
+        status: int,
+        headers: list[tuple[bytes, bytes]] | None,
+    ) -> None:
+        """The final response: plain JSON unless a stream was started."""
+        if self._writer is None:
+            self._writer = _ANSWERED  # anything sent later is dropped, as after final()
+            await send_json_answer(self.send, message, status, headers)
+        else:
+            await self._writer.final(message, status, headers)
 
     def interruptible(self) -> anyio.CancelScope:
         self.scope = new_cancel_scope()
@@ -60,6 +86,11 @@ class ModernExchange(Exchange):
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+#: The writer of an exchange answered without one: done, so it sends nothing more.
+_ANSWERED = ResponseWriter(None, False)  # type: ignore[arg-type]
+_ANSWERED._done = True
 
 
 async def handle_modern(
@@ -115,12 +146,10 @@ async def handle_modern(
         await send_error(send, err.http_status, err, request_id)
         return
 
-    sse_ok = "text/event-stream" in headers.get("accept", "text/event-stream")
-    writer = ResponseWriter(send, sse_ok)  # positional: no kwargs dict (see parse_modern_meta)
+    exchange = ModernExchange(send, headers.get("accept", "text/event-stream"))
     if method == "subscriptions/listen":
-        await _listen(app, message, writer, receive)
+        await _listen(app, message, exchange.writer, receive)
         return
-    exchange = ModernExchange(writer)
     answer: tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None = None
     if scope is None and tool is not None and tool.inline:
         # No cancel scope: a new task's first scope costs ~5 us (anyio's per-task state),
@@ -132,7 +161,7 @@ async def handle_modern(
     else:  # a scope the caller entered for this request
         answer = await _answer(app, message, meta, exchange, receive, principal, scope)
     if answer is not None:  # None: the client went away and the handler was cancelled
-        await writer.final(*answer)
+        await exchange.answer(*answer)
 
 
 async def _answer(

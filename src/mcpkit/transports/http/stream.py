@@ -24,6 +24,29 @@ SSE_HEADERS = [
 ]
 
 
+async def send_json_answer(
+    send: Send,
+    message: dict[str, Any],
+    status: int = 200,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> bool:
+    """Answer with one JSON body (the response to a request that streamed nothing before
+    it).  False when the client had already gone (the send raised OSError)."""
+    data = encode_message(message)
+    length = (b"content-length", str(len(data)).encode())
+    if headers:
+        head = JSON_HEADERS + headers
+        head.append(length)
+    else:
+        head = [JSON_HEADERS[0], length]
+    try:
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": data})
+    except OSError:
+        return False
+    return True
+
+
 class EventLog:
     """Where a resumable stream's events also go (see :mod:`.legacy`)."""
 
@@ -128,21 +151,12 @@ class ResponseWriter:
         if self._done:
             return
         self._done = True
-        data = encode_message(message)
         if not self._started:
-            length = (b"content-length", str(len(data)).encode())
-            if self._extra_headers or headers:
-                head = JSON_HEADERS + self._extra_headers + (headers or [])
-                head.append(length)
-            else:
-                head = [JSON_HEADERS[0], length]
-            send = self._send
-            try:  # _safe_send, inlined: this is every JSON answer
-                await send({"type": "http.response.start", "status": status, "headers": head})
-                await send({"type": "http.response.body", "body": data})
-            except OSError:
+            extra = self._extra_headers + headers if headers else self._extra_headers
+            if not await send_json_answer(self._send, message, status, extra):
                 self._detached = True
             return
+        data = encode_message(message)
         event_id = self._log.append(data, final=True) if self._log is not None else None
         await self._write(encode_event(data, event_id=event_id), more=False)
 

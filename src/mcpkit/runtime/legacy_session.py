@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.lifecycle import Event, Lifecycle, SessionState, event_for
@@ -90,18 +91,31 @@ class LegacySession:
         if self.lifecycle.can(event_for(method, False)):
             self.lifecycle.advance(event_for(method, False))
 
-    async def handle_request(
+    def handle_request(
         self, server: LegacyHost, message: Message, exchange: Exchange
-    ) -> dict[str, Any]:
-        """Answer one request of this session (raises :class:`McpError`)."""
+    ) -> Awaitable[dict[str, Any]]:
+        """Answer one request of this session (the awaitable raises :class:`McpError`).
+
+        Not a coroutine itself: nearly every request (READY stays READY, nothing for the
+        session to answer) is the server's dispatch coroutine, handed back as it is."""
         method: str = message["method"]
         params = message.get("params") or {}
         if self.lifecycle.state is _READY and method not in _SESSION_METHODS:
-            # Nearly every request: READY stays READY, nothing for the session to answer.
             self.last_active = time.monotonic()
-            return await server.dispatch(
+            return server.dispatch(
                 message, self.meta_for(params), exchange, session=self, principal=self.principal
             )
+        return self._session_request(server, message, method, params, exchange)
+
+    async def _session_request(
+        self,
+        server: LegacyHost,
+        message: Message,
+        method: str,
+        params: dict[str, Any],
+        exchange: Exchange,
+    ) -> dict[str, Any]:
+        """A request the lifecycle decides on or the session answers itself."""
         self.touch()
         event = event_for(method, True)
         if not self.lifecycle.can(event):

@@ -84,8 +84,11 @@ def table(server: Server) -> dict[str, Handler]:
                 manual=tool.task_manual,
             )
             return created
-        if ctx.meta.era == "modern" and _first_round(params):
-            # The common case, without _with_input's layer and closure (see _with_input).
+        # The common cases without _with_input's layer and closure (see _with_input): a
+        # legacy call (input is asked for with requests, not NeedInput), a first round.
+        if ctx.meta.era != "modern":
+            return await _call_tool(tool, name, kwargs, ctx)
+        if _first_round(params):
             try:
                 return await _call_tool(tool, name, kwargs, ctx)
             except NeedInput as need:

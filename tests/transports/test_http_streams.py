@@ -78,6 +78,19 @@ def make_app(recorder: Recorder, **options: Any) -> McpHttpApp:
         """A plain def (run inline, no per-request cancel scope) returning an awaitable."""
         return _waiting(seconds)
 
+    kept: list[Context] = []
+
+    @server.tool
+    def keep_context(ctx: Context) -> str:
+        """Answered as plain JSON; its Context is used again after that (report_late)."""
+        kept.append(ctx)
+        return "kept"
+
+    @server.tool
+    async def report_late() -> str:
+        await kept[-1].report_progress(1, 1, "after the answer went out")
+        return "reported"
+
     @server.tool
     def surrogate() -> str:
         return "bad \udcff name"  # e.g. a filename decoded with surrogateescape
@@ -153,6 +166,18 @@ def test_modern_plain_tool_returning_an_awaitable_answers(
     assert reply.status == 200
     assert reply.result["content"][0]["text"] == "finished", reply.result
     assert recorder.finished.is_set()
+
+
+def test_progress_after_a_plain_json_answer_is_dropped(client: McpHttp) -> None:
+    """A handler's Context can outlive its request (kept by the tool); what it sends once
+    the JSON answer is out goes nowhere, and breaks neither that call nor the caller."""
+    first = client.modern("tools/call", {"name": "keep_context"}, progressToken="late-1")
+    assert first.response.headers["content-type"].startswith("application/json")
+    assert first.result["content"][0]["text"] == "kept"
+    second = client.modern("tools/call", {"name": "report_late"})
+    assert second.result.get("isError") is not True, second.result
+    assert second.result["content"][0]["text"] == "reported"
+    client.assert_healthy()
 
 
 def test_modern_disconnect_mid_sse_cancels_the_handler(

@@ -1,0 +1,133 @@
+"""Write coalescing of ``mcpkit serve --http``: uvicorn writes a response head and its
+body separately; the connection's transport (``_Coalescing``) sends what one loop step
+wrote in one system call.  Checked on the wrapper itself (order, close, delegation) and on
+a real ``mcpkit serve`` process, whose write system calls are counted in /proc.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mcpkit.transports.http.server import _Coalescing
+from support.mcp import modern_headers, modern_request
+from support.servers import ProcessServer, http_subprocess
+
+
+class RecordingTransport:
+    """Records what reaches the real transport, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.events.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed = True
+        self.events.append("close")
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        self.events.append("pause")
+
+    def resume_reading(self) -> None:
+        self.events.append("resume")
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 50000)}.get(name, default)
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self.events.append(("limits", high, low))
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_the_writes_of_one_step_leave_in_one_write() -> None:
+    async def scenario() -> list[Any]:
+        real = RecordingTransport()
+        transport = _Coalescing(real)
+        transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        transport.write(b'{"ok":true}')
+        assert real.events == []  # held until the end of this step
+        await asyncio.sleep(0)
+        transport.write(b"next")  # a later step: its own write
+        await asyncio.sleep(0)
+        return real.events
+
+    assert run(scenario()) == [b'HTTP/1.1 200 OK\r\n\r\n{"ok":true}', b"next"]
+
+
+def test_close_sends_what_is_held_first_and_nothing_twice() -> None:
+    async def scenario() -> list[Any]:
+        real = RecordingTransport()
+        transport = _Coalescing(real)
+        transport.write(b"last words")
+        transport.close()
+        await asyncio.sleep(0)  # the flush scheduled by the write finds nothing left
+        return real.events
+
+    assert run(scenario()) == [b"last words", "close"]
+
+
+def test_the_rest_of_the_transport_is_the_real_one() -> None:
+    async def scenario() -> RecordingTransport:
+        real = RecordingTransport()
+        transport = _Coalescing(real)
+        transport.pause_reading()
+        transport.resume_reading()
+        transport.set_write_buffer_limits(high=64)  # not wrapped: passed through as it is
+        assert transport.get_extra_info("peername") == ("127.0.0.1", 50000)
+        assert transport.get_extra_info("socket", "none") == "none"
+        assert transport.is_closing() is False
+        transport.close()
+        assert transport.is_closing() is True
+        return real
+
+    assert run(scenario()).events == ["pause", "resume", ("limits", 64, None), "close"]
+
+
+# ------------------------------------------------------------------ a real server process
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessServer]:
+    with http_subprocess(tmp_path_factory.mktemp("coalescing")) as running:
+        yield running
+
+
+def write_syscalls(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("syscw:"):
+            return int(line.split()[1])
+    raise AssertionError("no syscw in /proc/PID/io")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts writes in /proc")
+def test_a_json_answer_costs_one_write_system_call(server: ProcessServer) -> None:
+    calls = 40
+    with httpx.Client(timeout=10) as http:  # one keep-alive connection
+        message = modern_request(0, "tools/call", {"name": "test_simple_text"})
+        assert http.post(server.url, json=message, headers=modern_headers(message)).is_success
+        before = write_syscalls(server.process.pid)
+        for i in range(1, calls + 1):
+            message = modern_request(i, "tools/call", {"name": "test_simple_text"})
+            response = http.post(server.url, json=message, headers=modern_headers(message))
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("application/json")
+            assert response.json()["id"] == i
+        writes = write_syscalls(server.process.pid) - before
+    # Head and body apart would be 2 per answer; a stray log line or state write may add a
+    # few, never one per request.
+    assert writes <= calls * 1.25, f"{writes} write system calls for {calls} answers"

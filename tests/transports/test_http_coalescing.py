@@ -34,6 +34,9 @@ class RecordingTransport:
         self.closed = True
         self.events.append("close")
 
+    def write_eof(self) -> None:
+        self.events.append("eof")
+
     def is_closing(self) -> bool:
         return self.closed
 
@@ -67,6 +70,21 @@ def test_the_writes_of_one_step_leave_in_one_write() -> None:
         return real.events
 
     assert run(scenario()) == [b'HTTP/1.1 200 OK\r\n\r\n{"ok":true}', b"next"]
+
+
+def test_order_holds_for_every_way_of_writing() -> None:
+    async def scenario() -> list[Any]:
+        real = RecordingTransport()
+        transport = _Coalescing(real)
+        buffer = bytearray(b"one ")
+        transport.write(buffer)
+        buffer[:] = b"XXX "  # the caller reuses its buffer before the flush
+        transport.writelines([b"two ", memoryview(b"three")])
+        transport.write_eof()  # sends what is held first
+        await asyncio.sleep(0)
+        return real.events
+
+    assert run(scenario()) == [b"one two three", "eof"]
 
 
 def test_close_sends_what_is_held_first_and_nothing_twice() -> None:

@@ -86,6 +86,8 @@ class _Coalescing:
         self._flush_soon = asyncio.get_running_loop().call_soon
 
     def write(self, data: bytes) -> None:
+        if type(data) is not bytes:  # a bytearray or memoryview may change before the flush
+            data = bytes(data)
         pending = self._pending
         if pending is None:
             self._pending = [data]
@@ -98,6 +100,14 @@ class _Coalescing:
         if pending:
             self._pending = None
             self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+
+    def writelines(self, chunks: Any) -> None:
+        for chunk in chunks:
+            self.write(chunk)
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
 
     def close(self) -> None:
         self._flush()

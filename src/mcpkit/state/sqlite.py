@@ -5,11 +5,22 @@ across processes.  Pub/sub is an append-only ``events`` table that each process 
 (one poller per backend, ~50 ms) and prunes; that is plenty for list_changed and task
 wake-ups, and needs no daemon.  Calls run in a worker thread so a slow disk never stalls
 the event loop.
+
+An idle poller costs next to nothing: every commit, by any connection in any process,
+writes to the database's write-ahead log, so the poller reads the events table only when
+the log's size or modification time changed since its last read (one ``stat`` per tick in
+the loop's thread), and every :data:`IDLE_POLL_S` regardless (file systems with coarse
+modification times).  While nothing changes, its ticks space out from :data:`POLL_S` to
+:data:`IDLE_TICK_MAX_S` (a wake-up of an idle process is what costs on a VM); a change
+brings them back to :data:`POLL_S`, and a publish from this process wakes it at once.
+Reading the table on every 50 ms tick cost an idle ``mcpkit serve`` ~0.8% of a core.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import sqlite3
 import threading
 import time
@@ -25,6 +36,8 @@ from .base import StateBackend
 
 T = TypeVar("T")
 POLL_S = 0.05
+IDLE_TICK_MAX_S = 0.4
+IDLE_POLL_S = 2.0
 EVENT_RETENTION_S = 60.0
 
 _SCHEMA = """
@@ -52,6 +65,8 @@ class SQLiteBackend(StateBackend):
         self._subscribers: dict[str, set[MemoryObjectSendStream[bytes]]] = {}
         self._poller_running = False
         self._last_event = self._max_event_id()
+        self._wal = None if path == ":memory:" else f"{os.path.abspath(path)}-wal"
+        self._wake: anyio.Event | None = None  # set to end the poller's current tick
 
     def _max_event_id(self) -> int:
         row = self._conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
@@ -155,6 +170,8 @@ class SQLiteBackend(StateBackend):
                 "INSERT INTO events(channel, data, at) VALUES(?,?,?)", (channel, data, now)
             )
         )
+        if self._wake is not None:  # this process's own subscribers need not wait a tick
+            self._wake.set()
 
     @contextlib.asynccontextmanager
     async def subscribe(self, channel: str) -> AsyncIterator[AsyncIterator[bytes]]:
@@ -172,9 +189,33 @@ class SQLiteBackend(StateBackend):
                 tg.cancel_scope.cancel()
                 self._poller_running = False
 
+    def _log_signature(self) -> tuple[int, int] | None:
+        """The write-ahead log's (modification time, size): it changes with every commit.
+        None when there is no file to watch (``:memory:``): then every tick reads."""
+        if self._wal is None:
+            return None
+        try:
+            info = os.stat(self._wal)
+        except OSError:
+            return (0, -1)  # no log (yet): the first commit creates it
+        return (info.st_mtime_ns, info.st_size)
+
     async def _poll(self) -> None:
         pruned_at = 0.0
+        seen: tuple[int, int] | None = None
+        read_at = -math.inf
+        tick = POLL_S
         while True:
+            # Taken before the read: a commit during it changes the signature again.
+            signature = self._log_signature()
+            now = time.monotonic()
+            if signature is not None and signature == seen and now - read_at < IDLE_POLL_S:
+                tick = min(tick * 2, IDLE_TICK_MAX_S)
+                await self._pause(tick)
+                continue
+            if signature != seen:
+                tick = POLL_S
+            seen, read_at = signature, now
             last = self._last_event
 
             def fetch(c: sqlite3.Connection, last: int = last) -> list[Any]:
@@ -194,7 +235,13 @@ class SQLiteBackend(StateBackend):
             if now - pruned_at > 10:
                 pruned_at = now
                 await self._run(partial(_prune, cutoff=now - EVENT_RETENTION_S))
-            await anyio.sleep(POLL_S)
+            await self._pause(tick)
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep until the next tick, or until this process publishes."""
+        self._wake = wake = anyio.Event()
+        with anyio.move_on_after(seconds):
+            await wake.wait()
 
     async def aclose(self) -> None:
         with self._lock:

@@ -15,9 +15,12 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpkit.transports.http.server import _Coalescing
+from mcpkit import Context, Server
+from mcpkit.transports.http import McpHttpApp
+from mcpkit.transports.http.server import _Coalescing, protocol_classes
+from support.httpclient import McpHttp
 from support.mcp import modern_headers, modern_request
-from support.servers import ProcessServer, http_subprocess
+from support.servers import ProcessServer, ThreadServer, http_subprocess
 
 
 class RecordingTransport:
@@ -149,3 +152,43 @@ def test_a_json_answer_costs_one_write_system_call(server: ProcessServer) -> Non
     # Head and body apart would be 2 per answer; a stray log line or state write may add a
     # few, never one per request.
     assert writes <= calls * 1.25, f"{writes} write system calls for {calls} answers"
+
+
+@pytest.mark.parametrize("implementation", ["httptools", "h11"])
+def test_json_and_streamed_answers_arrive_whole(implementation: str) -> None:
+    """Both guarded protocol classes, on a real socket: a JSON answer, and an SSE answer
+    whose head, progress event and result are written in separate steps."""
+    classes = protocol_classes()
+    if implementation not in classes:
+        pytest.skip(f"{implementation} is not installed")
+    server = Server("coalescing")
+
+    @server.tool
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool
+    async def progress_echo(text: str, ctx: Context) -> str:
+        await ctx.report_progress(1, 2, "half")
+        await asyncio.sleep(0.01)  # the result leaves in a later step than the event
+        return text
+
+    with ThreadServer(McpHttpApp(server), http=classes[implementation]) as running:
+        client = McpHttp(running.url, running.alive)
+        try:
+            for i in range(3):  # several answers on one keep-alive connection
+                reply = client.modern(
+                    "tools/call", {"name": "echo", "arguments": {"text": f"t{i}"}}
+                )
+                assert reply.response.headers["content-type"].startswith("application/json")
+                assert reply.result["content"][0]["text"] == f"t{i}"
+            streamed = client.modern(
+                "tools/call",
+                {"name": "progress_echo", "arguments": {"text": "done"}},
+                progressToken="p1",
+            )
+            assert streamed.response.headers["content-type"].startswith("text/event-stream")
+            assert [n["method"] for n in streamed.notifications] == ["notifications/progress"]
+            assert streamed.result["content"][0]["text"] == "done"
+        finally:
+            client.close()

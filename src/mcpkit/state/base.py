@@ -52,6 +52,13 @@ class StateBackend(abc.ABC):
     async def aclose(self) -> None:
         return None
 
+    def change_token(self) -> object | None:
+        """A value that differs after any write to the store, by any process; None when
+        the backend cannot tell cheaply (then a caller reads every time).  It lets a
+        process keep using a record it read while nothing at all was written since (the
+        caller still bounds how long, and minds the record's own expiry)."""
+        return None
+
     # ---- JSON conveniences
     async def get_json(self, key: str) -> Any:
         raw = await self.get(key)

@@ -58,14 +58,16 @@ class SQLiteBackend(StateBackend):
         self._conn = sqlite3.connect(
             path, timeout=30, check_same_thread=False, isolation_level=None
         )
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.executescript(_SCHEMA)
         self._lock = threading.Lock()
         self._subscribers: dict[str, set[MemoryObjectSendStream[bytes]]] = {}
         self._poller_running = False
         self._last_event = self._max_event_id()
-        self._wal = None if path == ":memory:" else f"{os.path.abspath(path)}-wal"
+        # Only a write-ahead log tells of every commit (a file system may refuse WAL mode).
+        in_wal = path != ":memory:" and str(mode).lower() == "wal"
+        self._wal = f"{os.path.abspath(path)}-wal" if in_wal else None
         self._wake: anyio.Event | None = None  # set to end the poller's current tick
 
     def _max_event_id(self) -> int:
@@ -189,9 +191,14 @@ class SQLiteBackend(StateBackend):
                 tg.cancel_scope.cancel()
                 self._poller_running = False
 
+    def change_token(self) -> object | None:
+        """The write-ahead log's signature (see :meth:`_log_signature`)."""
+        return self._log_signature()
+
     def _log_signature(self) -> tuple[int, int] | None:
         """The write-ahead log's (modification time, size): it changes with every commit.
-        None when there is no file to watch (``:memory:``): then every tick reads."""
+        None when there is no log to watch (``:memory:``, or a database the file system
+        kept out of WAL mode): then every tick reads."""
         if self._wal is None:
             return None
         try:

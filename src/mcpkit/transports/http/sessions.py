@@ -27,6 +27,9 @@ from .stream import EventLog
 MAX_EVENTS_PER_STREAM = 512
 MAX_STREAMS_PER_SESSION = 64
 SAVE_EVERY_S = 5.0
+#: How long a session read from a shared backend is used again without reading it, while
+#: the backend says nothing at all was written since (``StateBackend.change_token``).
+FRESH_S = 1.0
 
 
 class StreamLog(EventLog):
@@ -94,6 +97,8 @@ class HttpSession:
         "legacy",
         "outgoing",
         "pushed",
+        "read_at",
+        "read_token",
         "saved",
         "saved_at",
         "stream_counter",
@@ -111,6 +116,9 @@ class HttpSession:
         self.pushed: MemoryObjectSendStream[bytes] | None = None
         self.saved: dict[str, Any] | None = None
         self.saved_at = 0.0
+        #: The backend's change token taken before the last read of the record, and when.
+        self.read_token: object | None = None
+        self.read_at = 0.0
 
     def new_stream(self) -> StreamLog:
         self.stream_counter += 1
@@ -146,6 +154,21 @@ class SessionStore:
     async def get(self, session_id: str) -> HttpSession | None:
         session = self._sessions.get(session_id)
         if self.backend is not None:
+            now = time.monotonic()
+            token = self.backend.change_token()  # before the read: a write after it shows
+            if (
+                session is not None
+                and token is not None
+                and token == session.read_token
+                and now - session.read_at < FRESH_S
+                # The record this process saved outlives the window (only a write, which
+                # changes the token, could end it sooner).
+                and now + FRESH_S < session.saved_at + self.idle_s
+            ):
+                # Nothing written anywhere since the last read: the record is as it was.
+                self._sessions.move_to_end(session_id)
+                session.legacy.touch()
+                return session
             record = await self.backend.get_json(_key(session_id))
             if record is None:
                 if session is not None:
@@ -158,6 +181,7 @@ class SessionStore:
             else:
                 LegacySession.restore(record, into=session.legacy)
             session.saved = record
+            session.read_token, session.read_at = token, now
             session.legacy.touch()
             return session
         if session is None:

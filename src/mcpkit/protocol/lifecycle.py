@@ -63,13 +63,20 @@ TRANSITIONS: Final[dict[tuple[SessionState, Event], SessionState]] = {
 }
 
 
+#: The methods that are lifecycle events of their own; any other is a plain request or
+#: notification.
+_METHOD_EVENTS = {
+    "initialize": Event.INITIALIZE,
+    "notifications/initialized": Event.INITIALIZED,
+    "ping": Event.PING,
+}
+LIFECYCLE_METHODS = frozenset(_METHOD_EVENTS)
+
+
 def event_for(method: str, is_request: bool) -> Event:
-    if method == "initialize":
-        return Event.INITIALIZE
-    if method == "notifications/initialized":
-        return Event.INITIALIZED
-    if method == "ping":
-        return Event.PING
+    event = _METHOD_EVENTS.get(method)
+    if event is not None:
+        return event
     return Event.REQUEST if is_request else Event.NOTIFICATION
 
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.lifecycle import Event, Lifecycle, SessionState, event_for
+from ..protocol.lifecycle import LIFECYCLE_METHODS, Event, Lifecycle, SessionState, event_for
 from ..protocol.negotiation import (
     RequestMeta,
     check_initialize_params,
@@ -29,17 +29,13 @@ if TYPE_CHECKING:
 
 
 _READY = SessionState.READY
-#: Methods the session answers itself (or that move its lifecycle other than READY->READY).
-_SESSION_METHODS = frozenset(
-    {
-        "initialize",
-        "ping",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "notifications/initialized",
-    }
-)
+#: Methods the session answers itself, or that are lifecycle events of their own (every
+#: other request leaves a READY session READY).
+_SESSION_METHODS = LIFECYCLE_METHODS | {
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+}
 
 
 class LegacySession:

@@ -191,11 +191,7 @@ class SQLiteBackend(StateBackend):
                 tg.cancel_scope.cancel()
                 self._poller_running = False
 
-    def change_token(self) -> object | None:
-        """The write-ahead log's signature (see :meth:`_log_signature`)."""
-        return self._log_signature()
-
-    def _log_signature(self) -> tuple[int, int] | None:
+    def change_token(self) -> tuple[int, int] | None:
         """The write-ahead log's (modification time, size): it changes with every commit.
         None when there is no log to watch (``:memory:``, or a database the file system
         kept out of WAL mode): then every tick reads."""
@@ -214,7 +210,7 @@ class SQLiteBackend(StateBackend):
         tick = POLL_S
         while True:
             # Taken before the read: a commit during it changes the signature again.
-            signature = self._log_signature()
+            signature = self.change_token()
             now = time.monotonic()
             if signature is not None and signature == seen and now - read_at < IDLE_POLL_S:
                 tick = min(tick * 2, IDLE_TICK_MAX_S)

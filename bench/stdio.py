@@ -5,8 +5,8 @@
   core, blocking ``os.write``/``os.read`` on the server's pipes, no asyncio.  The same
   driver for every contender's server: the cost of the server alone.
 * **Own client** (``bench/peers/client_driver.py``): each framework's own client against its
-  own server, each in its own venv: what an application gets end to end, and how the
-  issue measured its SDK baseline (``ClientSession`` over ``stdio_client``).
+  own server, each in its own venv: what an application gets end to end (stricter than
+  the issue's baseline, which came from a plain subprocess client like the raw driver).
 
 Both run twice: client and server on different cores (the bench's default placement),
 then on one core (two context switches per round trip instead of two cross-core wake-ups,

@@ -46,4 +46,5 @@ def test_bench_quick_prints_table_and_writes_json(tmp_path: Path) -> None:
         assert row["values"]["mcpkit"] > 0 and row["values"]["floor"] > 0
         assert not row["errors"], row
         assert isinstance(row["ratios"]["floor"], float)
-    assert {t["verdict"] for t in payload["targets"]} <= {"met", "NOT met", "n/a"}
+    assert {t["verdict"] for t in payload["targets"]} <= {"met", "NOT met", "floor-bound", "n/a"}
+    assert {t["kind"] for t in payload["targets"]} == {"issue", "stricter"}

@@ -2,11 +2,11 @@
 with uvloop + httptools (when installed) and mcpkit's own uvicorn protocol class (the
 request-head guard and the write coalescing of ``mcpkit.transports.http.server``, loaded
 from this checkout by path, so the peers' venv needs no mcpkit), one worker, no access
-log, no proxy-headers middleware.  stdio servers and every framework's client: uvloop, as mcpkit's stdio server
-picks by itself.  With the environment variable MCPKIT_BENCH_PEER_STACK=default: what
-``pip install mcp`` gives, asyncio + h11 over HTTP, the peers' own default loop (asyncio)
-over stdio, and plain asyncio for every client (mcpkit's too: a client runs in the
-application's loop)."""
+log, no proxy-headers middleware.  stdio servers and every framework's client: uvloop, as
+mcpkit's stdio server picks by itself.  With the environment variable
+MCPKIT_BENCH_PEER_STACK=default: what ``pip install mcp`` gives, asyncio + h11 over HTTP,
+the peers' own default loop (asyncio) over stdio, and plain asyncio for every client
+(mcpkit's too: a client runs in the application's loop)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,21 @@ import sys
 import time
 from typing import Any
 
-from .run import FASTMCP, FLOOR, LEGACY, OURS, PEERS_DIR, SDK, Proc, Run, _pin
+from .run import (
+    FASTMCP,
+    FLOOR,
+    LEGACY,
+    OURS,
+    PEERS_DIR,
+    SDK,
+    SDK_AS_INSTALLED,
+    Proc,
+    Run,
+    _pin,
+    as_installed_env,
+    measure_as_installed,
+    record_as_installed,
+)
 
 SEQ = "stdio tools/call sequential (legacy session)"
 OWN = "stdio tools/call sequential, each framework's own client"
@@ -73,9 +87,17 @@ def _initialize_time(cmd: list[str], cpu: int | None, cwd: str) -> float:
         proc.stop()
 
 
-def _run_json(cmd: list[str], cpu: int | None, what: str) -> dict[str, Any]:
+def _run_json(
+    cmd: list[str], cpu: int | None, what: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     done = subprocess.run(
-        cmd, capture_output=True, text=True, cwd=str(PEERS_DIR), preexec_fn=_pin(cpu), timeout=900
+        cmd,
+        capture_output=True,
+        text=True,
+        cwd=str(PEERS_DIR),
+        preexec_fn=_pin(cpu),
+        timeout=900,
+        env=env,
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -125,6 +147,7 @@ def bench_stdio(ctx: Run) -> None:
     ctx.progress("stdio cold start")
 
     raw, own = _round_trips(ctx, names, s.client_cpu, s.server_cpu)
+    installed = raw.pop(SDK_AS_INSTALLED, None)
     for name, runs in raw.items():
         ctx.record(SEQ, name, _median([r["seq"] for r in runs], "rps"), "calls/s", higher=True)
         ctx.record(
@@ -155,6 +178,10 @@ def bench_stdio(ctx: Run) -> None:
         ctx.record(
             "stdio tools/call sequential (2026-07-28 _meta)", name, modern, "calls/s", higher=True
         )
+    if installed:
+        seq = [r["seq"] for r in installed]
+        record_as_installed(ctx, SEQ, _median(seq, "rps"))
+        record_as_installed(ctx, "stdio tools/call sequential p50", _median(seq, "p50_ms"))
     ctx.progress("stdio round trips (raw driver)")
     _record_own(ctx, OWN, raw, own)
     ctx.progress("stdio round trips (own clients)")
@@ -164,10 +191,15 @@ def bench_stdio(ctx: Run) -> None:
     # instead of a wake-up of another (which this VM makes slow), so the round trip is
     # the CPU both sides spend on it.
     raw, own = _round_trips(ctx, names, s.server_cpu, s.server_cpu)
+    installed = raw.pop(SDK_AS_INSTALLED, None)
     for name, runs in raw.items():
         seq = [r["seq"] for r in runs]
         ctx.record(SEQ_ONE_CORE, name, _median(seq, "rps"), "calls/s", higher=True)
         ctx.record(f"{SEQ_ONE_CORE} p50", name, _median(seq, "p50_ms"), "ms", higher=False)
+    if installed:
+        seq = [r["seq"] for r in installed]
+        record_as_installed(ctx, SEQ_ONE_CORE, _median(seq, "rps"))
+        record_as_installed(ctx, f"{SEQ_ONE_CORE} p50", _median(seq, "p50_ms"))
     _record_own(ctx, OWN_ONE_CORE, raw, own)
     ctx.progress("stdio round trips on one core")
 
@@ -175,18 +207,25 @@ def bench_stdio(ctx: Run) -> None:
 def _round_trips(
     ctx: Run, names: list[str], driver_cpu: int | None, server_cpu: int | None
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
-    """``rounds`` alternating runs of the raw driver and of each framework's own client."""
+    """``rounds`` alternating runs of the raw driver and of each framework's own client
+    (and of the raw driver against the SDK as installed, under :data:`SDK_AS_INSTALLED`,
+    when :func:`measure_as_installed`)."""
     s = ctx.settings
-    raw: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    keys = list(names)
+    if measure_as_installed(ctx):
+        keys.insert(keys.index(SDK) + 1, SDK_AS_INSTALLED)
+    raw: dict[str, list[dict[str, Any]]] = {n: [] for n in keys}
     own: dict[str, list[dict[str, Any]]] = {n: [] for n in names if n in (OURS, SDK, FASTMCP)}
     for _ in range(s.rounds):
-        for name in names:
-            c = ctx.contenders[name]
+        for name in keys:
+            installed = name == SDK_AS_INSTALLED
+            c = ctx.contenders[SDK if installed else name]
             # The same driver, on the bench's interpreter, for every contender's server.
             cmd = raw_driver_cmd(
                 sys.executable, c.stdio_cmd(), s.stdio_calls, s.stdio_window, server_cpu
             )
-            raw[name].append(_run_json(cmd, driver_cpu, f"stdio driver for {name}"))
+            env = as_installed_env() if installed else None
+            raw[name].append(_run_json(cmd, driver_cpu, f"stdio driver for {name}", env))
             if name in own:
                 cmd = own_client_cmd(name, c.python, c.stdio_cmd(), s.client_calls, server_cpu)
                 own[name].append(_run_json(cmd, driver_cpu, f"{name}'s own client"))

@@ -17,15 +17,15 @@ from bench.run import (
     FLOOR,
     OURS,
     SDK,
-    SDK_AS_INSTALLED,
     Run,
-    _record_as_installed,
     check_targets,
+    record_as_installed,
 )
 
 C16 = "http modern-json tools/call c=16"
 C64 = "http modern-json tools/call c=64"
 SEQ = "stdio tools/call sequential (legacy session)"
+OWN = "stdio tools/call sequential, each framework's own client"
 
 
 def _run(rows: dict[str, dict[str, Any]]) -> Run:
@@ -51,18 +51,20 @@ def test_as_installed_rows_pair_our_figure_with_the_sdk_as_installed() -> None:
     run = _run(
         {
             f"{C16} throughput": {OURS: 30000.0, SDK: 3500.0, FLOOR: 50000.0},
-            f"{C16} throughput {SDK_AS_INSTALLED}": {SDK_AS_INSTALLED: 2500.0},
-            f"{C16} p50": {OURS: 0.5, SDK: 4.0},
-            f"{C16} p50 {SDK_AS_INSTALLED}": {SDK_AS_INSTALLED: 5.0},
             f"{C16} p99": {OURS: 0.7, SDK: 40.0},
-            f"{C16} p99 {SDK_AS_INSTALLED}": {SDK_AS_INSTALLED: 60.0},
+            SEQ: {OURS: 18000.0, SDK: 2800.0, FLOOR: 20000.0},
         }
     )
-    _record_as_installed(run, C16)
+    record_as_installed(run, f"{C16} throughput", 2500.0)
+    record_as_installed(run, f"{C16} p99", 60.0, errors=3)
+    record_as_installed(run, "a measure nobody recorded", 1.0)
     row = run.rows[f"{C16} throughput{AS_INSTALLED}"]
-    assert row.values == {OURS: 30000.0, SDK: 2500.0}
-    assert run.rows[f"{C16} p99{AS_INSTALLED}"].values == {OURS: 0.7, SDK: 60.0}
-    assert not any(m.endswith(SDK_AS_INSTALLED) for m in run.rows)  # folded into those rows
+    assert row.values == {OURS: 30000.0, FLOOR: 50000.0, SDK: 2500.0}
+    assert row.higher is True and row.unit == run.rows[f"{C16} throughput"].unit
+    p99 = run.rows[f"{C16} p99{AS_INSTALLED}"]
+    assert p99.values == {OURS: 0.7, SDK: 60.0} and p99.errors == {SDK: 3}
+    assert p99.higher is False
+    assert "a measure nobody recorded" + AS_INSTALLED not in run.rows
     assert run.rows[f"{C16} throughput"].values[SDK] == 3500.0  # the same-stack row is kept
 
     targets = check_targets(run)
@@ -75,14 +77,17 @@ def test_as_installed_rows_pair_our_figure_with_the_sdk_as_installed() -> None:
 
 
 def test_a_bar_the_floor_itself_misses_is_floor_bound() -> None:
-    run = _run({SEQ: {OURS: 18000.0, SDK: 2800.0, FLOOR: 20000.0}})
-    target = _find(check_targets(run), "stdio: >= 20x", "issue")
-    assert target["verdict"] == "floor-bound"
+    def verdicts(sdk: float, ours: float, floor: float) -> tuple[str, str]:
+        run = _run({SEQ: {OURS: ours, SDK: sdk, FLOOR: floor}})
+        record_as_installed(run, SEQ, sdk)
+        targets = check_targets(run)
+        stricter = _find(targets, "stdio: >= 20x the SDK's sequential calls/s, one raw", "stricter")
+        return _find(targets, "stdio: >= 20x", "issue")["verdict"], stricter["verdict"]
+
+    assert verdicts(2800.0, 18000.0, 20000.0) == ("floor-bound", "floor-bound")
     # The floor clears the bar, mcpkit does not: plainly not met.
-    run = _run({SEQ: {OURS: 18000.0, SDK: 1000.0, FLOOR: 60000.0}})
-    assert _find(check_targets(run), "stdio: >= 20x", "issue")["verdict"] == "NOT met"
-    run = _run({SEQ: {OURS: 30000.0, SDK: 1000.0, FLOOR: 60000.0}})
-    assert _find(check_targets(run), "stdio: >= 20x", "issue")["verdict"] == "met"
+    assert verdicts(1000.0, 18000.0, 60000.0) == ("NOT met", "NOT met")
+    assert verdicts(1000.0, 30000.0, 60000.0) == ("met", "met")
 
 
 def test_peer_stack_default_reads_the_plain_rows() -> None:
@@ -99,6 +104,12 @@ def test_peer_stack_default_reads_the_plain_rows() -> None:
     assert _find(targets, "HTTP modern JSON tools/call c=16: >= 10x", "stricter")["verdict"] == (
         "n/a"
     )
+    run = _run({OWN: {OURS: 15000.0, SDK: 700.0, FLOOR: 20000.0}})
+    targets = check_targets(run, "default")
+    own = _find(targets, "stdio: >= 20x the SDK's sequential calls/s, each", "stricter")
+    assert own["verdict"] == "met"  # still read: both clients run as installed there
+    raw = _find(targets, "stdio: >= 20x the SDK's sequential calls/s, one raw", "stricter")
+    assert raw["verdict"] == "n/a"  # the same-stack twin of an issue target
     # A same-stack run without the as-installed rows (no peers): the issue's HTTP bar is n/a.
     assert (
         _find(check_targets(run), "HTTP modern JSON tools/call c=16: >= 10x", "issue")["verdict"]

@@ -18,6 +18,7 @@ import pytest
 
 from mcpkit import Server
 from mcpkit.transports.http import HttpOptions, McpHttpApp
+from mcpkit.transports.http.sessions import MAX_STREAMS_PER_SESSION
 from support.httpclient import LegacySessionClient, McpHttp, expect_error
 from support.mcp import (
     ACCEPT_BOTH,
@@ -343,6 +344,32 @@ def test_resumable_sse_with_last_event_id(client: McpHttp, session: LegacySessio
     )
     assert foreign.status_code == 404
     client.assert_healthy()
+
+
+def test_a_detached_stream_stays_resumable_past_many_json_answers(
+    client: McpHttp, session: LegacySessionClient
+) -> None:
+    """Only responses that become streams keep an event log: answers sent as plain JSON
+    (the usual case) must not push a live stream's log out of the session's bound."""
+    assert session.request("logging/setLevel", {"level": "info"}).result == {}
+    with session.stream("tools/call", {"name": "test_reconnection"}) as (request, events, msgs):
+        for _message in msgs:
+            pass
+    last_id = [e.id for e in events if e.id][-1]
+    for _ in range(MAX_STREAMS_PER_SESSION + 8):  # JSON answers, with SSE accepted
+        reply = session.request("tools/call", {"name": "test_simple_text"})
+        assert reply.response.headers["content-type"].startswith("application/json")
+    headers = session.headers(Accept="text/event-stream", **{"Last-Event-ID": last_id})
+    resumed: list[dict[str, Any]] = []
+    with client.http.stream("GET", client.url, headers=headers) as stream:
+        assert stream.status_code == 200
+        for event in iter_sse(stream.iter_lines()):
+            if event.data:
+                resumed.append(json.loads(event.data))
+                if "result" in resumed[-1]:
+                    break
+    assert resumed[-1]["id"] == request["id"]
+    assert resumed[-1]["result"]["content"][0]["text"] == "Reconnection test completed"
 
 
 def test_close_sse_stream_retry_hint_reaches_the_client(session: LegacySessionClient) -> None:

@@ -17,14 +17,14 @@ import anyio
 from ...protocol import headers as hdr
 from ...protocol.correlation import cancelled_request_id
 from ...protocol.sse import encode_event, priming_event
-from ...runtime.exchange import Exchange
+from ...runtime.exchange import Exchange, Interrupted
 from ...runtime.listen import legacy_notification_for
 from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
 from ...types.versions import LEGACY_VERSIONS
-from .asgi import Receive, Send, send_empty, send_error, watch_disconnect
-from .sessions import HttpSession, Waiter
+from .asgi import Receive, Send, new_cancel_scope, send_empty, send_error, watch_disconnect
+from .sessions import HttpSession, StreamLog, Waiter
 from .stream import SSE_HEADERS, ResponseWriter
 
 if TYPE_CHECKING:
@@ -32,12 +32,28 @@ if TYPE_CHECKING:
 
 
 class LegacyExchange(Exchange):
-    __slots__ = ("app", "session", "writer")
+    __slots__ = ("_cancelled", "app", "scope", "session", "writer")
 
     def __init__(self, app: McpHttpApp, session: HttpSession, writer: ResponseWriter) -> None:
         self.app = app
         self.session = session
         self.writer = writer
+        #: The interruptible block of an inline tool's awaitable, if one was entered.
+        self.scope: anyio.CancelScope | None = None
+        self._cancelled = False
+
+    def interruptible(self) -> anyio.CancelScope:
+        self.scope = new_cancel_scope()
+        if self._cancelled:  # cancelled before the block was entered: it starts cancelled
+            self.scope.cancel()
+        return self.scope
+
+    def cancel(self) -> None:
+        """``notifications/cancelled`` for a request run in no cancel scope of ours (an
+        inline tool's call: see ``ToolEntry.inline``)."""
+        self._cancelled = True
+        if self.scope is not None:
+            self.scope.cancel()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
@@ -137,8 +153,7 @@ async def handle_legacy_post(
             await app.forward_response(session.legacy.id, message)
         await send_empty(send, 202)
         return
-    await _handle_request(app, session, message, headers, send)
-    await store.save(session)
+    await _handle_request(app, session, message, headers, send)  # saves the session
 
 
 async def _send_json_with_session(
@@ -168,35 +183,41 @@ async def _handle_request(
 ) -> None:
     request_id = message["id"]
     sse_ok = "text/event-stream" in headers.get("accept", "text/event-stream")
-    log = session.new_stream() if sse_ok else None
-    resumable = session.legacy.protocol_version >= "2025-11-25"
+    resumable = sse_ok and session.legacy.protocol_version >= "2025-11-25"
     writer = ResponseWriter(
         send,
         sse_ok=sse_ok,
         extra_headers=[(b"mcp-session-id", session.legacy.id.encode())],
-        log=log if resumable else None,
+        # Only a response that becomes a stream gets an event log: a plain JSON answer has
+        # nothing to resume, and would push live streams' logs out of the session's bound.
+        new_log=session.new_stream if resumable else None,
         retry_ms=app.options.retry_ms if resumable else None,
     )
     exchange = LegacyExchange(app, session, writer)
-    outcome: dict[str, Any] | None = None
-    status, extra = 200, None
-    with anyio.CancelScope() as scope:
-        if not session.incoming.start(request_id, scope):
-            failure = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
-            await writer.final(jsonrpc.error(request_id, failure), 409)
-            return
-        try:
-            result = await session.legacy.handle_request(app.server, message, exchange)
-            outcome = jsonrpc.result(request_id, result)
-        except McpError as err:
-            outcome = jsonrpc.error(request_id, err)
-            if err.http_status in (401, 403, 429):  # policy refusals keep their HTTP status
-                status, extra = err.http_status, err.http_headers
-        finally:
-            session.incoming.finish(request_id)
+    # A call of an inline tool runs in no cancel scope (a new task's first scope costs ~5 us):
+    # it can only wait inside exchange.interruptible(), which notifications/cancelled
+    # cancels through the exchange.  Anything else runs in a scope of its own.
+    inline = _calls_inline_tool(app, message)
+    handle: LegacyExchange | anyio.CancelScope = exchange if inline else new_cancel_scope()
+    if not session.incoming.start(request_id, handle):
+        failure = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
+        await writer.final(jsonrpc.error(request_id, failure), 409)
+        return
+    try:
+        if isinstance(handle, LegacyExchange):
+            answer = await _answer(app, session, message, exchange)
+        else:
+            answer = None
+            with handle:
+                answer = await _answer(app, session, message, exchange)
+    finally:
+        session.incoming.finish(request_id)
+    outcome, status, extra = answer or (None, 200, None)
     if outcome is None:  # cancelled by notifications/cancelled: no response is sent
+        await app.sessions.save(session)
         await writer.close()
-        if log is not None:
+        log = writer.log
+        if isinstance(log, StreamLog):
             log.finished = True
             log.changed.set()
         return
@@ -204,6 +225,32 @@ async def _handle_request(
     # can see the answer: its next request, on any replica, must find the new state.
     await app.sessions.save(session)
     await writer.final(outcome, status, extra)
+
+
+def _calls_inline_tool(app: McpHttpApp, message: dict[str, Any]) -> bool:
+    if message.get("method") != "tools/call":
+        return False
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    tool = app.server.tools.get(name) if isinstance(name, str) else None
+    return tool is not None and tool.inline
+
+
+async def _answer(
+    app: McpHttpApp, session: HttpSession, message: dict[str, Any], exchange: LegacyExchange
+) -> tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None:
+    """The response message, HTTP status and extra headers for one legacy request, or None
+    when an inline tool's wait was cancelled (a scope's cancellation ends in the scope)."""
+    request_id = message["id"]
+    try:
+        result = await session.legacy.handle_request(app.server, message, exchange)
+        return jsonrpc.result(request_id, result), 200, None
+    except McpError as err:
+        if err.http_status in (401, 403, 429):  # policy refusals keep their HTTP status
+            return jsonrpc.error(request_id, err), err.http_status, err.http_headers
+        return jsonrpc.error(request_id, err), 200, None
+    except Interrupted:
+        return None
 
 
 async def handle_legacy_get(

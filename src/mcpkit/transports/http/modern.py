@@ -46,7 +46,7 @@ class ModernExchange(Exchange):
     the handler sends something before its result (most answer with the result alone,
     as one JSON body: :meth:`answer`)."""
 
-    __slots__ = ("_writer", "accept", "scope", "send")
+    __slots__ = ("_cancelled", "_writer", "accept", "scope", "send")
 
     def __init__(self, send: Send, accept: str) -> None:
         self.send = send
@@ -54,6 +54,7 @@ class ModernExchange(Exchange):
         self._writer: ResponseWriter | None = None
         #: The interruptible block of an inline tool's awaitable, if one was entered.
         self.scope: anyio.CancelScope | None = None
+        self._cancelled = False
 
     @property
     def writer(self) -> ResponseWriter:
@@ -77,10 +78,13 @@ class ModernExchange(Exchange):
 
     def interruptible(self) -> anyio.CancelScope:
         self.scope = new_cancel_scope()
+        if self._cancelled:  # the client left before the block was entered
+            self.scope.cancel()
         return self.scope
 
     def cancel(self) -> None:
         """The client went away (the request runs in no cancel scope of ours)."""
+        self._cancelled = True
         if self.scope is not None:
             self.scope.cancel()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -88,6 +88,12 @@ class Waiter:
         self.done.set()
 
 
+class Cancellable(Protocol):
+    """A request's cancel handle: its cancel scope, or its exchange (inline tools)."""
+
+    def cancel(self) -> None: ...
+
+
 class HttpSession:
     """A legacy session plus what HTTP needs for it in this process."""
 
@@ -108,7 +114,8 @@ class HttpSession:
     def __init__(self, legacy: LegacySession) -> None:
         self.legacy = legacy
         self.outgoing: Outgoing[Waiter] = Outgoing()
-        self.incoming: Incoming[anyio.CancelScope] = Incoming()
+        #: Requests being handled, by id: what ``notifications/cancelled`` cancels.
+        self.incoming: Incoming[Cancellable] = Incoming()
         self.streams: OrderedDict[str, StreamLog] = OrderedDict()
         self.stream_counter = 0
         self.get_open = False

@@ -63,6 +63,7 @@ class ResponseWriter:
         "_done",
         "_extra_headers",
         "_log",
+        "_new_log",
         "_retry_ms",
         "_send",
         "_sse_ok",
@@ -77,12 +78,16 @@ class ResponseWriter:
         *,
         extra_headers: list[tuple[bytes, bytes]] | None = None,
         log: EventLog | None = None,
+        new_log: Callable[[], EventLog] | None = None,
         retry_ms: int | None = None,
     ) -> None:
+        """``log``: where the stream's events also go; or ``new_log``, called for one when
+        the response becomes a stream (a plain JSON answer has nothing to resume)."""
         self._send = send
         self._sse_ok = sse_ok
         self._extra_headers = extra_headers or []
         self._log = log
+        self._new_log = new_log
         self._retry_ms = retry_ms
         self._started = False
         self._done = False
@@ -94,11 +99,18 @@ class ResponseWriter:
         return self._started
 
     @property
+    def log(self) -> EventLog | None:
+        """The stream's event log, if it has one yet."""
+        return self._log
+
+    @property
     def done(self) -> bool:
         return self._done
 
     async def _start_sse(self) -> None:
         self._started = True
+        if self._log is None and self._new_log is not None:
+            self._log = self._new_log()
         await self._safe_send(
             {
                 "type": "http.response.start",
@@ -165,7 +177,7 @@ class ResponseWriter:
         if self._detached or self._done:
             return
         if not self._started:
-            if not self._sse_ok or self._log is None:
+            if not self._sse_ok or (self._log is None and self._new_log is None):
                 return
             self._retry_ms = retry_ms if retry_ms is not None else self._retry_ms
             await self._start_sse()

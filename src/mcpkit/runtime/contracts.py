@@ -66,3 +66,20 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
     def running(self) -> contextlib.AbstractAsyncContextManager[Any]: ...
 
     def spawn(self, fn: Callable[[], Any]) -> None: ...
+
+
+def called_tool(server: ServedServer, message: dict[str, Any]) -> Any | None:
+    """The registered tool a ``tools/call`` request names; None for any other method, or a
+    name that is missing, not a string or not registered."""
+    if message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    return server.tools.get(name) if isinstance(name, str) else None
+
+
+def calls_inline_tool(server: ServedServer, message: dict[str, Any]) -> bool:
+    """A ``tools/call`` of a tool that runs in one step (see ``ToolEntry.inline``): a
+    transport may start it without a task or cancel scope of its own."""
+    tool = called_tool(server, message)
+    return tool is not None and bool(tool.inline)

@@ -17,7 +17,7 @@ import anyio
 import sniffio
 
 from ..protocol.negotiation import modern_version_of, parse_modern_meta
-from ..runtime.contracts import ServedServer
+from ..runtime.contracts import ServedServer, calls_inline_tool
 from ..runtime.endpoint import Endpoint
 from ..runtime.exchange import Exchange
 from ..runtime.legacy_session import LegacySession
@@ -68,12 +68,7 @@ class StdioServer:
         starts on the endpoint's reader: the path from here to the tool enters no cancel
         scope, and the tool can only wait on an awaitable it returns, behind a checkpoint.
         Anything else (an unknown name too: a relaying server may forward it) takes a task."""
-        if message["method"] != "tools/call":
-            return False
-        params = message.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
-        tool = self.server.tools.get(name) if isinstance(name, str) else None
-        return tool is not None and bool(tool.inline)
+        return calls_inline_tool(self.server, message)
 
     async def on_request(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
         params = message.get("params")

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 
+from ...runtime.exchange import Exchange
 from ...runtime.stepping import Resumed, run_until_suspended
 from ...types import jsonrpc
 from ...types.codec import encode
@@ -40,6 +41,31 @@ def new_cancel_scope() -> anyio.CancelScope:
             _asyncio_scope = type(scope)
         return scope
     return cls()
+
+
+class CancellableExchange(Exchange):
+    """An HTTP request's exchange that the transport can cancel although the request runs in
+    no cancel scope of its own (an inline tool's call, see ``ToolEntry.inline``): the only
+    wait such a call has is inside :meth:`interruptible`, and :meth:`cancel` ends it (2026-07-28:
+    the client went away; 2025-11-25: ``notifications/cancelled``)."""
+
+    __slots__ = ("_cancelled", "scope")
+
+    def __init__(self) -> None:
+        #: The interruptible block of an inline tool's awaitable, if one was entered.
+        self.scope: anyio.CancelScope | None = None
+        self._cancelled = False
+
+    def interruptible(self) -> anyio.CancelScope:
+        self.scope = new_cancel_scope()
+        if self._cancelled:  # cancelled before the block was entered: it starts cancelled
+            self.scope.cancel()
+        return self.scope
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self.scope is not None:
+            self.scope.cancel()
 
 
 #: Headers whose repetition makes a request ambiguous (an intermediary may have acted

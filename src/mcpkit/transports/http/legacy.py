@@ -17,43 +17,37 @@ import anyio
 from ...protocol import headers as hdr
 from ...protocol.correlation import cancelled_request_id
 from ...protocol.sse import encode_event, priming_event
+from ...runtime.contracts import calls_inline_tool
 from ...runtime.exchange import Exchange, Interrupted
 from ...runtime.listen import legacy_notification_for
 from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
 from ...types.versions import LEGACY_VERSIONS
-from .asgi import Receive, Send, new_cancel_scope, send_empty, send_error, watch_disconnect
+from .asgi import (
+    CancellableExchange,
+    Receive,
+    Send,
+    new_cancel_scope,
+    send_empty,
+    send_error,
+    watch_disconnect,
+)
 from .sessions import HttpSession, StreamLog, Waiter
-from .stream import SSE_HEADERS, ResponseWriter
+from .stream import SSE_HEADERS, ResponseWriter, send_json_answer
 
 if TYPE_CHECKING:
     from .app import McpHttpApp
 
 
-class LegacyExchange(Exchange):
-    __slots__ = ("_cancelled", "app", "scope", "session", "writer")
+class LegacyExchange(CancellableExchange):
+    __slots__ = ("app", "session", "writer")
 
     def __init__(self, app: McpHttpApp, session: HttpSession, writer: ResponseWriter) -> None:
+        CancellableExchange.__init__(self)  # not super(): one per request, this is cheaper
         self.app = app
         self.session = session
         self.writer = writer
-        #: The interruptible block of an inline tool's awaitable, if one was entered.
-        self.scope: anyio.CancelScope | None = None
-        self._cancelled = False
-
-    def interruptible(self) -> anyio.CancelScope:
-        self.scope = new_cancel_scope()
-        if self._cancelled:  # cancelled before the block was entered: it starts cancelled
-            self.scope.cancel()
-        return self.scope
-
-    def cancel(self) -> None:
-        """``notifications/cancelled`` for a request run in no cancel scope of ours (an
-        inline tool's call: see ``ToolEntry.inline``)."""
-        self._cancelled = True
-        if self.scope is not None:
-            self.scope.cancel()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
@@ -120,7 +114,8 @@ async def handle_legacy_post(
             await send_error(send, 200, err, message["id"])
             return
         await store.save(session, force=True)
-        await _send_json_with_session(send, jsonrpc.result(message["id"], result), session)
+        session_header = [(b"mcp-session-id", session.legacy.id.encode())]
+        await send_json_answer(send, jsonrpc.result(message["id"], result), 200, session_header)
         return
     if session_id is None:
         failure = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header")
@@ -156,24 +151,6 @@ async def handle_legacy_post(
     await _handle_request(app, session, message, headers, send)  # saves the session
 
 
-async def _send_json_with_session(
-    send: Send, payload: dict[str, Any], session: HttpSession
-) -> None:
-    body = encode(payload)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"mcp-session-id", session.legacy.id.encode()),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
 async def _handle_request(
     app: McpHttpApp,
     session: HttpSession,
@@ -197,7 +174,7 @@ async def _handle_request(
     # A call of an inline tool runs in no cancel scope (a new task's first scope costs ~5 us):
     # it can only wait inside exchange.interruptible(), which notifications/cancelled
     # cancels through the exchange.  Anything else runs in a scope of its own.
-    inline = _calls_inline_tool(app, message)
+    inline = calls_inline_tool(app.server, message)
     handle: LegacyExchange | anyio.CancelScope = exchange if inline else new_cancel_scope()
     if not session.incoming.start(request_id, handle):
         failure = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
@@ -225,15 +202,6 @@ async def _handle_request(
     # can see the answer: its next request, on any replica, must find the new state.
     await app.sessions.save(session)
     await writer.final(outcome, status, extra)
-
-
-def _calls_inline_tool(app: McpHttpApp, message: dict[str, Any]) -> bool:
-    if message.get("method") != "tools/call":
-        return False
-    params = message.get("params")
-    name = params.get("name") if isinstance(params, dict) else None
-    tool = app.server.tools.get(name) if isinstance(name, str) else None
-    return tool is not None and tool.inline
 
 
 async def _answer(

@@ -19,13 +19,15 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
-from ...runtime.exchange import Exchange, Interrupted
+from ...runtime.contracts import called_tool
+from ...runtime.exchange import Interrupted
 from ...runtime.listen import Subscription
 from ...runtime.stepping import Resumed, run_until_suspended
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
 from ...types.methods import METHODS
 from .asgi import (
+    CancellableExchange,
     Receive,
     Send,
     new_cancel_scope,
@@ -41,20 +43,18 @@ if TYPE_CHECKING:
 KEEPALIVE_SECONDS = 15.0
 
 
-class ModernExchange(Exchange):
+class ModernExchange(CancellableExchange):
     """One modern POST's way back to the client.  The response writer is made only when
     the handler sends something before its result (most answer with the result alone,
     as one JSON body: :meth:`answer`)."""
 
-    __slots__ = ("_cancelled", "_writer", "accept", "scope", "send")
+    __slots__ = ("_writer", "accept", "send")
 
     def __init__(self, send: Send, accept: str) -> None:
+        CancellableExchange.__init__(self)  # not super(): one per request, this is cheaper
         self.send = send
         self.accept = accept  # the request's Accept header: may the answer be a stream?
         self._writer: ResponseWriter | None = None
-        #: The interruptible block of an inline tool's awaitable, if one was entered.
-        self.scope: anyio.CancelScope | None = None
-        self._cancelled = False
 
     @property
     def writer(self) -> ResponseWriter:
@@ -75,18 +75,6 @@ class ModernExchange(Exchange):
             await send_json_answer(self.send, message, status, headers)
         else:
             await self._writer.final(message, status, headers)
-
-    def interruptible(self) -> anyio.CancelScope:
-        self.scope = new_cancel_scope()
-        if self._cancelled:  # the client left before the block was entered
-            self.scope.cancel()
-        return self.scope
-
-    def cancel(self) -> None:
-        """The client went away (the request runs in no cancel scope of ours)."""
-        self._cancelled = True
-        if self.scope is not None:
-            self.scope.cancel()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
@@ -133,13 +121,8 @@ async def handle_modern(
         check_modern_version(version, app.server.modern_versions)
         method: str = message["method"]
         spec = METHODS.get(method)
-        tool_headers: tuple[hdr.HeaderParam, ...] = ()
-        tool = None
-        if method == "tools/call" and isinstance(params, dict):
-            name = params.get("name")
-            tool = app.server.tools.get(name) if isinstance(name, str) else None
-            if tool is not None:
-                tool_headers = tool.header_params
+        tool = called_tool(app.server, message)
+        tool_headers: tuple[hdr.HeaderParam, ...] = () if tool is None else tool.header_params
         # validate_request_headers minus the version check just made (params: a dict or
         # None, as classify() ensured).
         member = spec.name_param if spec is not None else None

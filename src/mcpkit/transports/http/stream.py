@@ -77,16 +77,15 @@ class ResponseWriter:
         sse_ok: bool,
         *,
         extra_headers: list[tuple[bytes, bytes]] | None = None,
-        log: EventLog | None = None,
         new_log: Callable[[], EventLog] | None = None,
         retry_ms: int | None = None,
     ) -> None:
-        """``log``: where the stream's events also go; or ``new_log``, called for one when
-        the response becomes a stream (a plain JSON answer has nothing to resume)."""
+        """``new_log``: makes the log a stream's events also go to (for resumption), called
+        when the response becomes a stream (a plain JSON answer has nothing to resume)."""
         self._send = send
         self._sse_ok = sse_ok
         self._extra_headers = extra_headers or []
-        self._log = log
+        self._log: EventLog | None = None
         self._new_log = new_log
         self._retry_ms = retry_ms
         self._started = False
@@ -109,7 +108,7 @@ class ResponseWriter:
 
     async def _start_sse(self) -> None:
         self._started = True
-        if self._log is None and self._new_log is not None:
+        if self._new_log is not None:
             self._log = self._new_log()
         await self._safe_send(
             {
@@ -177,7 +176,7 @@ class ResponseWriter:
         if self._detached or self._done:
             return
         if not self._started:
-            if not self._sse_ok or (self._log is None and self._new_log is None):
+            if not self._sse_ok or self._new_log is None:
                 return
             self._retry_ms = retry_ms if retry_ms is not None else self._retry_ms
             await self._start_sse()

@@ -178,10 +178,7 @@ def bench_stdio(ctx: Run) -> None:
         ctx.record(
             "stdio tools/call sequential (2026-07-28 _meta)", name, modern, "calls/s", higher=True
         )
-    if installed:
-        seq = [r["seq"] for r in installed]
-        record_as_installed(ctx, SEQ, _median(seq, "rps"))
-        record_as_installed(ctx, "stdio tools/call sequential p50", _median(seq, "p50_ms"))
+    _record_installed(ctx, SEQ, "stdio tools/call sequential p50", installed)
     ctx.progress("stdio round trips (raw driver)")
     _record_own(ctx, OWN, raw, own)
     ctx.progress("stdio round trips (own clients)")
@@ -196,10 +193,7 @@ def bench_stdio(ctx: Run) -> None:
         seq = [r["seq"] for r in runs]
         ctx.record(SEQ_ONE_CORE, name, _median(seq, "rps"), "calls/s", higher=True)
         ctx.record(f"{SEQ_ONE_CORE} p50", name, _median(seq, "p50_ms"), "ms", higher=False)
-    if installed:
-        seq = [r["seq"] for r in installed]
-        record_as_installed(ctx, SEQ_ONE_CORE, _median(seq, "rps"))
-        record_as_installed(ctx, f"{SEQ_ONE_CORE} p50", _median(seq, "p50_ms"))
+    _record_installed(ctx, SEQ_ONE_CORE, f"{SEQ_ONE_CORE} p50", installed)
     _record_own(ctx, OWN_ONE_CORE, raw, own)
     ctx.progress("stdio round trips on one core")
 
@@ -230,6 +224,16 @@ def _round_trips(
                 cmd = own_client_cmd(name, c.python, c.stdio_cmd(), s.client_calls, server_cpu)
                 own[name].append(_run_json(cmd, driver_cpu, f"{name}'s own client"))
     return raw, own
+
+
+def _record_installed(
+    ctx: Run, measure: str, p50_measure: str, runs: list[dict[str, Any]] | None
+) -> None:
+    """The raw driver's figures against the SDK as installed, beside ``measure``'s."""
+    if runs:
+        seq = [r["seq"] for r in runs]
+        record_as_installed(ctx, measure, _median(seq, "rps"))
+        record_as_installed(ctx, p50_measure, _median(seq, "p50_ms"))
 
 
 def _record_own(

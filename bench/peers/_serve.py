@@ -42,7 +42,6 @@ def serve(app: Any, port: int, *, peer: bool = True) -> None:
 def _mcpkit_server_module() -> Any:
     """``mcpkit/transports/http/server.py`` of this checkout, loaded on its own (it imports
     only the standard library and uvicorn)."""
-    import importlib.util
     import sys
     from pathlib import Path
 

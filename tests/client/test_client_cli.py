@@ -65,8 +65,8 @@ def test_call_tool_error_exits_1(http_server: ServerProcess) -> None:
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (("list",), "exactly one TARGET"),
-    (("call", "http://127.0.0.1:9/mcp"), "give TARGET and TOOL"),
+    (("list",), "give TARGET"),
+    (("call", "http://127.0.0.1:9/mcp"), "give the TOOL to call"),
     (("list", "a", "--"), "nothing after --"),
 ])
 def test_usage_errors_exit_2(args: tuple[str, ...], words: str) -> None:
@@ -74,8 +74,10 @@ def test_usage_errors_exit_2(args: tuple[str, ...], words: str) -> None:
     assert out.returncode == 2 and words in out.stderr
 
 
-def test_unreachable_server_exits_1_with_the_reason() -> None:
+def test_unreachable_server_exits_3_with_the_reason_on_one_line() -> None:
     out = mcpkit("list", f"http://127.0.0.1:{free_port()}/mcp", "--timeout", "5")
-    assert out.returncode == 1 and "cannot connect to http://127.0.0.1:" in out.stderr
+    assert out.returncode == 3 and "cannot connect to http://127.0.0.1:" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
     out = mcpkit("list", "--", "/nonexistent/server")
-    assert out.returncode == 1 and "cannot start server" in out.stderr
+    assert out.returncode == 3 and "cannot start server" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr

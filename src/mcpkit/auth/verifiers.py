@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 import httpx
 
+from ..types.extras import require
 from .principal import Principal
 from .urls import require_secure_url
 
@@ -142,9 +143,8 @@ class JwtVerifier:
 
     @staticmethod
     def _import(jwks: Mapping[str, Any]) -> Any:
-        from joserfc.jwk import KeySet
-
-        return KeySet.import_key_set(dict(jwks))  # type: ignore[arg-type]
+        jwk = require("joserfc.jwk", "auth", "JWT verification")
+        return jwk.KeySet.import_key_set(dict(jwks))
 
     # ------------------------------------------------------------------ keys
     async def _client(self) -> httpx.AsyncClient:

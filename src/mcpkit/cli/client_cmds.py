@@ -1,18 +1,13 @@
-"""``mcpkit list`` and ``mcpkit call``: poke at any MCP server from the shell.
+"""``mcpkit list | call | read | prompt | inspect``: poke at any MCP server from the shell.
 
-::
+A TARGET is what ``mcpkit serve`` takes (``demo.py``, ``demo.py:server``, ``pkg.mod:app``:
+the file is served over stdio with this interpreter), an ``http(s)://`` URL, a quoted
+command line, or a command after ``--``.
 
-    mcpkit list http://127.0.0.1:8000/mcp
-    mcpkit list "python server.py"             # a command line: started over stdio
-    mcpkit list -- python server.py --flag      # everything after -- is the command
-    mcpkit call http://127.0.0.1:8000/mcp add a=1 b=2
-    mcpkit call add a=1 b=2 -- python server.py
-    mcpkit call URL search query:='{"q": "x"}' --json
-
-``key=value`` arguments are converted with the tool's input schema (a ``string`` stays a
-string even if it looks like a number); ``key:=JSON`` passes raw JSON.  Output is meant
-for people; ``--json`` prints the results as JSON for scripts.  Exit status: 0 success,
-1 failure (including a tool result with ``isError``), 2 bad usage.
+``key=value`` arguments are converted with the input schema (a ``string`` stays a string
+even if it looks like a number); ``key:=JSON`` passes raw JSON.  Output is meant for people;
+``--json`` prints JSON for scripts.  Requests for input (elicitation) are asked on the
+terminal; ``--no-input`` declines them.  Progress and server log messages go to stderr.
 """
 
 from __future__ import annotations
@@ -21,23 +16,60 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-if TYPE_CHECKING:  # the client stack loads only for `list` / `call`, not for `serve`
+from . import output
+from .exits import EXIT_CODES_HELP, EXIT_CONNECTION, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
+from .terminal import TerminalUI
+
+if TYPE_CHECKING:  # the client stack loads only for these commands, not for `serve`
     from ..client import Client
-    from ..client.models import ElicitResult
 
-_USAGE = {
-    "list": "mcpkit list [options] TARGET\n       mcpkit list [options] -- COMMAND [ARG...]",
-    "call": "mcpkit call [options] TARGET TOOL [key=value ...]\n"
-            "       mcpkit call [options] TOOL [key=value ...] -- COMMAND [ARG...]",
+_TARGET_HELP = """\
+TARGET is a server file or module as `mcpkit serve` takes it (demo.py, demo.py:server,
+pkg.mod:app), an http(s):// URL, a quoted command line ("npx -y some-server"), or the
+command after `--`.
+
+""" + EXIT_CODES_HELP
+
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    # name: (summary, usage, examples)
+    "list": (
+        "list a server's tools, prompts and resources",
+        "mcpkit list [options] TARGET\n       mcpkit list [options] -- COMMAND [ARG...]",
+        "  mcpkit list demo.py\n"
+        "  mcpkit list http://127.0.0.1:8000/mcp --json\n"
+        "  mcpkit list -- npx -y @modelcontextprotocol/server-everything",
+    ),
+    "call": (
+        "call a tool and print its result",
+        "mcpkit call [options] TARGET TOOL [key=value | key:=JSON ...]\n"
+        "       mcpkit call [options] TOOL [key=value ...] -- COMMAND [ARG...]",
+        "  mcpkit call demo.py add a=1 b=2\n"
+        "  mcpkit call demo.py greet              # asks for your name on the terminal\n"
+        "  mcpkit call URL search filters:='{\"tag\": \"x\"}' --json\n"
+        "  mcpkit call demo.py add --args '{\"a\": 1, \"b\": 2}'   # no tools/list first",
+    ),
+    "read": (
+        "read a resource and print its contents",
+        "mcpkit read [options] TARGET URI",
+        "  mcpkit read demo.py note://today\n"
+        "  mcpkit read http://127.0.0.1:8000/mcp file:///a.txt --json",
+    ),
+    "prompt": (
+        "get a prompt with arguments and print its messages",
+        "mcpkit prompt [options] TARGET NAME [key=value ...]",
+        "  mcpkit prompt demo.py summarize text='MCP connects models to tools'",
+    ),
+    "inspect": (
+        "report everything a server offers (capabilities, full schemas); --json is stable",
+        "mcpkit inspect [options] TARGET",
+        "  mcpkit inspect demo.py\n  mcpkit inspect demo.py --json > server.json   # diff it in CI",
+    ),
 }
-
-
-class UsageError(Exception):
-    pass
 
 
 def _options(parser: argparse.ArgumentParser, default: Any = None) -> None:
@@ -54,19 +86,34 @@ def _options(parser: argparse.ArgumentParser, default: Any = None) -> None:
                         help="extra HTTP header (repeatable)")
     parser.add_argument("-e", "--env", action="append", default=d([]), metavar="KEY=VALUE",
                         help="environment variable for a stdio server (repeatable)")
+    parser.add_argument("--no-input", action="store_true", default=d(False),
+                        help="decline the server's requests for input instead of asking")
+    parser.add_argument("--log-level", default=d(None),
+                        choices=("debug", "info", "notice", "warning", "error"),
+                        help="show the server's log messages at this level and above")
     parser.add_argument("-v", "--verbose", action="store_true", default=d(False),
                         help="log the protocol exchange to stderr")
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    for name, summary in (("list", "list a server's tools, prompts and resources"),
-                          ("call", "call a tool and print its result")):
-        p = sub.add_parser(name, help=summary, description=summary, usage=_USAGE[name])
+    runners = {"list": _list, "call": _call, "read": _read, "prompt": _prompt,
+               "inspect": _inspect}
+    for name, (summary, usage, examples) in _COMMANDS.items():
+        p = sub.add_parser(name, help=summary, description=summary, usage=usage,
+                           epilog=f"examples:\n{examples}\n\n{_TARGET_HELP}",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         _options(p)
         if name == "call":
             p.add_argument("--args", metavar="JSON", help="all arguments as one JSON object")
         p.add_argument("argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-        p.set_defaults(func=run_list if name == "list" else run_call, command_name=name)
+        p.set_defaults(func=_runner(runners[name]), command_name=name)
+
+
+def _runner(coro_fn: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        return _run(coro_fn, args)
+
+    return run
 
 
 def _split(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
@@ -83,16 +130,28 @@ def _split(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     again.add_argument("--args", default=argparse.SUPPRESS)
     again.add_argument("words", nargs="*")
     try:
-        late = again.parse_intermixed_args(argv)
+        late, unknown = again.parse_known_intermixed_args(argv)
     except SystemExit:
         raise UsageError("bad options") from None
+    if unknown:
+        raise UsageError(f"unknown option {unknown[0]!r}")
     words = late.words
     del late.words
     vars(args).update(vars(late))
     return words, command
 
 
-def _client(target: str | list[str], args: argparse.Namespace) -> Client:
+def _target(args: argparse.Namespace, words: list[str], command: list[str] | None,
+            rest: str) -> tuple[str | list[str], list[str]]:
+    """(target, remaining words) for a command whose words after TARGET are ``rest``."""
+    if command is not None:
+        return command, words
+    if not words:
+        raise UsageError("give TARGET" + (f" and {rest}" if rest else ""))
+    return words[0], words[1:]
+
+
+def _client(target: str | list[str], args: argparse.Namespace, ui: TerminalUI) -> Client:
     from ..client import Client
 
     headers = {}
@@ -107,63 +166,107 @@ def _client(target: str | list[str], args: argparse.Namespace) -> Client:
         if not sep:
             raise UsageError(f"--env {item!r}: expected KEY=VALUE")
         env[key] = value
-    interactive = sys.stdin.isatty() and not args.json
     return Client(target, era=args.era, timeout=args.timeout, headers=headers,
-                  env=env or None, elicitation=_ask_user if interactive else None)
+                  env=env or None, elicitation=ui.ask_form, url_elicitation=ui.show_url,
+                  on_log=ui.on_log, log_level=args.log_level)
 
 
 def _run(coro_fn: Any, args: argparse.Namespace) -> int:
-    from ..client import ClientError
+    from ..client import (
+        ClientError,
+        RequestTimeoutError,
+        ServerError,
+        TransportError,
+        VersionNegotiationError,
+    )
+    from ..client.errors import unwrap
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         stream=sys.stderr, format="%(name)s: %(message)s")
+    name = args.command_name
     try:
-        return int(anyio.run(coro_fn, args))
+        try:
+            return int(anyio.run(coro_fn, args))
+        except BaseExceptionGroup as group:
+            raise unwrap(group) from None
     except UsageError as exc:
-        print(f"mcpkit {args.command_name}: {exc}\nusage: {_USAGE[args.command_name]}",
+        print(f"mcpkit {name}: {exc}\nusage: {_COMMANDS[name][1]}", file=sys.stderr)
+        return EXIT_USAGE
+    except (TransportError, RequestTimeoutError, VersionNegotiationError) as exc:
+        print(f"mcpkit {name}: {exc}", file=sys.stderr)
+        return EXIT_CONNECTION
+    except ServerError as exc:
+        print(f"mcpkit {name}: the server answered error {exc.code}: {exc.message}",
               file=sys.stderr)
-        return 2
+        return EXIT_FAILURE
     except ClientError as exc:
-        print(f"mcpkit {args.command_name}: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        print(f"mcpkit {name}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
-# ---------------------------------------------------------------------- list
+def _ui(args: argparse.Namespace) -> TerminalUI:
+    return TerminalUI(interactive=not args.no_input)
 
 
-def run_list(args: argparse.Namespace) -> int:
-    return _run(_list, args)
+# ---------------------------------------------------------------------- list / inspect
 
 
 async def _list(args: argparse.Namespace) -> int:
     words, command = _split(args)
-    if command is not None and words:
-        raise UsageError(f"unexpected {words[0]!r} before --")
-    if command is None and len(words) != 1:
-        raise UsageError("give exactly one TARGET (a URL or a quoted command line)")
-    async with _client(command or words[0], args) as client:
-        info = client.server_info
-        listing: dict[str, Any] = {"tools": [], "prompts": [], "resources": [],
-                                   "resourceTemplates": []}
-        if info.supports("tools"):
-            listing["tools"] = await client.list_tools()
-        if info.supports("prompts"):
-            listing["prompts"] = await client.list_prompts()
-        if info.supports("resources"):
-            listing["resources"] = await client.list_resources()
-            listing["resourceTemplates"] = await _optional(client.list_resource_templates())
-        server = {"name": info.implementation.get("name"),
-                  "version": info.implementation.get("version"),
-                  "protocolVersion": info.protocol_version, "era": info.era,
-                  "capabilities": info.capabilities, "instructions": info.instructions}
-        if args.json:
-            print(json.dumps({"server": server, **listing,
-                              "droppedTools": client.dropped_tools}, indent=2))
-            return 0
-        _print_listing(server, listing, client.dropped_tools)
-    return 0
+    target, rest = _target(args, words, command, "")
+    if rest:
+        raise UsageError(f"unexpected {rest[0]!r} after TARGET (quote a command line, or "
+                         "put the command after --)")
+    async with _client(target, args, _ui(args)) as client:
+        report = await _survey(client)
+    if args.json:
+        output.emit_json(report)
+    else:
+        output.print_listing(report["server"], report, report["droppedTools"])
+    return EXIT_OK
+
+
+async def _inspect(args: argparse.Namespace) -> int:
+    words, command = _split(args)
+    target, rest = _target(args, words, command, "")
+    if rest:
+        raise UsageError(f"unexpected {rest[0]!r} after TARGET")
+    async with _client(target, args, _ui(args)) as client:
+        report = await _survey(client)
+    for key, field in (("tools", "name"), ("prompts", "name"), ("resources", "uri"),
+                       ("resourceTemplates", "uriTemplate")):
+        report[key] = sorted(report[key], key=_by(field))
+    if args.json:
+        output.emit_json(report, sort_keys=True)
+    else:
+        output.print_inspection(report)
+    return EXIT_OK
+
+
+def _by(field: str) -> Callable[[dict[str, Any]], str]:
+    return lambda item: str(item.get(field))
+
+
+async def _survey(client: Client) -> dict[str, Any]:
+    """Everything a server offers, in one JSON-ready dict."""
+    info = client.server_info
+    report: dict[str, Any] = {"tools": [], "prompts": [], "resources": [],
+                              "resourceTemplates": []}
+    if info.supports("tools"):
+        report["tools"] = await client.list_tools()
+    if info.supports("prompts"):
+        report["prompts"] = await client.list_prompts()
+    if info.supports("resources"):
+        report["resources"] = await client.list_resources()
+        report["resourceTemplates"] = await _optional(client.list_resource_templates())
+    report["server"] = {
+        "name": info.implementation.get("name"),
+        "version": info.implementation.get("version"),
+        "protocolVersion": info.protocol_version, "era": info.era,
+        "capabilities": info.capabilities, "instructions": info.instructions,
+    }
+    report["droppedTools"] = dict(client.dropped_tools)
+    return report
 
 
 async def _optional(awaitable: Any) -> list[Any]:
@@ -176,100 +279,70 @@ async def _optional(awaitable: Any) -> list[Any]:
         return []
 
 
-def _print_listing(server: dict[str, Any], listing: dict[str, Any],
-                   dropped: dict[str, str]) -> None:
-    name = server["name"] or "(unnamed server)"
-    print(f"{name} {server['version'] or ''}".rstrip()
-          + f"  [protocol {server['protocolVersion']}, {server['era']} era]")
-    if server["instructions"]:
-        print(f"  {_first_line(server['instructions'])}")
-    print(f"\nTools ({len(listing['tools'])}):")
-    for tool in listing["tools"]:
-        print(f"  {tool['name']}({_signature(tool.get('inputSchema') or {})})")
-        if tool.get("description"):
-            print(f"      {_first_line(tool['description'])}")
-    for tool_name, why in dropped.items():
-        print(f"  (dropped {tool_name}: {why})")
-    print(f"\nPrompts ({len(listing['prompts'])}):")
-    for prompt in listing["prompts"]:
-        arguments = ", ".join(a["name"] + ("" if a.get("required") else "?")
-                              for a in prompt.get("arguments") or [])
-        print(f"  {prompt['name']}({arguments})" + _desc(prompt))
-    print(f"\nResources ({len(listing['resources'])}):")
-    for res in listing["resources"]:
-        mime = f" [{res['mimeType']}]" if res.get("mimeType") else ""
-        print(f"  {res['uri']}{mime}" + _desc(res))
-    if listing["resourceTemplates"]:
-        print(f"\nResource templates ({len(listing['resourceTemplates'])}):")
-        for tpl in listing["resourceTemplates"]:
-            print(f"  {tpl['uriTemplate']}" + _desc(tpl))
-
-
-def _signature(schema: dict[str, Any]) -> str:
-    props = schema.get("properties") or {}
-    required = set(schema.get("required") or [])
-    parts = []
-    for key, prop in props.items():
-        kind = prop.get("type", "any") if isinstance(prop, dict) else "any"
-        parts.append(f"{key}{'' if key in required else '?'}: {kind}")
-    return ", ".join(parts)
-
-
-def _desc(item: dict[str, Any]) -> str:
-    text = item.get("description") or item.get("title") or ""
-    return f"  - {_first_line(text)}" if text else ""
-
-
-def _first_line(text: str) -> str:
-    line = str(text).strip().splitlines()[0] if str(text).strip() else ""
-    return line if len(line) <= 100 else line[:99] + "…"
-
-
 # ---------------------------------------------------------------------- call
 
 
-def run_call(args: argparse.Namespace) -> int:
-    return _run(_call, args)
-
-
 async def _call(args: argparse.Namespace) -> int:
+    from ..client import ServerError
+
     words, command = _split(args)
-    if command is None:
-        if len(words) < 2:
-            raise UsageError("give TARGET and TOOL")
-        target: str | list[str] = words[0]
-        tool_name, pairs = words[1], words[2:]
-    else:
-        if not words:
-            raise UsageError("give TOOL before --")
-        target, tool_name, pairs = command, words[0], words[1:]
-    arguments: dict[str, Any] = {}
-    if args.args:
+    target, rest = _target(args, words, command, "TOOL")
+    if not rest:
+        raise UsageError("give the TOOL to call")
+    tool_name, pairs = rest[0], rest[1:]
+    arguments = _json_object(args.args, "--args") if args.args else {}
+    ui = _ui(args)
+    async with _client(target, args, ui) as client:
+        if any(":=" not in pair for pair in pairs):
+            # key=value words need the tool's input schema to get their types right;
+            # JSON arguments alone go straight to tools/call.
+            tools = await _tools_by_name(client)
+            if tool_name not in tools:
+                raise UsageError(_no_such_tool(tool_name, tools))
+            schema = tools[tool_name].get("inputSchema") or {}
+        else:
+            schema = {}
+        arguments.update(parse_pairs(pairs, schema, f"tool {tool_name!r}"))
         try:
-            loaded = json.loads(args.args)
-        except ValueError as exc:
-            raise UsageError(f"--args is not JSON: {exc}") from None
-        if not isinstance(loaded, dict):
-            raise UsageError("--args must be a JSON object")
-        arguments.update(loaded)
-    async with _client(target, args) as client:
-        tools: dict[str, dict[str, Any]] = {t["name"]: dict(t) for t in await client.list_tools()}
-        if tool_name not in tools and tool_name not in client.dropped_tools:
-            known = ", ".join(sorted(tools)) or "(none)"
-            raise UsageError(f"the server has no tool {tool_name!r}; it has: {known}")
-        schema = tools.get(tool_name, {}).get("inputSchema") or {}
-        arguments.update(parse_pairs(pairs, schema))
-        result = await client.call_tool(tool_name, arguments)
+            with ui.running():
+                result = await client.call_tool(tool_name, arguments,
+                                                on_progress=ui.on_progress)
+        except ServerError as exc:
+            if exc.code == -32602 and not schema:
+                tools = await _tools_by_name(client)
+                if tool_name not in tools:
+                    raise UsageError(_no_such_tool(tool_name, tools)) from None
+            raise
     if args.json:
-        print(json.dumps(result, indent=2))
+        output.emit_json(result)
     else:
-        print_result(dict(result), sys.stderr if result.get("isError") else sys.stdout)
-    return 1 if result.get("isError") else 0
+        output.print_result(dict(result), sys.stderr if result.get("isError") else sys.stdout)
+    return EXIT_FAILURE if result.get("isError") else EXIT_OK
 
 
-def parse_pairs(pairs: list[str], schema: dict[str, Any]) -> dict[str, Any]:
+async def _tools_by_name(client: Client) -> dict[str, dict[str, Any]]:
+    return {t["name"]: dict(t) for t in await client.list_tools()}
+
+
+def _no_such_tool(name: str, tools: dict[str, Any]) -> str:
+    known = ", ".join(sorted(tools)) or "(none)"
+    return f"the server has no tool {name!r}; it has: {known}"
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        loaded = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{what} is not JSON: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise UsageError(f"{what} must be a JSON object")
+    return loaded
+
+
+def parse_pairs(pairs: list[str], schema: dict[str, Any], owner: str = "") -> dict[str, Any]:
     """``key=value`` (converted by the schema's type) and ``key:=JSON`` words."""
     props = schema.get("properties") or {}
+    closed = bool(props) and not schema.get("additionalProperties")
     out: dict[str, Any] = {}
     for pair in pairs:
         if ":=" in pair and pair.index(":=") < pair.find("=") + 1:
@@ -283,11 +356,31 @@ def parse_pairs(pairs: list[str], schema: dict[str, Any]) -> dict[str, Any]:
         if not sep or not key:
             raise UsageError(f"expected key=value, got {pair!r}")
         prop = props.get(key)
-        out[key] = _convert(key, text, prop.get("type") if isinstance(prop, dict) else None)
+        if prop is None and closed:
+            raise UsageError(f"{owner + ' has ' if owner else ''}no argument {key!r}; "
+                             f"it takes: {', '.join(props)}")
+        out[key] = convert(key, text, _type_of(prop))
     return out
 
 
-def _convert(key: str, text: str, kind: Any) -> Any:
+def _type_of(prop: Any) -> Any:
+    if not isinstance(prop, dict):
+        return None
+    kind = prop.get("type")
+    if isinstance(kind, list):  # ["integer", "null"]: the non-null one
+        kinds = [k for k in kind if k != "null"]
+        return kinds[0] if len(kinds) == 1 else None
+    if kind is None:
+        for key in ("anyOf", "oneOf"):  # Optional[int] from pydantic: anyOf [int, null]
+            options = [o.get("type") for o in prop.get(key) or [] if isinstance(o, dict)]
+            options = [o for o in options if o and o != "null"]
+            if len(options) == 1:
+                return options[0]
+    return kind
+
+
+def convert(key: str, text: str, kind: Any) -> Any:
+    """``text`` as the JSON type ``kind``; a wrong value names the field and the type."""
     if kind == "string":
         return text
     if kind == "boolean":
@@ -296,66 +389,71 @@ def _convert(key: str, text: str, kind: Any) -> Any:
             return True
         if lowered in ("false", "0", "no", "off"):
             return False
-        raise UsageError(f"{key}: expected true or false, got {text!r}")
+        raise UsageError(f"{key}: expected a boolean (true or false), got {text!r}")
     if kind in ("integer", "number"):
         try:
-            return int(text) if kind == "integer" else float(text) if "." in text or "e" in \
-                text.lower() else int(text)
+            if kind == "integer":
+                return int(text)
+            return float(text) if any(c in text for c in ".eE") else int(text)
         except ValueError:
-            raise UsageError(f"{key}: expected a {kind}, got {text!r}") from None
+            article = "an" if kind == "integer" else "a"
+            raise UsageError(f"{key}: expected {article} {kind}, got {text!r}") from None
     if kind in ("array", "object") or kind is None:
         try:
             return json.loads(text)
         except ValueError:
             if kind is None:
                 return text
-            raise UsageError(f"{key}: expected JSON for a{'n' * (kind == 'array')} {kind}, "
-                             f"got {text!r}") from None
+            raise UsageError(f"{key}: expected JSON for an {kind}, got {text!r}") from None
     return text
 
 
-def print_result(result: dict[str, Any], out: Any) -> None:
-    blocks = result.get("content") or []
-    texts = 0
-    for block in blocks:
-        kind = block.get("type")
-        if kind == "text":
-            texts += 1
-            print(block.get("text", ""), file=out)
-        elif kind in ("image", "audio"):
-            size = len(block.get("data", "")) * 3 // 4
-            print(f"[{kind} {block.get('mimeType', '?')}, ~{size} bytes]", file=out)
-        elif kind == "resource":
-            res = block.get("resource") or {}
-            print(f"[resource {res.get('uri')}]", file=out)
-            if "text" in res:
-                print(res["text"], file=out)
-        elif kind == "resource_link":
-            print(f"[link {block.get('uri')}]", file=out)
-        else:
-            print(json.dumps(block), file=out)
-    if "structuredContent" in result and not texts:
-        print(json.dumps(result["structuredContent"], indent=2), file=out)
+# ---------------------------------------------------------------------- read / prompt
 
 
-# ---------------------------------------------------------------------- elicitation
+async def _read(args: argparse.Namespace) -> int:
+    words, command = _split(args)
+    target, rest = _target(args, words, command, "URI")
+    if len(rest) != 1:
+        raise UsageError("give exactly one resource URI")
+    async with _client(target, args, _ui(args)) as client:
+        result = await client.read_resource(rest[0])
+    if args.json:
+        output.emit_json(result)
+    else:
+        for item in result.get("contents") or []:
+            output.print_contents(dict(item), sys.stdout)
+    return EXIT_OK
 
 
-async def _ask_user(params: dict[str, Any]) -> ElicitResult:
-    """Form elicitation on a terminal: one prompt per field, defaults in brackets."""
-    print(f"\nThe server asks: {params.get('message', '')}", file=sys.stderr)
-    schema = params.get("requestedSchema") or {}
-    content: dict[str, Any] = {}
-    try:
-        for key, prop in (schema.get("properties") or {}).items():
-            kind = prop.get("type") if isinstance(prop, dict) else None
-            default = prop.get("default") if isinstance(prop, dict) else None
-            hint = f" [{default}]" if default is not None else ""
-            text = await anyio.to_thread.run_sync(input, f"  {key} ({kind}){hint}: ")
-            if text == "" and default is not None:
-                content[key] = default
-            elif text != "":
-                content[key] = _convert(key, text, kind)
-    except (EOFError, UsageError):
-        return {"action": "decline"}
-    return {"action": "accept", "content": content}
+async def _prompt(args: argparse.Namespace) -> int:
+    words, command = _split(args)
+    target, rest = _target(args, words, command, "NAME")
+    if not rest:
+        raise UsageError("give the prompt NAME")
+    name, pairs = rest[0], rest[1:]
+    async with _client(target, args, _ui(args)) as client:
+        prompts = {p["name"]: p for p in await client.list_prompts()}
+        if name not in prompts:
+            known = ", ".join(sorted(prompts)) or "(none)"
+            raise UsageError(f"the server has no prompt {name!r}; it has: {known}")
+        declared = [a["name"] for a in prompts[name].get("arguments") or []]
+        arguments: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key:
+                raise UsageError(f"expected key=value, got {pair!r}")
+            if declared and key not in declared:
+                raise UsageError(f"prompt {name!r} has no argument {key!r}; "
+                                 f"it takes: {', '.join(declared)}")
+            arguments[key] = value  # prompt arguments are strings by definition
+        missing = [a["name"] for a in prompts[name].get("arguments") or []
+                   if a.get("required") and a["name"] not in arguments]
+        if missing:
+            raise UsageError(f"prompt {name!r} needs {', '.join(f'{m}=...' for m in missing)}")
+        result = await client.get_prompt(name, arguments)
+    if args.json:
+        output.emit_json(result)
+    else:
+        output.print_prompt(dict(result), sys.stdout)
+    return EXIT_OK

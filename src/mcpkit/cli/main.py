@@ -3,29 +3,72 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from . import gateway, host_cmd, serve
+from ..types.extras import MissingExtra
+from . import client_cmds, dev, gateway, host_cmd, install, serve
+from .exits import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, EXIT_USAGE
+
+_EXAMPLES = """\
+examples:
+  mcpkit serve demo.py                    serve a server file over stdio (desktop hosts)
+  mcpkit serve demo.py --http             ... over Streamable HTTP at 127.0.0.1:8000/mcp
+  mcpkit dev demo.py                      serve over HTTP, restart when the file changes
+  mcpkit list demo.py                     what a server offers
+  mcpkit call demo.py add a=1 b=2         call a tool
+  mcpkit install claude-desktop demo.py   add the server to a desktop host's config
+
+"""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("mcpkit")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        ours = "(not installed)"
+    return f"mcpkit {ours} (Python {sys.version.split()[0]})"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcpkit", description="Model Context Protocol toolkit")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="mcpkit", description="Model Context Protocol toolkit: serve, call, install.",
+        epilog=_EXAMPLES + EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(sub)
+    dev.add_parser(sub)
+    client_cmds.add_parsers(sub)
+    install.add_parser(sub)
     gateway.add_parser(sub)
     host_cmd.add_parser(sub)
-    try:
-        from .client_cmds import add_parsers
-    except ImportError:  # pragma: no cover - the client commands arrive separately
-        pass
-    else:
-        add_parsers(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except MissingExtra as exc:
+        print(f"mcpkit {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return 130
+
+
+def _silence_stdout() -> None:
+    """The reader went away: point stdout at /dev/null so the interpreter's final flush
+    does not print a second BrokenPipeError on the way out."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -6,11 +6,22 @@ import argparse
 import sys
 from typing import Any
 
+from ..types.extras import require
 from .target import TargetError, load_server
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("serve", help="serve an MCP server over stdio or HTTP")
+    p = sub.add_parser(
+        "serve", help="serve an MCP server over stdio or HTTP",
+        description="Serve a server file or module over stdio (what desktop hosts launch) "
+        "or Streamable HTTP.",
+        epilog="examples:\n  mcpkit serve demo.py\n"
+        "  mcpkit serve demo.py:server --http --port 8000\n"
+        "  mcpkit serve pkg.module:app --http --state redis://127.0.0.1:6379/0\n\n"
+        "TARGET without :NAME serves the module's `server`, `mcp` or `app` variable (or its "
+        "only Server).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("target", help="path/to/file.py[:name] or package.module[:name]")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -48,6 +59,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.state and args.state.startswith(("redis://", "rediss://", "unix://")):
+        require("redis", "redis", "the Redis state backend (--state redis://)")
+    if args.auth_issuer:
+        require("joserfc", "auth", "--auth-issuer (OAuth resource server)")
     claimed: tuple[int, int] | None = None
     if not args.http:
         # Take the protocol pipes before the target is imported: a print() at import time
@@ -62,16 +77,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.state:
         server.state = args.state
-    elif server._state is None and server._state_url is None:
-        server.state = "sqlite:///.mcpkit/state.db"
+    else:
+        server.use_default_state()
     if args.no_modern:
         server.modern_versions = ()
-    if claimed is not None:
-        from ..transports.stdio import run_stdio
+    from ..transports.launch import LOOPBACK, serve
 
-        run_stdio(server, fds=claimed)
+    if claimed is not None:
+        serve(server, "stdio", fds=claimed)
         return 0
-    loopback = args.host in ("127.0.0.1", "localhost", "::1")
+    loopback = args.host in LOOPBACK
     if not loopback and not args.allow_remote and not args.auth_issuer:
         print(
             f"mcpkit serve: refusing to bind {args.host} without authentication; "
@@ -79,18 +94,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from ..transports.http import HttpOptions, McpHttpApp
-    from ..transports.http.security import HostPolicy
-    from ..transports.http.server import serve_uvicorn
-
-    options = HttpOptions(
-        path=args.path,
-        legacy=not args.no_legacy,
-        modern=not args.no_modern,
-        host_policy=HostPolicy.for_bind(args.host, args.allowed_host, args.allowed_origin),
-    )
-    shown = f"[{args.host}]" if ":" in args.host else args.host
-    app: Any
+    make_app: Any = None
     if args.auth_issuer:
         from ..auth import BearerAuth, JwtVerifier
 
@@ -101,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+        shown = f"[{args.host}]" if ":" in args.host else args.host
         resource = args.auth_audience or f"http://{shown}:{args.port}{args.path}"
         try:
             verifier = JwtVerifier(
@@ -115,15 +120,11 @@ def run(args: argparse.Namespace) -> int:
         except (ValueError, ImportError) as exc:
             print(f"mcpkit serve: {exc}", file=sys.stderr)
             return 2
-        app = auth.app(server, options)
-    else:
-        app = McpHttpApp(server, options)
-    print(
-        f"mcpkit: serving {server.name!r} at http://{shown}:{args.port}{args.path} "
-        f"(Streamable HTTP; protocol 2026-07-28 and legacy 2025-11-25)\n"
-        f"  try:  mcpkit list http://{shown}:{args.port}{args.path}",
-        file=sys.stderr,
-        flush=True,
+        make_app = auth.app
+    serve(
+        server, "http", host=args.host, port=args.port, path=args.path,
+        legacy=not args.no_legacy, modern=not args.no_modern,
+        allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
+        log_level=args.log_level, make_app=make_app,
     )
-    serve_uvicorn(app, args.host, args.port, log_level=args.log_level)
     return 0

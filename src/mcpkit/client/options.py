@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shlex
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -124,9 +126,32 @@ class EraCache:
 DEFAULT_ERA_CACHE = EraCache()
 
 
+_MODULE_PATH = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
+
+
+def serve_command(target: str) -> list[str] | None:
+    """The ``mcpkit serve`` command for a target that names a server file or module.
+
+    ``demo.py``, ``path/to/demo.py:server`` and ``pkg.mod:app`` (the forms ``mcpkit serve``
+    takes) are launched as ``python -m mcpkit serve TARGET`` with this interpreter, so a
+    file that only *defines* a server works as a target, as users of other frameworks
+    expect of ``Client("server.py")``.  Anything else (a URL, a command line with spaces, a
+    bare program name) is not a server target: None.
+    """
+    if not target or any(ch.isspace() for ch in target):
+        return None
+    windows_drive = len(target) > 2 and target[1] == ":" and target[2] in "\\/"
+    spec, _, name = (target, "", "") if windows_drive else target.partition(":")
+    if spec.endswith(".py") or (name and _MODULE_PATH.fullmatch(spec) is not None
+                                and name.isidentifier()):
+        return [sys.executable, "-m", "mcpkit", "serve", target]
+    return None
+
+
 def transport_for(target: str | Sequence[str] | ClientTransport,
                   options: ClientOptions) -> ClientTransport:
-    """An ``http(s)://`` URL -> Streamable HTTP; a command line or argv -> stdio."""
+    """An ``http(s)://`` URL -> Streamable HTTP; a server file or module
+    (:func:`serve_command`), a command line or an argv -> stdio."""
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
             from ..transports.client_http import HttpTransport  # httpx only when needed
@@ -134,7 +159,7 @@ def transport_for(target: str | Sequence[str] | ClientTransport,
             return HttpTransport(target, headers=options.headers, auth=options.auth,
                                  http_client=options.http_client,
                                  legacy_get_stream=options.legacy_get_stream)
-        command = shlex.split(target, posix=os.name != "nt")
+        command = serve_command(target) or shlex.split(target, posix=os.name != "nt")
     elif isinstance(target, Sequence):
         command = [str(part) for part in target]
     else:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from ..types.extras import require
 from .config import RateLimitRule
 
 
@@ -36,7 +37,8 @@ class RateLimiter:
         self._limiter: Any = None
         self._state_url = state_url
         if rules:
-            from limits import RateLimitItemPerSecond
+            limits = require("limits", "gateway", "gateway rate limits")
+            RateLimitItemPerSecond = limits.RateLimitItemPerSecond
 
             for rule in rules:
                 self._items.append((rule, RateLimitItemPerSecond(rule.amount, rule.window_s)))

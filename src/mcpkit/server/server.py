@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 
@@ -45,6 +45,10 @@ __all__ = ["Server"]
 log = logging.getLogger("mcpkit.server")
 _new_object = object.__new__
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+#: ``mcpkit serve`` and :meth:`Server.run` keep state here unless told otherwise.
+DEFAULT_STATE_URL = "sqlite:///.mcpkit/state.db"
 
 
 class Server:
@@ -369,6 +373,27 @@ class Server:
         else:
             self._state = value
         self._tasks = None
+
+    def use_default_state(self) -> None:
+        """The embedded default backend (SQLite under ``.mcpkit/``), unless one was chosen."""
+        if self._state is None and self._state_url is None:
+            self.state = DEFAULT_STATE_URL
+
+    # ------------------------------------------------------------------ running
+    def run(self, transport: Literal["stdio", "http"] = "stdio", **options: Any) -> None:
+        """Serve in the foreground, as ``mcpkit serve`` would: ``python demo.py`` works.
+
+        ``transport="http"`` takes ``host``, ``port``, ``path``, ``legacy``, ``modern``,
+        ``allowed_hosts``, ``allowed_origins`` and ``log_level`` (see
+        :func:`mcpkit.transports.launch.serve`).  The state backend defaults to SQLite, as
+        on the command line.
+        """
+        self.use_default_state()
+        # The one place the framework reaches the transports: a launcher, imported only
+        # when called (tests/test_architecture.py lists it as the allowed exception).
+        from ..transports.launch import serve
+
+        serve(self, transport, **options)
 
     @property
     def tasks(self) -> Any:

@@ -10,6 +10,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..types.extras import require
 from .base import StateBackend
 
 _CAS = """
@@ -32,10 +33,7 @@ return 1
 
 class RedisBackend(StateBackend):
     def __init__(self, url: str, prefix: str = "mcpkit:") -> None:
-        try:
-            import redis.asyncio as aioredis
-        except ImportError as exc:  # pragma: no cover - depends on the extra
-            raise RuntimeError("the Redis backend needs: pip install 'mcpkit[redis]'") from exc
+        aioredis = require("redis.asyncio", "redis", "the Redis state backend")
         self.url = url
         self.prefix = prefix
         self._redis: Any = aioredis.from_url(url, decode_responses=False)

@@ -498,6 +498,8 @@ class StdioTransport:
             await self._wait_exit(1.0)
         if self._exit_code is not None:
             text = f"the server process exited with code {self._exit_code} while {doing}"
+            if self._exit_code == 0 and doing.startswith(_FIRST_REQUESTS):
+                text += _EXITED_AT_ONCE
         else:
             text = f"the server closed its output while {doing}"
         return text + self._stderr_note()
@@ -537,5 +539,15 @@ class StdioTransport:
     def stderr_tail(self) -> list[str]:
         return list(self._stderr_tail)
 
+
+#: The requests that open a connection: a clean exit during one of them means the process
+#: never meant to serve (the usual case: a file that defines a server and ends).
+_FIRST_REQUESTS = ("server/discover", "initialize")
+_EXITED_AT_ONCE = (
+    "\nhint: a process that exits with code 0 before answering usually defines a server "
+    "without running it. Serve the file with `mcpkit serve FILE.py` (or pass the file itself "
+    "as the target: Client('FILE.py'), `mcpkit list FILE.py`), or end it with "
+    "`if __name__ == '__main__': server.run()`."
+)
 
 __all__ = ["StderrMode", "StdioTransport"]

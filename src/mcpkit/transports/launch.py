@@ -1,0 +1,71 @@
+"""Serve a server in the foreground, over stdio or Streamable HTTP: the one launcher.
+
+``mcpkit serve``, ``mcpkit dev`` and ``Server.run()`` all end here, so ``python demo.py``
+with ``server.run()`` at the bottom behaves exactly like ``mcpkit serve demo.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from ..runtime.contracts import ServedServer
+
+Transport = Literal["stdio", "http"]
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def serve(
+    server: ServedServer,
+    transport: Transport = "stdio",
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    legacy: bool = True,
+    modern: bool = True,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    log_level: str = "warning",
+    fds: tuple[int, int] | None = None,
+    make_app: Callable[[ServedServer, Any], Any] | None = None,
+    announce: bool = True,
+) -> None:
+    """Serve until stdin closes (stdio) or SIGINT/SIGTERM (HTTP).
+
+    ``fds``: stdio pipes already taken off fds 0/1 (``mcpkit serve`` takes them before it
+    imports the user's file, so a print at import time cannot corrupt the protocol).
+    ``make_app(server, HttpOptions)`` wraps the HTTP app (e.g. an OAuth resource server).
+    """
+    if transport == "stdio":
+        from .stdio import run_stdio
+
+        run_stdio(server, fds=fds)
+        return
+    if transport != "http":
+        raise ValueError(f"transport must be 'stdio' or 'http', not {transport!r}")
+    from .http import HttpOptions, McpHttpApp
+    from .http.security import HostPolicy
+    from .http.server import serve_uvicorn
+
+    options = HttpOptions(
+        path=path, legacy=legacy, modern=modern,
+        host_policy=HostPolicy.for_bind(host, allowed_hosts, allowed_origins),
+    )
+    app = make_app(server, options) if make_app is not None else McpHttpApp(server, options)
+    if announce:
+        shown = f"[{host}]" if ":" in host else host
+        eras = " and ".join(
+            name for name, on in (("protocol 2026-07-28", modern), ("legacy 2025-11-25", legacy))
+            if on)
+        print(
+            f"mcpkit: serving {getattr(server, 'name', '?')!r} at "
+            f"http://{shown}:{port}{path} (Streamable HTTP; {eras})\n"
+            f"  try:  mcpkit list http://{shown}:{port}{path}",
+            file=sys.stderr, flush=True,
+        )
+    serve_uvicorn(app, host, port, log_level=log_level)
+
+
+__all__ = ["LOOPBACK", "Transport", "serve"]

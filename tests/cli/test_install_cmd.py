@@ -55,7 +55,8 @@ def test_merging_keeps_other_entries_and_settings_and_backs_up(tmp_path: Path) -
     out = install(tmp_path, "cursor", str(QUICKSTART), "--name", "demo")
     assert out.returncode == 0, out.stderr
     after = json.loads(path.read_text())
-    assert after["theme"] == "dark" and after["mcpServers"]["other"] == before["mcpServers"]["other"]
+    assert after["theme"] == "dark"
+    assert after["mcpServers"]["other"] == before["mcpServers"]["other"]
     assert set(after["mcpServers"]) == {"other", "demo"}
     assert json.loads((path.parent / "mcp.json.bak").read_text()) == before
     again = install(tmp_path, "cursor", str(QUICKSTART), "--name", "demo")

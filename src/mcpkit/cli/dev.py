@@ -54,8 +54,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"  inspect it:  npx @modelcontextprotocol/inspector --transport http "
               f"--server-url {url}", file=sys.stderr, flush=True)
     with contextlib.suppress(KeyboardInterrupt):
+        # The state folder changes under a running server (SQLite): never a reason to restart.
+        quiet = watchfiles.DefaultFilter(
+            ignore_dirs=(*watchfiles.DefaultFilter.ignore_dirs, ".mcpkit"))
         watchfiles.run_process(*watch, target=shlex.join(command), target_type="command",
-                               callback=_changed)
+                               callback=_changed, watch_filter=quiet)
     return EXIT_OK
 
 

@@ -22,6 +22,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..types.extras import EXTRAS, require
+
+    for module in EXTRAS["gateway"]:  # say so before serving, not at the first limited call
+        require(module, "gateway", "mcpkit gateway")
     from ..gateway.config import ConfigError, load_config
 
     try:

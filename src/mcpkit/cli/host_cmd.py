@@ -43,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"mcpkit host: {exc}", file=sys.stderr)
         return 2
     if args.web:
+        from ..types.extras import require
+
+        require("starlette", "host", "mcpkit host --web")
         from ..host.web import run_web
 
         def ready(url: str) -> None:

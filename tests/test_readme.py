@@ -1,0 +1,248 @@
+"""Every code block of the README runs, so the front page cannot drift from the code.
+
+Each fenced block is preceded by a ``<!-- readme-test: ... -->`` comment saying how:
+
+* ``write FILE``: a Python file the later blocks use (``demo.py``); it must import cleanly.
+* ``run``: a Python script, run with this interpreter; it must exit 0.
+* ``shell``: a bash block of commands that end; each must succeed (``set -e -o pipefail``).
+* ``shell with-server FILE PORT``: the same, while ``mcpkit serve FILE --http`` listens.
+* ``serve PORT [PORT...]; redis PORT``: long-running servers, one per line; each PORT must
+  answer HTTP, then they are stopped.  A Redis port starts a real ``redis-server``.
+* ``pip``: install commands, run with a fresh virtualenv's pip.
+* ``gateway-config``: a gateway TOML file that must load.
+* ``fails TEXT``: a command that must fail with one clear line containing TEXT.
+* ``skip: REASON``: a block that cannot run inside the test suite; the reason names what
+  covers it instead.
+
+Blocks run in a scratch folder (``examples`` and ``tests`` linked in, HOME pointing inside
+it); ports are replaced with free ones; commands resolve to this interpreter's venv.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import venv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from support.servers import free_port, tail
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+_BLOCK = re.compile(r"<!-- readme-test: (?P<how>.*?) -->\n```(?P<lang>\w*)\n(?P<body>.*?)```",
+                    re.S)
+KINDS = ("write", "run", "shell", "serve", "pip", "gateway-config", "fails", "skip:")
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int
+    how: str
+    lang: str
+    body: str
+
+    @property
+    def kind(self) -> str:
+        return self.how.split()[0]
+
+
+def blocks() -> list[Block]:
+    text = README.read_text(encoding="utf-8")
+    return [Block(text[: m.start()].count("\n") + 2, m["how"].strip(), m["lang"], m["body"])
+            for m in _BLOCK.finditer(text)]
+
+
+def test_every_code_block_says_how_it_is_tested() -> None:
+    text = README.read_text(encoding="utf-8")
+    fences = len(re.findall(r"^```\w", text, re.M))
+    found = blocks()
+    assert len(found) == fences, "a ```block without a <!-- readme-test: ... --> line"
+    assert all(block.kind in KINDS for block in found), [b.how for b in found]
+
+
+# --------------------------------------------------------------------------- the scratch folder
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("readme")
+    for name in ("examples", "tests"):
+        (root / name).symlink_to(REPO / name)
+    (root / "home").mkdir()
+    (root.parent / f"{root.name}-logs").mkdir()  # outside: `mcpkit dev` watches the folder
+    for block in blocks():
+        if block.kind == "write":
+            (root / block.how.split()[1]).write_text(block.body, encoding="utf-8")
+    return root
+
+
+def _env(scratch: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["HOME"] = str(scratch / "home")
+    env["PYTHONPATH"] = str(scratch)  # `from demo import server`
+    env.update(extra)
+    return env
+
+
+def _logs(scratch: Path) -> Path:
+    return scratch.parent / f"{scratch.name}-logs"
+
+
+def _bash(body: str, cwd: Path, env: dict[str, str],
+          timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", body], cwd=cwd, env=env,
+                          text=True, capture_output=True, timeout=timeout, check=False)
+
+
+@contextlib.contextmanager
+def _background(commands: list[str], cwd: Path, env: dict[str, str], ports: list[int],
+                log: Path) -> Iterator[None]:
+    procs = []
+    with log.open("wb") as sink:
+        for command in commands:
+            procs.append(subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=cwd, env=env,
+                                          stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,
+                                          start_new_session=True))
+    try:
+        for port in ports:
+            deadline = time.monotonic() + 180  # `make run` may first install into .venv
+            while True:
+                with contextlib.suppress(httpx.HTTPError):
+                    httpx.get(f"http://127.0.0.1:{port}/", timeout=1.0)
+                    break
+                dead = [p.args for p in procs if p.poll() is not None]
+                assert not dead and time.monotonic() < deadline, (
+                    f"port {port} never answered ({dead} exited):\n{tail(log)}")
+                time.sleep(0.2)
+        yield
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+
+def _free_ports(body: str, ports: list[str]) -> tuple[str, dict[str, int]]:
+    mapping = {port: free_port() for port in ports}
+    for old, new in mapping.items():
+        body = re.sub(rf"(?<=[:\s=]){old}\b", str(new), body)
+    return body, mapping
+
+
+@contextlib.contextmanager
+def _redis(port_in_text: str | None) -> Iterator[int | None]:
+    if port_in_text is None:
+        yield None
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (.ci/run installs it)")
+    port = free_port()
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+# --------------------------------------------------------------------------- the blocks
+
+
+@pytest.mark.parametrize("block", blocks(), ids=lambda b: f"line{b.line}-{b.kind}")
+def test_readme_block(block: Block, scratch: Path) -> None:
+    kind, rest = block.kind, block.how[len(block.kind):].strip()
+    if kind == "skip:":
+        pytest.skip(rest)
+    if kind == "write":
+        done = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({rest!r})"],
+                              cwd=scratch, env=_env(scratch), capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+    elif kind == "run":
+        script = scratch / f"snippet_{block.line}.py"
+        script.write_text(block.body, encoding="utf-8")
+        done = subprocess.run([sys.executable, str(script)], cwd=scratch, env=_env(scratch),
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+    elif kind == "shell":
+        _shell(block, rest, scratch)
+    elif kind == "serve":
+        _serve(block, rest, scratch)
+    elif kind == "pip":
+        _pip(block, scratch)
+    elif kind == "gateway-config":
+        from mcpkit.gateway.config import load_config
+
+        path = scratch / f"gateway_{block.line}.toml"
+        path.write_text(block.body, encoding="utf-8")
+        config = load_config(str(path))
+        assert config.upstreams
+    elif kind == "fails":
+        done = _bash(block.body, scratch, _env(scratch))
+        assert done.returncode != 0
+        assert rest in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def _shell(block: Block, rest: str, scratch: Path) -> None:
+    body, words = block.body, rest.split()
+    if words[:1] == ["with-server"]:
+        target, port = words[1], words[2]
+        body, ports = _free_ports(body, [port])
+        command = f"mcpkit serve {target} --http --port {ports[port]} --state memory:"
+        with _background([command], scratch, _env(scratch), [ports[port]],
+                         _logs(scratch) / f"server_{block.line}.log"):
+            done = _bash(body, scratch, _env(scratch))
+    else:
+        done = _bash(body, scratch, _env(scratch))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _serve(block: Block, rest: str, scratch: Path) -> None:
+    ports_part, _, redis_part = rest.partition(";")
+    ports = ports_part.split()
+    redis_words = redis_part.split()
+    with _redis(redis_words[1] if redis_words[:1] == ["redis"] else None) as redis_port:
+        body, mapping = _free_ports(block.body, ports)
+        if redis_port is not None:
+            body = body.replace(f"127.0.0.1:{redis_words[1]}", f"127.0.0.1:{redis_port}")
+        commands = [line.split(" #")[0].strip() for line in body.splitlines()
+                    if line.strip() and not line.startswith("#")]
+        in_repo = any(c.startswith("make ") for c in commands)
+        env = _env(scratch, PORT=str(mapping[ports[0]]))
+        with _background(commands, REPO if in_repo else scratch, env, list(mapping.values()),
+                         _logs(scratch) / f"serve_{block.line}.log"):
+            pass
+
+
+def _pip(block: Block, scratch: Path) -> None:
+    target = scratch / "pip-venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(target)
+    env = _env(scratch)
+    env["PATH"] = f"{target / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    env.pop("PYTHONPATH")
+    body = block.body.replace("pip install ", "pip install --quiet --disable-pip-version-check ")
+    done = _bash(body, REPO, env, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    check = subprocess.run([str(target / "bin" / "mcpkit"), "--version"], capture_output=True,
+                           text=True, timeout=60, check=False)
+    assert check.returncode == 0 and check.stdout.startswith("mcpkit "), check.stderr

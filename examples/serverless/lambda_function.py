@@ -4,17 +4,16 @@ Package: ``pip install --target package 'mcpkit[serverless]'``, add this file an
 ``server.py``, zip, and set ``MCPKIT_SEALING_KEYS`` in the function's environment.  Works
 behind a function URL, an HTTP API (payload 2.0) or a REST API (proxy integration).
 
-Run it here (``MCPKIT_SEALING_KEYS=dev python examples/serverless/lambda_function.py``): it invokes the handler
-with a function URL event the way Lambda would, and prints the answer.
+Run it here: ``MCPKIT_SEALING_KEYS=dev python examples/serverless/lambda_function.py``
+invokes the handler with a function URL event the way Lambda would, and prints the answer.
 """
 
 from __future__ import annotations
 
 import json
 
-from server import server
-
 from mcpkit.serverless import lambda_handler
+from server import server
 
 handler = lambda_handler(server)  # module level: once per container
 

@@ -12,8 +12,7 @@ and point an MCP client at ``http://127.0.0.1:8080/mcp``.
 
 from __future__ import annotations
 
-from server import server
-
 from mcpkit.serverless import cloud_function_handler
+from server import server
 
 mcp = cloud_function_handler(server, name="mcp")

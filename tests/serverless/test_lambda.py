@@ -78,7 +78,7 @@ def test_server_discover(shape: str) -> None:
     assert reply.status == 200
     result = reply.json()["result"]
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "lambda-test"
-    assert "2026-07-28" in result["supportedVersions"]
+    assert result["supportedVersions"] == ["2026-07-28"]  # no legacy without Redis
     assert "tools" in result["capabilities"]
 
 

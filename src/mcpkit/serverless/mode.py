@@ -142,6 +142,10 @@ def serverless_app(
     legacy GET streams are refused.  The plain app (``buffered=False``) suits Cloud Run.
     """
     serve_legacy = check_server(server, legacy)
+    if not serve_legacy:
+        # server/discover lists the versions the server speaks; a client reading 2025-11-25
+        # there would fall back to a legacy session this endpoint refuses.
+        server.legacy_versions = ()
     options = HttpOptions(
         path=path,
         legacy=serve_legacy,

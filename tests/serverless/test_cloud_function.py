@@ -9,6 +9,7 @@ against it over real HTTP.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -103,6 +104,29 @@ def test_any_path_of_the_function_is_the_endpoint(function: Function) -> None:
     reply = _post(root, "server/discover", {})
     assert reply.status_code == 200
     assert "2026-07-28" in reply.json()["result"]["supportedVersions"]
+
+
+def test_listen_streams_on_cloud_functions(function: Function) -> None:
+    """Unlike Lambda, Cloud Functions 2nd gen streams responses: listen is served."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": True}, "_meta": META},
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "subscriptions/listen",
+    }
+    with httpx.stream("POST", function.url, json=body, headers=headers, timeout=30) as reply:
+        assert reply.status_code == 200
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        for line in reply.iter_lines():
+            if line.startswith("data:"):
+                first = json.loads(line[5:])
+                break
+    assert first["method"] == "notifications/subscriptions/acknowledged"
 
 
 def test_foreign_host_is_refused(function: Function) -> None:

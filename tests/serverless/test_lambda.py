@@ -273,3 +273,21 @@ def test_bad_input_gets_an_error_and_the_container_keeps_serving() -> None:
     params = {"name": "echo", "arguments": {"text": "still here"}, "_meta": meta()}
     reply = call(handler, "function_url", "tools/call", params, rid=2)
     assert reply.json()["result"]["content"][0]["text"] == "still here"
+
+
+def test_base64_encoded_body() -> None:
+    """API Gateway base64-encodes bodies when binary media types include */*."""
+    import base64
+
+    handler = lambda_handler(make_server())
+    message = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "b64"}, "_meta": meta()},
+    }
+    shaped = request_event("rest_v1", message)
+    shaped["body"] = base64.b64encode(shaped["body"].encode()).decode()
+    shaped["isBase64Encoded"] = True
+    reply = Reply(handler(shaped, context()))
+    assert reply.json()["result"]["content"][0]["text"] == "b64"

@@ -7,6 +7,7 @@ the process environment (``MCPKIT_SEALING_KEYS``), as two containers of one func
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -277,8 +278,6 @@ def test_bad_input_gets_an_error_and_the_container_keeps_serving() -> None:
 
 def test_base64_encoded_body() -> None:
     """API Gateway base64-encodes bodies when binary media types include */*."""
-    import base64
-
     handler = lambda_handler(make_server())
     message = {
         "jsonrpc": "2.0",

@@ -126,3 +126,51 @@ def test_cloud_function_example_mrtr_round_trip(tmp_path: Path) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(10)
+
+
+def test_cloud_run_example_under_uvicorn(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [sys.executable, "-m", "uvicorn", "cloud_run:app", "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--no-access-log"]
+    log = tmp_path / "out.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(
+            cmd, cwd=EXAMPLE, env=ENV, stdout=sink, stderr=sink, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, log.read_text()
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+                break
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "run"}, "_meta": meta},
+        }
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": "echo",
+        }
+        url = f"http://127.0.0.1:{port}/mcp"
+        reply = httpx.post(url, json=body, headers=headers, timeout=30)
+        assert reply.json()["result"]["content"][0]["text"] == "run"
+        run_host = {**headers, "host": "mcp-abc123-uc.a.run.app"}
+        assert httpx.post(url, json=body, headers=run_host, timeout=30).status_code == 200
+        evil = {**headers, "host": "evil.example"}
+        assert httpx.post(url, json=body, headers=evil, timeout=30).status_code == 403
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)

@@ -225,8 +225,9 @@ def test_sse_only_client_gets_the_whole_stream_in_one_body() -> None:
 def test_listen_is_refused_naming_the_alternative() -> None:
     handler = lambda_handler(make_server())
     params = {"notifications": {"toolsListChanged": True}, "_meta": meta()}
-    reply = call(handler, "function_url", "subscriptions/listen", params)
+    reply = call(handler, "function_url", "subscriptions/listen", params, rid=41)
     assert reply.status == 400
+    assert reply.json()["id"] == 41
     error = reply.json()["error"]
     assert error["code"] == -32600
     assert "subscriptions/listen needs a streaming response" in error["message"]
@@ -238,6 +239,7 @@ def test_get_stream_is_refused() -> None:
     headers = {"accept": "text/event-stream", "mcp-session-id": "abc"}
     reply = Reply(handler(event("http_v2", None, headers, method="GET"), context()))
     assert reply.status == 405
+    assert reply.headers["allow"] == "POST"  # no legacy sessions without Redis: no DELETE
     assert reply.json()["error"]["code"] == -32600
 
 

@@ -30,6 +30,7 @@ turns the check off, explicitly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -38,10 +39,21 @@ from ..protocol import headers as hdr
 from ..protocol.sealing import Keyring
 from ..server import Server
 from ..transports.http import HttpOptions, McpHttpApp
-from ..transports.http.asgi import Receive, Scope, Send, send_error
+from ..transports.http.asgi import (
+    BodyTimeout,
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    read_body_now,
+    send_error,
+)
 from ..transports.http.security import LOOPBACK_HOSTS, HostPolicy
+from ..types.codec import DecodeError, decode
 from ..types.errors import INVALID_REQUEST, McpError
 
+_METHOD = hdr.METHOD.encode()
 ENV_HOSTS = "MCPKIT_ALLOWED_HOSTS"
 ENV_ORIGINS = "MCPKIT_ALLOWED_ORIGINS"
 
@@ -179,8 +191,9 @@ class BufferedResponses:
         method = scope.get("method")
         raw = scope.get("headers") or []
         if method == "GET":
+            allow = b"POST, DELETE" if self.app.options.legacy else b"POST"
             failure = McpError(INVALID_REQUEST, "Method Not Allowed: this platform cannot stream")
-            await send_error(send, 405, failure, headers=[(b"allow", b"POST, DELETE")])
+            await send_error(send, 405, failure, headers=[(b"allow", allow)])
             return
         headers: list[tuple[bytes, bytes]] = []
         for name, value in raw:
@@ -189,10 +202,22 @@ class BufferedResponses:
                 accept = value.lower()
                 if b"application/json" in accept or b"*/*" in accept:
                     value = b"application/json"
-            elif lowered == hdr.METHOD.encode() and value.strip() == b"subscriptions/listen":
-                await send_error(send, 400, McpError(INVALID_REQUEST, LISTEN_REFUSAL))
+            elif lowered == _METHOD and value.strip() == b"subscriptions/listen":
+                await self._refuse_listen(receive, send)
                 return
             headers.append((name, value))
         scope = dict(scope)
         scope["headers"] = headers
         await self.app(scope, receive, send)
+
+    async def _refuse_listen(self, receive: Receive, send: Send) -> None:
+        """The refusal, answering the request's id when its body says which (the platform
+        has the whole body already: reading it costs nothing)."""
+        request_id = None
+        with contextlib.suppress(BodyTooLarge, BodyTimeout, ClientGone, DecodeError):
+            limit = self.app.options.max_body_bytes
+            message = decode(await read_body_now(receive, limit, None, 5.0))
+            candidate = message.get("id") if isinstance(message, dict) else None
+            if isinstance(candidate, (str, int)) and not isinstance(candidate, bool):
+                request_id = candidate
+        await send_error(send, 400, McpError(INVALID_REQUEST, LISTEN_REFUSAL), request_id)

@@ -110,8 +110,9 @@ def _is_shared(url: str) -> bool:
 
 
 def check_server(server: Server, legacy: bool | None) -> bool:
-    """Refuse what cannot work on a function platform; returns whether legacy sessions
-    are served."""
+    """Refuse what cannot work on a function platform, and give the server the
+    environment's sealing keys (they win over the backend's); returns whether legacy
+    sessions are served."""
     tasks = sorted(name for name, tool in server.tools.items() if tool.task_support != "forbidden")
     if tasks:
         raise ServerlessError(

@@ -25,7 +25,7 @@ if shutil.which("redis-server") is None:
 
 from events import Reply, context, event
 
-from mcpkit import Server
+from mcpkit import Context, Server
 from mcpkit.serverless import lambda_handler
 
 LEGACY = "2025-11-25"
@@ -63,6 +63,12 @@ def make_server(url: str) -> Server:
     def echo(text: str) -> str:
         """Echo the text back."""
         return text
+
+    @server.tool
+    async def ask(ctx: Context) -> str:
+        """Asks the client (a server-to-client request in a legacy session)."""
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+        return str(await ctx.elicit("ok?", schema, key="ok"))
 
     return server
 
@@ -143,3 +149,33 @@ def test_sealing_keys_come_from_redis_when_the_environment_has_none(
     sealed = servers[0].keyring.seal({"r": {}}, "binding")
     assert servers[1].keyring.open(sealed, "binding")["r"] == {}
     assert not (tmp_path / ".mcpkit").exists()
+
+
+def test_legacy_server_to_client_request_fails_at_once(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A legacy elicitation needs the SSE stream, which Lambda would deliver only after the
+    function returned: the call fails at once with an error instead of waiting for an
+    answer that cannot come until the function's timeout."""
+    monkeypatch.setenv("MCPKIT_SEALING_KEYS", "k")
+    monkeypatch.chdir(tmp_path)
+    handler = lambda_handler(make_server(redis_url))
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "legacy-client", "version": "1.0"},
+        },
+    }
+    session = post(handler, init).headers["mcp-session-id"]
+    assert (
+        post(handler, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session).status
+        == 202
+    )
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask"}}
+    error = post(handler, call, session).json()["error"]
+    assert error["code"] == -32603
+    assert "elicitation/create" in error["message"]

@@ -41,7 +41,7 @@ LUA = HERE / "mcp.lua"
 DEFAULT_PEERS_VENV = Path.home() / ".cache" / "mcpkit-bench" / "peers"
 #: What ``--install-peers`` installs.  uvicorn[standard] gives the peers the same server
 #: stack (uvloop + httptools) as mcpkit and the floor.
-PEER_PINS = ("mcp==2.3.0", "fastmcp==4.2.3", "uvicorn[standard]==0.54.0")
+PEER_PINS = ("mcp==2.3.0", "fastmcp==4.2.3", "uvicorn[standard]==0.54.0", "mangum==0.22.0")
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -52,7 +52,7 @@ META = {
 
 OURS, SDK, FASTMCP, FLOOR = "mcpkit", "sdk", "fastmcp", "floor"
 ALL = (OURS, SDK, FASTMCP, FLOOR)
-SECTIONS = ("http", "stdio", "inproc", "import", "rss", "gateway")
+SECTIONS = ("http", "stdio", "inproc", "import", "rss", "gateway", "coldstart")
 
 
 # ---------------------------------------------------------------------------- settings
@@ -807,6 +807,14 @@ STACKS = {
 ISSUE, STRICTER = "issue", "stricter"
 TARGETS = (
     (
+        "Lambda cold start, import to first tools/call: <= 1/5 of the SDK's",
+        "Lambda cold start: import to first tools/call answered",
+        SDK,
+        "<=",
+        0.2,
+        ISSUE,
+    ),
+    (
         "HTTP modern JSON tools/call c=16: >= 10x the SDK's throughput (the SDK as installed)",
         "http modern-json tools/call c=16 throughput" + AS_INSTALLED,
         SDK,
@@ -1058,6 +1066,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         os.environ.pop("MCPKIT_BENCH_ASYNC_TOOLS", None)
     ctx_contenders = contenders(args, settings)
+    from .coldstart import bench_coldstart  # imports this module
     from .stdio import bench_stdio  # imports this module
 
     started = datetime.now(UTC)
@@ -1073,6 +1082,7 @@ def main(argv: list[str] | None = None) -> int:
             "http": bench_http,
             "rss": bench_rss,
             "gateway": bench_gateway,
+            "coldstart": bench_coldstart,
         }
         with pinned(settings.client_cpu):
             for section, step in steps.items():

@@ -40,6 +40,8 @@ LAYERS: dict[str, int] = {
     # Not in DESIGN.md's list: OAuth resource-server glue around the HTTP app and the
     # client-side OAuth flow; placed with host/gateway (it wraps transports, cli uses it).
     "auth": 7,
+    # Function-platform adapters around the HTTP app (Lambda, Cloud Functions, Cloud Run).
+    "serverless": 7,
     "cli": 8,
     "testing": TOP,
     "<root>": TOP,  # mcpkit/__init__.py and __main__.py

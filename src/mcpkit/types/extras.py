@@ -21,6 +21,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "host": ("starlette",),
     "auth": ("joserfc",),
     "cli": ("rich", "watchfiles", "dotenv"),
+    "serverless": ("mangum", "functions_framework"),
 }
 
 

@@ -41,11 +41,15 @@ class HostPolicy:
 
     ``allowed_hosts=None`` turns Host checking off (a server behind a proxy that already
     validates).  Entries are host names without port, or ``host:port``.
+    ``allowed_suffixes`` also accepts any host name ending in one of them (``.on.aws``):
+    behind a function platform the host names are the platform's, minted per deployment,
+    so a list of exact names cannot be written in advance (see :mod:`mcpkit.serverless`).
     """
 
     allowed_hosts: frozenset[str] | None = LOOPBACK_HOSTS
     allowed_origins: frozenset[str] = field(default_factory=frozenset)
     allow_any_origin: bool = False
+    allowed_suffixes: tuple[str, ...] = ()
     #: Host values already accepted, exactly as sent (a client sends the same one on every
     #: request; parsing it each time was a measurable part of a request).  Bounded.
     _accepted: set[str] = field(default_factory=set, repr=False, compare=False)
@@ -74,7 +78,7 @@ class HostPolicy:
             return True
         lowered = host.strip().lower()
         name = lowered if lowered in self.allowed_hosts else _split_host(lowered)
-        if name is None or name not in self.allowed_hosts:
+        if name is None or not (name in self.allowed_hosts or self._suffix_ok(name)):
             return False
         if self._accepted_for is not self.allowed_hosts:  # reassigned: forget the old ones
             self._accepted = set()
@@ -82,6 +86,14 @@ class HostPolicy:
         if len(self._accepted) < 256:
             self._accepted.add(host)
         return True
+
+    def _suffix_ok(self, name: str) -> bool:
+        # A suffix starts with a dot, so "evil-on.aws" never passes as ".on.aws"; the
+        # label before it must be a plain DNS label sequence (no brackets, no ports).
+        return any(
+            name.endswith(suffix) and len(name) > len(suffix) and "[" not in name
+            for suffix in self.allowed_suffixes
+        )
 
     def origin_ok(self, origin: str | None) -> bool:
         if origin is None or self.allow_any_origin:

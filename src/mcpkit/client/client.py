@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, expected_param_headers
 from ..protocol.headers import header_params as parse_header_params
+from ..runtime.contracts import ServedServer
 from ..transports.client_base import ClientTransport
 from ..types.errors import HEADER_MISMATCH, INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
 from ..types.jsonrpc import Message, params_of
@@ -76,7 +77,7 @@ class Client:
 
     def __init__(
         self,
-        target: str | Sequence[str] | ClientTransport,
+        target: str | Sequence[str] | ClientTransport | ServedServer,
         *,
         options: ClientOptions | None = None,
         elicitation: ElicitationHandler | None = None,

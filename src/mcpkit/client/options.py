@@ -12,8 +12,9 @@ import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
+from ..runtime.contracts import ServedServer
 from ..transports.client_base import ClientTransport
 from ..transports.client_stdio import StderrMode, StdioTransport
 from ..types.versions import LEGACY_VERSIONS, MODERN_VERSIONS, Era
@@ -124,9 +125,17 @@ class EraCache:
 DEFAULT_ERA_CACHE = EraCache()
 
 
-def transport_for(target: str | Sequence[str] | ClientTransport,
+def transport_for(target: str | Sequence[str] | ClientTransport | ServedServer,
                   options: ClientOptions) -> ClientTransport:
-    """An ``http(s)://`` URL -> Streamable HTTP; a command line or argv -> stdio."""
+    """An ``http(s)://`` URL -> Streamable HTTP; a command line or argv -> stdio; a
+    ``Server`` object -> in memory."""
+    # --- in-memory (issue #19): a Server object, recognised by shape (client/ must not
+    # import server/), served in this event loop over the stdio code path.
+    if is_served_server(target):
+        from ..transports.memory import MemoryTransport
+
+        return MemoryTransport(cast(ServedServer, target))
+    # --- end in-memory
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
             from ..transports.client_http import HttpTransport  # httpx only when needed
@@ -138,9 +147,16 @@ def transport_for(target: str | Sequence[str] | ClientTransport,
     elif isinstance(target, Sequence):
         command = [str(part) for part in target]
     else:
-        return target
+        return cast(ClientTransport, target)
     if not command:
         raise ValueError("empty server command")
     return StdioTransport(command, env=options.env, inherit_env=options.inherit_env,
                           cwd=options.cwd, stderr=options.stderr,
                           shutdown_grace=options.shutdown_grace)
+
+
+def is_served_server(target: object) -> bool:
+    """A server object (``mcpkit.Server`` or anything serving like it), not a transport."""
+    return (callable(getattr(target, "dispatch", None))
+            and callable(getattr(target, "running", None))
+            and not hasattr(target, "set_handlers"))

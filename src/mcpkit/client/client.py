@@ -62,6 +62,7 @@ from .mrtr import continue_with_input
 from .options import ClientOptions, transport_for
 from .session import _UNSET, Session
 from .tasks import Task
+from .typed import tool_result
 
 log = logging.getLogger("mcpkit.client")
 server_log = logging.getLogger("mcpkit.client.server")
@@ -268,8 +269,14 @@ class Client:
         timeout: float | None = _UNSET,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        result_type: Any = None,
+        raise_on_error: bool = False,
     ) -> CallToolResult:
-        """Call a tool, answering any input the server asks for along the way."""
+        """Call a tool, answering any input the server asks for along the way.
+
+        ``result.data`` is the structured content, validated into ``result_type`` (a
+        dataclass, pydantic model, ``TypedDict``...) when given, else plain JSON.  With
+        ``raise_on_error`` a result with ``isError`` raises :class:`ToolError`."""
         if name in self.dropped_tools:
             raise ClientError(f"tool {name!r} was dropped from the tool list: "
                               f"{self.dropped_tools[name]}")
@@ -294,7 +301,7 @@ class Client:
             content = result.get("content")
             if content is not None and not isinstance(content, list):
                 raise InvalidResultError(f"tools/call {name}: content is not a list")
-            return cast(CallToolResult, result)
+            return tool_result(name, result, result_type, raise_on_error)
 
     async def start_tool_task(
         self, name: str, arguments: Mapping[str, Any] | None = None
@@ -311,7 +318,7 @@ class Client:
                                         self._param_headers(name, arguments))
         if result.get("resultType") == "task":
             return self._task(result)
-        return cast(CallToolResult, result)
+        return tool_result(name, result)
 
     def _task(self, created: dict[str, Any]) -> Task:
         async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:

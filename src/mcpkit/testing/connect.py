@@ -1,0 +1,114 @@
+"""Open a client to a server over any transport, for tests that run one scenario on each.
+
+``memory`` is ``Client(server)`` (no process, no socket).  ``stdio`` starts
+``python -m mcpkit serve TARGET`` as a child process, exactly as a desktop host would.
+``http`` serves the server object as :class:`~mcpkit.transports.http.McpHttpApp` on a real
+uvicorn socket bound to 127.0.0.1 on a free port, in the test's own event loop (asyncio
+only), so the same object (its state, its lifespan) is behind every transport.
+
+stdio needs the server as something a new process can import: a target string
+(``path/to/file.py[:name]`` or ``package.module[:name]``), or a ``Server`` object that is
+a global of an importable module (found with :func:`target_of`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+
+from ..client import Client, EraCache
+from ..server import Server
+
+Transport = Literal["memory", "stdio", "http"]
+TRANSPORTS: tuple[Transport, ...] = ("memory", "stdio", "http")
+ERAS = ("modern", "legacy")
+
+
+def target_of(server: Server | str) -> str:
+    """``file.py:name`` for a ``Server`` that is a module global (``mcpkit serve`` syntax)."""
+    if isinstance(server, str):
+        return server
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not path or getattr(module, "__name__", "") == "__main__":
+            continue
+        for name, value in list(vars(module).items()):
+            if value is server:
+                return f"{Path(path).resolve()}:{name}"
+    raise LookupError(
+        f"server {server.info.get('name')!r} is not a global of any imported module, so a "
+        f"new process cannot load it: define it at module level, or pass its target "
+        f"('path/to/file.py:name') instead of the object")
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    server: Server | str,
+    *,
+    transport: Transport = "memory",
+    era: str = "auto",
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """``async with connect(server, transport="stdio", era="legacy") as client:``.
+
+    ``client_options`` go to :class:`~mcpkit.client.Client` (callbacks, ``tasks=True``...).
+    ``era="auto"`` always probes: each connection gets its own era cache.
+    """
+    client_options.setdefault("era_cache", EraCache())
+    if transport == "memory":
+        if isinstance(server, str):
+            raise TypeError("the memory transport needs a Server object, not a target")
+        async with Client(server, era=era, **client_options) as client:
+            yield client
+    elif transport == "stdio":
+        argv = [sys.executable, "-m", "mcpkit", "serve", target_of(server),
+                "--state", "memory:"]
+        async with Client(argv, era=era, **client_options) as client:
+            yield client
+    elif transport == "http":
+        if isinstance(server, str):
+            raise TypeError("the http transport serves a Server object in this process")
+        async with serve_http(server) as url, Client(url, era=era, **client_options) as client:
+            yield client
+    else:
+        raise ValueError(f"unknown transport {transport!r}; one of {TRANSPORTS}")
+
+
+@contextlib.asynccontextmanager
+async def serve_http(server: Server) -> AsyncIterator[str]:
+    """Serve ``server`` over Streamable HTTP on 127.0.0.1 (a free port) in this event loop;
+    yields its URL.  Needs asyncio (uvicorn does not run on trio)."""
+    import uvicorn
+
+    from ..transports.http import McpHttpApp
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(McpHttpApp(server), log_level="warning", lifespan="off",
+                            access_log=False, timeout_graceful_shutdown=2)
+    web = uvicorn.Server(config)
+    # Leave the test runner's signal handlers alone (uvicorn swaps SIGINT/SIGTERM).
+    web.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(web.serve, [sock])
+            with anyio.fail_after(10):
+                while not web.started:
+                    await anyio.sleep(0.005)
+            try:
+                yield f"http://127.0.0.1:{port}/mcp"
+            finally:
+                web.should_exit = True
+    finally:
+        sock.close()
+
+
+__all__ = ["ERAS", "TRANSPORTS", "Transport", "connect", "serve_http", "target_of"]

@@ -43,7 +43,15 @@ from .callbacks import (
     UrlElicitationHandler,
     call_maybe_async,
 )
-from .errors import ClientError, InputRequestError, InvalidResultError, error_boundary, unwrap
+from .errors import (
+    ClientError,
+    ConnectError,
+    HttpStatusError,
+    InputRequestError,
+    InvalidResultError,
+    error_boundary,
+    unwrap,
+)
 from .listen import Subscription, build_filter
 from .models import (
     CallToolResult,
@@ -59,7 +67,7 @@ from .models import (
     Tool,
 )
 from .mrtr import continue_with_input
-from .options import ClientOptions, transport_for
+from .options import ClientOptions, legacy_sse_fallback, transport_for
 from .session import _UNSET, Session
 from .tasks import Task
 from .typed import tool_result
@@ -117,9 +125,32 @@ class Client:
         await self.aclose()
 
     async def connect(self) -> ServerInfo:
-        """Start the transport and negotiate the era (done by ``async with``)."""
+        """Start the transport and negotiate the era (done by ``async with``).
+
+        A URL whose POST of ``initialize`` is refused with 400/404/405 is tried as a
+        2024-11-05 HTTP+SSE server (GET, expecting an ``endpoint`` event), as the spec's
+        backwards-compatibility section says; not with ``era="modern"``."""
         if self._stack is not None:
             raise RuntimeError("already connected")
+        try:
+            return await self._connect()
+        except HttpStatusError as refused:
+            fallback = legacy_sse_fallback(self.transport, refused, self.options)
+            if fallback is None:
+                raise
+            log.info("%s refused a Streamable HTTP initialize (%s); trying HTTP+SSE",
+                     self.transport.server_key, refused)
+            self.transport = fallback
+            # HTTP+SSE predates the 2026-07-28 era: the handshake era, whatever was asked.
+            self.session = Session(fallback, dataclasses.replace(self.options, era="legacy"),
+                                   self.callbacks)
+            try:
+                return await self._connect()
+            except ClientError as failed:
+                raise ConnectError(f"{refused}; as a 2024-11-05 HTTP+SSE server it failed "
+                                   f"too: {failed}") from None
+
+    async def _connect(self) -> ServerInfo:
         stack = contextlib.AsyncExitStack()
         try:
             with error_boundary():

@@ -160,3 +160,25 @@ def is_served_server(target: object) -> bool:
     return (callable(getattr(target, "dispatch", None))
             and callable(getattr(target, "running", None))
             and not hasattr(target, "set_handlers"))
+
+
+#: POST statuses after which a URL is retried as a 2024-11-05 HTTP+SSE server.
+SSE_FALLBACK_STATUSES = frozenset({400, 404, 405})
+
+
+def legacy_sse_fallback(transport: ClientTransport, refused: Exception,
+                        options: ClientOptions) -> ClientTransport | None:
+    """The HTTP+SSE transport to try after a Streamable HTTP ``initialize`` was refused
+    with ``refused`` (2025-03-26 backwards compatibility: a 4xx to the POST, then GET the
+    same URL expecting an ``endpoint`` event), or None when that does not apply."""
+    from ..transports.client_base import HttpStatusError
+    from ..transports.client_http import HttpTransport
+
+    if (options.era == "modern" or not isinstance(transport, HttpTransport)
+            or not isinstance(refused, HttpStatusError)
+            or refused.status not in SSE_FALLBACK_STATUSES):
+        return None
+    from ..transports.client_sse import SseTransport
+
+    return SseTransport(transport.url, headers=options.headers, auth=options.auth,
+                        http_client=options.http_client)

@@ -9,7 +9,9 @@ requests through the client's handler, turning endpoint failures into client err
 ending a listen stream by cancelling its request (``notifications/cancelled``).
 
 Subclasses set :attr:`_endpoint` while open and may override :meth:`_closed_detail` and
-:meth:`_timeout_detail` to say more about a failure.
+:meth:`_timeout_detail` to say more about a failure.  A subclass's writer signals a broken
+stream with ``anyio.BrokenResourceError`` (the endpoint then drops replies quietly, and a
+request gets a :class:`ConnectionClosedError` with :meth:`_closed_detail`).
 """
 
 from __future__ import annotations
@@ -137,6 +139,9 @@ class EndpointClientTransport:
             raise await self._explain(
                 exc, method, timeout, max_timeout, time.monotonic() - started
             ) from None
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            # A write failed: the subclass's writer broke the stream (and recorded why).
+            raise ConnectionClosedError(await self._closed_detail(f"sending {method}")) from None
 
     async def _explain(
         self,
@@ -174,7 +179,10 @@ class EndpointClientTransport:
         endpoint = self._require()
         if endpoint.closed is not None:
             raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
-        await endpoint.notify(method, params)
+        try:
+            await endpoint.notify(method, params)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise ConnectionClosedError(await self._closed_detail(f"sending {method}")) from None
 
     @asynccontextmanager
     async def listen(

@@ -27,7 +27,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..runtime.contracts import ServedServer
 from ..runtime.endpoint import Endpoint
-from .client_base import ConnectionClosedError
 from .client_endpoint import EndpointClientTransport
 from .stdio import StdioServer
 
@@ -117,8 +116,8 @@ class MemoryTransport(EndpointClientTransport):
         assert stream is not None
         try:
             await stream.send(data)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            raise ConnectionClosedError(await self._closed_detail("writing to it")) from None
+        except anyio.ClosedResourceError:
+            raise anyio.BrokenResourceError from None  # see EndpointClientTransport
 
     async def _closed_detail(self, doing: str) -> str:
         failure = self._server_failure

@@ -141,9 +141,7 @@ class Client:
             log.info("%s refused a Streamable HTTP initialize (%s); trying HTTP+SSE",
                      self.transport.server_key, refused)
             self.transport = fallback
-            # HTTP+SSE predates the 2026-07-28 era: the handshake era, whatever was asked.
-            self.session = Session(fallback, dataclasses.replace(self.options, era="legacy"),
-                                   self.callbacks)
+            self.session = Session(fallback, self.options, self.callbacks)
             try:
                 return await self._connect()
             except ClientError as failed:

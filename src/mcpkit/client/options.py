@@ -86,6 +86,10 @@ class ClientOptions:
     http_client: Any = None
     #: Legacy sessions: open the standalone GET stream for server-initiated messages.
     legacy_get_stream: bool = True
+    #: Speak the 2024-11-05 HTTP+SSE transport to a URL straight away (GET for the
+    #: ``endpoint`` event, then POSTs); without it a URL is tried as Streamable HTTP first
+    #: and falls back to HTTP+SSE when ``initialize`` is refused with 400/404/405.
+    sse: bool = False
     # --- stdio
     #: Environment for a stdio server, on top of ours (see ``inherit_env``).
     env: Mapping[str, str] | None = None
@@ -136,6 +140,13 @@ def transport_for(target: str | Sequence[str] | ClientTransport | ServedServer,
 
         return MemoryTransport(cast(ServedServer, target))
     # --- end in-memory
+    # --- HTTP+SSE (issue #19): asked for explicitly (an ``mcpServers`` "type": "sse").
+    if options.sse and isinstance(target, str) and target.startswith(("http://", "https://")):
+        from ..transports.client_sse import SseTransport
+
+        return SseTransport(target, headers=options.headers, auth=options.auth,
+                            http_client=options.http_client)
+    # --- end HTTP+SSE
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
             from ..transports.client_http import HttpTransport  # httpx only when needed

@@ -105,6 +105,8 @@ class Session:
         key = self.transport.server_key
         with anyio.move_on_after(self.options.startup_timeout) as scope:
             choice = self.options.era
+            if self.transport.kind == "sse":
+                choice = "legacy"  # HTTP+SSE (2024-11-05) predates the 2026-07-28 era
             if choice == "legacy":
                 await self._initialize()
             elif choice == "modern":

@@ -24,6 +24,7 @@ from mcpkit.client import (
     ConnectionClosedError,
     HttpStatusError,
     ProtocolViolationError,
+    VersionNegotiationError,
     prompt_ref,
 )
 from mcpkit.transports.client_sse import SseTransport
@@ -86,6 +87,16 @@ async def test_auto_falls_back_to_http_sse_and_everything_works(
             for i in range(10):
                 tg.start_soon(call, i)
         assert results == {i: [{"type": "text", "text": str(2 * i)}] for i in range(10)}
+
+
+async def test_sse_option_skips_the_streamable_http_attempt(sse_server: ServerProcess) -> None:
+    async with Client(sse_server.url, sse=True) as client:  # auto: legacy, no probe
+        assert isinstance(client.transport, SseTransport) and client.era == "legacy"
+        assert (await client.call_tool("shout", {"text": "direct"}))["content"][0]["text"] \
+            == "DIRECT"
+    with pytest.raises(VersionNegotiationError, match=r"HTTP\+SSE"):
+        async with Client(sse_server.url, sse=True, era="modern"):
+            pass
 
 
 async def test_modern_only_client_does_not_fall_back(sse_server: ServerProcess) -> None:

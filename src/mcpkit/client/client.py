@@ -8,6 +8,8 @@
 
     async with Client("http://127.0.0.1:8000/mcp", elicitation=ask_user) as client: ...
 
+    async with Client(server) as client: ...        # a Server object: in memory (tests)
+
 Layering: :class:`Session` negotiates the era and wraps each request; the transports move
 bytes; this class adds what an application wants on top: typed methods, automatic
 pagination, the TTL cache, ``x-mcp-header`` bookkeeping (tools with invalid annotations
@@ -82,7 +84,8 @@ _SERVER_REQUESTS = ("elicitation/create", "sampling/createMessage", "roots/list"
 
 
 class Client:
-    """A connection to one MCP server, either era, stdio or Streamable HTTP."""
+    """A connection to one MCP server, either era: stdio, Streamable HTTP (or the older
+    HTTP+SSE), or in memory to a ``Server`` object."""
 
     def __init__(
         self,

@@ -1,7 +1,9 @@
 """stdio client transport: spawn a server and speak newline-delimited JSON-RPC over its pipes.
 
 JSON-RPC itself (framing, ids, progress-extended timeouts, ``notifications/cancelled`` on
-timeout or cancellation) is the shared :class:`~mcpkit.runtime.endpoint.Endpoint`.  This
+timeout or cancellation) is the shared :class:`~mcpkit.runtime.endpoint.Endpoint`, and the
+client side of it (listen routing, error mapping) the shared
+:class:`~mcpkit.transports.client_endpoint.EndpointClientTransport`.  This
 module adds what is specific to owning a child process, each point learnt from a failure
 somebody shipped:
 

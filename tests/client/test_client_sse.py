@@ -10,6 +10,7 @@ and takes the ``endpoint`` event as proof of the old transport.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -97,6 +98,16 @@ async def test_sse_option_skips_the_streamable_http_attempt(sse_server: ServerPr
     with pytest.raises(VersionNegotiationError, match=r"HTTP\+SSE"):
         async with Client(sse_server.url, sse=True, era="modern"):
             pass
+
+
+def test_the_example_reaches_the_sdk_server(sse_server: ServerProcess) -> None:
+    example = TESTS.parent / "examples" / "legacy_sse_client.py"
+    out = subprocess.run([sys.executable, str(example), sse_server.url, "shout",
+                          '{"text": "old but gold"}'], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "connected over SseTransport: interop-sdk-server (legacy era" in out.stdout
+    assert "shout -> OLD BUT GOLD" in out.stdout
 
 
 async def test_modern_only_client_does_not_fall_back(sse_server: ServerProcess) -> None:

@@ -4,6 +4,8 @@ would make every test that uses them worthless)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -126,3 +128,27 @@ async def test_connect_refuses_what_it_cannot_do() -> None:
 def test_client_accepts_a_server_object_only_as_itself() -> None:
     client = Client(scenario_server.server)
     assert client.transport.kind == "memory"
+
+
+@pytest.mark.parametrize("transport", ["memory", "http"])
+async def test_the_servers_lifespan_ends_with_the_connection(transport: str) -> None:
+    """In-process transports must not leave the server running past the test (a lazily
+    started lifespan would outlive the test's event loop)."""
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(server: Server) -> AsyncIterator[None]:
+        events.append("start")
+        yield
+        events.append("stop")
+
+    server = Server("life", "1.0.0", lifespan=lifespan)
+
+    @server.tool
+    def hello() -> str:
+        return "hi"
+
+    async with connect(server, transport=transport) as client:  # type: ignore[arg-type]
+        assert (await client.call_tool("hello"))["content"][0]["text"] == "hi"
+        assert events == ["start"]
+    assert events == ["start", "stop"]

@@ -92,13 +92,16 @@ async def serve_http(server: Server) -> AsyncIterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(McpHttpApp(server), log_level="warning", lifespan="off",
+    app = McpHttpApp(server)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off",
                             access_log=False, timeout_graceful_shutdown=2)
     web = uvicorn.Server(config)
     # Leave the test runner's signal handlers alone (uvicorn swaps SIGINT/SIGTERM).
     web.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     try:
-        async with anyio.create_task_group() as tg:
+        # The server's lifespan is tied to this block (not started lazily by the first
+        # request in a task that would outlive the test's event loop).
+        async with app.lifespan_context(), anyio.create_task_group() as tg:
             tg.start_soon(web.serve, [sock])
             with anyio.fail_after(10):
                 while not web.started:

@@ -152,3 +152,15 @@ async def test_the_servers_lifespan_ends_with_the_connection(transport: str) -> 
         assert (await client.call_tool("hello"))["content"][0]["text"] == "hi"
         assert events == ["start"]
     assert events == ["start", "stop"]
+
+
+async def test_a_target_string_over_http_runs_mcpkit_serve(tmp_path: Path) -> None:
+    target = target_of(scenario_server.server)
+    async with connect(target, transport="http", era="legacy") as client:
+        assert client.transport.kind == "http"
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).data == {"sum": 2.0}
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise SystemExit('this server cannot start')\n")
+    with pytest.raises(RuntimeError, match="this server cannot start"):
+        async with connect(f"{broken}:server", transport="http"):
+            pass

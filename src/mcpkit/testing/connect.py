@@ -8,14 +8,17 @@ only), so the same object (its state, its lifespan) is behind every transport.
 
 stdio needs the server as something a new process can import: a target string
 (``path/to/file.py[:name]`` or ``package.module[:name]``), or a ``Server`` object that is
-a global of an importable module (found with :func:`target_of`).
+a global of an importable module (found with :func:`target_of`).  Given a target string,
+``http`` starts ``python -m mcpkit serve TARGET --http`` on a free port instead.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
@@ -72,9 +75,8 @@ async def connect(
         async with Client(argv, era=era, **client_options) as client:
             yield client
     elif transport == "http":
-        if isinstance(server, str):
-            raise TypeError("the http transport serves a Server object in this process")
-        async with serve_http(server) as url, Client(url, era=era, **client_options) as client:
+        serving = serve_http(server) if not isinstance(server, str) else serve_http_process(server)
+        async with serving as url, Client(url, era=era, **client_options) as client:
             yield client
     else:
         raise ValueError(f"unknown transport {transport!r}; one of {TRANSPORTS}")
@@ -114,4 +116,51 @@ async def serve_http(server: Server) -> AsyncIterator[str]:
         sock.close()
 
 
-__all__ = ["ERAS", "TRANSPORTS", "Transport", "connect", "serve_http", "target_of"]
+@contextlib.asynccontextmanager
+async def serve_http_process(target: str, *, startup_timeout: float = 30.0
+                             ) -> AsyncIterator[str]:
+    """``python -m mcpkit serve TARGET --http`` on a free 127.0.0.1 port, as a user runs it;
+    yields its URL once it accepts connections, and terminates it afterwards."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # a small race with other processes binding it: the start fails loudly
+    argv = [sys.executable, "-m", "mcpkit", "serve", target, "--http", "--port", str(port),
+            "--state", "memory:"]
+    # Its output goes to a file, quoted if it fails to start (a pipe nobody reads could
+    # fill up and stall a chatty server).
+    with tempfile.TemporaryFile() as log:
+        process = await anyio.open_process(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                           stderr=subprocess.STDOUT)
+        try:
+            with anyio.fail_after(startup_timeout):
+                while not await _accepts(port):
+                    if process.returncode is not None:
+                        log.seek(0)
+                        tail = log.read()[-2000:].decode(errors="replace")
+                        raise RuntimeError(f"mcpkit serve {target} --http exited with "
+                                           f"{process.returncode}:\n{tail}")
+                    await anyio.sleep(0.05)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            with anyio.CancelScope(shield=True):
+                if process.returncode is None:
+                    process.terminate()
+                    with anyio.move_on_after(5):
+                        await process.wait()
+                    if process.returncode is None:
+                        process.kill()
+                await process.aclose()
+
+
+async def _accepts(port: int) -> bool:
+    try:
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+    except OSError:
+        return False
+    await stream.aclose()
+    return True
+
+
+__all__ = ["ERAS", "TRANSPORTS", "Transport", "connect", "serve_http", "serve_http_process",
+           "target_of"]

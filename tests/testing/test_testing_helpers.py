@@ -164,3 +164,13 @@ async def test_a_target_string_over_http_runs_mcpkit_serve(tmp_path: Path) -> No
     with pytest.raises(RuntimeError, match="this server cannot start"):
         async with connect(f"{broken}:server", transport="http"):
             pass
+
+
+def test_public_names_of_mcpkit_testing() -> None:
+    import mcpkit.testing
+
+    assert set(mcpkit.testing.__all__) == {
+        "ERAS", "TRANSPORTS", "ScriptedResponder", "assert_valid", "assert_valid_result",
+        "connect", "serve_http", "target_of"}
+    for name in mcpkit.testing.__all__:
+        assert getattr(mcpkit.testing, name) is not None

@@ -14,6 +14,9 @@ in your ``conftest.py``; each test that takes ``mcp_client`` gets a connected
     async def test_add(mcp_client: Client) -> None:
         assert (await mcp_client.call_tool("add", {"a": 1, "b": 2}))["structuredContent"]
 
+Or run a whole suite on several: ``pytest --mcp-transport memory --mcp-transport stdio
+--mcp-era modern --mcp-era legacy`` parametrizes every test that uses ``mcp_client``.
+
 Defaults: ``mcp_transport="memory"``, ``mcp_era="auto"``, ``mcp_client_options={}``
 (keyword arguments for the client: callbacks from a ``ScriptedResponder``, ``tasks=True``).
 Override any of them as a fixture or by parametrizing it.  The fixture is async: tests run
@@ -34,6 +37,36 @@ import pytest
 if TYPE_CHECKING:
     from ..client import Client
     from ..server import Server
+
+
+_TRANSPORTS = ("memory", "stdio", "http")
+_ERAS = ("auto", "modern", "legacy")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mcpkit", "MCP servers under test (mcpkit)")
+    group.addoption("--mcp-transport", action="append", default=[], choices=_TRANSPORTS,
+                    help="run every test using mcp_client on this transport (repeatable); "
+                         "tests that parametrize mcp_transport themselves keep theirs")
+    group.addoption("--mcp-era", action="append", default=[], choices=_ERAS,
+                    help="likewise for the protocol era (repeatable)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``--mcp-transport``/``--mcp-era`` parametrize each test that uses ``mcp_client``
+    and does not parametrize that name itself."""
+    if "mcp_client" not in metafunc.fixturenames:
+        return
+    explicit = set()
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        explicit.update(names)
+    for name in ("mcp_transport", "mcp_era"):
+        chosen = metafunc.config.getoption(name)
+        if chosen and name not in explicit:
+            metafunc.parametrize(name, list(dict.fromkeys(chosen)))
 
 
 @pytest.fixture

@@ -100,6 +100,14 @@ async def test_sse_option_skips_the_streamable_http_attempt(sse_server: ServerPr
             pass
 
 
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_on_trio(sse_server: ServerProcess) -> None:
+    async with Client(sse_server.url, elicitation=ask) as client:
+        assert isinstance(client.transport, SseTransport)
+        greeted = await client.call_tool("ask_name_legacy")
+        assert greeted["content"][0]["text"] == "Hello, Grace!"
+
+
 def test_the_example_reaches_the_sdk_server(sse_server: ServerProcess) -> None:
     example = TESTS.parent / "examples" / "legacy_sse_client.py"
     out = subprocess.run([sys.executable, str(example), sse_server.url, "shout",

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from client_support import PEERS, TESTS, ServerProcess, free_port, start_server
 
@@ -98,6 +99,14 @@ async def test_sse_option_skips_the_streamable_http_attempt(sse_server: ServerPr
     with pytest.raises(VersionNegotiationError, match=r"HTTP\+SSE"):
         async with Client(sse_server.url, sse=True, era="modern"):
             pass
+
+
+async def test_a_quiet_stream_outlives_a_short_client_timeout(sse_server: ServerProcess) -> None:
+    async with httpx.AsyncClient(timeout=0.3) as http, \
+            Client(sse_server.url, sse=True, http_client=http) as client:
+        await anyio.sleep(1.0)  # the GET stream carries nothing meanwhile
+        assert (await client.call_tool("shout", {"text": "still"}))["content"][0]["text"] \
+            == "STILL"
 
 
 @pytest.mark.parametrize("anyio_backend", ["trio"])

@@ -80,8 +80,11 @@ class SseTransport(EndpointClientTransport):
                     timeout=httpx.Timeout(30.0, read=None), follow_redirects=False))
             self._client = client
             with anyio.fail_after(self.connect_timeout):
+                # No read timeout on the stream, even on a given client: it is quiet
+                # whenever the server has nothing to say.
                 source = await stack.enter_async_context(aconnect_sse(
-                    client, "GET", self.url, headers=self.headers, auth=self.auth))
+                    client, "GET", self.url, headers=self.headers, auth=self.auth,
+                    timeout=httpx.Timeout(30.0, read=None)))
                 events = source.aiter_sse()
                 self.messages_url = await self._handshake(source, events)
         except TimeoutError:

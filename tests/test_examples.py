@@ -69,3 +69,18 @@ async def test_jobs_and_baskets_in_process() -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_testing_example_runs_under_pytest_with_the_plugin() -> None:
+    """``examples/test_quickstart.py`` as a user runs it: the ``mcp_client`` fixture comes
+    from the installed ``pytest11`` entry point, nothing from this suite's conftest."""
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
+         str(EXAMPLES), str(EXAMPLES / "test_quickstart.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=EXAMPLES,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "9 passed" in out.stdout

@@ -23,7 +23,7 @@ PUBLIC = {
     "ReadResourceResult", "RequestTimeoutError", "Resource", "ResourceTemplate", "ResultCache",
     "Root", "RootsProvider", "SamplingHandler", "ServerError", "ServerInfo",
     "ServerStartupError", "SessionExpiredError", "Subscription", "Task", "TaskCancelled",
-    "TooManyInputRounds", "Tool",
+    "TooManyInputRounds", "Tool", "ToolError",
     "TransportError", "UrlElicitationHandler", "VersionNegotiationError", "prompt_ref",
     "resource_ref",
 }

@@ -1,27 +1,35 @@
-"""The client side of the tasks extension against our fixture server over real pipes."""
+"""The client side of the tasks extension against our fixture server.
+
+The subject is the client's task handling (following a task, input inside it, polling,
+cancelling), not the process boundary, so the server runs in memory (``Client(server)``:
+the stdio server code over memory streams, every message encoded and decoded).  The
+stdio path itself is covered by test_client_against_mcpkit.py and the transport tests."""
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from mcpkit import McpError
+from mcpkit import McpError, Server
 from mcpkit.client import Client, Task, TaskCancelled
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVER = [
-    sys.executable,
-    "-m",
-    "mcpkit",
-    "serve",
-    "tests/conformance/server.py",
-    "--state",
-    "memory:",
-]
+FIXTURE = Path(__file__).resolve().parents[1] / "conformance" / "server.py"
+
+
+def _load() -> Server:
+    spec = importlib.util.spec_from_file_location("tasks_fixture_server", FIXTURE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    server: Server = module.server
+    return server
+
+
+SERVER = _load()
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +44,7 @@ async def confirm(params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_call_tool_follows_a_task_to_its_result() -> None:
-    async with Client(SERVER, cwd=str(ROOT), tasks=True, elicitation=confirm) as client:
+    async with Client(SERVER, tasks=True, elicitation=confirm) as client:
         result = await client.call_tool("slow_compute", {"seconds": 0.3, "label": "x"})
         assert result["content"][0]["text"] == "Computed x after 0.3s"
         # input inside the task is answered through tasks/update with the same callback
@@ -47,7 +55,7 @@ async def test_call_tool_follows_a_task_to_its_result() -> None:
 
 
 async def test_task_handle_cancel_and_failures() -> None:
-    async with Client(SERVER, cwd=str(ROOT), tasks=True) as client:
+    async with Client(SERVER, tasks=True) as client:
         task = await client.start_tool_task("slow_compute", {"seconds": 60})
         assert isinstance(task, Task) and task.status == "working"
         await task.cancel()
@@ -61,7 +69,7 @@ async def test_task_handle_cancel_and_failures() -> None:
 
 
 async def test_polling_honours_poll_interval() -> None:
-    async with Client(SERVER, cwd=str(ROOT), tasks=True) as client:
+    async with Client(SERVER, tasks=True) as client:
         task = await client.start_tool_task("slow_compute", {"seconds": 1.0})
         assert isinstance(task, Task)
         polls = 0
@@ -80,7 +88,7 @@ async def test_polling_honours_poll_interval() -> None:
 
 
 async def test_without_the_extension_a_required_task_tool_is_refused() -> None:
-    async with Client(SERVER, cwd=str(ROOT)) as client:
+    async with Client(SERVER) as client:
         with pytest.raises(McpError) as info:
             await client.call_tool("failing_job", {})
         assert info.value.code == -32021

@@ -8,6 +8,8 @@
 
     async with Client("http://127.0.0.1:8000/mcp", elicitation=ask_user) as client: ...
 
+    async with Client(server) as client: ...        # a Server object: in memory (tests)
+
 Layering: :class:`Session` negotiates the era and wraps each request; the transports move
 bytes; this class adds what an application wants on top: typed methods, automatic
 pagination, the TTL cache, ``x-mcp-header`` bookkeeping (tools with invalid annotations
@@ -26,6 +28,7 @@ from typing import Any, cast
 
 from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, expected_param_headers
 from ..protocol.headers import header_params as parse_header_params
+from ..runtime.contracts import ServedServer
 from ..transports.client_base import ClientTransport
 from ..types.errors import HEADER_MISMATCH, INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
 from ..types.jsonrpc import Message, params_of
@@ -42,7 +45,15 @@ from .callbacks import (
     UrlElicitationHandler,
     call_maybe_async,
 )
-from .errors import ClientError, InputRequestError, InvalidResultError, error_boundary, unwrap
+from .errors import (
+    ClientError,
+    ConnectError,
+    HttpStatusError,
+    InputRequestError,
+    InvalidResultError,
+    error_boundary,
+    unwrap,
+)
 from .listen import Subscription, build_filter
 from .models import (
     CallToolResult,
@@ -58,9 +69,10 @@ from .models import (
     Tool,
 )
 from .mrtr import continue_with_input
-from .options import ClientOptions, transport_for
+from .options import ClientOptions, legacy_sse_fallback, transport_for
 from .session import _UNSET, Session
 from .tasks import Task
+from .typed import tool_result
 
 log = logging.getLogger("mcpkit.client")
 server_log = logging.getLogger("mcpkit.client.server")
@@ -72,11 +84,12 @@ _SERVER_REQUESTS = ("elicitation/create", "sampling/createMessage", "roots/list"
 
 
 class Client:
-    """A connection to one MCP server, either era, stdio or Streamable HTTP."""
+    """A connection to one MCP server, either era: stdio, Streamable HTTP (or the older
+    HTTP+SSE), or in memory to a ``Server`` object."""
 
     def __init__(
         self,
-        target: str | Sequence[str] | ClientTransport,
+        target: str | Sequence[str] | ClientTransport | ServedServer,
         *,
         options: ClientOptions | None = None,
         elicitation: ElicitationHandler | None = None,
@@ -115,9 +128,30 @@ class Client:
         await self.aclose()
 
     async def connect(self) -> ServerInfo:
-        """Start the transport and negotiate the era (done by ``async with``)."""
+        """Start the transport and negotiate the era (done by ``async with``).
+
+        A URL whose POST of ``initialize`` is refused with 400/404/405 is tried as a
+        2024-11-05 HTTP+SSE server (GET, expecting an ``endpoint`` event), as the spec's
+        backwards-compatibility section says; not with ``era="modern"``."""
         if self._stack is not None:
             raise RuntimeError("already connected")
+        try:
+            return await self._connect()
+        except HttpStatusError as refused:
+            fallback = legacy_sse_fallback(self.transport, refused, self.options)
+            if fallback is None:
+                raise
+            log.info("%s refused a Streamable HTTP initialize (%s); trying HTTP+SSE",
+                     self.transport.server_key, refused)
+            self.transport = fallback
+            self.session = Session(fallback, self.options, self.callbacks)
+            try:
+                return await self._connect()
+            except ClientError as failed:
+                raise ConnectError(f"{refused}; as a 2024-11-05 HTTP+SSE server it failed "
+                                   f"too: {failed}") from None
+
+    async def _connect(self) -> ServerInfo:
         stack = contextlib.AsyncExitStack()
         try:
             with error_boundary():
@@ -267,8 +301,14 @@ class Client:
         timeout: float | None = _UNSET,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        result_type: Any = None,
+        raise_on_error: bool = False,
     ) -> CallToolResult:
-        """Call a tool, answering any input the server asks for along the way."""
+        """Call a tool, answering any input the server asks for along the way.
+
+        ``result.data`` is the structured content, validated into ``result_type`` (a
+        dataclass, pydantic model, ``TypedDict``...) when given, else plain JSON.  With
+        ``raise_on_error`` a result with ``isError`` raises :class:`ToolError`."""
         if name in self.dropped_tools:
             raise ClientError(f"tool {name!r} was dropped from the tool list: "
                               f"{self.dropped_tools[name]}")
@@ -293,7 +333,7 @@ class Client:
             content = result.get("content")
             if content is not None and not isinstance(content, list):
                 raise InvalidResultError(f"tools/call {name}: content is not a list")
-            return cast(CallToolResult, result)
+            return tool_result(name, result, result_type, raise_on_error)
 
     async def start_tool_task(
         self, name: str, arguments: Mapping[str, Any] | None = None
@@ -310,7 +350,7 @@ class Client:
                                         self._param_headers(name, arguments))
         if result.get("resultType") == "task":
             return self._task(result)
-        return cast(CallToolResult, result)
+        return tool_result(name, result)
 
     def _task(self, created: dict[str, Any]) -> Task:
         async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:

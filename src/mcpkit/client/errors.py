@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 from ..transports.client_base import (
     ClientError,
@@ -40,6 +41,7 @@ __all__ = [
     "ServerStartupError",
     "SessionExpiredError",
     "TooManyInputRounds",
+    "ToolError",
     "TransportError",
     "VersionNegotiationError",
     "error_boundary",
@@ -49,6 +51,22 @@ __all__ = [
 
 class VersionNegotiationError(ClientError):
     """Client and server share no protocol version."""
+
+
+class ToolError(ClientError):
+    """A tool answered ``isError: true`` and the caller asked for an exception
+    (``call_tool(..., raise_on_error=True)``).  ``content`` is what the tool said, meant for
+    a model or a person; ``result`` is the whole result.  (Not :class:`mcpkit.ToolError`,
+    which a *server's* tool raises to produce such a result.)"""
+
+    def __init__(self, name: str, result: Any) -> None:
+        self.tool = name
+        self.result = result
+        content = result.get("content") if isinstance(result, dict) else None
+        self.content: list[Any] = content if isinstance(content, list) else []
+        texts = [str(b["text"]) for b in self.content
+                 if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        super().__init__(f"tool {name!r} failed: " + (" ".join(texts)[:500] or "(no text)"))
 
 
 class InvalidResultError(ProtocolViolationError):

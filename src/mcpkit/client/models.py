@@ -8,6 +8,7 @@ string) and reports a bad result as :class:`~mcpkit.client.errors.InvalidResultE
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Required, TypedDict
 
@@ -77,12 +78,29 @@ class ResourceContents(TypedDict, total=False):
     _meta: JsonObject
 
 
-class CallToolResult(TypedDict, total=False):
-    content: list[ContentBlock]
-    structuredContent: Any
-    isError: bool
-    resultType: str
-    _meta: JsonObject
+class CallToolResult(dict[str, Any]):
+    """A ``tools/call`` result: the wire dict (``content``, ``structuredContent``,
+    ``isError``, ``resultType``, ``_meta``), plus :attr:`data`.
+
+    A ``dict`` (subclass) so that code written against the wire shape, and anything that
+    serializes or forwards it (host, gateway), keeps working unchanged.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, wire: Mapping[str, Any] | None = None, data: Any = None) -> None:
+        super().__init__(wire or {})
+        #: ``structuredContent`` as plain JSON, or deserialized into the ``result_type``
+        #: given to ``call_tool``; None when the tool returned no structured content.
+        self.data = data
+
+    @property
+    def is_error(self) -> bool:
+        """The tool failed (``isError``): ``content`` says why."""
+        return self.get("isError") is True
+
+    def __repr__(self) -> str:
+        return f"CallToolResult({dict.__repr__(self)}, data={self.data!r})"
 
 
 class PromptMessage(TypedDict):

@@ -14,8 +14,9 @@ import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
+from ..runtime.contracts import ServedServer
 from ..transports.client_base import ClientTransport
 from ..transports.client_stdio import StderrMode, StdioTransport
 from ..types.versions import LEGACY_VERSIONS, MODERN_VERSIONS, Era
@@ -87,6 +88,10 @@ class ClientOptions:
     http_client: Any = None
     #: Legacy sessions: open the standalone GET stream for server-initiated messages.
     legacy_get_stream: bool = True
+    #: Speak the 2024-11-05 HTTP+SSE transport to a URL straight away (GET for the
+    #: ``endpoint`` event, then POSTs); without it a URL is tried as Streamable HTTP first
+    #: and falls back to HTTP+SSE when ``initialize`` is refused with 400/404/405.
+    sse: bool = False
     # --- stdio
     #: Environment for a stdio server, on top of ours (see ``inherit_env``).
     env: Mapping[str, str] | None = None
@@ -148,10 +153,25 @@ def serve_command(target: str) -> list[str] | None:
     return None
 
 
-def transport_for(target: str | Sequence[str] | ClientTransport,
+def transport_for(target: str | Sequence[str] | ClientTransport | ServedServer,
                   options: ClientOptions) -> ClientTransport:
     """An ``http(s)://`` URL -> Streamable HTTP; a server file or module
-    (:func:`serve_command`), a command line or an argv -> stdio."""
+    (:func:`serve_command`), a command line or an argv -> stdio; a ``Server`` object -> in
+    memory."""
+    # --- in-memory (issue #19): a Server object, recognised by shape (client/ must not
+    # import server/), served in this event loop over the stdio code path.
+    if is_served_server(target):
+        from ..transports.memory import MemoryTransport
+
+        return MemoryTransport(cast(ServedServer, target))
+    # --- end in-memory
+    # --- HTTP+SSE (issue #19): asked for explicitly (an ``mcpServers`` "type": "sse").
+    if options.sse and isinstance(target, str) and target.startswith(("http://", "https://")):
+        from ..transports.client_sse import SseTransport
+
+        return SseTransport(target, headers=options.headers, auth=options.auth,
+                            http_client=options.http_client)
+    # --- end HTTP+SSE
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
             from ..transports.client_http import HttpTransport  # httpx only when needed
@@ -163,9 +183,38 @@ def transport_for(target: str | Sequence[str] | ClientTransport,
     elif isinstance(target, Sequence):
         command = [str(part) for part in target]
     else:
-        return target
+        return cast(ClientTransport, target)
     if not command:
         raise ValueError("empty server command")
     return StdioTransport(command, env=options.env, inherit_env=options.inherit_env,
                           cwd=options.cwd, stderr=options.stderr,
                           shutdown_grace=options.shutdown_grace)
+
+
+def is_served_server(target: object) -> bool:
+    """A server object (``mcpkit.Server`` or anything serving like it), not a transport."""
+    return (callable(getattr(target, "dispatch", None))
+            and callable(getattr(target, "running", None))
+            and not hasattr(target, "set_handlers"))
+
+
+#: POST statuses after which a URL is retried as a 2024-11-05 HTTP+SSE server.
+SSE_FALLBACK_STATUSES = frozenset({400, 404, 405})
+
+
+def legacy_sse_fallback(transport: ClientTransport, refused: Exception,
+                        options: ClientOptions) -> ClientTransport | None:
+    """The HTTP+SSE transport to try after a Streamable HTTP ``initialize`` was refused
+    with ``refused`` (2025-03-26 backwards compatibility: a 4xx to the POST, then GET the
+    same URL expecting an ``endpoint`` event), or None when that does not apply."""
+    from ..transports.client_base import HttpStatusError
+    from ..transports.client_http import HttpTransport
+
+    if (options.era == "modern" or not isinstance(transport, HttpTransport)
+            or not isinstance(refused, HttpStatusError)
+            or refused.status not in SSE_FALLBACK_STATUSES):
+        return None
+    from ..transports.client_sse import SseTransport
+
+    return SseTransport(transport.url, headers=options.headers, auth=options.auth,
+                        http_client=options.http_client)

@@ -105,6 +105,12 @@ class Session:
         key = self.transport.server_key
         with anyio.move_on_after(self.options.startup_timeout) as scope:
             choice = self.options.era
+            if self.transport.kind == "sse":  # HTTP+SSE (2024-11-05) predates 2026-07-28
+                if choice == "modern":
+                    raise VersionNegotiationError(
+                        "era='modern' cannot be spoken over the 2024-11-05 HTTP+SSE "
+                        "transport, which carries only the initialize handshake era")
+                choice = "legacy"
             if choice == "legacy":
                 await self._initialize()
             elif choice == "modern":

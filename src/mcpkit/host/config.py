@@ -52,6 +52,8 @@ class ServerConfig:
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    #: ``"type": "sse"``: the URL is a 2024-11-05 HTTP+SSE server (``/sse``).
+    sse: bool = False
     #: Seconds a request may wait for an answer (progress extends it, up to the client's max).
     timeout: float = 60.0
     era: str = "auto"
@@ -63,7 +65,7 @@ class ServerConfig:
 
     @property
     def transport(self) -> str:
-        return "http" if self.url else "stdio"
+        return ("sse" if self.sse else "http") if self.url else "stdio"
 
     def describe(self) -> str:
         """What will run or be contacted, in full: shown to the person before connecting."""
@@ -143,8 +145,11 @@ def parse_server(name: str, item: Any) -> ServerConfig:
     url, command = item.get("url") or item.get("serverUrl"), item.get("command")
     if (url is None) == (command is None):
         raise ConfigError(f"{where} needs exactly one of command (stdio) or url (HTTP)")
-    if kind is not None and kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
-        raise ConfigError(f"{where}.type {kind!r} is not supported (stdio or http)")
+    if kind is not None and kind not in ("stdio", "http", "streamable-http", "streamableHttp",
+                                         "sse"):
+        raise ConfigError(f"{where}.type {kind!r} is not supported (stdio, http or sse)")
+    if kind == "sse" and url is None:
+        raise ConfigError(f"{where}: type sse needs a url (the server's /sse endpoint)")
     argv: tuple[str, ...] = ()
     if command is not None:
         if not isinstance(command, str) or not command.strip():
@@ -177,6 +182,7 @@ def parse_server(name: str, item: Any) -> ServerConfig:
         cwd=cwd,
         url=url,
         headers=_str_map(item.get("headers"), f"{where}.headers", expand=True),
+        sse=kind == "sse",
         timeout=float(timeout),
         era=era,
         disabled=bool(item.get("disabled", False)),

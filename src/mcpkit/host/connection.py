@@ -129,6 +129,7 @@ class ServerConnection:
                                    "extra_capabilities": client_capabilities()}
         if cfg.url:
             options["headers"] = dict(cfg.headers)
+            options["sse"] = cfg.sse
         else:
             options["env"] = dict(cfg.env)
             options["cwd"] = cfg.cwd

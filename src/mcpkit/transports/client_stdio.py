@@ -1,7 +1,9 @@
 """stdio client transport: spawn a server and speak newline-delimited JSON-RPC over its pipes.
 
 JSON-RPC itself (framing, ids, progress-extended timeouts, ``notifications/cancelled`` on
-timeout or cancellation) is the shared :class:`~mcpkit.runtime.endpoint.Endpoint`.  This
+timeout or cancellation) is the shared :class:`~mcpkit.runtime.endpoint.Endpoint`, and the
+client side of it (listen routing, error mapping) the shared
+:class:`~mcpkit.transports.client_endpoint.EndpointClientTransport`.  This
 module adds what is specific to owning a child process, each point learnt from a failure
 somebody shipped:
 
@@ -27,32 +29,23 @@ import os
 import shlex
 import signal
 import subprocess
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import suppress
 from typing import Any, Literal
 
 import anyio
 import sniffio
 from anyio.abc import Process, TaskGroup
-from anyio.streams.memory import MemoryObjectSendStream
 
-from ..runtime.endpoint import ConnectionClosed, Endpoint, RequestTimeout
-from ..types.errors import McpError, method_not_found
-from ..types.jsonrpc import Message, RequestId
-from ..types.versions import META_SUBSCRIPTION_ID
+from ..runtime.endpoint import Endpoint
+from ..types.jsonrpc import RequestId
 from .client_base import (
     ConnectionClosedError,
-    InboundNotificationHandler,
-    InboundRequestHandler,
-    MessageStream,
     ProgressHandler,
-    RequestTimeoutError,
-    ServerError,
     ServerStartupError,
-    message_stream,
 )
+from .client_endpoint import EndpointClientTransport
 from .stdio_io import PipeEndpoint, PipeWriter
 
 log = logging.getLogger("mcpkit.client.stdio")
@@ -63,10 +56,9 @@ StderrMode = Literal["capture", "inherit"] | Callable[[str], None]
 _TAIL_LINES = 40
 _TAIL_LINE_CHARS = 500
 _EXIT_POLL_S = 0.1
-_LISTEN_BUFFER = 1024
 
 
-class StdioTransport:
+class StdioTransport(EndpointClientTransport):
     """One server process; use as ``async with StdioTransport([...]) as t``."""
 
     kind = "stdio"
@@ -92,12 +84,9 @@ class StdioTransport:
         self.shutdown_grace = shutdown_grace
         self.max_line = max_line
         self.server_key = "stdio:" + shlex.join(self.command) + (f" (in {cwd})" if cwd else "")
+        super().__init__()
         self._process: Process | None = None
-        self._endpoint: Endpoint | None = None
         self._tg: TaskGroup | None = None
-        self._on_request: InboundRequestHandler | None = None
-        self._on_notification: InboundNotificationHandler | None = None
-        self._listeners: dict[RequestId, MemoryObjectSendStream[Message]] = {}
         self._stderr_tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._junk_lines = 0
         self._last_junk = ""
@@ -336,48 +325,7 @@ class StdioTransport:
             self._last_junk,
         )
 
-    # ------------------------------------------------------------------ inbound
-    def set_handlers(
-        self, on_request: InboundRequestHandler, on_notification: InboundNotificationHandler
-    ) -> None:
-        self._on_request = on_request
-        self._on_notification = on_notification
-
-    async def _serve_request(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
-        if self._on_request is None:
-            raise method_not_found(str(message.get("method")))
-        return await self._on_request(message)
-
-    async def _notification(self, message: Message, endpoint: Endpoint) -> None:
-        method = message["method"]
-        if method == "notifications/progress":
-            return  # the endpoint delivered it to the pending request (or it is stale)
-        params = message.get("params")
-        params = params if isinstance(params, dict) else {}
-        meta = params.get("_meta")
-        sub_id = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
-        if method == "notifications/cancelled" and params.get("requestId") in self._listeners:
-            # The server ended a listen stream (stdio's way to do it).
-            send = self._listeners.pop(params["requestId"])
-            send.close()
-            return
-        if sub_id is not None and not isinstance(sub_id, bool) and sub_id in self._listeners:
-            try:
-                self._listeners[sub_id].send_nowait(message)
-            except anyio.WouldBlock:
-                log.warning("listen stream %r is not being read; dropped %s", sub_id, method)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
-            return
-        if self._on_notification is not None:
-            await self._on_notification(message)
-
     # ------------------------------------------------------------------ outbound
-    def _require(self) -> Endpoint:
-        if self._endpoint is None:
-            raise RuntimeError("StdioTransport used outside 'async with'")
-        return self._endpoint
-
     def request(
         self,
         method: str,
@@ -395,102 +343,6 @@ class StdioTransport:
             return endpoint.request(method, params, timeout=timeout, max_timeout=max_timeout,
                                     request_id=request_id, on_progress=on_progress)
         return self._request(method, params, timeout, max_timeout, on_progress, request_id)
-
-    async def _request(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        timeout: float | None,
-        max_timeout: float | None,
-        on_progress: ProgressHandler | None,
-        request_id: RequestId | None,
-    ) -> dict[str, Any]:
-        endpoint = self._require()
-        if endpoint.closed is not None:
-            raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
-        started = time.monotonic()
-        try:
-            return await endpoint.request(method, params, timeout=timeout,
-                                          max_timeout=max_timeout, request_id=request_id,
-                                          on_progress=on_progress)
-        except McpError as exc:
-            raise await self._explain(
-                exc, method, timeout, max_timeout, time.monotonic() - started
-            ) from None
-
-    async def _explain(
-        self,
-        exc: McpError,
-        method: str,
-        timeout: float | None,
-        max_timeout: float | None,
-        elapsed: float,
-    ) -> BaseException:
-        """The client error for a request's failure on the endpoint."""
-        if isinstance(exc, ConnectionClosed):
-            return ConnectionClosedError(await self._closed_detail(f"{method} was pending"))
-        if isinstance(exc, RequestTimeout):
-            hard = (
-                max_timeout is not None
-                and timeout is not None
-                and max_timeout > timeout
-                and elapsed >= max_timeout - 0.05
-            )
-            return RequestTimeoutError(
-                method,
-                (max_timeout if hard else timeout) or elapsed,
-                hard=hard,
-                detail=self._timeout_detail(),
-            )
-        return ServerError(exc.code, exc.message, exc.data, method=method)
-
-    async def notify(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        endpoint = self._require()
-        if endpoint.closed is not None:
-            raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
-        await endpoint.notify(method, params)
-
-    @asynccontextmanager
-    async def listen(
-        self, params: dict[str, Any], *, headers: dict[str, str] | None = None
-    ) -> AsyncIterator[MessageStream]:
-        """Messages of one ``subscriptions/listen`` (routed by ``_meta.subscriptionId``)."""
-        endpoint = self._require()
-        listen_id = endpoint.outgoing.next_id()
-        send, stream = message_stream(_LISTEN_BUFFER)
-        self._listeners[listen_id] = send
-
-        async def run() -> None:
-            with send:
-                try:
-                    result = await self.request(
-                        "subscriptions/listen", params, timeout=None, request_id=listen_id
-                    )
-                    await send.send({"jsonrpc": "2.0", "id": listen_id, "result": result})
-                except ServerError as exc:
-                    stream.error = exc
-                except ConnectionClosedError as exc:
-                    stream.error = exc
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    pass
-                finally:
-                    self._listeners.pop(listen_id, None)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            try:
-                yield stream
-            finally:
-                tg.cancel_scope.cancel()  # -> notifications/cancelled for the listen id
-
-    async def legacy_session_started(self, version: str) -> None:
-        return None
 
     # ------------------------------------------------------------------ diagnostics
     async def _closed_detail(self, doing: str) -> str:

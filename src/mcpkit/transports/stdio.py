@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -122,9 +123,15 @@ class StdioServer:
         else:
             write = await fd_writer(out_fd)
             endpoint = Endpoint(write, self.on_request, self.on_notification)
+        await self.serve_on(endpoint, read_chunks(in_fd))
+
+    async def serve_on(self, endpoint: Endpoint, chunks: AsyncIterator[bytes]) -> None:
+        """Serve over any byte stream: ``chunks`` in, ``endpoint`` out.  The fd pipes above
+        and the in-memory transport (:mod:`mcpkit.transports.memory`) both come here, so a
+        test over memory runs exactly the code a stdio server runs."""
         endpoint.starts_inline = self.starts_inline
         async with self.server.running():
-            await endpoint.run(read_chunks(in_fd))
+            await endpoint.run(chunks)
 
 
 def _claim_stdio() -> tuple[int, int]:

@@ -4,6 +4,7 @@ Run with the SDK's interpreter (the test installs it into its own virtualenv)::
 
     python sdk_server.py                      # stdio, both protocol eras
     python sdk_server.py --http --port 3101   # Streamable HTTP at http://127.0.0.1:3101/mcp
+    python sdk_server.py --sse --port 3101    # legacy HTTP+SSE at http://127.0.0.1:3101/sse
 
 Not a copy of any fixture: a small surface that exercises what a client must get right
 against someone else's server: tools with typed arguments, a static resource and a
@@ -109,9 +110,15 @@ async def complete(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--http", action="store_true")
+    parser.add_argument("--sse", action="store_true",
+                        help="the 2024-11-05 HTTP+SSE transport (sse_app(): /sse, /messages/)")
     parser.add_argument("--port", type=int, default=3101)
     args = parser.parse_args()
-    if args.http:
+    if args.sse:
+        import uvicorn
+
+        uvicorn.run(server.sse_app(), host="127.0.0.1", port=args.port, log_level="warning")
+    elif args.http:
         server.run(transport="streamable-http", host="127.0.0.1", port=args.port)
     else:
         server.run(transport="stdio")

@@ -71,12 +71,16 @@ async def test_dev_serves_and_restarts_when_the_file_changes(tmp_path: Path) -> 
         assert await _call_until(url, "hello from 1") == "hello from 1"
         _server_file(tmp_path, "2")
         assert await _call_until(url, "hello from 2") == "hello from 2"
+        (tmp_path / "server.log").write_text("a log beside the file is no reason to restart")
+        await anyio.sleep(2.5)  # past watchfiles' debounce
+        assert await _call_until(url, "hello from 2") == "hello from 2"
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     text = err.decode()
     assert f"serving {path} at {url}" in text
     assert "demo.py changed; restarting" in text
+    assert "server.log" not in text
 
 
 async def test_python_demo_py_runs_the_server_over_stdio(tmp_path: Path) -> None:

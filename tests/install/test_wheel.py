@@ -382,6 +382,38 @@ def test_extra_cli_runs_dev_with_reload(dist: dict[str, Path], tmp_path: Path) -
         assert called.stdout == "dev\n", called.stderr
 
 
+def test_extra_serverless_answers_through_the_lambda_handler(dist: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    env = make_env(tmp_path, dist["wheel"], "serverless")
+    script = """
+import json, os
+os.environ["MCPKIT_SEALING_KEYS"] = "a secret every instance shares"
+from mcpkit.serverless import lambda_handler
+from quickstart import server
+handler = lambda_handler(server)
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}
+body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "lambda"}, "_meta": meta}}
+event = {"version": "2.0", "routeKey": "$default", "rawPath": "/mcp", "rawQueryString": "",
+         "headers": {"host": "abc.lambda-url.us-east-1.on.aws",
+                     "content-type": "application/json",
+                     "accept": "application/json, text/event-stream",
+                     "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+                     "mcp-name": "echo"},
+         "requestContext": {"http": {"method": "POST", "path": "/mcp", "sourceIp": "1.2.3.4",
+                                     "protocol": "HTTP/1.1", "userAgent": "t"},
+                            "domainName": "abc.lambda-url.us-east-1.on.aws",
+                            "accountId": "1", "apiId": "abc", "requestId": "r",
+                            "stage": "$default", "time": "now", "timeEpoch": 0},
+         "body": json.dumps(body), "isBase64Encoded": False}
+answer = handler(event, None)
+print(json.loads(answer["body"])["result"]["content"][0]["text"])
+"""
+    done = env.run("python", "-c", script)
+    assert (done.returncode, done.stdout.strip()) == (0, "lambda"), done.stderr[-3000:]
+
+
 def test_extra_all_brings_every_optional_module(dist: dict[str, Path], tmp_path: Path) -> None:
     env = make_env(tmp_path, dist["wheel"], "all")
     done = env.run("python", "-c", "import importlib; from mcpkit.types.extras import EXTRAS;"

@@ -1,7 +1,8 @@
 """``mcpkit dev FILE``: serve over HTTP and restart whenever a source file changes.
 
 The server runs as a child ``mcpkit serve FILE --http`` process that watchfiles (the
-library uvicorn's own reload uses) restarts on every change below the watched folders, so a
+library uvicorn's own reload uses) restarts on every change to a Python, JSON, TOML, YAML,
+HTML, Markdown or SQL file below the watched folders (not logs or the state), so a
 syntax error in an edit shows its traceback and the next save tries again.  The state
 backend defaults to memory: a development server starts clean every time.
 """
@@ -54,12 +55,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"  inspect it:  npx @modelcontextprotocol/inspector --transport http "
               f"--server-url {url}", file=sys.stderr, flush=True)
     with contextlib.suppress(KeyboardInterrupt):
-        # The state folder changes under a running server (SQLite): never a reason to restart.
-        quiet = watchfiles.DefaultFilter(
-            ignore_dirs=(*watchfiles.DefaultFilter.ignore_dirs, ".mcpkit"))
+        # Source and data files only: a log written into the folder (`mcpkit dev demo.py >
+        # dev.log`) or the SQLite state must not restart the server in a loop.
+        quiet = watchfiles.PythonFilter(extra_extensions=_WATCHED)
         watchfiles.run_process(*watch, target=shlex.join(command), target_type="command",
                                callback=_changed, watch_filter=quiet)
     return EXIT_OK
+
+
+#: Besides Python files, what a server commonly reads at start-up.
+_WATCHED = (".json", ".toml", ".yaml", ".yml", ".html", ".md", ".sql")
 
 
 def _changed(changes: set[tuple[object, str]]) -> None:

@@ -3,7 +3,7 @@
 The base install (``pip install mcpkit``) serves and calls MCP servers over stdio and HTTP.
 Everything else sits behind an extra.  When a feature's library is missing, the user gets
 one line naming the extra to install, never a ``ModuleNotFoundError`` traceback from deep
-inside: :func:`require` raises :class:`MissingExtra` (an ``ImportError``, so code that
+inside: :func:`require` raises :class:`MissingExtra` (a ``ModuleNotFoundError``, so code that
 already guards an optional import keeps working) and the command line prints its message.
 """
 
@@ -25,7 +25,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-class MissingExtra(ImportError):
+class MissingExtra(ModuleNotFoundError):
     """An optional feature was used without the extra that provides its library."""
 
     def __init__(self, feature: str, extra: str, module: str) -> None:

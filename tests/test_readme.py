@@ -11,6 +11,7 @@ Each fenced block is preceded by a ``<!-- readme-test: ... -->`` comment saying 
 * ``pip``: install commands, run with a fresh virtualenv's pip.
 * ``gateway-config``: a gateway TOML file that must load.
 * ``fails TEXT``: a command that must fail with one clear line containing TEXT.
+* ``pytest FILE``: a test module, written to FILE and run with pytest; it must pass.
 * ``skip: REASON``: a block that cannot run inside the test suite; the reason names what
   covers it instead.
 
@@ -41,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 _BLOCK = re.compile(r"<!-- readme-test: (?P<how>.*?) -->\n```(?P<lang>\w*)\n(?P<body>.*?)```",
                     re.S)
-KINDS = ("write", "run", "shell", "serve", "pip", "gateway-config", "fails", "skip:")
+KINDS = ("write", "run", "shell", "serve", "pip", "gateway-config", "fails", "pytest", "skip:")
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def _env(scratch: Path, **extra: str) -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["HOME"] = str(scratch / "home")
     env["PYTHONPATH"] = str(scratch)  # `from demo import server`
+    env["MCPKIT_SEALING_KEYS"] = "readme-secret"  # what serverless mode asks for
     env.update(extra)
     return env
 
@@ -196,6 +198,13 @@ def test_readme_block(block: Block, scratch: Path) -> None:
         path.write_text(block.body, encoding="utf-8")
         config = load_config(str(path))
         assert config.upstreams
+    elif kind == "pytest":
+        test_file = scratch / rest
+        test_file.write_text(block.body, encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               str(test_file)], cwd=scratch, env=_env(scratch),
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     elif kind == "fails":
         done = _bash(block.body, scratch, _env(scratch))
         assert done.returncode != 0

@@ -22,6 +22,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "auth": ("joserfc",),
     "cli": ("rich", "watchfiles", "dotenv"),
     "serverless": ("mangum", "functions_framework"),
+    "testing": ("pytest",),
 }
 
 

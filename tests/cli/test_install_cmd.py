@@ -88,6 +88,16 @@ def test_env_file_and_explicit_config_path(tmp_path: Path) -> None:
     assert entry["args"][-1] == f"{QUICKSTART.resolve()}:server"
 
 
+def test_with_installs_into_the_launching_interpreter(tmp_path: Path) -> None:
+    """``--with PKG`` runs pip with the interpreter the entry launches (here a package that
+    is already there, so pip only checks it: no network needed)."""
+    out = install(tmp_path, "json", str(QUICKSTART), "--with", "anyio")
+    assert out.returncode == 0, out.stderr
+    assert f"pip install anyio (into {sys.executable})" in out.stderr
+    out = install(tmp_path, "json", str(QUICKSTART), "--with", "/nonexistent/pkg.whl")
+    assert out.returncode == 2 and "--with /nonexistent/pkg.whl: pip install failed" in out.stderr
+
+
 def test_json_prints_the_entry_and_writes_nothing(tmp_path: Path) -> None:
     out = install(tmp_path, "json", str(QUICKSTART), "--name", "qs")
     assert out.returncode == 0, out.stderr

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -36,7 +35,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.servers import free_port, tail
+
+from support.servers import free_port, redis_server, tail
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -152,18 +152,8 @@ def _redis(port_in_text: str | None) -> Iterator[int | None]:
     if port_in_text is None:
         yield None
         return
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (.ci/run installs it)")
-    port = free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
+    with redis_server() as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 # --------------------------------------------------------------------------- the blocks

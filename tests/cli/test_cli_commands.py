@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from support.servers import free_port
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 FIXTURE = HERE / "cli_server.py"
@@ -29,12 +31,6 @@ def mcpkit(*args: str, stdin: str | None = None, cwd: Path = HERE,
                           input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
                           capture_output=True, timeout=timeout, check=False)
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")

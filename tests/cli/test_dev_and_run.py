@@ -4,7 +4,6 @@ Python client takes a server file as its target.  Real processes throughout."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import anyio
 import pytest
 
 from mcpkit.client import Client
+from support.servers import free_port
 
 HERE = Path(__file__).resolve().parent
 QUICKSTART = HERE.parent.parent / "examples" / "quickstart.py"
@@ -24,12 +24,6 @@ pytestmark = pytest.mark.anyio
 def anyio_backend() -> str:
     return "asyncio"
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _server_file(folder: Path, version: str, *, run: str = "") -> Path:

@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
@@ -29,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.servers import free_port, kill_group, tail
+from support.servers import free_port, kill_group, redis_server, tail
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "examples" / "quickstart.py"
@@ -287,22 +286,8 @@ def test_a_missing_extra_is_named_in_one_line(base: Env, args: tuple[str, ...],
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (.ci/run installs it)")
-    port = free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        for _ in range(100):
-            with contextlib.suppress(OSError):
-                socket.create_connection(("127.0.0.1", port), 0.5).close()
-                break
-            subprocess.run(["sleep", "0.1"], check=False)
+    with redis_server() as port:
         yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        kill_group(proc)
 
 
 def test_extra_redis_serves_on_a_real_redis(dist: dict[str, Path], tmp_path: Path,

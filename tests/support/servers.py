@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
@@ -71,6 +72,30 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
             os.killpg(process.pid, sig)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=grace)
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[int]:
+    """A real ``redis-server`` on a free 127.0.0.1 port, nothing persisted; yields the port.
+    Skips the test when Redis is not installed (``.ci/run`` installs it)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (.ci/run installs it)")
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+                break
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"redis-server did not start on {port}")
+            time.sleep(0.05)
+        yield port
+    finally:
+        kill_group(process)
 
 
 # --------------------------------------------------------------------------- HTTP subprocess

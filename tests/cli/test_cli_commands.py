@@ -266,3 +266,28 @@ def test_version_and_help_with_examples() -> None:
             assert "examples:" in text, command
     top = mcpkit("--help").stdout
     assert "exit status: 0 ok, 1" in top and "3 the server could not be reached" in top
+
+
+def test_progress_on_a_terminal_is_a_bar() -> None:
+    """stderr on a pseudo-terminal: progress renders as a rich bar, not plain lines."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "call", str(FIXTURE), "work",
+                             "steps=40"], cwd=HERE, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out == b"worked 40 steps\n"
+    assert "━".encode() in seen and b"step " in seen, seen[-500:]
+    assert b"progress: " not in seen

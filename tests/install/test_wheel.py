@@ -403,7 +403,8 @@ print(json.loads(answer["body"])["result"]["content"][0]["text"])
 def test_extra_all_brings_every_optional_module(dist: dict[str, Path], tmp_path: Path) -> None:
     env = make_env(tmp_path, dist["wheel"], "all")
     done = env.run("python", "-c", "import importlib; from mcpkit.types.extras import EXTRAS;"
-                   "[importlib.import_module(m) for ms in EXTRAS.values() for m in ms]")
+                   "[importlib.import_module(m) for k, ms in EXTRAS.items() for m in ms"
+                   " if k != 'testing']")
     assert done.returncode == 0, done.stderr
 
 

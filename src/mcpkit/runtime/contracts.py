@@ -67,6 +67,8 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
 
     def spawn(self, fn: Callable[[], Any]) -> None: ...
 
+    def runs_inline(self, tool: Any) -> bool: ...
+
 
 def called_tool(server: ServedServer, message: dict[str, Any]) -> Any | None:
     """The registered tool a ``tools/call`` request names; None for any other method, or a
@@ -79,7 +81,7 @@ def called_tool(server: ServedServer, message: dict[str, Any]) -> Any | None:
 
 
 def calls_inline_tool(server: ServedServer, message: dict[str, Any]) -> bool:
-    """A ``tools/call`` of a tool that runs in one step (see ``ToolEntry.inline``): a
+    """A ``tools/call`` that dispatch runs in one step (an inline tool, see
+    ``ToolEntry.inline``, and no middleware around it: ``Server.runs_inline``): a
     transport may start it without a task or cancel scope of its own."""
-    tool = called_tool(server, message)
-    return tool is not None and bool(tool.inline)
+    return server.runs_inline(called_tool(server, message))

@@ -36,6 +36,7 @@ class Context:
         "_last_progress",
         "_round",
         "_task",
+        "exception",
         "exchange",
         "meta",
         "method",
@@ -70,6 +71,10 @@ class Context:
         self._round = input_round
         self._last_progress: float | None = None
         self._task: Any = None
+        #: The exception a tool raised that became its ``isError`` result (not a
+        #: ``ToolError``, whose text is meant for the model): for middleware such as
+        #: error masking, which must not let its text reach the client.
+        self.exception: BaseException | None = None
 
     # ----- facts about the request
     @property

@@ -67,23 +67,8 @@ def table(server: Server) -> dict[str, Handler]:
             return _tool_error(str(exc))
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        as_task = False
-        if tool.task_support != "forbidden" and ctx.meta.era == "modern":
-            from .tasks import declares_tasks, tasks_required_error
-
-            as_task = declares_tasks(ctx.meta)
-            if tool.task_support == "required" and not as_task:
-                raise tasks_required_error()
-
-        if as_task:
-            created: dict[str, Any] = await server.tasks.start(
-                ctx,
-                lambda: _with_input(
-                    server, ctx, f"tools/call\0{name}", lambda: _call_tool(tool, name, kwargs, ctx)
-                ),
-                manual=tool.task_manual,
-            )
-            return created
+        # A task-backed call arrives here inside its task (Server.dispatch started the task
+        # around the whole middleware chain), so there is no task branch here.
         # The common cases without _with_input's layer and closure (see _with_input): a
         # legacy call (input is asked for with requests, not NeedInput), a first round.
         if ctx.meta.era != "modern":
@@ -228,6 +213,23 @@ def table(server: Server) -> dict[str, Handler]:
 # ---------------------------------------------------------------------- helpers
 
 
+def task_tool(server: Server, ctx: Context) -> ToolEntry | None:
+    """The tool of a modern ``tools/call`` that must run as a task (the client declared
+    the tasks extension and the tool allows it), else None.  A tool that requires a task
+    refuses a client without the extension (-32021)."""
+    name = ctx.params.get("name")
+    tool = server.tools.get(name) if isinstance(name, str) else None
+    if tool is None or tool.task_support == "forbidden":
+        return None
+    from .tasks import declares_tasks, tasks_required_error
+
+    if declares_tasks(ctx.meta):
+        return tool
+    if tool.task_support == "required":
+        raise tasks_required_error()
+    return None
+
+
 async def _call_tool(
     tool: ToolEntry, name: str, kwargs: dict[str, Any], ctx: Context
 ) -> dict[str, Any]:
@@ -251,6 +253,7 @@ async def _call_tool(
     except Exception as exc:  # the tool failed: the model should see it
         if _is_cancel(exc):
             raise
+        ctx.exception = exc
         return _tool_error(f"Error executing tool {name}: {exc}")
     return tool.result_from(value)
 

@@ -102,6 +102,8 @@ class ToolEntry:
     threaded: bool = False
     #: ``fn`` is an ``async def``.
     coroutine: bool = False
+    #: Seconds a call may run before it is cancelled (``ToolTimeout`` middleware).
+    timeout: float | None = None
     #: A call runs to its end in one step on the event loop: a plain ``def``, not
     #: threaded, never a task.  Its only possible wait is on an awaitable the function
     #: returns, which the handler awaits inside ``exchange.interruptible()``; so a

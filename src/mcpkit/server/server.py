@@ -9,8 +9,9 @@ with decorators; capabilities follow from what is registered.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -25,6 +26,7 @@ from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
 from . import handlers
 from .context import Context
 from .exchange import Exchange
+from .middleware import CallNext, Middleware, build_chains
 from .notify import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeBus, ChangeEvent
 from .registry import (
     Completer,
@@ -68,6 +70,8 @@ class Server:
         modern_versions: tuple[str, ...] = MODERN_VERSIONS,
         legacy_versions: tuple[str, ...] = LEGACY_VERSIONS,
         state: StateBackend | str | None = None,
+        middleware: Sequence[Middleware] = (),
+        mask_errors: bool = False,
     ) -> None:
         self.name = name
         self.version = version
@@ -107,6 +111,17 @@ class Server:
         self.result_meta = {META_SERVER_INFO: self.info}
         self._list_cache: dict[str, list[dict[str, Any]]] = {}
         self._handlers = handlers.table(self)
+        #: Middleware in onion order, and per method the chain dispatch runs: the handler
+        #: itself when no middleware wraps that method (see :mod:`.middleware`).
+        self.middleware: list[Middleware] = []
+        self._chains: dict[str, CallNext] = self._handlers
+        self._task_tools = False
+        if mask_errors:
+            from .middleware.masking import ErrorMasking
+
+            self.add_middleware(ErrorMasking())
+        for m in middleware:
+            self.add_middleware(m)
         self._state: StateBackend | None = None
         self._state_url: str | None = None
         if isinstance(state, str):
@@ -135,6 +150,7 @@ class Server:
         task: str = "forbidden",
         task_start: str = "auto",
         threaded: bool = False,
+        timeout: float | None = None,
     ) -> Any:
         """Register a function as a tool.  Use bare (``@server.tool``) or with options.
 
@@ -152,7 +168,14 @@ class Server:
         A plain ``def`` tool runs on the event loop (a thread hop would cost more than the
         rest of the request); pass ``threaded=True`` for one that blocks or burns CPU, so
         it runs in a worker thread and other requests keep flowing.
+
+        ``timeout`` (seconds): a call still running then is cancelled and answers with an
+        ``isError`` result (see :class:`~mcpkit.server.middleware.timeout.ToolTimeout`,
+        added on first use).  A plain ``def`` tool with a timeout runs in a worker thread,
+        the only way it can be abandoned; the thread itself runs on to its end.
         """
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
         if task not in ("forbidden", "optional", "required"):
             raise ValueError("task must be 'forbidden', 'optional' or 'required'")
         if task_start not in ("auto", "manual"):
@@ -173,8 +196,13 @@ class Server:
                 icons=check_icons(icons),
                 task_support=task,
                 task_manual=task_start == "manual",
-                threaded=threaded,
+                threaded=threaded or timeout is not None,
             )
+            entry.timeout = timeout
+            if timeout is not None:
+                self._ensure_timeouts()
+            if task != "forbidden":
+                self._task_tools = True
             self.tools[entry.name] = entry
             self._changed(TOOLS)
             return func
@@ -286,6 +314,31 @@ class Server:
         """
         self.completer = fn
         return fn
+
+    # ------------------------------------------------------------------ middleware
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Add ``middleware`` as the innermost layer (after those already added)."""
+        if not isinstance(middleware, Middleware):
+            raise TypeError("middleware must be an instance of mcpkit.server.Middleware")
+        self.middleware.append(middleware)
+        self._chains = build_chains(self._handlers, self.middleware)
+
+    def _ensure_timeouts(self) -> None:
+        from .middleware.timeout import ToolTimeout
+
+        if not any(isinstance(m, ToolTimeout) for m in self.middleware):
+            self.add_middleware(ToolTimeout())
+
+    def runs_inline(self, tool: Any) -> bool:
+        """Whether :meth:`dispatch` of a call of ``tool`` runs to its end in one step and
+        needs no cancel scope of the transport's (see ``ToolEntry.inline``): the tool is
+        inline and no middleware wraps ``tools/call`` (a middleware may wait or open
+        scopes).  The transports' fast path asks this, so it is a property of dispatch."""
+        return (
+            tool is not None
+            and bool(tool.inline)
+            and self._chains.get("tools/call") is self._handlers.get("tools/call")
+        )
 
     # ------------------------------------------------------------------ change notifications
     def _changed(self, kind: str) -> None:
@@ -468,10 +521,14 @@ class Server:
         session: Any = None,
         principal: Any = None,
     ) -> dict[str, Any]:
-        """Answer one request.  The single place where exceptions become protocol errors:
-        :class:`McpError` passes through, anything else becomes -32603 (logged)."""
+        """Answer one request: the one path every transport, era and mode takes.  It runs
+        the middleware chain and then the handler; a task-backed ``tools/call`` runs that
+        same chain inside its task and answers with the CreateTaskResult.
+
+        The single place where exceptions become protocol errors: :class:`McpError`
+        passes through, anything else becomes -32603 (logged)."""
         method: str = message["method"]
-        handler = self._handlers.get(method)
+        handler = self._chains.get(method)
         spec = METHODS.get(method)
         if handler is None or spec is None or meta.era not in spec.eras:
             raise method_not_found(method)
@@ -492,7 +549,17 @@ class Server:
             principal=principal,
         )
         try:
-            result = await handler(ctx)
+            result: dict[str, Any]
+            if self._task_tools and method == "tools/call" and meta.era == "modern":
+                tool = handlers.task_tool(self, ctx)
+                if tool is not None:
+                    result = await self.tasks.start(
+                        ctx, functools.partial(handler, ctx), manual=tool.task_manual
+                    )
+                else:
+                    result = await handler(ctx)
+            else:
+                result = await handler(ctx)
         except McpError:
             raise
         except anyio.get_cancelled_exc_class():

@@ -5,8 +5,8 @@ methods and names (tool, prompt or resource) it applies to as glob patterns, and
 each principal gets its own budget (``per="principal"``) or all callers share one
 (``per="global"``).  A refused request is -31029 with ``retryAfter`` (HTTP 429 with
 ``Retry-After``).  The counting lives in ``limits``' storage: memory by default, or a
-Redis URL so every replica shares the budgets.  Needs ``pip install 'mcpkit[gateway]'``
-(or ``limits`` alone).
+Redis URL (``storage_url="redis://..."``) so every replica shares the budgets.
+Needs ``pip install 'mcpkit[gateway]'`` (or ``limits`` alone).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from ...types.errors import McpError
 from ...types.methods import METHODS
@@ -44,11 +46,9 @@ class RateRule:
 class RateLimit(Middleware):
     """Count every request against the rules that match it; refuse when one is spent."""
 
-    def __init__(self, *rules: RateRule | str, storage: str = "memory://") -> None:
+    def __init__(self, *rules: RateRule | str, storage_url: str = "memory://") -> None:
         try:
-            from limits import parse
-            from limits.aio import storage as storages
-            from limits.aio import strategies
+            from limits import parse, storage, strategies
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ImportError(
                 "RateLimit needs the limits library: pip install 'mcpkit[gateway]'"
@@ -61,12 +61,12 @@ class RateLimit(Middleware):
                 raise ValueError("per must be 'principal' or 'global'")
             named = rule if rule.name else RateRule(**{**rule.__dict__, "name": f"rule{index}"})
             self.rules.append((named, parse(rule.limit)))
-        if storage.startswith(("redis://", "rediss://")):
-            store: Any = storages.RedisStorage(
-                "async+" + storage, implementation="redispy", key_prefix="mcpkit-srv"
-            )
-        else:
-            store = storages.MemoryStorage()
+        # The synchronous strategy: its memory storage never blocks and works on asyncio
+        # and trio alike (limits' async memory storage needs asyncio); a networked
+        # storage's calls go to a worker thread, off the event loop.
+        self._memory = storage_url.startswith("memory")
+        options = {} if self._memory else {"key_prefix": "mcpkit-srv"}
+        store = storage.storage_from_string(storage_url, **options)
         self._limiter = strategies.MovingWindowRateLimiter(store)
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
@@ -82,18 +82,23 @@ class RateLimit(Middleware):
             if rule.names != ("*",) and not any(fnmatchcase(name, p) for p in rule.names):
                 continue
             key = (rule.name, method, name, who if rule.per == "principal" else "*")
-            if not await self._limiter.test(item, *key):
+            if not await self._call(self._limiter.test, item, key):
                 await self._refuse(rule, item, key)
             charged.append((rule, item, key))
         # Every matching rule is tested before any is charged: a request refused by one
         # rule does not use up another's budget.
         for rule, item, key in charged:
-            if not await self._limiter.hit(item, *key):
+            if not await self._call(self._limiter.hit, item, key):
                 await self._refuse(rule, item, key)
         return await call_next(ctx)
 
+    async def _call(self, fn: Any, item: Any, key: tuple[str, ...]) -> Any:
+        if self._memory:
+            return fn(item, *key)
+        return await anyio.to_thread.run_sync(lambda: fn(item, *key))
+
     async def _refuse(self, rule: RateRule, item: Any, key: tuple[str, ...]) -> None:
-        stats = await self._limiter.get_window_stats(item, *key)
+        stats = await self._call(self._limiter.get_window_stats, item, key)
         retry = max(1, math.ceil(stats.reset_time - time.time()))
         raise McpError(
             RATE_LIMITED,

@@ -299,3 +299,44 @@ async def test_timing_logs_one_structured_line_per_request(
     assert first.mcp_outcome == "ok" and first.mcp_era == era().era  # type: ignore[attr-defined]
     assert first.mcp_duration_ms >= 0  # type: ignore[attr-defined]
     assert second.mcp_outcome == "error -32602"  # type: ignore[attr-defined]
+
+
+async def test_legacy_session_methods_pass_through_the_chain() -> None:
+    """initialize, ping and logging/setLevel are answered by the legacy session, inside the
+    same dispatch and middleware as every other request."""
+    from mcpkit.runtime.legacy_session import LegacySession
+    from mcpkit.server.exchange import CollectingExchange
+    from mcpkit.types import jsonrpc
+
+    seen: list[str] = []
+
+    class Seen(Middleware):
+        async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+            seen.append(ctx.method)
+            if ctx.method == "logging/setLevel" and ctx.params.get("level") == "emergency":
+                raise McpError(-32001, "not allowed here")
+            return await call_next(ctx)
+
+    server = make_server(middleware=[Seen()])
+    session = LegacySession()
+    exchange = CollectingExchange()
+    init = jsonrpc.request(
+        1,
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT},
+    )
+    result = await session.handle_request(server, init, exchange)
+    assert result["protocolVersion"] == "2025-11-25" and session.initialized
+    session.on_notification({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert await session.handle_request(server, jsonrpc.request(2, "ping", {}), exchange) == {}
+    level = jsonrpc.request(3, "logging/setLevel", {"level": "info"})
+    assert await session.handle_request(server, level, exchange) == {}
+    assert session.log_level == "info"
+    refused = jsonrpc.request(4, "logging/setLevel", {"level": "emergency"})
+    with pytest.raises(McpError):
+        await session.handle_request(server, refused, exchange)
+    assert session.log_level == "info"
+    assert seen == ["initialize", "ping", "logging/setLevel", "logging/setLevel"]
+
+
+CLIENT = {"name": "t", "version": "1"}

@@ -8,7 +8,7 @@ use; :class:`mcpkit.server.Server` satisfies them (checked by mypy where it is p
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 class Dispatcher(Protocol):
-    """Answers one request (raises ``McpError``)."""
+    """Answers one request (raises ``McpError``).  ``local``: the answer of a legacy
+    session's own method, which the dispatcher runs in place of its handler."""
 
     async def dispatch(
         self,
@@ -28,6 +29,7 @@ class Dispatcher(Protocol):
         *,
         session: Any = None,
         principal: Any = None,
+        local: Callable[[Any], Awaitable[dict[str, Any]]] | None = None,
     ) -> dict[str, Any]: ...
 
 

@@ -26,7 +26,7 @@ from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
 from . import handlers
 from .context import Context
 from .exchange import Exchange
-from .middleware import CallNext, Middleware, build_chains
+from .middleware import CallNext, Middleware, build_chains, wrap
 from .notify import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeBus, ChangeEvent
 from .registry import (
     Completer,
@@ -520,20 +520,28 @@ class Server:
         *,
         session: Any = None,
         principal: Any = None,
+        local: CallNext | None = None,
     ) -> dict[str, Any]:
         """Answer one request: the one path every transport, era and mode takes.  It runs
         the middleware chain and then the handler; a task-backed ``tools/call`` runs that
         same chain inside its task and answers with the CreateTaskResult.
 
+        ``local``: the legacy session answers this request itself (``initialize``,
+        ``ping``, ``logging/setLevel``, subscriptions); dispatch wraps that answer in
+        the middleware chain like any handler.
+
         The single place where exceptions become protocol errors: :class:`McpError`
         passes through, anything else becomes -32603 (logged)."""
         method: str = message["method"]
-        handler = self._chains.get(method)
-        spec = METHODS.get(method)
-        if handler is None or spec is None or meta.era not in spec.eras:
-            raise method_not_found(method)
-        if spec.capability is not None and not self.has_capability(spec.capability):
-            raise method_not_found(method)
+        if local is None:
+            handler = self._chains.get(method)
+            spec = METHODS.get(method)
+            if handler is None or spec is None or meta.era not in spec.eras:
+                raise method_not_found(method)
+            if spec.capability is not None and not self.has_capability(spec.capability):
+                raise method_not_found(method)
+        else:  # a legacy session's own method (initialize, ping, ...): its answer, wrapped
+            handler = wrap(local, method, self.middleware) if self.middleware else local
         # Not Context(...): on CPython 3.11 calling a class with keyword arguments builds a
         # kwargs dict per call; __new__ then __init__ is the same object, ~0.13 µs sooner.
         ctx = _new_object(Context)

@@ -80,7 +80,10 @@ def test_stdio_modern_and_legacy(tmp_path: Path) -> None:
         proc.send(legacy_request(3, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}))
         reply = proc.recv()
         assert reply["id"] == 3 and reply["result"]["content"][0]["text"] == "echo: hi"
-        assert read_events(tmp_path, len(EXPECTED)) == EXPECTED
+        assert read_events(tmp_path, len(EXPECTED)) == [
+            ["on_notification", "notifications/initialized", "legacy"],
+            *EXPECTED,
+        ]
     finally:
         proc.stop()
 
@@ -100,6 +103,17 @@ def test_http_legacy(http: tuple[ProcessServer, McpHttp]) -> None:
     reply = session.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
     assert reply.result["content"][0]["text"] == "echo: hi"
     assert read_events(workdir_of(server), before) == EXPECTED
+
+
+def test_notifications_reach_on_notification(http: tuple[ProcessServer, McpHttp]) -> None:
+    server, client = http
+    before = len(read_events(workdir_of(server)))
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+    response = client.post_json(note, modern_headers(note))
+    assert response.status_code == 202
+    assert read_events(workdir_of(server), before) == [
+        ["on_notification", "notifications/cancelled", "modern"]
+    ]
 
 
 def test_mrtr_round_trip_runs_the_chain_each_round(http: tuple[ProcessServer, McpHttp]) -> None:

@@ -38,6 +38,11 @@ class Recorder(Middleware):
         return result
 
 
+    async def on_notification(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        record("on_notification", ctx.method, ctx.era)
+        return await call_next(ctx)
+
+
 server = Server("middleware-fixture", "0.0.1", middleware=[Recorder()])
 
 

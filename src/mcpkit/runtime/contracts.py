@@ -71,6 +71,10 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
 
     def runs_inline(self, tool: Any) -> bool: ...
 
+    async def dispatch_notification(
+        self, message: dict[str, Any], *, session: Any = None, principal: Any = None
+    ) -> None: ...
+
 
 def called_tool(server: ServedServer, message: dict[str, Any]) -> Any | None:
     """The registered tool a ``tools/call`` request names; None for any other method, or a

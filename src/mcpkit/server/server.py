@@ -584,6 +584,39 @@ class Server:
                 result["_meta"] = {**own, META_SERVER_INFO: self.info}
         return result
 
+    async def dispatch_notification(
+        self, message: Message, *, session: Any = None, principal: Any = None
+    ) -> None:
+        """A notification from the client, through the middleware's ``on_notification``
+        (transports call this after their own handling, e.g. of cancellation).  Nothing
+        is answered, so a failing hook is logged, never sent."""
+        if not self.middleware:
+            return
+        params = message.get("params")
+        if not isinstance(params, dict):
+            params = {}
+        if session is not None:
+            meta = session.meta_for(params)
+        else:
+            meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
+        from .exchange import NULL_EXCHANGE
+
+        ctx = Context(
+            self,
+            meta,
+            None,
+            NULL_EXCHANGE,
+            method=message["method"],
+            params=params,
+            session=session,
+            principal=principal,
+        )
+        chain = wrap(_nothing, ctx.method, self.middleware)
+        try:
+            await chain(ctx)
+        except Exception:
+            log.exception("middleware failed on notification %s", ctx.method)
+
     async def call(
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None
     ) -> dict[str, Any]:
@@ -600,6 +633,11 @@ class Server:
         if items is None:
             items = self._list_cache[kind] = build()
         return items
+
+
+async def _nothing(ctx: Context) -> dict[str, Any]:
+    """The innermost step of a notification's chain: the transport already acted on it."""
+    return {}
 
 
 def _doc(fn: Fn) -> str | None:

@@ -110,6 +110,7 @@ class StdioServer:
     async def on_notification(self, message: Message, endpoint: Endpoint) -> None:
         if self.session is not None:
             self.session.on_notification(message)
+        await self.server.dispatch_notification(message, session=self.session)
 
     async def serve(self, in_fd: int, out_fd: int) -> None:
         endpoint: Endpoint

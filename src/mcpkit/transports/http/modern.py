@@ -100,6 +100,7 @@ async def handle_modern(
     one of our own."""
     if kind is jsonrpc.Kind.NOTIFICATION:
         # Clients may POST notifications/cancelled; nothing else is defined. Accept.
+        await app.server.dispatch_notification(message, principal=principal)
         await send_empty(send, 202)
         return
     if kind is not jsonrpc.Kind.REQUEST:

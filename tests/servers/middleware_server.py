@@ -37,7 +37,6 @@ class Recorder(Middleware):
             record("result", result["content"][0]["text"])
         return result
 
-
     async def on_notification(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         record("on_notification", ctx.method, ctx.era)
         return await call_next(ctx)

@@ -138,9 +138,7 @@ async def handle_legacy_post(
         else:
             session.legacy.on_notification(message)
             await store.save(session)
-        await app.server.dispatch_notification(
-            message, session=session.legacy, principal=principal
-        )
+        await app.server.dispatch_notification(message, session=session.legacy, principal=principal)
         await send_empty(send, 202)
         return
     if kind in (jsonrpc.Kind.RESULT, jsonrpc.Kind.ERROR):

@@ -154,7 +154,9 @@ async def test_fast_path_is_a_property_of_dispatch() -> None:
     server.add_middleware(Middleware())  # overrides nothing: adds no layer
     assert server.runs_inline(echo)
     assert server._chains["tools/call"] is server._handlers["tools/call"]
-    server.add_middleware(Tracer("t", []))
+    server.add_middleware(Timing())  # a built-in that never waits keeps it
+    assert server.runs_inline(echo)
+    server.add_middleware(Tracer("t", []))  # may wait (the default): no fast path
     assert not server.runs_inline(echo)
 
 

@@ -88,6 +88,23 @@ def test_stdio_modern_and_legacy(tmp_path: Path) -> None:
         proc.stop()
 
 
+def test_stdio_plain_def_tool_on_the_fast_path(tmp_path: Path) -> None:
+    """A middleware with ``waits = False`` keeps the one-step path for a plain ``def`` tool
+    (started on the stdio reader); it still sees every event, on both eras."""
+    proc = StdioProcess(FIXTURE, tmp_path)
+    try:
+        for rid in range(1, 4):
+            proc.send(
+                modern_request(rid, "tools/call", {"name": "shout", "arguments": {"text": "hi"}})
+            )
+        replies = {proc.recv()["id"]: None for _ in range(3)}
+        assert set(replies) == {1, 2, 3}
+        shout = [["on_call_tool", "shout", "hi"] if e[0] == "on_call_tool" else e for e in EXPECTED]
+        assert read_events(tmp_path) == shout * 3
+    finally:
+        proc.stop()
+
+
 def test_http_modern(http: tuple[ProcessServer, McpHttp]) -> None:
     server, client = http
     before = len(read_events(workdir_of(server)))

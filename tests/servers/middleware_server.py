@@ -20,6 +20,8 @@ def record(*event: Any) -> None:
 
 
 class Recorder(Middleware):
+    waits = False  # its file writes are synchronous: plain def tools keep the fast path
+
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         if ctx.method != "tools/call":
             return await call_next(ctx)
@@ -55,4 +57,11 @@ async def echo(text: str, ctx: Context, confirm: bool = False) -> str:
         )
         if answer.get("action") != "accept":
             return "declined"
+    return f"echo: {text}"
+
+
+@server.tool
+def shout(text: str) -> str:
+    """A plain ``def`` tool: with a middleware that never waits it stays on the fast path."""
+    record("handler", text)
     return f"echo: {text}"

@@ -26,7 +26,7 @@ from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
 from . import handlers
 from .context import Context
 from .exchange import Exchange
-from .middleware import CallNext, Middleware, build_chains, wrap
+from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
 from .notify import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeBus, ChangeEvent
 from .registry import (
     Completer,
@@ -115,6 +115,7 @@ class Server:
         #: itself when no middleware wraps that method (see :mod:`.middleware`).
         self.middleware: list[Middleware] = []
         self._chains: dict[str, CallNext] = self._handlers
+        self._inline_calls = True  # see runs_inline
         self._task_tools = False
         if mask_errors:
             from .middleware.masking import ErrorMasking
@@ -322,6 +323,7 @@ class Server:
             raise TypeError("middleware must be an instance of mcpkit.server.Middleware")
         self.middleware.append(middleware)
         self._chains = build_chains(self._handlers, self.middleware)
+        self._inline_calls = keeps_fast_path("tools/call", self.middleware)
 
     def _ensure_timeouts(self) -> None:
         from .middleware.timeout import ToolTimeout
@@ -332,13 +334,10 @@ class Server:
     def runs_inline(self, tool: Any) -> bool:
         """Whether :meth:`dispatch` of a call of ``tool`` runs to its end in one step and
         needs no cancel scope of the transport's (see ``ToolEntry.inline``): the tool is
-        inline and no middleware wraps ``tools/call`` (a middleware may wait or open
-        scopes).  The transports' fast path asks this, so it is a property of dispatch."""
-        return (
-            tool is not None
-            and bool(tool.inline)
-            and self._chains.get("tools/call") is self._handlers.get("tools/call")
-        )
+        inline and no middleware that may wait (``Middleware.waits``) wraps
+        ``tools/call``.  The transports' fast path asks this, so it is a property of
+        dispatch, not a second path."""
+        return self._inline_calls and tool is not None and bool(tool.inline)
 
     # ------------------------------------------------------------------ change notifications
     def _changed(self, kind: str) -> None:

@@ -65,6 +65,8 @@ class RateLimit(Middleware):
         # and trio alike (limits' async memory storage needs asyncio); a networked
         # storage's calls go to a worker thread, off the event loop.
         self._memory = storage_url.startswith("memory")
+        #: In memory the count is a plain call; a networked storage waits on a thread.
+        self.waits = not self._memory
         options = {} if self._memory else {"key_prefix": "mcpkit-srv"}
         store = storage.storage_from_string(storage_url, **options)
         self._limiter = strategies.MovingWindowRateLimiter(store)

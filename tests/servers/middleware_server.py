@@ -65,3 +65,19 @@ def shout(text: str) -> str:
     """A plain ``def`` tool: with a middleware that never waits it stays on the fast path."""
     record("handler", text)
     return f"echo: {text}"
+
+
+@server.tool
+def whoami(ctx: Context) -> dict[str, Any]:
+    """What ``ctx.request`` says about this call."""
+    request = ctx.request
+    return {
+        "tenant": request.header("X-Tenant"),
+        "header_count": len(request.headers),
+        "era": request.era,
+        "version": request.protocol_version,
+        "client": (request.client_info or {}).get("name"),
+        "caps": sorted(request.client_capabilities),
+        "id": request.request_id,
+        "method": request.method,
+    }

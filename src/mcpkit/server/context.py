@@ -15,6 +15,7 @@ from ..types.jsonrpc import RequestId
 from ..types.versions import LOG_LEVEL_RANK, META_SUBSCRIPTION_ID
 from .exchange import Exchange
 from .mrtr import InputRound, NeedInput
+from .request import RequestInfo
 
 if TYPE_CHECKING:
     from .legacy import LegacySession
@@ -34,6 +35,7 @@ class Context:
 
     __slots__ = (
         "_last_progress",
+        "_request",
         "_round",
         "_task",
         "exception",
@@ -71,12 +73,32 @@ class Context:
         self._round = input_round
         self._last_progress: float | None = None
         self._task: Any = None
+        self._request: RequestInfo | None = None
         #: The exception a tool raised that became its ``isError`` result (not a
         #: ``ToolError``, whose text is meant for the model): for middleware such as
         #: error masking, which must not let its text reach the client.
         self.exception: BaseException | None = None
 
     # ----- facts about the request
+    @property
+    def request(self) -> RequestInfo:
+        """The request's HTTP headers (empty on stdio), client info and capabilities,
+        era, protocol version and id (built on first use)."""
+        info = self._request
+        if info is None:
+            meta = self.meta
+            info = self._request = RequestInfo(
+                self.exchange.headers,
+                meta.era,
+                meta.protocol_version,
+                meta.client_info,
+                meta.client_capabilities,
+                self.request_id,
+                self.method,
+                self.principal,
+            )
+        return info
+
     @property
     def protocol_version(self) -> str:
         return self.meta.protocol_version

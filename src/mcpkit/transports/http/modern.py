@@ -48,12 +48,14 @@ class ModernExchange(CancellableExchange):
     the handler sends something before its result (most answer with the result alone,
     as one JSON body: :meth:`answer`)."""
 
-    __slots__ = ("_writer", "accept", "send")
+    __slots__ = ("_writer", "accept", "headers", "send")
 
-    def __init__(self, send: Send, accept: str) -> None:
+    def __init__(self, send: Send, headers: dict[str, str]) -> None:
         CancellableExchange.__init__(self)  # not super(): one per request, this is cheaper
         self.send = send
-        self.accept = accept  # the request's Accept header: may the answer be a stream?
+        self.headers = headers
+        # The request's Accept header: may the answer be a stream?
+        self.accept = headers.get("accept", "text/event-stream")
         self._writer: ResponseWriter | None = None
 
     @property
@@ -134,7 +136,7 @@ async def handle_modern(
         await send_error(send, err.http_status, err, request_id)
         return
 
-    exchange = ModernExchange(send, headers.get("accept", "text/event-stream"))
+    exchange = ModernExchange(send, headers)
     if method == "subscriptions/listen":
         await _listen(app, message, exchange.writer, receive)
         return

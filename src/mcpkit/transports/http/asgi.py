@@ -250,3 +250,36 @@ async def watch_disconnect(receive: Receive, scope: Any) -> None:
         if message["type"] == "http.disconnect":
             scope.cancel()
             return
+
+
+#: Media ranges that admit one of the two answer forms.
+_ANSWER_RANGES = frozenset(
+    ("application/json", "text/event-stream", "application/*", "text/*", "*/*")
+)
+
+
+def accepts_an_answer(accept: str | None) -> bool:
+    """Whether a POST's ``Accept`` admits ``application/json`` or ``text/event-stream``
+    (the two forms an MCP answer takes).  No header admits anything (RFC 9110); a range
+    with ``q=0`` refuses.  A request that admits neither gets 406, as the official SDK
+    answers, instead of being executed for an answer the client says it cannot take."""
+    if accept is None:
+        return True
+    if "q=" not in accept and ("application/json" in accept or "text/event-stream" in accept):
+        return True  # the usual headers, without parsing
+    for item in accept.split(","):
+        media, _, params = item.partition(";")
+        media = media.strip().lower()
+        if media not in _ANSWER_RANGES:
+            continue
+        quality = 1.0
+        for param in params.split(";"):
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            return True
+    return False

@@ -68,8 +68,7 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("MCPKIT_BENCH_MIDDLEWARE")
-        and k not in ("MCPKIT_BENCH_THREADED", "PYTHONPATH")
+        if not k.startswith("MCPKIT_BENCH_MIDDLEWARE") and k != "MCPKIT_BENCH_THREADED"
     }
     env.update(extra)
     return env

@@ -72,7 +72,11 @@ class Server:
         state: StateBackend | str | None = None,
         middleware: Sequence[Middleware] = (),
         mask_errors: bool = False,
+        on_duplicate: str = "error",
     ) -> None:
+        if on_duplicate not in ("error", "warn", "replace"):
+            raise ValueError("on_duplicate must be 'error', 'warn' or 'replace'")
+        self.on_duplicate = on_duplicate
         self.name = name
         self.version = version
         info: dict[str, Any] = {"name": name, "version": version}
@@ -204,11 +208,23 @@ class Server:
                 self._ensure_timeouts()
             if task != "forbidden":
                 self._task_tools = True
+            self._check_duplicate("tool", entry.name, entry.name in self.tools)
             self.tools[entry.name] = entry
             self._changed(TOOLS)
             return func
 
         return register(fn) if fn is not None else register
+
+    def _check_duplicate(self, kind: str, name: str, exists: bool) -> None:
+        """A second registration under a taken name: ``on_duplicate`` decides.  "error"
+        by default, because a silent replacement (two modules defining ``search``) hides
+        one of them from every client."""
+        if not exists or self.on_duplicate == "replace":
+            return
+        text = f"{kind} {name!r} is already registered on server {self.name!r}"
+        if self.on_duplicate == "error":
+            raise ValueError(f"{text} (Server(on_duplicate='replace' or 'warn') allows it)")
+        log.warning("%s; the new one replaces it", text)
 
     def remove_tool(self, name: str) -> None:
         if self.tools.pop(name, None) is not None:
@@ -250,6 +266,10 @@ class Server:
             if is_template(uri):
                 compiled = UriTemplate.compile(uri)
                 wire = {"uriTemplate": uri, **{k: v for k, v in base.items() if v is not None}}
+                same = [t for t in self.templates if t.wire["uriTemplate"] == uri]
+                self._check_duplicate("resource template", uri, bool(same))
+                for old in same:
+                    self.templates.remove(old)
                 self.templates.append(
                     TemplateEntry(
                         compiled,
@@ -265,6 +285,7 @@ class Server:
                 wire = {"uri": uri, **{k: v for k, v in base.items() if v is not None}}
                 if size is not None:
                     wire["size"] = size
+                self._check_duplicate("resource", uri, uri in self.resources)
                 self.resources[uri] = ResourceEntry(
                     uri, func, wire, mime_type, model.context_param, ttl_ms, listed
                 )
@@ -299,6 +320,7 @@ class Server:
                 if value:
                     wire[key] = value
             wire["arguments"] = prompt_arguments(model)
+            self._check_duplicate("prompt", prompt_name, prompt_name in self.prompts)
             self.prompts[prompt_name] = PromptEntry(prompt_name, func, wire, model)
             self._changed(PROMPTS)
             return func

@@ -7,8 +7,10 @@ import logging
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
-from mcpkit import Server
+from mcpkit import Context, McpError, Server
+from mcpkit.server import CallNext, Middleware
 from support.inproc import call, legacy, modern, text_of
 
 pytestmark = pytest.mark.anyio
@@ -75,3 +77,97 @@ async def test_replace_and_warn_keep_the_newest(
     assert len(templates["resourceTemplates"]) == 1
     read = await call(server, "resources/read", {"uri": "test://t/1"}, era())
     assert read["contents"][0]["text"] == "new"
+
+
+# --------------------------------------------------------------------------- JSON strings
+
+
+class Point(BaseModel):
+    x: int
+    y: int = 0
+
+
+def json_server() -> Server:
+    server = Server("json-args")
+
+    @server.tool
+    def place(point: Point, tags: list[str], options: dict[str, int] | None = None) -> str:
+        return f"{point.x},{point.y} {tags} {options}"
+
+    @server.tool
+    def say(text: str, maybe: str | list[str] = "-") -> str:
+        return f"{text!r} {maybe!r}"
+
+    return server
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_json_strings_for_object_and_array_parameters(era: Any) -> None:
+    server = json_server()
+    args = {"point": '{"x": 1, "y": 2}', "tags": '["a", "b"]', "options": '{"k": 3}'}
+    result = await call(server, "tools/call", {"name": "place", "arguments": args}, era())
+    assert text_of(result) == "1,2 ['a', 'b'] {'k': 3}"
+    # Real objects still work, and the JSON form must still validate.
+    args = {"point": {"x": 5}, "tags": ["c"]}
+    result = await call(server, "tools/call", {"name": "place", "arguments": args}, era())
+    assert text_of(result) == "5,0 ['c'] None"
+    bad = {"point": '{"x": "not a number"}', "tags": "[]"}
+    result = await call(server, "tools/call", {"name": "place", "arguments": bad}, era())
+    assert result["isError"] is True and "point.x" in text_of(result)
+    not_json = {"point": "{x: 1", "tags": "[]"}
+    result = await call(server, "tools/call", {"name": "place", "arguments": not_json}, era())
+    assert result["isError"] is True
+    scalar = {"point": "7", "tags": "[]"}  # JSON, but not an object: left to validation
+    result = await call(server, "tools/call", {"name": "place", "arguments": scalar}, era())
+    assert result["isError"] is True
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_string_parameters_are_never_reparsed(era: Any) -> None:
+    server = json_server()
+    args = {"text": '{"a": 1}', "maybe": '["x"]'}
+    result = await call(server, "tools/call", {"name": "say", "arguments": args}, era())
+    assert text_of(result) == "'{\"a\": 1}' '[\"x\"]'"
+
+
+# --------------------------------------------------------------------------- own resources
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_ctx_reads_own_resources_and_prompts_through_middleware(era: Any) -> None:
+    seen: list[str] = []
+
+    class Guard(Middleware):
+        async def on_read_resource(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+            seen.append(ctx.params["uri"])
+            if ctx.params["uri"] == "test://secret":
+                raise McpError(-32001, "hidden")
+            return await call_next(ctx)
+
+        async def on_get_prompt(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+            seen.append(ctx.params["name"])
+            return await call_next(ctx)
+
+    server = Server("own", middleware=[Guard()])
+    server.resource("test://doc")(lambda: "the doc")
+    server.resource("test://secret")(lambda: "s3cr3t")
+
+    @server.prompt
+    def greet(name: str) -> str:
+        return f"Hello {name}"
+
+    @server.tool
+    async def summarize(ctx: Context) -> str:
+        doc = await ctx.read_resource("test://doc")
+        prompt = await ctx.get_prompt("greet", {"name": "Ada"})
+        try:
+            await ctx.read_resource("test://secret")
+        except McpError as err:
+            refused = err.message
+        return (
+            f"{doc['contents'][0]['text']} | {prompt['messages'][0]['content']['text']} | {refused}"
+        )
+
+    result = await call(server, "tools/call", {"name": "summarize"}, era())
+    assert text_of(result) == "the doc | Hello Ada | hidden"
+    assert seen == ["test://doc", "greet", "test://secret"]

@@ -289,6 +289,29 @@ class Context:
         node[parts[-1]] = {}
         raise missing_capability(required, f"{method} needs the client capability {capability}")
 
+    # ----- this server's own resources and prompts
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        """Read one of this server's resources as a client of this request would: through
+        dispatch and the middleware, so what a middleware hides or refuses fails the
+        same way here.  Returns the ``ReadResourceResult`` (``result["contents"]``)."""
+        return await self._own("resources/read", {"uri": uri})
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Render one of this server's prompts (``GetPromptResult``), through the
+        middleware like :meth:`read_resource`."""
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = arguments
+        return await self._own("prompts/get", params)
+
+    async def _own(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        message = {"jsonrpc": "2.0", "id": self.request_id, "method": method, "params": params}
+        return await self.server.dispatch(
+            message, self.meta, self.exchange, session=self.session, principal=self.principal
+        )
+
     # ----- tasks and handles
     async def start_task(self) -> None:
         """Tools registered with ``task_start="manual"``: accept the work as a task now.

@@ -104,6 +104,8 @@ class ToolEntry:
     coroutine: bool = False
     #: Seconds a call may run before it is cancelled (``ToolTimeout`` middleware).
     timeout: float | None = None
+    #: Labels for visibility rules (``Server(include_tags=...)``, ``server.disable``).
+    tags: frozenset[str] = frozenset()
     #: A call runs to its end in one step on the event loop: a plain ``def``, not
     #: threaded, never a task.  Its only possible wait is on an awaitable the function
     #: returns, which the handler awaits inside ``exchange.interruptible()``; so a
@@ -276,6 +278,7 @@ class ResourceEntry:
     context_param: str | None
     ttl_ms: int | None = None
     listed: bool = True
+    tags: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -287,6 +290,7 @@ class TemplateEntry:
     context_param: str | None
     param_names: tuple[str, ...] = ()
     ttl_ms: int | None = None
+    tags: frozenset[str] = frozenset()
 
 
 def resource_contents(
@@ -330,6 +334,7 @@ class PromptEntry:
     wire: dict[str, Any]
     arguments: ArgumentModel
     required: tuple[str, ...] = field(default_factory=tuple)
+    tags: frozenset[str] = frozenset()
 
     def result_from(self, value: Any) -> dict[str, Any]:
         if isinstance(value, dict) and "messages" in value:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -41,6 +41,7 @@ from .registry import (
 )
 from .schema import ArgumentModel
 from .uritemplate import UriTemplate, is_template
+from .visibility import Filter, Visibility, check_tags
 
 __all__ = ["Server"]
 
@@ -73,10 +74,13 @@ class Server:
         middleware: Sequence[Middleware] = (),
         mask_errors: bool = False,
         on_duplicate: str = "error",
+        include_tags: Iterable[str] | None = None,
+        exclude_tags: Iterable[str] | None = None,
     ) -> None:
         if on_duplicate not in ("error", "warn", "replace"):
             raise ValueError("on_duplicate must be 'error', 'warn' or 'replace'")
         self.on_duplicate = on_duplicate
+        self.visibility = Visibility(include_tags, exclude_tags)
         self.name = name
         self.version = version
         info: dict[str, Any] = {"name": name, "version": version}
@@ -156,6 +160,7 @@ class Server:
         task_start: str = "auto",
         threaded: bool = False,
         timeout: float | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Any:
         """Register a function as a tool.  Use bare (``@server.tool``) or with options.
 
@@ -204,6 +209,7 @@ class Server:
                 threaded=threaded or timeout is not None,
             )
             entry.timeout = timeout
+            entry.tags = check_tags(tags)
             if timeout is not None:
                 self._ensure_timeouts()
             if task != "forbidden":
@@ -244,6 +250,7 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         ttl_ms: int | None = None,
         listed: bool = True,
+        tags: Iterable[str] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource (or a resource template when ``uri`` has ``{variables}``).
 
@@ -279,6 +286,7 @@ class Server:
                         model.context_param,
                         model.field_names,
                         ttl_ms,
+                        check_tags(tags),
                     )
                 )
             else:
@@ -287,7 +295,14 @@ class Server:
                     wire["size"] = size
                 self._check_duplicate("resource", uri, uri in self.resources)
                 self.resources[uri] = ResourceEntry(
-                    uri, func, wire, mime_type, model.context_param, ttl_ms, listed
+                    uri,
+                    func,
+                    wire,
+                    mime_type,
+                    model.context_param,
+                    ttl_ms,
+                    listed,
+                    check_tags(tags),
                 )
             self._changed(RESOURCES)
             return func
@@ -303,6 +318,7 @@ class Server:
         description: str | None = None,
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Any:
         """Register a prompt; its string parameters are the prompt's arguments."""
 
@@ -321,7 +337,9 @@ class Server:
                     wire[key] = value
             wire["arguments"] = prompt_arguments(model)
             self._check_duplicate("prompt", prompt_name, prompt_name in self.prompts)
-            self.prompts[prompt_name] = PromptEntry(prompt_name, func, wire, model)
+            self.prompts[prompt_name] = PromptEntry(
+                prompt_name, func, wire, model, tags=check_tags(tags)
+            )
             self._changed(PROMPTS)
             return func
 
@@ -361,9 +379,37 @@ class Server:
         dispatch, not a second path."""
         return self._inline_calls and tool is not None and bool(tool.inline)
 
+    # ------------------------------------------------------------------ visibility
+    def disable(self, *names: str, tags: Iterable[str] = ()) -> None:
+        """Hide tools, prompts and resources by name (or URI) or by tag, at run time; a
+        hidden item answers as an unknown one.  Sends ``list_changed``."""
+        self.visibility.disabled_names.update(names)
+        self.visibility.disabled_tags.update(check_tags(tags))
+        self._visibility_changed()
+
+    def enable(self, *names: str, tags: Iterable[str] = ()) -> None:
+        """Undo :meth:`disable` for these names and tags.  Sends ``list_changed``."""
+        self.visibility.disabled_names.difference_update(names)
+        self.visibility.disabled_tags.difference_update(check_tags(tags))
+        self._visibility_changed()
+
+    def visibility_filter(self, fn: Filter) -> Filter:
+        """Decorator: ``fn(ctx, kind, name, tags) -> bool`` decides per request what a
+        caller sees and may call (kind: "tool", "resource", "template", "prompt")."""
+        self.visibility.filter = fn
+        self._visibility_changed()
+        return fn
+
+    def _visibility_changed(self) -> None:
+        self.visibility.update()
+        for kind in (TOOLS, PROMPTS, RESOURCES):
+            self._changed(kind)
+
     # ------------------------------------------------------------------ change notifications
     def _changed(self, kind: str) -> None:
         self._list_cache.pop(kind, None)
+        if kind == RESOURCES:
+            self._list_cache.pop("templates", None)
         self.bus.publish(ChangeEvent(kind))
 
     def notify_tools_changed(self) -> None:

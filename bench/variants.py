@@ -10,8 +10,9 @@ after another ``--rounds`` times, each figure the median:
 * ``3 no-op middleware``: three middlewares whose ``on_request`` only awaits ``call_next``
   (``waits`` left at its safe default, so plain ``def`` tools lose the one-step path);
 * ``3 no-op, waits=False``: the same declared ``waits = False`` (they keep it);
-* ``threaded echo``: the plain ``def`` echo in a worker thread (``threaded=True``), the
-  cost of the thread hop;
+* ``threaded echo``: the plain ``def`` echo without ``inline=True``, so in a worker thread
+  (mcpkit's default for a plain ``def``; the other variants register it ``inline=True``):
+  the cost of the thread hop;
 * ``before`` (with ``--ab-base DIR``): the same server on ``DIR/src`` (e.g. a ``git archive``
   of the commit before a change), on this interpreter and its packages.
 

@@ -8,7 +8,8 @@ HTTP request gets an SSE answer.  Served by ``mcpkit serve bench/peers/mcpkit_se
 Variants for A/B runs (``python -m bench --only variants``, see bench/variants.py):
 MCPKIT_BENCH_MIDDLEWARE=N adds N middlewares that pass every request on unchanged
 (declared ``waits = False`` with MCPKIT_BENCH_MIDDLEWARE_WAITS=0);
-MCPKIT_BENCH_THREADED=1 runs the plain ``def`` echo in a worker thread.
+MCPKIT_BENCH_THREADED=1 registers the plain ``def`` echo without ``inline=True``, i.e. in
+a worker thread (mcpkit's default for a plain ``def``); otherwise it runs inline.
 """
 
 from __future__ import annotations
@@ -40,16 +41,16 @@ if os.environ.get("MCPKIT_BENCH_ASYNC_TOOLS"):
         """Echo the text back."""
         return text
 
-elif os.environ.get("MCPKIT_BENCH_THREADED"):
-
-    @server.tool(threaded=True)
-    def echo(text: str) -> str:
-        """Echo the text back."""
-        return text
-
 else:
+    # A plain def runs in a worker thread by default; the bench registers echo
+    # inline=True (on the loop: the fast path) unless MCPKIT_BENCH_THREADED asks for the
+    # default.  A tree from before the inline option had no thread default: plain tool.
+    try:
+        _echo_tool = server.tool(inline=not os.environ.get("MCPKIT_BENCH_THREADED"))
+    except TypeError:  # --ab-base tree without inline=
+        _echo_tool = server.tool(threaded=bool(os.environ.get("MCPKIT_BENCH_THREADED")))
 
-    @server.tool
+    @_echo_tool
     def echo(text: str) -> str:
         """Echo the text back."""
         return text

@@ -149,7 +149,13 @@ async def test_list_middleware_filters_without_touching_the_cache(era: Any) -> N
 
 async def test_fast_path_is_a_property_of_dispatch() -> None:
     server = make_server()
-    echo = server.tools["echo"]
+    assert not server.runs_inline(server.tools["echo"])  # a plain def: a worker thread
+
+    @server.tool(inline=True)
+    def quick(text: str) -> str:
+        return text
+
+    echo = server.tools["quick"]
     assert server.runs_inline(echo)
     server.add_middleware(Middleware())  # overrides nothing: adds no layer
     assert server.runs_inline(echo)

@@ -171,3 +171,56 @@ async def test_ctx_reads_own_resources_and_prompts_through_middleware(era: Any) 
     result = await call(server, "tools/call", {"name": "summarize"}, era())
     assert text_of(result) == "the doc | Hello Ada | hidden"
     assert seen == ["test://doc", "greet", "test://secret"]
+
+
+# --------------------------------------------------------------------------- sync tools
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_plain_def_tools_run_in_a_worker_thread_unless_inline(era: Any) -> None:
+    import threading
+
+    import anyio
+
+    server = Server("threads")
+    released = threading.Event()
+    outcome: dict[str, bool] = {}
+
+    @server.tool
+    def blocking() -> str:
+        # Blocks its thread until another request runs: on the event loop this would
+        # never happen (the wait would time out).
+        outcome["released"] = released.wait(timeout=10)
+        return "unblocked"
+
+    @server.tool
+    async def release() -> str:
+        released.set()
+        return "released"
+
+    @server.tool
+    def where() -> str:
+        return "loop" if threading.get_ident() == loop_thread else "worker"
+
+    @server.tool(inline=True)
+    def where_inline() -> str:
+        return "loop" if threading.get_ident() == loop_thread else "worker"
+
+    loop_thread = threading.get_ident()
+    results: dict[str, dict[str, Any]] = {}
+
+    async def run(name: str) -> None:
+        results[name] = await call(server, "tools/call", {"name": name}, era())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, "blocking")
+        await anyio.sleep(0)
+        tg.start_soon(run, "release")
+    assert outcome == {"released": True}
+    assert text_of(results["blocking"]) == "unblocked"
+    assert text_of(await call(server, "tools/call", {"name": "where"}, era())) == "worker"
+    assert text_of(await call(server, "tools/call", {"name": "where_inline"}, era())) == "loop"
+    assert not server.runs_inline(server.tools["where"])
+    assert server.runs_inline(server.tools["where_inline"])
+    with pytest.raises(ValueError):
+        server.tool(inline=True, timeout=1.0)(lambda: None)

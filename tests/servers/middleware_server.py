@@ -60,7 +60,7 @@ async def echo(text: str, ctx: Context, confirm: bool = False) -> str:
     return f"echo: {text}"
 
 
-@server.tool
+@server.tool(inline=True)
 def shout(text: str) -> str:
     """A plain ``def`` tool: with a middleware that never waits it stays on the fast path."""
     record("handler", text)

@@ -75,7 +75,7 @@ def make_app(recorder: Recorder, **options: Any) -> McpHttpApp:
         recorder.finished.set()
         return "finished"
 
-    @server.tool
+    @server.tool(inline=True)
     def slow_plain(seconds: float) -> Any:
         """A plain def (run inline, no per-request cancel scope) returning an awaitable."""
         return _waiting(seconds)

@@ -291,6 +291,8 @@ async def _call_tool(
             value = await anyio.to_thread.run_sync(
                 functools.partial(tool.fn, **kwargs), abandon_on_cancel=True
             )
+            if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
+                value = await value  # a plain def that returned an awaitable
         elif tool.inline:
             value = tool.fn(**kwargs)
             if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):

@@ -7,12 +7,13 @@ transport-specific part lives behind :class:`~mcpkit.server.exchange.Exchange`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..protocol.negotiation import RequestMeta, client_has
 from ..types.errors import invalid_params, missing_capability
 from ..types.jsonrpc import RequestId
 from ..types.versions import LOG_LEVEL_RANK, META_SUBSCRIPTION_ID
+from .elicitation import Accepted, Cancelled, Declined, elicitation_schema, outcome
 from .exchange import Exchange
 from .mrtr import InputRound, NeedInput
 from .request import RequestInfo
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from .server import Server
 
 __all__ = ["Context"]
+
+T = TypeVar("T")
 
 _INPUT_CAPABILITY = {
     "elicitation/create": "elicitation",
@@ -177,25 +180,52 @@ class Context:
         await self.log("error", data, logger)
 
     # ----- input requests
+    @overload
     async def elicit(
         self,
         message: str,
         requested_schema: dict[str, Any] | None = None,
         *,
         key: str | None = None,
-    ) -> dict[str, Any]:
-        """Ask the user for structured input (form mode).  Returns the ``ElicitResult``:
-        ``{"action": "accept"|"decline"|"cancel", "content": {...}}``."""
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def elicit(
+        self, message: str, requested_schema: type[T], *, key: str | None = None
+    ) -> Accepted[T] | Declined | Cancelled: ...
+
+    @overload
+    async def elicit(
+        self, message: str, requested_schema: Any, *, key: str | None = None
+    ) -> Any: ...
+
+    async def elicit(
+        self, message: str, requested_schema: Any = None, *, key: str | None = None
+    ) -> Any:
+        """Ask the user for structured input (form mode).
+
+        With a JSON schema (or none) the answer is the ``ElicitResult`` dict
+        (``{"action": "accept"|"decline"|"cancel", "content": {...}}``).  With a type (a
+        pydantic model, dataclass, TypedDict, ``Literal`` of strings, string ``Enum`` or
+        a scalar) the schema is built from it and the answer is :class:`Accepted` (with
+        ``.data`` of that type), :class:`Declined` or :class:`Cancelled`; see
+        :mod:`mcpkit.server.elicitation` for what a type may contain."""
+        typed = requested_schema is not None and not isinstance(requested_schema, dict)
+        wrapped = False
+        schema = requested_schema
+        if typed:
+            schema, wrapped = elicitation_schema(requested_schema)
         params: dict[str, Any] = {
             "mode": "form",
             "message": message,
-            "requestedSchema": requested_schema or {"type": "object", "properties": {}},
+            "requestedSchema": schema or {"type": "object", "properties": {}},
         }
         if self.meta.era == "legacy" and self.meta.protocol_version < "2025-11-25":
             params.pop("mode")
-        return await self._ask_one(
+        answer = await self._ask_one(
             "elicitation/create", params, "elicitation.form", key or "elicit"
         )
+        return outcome(requested_schema, wrapped, answer) if typed else answer
 
     async def elicit_url(
         self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None

@@ -199,9 +199,13 @@ def make_tool(
     threaded: bool = False,
 ) -> ToolEntry:
     from ..protocol.headers import header_params
+    from .docstrings import add_descriptions, describe
 
     tool_name = name or fn.__name__
     arguments = ArgumentModel(fn, context_type, title=tool_name.title().replace("_", ""))
+    doc_text, doc_params = describe(fn)
+    if doc_params:
+        add_descriptions(arguments.schema, doc_params)
     schema = input_schema if input_schema is not None else arguments.schema
     out_schema, wrapped, adapter = (None, False, None)
     if output_schema is not None:
@@ -213,7 +217,7 @@ def make_tool(
         {
             "name": tool_name,
             "title": title,
-            "description": description or _doc(fn),
+            "description": description or doc_text,
             "inputSchema": schema,
             "outputSchema": out_schema,
             "annotations": annotations,

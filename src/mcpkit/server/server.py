@@ -25,6 +25,7 @@ from ..types.methods import METHODS
 from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
 from . import handlers
 from .context import Context
+from .docstrings import add_descriptions, describe
 from .exchange import Exchange
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
@@ -42,7 +43,7 @@ from .registry import (
 )
 from .schema import ArgumentModel
 from .uritemplate import UriTemplate, is_template
-from .visibility import Filter, Visibility, check_tags
+from .visibility import Visibility, VisibilityControls, check_tags
 
 __all__ = ["Server"]
 
@@ -51,7 +52,7 @@ _new_object = object.__new__
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Server(ServerRuntime):
+class Server(ServerRuntime, VisibilityControls):
     """An MCP server: what it offers, and how to answer a request for it."""
 
     def __init__(
@@ -331,11 +332,13 @@ class Server(ServerRuntime):
         def register(func: F) -> F:
             prompt_name = name or func.__name__
             model = ArgumentModel(func, Context, title=prompt_name.title())
+            doc_text, doc_params = describe(func)
+            add_descriptions(model.schema, doc_params)
             check_icons(icons)
             wire: dict[str, Any] = {"name": prompt_name}
             for key, value in (
                 ("title", title),
-                ("description", description or _doc(func)),
+                ("description", description or doc_text),
                 ("icons", icons),
                 ("_meta", meta),
             ):
@@ -384,32 +387,6 @@ class Server(ServerRuntime):
         ``tools/call``.  The transports' fast path asks this, so it is a property of
         dispatch, not a second path."""
         return self._inline_calls and tool is not None and bool(tool.inline)
-
-    # ------------------------------------------------------------------ visibility
-    def disable(self, *names: str, tags: Iterable[str] = ()) -> None:
-        """Hide tools, prompts and resources by name (or URI) or by tag, at run time; a
-        hidden item answers as an unknown one.  Sends ``list_changed``."""
-        self.visibility.disabled_names.update(names)
-        self.visibility.disabled_tags.update(check_tags(tags))
-        self._visibility_changed()
-
-    def enable(self, *names: str, tags: Iterable[str] = ()) -> None:
-        """Undo :meth:`disable` for these names and tags.  Sends ``list_changed``."""
-        self.visibility.disabled_names.difference_update(names)
-        self.visibility.disabled_tags.difference_update(check_tags(tags))
-        self._visibility_changed()
-
-    def visibility_filter(self, fn: Filter) -> Filter:
-        """Decorator: ``fn(ctx, kind, name, tags) -> bool`` decides per request what a
-        caller sees and may call (kind: "tool", "resource", "template", "prompt")."""
-        self.visibility.filter = fn
-        self._visibility_changed()
-        return fn
-
-    def _visibility_changed(self) -> None:
-        self.visibility.update()
-        for kind in (TOOLS, PROMPTS, RESOURCES):
-            self._changed(kind)
 
     # ------------------------------------------------------------------ change notifications
     def _changed(self, kind: str) -> None:

@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..runtime.changes import PROMPTS, RESOURCES, TOOLS
+
 if TYPE_CHECKING:
     from .context import Context
 
-__all__ = ["Filter", "Visibility"]
+__all__ = ["Filter", "Visibility", "VisibilityControls"]
 
 #: ``fn(ctx, kind, name, tags) -> bool``; kind is "tool", "resource", "template" or
 #: "prompt"; name is the tool/prompt name, the resource URI or the URI template.
@@ -63,6 +65,40 @@ class Visibility:
         if not self.shown(name, tags):
             return False
         return self.filter is None or bool(self.filter(ctx, kind, name, tags))
+
+
+class VisibilityControls:
+    """``server.disable`` / ``enable`` / ``visibility_filter`` (a mixin of ``Server``)."""
+
+    visibility: Visibility
+
+    def _changed(self, kind: str) -> None:
+        raise NotImplementedError
+
+    def disable(self, *names: str, tags: Iterable[str] = ()) -> None:
+        """Hide tools, prompts and resources by name (or URI) or by tag, at run time; a
+        hidden item answers as an unknown one.  Sends ``list_changed``."""
+        self.visibility.disabled_names.update(names)
+        self.visibility.disabled_tags.update(check_tags(tags))
+        self._visibility_changed()
+
+    def enable(self, *names: str, tags: Iterable[str] = ()) -> None:
+        """Undo :meth:`disable` for these names and tags.  Sends ``list_changed``."""
+        self.visibility.disabled_names.difference_update(names)
+        self.visibility.disabled_tags.difference_update(check_tags(tags))
+        self._visibility_changed()
+
+    def visibility_filter(self, fn: Filter) -> Filter:
+        """Decorator: ``fn(ctx, kind, name, tags) -> bool`` decides per request what a
+        caller sees and may call (kind: "tool", "resource", "template", "prompt")."""
+        self.visibility.filter = fn
+        self._visibility_changed()
+        return fn
+
+    def _visibility_changed(self) -> None:
+        self.visibility.update()
+        for kind in (TOOLS, PROMPTS, RESOURCES):
+            self._changed(kind)
 
 
 def check_tags(tags: Any) -> frozenset[str]:

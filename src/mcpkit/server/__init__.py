@@ -2,6 +2,7 @@
 
 from .content import Audio, EmbeddedResource, Image, ResourceLink, Text
 from .context import Context
+from .files import File
 from .middleware import CallNext, Middleware
 from .registry import ToolError, ToolResult
 from .server import Server
@@ -11,6 +12,7 @@ __all__ = [
     "CallNext",
     "Context",
     "EmbeddedResource",
+    "File",
     "Image",
     "Middleware",
     "ResourceLink",

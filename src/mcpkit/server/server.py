@@ -354,6 +354,11 @@ class Server(ServerRuntime, VisibilityControls):
 
         return register(fn) if fn is not None else register
 
+    def add_resource(self, resource: Any) -> None:
+        """Register a resource object (:mod:`mcpkit.server.files`: ``TextResource``,
+        ``FileResource``, ``DirectoryResource``)."""
+        resource.register(self)
+
     def completion(self, fn: F) -> F:
         """Register the argument-completion handler.
 

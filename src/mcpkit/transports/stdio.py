@@ -124,6 +124,7 @@ class StdioServer:
             write = await fd_writer(out_fd)
             endpoint = Endpoint(write, self.on_request, self.on_notification)
         endpoint.starts_inline = self.starts_inline
+        endpoint.drain_on_eof = True
         async with self.server.running():
             await endpoint.run(read_chunks(in_fd))
 

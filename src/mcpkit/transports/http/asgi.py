@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
 
+from ...runtime.compat import new_cancel_scope
 from ...runtime.exchange import Exchange
 from ...runtime.stepping import Resumed, run_until_suspended
 from ...types import jsonrpc
@@ -19,28 +19,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
-
-_asyncio_scope: type[anyio.CancelScope] | None = None
-
-
-def new_cancel_scope() -> anyio.CancelScope:
-    """A new (not yet entered) ``anyio.CancelScope``.
-
-    ``anyio.CancelScope()`` looks up the running backend (sniffio, then the current task)
-    each time: about half of what a scope costs, paid on every request.  On asyncio we
-    look it up once and then build the backend's own class directly (the same object
-    ``anyio.CancelScope()`` would return).  Under any other loop: the plain call.
-    """
-    global _asyncio_scope
-    if asyncio._get_running_loop() is None:
-        return anyio.CancelScope()
-    cls = _asyncio_scope
-    if cls is None:
-        scope = anyio.CancelScope()
-        if type(scope).__module__ == "anyio._backends._asyncio":
-            _asyncio_scope = type(scope)
-        return scope
-    return cls()
 
 
 class CancellableExchange(Exchange):

@@ -18,6 +18,7 @@ import anyio
 from ...protocol import headers as hdr
 from ...protocol.correlation import cancelled_request_id
 from ...protocol.sse import encode_event, priming_event
+from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import calls_inline_tool
 from ...runtime.exchange import Exchange, Interrupted
 from ...runtime.listen import legacy_notification_for
@@ -29,7 +30,6 @@ from .asgi import (
     CancellableExchange,
     Receive,
     Send,
-    new_cancel_scope,
     send_empty,
     send_error,
     watch_disconnect,

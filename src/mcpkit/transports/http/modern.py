@@ -19,6 +19,7 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
+from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import called_tool
 from ...runtime.exchange import Interrupted
 from ...runtime.listen import Subscription
@@ -30,7 +31,6 @@ from .asgi import (
     CancellableExchange,
     Receive,
     Send,
-    new_cancel_scope,
     send_empty,
     send_error,
     watch_disconnect,

@@ -348,3 +348,52 @@ async def test_legacy_session_methods_pass_through_the_chain() -> None:
 
 
 CLIENT = {"name": "t", "version": "1"}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_response_cache_for_read_only_tools_and_resources(era: Any) -> None:
+    from mcpkit.server.exchange import CollectingExchange
+    from mcpkit.server.middleware.cache import ResponseCache
+    from mcpkit.types import jsonrpc
+
+    server = Server("cached", middleware=[ResponseCache(ttl_s=60)])
+    calls: list[str] = []
+
+    @server.tool(annotations={"readOnlyHint": True})
+    def lookup(q: str) -> str:
+        calls.append(q)
+        return f"answer {q} #{len(calls)}"
+
+    @server.tool
+    def write(q: str) -> str:
+        calls.append("write")
+        return f"wrote #{len(calls)}"
+
+    @server.tool(annotations={"readOnlyHint": True})
+    def flaky(q: str) -> str:
+        calls.append("flaky")
+        raise RuntimeError("try again")
+
+    @server.resource("test://clock")
+    def clock() -> str:
+        calls.append("clock")
+        return f"tick #{len(calls)}"
+
+    async def as_user(who: str | None, name: str, q: str) -> str:
+        message = jsonrpc.request(1, "tools/call", {"name": name, "arguments": {"q": q}})
+        result = await server.dispatch(message, era(), CollectingExchange(), principal=who)
+        return text_of(result)
+
+    first = await as_user(None, "lookup", "a")
+    assert await as_user(None, "lookup", "a") == first  # served from the cache
+    assert calls == ["a"]
+    assert await as_user(None, "lookup", "b") != first  # other arguments
+    assert await as_user("alice", "lookup", "a") != first  # another principal
+    assert calls == ["a", "b", "a"]
+    assert await as_user(None, "write", "a") != await as_user(None, "write", "a")
+    await as_user(None, "flaky", "a")
+    await as_user(None, "flaky", "a")  # errors are not cached
+    assert calls.count("flaky") == 2
+    read1 = await call(server, "resources/read", {"uri": "test://clock"}, era())
+    read2 = await call(server, "resources/read", {"uri": "test://clock"}, era())
+    assert read1["contents"] == read2["contents"] and calls.count("clock") == 1

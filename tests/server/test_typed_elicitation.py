@@ -142,3 +142,30 @@ async def test_legacy_requests_give_typed_answers() -> None:
     bad = Answering({"action": "accept", "content": {"value": "green"}})
     error = await call_error(server, "tools/call", {"name": "pick"}, legacy(FORM), bad, code=-32602)
     assert "does not fit" in error.message
+
+
+def test_a_type_elicitation_cannot_express_is_refused_at_registration() -> None:
+    server = Server("refuse")
+    with pytest.raises(TypeError, match=r"nested: .*Nested.*flat"):
+
+        @server.tool
+        async def nested(ctx: Context) -> str:
+            got = await ctx.elicit("Where?", Nested)
+            return str(got)
+
+    with pytest.raises(TypeError, match="listy"):
+
+        @server.prompt
+        async def listy(ctx: Context) -> str:
+            await ctx.elicit("Numbers?", requested_schema=list[int])
+            return ""
+
+    # Allowed types, dict schemas and types chosen at run time register fine.
+    @server.tool
+    async def fine(ctx: Context, pick: str = "a") -> str:
+        await ctx.elicit("Book?", Booking)
+        await ctx.elicit("Raw?", {"type": "object", "properties": {}})
+        await ctx.elicit("Chosen later?", {"a": Booking}.get(pick))
+        return ""
+
+    assert "fine" in server.tools and "nested" not in server.tools

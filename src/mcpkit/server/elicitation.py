@@ -18,6 +18,7 @@ the first request.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import enum
 import functools
@@ -166,3 +167,51 @@ def outcome(kind: Any, wrapped: bool, answer: dict[str, Any]) -> Any:
         return Accepted(TypeAdapter(kind).validate_python(content))
     except ValidationError as exc:
         raise invalid_params(f"The elicitation answer does not fit {kind!r}: {exc}") from None
+
+
+_STATIC_NODES = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.Constant, ast.Load)
+
+
+def check_elicited_types(fn: Any) -> None:
+    """Refuse, at registration, a type that elicitation cannot express, when the function
+    names it directly in a ``ctx.elicit(message, Type)`` call (best effort: the source
+    is read and the name resolved in the function's globals and closure; a type chosen
+    at run time is checked when its schema is first built).  Raises ``TypeError``."""
+    import inspect
+    import textwrap
+
+    code = getattr(fn, "__code__", None)
+    if code is None or "elicit" not in code.co_names:
+        return
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return
+    scope = dict(getattr(fn, "__globals__", {}))
+    closure = inspect.getclosurevars(fn)
+    scope.update(closure.nonlocals)
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "elicit"
+        ):
+            continue
+        given = node.args[1] if len(node.args) > 1 else None
+        for keyword in node.keywords:
+            if keyword.arg == "requested_schema":
+                given = keyword.value
+        if given is None or not all(isinstance(n, _STATIC_NODES) for n in ast.walk(given)):
+            continue  # absent, a dict schema, or computed (a call...): checked on first use
+        try:
+            # Names, attributes, subscripts and constants only: nothing is called.
+            kind = eval(compile(ast.Expression(given), "<elicit>", "eval"), scope)
+        except Exception:
+            continue  # not resolvable statically: checked on first use
+        if kind is None or isinstance(kind, dict):
+            continue
+        try:
+            elicitation_schema(kind)
+        except TypeError as exc:
+            name = getattr(fn, "__name__", "the function")
+            raise TypeError(f"{name}: {exc}") from None

@@ -26,6 +26,7 @@ from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
 from . import handlers
 from .context import Context
 from .docstrings import add_descriptions, describe
+from .elicitation import check_elicited_types
 from .exchange import Exchange
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
@@ -199,6 +200,7 @@ class Server(ServerRuntime, VisibilityControls):
             raise ValueError("task_start must be 'auto' or 'manual'")
 
         def register(func: F) -> F:
+            check_elicited_types(func)
             entry = make_tool(
                 func,
                 Context,
@@ -331,6 +333,7 @@ class Server(ServerRuntime, VisibilityControls):
 
         def register(func: F) -> F:
             prompt_name = name or func.__name__
+            check_elicited_types(func)
             model = ArgumentModel(func, Context, title=prompt_name.title())
             doc_text, doc_params = describe(func)
             add_descriptions(model.schema, doc_params)

@@ -139,3 +139,50 @@ async def test_tags_must_be_a_set_of_strings() -> None:
     server = Server("t")
     with pytest.raises(TypeError):
         server.tool(tags="admin")(lambda: None)
+
+
+def test_hidden_tool_with_header_parameters_answers_as_unknown_over_http() -> None:
+    """The transport checks ``Mcp-Param-*`` headers before dispatch: for a hidden tool it
+    must not ask for them (-32020) but answer as for a tool that does not exist."""
+    from mcpkit.transports.http import McpHttpApp
+    from support.httpclient import McpHttp
+    from support.mcp import modern_headers
+    from support.servers import ThreadServer
+
+    schema = {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    }
+
+    def build_app() -> Any:
+        server = Server("hdr")
+
+        @server.tool(input_schema=schema, tags={"internal"})
+        def regional(region: str = "-") -> str:
+            return region
+
+        server.tool(name="other")(lambda: "x")
+        return server, McpHttpApp(server)
+
+    server, app = build_app()
+    with ThreadServer(app) as running:
+        http = McpHttp(running.url)
+        try:
+
+            def post(name: str) -> dict[str, Any]:
+                message = http.modern_request(
+                    "tools/call", {"name": name, "arguments": {"region": "eu"}}
+                )
+                response = http.post_json(message, modern_headers(message))  # no Mcp-Param
+                body: dict[str, Any] = response.json()
+                return {"status": response.status_code, "error": body["error"]}
+
+            visible = post("regional")
+            assert visible["status"] == 400 and visible["error"]["code"] == -32020
+            server.disable(tags={"internal"})
+            hidden, unknown = post("regional"), post("nowhere")
+            assert hidden["status"] == unknown["status"]
+            assert hidden["error"]["code"] == unknown["error"]["code"] == -32602
+            assert hidden["error"]["message"] == "Unknown tool: regional"
+        finally:
+            http.close()

@@ -56,6 +56,8 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
 
     modern_versions: tuple[str, ...]
     bus: ChangeBus
+    #: Which tools callers see (``server.visibility``: ``active``, ``shown(name, tags)``).
+    visibility: Any
     _tg: Any
     _lifespan: Any
 
@@ -78,12 +80,17 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
 
 def called_tool(server: ServedServer, message: dict[str, Any]) -> Any | None:
     """The registered tool a ``tools/call`` request names; None for any other method, or a
-    name that is missing, not a string or not registered."""
+    name that is missing, not a string, not registered or hidden from every caller (so
+    the transport's header checks treat a hidden tool as the unknown one it answers as)."""
     if message.get("method") != "tools/call":
         return None
     params = message.get("params")
     name = params.get("name") if isinstance(params, dict) else None
-    return server.tools.get(name) if isinstance(name, str) else None
+    tool = server.tools.get(name) if isinstance(name, str) else None
+    if tool is not None and server.visibility.active:
+        if not server.visibility.shown(name, getattr(tool, "tags", frozenset())):
+            return None
+    return tool
 
 
 def calls_inline_tool(server: ServedServer, message: dict[str, Any]) -> bool:

@@ -37,3 +37,20 @@ def test_served_over_http_the_middleware_sees_the_tenant(tmp_path: object) -> No
             assert reply.result["structuredContent"]["tenant"] == "acme"
         finally:
             client.close()
+
+
+def test_the_toolkit_tour() -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "examples" / "toolkit.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert 'forecast.city -> The city\'s name, e.g. "Oslo".' in out
+    assert "book asks for -> ['meal', 'name', 'seats']" in out
+    assert "book -> Booked 4 seats for Ada (veg)" in out
+    assert "chart -> image/png" in out
+    assert "docs://examples has toolkit.py -> True" in out
+    assert "docs://examples/..%2FREADME.md -> Resource not found" in out

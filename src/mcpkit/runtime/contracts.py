@@ -58,6 +58,8 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
     bus: ChangeBus
     #: Which tools callers see (``server.visibility``: ``active``, ``shown(name, tags)``).
     visibility: Any
+    #: Dispatch runs an inline tool's call in one step (``Server.runs_inline``).
+    inline_calls: bool
     _tg: Any
     _lifespan: Any
 
@@ -87,9 +89,12 @@ def called_tool(server: ServedServer, message: dict[str, Any]) -> Any | None:
     params = message.get("params")
     name = params.get("name") if isinstance(params, dict) else None
     tool = server.tools.get(name) if isinstance(name, str) else None
-    if tool is not None and server.visibility.active:
-        if not server.visibility.shown(name, getattr(tool, "tags", frozenset())):
-            return None
+    if (
+        tool is not None
+        and server.visibility.active
+        and not server.visibility.shown(name, getattr(tool, "tags", frozenset()))
+    ):
+        return None
     return tool
 
 

@@ -37,11 +37,11 @@ class Context:
     """What a handler knows about its request and how it talks back to the client."""
 
     __slots__ = (
+        "_exception",
         "_last_progress",
         "_request",
         "_round",
         "_task",
-        "exception",
         "exchange",
         "meta",
         "method",
@@ -51,6 +51,9 @@ class Context:
         "server",
         "session",
     )
+
+    _request: RequestInfo
+    _exception: BaseException | None
 
     def __init__(
         self,
@@ -76,19 +79,31 @@ class Context:
         self._round = input_round
         self._last_progress: float | None = None
         self._task: Any = None
-        self._request: RequestInfo | None = None
-        #: The exception a tool raised that became its ``isError`` result (not a
-        #: ``ToolError``, whose text is meant for the model): for middleware such as
-        #: error masking, which must not let its text reach the client.
-        self.exception: BaseException | None = None
 
     # ----- facts about the request
+    # ``_request`` and ``_exception`` are left unset until used (reading an unset slot
+    # raises AttributeError): two stores fewer for every request that never asks.
+    @property
+    def exception(self) -> BaseException | None:
+        """The exception a tool raised that became its ``isError`` result (not a
+        ``ToolError``, whose text is meant for the model): for middleware such as error
+        masking, which must not let its text reach the client."""
+        try:
+            return self._exception
+        except AttributeError:
+            return None
+
+    @exception.setter
+    def exception(self, value: BaseException | None) -> None:
+        self._exception = value
+
     @property
     def request(self) -> RequestInfo:
         """The request's HTTP headers (empty on stdio), client info and capabilities,
         era, protocol version and id (built on first use)."""
-        info = self._request
-        if info is None:
+        try:
+            return self._request
+        except AttributeError:
             meta = self.meta
             info = self._request = RequestInfo(
                 self.exchange.headers,

@@ -126,7 +126,8 @@ class Server(ServerRuntime, VisibilityControls):
         #: itself when no middleware wraps that method (see :mod:`.middleware`).
         self.middleware: list[Middleware] = []
         self._chains: dict[str, CallNext] = self._handlers
-        self._inline_calls = True  # see runs_inline
+        #: No middleware that may wait wraps ``tools/call`` (see :meth:`runs_inline`).
+        self.inline_calls = True
         self._task_tools = False
         if mask_errors:
             from .middleware.masking import ErrorMasking
@@ -380,7 +381,7 @@ class Server(ServerRuntime, VisibilityControls):
             raise TypeError("middleware must be an instance of mcpkit.server.Middleware")
         self.middleware.append(middleware)
         self._chains = build_chains(self._handlers, self.middleware)
-        self._inline_calls = keeps_fast_path("tools/call", self.middleware)
+        self.inline_calls = keeps_fast_path("tools/call", self.middleware)
 
     def _ensure_timeouts(self) -> None:
         from .middleware.timeout import ToolTimeout
@@ -394,7 +395,7 @@ class Server(ServerRuntime, VisibilityControls):
         inline and no middleware that may wait (``Middleware.waits``) wraps
         ``tools/call``.  The transports' fast path asks this, so it is a property of
         dispatch, not a second path."""
-        return self._inline_calls and tool is not None and bool(tool.inline)
+        return self.inline_calls and tool is not None and bool(tool.inline)
 
     # ------------------------------------------------------------------ change notifications
     def _changed(self, kind: str) -> None:

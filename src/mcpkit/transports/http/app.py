@@ -214,8 +214,14 @@ class McpHttpApp:
             failure = McpError(INVALID_REQUEST, "Unsupported Media Type: use application/json")
             await send_error(send, 415, failure)
             return
-        # -- 406 (issue #17): an Accept that admits neither answer form.
-        if not accepts_an_answer(headers.get("accept")):
+        # -- 406 (issue #17): an Accept that admits neither answer form (parsed only
+        # when it is not plainly one of them).
+        accept = headers.get("accept")
+        if (
+            accept is not None
+            and ("q=" in accept or ("json" not in accept and "event-stream" not in accept))
+            and not accepts_an_answer(accept)
+        ):
             failure = McpError(
                 INVALID_REQUEST,
                 "Not Acceptable: accept application/json and text/event-stream",

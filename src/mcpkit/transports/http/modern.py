@@ -141,7 +141,8 @@ async def handle_modern(
         await _listen(app, message, exchange.writer, receive)
         return
     answer: tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None = None
-    if scope is None and app.server.runs_inline(tool):
+    # Server.runs_inline(tool), spelled out: this is the hot path.
+    if scope is None and tool is not None and tool.inline and app.server.inline_calls:
         # No cancel scope: a new task's first scope costs ~5 us (anyio's per-task state),
         # and an inline tool can only wait inside exchange.interruptible().
         answer = await _answer(app, message, meta, exchange, receive, principal, None)

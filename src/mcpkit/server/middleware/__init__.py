@@ -17,7 +17,6 @@ result it gets back.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -95,17 +94,25 @@ def _overrides(middleware: Middleware, hook: str) -> bool:
     return getattr(type(middleware), hook) is not getattr(Middleware, hook)
 
 
+def _layer(
+    hook: Callable[[Context, CallNext], Awaitable[dict[str, Any]]], nxt: CallNext
+) -> CallNext:
+    """``hook(ctx, nxt)`` as a one-argument callable.  A plain closure: it returns the
+    hook's coroutine (no coroutine of its own) and costs about half what
+    ``functools.partial`` with a keyword argument does (~0.1 µs per layer and request)."""
+    return lambda ctx: hook(ctx, nxt)
+
+
 def wrap(handler: CallNext, method: str, middleware: Sequence[Middleware]) -> CallNext:
     """``handler`` inside every layer ``middleware`` adds for ``method`` (onion order).
-
-    Only overridden hooks become layers; ``partial`` keeps a layer to one C-level call."""
+    Only overridden hooks become layers."""
     hook = "on_notification" if method.startswith("notifications/") else HOOKS.get(method)
     chain = handler
     for m in reversed(middleware):
         if hook is not None and _overrides(m, hook):
-            chain = partial(getattr(m, hook), call_next=chain)
+            chain = _layer(getattr(m, hook), chain)
         if hook != "on_notification" and _overrides(m, "on_request"):
-            chain = partial(m.on_request, call_next=chain)
+            chain = _layer(m.on_request, chain)
     return chain
 
 

@@ -34,11 +34,6 @@ async def call_maybe_async(fn: Fn, kwargs: dict[str, Any]) -> Any:
     return result
 
 
-def _doc(fn: Fn) -> str | None:
-    doc = inspect.getdoc(fn)
-    return doc.strip() if doc else None
-
-
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 

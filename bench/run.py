@@ -53,6 +53,8 @@ META = {
 OURS, SDK, FASTMCP, FLOOR = "mcpkit", "sdk", "fastmcp", "floor"
 ALL = (OURS, SDK, FASTMCP, FLOOR)
 SECTIONS = ("http", "stdio", "inproc", "import", "rss", "gateway", "coldstart")
+#: Sections run only when named in ``--only`` (bench/variants.py: mcpkit against itself).
+EXTRA_SECTIONS = ("variants",)
 
 
 # ---------------------------------------------------------------------------- settings
@@ -709,6 +711,8 @@ class Run:
         self.rows: dict[str, Row] = {}
         self.notes: list[str] = []
         self.t0 = time.monotonic()
+        #: measure -> variant -> median (bench/variants.py), when that section ran.
+        self.variants: dict[str, dict[str, float]] = {}
 
     def live(self) -> list[str]:
         return [n for n, c in self.contenders.items() if c.available]
@@ -1051,7 +1055,16 @@ def main(argv: list[str] | None = None) -> int:
         help="do not pin servers and load generators to separate cores (default: pinned; "
         "unpinned, a ping-pong can share a core and skip cross-core wake-ups)",
     )
-    ap.add_argument("--only", help=f"comma-separated sections of {','.join(SECTIONS)}")
+    ap.add_argument(
+        "--only",
+        help=f"comma-separated sections of {','.join(SECTIONS + EXTRA_SECTIONS)} "
+        "(variants: only when named)",
+    )
+    ap.add_argument(
+        "--ab-base",
+        metavar="DIR",
+        help="variants: also run the server on DIR/src (a tree of the commit to compare with)",
+    )
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally: blocks
     if args.install_peers:
@@ -1068,6 +1081,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx_contenders = contenders(args, settings)
     from .coldstart import bench_coldstart  # imports this module
     from .stdio import bench_stdio  # imports this module
+    from .variants import bench_variants, variants_table
 
     started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="mcpkit-bench-") as workdir:
@@ -1083,6 +1097,7 @@ def main(argv: list[str] | None = None) -> int:
             "rss": bench_rss,
             "gateway": bench_gateway,
             "coldstart": bench_coldstart,
+            "variants": lambda r: bench_variants(r, args.ab_base),
         }
         with pinned(settings.client_cpu):
             for section, step in steps.items():
@@ -1096,7 +1111,11 @@ def main(argv: list[str] | None = None) -> int:
         f"peers' stack: {STACKS[args.peer_stack]}; "
         "ratios are mcpkit / the column's contender"
     )
-    print(table(run))
+    if run.rows:
+        print(table(run))
+    if run.variants:
+        print("\nmcpkit against itself (bench/variants.py; medians of alternating rounds):")
+        print(variants_table(run.variants))
     targets = check_targets(run, args.peer_stack)
     print("\ntargets (informational, from one run):")
     for kind, title in ((ISSUE, "the issue's"), (STRICTER, "stricter than the issue's")):
@@ -1132,6 +1151,7 @@ def main(argv: list[str] | None = None) -> int:
             for r in run.rows.values()
         ],
         "targets": targets,
+        "variants": run.variants,
         "notes": run.notes,
     }
     Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")

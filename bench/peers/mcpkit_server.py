@@ -4,6 +4,12 @@
 has MCPKIT_BENCH_ASYNC_TOOLS set); ``progress_echo(text)`` reports one progress notification
 (when the request carries a progressToken) and then returns the text, so that a 2026-07-28
 HTTP request gets an SSE answer.  Served by ``mcpkit serve bench/peers/mcpkit_server.py``.
+
+Variants for A/B runs (``python -m bench --only variants``, see bench/variants.py):
+MCPKIT_BENCH_MIDDLEWARE=N adds N middlewares that pass every request on unchanged
+(declared ``waits = False`` with MCPKIT_BENCH_MIDDLEWARE_WAITS=0);
+MCPKIT_BENCH_THREADED=1 registers the plain ``def`` echo without ``inline=True``, i.e. in
+a worker thread (mcpkit's default for a plain ``def``); otherwise it runs inline.
 """
 
 from __future__ import annotations
@@ -14,6 +20,19 @@ from mcpkit import Context, Server
 
 server = Server("bench-mcpkit")
 
+_MIDDLEWARE = int(os.environ.get("MCPKIT_BENCH_MIDDLEWARE") or 0)
+if _MIDDLEWARE:
+    from mcpkit.server import Middleware
+
+    class PassThrough(Middleware):
+        waits = os.environ.get("MCPKIT_BENCH_MIDDLEWARE_WAITS") != "0"
+
+        async def on_request(self, ctx, call_next):  # type: ignore[no-untyped-def]
+            return await call_next(ctx)
+
+    for _ in range(_MIDDLEWARE):
+        server.add_middleware(PassThrough())
+
 
 if os.environ.get("MCPKIT_BENCH_ASYNC_TOOLS"):
 
@@ -23,8 +42,15 @@ if os.environ.get("MCPKIT_BENCH_ASYNC_TOOLS"):
         return text
 
 else:
+    # A plain def runs in a worker thread by default; the bench registers echo
+    # inline=True (on the loop: the fast path) unless MCPKIT_BENCH_THREADED asks for the
+    # default.  A tree from before the inline option had no thread default: plain tool.
+    try:
+        _echo_tool = server.tool(inline=not os.environ.get("MCPKIT_BENCH_THREADED"))
+    except TypeError:  # --ab-base tree without inline=
+        _echo_tool = server.tool(threaded=bool(os.environ.get("MCPKIT_BENCH_THREADED")))
 
-    @server.tool
+    @_echo_tool
     def echo(text: str) -> str:
         """Echo the text back."""
         return text

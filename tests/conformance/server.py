@@ -31,7 +31,7 @@ server = Server(
 # test_simple_text must stay first: header-validation scenarios call tools[0] with {}.
 
 
-@server.tool
+@server.tool(inline=True)  # quick and non-blocking: on the loop, no thread hop
 def test_simple_text() -> str:
     """Tests simple text content response."""
     return "This is a simple text response for testing."

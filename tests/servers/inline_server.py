@@ -1,4 +1,5 @@
-"""A stdio fixture server of plain ``def`` tools, which the stdio endpoint starts inline on
+"""A stdio fixture server of plain ``def`` tools registered ``inline=True`` (on the event
+loop, not a worker thread), which the stdio endpoint starts inline on
 its reader (no task, no cancel scope) and moves to a task of their own only when they wait.
 
 The tools probe what that must not break: an awaitable returned by a plain ``def`` that
@@ -22,12 +23,12 @@ _started: list[str] = []
 _cancelled: list[str] = []
 
 
-@server.tool
+@server.tool(inline=True)
 def echo(text: str) -> str:
     return text
 
 
-@server.tool
+@server.tool(inline=True)
 def remember(value: str) -> str:
     """Set a context variable; return what it held before (always "unset")."""
     before = _caller.get()
@@ -35,7 +36,7 @@ def remember(value: str) -> str:
     return before
 
 
-@server.tool
+@server.tool(inline=True)
 def later(seconds: float) -> Awaitable[str]:
     """A plain def returning a coroutine that waits inside a cancel scope of its own."""
 
@@ -47,7 +48,7 @@ def later(seconds: float) -> Awaitable[str]:
     return wait()
 
 
-@server.tool
+@server.tool(inline=True)
 def hang(tag: str) -> Awaitable[str]:
     """Waits until cancelled; records that it started and that it was cancelled."""
 
@@ -62,7 +63,7 @@ def hang(tag: str) -> Awaitable[str]:
     return wait()
 
 
-@server.tool
+@server.tool(inline=True)
 def status() -> str:
     """``started:<tags>;cancelled:<tags>`` of the ``hang`` calls so far."""
     return f"started:{','.join(_started)};cancelled:{','.join(_cancelled)}"

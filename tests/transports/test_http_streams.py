@@ -75,7 +75,7 @@ def make_app(recorder: Recorder, **options: Any) -> McpHttpApp:
         recorder.finished.set()
         return "finished"
 
-    @server.tool
+    @server.tool(inline=True)
     def slow_plain(seconds: float) -> Any:
         """A plain def (run inline, no per-request cancel scope) returning an awaitable."""
         return _waiting(seconds)
@@ -292,7 +292,7 @@ def test_an_exchange_cancelled_before_its_block_starts_the_block_cancelled(kind:
     checkpoint, before the interruptible block exists: the block must start cancelled."""
     exchange: Any
     if kind == "modern":
-        exchange = ModernExchange(None, "application/json")  # type: ignore[arg-type]
+        exchange = ModernExchange(None, {"accept": "application/json"})  # type: ignore[arg-type]
     else:
         exchange = LegacyExchange(None, None, None)  # type: ignore[arg-type]
 

@@ -213,7 +213,12 @@ class GatewayServer(Server):
         *,
         session: Any = None,
         principal: Any = None,
+        local: Any = None,
     ) -> dict[str, Any]:
+        if local is not None:  # a legacy session's own method (initialize, ping, ...)
+            return await super().dispatch(
+                message, meta, exchange, session=session, principal=principal, local=local
+            )
         method: str = message["method"]
         params = message.get("params") or {}
         who: Principal = principal if isinstance(principal, Principal) else ANONYMOUS

@@ -8,7 +8,7 @@ use; :class:`mcpkit.server.Server` satisfies them (checked by mypy where it is p
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 class Dispatcher(Protocol):
-    """Answers one request (raises ``McpError``)."""
+    """Answers one request (raises ``McpError``).  ``local``: the answer of a legacy
+    session's own method, which the dispatcher runs in place of its handler."""
 
     async def dispatch(
         self,
@@ -28,6 +29,7 @@ class Dispatcher(Protocol):
         *,
         session: Any = None,
         principal: Any = None,
+        local: Callable[[Any], Awaitable[dict[str, Any]]] | None = None,
     ) -> dict[str, Any]: ...
 
 
@@ -54,6 +56,10 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
 
     modern_versions: tuple[str, ...]
     bus: ChangeBus
+    #: Which tools callers see (``server.visibility``: ``active``, ``shown(name, tags)``).
+    visibility: Any
+    #: Dispatch runs an inline tool's call in one step (``Server.runs_inline``).
+    inline_calls: bool
     _tg: Any
     _lifespan: Any
 
@@ -67,19 +73,33 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
 
     def spawn(self, fn: Callable[[], Any]) -> None: ...
 
+    def runs_inline(self, tool: Any) -> bool: ...
+
+    async def dispatch_notification(
+        self, message: dict[str, Any], *, session: Any = None, principal: Any = None
+    ) -> None: ...
+
 
 def called_tool(server: ServedServer, message: dict[str, Any]) -> Any | None:
     """The registered tool a ``tools/call`` request names; None for any other method, or a
-    name that is missing, not a string or not registered."""
+    name that is missing, not a string, not registered or hidden from every caller (so
+    the transport's header checks treat a hidden tool as the unknown one it answers as)."""
     if message.get("method") != "tools/call":
         return None
     params = message.get("params")
     name = params.get("name") if isinstance(params, dict) else None
-    return server.tools.get(name) if isinstance(name, str) else None
+    tool = server.tools.get(name) if isinstance(name, str) else None
+    if (
+        tool is not None
+        and server.visibility.active
+        and not server.visibility.shown(name, getattr(tool, "tags", frozenset()))
+    ):
+        return None
+    return tool
 
 
 def calls_inline_tool(server: ServedServer, message: dict[str, Any]) -> bool:
-    """A ``tools/call`` of a tool that runs in one step (see ``ToolEntry.inline``): a
+    """A ``tools/call`` that dispatch runs in one step (an inline tool, see
+    ``ToolEntry.inline``, and no middleware around it: ``Server.runs_inline``): a
     transport may start it without a task or cancel scope of its own."""
-    tool = called_tool(server, message)
-    return tool is not None and bool(tool.inline)
+    return server.runs_inline(called_tool(server, message))

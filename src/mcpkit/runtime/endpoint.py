@@ -33,6 +33,10 @@ log = logging.getLogger("mcpkit.endpoint")
 
 #: How long run() waits, after the input ends, for requests still writing their replies.
 JOIN_GRACE_S = 5.0
+#: How long requests in flight at a server's stdin EOF may take to finish (see
+#: ``Endpoint.drain_on_eof``): enough for a quick tool in a worker thread, short enough
+#: that a server still exits promptly when its client goes away (a long call is cancelled).
+EOF_DRAIN_S = 0.5
 
 RequestHandler = Callable[[Message, "Endpoint"], Awaitable[dict[str, Any] | None]]
 NotificationHandler = Callable[[Message, "Endpoint"], Awaitable[None]]
@@ -145,6 +149,12 @@ class Endpoint:
         #: the wrong task once the request moves): the server says which (plain ``def``
         #: tools, see ``ToolEntry.inline``).  Ignored unless :attr:`SEND_IS_TASK_FREE`.
         self.starts_inline: Callable[[Message], bool] | None = None
+        #: At EOF, let requests already received finish (for up to EOF_DRAIN_S) before
+        #: cancelling them: a server whose client wrote its last request and closed its
+        #: end (``echo '...' | mcpkit serve x.py``, a file on stdin) still answers it.
+        #: Open ``subscriptions/listen`` streams end at once.  Off for clients.
+        self.drain_on_eof = False
+        self._streams: set[RequestId] = set()
 
     # ------------------------------------------------------------------ sending
     async def send(self, message: Message) -> None:
@@ -241,6 +251,8 @@ class Endpoint:
                             await self._line(line, tg)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                     reason = f"read failed: {exc}"
+                if self.drain_on_eof:
+                    await self._drain(reason)
                 self.close(reason)
             finally:
                 await self._join_native()
@@ -302,6 +314,20 @@ class Endpoint:
                 task.cancel()
             if late:
                 await asyncio.wait(late)
+
+    async def _drain(self, reason: str) -> None:
+        """EOF on a server: no answer to our requests can come any more, and listen
+        streams end; requests in flight get up to EOF_DRAIN_S to finish."""
+        for pending in self.outgoing.drain():
+            pending.waiter.error = ConnectionClosed(reason)
+            pending.waiter.done.set()
+        for rid in list(self._streams):
+            scope = self.incoming.get(rid)
+            if scope is not None:
+                scope.cancel()
+        with anyio.move_on_after(EOF_DRAIN_S):
+            while self.incoming.all():
+                await anyio.sleep(0.005)
 
     def close(self, reason: str) -> None:
         if self.closed is None:
@@ -366,8 +392,11 @@ class Endpoint:
         rid = message["id"]
         if not self.incoming.start(rid, handle):
             return False
-        if message["method"] == "initialize":
+        method = message["method"]
+        if method == "initialize":
             self._uncancellable.add(rid)
+        elif method == "subscriptions/listen":
+            self._streams.add(rid)
         return True
 
     async def _refuse_duplicate(self, rid: RequestId) -> None:
@@ -431,6 +460,8 @@ class Endpoint:
         self.incoming.finish(rid)
         if self._uncancellable:
             self._uncancellable.discard(rid)
+        if self._streams:
+            self._streams.discard(rid)
         if reply is not None and not scope.cancel_called:
             try:  # noqa: SIM105 - a suppress() context manager per reply costs more
                 await self.send(reply)

@@ -9,6 +9,8 @@ server package never imports a transport; transports subclass :class:`Exchange`.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ..types.errors import INTERNAL_ERROR, McpError
@@ -24,6 +26,10 @@ class Exchange:
     """Default: notifications are dropped and server->client requests are impossible."""
 
     __slots__ = ()
+
+    #: The request's HTTP headers, names in lower case (HTTP transports set it per
+    #: request); empty on stdio and in-process calls.
+    headers: Mapping[str, str] = MappingProxyType({})
 
     def interruptible(self) -> contextlib.AbstractContextManager[Any]:
         """A block around handler code that may wait, which the transport may cancel; when

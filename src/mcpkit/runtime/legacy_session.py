@@ -7,6 +7,7 @@ answers the legacy-only methods itself and hands the rest to the server's dispat
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 from collections.abc import Awaitable
@@ -111,18 +112,36 @@ class LegacySession:
         params: dict[str, Any],
         exchange: Exchange,
     ) -> dict[str, Any]:
-        """A request the lifecycle decides on or the session answers itself."""
+        """A request the lifecycle decides on or the session answers itself.  The
+        lifecycle is checked here; the answer still goes through the server's dispatch
+        (``local=``), so middleware sees ``initialize``, ``ping`` and the rest too."""
         self.touch()
         event = event_for(method, True)
         if not self.lifecycle.can(event):
             self.lifecycle.advance(event)  # raises the right -32600
+        if method != "initialize":
+            self.lifecycle.advance(event)
+        local = None
+        if method in _SESSION_METHODS:
+            local = functools.partial(self._answer, server, method, params, event)
+        return await server.dispatch(
+            message,
+            self.meta_for(params),
+            exchange,
+            session=self,
+            principal=self.principal,
+            local=local,
+        )
+
+    async def _answer(
+        self, server: LegacyHost, method: str, params: dict[str, Any], event: Event, ctx: Any
+    ) -> dict[str, Any]:
+        """The session's own answer to a session method (``ctx``: the request context
+        dispatch made; the answer depends only on the session)."""
         if method == "initialize":
             result = self._initialize(server, params)
             self.lifecycle.advance(event)
             return result
-        self.lifecycle.advance(event)
-        if method == "ping":
-            return {}
         if method == "logging/setLevel":
             level = params.get("level")
             if level not in LOG_LEVEL_RANK:
@@ -143,9 +162,7 @@ class LegacySession:
             else:
                 self.subscriptions.discard(uri)
             return {}
-        return await server.dispatch(
-            message, self.meta_for(params), exchange, session=self, principal=self.principal
-        )
+        return {}  # ping, and any other lifecycle method with nothing to say
 
     def _initialize(self, server: LegacyHost, params: dict[str, Any]) -> dict[str, Any]:
         requested, caps, info = check_initialize_params(params)

@@ -40,29 +40,74 @@ class Text:
         return _extras(out, self.annotations, self.meta)
 
 
+#: Leading bytes of common formats -> MIME type (for ``data`` given without a type).
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"ID3", "audio/mpeg"),
+    (b"OggS", "audio/ogg"),
+    (b"fLaC", "audio/flac"),
+)
+
+
+def _media(
+    data: bytes | str | None, path: Any, mime_type: str | None, default: str
+) -> tuple[str, str]:
+    """(base64 data, MIME type) from ``data`` or the file at ``path``; the type is the
+    given one, else guessed from the file name, else sniffed from the bytes."""
+    if path is not None:
+        from pathlib import Path
+
+        raw: bytes | str = Path(path).read_bytes()
+        if mime_type is None:
+            import mimetypes
+
+            mime_type = mimetypes.guess_type(str(path))[0]
+    elif data is not None:
+        raw = data
+    else:
+        raise ValueError("give data or path")
+    if mime_type is None and isinstance(raw, bytes):
+        head = raw[:12]
+        mime_type = next((m for magic, m in _MAGIC if head.startswith(magic)), None)
+        if mime_type is None and head[:4] == b"RIFF":
+            mime_type = {b"WEBP": "image/webp", b"WAVE": "audio/wav"}.get(head[8:12])
+    return _b64(raw), mime_type or default
+
+
 @dataclass(frozen=True, slots=True)
 class Image:
-    """An image; ``data`` is raw bytes or already-base64 text."""
+    """An image: ``data`` (raw bytes or already-base64 text) or ``path`` (a file read when
+    the result is sent).  The MIME type is the given one, else guessed from the file name
+    or the bytes, else ``image/png``."""
 
-    data: bytes | str
-    mime_type: str = "image/png"
+    data: bytes | str | None = None
+    mime_type: str | None = None
     annotations: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
+    path: Any = None
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "image", "data": _b64(self.data), "mimeType": self.mime_type}
+        data, mime = _media(self.data, self.path, self.mime_type, "image/png")
+        out: dict[str, Any] = {"type": "image", "data": data, "mimeType": mime}
         return _extras(out, self.annotations, self.meta)
 
 
 @dataclass(frozen=True, slots=True)
 class Audio:
-    data: bytes | str
-    mime_type: str = "audio/wav"
+    """Audio, like :class:`Image` (default type ``audio/wav``)."""
+
+    data: bytes | str | None = None
+    mime_type: str | None = None
     annotations: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
+    path: Any = None
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "audio", "data": _b64(self.data), "mimeType": self.mime_type}
+        data, mime = _media(self.data, self.path, self.mime_type, "audio/wav")
+        out: dict[str, Any] = {"type": "audio", "data": data, "mimeType": mime}
         return _extras(out, self.annotations, self.meta)
 
 

@@ -7,20 +7,24 @@ transport-specific part lives behind :class:`~mcpkit.server.exchange.Exchange`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..protocol.negotiation import RequestMeta, client_has
 from ..types.errors import invalid_params, missing_capability
 from ..types.jsonrpc import RequestId
 from ..types.versions import LOG_LEVEL_RANK, META_SUBSCRIPTION_ID
+from .elicitation import Accepted, Cancelled, Declined, elicitation_schema, outcome
 from .exchange import Exchange
 from .mrtr import InputRound, NeedInput
+from .request import RequestInfo
 
 if TYPE_CHECKING:
     from .legacy import LegacySession
     from .server import Server
 
 __all__ = ["Context"]
+
+T = TypeVar("T")
 
 _INPUT_CAPABILITY = {
     "elicitation/create": "elicitation",
@@ -33,7 +37,9 @@ class Context:
     """What a handler knows about its request and how it talks back to the client."""
 
     __slots__ = (
+        "_exception",
         "_last_progress",
+        "_request",
         "_round",
         "_task",
         "exchange",
@@ -45,6 +51,9 @@ class Context:
         "server",
         "session",
     )
+
+    _request: RequestInfo
+    _exception: BaseException | None
 
     def __init__(
         self,
@@ -72,6 +81,42 @@ class Context:
         self._task: Any = None
 
     # ----- facts about the request
+    # ``_request`` and ``_exception`` are left unset until used (reading an unset slot
+    # raises AttributeError): two stores fewer for every request that never asks.
+    @property
+    def exception(self) -> BaseException | None:
+        """The exception a tool raised that became its ``isError`` result (not a
+        ``ToolError``, whose text is meant for the model): for middleware such as error
+        masking, which must not let its text reach the client."""
+        try:
+            return self._exception
+        except AttributeError:
+            return None
+
+    @exception.setter
+    def exception(self, value: BaseException | None) -> None:
+        self._exception = value
+
+    @property
+    def request(self) -> RequestInfo:
+        """The request's HTTP headers (empty on stdio), client info and capabilities,
+        era, protocol version and id (built on first use)."""
+        try:
+            return self._request
+        except AttributeError:
+            meta = self.meta
+            info = self._request = RequestInfo(
+                self.exchange.headers,
+                meta.era,
+                meta.protocol_version,
+                meta.client_info,
+                meta.client_capabilities,
+                self.request_id,
+                self.method,
+                self.principal,
+            )
+        return info
+
     @property
     def protocol_version(self) -> str:
         return self.meta.protocol_version
@@ -150,25 +195,52 @@ class Context:
         await self.log("error", data, logger)
 
     # ----- input requests
+    @overload
     async def elicit(
         self,
         message: str,
         requested_schema: dict[str, Any] | None = None,
         *,
         key: str | None = None,
-    ) -> dict[str, Any]:
-        """Ask the user for structured input (form mode).  Returns the ``ElicitResult``:
-        ``{"action": "accept"|"decline"|"cancel", "content": {...}}``."""
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def elicit(
+        self, message: str, requested_schema: type[T], *, key: str | None = None
+    ) -> Accepted[T] | Declined | Cancelled: ...
+
+    @overload
+    async def elicit(
+        self, message: str, requested_schema: Any, *, key: str | None = None
+    ) -> Any: ...
+
+    async def elicit(
+        self, message: str, requested_schema: Any = None, *, key: str | None = None
+    ) -> Any:
+        """Ask the user for structured input (form mode).
+
+        With a JSON schema (or none) the answer is the ``ElicitResult`` dict
+        (``{"action": "accept"|"decline"|"cancel", "content": {...}}``).  With a type (a
+        pydantic model, dataclass, TypedDict, ``Literal`` of strings, string ``Enum`` or
+        a scalar) the schema is built from it and the answer is :class:`Accepted` (with
+        ``.data`` of that type), :class:`Declined` or :class:`Cancelled`; see
+        :mod:`mcpkit.server.elicitation` for what a type may contain."""
+        typed = requested_schema is not None and not isinstance(requested_schema, dict)
+        wrapped = False
+        schema = requested_schema
+        if typed:
+            schema, wrapped = elicitation_schema(requested_schema)
         params: dict[str, Any] = {
             "mode": "form",
             "message": message,
-            "requestedSchema": requested_schema or {"type": "object", "properties": {}},
+            "requestedSchema": schema or {"type": "object", "properties": {}},
         }
         if self.meta.era == "legacy" and self.meta.protocol_version < "2025-11-25":
             params.pop("mode")
-        return await self._ask_one(
+        answer = await self._ask_one(
             "elicitation/create", params, "elicitation.form", key or "elicit"
         )
+        return outcome(requested_schema, wrapped, answer) if typed else answer
 
     async def elicit_url(
         self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None
@@ -261,6 +333,29 @@ class Context:
             node = node.setdefault(part, {})
         node[parts[-1]] = {}
         raise missing_capability(required, f"{method} needs the client capability {capability}")
+
+    # ----- this server's own resources and prompts
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        """Read one of this server's resources as a client of this request would: through
+        dispatch and the middleware, so what a middleware hides or refuses fails the
+        same way here.  Returns the ``ReadResourceResult`` (``result["contents"]``)."""
+        return await self._own("resources/read", {"uri": uri})
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Render one of this server's prompts (``GetPromptResult``), through the
+        middleware like :meth:`read_resource`."""
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = arguments
+        return await self._own("prompts/get", params)
+
+    async def _own(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        message = {"jsonrpc": "2.0", "id": self.request_id, "method": method, "params": params}
+        return await self.server.dispatch(
+            message, self.meta, self.exchange, session=self.session, principal=self.principal
+        )
 
     # ----- tasks and handles
     async def start_task(self) -> None:

@@ -39,8 +39,16 @@ def table(server: Server) -> dict[str, Handler]:
             result["instructions"] = server.instructions
         return _cacheable(server, ctx, result)
 
+    vis = server.visibility
+
     async def tools_list(ctx: Context) -> dict[str, Any]:
-        items = server.cached_list("tools", lambda: [t.wire for t in server.tools.values()])
+        items = server.cached_list(
+            "tools", lambda: [t.wire for t in server.tools.values() if vis.shown(t.name, t.tags)]
+        )
+        if vis.filter is not None:
+            items = [
+                t.wire for t in server.tools.values() if vis.allows(ctx, "tool", t.name, t.tags)
+            ]
         return _page(server, ctx, "tools", items)
 
     async def tools_call(ctx: Context) -> dict[str, Any]:
@@ -49,7 +57,7 @@ def table(server: Server) -> dict[str, Handler]:
         if not isinstance(name, str):
             raise invalid_params("tools/call requires a string name")
         tool = server.tools.get(name)
-        if tool is None:
+        if tool is None or (vis.active and not vis.allows(ctx, "tool", name, tool.tags)):
             raise invalid_params(f"Unknown tool: {name}", {"name": name})
         arguments = params.get("arguments")
         if arguments is None:
@@ -67,23 +75,8 @@ def table(server: Server) -> dict[str, Handler]:
             return _tool_error(str(exc))
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        as_task = False
-        if tool.task_support != "forbidden" and ctx.meta.era == "modern":
-            from .tasks import declares_tasks, tasks_required_error
-
-            as_task = declares_tasks(ctx.meta)
-            if tool.task_support == "required" and not as_task:
-                raise tasks_required_error()
-
-        if as_task:
-            created: dict[str, Any] = await server.tasks.start(
-                ctx,
-                lambda: _with_input(
-                    server, ctx, f"tools/call\0{name}", lambda: _call_tool(tool, name, kwargs, ctx)
-                ),
-                manual=tool.task_manual,
-            )
-            return created
+        # A task-backed call arrives here inside its task (Server.dispatch started the task
+        # around the whole middleware chain), so there is no task branch here.
         # The common cases without _with_input's layer and closure (see _with_input): a
         # legacy call (input is asked for with requests, not NeedInput), a first round.
         if ctx.meta.era != "modern":
@@ -109,12 +102,25 @@ def table(server: Server) -> dict[str, Handler]:
         return answer
 
     async def prompts_list(ctx: Context) -> dict[str, Any]:
-        items = server.cached_list("prompts", lambda: [p.wire for p in server.prompts.values()])
+        items = server.cached_list(
+            "prompts",
+            lambda: [p.wire for p in server.prompts.values() if vis.shown(p.name, p.tags)],
+        )
+        if vis.filter is not None:
+            items = [
+                p.wire for p in server.prompts.values() if vis.allows(ctx, "prompt", p.name, p.tags)
+            ]
         return _page(server, ctx, "prompts", items)
 
     async def prompts_get(ctx: Context) -> dict[str, Any]:
         name = ctx.params.get("name")
         prompt = server.prompts.get(name) if isinstance(name, str) else None
+        if (
+            prompt is not None
+            and vis.active
+            and not vis.allows(ctx, "prompt", prompt.name, prompt.tags)
+        ):
+            prompt = None
         if prompt is None:
             raise invalid_params(f"Unknown prompt: {name}", {"name": name})
         arguments = ctx.params.get("arguments") or {}
@@ -138,12 +144,30 @@ def table(server: Server) -> dict[str, Handler]:
 
     async def resources_list(ctx: Context) -> dict[str, Any]:
         items = server.cached_list(
-            "resources", lambda: [r.wire for r in server.resources.values() if r.listed]
+            "resources",
+            lambda: [
+                r.wire for r in server.resources.values() if r.listed and vis.shown(r.uri, r.tags)
+            ],
         )
+        if vis.filter is not None:
+            items = [
+                r.wire
+                for r in server.resources.values()
+                if r.listed and vis.allows(ctx, "resource", r.uri, r.tags)
+            ]
         return _page(server, ctx, "resources", items)
 
     async def templates_list(ctx: Context) -> dict[str, Any]:
-        items = server.cached_list("templates", lambda: [t.wire for t in server.templates])
+        items = server.cached_list(
+            "templates",
+            lambda: [t.wire for t in server.templates if vis.shown(t.wire["uriTemplate"], t.tags)],
+        )
+        if vis.filter is not None:
+            items = [
+                t.wire
+                for t in server.templates
+                if vis.allows(ctx, "template", t.wire["uriTemplate"], t.tags)
+            ]
         return _page(server, ctx, "resourceTemplates", items)
 
     async def resources_read(ctx: Context) -> dict[str, Any]:
@@ -151,6 +175,8 @@ def table(server: Server) -> dict[str, Handler]:
         if not isinstance(uri, str):
             raise invalid_params("resources/read requires a string uri")
         entry = server.resources.get(uri)
+        if entry is not None and vis.active and not vis.allows(ctx, "resource", uri, entry.tags):
+            entry = None
         kwargs: dict[str, Any] = {}
         ttl: int | None = None
         if entry is not None:
@@ -158,6 +184,10 @@ def table(server: Server) -> dict[str, Handler]:
             meta = entry.wire.get("_meta")
         else:
             for template in server.templates:
+                if vis.active and not vis.allows(
+                    ctx, "template", template.wire["uriTemplate"], template.tags
+                ):
+                    continue
                 values = template.template.match(uri)
                 if values is not None:
                     fn, mime, ctx_param, ttl = (
@@ -191,10 +221,13 @@ def table(server: Server) -> dict[str, Handler]:
         argument = ctx.params.get("argument")
         if not isinstance(ref, dict) or not isinstance(argument, dict):
             raise invalid_params("completion/complete requires ref and argument objects")
-        if ref.get("type") == "ref/prompt" and (
-            not isinstance(ref.get("name"), str) or ref["name"] not in server.prompts
-        ):
-            raise invalid_params(f"Unknown prompt: {ref.get('name')!r}")
+        if ref.get("type") == "ref/prompt":
+            ref_name = ref.get("name")
+            prompt = server.prompts.get(ref_name) if isinstance(ref_name, str) else None
+            if prompt is None or (
+                vis.active and not vis.allows(ctx, "prompt", prompt.name, prompt.tags)
+            ):
+                raise invalid_params(f"Unknown prompt: {ref.get('name')!r}")
         context = ctx.params.get("context")
         arguments = context.get("arguments") if isinstance(context, dict) else None
         values: Any = []
@@ -228,6 +261,26 @@ def table(server: Server) -> dict[str, Handler]:
 # ---------------------------------------------------------------------- helpers
 
 
+def task_tool(server: Server, ctx: Context) -> ToolEntry | None:
+    """The tool of a modern ``tools/call`` that must run as a task (the client declared
+    the tasks extension and the tool allows it), else None.  A tool that requires a task
+    refuses a client without the extension (-32021)."""
+    name = ctx.params.get("name")
+    tool = server.tools.get(name) if isinstance(name, str) else None
+    if tool is None or tool.task_support == "forbidden":
+        return None
+    vis = server.visibility
+    if vis.active and not vis.allows(ctx, "tool", tool.name, tool.tags):
+        return None  # answered as an unknown tool by the handler
+    from .tasks import declares_tasks, tasks_required_error
+
+    if declares_tasks(ctx.meta):
+        return tool
+    if tool.task_support == "required":
+        raise tasks_required_error()
+    return None
+
+
 async def _call_tool(
     tool: ToolEntry, name: str, kwargs: dict[str, Any], ctx: Context
 ) -> dict[str, Any]:
@@ -238,6 +291,8 @@ async def _call_tool(
             value = await anyio.to_thread.run_sync(
                 functools.partial(tool.fn, **kwargs), abandon_on_cancel=True
             )
+            if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
+                value = await value  # a plain def that returned an awaitable
         elif tool.inline:
             value = tool.fn(**kwargs)
             if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
@@ -251,6 +306,7 @@ async def _call_tool(
     except Exception as exc:  # the tool failed: the model should see it
         if _is_cancel(exc):
             raise
+        ctx.exception = exc
         return _tool_error(f"Error executing tool {name}: {exc}")
     return tool.result_from(value)
 

@@ -34,11 +34,6 @@ async def call_maybe_async(fn: Fn, kwargs: dict[str, Any]) -> Any:
     return result
 
 
-def _doc(fn: Fn) -> str | None:
-    doc = inspect.getdoc(fn)
-    return doc.strip() if doc else None
-
-
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -102,6 +97,10 @@ class ToolEntry:
     threaded: bool = False
     #: ``fn`` is an ``async def``.
     coroutine: bool = False
+    #: Seconds a call may run before it is cancelled (``ToolTimeout`` middleware).
+    timeout: float | None = None
+    #: Labels for visibility rules (``Server(include_tags=...)``, ``server.disable``).
+    tags: frozenset[str] = frozenset()
     #: A call runs to its end in one step on the event loop: a plain ``def``, not
     #: threaded, never a task.  Its only possible wait is on an awaitable the function
     #: returns, which the handler awaits inside ``exchange.interruptible()``; so a
@@ -195,9 +194,13 @@ def make_tool(
     threaded: bool = False,
 ) -> ToolEntry:
     from ..protocol.headers import header_params
+    from .docstrings import add_descriptions, describe
 
     tool_name = name or fn.__name__
     arguments = ArgumentModel(fn, context_type, title=tool_name.title().replace("_", ""))
+    doc_text, doc_params = describe(fn)
+    if doc_params:
+        add_descriptions(arguments.schema, doc_params)
     schema = input_schema if input_schema is not None else arguments.schema
     out_schema, wrapped, adapter = (None, False, None)
     if output_schema is not None:
@@ -209,7 +212,7 @@ def make_tool(
         {
             "name": tool_name,
             "title": title,
-            "description": description or _doc(fn),
+            "description": description or doc_text,
             "inputSchema": schema,
             "outputSchema": out_schema,
             "annotations": annotations,
@@ -274,6 +277,7 @@ class ResourceEntry:
     context_param: str | None
     ttl_ms: int | None = None
     listed: bool = True
+    tags: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -285,6 +289,7 @@ class TemplateEntry:
     context_param: str | None
     param_names: tuple[str, ...] = ()
     ttl_ms: int | None = None
+    tags: frozenset[str] = frozenset()
 
 
 def resource_contents(
@@ -328,6 +333,7 @@ class PromptEntry:
     wire: dict[str, Any]
     arguments: ArgumentModel
     required: tuple[str, ...] = field(default_factory=tuple)
+    tags: frozenset[str] = frozenset()
 
     def result_from(self, value: Any) -> dict[str, Any]:
         if isinstance(value, dict) and "messages" in value:

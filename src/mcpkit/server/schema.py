@@ -52,7 +52,15 @@ def _is_context(annotation: Any, context_type: type) -> bool:
 class ArgumentModel:
     """Parameters of one function: schema, validator and the name of its Context slot."""
 
-    __slots__ = ("_adapter", "_fast", "context_param", "field_names", "has_fields", "schema")
+    __slots__ = (
+        "_adapter",
+        "_fast",
+        "_json_params",
+        "context_param",
+        "field_names",
+        "has_fields",
+        "schema",
+    )
 
     def __init__(self, fn: Callable[..., Any], context_type: type, *, title: str) -> None:
         import pydantic
@@ -84,6 +92,7 @@ class ArgumentModel:
         schema["type"] = "object"
         schema.setdefault("properties", {})
         self.schema = inline_refs(strip_titles(schema))
+        self._json_params = _structured_params(self.schema)
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Checked and coerced keyword arguments; raises :class:`ValidationError`."""
@@ -106,11 +115,63 @@ class ArgumentModel:
                 out[name] = value
             else:
                 return out
+        if self._json_params:
+            arguments = _parse_json_strings(arguments, self._json_params)
         instance = self._adapter.model_validate(arguments)
         return {name: getattr(instance, name) for name in self.field_names}
 
 
 _MISSING: Any = object()
+
+
+def _types_of(prop: dict[str, Any]) -> set[str]:
+    found: set[str] = set()
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        found.add(kind)
+    elif isinstance(kind, list):
+        found.update(k for k in kind if isinstance(k, str))
+    for key in ("anyOf", "oneOf"):
+        for branch in prop.get(key) or ():
+            if isinstance(branch, dict):
+                found |= _types_of(branch)
+    return found
+
+
+def _structured_params(schema: dict[str, Any]) -> frozenset[str]:
+    """Parameters whose schema takes an object or an array and never a string: the ones a
+    language model may send as a JSON string (``"{\"a\": 1}"``)."""
+    names = set()
+    for name, prop in (schema.get("properties") or {}).items():
+        if isinstance(prop, dict):
+            kinds = _types_of(prop)
+            if kinds & {"object", "array"} and "string" not in kinds:
+                names.add(name)
+    return frozenset(names)
+
+
+def _parse_json_strings(arguments: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
+    """``arguments`` with each JSON-string value of an object/array parameter decoded,
+    when it decodes to an object or array (else left for validation to reject).  A
+    parameter that accepts strings is never touched (see :func:`_structured_params`)."""
+    import orjson
+
+    out = arguments
+    for name in names:
+        value = arguments.get(name)
+        if not isinstance(value, str):
+            continue
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(parsed, (dict, list)):
+            if out is arguments:
+                out = dict(arguments)
+            out[name] = parsed
+    return out
+
+
 _PLAIN = (str, int, float, bool)
 _IMMUTABLE_DEFAULTS = (str, int, float, bool, type(None))
 

@@ -9,9 +9,10 @@ with decorators; capabilities follow from what is registered.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import anyio
 
@@ -24,7 +25,11 @@ from ..types.methods import METHODS
 from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
 from . import handlers
 from .context import Context
+from .docstrings import add_descriptions, describe
+from .elicitation import check_elicited_types
 from .exchange import Exchange
+from .lifespan import ServerRuntime
+from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
 from .notify import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeBus, ChangeEvent
 from .registry import (
     Completer,
@@ -39,6 +44,7 @@ from .registry import (
 )
 from .schema import ArgumentModel
 from .uritemplate import UriTemplate, is_template
+from .visibility import Visibility, VisibilityControls, check_tags
 
 __all__ = ["Server"]
 
@@ -47,11 +53,7 @@ _new_object = object.__new__
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-#: ``mcpkit serve`` and :meth:`Server.run` keep state here unless told otherwise.
-DEFAULT_STATE_URL = "sqlite:///.mcpkit/state.db"
-
-
-class Server:
+class Server(ServerRuntime, VisibilityControls):
     """An MCP server: what it offers, and how to answer a request for it."""
 
     def __init__(
@@ -72,7 +74,16 @@ class Server:
         modern_versions: tuple[str, ...] = MODERN_VERSIONS,
         legacy_versions: tuple[str, ...] = LEGACY_VERSIONS,
         state: StateBackend | str | None = None,
+        middleware: Sequence[Middleware] = (),
+        mask_errors: bool = False,
+        on_duplicate: str = "error",
+        include_tags: Iterable[str] | None = None,
+        exclude_tags: Iterable[str] | None = None,
     ) -> None:
+        if on_duplicate not in ("error", "warn", "replace"):
+            raise ValueError("on_duplicate must be 'error', 'warn' or 'replace'")
+        self.on_duplicate = on_duplicate
+        self.visibility = Visibility(include_tags, exclude_tags)
         self.name = name
         self.version = version
         info: dict[str, Any] = {"name": name, "version": version}
@@ -111,6 +122,19 @@ class Server:
         self.result_meta = {META_SERVER_INFO: self.info}
         self._list_cache: dict[str, list[dict[str, Any]]] = {}
         self._handlers = handlers.table(self)
+        #: Middleware in onion order, and per method the chain dispatch runs: the handler
+        #: itself when no middleware wraps that method (see :mod:`.middleware`).
+        self.middleware: list[Middleware] = []
+        self._chains: dict[str, CallNext] = self._handlers
+        #: No middleware that may wait wraps ``tools/call`` (see :meth:`runs_inline`).
+        self.inline_calls = True
+        self._task_tools = False
+        if mask_errors:
+            from .middleware.masking import ErrorMasking
+
+            self.add_middleware(ErrorMasking())
+        for m in middleware:
+            self.add_middleware(m)
         self._state: StateBackend | None = None
         self._state_url: str | None = None
         if isinstance(state, str):
@@ -138,7 +162,10 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         task: str = "forbidden",
         task_start: str = "auto",
-        threaded: bool = False,
+        threaded: bool = True,
+        inline: bool = False,
+        timeout: float | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Any:
         """Register a function as a tool.  Use bare (``@server.tool``) or with options.
 
@@ -153,16 +180,28 @@ class Server:
         ``task_start="manual"``: the tool gathers input synchronously and then calls
         ``await ctx.start_task()``.
 
-        A plain ``def`` tool runs on the event loop (a thread hop would cost more than the
-        rest of the request); pass ``threaded=True`` for one that blocks or burns CPU, so
-        it runs in a worker thread and other requests keep flowing.
+        A plain ``def`` tool runs in a worker thread, so one that blocks (``requests.get``,
+        a database driver, CPU work) never stalls other clients, as in Starlette, FastAPI,
+        FastMCP and the SDK.  ``inline=True`` runs it on the event loop instead: much
+        cheaper (no thread hop; see the README for the measured cost), for a quick,
+        non-blocking function only.  ``async def`` tools always run on the loop.
+
+        ``timeout`` (seconds): a call still running then is cancelled and answers with an
+        ``isError`` result (see :class:`~mcpkit.server.middleware.timeout.ToolTimeout`,
+        added on first use).  A plain ``def`` tool with a timeout runs in a worker thread,
+        the only way it can be abandoned; the thread itself runs on to its end.
         """
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        if inline and timeout is not None:
+            raise ValueError("an inline tool cannot be timed out: it runs to its end")
         if task not in ("forbidden", "optional", "required"):
             raise ValueError("task must be 'forbidden', 'optional' or 'required'")
         if task_start not in ("auto", "manual"):
             raise ValueError("task_start must be 'auto' or 'manual'")
 
         def register(func: F) -> F:
+            check_elicited_types(func)
             entry = make_tool(
                 func,
                 Context,
@@ -177,13 +216,31 @@ class Server:
                 icons=check_icons(icons),
                 task_support=task,
                 task_manual=task_start == "manual",
-                threaded=threaded,
+                threaded=(threaded and not inline) or timeout is not None,
             )
+            entry.timeout = timeout
+            entry.tags = check_tags(tags)
+            if timeout is not None:
+                self._ensure_timeouts()
+            if task != "forbidden":
+                self._task_tools = True
+            self._check_duplicate("tool", entry.name, entry.name in self.tools)
             self.tools[entry.name] = entry
             self._changed(TOOLS)
             return func
 
         return register(fn) if fn is not None else register
+
+    def _check_duplicate(self, kind: str, name: str, exists: bool) -> None:
+        """A second registration under a taken name: ``on_duplicate`` decides.  "error"
+        by default, because a silent replacement (two modules defining ``search``) hides
+        one of them from every client."""
+        if not exists or self.on_duplicate == "replace":
+            return
+        text = f"{kind} {name!r} is already registered on server {self.name!r}"
+        if self.on_duplicate == "error":
+            raise ValueError(f"{text} (Server(on_duplicate='replace' or 'warn') allows it)")
+        log.warning("%s; the new one replaces it", text)
 
     def remove_tool(self, name: str) -> None:
         if self.tools.pop(name, None) is not None:
@@ -203,6 +260,7 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         ttl_ms: int | None = None,
         listed: bool = True,
+        tags: Iterable[str] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource (or a resource template when ``uri`` has ``{variables}``).
 
@@ -225,6 +283,10 @@ class Server:
             if is_template(uri):
                 compiled = UriTemplate.compile(uri)
                 wire = {"uriTemplate": uri, **{k: v for k, v in base.items() if v is not None}}
+                same = [t for t in self.templates if t.wire["uriTemplate"] == uri]
+                self._check_duplicate("resource template", uri, bool(same))
+                for old in same:
+                    self.templates.remove(old)
                 self.templates.append(
                     TemplateEntry(
                         compiled,
@@ -234,14 +296,23 @@ class Server:
                         model.context_param,
                         model.field_names,
                         ttl_ms,
+                        check_tags(tags),
                     )
                 )
             else:
                 wire = {"uri": uri, **{k: v for k, v in base.items() if v is not None}}
                 if size is not None:
                     wire["size"] = size
+                self._check_duplicate("resource", uri, uri in self.resources)
                 self.resources[uri] = ResourceEntry(
-                    uri, func, wire, mime_type, model.context_param, ttl_ms, listed
+                    uri,
+                    func,
+                    wire,
+                    mime_type,
+                    model.context_param,
+                    ttl_ms,
+                    listed,
+                    check_tags(tags),
                 )
             self._changed(RESOURCES)
             return func
@@ -257,28 +328,40 @@ class Server:
         description: str | None = None,
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
+        tags: Iterable[str] | None = None,
     ) -> Any:
         """Register a prompt; its string parameters are the prompt's arguments."""
 
         def register(func: F) -> F:
             prompt_name = name or func.__name__
+            check_elicited_types(func)
             model = ArgumentModel(func, Context, title=prompt_name.title())
+            doc_text, doc_params = describe(func)
+            add_descriptions(model.schema, doc_params)
             check_icons(icons)
             wire: dict[str, Any] = {"name": prompt_name}
             for key, value in (
                 ("title", title),
-                ("description", description or _doc(func)),
+                ("description", description or doc_text),
                 ("icons", icons),
                 ("_meta", meta),
             ):
                 if value:
                     wire[key] = value
             wire["arguments"] = prompt_arguments(model)
-            self.prompts[prompt_name] = PromptEntry(prompt_name, func, wire, model)
+            self._check_duplicate("prompt", prompt_name, prompt_name in self.prompts)
+            self.prompts[prompt_name] = PromptEntry(
+                prompt_name, func, wire, model, tags=check_tags(tags)
+            )
             self._changed(PROMPTS)
             return func
 
         return register(fn) if fn is not None else register
+
+    def add_resource(self, resource: Any) -> None:
+        """Register a resource object (:mod:`mcpkit.server.files`: ``TextResource``,
+        ``FileResource``, ``DirectoryResource``)."""
+        resource.register(self)
 
     def completion(self, fn: F) -> F:
         """Register the argument-completion handler.
@@ -291,9 +374,34 @@ class Server:
         self.completer = fn
         return fn
 
+    # ------------------------------------------------------------------ middleware
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Add ``middleware`` as the innermost layer (after those already added)."""
+        if not isinstance(middleware, Middleware):
+            raise TypeError("middleware must be an instance of mcpkit.server.Middleware")
+        self.middleware.append(middleware)
+        self._chains = build_chains(self._handlers, self.middleware)
+        self.inline_calls = keeps_fast_path("tools/call", self.middleware)
+
+    def _ensure_timeouts(self) -> None:
+        from .middleware.timeout import ToolTimeout
+
+        if not any(isinstance(m, ToolTimeout) for m in self.middleware):
+            self.add_middleware(ToolTimeout())
+
+    def runs_inline(self, tool: Any) -> bool:
+        """Whether :meth:`dispatch` of a call of ``tool`` runs to its end in one step and
+        needs no cancel scope of the transport's (see ``ToolEntry.inline``): the tool is
+        inline and no middleware that may wait (``Middleware.waits``) wraps
+        ``tools/call``.  The transports' fast path asks this, so it is a property of
+        dispatch, not a second path."""
+        return self.inline_calls and tool is not None and bool(tool.inline)
+
     # ------------------------------------------------------------------ change notifications
     def _changed(self, kind: str) -> None:
         self._list_cache.pop(kind, None)
+        if kind == RESOURCES:
+            self._list_cache.pop("templates", None)
         self.bus.publish(ChangeEvent(kind))
 
     def notify_tools_changed(self) -> None:
@@ -344,145 +452,6 @@ class Server:
                 return True
         return head in self.capabilities()
 
-    @property
-    def keyring(self) -> Keyring:
-        """Keys sealing MRTR request state: configured, from ``MCPKIT_SEALING_KEYS``, or a
-        key file shared by every process started in the same directory."""
-        if self._keyring is None:
-            self._keyring = Keyring.from_env() or Keyring.from_file(".mcpkit/sealing.key")
-        return self._keyring
-
-    @keyring.setter
-    def keyring(self, value: Keyring) -> None:
-        self._keyring = value
-
-    # ------------------------------------------------------------------ state
-    @property
-    def state(self) -> StateBackend:
-        """Where tasks, handles, sealing keys and change fan-out live (default: memory)."""
-        if self._state is None:
-            from ..state.base import open_backend
-
-            self._state = open_backend(self._state_url or "memory:")
-        return self._state
-
-    @state.setter
-    def state(self, value: StateBackend | str) -> None:
-        if isinstance(value, str):
-            self._state, self._state_url = None, value
-        else:
-            self._state = value
-        self._tasks = None
-
-    def use_default_state(self) -> None:
-        """The embedded default backend (SQLite under ``.mcpkit/``), unless one was chosen."""
-        if self._state is None and self._state_url is None:
-            self.state = DEFAULT_STATE_URL
-
-    # ------------------------------------------------------------------ running
-    def run(self, transport: Literal["stdio", "http"] = "stdio", **options: Any) -> None:
-        """Serve in the foreground, as ``mcpkit serve`` would: ``python demo.py`` works.
-
-        ``transport="http"`` takes ``host``, ``port``, ``path``, ``legacy``, ``modern``,
-        ``allowed_hosts``, ``allowed_origins`` and ``log_level`` (see
-        :func:`mcpkit.transports.launch.serve`).  The state backend defaults to SQLite, as
-        on the command line.
-        """
-        self.use_default_state()
-        # The one place the framework reaches the transports: a launcher, imported only
-        # when called (tests/test_architecture.py lists it as the allowed exception).
-        from ..transports.launch import serve
-
-        serve(self, transport, **options)
-
-    @property
-    def tasks(self) -> Any:
-        """The :class:`~mcpkit.server.tasks.TaskManager` (created on first use)."""
-        if self._tasks is None:
-            from .tasks import TaskManager
-
-            self._tasks = TaskManager(
-                self,
-                self.state,
-                ttl_ms=self.task_ttl_ms,
-                poll_interval_ms=self.task_poll_interval_ms,
-            )
-        return self._tasks
-
-    def spawn(self, fn: Callable[[], Any]) -> None:
-        """Run ``fn()`` in the background for as long as the server runs (task workers)."""
-        if self._tg is None:
-            raise RuntimeError(
-                "background work needs a running server: use `async with server.running()` "
-                "(transports and `mcpkit serve` do this)"
-            )
-        self._tg.start_soon(fn)
-
-    # ------------------------------------------------------------------ lifespan
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[Server]:
-        """Enter the user's lifespan once per process, however many transports or
-        requests use the server (reference-counted; re-entrant).  Also hosts background
-        work (task workers, cross-replica change relay).
-
-        The task that entered first owns the background task group, which only that task
-        may exit: when it leaves while others still use the server (overlapping, not
-        nested, users), it waits for the last of them and then closes everything."""
-        if self._lifespan_lock is None:
-            self._lifespan_lock = anyio.Lock()
-        lock = self._lifespan_lock
-        async with lock:
-            first = self._lifespan_users == 0
-            if first:
-                stack = contextlib.AsyncExitStack()
-                own_tg = self._tg = await stack.enter_async_context(anyio.create_task_group())
-                try:
-                    await self._attach_state(stack)
-                    if self._lifespan is not None:
-                        lifespan = self._lifespan(self)
-                        self.lifespan_state = await stack.enter_async_context(lifespan)
-                except BaseException:  # a lifespan that fails to start leaves nothing open
-                    self._tg = None
-                    own_tg.cancel_scope.cancel()
-                    await stack.aclose()
-                    raise
-                self._lifespan_stack = stack
-                self._lifespan_idle = anyio.Event()
-            idle = self._lifespan_idle
-            self._lifespan_users += 1
-        try:
-            yield self
-        finally:
-            with anyio.CancelScope(shield=True):
-                async with lock:
-                    self._lifespan_users -= 1
-                    if self._lifespan_users == 0 and idle is not None:
-                        idle.set()
-                if first and idle is not None:
-                    await idle.wait()  # at once when we were the last user
-                    async with lock:
-                        if self._lifespan_stack is stack:  # nobody started a new one since
-                            self._lifespan_stack = self._tg = None
-            if first:
-                # Exit in the task that entered, outside the shield above (the task
-                # group's scope must be the current one).
-                own_tg.cancel_scope.cancel()
-                await stack.aclose()
-
-    async def _attach_state(self, stack: contextlib.AsyncExitStack) -> None:
-        """Share sealing keys and change events through the backend when it spans
-        processes (SQLite, Redis)."""
-        backend = self.state
-        if backend.url.startswith("memory"):
-            return
-        if self._keyring is None and Keyring.from_env() is None:
-            from .keys import load_shared_keyring
-
-            self._keyring = await load_shared_keyring(backend)
-        from .relay import start_relay
-
-        await start_relay(self, backend, self._tg)
-
     # ------------------------------------------------------------------ dispatch
     async def dispatch(
         self,
@@ -492,16 +461,28 @@ class Server:
         *,
         session: Any = None,
         principal: Any = None,
+        local: CallNext | None = None,
     ) -> dict[str, Any]:
-        """Answer one request.  The single place where exceptions become protocol errors:
-        :class:`McpError` passes through, anything else becomes -32603 (logged)."""
+        """Answer one request: the one path every transport, era and mode takes.  It runs
+        the middleware chain and then the handler; a task-backed ``tools/call`` runs that
+        same chain inside its task and answers with the CreateTaskResult.
+
+        ``local``: the legacy session answers this request itself (``initialize``,
+        ``ping``, ``logging/setLevel``, subscriptions); dispatch wraps that answer in
+        the middleware chain like any handler.
+
+        The single place where exceptions become protocol errors: :class:`McpError`
+        passes through, anything else becomes -32603 (logged)."""
         method: str = message["method"]
-        handler = self._handlers.get(method)
-        spec = METHODS.get(method)
-        if handler is None or spec is None or meta.era not in spec.eras:
-            raise method_not_found(method)
-        if spec.capability is not None and not self.has_capability(spec.capability):
-            raise method_not_found(method)
+        if local is None:
+            handler = self._chains.get(method)
+            spec = METHODS.get(method)
+            if handler is None or spec is None or meta.era not in spec.eras:
+                raise method_not_found(method)
+            if spec.capability is not None and not self.has_capability(spec.capability):
+                raise method_not_found(method)
+        else:  # a legacy session's own method (initialize, ping, ...): its answer, wrapped
+            handler = wrap(local, method, self.middleware) if self.middleware else local
         # Not Context(...): on CPython 3.11 calling a class with keyword arguments builds a
         # kwargs dict per call; __new__ then __init__ is the same object, ~0.13 µs sooner.
         ctx = _new_object(Context)
@@ -517,7 +498,17 @@ class Server:
             principal=principal,
         )
         try:
-            result = await handler(ctx)
+            result: dict[str, Any]
+            if self._task_tools and method == "tools/call" and meta.era == "modern":
+                tool = handlers.task_tool(self, ctx)
+                if tool is not None:
+                    result = await self.tasks.start(
+                        ctx, functools.partial(handler, ctx), manual=tool.task_manual
+                    )
+                else:
+                    result = await handler(ctx)
+            else:
+                result = await handler(ctx)
         except McpError:
             raise
         except anyio.get_cancelled_exc_class():
@@ -533,6 +524,39 @@ class Server:
             elif isinstance(own, dict) and META_SERVER_INFO not in own:
                 result["_meta"] = {**own, META_SERVER_INFO: self.info}
         return result
+
+    async def dispatch_notification(
+        self, message: Message, *, session: Any = None, principal: Any = None
+    ) -> None:
+        """A notification from the client, through the middleware's ``on_notification``
+        (transports call this after their own handling, e.g. of cancellation).  Nothing
+        is answered, so a failing hook is logged, never sent."""
+        if not self.middleware:
+            return
+        params = message.get("params")
+        if not isinstance(params, dict):
+            params = {}
+        if session is not None:
+            meta = session.meta_for(params)
+        else:
+            meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
+        from .exchange import NULL_EXCHANGE
+
+        ctx = Context(
+            self,
+            meta,
+            None,
+            NULL_EXCHANGE,
+            method=message["method"],
+            params=params,
+            session=session,
+            principal=principal,
+        )
+        chain = wrap(_nothing, ctx.method, self.middleware)
+        try:
+            await chain(ctx)
+        except Exception:
+            log.exception("middleware failed on notification %s", ctx.method)
 
     async def call(
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None
@@ -550,6 +574,11 @@ class Server:
         if items is None:
             items = self._list_cache[kind] = build()
         return items
+
+
+async def _nothing(ctx: Context) -> dict[str, Any]:
+    """The innermost step of a notification's chain: the transport already acted on it."""
+    return {}
 
 
 def _doc(fn: Fn) -> str | None:

@@ -146,6 +146,7 @@ class TaskManager:
         outcome: dict[str, Any] = {}
         handle = TaskHandle(self, task_id, ctx.principal)
         ctx._task = handle
+        ctx.request  # noqa: B018 - keep the HTTP headers: begin() drops the exchange
 
         async def begin() -> None:
             now = _now_iso()

@@ -111,6 +111,7 @@ class StdioServer:
     async def on_notification(self, message: Message, endpoint: Endpoint) -> None:
         if self.session is not None:
             self.session.on_notification(message)
+        await self.server.dispatch_notification(message, session=self.session)
 
     async def serve(self, in_fd: int, out_fd: int) -> None:
         endpoint: Endpoint
@@ -130,6 +131,7 @@ class StdioServer:
         and the in-memory transport (:mod:`mcpkit.transports.memory`) both come here, so a
         test over memory runs exactly the code a stdio server runs."""
         endpoint.starts_inline = self.starts_inline
+        endpoint.drain_on_eof = True
         async with self.server.running():
             await endpoint.run(chunks)
 

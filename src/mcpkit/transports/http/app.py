@@ -37,6 +37,7 @@ from .asgi import (
     Rejection,
     Scope,
     Send,
+    accepts_an_answer,
     header_map,
     read_body_now,
     send_error,
@@ -213,6 +214,21 @@ class McpHttpApp:
             failure = McpError(INVALID_REQUEST, "Unsupported Media Type: use application/json")
             await send_error(send, 415, failure)
             return
+        # -- 406 (issue #17): an Accept that admits neither answer form (parsed only
+        # when it is not plainly one of them).
+        accept = headers.get("accept")
+        if (
+            accept is not None
+            and ("q=" in accept or ("json" not in accept and "event-stream" not in accept))
+            and not accepts_an_answer(accept)
+        ):
+            failure = McpError(
+                INVALID_REQUEST,
+                "Not Acceptable: accept application/json and text/event-stream",
+            )
+            await send_error(send, 406, failure)
+            return
+        # -- end 406
         # No cancel scope here: the body is nearly always there already (a scope is entered
         # only for a body that has to be waited for), and the modern handler opens its own
         # only when it needs one (see handle_modern).

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
 
+from ...runtime.compat import new_cancel_scope
 from ...runtime.exchange import Exchange
 from ...runtime.stepping import Resumed, run_until_suspended
 from ...types import jsonrpc
@@ -19,28 +19,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
-
-_asyncio_scope: type[anyio.CancelScope] | None = None
-
-
-def new_cancel_scope() -> anyio.CancelScope:
-    """A new (not yet entered) ``anyio.CancelScope``.
-
-    ``anyio.CancelScope()`` looks up the running backend (sniffio, then the current task)
-    each time: about half of what a scope costs, paid on every request.  On asyncio we
-    look it up once and then build the backend's own class directly (the same object
-    ``anyio.CancelScope()`` would return).  Under any other loop: the plain call.
-    """
-    global _asyncio_scope
-    if asyncio._get_running_loop() is None:
-        return anyio.CancelScope()
-    cls = _asyncio_scope
-    if cls is None:
-        scope = anyio.CancelScope()
-        if type(scope).__module__ == "anyio._backends._asyncio":
-            _asyncio_scope = type(scope)
-        return scope
-    return cls()
 
 
 class CancellableExchange(Exchange):
@@ -250,3 +228,36 @@ async def watch_disconnect(receive: Receive, scope: Any) -> None:
         if message["type"] == "http.disconnect":
             scope.cancel()
             return
+
+
+#: Media ranges that admit one of the two answer forms.
+_ANSWER_RANGES = frozenset(
+    ("application/json", "text/event-stream", "application/*", "text/*", "*/*")
+)
+
+
+def accepts_an_answer(accept: str | None) -> bool:
+    """Whether a POST's ``Accept`` admits ``application/json`` or ``text/event-stream``
+    (the two forms an MCP answer takes).  No header admits anything (RFC 9110); a range
+    with ``q=0`` refuses.  A request that admits neither gets 406, as the official SDK
+    answers, instead of being executed for an answer the client says it cannot take."""
+    if accept is None:
+        return True
+    if "q=" not in accept and ("application/json" in accept or "text/event-stream" in accept):
+        return True  # the usual headers, without parsing
+    for item in accept.split(","):
+        media, _, params = item.partition(";")
+        media = media.strip().lower()
+        if media not in _ANSWER_RANGES:
+            continue
+        quality = 1.0
+        for param in params.split(";"):
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            return True
+    return False

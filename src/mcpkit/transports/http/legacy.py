@@ -10,6 +10,7 @@ are kept in a small per-session event log so a client can resume with ``Last-Eve
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -17,6 +18,7 @@ import anyio
 from ...protocol import headers as hdr
 from ...protocol.correlation import cancelled_request_id
 from ...protocol.sse import encode_event, priming_event
+from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import calls_inline_tool
 from ...runtime.exchange import Exchange, Interrupted
 from ...runtime.listen import legacy_notification_for
@@ -28,7 +30,6 @@ from .asgi import (
     CancellableExchange,
     Receive,
     Send,
-    new_cancel_scope,
     send_empty,
     send_error,
     watch_disconnect,
@@ -41,13 +42,14 @@ if TYPE_CHECKING:
 
 
 class LegacyExchange(CancellableExchange):
-    __slots__ = ("app", "session", "writer")
+    __slots__ = ("app", "headers", "session", "writer")
 
     def __init__(self, app: McpHttpApp, session: HttpSession, writer: ResponseWriter) -> None:
         CancellableExchange.__init__(self)  # not super(): one per request, this is cheaper
         self.app = app
         self.session = session
         self.writer = writer
+        self.headers: Mapping[str, str] = Exchange.headers  # set per request
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
@@ -138,6 +140,7 @@ async def handle_legacy_post(
         else:
             session.legacy.on_notification(message)
             await store.save(session)
+        await app.server.dispatch_notification(message, session=session.legacy, principal=principal)
         await send_empty(send, 202)
         return
     if kind in (jsonrpc.Kind.RESULT, jsonrpc.Kind.ERROR):
@@ -171,6 +174,7 @@ async def _handle_request(
         retry_ms=app.options.retry_ms if resumable else None,
     )
     exchange = LegacyExchange(app, session, writer)
+    exchange.headers = headers
     # A call of an inline tool runs in no cancel scope (a new task's first scope costs ~5 us):
     # it can only wait inside exchange.interruptible(), which notifications/cancelled
     # cancels through the exchange.  Anything else runs in a scope of its own.

@@ -19,6 +19,7 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
+from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import called_tool
 from ...runtime.exchange import Interrupted
 from ...runtime.listen import Subscription
@@ -30,7 +31,6 @@ from .asgi import (
     CancellableExchange,
     Receive,
     Send,
-    new_cancel_scope,
     send_empty,
     send_error,
     watch_disconnect,
@@ -48,12 +48,14 @@ class ModernExchange(CancellableExchange):
     the handler sends something before its result (most answer with the result alone,
     as one JSON body: :meth:`answer`)."""
 
-    __slots__ = ("_writer", "accept", "send")
+    __slots__ = ("_writer", "accept", "headers", "send")
 
-    def __init__(self, send: Send, accept: str) -> None:
+    def __init__(self, send: Send, headers: dict[str, str]) -> None:
         CancellableExchange.__init__(self)  # not super(): one per request, this is cheaper
         self.send = send
-        self.accept = accept  # the request's Accept header: may the answer be a stream?
+        self.headers = headers
+        # The request's Accept header: may the answer be a stream?
+        self.accept = headers.get("accept", "text/event-stream")
         self._writer: ResponseWriter | None = None
 
     @property
@@ -100,6 +102,7 @@ async def handle_modern(
     one of our own."""
     if kind is jsonrpc.Kind.NOTIFICATION:
         # Clients may POST notifications/cancelled; nothing else is defined. Accept.
+        await app.server.dispatch_notification(message, principal=principal)
         await send_empty(send, 202)
         return
     if kind is not jsonrpc.Kind.REQUEST:
@@ -133,12 +136,13 @@ async def handle_modern(
         await send_error(send, err.http_status, err, request_id)
         return
 
-    exchange = ModernExchange(send, headers.get("accept", "text/event-stream"))
+    exchange = ModernExchange(send, headers)
     if method == "subscriptions/listen":
         await _listen(app, message, exchange.writer, receive)
         return
     answer: tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None = None
-    if scope is None and tool is not None and tool.inline:
+    # Server.runs_inline(tool), spelled out: this is the hot path.
+    if scope is None and tool is not None and tool.inline and app.server.inline_calls:
         # No cancel scope: a new task's first scope costs ~5 us (anyio's per-task state),
         # and an inline tool can only wait inside exchange.interruptible().
         answer = await _answer(app, message, meta, exchange, receive, principal, None)

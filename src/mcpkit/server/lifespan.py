@@ -1,0 +1,181 @@
+"""The part of :class:`~mcpkit.server.Server` that lives as long as the process: the
+state backend, the task manager, background work and the user's lifespan, entered once
+however many transports and requests share the server.  A mixin (split out of
+``server.py`` to keep that file about requests and registrations); it owns no
+registrations and answers no requests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, Literal, Self, cast
+
+import anyio
+
+from ..protocol.sealing import Keyring
+from ..state.base import StateBackend
+
+if TYPE_CHECKING:
+    from .server import Server
+
+__all__ = ["DEFAULT_STATE_URL", "ServerRuntime"]
+
+#: ``mcpkit serve`` and :meth:`ServerRuntime.run` keep state here unless told otherwise.
+DEFAULT_STATE_URL = "sqlite:///.mcpkit/state.db"
+
+
+class ServerRuntime:
+    """State, tasks, background work and lifespan (see :class:`~mcpkit.server.Server`)."""
+
+    _keyring: Keyring | None
+    _state: StateBackend | None
+    _state_url: str | None
+    _tasks: Any
+    _tg: Any
+    _lifespan: Callable[[Any], contextlib.AbstractAsyncContextManager[Any]] | None
+    _lifespan_stack: contextlib.AsyncExitStack | None
+    _lifespan_users: int
+    _lifespan_lock: anyio.Lock | None
+    _lifespan_idle: anyio.Event | None
+    lifespan_state: Any
+    task_ttl_ms: int
+    task_poll_interval_ms: int
+
+    @property
+    def keyring(self) -> Keyring:
+        """Keys sealing MRTR request state: configured, from ``MCPKIT_SEALING_KEYS``, or a
+        key file shared by every process started in the same directory."""
+        if self._keyring is None:
+            self._keyring = Keyring.from_env() or Keyring.from_file(".mcpkit/sealing.key")
+        return self._keyring
+
+    @keyring.setter
+    def keyring(self, value: Keyring) -> None:
+        self._keyring = value
+
+    # ------------------------------------------------------------------ state
+    @property
+    def state(self) -> StateBackend:
+        """Where tasks, handles, sealing keys and change fan-out live (default: memory)."""
+        if self._state is None:
+            from ..state.base import open_backend
+
+            self._state = open_backend(self._state_url or "memory:")
+        return self._state
+
+    @state.setter
+    def state(self, value: StateBackend | str) -> None:
+        if isinstance(value, str):
+            self._state, self._state_url = None, value
+        else:
+            self._state = value
+        self._tasks = None
+
+    def use_default_state(self) -> None:
+        """The embedded default backend (SQLite under ``.mcpkit/``), unless one was chosen."""
+        if self._state is None and self._state_url is None:
+            self.state = DEFAULT_STATE_URL
+
+    def run(self, transport: Literal["stdio", "http"] = "stdio", **options: Any) -> None:
+        """Serve in the foreground, as ``mcpkit serve`` would: ``python demo.py`` works.
+
+        ``transport="http"`` takes ``host``, ``port``, ``path``, ``legacy``, ``modern``,
+        ``allowed_hosts``, ``allowed_origins`` and ``log_level`` (see
+        :func:`mcpkit.transports.launch.serve`).  The state backend defaults to SQLite, as
+        on the command line.
+        """
+        self.use_default_state()
+        # The one place the framework reaches the transports: a launcher, imported only
+        # when called (tests/test_architecture.py lists it as the allowed exception).
+        from ..transports.launch import serve
+
+        serve(cast(Any, self), transport, **options)
+
+    @property
+    def tasks(self) -> Any:
+        """The :class:`~mcpkit.server.tasks.TaskManager` (created on first use)."""
+        if self._tasks is None:
+            from .tasks import TaskManager
+
+            self._tasks = TaskManager(
+                cast("Server", self),
+                self.state,
+                ttl_ms=self.task_ttl_ms,
+                poll_interval_ms=self.task_poll_interval_ms,
+            )
+        return self._tasks
+
+    def spawn(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn()`` in the background for as long as the server runs (task workers)."""
+        if self._tg is None:
+            raise RuntimeError(
+                "background work needs a running server: use `async with server.running()` "
+                "(transports and `mcpkit serve` do this)"
+            )
+        self._tg.start_soon(fn)
+
+    # ------------------------------------------------------------------ lifespan
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Self]:
+        """Enter the user's lifespan once per process, however many transports or
+        requests use the server (reference-counted; re-entrant).  Also hosts background
+        work (task workers, cross-replica change relay).
+
+        The task that entered first owns the background task group, which only that task
+        may exit: when it leaves while others still use the server (overlapping, not
+        nested, users), it waits for the last of them and then closes everything."""
+        if self._lifespan_lock is None:
+            self._lifespan_lock = anyio.Lock()
+        lock = self._lifespan_lock
+        async with lock:
+            first = self._lifespan_users == 0
+            if first:
+                stack = contextlib.AsyncExitStack()
+                own_tg = self._tg = await stack.enter_async_context(anyio.create_task_group())
+                try:
+                    await self._attach_state(stack)
+                    if self._lifespan is not None:
+                        lifespan = self._lifespan(self)
+                        self.lifespan_state = await stack.enter_async_context(lifespan)
+                except BaseException:  # a lifespan that fails to start leaves nothing open
+                    self._tg = None
+                    own_tg.cancel_scope.cancel()
+                    await stack.aclose()
+                    raise
+                self._lifespan_stack = stack
+                self._lifespan_idle = anyio.Event()
+            idle = self._lifespan_idle
+            self._lifespan_users += 1
+        try:
+            yield self
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with lock:
+                    self._lifespan_users -= 1
+                    if self._lifespan_users == 0 and idle is not None:
+                        idle.set()
+                if first and idle is not None:
+                    await idle.wait()  # at once when we were the last user
+                    async with lock:
+                        if self._lifespan_stack is stack:  # nobody started a new one since
+                            self._lifespan_stack = self._tg = None
+            if first:
+                # Exit in the task that entered, outside the shield above (the task
+                # group's scope must be the current one).
+                own_tg.cancel_scope.cancel()
+                await stack.aclose()
+
+    async def _attach_state(self, stack: contextlib.AsyncExitStack) -> None:
+        """Share sealing keys and change events through the backend when it spans
+        processes (SQLite, Redis)."""
+        backend = self.state
+        if backend.url.startswith("memory"):
+            return
+        if self._keyring is None and Keyring.from_env() is None:
+            from .keys import load_shared_keyring
+
+            self._keyring = await load_shared_keyring(backend)
+        from .relay import start_relay
+
+        await start_relay(cast("Server", self), backend, self._tg)

@@ -1,0 +1,133 @@
+"""Middleware: the one seam every request passes through, whatever its transport or era.
+
+:meth:`Server.dispatch <mcpkit.server.Server.dispatch>` is the single function that
+answers requests from stdio, HTTP (modern and legacy), in-process calls, each MRTR round
+and the body of a task-backed tool call.  It runs the chain built here and then the
+handler.  A middleware subclasses :class:`Middleware` and overrides any hook; a hook that
+is not overridden adds no layer at all, so a server without middleware (or whose
+middleware ignores a method) pays nothing for that method.
+
+Order (the onion): for ``Server(middleware=[a, b])`` a ``tools/call`` runs
+``a.on_request -> a.on_call_tool -> b.on_request -> b.on_call_tool -> handler``, and the
+result travels back out the same way.  A hook may read or replace ``ctx.params``, answer
+without calling ``call_next`` (a result dict, or raise ``McpError``), or change the
+result it gets back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+__all__ = ["CallNext", "Middleware", "build_chains"]
+
+CallNext = Callable[["Context"], Awaitable[dict[str, Any]]]
+
+#: Method -> the operation hook that wraps it (after ``on_request``).
+HOOKS: dict[str, str] = {
+    "tools/call": "on_call_tool",
+    "resources/read": "on_read_resource",
+    "prompts/get": "on_get_prompt",
+    "tools/list": "on_list_tools",
+    "resources/list": "on_list_resources",
+    "resources/templates/list": "on_list_resource_templates",
+    "prompts/list": "on_list_prompts",
+    "completion/complete": "on_complete",
+}
+
+
+class Middleware:
+    """Base class: every hook passes the request on unchanged.  Override what you need.
+
+    ``ctx`` is the request's :class:`~mcpkit.server.Context` (``ctx.method``,
+    ``ctx.params``, ``ctx.era``, ``ctx.principal``, ``ctx.request_id``); ``call_next(ctx)``
+    runs the rest of the chain and returns the result dict (or raises ``McpError``).
+    """
+
+    #: Whether a hook may wait on something other than ``call_next`` (I/O, a sleep, a
+    #: lock) or enter a cancel scope or task group.  Set it to False when it never does:
+    #: the transports then keep their fast path for plain ``def`` tools, which runs the
+    #: whole request in one step without a task or cancel scope of its own (stdio starts
+    #: it on the reader and moves it to a task only if it waits, which is unsafe for a
+    #: scope entered before that move).  True by default: always safe, ~5-10 µs slower.
+    waits: bool = True
+
+    async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        """Every request, before its operation hook."""
+        return await call_next(ctx)
+
+    async def on_call_tool(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        return await call_next(ctx)
+
+    async def on_read_resource(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        return await call_next(ctx)
+
+    async def on_get_prompt(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        return await call_next(ctx)
+
+    async def on_list_tools(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        """May filter ``result["tools"]`` (copy the list: the server caches it)."""
+        return await call_next(ctx)
+
+    async def on_list_resources(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        return await call_next(ctx)
+
+    async def on_list_resource_templates(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        return await call_next(ctx)
+
+    async def on_list_prompts(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        return await call_next(ctx)
+
+    async def on_complete(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        return await call_next(ctx)
+
+    async def on_notification(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        """A notification from the client (``notifications/initialized``,
+        ``notifications/cancelled``, ...); the result is ignored."""
+        return await call_next(ctx)
+
+
+def _overrides(middleware: Middleware, hook: str) -> bool:
+    return getattr(type(middleware), hook) is not getattr(Middleware, hook)
+
+
+def _layer(
+    hook: Callable[[Context, CallNext], Awaitable[dict[str, Any]]], nxt: CallNext
+) -> CallNext:
+    """``hook(ctx, nxt)`` as a one-argument callable.  A plain closure: it returns the
+    hook's coroutine (no coroutine of its own) and costs about half what
+    ``functools.partial`` with a keyword argument does (~0.1 µs per layer and request)."""
+    return lambda ctx: hook(ctx, nxt)
+
+
+def wrap(handler: CallNext, method: str, middleware: Sequence[Middleware]) -> CallNext:
+    """``handler`` inside every layer ``middleware`` adds for ``method`` (onion order).
+    Only overridden hooks become layers."""
+    hook = "on_notification" if method.startswith("notifications/") else HOOKS.get(method)
+    chain = handler
+    for m in reversed(middleware):
+        if hook is not None and _overrides(m, hook):
+            chain = _layer(getattr(m, hook), chain)
+        if hook != "on_notification" and _overrides(m, "on_request"):
+            chain = _layer(m.on_request, chain)
+    return chain
+
+
+def keeps_fast_path(method: str, middleware: Sequence[Middleware]) -> bool:
+    """No middleware that may wait wraps ``method``."""
+    hook = HOOKS.get(method)
+    return not any(
+        m.waits and (_overrides(m, "on_request") or (hook is not None and _overrides(m, hook)))
+        for m in middleware
+    )
+
+
+def build_chains(
+    handlers: Mapping[str, CallNext], middleware: Sequence[Middleware]
+) -> dict[str, CallNext]:
+    """One composed chain per method, built when the middleware list changes (never per
+    request).  With no middleware the chains *are* the handlers."""
+    return {method: wrap(handler, method, middleware) for method, handler in handlers.items()}

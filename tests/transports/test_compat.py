@@ -1,0 +1,35 @@
+"""The one module that touches other libraries' private APIs (runtime/compat.py) gives
+exactly what the public API gives, on the anyio it was tested with and off asyncio."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from mcpkit.runtime import compat
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_shortcut_scope_is_the_public_scope_class(anyio_backend: str) -> None:
+    for _ in range(3):  # the first call looks the class up, the next ones reuse it
+        scope = compat.new_cancel_scope()
+        assert type(scope) is type(anyio.CancelScope())
+        with scope:
+            scope.cancel()
+            await anyio.sleep(1)  # cancelled at once: the scope works as a scope
+        assert scope.cancelled_caught
+
+
+def test_the_pin_matches_the_installed_anyio() -> None:
+    # A new anyio major must be checked (and the pin moved) before the shortcut is used.
+    assert compat._anyio_major() == compat.TESTED_ANYIO_MAJOR
+    assert compat._SHORTCUT
+
+
+def test_outside_a_loop_it_fails_as_the_public_call_does() -> None:
+    with pytest.raises(Exception) as public:
+        anyio.CancelScope()
+    with pytest.raises(Exception) as ours:
+        compat.new_cancel_scope()
+    assert type(ours.value) is type(public.value)

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 import anyio
+import anyio.lowlevel
 
 from ..protocol.sealing import Keyring
 from ..state.base import StateBackend
@@ -37,6 +38,8 @@ class ServerRuntime:
     _lifespan_stack: contextlib.AsyncExitStack | None
     _lifespan_users: int
     _lifespan_lock: anyio.Lock | None
+    #: The event loop (``anyio.lowlevel.current_token()``) the lock was made in.
+    _lifespan_loop: object = None
     _lifespan_idle: anyio.Event | None
     lifespan_state: Any
     task_ttl_ms: int
@@ -125,8 +128,12 @@ class ServerRuntime:
         The task that entered first owns the background task group, which only that task
         may exit: when it leaves while others still use the server (overlapping, not
         nested, users), it waits for the last of them and then closes everything."""
-        if self._lifespan_lock is None:
-            self._lifespan_lock = anyio.Lock()
+        loop = anyio.lowlevel.current_token()
+        if self._lifespan_lock is None or self._lifespan_loop is not loop:
+            # A lock belongs to one event loop: a server object reused under another one
+            # (a test suite parametrized over asyncio and trio) gets a fresh lock there.
+            # Nothing can be waiting on the old lock from this loop, so no race.
+            self._lifespan_lock, self._lifespan_loop = anyio.Lock(), loop
         lock = self._lifespan_lock
         async with lock:
             first = self._lifespan_users == 0

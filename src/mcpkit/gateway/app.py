@@ -1,4 +1,7 @@
-"""The gateway as one ASGI application: ``/mcp`` (both eras), ``/metrics``, ``/healthz``.
+"""The gateway as one ASGI application: ``/mcp`` (both eras), ``/metrics``, the probes
+(``/livez``, ``/readyz``, ``/healthz``: :mod:`.front`) and, in ``jwt`` mode, the RFC 9728
+metadata at ``/.well-known/oauth-protected-resource[/path]`` (served by
+:class:`mcpkit.auth.ProtectedResource`, the same code as any protected mcpkit server).
 
 Before the body is read, the fast path uses ``Mcp-Method``/``Mcp-Name`` (2026-07-28
 clients send them) to refuse early: unauthenticated (401), not allowed (403) or already
@@ -11,13 +14,17 @@ another tool.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..auth.resource_server import ProtectedResource
 from ..protocol.headers import METHOD, NAME, decode_header_value
 from ..transports.http.app import HttpOptions, McpHttpApp
 from ..transports.http.asgi import (
+    BodyTooLarge,
+    ClientGone,
     Receive,
     Rejection,
     Scope,
@@ -26,13 +33,13 @@ from ..transports.http.asgi import (
     read_body,
     send_bytes,
     send_error,
-    send_json,
 )
 from ..types.codec import decode
 from ..types.errors import McpError
 from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
+from .front import PROBES, Cors, probe
 from .policy import Principal
 from .server import FORBIDDEN, RATE_LIMITED, GatewayServer
 
@@ -44,8 +51,20 @@ class GatewayApp:
         self.config = config
         self.server = GatewayServer(config)
         self.authenticator = GatewayAuthenticator(config.auth, config.base_dir)
+        options = options or HttpOptions()
+        if config.cors_origins:  # a CORS origin is by definition an accepted Origin
+            policy = options.host_policy
+            origins = policy.allowed_origins | {o.rstrip("/").lower() for o in config.cors_origins}
+            options = dataclasses.replace(
+                options, host_policy=dataclasses.replace(policy, allowed_origins=origins)
+            )
         self.mcp = McpHttpApp(self.server, options, authenticate=self._authenticate)
         self.path = self.mcp.options.path
+        bearer = self.authenticator.bearer
+        #: Only its metadata endpoint is used: authentication is done in __call__, where
+        #: refusals are also audited and counted.
+        self.metadata = ProtectedResource(self.mcp, bearer) if bearer is not None else None
+        self.cors = Cors(config.cors_origins) if config.cors_origins else None
 
     async def _authenticate(self, scope: Scope, headers: dict[str, str]) -> Principal:
         cached = scope.get(_PRINCIPAL)
@@ -116,17 +135,24 @@ class GatewayApp:
             return
         path = scope.get("path", "")
         if path == "/metrics":
-            body, content_type = self.server.metrics.render()
+            up = {u.name: u.client is not None for u in self.server.upstreams}
+            body, content_type = self.server.metrics.render(up)
             await send_bytes(send, 200, body, [(b"content-type", content_type.encode())])
             return
-        if path == "/healthz":
-            states = {
-                u.name: ("up" if u.client else f"down: {u.error}") for u in self.server.upstreams
-            }
-            healthy = all(u.client is not None for u in self.server.upstreams)
-            await send_json(send, 200 if healthy else 503, {"upstreams": states})
+        if path in PROBES:
+            await probe(path, self.config, self.server.upstreams, send)
+            return
+        if self.metadata is not None and path in self.metadata.auth.metadata_paths:
+            await self.metadata(scope, receive, send)
             return
         headers = header_map(scope)
+        if self.cors is not None:
+            origin = self.cors.origin(headers)
+            if origin is not None:
+                if scope.get("method") == "OPTIONS":
+                    await self.cors.preflight(origin, headers, send)
+                    return
+                send = self.cors.wrap(origin, send)
         policy = self.mcp.options.host_policy
         if (
             scope.get("method") == "POST"
@@ -146,6 +172,17 @@ class GatewayApp:
                 await send_error(send, rejection.status, rejection.error, None, rejection.headers)
                 return
             scope[_PRINCIPAL] = principal
+            if self.authenticator.has_call_scopes:
+                try:
+                    receive, method, name = await self._check_scopes(principal, receive)
+                except _BodyGone:
+                    return
+                except Rejection as rejection:
+                    self._record(principal, method, name, "insufficient_scope", started)
+                    await send_error(
+                        send, rejection.status, rejection.error, None, rejection.headers
+                    )
+                    return
             if method is not None:
                 try:
                     await self._precheck(principal, method, name)
@@ -155,6 +192,33 @@ class GatewayApp:
                     return
         await self.mcp(scope, receive, send)
 
+    async def _check_scopes(
+        self, principal: Principal, receive: Receive
+    ) -> tuple[Receive, str | None, str | None]:
+        """Read the body once to find the tool it calls and refuse with a 403 step-up
+        challenge when the token lacks that tool's scopes; then replay the body.  Only
+        done when ``[auth.tool_scopes]`` is configured (it costs a body copy)."""
+        try:
+            body = await read_body(receive, self.mcp.options.max_body_bytes, None)
+        except (BodyTooLarge, ClientGone):
+            raise _BodyGone from None
+        try:
+            message: Any = decode(body)
+        except Exception:
+            message = None  # the transport answers the parse error
+        method, name = _method_name(message)
+        self.authenticator.check_call(principal, message)
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay, method, name
+
     async def _peek(self, receive: Receive) -> tuple[str | None, str | None]:
         """Method and name of a refused request's body, for the audit log (best effort)."""
         try:
@@ -162,16 +226,7 @@ class GatewayApp:
             message = decode(body)
         except Exception:
             return None, None
-        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-            return None, None
-        method: str = message["method"]
-        params = message.get("params")
-        spec = METHODS.get(method)
-        name = None
-        if isinstance(params, dict) and spec is not None and spec.name_param:
-            value = params.get(spec.name_param)
-            name = value if isinstance(value, str) else None
-        return method, name
+        return _method_name(message)
 
     async def _precheck(self, principal: Principal, method: str, name: str | None) -> None:
         """Refuse early on what the headers say (the transport checks them against the
@@ -210,6 +265,24 @@ class GatewayApp:
                     [(b"retry-after", str(verdict.retry_after_s).encode())],
                     outcome=f"rate_limited:{rule.name}",
                 )
+
+
+def _method_name(message: Any) -> tuple[str | None, str | None]:
+    """The method and tool/prompt name or URI of one JSON-RPC request body."""
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return None, None
+    method: str = message["method"]
+    params = message.get("params")
+    spec = METHODS.get(method)
+    name = None
+    if isinstance(params, dict) and spec is not None and spec.name_param:
+        value = params.get(spec.name_param)
+        name = value if isinstance(value, str) else None
+    return method, name
+
+
+class _BodyGone(Exception):
+    """The client went away (or sent too much) while the body was read for a scope check."""
 
 
 class _Refused(Rejection):

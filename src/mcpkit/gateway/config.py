@@ -11,11 +11,15 @@ import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _RATE = re.compile(r"^\s*(\d+)\s*(?:/|per)\s*(\d*)\s*(second|minute|hour|day)s?\s*$")
+
+
+DEFAULT_MAX_RESULT = 4 * 1024 * 1024
 
 
 class ConfigError(ValueError):
@@ -46,6 +50,15 @@ class AuthConfig:
     audience: str | None = None
     principal_claim: str = "sub"
     groups_claim: str = "groups"
+    #: The gateway's canonical URL (RFC 8707/9728), e.g. ``https://gw.example.com/mcp``:
+    #: published in the protected-resource metadata and the default token audience.
+    resource: str | None = None
+    #: Issuers clients may get tokens from (RFC 9728 ``authorization_servers``).
+    authorization_servers: tuple[str, ...] = ()
+    #: Scopes every request needs (sent in the 401 challenge's ``scope``).
+    scopes: tuple[str, ...] = ()
+    #: Extra scopes per (namespaced) tool: a call without them is a 403 step-up.
+    tool_scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,20 @@ class GatewayConfig:
     cache: bool = True
     name: str = "mcpkit-gateway"
     base_dir: Path = field(default_factory=Path.cwd)
+    #: What /readyz needs: "all" upstreams up, "any" one, or these named ones.
+    ready: str | tuple[str, ...] = "all"
+    #: Browser origins allowed to call /mcp (CORS); empty: no CORS headers at all.
+    cors_origins: tuple[str, ...] = ()
+    #: Largest upstream answer passed on (bytes); ``result_caps`` overrides it per tool.
+    max_result_bytes: int = 4 * 1024 * 1024
+    result_caps: dict[str, int] = field(default_factory=dict)
+
+    def result_cap(self, tool: str) -> int:
+        """The answer-size cap for one (namespaced) tool: the first matching glob."""
+        for pattern, cap in self.result_caps.items():
+            if fnmatchcase(tool, pattern):
+                return cap
+        return self.max_result_bytes
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
@@ -111,8 +138,21 @@ def parse_rate(text: str, where: str) -> tuple[int, int]:
     return amount, multiple * unit
 
 
-def _expand(value: str) -> str:
-    return os.path.expandvars(value)
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _expand(value: str, where: str = "config") -> str:
+    """``$VAR``/``${VAR}`` from the environment; an unset one is an error naming it
+    (``os.path.expandvars`` would keep ``${TOKEN}`` as is and send it upstream)."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        value = os.environ.get(name)
+        if value is None:
+            raise ConfigError(f"{where}: environment variable {name} is not set")
+        return value
+
+    return _VAR.sub(one, value)
 
 
 def load_config(path: str | Path) -> GatewayConfig:
@@ -156,10 +196,16 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         upstreams.append(
             UpstreamConfig(
                 name=name,
-                url=_expand(url) if url else None,
-                command=tuple(_expand(c) for c in command) if command else (),
-                env={k: _expand(str(v)) for k, v in (item.get("env") or {}).items()},
-                headers={k: _expand(str(v)) for k, v in (item.get("headers") or {}).items()},
+                url=_expand(url, f"{where}.url") if url else None,
+                command=tuple(_expand(c, f"{where}.command") for c in command) if command else (),
+                env={
+                    k: _expand(str(v), f"{where}.env.{k}")
+                    for k, v in (item.get("env") or {}).items()
+                },
+                headers={
+                    k: _expand(str(v), f"{where}.headers.{k}")
+                    for k, v in (item.get("headers") or {}).items()
+                },
                 prefix=prefix,
                 timeout_s=float(item.get("timeout", 30.0)),
                 era=era,
@@ -181,24 +227,13 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             who = {"principal": who}
         if not isinstance(who, dict) or not isinstance(who.get("principal"), str):
             raise ConfigError(f"auth.tokens.{token[:4]}...: needs a principal")
-        tokens[_expand(token)] = {
+        tokens[_expand(token, "auth.tokens")] = {
             "principal": who["principal"],
             "groups": list(who.get("groups", [])),
         }
     if mode == "bearer" and not tokens:
         raise ConfigError("auth.mode = 'bearer' needs [auth.tokens]")
-    if mode == "jwt" and not (auth_data.get("jwks_url") or auth_data.get("jwks_file")):
-        raise ConfigError("auth.mode = 'jwt' needs jwks_url or jwks_file")
-    auth = AuthConfig(
-        mode=mode,
-        tokens=tokens,
-        jwks_url=auth_data.get("jwks_url"),
-        jwks_file=auth_data.get("jwks_file"),
-        issuer=auth_data.get("issuer"),
-        audience=auth_data.get("audience"),
-        principal_claim=auth_data.get("principal_claim", "sub"),
-        groups_claim=auth_data.get("groups_claim", "groups"),
-    )
+    auth = _parse_auth(auth_data, mode, tokens)
     rules = []
     for index, item in enumerate(data.get("rule") or data.get("rules") or []):
         where = f"rule[{index}]"
@@ -240,16 +275,94 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
     if default_effect not in ("allow", "deny"):
         raise ConfigError("default_effect must be allow or deny")
     gateway = data.get("gateway") or {}
+    names = {u.name for u in upstreams}
+    ready = gateway.get("ready", "all")
+    if isinstance(ready, list):
+        unknown = [r for r in ready if r not in names]
+        if unknown or not ready:
+            raise ConfigError(f"gateway.ready names unknown upstreams: {unknown}")
+        ready = tuple(ready)
+    elif ready not in ("all", "any"):
+        raise ConfigError('gateway.ready must be "all", "any" or a list of upstream names')
+    cors = gateway.get("cors_origins", [])
+    if not isinstance(cors, list) or not all(isinstance(o, str) for o in cors):
+        raise ConfigError("gateway.cors_origins must be a list of origins")
+    default_cap = _size(gateway.get("max_result_bytes", DEFAULT_MAX_RESULT), "gateway")
+    caps = {
+        str(k): _size(v, f"result_caps.{k}") for k, v in (data.get("result_caps") or {}).items()
+    }
     return GatewayConfig(
         upstreams=tuple(upstreams),
         auth=auth,
         rules=tuple(rules),
         default_effect=default_effect,
         rate_limits=tuple(limits),
-        state=_expand(gateway.get("state", data.get("state", "memory:"))),
+        state=_expand(gateway.get("state", data.get("state", "memory:")), "gateway.state"),
         audit_log=gateway.get("audit_log", data.get("audit_log")),
         metrics=bool(gateway.get("metrics", True)),
         cache=bool(gateway.get("cache", True)),
         name=gateway.get("name", "mcpkit-gateway"),
         base_dir=base_dir or Path.cwd(),
+        ready=ready,
+        cors_origins=tuple(cors),
+        max_result_bytes=default_cap,
+        result_caps=caps,
+    )
+
+
+def _size(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{where}.max_result_bytes must be a positive number of bytes")
+    return value
+
+
+def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any]]) -> AuthConfig:
+    """``[auth]``.  In ``jwt`` mode the gateway is an OAuth 2.1 protected resource: it needs
+    its canonical URL (``resource``) and the ``issuer`` whose tokens it accepts, because
+    both go into the RFC 9728 metadata that clients discover from the 401."""
+    if mode != "jwt":
+        return AuthConfig(mode=mode, tokens=tokens)
+    issuer = data.get("issuer")
+    if not isinstance(issuer, str) or not issuer:
+        raise ConfigError("auth.mode = 'jwt' needs issuer (the authorization server's URL)")
+    resource = data.get("resource")
+    if resource is not None:
+        resource = _expand(str(resource), "auth.resource")
+        if not re.match(r"^https?://[^/?#]+", resource) or "#" in resource:
+            raise ConfigError(
+                f"auth.resource must be the gateway's absolute http(s) URL, got {resource!r}"
+            )
+    audience = data.get("audience") or resource
+    if resource is None and isinstance(audience, str) and re.match(r"^https?://", audience):
+        resource = audience
+    if resource is None:
+        raise ConfigError(
+            "auth.mode = 'jwt' needs resource (the gateway's URL, e.g. "
+            "'https://gw.example.com/mcp'; also the default token audience)"
+        )
+    servers = data.get("authorization_servers", [issuer])
+    if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
+        raise ConfigError("auth.authorization_servers must be a list of issuer URLs")
+    scopes = data.get("scopes", [])
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    tool_scopes: dict[str, tuple[str, ...]] = {}
+    for tool, needed in (data.get("tool_scopes") or {}).items():
+        needed = needed.split() if isinstance(needed, str) else needed
+        if not isinstance(needed, list) or not all(isinstance(n, str) for n in needed):
+            raise ConfigError(f"auth.tool_scopes.{tool} must be a list of scopes")
+        tool_scopes[tool] = tuple(needed)
+    return AuthConfig(
+        mode=mode,
+        tokens=tokens,
+        jwks_url=data.get("jwks_url"),
+        jwks_file=data.get("jwks_file"),
+        issuer=issuer,
+        audience=str(audience),
+        principal_claim=data.get("principal_claim", "sub"),
+        groups_claim=data.get("groups_claim", "groups"),
+        resource=resource,
+        authorization_servers=tuple(servers),
+        scopes=tuple(scopes),
+        tool_scopes=tool_scopes,
     )

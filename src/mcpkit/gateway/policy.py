@@ -21,6 +21,8 @@ class Principal:
     name: str
     groups: tuple[str, ...] = ()
     claims: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
+    #: Granted OAuth scopes (jwt mode); per-tool scope checks read them.
+    scopes: frozenset[str] = field(default=frozenset(), compare=False, hash=False)
 
     def __str__(self) -> str:
         return self.name

@@ -20,16 +20,16 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
-from auth_helpers import LocalAuthorizationServer, serve  # noqa: E402
+from auth_helpers import LocalAuthorizationServer, serve
 
-from mcpkit.auth.challenge import parse_challenges  # noqa: E402
-from mcpkit.auth.client import (  # noqa: E402
+from mcpkit.auth.challenge import parse_challenges
+from mcpkit.auth.client import (
     HeadlessRedirectHandler,
     InMemoryTokenStore,
     OAuthClientAuth,
     UrlPolicy,
 )
-from mcpkit.client import Client  # noqa: E402
+from mcpkit.client import Client
 
 LOCAL = UrlPolicy.local_development()
 REDIRECT = "http://127.0.0.1:53682/callback"

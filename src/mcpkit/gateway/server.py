@@ -37,6 +37,7 @@ from ..server.notify import ChangeEvent
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
 from ..server.uritemplate import TemplateError, UriTemplate
+from ..types.codec import encode
 from ..types.errors import (
     INVALID_PARAMS,
     LEGACY_RESOURCE_NOT_FOUND,
@@ -59,6 +60,7 @@ from .bridge import (
     trace_meta,
 )
 from .config import GatewayConfig
+from .forward import ResultTooLarge
 from .metrics import Metrics
 from .policy import ANONYMOUS, Authorizer, Principal
 from .ratelimit import RateLimiter
@@ -403,6 +405,10 @@ class GatewayServer(Server):
     async def _forward(
         self, ctx: Context, upstream: Upstream, method: str, params: dict[str, Any]
     ) -> dict[str, Any]:
+        target = params.get("uri") if method == "resources/read" else params.get("name")
+        front_name = str(target) if method == "resources/read" else upstream.prefix + str(target)
+        limit = self.config.result_cap(front_name)
+        what = f"{method} {front_name}"
         client = upstream.live()
         progress = progress_forwarder(ctx)
         if ctx.meta.era == "modern" and client.era == "modern":
@@ -422,6 +428,7 @@ class GatewayServer(Server):
                             meta_for(ctx),
                             headers=headers,
                             progress=progress,
+                            limit=limit,
                         ),
                         FrontCall(ctx),
                     )
@@ -440,7 +447,7 @@ class GatewayServer(Server):
                 ),
                 FrontCall(ctx),
             )
-            return self._retag(upstream, strip(answer))
+            return self._retag(upstream, strip(_capped(answer, what, limit)))
         front = FrontCall(ctx)
         result: dict[str, Any] | None = None
         rounds = self._open_rounds(ctx, upstream, method, params)
@@ -467,7 +474,7 @@ class GatewayServer(Server):
             return self._input_required(front.need, *rounds)
         if result is None:  # cancelled for another reason
             raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
-        return strip(result)
+        return strip(_capped(result, what, limit))
 
     async def _proxy_tool(self, upstream: Upstream, original: str) -> ProxyTool | None:
         """The upstream's definition of a tool (for its ``x-mcp-header`` parameters), also
@@ -531,3 +538,13 @@ class GatewayServer(Server):
         ):
             result["taskId"] = f"{upstream.name}{TASK_SEPARATOR}{task_id}"
         return result
+
+
+def _capped(result: dict[str, Any], what: str, limit: int) -> dict[str, Any]:
+    """The answer-size cap on the paths that hand over a parsed result (client, bridged,
+    stdio): measured as the JSON it is re-sent as.  The fast lane stops reading at the
+    cap itself, so its answers are already within it."""
+    size = len(encode(result))
+    if size > limit:
+        raise ResultTooLarge(what, limit, size)
+    return result

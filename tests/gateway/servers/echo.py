@@ -125,3 +125,9 @@ def touch(uri: str) -> str:
     """Announce that ``uri`` changed (``notifications/resources/updated`` to its watchers)."""
     server.notify_resource_updated(uri)
     return uri
+
+
+@server.tool
+def blob(size: int) -> str:
+    """``size`` bytes of text (for the gateway's answer-size caps)."""
+    return "x" * size

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -138,17 +139,22 @@ def parse_rate(text: str, where: str) -> tuple[int, int]:
     return amount, multiple * unit
 
 
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_VAR = re.compile(
+    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
+)
 
 
 def _expand(value: str, where: str = "config") -> str:
-    """``$VAR``/``${VAR}`` from the environment; an unset one is an error naming it
-    (``os.path.expandvars`` would keep ``${TOKEN}`` as is and send it upstream)."""
+    """``$VAR``/``${VAR}`` from the environment, ``${VAR:-default}`` with a default; an
+    unset variable without one is an error naming it (``os.path.expandvars`` would keep
+    ``${TOKEN}`` as is and send it upstream as a credential)."""
 
     def one(match: re.Match[str]) -> str:
-        name = match.group(1) or match.group(2)
+        name = match.group(1) or match.group(3)
         value = os.environ.get(name)
         if value is None:
+            if match.group(2) is not None:
+                return match.group(2)
             raise ConfigError(f"{where}: environment variable {name} is not set")
         return value
 
@@ -187,6 +193,8 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             command = shlex.split(command)
         if command is not None and not (isinstance(command, list) and command):
             raise ConfigError(f"{where}.command must be a string or a non-empty list")
+        if command is not None:
+            command = own_interpreter(command)
         prefix = item.get("prefix", "" if len(raw_upstreams) == 1 else f"{name}_")
         if not isinstance(prefix, str):
             raise ConfigError(f"{where}.prefix must be a string")
@@ -310,6 +318,21 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
     )
 
 
+def own_interpreter(command: list[str]) -> list[str]:
+    """A bare ``mcpkit``/``python``/``python3`` runs with the gateway's own interpreter.
+
+    A config says ``command = "mcpkit serve server.py"`` meaning *this* mcpkit; looked up
+    on ``PATH`` it is not found when the gateway was started as ``.venv/bin/mcpkit``
+    without activating the venv (or, worse, it is another installation).  A path
+    (``/usr/bin/python3``, ``./venv/bin/mcpkit``) is left as written."""
+    head, rest = command[0], list(command[1:])
+    if head == "mcpkit":
+        return [sys.executable, "-m", "mcpkit", *rest]
+    if head in ("python", "python3"):
+        return [sys.executable, *rest]
+    return list(command)
+
+
 def _size(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"{where}.max_result_bytes must be a positive number of bytes")
@@ -322,12 +345,17 @@ def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any
     both go into the RFC 9728 metadata that clients discover from the 401."""
     if mode != "jwt":
         return AuthConfig(mode=mode, tokens=tokens)
+    data = {
+        k: _expand(v, f"auth.{k}") if isinstance(v, str) else v
+        for k, v in data.items()
+        if k != "tokens"
+    }
     issuer = data.get("issuer")
     if not isinstance(issuer, str) or not issuer:
         raise ConfigError("auth.mode = 'jwt' needs issuer (the authorization server's URL)")
     resource = data.get("resource")
     if resource is not None:
-        resource = _expand(str(resource), "auth.resource")
+        resource = str(resource)
         if not re.match(r"^https?://[^/?#]+", resource) or "#" in resource:
             raise ConfigError(
                 f"auth.resource must be the gateway's absolute http(s) URL, got {resource!r}"
@@ -343,6 +371,7 @@ def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any
     servers = data.get("authorization_servers", [issuer])
     if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
         raise ConfigError("auth.authorization_servers must be a list of issuer URLs")
+    servers = [_expand(s, "auth.authorization_servers") for s in servers]
     scopes = data.get("scopes", [])
     if isinstance(scopes, str):
         scopes = scopes.split()

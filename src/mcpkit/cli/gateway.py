@@ -29,6 +29,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=[],
         help="extra browser Origin to accept (see [gateway] cors_origins for CORS headers)",
     )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload the config when the file changes (SIGHUP always reloads it)",
+    )
     p.add_argument("--log-level", default="warning")
     p.set_defaults(func=run)
 
@@ -71,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     from ..transports.http.server import serve_uvicorn
 
     policy = HostPolicy.for_bind(args.host, args.allowed_host, args.allowed_origin)
-    app = GatewayApp(config, HttpOptions(host_policy=policy))
+    app = GatewayApp(
+        config, HttpOptions(host_policy=policy), config_path=args.config, watch=args.watch
+    )
     print(
         f"mcpkit gateway: {len(config.upstreams)} upstream(s) at "
         f"http://{args.host}:{args.port}/mcp (metrics at /metrics)",

@@ -17,7 +17,10 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
+
+import anyio
 
 from ..auth.resource_server import ProtectedResource
 from ..protocol.headers import METHOD, NAME, decode_header_value
@@ -41,30 +44,46 @@ from .auth import GatewayAuthenticator
 from .config import GatewayConfig
 from .front import PROBES, Cors, probe
 from .policy import Principal
+from .reload import run_reloader
 from .server import FORBIDDEN, RATE_LIMITED, GatewayServer
 
 _PRINCIPAL = "mcpkit.gateway.principal"
 
 
 class GatewayApp:
-    def __init__(self, config: GatewayConfig, options: HttpOptions | None = None) -> None:
-        self.config = config
+    """``config_path`` turns on live reload (SIGHUP; with ``watch``, file changes too)."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        options: HttpOptions | None = None,
+        *,
+        config_path: str | Path | None = None,
+        watch: bool = False,
+    ) -> None:
         self.server = GatewayServer(config)
-        self.authenticator = GatewayAuthenticator(config.auth, config.base_dir)
-        options = options or HttpOptions()
-        if config.cors_origins:  # a CORS origin is by definition an accepted Origin
-            policy = options.host_policy
-            origins = policy.allowed_origins | {o.rstrip("/").lower() for o in config.cors_origins}
-            options = dataclasses.replace(
-                options, host_policy=dataclasses.replace(policy, allowed_origins=origins)
-            )
         self.mcp = McpHttpApp(self.server, options, authenticate=self._authenticate)
         self.path = self.mcp.options.path
-        bearer = self.authenticator.bearer
+        self._base_policy = self.mcp.options.host_policy
+        self.config_path = config_path
+        self.watch = watch
+        self.install(config, GatewayAuthenticator(config.auth, config.base_dir))
+
+    def install(self, config: GatewayConfig, authenticator: GatewayAuthenticator) -> None:
+        """The front's share of a config (at start and on a reload): auth, the RFC 9728
+        metadata, CORS.  Synchronous, so a reload swaps it with the rest in one step."""
+        self.config = config
+        self.authenticator = authenticator
+        bearer = authenticator.bearer
         #: Only its metadata endpoint is used: authentication is done in __call__, where
         #: refusals are also audited and counted.
         self.metadata = ProtectedResource(self.mcp, bearer) if bearer is not None else None
         self.cors = Cors(config.cors_origins) if config.cors_origins else None
+        policy = self._base_policy
+        if config.cors_origins:  # a CORS origin is by definition an accepted Origin
+            origins = {o.rstrip("/").lower() for o in config.cors_origins}
+            policy = dataclasses.replace(policy, allowed_origins=policy.allowed_origins | origins)
+        self.mcp.options.host_policy = policy
 
     async def _authenticate(self, scope: Scope, headers: dict[str, str]) -> Principal:
         cached = scope.get(_PRINCIPAL)
@@ -108,7 +127,13 @@ class GatewayApp:
         async with self.mcp.lifespan_context():
             await self.server.start_upstreams()
             try:
-                yield
+                async with anyio.create_task_group() as tg:
+                    if self.config_path is not None:
+                        run_reloader(self, self.config_path, watch=self.watch, tg=tg)
+                    try:
+                        yield
+                    finally:
+                        tg.cancel_scope.cancel()
             finally:
                 await self.server.stop_upstreams()
 

@@ -139,9 +139,7 @@ def parse_rate(text: str, where: str) -> tuple[int, int]:
     return amount, multiple * unit
 
 
-_VAR = re.compile(
-    r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
-)
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
 def _expand(value: str, where: str = "config") -> str:

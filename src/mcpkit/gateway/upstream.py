@@ -195,6 +195,21 @@ class Upstream:
         with anyio.move_on_after(timeout):
             await self._stopped.wait()
 
+    async def retire(self, grace: float = 0.5, timeout: float | None = None) -> None:
+        """Stop once no call is in flight (a config reload removed or replaced this
+        upstream): calls that started on it finish on it.  ``grace`` covers a call that
+        picked this upstream but has not reached :meth:`call` yet; ``timeout`` (default:
+        the upstream's request timeout) bounds the wait."""
+        limit = self.config.timeout_s if timeout is None else timeout
+        with anyio.move_on_after(limit):
+            while True:
+                while self._inflight:
+                    await anyio.sleep(0.05)
+                await anyio.sleep(grace)
+                if not self._inflight:
+                    break
+        await self.stop()
+
     async def _watch(self, client: Client) -> None:
         """Stay connected until the upstream is found dead: listen for list changes and
         watched resources (modern upstreams), keep the legacy resource subscriptions,

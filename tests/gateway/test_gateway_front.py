@@ -82,6 +82,7 @@ def test_answer_size_cap_on_every_path(gateways: dict[str, gwkit.Proc]) -> None:
     # modern client -> modern HTTP upstream: the fast lane stops reading at the cap
     assert len(blob(gw, "a_blob", CAP // 2).text()) == CAP // 2
     over = blob(gw, "a_blob", CAP * 2)
+    assert over.status == 500, over.body
     assert "too large" in over.error["message"] and over.error["data"]["limit"] == CAP
     # stdio upstream: the client path
     assert len(blob(gw, "s_blob", CAP // 2).text()) == CAP // 2

@@ -28,6 +28,21 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class UpstreamOAuth:
+    """Credentials *to* an upstream: the OAuth client-credentials grant (a secret or
+    ``private_key_jwt``), through ``mcpkit.auth.client``.  The front caller's token is
+    never used upstream."""
+
+    client_id: str
+    client_secret: str | None = None
+    private_key_file: str | None = None
+    scopes: tuple[str, ...] = ()
+    #: Let discovery reach loopback addresses (a local authorization server in tests and
+    #: development); the default refuses loopback and private addresses (SSRF guard).
+    allow_loopback: bool = False
+
+
+@dataclass(frozen=True)
 class UpstreamConfig:
     name: str
     url: str | None = None
@@ -39,6 +54,7 @@ class UpstreamConfig:
     era: str = "auto"  # auto | modern | legacy
     #: Seconds between health checks (ping / server/discover); 0 turns them off.
     health_interval: float = 10.0
+    oauth: UpstreamOAuth | None = None
 
 
 @dataclass(frozen=True)
@@ -218,6 +234,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
                 health_interval=_seconds(
                     item.get("health_interval", 10.0), f"{where}.health_interval"
                 ),
+                oauth=_upstream_oauth(item.get("oauth"), f"{where}.oauth", url, base_dir),
             )
         )
     prefixes = [u.prefix for u in upstreams]
@@ -313,6 +330,39 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         cors_origins=tuple(cors),
         max_result_bytes=default_cap,
         result_caps=caps,
+    )
+
+
+def _upstream_oauth(
+    data: Any, where: str, url: str | None, base_dir: Path | None
+) -> UpstreamOAuth | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a table")
+    if url is None:
+        raise ConfigError(f"{where}: OAuth is for URL upstreams (stdio servers use env)")
+    client_id = data.get("client_id")
+    if not isinstance(client_id, str) or not client_id:
+        raise ConfigError(f"{where}.client_id is required")
+    secret = data.get("client_secret")
+    key_file = data.get("private_key_file")
+    if (secret is None) == (key_file is None):
+        raise ConfigError(f"{where} needs exactly one of client_secret or private_key_file")
+    if key_file is not None:
+        path = Path(_expand(str(key_file), f"{where}.private_key_file"))
+        key_file = str(path if path.is_absolute() else (base_dir or Path.cwd()) / path)
+    scopes = data.get("scopes", [])
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    if not isinstance(scopes, list) or not all(isinstance(x, str) for x in scopes):
+        raise ConfigError(f"{where}.scopes must be a list of scopes")
+    return UpstreamOAuth(
+        client_id=_expand(client_id, f"{where}.client_id"),
+        client_secret=_expand(str(secret), f"{where}.client_secret") if secret else None,
+        private_key_file=key_file,
+        scopes=tuple(scopes),
+        allow_loopback=bool(data.get("allow_loopback", False)),
     )
 
 

@@ -30,6 +30,7 @@ from ..transports.client_base import (
 )
 from ..types.errors import INTERNAL_ERROR, McpError
 from .config import UpstreamConfig
+from .credentials import upstream_auth
 from .forward import FastLane
 
 log = logging.getLogger("mcpkit.gateway")
@@ -97,6 +98,8 @@ class Upstream:
         self.watched: set[str] = set()
         self._tg: Any = None
         self._listen_scope: anyio.CancelScope | None = None
+        #: ``[upstream.oauth]``: one token cache for the life of this entry (see .credentials)
+        self._auth: Any = None
 
     # ------------------------------------------------------------------ lifecycle
     def _make_client(self) -> Client:
@@ -108,7 +111,13 @@ class Upstream:
             kwargs["headers"] = dict(self.config.headers)
         if self.config.env:
             kwargs["env"] = dict(self.config.env)
-        if self.config.url and self.config.url.startswith("http://") and http11.available():
+        if self.config.oauth is not None and self.config.url:
+            # Tokens come from an httpx.Auth: the client's own httpx client carries it
+            # (the raw fast lane and the shared pool would not), at some CPU per call.
+            if self._auth is None:
+                self._auth = upstream_auth(self.config.oauth, self.config.url)
+            kwargs["auth"] = self._auth
+        elif self.config.url and self.config.url.startswith("http://") and http11.available():
             # Modern calls take the fast lane (raw pooled HTTP/1.1); the rest of the
             # client's traffic rides pooled connections parsed by httptools too: httpx's
             # default pool costs ~1 ms of CPU per forwarded call under load.

@@ -69,6 +69,13 @@ def test_the_example_serves_its_tools_without_an_activated_venv(
     assert gwkit.structured(added)["sum"] == 5
     denied = gwkit.call(gw.url, "tools/call", {"name": "jobs_basket_create"}, token="dev-token-bob")
     assert denied.status == 403  # the example's [[rule]]
+    huge = gwkit.call(
+        gw.url,
+        "tools/call",
+        {"name": "jobs_render_report", "arguments": {"pages": 500}},
+        token="dev-token-alice",
+    )
+    assert huge.status == 403 and "no-huge-reports" in huge.error["message"]  # its CEL rule
 
 
 def test_the_oauth_example_logs_a_client_in(log_dir: Path, stack: list[gwkit.Proc]) -> None:

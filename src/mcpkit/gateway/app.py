@@ -256,7 +256,7 @@ class GatewayApp:
     async def _precheck(self, principal: Principal, method: str, name: str | None) -> None:
         """Refuse early on what the headers say (the transport checks them against the
         body afterwards; the dispatcher then decides and counts on the body's values)."""
-        allowed, reason = self.server.authorizer.decide(principal, method, name)
+        allowed, reason, _ = self.server.authorizer.decide(principal, method, name)
         if not allowed:
             raise _Refused(
                 403,

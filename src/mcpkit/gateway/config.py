@@ -85,6 +85,13 @@ class Rule:
     groups: tuple[str, ...] = ()
     methods: tuple[str, ...] = ("*",)
     names: tuple[str, ...] = ("*",)
+    #: Named in the audit line and in refusals (default ``rule[<index>]``).
+    name: str = ""
+    #: A CEL condition (``when = '...'``), compiled once at load (see .policy).
+    when: str | None = None
+    condition: Any = field(default=None, compare=False, repr=False)
+    #: Whether ``when`` reads ``args`` (unknown when listing, or on headers alone).
+    needs_args: bool = False
 
 
 @dataclass(frozen=True)
@@ -263,6 +270,13 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         effect = item.get("effect")
         if effect not in ("allow", "deny"):
             raise ConfigError(f"{where}.effect must be allow or deny")
+        rule_name = item.get("name", f"rule[{index}]")
+        if not isinstance(rule_name, str) or not rule_name:
+            raise ConfigError(f"{where}.name must be a non-empty string")
+        when = item.get("when")
+        condition, needs_args = None, False
+        if when is not None:
+            condition, needs_args = _compile_condition(when, f"{where} ({rule_name})")
         rules.append(
             Rule(
                 effect=effect,
@@ -270,6 +284,10 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
                 groups=_strings(item.get("groups"), f"{where}.groups") if "groups" in item else (),
                 methods=_strings(item.get("methods"), f"{where}.methods"),
                 names=_strings(item.get("names"), f"{where}.names"),
+                name=rule_name,
+                when=when,
+                condition=condition,
+                needs_args=needs_args,
             )
         )
     limits = []
@@ -331,6 +349,33 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         max_result_bytes=default_cap,
         result_caps=caps,
     )
+
+
+#: What a rule's ``when`` may read (see :mod:`mcpkit.gateway.policy`).
+CEL_VARIABLES = frozenset({"principal", "groups", "jwt", "method", "name", "args"})
+
+
+def _compile_condition(text: Any, where: str) -> tuple[Any, bool]:
+    """Compile a CEL condition once, at load: a syntax error or an unknown variable is a
+    config error naming the rule, not a surprise at the first matching request."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"{where}.when must be a CEL expression (a string)")
+    from ..types.extras import require
+
+    cel = require("cel", "gateway", "CEL rule conditions")
+    try:
+        program = cel.compile(text)
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"{where}.when does not compile: {first}") from None
+    used = set(program.references()["variables"])
+    unknown = sorted(used - CEL_VARIABLES)
+    if unknown:
+        raise ConfigError(
+            f"{where}.when uses unknown variables {unknown}; "
+            f"available: {', '.join(sorted(CEL_VARIABLES))}"
+        )
+    return program, "args" in used
 
 
 def _upstream_oauth(

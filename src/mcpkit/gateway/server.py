@@ -225,8 +225,12 @@ class GatewayServer(Server):
         started = time.perf_counter()
         upstream_name: str | None = None
         outcome = "ok"
+        rule: str | None = None  # the deciding [[rule]], for the audit line
         try:
-            allowed, reason = self.authorizer.decide(who, method, name)
+            arguments = params.get("arguments") if method in ("tools/call", "prompts/get") else None
+            allowed, reason, rule = self.authorizer.decide(
+                who, method, name, arguments if isinstance(arguments, dict) else {}
+            )
             if not allowed:
                 raise PolicyError(
                     FORBIDDEN,
@@ -284,6 +288,7 @@ class GatewayServer(Server):
                 upstream=upstream_name,
                 outcome=outcome,
                 latency_ms=seconds * 1000,
+                **({"rule": rule} if rule is not None else {}),
             )
             self.metrics.observe(method, upstream_name, outcome, seconds)
         if meta.era == "modern":
@@ -360,10 +365,16 @@ class GatewayServer(Server):
                 if kind in ("tools", "prompts"):
                     item = {**item, "name": upstream.prefix + str(item.get("name", ""))}
                     call = "tools/call" if kind == "tools" else "prompts/get"
-                    if not self.authorizer.decide(ctx.principal, call, item["name"])[0]:
+                    if not self.authorizer.decide(ctx.principal, call, item["name"]).allowed:
                         continue
                     if kind == "tools":
                         self._proxy_tools[item["name"]] = ProxyTool(item)
+                else:  # resources by URI, templates by their uriTemplate: same rules
+                    uri = item.get("uri") if kind == "resources" else item.get("uriTemplate")
+                    if not self.authorizer.decide(
+                        ctx.principal, "resources/read", str(uri)
+                    ).allowed:
+                        continue
                 items.append(item)
         result: dict[str, Any] = {member: items}
         if ctx.meta.era == "modern":

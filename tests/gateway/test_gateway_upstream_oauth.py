@@ -8,6 +8,7 @@ so its request log can be read), ``mcpkit serve ... --auth-issuer`` as the upstr
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,3 +101,47 @@ def test_oauth_mistakes_are_named(oauth: dict[str, str], complaint: str) -> None
         parse_config({"upstream": [{"name": "a", "url": "http://x/mcp", "oauth": oauth}]})
     with pytest.raises(ConfigError, match="for URL upstreams"):
         parse_config({"upstream": [{"name": "a", "command": "x", "oauth": {"client_id": "a"}}]})
+
+
+def test_private_key_jwt_keys_are_read_at_load(tmp_path: Path) -> None:
+    """PEM or JWK files (relative to the config's folder); the key signs a client
+    assertion that its public half verifies; a bad file is a config error naming it."""
+    from joserfc import jwt
+    from joserfc.jwk import ECKey
+
+    from mcpkit.auth.client.clientauth import sign_client_assertion
+    from mcpkit.gateway.credentials import upstream_auth
+
+    key = ECKey.generate_key("P-256", private=True, parameters={"kid": "gw"})
+    (tmp_path / "key.pem").write_bytes(key.as_pem(private=True))
+    (tmp_path / "key.jwk").write_text(json.dumps(key.as_dict(private=True)))
+    (tmp_path / "bad.pem").write_text("not a key")
+    for name in ("key.pem", "key.jwk"):
+        data = {
+            "upstream": [
+                {
+                    "name": "a",
+                    "url": "https://up.example/mcp",
+                    "oauth": {"client_id": "gw", "private_key_file": name},
+                }
+            ]
+        }
+        oauth = parse_config(data, tmp_path).upstreams[0].oauth
+        assert oauth is not None and oauth.private_key_file == str(tmp_path / name)
+        grant = upstream_auth(oauth, "https://up.example/mcp").grant
+        assertion = sign_client_assertion(
+            grant.private_key, client_id="gw", audience="https://as.example", alg=grant.signing_alg
+        )
+        claims = jwt.decode(assertion, ECKey.import_key(key.as_dict(private=False))).claims
+        assert claims["iss"] == claims["sub"] == "gw"
+    bad = {
+        "upstream": [
+            {
+                "name": "a",
+                "url": "https://up.example/mcp",
+                "oauth": {"client_id": "gw", "private_key_file": "bad.pem"},
+            }
+        ]
+    }
+    with pytest.raises(ConfigError, match=r"private_key_file .*bad\.pem"):
+        parse_config(bad, tmp_path)

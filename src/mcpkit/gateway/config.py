@@ -397,6 +397,12 @@ def _upstream_oauth(
     if key_file is not None:
         path = Path(_expand(str(key_file), f"{where}.private_key_file"))
         key_file = str(path if path.is_absolute() else (base_dir or Path.cwd()) / path)
+        from .credentials import read_private_key
+
+        try:  # at load, not at the first connection: a bad key is a config error
+            read_private_key(key_file)
+        except Exception as exc:
+            raise ConfigError(f"{where}.private_key_file {key_file}: {exc}") from None
     scopes = data.get("scopes", [])
     if isinstance(scopes, str):
         scopes = scopes.split()

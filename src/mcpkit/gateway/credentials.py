@@ -13,19 +13,31 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .config import UpstreamOAuth
+if TYPE_CHECKING:
+    from .config import UpstreamOAuth
+
+
+def read_private_key(path: str) -> Any:
+    """A ``private_key_jwt`` signing key from a PEM file or a JWK (JSON) file, loaded
+    (and so checked) by ``mcpkit.auth.client``."""
+    from ..auth.client.clientauth import load_private_key
+
+    text = Path(path).read_text()
+    key = load_private_key(json.loads(text) if text.lstrip().startswith("{") else text)
+    # joserfc imports any other text as a symmetric ("oct") key: refuse it here rather
+    # than sign nothing useful at the first connection.
+    if getattr(key, "key_type", None) not in ("RSA", "EC", "OKP") or not key.is_private:
+        raise ValueError("not a private RSA, EC or OKP key (PEM or JWK)")
+    return key
 
 
 def upstream_auth(oauth: UpstreamOAuth, url: str) -> Any:
     """The ``httpx.Auth`` for one upstream (needs the ``auth`` extra: joserfc)."""
     from ..auth.client import ClientCredentialsAuth, InMemoryTokenStore, UrlPolicy
 
-    key: Any = None
-    if oauth.private_key_file is not None:
-        text = Path(oauth.private_key_file).read_text()
-        key = json.loads(text) if text.lstrip().startswith("{") else text  # JWK or PEM
+    key = read_private_key(oauth.private_key_file) if oauth.private_key_file else None
     policy = UrlPolicy.local_development() if oauth.allow_loopback else UrlPolicy()
     return ClientCredentialsAuth(
         oauth.client_id,

@@ -32,8 +32,10 @@ def upstreams(log_dir: Path, stack: list[gwkit.Proc]) -> dict[str, gwkit.Proc]:
     return {p.name: p for p in procs}
 
 
-def config(upstreams: dict[str, gwkit.Proc], *names: str) -> str:
+def config(upstreams: dict[str, gwkit.Proc], *names: str, audit: Path | None = None) -> str:
     head = '[gateway]\nstate = "memory:"\n'
+    if audit is not None:
+        head += f'audit_log = "{audit}"\n'
     return head + "".join(
         gwkit.toml_upstream(n, url=upstreams[n].url, prefix=f"{n}_") for n in names
     )
@@ -191,7 +193,11 @@ def test_watch_reloads_when_the_file_changes(
     gw = gwkit.start_gateway("watcher", log_dir, config(upstreams, "keep"), flags=["--watch"])
     stack.append(gw)
     assert tool_names(gw) >= {"keep_whoami"} and "new_whoami" not in tool_names(gw)
-    (log_dir / "watcher.toml").write_text(config(upstreams, "keep", "new"))
+    audit = log_dir / "watcher-audit.jsonl"
+    (log_dir / "watcher.toml").write_text(config(upstreams, "keep", "new", audit=audit))
     eventually(lambda: "new_whoami" in tool_names(gw))
     assert reloads(gw) == {"applied": 1.0}
+    assert gwkit.call(gw.url, "tools/call", {"name": "new_whoami"}).text() == "new"
+    lines = [json.loads(x) for x in audit.read_text().splitlines()]  # the new audit log
+    assert any(x["name"] == "new_whoami" and x["outcome"] == "ok" for x in lines), lines
     gw.stop()

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .audit import AuditLog
 from .auth import GatewayAuthenticator
 from .config import ConfigError, GatewayConfig, load_config
 from .policy import Authorizer
@@ -45,6 +46,8 @@ _FIXED = ("state", "name", "metrics")
 class Prepared:
     config: GatewayConfig
     authenticator: GatewayAuthenticator
+    #: A new audit log when its path changed (opened here: opening can fail).
+    audit: AuditLog | None = None
 
 
 def prepare(current: GatewayConfig, path: Path) -> Prepared:
@@ -54,7 +57,9 @@ def prepare(current: GatewayConfig, path: Path) -> Prepared:
     for key in _FIXED:
         if getattr(config, key) != getattr(current, key):
             raise ConfigError(f"gateway.{key} cannot change while running (restart instead)")
-    return Prepared(config, GatewayAuthenticator(config.auth, config.base_dir))
+    authenticator = GatewayAuthenticator(config.auth, config.base_dir)
+    audit = AuditLog(config.audit_log) if config.audit_log != current.audit_log else None
+    return Prepared(config, authenticator, audit)
 
 
 async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[str]]:
@@ -83,16 +88,21 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     limiter = server.limiter
     if new.rate_limits != server.config.rate_limits:
         limiter = RateLimiter(new.rate_limits, new.state)
+    old_audit = server.audit
+    audit = prepared.audit or old_audit
     # ---- the swap: no await from here to the end of the block
     server.config = new
     server.upstreams = upstreams
     server.authorizer = Authorizer(new.rules, new.default_effect)
     server.limiter = limiter
+    server.audit = audit
     server.private = new.auth.mode != "none"
     server.cache_scope = "private" if server.private else "public"
     server._proxy_tools.clear()
     app.install(new, prepared.authenticator)
     # ---- end of the swap
+    if audit is not old_audit:
+        old_audit.close()  # (records are written synchronously: none is half-way)
     if started or retired:
         server._upstream_changed("*", "all", None)
     for upstream in retired:

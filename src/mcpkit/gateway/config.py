@@ -55,6 +55,8 @@ class UpstreamConfig:
     #: Seconds between health checks (ping / server/discover); 0 turns them off.
     health_interval: float = 10.0
     oauth: UpstreamOAuth | None = None
+    #: Replica URLs when ``url`` is a list of several (``url`` is then the first).
+    replicas: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,19 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             raise ConfigError(f"{where}: duplicate upstream name {name!r}")
         seen.add(name)
         url, command = item.get("url"), item.get("command")
+        replicas: tuple[str, ...] = ()
+        if isinstance(url, list):  # replicas of one upstream (see .replicas)
+            if not url or not all(isinstance(u, str) and u for u in url):
+                raise ConfigError(f"{where}.url must be a URL or a non-empty list of URLs")
+            replicas = tuple(_expand(u, f"{where}.url") for u in url)
+            if len(set(replicas)) != len(replicas):
+                raise ConfigError(f"{where}.url lists the same replica twice")
+            url = replicas[0]
+            replicas = replicas if len(replicas) > 1 else ()
+        elif isinstance(url, str):
+            url = _expand(url, f"{where}.url")
+        elif url is not None:
+            raise ConfigError(f"{where}.url must be a URL or a list of URLs")
         if (url is None) == (command is None):
             raise ConfigError(f"{where} ({name}) needs exactly one of url or command")
         if isinstance(command, str):
@@ -225,7 +240,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         upstreams.append(
             UpstreamConfig(
                 name=name,
-                url=_expand(url, f"{where}.url") if url else None,
+                url=url or None,
                 command=tuple(_expand(c, f"{where}.command") for c in command) if command else (),
                 env={
                     k: _expand(str(v), f"{where}.env.{k}")
@@ -242,6 +257,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
                     item.get("health_interval", 10.0), f"{where}.health_interval"
                 ),
                 oauth=_upstream_oauth(item.get("oauth"), f"{where}.oauth", url, base_dir),
+                replicas=replicas,
             )
         )
     prefixes = [u.prefix for u in upstreams]

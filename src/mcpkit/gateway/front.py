@@ -22,14 +22,16 @@ from typing import Any
 
 from ..transports.http.asgi import Scope, Send, send_bytes, send_json
 from .config import GatewayConfig
-from .upstream import Upstream
+from .replicas import AnyUpstream
 
 PROBES = ("/livez", "/readyz", "/healthz")
 _ALLOW_METHODS = b"GET, POST, DELETE, OPTIONS"
 _EXPOSE = b"mcp-session-id, mcp-protocol-version, www-authenticate, retry-after"
 
 
-def readiness(config: GatewayConfig, upstreams: Sequence[Upstream]) -> tuple[bool, dict[str, str]]:
+def readiness(
+    config: GatewayConfig, upstreams: Sequence[AnyUpstream]
+) -> tuple[bool, dict[str, str]]:
     """(ready, state of every upstream) per the configured ``ready`` rule."""
     states = {u.name: ("up" if u.client is not None else f"down: {u.error}") for u in upstreams}
     up = {u.name for u in upstreams if u.client is not None}
@@ -44,7 +46,7 @@ def readiness(config: GatewayConfig, upstreams: Sequence[Upstream]) -> tuple[boo
 
 
 async def probe(
-    path: str, config: GatewayConfig, upstreams: Sequence[Upstream], send: Send
+    path: str, config: GatewayConfig, upstreams: Sequence[AnyUpstream], send: Send
 ) -> None:
     if path == "/livez":
         await send_bytes(send, 200, b"ok\n", [(b"content-type", b"text/plain")])

@@ -34,7 +34,7 @@ from .auth import GatewayAuthenticator
 from .config import ConfigError, GatewayConfig, load_config
 from .policy import Authorizer
 from .ratelimit import RateLimiter
-from .upstream import Upstream
+from .replicas import AnyUpstream, make_upstream
 
 if TYPE_CHECKING:
     from .app import GatewayApp
@@ -67,14 +67,14 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     server = app.server
     new = prepared.config
     current = {u.name: u for u in server.upstreams}
-    upstreams: list[Upstream] = []
-    started: list[Upstream] = []
+    upstreams: list[AnyUpstream] = []
+    started: list[AnyUpstream] = []
     for wanted in new.upstreams:
         have = current.get(wanted.name)
         if have is not None and have.config == wanted and have.cache == new.cache:
             upstreams.append(have)
         else:
-            fresh = Upstream(wanted, server._upstream_changed, cache=new.cache)
+            fresh = make_upstream(wanted, server._upstream_changed, cache=new.cache)
             upstreams.append(fresh)
             started.append(fresh)
     kept = {id(u) for u in upstreams}

@@ -64,7 +64,7 @@ from .forward import ResultTooLarge
 from .metrics import Metrics
 from .policy import ANONYMOUS, Authorizer, Principal
 from .ratelimit import RateLimiter
-from .upstream import Upstream
+from .replicas import AnyUpstream, make_upstream
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -94,7 +94,7 @@ class GatewayServer(Server):
         super().__init__(config.name, "1.0.0", state=config.state)
         self.config = config
         self.upstreams = [
-            Upstream(u, self._upstream_changed, cache=config.cache) for u in config.upstreams
+            make_upstream(u, self._upstream_changed, cache=config.cache) for u in config.upstreams
         ]
         self.authorizer = Authorizer(config.rules, config.default_effect)
         self.limiter = RateLimiter(config.rate_limits, config.state)
@@ -165,8 +165,8 @@ class GatewayServer(Server):
         if uri in self.bus.watched():  # (still wanted after the lookup)
             upstream.watch(uri, True)
 
-    def _by_prefix(self, name: str) -> tuple[Upstream, str]:
-        best: tuple[Upstream, str] | None = None
+    def _by_prefix(self, name: str) -> tuple[AnyUpstream, str]:
+        best: tuple[AnyUpstream, str] | None = None
         for upstream in self.upstreams:
             if name.startswith(upstream.prefix) and (
                 best is None or len(upstream.prefix) > len(best[0].prefix)
@@ -320,7 +320,9 @@ class GatewayServer(Server):
                 upstream = await self._resource_owner(str(ref.get("uri", "")), ctx.meta.era)
                 forwarded = params
             trace = trace_meta(ctx) or None
-            answer = await upstream.call(lambda c: c.request(method, clean(forwarded), meta=trace))
+            answer = await upstream.call(
+                lambda c: c.request(method, clean(forwarded), meta=trace), safe=True
+            )
             return strip(answer), upstream.name
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
             if not declares_tasks(ctx.meta):
@@ -382,13 +384,13 @@ class GatewayServer(Server):
             result["cacheScope"] = scope
         return result
 
-    async def _resource_owner(self, uri: str, era: str = "modern") -> Upstream:
+    async def _resource_owner(self, uri: str, era: str = "modern") -> AnyUpstream:
         """The upstream serving ``uri``: one listing it, else one whose template is ``uri``
         (a completion reference names the template itself), else one whose template
         matches it.  An upstream that cannot list is passed over, not fatal."""
         live = [u for u in self.upstreams if u.client is not None]
 
-        async def listing(upstream: Upstream, kind: str) -> list[dict[str, Any]]:
+        async def listing(upstream: AnyUpstream, kind: str) -> list[dict[str, Any]]:
             try:
                 return await upstream.listing(kind)
             except McpError as exc:
@@ -414,12 +416,13 @@ class GatewayServer(Server):
         raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
 
     async def _forward(
-        self, ctx: Context, upstream: Upstream, method: str, params: dict[str, Any]
+        self, ctx: Context, upstream: AnyUpstream, method: str, params: dict[str, Any]
     ) -> dict[str, Any]:
         target = params.get("uri") if method == "resources/read" else params.get("name")
         front_name = str(target) if method == "resources/read" else upstream.prefix + str(target)
         limit = self.config.result_cap(front_name)
         what = f"{method} {front_name}"
+        safe = upstream.replicated and await self._retry_safe(upstream, method, params)
         client = upstream.live()
         progress = progress_forwarder(ctx)
         if ctx.meta.era == "modern" and client.era == "modern":
@@ -442,6 +445,7 @@ class GatewayServer(Server):
                             limit=limit,
                         ),
                         FrontCall(ctx),
+                        safe=safe,
                     )
                     return self._retag(upstream, strip(answer))
                 except McpError as exc:
@@ -457,6 +461,7 @@ class GatewayServer(Server):
                     on_progress=progress,
                 ),
                 FrontCall(ctx),
+                safe=safe,
             )
             return self._retag(upstream, strip(_capped(answer, what, limit)))
         front = FrontCall(ctx)
@@ -476,7 +481,7 @@ class GatewayServer(Server):
 
         with anyio.CancelScope() as scope:
             front.scope = scope
-            result = await upstream.call(run, front)
+            result = await upstream.call(run, front, safe=safe)
         if front.failure is not None:
             raise front.failure
         if front.need is not None:
@@ -487,7 +492,18 @@ class GatewayServer(Server):
             raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
         return strip(_capped(result, what, limit))
 
-    async def _proxy_tool(self, upstream: Upstream, original: str) -> ProxyTool | None:
+    async def _retry_safe(self, upstream: AnyUpstream, method: str, params: dict[str, Any]) -> bool:
+        """Whether a replica failure mid-call may be retried on another replica: reads,
+        and tools that say repeating them is harmless (idempotent or read-only)."""
+        if method != "tools/call":
+            return True  # resources/read, prompts/get
+        tool = await self._proxy_tool(upstream, str(params.get("name", "")))
+        notes = tool.wire.get("annotations") if tool is not None else None
+        if not isinstance(notes, dict):
+            return False
+        return notes.get("idempotentHint") is True or notes.get("readOnlyHint") is True
+
+    async def _proxy_tool(self, upstream: AnyUpstream, original: str) -> ProxyTool | None:
         """The upstream's definition of a tool (for its ``x-mcp-header`` parameters), also
         when the front client called it without listing first, or after a list change."""
         name = upstream.prefix + original
@@ -503,7 +519,7 @@ class GatewayServer(Server):
         return tool
 
     def _open_rounds(
-        self, ctx: Context, upstream: Upstream, method: str, params: dict[str, Any]
+        self, ctx: Context, upstream: AnyUpstream, method: str, params: dict[str, Any]
     ) -> tuple[str, dict[str, Any]] | None:
         """A modern front client on a bridged call: the answers it gave so far.
 
@@ -539,7 +555,7 @@ class GatewayServer(Server):
         sealed = self.keyring.seal({"r": responses}, binding)
         return input_required_result(need.requests, sealed)
 
-    def _retag(self, upstream: Upstream, result: dict[str, Any]) -> dict[str, Any]:
+    def _retag(self, upstream: AnyUpstream, result: dict[str, Any]) -> dict[str, Any]:
         """Task ids name their upstream so tasks/* can be routed back."""
         task_id = result.get("taskId")
         if (

@@ -170,7 +170,12 @@ class Upstream:
                             self.first_attempt.set()
                             task_status.started()
                         self._on_change(self.name, "all", None)
-                        await self._watch(client)
+                        try:
+                            await self._watch(client)
+                        finally:
+                            # Before the client closes, so that no new call picks a
+                            # client that is shutting down ("used outside async with").
+                            self.client = None
                 except Exception as exc:
                     if not self._stopping.is_set():
                         self.error = str(exc) or type(exc).__name__
@@ -351,7 +356,12 @@ class Upstream:
             raise UpstreamDown(self.name, self.error or "not connected")
         return self.client
 
-    async def call(self, fn: Callable[[Client], Awaitable[Any]], front: Any = None) -> Any:
+    #: See :class:`~mcpkit.gateway.replicas.ReplicaSet` (``safe`` is its retry flag).
+    replicated = False
+
+    async def call(
+        self, fn: Callable[[Client], Awaitable[Any]], front: Any = None, *, safe: bool = False
+    ) -> Any:
         """Run ``fn(client)``; a transport failure marks the upstream for restart.
 
         Errors the upstream answered with pass through as they are; failures to reach it

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(
         f"mcpkit gateway: {len(config.upstreams)} upstream(s) at "
-        f"http://{args.host}:{args.port}/mcp (metrics at /metrics)",
+        f"http://{args.host}:{args.port}/mcp (metrics at /metrics, probes at /livez and /readyz)",
         file=sys.stderr,
         flush=True,
     )

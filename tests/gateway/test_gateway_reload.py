@@ -200,4 +200,14 @@ def test_watch_reloads_when_the_file_changes(
     assert gwkit.call(gw.url, "tools/call", {"name": "new_whoami"}).text() == "new"
     lines = [json.loads(x) for x in audit.read_text().splitlines()]  # the new audit log
     assert any(x["name"] == "new_whoami" and x["outcome"] == "ok" for x in lines), lines
+    # A rule change alone changes what callers may list: listeners hear about it too.
+    listener = Listener(gw.url)
+    try:
+        rule = '[[rule]]\neffect = "deny"\nmethods = ["tools/call"]\nnames = ["keep_*"]\n'
+        (log_dir / "watcher.toml").write_text(rule + config(upstreams, "keep", "new"))
+        eventually(lambda: "keep_whoami" not in tool_names(gw))
+        eventually(lambda: "notifications/tools/list_changed" in listener.notes)
+    finally:
+        listener.close()
+    assert "new_whoami" in tool_names(gw)
     gw.stop()

@@ -12,8 +12,8 @@ A reload is two steps, so that a bad file never half-applies:
    settings are unchanged is the *same object* afterwards: its connection, process and
    caches are kept.  Removed or replaced upstreams retire in the background once their
    in-flight calls have finished (a call holds the upstream it started on).  The front
-   hears ``list_changed`` for tools, prompts and resources when the set of upstreams
-   changed (new upstreams also announce themselves when they connect).
+   hears ``list_changed`` for tools, prompts and resources when the set of upstreams or
+   the rules changed (new upstreams also announce themselves when they connect).
 
 Every attempt is counted in ``mcp_gateway_config_reloads_total{result}``.
 """
@@ -85,6 +85,11 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     for upstream in started:  # as at start-up: a slow one joins when it is up
         with anyio.move_on_after(max(5.0, upstream.config.timeout_s)):
             await upstream.first_attempt.wait()
+    old_config = server.config
+    policy_changed = (new.rules, new.default_effect) != (
+        old_config.rules,
+        old_config.default_effect,
+    )
     limiter = server.limiter
     if new.rate_limits != server.config.rate_limits:
         limiter = RateLimiter(new.rate_limits, new.state)
@@ -103,7 +108,7 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     # ---- end of the swap
     if audit is not old_audit:
         old_audit.close()  # (records are written synchronously: none is half-way)
-    if started or retired:
+    if started or retired or policy_changed:  # what a caller may list changed too
         server._upstream_changed("*", "all", None)
     for upstream in retired:
         tg.start_soon(upstream.retire)

@@ -105,3 +105,29 @@ def test_result_caps_match_the_first_glob() -> None:
     assert config.result_cap("report") == 10
     assert config.result_cap("reply") == 20
     assert config.result_cap("other") == 1000
+
+
+def test_every_value_is_expanded_once_but_commands_split_first(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MCPKIT_TEST_DIR", str(tmp_path))
+    monkeypatch.setenv("MCPKIT_TEST_FILE", "my server.py")  # a space: still one argument
+    monkeypatch.setenv("MCPKIT_TEST_DOLLAR", "$HOME")  # expanded once: stays "$HOME"
+    config = parse_config(
+        {
+            "gateway": {"audit_log": "${MCPKIT_TEST_DIR}/audit.jsonl"},
+            "upstream": [
+                {
+                    "name": "a",
+                    "command": "python ${MCPKIT_TEST_FILE} --x ${MCPKIT_TEST_DOLLAR}",
+                    "prefix": "${MCPKIT_TEST_PREFIX:-p_}",
+                }
+            ],
+            "rule": [{"effect": "deny", "when": "name.startsWith('$X')"}],
+        }
+    )
+    assert config.audit_log == f"{tmp_path}/audit.jsonl"
+    upstream = config.upstreams[0]
+    assert upstream.command[1:] == ("my server.py", "--x", "$HOME")
+    assert upstream.prefix == "p_"
+    assert config.rules[0].when == "name.startsWith('$X')"

@@ -193,7 +193,31 @@ def load_config(path: str | Path) -> GatewayConfig:
     return parse_config(data, file.resolve().parent)
 
 
+def _expand_tree(value: Any, where: str) -> Any:
+    """Every string value of the file, expanded once, each error naming its key.  Not:
+    a ``command`` given as one string (split first, then each word expanded, so a value
+    with spaces stays one argument) and a rule's CEL ``when`` (``$`` is not for us there).
+    The keys of ``[auth.tokens]`` are values too (the tokens)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            path = f"{where}.{key}" if where else key
+            if key == "when" or (key == "command" and isinstance(item, str)):
+                out[key] = item
+            elif key == "tokens" and where == "auth" and isinstance(item, dict):
+                out[key] = {_expand(k, "auth.tokens"): v for k, v in item.items()}
+            else:
+                out[key] = _expand_tree(item, path)
+        return out
+    if isinstance(value, list):
+        return [_expand_tree(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, str):
+        return _expand(value, where)
+    return value
+
+
 def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayConfig:
+    data = _expand_tree(data, "")
     raw_upstreams = data.get("upstream") or data.get("upstreams")
     if isinstance(raw_upstreams, dict):
         raw_upstreams = [{"name": k, **v} for k, v in raw_upstreams.items()]
@@ -214,19 +238,17 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         if isinstance(url, list):  # replicas of one upstream (see .replicas)
             if not url or not all(isinstance(u, str) and u for u in url):
                 raise ConfigError(f"{where}.url must be a URL or a non-empty list of URLs")
-            replicas = tuple(_expand(u, f"{where}.url") for u in url)
+            replicas = tuple(url)
             if len(set(replicas)) != len(replicas):
                 raise ConfigError(f"{where}.url lists the same replica twice")
             url = replicas[0]
             replicas = replicas if len(replicas) > 1 else ()
-        elif isinstance(url, str):
-            url = _expand(url, f"{where}.url")
-        elif url is not None:
+        elif url is not None and not isinstance(url, str):
             raise ConfigError(f"{where}.url must be a URL or a list of URLs")
         if (url is None) == (command is None):
             raise ConfigError(f"{where} ({name}) needs exactly one of url or command")
         if isinstance(command, str):
-            command = shlex.split(command)
+            command = [_expand(c, f"{where}.command") for c in shlex.split(command)]
         if command is not None and not (isinstance(command, list) and command):
             raise ConfigError(f"{where}.command must be a string or a non-empty list")
         if command is not None:
@@ -241,15 +263,9 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             UpstreamConfig(
                 name=name,
                 url=url or None,
-                command=tuple(_expand(c, f"{where}.command") for c in command) if command else (),
-                env={
-                    k: _expand(str(v), f"{where}.env.{k}")
-                    for k, v in (item.get("env") or {}).items()
-                },
-                headers={
-                    k: _expand(str(v), f"{where}.headers.{k}")
-                    for k, v in (item.get("headers") or {}).items()
-                },
+                command=tuple(command) if command else (),
+                env={k: str(v) for k, v in (item.get("env") or {}).items()},
+                headers={k: str(v) for k, v in (item.get("headers") or {}).items()},
                 prefix=prefix,
                 timeout_s=float(item.get("timeout", 30.0)),
                 era=era,
@@ -273,7 +289,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             who = {"principal": who}
         if not isinstance(who, dict) or not isinstance(who.get("principal"), str):
             raise ConfigError(f"auth.tokens.{token[:4]}...: needs a principal")
-        tokens[_expand(token, "auth.tokens")] = {
+        tokens[token] = {
             "principal": who["principal"],
             "groups": list(who.get("groups", [])),
         }
@@ -354,7 +370,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         rules=tuple(rules),
         default_effect=default_effect,
         rate_limits=tuple(limits),
-        state=_expand(gateway.get("state", data.get("state", "memory:")), "gateway.state"),
+        state=gateway.get("state", data.get("state", "memory:")),
         audit_log=gateway.get("audit_log", data.get("audit_log")),
         metrics=bool(gateway.get("metrics", True)),
         cache=bool(gateway.get("cache", True)),
@@ -411,7 +427,7 @@ def _upstream_oauth(
     if (secret is None) == (key_file is None):
         raise ConfigError(f"{where} needs exactly one of client_secret or private_key_file")
     if key_file is not None:
-        path = Path(_expand(str(key_file), f"{where}.private_key_file"))
+        path = Path(str(key_file))
         key_file = str(path if path.is_absolute() else (base_dir or Path.cwd()) / path)
         from .credentials import read_private_key
 
@@ -425,8 +441,8 @@ def _upstream_oauth(
     if not isinstance(scopes, list) or not all(isinstance(x, str) for x in scopes):
         raise ConfigError(f"{where}.scopes must be a list of scopes")
     return UpstreamOAuth(
-        client_id=_expand(client_id, f"{where}.client_id"),
-        client_secret=_expand(str(secret), f"{where}.client_secret") if secret else None,
+        client_id=client_id,
+        client_secret=str(secret) if secret else None,
         private_key_file=key_file,
         scopes=tuple(scopes),
         allow_loopback=bool(data.get("allow_loopback", False)),
@@ -460,11 +476,6 @@ def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any
     both go into the RFC 9728 metadata that clients discover from the 401."""
     if mode != "jwt":
         return AuthConfig(mode=mode, tokens=tokens)
-    data = {
-        k: _expand(v, f"auth.{k}") if isinstance(v, str) else v
-        for k, v in data.items()
-        if k != "tokens"
-    }
     issuer = data.get("issuer")
     if not isinstance(issuer, str) or not issuer:
         raise ConfigError("auth.mode = 'jwt' needs issuer (the authorization server's URL)")
@@ -486,7 +497,6 @@ def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any
     servers = data.get("authorization_servers", [issuer])
     if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
         raise ConfigError("auth.authorization_servers must be a list of issuer URLs")
-    servers = [_expand(s, "auth.authorization_servers") for s in servers]
     scopes = data.get("scopes", [])
     if isinstance(scopes, str):
         scopes = scopes.split()

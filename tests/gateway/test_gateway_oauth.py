@@ -157,3 +157,14 @@ def test_a_real_client_logs_in_through_the_front(
         assert params["code_challenge_method"] == "S256"
     tokens = store.get_tokens(gateway.url)
     assert tokens is not None
+
+
+def test_a_body_too_large_for_the_scope_check_is_413(
+    gateway: gwkit.Proc, authz: LocalAuthorizationServer
+) -> None:
+    token = machine_token(authz, "mcp", gateway.url)
+    huge = "x" * (5 * 1024 * 1024)  # over the 4 MiB default
+    reply = gwkit.call(
+        gateway.url, "tools/call", {"name": "up_whoami", "arguments": {"pad": huge}}, token=token
+    )
+    assert reply.status == 413 and "Payload Too Large" in reply.error["message"]

@@ -38,7 +38,7 @@ from ..transports.http.asgi import (
     send_error,
 )
 from ..types.codec import decode
-from ..types.errors import McpError
+from ..types.errors import INVALID_REQUEST, McpError
 from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
@@ -203,7 +203,8 @@ class GatewayApp:
                 except _BodyGone:
                     return
                 except Rejection as rejection:
-                    self._record(principal, method, name, "insufficient_scope", started)
+                    outcome = "insufficient_scope" if rejection.status == 403 else "too_large"
+                    self._record(principal, method, name, outcome, started)
                     await send_error(
                         send, rejection.status, rejection.error, None, rejection.headers
                     )
@@ -223,9 +224,14 @@ class GatewayApp:
         """Read the body once to find the tool it calls and refuse with a 403 step-up
         challenge when the token lacks that tool's scopes; then replay the body.  Only
         done when ``[auth.tool_scopes]`` is configured (it costs a body copy)."""
+        limit = self.mcp.options.max_body_bytes
         try:
-            body = await read_body(receive, self.mcp.options.max_body_bytes, None)
-        except (BodyTooLarge, ClientGone):
+            body = await read_body(receive, limit, None)
+        except BodyTooLarge:  # the same answer the transport gives
+            raise Rejection(
+                413, McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+            ) from None
+        except ClientGone:
             raise _BodyGone from None
         try:
             message: Any = decode(body)
@@ -307,7 +313,7 @@ def _method_name(message: Any) -> tuple[str | None, str | None]:
 
 
 class _BodyGone(Exception):
-    """The client went away (or sent too much) while the body was read for a scope check."""
+    """The client went away while the body was read for a scope check."""
 
 
 class _Refused(Rejection):

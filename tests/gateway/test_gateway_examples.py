@@ -76,6 +76,13 @@ def test_the_example_serves_its_tools_without_an_activated_venv(
         token="dev-token-alice",
     )
     assert huge.status == 403 and "no-huge-reports" in huge.error["message"]  # its CEL rule
+    shop = gwkit.call(gw.base + "/mcp/shop", "tools/list", token="dev-token-alice")
+    assert {t["name"] for t in shop.result["tools"]} == {
+        "jobs_basket_create",
+        "jobs_basket_add",
+        "jobs_basket_view",
+        "jobs_basket_destroy",
+    }  # its virtual server
 
 
 def test_the_oauth_example_logs_a_client_in(log_dir: Path, stack: list[gwkit.Proc]) -> None:

@@ -76,9 +76,13 @@ def run(args: argparse.Namespace) -> int:
     from ..transports.http.server import serve_uvicorn
 
     policy = HostPolicy.for_bind(args.host, args.allowed_host, args.allowed_origin)
-    app = GatewayApp(
-        config, HttpOptions(host_policy=policy), config_path=args.config, watch=args.watch
-    )
+    try:
+        app = GatewayApp(
+            config, HttpOptions(host_policy=policy), config_path=args.config, watch=args.watch
+        )
+    except ValueError as exc:  # e.g. a [[server]] on the main endpoint's path
+        print(f"mcpkit gateway: {exc}", file=sys.stderr)
+        return 2
     print(
         f"mcpkit gateway: {len(config.upstreams)} upstream(s) at "
         f"http://{args.host}:{args.port}/mcp (metrics at /metrics, probes at /livez and /readyz)",

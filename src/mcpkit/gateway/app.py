@@ -65,6 +65,14 @@ class GatewayApp:
         self.mcp = McpHttpApp(self.server, options, authenticate=self._authenticate)
         self.path = self.mcp.options.path
         self._base_policy = self.mcp.options.host_policy
+        #: ``[[server]]`` path -> (its name, an endpoint on the same GatewayServer).
+        self.views: dict[str, tuple[str, McpHttpApp]] = {}
+        for view in config.servers:
+            if view.path == self.path:
+                raise ValueError(f"[[server]] {view.name}: path {view.path} is the main endpoint")
+            own = dataclasses.replace(self.mcp.options, path=view.path)
+            endpoint = McpHttpApp(self.server, own, authenticate=self._authenticate)
+            self.views[view.path] = (view.name, endpoint)
         self.config_path = config_path
         self.watch = watch
         self.install(config, GatewayAuthenticator(config.auth, config.base_dir))
@@ -84,6 +92,8 @@ class GatewayApp:
             origins = {o.rstrip("/").lower() for o in config.cors_origins}
             policy = dataclasses.replace(policy, allowed_origins=policy.allowed_origins | origins)
         self.mcp.options.host_policy = policy
+        for _, endpoint in self.views.values():
+            endpoint.options.host_policy = policy
 
     async def _authenticate(self, scope: Scope, headers: dict[str, str]) -> Principal:
         cached = scope.get(_PRINCIPAL)
@@ -97,8 +107,18 @@ class GatewayApp:
             # authenticated, and their refusals recorded, in __call__.
             self._record(None, f"HTTP {scope.get('method', '?')}", None, "unauthenticated", started)
             raise
+        principal = self._in_view(principal, scope)
         scope[_PRINCIPAL] = principal
         return principal
+
+    def _endpoint(self, path: str) -> tuple[str | None, McpHttpApp]:
+        found = self.views.get(path) or self.views.get(path.rstrip("/"))
+        return found if found is not None else (None, self.mcp)
+
+    def _in_view(self, principal: Principal, scope: Scope) -> Principal:
+        """The principal, marked with the virtual server its request came in on."""
+        view, _ = self._endpoint(scope.get("path", ""))
+        return principal if view is None else dataclasses.replace(principal, view=view)
 
     def _record(
         self,
@@ -124,7 +144,9 @@ class GatewayApp:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        async with self.mcp.lifespan_context():
+        async with self.mcp.lifespan_context(), contextlib.AsyncExitStack() as endpoints:
+            for _, endpoint in self.views.values():  # (the server's lifespan is shared)
+                await endpoints.enter_async_context(endpoint.lifespan_context())
             await self.server.start_upstreams()
             try:
                 async with anyio.create_task_group() as tg:
@@ -178,10 +200,11 @@ class GatewayApp:
                     await self.cors.preflight(origin, headers, send)
                     return
                 send = self.cors.wrap(origin, send)
-        policy = self.mcp.options.host_policy
+        _, endpoint = self._endpoint(path)
+        policy = endpoint.options.host_policy
         if (
             scope.get("method") == "POST"
-            and path.rstrip("/") == self.path
+            and path.rstrip("/") == endpoint.options.path
             and policy.host_ok(headers.get("host"))
             and policy.origin_ok(headers.get("origin"))
         ):  # (a bad Host or Origin is the transport's 403, before any token is looked at)
@@ -196,6 +219,7 @@ class GatewayApp:
                 self._record(None, method, name, "unauthenticated", started)
                 await send_error(send, rejection.status, rejection.error, None, rejection.headers)
                 return
+            principal = self._in_view(principal, scope)
             scope[_PRINCIPAL] = principal
             if self.authenticator.has_call_scopes:
                 try:
@@ -216,7 +240,7 @@ class GatewayApp:
                     self._record(principal, method, name, refused.outcome, started)
                     await send_error(send, refused.status, refused.error, None, refused.headers)
                     return
-        await self.mcp(scope, receive, send)
+        await endpoint(scope, receive, send)
 
     async def _check_scopes(
         self, principal: Principal, receive: Receive

@@ -108,6 +108,22 @@ class RateLimitRule:
 
 
 @dataclass(frozen=True)
+class VirtualServer:
+    """A second endpoint (``path``) exposing a chosen subset of the merged lists: glob
+    patterns over the namespaced tool and prompt names and over resource URIs (templates
+    by their ``uriTemplate``).  Nothing is exposed that no pattern names."""
+
+    name: str
+    path: str
+    tools: tuple[str, ...] = ()
+    prompts: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
+
+
+RESERVED_PATHS = ("/metrics", "/livez", "/readyz", "/healthz")
+
+
+@dataclass(frozen=True)
 class GatewayConfig:
     upstreams: tuple[UpstreamConfig, ...]
     auth: AuthConfig = field(default_factory=AuthConfig)
@@ -127,6 +143,11 @@ class GatewayConfig:
     #: Largest upstream answer passed on (bytes); ``result_caps`` overrides it per tool.
     max_result_bytes: int = 4 * 1024 * 1024
     result_caps: dict[str, int] = field(default_factory=dict)
+    #: ``[[server]]``: virtual servers on their own paths (see :mod:`.views`).
+    servers: tuple[VirtualServer, ...] = ()
+
+    def view(self, name: str) -> VirtualServer | None:
+        return next((v for v in self.servers if v.name == name), None)
 
     def result_cap(self, tool: str) -> int:
         """The answer-size cap for one (namespaced) tool: the first matching glob."""
@@ -364,6 +385,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
     caps = {
         str(k): _size(v, f"result_caps.{k}") for k, v in (data.get("result_caps") or {}).items()
     }
+    servers = _parse_servers(data.get("server") or data.get("servers") or [])
     return GatewayConfig(
         upstreams=tuple(upstreams),
         auth=auth,
@@ -380,7 +402,32 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         cors_origins=tuple(cors),
         max_result_bytes=default_cap,
         result_caps=caps,
+        servers=servers,
     )
+
+
+def _parse_servers(items: Any) -> tuple[VirtualServer, ...]:
+    if not isinstance(items, list):
+        raise ConfigError("[[server]] must be an array of tables")
+    out: list[VirtualServer] = []
+    for index, item in enumerate(items):
+        where = f"server[{index}]"
+        name, path = item.get("name"), item.get("path")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ConfigError(f"{where}.name must match {_NAME.pattern}")
+        if not isinstance(path, str) or not re.match(r"^/[A-Za-z0-9_./-]*$", path):
+            raise ConfigError(f"{where} ({name}).path must be a URL path like '/mcp/{name}'")
+        path = path.rstrip("/") or "/"
+        if path in RESERVED_PATHS or path.startswith("/.well-known"):
+            raise ConfigError(f"{where} ({name}).path {path} is reserved")
+        if any(v.path == path or v.name == name for v in out):
+            raise ConfigError(f"{where} ({name}): another [[server]] has that name or path")
+        lists = {}
+        for kind in ("tools", "prompts", "resources"):
+            value = item.get(kind, [])
+            lists[kind] = () if value == [] else _strings(value, f"{where}.{kind}")
+        out.append(VirtualServer(name, path, **lists))
+    return tuple(out)
 
 
 #: What a rule's ``when`` may read (see :mod:`mcpkit.gateway.policy`).

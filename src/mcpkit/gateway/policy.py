@@ -39,6 +39,8 @@ class Principal:
     claims: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
     #: Granted OAuth scopes (jwt mode); per-tool scope checks read them.
     scopes: frozenset[str] = field(default=frozenset(), compare=False, hash=False)
+    #: The virtual server (``[[server]]`` name) the request came in on, if any.
+    view: str | None = field(default=None, compare=False, hash=False)
 
     def __str__(self) -> str:
         return self.name

@@ -57,6 +57,10 @@ def prepare(current: GatewayConfig, path: Path) -> Prepared:
     for key in _FIXED:
         if getattr(config, key) != getattr(current, key):
             raise ConfigError(f"gateway.{key} cannot change while running (restart instead)")
+    endpoints = [(v.name, v.path) for v in config.servers]
+    if endpoints != [(v.name, v.path) for v in current.servers]:
+        # (what each [[server]] exposes may change; its endpoint is mounted at start)
+        raise ConfigError("[[server]] names and paths cannot change while running (restart)")
     authenticator = GatewayAuthenticator(config.auth, config.base_dir)
     audit = AuditLog(config.audit_log) if config.audit_log != current.audit_log else None
     return Prepared(config, authenticator, audit)

@@ -48,6 +48,7 @@ from ..types.errors import (
 )
 from ..types.methods import METHODS
 from ..types.versions import META_SERVER_INFO
+from . import views
 from .audit import AuditLog
 from .bridge import (
     FrontCall,
@@ -227,6 +228,9 @@ class GatewayServer(Server):
         outcome = "ok"
         rule: str | None = None  # the deciding [[rule]], for the audit line
         try:
+            view = self.config.view(who.view) if who.view is not None else None
+            if view is not None and not views.allows(view, method, params):
+                raise invalid_params(f"Unknown name: {name}", {"name": name})  # not here
             arguments = params.get("arguments") if method in ("tools/call", "prompts/get") else None
             allowed, reason, rule = self.authorizer.decide(
                 who, method, name, arguments if isinstance(arguments, dict) else {}
@@ -350,6 +354,8 @@ class GatewayServer(Server):
         items: list[dict[str, Any]] = []
         ttl_ms = self.cache_ttl_ms if self.config.cache else 0
         scope = self.cache_scope
+        who = ctx.principal
+        view = self.config.view(who.view) if isinstance(who, Principal) and who.view else None
         for upstream in self.upstreams:
             if upstream.client is None:
                 continue
@@ -377,6 +383,8 @@ class GatewayServer(Server):
                         ctx.principal, "resources/read", str(uri)
                     ).allowed:
                         continue
+                if view is not None and not views.keep(view, kind, item):
+                    continue
                 items.append(item)
         result: dict[str, Any] = {member: items}
         if ctx.meta.era == "modern":

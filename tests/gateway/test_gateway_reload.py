@@ -15,6 +15,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -156,10 +157,19 @@ def test_reload_under_load_loses_no_call_to_the_upstream_that_stayed(
     try:
         with Load(gw.url) as load:
             eventually(lambda: load.count() >= 20)
-            # 1. add "new", remove "gone"
-            path.write_text(config(upstreams, "keep", "new"))
-            os.kill(gw.proc.pid, signal.SIGHUP)
-            eventually(lambda: reloads(gw).get("applied") == 1.0)
+            # 1. add "new", remove "gone" (with a call in flight on "gone": it finishes there)
+            with ThreadPoolExecutor(1) as pool:
+                in_flight = pool.submit(
+                    gwkit.call,
+                    gw.url,
+                    "tools/call",
+                    {"name": "gone_nap", "arguments": {"seconds": 2}},
+                )
+                time.sleep(0.5)  # (let it reach "gone"; not an assertion)
+                path.write_text(config(upstreams, "keep", "new"))
+                os.kill(gw.proc.pid, signal.SIGHUP)
+                eventually(lambda: reloads(gw).get("applied") == 1.0)
+                assert in_flight.result().text() == "gone"
             names = tool_names(gw)
             assert "new_whoami" in names and "gone_whoami" not in names, names
             assert gwkit.call(gw.url, "tools/call", {"name": "new_whoami"}).text() == "new"

@@ -168,3 +168,39 @@ def test_a_body_too_large_for_the_scope_check_is_413(
         gateway.url, "tools/call", {"name": "up_whoami", "arguments": {"pad": huge}}, token=token
     )
     assert reply.status == 413 and "Payload Too Large" in reply.error["message"]
+
+
+def test_opaque_tokens_through_introspection(
+    authz: LocalAuthorizationServer, log_dir: Path, stack: list[gwkit.Proc]
+) -> None:
+    """``introspection_endpoint``: the gateway asks the authorization server (RFC 7662)
+    with its own client credentials instead of checking a JWT itself."""
+    authz.add_client("gw-introspect", "i-secret")
+    upstream = gwkit.start_upstream("up2", log_dir)
+    stack.append(upstream)
+    port = gwkit.free_port()
+    config = f"""
+[gateway]
+state = "memory:"
+[auth]
+mode = "jwt"
+issuer = "{authz.issuer}"
+resource = "http://127.0.0.1:{port}/mcp"
+scopes = ["mcp"]
+introspection_endpoint = "{authz.issuer}/introspect"
+introspection_client_id = "gw-introspect"
+introspection_client_secret = "${{GW_INTROSPECT_SECRET}}"
+""" + gwkit.toml_upstream("up2", url=upstream.url, prefix="up2_")
+    gw = gwkit.start_gateway(
+        "introspecting", log_dir, config, port=port, GW_INTROSPECT_SECRET="i-secret"
+    )
+    stack.append(gw)
+    authz.log.clear()
+    good = machine_token(authz, "mcp", gw.url)
+    assert gwkit.call(gw.url, "tools/call", {"name": "up2_whoami"}, token=good).text() == "up2"
+    assert any(path == "/introspect" for _, path, _ in authz.log)  # it asked, not decoded
+    foreign = machine_token(authz, "mcp", "http://127.0.0.1:1/mcp")
+    refused = gwkit.call(gw.url, "tools/list", token=foreign)
+    assert refused.status == 401
+    assert parse_challenges(refused.headers["www-authenticate"])[0].error == "invalid_token"
+    gw.stop()

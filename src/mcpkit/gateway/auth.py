@@ -3,9 +3,10 @@
 In ``jwt`` mode the gateway is an OAuth 2.1 protected resource exactly like a server behind
 :class:`mcpkit.auth.BearerAuth` (one implementation, not a second JWT stack): tokens are
 checked by :class:`mcpkit.auth.JwtVerifier` (issuer, audience = the gateway's canonical URL,
-expiry, algorithm allow-list), the 401 carries ``resource_metadata`` and ``scope`` so a
-standard MCP client can discover where to log in, and a call that needs more scopes gets a
-403 ``insufficient_scope`` challenge (step-up).  The RFC 9728 metadata itself is served by
+expiry, algorithm allow-list), or by :class:`mcpkit.auth.IntrospectionVerifier` (RFC 7662)
+when ``introspection_endpoint`` is set (opaque tokens).  The 401 carries
+``resource_metadata`` and ``scope`` so a standard MCP client can discover where to log in,
+and a call that needs more scopes gets a 403 ``insufficient_scope`` challenge (step-up).  The RFC 9728 metadata itself is served by
 :class:`mcpkit.auth.ProtectedResource` (see :mod:`mcpkit.gateway.app`).
 
 ``bearer`` mode (static tokens compared in constant time) has no authorization server and
@@ -27,7 +28,7 @@ from typing import Any
 from ..auth.challenge import format_challenge
 from ..auth.principal import Principal as TokenPrincipal
 from ..auth.resource_server import AuthFailure, BearerAuth
-from ..auth.verifiers import JwtVerifier
+from ..auth.verifiers import IntrospectionVerifier, JwtVerifier, TokenVerifier
 from ..transports.http.asgi import Rejection
 from ..types.codec import decode
 from ..types.errors import McpError
@@ -54,17 +55,27 @@ def build_bearer_auth(config: AuthConfig, base_dir: Path) -> BearerAuth | None:
     if config.mode != "jwt":
         return None
     assert config.issuer is not None and config.audience is not None  # parse_config checked
-    jwks: dict[str, Any] | None = None
-    if config.jwks_file:
-        path = Path(config.jwks_file)
-        data = decode((path if path.is_absolute() else base_dir / path).read_bytes())
-        jwks = data if isinstance(data, dict) else None
-    verifier = JwtVerifier(
-        issuer=config.issuer,
-        audience=config.audience,
-        jwks_uri=config.jwks_url,  # None: discovered from the issuer's metadata
-        jwks=jwks,
-    )
+    verifier: TokenVerifier
+    if config.introspection_endpoint:  # opaque tokens: ask the authorization server
+        verifier = IntrospectionVerifier(
+            config.introspection_endpoint,
+            audience=config.audience,
+            issuer=config.issuer,
+            client_id=config.introspection_client_id,
+            client_secret=config.introspection_client_secret,
+        )
+    else:
+        jwks: dict[str, Any] | None = None
+        if config.jwks_file:
+            path = Path(config.jwks_file)
+            data = decode((path if path.is_absolute() else base_dir / path).read_bytes())
+            jwks = data if isinstance(data, dict) else None
+        verifier = JwtVerifier(
+            issuer=config.issuer,
+            audience=config.audience,
+            jwks_uri=config.jwks_url,  # None: discovered from the issuer's metadata
+            jwks=jwks,
+        )
     resource = config.resource or config.audience
     return BearerAuth(
         verifier,

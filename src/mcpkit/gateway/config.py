@@ -78,6 +78,11 @@ class AuthConfig:
     scopes: tuple[str, ...] = ()
     #: Extra scopes per (namespaced) tool: a call without them is a 403 step-up.
     tool_scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: RFC 7662 introspection instead of JWT checks (opaque tokens), with the gateway's
+    #: own client credentials at the authorization server.
+    introspection_endpoint: str | None = None
+    introspection_client_id: str | None = None
+    introspection_client_secret: str | None = None
 
 
 @dataclass(frozen=True)
@@ -566,4 +571,7 @@ def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any
         authorization_servers=tuple(servers),
         scopes=tuple(scopes),
         tool_scopes=tool_scopes,
+        introspection_endpoint=data.get("introspection_endpoint"),
+        introspection_client_id=data.get("introspection_client_id"),
+        introspection_client_secret=data.get("introspection_client_secret"),
     )

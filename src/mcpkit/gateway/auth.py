@@ -6,8 +6,9 @@ checked by :class:`mcpkit.auth.JwtVerifier` (issuer, audience = the gateway's ca
 expiry, algorithm allow-list), or by :class:`mcpkit.auth.IntrospectionVerifier` (RFC 7662)
 when ``introspection_endpoint`` is set (opaque tokens).  The 401 carries
 ``resource_metadata`` and ``scope`` so a standard MCP client can discover where to log in,
-and a call that needs more scopes gets a 403 ``insufficient_scope`` challenge (step-up).  The RFC 9728 metadata itself is served by
-:class:`mcpkit.auth.ProtectedResource` (see :mod:`mcpkit.gateway.app`).
+and a call that needs more scopes gets a 403 ``insufficient_scope`` challenge (step-up).
+The RFC 9728 metadata itself is served by :class:`mcpkit.auth.ProtectedResource` (see
+:mod:`mcpkit.gateway.app`).
 
 ``bearer`` mode (static tokens compared in constant time) has no authorization server and
 so no metadata; its 401 says ``realm="mcp"``.

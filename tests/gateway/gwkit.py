@@ -170,13 +170,21 @@ def start_upstreams(log_dir: Path, *specs: tuple[Any, ...], **env: str) -> list[
 
 
 def start_gateway(
-    name: str, log_dir: Path, config: str, *, wait_healthy: bool = True, **env: str
+    name: str,
+    log_dir: Path,
+    config: str,
+    *,
+    wait_healthy: bool = True,
+    port: int | None = None,
+    flags: Sequence[str] = (),
+    **env: str,
 ) -> Proc:
-    """``mcpkit gateway CONFIG --port P``; waits until /healthz reports every upstream up."""
-    port = free_port()
+    """``mcpkit gateway CONFIG --port P``; waits until /healthz reports every upstream up.
+    Pass ``port`` when the config must name the gateway's own URL (OAuth ``resource``)."""
+    port = port or free_port()
     path = log_dir / f"{name}.toml"
     path.write_text(config)
-    cmd = [sys.executable, "-m", "mcpkit", "gateway", str(path), "--port", str(port)]
+    cmd = [sys.executable, "-m", "mcpkit", "gateway", str(path), "--port", str(port), *flags]
     p = _spawn(name, cmd, log_dir, env, port)
     wait_port(p)
     if wait_healthy:

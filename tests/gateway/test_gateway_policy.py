@@ -38,6 +38,7 @@ mode = "jwt"
 jwks_file = "{jwks}"
 issuer = "{issuer}"
 audience = "{audience}"
+resource = "https://gateway-tests.invalid/mcp"
 
 [[rule]]
 effect = "deny"
@@ -117,12 +118,24 @@ def _assert_401(reply: gwkit.Reply, error: str) -> None:
     assert reply.error["code"] == -31001
 
 
+def _assert_login_challenge(reply: gwkit.Reply) -> None:
+    """No token: a plain challenge (RFC 6750 §3.1: no error code) that says where the
+    protected-resource metadata is (RFC 9728 §5.1), as the MCP authorization spec wants."""
+    assert reply.status == 401, reply.body
+    challenge = reply.headers.get("www-authenticate", "")
+    assert challenge.startswith("Bearer "), challenge
+    assert "error=" not in challenge, challenge
+    metadata = "https://gateway-tests.invalid/.well-known/oauth-protected-resource/mcp"
+    assert f'resource_metadata="{metadata}"' in challenge, challenge
+    assert reply.error["code"] == -31001
+
+
 def test_missing_token_is_401(gateway: gwkit.Proc) -> None:
-    _assert_401(gwkit.call(gateway.url, "tools/list"), "invalid_request")
+    _assert_login_challenge(gwkit.call(gateway.url, "tools/list"))
     # A legacy client's initialize (no Mcp-Method header to go by) is refused the same way.
     session = gwkit.LegacySession(gateway.url)
     try:
-        _assert_401(session.initialize(), "invalid_request")
+        _assert_login_challenge(session.initialize())
     finally:
         session.close()
 

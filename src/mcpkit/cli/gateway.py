@@ -17,6 +17,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="allow binding a non-loopback address (the config should enable auth)",
     )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        help="extra Host header to accept, e.g. the DNS name behind a load balancer",
+    )
+    p.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        help="extra browser Origin to accept (see [gateway] cors_origins for CORS headers)",
+    )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload the config when the file changes (SIGHUP always reloads it)",
+    )
     p.add_argument("--log-level", default="warning")
     p.set_defaults(func=run)
 
@@ -58,10 +75,17 @@ def run(args: argparse.Namespace) -> int:
     from ..transports.http.security import HostPolicy
     from ..transports.http.server import serve_uvicorn
 
-    app = GatewayApp(config, HttpOptions(host_policy=HostPolicy.for_bind(args.host)))
+    policy = HostPolicy.for_bind(args.host, args.allowed_host, args.allowed_origin)
+    try:
+        app = GatewayApp(
+            config, HttpOptions(host_policy=policy), config_path=args.config, watch=args.watch
+        )
+    except ValueError as exc:  # e.g. a [[server]] on the main endpoint's path
+        print(f"mcpkit gateway: {exc}", file=sys.stderr)
+        return 2
     print(
         f"mcpkit gateway: {len(config.upstreams)} upstream(s) at "
-        f"http://{args.host}:{args.port}/mcp (metrics at /metrics)",
+        f"http://{args.host}:{args.port}/mcp (metrics at /metrics, probes at /livez and /readyz)",
         file=sys.stderr,
         flush=True,
     )

@@ -1,7 +1,9 @@
 """The gateway: one MCP front (both eras, HTTP or stdio) for many upstream servers, with
-authentication, per-method/tool/principal authorization and rate limits, caching, audit
-and metrics.  Built from :mod:`mcpkit.server` (the front) and :mod:`mcpkit.client` (the
-upstreams)."""
+authentication (an OAuth 2.1 protected resource through :mod:`mcpkit.auth`),
+per-method/tool/principal authorization (CEL conditions) and rate limits, caching, audit,
+metrics and probes, live reload, and failover across upstream replicas.  Built from
+:mod:`mcpkit.server` (the front), :mod:`mcpkit.client` (the upstreams) and
+:mod:`mcpkit.auth`."""
 
 from .app import GatewayApp
 from .config import GatewayConfig, load_config

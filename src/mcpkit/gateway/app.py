@@ -1,4 +1,7 @@
-"""The gateway as one ASGI application: ``/mcp`` (both eras), ``/metrics``, ``/healthz``.
+"""The gateway as one ASGI application: ``/mcp`` (both eras), ``/metrics``, the probes
+(``/livez``, ``/readyz``, ``/healthz``: :mod:`.front`) and, in ``jwt`` mode, the RFC 9728
+metadata at ``/.well-known/oauth-protected-resource[/path]`` (served by
+:class:`mcpkit.auth.ProtectedResource`, the same code as any protected mcpkit server).
 
 Before the body is read, the fast path uses ``Mcp-Method``/``Mcp-Name`` (2026-07-28
 clients send them) to refuse early: unauthenticated (401), not allowed (403) or already
@@ -11,13 +14,20 @@ another tool.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import anyio
+
+from ..auth.resource_server import ProtectedResource
 from ..protocol.headers import METHOD, NAME, decode_header_value
 from ..transports.http.app import HttpOptions, McpHttpApp
 from ..transports.http.asgi import (
+    BodyTooLarge,
+    ClientGone,
     Receive,
     Rejection,
     Scope,
@@ -26,26 +36,64 @@ from ..transports.http.asgi import (
     read_body,
     send_bytes,
     send_error,
-    send_json,
 )
 from ..types.codec import decode
-from ..types.errors import McpError
+from ..types.errors import INVALID_REQUEST, McpError
 from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
+from .front import PROBES, Cors, probe
 from .policy import Principal
+from .reload import run_reloader
 from .server import FORBIDDEN, RATE_LIMITED, GatewayServer
 
 _PRINCIPAL = "mcpkit.gateway.principal"
 
 
 class GatewayApp:
-    def __init__(self, config: GatewayConfig, options: HttpOptions | None = None) -> None:
-        self.config = config
+    """``config_path`` turns on live reload (SIGHUP; with ``watch``, file changes too)."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        options: HttpOptions | None = None,
+        *,
+        config_path: str | Path | None = None,
+        watch: bool = False,
+    ) -> None:
         self.server = GatewayServer(config)
-        self.authenticator = GatewayAuthenticator(config.auth, config.base_dir)
         self.mcp = McpHttpApp(self.server, options, authenticate=self._authenticate)
         self.path = self.mcp.options.path
+        self._base_policy = self.mcp.options.host_policy
+        #: ``[[server]]`` path -> (its name, an endpoint on the same GatewayServer).
+        self.views: dict[str, tuple[str, McpHttpApp]] = {}
+        for view in config.servers:
+            if view.path == self.path:
+                raise ValueError(f"[[server]] {view.name}: path {view.path} is the main endpoint")
+            own = dataclasses.replace(self.mcp.options, path=view.path)
+            endpoint = McpHttpApp(self.server, own, authenticate=self._authenticate)
+            self.views[view.path] = (view.name, endpoint)
+        self.config_path = config_path
+        self.watch = watch
+        self.install(config, GatewayAuthenticator(config.auth, config.base_dir))
+
+    def install(self, config: GatewayConfig, authenticator: GatewayAuthenticator) -> None:
+        """The front's share of a config (at start and on a reload): auth, the RFC 9728
+        metadata, CORS.  Synchronous, so a reload swaps it with the rest in one step."""
+        self.config = config
+        self.authenticator = authenticator
+        bearer = authenticator.bearer
+        #: Only its metadata endpoint is used: authentication is done in __call__, where
+        #: refusals are also audited and counted.
+        self.metadata = ProtectedResource(self.mcp, bearer) if bearer is not None else None
+        self.cors = Cors(config.cors_origins) if config.cors_origins else None
+        policy = self._base_policy
+        if config.cors_origins:  # a CORS origin is by definition an accepted Origin
+            origins = {o.rstrip("/").lower() for o in config.cors_origins}
+            policy = dataclasses.replace(policy, allowed_origins=policy.allowed_origins | origins)
+        self.mcp.options.host_policy = policy
+        for _, endpoint in self.views.values():
+            endpoint.options.host_policy = policy
 
     async def _authenticate(self, scope: Scope, headers: dict[str, str]) -> Principal:
         cached = scope.get(_PRINCIPAL)
@@ -59,8 +107,18 @@ class GatewayApp:
             # authenticated, and their refusals recorded, in __call__.
             self._record(None, f"HTTP {scope.get('method', '?')}", None, "unauthenticated", started)
             raise
+        principal = self._in_view(principal, scope)
         scope[_PRINCIPAL] = principal
         return principal
+
+    def _endpoint(self, path: str) -> tuple[str | None, McpHttpApp]:
+        found = self.views.get(path) or self.views.get(path.rstrip("/"))
+        return found if found is not None else (None, self.mcp)
+
+    def _in_view(self, principal: Principal, scope: Scope) -> Principal:
+        """The principal, marked with the virtual server its request came in on."""
+        view, _ = self._endpoint(scope.get("path", ""))
+        return principal if view is None else dataclasses.replace(principal, view=view)
 
     def _record(
         self,
@@ -86,10 +144,18 @@ class GatewayApp:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        async with self.mcp.lifespan_context():
+        async with self.mcp.lifespan_context(), contextlib.AsyncExitStack() as endpoints:
+            for _, endpoint in self.views.values():  # (the server's lifespan is shared)
+                await endpoints.enter_async_context(endpoint.lifespan_context())
             await self.server.start_upstreams()
             try:
-                yield
+                async with anyio.create_task_group() as tg:
+                    if self.config_path is not None:
+                        run_reloader(self, self.config_path, watch=self.watch, tg=tg)
+                    try:
+                        yield
+                    finally:
+                        tg.cancel_scope.cancel()
             finally:
                 await self.server.stop_upstreams()
 
@@ -116,21 +182,29 @@ class GatewayApp:
             return
         path = scope.get("path", "")
         if path == "/metrics":
-            body, content_type = self.server.metrics.render()
+            up = {u.name: u.client is not None for u in self.server.upstreams}
+            body, content_type = self.server.metrics.render(up)
             await send_bytes(send, 200, body, [(b"content-type", content_type.encode())])
             return
-        if path == "/healthz":
-            states = {
-                u.name: ("up" if u.client else f"down: {u.error}") for u in self.server.upstreams
-            }
-            healthy = all(u.client is not None for u in self.server.upstreams)
-            await send_json(send, 200 if healthy else 503, {"upstreams": states})
+        if path in PROBES:
+            await probe(path, self.config, self.server.upstreams, send)
+            return
+        if self.metadata is not None and path in self.metadata.auth.metadata_paths:
+            await self.metadata(scope, receive, send)
             return
         headers = header_map(scope)
-        policy = self.mcp.options.host_policy
+        if self.cors is not None:
+            origin = self.cors.origin(headers)
+            if origin is not None:
+                if scope.get("method") == "OPTIONS":
+                    await self.cors.preflight(origin, headers, send)
+                    return
+                send = self.cors.wrap(origin, send)
+        _, endpoint = self._endpoint(path)
+        policy = endpoint.options.host_policy
         if (
             scope.get("method") == "POST"
-            and path.rstrip("/") == self.path
+            and path.rstrip("/") == endpoint.options.path
             and policy.host_ok(headers.get("host"))
             and policy.origin_ok(headers.get("origin"))
         ):  # (a bad Host or Origin is the transport's 403, before any token is looked at)
@@ -145,7 +219,20 @@ class GatewayApp:
                 self._record(None, method, name, "unauthenticated", started)
                 await send_error(send, rejection.status, rejection.error, None, rejection.headers)
                 return
+            principal = self._in_view(principal, scope)
             scope[_PRINCIPAL] = principal
+            if self.authenticator.has_call_scopes:
+                try:
+                    receive, method, name = await self._check_scopes(principal, receive)
+                except _BodyGone:
+                    return
+                except Rejection as rejection:
+                    outcome = "insufficient_scope" if rejection.status == 403 else "too_large"
+                    self._record(principal, method, name, outcome, started)
+                    await send_error(
+                        send, rejection.status, rejection.error, None, rejection.headers
+                    )
+                    return
             if method is not None:
                 try:
                     await self._precheck(principal, method, name)
@@ -153,7 +240,39 @@ class GatewayApp:
                     self._record(principal, method, name, refused.outcome, started)
                     await send_error(send, refused.status, refused.error, None, refused.headers)
                     return
-        await self.mcp(scope, receive, send)
+        await endpoint(scope, receive, send)
+
+    async def _check_scopes(
+        self, principal: Principal, receive: Receive
+    ) -> tuple[Receive, str | None, str | None]:
+        """Read the body once to find the tool it calls and refuse with a 403 step-up
+        challenge when the token lacks that tool's scopes; then replay the body.  Only
+        done when ``[auth.tool_scopes]`` is configured (it costs a body copy)."""
+        limit = self.mcp.options.max_body_bytes
+        try:
+            body = await read_body(receive, limit, None)
+        except BodyTooLarge:  # the same answer the transport gives
+            raise Rejection(
+                413, McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+            ) from None
+        except ClientGone:
+            raise _BodyGone from None
+        try:
+            message: Any = decode(body)
+        except Exception:
+            message = None  # the transport answers the parse error
+        method, name = _method_name(message)
+        self.authenticator.check_call(principal, message)
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay, method, name
 
     async def _peek(self, receive: Receive) -> tuple[str | None, str | None]:
         """Method and name of a refused request's body, for the audit log (best effort)."""
@@ -162,21 +281,12 @@ class GatewayApp:
             message = decode(body)
         except Exception:
             return None, None
-        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-            return None, None
-        method: str = message["method"]
-        params = message.get("params")
-        spec = METHODS.get(method)
-        name = None
-        if isinstance(params, dict) and spec is not None and spec.name_param:
-            value = params.get(spec.name_param)
-            name = value if isinstance(value, str) else None
-        return method, name
+        return _method_name(message)
 
     async def _precheck(self, principal: Principal, method: str, name: str | None) -> None:
         """Refuse early on what the headers say (the transport checks them against the
         body afterwards; the dispatcher then decides and counts on the body's values)."""
-        allowed, reason = self.server.authorizer.decide(principal, method, name)
+        allowed, reason, _ = self.server.authorizer.decide(principal, method, name)
         if not allowed:
             raise _Refused(
                 403,
@@ -210,6 +320,24 @@ class GatewayApp:
                     [(b"retry-after", str(verdict.retry_after_s).encode())],
                     outcome=f"rate_limited:{rule.name}",
                 )
+
+
+def _method_name(message: Any) -> tuple[str | None, str | None]:
+    """The method and tool/prompt name or URI of one JSON-RPC request body."""
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return None, None
+    method: str = message["method"]
+    params = message.get("params")
+    spec = METHODS.get(method)
+    name = None
+    if isinstance(params, dict) and spec is not None and spec.name_param:
+        value = params.get(spec.name_param)
+        name = value if isinstance(value, str) else None
+    return method, name
+
+
+class _BodyGone(Exception):
+    """The client went away while the body was read for a scope check."""
 
 
 class _Refused(Rejection):

@@ -1,20 +1,35 @@
-"""Who is calling: static bearer tokens or JWTs verified against a JWKS (joserfc).
+"""Who is calling: static bearer tokens, or OAuth 2.1 access tokens through ``mcpkit.auth``.
 
-The result is a :class:`~mcpkit.gateway.policy.Principal`.  A missing, unknown, expired or
-otherwise invalid token is refused before the body is read: HTTP 401 with
-``WWW-Authenticate: Bearer`` and a JSON-RPC error body the client can show.  The token is
+In ``jwt`` mode the gateway is an OAuth 2.1 protected resource exactly like a server behind
+:class:`mcpkit.auth.BearerAuth` (one implementation, not a second JWT stack): tokens are
+checked by :class:`mcpkit.auth.JwtVerifier` (issuer, audience = the gateway's canonical URL,
+expiry, algorithm allow-list), or by :class:`mcpkit.auth.IntrospectionVerifier` (RFC 7662)
+when ``introspection_endpoint`` is set (opaque tokens).  The 401 carries
+``resource_metadata`` and ``scope`` so a standard MCP client can discover where to log in,
+and a call that needs more scopes gets a 403 ``insufficient_scope`` challenge (step-up).
+The RFC 9728 metadata itself is served by :class:`mcpkit.auth.ProtectedResource` (see
+:mod:`mcpkit.gateway.app`).
+
+``bearer`` mode (static tokens compared in constant time) has no authorization server and
+so no metadata; its 401 says ``realm="mcp"``.
+
+Either way the result is a gateway :class:`~mcpkit.gateway.policy.Principal`, and a refusal
+is raised before the body is read as a :class:`Rejection` carrying the HTTP status, the
+``WWW-Authenticate`` header and a JSON-RPC error body the client can show.  The token is
 used here only; it is never forwarded to an upstream.
 """
 
 from __future__ import annotations
 
 import hmac
-import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
-
+from ..auth.challenge import format_challenge
+from ..auth.principal import Principal as TokenPrincipal
+from ..auth.resource_server import AuthFailure, BearerAuth
+from ..auth.verifiers import IntrospectionVerifier, JwtVerifier, TokenVerifier
 from ..transports.http.asgi import Rejection
 from ..types.codec import decode
 from ..types.errors import McpError
@@ -22,11 +37,13 @@ from .config import AuthConfig
 from .policy import ANONYMOUS, Principal
 
 UNAUTHENTICATED = -31001
-JWKS_REFRESH_S = 300.0
+INSUFFICIENT_SCOPE = -31003
 
 
-def _challenge(error: str, description: str) -> Rejection:
-    header = f'Bearer realm="mcp", error="{error}", error_description="{description}"'
+def _bearer_challenge(error: str, description: str) -> Rejection:
+    header = format_challenge(
+        "Bearer", {"realm": "mcp", "error": error, "error_description": description}
+    )
     return Rejection(
         401,
         McpError(UNAUTHENTICATED, f"Unauthorized: {description}"),
@@ -34,89 +51,113 @@ def _challenge(error: str, description: str) -> Rejection:
     )
 
 
+def build_bearer_auth(config: AuthConfig, base_dir: Path) -> BearerAuth | None:
+    """The ``mcpkit.auth`` resource-server policy for ``jwt`` mode (None otherwise)."""
+    if config.mode != "jwt":
+        return None
+    assert config.issuer is not None and config.audience is not None  # parse_config checked
+    verifier: TokenVerifier
+    if config.introspection_endpoint:  # opaque tokens: ask the authorization server
+        verifier = IntrospectionVerifier(
+            config.introspection_endpoint,
+            audience=config.audience,
+            issuer=config.issuer,
+            client_id=config.introspection_client_id,
+            client_secret=config.introspection_client_secret,
+        )
+    else:
+        jwks: dict[str, Any] | None = None
+        if config.jwks_file:
+            path = Path(config.jwks_file)
+            data = decode((path if path.is_absolute() else base_dir / path).read_bytes())
+            jwks = data if isinstance(data, dict) else None
+        verifier = JwtVerifier(
+            issuer=config.issuer,
+            audience=config.audience,
+            jwks_uri=config.jwks_url,  # None: discovered from the issuer's metadata
+            jwks=jwks,
+        )
+    resource = config.resource or config.audience
+    return BearerAuth(
+        verifier,
+        resource=resource,
+        authorization_servers=list(config.authorization_servers or (config.issuer,)),
+        required_scopes=config.scopes,
+        tool_scopes=config.tool_scopes,
+        resource_name="mcpkit gateway",
+    )
+
+
 class GatewayAuthenticator:
     def __init__(self, config: AuthConfig, base_dir: Path | None = None) -> None:
         self.config = config
-        self.base_dir = base_dir or Path.cwd()
-        self._keys: Any = None
-        self._keys_at = 0.0
-        self._lock = anyio.Lock()
+        self.bearer = build_bearer_auth(config, base_dir or Path.cwd())
+
+    @property
+    def has_call_scopes(self) -> bool:
+        """Whether a request's body must be read to know the scopes it needs."""
+        return self.bearer is not None and self.bearer.has_call_scopes
 
     async def __call__(self, scope: Any, headers: dict[str, str]) -> Principal:
         if self.config.mode == "none":
             return ANONYMOUS
-        value = headers.get("authorization", "")
-        scheme, _, token = value.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise _challenge("invalid_request", "a Bearer token is required")
-        token = token.strip()
-        if self.config.mode == "bearer":
-            for known, who in self.config.tokens.items():
-                if hmac.compare_digest(known.encode(), token.encode()):
-                    return Principal(who["principal"], tuple(who.get("groups", ())))
-            raise _challenge("invalid_token", "unknown token")
-        return await self._jwt(token)
-
-    async def _keyset(self, refresh: bool = False) -> Any:
-        from joserfc.jwk import KeySet
-
-        async with self._lock:
-            if (
-                self._keys is not None
-                and not refresh
-                and time.monotonic() - self._keys_at < JWKS_REFRESH_S
-            ):
-                return self._keys
-            if self.config.jwks_file:
-                path = Path(self.config.jwks_file)
-                if not path.is_absolute():
-                    path = self.base_dir / path
-                data = decode(path.read_bytes())
-            else:
-                import httpx
-
-                async with httpx.AsyncClient(timeout=10) as client:
-                    response = await client.get(str(self.config.jwks_url))
-                    response.raise_for_status()
-                    data = response.json()
-            self._keys = KeySet.import_key_set(data)
-            self._keys_at = time.monotonic()
-            return self._keys
-
-    async def _jwt(self, token: str) -> Principal:
-        from joserfc import jwt
-        from joserfc.errors import JoseError
-
-        try:
-            keys = await self._keyset()
+        if self.bearer is not None:
             try:
-                decoded = jwt.decode(token, keys)
-            except JoseError:
-                decoded = jwt.decode(token, await self._keyset(refresh=True))  # rotated keys
-            claims = decoded.claims
-            options: dict[str, Any] = {"exp": {"essential": True}}
-            if self.config.issuer:
-                options["iss"] = {"essential": True, "value": self.config.issuer}
-            if self.config.audience:
-                options["aud"] = {"essential": True, "value": self.config.audience}
-            jwt.JWTClaimsRegistry(leeway=30, **options).validate(claims)
-        except (JoseError, ValueError) as exc:
-            raise _challenge("invalid_token", _describe(exc)) from None
-        subject = claims.get(self.config.principal_claim)
-        if not isinstance(subject, str) or not subject:
-            raise _challenge(
-                "invalid_token", f"the token has no {self.config.principal_claim!r} claim"
+                token = await self.bearer.authenticate(scope.get("headers", ()))
+            except AuthFailure as failure:
+                raise self.refusal(failure) from None
+            return self._principal(token)
+        value = headers.get("authorization", "")
+        scheme, _, token_text = value.partition(" ")
+        if scheme.lower() != "bearer" or not token_text.strip():
+            raise _bearer_challenge("invalid_request", "a Bearer token is required")
+        token_bytes = token_text.strip().encode()
+        for known, who in self.config.tokens.items():
+            if hmac.compare_digest(known.encode(), token_bytes):
+                return Principal(who["principal"], tuple(who.get("groups", ())))
+        raise _bearer_challenge("invalid_token", "unknown token")
+
+    def check_call(self, principal: Principal, message: Any) -> None:
+        """403 ``insufficient_scope`` when the body calls a tool that needs more scopes."""
+        if self.bearer is None:
+            return
+        needed = self.bearer.scopes_for_call(message)
+        if needed and not needed_met(principal, needed):
+            missing = " ".join(s for s in needed if s not in principal.scopes)
+            wanted = list(dict.fromkeys([*self.bearer.required_scopes, *needed]))
+            raise self.refusal(
+                AuthFailure(403, "insufficient_scope", f"missing scope: {missing}", wanted)
             )
-        groups = claims.get(self.config.groups_claim) or ()
+
+    def refusal(self, failure: AuthFailure) -> Rejection:
+        assert self.bearer is not None
+        header = self.bearer.challenge(failure).encode("latin-1", "replace")
+        code = INSUFFICIENT_SCOPE if failure.status == 403 else UNAUTHENTICATED
+        kind = "Forbidden" if failure.status == 403 else "Unauthorized"
+        return Rejection(
+            failure.status,
+            McpError(code, f"{kind}: {failure.description}"),
+            [(b"www-authenticate", header)],
+        )
+
+    def _principal(self, token: TokenPrincipal) -> Principal:
+        claims = dict(token.claims)
+        name = claims.get(self.config.principal_claim)
+        if not isinstance(name, str) or not name:
+            raise self.refusal(
+                AuthFailure(
+                    401, "invalid_token", f"the token has no {self.config.principal_claim!r} claim"
+                )
+            )
+        groups: Any = claims.get(self.config.groups_claim) or ()
         if isinstance(groups, str):
             groups = groups.split()
-        return Principal(subject, tuple(str(g) for g in groups), dict(claims))
+        return Principal(name, _strings(groups), claims, token.scopes)
 
 
-def _describe(exc: Exception) -> str:
-    name = type(exc).__name__
-    if "Expired" in name:
-        return "the token has expired"
-    if "InvalidClaim" in name or "MissingClaim" in name:
-        return f"invalid claim: {getattr(exc, 'description', exc)}"
-    return "the token could not be verified"
+def needed_met(principal: Principal, needed: Sequence[str]) -> bool:
+    return set(needed) <= principal.scopes
+
+
+def _strings(values: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in values) if isinstance(values, (list, tuple)) else ()

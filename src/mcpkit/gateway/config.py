@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 import tomllib
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,26 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _RATE = re.compile(r"^\s*(\d+)\s*(?:/|per)\s*(\d*)\s*(second|minute|hour|day)s?\s*$")
 
 
+DEFAULT_MAX_RESULT = 4 * 1024 * 1024
+
+
 class ConfigError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class UpstreamOAuth:
+    """Credentials *to* an upstream: the OAuth client-credentials grant (a secret or
+    ``private_key_jwt``), through ``mcpkit.auth.client``.  The front caller's token is
+    never used upstream."""
+
+    client_id: str
+    client_secret: str | None = None
+    private_key_file: str | None = None
+    scopes: tuple[str, ...] = ()
+    #: Let discovery reach loopback addresses (a local authorization server in tests and
+    #: development); the default refuses loopback and private addresses (SSRF guard).
+    allow_loopback: bool = False
 
 
 @dataclass(frozen=True)
@@ -34,6 +54,9 @@ class UpstreamConfig:
     era: str = "auto"  # auto | modern | legacy
     #: Seconds between health checks (ping / server/discover); 0 turns them off.
     health_interval: float = 10.0
+    oauth: UpstreamOAuth | None = None
+    #: Replica URLs when ``url`` is a list of several (``url`` is then the first).
+    replicas: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,6 +69,20 @@ class AuthConfig:
     audience: str | None = None
     principal_claim: str = "sub"
     groups_claim: str = "groups"
+    #: The gateway's canonical URL (RFC 8707/9728), e.g. ``https://gw.example.com/mcp``:
+    #: published in the protected-resource metadata and the default token audience.
+    resource: str | None = None
+    #: Issuers clients may get tokens from (RFC 9728 ``authorization_servers``).
+    authorization_servers: tuple[str, ...] = ()
+    #: Scopes every request needs (sent in the 401 challenge's ``scope``).
+    scopes: tuple[str, ...] = ()
+    #: Extra scopes per (namespaced) tool: a call without them is a 403 step-up.
+    tool_scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: RFC 7662 introspection instead of JWT checks (opaque tokens), with the gateway's
+    #: own client credentials at the authorization server.
+    introspection_endpoint: str | None = None
+    introspection_client_id: str | None = None
+    introspection_client_secret: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +92,13 @@ class Rule:
     groups: tuple[str, ...] = ()
     methods: tuple[str, ...] = ("*",)
     names: tuple[str, ...] = ("*",)
+    #: Named in the audit line and in refusals (default ``rule[<index>]``).
+    name: str = ""
+    #: A CEL condition (``when = '...'``), compiled once at load (see .policy).
+    when: str | None = None
+    condition: Any = field(default=None, compare=False, repr=False)
+    #: Whether ``when`` reads ``args`` (unknown when listing, or on headers alone).
+    needs_args: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +110,22 @@ class RateLimitRule:
     methods: tuple[str, ...] = ("*",)
     names: tuple[str, ...] = ("*",)
     per: str = "principal"  # principal | global
+
+
+@dataclass(frozen=True)
+class VirtualServer:
+    """A second endpoint (``path``) exposing a chosen subset of the merged lists: glob
+    patterns over the namespaced tool and prompt names and over resource URIs (templates
+    by their ``uriTemplate``).  Nothing is exposed that no pattern names."""
+
+    name: str
+    path: str
+    tools: tuple[str, ...] = ()
+    prompts: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
+
+
+RESERVED_PATHS = ("/metrics", "/livez", "/readyz", "/healthz")
 
 
 @dataclass(frozen=True)
@@ -81,6 +141,25 @@ class GatewayConfig:
     cache: bool = True
     name: str = "mcpkit-gateway"
     base_dir: Path = field(default_factory=Path.cwd)
+    #: What /readyz needs: "all" upstreams up, "any" one, or these named ones.
+    ready: str | tuple[str, ...] = "all"
+    #: Browser origins allowed to call /mcp (CORS); empty: no CORS headers at all.
+    cors_origins: tuple[str, ...] = ()
+    #: Largest upstream answer passed on (bytes); ``result_caps`` overrides it per tool.
+    max_result_bytes: int = 4 * 1024 * 1024
+    result_caps: dict[str, int] = field(default_factory=dict)
+    #: ``[[server]]``: virtual servers on their own paths (see :mod:`.views`).
+    servers: tuple[VirtualServer, ...] = ()
+
+    def view(self, name: str) -> VirtualServer | None:
+        return next((v for v in self.servers if v.name == name), None)
+
+    def result_cap(self, tool: str) -> int:
+        """The answer-size cap for one (namespaced) tool: the first matching glob."""
+        for pattern, cap in self.result_caps.items():
+            if fnmatchcase(tool, pattern):
+                return cap
+        return self.max_result_bytes
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
@@ -111,8 +190,24 @@ def parse_rate(text: str, where: str) -> tuple[int, int]:
     return amount, multiple * unit
 
 
-def _expand(value: str) -> str:
-    return os.path.expandvars(value)
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _expand(value: str, where: str = "config") -> str:
+    """``$VAR``/``${VAR}`` from the environment, ``${VAR:-default}`` with a default; an
+    unset variable without one is an error naming it (``os.path.expandvars`` would keep
+    ``${TOKEN}`` as is and send it upstream as a credential)."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(3)
+        value = os.environ.get(name)
+        if value is None:
+            if match.group(2) is not None:
+                return match.group(2)
+            raise ConfigError(f"{where}: environment variable {name} is not set")
+        return value
+
+    return _VAR.sub(one, value)
 
 
 def load_config(path: str | Path) -> GatewayConfig:
@@ -124,7 +219,31 @@ def load_config(path: str | Path) -> GatewayConfig:
     return parse_config(data, file.resolve().parent)
 
 
+def _expand_tree(value: Any, where: str) -> Any:
+    """Every string value of the file, expanded once, each error naming its key.  Not:
+    a ``command`` given as one string (split first, then each word expanded, so a value
+    with spaces stays one argument) and a rule's CEL ``when`` (``$`` is not for us there).
+    The keys of ``[auth.tokens]`` are values too (the tokens)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            path = f"{where}.{key}" if where else key
+            if key == "when" or (key == "command" and isinstance(item, str)):
+                out[key] = item
+            elif key == "tokens" and where == "auth" and isinstance(item, dict):
+                out[key] = {_expand(k, "auth.tokens"): v for k, v in item.items()}
+            else:
+                out[key] = _expand_tree(item, path)
+        return out
+    if isinstance(value, list):
+        return [_expand_tree(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, str):
+        return _expand(value, where)
+    return value
+
+
 def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayConfig:
+    data = _expand_tree(data, "")
     raw_upstreams = data.get("upstream") or data.get("upstreams")
     if isinstance(raw_upstreams, dict):
         raw_upstreams = [{"name": k, **v} for k, v in raw_upstreams.items()]
@@ -141,12 +260,25 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             raise ConfigError(f"{where}: duplicate upstream name {name!r}")
         seen.add(name)
         url, command = item.get("url"), item.get("command")
+        replicas: tuple[str, ...] = ()
+        if isinstance(url, list):  # replicas of one upstream (see .replicas)
+            if not url or not all(isinstance(u, str) and u for u in url):
+                raise ConfigError(f"{where}.url must be a URL or a non-empty list of URLs")
+            replicas = tuple(url)
+            if len(set(replicas)) != len(replicas):
+                raise ConfigError(f"{where}.url lists the same replica twice")
+            url = replicas[0]
+            replicas = replicas if len(replicas) > 1 else ()
+        elif url is not None and not isinstance(url, str):
+            raise ConfigError(f"{where}.url must be a URL or a list of URLs")
         if (url is None) == (command is None):
             raise ConfigError(f"{where} ({name}) needs exactly one of url or command")
         if isinstance(command, str):
-            command = shlex.split(command)
+            command = [_expand(c, f"{where}.command") for c in shlex.split(command)]
         if command is not None and not (isinstance(command, list) and command):
             raise ConfigError(f"{where}.command must be a string or a non-empty list")
+        if command is not None:
+            command = own_interpreter(command)
         prefix = item.get("prefix", "" if len(raw_upstreams) == 1 else f"{name}_")
         if not isinstance(prefix, str):
             raise ConfigError(f"{where}.prefix must be a string")
@@ -156,16 +288,18 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         upstreams.append(
             UpstreamConfig(
                 name=name,
-                url=_expand(url) if url else None,
-                command=tuple(_expand(c) for c in command) if command else (),
-                env={k: _expand(str(v)) for k, v in (item.get("env") or {}).items()},
-                headers={k: _expand(str(v)) for k, v in (item.get("headers") or {}).items()},
+                url=url or None,
+                command=tuple(command) if command else (),
+                env={k: str(v) for k, v in (item.get("env") or {}).items()},
+                headers={k: str(v) for k, v in (item.get("headers") or {}).items()},
                 prefix=prefix,
                 timeout_s=float(item.get("timeout", 30.0)),
                 era=era,
                 health_interval=_seconds(
                     item.get("health_interval", 10.0), f"{where}.health_interval"
                 ),
+                oauth=_upstream_oauth(item.get("oauth"), f"{where}.oauth", url, base_dir),
+                replicas=replicas,
             )
         )
     prefixes = [u.prefix for u in upstreams]
@@ -181,30 +315,26 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             who = {"principal": who}
         if not isinstance(who, dict) or not isinstance(who.get("principal"), str):
             raise ConfigError(f"auth.tokens.{token[:4]}...: needs a principal")
-        tokens[_expand(token)] = {
+        tokens[token] = {
             "principal": who["principal"],
             "groups": list(who.get("groups", [])),
         }
     if mode == "bearer" and not tokens:
         raise ConfigError("auth.mode = 'bearer' needs [auth.tokens]")
-    if mode == "jwt" and not (auth_data.get("jwks_url") or auth_data.get("jwks_file")):
-        raise ConfigError("auth.mode = 'jwt' needs jwks_url or jwks_file")
-    auth = AuthConfig(
-        mode=mode,
-        tokens=tokens,
-        jwks_url=auth_data.get("jwks_url"),
-        jwks_file=auth_data.get("jwks_file"),
-        issuer=auth_data.get("issuer"),
-        audience=auth_data.get("audience"),
-        principal_claim=auth_data.get("principal_claim", "sub"),
-        groups_claim=auth_data.get("groups_claim", "groups"),
-    )
+    auth = _parse_auth(auth_data, mode, tokens)
     rules = []
     for index, item in enumerate(data.get("rule") or data.get("rules") or []):
         where = f"rule[{index}]"
         effect = item.get("effect")
         if effect not in ("allow", "deny"):
             raise ConfigError(f"{where}.effect must be allow or deny")
+        rule_name = item.get("name", f"rule[{index}]")
+        if not isinstance(rule_name, str) or not rule_name:
+            raise ConfigError(f"{where}.name must be a non-empty string")
+        when = item.get("when")
+        condition, needs_args = None, False
+        if when is not None:
+            condition, needs_args = _compile_condition(when, f"{where} ({rule_name})")
         rules.append(
             Rule(
                 effect=effect,
@@ -212,6 +342,10 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
                 groups=_strings(item.get("groups"), f"{where}.groups") if "groups" in item else (),
                 methods=_strings(item.get("methods"), f"{where}.methods"),
                 names=_strings(item.get("names"), f"{where}.names"),
+                name=rule_name,
+                when=when,
+                condition=condition,
+                needs_args=needs_args,
             )
         )
     limits = []
@@ -240,16 +374,204 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
     if default_effect not in ("allow", "deny"):
         raise ConfigError("default_effect must be allow or deny")
     gateway = data.get("gateway") or {}
+    names = {u.name for u in upstreams}
+    ready = gateway.get("ready", "all")
+    if isinstance(ready, list):
+        unknown = [r for r in ready if r not in names]
+        if unknown or not ready:
+            raise ConfigError(f"gateway.ready names unknown upstreams: {unknown}")
+        ready = tuple(ready)
+    elif ready not in ("all", "any"):
+        raise ConfigError('gateway.ready must be "all", "any" or a list of upstream names')
+    cors = gateway.get("cors_origins", [])
+    if not isinstance(cors, list) or not all(isinstance(o, str) for o in cors):
+        raise ConfigError("gateway.cors_origins must be a list of origins")
+    default_cap = _size(gateway.get("max_result_bytes", DEFAULT_MAX_RESULT), "gateway")
+    caps = {
+        str(k): _size(v, f"result_caps.{k}") for k, v in (data.get("result_caps") or {}).items()
+    }
+    servers = _parse_servers(data.get("server") or data.get("servers") or [])
     return GatewayConfig(
         upstreams=tuple(upstreams),
         auth=auth,
         rules=tuple(rules),
         default_effect=default_effect,
         rate_limits=tuple(limits),
-        state=_expand(gateway.get("state", data.get("state", "memory:"))),
+        state=gateway.get("state", data.get("state", "memory:")),
         audit_log=gateway.get("audit_log", data.get("audit_log")),
         metrics=bool(gateway.get("metrics", True)),
         cache=bool(gateway.get("cache", True)),
         name=gateway.get("name", "mcpkit-gateway"),
         base_dir=base_dir or Path.cwd(),
+        ready=ready,
+        cors_origins=tuple(cors),
+        max_result_bytes=default_cap,
+        result_caps=caps,
+        servers=servers,
+    )
+
+
+def _parse_servers(items: Any) -> tuple[VirtualServer, ...]:
+    if not isinstance(items, list):
+        raise ConfigError("[[server]] must be an array of tables")
+    out: list[VirtualServer] = []
+    for index, item in enumerate(items):
+        where = f"server[{index}]"
+        name, path = item.get("name"), item.get("path")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ConfigError(f"{where}.name must match {_NAME.pattern}")
+        if not isinstance(path, str) or not re.match(r"^/[A-Za-z0-9_./-]*$", path):
+            raise ConfigError(f"{where} ({name}).path must be a URL path like '/mcp/{name}'")
+        path = path.rstrip("/") or "/"
+        if path in RESERVED_PATHS or path.startswith("/.well-known"):
+            raise ConfigError(f"{where} ({name}).path {path} is reserved")
+        if any(v.path == path or v.name == name for v in out):
+            raise ConfigError(f"{where} ({name}): another [[server]] has that name or path")
+        lists = {}
+        for kind in ("tools", "prompts", "resources"):
+            value = item.get(kind, [])
+            lists[kind] = () if value == [] else _strings(value, f"{where}.{kind}")
+        out.append(VirtualServer(name, path, **lists))
+    return tuple(out)
+
+
+#: What a rule's ``when`` may read (see :mod:`mcpkit.gateway.policy`).
+CEL_VARIABLES = frozenset({"principal", "groups", "jwt", "method", "name", "args"})
+
+
+def _compile_condition(text: Any, where: str) -> tuple[Any, bool]:
+    """Compile a CEL condition once, at load: a syntax error or an unknown variable is a
+    config error naming the rule, not a surprise at the first matching request."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"{where}.when must be a CEL expression (a string)")
+    from ..types.extras import require
+
+    cel = require("cel", "gateway", "CEL rule conditions")
+    try:
+        program = cel.compile(text)
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"{where}.when does not compile: {first}") from None
+    used = set(program.references()["variables"])
+    unknown = sorted(used - CEL_VARIABLES)
+    if unknown:
+        raise ConfigError(
+            f"{where}.when uses unknown variables {unknown}; "
+            f"available: {', '.join(sorted(CEL_VARIABLES))}"
+        )
+    return program, "args" in used
+
+
+def _upstream_oauth(
+    data: Any, where: str, url: str | None, base_dir: Path | None
+) -> UpstreamOAuth | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a table")
+    if url is None:
+        raise ConfigError(f"{where}: OAuth is for URL upstreams (stdio servers use env)")
+    client_id = data.get("client_id")
+    if not isinstance(client_id, str) or not client_id:
+        raise ConfigError(f"{where}.client_id is required")
+    secret = data.get("client_secret")
+    key_file = data.get("private_key_file")
+    if (secret is None) == (key_file is None):
+        raise ConfigError(f"{where} needs exactly one of client_secret or private_key_file")
+    if key_file is not None:
+        path = Path(str(key_file))
+        key_file = str(path if path.is_absolute() else (base_dir or Path.cwd()) / path)
+        from .credentials import read_private_key
+
+        try:  # at load, not at the first connection: a bad key is a config error
+            read_private_key(key_file)
+        except Exception as exc:
+            raise ConfigError(f"{where}.private_key_file {key_file}: {exc}") from None
+    scopes = data.get("scopes", [])
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    if not isinstance(scopes, list) or not all(isinstance(x, str) for x in scopes):
+        raise ConfigError(f"{where}.scopes must be a list of scopes")
+    return UpstreamOAuth(
+        client_id=client_id,
+        client_secret=str(secret) if secret else None,
+        private_key_file=key_file,
+        scopes=tuple(scopes),
+        allow_loopback=bool(data.get("allow_loopback", False)),
+    )
+
+
+def own_interpreter(command: list[str]) -> list[str]:
+    """A bare ``mcpkit``/``python``/``python3`` runs with the gateway's own interpreter.
+
+    A config says ``command = "mcpkit serve server.py"`` meaning *this* mcpkit; looked up
+    on ``PATH`` it is not found when the gateway was started as ``.venv/bin/mcpkit``
+    without activating the venv (or, worse, it is another installation).  A path
+    (``/usr/bin/python3``, ``./venv/bin/mcpkit``) is left as written."""
+    head, rest = command[0], list(command[1:])
+    if head == "mcpkit":
+        return [sys.executable, "-m", "mcpkit", *rest]
+    if head in ("python", "python3"):
+        return [sys.executable, *rest]
+    return list(command)
+
+
+def _size(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{where}.max_result_bytes must be a positive number of bytes")
+    return value
+
+
+def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any]]) -> AuthConfig:
+    """``[auth]``.  In ``jwt`` mode the gateway is an OAuth 2.1 protected resource: it needs
+    its canonical URL (``resource``) and the ``issuer`` whose tokens it accepts, because
+    both go into the RFC 9728 metadata that clients discover from the 401."""
+    if mode != "jwt":
+        return AuthConfig(mode=mode, tokens=tokens)
+    issuer = data.get("issuer")
+    if not isinstance(issuer, str) or not issuer:
+        raise ConfigError("auth.mode = 'jwt' needs issuer (the authorization server's URL)")
+    resource = data.get("resource")
+    if resource is not None:
+        resource = str(resource)
+        if not re.match(r"^https?://[^/?#]+", resource) or "#" in resource:
+            raise ConfigError(
+                f"auth.resource must be the gateway's absolute http(s) URL, got {resource!r}"
+            )
+    audience = data.get("audience") or resource
+    if resource is None and isinstance(audience, str) and re.match(r"^https?://", audience):
+        resource = audience
+    if resource is None:
+        raise ConfigError(
+            "auth.mode = 'jwt' needs resource (the gateway's URL, e.g. "
+            "'https://gw.example.com/mcp'; also the default token audience)"
+        )
+    servers = data.get("authorization_servers", [issuer])
+    if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
+        raise ConfigError("auth.authorization_servers must be a list of issuer URLs")
+    scopes = data.get("scopes", [])
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    tool_scopes: dict[str, tuple[str, ...]] = {}
+    for tool, needed in (data.get("tool_scopes") or {}).items():
+        needed = needed.split() if isinstance(needed, str) else needed
+        if not isinstance(needed, list) or not all(isinstance(n, str) for n in needed):
+            raise ConfigError(f"auth.tool_scopes.{tool} must be a list of scopes")
+        tool_scopes[tool] = tuple(needed)
+    return AuthConfig(
+        mode=mode,
+        tokens=tokens,
+        jwks_url=data.get("jwks_url"),
+        jwks_file=data.get("jwks_file"),
+        issuer=issuer,
+        audience=str(audience),
+        principal_claim=data.get("principal_claim", "sub"),
+        groups_claim=data.get("groups_claim", "groups"),
+        resource=resource,
+        authorization_servers=tuple(servers),
+        scopes=tuple(scopes),
+        tool_scopes=tool_scopes,
+        introspection_endpoint=data.get("introspection_endpoint"),
+        introspection_client_id=data.get("introspection_client_id"),
+        introspection_client_secret=data.get("introspection_client_secret"),
     )

@@ -45,13 +45,28 @@ from ..types.errors import McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import name_param
 
-__all__ = ["FastLane"]
+__all__ = ["FastLane", "ResultTooLarge"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")  # CTLs but HTAB; non-latin-1
 ProgressRelay = Callable[[dict[str, Any]], Awaitable[None]]
 LogRelay = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class ResultTooLarge(McpError):
+    """An upstream answer over the configured cap (``max_result_bytes``/``result_caps``):
+    the front client gets a clear error instead of an answer that could exhaust its (or
+    the model's) memory, and the gateway stops reading at the cap."""
+
+    def __init__(self, what: str, limit: int, size: int | None = None) -> None:
+        seen = f"{size} bytes" if size is not None else "more"
+        super().__init__(
+            -32603,
+            f"The upstream answer to {what} is too large ({seen}; the gateway passes at most "
+            f"{limit} bytes: raise max_result_bytes or result_caps to allow it)",
+            {"limit": limit, **({"size": size} if size is not None else {})},
+        )
 
 
 class FastLane:
@@ -101,8 +116,10 @@ class FastLane:
         *,
         headers: dict[str, str] | None = None,
         progress: ProgressRelay | None = None,
+        limit: int = MAX_ANSWER_BYTES,
     ) -> dict[str, Any]:
-        """One request; the upstream's result, or its error raised."""
+        """One request; the upstream's result, or its error raised (:class:`ResultTooLarge`
+        past ``limit`` bytes, read no further)."""
         token = f"gw-{next(self._tokens)}" if progress is not None else None
         own = client.session.meta(token)
         own.update(meta)
@@ -115,7 +132,7 @@ class FastLane:
         if self.timeout is not None:
             scope.deadline = anyio.current_time() + self.timeout
         with scope:
-            return await self._exchange(data, method, request_id, token, progress, scope)
+            return await self._exchange(data, method, request_id, token, progress, scope, limit)
         raise RequestTimeoutError(method, self.timeout or 0.0)
 
     def _head(
@@ -144,6 +161,7 @@ class FastLane:
         token: str | None,
         progress: ProgressRelay | None,
         scope: anyio.CancelScope,
+        limit: int,
     ) -> dict[str, Any]:
         try:
             response = await self.pool.request(
@@ -158,11 +176,13 @@ class FastLane:
         try:
             kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
             if response.status == 200 and kind == b"text/event-stream":
-                return await self._read_sse(response, method, request_id, token, progress, scope)
+                return await self._read_sse(
+                    response, method, request_id, token, progress, scope, limit
+                )
             try:
-                body = await response.read(MAX_ANSWER_BYTES)
-            except ValueError as exc:
-                raise ProtocolViolationError(str(exc)) from None
+                body = await response.read(limit)
+            except ValueError:
+                raise ResultTooLarge(method, limit) from None
             answer = body_answer(
                 body, response.status, method, f"HTTP {response.status} from {self.url}"
             )
@@ -184,6 +204,7 @@ class FastLane:
         token: str | None,
         progress: ProgressRelay | None,
         scope: anyio.CancelScope,
+        limit: int,
     ) -> dict[str, Any]:
         text = codecs.getincrementaldecoder("utf-8")("replace")
         lines, events = SSELineDecoder(), SSEDecoder()
@@ -192,6 +213,8 @@ class FastLane:
                 event = events.decode(line)
                 if event is None or not event.data.strip():
                     continue
+                if len(event.data) > limit:
+                    raise ResultTooLarge(method, limit, len(event.data))
                 try:
                     message = decode(event.data)
                     kind = jsonrpc.classify(message)

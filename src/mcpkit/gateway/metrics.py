@@ -16,7 +16,7 @@ class Metrics:
         if not enabled:
             return
         try:
-            from prometheus_client import CollectorRegistry, Counter, Histogram
+            from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
         except ImportError:  # pragma: no cover - optional extra
             self.enabled = False
             return
@@ -56,6 +56,19 @@ class Metrics:
             registry=self._registry,
         )
 
+        self.upstream_up = Gauge(
+            "mcp_gateway_upstream_up",
+            "1 while the gateway holds a live connection to the upstream, else 0",
+            ["upstream"],
+            registry=self._registry,
+        )
+        self.reloads = Counter(
+            "mcp_gateway_config_reloads_total",
+            "Configuration reloads by result (applied or rejected)",
+            ["result"],
+            registry=self._registry,
+        )
+
     def observe(self, method: str, upstream: str | None, outcome: str, seconds: float) -> None:
         if not self.enabled:
             return
@@ -66,9 +79,15 @@ class Metrics:
         if kind == "rate_limited":
             self.rate_limited.labels(outcome.split(":", 1)[1]).inc()
 
-    def render(self) -> tuple[bytes, str]:
+    def render(self, upstreams: dict[str, bool] | None = None) -> tuple[bytes, str]:
+        """The text exposition; ``upstreams`` (name -> up) refreshes the gauge first, so
+        it is exact at scrape time, and an upstream no longer configured disappears."""
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         if not self.enabled:
             return b"# metrics disabled\n", "text/plain"
+        if upstreams is not None:
+            self.upstream_up.clear()
+            for name, up in upstreams.items():
+                self.upstream_up.labels(name).set(1 if up else 0)
         return generate_latest(self._registry), CONTENT_TYPE_LATEST

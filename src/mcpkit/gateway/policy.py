@@ -1,17 +1,33 @@
-"""Who may do what: allow/deny rules per principal or group, per method and name pattern.
+"""Who may do what: allow/deny rules per principal or group, per method and name pattern,
+optionally with a CEL condition on the token's claims and the call's arguments.
 
 Rules are evaluated in file order; the first rule that matches decides.  When none
 matches, ``default_effect`` decides.  Patterns are shell-style globs (``fs_*``), matched
-against the *namespaced* name the client sees (``tools/call`` of ``fs_read``) and the
-method (``tools/*``).
+against the *namespaced* name the client sees (``tools/call`` of ``fs_read``), the
+resource URI (``resources/read``; templates by their ``uriTemplate``) and the method
+(``tools/*``).
+
+A rule's ``when`` is a CEL expression over ``principal`` (string), ``groups`` (list),
+``jwt`` (the token's claims; empty without a JWT), ``method``, ``name`` and ``args`` (the
+tool's or prompt's arguments).  It is compiled once when the config is loaded.  When the
+arguments are not known yet (listing tools, or the early check on ``Mcp-*`` headers
+before the body is read) a rule whose condition reads ``args`` cannot be decided: an
+*allow* rule is then taken as matching (some calls may be allowed, so the tool is listed)
+and a *deny* rule as not matching; the call itself is decided with its arguments.  A
+condition that fails to evaluate (``args.path`` on a call without ``path``, a type
+mismatch) fails closed: a deny rule matches, an allow rule does not.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from typing import Any, NamedTuple
 
 from .config import Rule
+
+log = logging.getLogger("mcpkit.gateway")
 
 
 @dataclass(frozen=True)
@@ -21,12 +37,23 @@ class Principal:
     name: str
     groups: tuple[str, ...] = ()
     claims: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
+    #: Granted OAuth scopes (jwt mode); per-tool scope checks read them.
+    scopes: frozenset[str] = field(default=frozenset(), compare=False, hash=False)
+    #: The virtual server (``[[server]]`` name) the request came in on, if any.
+    view: str | None = field(default=None, compare=False, hash=False)
 
     def __str__(self) -> str:
         return self.name
 
 
 ANONYMOUS = Principal("anonymous")
+
+
+class Decision(NamedTuple):
+    allowed: bool
+    reason: str
+    #: The deciding rule's name (None: ``default_effect``), for the audit line.
+    rule: str | None
 
 
 def _any(patterns: tuple[str, ...], value: str) -> bool:
@@ -38,9 +65,15 @@ class Authorizer:
         self.rules = rules
         self.default_effect = default_effect
 
-    def decide(self, principal: Principal, method: str, name: str | None) -> tuple[bool, str]:
-        """(allowed, reason)."""
-        for index, rule in enumerate(self.rules):
+    def decide(
+        self,
+        principal: Principal,
+        method: str,
+        name: str | None,
+        arguments: dict[str, Any] | None = None,
+    ) -> Decision:
+        """The first matching rule's effect; ``arguments=None`` means not known yet."""
+        for rule in self.rules:
             who = (
                 _any(rule.principals, principal.name)
                 if not rule.groups
@@ -54,5 +87,37 @@ class Authorizer:
                 continue
             if name is None and rule.names != ("*",):
                 continue
-            return rule.effect == "allow", f"rule[{index}] {rule.effect}"
-        return self.default_effect == "allow", f"default {self.default_effect}"
+            if rule.condition is not None and not self._holds(
+                rule, principal, method, name, arguments
+            ):
+                continue
+            return Decision(rule.effect == "allow", f"rule {rule.name!r} {rule.effect}", rule.name)
+        return Decision(self.default_effect == "allow", f"default {self.default_effect}", None)
+
+    @staticmethod
+    def _holds(
+        rule: Rule,
+        principal: Principal,
+        method: str,
+        name: str | None,
+        arguments: dict[str, Any] | None,
+    ) -> bool:
+        if arguments is None and rule.needs_args:
+            return rule.effect == "allow"  # undecidable yet: see the module docstring
+        context = {
+            "principal": principal.name,
+            "groups": list(principal.groups),
+            "jwt": dict(principal.claims),
+            "method": method,
+            "name": name or "",
+            "args": arguments if isinstance(arguments, dict) else {},
+        }
+        try:
+            value = rule.condition.execute(context)
+        except Exception as exc:
+            log.info("rule %s: condition failed (%s): fails closed", rule.name, exc)
+            return rule.effect == "deny"
+        if not isinstance(value, bool):
+            log.info("rule %s: condition gave %r, not a boolean: fails closed", rule.name, value)
+            return rule.effect == "deny"
+        return value

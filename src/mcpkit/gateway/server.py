@@ -37,6 +37,7 @@ from ..server.notify import ChangeEvent
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
 from ..server.uritemplate import TemplateError, UriTemplate
+from ..types.codec import encode
 from ..types.errors import (
     INVALID_PARAMS,
     LEGACY_RESOURCE_NOT_FOUND,
@@ -47,6 +48,7 @@ from ..types.errors import (
 )
 from ..types.methods import METHODS
 from ..types.versions import META_SERVER_INFO
+from . import views
 from .audit import AuditLog
 from .bridge import (
     FrontCall,
@@ -59,10 +61,11 @@ from .bridge import (
     trace_meta,
 )
 from .config import GatewayConfig
+from .forward import ResultTooLarge
 from .metrics import Metrics
 from .policy import ANONYMOUS, Authorizer, Principal
 from .ratelimit import RateLimiter
-from .upstream import Upstream
+from .replicas import AnyUpstream, make_upstream
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -92,7 +95,7 @@ class GatewayServer(Server):
         super().__init__(config.name, "1.0.0", state=config.state)
         self.config = config
         self.upstreams = [
-            Upstream(u, self._upstream_changed, cache=config.cache) for u in config.upstreams
+            make_upstream(u, self._upstream_changed, cache=config.cache) for u in config.upstreams
         ]
         self.authorizer = Authorizer(config.rules, config.default_effect)
         self.limiter = RateLimiter(config.rate_limits, config.state)
@@ -163,8 +166,8 @@ class GatewayServer(Server):
         if uri in self.bus.watched():  # (still wanted after the lookup)
             upstream.watch(uri, True)
 
-    def _by_prefix(self, name: str) -> tuple[Upstream, str]:
-        best: tuple[Upstream, str] | None = None
+    def _by_prefix(self, name: str) -> tuple[AnyUpstream, str]:
+        best: tuple[AnyUpstream, str] | None = None
         for upstream in self.upstreams:
             if name.startswith(upstream.prefix) and (
                 best is None or len(upstream.prefix) > len(best[0].prefix)
@@ -228,8 +231,15 @@ class GatewayServer(Server):
         started = time.perf_counter()
         upstream_name: str | None = None
         outcome = "ok"
+        rule: str | None = None  # the deciding [[rule]], for the audit line
         try:
-            allowed, reason = self.authorizer.decide(who, method, name)
+            view = self.config.view(who.view) if who.view is not None else None
+            if view is not None and not views.allows(view, method, params):
+                raise invalid_params(f"Unknown name: {name}", {"name": name})  # not here
+            arguments = params.get("arguments") if method in ("tools/call", "prompts/get") else None
+            allowed, reason, rule = self.authorizer.decide(
+                who, method, name, arguments if isinstance(arguments, dict) else {}
+            )
             if not allowed:
                 raise PolicyError(
                     FORBIDDEN,
@@ -287,6 +297,7 @@ class GatewayServer(Server):
                 upstream=upstream_name,
                 outcome=outcome,
                 latency_ms=seconds * 1000,
+                **({"rule": rule} if rule is not None else {}),
             )
             self.metrics.observe(method, upstream_name, outcome, seconds)
         if meta.era == "modern":
@@ -318,7 +329,9 @@ class GatewayServer(Server):
                 upstream = await self._resource_owner(str(ref.get("uri", "")), ctx.meta.era)
                 forwarded = params
             trace = trace_meta(ctx) or None
-            answer = await upstream.call(lambda c: c.request(method, clean(forwarded), meta=trace))
+            answer = await upstream.call(
+                lambda c: c.request(method, clean(forwarded), meta=trace), safe=True
+            )
             return strip(answer), upstream.name
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
             if not declares_tasks(ctx.meta):
@@ -346,6 +359,8 @@ class GatewayServer(Server):
         items: list[dict[str, Any]] = []
         ttl_ms = self.cache_ttl_ms if self.config.cache else 0
         scope = self.cache_scope
+        who = ctx.principal
+        view = self.config.view(who.view) if isinstance(who, Principal) and who.view else None
         for upstream in self.upstreams:
             if upstream.client is None:
                 continue
@@ -363,10 +378,18 @@ class GatewayServer(Server):
                 if kind in ("tools", "prompts"):
                     item = {**item, "name": upstream.prefix + str(item.get("name", ""))}
                     call = "tools/call" if kind == "tools" else "prompts/get"
-                    if not self.authorizer.decide(ctx.principal, call, item["name"])[0]:
+                    if not self.authorizer.decide(ctx.principal, call, item["name"]).allowed:
                         continue
                     if kind == "tools":
                         self._proxy_tools[item["name"]] = ProxyTool(item)
+                else:  # resources by URI, templates by their uriTemplate: same rules
+                    uri = item.get("uri") if kind == "resources" else item.get("uriTemplate")
+                    if not self.authorizer.decide(
+                        ctx.principal, "resources/read", str(uri)
+                    ).allowed:
+                        continue
+                if view is not None and not views.keep(view, kind, item):
+                    continue
                 items.append(item)
         result: dict[str, Any] = {member: items}
         if ctx.meta.era == "modern":
@@ -374,13 +397,13 @@ class GatewayServer(Server):
             result["cacheScope"] = scope
         return result
 
-    async def _resource_owner(self, uri: str, era: str = "modern") -> Upstream:
+    async def _resource_owner(self, uri: str, era: str = "modern") -> AnyUpstream:
         """The upstream serving ``uri``: one listing it, else one whose template is ``uri``
         (a completion reference names the template itself), else one whose template
         matches it.  An upstream that cannot list is passed over, not fatal."""
         live = [u for u in self.upstreams if u.client is not None]
 
-        async def listing(upstream: Upstream, kind: str) -> list[dict[str, Any]]:
+        async def listing(upstream: AnyUpstream, kind: str) -> list[dict[str, Any]]:
             try:
                 return await upstream.listing(kind)
             except McpError as exc:
@@ -406,8 +429,13 @@ class GatewayServer(Server):
         raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
 
     async def _forward(
-        self, ctx: Context, upstream: Upstream, method: str, params: dict[str, Any]
+        self, ctx: Context, upstream: AnyUpstream, method: str, params: dict[str, Any]
     ) -> dict[str, Any]:
+        target = params.get("uri") if method == "resources/read" else params.get("name")
+        front_name = str(target) if method == "resources/read" else upstream.prefix + str(target)
+        limit = self.config.result_cap(front_name)
+        what = f"{method} {front_name}"
+        safe = upstream.replicated and await self._retry_safe(upstream, method, params)
         client = upstream.live()
         progress = progress_forwarder(ctx)
         if ctx.meta.era == "modern" and client.era == "modern":
@@ -427,8 +455,10 @@ class GatewayServer(Server):
                             meta_for(ctx),
                             headers=headers,
                             progress=progress,
+                            limit=limit,
                         ),
                         FrontCall(ctx),
+                        safe=safe,
                     )
                     return self._retag(upstream, strip(answer))
                 except McpError as exc:
@@ -444,8 +474,9 @@ class GatewayServer(Server):
                     on_progress=progress,
                 ),
                 FrontCall(ctx),
+                safe=safe,
             )
-            return self._retag(upstream, strip(answer))
+            return self._retag(upstream, strip(_capped(answer, what, limit)))
         front = FrontCall(ctx)
         result: dict[str, Any] | None = None
         rounds = self._open_rounds(ctx, upstream, method, params)
@@ -463,7 +494,7 @@ class GatewayServer(Server):
 
         with anyio.CancelScope() as scope:
             front.scope = scope
-            result = await upstream.call(run, front)
+            result = await upstream.call(run, front, safe=safe)
         if front.failure is not None:
             raise front.failure
         if front.need is not None:
@@ -472,9 +503,20 @@ class GatewayServer(Server):
             return self._input_required(front.need, *rounds)
         if result is None:  # cancelled for another reason
             raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
-        return strip(result)
+        return strip(_capped(result, what, limit))
 
-    async def _proxy_tool(self, upstream: Upstream, original: str) -> ProxyTool | None:
+    async def _retry_safe(self, upstream: AnyUpstream, method: str, params: dict[str, Any]) -> bool:
+        """Whether a replica failure mid-call may be retried on another replica: reads,
+        and tools that say repeating them is harmless (idempotent or read-only)."""
+        if method != "tools/call":
+            return True  # resources/read, prompts/get
+        tool = await self._proxy_tool(upstream, str(params.get("name", "")))
+        notes = tool.wire.get("annotations") if tool is not None else None
+        if not isinstance(notes, dict):
+            return False
+        return notes.get("idempotentHint") is True or notes.get("readOnlyHint") is True
+
+    async def _proxy_tool(self, upstream: AnyUpstream, original: str) -> ProxyTool | None:
         """The upstream's definition of a tool (for its ``x-mcp-header`` parameters), also
         when the front client called it without listing first, or after a list change."""
         name = upstream.prefix + original
@@ -490,7 +532,7 @@ class GatewayServer(Server):
         return tool
 
     def _open_rounds(
-        self, ctx: Context, upstream: Upstream, method: str, params: dict[str, Any]
+        self, ctx: Context, upstream: AnyUpstream, method: str, params: dict[str, Any]
     ) -> tuple[str, dict[str, Any]] | None:
         """A modern front client on a bridged call: the answers it gave so far.
 
@@ -526,7 +568,7 @@ class GatewayServer(Server):
         sealed = self.keyring.seal({"r": responses}, binding)
         return input_required_result(need.requests, sealed)
 
-    def _retag(self, upstream: Upstream, result: dict[str, Any]) -> dict[str, Any]:
+    def _retag(self, upstream: AnyUpstream, result: dict[str, Any]) -> dict[str, Any]:
         """Task ids name their upstream so tasks/* can be routed back."""
         task_id = result.get("taskId")
         if (
@@ -536,3 +578,13 @@ class GatewayServer(Server):
         ):
             result["taskId"] = f"{upstream.name}{TASK_SEPARATOR}{task_id}"
         return result
+
+
+def _capped(result: dict[str, Any], what: str, limit: int) -> dict[str, Any]:
+    """The answer-size cap on the paths that hand over a parsed result (client, bridged,
+    stdio): measured as the JSON it is re-sent as.  The fast lane stops reading at the
+    cap itself, so its answers are already within it."""
+    size = len(encode(result))
+    if size > limit:
+        raise ResultTooLarge(what, limit, size)
+    return result

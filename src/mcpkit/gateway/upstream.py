@@ -30,6 +30,7 @@ from ..transports.client_base import (
 )
 from ..types.errors import INTERNAL_ERROR, McpError
 from .config import UpstreamConfig
+from .credentials import upstream_auth
 from .forward import FastLane
 
 log = logging.getLogger("mcpkit.gateway")
@@ -97,6 +98,8 @@ class Upstream:
         self.watched: set[str] = set()
         self._tg: Any = None
         self._listen_scope: anyio.CancelScope | None = None
+        #: ``[upstream.oauth]``: one token cache for the life of this entry (see .credentials)
+        self._auth: Any = None
 
     # ------------------------------------------------------------------ lifecycle
     def _make_client(self) -> Client:
@@ -108,7 +111,13 @@ class Upstream:
             kwargs["headers"] = dict(self.config.headers)
         if self.config.env:
             kwargs["env"] = dict(self.config.env)
-        if self.config.url and self.config.url.startswith("http://") and http11.available():
+        if self.config.oauth is not None and self.config.url:
+            # Tokens come from an httpx.Auth: the client's own httpx client carries it
+            # (the raw fast lane and the shared pool would not), at some CPU per call.
+            if self._auth is None:
+                self._auth = upstream_auth(self.config.oauth, self.config.url)
+            kwargs["auth"] = self._auth
+        elif self.config.url and self.config.url.startswith("http://") and http11.available():
             # Modern calls take the fast lane (raw pooled HTTP/1.1); the rest of the
             # client's traffic rides pooled connections parsed by httptools too: httpx's
             # default pool costs ~1 ms of CPU per forwarded call under load.
@@ -161,7 +170,12 @@ class Upstream:
                             self.first_attempt.set()
                             task_status.started()
                         self._on_change(self.name, "all", None)
-                        await self._watch(client)
+                        try:
+                            await self._watch(client)
+                        finally:
+                            # Before the client closes, so that no new call picks a
+                            # client that is shutting down ("used outside async with").
+                            self.client = None
                 except Exception as exc:
                     if not self._stopping.is_set():
                         self.error = str(exc) or type(exc).__name__
@@ -194,6 +208,21 @@ class Upstream:
             return
         with anyio.move_on_after(timeout):
             await self._stopped.wait()
+
+    async def retire(self, grace: float = 0.5, timeout: float | None = None) -> None:
+        """Stop once no call is in flight (a config reload removed or replaced this
+        upstream): calls that started on it finish on it.  ``grace`` covers a call that
+        picked this upstream but has not reached :meth:`call` yet; ``timeout`` (default:
+        the upstream's request timeout) bounds the wait."""
+        limit = self.config.timeout_s if timeout is None else timeout
+        with anyio.move_on_after(limit):
+            while True:
+                while self._inflight:
+                    await anyio.sleep(0.05)
+                await anyio.sleep(grace)
+                if not self._inflight:
+                    break
+        await self.stop()
 
     async def _watch(self, client: Client) -> None:
         """Stay connected until the upstream is found dead: listen for list changes and
@@ -327,7 +356,12 @@ class Upstream:
             raise UpstreamDown(self.name, self.error or "not connected")
         return self.client
 
-    async def call(self, fn: Callable[[Client], Awaitable[Any]], front: Any = None) -> Any:
+    #: See :class:`~mcpkit.gateway.replicas.ReplicaSet` (``safe`` is its retry flag).
+    replicated = False
+
+    async def call(
+        self, fn: Callable[[Client], Awaitable[Any]], front: Any = None, *, safe: bool = False
+    ) -> Any:
         """Run ``fn(client)``; a transport failure marks the upstream for restart.
 
         Errors the upstream answered with pass through as they are; failures to reach it

@@ -17,7 +17,7 @@ from typing import Final
 EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "fast": ("uvloop", "httptools"),
     "redis": ("redis",),
-    "gateway": ("limits", "prometheus_client", "joserfc"),
+    "gateway": ("limits", "prometheus_client", "joserfc", "cel"),
     "host": ("starlette",),
     "auth": ("joserfc",),
     "cli": ("rich", "watchfiles", "dotenv"),

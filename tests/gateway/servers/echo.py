@@ -16,6 +16,8 @@ import os
 from collections import Counter
 from typing import Any
 
+import anyio
+
 from mcpkit import Context, Server
 
 NAME = os.environ.get("ECHO_NAME", "echo")
@@ -128,3 +130,16 @@ def touch(uri: str) -> str:
     """Announce that ``uri`` changed (``notifications/resources/updated`` to its watchers)."""
     server.notify_resource_updated(uri)
     return uri
+
+
+@server.tool
+def blob(size: int) -> str:
+    """``size`` bytes of text (for the gateway's answer-size caps)."""
+    return "x" * size
+
+
+@server.tool(annotations={"idempotentHint": True})
+async def nap(seconds: float = 0.0) -> str:
+    """Sleep, then say which upstream answered (idempotent: safe to retry elsewhere)."""
+    await anyio.sleep(seconds)
+    return NAME

@@ -7,7 +7,18 @@ import sys
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("gateway", help="front many MCP servers with one policy-enforcing endpoint")
+    p = sub.add_parser(
+        "gateway",
+        help="front many MCP servers with one policy-enforcing endpoint",
+        description="Serve one MCP endpoint in front of the upstreams of a TOML file, with "
+        "authentication, rules, rate limits and audit (needs the 'gateway' extra).",
+        epilog="examples:\n"
+        "  mcpkit gateway examples/gateway.toml --port 8080   # /mcp, /metrics, /livez, /readyz\n"
+        "  mcpkit gateway gateway.toml --watch               # reload when the file changes\n"
+        "  mcpkit gateway gateway.toml --stdio               # the same front over stdio\n"
+        "  kill -HUP <pid>                                   # reload the config",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("config", help="gateway TOML file (see examples/gateway.toml)")
     p.add_argument("--stdio", action="store_true", help="serve the front over stdio")
     p.add_argument("--host", default="127.0.0.1")

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +56,34 @@ class ScriptedPerson(Interaction):
     async def elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
         self.elicited.append((server, params))
         return {"action": "accept", "content": {"name": self.name}}
+
+
+@contextlib.contextmanager
+def web_host(config: dict[str, Any], folder: Path, *extra: str) -> Iterator[str]:
+    """``mcpkit host --web`` as a real process, started as a person would; yields the URL
+    it prints (with its token) and stops it with SIGINT."""
+    path = folder / "mcp.json"
+    path.write_text(json.dumps(config))
+    log = (folder / "host.log").open("w+")
+    proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "host", "--web",
+                             "--config", str(path), *extra], stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        url = None
+        deadline = time.monotonic() + 30
+        while url is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            log.seek(0)
+            found = re.search(r"open (http://127\.0\.0\.1:\d+/\?token=\S+)", log.read())
+            url = found.group(1) if found else None
+        if url is None:
+            log.seek(0)
+            raise RuntimeError(f"mcpkit host --web did not start:\n{log.read()[-3000:]}")
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

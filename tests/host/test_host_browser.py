@@ -99,6 +99,17 @@ def page(browser: Any, host_url: str) -> Iterator[Any]:
     page.close()
 
 
+def app_view(page: Any, nth: int = 0) -> Any:
+    """The view inside the ``nth`` app's sandbox proxy (on the sandbox origin)."""
+    proxy_el = page.wait_for_selector(f"[data-testid=app-view] >> nth={nth}")
+    assert proxy_el.get_attribute("sandbox") == "allow-scripts allow-same-origin"
+    page_port = page.url.split(":")[2].split("/")[0]
+    assert f":{page_port}/" not in proxy_el.get_attribute("src")  # another origin
+    inner_el = proxy_el.content_frame().wait_for_selector("iframe")
+    assert inner_el.get_attribute("sandbox") == "allow-scripts"  # an opaque origin
+    return inner_el.content_frame()
+
+
 def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
@@ -169,9 +180,7 @@ def test_an_mcp_app_renders_and_calls_a_tool_through_the_host(page: Any) -> None
     page.click("li.tool[data-tool='dice__roll_dice']")
     page.fill("#f-count", "3")
     page.click("#call-button")
-    frame_el = page.wait_for_selector("iframe.app")
-    assert frame_el.get_attribute("sandbox") == "allow-scripts"
-    frame = frame_el.content_frame()
+    frame = app_view(page)
     frame.wait_for_selector(".die")
     assert len(frame.query_selector_all(".die")) == 3
     # the view cannot reach into the host page (opaque origin)

@@ -135,18 +135,19 @@ def test_csp_from_ui_meta_is_restrictive_by_default() -> None:
     assert "x.com" not in csp and " *" not in csp
 
 
-def test_prepare_app_injects_the_csp_first() -> None:
-    html = "<!doctype html><html><head><title>v</title></head><body><script>1</script></body>"
+def test_prepare_app_never_edits_the_document() -> None:
+    # The CSP travels as a response header (web/sandbox.py); markup cannot escape that.
+    html = "<!-- <head> --><script>fetch('http://x')</script><html><head></head></html>"
     doc = prepare_app("ui://a/v.html", {"contents": [{
         "uri": "ui://a/v.html", "mimeType": "text/html;profile=mcp-app", "text": html,
-        "_meta": {"ui": {"prefersBorder": False, "permissions": {"camera": True}}}}]})
-    assert doc.html.startswith('<!doctype html><html><head><meta http-equiv='
-                               '"Content-Security-Policy" content="default-src')
-    assert not doc.prefers_border and doc.allow == "camera"
+        "_meta": {"ui": {"prefersBorder": False, "permissions": {"camera": True},
+                         "domain": "a.example"}}}]})
+    assert doc.html == html and doc.csp.startswith("default-src 'none'")
+    assert not doc.prefers_border and doc.allow == "camera" and doc.domain == "a.example"
     blob = base64.b64encode(b"<p>hi</p>").decode()
     doc = prepare_app("ui://b", {"contents": [{"uri": "ui://b", "blob": blob,
                                                "mimeType": "text/html;profile=mcp-app"}]})
-    assert doc.html.startswith("<head><meta") and doc.html.endswith("<p>hi</p>")
+    assert doc.html == "<p>hi</p>" and doc.domain is None
     with pytest.raises(AppError, match="mimeType"):
         prepare_app("ui://c", {"contents": [{"uri": "ui://c", "text": "x",
                                              "mimeType": "text/html"}]})

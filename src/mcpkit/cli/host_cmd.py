@@ -14,6 +14,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--web", action="store_true",
                    help="serve a local web page on 127.0.0.1 (prints its URL with a token)")
     p.add_argument("--port", type=int, default=0, help="port for --web (default: a free one)")
+    p.add_argument("--sandbox-port", type=int, default=0,
+                   help="port of the MCP App sandbox origin for --web (default: a free one; "
+                        "fix it to keep views' _meta.ui.domain origins stable)")
     p.add_argument("--open", action="store_true", help="open the page in a browser")
     p.add_argument("--model", help="provider:model, e.g. anthropic:claude-sonnet-4-5 or "
                                    "openai:gpt-4o-mini (API key from the environment)")
@@ -56,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
                 webbrowser.open(url)
 
         with contextlib.suppress(KeyboardInterrupt):
-            anyio.run(lambda: run_web(config, port=args.port, model=model, on_ready=ready))
+            anyio.run(lambda: run_web(config, port=args.port,
+                                        sandbox_port=args.sandbox_port, model=model,
+                                        on_ready=ready))
         return 0
     from ..host.terminal import run_terminal
 

@@ -9,9 +9,10 @@ Security, because a local web server is reachable from every page the browser op
   headers), ``?token=``; compared in constant time;
 * a request carrying an ``Origin`` must come from the page's own origin;
 * the page is sent with ``Referrer-Policy: no-referrer`` (the token is in its URL),
-  ``frame-ancestors 'none'`` and ``no-store``.  Its CSP sets no fetch directives on
-  purpose: MCP App views are ``srcdoc`` iframes, which inherit the page's policy, and each
-  view gets its own, stricter one from :mod:`mcpkit.host.apps`.
+  ``frame-ancestors 'none'`` and ``no-store``, and a CSP that lets it talk to itself only
+  and frame nothing but the sandbox proxy;
+* MCP App views never run on this origin: they are served by the sandbox server on another
+  port (:mod:`.sandbox`), with their CSP as a response header.
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ from ..loop import Conversation
 from ..models.base import Model, ModelError
 from ..policy import Permission
 from .prompts import WebInteraction
+from .sandbox import Sandbox
 
 __all__ = ["WebHost", "create_app"]
 
 _PAGE_HEADERS = {
-    "Content-Security-Policy": "frame-ancestors 'none'; object-src 'none'; base-uri 'none'",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -60,6 +61,7 @@ class WebHost:
         self.model = model
         self.token = token or secrets.token_urlsafe(32)
         self.allowed_hosts: set[str] = set()
+        self.sandbox = Sandbox()
         self.chat = (Conversation(host, model, system=system, on_event=self._chat_event)
                      if model is not None else None)
         self._chat_lock = anyio.Lock()
@@ -67,8 +69,18 @@ class WebHost:
     def _chat_event(self, kind: str, data: dict[str, Any]) -> None:
         self.host.emit("chat", {"kind": kind, **data})
 
-    def bind(self, port: int) -> None:
+    def bind(self, port: int, sandbox_port: int) -> None:
         self.allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        self.sandbox.bind(sandbox_port, tuple(f"http://{h}" for h in sorted(self.allowed_hosts)))
+
+    def page_csp(self) -> str:
+        """The page's own policy: itself, ``data:`` images from tool results, and frames
+        from the sandbox proxy only."""
+        return "; ".join([
+            "default-src 'self'", "script-src 'self' 'unsafe-inline'",
+            "style-src 'self' 'unsafe-inline'", "img-src 'self' data:",
+            f"frame-src {self.sandbox.origin}/proxy", "frame-ancestors 'none'",
+            "object-src 'none'", "base-uri 'none'", "form-action 'none'"])
 
     def url(self, port: int) -> str:
         return f"http://127.0.0.1:{port}/?token={self.token}"
@@ -114,7 +126,8 @@ def create_app(web: WebHost) -> Starlette:
         return data
 
     async def index(request: Request) -> Response:
-        return HTMLResponse(page, headers=_PAGE_HEADERS)
+        return HTMLResponse(page, headers={**_PAGE_HEADERS,
+                                           "Content-Security-Policy": web.page_csp()})
 
     async def state(request: Request) -> Response:
         return JSONResponse({
@@ -187,8 +200,12 @@ def create_app(web: WebHost) -> Starlette:
 
     async def open_app(request: Request) -> Response:
         data = await body(request)
-        doc = await host.read_app(str(data["server"]), str(data["uri"]))
-        return JSONResponse(doc.to_json())
+        server = str(data["server"])
+        doc = await host.read_app(server, str(data["uri"]))
+        page_origin = f"http://{request.headers.get('host')}"
+        return JSONResponse({**doc.to_json(), "sandboxOrigin": web.sandbox.origin,
+                             "proxy": web.sandbox.proxy_url(page_origin),
+                             "view": web.sandbox.publish(server, doc)})
 
     async def answer(request: Request) -> Response:
         data = await body(request)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ def test_config_in_the_common_mcpservers_shape(tmp_path: Path,
     assert files.tools == {"delete": Permission.DENY} and files.transport == "stdio"
     assert weather.headers == {"Authorization": "Bearer s3cret"} and weather.timeout == 5
     assert weather.permission is Permission.ALLOW and weather.transport == "http"
-    assert plain.command == ("python", "server.py")
+    assert plain.command == (sys.executable, "server.py")  # this host's own interpreter
     assert config.tool_permissions == {"files__read": Permission.ALLOW}
     assert config.model is not None and config.model.provider == "anthropic"
 

@@ -16,6 +16,12 @@ adds optional keys of its own next to it (``timeout``, ``era``, ``disabled``, ``
 per-tool ``tools``) and the top-level ``permissions`` and ``model`` sections.  ``${VAR}``
 in ``env`` and ``headers`` is expanded from the environment, so secrets stay out of the file.
 Every mistake is reported with the key that caused it, when the file is loaded.
+
+A bare ``python``, ``python3`` or ``mcpkit`` as a server's command means *this host's*
+interpreter (``sys.executable``) and scripts folder, not the first one on ``PATH``: a file
+like ``examples/host.json`` then works from ``.venv/bin/mcpkit host`` without an activated
+virtualenv, where ``PATH`` would have found a system Python without mcpkit.  The server's
+status line shows what it resolved to.  Write a path (``/usr/bin/python3``) to opt out.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import json
 import os
 import re
 import shlex
+import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +70,9 @@ class ServerConfig:
     permission: Permission | None = None
     #: Per-tool permissions by the tool's own (un-namespaced) name.
     tools: dict[str, Permission] = field(default_factory=dict)
+    #: The bare command the file named, when it was resolved to this host's own
+    #: interpreter or scripts folder (see :func:`resolve_command`).
+    resolved_from: str | None = None
 
     @property
     def transport(self) -> str:
@@ -71,7 +82,10 @@ class ServerConfig:
         """What will run or be contacted, in full: shown to the person before connecting."""
         if self.url:
             return self.url
-        return shlex.join(self.command)
+        line = shlex.join(self.command)
+        if self.resolved_from is not None:
+            line += f"  ({self.resolved_from!r} is this host's own)"
+        return line
 
     def target(self) -> str | list[str]:
         return self.url if self.url else list(self.command)
@@ -127,6 +141,23 @@ def _str_map(value: Any, where: str, *, expand: bool) -> dict[str, str]:
     return out
 
 
+def resolve_command(argv: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
+    """``argv`` with a bare ``python``/``python3``/``mcpkit`` replaced by this host's own
+    interpreter or script (``mcpkit`` falls back to ``python -m mcpkit.cli.main`` when no
+    script is installed next to the interpreter); the second item is the replaced name."""
+    if not argv:
+        return argv, None
+    head = argv[0]
+    if head in ("python", "python3"):
+        return (sys.executable, *argv[1:]), head
+    if head == "mcpkit":
+        script = os.path.join(sysconfig.get_path("scripts"), "mcpkit")
+        if os.access(script, os.X_OK):
+            return (script, *argv[1:]), head
+        return (sys.executable, "-m", "mcpkit.cli.main", *argv[1:]), head
+    return argv, None
+
+
 def _permission(value: Any, where: str) -> Permission:
     try:
         return Permission(value)
@@ -162,6 +193,7 @@ def parse_server(name: str, item: Any) -> ServerConfig:
         argv = (*head, *(str(a) for a in args))
     elif not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}.url must be an http(s) URL")
+    argv, resolved_from = resolve_command(argv)
     timeout = item.get("timeout", 60.0)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ConfigError(f"{where}.timeout must be a positive number of seconds")
@@ -188,6 +220,7 @@ def parse_server(name: str, item: Any) -> ServerConfig:
         disabled=bool(item.get("disabled", False)),
         permission=None if permission is None else _permission(permission, f"{where}.permission"),
         tools={str(k): _permission(v, f"{where}.tools.{k}") for k, v in tools.items()},
+        resolved_from=resolved_from,
     )
 
 

@@ -114,6 +114,8 @@ class HostConfig:
     tool_permissions: dict[str, Permission] = field(default_factory=dict)
     model: ModelConfig | None = None
     audit_log: str | None = None
+    #: Cap on one tool result fed to the model, in estimated tokens (``maxToolOutputTokens``).
+    max_tool_output_tokens: int = 25_000
     roots: tuple[dict[str, str], ...] = ()
 
 
@@ -271,6 +273,9 @@ def parse_config(data: Any) -> HostConfig:
             isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots):
         raise ConfigError("roots must be a list of {uri, name?} objects")
     audit = data.get("auditLog")
+    cap = data.get("maxToolOutputTokens", 25_000)
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 100:
+        raise ConfigError("maxToolOutputTokens must be an integer of at least 100")
     return HostConfig(
         servers=servers,
         default_permission=_permission(perms.get("default", "ask"), "permissions.default"),
@@ -280,6 +285,7 @@ def parse_config(data: Any) -> HostConfig:
                           for k, v in tool_perms.items()},
         model=_parse_model(data.get("model")),
         audit_log=audit if isinstance(audit, str) else None,
+        max_tool_output_tokens=cap,
         roots=tuple({k: str(v) for k, v in r.items() if k in ("uri", "name")} for r in roots),
     )
 

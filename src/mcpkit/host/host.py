@@ -204,6 +204,21 @@ class Host:
         self._index = ToolIndex.build(await self._each(tools))
         return list(self._index.tools.values())
 
+    async def model_tools(self) -> list[HostTool]:
+        """The tools offered to the model: visible to it, and not denied by the policy (a
+        denied tool could never run, so listing it would only spend the model's context)."""
+        return [t for t in await self.list_tools() if t.for_model
+                and self.policy.permission(t.server, t.qualified_name) is not Permission.DENY]
+
+    def instructions(self) -> list[tuple[str, str]]:
+        """``(server, instructions)`` of every ready server that sent some."""
+        out = []
+        for name, conn in self.servers.items():
+            text = conn.info.instructions if conn.info and conn.state == "ready" else None
+            if isinstance(text, str) and text.strip():
+                out.append((name, text.strip()))
+        return out
+
     def tool(self, qualified_name: str) -> HostTool | None:
         return self._index.get(qualified_name)
 

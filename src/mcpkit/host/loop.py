@@ -8,20 +8,75 @@ from the messages the server itself supplied (:func:`sampler_for`).
 
 A refused call (``deny`` or a person's "no") does not end the turn: the model gets an error
 result saying it was refused, so it can explain or try something else.
+
+Context hygiene (the model's context is the scarce thing):
+
+* tools the policy denies are not offered at all (:meth:`Host.model_tools`);
+* one tool result is capped at ``max_tool_output_tokens`` (config ``maxToolOutputTokens``,
+  default 25,000), measured by :func:`estimate_tokens`, a tokenizer-free estimate (a
+  tokenizer per provider would be a dependency and still be wrong for the others); the
+  model is told what was cut, so it can ask for less;
+* each server's ``instructions`` join the system prompt, marked as the server's words
+  and bounded in length.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from .host import Host, ToolDenied
 from .models.base import Message, Model, ModelReply
 
-__all__ = ["Conversation", "result_blocks", "sampler_for"]
+__all__ = ["Conversation", "cap_blocks", "estimate_tokens", "result_blocks", "sampler_for"]
 
 EventSink = Callable[[str, dict[str, Any]], None]
+#: Longest instructions text taken from one server (characters).
+MAX_INSTRUCTIONS = 4000
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens a model will likely spend on ``text``, without a tokenizer: about four ASCII
+    characters per token, and one token for every other character (CJK, emoji and
+    accented text tokenize far worse than English), so the estimate errs high."""
+    ascii_chars = sum(1 for ch in text if ch < "\x80")
+    return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)
+
+
+def _cut(text: str, budget: int) -> str:
+    """The longest prefix of ``text`` within ``budget`` estimated tokens."""
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if estimate_tokens(text[:mid]) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low]
+
+
+def cap_blocks(blocks: list[dict[str, Any]], max_tokens: int) -> list[dict[str, Any]]:
+    """Text blocks cut to ``max_tokens`` estimated tokens in all, with a note saying so.
+    Images pass (models price them by size in pixels, not by their base64 length)."""
+    total = sum(estimate_tokens(b["text"]) for b in blocks if b.get("type") == "text")
+    if total <= max_tokens:
+        return blocks
+    budget, out = max_tokens, []
+    for block in blocks:
+        if block.get("type") != "text":
+            out.append(block)
+            continue
+        kept = _cut(block["text"], budget)
+        budget -= estimate_tokens(kept)
+        if kept:
+            out.append({"type": "text", "text": kept})
+    out.append({"type": "text", "text": (
+        f"[the tool output was truncated: about {total:,} tokens, over this host's cap of "
+        f"{max_tokens:,} (maxToolOutputTokens); ask the tool for less, e.g. a smaller range "
+        f"or a filter, if you need the rest]")})
+    return out
 
 
 def _resource_text(resource: Mapping[str, Any]) -> dict[str, Any]:
@@ -68,11 +123,14 @@ def _same_json(text: str, value: Any) -> bool:
 
 class Conversation:
     def __init__(self, host: Host, model: Model, *, system: str | None = None,
-                 max_steps: int = 12, on_event: EventSink | None = None) -> None:
+                 max_steps: int = 12, on_event: EventSink | None = None,
+                 max_tool_output_tokens: int | None = None) -> None:
         self.host = host
         self.model = model
         self.system = system
         self.max_steps = max_steps
+        self.max_tool_output_tokens = (max_tool_output_tokens if max_tool_output_tokens
+                                       is not None else host.config.max_tool_output_tokens)
         self.messages: list[Message] = []
         self._pending: list[dict[str, Any]] = []
         self._emit = on_event or (lambda kind, data: None)
@@ -102,6 +160,20 @@ class Conversation:
         self._append_all(added)
         return added
 
+    def system_prompt(self) -> str | None:
+        """The configured system prompt, then each ready server's ``instructions``."""
+        parts = [self.system] if self.system else []
+        found = self.host.instructions()
+        if found:
+            parts.append("Instructions from the MCP servers connected to this host (each "
+                         "written by that server, not by the user):")
+        for server, text in found:
+            if len(text) > MAX_INSTRUCTIONS:
+                text = text[:MAX_INSTRUCTIONS] + " [cut: too long]"
+            text = text.replace("</server", "<\\/server")  # cannot close its own frame
+            parts.append(f'<server name="{server}" tools="{server}__*">\n{text}\n</server>')
+        return "\n\n".join(parts) if parts else None
+
     def _append_all(self, messages: list[Message]) -> None:
         for message in messages:
             last = self.messages[-1] if self.messages else None
@@ -118,8 +190,9 @@ class Conversation:
         if content:
             self._append_all([{"role": "user", "content": content}])
         for _ in range(self.max_steps):
-            tools = [t.for_api() for t in await self.host.list_tools() if t.for_model]
-            reply: ModelReply = await self.model.reply(self.messages, tools, self.system)
+            tools = [t.for_api() for t in await self.host.model_tools()]
+            reply: ModelReply = await self.model.reply(self.messages, tools,
+                                                       self.system_prompt())
             self.messages.append({"role": "assistant", "content": reply.blocks()})
             if reply.text:
                 self._emit("assistant", {"text": reply.text, "final": not reply.tool_calls})
@@ -147,7 +220,8 @@ class Conversation:
             return [{"type": "text", "text": f"The tool call was refused: {exc.reason}."}], True
         except Exception as exc:
             return [{"type": "text", "text": f"The tool call failed: {exc}"}], True
-        return result_blocks(result)
+        blocks, is_error = result_blocks(result)
+        return cap_blocks(blocks, self.max_tool_output_tokens), is_error
 
 
 def sampler_for(model: Model) -> Callable[[dict[str, Any]], Any]:

@@ -332,6 +332,35 @@ class Host:
             self.policy.remember(tool.server, tool.name, fingerprint)
         return ("approved", "user")
 
+    async def authorize_app_message(self, server: str, role: str, text: str) -> None:
+        """An MCP App view of ``server`` wants to add a message to the conversation
+        (``ui/message``).  The server's permission decides, as for its tools: ``deny``
+        refuses, ``ask`` asks the person with the message shown; raises
+        :class:`ToolDenied` when refused."""
+        name = f"{server}:ui/message"  # never an exposed tool name (those have no '/')
+        permission = self.policy.permission(server, name)
+        args = {"role": role, "text": text}
+        by = "policy"
+        if permission is Permission.ASK:
+            request = ConsentRequest(
+                server=server, tool="ui/message", qualified_name=name, arguments=args,
+                origin="app", description="The app wants to add this message to the "
+                                          "conversation (the model will read it).")
+            raw = await self.interaction.consent(request)
+            decision = raw if isinstance(raw, ConsentDecision) else ConsentDecision(bool(raw))
+            by = "user"
+            if not decision.approved:
+                self.audit.record("app-message", server, name, origin="app",
+                                  decision="declined", by=by, arguments=args)
+                raise ToolDenied(name, decision.reason or "the user declined")
+        elif permission is Permission.DENY:
+            self.audit.record("app-message", server, name, origin="app", decision="denied",
+                              by=by, arguments=args)
+            raise ToolDenied(name, "denied by policy")
+        self.audit.record("app-message", server, name, origin="app",
+                          decision="approved" if by == "user" else "allowed", by=by,
+                          arguments=args)
+
     # ------------------------------------------------------------------ server requests
     async def _sample(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
         """A server wants the model: only with the person's approval, and only with the

@@ -133,6 +133,9 @@ class Conversation:
                                        is not None else host.config.max_tool_output_tokens)
         self.messages: list[Message] = []
         self._pending: list[dict[str, Any]] = []
+        #: ``ui/update-model-context`` per app view, waiting for the next turn (the spec:
+        #: each update overwrites the view's previous one; only the last is sent).
+        self._app_context: dict[str, dict[str, Any]] = {}
         self._emit = on_event or (lambda kind, data: None)
 
     @property
@@ -183,9 +186,35 @@ class Conversation:
                 self.messages.append({"role": message["role"],
                                       "content": list(message["content"])})
 
+    def set_app_context(self, view: str, server: str, uri: str,
+                        params: Mapping[str, Any]) -> None:
+        """An app view's ``ui/update-model-context``: kept until the next turn, then sent
+        once, labelled as the app's words (it is the server's content, not the person's)."""
+        blocks, _ = result_blocks({"content": params.get("content") or [],
+                                   **({"structuredContent": params["structuredContent"]}
+                                      if "structuredContent" in params else {})})
+        texts = "\n".join(b["text"] for b in blocks if b["type"] == "text")
+        if params.get("content") or "structuredContent" in params:
+            self._app_context[view] = {"type": "text", "text": (
+                f"[context from the app view {uri} of server {server!r}, written by the "
+                f"app:]\n{texts}")}
+        else:
+            self._app_context.pop(view, None)  # an empty update clears it
+
+    async def app_message(self, server: str, role: str, text: str) -> str | None:
+        """An app view's ``ui/message`` (after the host allowed it): a ``user`` message
+        starts a turn like one the person typed; an ``assistant`` one is recorded."""
+        self._emit("app_message", {"server": server, "role": role, "text": text})
+        if role == "user":
+            return await self.send(text)
+        self._append_all([{"role": "assistant", "content": [{"type": "text", "text": text}]}])
+        return None
+
     async def send(self, text: str = "") -> str:
         """One turn: returns the model's final words."""
-        content = [*self._pending, *([{"type": "text", "text": text}] if text else [])]
+        context, self._app_context = list(self._app_context.values()), {}
+        content = [*context, *self._pending,
+                   *([{"type": "text", "text": text}] if text else [])]
         self._pending = []
         if content:
             self._append_all([{"role": "user", "content": content}])
@@ -202,9 +231,16 @@ class Conversation:
             for call in reply.tool_calls:
                 self._emit("tool_call", {"id": call.id, "name": call.name,
                                          "arguments": call.arguments})
-                blocks, is_error = await self._run(call.name, call.arguments)
-                self._emit("tool_result", {"id": call.id, "name": call.name,
-                                           "is_error": is_error, "content": blocks})
+                blocks, is_error, raw = await self._run(call.name, call.arguments)
+                event = {"id": call.id, "name": call.name, "is_error": is_error,
+                         "content": blocks}
+                tool = self.host.tool(call.name)
+                if raw is not None and tool is not None and tool.ui_resource_uri:
+                    # the page renders the tool's view inline, with the full result
+                    event["app"] = {"server": tool.server, "tool": tool.name,
+                                    "uri": tool.ui_resource_uri,
+                                    "arguments": call.arguments, "result": raw}
+                self._emit("tool_result", event)
                 results.append({"type": "tool_result", "tool_use_id": call.id,
                                 "content": blocks, "is_error": is_error})
             self.messages.append({"role": "user", "content": results})
@@ -213,15 +249,17 @@ class Conversation:
         return note
 
     async def _run(self, name: str, arguments: dict[str, Any]
-                   ) -> tuple[list[dict[str, Any]], bool]:
+                   ) -> tuple[list[dict[str, Any]], bool, dict[str, Any] | None]:
+        """(blocks for the model, is_error, the raw result when the call ran)."""
         try:
             result = await self.host.call_tool(name, arguments, origin="model")
         except ToolDenied as exc:
-            return [{"type": "text", "text": f"The tool call was refused: {exc.reason}."}], True
+            return ([{"type": "text", "text": f"The tool call was refused: {exc.reason}."}],
+                    True, None)
         except Exception as exc:
-            return [{"type": "text", "text": f"The tool call failed: {exc}"}], True
+            return [{"type": "text", "text": f"The tool call failed: {exc}"}], True, None
         blocks, is_error = result_blocks(result)
-        return cap_blocks(blocks, self.max_tool_output_tokens), is_error
+        return cap_blocks(blocks, self.max_tool_output_tokens), is_error, dict(result)
 
 
 def sampler_for(model: Model) -> Callable[[dict[str, Any]], Any]:

@@ -1,8 +1,10 @@
 """A model that follows a script: for tests, demos, and trying a host without an API key.
 
 Each step is a :class:`ModelReply`, a dict ``{"text": ..., "tool_calls": [{"name",
-"arguments"}]}``, or a callable receiving the conversation so far (to answer with what a
-tool returned).  Every request is kept in :attr:`ScriptedModel.requests` for assertions.
+"arguments"}]}``, ``{"echo": true}`` (answers with the text of the last user message, so a
+demo or a test run from a config file can see what reached the model), or a callable
+receiving the conversation so far (to answer with what a tool returned).  Every request is
+kept in :attr:`ScriptedModel.requests` for assertions.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ class ScriptedModel:
             return step
         if callable(step):
             return step(messages)
+        if step.get("echo"):
+            last = next((m for m in reversed(messages) if m["role"] == "user"), None)
+            said = [b["text"] for b in (last or {}).get("content", []) if b.get("type") == "text"]
+            return ModelReply(text="You said: " + "\n".join(said), stop_reason="end_turn")
         calls = tuple(ToolCall(str(c.get("id") or f"call_{next(self._ids)}"), str(c["name"]),
                                dict(c.get("arguments") or {}))
                       for c in step.get("tool_calls") or [])

@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -207,6 +208,42 @@ def create_app(web: WebHost) -> Starlette:
                              "proxy": web.sandbox.proxy_url(page_origin),
                              "view": web.sandbox.publish(server, doc)})
 
+    async def app_message(request: Request) -> Response:
+        """``ui/message`` from a view: allowed by the server's permission (``ask``: the
+        person confirms), answered at once, and the turn it starts runs after the answer
+        (the spec: the host responds, then follows up)."""
+        chat = web.chat
+        if chat is None:
+            return _error(400, "no model is configured, so there is no conversation")
+        data = await body(request)
+        server, role = str(data.get("server")), data.get("role", "user")
+        if role not in ("user", "assistant"):
+            raise ValueError("role must be user or assistant")
+        raw = data.get("content")
+        items = raw if isinstance(raw, list) else [raw]
+        text = "\n".join(str(i.get("text")) for i in items
+                         if isinstance(i, dict) and i.get("type") == "text")
+        if not text:
+            raise ValueError("ui/message needs text content")
+        host.connection(server)  # a known server, or 400
+        await host.authorize_app_message(server, role, text)
+
+        async def follow_up() -> None:
+            async with web._chat_lock:
+                try:
+                    await chat.app_message(server, role, text)
+                except Exception as exc:  # shown in the transcript, like a failed send
+                    host.emit("chat", {"kind": "error", "text": str(exc)})
+
+        return JSONResponse({}, background=BackgroundTask(follow_up))
+
+    async def app_context(request: Request) -> Response:
+        data = await body(request)
+        if web.chat is not None:
+            web.chat.set_app_context(str(data.get("view")), str(data.get("server")),
+                                     str(data.get("uri")), data)
+        return JSONResponse({})
+
     async def answer(request: Request) -> Response:
         data = await body(request)
         ok = web.interaction.answer(str(data.get("id")), data.get("answer"))
@@ -273,6 +310,8 @@ def create_app(web: WebHost) -> Starlette:
         Route("/api/prompts", guarded(list_prompts)),
         Route("/api/prompts/get", guarded(get_prompt), methods=["POST"]),
         Route("/api/apps/open", guarded(open_app), methods=["POST"]),
+        Route("/api/apps/message", guarded(app_message), methods=["POST"]),
+        Route("/api/apps/context", guarded(app_context), methods=["POST"]),
         Route("/api/answer", guarded(answer), methods=["POST"]),
         Route("/api/permissions", guarded(permissions), methods=["POST"]),
         Route("/api/chat", guarded(chat), methods=["POST"]),

@@ -1,0 +1,82 @@
+# ruff: noqa: E501  (the view's HTML is kept readable rather than wrapped)
+"""Test server "probe": an MCP App whose view exercises the host side of the protocol.
+
+``show_probe(topic)`` has a view that shows its tool input and result, and has buttons for
+``ui/message`` (``#say``) and ``ui/update-model-context`` (``#ctx``).  When the host sends
+``ui/resource-teardown`` the view calls the app-only tool ``note("teardown")`` *before* it
+answers; ``note`` appends to ``$HOST_TEST_DIR/probe.events``, so a test can see that the
+teardown reached a living view.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mcpkit import Server
+from mcpkit.transports.stdio import run_stdio
+
+server = Server("probe", "1.0.0")
+server.extensions["io.modelcontextprotocol/ui"] = {}
+VIEW = "ui://probe/view.html"
+
+
+@server.tool(meta={"ui": {"resourceUri": VIEW}})
+def show_probe(topic: str) -> str:
+    """Show a probe view about ``topic``."""
+    return f"probe ready: {topic}"
+
+
+@server.tool(meta={"ui": {"visibility": ["app"]}})
+def note(event: str) -> str:
+    """Record an event of the view (app only)."""
+    with (Path(os.environ["HOST_TEST_DIR"]) / "probe.events").open("a") as out:
+        out.write(event + "\n")
+    return "noted"
+
+
+HTML = """<!doctype html><html><head><meta charset="utf-8"></head><body>
+<div id="input">waiting</div><div id="result"></div><div id="context"></div>
+<button id="say">Ask the model</button> <button id="ctx">Set context</button> <span id="status"></span>
+<script>
+let nextId = 1, topic = ""; const pending = {};
+const send = (msg) => window.parent.postMessage(Object.assign({jsonrpc: "2.0"}, msg), "*");
+function request(method, params) {
+  const id = nextId++; send({id, method, params});
+  return new Promise((resolve, reject) => { pending[id] = {resolve, reject}; });
+}
+const status = (text) => { document.getElementById("status").textContent = text; };
+window.addEventListener("message", async (ev) => {
+  const msg = ev.data || {};
+  if (msg.id !== undefined && !msg.method && pending[msg.id]) {
+    const p = pending[msg.id]; delete pending[msg.id];
+    msg.error ? p.reject(new Error(msg.error.message)) : p.resolve(msg.result); return;
+  }
+  if (msg.method === "ui/notifications/tool-input") { topic = msg.params.arguments.topic; document.getElementById("input").textContent = "topic: " + topic; }
+  if (msg.method === "ui/notifications/tool-result") document.getElementById("result").textContent = msg.params.content[0].text;
+  if (msg.method === "ui/resource-teardown") {
+    await request("tools/call", {name: "note", arguments: {event: "teardown"}});
+    send({id: msg.id, result: {}});
+  }
+});
+document.getElementById("say").addEventListener("click", async () => {
+  try { await request("ui/message", {role: "user", content: {type: "text", text: "Tell me more about " + topic}}); status("message sent"); }
+  catch (err) { status("refused: " + err.message); }
+});
+document.getElementById("ctx").addEventListener("click", async () => {
+  await request("ui/update-model-context", {content: [{type: "text", text: "The user picked blue."}]});
+  status("context set");
+});
+request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "probe", version: "1"}, appCapabilities: {}})
+  .then((init) => { document.getElementById("context").textContent = JSON.stringify(init.hostContext);
+                    send({method: "ui/notifications/initialized", params: {}}); });
+</script></body></html>"""
+
+
+@server.resource(VIEW, mime_type="text/html;profile=mcp-app", listed=False)
+def view() -> str:
+    return HTML
+
+
+if __name__ == "__main__":
+    run_stdio(server)

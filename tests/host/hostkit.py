@@ -59,14 +59,19 @@ class ScriptedPerson(Interaction):
 
 
 @contextlib.contextmanager
-def web_host(config: dict[str, Any], folder: Path, *extra: str) -> Iterator[str]:
-    """``mcpkit host --web`` as a real process, started as a person would; yields the URL
-    it prints (with its token) and stops it with SIGINT."""
-    path = folder / "mcp.json"
-    path.write_text(json.dumps(config))
+def web_host(config: dict[str, Any] | Path, folder: Path, *extra: str,
+             cwd: Path | None = None) -> Iterator[str]:
+    """``mcpkit host --web`` as a real process, started as a person would (``config`` is
+    written to ``folder``, or is a file already); yields the URL it prints (with its
+    token) and stops it with SIGINT."""
+    if isinstance(config, Path):
+        path = config
+    else:
+        path = folder / "mcp.json"
+        path.write_text(json.dumps(config))
     log = (folder / "host.log").open("w+")
     proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "host", "--web",
-                             "--config", str(path), *extra], stdout=log,
+                             "--config", str(path), *extra], stdout=log, cwd=cwd,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         url = None

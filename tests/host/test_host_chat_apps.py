@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import SERVERS, web_host
+from hostkit import REPO, SERVERS, web_host
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path("/tmp/host-shots")
@@ -54,18 +54,24 @@ def host_url(folder: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory, host_url: str) -> Iterator[Any]:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     SHOTS.mkdir(parents=True, exist_ok=True)
     with playwright_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM,
             args=FLAGS, headless=True, viewport={"width": 1400, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        page.goto(host_url)
-        page.wait_for_selector("[data-testid='tool:probe:show_probe']")
-        yield page
+        yield context
         context.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Any, host_url: str) -> Iterator[Any]:
+    page = browser.new_page()
+    page.set_default_timeout(15_000)
+    page.goto(host_url)
+    page.wait_for_selector("[data-testid='tool:probe:show_probe']")
+    yield page
+    page.close()
 
 
 def events(folder: Path) -> list[str]:
@@ -144,3 +150,30 @@ def test_replacing_a_view_in_the_tools_tab_tears_the_old_one_down(page: Any,
     second.wait_for_selector("#input:has-text('topic: second')")
     assert events(folder).count("teardown") == already + 1
     assert len(page.query_selector_all("#detail [data-testid=app-view]")) == 1
+
+
+def test_the_readme_demo_shows_the_dice_in_the_chat(browser: Any, tmp_path: Path) -> None:
+    """``mcpkit host --web --config examples/host.json``, as the README runs it."""
+    with web_host(REPO / "examples" / "host.json", tmp_path, cwd=REPO) as url:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(url)
+        page.wait_for_selector("[data-testid='tool:dice:roll_dice']")
+        page.fill("#chat-input", "Roll three dice.")
+        page.press("#chat-input", "Enter")
+        page.wait_for_selector(".dialog[data-kind='consent'] #approve")
+        page.click("#approve")
+        view = inner_view(page.wait_for_selector("[data-testid=chat] [data-testid=app-view]"))
+        view.wait_for_selector("#total:has-text('Total:')")
+        assert len(view.query_selector_all(".die")) == 3
+        total = view.inner_text("#total").split()[-1]
+        page.wait_for_selector(".msg.assistant:has-text('Rolled.')")
+        page.screenshot(path=str(SHOTS / "demo-01-dice-in-chat.png"))
+        view.click("#ask")  # ui/message; the dice server's permission is ask
+        page.wait_for_selector(".dialog[data-kind='consent'] #approve")
+        page.click("#approve")
+        reply = page.wait_for_selector(".msg.assistant:has-text('You said:')").inner_text()
+        # the view's ui/update-model-context and its ui/message both reached the model
+        assert f"(total {total})" in reply and f"I rolled a total of {total}" in reply
+        page.screenshot(path=str(SHOTS / "demo-02-dice-asked-the-model.png"))
+        page.close()

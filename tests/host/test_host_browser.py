@@ -218,3 +218,16 @@ def test_progress_resources_and_prompts(page: Any) -> None:
     page.click("button:has-text('Get prompt')")
     page.wait_for_selector("#detail pre:has-text('green tea')")
     shot(page, "10-prompt")
+
+
+def test_cancel_a_running_call_from_the_tools_tab(page: Any) -> None:
+    page.click("[data-testid='tool:alpha:slow']")
+    page.fill("#f-steps", "2000")
+    page.click("[data-testid=call-tool]")
+    page.wait_for_selector("#progress:not([hidden])")
+    page.click("[data-testid=cancel-call]")
+    page.wait_for_selector("#result .cancelled:has-text('cancelled by the user')")
+    assert page.is_hidden("[data-testid=cancel-call]")
+    shot(page, "11-call-cancelled")
+    page.click(".tabs button[data-tab='audit']")
+    page.wait_for_selector("li.audit:has-text('alpha__slow'):has-text('cancelled')")

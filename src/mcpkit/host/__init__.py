@@ -15,7 +15,7 @@ Layering: the host imports the client, never the server.  Everything public is l
 from .apps import AppDocument, AppError, build_csp, prepare_app
 from .config import ConfigError, HostConfig, ModelConfig, ServerConfig, load_config, parse_config
 from .connection import ServerConnection, ServerUnavailable
-from .host import Host, Interaction, ToolDenied
+from .host import Host, Interaction, ToolCancelled, ToolDenied
 from .policy import (
     AuditEntry,
     AuditTrail,
@@ -46,6 +46,7 @@ __all__ = [
     "ServerConfig",
     "ServerConnection",
     "ServerUnavailable",
+    "ToolCancelled",
     "ToolDenied",
     "build_csp",
     "load_config",

@@ -42,7 +42,7 @@ from .policy import (
 )
 from .tools import HostTool, ToolIndex, exposed_name
 
-__all__ = ["Host", "Interaction", "ToolDenied"]
+__all__ = ["Host", "Interaction", "ToolCancelled", "ToolDenied"]
 
 log = logging.getLogger("mcpkit.host")
 
@@ -54,6 +54,15 @@ class ToolDenied(Exception):
         super().__init__(f"{qualified_name}: {reason}")
         self.qualified_name = qualified_name
         self.reason = reason
+
+
+class ToolCancelled(Exception):
+    """A person cancelled the call while it ran (:meth:`Host.cancel_call`); the server was
+    told (``notifications/cancelled``, or its HTTP stream closed on 2026-07-28)."""
+
+    def __init__(self, qualified_name: str) -> None:
+        super().__init__(f"{qualified_name}: cancelled by the user")
+        self.qualified_name = qualified_name
 
 
 class Interaction:
@@ -96,6 +105,8 @@ class Host:
         self._index = ToolIndex()
         self._tg: anyio.abc.TaskGroup | None = None
         self._subscribers: set[MemoryObjectSendStream[tuple[str, dict[str, Any]]]] = set()
+        #: Tool calls running now, by the caller's call id, so a person can cancel them.
+        self._running: dict[str, anyio.CancelScope] = {}
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Host:
@@ -253,9 +264,10 @@ class Host:
     # ------------------------------------------------------------------ tool calls
     async def call_tool(self, qualified_name: str, arguments: Mapping[str, Any] | None = None,
                         *, origin: str = "model", app_server: str | None = None,
-                        on_progress: Callable[[dict[str, Any]], Any] | None = None
-                        ) -> CallToolResult:
-        """Authorize and run one tool call; raises :class:`ToolDenied` when refused."""
+                        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+                        call_id: str | None = None) -> CallToolResult:
+        """Authorize and run one tool call; raises :class:`ToolDenied` when refused and
+        :class:`ToolCancelled` when ``call_id`` was passed to :meth:`cancel_call`."""
         args = dict(arguments or {})
         tool = self._index.get(qualified_name)
         if tool is None:
@@ -275,14 +287,34 @@ class Host:
                 if hasattr(outcome, "__await__"):
                     await outcome
 
+        scope = anyio.CancelScope()
+        if call_id is not None:
+            self._running[call_id] = scope
+        result: CallToolResult | None = None
         try:
-            result = await conn.use(lambda c: c.call_tool(tool.name, args, on_progress=progress))
+            with scope:  # cancelling it makes the client tell the server
+                result = await conn.use(
+                    lambda c: c.call_tool(tool.name, args, on_progress=progress))
         except Exception as exc:
             self._record(tool, origin, by, args, f"error: {exc}", started)
             raise
+        finally:
+            if call_id is not None:
+                self._running.pop(call_id, None)
+        if result is None:  # the scope was cancelled by cancel_call, not from outside
+            self._record(tool, origin, by, args, "cancelled", started)
+            raise ToolCancelled(qualified_name)
         self._record(tool, origin, by, args,
                      "tool-error" if result.get("isError") else "ok", started)
         return result
+
+    def cancel_call(self, call_id: str) -> bool:
+        """Cancel a running call started with this ``call_id``; False if none is running."""
+        scope = self._running.get(call_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
     def _record(self, tool: HostTool, origin: str, by: tuple[str, str],
                 args: dict[str, Any], outcome: str, started: float) -> None:

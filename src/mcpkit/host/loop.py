@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .host import Host, ToolDenied
+from .host import Host, ToolCancelled, ToolDenied
 from .models.base import Message, Model, ModelReply
 
 __all__ = ["Conversation", "cap_blocks", "estimate_tokens", "result_blocks", "sampler_for"]
@@ -231,7 +231,7 @@ class Conversation:
             for call in reply.tool_calls:
                 self._emit("tool_call", {"id": call.id, "name": call.name,
                                          "arguments": call.arguments})
-                blocks, is_error, raw = await self._run(call.name, call.arguments)
+                blocks, is_error, raw = await self._run(call.name, call.arguments, call.id)
                 event = {"id": call.id, "name": call.name, "is_error": is_error,
                          "content": blocks}
                 tool = self.host.tool(call.name)
@@ -248,11 +248,16 @@ class Conversation:
         self._emit("assistant", {"text": note, "final": True})
         return note
 
-    async def _run(self, name: str, arguments: dict[str, Any]
+    async def _run(self, name: str, arguments: dict[str, Any], call_id: str
                    ) -> tuple[list[dict[str, Any]], bool, dict[str, Any] | None]:
-        """(blocks for the model, is_error, the raw result when the call ran)."""
+        """(blocks for the model, is_error, the raw result when the call ran).  The host
+        call id is ``chat:<the model's call id>`` (what the page cancels)."""
         try:
-            result = await self.host.call_tool(name, arguments, origin="model")
+            result = await self.host.call_tool(name, arguments, origin="model",
+                                               call_id=f"chat:{call_id}")
+        except ToolCancelled:
+            return ([{"type": "text", "text": "The user cancelled this tool call while it "
+                                              "ran."}], True, None)
         except ToolDenied as exc:
             return ([{"type": "text", "text": f"The tool call was refused: {exc.reason}."}],
                     True, None)

@@ -60,9 +60,13 @@ def crash() -> str:
 async def slow(ctx: Context, steps: int = 3) -> str:
     """Count to ``steps``, reporting progress on the way."""
     record("slow")
-    for i in range(1, steps + 1):
-        await ctx.report_progress(i, steps, f"step {i} of {steps}")
-        await anyio.sleep(0.05)
+    try:
+        for i in range(1, steps + 1):
+            await ctx.report_progress(i, steps, f"step {i} of {steps}")
+            await anyio.sleep(0.05)
+    except anyio.get_cancelled_exc_class():
+        record("slow-cancelled")  # the client's cancellation reached the server
+        raise
     return f"counted to {steps}"
 
 

@@ -33,7 +33,7 @@ from starlette.routing import Route
 from ..apps import AppError
 from ..config import ConfigError, parse_server
 from ..connection import ServerUnavailable
-from ..host import Host, ToolDenied
+from ..host import Host, ToolCancelled, ToolDenied
 from ..loop import Conversation
 from ..models.base import Model, ModelError
 from ..policy import Permission
@@ -111,6 +111,8 @@ def create_app(web: WebHost) -> Starlette:
                 return await fn(request)
             except ToolDenied as exc:
                 return _error(403, str(exc), denied=True)
+            except ToolCancelled as exc:
+                return _error(409, str(exc), cancelled=True)
             except (ServerUnavailable, ConfigError, AppError, ModelError, ValueError) as exc:
                 return _error(400, str(exc))
             except Exception as exc:  # a server's error: shown to the person as it is
@@ -177,9 +179,19 @@ def create_app(web: WebHost) -> Starlette:
         arguments = data.get("arguments") or {}
         if not isinstance(arguments, dict):
             raise ValueError("arguments must be an object")
+        call_id = data.get("callId")
         result = await host.call_tool(name, arguments, origin=origin,
-                                      app_server=data.get("server") if origin == "app" else None)
+                                      app_server=data.get("server") if origin == "app" else None,
+                                      call_id=f"page:{call_id}" if isinstance(call_id, str)
+                                      else None)
         return JSONResponse({"name": name, "result": result})
+
+    async def cancel_call(request: Request) -> Response:
+        """Cancel a running call: ``{"id": <callId>}`` from the Tools tab, or
+        ``{"chat": <the model's call id>}`` for a call the model made."""
+        data = await body(request)
+        key = f"chat:{data['chat']}" if "chat" in data else f"page:{data.get('id')}"
+        return JSONResponse({"cancelled": host.cancel_call(key)})
 
     async def list_resources(request: Request) -> Response:
         listed = await host.list_resources()
@@ -305,6 +317,7 @@ def create_app(web: WebHost) -> Starlette:
         Route("/api/servers/{name}/restart", guarded(server_action), methods=["POST"]),
         Route("/api/tools", guarded(tools)),
         Route("/api/tools/call", guarded(call_tool), methods=["POST"]),
+        Route("/api/calls/cancel", guarded(cancel_call), methods=["POST"]),
         Route("/api/resources", guarded(list_resources)),
         Route("/api/resources/read", guarded(read_resource), methods=["POST"]),
         Route("/api/prompts", guarded(list_prompts)),

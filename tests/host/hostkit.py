@@ -14,7 +14,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mcpkit.host import ConsentDecision, ConsentRequest, Interaction, ServerConfig
+from mcpkit.host import (
+    ConsentDecision,
+    ConsentRequest,
+    Interaction,
+    ServerConfig,
+    TrustStore,
+    load_config,
+    parse_config,
+)
 
 HERE = Path(__file__).resolve().parent
 SERVERS = HERE / "servers"
@@ -58,20 +66,34 @@ class ScriptedPerson(Interaction):
         return {"action": "accept", "content": {"name": self.name}}
 
 
+def trusted_env(config: dict[str, Any] | Path, folder: Path, *,
+                trusted: bool = True) -> dict[str, str]:
+    """An environment whose trust file (in ``folder``, never the user's) already trusts
+    every server of ``config`` (or none, with ``trusted=False``)."""
+    store = TrustStore(folder / "trusted-servers.json")
+    if trusted:
+        parsed = load_config(config) if isinstance(config, Path) else parse_config(config)
+        for server in parsed.servers:
+            store.trust(server)
+    return {**os.environ, "MCPKIT_TRUST_FILE": str(store.path)}
+
+
 @contextlib.contextmanager
 def web_host(config: dict[str, Any] | Path, folder: Path, *extra: str,
-             cwd: Path | None = None) -> Iterator[str]:
+             cwd: Path | None = None, trusted: bool = True) -> Iterator[str]:
     """``mcpkit host --web`` as a real process, started as a person would (``config`` is
     written to ``folder``, or is a file already); yields the URL it prints (with its
-    token) and stops it with SIGINT."""
+    token) and stops it with SIGINT.  Its servers are trusted beforehand unless
+    ``trusted=False``."""
     if isinstance(config, Path):
         path = config
     else:
         path = folder / "mcp.json"
         path.write_text(json.dumps(config))
+    env = trusted_env(path, folder, trusted=trusted)
     log = (folder / "host.log").open("w+")
     proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "host", "--web",
-                             "--config", str(path), *extra], stdout=log, cwd=cwd,
+                             "--config", str(path), *extra], stdout=log, cwd=cwd, env=env,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         url = None

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import REPO, SERVERS
+from hostkit import REPO, SERVERS, web_host
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts" / "host-web"
@@ -52,30 +48,8 @@ def host_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             {"text": "Done: the note is saved."},
         ]},
     }
-    path = folder / "mcp.json"
-    path.write_text(json.dumps(config))
-    log = (folder / "host.log").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "host", "--web",
-                             "--config", str(path)], stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url = None
-    deadline = time.monotonic() + 30
-    while url is None and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-        log.seek(0)
-        found = re.search(r"open (http://127\.0\.0\.1:\d+/\?token=\S+)", log.read())
-        url = found.group(1) if found else None
-    if url is None:
-        log.seek(0)
-        proc.kill()
-        pytest.fail(f"mcpkit host --web did not start:\n{log.read()[-3000:]}")
-    yield url
-    os.killpg(proc.pid, signal.SIGINT)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    with web_host(config, folder) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -231,3 +205,25 @@ def test_cancel_a_running_call_from_the_tools_tab(page: Any) -> None:
     shot(page, "11-call-cancelled")
     page.click(".tabs button[data-tab='audit']")
     page.wait_for_selector("li.audit:has-text('alpha__slow'):has-text('cancelled')")
+
+
+def test_a_config_command_runs_only_after_the_person_trusts_it(browser: Any,
+                                                               tmp_path: Path) -> None:
+    config = {"mcpServers": {"beta": {"command": sys.executable,
+                                      "args": [str(SERVERS / "beta.py")]}}}
+    with web_host(config, tmp_path, trusted=False) as url:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(url)
+        page.wait_for_selector("li.server[data-server='beta'] .state-untrusted")
+        assert str(SERVERS / "beta.py") in page.inner_text("li.server[data-server='beta']")
+        assert page.query_selector("[data-testid='tool:beta:weather']") is None
+        shot(page, "12-untrusted-server")
+        page.click("[data-testid='trust:beta']")
+        page.wait_for_selector("li.server[data-server='beta'] .state-ready")
+        page.wait_for_selector("[data-testid='tool:beta:weather']")
+        page.close()
+    # remembered for this user (here: the test's trust file)
+    trusted = json.loads((tmp_path / "trusted-servers.json").read_text())
+    assert [entry["command"] for entry in trusted.values()] == [
+        f"{sys.executable} {SERVERS / 'beta.py'}"]

@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from hostkit import REPO
+from hostkit import REPO, trusted_env
 
 from mcpkit.host import parse_config
 
@@ -37,7 +37,7 @@ def test_bare_interpreters_and_mcpkit_resolve_to_the_hosts_own() -> None:
     assert "'python' is this host's own" in a.describe()
 
 
-def test_the_readme_command_works_without_the_venv_on_path() -> None:
+def test_the_readme_command_works_without_the_venv_on_path(tmp_path: Path) -> None:
     mcpkit = VENV_BIN / "mcpkit"
     if not os.access(mcpkit, os.X_OK):
         pytest.skip("mcpkit is not installed as a script next to this interpreter")
@@ -46,6 +46,8 @@ def test_the_readme_command_works_without_the_venv_on_path() -> None:
     env = {k: v for k, v in os.environ.items()
            if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
     env["PATH"] = path
+    env["MCPKIT_TRUST_FILE"] = trusted_env(REPO / "examples" / "host.json",
+                                           tmp_path)["MCPKIT_TRUST_FILE"]
     system = shutil.which("python", path=path) or shutil.which("python3", path=path)
     if system is not None:  # the precondition that made this fail before
         probe = subprocess.run([system, "-c", "import mcpkit"], env=env, capture_output=True)

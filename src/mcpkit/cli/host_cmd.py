@@ -20,6 +20,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--open", action="store_true", help="open the page in a browser")
     p.add_argument("--model", help="provider:model, e.g. anthropic:claude-sonnet-4-5 or "
                                    "openai:gpt-4o-mini (API key from the environment)")
+    p.add_argument("--reset-trust", action="store_true",
+                   help="forget every server command trusted so far, then exit")
     p.add_argument("--log-level", default="warning")
     p.set_defaults(func=run)
 
@@ -33,9 +35,15 @@ def run(args: argparse.Namespace) -> int:
 
     from ..host.config import ConfigError, HostConfig, load_config, parse_config
     from ..host.models.base import ModelError, model_from_config
+    from ..host.trust import TrustStore
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
+    trust = TrustStore()
+    if args.reset_trust:
+        count = trust.reset()
+        print(f"mcpkit host: forgot {count} trusted server command(s) ({trust.path})")
+        return 0
     try:
         config = load_config(args.config) if args.config else HostConfig()
         if args.model:
@@ -61,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(lambda: run_web(config, port=args.port,
                                         sandbox_port=args.sandbox_port, model=model,
-                                        on_ready=ready))
+                                        on_ready=ready, trust=trust))
         return 0
     from ..host.terminal import run_terminal
 
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(lambda: run_terminal(config, model=model))
+        anyio.run(lambda: run_terminal(config, model=model, trust=trust))
     return 0

@@ -26,6 +26,7 @@ from .policy import (
     Policy,
 )
 from .tools import HostTool, model_schema
+from .trust import TrustStore
 
 __all__ = [
     "AppDocument",
@@ -48,6 +49,7 @@ __all__ = [
     "ServerUnavailable",
     "ToolCancelled",
     "ToolDenied",
+    "TrustStore",
     "build_csp",
     "load_config",
     "model_schema",

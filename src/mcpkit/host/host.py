@@ -41,6 +41,7 @@ from .policy import (
     tool_fingerprint,
 )
 from .tools import HostTool, ToolIndex, exposed_name
+from .trust import TrustStore
 
 __all__ = ["Host", "Interaction", "ToolCancelled", "ToolDenied"]
 
@@ -89,7 +90,7 @@ class Host:
     def __init__(self, config: HostConfig | None = None, *,
                  interaction: Interaction | None = None, policy: Policy | None = None,
                  audit: AuditTrail | None = None, sampler: SamplingModel | None = None,
-                 health_interval: float = 10.0) -> None:
+                 health_interval: float = 10.0, trust: TrustStore | None = None) -> None:
         self.config = config or HostConfig()
         self.interaction = interaction or Interaction()
         self.policy = policy or Policy(self.config.default_permission,
@@ -99,6 +100,10 @@ class Host:
         self.audit.on_entry = lambda e: self.emit("audit", e.to_json())
         self.sampler = sampler
         self.health_interval = health_interval
+        #: With a store, a config's stdio server the person has not trusted yet is held
+        #: back (in :attr:`untrusted`) until :meth:`trust_server`; None: no trust step.
+        self.trust = trust
+        self.untrusted: dict[str, ServerConfig] = {}
         self.servers: dict[str, ServerConnection] = {}
         #: Tools each server's client left out, and why (invalid ``x-mcp-header`` on HTTP).
         self.dropped: dict[str, dict[str, str]] = {}
@@ -115,7 +120,12 @@ class Host:
         try:
             async with anyio.create_task_group() as starting:
                 for server in self.config.servers:
-                    if not server.disabled:
+                    if server.disabled:
+                        continue
+                    if self.trust is not None and self.trust.needs_trust(server):
+                        self.untrusted[server.name] = server
+                        self.emit("server", self.untrusted_status(server.name))
+                    else:
                         starting.start_soon(self.add_server, server)
         except BaseException:
             await self.__aexit__(None, None, None)
@@ -154,7 +164,29 @@ class Host:
         await conn.attempted.wait()
         return conn
 
+    def untrusted_status(self, name: str) -> dict[str, Any]:
+        """A held-back server, in the shape of :meth:`ServerConnection.status`."""
+        config = self.untrusted[name]
+        return {"name": name, "state": "untrusted", "transport": config.transport,
+                "target": config.describe(), "restarts": 0, "era": None,
+                "protocolVersion": None, "serverInfo": None, "instructions": None,
+                "error": "not started: this command has not been trusted yet"}
+
+    async def trust_server(self, name: str) -> ServerConnection:
+        """The person trusts a held-back server: remember it and start it."""
+        config = self.untrusted.pop(name, None)
+        if config is None:
+            raise ValueError(f"no untrusted server named {name!r}")
+        if self.trust is not None:
+            self.trust.trust(config)
+        self.audit.record("trust", name, config.describe(), origin="user",
+                          decision="trusted", by="user")
+        return await self.add_server(config)
+
     def remove_server(self, name: str) -> None:
+        if self.untrusted.pop(name, None) is not None:
+            self.emit("removed", {"server": name})
+            return
         conn = self.servers.pop(name, None)
         if conn is not None:
             conn.stop()

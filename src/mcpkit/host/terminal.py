@@ -21,6 +21,7 @@ from .host import Host, Interaction, ToolDenied
 from .loop import Conversation, result_blocks, sampler_for
 from .models.base import Model
 from .policy import ConsentDecision, ConsentRequest
+from .trust import TrustStore
 
 __all__ = ["TerminalInteraction", "run_terminal"]
 
@@ -141,9 +142,10 @@ async def _command(line: str, host: Host, chat: Conversation | None,
     if head == "help":
         ui.say(HELP)
     elif head == "servers":
-        for conn in host.servers.values():
-            status = conn.status()
-            ui.say(f"{conn.name:12} {status['state']:10} {clean(status['target'])}"
+        statuses = [*(host.untrusted_status(n) for n in host.untrusted),
+                    *(c.status() for c in host.servers.values())]
+        for status in statuses:
+            ui.say(f"{status['name']:12} {status['state']:10} {clean(status['target'])}"
                    + (f"  ({clean(status['error'])})" if status["error"] else ""))
     elif head == "tools":
         for tool in await host.list_tools():
@@ -187,11 +189,29 @@ async def _command(line: str, host: Host, chat: Conversation | None,
     return True
 
 
+async def _confirm_trust(host: Host, ui: TerminalInteraction) -> None:
+    """Ask about each held-back stdio server, showing exactly what would run."""
+    for name in list(host.untrusted):
+        config = host.untrusted[name]
+        env = ", ".join(sorted(config.env)) or "none"
+        ui.say(f"! {name} wants to run a command on this machine, with your rights:\n"
+               f"    {clean(config.describe())}\n    cwd: {clean(config.cwd or '.')}"
+               f"   environment variables: {clean(env)}")
+        answer = await ui.read_line(f"  trust and start {name}? [y/N] ")
+        if answer is not None and answer.strip().lower() in ("y", "yes"):
+            await host.trust_server(name)
+        else:
+            ui.say(f"{name}: not started (untrusted)")
+
+
 async def run_terminal(config: HostConfig, *, model: Model | None = None,
-                       read: Callable[[str], str] = input, out: TextIO = sys.stdout) -> None:
+                       read: Callable[[str], str] = input, out: TextIO = sys.stdout,
+                       trust: TrustStore | None = None) -> None:
     ui = TerminalInteraction(read, out)
-    host = Host(config, interaction=ui, sampler=sampler_for(model) if model else None)
+    host = Host(config, interaction=ui, sampler=sampler_for(model) if model else None,
+                trust=trust)
     async with host:
+        await _confirm_trust(host, ui)
         for conn in host.servers.values():
             ui.say(f"{conn.name}: {conn.state}" + (f" ({clean(conn.error)})" if conn.error else ""))
 

@@ -134,7 +134,8 @@ def create_app(web: WebHost) -> Starlette:
 
     async def state(request: Request) -> Response:
         return JSONResponse({
-            "servers": [c.status() for c in host.servers.values()],
+            "servers": [*(host.untrusted_status(n) for n in host.untrusted),
+                        *(c.status() for c in host.servers.values())],
             "model": web.model.name if web.model else None,
             "prompts": web.interaction.questions(),
             "permissions": {"default": host.policy.default, "servers": host.policy.servers,
@@ -149,6 +150,9 @@ def create_app(web: WebHost) -> Starlette:
 
     async def server_action(request: Request) -> Response:
         name = request.path_params["name"]
+        if request.url.path.endswith("/trust"):
+            conn = await host.trust_server(name)
+            return JSONResponse(conn.status())
         if request.method == "DELETE":
             host.remove_server(name)
         else:
@@ -315,6 +319,7 @@ def create_app(web: WebHost) -> Starlette:
         Route("/api/servers", guarded(add_server), methods=["POST"]),
         Route("/api/servers/{name}", guarded(server_action), methods=["DELETE"]),
         Route("/api/servers/{name}/restart", guarded(server_action), methods=["POST"]),
+        Route("/api/servers/{name}/trust", guarded(server_action), methods=["POST"]),
         Route("/api/tools", guarded(tools)),
         Route("/api/tools/call", guarded(call_tool), methods=["POST"]),
         Route("/api/calls/cancel", guarded(cancel_call), methods=["POST"]),

@@ -97,7 +97,10 @@ def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any,
     assert context["toolInfo"]["tool"]["name"] == "show_probe"
     assert context["styles"]["variables"]["--color-text-primary"]
     assert context["containerDimensions"]["maxHeight"] == 2000
-    page.wait_for_selector(".msg.assistant:has-text('Here is the probe.')")
+    page.wait_for_selector(".msg.assistant:not(.streaming):has-text('Here is the probe.')")
+    # streamed word by word into one line, which the final event completes
+    assert [e.inner_text() for e in page.query_selector_all(".msg.assistant")] == [
+        "Let me show it.", "Here is the probe."]
     page.screenshot(path=str(SHOTS / "chat-01-app-inline.png"))
 
     view.click("#ctx")  # ui/update-model-context: kept for the next turn

@@ -166,7 +166,8 @@ async def test_anthropic_adapter_against_a_fake_messages_api(
     model = model_from_config(ModelConfig("anthropic", "claude-test", base_url=base))
     assert isinstance(model, AnthropicModel)
     async with Host(two_servers(tmp_path, default_permission=Permission.ALLOW)) as host:
-        final = await Conversation(host, model, system="sys").send("Show me the chart")
+        final = await Conversation(host, model, system="sys",
+                                   stream=False).send("Show me the chart")
     assert final == "A bar chart; 3."
     headers, first = api.requests[0]
     assert headers["x-api-key"] == "sk-ant-test" and headers["anthropic-version"]
@@ -211,7 +212,8 @@ async def test_openai_adapter_against_a_fake_chat_completions_api(
     model = model_from_config(ModelConfig("openai", "gpt-test", base_url=base + "/v1"))
     assert isinstance(model, OpenAIModel)
     async with Host(two_servers(tmp_path, default_permission=Permission.ALLOW)) as host:
-        final = await Conversation(host, model, system="sys").send("chart please")
+        final = await Conversation(host, model, system="sys",
+                                   stream=False).send("chart please")
     assert final == "Chart seen; 9."
     headers, first = api.requests[0]
     assert headers["authorization"] == "Bearer sk-test"

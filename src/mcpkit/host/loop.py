@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .host import Host, ToolCancelled, ToolDenied
-from .models.base import Message, Model, ModelReply
+from .models.base import Message, Model, ModelReply, StreamingModel
 
 __all__ = ["Conversation", "cap_blocks", "estimate_tokens", "result_blocks", "sampler_for"]
 
@@ -124,11 +124,13 @@ def _same_json(text: str, value: Any) -> bool:
 class Conversation:
     def __init__(self, host: Host, model: Model, *, system: str | None = None,
                  max_steps: int = 12, on_event: EventSink | None = None,
-                 max_tool_output_tokens: int | None = None) -> None:
+                 max_tool_output_tokens: int | None = None, stream: bool = True) -> None:
         self.host = host
         self.model = model
         self.system = system
         self.max_steps = max_steps
+        #: Ask a :class:`StreamingModel` to stream its text (``assistant_delta`` events).
+        self.stream = stream
         self.max_tool_output_tokens = (max_tool_output_tokens if max_tool_output_tokens
                                        is not None else host.config.max_tool_output_tokens)
         self.messages: list[Message] = []
@@ -162,6 +164,14 @@ class Conversation:
             added.append({"role": message["role"], "content": block})
         self._append_all(added)
         return added
+
+    async def _ask_model(self, tools: list[dict[str, Any]]) -> ModelReply:
+        """One model step; streamed as ``assistant_delta`` events when the model can."""
+        if self.stream and isinstance(self.model, StreamingModel):
+            return await self.model.stream_reply(
+                self.messages, tools, self.system_prompt(),
+                lambda text: self._emit("assistant_delta", {"text": text}))
+        return await self.model.reply(self.messages, tools, self.system_prompt())
 
     def system_prompt(self) -> str | None:
         """The configured system prompt, then each ready server's ``instructions``."""
@@ -220,8 +230,7 @@ class Conversation:
             self._append_all([{"role": "user", "content": content}])
         for _ in range(self.max_steps):
             tools = [t.for_api() for t in await self.host.model_tools()]
-            reply: ModelReply = await self.model.reply(self.messages, tools,
-                                                       self.system_prompt())
+            reply = await self._ask_model(tools)
             self.messages.append({"role": "assistant", "content": reply.blocks()})
             if reply.text:
                 self._emit("assistant", {"text": reply.text, "final": not reply.tool_calls})

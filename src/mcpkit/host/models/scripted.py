@@ -55,3 +55,12 @@ class ScriptedModel:
         if not self.steps:
             return ModelReply(text="(the script has ended)", stop_reason="end_turn")
         return self._reply(self.steps.pop(0), messages)
+
+    async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
+                           system: str | None, on_text: Callable[[str], None]) -> ModelReply:
+        """:meth:`reply`, with its text handed out word by word (how a demo streams)."""
+        reply = await self.reply(messages, tools, system)
+        if reply.text:
+            for i, word in enumerate(reply.text.split(" ")):
+                on_text(word if i == 0 else " " + word)
+        return reply

@@ -80,7 +80,8 @@ def trusted_env(config: dict[str, Any] | Path, folder: Path, *,
 
 @contextlib.contextmanager
 def web_host(config: dict[str, Any] | Path, folder: Path, *extra: str,
-             cwd: Path | None = None, trusted: bool = True) -> Iterator[str]:
+             cwd: Path | None = None, trusted: bool = True,
+             env: dict[str, str] | None = None) -> Iterator[str]:
     """``mcpkit host --web`` as a real process, started as a person would (``config`` is
     written to ``folder``, or is a file already); yields the URL it prints (with its
     token) and stops it with SIGINT.  Its servers are trusted beforehand unless
@@ -90,7 +91,8 @@ def web_host(config: dict[str, Any] | Path, folder: Path, *extra: str,
     else:
         path = folder / "mcp.json"
         path.write_text(json.dumps(config))
-    env = trusted_env(path, folder, trusted=trusted)
+    env = {**trusted_env(path, folder, trusted=trusted),
+           "MCPKIT_TOKEN_FILE": str(folder / "oauth-tokens.json"), **(env or {})}
     log = (folder / "host.log").open("w+")
     proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "host", "--web",
                              "--config", str(path), *extra], stdout=log, cwd=cwd, env=env,

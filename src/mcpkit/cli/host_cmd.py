@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..host.config import ConfigError, HostConfig, load_config, parse_config
     from ..host.models.base import ModelError, model_from_config
+    from ..host.oauth import default_token_store
     from ..host.trust import TrustStore
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -69,10 +70,12 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(lambda: run_web(config, port=args.port,
                                         sandbox_port=args.sandbox_port, model=model,
-                                        on_ready=ready, trust=trust))
+                                        on_ready=ready, trust=trust,
+                                        token_store=default_token_store()))
         return 0
     from ..host.terminal import run_terminal
 
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(lambda: run_terminal(config, model=model, trust=trust))
+        anyio.run(lambda: run_terminal(config, model=model, trust=trust,
+                                       token_store=default_token_store()))
     return 0

@@ -70,6 +70,10 @@ class ServerConfig:
     permission: Permission | None = None
     #: Per-tool permissions by the tool's own (un-namespaced) name.
     tools: dict[str, Permission] = field(default_factory=dict)
+    #: OAuth for an HTTP server (``"oauth"`` in the file): ``None`` means on demand with
+    #: dynamic registration; ``{"clientId", "clientSecret", "callbackPort", "scopes"}``
+    #: pre-registers; ``False`` turns it off (a 401 is then just an error).
+    oauth: dict[str, Any] | bool | None = None
     #: The bare command the file named, when it was resolved to this host's own
     #: interpreter or scripts folder (see :func:`resolve_command`).
     resolved_from: str | None = None
@@ -209,6 +213,17 @@ def parse_server(name: str, item: Any) -> ServerConfig:
     if cwd is not None and not isinstance(cwd, str):
         raise ConfigError(f"{where}.cwd must be a string")
     permission = item.get("permission")
+    oauth = item.get("oauth")
+    if oauth is not None and not isinstance(oauth, (bool, dict)):
+        raise ConfigError(f"{where}.oauth must be false or an object (clientId, ...)")
+    if isinstance(oauth, dict):
+        port = oauth.get("callbackPort", 0)
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
+            raise ConfigError(f"{where}.oauth.callbackPort must be a port number")
+        scopes = oauth.get("scopes")
+        if scopes is not None and not (isinstance(scopes, list)
+                                       and all(isinstance(x, str) for x in scopes)):
+            raise ConfigError(f"{where}.oauth.scopes must be a list of strings")
     return ServerConfig(
         name=name,
         command=argv,
@@ -223,6 +238,7 @@ def parse_server(name: str, item: Any) -> ServerConfig:
         permission=None if permission is None else _permission(permission, f"{where}.permission"),
         tools={str(k): _permission(v, f"{where}.tools.{k}") for k, v in tools.items()},
         resolved_from=resolved_from,
+        oauth=True if oauth is True else oauth,
     )
 
 

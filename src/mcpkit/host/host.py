@@ -28,10 +28,12 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..auth.client import TokenStore
 from ..client import CallToolResult, GetPromptResult, InputRequestError, ReadResourceResult
 from .apps import AppDocument, callable_by_app, prepare_app
 from .config import HostConfig, ServerConfig
 from .connection import ConnectionCallbacks, ServerConnection, ServerUnavailable
+from .oauth import ServerLogin, wants_oauth
 from .policy import (
     AuditTrail,
     ConsentDecision,
@@ -81,6 +83,10 @@ class Interaction:
     async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
         return False
 
+    def login_url(self, server: str, url: str) -> None:
+        """``server`` needs the person to log in at ``url`` (OAuth); show it to them."""
+        log.warning("server %s needs you to log in: open %s", server, url)
+
 
 #: Answers a sampling request with a model (set by whoever configures one).
 SamplingModel = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -90,7 +96,8 @@ class Host:
     def __init__(self, config: HostConfig | None = None, *,
                  interaction: Interaction | None = None, policy: Policy | None = None,
                  audit: AuditTrail | None = None, sampler: SamplingModel | None = None,
-                 health_interval: float = 10.0, trust: TrustStore | None = None) -> None:
+                 health_interval: float = 10.0, trust: TrustStore | None = None,
+                 token_store: TokenStore | None = None, wait: bool = True) -> None:
         self.config = config or HostConfig()
         self.interaction = interaction or Interaction()
         self.policy = policy or Policy(self.config.default_permission,
@@ -104,6 +111,12 @@ class Host:
         #: back (in :attr:`untrusted`) until :meth:`trust_server`; None: no trust step.
         self.trust = trust
         self.untrusted: dict[str, ServerConfig] = {}
+        #: With a token store, HTTP servers get OAuth on demand (see :mod:`.oauth`).
+        self.token_store = token_store
+        self.logins: dict[str, ServerLogin] = {}
+        #: Whether ``async with`` waits for each server's first connection attempt (a web
+        #: page sets False: a log-in may need the page that is not served yet).
+        self.wait = wait
         self.servers: dict[str, ServerConnection] = {}
         #: Tools each server's client left out, and why (invalid ``x-mcp-header`` on HTTP).
         self.dropped: dict[str, dict[str, str]] = {}
@@ -125,8 +138,10 @@ class Host:
                     if self.trust is not None and self.trust.needs_trust(server):
                         self.untrusted[server.name] = server
                         self.emit("server", self.untrusted_status(server.name))
-                    else:
+                    elif self.wait:
                         starting.start_soon(self.add_server, server)
+                    else:
+                        self._tg.start_soon(self.add_server, server)
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -158,6 +173,10 @@ class Host:
             elicit=self._elicit, elicit_url=self._elicit_url,
             sample=self._sample if self.sampler is not None else None,
             roots=self._roots if self.config.roots else None, log=self._server_log)
+        if self.token_store is not None and wants_oauth(config):
+            login = ServerLogin(config, self.token_store, self._login_needed)
+            self.logins[config.name] = login
+            cb.auth, cb.auth_status = login.auth, login.status
         conn = ServerConnection(config, cb, self.emit, health_interval=self.health_interval)
         self.servers[config.name] = conn
         self._tg.start_soon(conn.run)
@@ -183,6 +202,24 @@ class Host:
                           decision="trusted", by="user")
         return await self.add_server(config)
 
+    def _login_needed(self, server: str, url: str) -> None:
+        self.audit.record("oauth", server, "login", origin="server", decision="asked",
+                          by="user")
+        conn = self.servers.get(server)
+        if conn is not None:
+            self.emit("server", conn.status())
+        self.interaction.login_url(server, url)
+
+    def logout(self, name: str) -> None:
+        """Forget ``name``'s OAuth tokens and reconnect (its next 401 asks again)."""
+        login = self.logins.get(name)
+        if login is None:
+            raise ValueError(f"server {name!r} does not use OAuth")
+        login.logout()
+        self.audit.record("oauth", name, "logout", origin="user", decision="logged-out",
+                          by="user")
+        self.connection(name).restart()
+
     def remove_server(self, name: str) -> None:
         if self.untrusted.pop(name, None) is not None:
             self.emit("removed", {"server": name})
@@ -191,6 +228,7 @@ class Host:
         if conn is not None:
             conn.stop()
             self.policy.forget_server(name)
+            self.logins.pop(name, None)
             self.emit("removed", {"server": name})
 
     def connection(self, name: str) -> ServerConnection:

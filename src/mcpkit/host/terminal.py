@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import anyio
 
+from ..auth.client import TokenStore
 from .config import HostConfig
 from .host import Host, Interaction, ToolDenied
 from .loop import Conversation, result_blocks, sampler_for
@@ -31,7 +32,7 @@ HELP = """commands:
   /call NAME {json arguments}   call a tool yourself
   /resources   /read SERVER URI   /attach SERVER URI (into your next message)
   /prompts     /prompt SERVER NAME [key=value ...] (adds it to the chat)
-  /restart SERVER   /audit   /help   /quit
+  /restart SERVER   /logout SERVER (forget its OAuth tokens)   /audit   /help   /quit
 anything else is sent to the model (when one is configured)"""
 
 
@@ -104,6 +105,10 @@ class TerminalInteraction(Interaction):
             self.say(f"  {clean(params.get('message', ''))}")
             answer = (await self.ask("  open it yourself, then: [a]ccept / [N]o: ")).lower()
         return {"action": "accept" if answer in ("a", "accept", "y") else "decline"}
+
+    def login_url(self, server: str, url: str) -> None:
+        self.say(f"! {server} needs you to log in (OAuth): open this address in a browser:\n"
+                 f"    {clean(url)}")
 
     async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
         async with self._lock:
@@ -178,6 +183,9 @@ async def _command(line: str, host: Host, chat: Conversation | None,
         else:
             await chat.use_prompt(args[0], args[1], pairs)
             ui.say("prompt added; press Enter (or type) to send it")
+    elif head == "logout" and args:
+        host.logout(args[0])
+        ui.say(f"{args[0]}: logged out")
     elif head == "restart" and args:
         host.connection(args[0]).restart()
     elif head == "audit":
@@ -206,10 +214,11 @@ async def _confirm_trust(host: Host, ui: TerminalInteraction) -> None:
 
 async def run_terminal(config: HostConfig, *, model: Model | None = None,
                        read: Callable[[str], str] = input, out: TextIO = sys.stdout,
-                       trust: TrustStore | None = None) -> None:
+                       trust: TrustStore | None = None,
+                       token_store: TokenStore | None = None) -> None:
     ui = TerminalInteraction(read, out)
     host = Host(config, interaction=ui, sampler=sampler_for(model) if model else None,
-                trust=trust)
+                trust=trust, token_store=token_store)
     async with host:
         await _confirm_trust(host, ui)
         for conn in host.servers.values():

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import uvicorn
 
+from ...auth.client import TokenStore
 from ..config import HostConfig
 from ..host import Host
 from ..loop import sampler_for
@@ -31,7 +32,8 @@ def _listen(port: int) -> socket.socket:
 
 async def run_web(config: HostConfig, *, port: int = 0, sandbox_port: int = 0,
                   model: Model | None = None, on_ready: Callable[[str], None] = print,
-                  health_interval: float = 10.0, trust: TrustStore | None = None) -> None:
+                  health_interval: float = 10.0, trust: TrustStore | None = None,
+                  token_store: TokenStore | None = None) -> None:
     """Serve the page on 127.0.0.1 until interrupted; ``on_ready`` gets the URL with the
     per-launch token (port 0 picks a free port).  MCP App views are served from a second
     port, ``sandbox_port``: another origin than the page's (see :mod:`.sandbox`)."""
@@ -39,7 +41,8 @@ async def run_web(config: HostConfig, *, port: int = 0, sandbox_port: int = 0,
     # interaction first).
     interaction = WebInteraction(lambda kind, data: host.emit(kind, data))
     host = Host(config, interaction=interaction, health_interval=health_interval,
-                sampler=sampler_for(model) if model is not None else None, trust=trust)
+                sampler=sampler_for(model) if model is not None else None, trust=trust,
+                token_store=token_store, wait=False)  # a log-in may need the page
     web = WebHost(host, interaction, model=model,
                   system=config.model.system if config.model else None)
     sock, sandbox_sock = _listen(port), _listen(sandbox_port)

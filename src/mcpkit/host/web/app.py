@@ -153,6 +153,9 @@ def create_app(web: WebHost) -> Starlette:
         if request.url.path.endswith("/trust"):
             conn = await host.trust_server(name)
             return JSONResponse(conn.status())
+        if request.url.path.endswith("/logout"):
+            host.logout(name)
+            return JSONResponse({"ok": True})
         if request.method == "DELETE":
             host.remove_server(name)
         else:
@@ -320,6 +323,7 @@ def create_app(web: WebHost) -> Starlette:
         Route("/api/servers/{name}", guarded(server_action), methods=["DELETE"]),
         Route("/api/servers/{name}/restart", guarded(server_action), methods=["POST"]),
         Route("/api/servers/{name}/trust", guarded(server_action), methods=["POST"]),
+        Route("/api/servers/{name}/logout", guarded(server_action), methods=["POST"]),
         Route("/api/tools", guarded(tools)),
         Route("/api/tools/call", guarded(call_tool), methods=["POST"]),
         Route("/api/calls/cancel", guarded(cancel_call), methods=["POST"]),

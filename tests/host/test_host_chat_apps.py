@@ -38,7 +38,7 @@ def host_url(folder: Path) -> Iterator[str]:
         "mcpServers": {"probe": {
             "command": sys.executable, "args": [str(SERVERS / "probe.py")],
             "env": {"HOST_TEST_DIR": str(folder)},
-            "tools": {"note": "allow", "show_probe": "allow"}}},
+            "tools": {"note": "allow", "show_probe": "allow", "wait_probe": "allow"}}},
         "permissions": {"default": "ask"},
         "model": {"provider": "scripted", "script": [
             {"text": "Let me show it.",
@@ -47,6 +47,8 @@ def host_url(folder: Path) -> Iterator[str]:
             {"echo": True},
             {"tool_calls": [{"name": "probe__show_probe", "arguments": {"topic": "coffee"}}]},
             {"text": "Another probe."},
+            {"tool_calls": [{"name": "probe__wait_probe", "arguments": {"topic": "slow"}}]},
+            {"text": "Cancelled, fine."},
         ]},
     }
     with web_host(config, folder) as url:
@@ -153,6 +155,23 @@ def test_replacing_a_view_in_the_tools_tab_tears_the_old_one_down(page: Any,
     second.wait_for_selector("#input:has-text('topic: second')")
     assert events(folder).count("teardown") == already + 1
     assert len(page.query_selector_all("#detail [data-testid=app-view]")) == 1
+
+
+def test_a_view_shows_from_the_start_of_the_call_and_hears_it_was_cancelled(
+        page: Any) -> None:
+    page.fill("#chat-input", "Wait for it.")
+    page.press("#chat-input", "Enter")
+    entry = page.wait_for_selector("[data-testid=chat] .msg.app[data-tool='probe:wait_probe']")
+    view = inner_view(entry.wait_for_selector("[data-testid=app-view]"))
+    view.wait_for_selector("#input:has-text('topic: slow')")  # the tool input, no result yet
+    assert view.inner_text("#result") == ""
+    page.emulate_media(color_scheme="dark")  # the person's theme changes
+    view.wait_for_selector("#theme:has-text('theme: dark')")
+    page.emulate_media(color_scheme="light")
+    page.click(".msg.tool .cancel-chat-call")
+    view.wait_for_selector("#result:has-text('cancelled: The user cancelled this tool call')")
+    page.wait_for_selector(".msg.assistant:has-text('Cancelled, fine.')")
+    page.screenshot(path=str(SHOTS / "chat-04-view-told-cancelled.png"))
 
 
 def test_the_readme_demo_shows_the_dice_in_the_chat(browser: Any, tmp_path: Path) -> None:

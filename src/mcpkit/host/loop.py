@@ -238,17 +238,19 @@ class Conversation:
                 return reply.text
             results = []
             for call in reply.tool_calls:
+                tool = self.host.tool(call.name)
+                app = ({"server": tool.server, "tool": tool.name, "uri": tool.ui_resource_uri}
+                       if tool is not None and tool.ui_resource_uri else None)
+                # A tool with a view: the page shows the view from the start of the call
+                # (tool input first), then its result, or tool-cancelled with the reason.
                 self._emit("tool_call", {"id": call.id, "name": call.name,
-                                         "arguments": call.arguments})
+                                         "arguments": call.arguments,
+                                         **({"app": app} if app else {})})
                 blocks, is_error, raw = await self._run(call.name, call.arguments, call.id)
                 event = {"id": call.id, "name": call.name, "is_error": is_error,
                          "content": blocks}
-                tool = self.host.tool(call.name)
-                if raw is not None and tool is not None and tool.ui_resource_uri:
-                    # the page renders the tool's view inline, with the full result
-                    event["app"] = {"server": tool.server, "tool": tool.name,
-                                    "uri": tool.ui_resource_uri,
-                                    "arguments": call.arguments, "result": raw}
+                if app is not None:
+                    event["app"] = {**app, "arguments": call.arguments, "result": raw}
                 self._emit("tool_result", event)
                 results.append({"type": "tool_result", "tool_use_id": call.id,
                                 "content": blocks, "is_error": is_error})

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
+
 from mcpkit import Server
 from mcpkit.transports.stdio import run_stdio
 
@@ -27,6 +29,14 @@ def show_probe(topic: str) -> str:
     return f"probe ready: {topic}"
 
 
+@server.tool(meta={"ui": {"resourceUri": VIEW}})
+async def wait_probe(topic: str, steps: int = 2000) -> str:
+    """Show a probe view about ``topic`` while counting slowly (for cancelling)."""
+    for _ in range(steps):
+        await anyio.sleep(0.05)
+    return f"probe waited: {topic}"
+
+
 @server.tool(meta={"ui": {"visibility": ["app"]}})
 def note(event: str) -> str:
     """Record an event of the view (app only)."""
@@ -36,7 +46,7 @@ def note(event: str) -> str:
 
 
 HTML = """<!doctype html><html><head><meta charset="utf-8"></head><body>
-<div id="input">waiting</div><div id="result"></div><div id="context"></div>
+<div id="input">waiting</div><div id="result"></div><div id="context"></div><div id="theme"></div>
 <button id="say">Ask the model</button> <button id="ctx">Set context</button> <span id="status"></span>
 <script>
 let nextId = 1, topic = ""; const pending = {};
@@ -54,6 +64,8 @@ window.addEventListener("message", async (ev) => {
   }
   if (msg.method === "ui/notifications/tool-input") { topic = msg.params.arguments.topic; document.getElementById("input").textContent = "topic: " + topic; }
   if (msg.method === "ui/notifications/tool-result") document.getElementById("result").textContent = msg.params.content[0].text;
+  if (msg.method === "ui/notifications/tool-cancelled") document.getElementById("result").textContent = "cancelled: " + msg.params.reason;
+  if (msg.method === "ui/notifications/host-context-changed") document.getElementById("theme").textContent = "theme: " + msg.params.theme;
   if (msg.method === "ui/resource-teardown") {
     await request("tools/call", {name: "note", arguments: {event: "teardown"}});
     send({id: msg.id, result: {}});

@@ -121,3 +121,13 @@ async def test_the_model_is_told_the_person_cancelled(tmp_path: Path) -> None:
             tg.cancel_scope.cancel()
     assert final == "The user cancelled this tool call while it ran."
     await until(lambda: "slow-cancelled" in calls(tmp_path, "alpha"))
+
+
+async def test_a_task_required_tool_runs_through_the_host(tmp_path: Path) -> None:
+    """The host declares the tasks extension, so a ``task="required"`` tool works."""
+    config = HostConfig(servers=(stdio_server("alpha", "alpha.py", tmp_path, era="modern"),))
+    async with Host(config) as host:
+        await host.connection("alpha").wait_ready()
+        result = await host.call_tool("alpha__long_job", {"steps": 3}, origin="user")
+    assert result["content"][0]["text"] == "job done after 3 steps"
+    assert calls(tmp_path, "alpha") == ["long_job"]

@@ -130,7 +130,9 @@ class ServerConnection:
                 return await provider(name)
 
             roots = roots_for_server
-        options: dict[str, Any] = {"timeout": cfg.timeout, "era": cfg.era,
+        # tasks=True declares the tasks extension: a task="required" tool then works, its
+        # task followed by the client until it ends (tools/call returns the final result).
+        options: dict[str, Any] = {"timeout": cfg.timeout, "era": cfg.era, "tasks": True,
                                    "extra_capabilities": client_capabilities()}
         if cfg.url:
             options["headers"] = dict(cfg.headers)

@@ -70,6 +70,15 @@ async def slow(ctx: Context, steps: int = 3) -> str:
     return f"counted to {steps}"
 
 
+@server.tool(task="required")
+async def long_job(steps: int = 2) -> str:
+    """Runs only as a task (the tasks extension): the client must declare it."""
+    record("long_job")
+    for _ in range(steps):
+        await anyio.sleep(0.05)
+    return f"job done after {steps} steps"
+
+
 @server.tool
 async def ask_name(ctx: Context) -> str:
     """Ask the person for their name (form elicitation), then greet them."""

@@ -76,6 +76,10 @@ def page(browser: Any, host_url: str) -> Iterator[Any]:
     page.close()
 
 
+#: The scripted model's echo, once streamed to the end.
+FINAL_ECHO = ".msg.assistant:not(.streaming):has-text('You said:')"
+
+
 def events(folder: Path) -> list[str]:
     path = folder / "probe.events"
     return path.read_text().split() if path.exists() else []
@@ -115,7 +119,7 @@ def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any,
     page.click("#approve")
     view.wait_for_selector("#status:has-text('message sent')")
     page.wait_for_selector("[data-testid=chat] .msg.app:has-text('Tell me more about tea')")
-    reply = page.wait_for_selector(".msg.assistant:not(.streaming):has-text('You said:')").inner_text()
+    reply = page.wait_for_selector(FINAL_ECHO).inner_text()
     assert "The user picked blue." in reply and "Tell me more about tea" in reply
     page.screenshot(path=str(SHOTS / "chat-03-model-saw-message-and-context.png"))
 
@@ -194,7 +198,7 @@ def test_the_readme_demo_shows_the_dice_in_the_chat(browser: Any, tmp_path: Path
         view.click("#ask")  # ui/message; the dice server's permission is ask
         page.wait_for_selector(".dialog[data-kind='consent'] #approve")
         page.click("#approve")
-        reply = page.wait_for_selector(".msg.assistant:not(.streaming):has-text('You said:')").inner_text()
+        reply = page.wait_for_selector(FINAL_ECHO).inner_text()
         # the view's ui/update-model-context and its ui/message both reached the model
         assert f"(total {total})" in reply and f"I rolled a total of {total}" in reply
         page.screenshot(path=str(SHOTS / "demo-02-dice-asked-the-model.png"))

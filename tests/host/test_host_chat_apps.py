@@ -178,6 +178,31 @@ def test_a_view_shows_from_the_start_of_the_call_and_hears_it_was_cancelled(
     page.screenshot(path=str(SHOTS / "chat-04-view-told-cancelled.png"))
 
 
+def test_full_screen_and_app_logs(page: Any) -> None:
+    page.click(".tabs button[data-tab='tools']")
+    page.click("[data-testid='tool:probe:show_probe']")
+    page.wait_for_selector("#detail [data-testid=app-view]", state="detached")  # torn down
+    page.fill("#f-topic", "screens")
+    page.click("[data-testid=call-tool]")
+    proxy_el = page.wait_for_selector("#detail [data-testid=app-view]")
+    view = inner_view(proxy_el)
+    view.wait_for_selector("#input:has-text('topic: screens')")
+    view.click("#full")
+    view.wait_for_selector("#status:has-text('display mode fullscreen')")
+    view.wait_for_selector("#mode:has-text('mode: fullscreen')")
+    box = proxy_el.bounding_box()
+    assert box["height"] > 800  # the whole 900px window, not the 240px inline frame
+    page.screenshot(path=str(SHOTS / "chat-05-fullscreen.png"))
+    page.click(".exit-fullscreen")
+    view.wait_for_selector("#mode:has-text('mode: inline')")
+    assert proxy_el.bounding_box()["height"] < 800
+    view.click("#log")
+    view.wait_for_selector("#status:has-text('logged')")
+    page.click(".tabs button[data-tab='logs']")
+    entry = page.wait_for_selector("li.log[data-from='app']:has-text('probe says hi')")
+    assert "app · warning" in entry.inner_text()
+
+
 def test_the_readme_demo_shows_the_dice_in_the_chat(browser: Any, tmp_path: Path) -> None:
     """``mcpkit host --web --config examples/host.json``, as the README runs it."""
     with web_host(REPO / "examples" / "host.json", tmp_path, cwd=REPO) as url:

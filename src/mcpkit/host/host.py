@@ -18,6 +18,7 @@ is the safe default for a host nobody is watching.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import time
@@ -114,6 +115,8 @@ class Host:
         #: With a token store, HTTP servers get OAuth on demand (see :mod:`.oauth`).
         self.token_store = token_store
         self.logins: dict[str, ServerLogin] = {}
+        #: Recent log messages of servers and their app views, newest last.
+        self.logs: collections.deque[dict[str, Any]] = collections.deque(maxlen=500)
         #: Whether ``async with`` waits for each server's first connection attempt (a web
         #: page sets False: a log-in may need the page that is not served yet).
         self.wait = wait
@@ -495,4 +498,15 @@ class Host:
         return [dict(r) for r in self.config.roots]
 
     def _server_log(self, server: str, params: dict[str, Any]) -> None:
-        self.emit("log", {"server": server, **params})
+        entry = {"time": time.time(), "server": server, "from": "server", **params}
+        self.logs.append(entry)
+        self.emit("log", entry)
+
+    def app_log(self, server: str, params: Mapping[str, Any]) -> None:
+        """A ``notifications/message`` from one of ``server``'s app views: logged with the
+        server's own messages, marked as the app's."""
+        entry = {"time": time.time(), "server": server, "from": "app",
+                 "level": str(params.get("level") or "info"),
+                 "logger": params.get("logger"), "data": params.get("data")}
+        self.logs.append(entry)
+        self.emit("log", entry)

@@ -47,7 +47,8 @@ def note(event: str) -> str:
 
 HTML = """<!doctype html><html><head><meta charset="utf-8"></head><body>
 <div id="input">waiting</div><div id="result"></div><div id="context"></div><div id="theme"></div>
-<button id="say">Ask the model</button> <button id="ctx">Set context</button> <span id="status"></span>
+<button id="say">Ask the model</button> <button id="ctx">Set context</button>
+<button id="full">Full screen</button> <button id="log">Log</button> <span id="status"></span><div id="mode"></div>
 <script>
 let nextId = 1, topic = ""; const pending = {};
 const send = (msg) => window.parent.postMessage(Object.assign({jsonrpc: "2.0"}, msg), "*");
@@ -65,7 +66,8 @@ window.addEventListener("message", async (ev) => {
   if (msg.method === "ui/notifications/tool-input") { topic = msg.params.arguments.topic; document.getElementById("input").textContent = "topic: " + topic; }
   if (msg.method === "ui/notifications/tool-result") document.getElementById("result").textContent = msg.params.content[0].text;
   if (msg.method === "ui/notifications/tool-cancelled") document.getElementById("result").textContent = "cancelled: " + msg.params.reason;
-  if (msg.method === "ui/notifications/host-context-changed") document.getElementById("theme").textContent = "theme: " + msg.params.theme;
+  if (msg.method === "ui/notifications/host-context-changed" && msg.params.theme) document.getElementById("theme").textContent = "theme: " + msg.params.theme;
+  if (msg.method === "ui/notifications/host-context-changed" && msg.params.displayMode) document.getElementById("mode").textContent = "mode: " + msg.params.displayMode + " " + JSON.stringify(msg.params.containerDimensions);
   if (msg.method === "ui/resource-teardown") {
     await request("tools/call", {name: "note", arguments: {event: "teardown"}});
     send({id: msg.id, result: {}});
@@ -79,7 +81,16 @@ document.getElementById("ctx").addEventListener("click", async () => {
   await request("ui/update-model-context", {content: [{type: "text", text: "The user picked blue."}]});
   status("context set");
 });
-request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "probe", version: "1"}, appCapabilities: {}})
+document.getElementById("full").addEventListener("click", async () => {
+  const answer = await request("ui/request-display-mode", {mode: "fullscreen"});
+  status("display mode " + answer.mode);
+});
+document.getElementById("log").addEventListener("click", () => {
+  send({method: "notifications/message", params: {level: "warning", logger: "probe-view", data: "probe says hi"}});
+  status("logged");
+});
+request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "probe", version: "1"},
+                          appCapabilities: {availableDisplayModes: ["inline", "fullscreen"]}})
   .then((init) => { document.getElementById("context").textContent = JSON.stringify(init.hostContext);
                     send({method: "ui/notifications/initialized", params: {}}); });
 </script></body></html>"""

@@ -292,6 +292,15 @@ def create_app(web: WebHost) -> Starlette:
             reply = await web.chat.send(str(data.get("text") or ""))
         return JSONResponse({"reply": reply})
 
+    async def app_log(request: Request) -> Response:
+        data = await body(request)
+        params = data.get("params")
+        host.app_log(str(data.get("server")), params if isinstance(params, dict) else {})
+        return JSONResponse({})
+
+    async def logs(request: Request) -> Response:
+        return JSONResponse(list(host.logs))
+
     async def audit(request: Request) -> Response:
         return JSONResponse([e.to_json() for e in host.audit.entries[-500:]])
 
@@ -338,6 +347,8 @@ def create_app(web: WebHost) -> Starlette:
         Route("/api/permissions", guarded(permissions), methods=["POST"]),
         Route("/api/chat", guarded(chat), methods=["POST"]),
         Route("/api/audit", guarded(audit)),
+        Route("/api/logs", guarded(logs)),
+        Route("/api/apps/log", guarded(app_log), methods=["POST"]),
         Route("/api/events", guarded(events)),
     ]
     return Starlette(routes=routes)

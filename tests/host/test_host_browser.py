@@ -188,6 +188,9 @@ def test_progress_resources_and_prompts(page: Any) -> None:
     assert page.inner_text("pre.resource-text") == "Water the plants."
     page.click(".tabs button[data-tab='prompts']")
     page.click("li.prompt:has-text('review')")
+    page.fill("#f-topic", "g")  # completion/complete, as the person types
+    page.wait_for_function("() => [...document.querySelectorAll('#complete-topic option')]"
+                           ".map(o => o.value).join('|') === 'green tea|genmaicha|gunpowder'")
     page.fill("#f-topic", "green tea")
     page.click("button:has-text('Get prompt')")
     page.wait_for_selector("#detail pre:has-text('green tea')")

@@ -330,6 +330,20 @@ class Host:
                          arguments: Mapping[str, str] | None = None) -> GetPromptResult:
         return await self.connection(server).use(lambda c: c.get_prompt(name, arguments))
 
+    async def complete_prompt_argument(self, server: str, prompt: str, argument: str,
+                                       value: str, context: Mapping[str, str] | None = None
+                                       ) -> list[str]:
+        """Suggestions for one argument of ``server``'s prompt (``completion/complete``);
+        empty when the server offers no completions."""
+        conn = self.connection(server)
+        caps = conn.info.capabilities if conn.info else {}
+        if "completions" not in caps:
+            return []
+        ref = {"type": "ref/prompt", "name": prompt}
+        result = await conn.use(lambda c: c.complete(ref, argument, value,
+                                                     context_arguments=context or None))
+        return [str(v) for v in result["completion"]["values"]][:100]
+
     async def read_app(self, server: str, uri: str) -> AppDocument:
         """A tool's MCP App view, with its CSP, ready for a sandboxed iframe."""
         return prepare_app(uri, await self.read_resource(server, uri))

@@ -130,5 +130,16 @@ def review(topic: str) -> str:
     return f"Write a two-line review of {topic}."
 
 
+TEAS = ["green tea", "genmaicha", "gunpowder", "black tea", "oolong"]
+
+
+@server.completion
+def complete(ref: dict[str, Any], argument: dict[str, Any], context: Any) -> list[str]:
+    """Suggestions for the review prompt's topic, by prefix."""
+    if ref.get("name") == "review" and argument.get("name") == "topic":
+        return [t for t in TEAS if t.startswith(str(argument.get("value", "")))]
+    return []
+
+
 if __name__ == "__main__":
     run_stdio(server)

@@ -218,6 +218,15 @@ def create_app(web: WebHost) -> Starlette:
         args = {str(k): str(v) for k, v in (data.get("arguments") or {}).items()}
         return JSONResponse(await host.get_prompt(str(data["server"]), str(data["name"]), args))
 
+    async def complete_prompt(request: Request) -> Response:
+        data = await body(request)
+        raw = data.get("context")
+        context: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        values = await host.complete_prompt_argument(
+            str(data["server"]), str(data["prompt"]), str(data["argument"]),
+            str(data.get("value") or ""), {str(k): str(v) for k, v in context.items() if v})
+        return JSONResponse({"values": values})
+
     async def open_app(request: Request) -> Response:
         data = await body(request)
         server = str(data["server"])
@@ -340,6 +349,7 @@ def create_app(web: WebHost) -> Starlette:
         Route("/api/resources/read", guarded(read_resource), methods=["POST"]),
         Route("/api/prompts", guarded(list_prompts)),
         Route("/api/prompts/get", guarded(get_prompt), methods=["POST"]),
+        Route("/api/prompts/complete", guarded(complete_prompt), methods=["POST"]),
         Route("/api/apps/open", guarded(open_app), methods=["POST"]),
         Route("/api/apps/message", guarded(app_message), methods=["POST"]),
         Route("/api/apps/context", guarded(app_context), methods=["POST"]),

@@ -103,6 +103,8 @@ def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any,
     assert context["toolInfo"]["tool"]["name"] == "show_probe"
     assert context["styles"]["variables"]["--color-text-primary"]
     assert context["containerDimensions"]["maxHeight"] == 2000
+    caps = json.loads(view.inner_text("#caps"))
+    assert caps["sandbox"] == {"csp": {}, "permissions": {}}  # nothing declared, none given
     page.wait_for_selector(".msg.assistant:not(.streaming):has-text('Here is the probe.')")
     # streamed word by word into one line, which the final event completes
     assert [e.inner_text() for e in page.query_selector_all(".msg.assistant")] == [

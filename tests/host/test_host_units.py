@@ -136,6 +136,15 @@ def test_csp_from_ui_meta_is_restrictive_by_default() -> None:
     assert "x.com" not in csp and " *" not in csp
 
 
+def test_the_sandbox_capability_reports_what_was_granted() -> None:
+    doc = prepare_app("ui://a/v.html", {"contents": [{
+        "uri": "ui://a/v.html", "mimeType": "text/html;profile=mcp-app", "text": "<p>",
+        "_meta": {"ui": {"csp": {"connectDomains": ["https://api.example", "bad; x"]},
+                         "permissions": {"camera": {}, "geolocation": {}, "usb": {}}}}}]})
+    assert doc.sandbox == {"csp": {"connectDomains": ["https://api.example"]},
+                           "permissions": {"camera": {}, "geolocation": {}}}
+
+
 def test_prepare_app_never_edits_the_document() -> None:
     # The CSP travels as a response header (web/sandbox.py); markup cannot escape that.
     html = "<!-- <head> --><script>fetch('http://x')</script><html><head></head></html>"

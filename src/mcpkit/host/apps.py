@@ -26,7 +26,7 @@ import base64
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["APP_MIME_TYPE", "APP_PROTOCOL_VERSION", "UI_EXTENSION", "AppDocument",
@@ -124,12 +124,30 @@ def build_csp(ui_meta: Mapping[str, Any] | None) -> str:
     return "; ".join(directives)
 
 
+def _asked(perms: Mapping[str, Any], key: str) -> bool:
+    """The spec asks for a permission with an empty object (``"camera": {}``)."""
+    return key in perms and perms[key] is not None and perms[key] is not False
+
+
 def permission_policy(ui_meta: Mapping[str, Any] | None) -> str:
     """The iframe ``allow`` attribute for the permissions the view asked for."""
     perms = ui_meta.get("permissions") if isinstance(ui_meta, Mapping) else None
     if not isinstance(perms, Mapping):
         return ""
-    return "; ".join(feature for key, feature in _PERMISSIONS.items() if perms.get(key))
+    return "; ".join(feature for key, feature in _PERMISSIONS.items() if _asked(perms, key))
+
+
+def sandbox_capability(ui_meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``hostCapabilities.sandbox`` for ``ui/initialize``: what this host actually granted
+    (the valid CSP domains, the permissions it delegates), so a view need not guess."""
+    csp = ui_meta.get("csp") if isinstance(ui_meta, Mapping) else None
+    csp = csp if isinstance(csp, Mapping) else {}
+    granted = {key: _domains(csp, key) for key in
+               ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")}
+    perms = ui_meta.get("permissions") if isinstance(ui_meta, Mapping) else None
+    perms = perms if isinstance(perms, Mapping) else {}
+    return {"csp": {k: v for k, v in granted.items() if v},
+            "permissions": {key: {} for key in _PERMISSIONS if _asked(perms, key)}}
 
 
 @dataclass(frozen=True)
@@ -146,10 +164,13 @@ class AppDocument:
     prefers_border: bool = True
     #: ``_meta.ui.domain``: the view asks for a dedicated, stable origin (see the sandbox).
     domain: str | None = None
+    #: ``hostCapabilities.sandbox`` (see :func:`sandbox_capability`).
+    sandbox: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"uri": self.uri, "csp": self.csp, "allow": self.allow,
-                "prefersBorder": self.prefers_border, "domain": self.domain}
+                "prefersBorder": self.prefers_border, "domain": self.domain,
+                "sandbox": self.sandbox}
 
 
 def prepare_app(uri: str, read_result: Mapping[str, Any]) -> AppDocument:
@@ -179,4 +200,5 @@ def prepare_app(uri: str, read_result: Mapping[str, Any]) -> AppDocument:
     domain = ui.get("domain")
     return AppDocument(uri=uri, html=html, csp=build_csp(ui), allow=permission_policy(ui),
                        prefers_border=ui.get("prefersBorder") is not False,
+                       sandbox=sandbox_capability(ui),
                        domain=domain if isinstance(domain, str) and domain.strip() else None)

@@ -46,7 +46,7 @@ def note(event: str) -> str:
 
 
 HTML = """<!doctype html><html><head><meta charset="utf-8"></head><body>
-<div id="input">waiting</div><div id="result"></div><div id="context"></div><div id="theme"></div>
+<div id="input">waiting</div><div id="result"></div><div id="context"></div><div id="theme"></div><div id="caps"></div>
 <button id="say">Ask the model</button> <button id="ctx">Set context</button>
 <button id="full">Full screen</button> <button id="log">Log</button> <span id="status"></span><div id="mode"></div>
 <script>
@@ -92,6 +92,7 @@ document.getElementById("log").addEventListener("click", () => {
 request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "probe", version: "1"},
                           appCapabilities: {availableDisplayModes: ["inline", "fullscreen"]}})
   .then((init) => { document.getElementById("context").textContent = JSON.stringify(init.hostContext);
+                    document.getElementById("caps").textContent = JSON.stringify(init.hostCapabilities);
                     send({method: "ui/notifications/initialized", params: {}}); });
 </script></body></html>"""
 

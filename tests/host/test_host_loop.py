@@ -281,3 +281,31 @@ def test_the_token_estimate_errs_high_for_non_ascii_and_keeps_images() -> None:
     assert "truncated" in capped[2]["text"]
     short = [{"type": "text", "text": "fine"}]
     assert cap_blocks(short, 100) is short
+
+
+async def test_deferred_tool_loading_offers_a_search_and_what_it_found(tmp_path: Path) -> None:
+    model = ScriptedModel([
+        ModelReply(tool_calls=(ToolCall("s1", "search_tools", {"query": "weather city"}),)),
+        ModelReply(tool_calls=(ToolCall("w1", "beta__weather", {"city": "Oslo"}),)),
+        ModelReply(text="Mild in Oslo."),
+    ])
+    config = two_servers(tmp_path, default_permission=Permission.ALLOW, tool_search=0)
+    async with Host(config) as host:
+        chat = Conversation(host, model)
+        assert await chat.send("Weather in Oslo?") == "Mild in Oslo."
+    first, second, third = (r["tools"] for r in model.requests)
+    assert first == ["search_tools"]  # no definitions sent up front
+    assert "beta__weather" in second and "alpha__add" not in second
+    found = model.requests[1]["messages"][-1]["content"][0]["content"][0]["text"]
+    assert found.splitlines()[1].startswith("- beta__weather: ")
+    weather = model.requests[2]["messages"][-1]["content"][0]["content"][0]["text"]
+    assert json.loads(weather)["city"] == "Oslo"
+    assert calls(tmp_path, "beta") == ["weather"]
+
+
+async def test_small_catalogs_are_not_deferred(tmp_path: Path) -> None:
+    model = ScriptedModel([ModelReply(text="ok")])
+    async with Host(two_servers(tmp_path, tool_search=1000)) as host:
+        await Conversation(host, model).send("hi")
+    assert "search_tools" not in model.requests[0]["tools"]
+    assert "alpha__add" in model.requests[0]["tools"]

@@ -120,6 +120,9 @@ class HostConfig:
     audit_log: str | None = None
     #: Cap on one tool result fed to the model, in estimated tokens (``maxToolOutputTokens``).
     max_tool_output_tokens: int = 25_000
+    #: Deferred tool loading (``toolSearch``): with more model-visible tools than this, the
+    #: model gets a search tool and loads the tools it picks (None: never; 0: always).
+    tool_search: int | None = None
     roots: tuple[dict[str, str], ...] = ()
 
 
@@ -289,6 +292,13 @@ def parse_config(data: Any) -> HostConfig:
             isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots):
         raise ConfigError("roots must be a list of {uri, name?} objects")
     audit = data.get("auditLog")
+    search = data.get("toolSearch", False)
+    if search is True:
+        search = 0
+    elif search is False or search is None:
+        search = None
+    elif isinstance(search, bool) or not isinstance(search, int) or search < 0:
+        raise ConfigError("toolSearch must be true, false or a number of tools")
     cap = data.get("maxToolOutputTokens", 25_000)
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 100:
         raise ConfigError("maxToolOutputTokens must be an integer of at least 100")
@@ -302,6 +312,7 @@ def parse_config(data: Any) -> HostConfig:
         model=_parse_model(data.get("model")),
         audit_log=audit if isinstance(audit, str) else None,
         max_tool_output_tokens=cap,
+        tool_search=search,
         roots=tuple({k: str(v) for k, v in r.items() if k in ("uri", "name")} for r in roots),
     )
 

@@ -17,7 +17,9 @@ Context hygiene (the model's context is the scarce thing):
   tokenizer per provider would be a dependency and still be wrong for the others); the
   model is told what was cut, so it can ask for less;
 * each server's ``instructions`` join the system prompt, marked as the server's words
-  and bounded in length.
+  and bounded in length;
+* with ``toolSearch`` a large catalog is deferred: the model searches and loads what it
+  needs (:mod:`.search`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 from .host import Host, ToolCancelled, ToolDenied
 from .models.base import Message, Model, ModelReply, StreamingModel
+from .search import SEARCH_TOOL, search_tools
 
 __all__ = ["Conversation", "cap_blocks", "estimate_tokens", "result_blocks", "sampler_for"]
 
@@ -135,6 +138,8 @@ class Conversation:
                                        is not None else host.config.max_tool_output_tokens)
         self.messages: list[Message] = []
         self._pending: list[dict[str, Any]] = []
+        #: Tools the model loaded with the search tool (deferred loading).
+        self.loaded: set[str] = set()
         #: ``ui/update-model-context`` per app view, waiting for the next turn (the spec:
         #: each update overwrites the view's previous one; only the last is sent).
         self._app_context: dict[str, dict[str, Any]] = {}
@@ -164,6 +169,32 @@ class Conversation:
             added.append({"role": message["role"], "content": block})
         self._append_all(added)
         return added
+
+    async def _offered(self) -> list[dict[str, Any]]:
+        """The tool definitions for this step: all of them, or (deferred loading) the
+        search tool and the tools loaded so far."""
+        tools = await self.host.model_tools()
+        threshold = self.host.config.tool_search
+        if threshold is None or len(tools) <= threshold:
+            return [t.for_api() for t in tools]
+        return [SEARCH_TOOL, *(t.for_api() for t in tools if t.qualified_name in self.loaded)]
+
+    async def _search(self, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run the host's own search tool: load what it finds, say what it loaded."""
+        self._emit("tool_call", {"id": call_id, "name": SEARCH_TOOL["name"],
+                                 "arguments": arguments})
+        limit = arguments.get("limit")
+        found = search_tools(await self.host.model_tools(), str(arguments.get("query", "")),
+                             limit if isinstance(limit, int) else 5)
+        self.loaded.update(t.qualified_name for t in found)
+        text = ("Loaded these tools; call them on your next step:\n" + "\n".join(
+            f"- {t.qualified_name}: {t.description[:200]}" for t in found)
+            if found else "No tool matches; try other words.")
+        blocks = [{"type": "text", "text": text}]
+        self._emit("tool_result", {"id": call_id, "name": SEARCH_TOOL["name"],
+                                   "is_error": False, "content": blocks})
+        return {"type": "tool_result", "tool_use_id": call_id, "content": blocks,
+                "is_error": False}
 
     async def _ask_model(self, tools: list[dict[str, Any]]) -> ModelReply:
         """One model step; streamed as ``assistant_delta`` events when the model can."""
@@ -229,7 +260,7 @@ class Conversation:
         if content:
             self._append_all([{"role": "user", "content": content}])
         for _ in range(self.max_steps):
-            tools = [t.for_api() for t in await self.host.model_tools()]
+            tools = await self._offered()
             reply = await self._ask_model(tools)
             self.messages.append({"role": "assistant", "content": reply.blocks()})
             if reply.text:
@@ -238,6 +269,9 @@ class Conversation:
                 return reply.text
             results = []
             for call in reply.tool_calls:
+                if call.name == SEARCH_TOOL["name"]:
+                    results.append(await self._search(call.id, call.arguments))
+                    continue
                 tool = self.host.tool(call.name)
                 app = ({"server": tool.server, "tool": tool.name, "uri": tool.ui_resource_uri}
                        if tool is not None and tool.ui_resource_uri else None)

@@ -293,7 +293,7 @@ async def test_deferred_tool_loading_offers_a_search_and_what_it_found(tmp_path:
     async with Host(config) as host:
         chat = Conversation(host, model)
         assert await chat.send("Weather in Oslo?") == "Mild in Oslo."
-    first, second, third = (r["tools"] for r in model.requests)
+    first, second, _ = (r["tools"] for r in model.requests)
     assert first == ["search_tools"]  # no definitions sent up front
     assert "beta__weather" in second and "alpha__add" not in second
     found = model.requests[1]["messages"][-1]["content"][0]["content"][0]["text"]

@@ -8,6 +8,7 @@ the transcript shows what reached the model.  Screenshots go to /tmp/host-shots/
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,6 +106,8 @@ def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any,
     assert context["containerDimensions"]["maxHeight"] == 2000
     caps = json.loads(view.inner_text("#caps"))
     assert caps["sandbox"] == {"csp": {}, "permissions": {}}  # nothing declared, none given
+    # partials (if the view was up in time) stop at the full input, which precedes the result
+    assert re.fullmatch(r"(partial,)*input,result", view.inner_text("#events"))
     page.wait_for_selector(".msg.assistant:not(.streaming):has-text('Here is the probe.')")
     # streamed word by word into one line, which the final event completes
     assert [e.inner_text() for e in page.query_selector_all(".msg.assistant")] == [
@@ -176,6 +179,7 @@ def test_a_view_shows_from_the_start_of_the_call_and_hears_it_was_cancelled(
     page.emulate_media(color_scheme="light")
     page.click(".msg.tool .cancel-chat-call")
     view.wait_for_selector("#result:has-text('cancelled: The user cancelled this tool call')")
+    assert re.fullmatch(r"(partial,)*input,cancelled", view.inner_text("#events"))
     page.wait_for_selector(".msg.assistant:has-text('Cancelled, fine.')")
     page.screenshot(path=str(SHOTS / "chat-04-view-told-cancelled.png"))
 

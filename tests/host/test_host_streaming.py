@@ -134,3 +134,36 @@ async def test_a_refused_stream_is_one_clear_error(serve: Any) -> None:
         await model.stream_reply([{"role": "user", "content": [{"type": "text",
                                                                  "text": "hi"}]}],
                                  [], None, lambda text: None)
+
+
+async def test_streamed_arguments_of_an_app_tool_reach_the_page_early(
+        tmp_path: Path, serve: Any) -> None:
+    api = Transcripts("/v1/messages", ["anthropic_stream_ui_tool.sse",
+                                       "anthropic_stream_text.sse"])
+    model = AnthropicModel("claude-test", api_key="k", base_url=await serve(api))
+    config = HostConfig(servers=(stdio_server("probe", "probe.py", tmp_path),),
+                        server_permissions={"probe": Permission.ALLOW})
+    events: list[tuple[str, dict[str, Any]]] = []
+    async with Host(config) as host:
+        await Conversation(host, model, on_event=lambda k, d: events.append((k, d))).send(
+            "Show me a probe.")
+    kinds = [k for k, _ in events if k in ("tool_input_partial", "tool_call", "tool_result")]
+    assert kinds == ["tool_input_partial"] * 3 + ["tool_call", "tool_result"]
+    partials = [d["arguments"] for k, d in events if k == "tool_input_partial"]
+    assert partials == [{}, {"topic": "green "}, {"topic": "green tea"}]  # JSON closed
+    first = next(d for k, d in events if k == "tool_input_partial")
+    assert first["app"] == {"server": "probe", "tool": "show_probe",
+                            "uri": "ui://probe/view.html"}
+    call = next(d for k, d in events if k == "tool_call")
+    assert call["arguments"] == {"topic": "green tea"} and call["id"] == first["id"]
+
+
+def test_recovering_incomplete_json() -> None:
+    from mcpkit.host.loop import recover_json
+
+    assert recover_json('{"a": "te') == {"a": "te"}
+    assert recover_json('{"a": "tea", "b') == {"a": "tea"}  # a key without its value
+    assert recover_json('{"a": [1, {"x": 2') == {"a": [1, {"x": 2}]}
+    assert recover_json('{"a": "q\\"') == {"a": 'q"'}
+    assert recover_json('{"a"') == {} and recover_json("") is None
+    assert recover_json('{"a": 1]') is None and recover_json("[1, 2") is None

@@ -33,7 +33,8 @@ from .host import Host, ToolCancelled, ToolDenied
 from .models.base import Message, Model, ModelReply, StreamingModel
 from .search import SEARCH_TOOL, search_tools
 
-__all__ = ["Conversation", "cap_blocks", "estimate_tokens", "result_blocks", "sampler_for"]
+__all__ = ["Conversation", "cap_blocks", "estimate_tokens", "recover_json", "result_blocks",
+           "sampler_for"]
 
 EventSink = Callable[[str, dict[str, Any]], None]
 #: Longest instructions text taken from one server (characters).
@@ -46,6 +47,53 @@ def estimate_tokens(text: str) -> int:
     accented text tokenize far worse than English), so the estimate errs high."""
     ascii_chars = sum(1 for ch in text if ch < "\x80")
     return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)
+
+
+def _closers(text: str) -> tuple[str, list[int]] | None:
+    """What closes ``text``'s open strings and brackets, and the offsets of its top-level
+    commas (places to cut back to); None if the brackets do not match."""
+    stack: list[str] = []
+    commas: list[int] = []
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack or stack.pop() != ch:
+                return None
+        elif ch == "," and len(stack) == 1:
+            commas.append(i)
+    return ('"' if in_string else "") + "".join(reversed(stack)), commas
+
+
+def recover_json(partial: str) -> dict[str, Any] | None:
+    """Best-effort arguments from streamed, incomplete JSON (the MCP Apps spec's
+    ``tool-input-partial``): close what is open; if that is not valid (a key without its
+    value), drop the last incomplete member and try again."""
+    found = _closers(partial)
+    start = partial.find("{")
+    if found is None or start < 0:
+        return None
+    for cut in [len(partial), *reversed(found[1]), start + 1]:  # an empty object last
+        text = partial[:cut]
+        ends = _closers(text)
+        if ends is None:
+            continue
+        try:
+            value = json.loads(text + ends[0])
+        except ValueError:
+            continue
+        return value if isinstance(value, dict) else None
+    return None
 
 
 def _cut(text: str, budget: int) -> str:
@@ -196,12 +244,26 @@ class Conversation:
         return {"type": "tool_result", "tool_use_id": call_id, "content": blocks,
                 "is_error": False}
 
+    def _partial_input(self, call_id: str, name: str, partial: str) -> None:
+        """Arguments still streaming for a tool that has a view: the page may show the
+        view already and send it ``ui/notifications/tool-input-partial``."""
+        tool = self.host.tool(name)
+        if tool is None or not tool.ui_resource_uri:
+            return
+        arguments = recover_json(partial)
+        if arguments is not None:
+            self._emit("tool_input_partial", {
+                "id": call_id, "name": name, "arguments": arguments,
+                "app": {"server": tool.server, "tool": tool.name,
+                        "uri": tool.ui_resource_uri}})
+
     async def _ask_model(self, tools: list[dict[str, Any]]) -> ModelReply:
         """One model step; streamed as ``assistant_delta`` events when the model can."""
         if self.stream and isinstance(self.model, StreamingModel):
             return await self.model.stream_reply(
                 self.messages, tools, self.system_prompt(),
-                lambda text: self._emit("assistant_delta", {"text": text}))
+                lambda text: self._emit("assistant_delta", {"text": text}),
+                self._partial_input)
         return await self.model.reply(self.messages, tools, self.system_prompt())
 
     def system_prompt(self) -> str | None:

@@ -46,7 +46,7 @@ def note(event: str) -> str:
 
 
 HTML = """<!doctype html><html><head><meta charset="utf-8"></head><body>
-<div id="input">waiting</div><div id="result"></div><div id="context"></div><div id="theme"></div><div id="caps"></div>
+<div id="input">waiting</div><div id="result"></div><div id="context"></div><div id="theme"></div><div id="caps"></div><div id="events"></div>
 <button id="say">Ask the model</button> <button id="ctx">Set context</button>
 <button id="full">Full screen</button> <button id="log">Log</button> <span id="status"></span><div id="mode"></div>
 <script>
@@ -63,6 +63,9 @@ window.addEventListener("message", async (ev) => {
     const p = pending[msg.id]; delete pending[msg.id];
     msg.error ? p.reject(new Error(msg.error.message)) : p.resolve(msg.result); return;
   }
+  const seen = {"ui/notifications/tool-input-partial": "partial", "ui/notifications/tool-input": "input",
+                "ui/notifications/tool-result": "result", "ui/notifications/tool-cancelled": "cancelled"}[msg.method];
+  if (seen) document.getElementById("events").textContent += (document.getElementById("events").textContent ? "," : "") + seen;
   if (msg.method === "ui/notifications/tool-input") { topic = msg.params.arguments.topic; document.getElementById("input").textContent = "topic: " + topic; }
   if (msg.method === "ui/notifications/tool-result") document.getElementById("result").textContent = msg.params.content[0].text;
   if (msg.method === "ui/notifications/tool-cancelled") document.getElementById("result").textContent = "cancelled: " + msg.params.reason;

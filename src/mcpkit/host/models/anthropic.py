@@ -13,7 +13,15 @@ from typing import Any
 
 import httpx
 
-from .base import Message, ModelError, ModelReply, ToolCall, post_json, post_sse
+from .base import (
+    Message,
+    ModelError,
+    ModelReply,
+    ToolCall,
+    ToolInputSink,
+    post_json,
+    post_sse,
+)
 
 __all__ = ["AnthropicModel"]
 
@@ -78,7 +86,8 @@ class AnthropicModel:
                           dict(data.get("usage") or {}))
 
     async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
-                           system: str | None, on_text: Callable[[str], None]) -> ModelReply:
+                           system: str | None, on_text: Callable[[str], None],
+                           on_tool_input: ToolInputSink | None = None) -> ModelReply:
         """The same request with ``"stream": true``: text deltas go to ``on_text`` as they
         come; ``tool_use`` input arrives as JSON fragments, joined and parsed at the end."""
         body = {**self.request_body(messages, tools, system), "stream": True}
@@ -101,6 +110,9 @@ class AnthropicModel:
                     on_text(str(delta.get("text", "")))
                 elif delta.get("type") == "input_json_delta":
                     block["partial"] += str(delta.get("partial_json", ""))
+                    if on_tool_input is not None and block.get("type") == "tool_use":
+                        on_tool_input(str(block.get("id")), str(block.get("name")),
+                                      block["partial"])
             elif kind == "message_delta":
                 stop = str((event.get("delta") or {}).get("stop_reason") or stop)
                 usage.update(event.get("usage") or {})

@@ -14,8 +14,9 @@ tool blocks) and each adapter translates at its edge::
 Tools are ``{"name", "description", "input_schema"}``.  An adapter is anything with an
 async ``reply(messages, tools, system)``; API keys come from the environment only.  One that
 can also stream (:class:`StreamingModel`) has ``stream_reply(..., on_text)``, which calls
-``on_text`` with each piece of text as it arrives and returns the same :class:`ModelReply`;
-the loop prefers it, so a person sees the answer being written.
+``on_text`` with each piece of text as it arrives (and ``on_tool_input`` with a tool call's
+arguments as they grow) and returns the same :class:`ModelReply`; the loop prefers it, so a
+person sees the answer being written.
 """
 
 from __future__ import annotations
@@ -70,13 +71,17 @@ class Model(Protocol):
                     system: str | None = None) -> ModelReply: ...
 
 
+#: Gets ``(call id, tool name, the call's JSON arguments so far)`` as they stream.
+ToolInputSink = Callable[[str, str, str], None]
+
+
 @runtime_checkable
 class StreamingModel(Protocol):
     name: str
 
     async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
-                           system: str | None, on_text: Callable[[str], None]
-                           ) -> ModelReply: ...
+                           system: str | None, on_text: Callable[[str], None],
+                           on_tool_input: ToolInputSink | None = None) -> ModelReply: ...
 
 
 def api_key(variable: str) -> str:

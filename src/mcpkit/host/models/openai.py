@@ -19,7 +19,15 @@ from typing import Any
 
 import httpx
 
-from .base import Message, ModelError, ModelReply, ToolCall, post_json, post_sse
+from .base import (
+    Message,
+    ModelError,
+    ModelReply,
+    ToolCall,
+    ToolInputSink,
+    post_json,
+    post_sse,
+)
 
 __all__ = ["OpenAIModel"]
 
@@ -118,7 +126,8 @@ class OpenAIModel:
                           str(choice.get("finish_reason") or ""), dict(data.get("usage") or {}))
 
     async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
-                           system: str | None, on_text: Callable[[str], None]) -> ModelReply:
+                           system: str | None, on_text: Callable[[str], None],
+                           on_tool_input: ToolInputSink | None = None) -> ModelReply:
         """The same request with ``"stream": true``: ``delta.content`` goes to ``on_text``;
         ``delta.tool_calls`` fragments are joined by their ``index``."""
         body = {**self.request_body(messages, tools, system), "stream": True,
@@ -144,6 +153,8 @@ class OpenAIModel:
                     call["id"] = str(part.get("id") or call["id"])
                     call["name"] += str(function.get("name") or "")
                     call["arguments"] += str(function.get("arguments") or "")
+                    if on_tool_input is not None and call["id"] and call["name"]:
+                        on_tool_input(call["id"], call["name"], call["arguments"])
                 finish = str(choice.get("finish_reason") or finish)
         out = []
         for _, call in sorted(calls.items()):

@@ -10,10 +10,11 @@ kept in :attr:`ScriptedModel.requests` for assertions.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .base import Message, ModelReply, ToolCall
+from .base import Message, ModelReply, ToolCall, ToolInputSink
 
 __all__ = ["ScriptedModel"]
 
@@ -57,10 +58,17 @@ class ScriptedModel:
         return self._reply(self.steps.pop(0), messages)
 
     async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
-                           system: str | None, on_text: Callable[[str], None]) -> ModelReply:
-        """:meth:`reply`, with its text handed out word by word (how a demo streams)."""
+                           system: str | None, on_text: Callable[[str], None],
+                           on_tool_input: ToolInputSink | None = None) -> ModelReply:
+        """:meth:`reply`, with its text handed out word by word and each tool call's
+        arguments in two halves of their JSON (how a demo streams)."""
         reply = await self.reply(messages, tools, system)
         if reply.text:
             for i, word in enumerate(reply.text.split(" ")):
                 on_text(word if i == 0 else " " + word)
+        if on_tool_input is not None:
+            for call in reply.tool_calls:
+                encoded = json.dumps(call.arguments)
+                on_tool_input(call.id, call.name, encoded[: len(encoded) // 2])
+                on_tool_input(call.id, call.name, encoded)
         return reply

@@ -3,8 +3,13 @@
 
 The tool ``roll_dice`` names its view in ``_meta.ui.resourceUri``; the view is the
 ``ui://dice/roller.html`` resource (``text/html;profile=mcp-app``).  A host that renders
-MCP Apps (``mcpkit host --web``) shows it in a sandboxed iframe; the view's "Roll again"
-button calls the tool back through the host, which applies its permission policy.
+MCP Apps (``mcpkit host --web``) shows it in a sandboxed iframe on its sandbox origin, in
+the chat when the model rolled, in the Tools tab when a person did.  The view:
+
+* "Roll again" calls the tool back through the host, which applies its permission policy;
+* tells the model what it shows (``ui/update-model-context``, sent with the next turn);
+* "Ask the model" adds a message to the conversation (``ui/message``; the host asks first);
+* answers ``ui/resource-teardown`` before the host removes it.
 
     mcpkit serve examples/app_server.py --http --port 8001   # then connect it in the page
     mcpkit host --web --config examples/host.json
@@ -62,9 +67,9 @@ HTML = """<!doctype html>
 <div id="title">Waiting for the roll...</div>
 <div class="dice" id="dice"></div>
 <div id="total"></div>
-<p><button id="again">Roll again</button> <span id="status"></span></p>
+<p><button id="again">Roll again</button> <button id="ask">Ask the model</button> <span id="status"></span></p>
 <script>
-let nextId = 1; const pending = {}; let lastArgs = {};
+let nextId = 1; const pending = {}; let lastArgs = {}; let lastTotal = null;
 function send(msg) { window.parent.postMessage(Object.assign({jsonrpc: "2.0"}, msg), "*"); }
 function request(method, params) {
   const id = nextId++; send({id, method, params});
@@ -77,10 +82,13 @@ function show(result) {
   const box = document.getElementById("dice"); box.replaceChildren();
   for (const r of roll.rolls) { const d = document.createElement("div"); d.className = "die"; d.textContent = r; box.append(d); }
   document.getElementById("total").textContent = "Total: " + roll.total;
+  lastTotal = roll.total;
   send({method: "ui/notifications/size-changed", params: {height: document.body.scrollHeight}});
+  request("ui/update-model-context", {content: [{type: "text", text: "The dice view shows " + roll.rolls.join(", ") + " (total " + roll.total + ")."}]}).catch(() => {});
 }
 window.addEventListener("message", (ev) => {
   const msg = ev.data || {};
+  if (msg.method === "ui/resource-teardown") { send({id: msg.id, result: {}}); return; }  // nothing to save
   if (msg.id !== undefined && pending[msg.id]) {
     const p = pending[msg.id]; delete pending[msg.id];
     msg.error ? p.reject(new Error(msg.error.message)) : p.resolve(msg.result); return;
@@ -95,6 +103,12 @@ document.getElementById("again").addEventListener("click", async () => {
     const history = await request("tools/call", {name: "roll_history", arguments: {}});
     status.textContent = "rolled through the host; totals so far: " + history.structuredContent.totals.join(", ");
   } catch (err) { status.textContent = "refused: " + err.message; }
+});
+document.getElementById("ask").addEventListener("click", async () => {
+  const status = document.getElementById("status");
+  try { await request("ui/message", {role: "user", content: {type: "text", text: "I rolled a total of " + lastTotal + ". Is that a good roll?"}});
+        status.textContent = "asked the model"; }
+  catch (err) { status.textContent = "refused: " + err.message; }
 });
 request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "dice-view", version: "1.0.0"},
                           appCapabilities: {}})

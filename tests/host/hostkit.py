@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mcpkit.host import ConsentDecision, ConsentRequest, Interaction, ServerConfig
+from mcpkit.host import (
+    ConsentDecision,
+    ConsentRequest,
+    Interaction,
+    ServerConfig,
+    TrustStore,
+    load_config,
+    parse_config,
+)
 
 HERE = Path(__file__).resolve().parent
 SERVERS = HERE / "servers"
@@ -49,3 +64,55 @@ class ScriptedPerson(Interaction):
     async def elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
         self.elicited.append((server, params))
         return {"action": "accept", "content": {"name": self.name}}
+
+
+def trusted_env(config: dict[str, Any] | Path, folder: Path, *,
+                trusted: bool = True) -> dict[str, str]:
+    """An environment whose trust file (in ``folder``, never the user's) already trusts
+    every server of ``config`` (or none, with ``trusted=False``)."""
+    store = TrustStore(folder / "trusted-servers.json")
+    if trusted:
+        parsed = load_config(config) if isinstance(config, Path) else parse_config(config)
+        for server in parsed.servers:
+            store.trust(server)
+    return {**os.environ, "MCPKIT_TRUST_FILE": str(store.path)}
+
+
+@contextlib.contextmanager
+def web_host(config: dict[str, Any] | Path, folder: Path, *extra: str,
+             cwd: Path | None = None, trusted: bool = True,
+             env: dict[str, str] | None = None) -> Iterator[str]:
+    """``mcpkit host --web`` as a real process, started as a person would (``config`` is
+    written to ``folder``, or is a file already); yields the URL it prints (with its
+    token) and stops it with SIGINT.  Its servers are trusted beforehand unless
+    ``trusted=False``."""
+    if isinstance(config, Path):
+        path = config
+    else:
+        path = folder / "mcp.json"
+        path.write_text(json.dumps(config))
+    env = {**trusted_env(path, folder, trusted=trusted),
+           "MCPKIT_TOKEN_FILE": str(folder / "oauth-tokens.json"), **(env or {})}
+    log = (folder / "host.log").open("w+")
+    proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "host", "--web",
+                             "--config", str(path), *extra], stdout=log, cwd=cwd, env=env,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        url = None
+        deadline = time.monotonic() + 30
+        while url is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            log.seek(0)
+            found = re.search(r"open (http://127\.0\.0\.1:\d+/\?token=\S+)", log.read())
+            url = found.group(1) if found else None
+        if url is None:
+            log.seek(0)
+            raise RuntimeError(f"mcpkit host --web did not start:\n{log.read()[-3000:]}")
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import REPO, SERVERS
+from hostkit import REPO, SERVERS, web_host
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts" / "host-web"
@@ -52,30 +48,8 @@ def host_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             {"text": "Done: the note is saved."},
         ]},
     }
-    path = folder / "mcp.json"
-    path.write_text(json.dumps(config))
-    log = (folder / "host.log").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "host", "--web",
-                             "--config", str(path)], stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url = None
-    deadline = time.monotonic() + 30
-    while url is None and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-        log.seek(0)
-        found = re.search(r"open (http://127\.0\.0\.1:\d+/\?token=\S+)", log.read())
-        url = found.group(1) if found else None
-    if url is None:
-        log.seek(0)
-        proc.kill()
-        pytest.fail(f"mcpkit host --web did not start:\n{log.read()[-3000:]}")
-    yield url
-    os.killpg(proc.pid, signal.SIGINT)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    with web_host(config, folder) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +71,17 @@ def page(browser: Any, host_url: str) -> Iterator[Any]:
     page.wait_for_selector("li.tool")
     yield page
     page.close()
+
+
+def app_view(page: Any, nth: int = 0) -> Any:
+    """The view inside the ``nth`` app's sandbox proxy (on the sandbox origin)."""
+    proxy_el = page.wait_for_selector(f"[data-testid=app-view] >> nth={nth}")
+    assert proxy_el.get_attribute("sandbox") == "allow-scripts allow-same-origin"
+    page_port = page.url.split(":")[2].split("/")[0]
+    assert f":{page_port}/" not in proxy_el.get_attribute("src")  # another origin
+    inner_el = proxy_el.content_frame().wait_for_selector("iframe")
+    assert inner_el.get_attribute("sandbox") == "allow-scripts"  # an opaque origin
+    return inner_el.content_frame()
 
 
 def shot(page: Any, name: str) -> None:
@@ -169,9 +154,7 @@ def test_an_mcp_app_renders_and_calls_a_tool_through_the_host(page: Any) -> None
     page.click("li.tool[data-tool='dice__roll_dice']")
     page.fill("#f-count", "3")
     page.click("#call-button")
-    frame_el = page.wait_for_selector("iframe.app")
-    assert frame_el.get_attribute("sandbox") == "allow-scripts"
-    frame = frame_el.content_frame()
+    frame = app_view(page)
     frame.wait_for_selector(".die")
     assert len(frame.query_selector_all(".die")) == 3
     # the view cannot reach into the host page (opaque origin)
@@ -205,7 +188,45 @@ def test_progress_resources_and_prompts(page: Any) -> None:
     assert page.inner_text("pre.resource-text") == "Water the plants."
     page.click(".tabs button[data-tab='prompts']")
     page.click("li.prompt:has-text('review')")
+    page.fill("#f-topic", "g")  # completion/complete, as the person types
+    page.wait_for_function("() => [...document.querySelectorAll('#complete-topic option')]"
+                           ".map(o => o.value).join('|') === 'green tea|genmaicha|gunpowder'")
     page.fill("#f-topic", "green tea")
     page.click("button:has-text('Get prompt')")
     page.wait_for_selector("#detail pre:has-text('green tea')")
     shot(page, "10-prompt")
+
+
+def test_cancel_a_running_call_from_the_tools_tab(page: Any) -> None:
+    page.click("[data-testid='tool:alpha:slow']")
+    page.fill("#f-steps", "2000")
+    page.click("[data-testid=call-tool]")
+    page.wait_for_selector("#progress:not([hidden])")
+    page.click("[data-testid=cancel-call]")
+    page.wait_for_selector("#result .cancelled:has-text('cancelled by the user')")
+    assert page.is_hidden("[data-testid=cancel-call]")
+    shot(page, "11-call-cancelled")
+    page.click(".tabs button[data-tab='audit']")
+    page.wait_for_selector("li.audit:has-text('alpha__slow'):has-text('cancelled')")
+
+
+def test_a_config_command_runs_only_after_the_person_trusts_it(browser: Any,
+                                                               tmp_path: Path) -> None:
+    config = {"mcpServers": {"beta": {"command": sys.executable,
+                                      "args": [str(SERVERS / "beta.py")]}}}
+    with web_host(config, tmp_path, trusted=False) as url:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(url)
+        page.wait_for_selector("li.server[data-server='beta'] .state-untrusted")
+        assert str(SERVERS / "beta.py") in page.inner_text("li.server[data-server='beta']")
+        assert page.query_selector("[data-testid='tool:beta:weather']") is None
+        shot(page, "12-untrusted-server")
+        page.click("[data-testid='trust:beta']")
+        page.wait_for_selector("li.server[data-server='beta'] .state-ready")
+        page.wait_for_selector("[data-testid='tool:beta:weather']")
+        page.close()
+    # remembered for this user (here: the test's trust file)
+    trusted = json.loads((tmp_path / "trusted-servers.json").read_text())
+    assert [entry["command"] for entry in trusted.values()] == [
+        f"{sys.executable} {SERVERS / 'beta.py'}"]

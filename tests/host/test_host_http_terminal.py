@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hostkit import SERVERS, calls
+from hostkit import SERVERS, calls, trusted_env
 
 from mcpkit.host import Host, HostConfig, Permission, ServerConfig
 
@@ -78,7 +78,8 @@ def test_terminal_host_with_consent_prompts(tmp_path: Path) -> None:
         "/quit",
     ]) + "\n"
     run = subprocess.run([sys.executable, "-m", "mcpkit.cli.main", "host", "--config",
-                          str(path)], input=typed, capture_output=True, text=True, timeout=60)
+                          str(path)], input=typed, capture_output=True, text=True, timeout=60,
+                         env=trusted_env(path, tmp_path))
     out = run.stdout
     assert run.returncode == 0, run.stderr
     assert "alpha: ready" in out and "model: scripted" in out

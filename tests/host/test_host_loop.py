@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from mcpkit.host import Host, HostConfig, ModelConfig, Permission
-from mcpkit.host.loop import Conversation, sampler_for
+from mcpkit.host.loop import Conversation, cap_blocks, estimate_tokens, sampler_for
 from mcpkit.host.models import ModelReply, ToolCall, model_from_config
 from mcpkit.host.models.anthropic import AnthropicModel
 from mcpkit.host.models.openai import OpenAIModel
@@ -63,7 +63,9 @@ async def test_a_scripted_conversation_uses_tools_on_two_servers(tmp_path: Path)
     assert final == "Alpha said 'twice'; all done."
     # every request offered the tools of both servers, namespaced
     assert {"alpha__add", "beta__add", "beta__weather"} <= set(model.requests[0]["tools"])
-    assert model.requests[0]["system"] == "Be brief."
+    system = model.requests[0]["system"]
+    assert system.startswith("Be brief.\n\nInstructions from the MCP servers")
+    assert '<server name="alpha" tools="alpha__*">\nArithmetic, notes' in system
     second = model.requests[1]["messages"]
     assert second[-1]["content"][0] == {"type": "tool_result", "tool_use_id": "c1",
                                         "content": [{"type": "text", "text": "alpha: 5"}],
@@ -164,11 +166,13 @@ async def test_anthropic_adapter_against_a_fake_messages_api(
     model = model_from_config(ModelConfig("anthropic", "claude-test", base_url=base))
     assert isinstance(model, AnthropicModel)
     async with Host(two_servers(tmp_path, default_permission=Permission.ALLOW)) as host:
-        final = await Conversation(host, model, system="sys").send("Show me the chart")
+        final = await Conversation(host, model, system="sys",
+                                   stream=False).send("Show me the chart")
     assert final == "A bar chart; 3."
     headers, first = api.requests[0]
     assert headers["x-api-key"] == "sk-ant-test" and headers["anthropic-version"]
-    assert first["system"] == "sys" and first["model"] == "claude-test"
+    assert first["system"].startswith("sys\n\n") and first["model"] == "claude-test"
+    assert "Arithmetic, notes and a crash button." in first["system"]  # alpha's instructions
     assert first["messages"] == [{"role": "user", "content": [{"type": "text",
                                                                "text": "Show me the chart"}]}]
     tool = next(t for t in first["tools"] if t["name"] == "alpha__distance")
@@ -208,12 +212,14 @@ async def test_openai_adapter_against_a_fake_chat_completions_api(
     model = model_from_config(ModelConfig("openai", "gpt-test", base_url=base + "/v1"))
     assert isinstance(model, OpenAIModel)
     async with Host(two_servers(tmp_path, default_permission=Permission.ALLOW)) as host:
-        final = await Conversation(host, model, system="sys").send("chart please")
+        final = await Conversation(host, model, system="sys",
+                                   stream=False).send("chart please")
     assert final == "Chart seen; 9."
     headers, first = api.requests[0]
     assert headers["authorization"] == "Bearer sk-test"
-    assert first["messages"] == [{"role": "system", "content": "sys"},
-                                 {"role": "user", "content": "chart please"}]
+    assert first["messages"][0]["role"] == "system"
+    assert first["messages"][0]["content"].startswith("sys\n\nInstructions from the MCP")
+    assert first["messages"][1:] == [{"role": "user", "content": "chart please"}]
     function = next(t["function"] for t in first["tools"] if t["function"]["name"] == "beta__add")
     assert function["parameters"]["type"] == "object"
     _, second = api.requests[1]
@@ -239,3 +245,67 @@ async def test_model_errors_are_reported_in_words(serve: Callable[[FakeApi], Any
     bad = OpenAIModel("x", api_key="k", base_url=base)  # wrong path: 404
     with pytest.raises(ModelError, match="HTTP 404"):
         await bad.reply([{"role": "user", "content": [{"type": "text", "text": "hi"}]}], [])
+
+
+async def test_context_hygiene_denied_tools_output_cap_and_instructions(tmp_path: Path) -> None:
+    big = "word " * 20_000  # about 25,000 estimated tokens
+    model = ScriptedModel([
+        ModelReply(tool_calls=(ToolCall("c1", "alpha__echo", {"text": big}),)),
+        ModelReply(text="ok"),
+    ])
+    config = two_servers(tmp_path, server_permissions={"alpha": Permission.ALLOW},
+                         tool_permissions={"alpha__crash": Permission.DENY,
+                                           "beta__add": Permission.DENY},
+                         max_tool_output_tokens=1000)
+    async with Host(config, interaction=ScriptedPerson()) as host:
+        chat = Conversation(host, model)
+        assert await chat.send("echo it") == "ok"
+    offered = set(model.requests[0]["tools"])
+    assert "alpha__crash" not in offered and "beta__add" not in offered
+    assert {"alpha__add", "alpha__echo", "beta__weather"} <= offered
+    result = model.requests[1]["messages"][-1]["content"][0]
+    texts = [b["text"] for b in result["content"]]
+    assert "truncated: about 25,00" in texts[-1] and "cap of 1,000" in texts[-1]
+    assert sum(estimate_tokens(t) for t in texts[:-1]) <= 1000
+    assert texts[0].startswith("word word")
+    assert calls(tmp_path, "alpha") == ["echo"]  # the full output ran; only the model's copy
+    assert model.requests[0]["system"].count("<server name=") == 1  # beta sends none
+
+
+def test_the_token_estimate_errs_high_for_non_ascii_and_keeps_images() -> None:
+    assert estimate_tokens("abcd" * 10) == 10
+    assert estimate_tokens("日本語") == 3
+    image = {"type": "image", "mimeType": "image/png", "data": "A" * 100_000}
+    capped = cap_blocks([{"type": "text", "text": "x" * 4000}, image], 100)
+    assert capped[0]["text"] == "x" * 400 and capped[1] is image
+    assert "truncated" in capped[2]["text"]
+    short = [{"type": "text", "text": "fine"}]
+    assert cap_blocks(short, 100) is short
+
+
+async def test_deferred_tool_loading_offers_a_search_and_what_it_found(tmp_path: Path) -> None:
+    model = ScriptedModel([
+        ModelReply(tool_calls=(ToolCall("s1", "search_tools", {"query": "weather city"}),)),
+        ModelReply(tool_calls=(ToolCall("w1", "beta__weather", {"city": "Oslo"}),)),
+        ModelReply(text="Mild in Oslo."),
+    ])
+    config = two_servers(tmp_path, default_permission=Permission.ALLOW, tool_search=0)
+    async with Host(config) as host:
+        chat = Conversation(host, model)
+        assert await chat.send("Weather in Oslo?") == "Mild in Oslo."
+    first, second, _ = (r["tools"] for r in model.requests)
+    assert first == ["search_tools"]  # no definitions sent up front
+    assert "beta__weather" in second and "alpha__add" not in second
+    found = model.requests[1]["messages"][-1]["content"][0]["content"][0]["text"]
+    assert found.splitlines()[1].startswith("- beta__weather: ")
+    weather = model.requests[2]["messages"][-1]["content"][0]["content"][0]["text"]
+    assert json.loads(weather)["city"] == "Oslo"
+    assert calls(tmp_path, "beta") == ["weather"]
+
+
+async def test_small_catalogs_are_not_deferred(tmp_path: Path) -> None:
+    model = ScriptedModel([ModelReply(text="ok")])
+    async with Host(two_servers(tmp_path, tool_search=1000)) as host:
+        await Conversation(host, model).send("hi")
+    assert "search_tools" not in model.requests[0]["tools"]
+    assert "alpha__add" in model.requests[0]["tools"]

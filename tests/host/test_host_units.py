@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ def test_config_in_the_common_mcpservers_shape(tmp_path: Path,
     assert files.tools == {"delete": Permission.DENY} and files.transport == "stdio"
     assert weather.headers == {"Authorization": "Bearer s3cret"} and weather.timeout == 5
     assert weather.permission is Permission.ALLOW and weather.transport == "http"
-    assert plain.command == ("python", "server.py")
+    assert plain.command == (sys.executable, "server.py")  # this host's own interpreter
     assert config.tool_permissions == {"files__read": Permission.ALLOW}
     assert config.model is not None and config.model.provider == "anthropic"
 
@@ -135,18 +136,28 @@ def test_csp_from_ui_meta_is_restrictive_by_default() -> None:
     assert "x.com" not in csp and " *" not in csp
 
 
-def test_prepare_app_injects_the_csp_first() -> None:
-    html = "<!doctype html><html><head><title>v</title></head><body><script>1</script></body>"
+def test_the_sandbox_capability_reports_what_was_granted() -> None:
+    doc = prepare_app("ui://a/v.html", {"contents": [{
+        "uri": "ui://a/v.html", "mimeType": "text/html;profile=mcp-app", "text": "<p>",
+        "_meta": {"ui": {"csp": {"connectDomains": ["https://api.example", "bad; x"]},
+                         "permissions": {"camera": {}, "geolocation": {}, "usb": {}}}}}]})
+    assert doc.sandbox == {"csp": {"connectDomains": ["https://api.example"]},
+                           "permissions": {"camera": {}, "geolocation": {}}}
+
+
+def test_prepare_app_never_edits_the_document() -> None:
+    # The CSP travels as a response header (web/sandbox.py); markup cannot escape that.
+    html = "<!-- <head> --><script>fetch('http://x')</script><html><head></head></html>"
     doc = prepare_app("ui://a/v.html", {"contents": [{
         "uri": "ui://a/v.html", "mimeType": "text/html;profile=mcp-app", "text": html,
-        "_meta": {"ui": {"prefersBorder": False, "permissions": {"camera": True}}}}]})
-    assert doc.html.startswith('<!doctype html><html><head><meta http-equiv='
-                               '"Content-Security-Policy" content="default-src')
-    assert not doc.prefers_border and doc.allow == "camera"
+        "_meta": {"ui": {"prefersBorder": False, "permissions": {"camera": True},
+                         "domain": "a.example"}}}]})
+    assert doc.html == html and doc.csp.startswith("default-src 'none'")
+    assert not doc.prefers_border and doc.allow == "camera" and doc.domain == "a.example"
     blob = base64.b64encode(b"<p>hi</p>").decode()
     doc = prepare_app("ui://b", {"contents": [{"uri": "ui://b", "blob": blob,
                                                "mimeType": "text/html;profile=mcp-app"}]})
-    assert doc.html.startswith("<head><meta") and doc.html.endswith("<p>hi</p>")
+    assert doc.html == "<p>hi</p>" and doc.domain is None
     with pytest.raises(AppError, match="mimeType"):
         prepare_app("ui://c", {"contents": [{"uri": "ui://c", "text": "x",
                                              "mimeType": "text/html"}]})

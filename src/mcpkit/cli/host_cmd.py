@@ -14,9 +14,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--web", action="store_true",
                    help="serve a local web page on 127.0.0.1 (prints its URL with a token)")
     p.add_argument("--port", type=int, default=0, help="port for --web (default: a free one)")
+    p.add_argument("--sandbox-port", type=int, default=0,
+                   help="port of the MCP App sandbox origin for --web (default: a free one; "
+                        "fix it to keep views' _meta.ui.domain origins stable)")
     p.add_argument("--open", action="store_true", help="open the page in a browser")
     p.add_argument("--model", help="provider:model, e.g. anthropic:claude-sonnet-4-5 or "
                                    "openai:gpt-4o-mini (API key from the environment)")
+    p.add_argument("--reset-trust", action="store_true",
+                   help="forget every server command trusted so far, then exit")
     p.add_argument("--log-level", default="warning")
     p.set_defaults(func=run)
 
@@ -30,9 +35,16 @@ def run(args: argparse.Namespace) -> int:
 
     from ..host.config import ConfigError, HostConfig, load_config, parse_config
     from ..host.models.base import ModelError, model_from_config
+    from ..host.oauth import default_token_store
+    from ..host.trust import TrustStore
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
+    trust = TrustStore()
+    if args.reset_trust:
+        count = trust.reset()
+        print(f"mcpkit host: forgot {count} trusted server command(s) ({trust.path})")
+        return 0
     try:
         config = load_config(args.config) if args.config else HostConfig()
         if args.model:
@@ -56,10 +68,14 @@ def run(args: argparse.Namespace) -> int:
                 webbrowser.open(url)
 
         with contextlib.suppress(KeyboardInterrupt):
-            anyio.run(lambda: run_web(config, port=args.port, model=model, on_ready=ready))
+            anyio.run(lambda: run_web(config, port=args.port,
+                                        sandbox_port=args.sandbox_port, model=model,
+                                        on_ready=ready, trust=trust,
+                                        token_store=default_token_store()))
         return 0
     from ..host.terminal import run_terminal
 
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(lambda: run_terminal(config, model=model))
+        anyio.run(lambda: run_terminal(config, model=model, trust=trust,
+                                       token_store=default_token_store()))
     return 0

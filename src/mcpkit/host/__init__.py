@@ -15,7 +15,7 @@ Layering: the host imports the client, never the server.  Everything public is l
 from .apps import AppDocument, AppError, build_csp, prepare_app
 from .config import ConfigError, HostConfig, ModelConfig, ServerConfig, load_config, parse_config
 from .connection import ServerConnection, ServerUnavailable
-from .host import Host, Interaction, ToolDenied
+from .host import Host, Interaction, ToolCancelled, ToolDenied
 from .policy import (
     AuditEntry,
     AuditTrail,
@@ -26,6 +26,7 @@ from .policy import (
     Policy,
 )
 from .tools import HostTool, model_schema
+from .trust import TrustStore
 
 __all__ = [
     "AppDocument",
@@ -46,7 +47,9 @@ __all__ = [
     "ServerConfig",
     "ServerConnection",
     "ServerUnavailable",
+    "ToolCancelled",
     "ToolDenied",
+    "TrustStore",
     "build_csp",
     "load_config",
     "model_schema",

@@ -3,14 +3,18 @@
 A tool names its view with ``_meta.ui.resourceUri`` (a ``ui://`` resource of type
 ``text/html;profile=mcp-app``).  The host reads it and shows it in an iframe that:
 
-* is sandboxed with ``allow-scripts`` only, *without* ``allow-same-origin``: the view gets an
-  opaque origin, so it cannot read the host page, its token, cookies or storage;
-* is filled through ``srcdoc`` (no URL to fetch, nothing cached under our origin);
-* carries a Content-Security-Policy built here from the resource's ``_meta.ui.csp``
-  (``connectDomains``, ``resourceDomains``, ``frameDomains``, ``baseUriDomains``).  Without
-  one the default is restrictive: inline script and style, ``data:`` images, no network.
-  Domains are validated as origins; anything that could smuggle another directive
-  (``;``, quotes, spaces, ``*`` alone, non-http(s) schemes) is dropped.
+* lives on a *separate origin* (the sandbox server, :mod:`mcpkit.host.web.sandbox`), inside
+  the spec's sandbox proxy, sandboxed with ``allow-scripts`` only (an opaque origin) unless
+  the resource names a dedicated ``_meta.ui.domain``;
+* gets a Content-Security-Policy built here from the resource's ``_meta.ui.csp``
+  (``connectDomains``, ``resourceDomains``, ``frameDomains``, ``baseUriDomains``), sent as an
+  HTTP *response header*.  The document itself is never edited: an earlier version put the
+  policy in a ``<meta>`` tag found by regular expression, and an untrusted document escaped
+  it (``<!-- <head> -->`` swallowed the tag; a ``<script>`` before ``<head>`` ran before the
+  policy existed).  A header applies before the first byte is parsed.  Without ``csp`` the
+  default is restrictive: inline script and style, ``data:`` images, no network.  Domains are
+  validated as origins; anything that could smuggle another directive (``;``, quotes,
+  spaces, ``*`` alone, non-http(s) schemes) is dropped.
 
 The view talks JSON-RPC over ``postMessage``; the page's script is the bridge and sends its
 ``tools/call`` requests back through the host's policy like any other call (see ``web/``).
@@ -22,7 +26,7 @@ import base64
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["APP_MIME_TYPE", "APP_PROTOCOL_VERSION", "UI_EXTENSION", "AppDocument",
@@ -37,9 +41,6 @@ APP_PROTOCOL_VERSION = "2026-01-26"
 
 _ORIGIN = re.compile(
     r"^(https?|wss?)://(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:(\d{1,5}|\*))?$")
-_HEAD = re.compile(r"<head(\s[^>]*)?>", re.IGNORECASE)
-_HTML = re.compile(r"<html(\s[^>]*)?>", re.IGNORECASE)
-_DOCTYPE = re.compile(r"<!doctype[^>]*>", re.IGNORECASE)
 _PERMISSIONS = {"camera": "camera", "microphone": "microphone",
                 "geolocation": "geolocation", "clipboardWrite": "clipboard-write"}
 
@@ -123,36 +124,53 @@ def build_csp(ui_meta: Mapping[str, Any] | None) -> str:
     return "; ".join(directives)
 
 
+def _asked(perms: Mapping[str, Any], key: str) -> bool:
+    """The spec asks for a permission with an empty object (``"camera": {}``)."""
+    return key in perms and perms[key] is not None and perms[key] is not False
+
+
 def permission_policy(ui_meta: Mapping[str, Any] | None) -> str:
     """The iframe ``allow`` attribute for the permissions the view asked for."""
     perms = ui_meta.get("permissions") if isinstance(ui_meta, Mapping) else None
     if not isinstance(perms, Mapping):
         return ""
-    return "; ".join(feature for key, feature in _PERMISSIONS.items() if perms.get(key))
+    return "; ".join(feature for key, feature in _PERMISSIONS.items() if _asked(perms, key))
+
+
+def sandbox_capability(ui_meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``hostCapabilities.sandbox`` for ``ui/initialize``: what this host actually granted
+    (the valid CSP domains, the permissions it delegates), so a view need not guess."""
+    csp = ui_meta.get("csp") if isinstance(ui_meta, Mapping) else None
+    csp = csp if isinstance(csp, Mapping) else {}
+    granted = {key: _domains(csp, key) for key in
+               ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")}
+    perms = ui_meta.get("permissions") if isinstance(ui_meta, Mapping) else None
+    perms = perms if isinstance(perms, Mapping) else {}
+    return {"csp": {k: v for k, v in granted.items() if v},
+            "permissions": {key: {} for key in _PERMISSIONS if _asked(perms, key)}}
 
 
 @dataclass(frozen=True)
 class AppDocument:
-    """A view ready for ``<iframe sandbox="allow-scripts" srcdoc=...>``."""
+    """A view as the server sent it, with the policy to serve it under.
+
+    ``html`` is the server's document byte for byte; ``csp`` goes into the
+    ``Content-Security-Policy`` response header that delivers it."""
 
     uri: str
-    html: str  # with the CSP meta tag already in its head
+    html: str
     csp: str
     allow: str = ""
     prefers_border: bool = True
+    #: ``_meta.ui.domain``: the view asks for a dedicated, stable origin (see the sandbox).
+    domain: str | None = None
+    #: ``hostCapabilities.sandbox`` (see :func:`sandbox_capability`).
+    sandbox: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"uri": self.uri, "html": self.html, "csp": self.csp, "allow": self.allow,
-                "prefersBorder": self.prefers_border}
-
-
-def _inject(html: str, tag: str) -> str:
-    for pattern in (_HEAD, _HTML, _DOCTYPE):
-        match = pattern.search(html)
-        if match:
-            extra = tag if pattern is _HEAD else f"<head>{tag}</head>"
-            return html[: match.end()] + extra + html[match.end():]
-    return f"<head>{tag}</head>" + html
+        return {"uri": self.uri, "csp": self.csp, "allow": self.allow,
+                "prefersBorder": self.prefers_border, "domain": self.domain,
+                "sandbox": self.sandbox}
 
 
 def prepare_app(uri: str, read_result: Mapping[str, Any]) -> AppDocument:
@@ -179,9 +197,8 @@ def prepare_app(uri: str, read_result: Mapping[str, Any]) -> AppDocument:
     meta = item.get("_meta")
     ui = meta.get("ui") if isinstance(meta, Mapping) else None
     ui = ui if isinstance(ui, Mapping) else {}
-    csp = build_csp(ui)
-    escaped = csp.replace("&", "&amp;").replace('"', "&quot;")
-    tag = f'<meta http-equiv="Content-Security-Policy" content="{escaped}">'
-    return AppDocument(uri=uri, html=_inject(html, tag), csp=csp,
-                       allow=permission_policy(ui),
-                       prefers_border=ui.get("prefersBorder") is not False)
+    domain = ui.get("domain")
+    return AppDocument(uri=uri, html=html, csp=build_csp(ui), allow=permission_policy(ui),
+                       prefers_border=ui.get("prefersBorder") is not False,
+                       sandbox=sandbox_capability(ui),
+                       domain=domain if isinstance(domain, str) and domain.strip() else None)

@@ -16,6 +16,12 @@ adds optional keys of its own next to it (``timeout``, ``era``, ``disabled``, ``
 per-tool ``tools``) and the top-level ``permissions`` and ``model`` sections.  ``${VAR}``
 in ``env`` and ``headers`` is expanded from the environment, so secrets stay out of the file.
 Every mistake is reported with the key that caused it, when the file is loaded.
+
+A bare ``python``, ``python3`` or ``mcpkit`` as a server's command means *this host's*
+interpreter (``sys.executable``) and scripts folder, not the first one on ``PATH``: a file
+like ``examples/host.json`` then works from ``.venv/bin/mcpkit host`` without an activated
+virtualenv, where ``PATH`` would have found a system Python without mcpkit.  The server's
+status line shows what it resolved to.  Write a path (``/usr/bin/python3``) to opt out.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import json
 import os
 import re
 import shlex
+import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +70,13 @@ class ServerConfig:
     permission: Permission | None = None
     #: Per-tool permissions by the tool's own (un-namespaced) name.
     tools: dict[str, Permission] = field(default_factory=dict)
+    #: OAuth for an HTTP server (``"oauth"`` in the file): ``None`` means on demand with
+    #: dynamic registration; ``{"clientId", "clientSecret", "callbackPort", "scopes"}``
+    #: pre-registers; ``False`` turns it off (a 401 is then just an error).
+    oauth: dict[str, Any] | bool | None = None
+    #: The bare command the file named, when it was resolved to this host's own
+    #: interpreter or scripts folder (see :func:`resolve_command`).
+    resolved_from: str | None = None
 
     @property
     def transport(self) -> str:
@@ -71,7 +86,10 @@ class ServerConfig:
         """What will run or be contacted, in full: shown to the person before connecting."""
         if self.url:
             return self.url
-        return shlex.join(self.command)
+        line = shlex.join(self.command)
+        if self.resolved_from is not None:
+            line += f"  ({self.resolved_from!r} is this host's own)"
+        return line
 
     def target(self) -> str | list[str]:
         return self.url if self.url else list(self.command)
@@ -100,6 +118,11 @@ class HostConfig:
     tool_permissions: dict[str, Permission] = field(default_factory=dict)
     model: ModelConfig | None = None
     audit_log: str | None = None
+    #: Cap on one tool result fed to the model, in estimated tokens (``maxToolOutputTokens``).
+    max_tool_output_tokens: int = 25_000
+    #: Deferred tool loading (``toolSearch``): with more model-visible tools than this, the
+    #: model gets a search tool and loads the tools it picks (None: never; 0: always).
+    tool_search: int | None = None
     roots: tuple[dict[str, str], ...] = ()
 
 
@@ -125,6 +148,23 @@ def _str_map(value: Any, where: str, *, expand: bool) -> dict[str, str]:
         text = str(item)
         out[str(key)] = _expand(text, f"{where}.{key}") if expand else text
     return out
+
+
+def resolve_command(argv: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
+    """``argv`` with a bare ``python``/``python3``/``mcpkit`` replaced by this host's own
+    interpreter or script (``mcpkit`` falls back to ``python -m mcpkit.cli.main`` when no
+    script is installed next to the interpreter); the second item is the replaced name."""
+    if not argv:
+        return argv, None
+    head = argv[0]
+    if head in ("python", "python3"):
+        return (sys.executable, *argv[1:]), head
+    if head == "mcpkit":
+        script = os.path.join(sysconfig.get_path("scripts"), "mcpkit")
+        if os.access(script, os.X_OK):
+            return (script, *argv[1:]), head
+        return (sys.executable, "-m", "mcpkit.cli.main", *argv[1:]), head
+    return argv, None
 
 
 def _permission(value: Any, where: str) -> Permission:
@@ -162,6 +202,7 @@ def parse_server(name: str, item: Any) -> ServerConfig:
         argv = (*head, *(str(a) for a in args))
     elif not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}.url must be an http(s) URL")
+    argv, resolved_from = resolve_command(argv)
     timeout = item.get("timeout", 60.0)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ConfigError(f"{where}.timeout must be a positive number of seconds")
@@ -175,6 +216,17 @@ def parse_server(name: str, item: Any) -> ServerConfig:
     if cwd is not None and not isinstance(cwd, str):
         raise ConfigError(f"{where}.cwd must be a string")
     permission = item.get("permission")
+    oauth = item.get("oauth")
+    if oauth is not None and not isinstance(oauth, (bool, dict)):
+        raise ConfigError(f"{where}.oauth must be false or an object (clientId, ...)")
+    if isinstance(oauth, dict):
+        port = oauth.get("callbackPort", 0)
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
+            raise ConfigError(f"{where}.oauth.callbackPort must be a port number")
+        scopes = oauth.get("scopes")
+        if scopes is not None and not (isinstance(scopes, list)
+                                       and all(isinstance(x, str) for x in scopes)):
+            raise ConfigError(f"{where}.oauth.scopes must be a list of strings")
     return ServerConfig(
         name=name,
         command=argv,
@@ -188,6 +240,8 @@ def parse_server(name: str, item: Any) -> ServerConfig:
         disabled=bool(item.get("disabled", False)),
         permission=None if permission is None else _permission(permission, f"{where}.permission"),
         tools={str(k): _permission(v, f"{where}.tools.{k}") for k, v in tools.items()},
+        resolved_from=resolved_from,
+        oauth=True if oauth is True else oauth,
     )
 
 
@@ -238,6 +292,16 @@ def parse_config(data: Any) -> HostConfig:
             isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots):
         raise ConfigError("roots must be a list of {uri, name?} objects")
     audit = data.get("auditLog")
+    search = data.get("toolSearch", False)
+    if search is True:
+        search = 0
+    elif search is False or search is None:
+        search = None
+    elif isinstance(search, bool) or not isinstance(search, int) or search < 0:
+        raise ConfigError("toolSearch must be true, false or a number of tools")
+    cap = data.get("maxToolOutputTokens", 25_000)
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 100:
+        raise ConfigError("maxToolOutputTokens must be an integer of at least 100")
     return HostConfig(
         servers=servers,
         default_permission=_permission(perms.get("default", "ask"), "permissions.default"),
@@ -247,6 +311,8 @@ def parse_config(data: Any) -> HostConfig:
                           for k, v in tool_perms.items()},
         model=_parse_model(data.get("model")),
         audit_log=audit if isinstance(audit, str) else None,
+        max_tool_output_tokens=cap,
+        tool_search=search,
         roots=tuple({k: str(v) for k, v in r.items() if k in ("uri", "name")} for r in roots),
     )
 

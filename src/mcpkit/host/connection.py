@@ -52,6 +52,9 @@ class ConnectionCallbacks:
     sample: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
     roots: Callable[[str], Awaitable[list[dict[str, Any]]]] | None = None
     log: Callable[[str, dict[str, Any]], None] | None = None
+    #: The httpx ``Auth`` for an HTTP server (OAuth), and its state for :meth:`status`.
+    auth: Any = None
+    auth_status: Callable[[], dict[str, Any]] | None = None
 
 
 class ServerConnection:
@@ -76,6 +79,7 @@ class ServerConnection:
         self._wake = anyio.Event()
         self._ready = anyio.Event()
         self._stopping = False
+        self._connecting: anyio.CancelScope | None = None
         #: Set when :meth:`run` has returned and the client is closed.
         self.finished = anyio.Event()
         #: Set once the first connection attempt is over (whatever its outcome).
@@ -92,6 +96,7 @@ class ServerConnection:
             "protocolVersion": info.protocol_version if info else None,
             "serverInfo": dict(info.implementation) if info else None,
             "instructions": info.instructions if info else None,
+            "auth": self.callbacks.auth_status() if self.callbacks.auth_status else None,
         }
 
     def _set(self, state: str, error: str | None = None) -> None:
@@ -125,11 +130,15 @@ class ServerConnection:
                 return await provider(name)
 
             roots = roots_for_server
-        options: dict[str, Any] = {"timeout": cfg.timeout, "era": cfg.era,
+        # tasks=True declares the tasks extension: a task="required" tool then works, its
+        # task followed by the client until it ends (tools/call returns the final result).
+        options: dict[str, Any] = {"timeout": cfg.timeout, "era": cfg.era, "tasks": True,
                                    "extra_capabilities": client_capabilities()}
         if cfg.url:
             options["headers"] = dict(cfg.headers)
             options["sse"] = cfg.sse
+            if cb.auth is not None:
+                options["auth"] = cb.auth
         else:
             options["env"] = dict(cfg.env)
             options["cwd"] = cfg.cwd
@@ -150,16 +159,21 @@ class ServerConnection:
                     # Entered and left in this task, unshielded: the transport's own task
                     # group must be exited in the scope it was entered in (it shields its
                     # shutdown itself).
-                    async with client:
-                        self.info = client.server_info
-                        self.client = client
-                        self._dead = anyio.Event()
-                        if self._stopping:
-                            break
-                        self._set("ready")
-                        delay = 0.5
-                        self.attempted.set()
-                        await self._supervise(client)
+                    # While it is still connecting (which may wait for a person to log in),
+                    # stop() cancels the attempt outright; once ready, it ends gracefully.
+                    connecting = self._connecting = anyio.CancelScope()
+                    with connecting:
+                        async with client:
+                            self._connecting = None
+                            self.info = client.server_info
+                            self.client = client
+                            self._dead = anyio.Event()
+                            if self._stopping:
+                                break
+                            self._set("ready")
+                            delay = 0.5
+                            self.attempted.set()
+                            await self._supervise(client)
                 except Exception as exc:
                     self.error = str(exc) or type(exc).__name__
                     log.warning("server %s: %s", self.name, self.error)
@@ -241,6 +255,8 @@ class ServerConnection:
         """Disconnect for good.  The client is closed by :meth:`run` outside any cancelled
         scope, so a stdio server gets its EOF and exits at once (see ``finished``)."""
         self._stopping = True
+        if self._connecting is not None:
+            self._connecting.cancel()
         self._dead.set()
         self._wake.set()
         self._set("stopped")

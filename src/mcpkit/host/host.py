@@ -18,6 +18,7 @@ is the safe default for a host nobody is watching.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import time
@@ -28,10 +29,12 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..auth.client import TokenStore
 from ..client import CallToolResult, GetPromptResult, InputRequestError, ReadResourceResult
 from .apps import AppDocument, callable_by_app, prepare_app
 from .config import HostConfig, ServerConfig
 from .connection import ConnectionCallbacks, ServerConnection, ServerUnavailable
+from .oauth import ServerLogin, wants_oauth
 from .policy import (
     AuditTrail,
     ConsentDecision,
@@ -41,8 +44,9 @@ from .policy import (
     tool_fingerprint,
 )
 from .tools import HostTool, ToolIndex, exposed_name
+from .trust import TrustStore
 
-__all__ = ["Host", "Interaction", "ToolDenied"]
+__all__ = ["Host", "Interaction", "ToolCancelled", "ToolDenied"]
 
 log = logging.getLogger("mcpkit.host")
 
@@ -54,6 +58,15 @@ class ToolDenied(Exception):
         super().__init__(f"{qualified_name}: {reason}")
         self.qualified_name = qualified_name
         self.reason = reason
+
+
+class ToolCancelled(Exception):
+    """A person cancelled the call while it ran (:meth:`Host.cancel_call`); the server was
+    told (``notifications/cancelled``, or its HTTP stream closed on 2026-07-28)."""
+
+    def __init__(self, qualified_name: str) -> None:
+        super().__init__(f"{qualified_name}: cancelled by the user")
+        self.qualified_name = qualified_name
 
 
 class Interaction:
@@ -71,6 +84,10 @@ class Interaction:
     async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
         return False
 
+    def login_url(self, server: str, url: str) -> None:
+        """``server`` needs the person to log in at ``url`` (OAuth); show it to them."""
+        log.warning("server %s needs you to log in: open %s", server, url)
+
 
 #: Answers a sampling request with a model (set by whoever configures one).
 SamplingModel = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -80,7 +97,8 @@ class Host:
     def __init__(self, config: HostConfig | None = None, *,
                  interaction: Interaction | None = None, policy: Policy | None = None,
                  audit: AuditTrail | None = None, sampler: SamplingModel | None = None,
-                 health_interval: float = 10.0) -> None:
+                 health_interval: float = 10.0, trust: TrustStore | None = None,
+                 token_store: TokenStore | None = None, wait: bool = True) -> None:
         self.config = config or HostConfig()
         self.interaction = interaction or Interaction()
         self.policy = policy or Policy(self.config.default_permission,
@@ -90,12 +108,26 @@ class Host:
         self.audit.on_entry = lambda e: self.emit("audit", e.to_json())
         self.sampler = sampler
         self.health_interval = health_interval
+        #: With a store, a config's stdio server the person has not trusted yet is held
+        #: back (in :attr:`untrusted`) until :meth:`trust_server`; None: no trust step.
+        self.trust = trust
+        self.untrusted: dict[str, ServerConfig] = {}
+        #: With a token store, HTTP servers get OAuth on demand (see :mod:`.oauth`).
+        self.token_store = token_store
+        self.logins: dict[str, ServerLogin] = {}
+        #: Recent log messages of servers and their app views, newest last.
+        self.logs: collections.deque[dict[str, Any]] = collections.deque(maxlen=500)
+        #: Whether ``async with`` waits for each server's first connection attempt (a web
+        #: page sets False: a log-in may need the page that is not served yet).
+        self.wait = wait
         self.servers: dict[str, ServerConnection] = {}
         #: Tools each server's client left out, and why (invalid ``x-mcp-header`` on HTTP).
         self.dropped: dict[str, dict[str, str]] = {}
         self._index = ToolIndex()
         self._tg: anyio.abc.TaskGroup | None = None
         self._subscribers: set[MemoryObjectSendStream[tuple[str, dict[str, Any]]]] = set()
+        #: Tool calls running now, by the caller's call id, so a person can cancel them.
+        self._running: dict[str, anyio.CancelScope] = {}
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Host:
@@ -104,8 +136,15 @@ class Host:
         try:
             async with anyio.create_task_group() as starting:
                 for server in self.config.servers:
-                    if not server.disabled:
+                    if server.disabled:
+                        continue
+                    if self.trust is not None and self.trust.needs_trust(server):
+                        self.untrusted[server.name] = server
+                        self.emit("server", self.untrusted_status(server.name))
+                    elif self.wait:
                         starting.start_soon(self.add_server, server)
+                    else:
+                        self._tg.start_soon(self.add_server, server)
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -137,17 +176,62 @@ class Host:
             elicit=self._elicit, elicit_url=self._elicit_url,
             sample=self._sample if self.sampler is not None else None,
             roots=self._roots if self.config.roots else None, log=self._server_log)
+        if self.token_store is not None and wants_oauth(config):
+            login = ServerLogin(config, self.token_store, self._login_needed)
+            self.logins[config.name] = login
+            cb.auth, cb.auth_status = login.auth, login.status
         conn = ServerConnection(config, cb, self.emit, health_interval=self.health_interval)
         self.servers[config.name] = conn
         self._tg.start_soon(conn.run)
         await conn.attempted.wait()
         return conn
 
+    def untrusted_status(self, name: str) -> dict[str, Any]:
+        """A held-back server, in the shape of :meth:`ServerConnection.status`."""
+        config = self.untrusted[name]
+        return {"name": name, "state": "untrusted", "transport": config.transport,
+                "target": config.describe(), "restarts": 0, "era": None,
+                "protocolVersion": None, "serverInfo": None, "instructions": None,
+                "error": "not started: this command has not been trusted yet"}
+
+    async def trust_server(self, name: str) -> ServerConnection:
+        """The person trusts a held-back server: remember it and start it."""
+        config = self.untrusted.pop(name, None)
+        if config is None:
+            raise ValueError(f"no untrusted server named {name!r}")
+        if self.trust is not None:
+            self.trust.trust(config)
+        self.audit.record("trust", name, config.describe(), origin="user",
+                          decision="trusted", by="user")
+        return await self.add_server(config)
+
+    def _login_needed(self, server: str, url: str) -> None:
+        self.audit.record("oauth", server, "login", origin="server", decision="asked",
+                          by="user")
+        conn = self.servers.get(server)
+        if conn is not None:
+            self.emit("server", conn.status())
+        self.interaction.login_url(server, url)
+
+    def logout(self, name: str) -> None:
+        """Forget ``name``'s OAuth tokens and reconnect (its next 401 asks again)."""
+        login = self.logins.get(name)
+        if login is None:
+            raise ValueError(f"server {name!r} does not use OAuth")
+        login.logout()
+        self.audit.record("oauth", name, "logout", origin="user", decision="logged-out",
+                          by="user")
+        self.connection(name).restart()
+
     def remove_server(self, name: str) -> None:
+        if self.untrusted.pop(name, None) is not None:
+            self.emit("removed", {"server": name})
+            return
         conn = self.servers.pop(name, None)
         if conn is not None:
             conn.stop()
             self.policy.forget_server(name)
+            self.logins.pop(name, None)
             self.emit("removed", {"server": name})
 
     def connection(self, name: str) -> ServerConnection:
@@ -204,6 +288,21 @@ class Host:
         self._index = ToolIndex.build(await self._each(tools))
         return list(self._index.tools.values())
 
+    async def model_tools(self) -> list[HostTool]:
+        """The tools offered to the model: visible to it, and not denied by the policy (a
+        denied tool could never run, so listing it would only spend the model's context)."""
+        return [t for t in await self.list_tools() if t.for_model
+                and self.policy.permission(t.server, t.qualified_name) is not Permission.DENY]
+
+    def instructions(self) -> list[tuple[str, str]]:
+        """``(server, instructions)`` of every ready server that sent some."""
+        out = []
+        for name, conn in self.servers.items():
+            text = conn.info.instructions if conn.info and conn.state == "ready" else None
+            if isinstance(text, str) and text.strip():
+                out.append((name, text.strip()))
+        return out
+
     def tool(self, qualified_name: str) -> HostTool | None:
         return self._index.get(qualified_name)
 
@@ -231,6 +330,20 @@ class Host:
                          arguments: Mapping[str, str] | None = None) -> GetPromptResult:
         return await self.connection(server).use(lambda c: c.get_prompt(name, arguments))
 
+    async def complete_prompt_argument(self, server: str, prompt: str, argument: str,
+                                       value: str, context: Mapping[str, str] | None = None
+                                       ) -> list[str]:
+        """Suggestions for one argument of ``server``'s prompt (``completion/complete``);
+        empty when the server offers no completions."""
+        conn = self.connection(server)
+        caps = conn.info.capabilities if conn.info else {}
+        if "completions" not in caps:
+            return []
+        ref = {"type": "ref/prompt", "name": prompt}
+        result = await conn.use(lambda c: c.complete(ref, argument, value,
+                                                     context_arguments=context or None))
+        return [str(v) for v in result["completion"]["values"]][:100]
+
     async def read_app(self, server: str, uri: str) -> AppDocument:
         """A tool's MCP App view, with its CSP, ready for a sandboxed iframe."""
         return prepare_app(uri, await self.read_resource(server, uri))
@@ -238,9 +351,10 @@ class Host:
     # ------------------------------------------------------------------ tool calls
     async def call_tool(self, qualified_name: str, arguments: Mapping[str, Any] | None = None,
                         *, origin: str = "model", app_server: str | None = None,
-                        on_progress: Callable[[dict[str, Any]], Any] | None = None
-                        ) -> CallToolResult:
-        """Authorize and run one tool call; raises :class:`ToolDenied` when refused."""
+                        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+                        call_id: str | None = None) -> CallToolResult:
+        """Authorize and run one tool call; raises :class:`ToolDenied` when refused and
+        :class:`ToolCancelled` when ``call_id`` was passed to :meth:`cancel_call`."""
         args = dict(arguments or {})
         tool = self._index.get(qualified_name)
         if tool is None:
@@ -260,14 +374,34 @@ class Host:
                 if hasattr(outcome, "__await__"):
                     await outcome
 
+        scope = anyio.CancelScope()
+        if call_id is not None:
+            self._running[call_id] = scope
+        result: CallToolResult | None = None
         try:
-            result = await conn.use(lambda c: c.call_tool(tool.name, args, on_progress=progress))
+            with scope:  # cancelling it makes the client tell the server
+                result = await conn.use(
+                    lambda c: c.call_tool(tool.name, args, on_progress=progress))
         except Exception as exc:
             self._record(tool, origin, by, args, f"error: {exc}", started)
             raise
+        finally:
+            if call_id is not None:
+                self._running.pop(call_id, None)
+        if result is None:  # the scope was cancelled by cancel_call, not from outside
+            self._record(tool, origin, by, args, "cancelled", started)
+            raise ToolCancelled(qualified_name)
         self._record(tool, origin, by, args,
                      "tool-error" if result.get("isError") else "ok", started)
         return result
+
+    def cancel_call(self, call_id: str) -> bool:
+        """Cancel a running call started with this ``call_id``; False if none is running."""
+        scope = self._running.get(call_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
     def _record(self, tool: HostTool, origin: str, by: tuple[str, str],
                 args: dict[str, Any], outcome: str, started: float) -> None:
@@ -317,6 +451,35 @@ class Host:
             self.policy.remember(tool.server, tool.name, fingerprint)
         return ("approved", "user")
 
+    async def authorize_app_message(self, server: str, role: str, text: str) -> None:
+        """An MCP App view of ``server`` wants to add a message to the conversation
+        (``ui/message``).  The server's permission decides, as for its tools: ``deny``
+        refuses, ``ask`` asks the person with the message shown; raises
+        :class:`ToolDenied` when refused."""
+        name = f"{server}:ui/message"  # never an exposed tool name (those have no '/')
+        permission = self.policy.permission(server, name)
+        args = {"role": role, "text": text}
+        by = "policy"
+        if permission is Permission.ASK:
+            request = ConsentRequest(
+                server=server, tool="ui/message", qualified_name=name, arguments=args,
+                origin="app", description="The app wants to add this message to the "
+                                          "conversation (the model will read it).")
+            raw = await self.interaction.consent(request)
+            decision = raw if isinstance(raw, ConsentDecision) else ConsentDecision(bool(raw))
+            by = "user"
+            if not decision.approved:
+                self.audit.record("app-message", server, name, origin="app",
+                                  decision="declined", by=by, arguments=args)
+                raise ToolDenied(name, decision.reason or "the user declined")
+        elif permission is Permission.DENY:
+            self.audit.record("app-message", server, name, origin="app", decision="denied",
+                              by=by, arguments=args)
+            raise ToolDenied(name, "denied by policy")
+        self.audit.record("app-message", server, name, origin="app",
+                          decision="approved" if by == "user" else "allowed", by=by,
+                          arguments=args)
+
     # ------------------------------------------------------------------ server requests
     async def _sample(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
         """A server wants the model: only with the person's approval, and only with the
@@ -349,4 +512,15 @@ class Host:
         return [dict(r) for r in self.config.roots]
 
     def _server_log(self, server: str, params: dict[str, Any]) -> None:
-        self.emit("log", {"server": server, **params})
+        entry = {"time": time.time(), "server": server, "from": "server", **params}
+        self.logs.append(entry)
+        self.emit("log", entry)
+
+    def app_log(self, server: str, params: Mapping[str, Any]) -> None:
+        """A ``notifications/message`` from one of ``server``'s app views: logged with the
+        server's own messages, marked as the app's."""
+        entry = {"time": time.time(), "server": server, "from": "app",
+                 "level": str(params.get("level") or "info"),
+                 "logger": params.get("logger"), "data": params.get("data")}
+        self.logs.append(entry)
+        self.emit("log", entry)

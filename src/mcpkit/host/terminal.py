@@ -16,11 +16,13 @@ from typing import Any, TextIO
 
 import anyio
 
+from ..auth.client import TokenStore
 from .config import HostConfig
 from .host import Host, Interaction, ToolDenied
 from .loop import Conversation, result_blocks, sampler_for
 from .models.base import Model
 from .policy import ConsentDecision, ConsentRequest
+from .trust import TrustStore
 
 __all__ = ["TerminalInteraction", "run_terminal"]
 
@@ -30,7 +32,7 @@ HELP = """commands:
   /call NAME {json arguments}   call a tool yourself
   /resources   /read SERVER URI   /attach SERVER URI (into your next message)
   /prompts     /prompt SERVER NAME [key=value ...] (adds it to the chat)
-  /restart SERVER   /audit   /help   /quit
+  /restart SERVER   /logout SERVER (forget its OAuth tokens)   /audit   /help   /quit
 anything else is sent to the model (when one is configured)"""
 
 
@@ -104,6 +106,10 @@ class TerminalInteraction(Interaction):
             answer = (await self.ask("  open it yourself, then: [a]ccept / [N]o: ")).lower()
         return {"action": "accept" if answer in ("a", "accept", "y") else "decline"}
 
+    def login_url(self, server: str, url: str) -> None:
+        self.say(f"! {server} needs you to log in (OAuth): open this address in a browser:\n"
+                 f"    {clean(url)}")
+
     async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
         async with self._lock:
             self.say(f"\n? {clean(server)} wants to use the model with these messages:")
@@ -141,9 +147,10 @@ async def _command(line: str, host: Host, chat: Conversation | None,
     if head == "help":
         ui.say(HELP)
     elif head == "servers":
-        for conn in host.servers.values():
-            status = conn.status()
-            ui.say(f"{conn.name:12} {status['state']:10} {clean(status['target'])}"
+        statuses = [*(host.untrusted_status(n) for n in host.untrusted),
+                    *(c.status() for c in host.servers.values())]
+        for status in statuses:
+            ui.say(f"{status['name']:12} {status['state']:10} {clean(status['target'])}"
                    + (f"  ({clean(status['error'])})" if status["error"] else ""))
     elif head == "tools":
         for tool in await host.list_tools():
@@ -176,6 +183,9 @@ async def _command(line: str, host: Host, chat: Conversation | None,
         else:
             await chat.use_prompt(args[0], args[1], pairs)
             ui.say("prompt added; press Enter (or type) to send it")
+    elif head == "logout" and args:
+        host.logout(args[0])
+        ui.say(f"{args[0]}: logged out")
     elif head == "restart" and args:
         host.connection(args[0]).restart()
     elif head == "audit":
@@ -187,11 +197,30 @@ async def _command(line: str, host: Host, chat: Conversation | None,
     return True
 
 
+async def _confirm_trust(host: Host, ui: TerminalInteraction) -> None:
+    """Ask about each held-back stdio server, showing exactly what would run."""
+    for name in list(host.untrusted):
+        config = host.untrusted[name]
+        env = ", ".join(sorted(config.env)) or "none"
+        ui.say(f"! {name} wants to run a command on this machine, with your rights:\n"
+               f"    {clean(config.describe())}\n    cwd: {clean(config.cwd or '.')}"
+               f"   environment variables: {clean(env)}")
+        answer = await ui.read_line(f"  trust and start {name}? [y/N] ")
+        if answer is not None and answer.strip().lower() in ("y", "yes"):
+            await host.trust_server(name)
+        else:
+            ui.say(f"{name}: not started (untrusted)")
+
+
 async def run_terminal(config: HostConfig, *, model: Model | None = None,
-                       read: Callable[[str], str] = input, out: TextIO = sys.stdout) -> None:
+                       read: Callable[[str], str] = input, out: TextIO = sys.stdout,
+                       trust: TrustStore | None = None,
+                       token_store: TokenStore | None = None) -> None:
     ui = TerminalInteraction(read, out)
-    host = Host(config, interaction=ui, sampler=sampler_for(model) if model else None)
+    host = Host(config, interaction=ui, sampler=sampler_for(model) if model else None,
+                trust=trust, token_store=token_store)
     async with host:
+        await _confirm_trust(host, ui)
         for conn in host.servers.values():
             ui.say(f"{conn.name}: {conn.state}" + (f" ({clean(conn.error)})" if conn.error else ""))
 

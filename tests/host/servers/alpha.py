@@ -60,10 +60,23 @@ def crash() -> str:
 async def slow(ctx: Context, steps: int = 3) -> str:
     """Count to ``steps``, reporting progress on the way."""
     record("slow")
-    for i in range(1, steps + 1):
-        await ctx.report_progress(i, steps, f"step {i} of {steps}")
-        await anyio.sleep(0.05)
+    try:
+        for i in range(1, steps + 1):
+            await ctx.report_progress(i, steps, f"step {i} of {steps}")
+            await anyio.sleep(0.05)
+    except anyio.get_cancelled_exc_class():
+        record("slow-cancelled")  # the client's cancellation reached the server
+        raise
     return f"counted to {steps}"
+
+
+@server.tool(task="required")
+async def long_job(steps: int = 2) -> str:
+    """Runs only as a task (the tasks extension): the client must declare it."""
+    record("long_job")
+    for _ in range(steps):
+        await anyio.sleep(0.05)
+    return f"job done after {steps} steps"
 
 
 @server.tool
@@ -115,6 +128,17 @@ def note() -> str:
 def review(topic: str) -> str:
     """Ask for a short review of a topic."""
     return f"Write a two-line review of {topic}."
+
+
+TEAS = ["green tea", "genmaicha", "gunpowder", "black tea", "oolong"]
+
+
+@server.completion
+def complete(ref: dict[str, Any], argument: dict[str, Any], context: Any) -> list[str]:
+    """Suggestions for the review prompt's topic, by prefix."""
+    if ref.get("name") == "review" and argument.get("name") == "topic":
+        return [t for t in TEAS if t.startswith(str(argument.get("value", "")))]
+    return []
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Model adapters: one small interface, several providers (see :mod:`.base`)."""
 
-from .base import Model, ModelError, ModelReply, ToolCall, model_from_config
+from .base import Model, ModelError, ModelReply, StreamingModel, ToolCall, model_from_config
 
-__all__ = ["Model", "ModelError", "ModelReply", "ToolCall", "model_from_config"]
+__all__ = ["Model", "ModelError", "ModelReply", "StreamingModel", "ToolCall",
+           "model_from_config"]

@@ -7,11 +7,21 @@ blocks map one to one; images become ``{"type": "image", "source": {"type": "bas
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from .base import Message, ModelReply, ToolCall, post_json
+from .base import (
+    Message,
+    ModelError,
+    ModelReply,
+    ToolCall,
+    ToolInputSink,
+    post_json,
+    post_sse,
+)
 
 __all__ = ["AnthropicModel"]
 
@@ -74,3 +84,52 @@ class AnthropicModel:
                                       dict(block.get("input") or {})))
         return ModelReply("".join(text), tuple(calls), str(data.get("stop_reason") or ""),
                           dict(data.get("usage") or {}))
+
+    async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
+                           system: str | None, on_text: Callable[[str], None],
+                           on_tool_input: ToolInputSink | None = None) -> ModelReply:
+        """The same request with ``"stream": true``: text deltas go to ``on_text`` as they
+        come; ``tool_use`` input arrives as JSON fragments, joined and parsed at the end."""
+        body = {**self.request_body(messages, tools, system), "stream": True}
+        url = f"{self.base_url}/v1/messages"
+        blocks: dict[int, dict[str, Any]] = {}
+        stop, usage = "", dict[str, Any]()
+        api = f"Anthropic API at {self.base_url}"
+        async for event in post_sse(self._http, url, body, self._headers, self._timeout, api):
+            kind = event.get("type")
+            if kind == "content_block_start":
+                block = dict(event.get("content_block") or {})
+                block["partial"] = ""
+                blocks[int(event.get("index", len(blocks)))] = block
+            elif kind == "content_block_delta":
+                block = blocks.setdefault(int(event.get("index", 0)), {"type": "text",
+                                                                       "partial": ""})
+                delta = event.get("delta") or {}
+                if delta.get("type") == "text_delta":
+                    block["text"] = block.get("text", "") + str(delta.get("text", ""))
+                    on_text(str(delta.get("text", "")))
+                elif delta.get("type") == "input_json_delta":
+                    block["partial"] += str(delta.get("partial_json", ""))
+                    if on_tool_input is not None and block.get("type") == "tool_use":
+                        on_tool_input(str(block.get("id")), str(block.get("name")),
+                                      block["partial"])
+            elif kind == "message_delta":
+                stop = str((event.get("delta") or {}).get("stop_reason") or stop)
+                usage.update(event.get("usage") or {})
+            elif kind == "message_start":
+                usage.update((event.get("message") or {}).get("usage") or {})
+            elif kind == "error":
+                raise ModelError(f"{api} streamed an error: {event.get('error')}")
+        text, calls = [], []
+        for _, block in sorted(blocks.items()):
+            if block.get("type") == "text":
+                text.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_use":
+                try:
+                    args = json.loads(block["partial"]) if block["partial"] else {}
+                except ValueError:
+                    raise ModelError(f"{api}: invalid JSON input for tool "
+                                     f"{block.get('name')!r}") from None
+                calls.append(ToolCall(str(block.get("id")), str(block.get("name")),
+                                      args if isinstance(args, dict) else {}))
+        return ModelReply("".join(text), tuple(calls), stop, usage)

@@ -12,19 +12,26 @@ tool blocks) and each adapter translates at its edge::
                                   "content": [<text/image blocks>], "is_error": False}]}
 
 Tools are ``{"name", "description", "input_schema"}``.  An adapter is anything with an
-async ``reply(messages, tools, system)``; API keys come from the environment only.
+async ``reply(messages, tools, system)``; API keys come from the environment only.  One that
+can also stream (:class:`StreamingModel`) has ``stream_reply(..., on_text)``, which calls
+``on_text`` with each piece of text as it arrives (and ``on_tool_input`` with a tool call's
+arguments as they grow) and returns the same :class:`ModelReply`; the loop prefers it, so a
+person sees the answer being written.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
 
-__all__ = ["Model", "ModelError", "ModelReply", "ToolCall", "api_key", "model_from_config"]
+__all__ = ["Model", "ModelError", "ModelReply", "StreamingModel", "ToolCall", "api_key",
+           "model_from_config"]
 
 Message = dict[str, Any]
 
@@ -62,6 +69,19 @@ class Model(Protocol):
 
     async def reply(self, messages: list[Message], tools: list[dict[str, Any]],
                     system: str | None = None) -> ModelReply: ...
+
+
+#: Gets ``(call id, tool name, the call's JSON arguments so far)`` as they stream.
+ToolInputSink = Callable[[str, str, str], None]
+
+
+@runtime_checkable
+class StreamingModel(Protocol):
+    name: str
+
+    async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
+                           system: str | None, on_text: Callable[[str], None],
+                           on_tool_input: ToolInputSink | None = None) -> ModelReply: ...
 
 
 def api_key(variable: str) -> str:
@@ -109,3 +129,36 @@ async def post_json(
     if response.status_code != 200:
         raise ModelError(f"{api} answered HTTP {response.status_code}: {response.text[:300]}")
     return response.json()
+
+
+async def post_sse(
+    http: Any, url: str, body: dict[str, Any], headers: dict[str, str], timeout: float, api: str
+) -> AsyncIterator[dict[str, Any]]:
+    """POST a streaming model API request and yield each server-sent event's JSON data
+    (``[DONE]`` ends it), parsed by httpx-sse; failures become :class:`ModelError`."""
+    import httpx
+    from httpx_sse import EventSource, SSEError
+
+    owned = http is None
+    client = httpx.AsyncClient(timeout=timeout) if owned else http
+    try:
+        async with client.stream("POST", url, json=body, headers=headers) as response:
+            if response.status_code != 200:
+                text = (await response.aread()).decode("utf-8", "replace")
+                raise ModelError(f"{api} answered HTTP {response.status_code}: {text[:300]}")
+            async for event in EventSource(response).aiter_sse():
+                if event.data == "[DONE]":
+                    return
+                if not event.data:
+                    continue
+                try:
+                    data = json.loads(event.data)
+                except ValueError:
+                    raise ModelError(f"{api} streamed invalid JSON: {event.data[:200]}") from None
+                if isinstance(data, dict):
+                    yield data
+    except (httpx.HTTPError, SSEError) as exc:
+        raise ModelError(f"{api}: {exc}") from None
+    finally:
+        if owned:
+            await client.aclose()

@@ -14,11 +14,20 @@ Translation from the neutral format:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from .base import Message, ModelError, ModelReply, ToolCall, post_json
+from .base import (
+    Message,
+    ModelError,
+    ModelReply,
+    ToolCall,
+    ToolInputSink,
+    post_json,
+    post_sse,
+)
 
 __all__ = ["OpenAIModel"]
 
@@ -115,3 +124,45 @@ class OpenAIModel:
                                   arguments if isinstance(arguments, dict) else {}))
         return ModelReply(str(message.get("content") or ""), tuple(calls),
                           str(choice.get("finish_reason") or ""), dict(data.get("usage") or {}))
+
+    async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
+                           system: str | None, on_text: Callable[[str], None],
+                           on_tool_input: ToolInputSink | None = None) -> ModelReply:
+        """The same request with ``"stream": true``: ``delta.content`` goes to ``on_text``;
+        ``delta.tool_calls`` fragments are joined by their ``index``."""
+        body = {**self.request_body(messages, tools, system), "stream": True,
+                "stream_options": {"include_usage": True}}
+        url = f"{self.base_url}/chat/completions"
+        api = f"chat completions at {self.base_url}"
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        finish, usage = "", dict[str, Any]()
+        async for chunk in post_sse(self._http, url, body, self._headers, self._timeout, api):
+            if isinstance(chunk.get("error"), dict):
+                raise ModelError(f"{api} streamed an error: {chunk['error']}")
+            usage.update(chunk.get("usage") or {})
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    text.append(str(delta["content"]))
+                    on_text(str(delta["content"]))
+                for part in delta.get("tool_calls") or []:
+                    call = calls.setdefault(int(part.get("index", 0)),
+                                            {"id": "", "name": "", "arguments": ""})
+                    function = part.get("function") or {}
+                    call["id"] = str(part.get("id") or call["id"])
+                    call["name"] += str(function.get("name") or "")
+                    call["arguments"] += str(function.get("arguments") or "")
+                    if on_tool_input is not None and call["id"] and call["name"]:
+                        on_tool_input(call["id"], call["name"], call["arguments"])
+                finish = str(choice.get("finish_reason") or finish)
+        out = []
+        for _, call in sorted(calls.items()):
+            try:
+                arguments = json.loads(call["arguments"] or "{}")
+            except ValueError:
+                raise ModelError(f"the model sent invalid JSON arguments for "
+                                 f"{call['name']!r}") from None
+            out.append(ToolCall(call["id"], call["name"],
+                                arguments if isinstance(arguments, dict) else {}))
+        return ModelReply("".join(text), tuple(out), finish, usage)

@@ -1,17 +1,20 @@
 """A model that follows a script: for tests, demos, and trying a host without an API key.
 
 Each step is a :class:`ModelReply`, a dict ``{"text": ..., "tool_calls": [{"name",
-"arguments"}]}``, or a callable receiving the conversation so far (to answer with what a
-tool returned).  Every request is kept in :attr:`ScriptedModel.requests` for assertions.
+"arguments"}]}``, ``{"echo": true}`` (answers with the text of the last user message, so a
+demo or a test run from a config file can see what reached the model), or a callable
+receiving the conversation so far (to answer with what a tool returned).  Every request is
+kept in :attr:`ScriptedModel.requests` for assertions.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .base import Message, ModelReply, ToolCall
+from .base import Message, ModelReply, ToolCall, ToolInputSink
 
 __all__ = ["ScriptedModel"]
 
@@ -36,6 +39,10 @@ class ScriptedModel:
             return step
         if callable(step):
             return step(messages)
+        if step.get("echo"):
+            last = next((m for m in reversed(messages) if m["role"] == "user"), None)
+            said = [b["text"] for b in (last or {}).get("content", []) if b.get("type") == "text"]
+            return ModelReply(text="You said: " + "\n".join(said), stop_reason="end_turn")
         calls = tuple(ToolCall(str(c.get("id") or f"call_{next(self._ids)}"), str(c["name"]),
                                dict(c.get("arguments") or {}))
                       for c in step.get("tool_calls") or [])
@@ -49,3 +56,19 @@ class ScriptedModel:
         if not self.steps:
             return ModelReply(text="(the script has ended)", stop_reason="end_turn")
         return self._reply(self.steps.pop(0), messages)
+
+    async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
+                           system: str | None, on_text: Callable[[str], None],
+                           on_tool_input: ToolInputSink | None = None) -> ModelReply:
+        """:meth:`reply`, with its text handed out word by word and each tool call's
+        arguments in two halves of their JSON (how a demo streams)."""
+        reply = await self.reply(messages, tools, system)
+        if reply.text:
+            for i, word in enumerate(reply.text.split(" ")):
+                on_text(word if i == 0 else " " + word)
+        if on_tool_input is not None:
+            for call in reply.tool_calls:
+                encoded = json.dumps(call.arguments)
+                on_tool_input(call.id, call.name, encoded[: len(encoded) // 2])
+                on_tool_input(call.id, call.name, encoded)
+        return reply

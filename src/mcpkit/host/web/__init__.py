@@ -11,38 +11,52 @@ from typing import Any
 import anyio
 import uvicorn
 
+from ...auth.client import TokenStore
 from ..config import HostConfig
 from ..host import Host
 from ..loop import sampler_for
 from ..models.base import Model
+from ..trust import TrustStore
 from .app import WebHost, create_app
 from .prompts import WebInteraction
 
 __all__ = ["WebHost", "WebInteraction", "create_app", "run_web"]
 
 
-async def run_web(config: HostConfig, *, port: int = 0, model: Model | None = None,
-                  on_ready: Callable[[str], None] = print,
-                  health_interval: float = 10.0) -> None:
+def _listen(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+async def run_web(config: HostConfig, *, port: int = 0, sandbox_port: int = 0,
+                  model: Model | None = None, on_ready: Callable[[str], None] = print,
+                  health_interval: float = 10.0, trust: TrustStore | None = None,
+                  token_store: TokenStore | None = None) -> None:
     """Serve the page on 127.0.0.1 until interrupted; ``on_ready`` gets the URL with the
-    per-launch token (port 0 picks a free port)."""
+    per-launch token (port 0 picks a free port).  MCP App views are served from a second
+    port, ``sandbox_port``: another origin than the page's (see :mod:`.sandbox`)."""
     # Questions for the page travel as host events (bound late: the host needs the
     # interaction first).
     interaction = WebInteraction(lambda kind, data: host.emit(kind, data))
     host = Host(config, interaction=interaction, health_interval=health_interval,
-                sampler=sampler_for(model) if model is not None else None)
+                sampler=sampler_for(model) if model is not None else None, trust=trust,
+                token_store=token_store, wait=False)  # a log-in may need the page
     web = WebHost(host, interaction, model=model,
                   system=config.model.system if config.model else None)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
+    sock, sandbox_sock = _listen(port), _listen(sandbox_port)
     bound = sock.getsockname()[1]
-    web.bind(bound)
+    web.bind(bound, sandbox_sock.getsockname()[1])
     server = _QuietServer(uvicorn.Config(create_app(web), log_level="warning", lifespan="off"))
+    sandbox = _QuietServer(uvicorn.Config(web.sandbox.app(), log_level="warning",
+                                          lifespan="off"))
     async with host, anyio.create_task_group() as tg:
-        tg.start_soon(_stop_on_signal, server)
+        tg.start_soon(_stop_on_signal, (server, sandbox))
+        tg.start_soon(lambda: sandbox.serve(sockets=[sandbox_sock]))
         on_ready(web.url(bound))
         await server.serve(sockets=[sock])
+        sandbox.should_exit = True
         tg.cancel_scope.cancel()
 
 
@@ -56,8 +70,9 @@ class _QuietServer(uvicorn.Server):
         yield
 
 
-async def _stop_on_signal(server: Any) -> None:
+async def _stop_on_signal(servers: tuple[Any, ...]) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
-            server.should_exit = True
+            for server in servers:
+                server.should_exit = True
             return

@@ -9,9 +9,10 @@ Security, because a local web server is reachable from every page the browser op
   headers), ``?token=``; compared in constant time;
 * a request carrying an ``Origin`` must come from the page's own origin;
 * the page is sent with ``Referrer-Policy: no-referrer`` (the token is in its URL),
-  ``frame-ancestors 'none'`` and ``no-store``.  Its CSP sets no fetch directives on
-  purpose: MCP App views are ``srcdoc`` iframes, which inherit the page's policy, and each
-  view gets its own, stricter one from :mod:`mcpkit.host.apps`.
+  ``frame-ancestors 'none'`` and ``no-store``, and a CSP that lets it talk to itself only
+  and frame nothing but the sandbox proxy;
+* MCP App views never run on this origin: they are served by the sandbox server on another
+  port (:mod:`.sandbox`), with their CSP as a response header.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -31,16 +33,16 @@ from starlette.routing import Route
 from ..apps import AppError
 from ..config import ConfigError, parse_server
 from ..connection import ServerUnavailable
-from ..host import Host, ToolDenied
+from ..host import Host, ToolCancelled, ToolDenied
 from ..loop import Conversation
 from ..models.base import Model, ModelError
 from ..policy import Permission
 from .prompts import WebInteraction
+from .sandbox import Sandbox
 
 __all__ = ["WebHost", "create_app"]
 
 _PAGE_HEADERS = {
-    "Content-Security-Policy": "frame-ancestors 'none'; object-src 'none'; base-uri 'none'",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -60,6 +62,7 @@ class WebHost:
         self.model = model
         self.token = token or secrets.token_urlsafe(32)
         self.allowed_hosts: set[str] = set()
+        self.sandbox = Sandbox()
         self.chat = (Conversation(host, model, system=system, on_event=self._chat_event)
                      if model is not None else None)
         self._chat_lock = anyio.Lock()
@@ -67,8 +70,18 @@ class WebHost:
     def _chat_event(self, kind: str, data: dict[str, Any]) -> None:
         self.host.emit("chat", {"kind": kind, **data})
 
-    def bind(self, port: int) -> None:
+    def bind(self, port: int, sandbox_port: int) -> None:
         self.allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        self.sandbox.bind(sandbox_port, tuple(f"http://{h}" for h in sorted(self.allowed_hosts)))
+
+    def page_csp(self) -> str:
+        """The page's own policy: itself, ``data:`` images from tool results, and frames
+        from the sandbox proxy only."""
+        return "; ".join([
+            "default-src 'self'", "script-src 'self' 'unsafe-inline'",
+            "style-src 'self' 'unsafe-inline'", "img-src 'self' data:",
+            f"frame-src {self.sandbox.origin}/proxy", "frame-ancestors 'none'",
+            "object-src 'none'", "base-uri 'none'", "form-action 'none'"])
 
     def url(self, port: int) -> str:
         return f"http://127.0.0.1:{port}/?token={self.token}"
@@ -98,6 +111,8 @@ def create_app(web: WebHost) -> Starlette:
                 return await fn(request)
             except ToolDenied as exc:
                 return _error(403, str(exc), denied=True)
+            except ToolCancelled as exc:
+                return _error(409, str(exc), cancelled=True)
             except (ServerUnavailable, ConfigError, AppError, ModelError, ValueError) as exc:
                 return _error(400, str(exc))
             except Exception as exc:  # a server's error: shown to the person as it is
@@ -114,11 +129,13 @@ def create_app(web: WebHost) -> Starlette:
         return data
 
     async def index(request: Request) -> Response:
-        return HTMLResponse(page, headers=_PAGE_HEADERS)
+        return HTMLResponse(page, headers={**_PAGE_HEADERS,
+                                           "Content-Security-Policy": web.page_csp()})
 
     async def state(request: Request) -> Response:
         return JSONResponse({
-            "servers": [c.status() for c in host.servers.values()],
+            "servers": [*(host.untrusted_status(n) for n in host.untrusted),
+                        *(c.status() for c in host.servers.values())],
             "model": web.model.name if web.model else None,
             "prompts": web.interaction.questions(),
             "permissions": {"default": host.policy.default, "servers": host.policy.servers,
@@ -133,6 +150,12 @@ def create_app(web: WebHost) -> Starlette:
 
     async def server_action(request: Request) -> Response:
         name = request.path_params["name"]
+        if request.url.path.endswith("/trust"):
+            conn = await host.trust_server(name)
+            return JSONResponse(conn.status())
+        if request.url.path.endswith("/logout"):
+            host.logout(name)
+            return JSONResponse({"ok": True})
         if request.method == "DELETE":
             host.remove_server(name)
         else:
@@ -163,9 +186,19 @@ def create_app(web: WebHost) -> Starlette:
         arguments = data.get("arguments") or {}
         if not isinstance(arguments, dict):
             raise ValueError("arguments must be an object")
+        call_id = data.get("callId")
         result = await host.call_tool(name, arguments, origin=origin,
-                                      app_server=data.get("server") if origin == "app" else None)
+                                      app_server=data.get("server") if origin == "app" else None,
+                                      call_id=f"page:{call_id}" if isinstance(call_id, str)
+                                      else None)
         return JSONResponse({"name": name, "result": result})
+
+    async def cancel_call(request: Request) -> Response:
+        """Cancel a running call: ``{"id": <callId>}`` from the Tools tab, or
+        ``{"chat": <the model's call id>}`` for a call the model made."""
+        data = await body(request)
+        key = f"chat:{data['chat']}" if "chat" in data else f"page:{data.get('id')}"
+        return JSONResponse({"cancelled": host.cancel_call(key)})
 
     async def list_resources(request: Request) -> Response:
         listed = await host.list_resources()
@@ -185,10 +218,59 @@ def create_app(web: WebHost) -> Starlette:
         args = {str(k): str(v) for k, v in (data.get("arguments") or {}).items()}
         return JSONResponse(await host.get_prompt(str(data["server"]), str(data["name"]), args))
 
+    async def complete_prompt(request: Request) -> Response:
+        data = await body(request)
+        raw = data.get("context")
+        context: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        values = await host.complete_prompt_argument(
+            str(data["server"]), str(data["prompt"]), str(data["argument"]),
+            str(data.get("value") or ""), {str(k): str(v) for k, v in context.items() if v})
+        return JSONResponse({"values": values})
+
     async def open_app(request: Request) -> Response:
         data = await body(request)
-        doc = await host.read_app(str(data["server"]), str(data["uri"]))
-        return JSONResponse(doc.to_json())
+        server = str(data["server"])
+        doc = await host.read_app(server, str(data["uri"]))
+        page_origin = f"http://{request.headers.get('host')}"
+        return JSONResponse({**doc.to_json(), "sandboxOrigin": web.sandbox.origin,
+                             "proxy": web.sandbox.proxy_url(page_origin),
+                             "view": web.sandbox.publish(server, doc)})
+
+    async def app_message(request: Request) -> Response:
+        """``ui/message`` from a view: allowed by the server's permission (``ask``: the
+        person confirms), answered at once, and the turn it starts runs after the answer
+        (the spec: the host responds, then follows up)."""
+        chat = web.chat
+        if chat is None:
+            return _error(400, "no model is configured, so there is no conversation")
+        data = await body(request)
+        server, role = str(data.get("server")), data.get("role", "user")
+        if role not in ("user", "assistant"):
+            raise ValueError("role must be user or assistant")
+        raw = data.get("content")
+        items = raw if isinstance(raw, list) else [raw]
+        text = "\n".join(str(i.get("text")) for i in items
+                         if isinstance(i, dict) and i.get("type") == "text")
+        if not text:
+            raise ValueError("ui/message needs text content")
+        host.connection(server)  # a known server, or 400
+        await host.authorize_app_message(server, role, text)
+
+        async def follow_up() -> None:
+            async with web._chat_lock:
+                try:
+                    await chat.app_message(server, role, text)
+                except Exception as exc:  # shown in the transcript, like a failed send
+                    host.emit("chat", {"kind": "error", "text": str(exc)})
+
+        return JSONResponse({}, background=BackgroundTask(follow_up))
+
+    async def app_context(request: Request) -> Response:
+        data = await body(request)
+        if web.chat is not None:
+            web.chat.set_app_context(str(data.get("view")), str(data.get("server")),
+                                     str(data.get("uri")), data)
+        return JSONResponse({})
 
     async def answer(request: Request) -> Response:
         data = await body(request)
@@ -218,6 +300,15 @@ def create_app(web: WebHost) -> Starlette:
                                           ref.get("arguments") or {})
             reply = await web.chat.send(str(data.get("text") or ""))
         return JSONResponse({"reply": reply})
+
+    async def app_log(request: Request) -> Response:
+        data = await body(request)
+        params = data.get("params")
+        host.app_log(str(data.get("server")), params if isinstance(params, dict) else {})
+        return JSONResponse({})
+
+    async def logs(request: Request) -> Response:
+        return JSONResponse(list(host.logs))
 
     async def audit(request: Request) -> Response:
         return JSONResponse([e.to_json() for e in host.audit.entries[-500:]])
@@ -249,17 +340,25 @@ def create_app(web: WebHost) -> Starlette:
         Route("/api/servers", guarded(add_server), methods=["POST"]),
         Route("/api/servers/{name}", guarded(server_action), methods=["DELETE"]),
         Route("/api/servers/{name}/restart", guarded(server_action), methods=["POST"]),
+        Route("/api/servers/{name}/trust", guarded(server_action), methods=["POST"]),
+        Route("/api/servers/{name}/logout", guarded(server_action), methods=["POST"]),
         Route("/api/tools", guarded(tools)),
         Route("/api/tools/call", guarded(call_tool), methods=["POST"]),
+        Route("/api/calls/cancel", guarded(cancel_call), methods=["POST"]),
         Route("/api/resources", guarded(list_resources)),
         Route("/api/resources/read", guarded(read_resource), methods=["POST"]),
         Route("/api/prompts", guarded(list_prompts)),
         Route("/api/prompts/get", guarded(get_prompt), methods=["POST"]),
+        Route("/api/prompts/complete", guarded(complete_prompt), methods=["POST"]),
         Route("/api/apps/open", guarded(open_app), methods=["POST"]),
+        Route("/api/apps/message", guarded(app_message), methods=["POST"]),
+        Route("/api/apps/context", guarded(app_context), methods=["POST"]),
         Route("/api/answer", guarded(answer), methods=["POST"]),
         Route("/api/permissions", guarded(permissions), methods=["POST"]),
         Route("/api/chat", guarded(chat), methods=["POST"]),
         Route("/api/audit", guarded(audit)),
+        Route("/api/logs", guarded(logs)),
+        Route("/api/apps/log", guarded(app_log), methods=["POST"]),
         Route("/api/events", guarded(events)),
     ]
     return Starlette(routes=routes)

@@ -1,0 +1,75 @@
+"""Trust before launch: a config file must not run a command on this machine unseen.
+
+A ``mcpServers`` file can come from anywhere (a cloned repository, a colleague), and a stdio
+server is a program run with the person's rights.  So the first time the host is asked to
+start a command it has not seen, the person confirms it (in the terminal or the page),
+like VS Code's "trust this server" step.  What is trusted is the exact launch: the command
+and its arguments, the *names* of the environment variables it gets (not their values,
+which are often secrets that rotate) and the working directory.  Change any of them and
+the person is asked again.
+
+Trust is remembered per user in a JSON file: ``$MCPKIT_TRUST_FILE``, else
+``$XDG_CONFIG_HOME/mcpkit/trusted-servers.json`` (``~/.config`` by default).
+``mcpkit host --reset-trust`` forgets it all.  HTTP servers are not launched, so they need
+no trust step (their permissions still apply to every call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .config import ServerConfig
+
+__all__ = ["TrustStore", "default_trust_file", "trust_key"]
+
+
+def default_trust_file() -> Path:
+    explicit = os.environ.get("MCPKIT_TRUST_FILE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "mcpkit" / "trusted-servers.json"
+
+
+def trust_key(config: ServerConfig) -> str:
+    """What a person approves when they trust a stdio server (see the module doc)."""
+    seen = {"command": list(config.command), "env": sorted(config.env),
+            "cwd": config.cwd or ""}
+    return hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()
+
+
+class TrustStore:
+    """The launches this user has trusted, in a small JSON file."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_trust_file()
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def needs_trust(self, config: ServerConfig) -> bool:
+        return config.transport == "stdio" and trust_key(config) not in self._load()
+
+    def trust(self, config: ServerConfig) -> None:
+        data = self._load()
+        data[trust_key(config)] = {"command": config.describe(), "env": sorted(config.env),
+                                   "cwd": config.cwd, "trustedAt": int(time.time())}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        tmp.replace(self.path)
+
+    def reset(self) -> int:
+        """Forget every trusted launch; returns how many there were."""
+        count = len(self._load())
+        self.path.unlink(missing_ok=True)
+        return count

@@ -1,0 +1,69 @@
+"""Trust before launch: a config's stdio command runs only after the person trusted that
+exact launch (command, arguments, environment variable names, working directory); trust is
+remembered per user (``MCPKIT_TRUST_FILE`` points the tests at their own file) and reset
+with ``mcpkit host --reset-trust``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hostkit import SERVERS
+
+from mcpkit.host import ServerConfig, TrustStore, parse_config
+from mcpkit.host.trust import trust_key
+
+
+def test_the_trust_key_is_the_exact_launch_but_not_secret_values(tmp_path: Path) -> None:
+    base = ServerConfig(name="a", command=("python", "s.py"), env={"TOKEN": "one"})
+    same = dataclasses.replace(base, env={"TOKEN": "two"}, name="b")
+    assert trust_key(base) == trust_key(same)  # values rotate; names are what runs
+    for changed in (dataclasses.replace(base, command=("python", "s.py", "--all")),
+                    dataclasses.replace(base, env={"TOKEN": "one", "LD_PRELOAD": "x"}),
+                    dataclasses.replace(base, cwd="/tmp")):
+        assert trust_key(changed) != trust_key(base)
+    store = TrustStore(tmp_path / "t.json")
+    assert store.needs_trust(base)
+    store.trust(base)
+    assert not store.needs_trust(same)
+    assert not store.needs_trust(ServerConfig(name="h", url="http://127.0.0.1:1/mcp"))
+    assert store.reset() == 1 and store.needs_trust(base)
+
+
+def host(config: Path, env: dict[str, str], typed: str) -> str:
+    run = subprocess.run([sys.executable, "-m", "mcpkit.cli.main", "host", "--config",
+                          str(config)], input=typed, capture_output=True, text=True,
+                         timeout=60, env=env)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_the_terminal_asks_before_it_runs_a_command(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"beta": {
+        "command": sys.executable, "args": [str(SERVERS / "beta.py")],
+        "env": {"SERVER_NAME": "beta"}}}}))
+    env = {**os.environ, "MCPKIT_TRUST_FILE": str(tmp_path / "trust.json")}
+    refused = host(config, env, "n\n/servers\n/quit\n")
+    assert "! beta wants to run a command on this machine" in refused
+    assert f"{sys.executable} {SERVERS / 'beta.py'}" in refused
+    assert "environment variables: SERVER_NAME" in refused
+    assert "beta: not started (untrusted)" in refused
+    assert "untrusted" in refused.split("you> ")[1]  # /servers
+    assert not (tmp_path / "trust.json").exists()
+
+    trusted = host(config, env, "y\n/tools\n/quit\n")
+    assert "beta__weather" in trusted
+    again = host(config, env, "/tools\n/quit\n")  # remembered: no question
+    assert "wants to run" not in again and "beta__weather" in again
+
+    reset = subprocess.run([sys.executable, "-m", "mcpkit.cli.main", "host", "--reset-trust"],
+                           capture_output=True, text=True, env=env, timeout=30)
+    assert "forgot 1 trusted server command(s)" in reset.stdout
+    assert "wants to run" in host(config, env, "\n/quit\n")  # Enter is "no"
+    stored = parse_config(json.loads(config.read_text())).servers[0]
+    assert TrustStore(tmp_path / "trust.json").needs_trust(stored)

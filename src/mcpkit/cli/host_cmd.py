@@ -9,7 +9,15 @@ import sys
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("host", help="connect MCP servers to a model, in a terminal or a web page",
                        description="Run an MCP host: servers from an mcpServers JSON file, "
-                                   "a permission policy, and a model loop.")
+                                   "a permission policy, and a model loop.",
+                       epilog="examples:\n"
+                              "  mcpkit host --config examples/host.json          # terminal\n"
+                              "  mcpkit host --web --config examples/host.json    # local page\n"
+                              "  mcpkit host --web --model anthropic:claude-sonnet-4-5\n"
+                              "  mcpkit host --reset-trust    # forget trusted server commands\n\n"
+                              "A bare python, python3 or mcpkit command in the config runs "
+                              "with this host's own interpreter.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", "-c", help="JSON file in the common mcpServers shape")
     p.add_argument("--web", action="store_true",
                    help="serve a local web page on 127.0.0.1 (prints its URL with a token)")

@@ -157,6 +157,7 @@ def test_every_third_party_import_is_declared() -> None:
     from mcpkit.types.extras import EXTRAS
 
     declared = {"anyio", "sniffio", "typing_extensions", "certifi", "httpcore", "orjson",
+                "docstring_parser",
                 "pydantic", "httpx", "httpx_sse", "uvicorn", "cryptography", "jsonschema",
                 "referencing"}
     base_names = {dep.split(">")[0].split("=")[0].split(";")[0].strip().replace("-", "_")

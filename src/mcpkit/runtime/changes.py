@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import sniffio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 TOOLS = "tools"
@@ -119,7 +121,22 @@ class ChangeBus:
         return set(self._interest)
 
     def publish(self, event: ChangeEvent, *, relay: bool = True) -> None:
-        """Deliver to local listeners and (unless it came from a relay) to other replicas."""
+        """Deliver to local listeners and (unless it came from a relay) to other replicas.
+
+        Safe from a tool running in a worker thread (plain ``def`` tools do by default):
+        the delivery hops back onto the event loop, since listeners' streams belong to it.
+        """
+        try:
+            sniffio.current_async_library()
+        except sniffio.AsyncLibraryNotFoundError:  # not on an event loop
+            try:
+                anyio.from_thread.run_sync(self._deliver, event, relay)
+                return
+            except RuntimeError:  # no loop to hop to (registration before serving)
+                pass
+        self._deliver(event, relay)
+
+    def _deliver(self, event: ChangeEvent, relay: bool) -> None:
         for listener in tuple(self._listeners):
             listener.offer(event)
         if relay:

@@ -13,12 +13,9 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import anyio
 import httpx
 import pytest
-from conftest import _need
 from services import Replica, redis_server
 from wire import call, headers_for, meta
 from workers_support import (
@@ -34,6 +31,8 @@ from workers_support import (
     wait_status,
     wait_until,
 )
+
+from conftest import _need
 
 pytestmark = pytest.mark.anyio
 
@@ -277,5 +276,3 @@ def test_external_workers_need_redis(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "redis://" in out.stderr
 
-
-_ = (Any, anyio)

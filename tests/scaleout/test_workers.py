@@ -24,6 +24,7 @@ from workers_support import (
     create,
     external_replica,
     get,
+    need,
     queue_stats,
     record,
     runs,
@@ -31,8 +32,6 @@ from workers_support import (
     wait_status,
     wait_until,
 )
-
-from conftest import _need
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +43,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
-    _need("redis-server")
+    need("redis-server")
     with redis_server() as url:
         yield url
 

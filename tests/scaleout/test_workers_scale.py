@@ -25,13 +25,12 @@ from workers_support import (
     create,
     external_replica,
     get,
+    need,
     queue_stats,
     runs,
     start_worker,
     wait_until,
 )
-
-from conftest import _need
 
 pytestmark = pytest.mark.anyio
 
@@ -68,8 +67,8 @@ async def _all(limit: int, jobs: list[Any]) -> list[Any]:
 async def test_200_tasks_two_replicas_two_workers_one_killed(
     stack: ExitStack, tmp_path: Path
 ) -> None:
-    _need("redis-server")
-    _need("nginx")
+    need("redis-server")
+    need("nginx")
     state = stack.enter_context(redis_server())
     replicas = [external_replica(state, tmp_path) for _ in range(2)]
     for r in replicas:

@@ -8,6 +8,8 @@ see what ran where, and talk to the replicas over HTTP with :mod:`wire`.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 import redis
 from services import Replica, _start, free_port, stop, wait_port
 from wire import TASKS, call
@@ -25,6 +28,16 @@ TARGET = "tests/scaleout/worker_server.py"
 LEASE_S = "2"
 TASK_CAPS = {"elicitation": {}, "extensions": {TASKS: {}}}
 TERMINAL = {"completed", "failed", "cancelled"}
+
+
+def need(binary: str) -> None:
+    """Skip without ``binary`` (fail in CI, where .ci/run installs it).  Not imported from
+    conftest: several test folders have a ``conftest`` module, and a run of more than one
+    folder would import the wrong one."""
+    if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{binary} is required in CI (.ci/run installs it)")
+        pytest.skip(f"{binary} is not installed")
 
 
 def external_replica(state: str, log_dir: Path, *extra: str) -> Replica:

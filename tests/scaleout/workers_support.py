@@ -40,14 +40,14 @@ def need(binary: str) -> None:
         pytest.skip(f"{binary} is not installed")
 
 
-def external_replica(state: str, log_dir: Path, *extra: str) -> Replica:
+def external_replica(state: str, log_dir: Path, *extra: str, target: str = TARGET) -> Replica:
     """A replica that only queues task work (``--task-workers external``)."""
     # services.start_replica takes no extra arguments; the same command, with the flag.
     port = free_port()
     log = log_dir / f"replica-{port}.log"
     proc = _start(
         [
-            sys.executable, "-m", "mcpkit", "serve", TARGET, "--http", "--port", str(port),
+            sys.executable, "-m", "mcpkit", "serve", target, "--http", "--port", str(port),
             "--state", state, "--task-workers", "external", *extra,
         ],
         log,

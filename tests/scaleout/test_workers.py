@@ -124,6 +124,27 @@ async def test_input_inside_a_task_on_a_worker(
         worker.kill()
 
 
+async def test_manual_start_asks_on_the_replica_then_runs_on_a_worker(
+    replica: Replica, redis_url: str, log_dir: Path
+) -> None:
+    worker = start_worker(redis_url, log_dir, "manual")
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            params = {"name": "confirm_then_work", "arguments": {"label": "manual"}}
+            first = (await call(client, replica.url, "tools/call", params, TASK_CAPS)).result
+            assert first["resultType"] == "input_required" and "ok" in first["inputRequests"]
+            again = {**params, "requestState": first["requestState"],
+                     "inputResponses": {"ok": {"action": "accept", "content": {"ok": True}}}}
+            created = (await call(client, replica.url, "tools/call", again, TASK_CAPS)).result
+            assert created["resultType"] == "task", created
+            done = await wait_status(client, replica.url, created["taskId"], TERMINAL)
+        assert done["status"] == "completed", (done, worker.tail())
+        assert done["result"]["content"][0]["text"] == f"manual: accept on {worker.pid}"
+        assert runs(redis_url, "manual") == [worker.pid]  # the replica stopped at start_task
+    finally:
+        worker.kill()
+
+
 async def test_cancel_before_any_worker_took_it(
     replica: Replica, redis_url: str, log_dir: Path
 ) -> None:

@@ -65,3 +65,15 @@ async def whoami(ctx: Context) -> dict[str, Any]:
 def plain(x: int) -> int:
     """Not a task tool: answered by the replica directly."""
     return x * 2
+
+
+@server.tool(task="required", task_start="manual")
+async def confirm_then_work(label: str, ctx: Context) -> str:
+    """Asks synchronously (an MRTR round), then becomes a task: a worker replays the
+    question part with the stored answers and runs the rest."""
+    answer = await ctx.elicit(
+        "Proceed?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}, key="ok"
+    )
+    await ctx.start_task()
+    await _record(ctx, label)
+    return f"{label}: {answer.get('action')} on {os.getpid()}"

@@ -82,6 +82,13 @@ class TaskCancelled(Exception):
     pass
 
 
+class TaskHandedOff(BaseException):
+    """Raised from ``ctx.start_task()`` on a replica that queues task work: the task now
+    belongs to a worker, which replays the call; the replica's run of the tool must end
+    here.  A BaseException so that a tool's ``except Exception`` cannot swallow it and
+    carry on (the work would then run twice)."""
+
+
 class TaskManager:
     """Creates, runs and answers for tasks; one per server."""
 
@@ -184,6 +191,12 @@ class TaskManager:
         ctx.request  # noqa: B018 - keep the HTTP headers: begin() drops the exchange
 
         async def begin() -> None:
+            if self.queue is not None:  # a worker replays the call, answers included
+                from .workers import enqueue
+
+                outcome["handed"] = await enqueue(self, ctx, task_id)
+                created.set()
+                raise TaskHandedOff()
             record = self.new_record(task_id, ctx.principal)
             record["lease"] = time.time() + self.lease_s
             await self.backend.set_json(self._key(task_id), record, self._ttl_s())
@@ -207,6 +220,8 @@ class TaskManager:
                     outcome["result"] = result
                     return
                 await self._finish(task_id, status="completed", result=result)
+            except TaskHandedOff:
+                pass
             except NeedInput as need:
                 if handle.started:  # pragma: no cover - task asks go through TaskHandle
                     raise
@@ -229,6 +244,9 @@ class TaskManager:
 
         self.server.spawn(worker)
         await created.wait()
+        if "handed" in outcome:
+            handed: dict[str, Any] = outcome["handed"]
+            return handed
         if "created" in outcome:
             return {
                 "resultType": "task",
@@ -386,7 +404,7 @@ class TaskHandle:
         """Run the tool while :meth:`watch` renews the lease and honours cancellation;
         the tool's result, or None when it was cancelled.  The tool's exception is
         raised here, outside the task group (no exception group around it)."""
-        failure: Exception | None = None
+        failure: BaseException | None = None
         result: dict[str, Any] = {}
         with anyio.CancelScope() as scope:
             self.scope = scope
@@ -394,7 +412,7 @@ class TaskHandle:
                 tg.start_soon(self.watch)
                 try:
                     result = await run()
-                except Exception as exc:  # re-raised below, outside the group
+                except (Exception, TaskHandedOff) as exc:  # re-raised below, outside the group
                     failure = exc
                 finally:
                     tg.cancel_scope.cancel()

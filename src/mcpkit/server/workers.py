@@ -80,12 +80,18 @@ def reruns(tool: Any) -> bool:
     return notes.get("idempotentHint") is True or notes.get("readOnlyHint") is True
 
 
-async def enqueue(manager: TaskManager, ctx: Context) -> dict[str, Any]:
+async def enqueue(
+    manager: TaskManager, ctx: Context, task_id: str | None = None
+) -> dict[str, Any]:
     """Store the task with its request and queue it for a worker; the CreateTaskResult.
 
     The record is written before the stream entry, so a worker never reads an id whose
-    record is missing, and ``tasks/get`` resolves as soon as the answer is sent."""
-    task_id = "task_" + secrets.token_urlsafe(18)
+    record is missing, and ``tasks/get`` resolves as soon as the answer is sent.  For a
+    ``task_start="manual"`` tool this runs at ``ctx.start_task()``: the stored request is
+    the round that got there, with its ``inputResponses``/``requestState``, so the worker
+    replays the tool's synchronous part with the same answers (MRTR's replay rule: no
+    side effects before the last input)."""
+    task_id = task_id or "task_" + secrets.token_urlsafe(18)
     record = manager.new_record(task_id, ctx.principal)
     name = ctx.params.get("name")
     tool = manager.server.tools.get(name) if isinstance(name, str) else None
@@ -329,8 +335,18 @@ class Worker:
     def _handle(self, record: dict[str, Any]) -> TaskHandle:
         principal = record["queued"].get("principal")
         handle = TaskHandle(self.manager, record["taskId"], principal)
-        handle.started = True
         handle.runner = self.name
+        name = record["queued"]["params"].get("name")
+        tool = self.server.tools.get(name) if isinstance(name, str) else None
+        if tool is not None and tool.task_manual:
+            # Replay: input before start_task() comes from the stored round's answers.
+
+            async def begin() -> None:
+                handle.started = True
+
+            handle.begin = begin
+        else:
+            handle.started = True
         return handle
 
     def _context(self, record: dict[str, Any], handle: TaskHandle) -> Context:

@@ -162,6 +162,23 @@ async def test_cancel_before_any_worker_took_it(
     assert runs(redis_url, "never") == []  # the cancelled task's tool never started
 
 
+async def test_cancel_a_task_running_on_a_worker(
+    replica: Replica, redis_url: str, log_dir: Path
+) -> None:
+    worker = start_worker(redis_url, log_dir, "cancel")
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            task_id = await create(client, replica.url, "job_again", label="c-run", seconds=60)
+            await wait_until(lambda: runs(redis_url, "c-run"))
+            await call(client, replica.url, "tasks/cancel", {"taskId": task_id}, TASK_CAPS)
+            done = await wait_status(client, replica.url, task_id, TERMINAL)
+            assert done["status"] == "cancelled"
+            await wait_until(lambda: queue_stats(redis_url)["depth"] == 0, what="drained")
+        assert runs(redis_url, "c-run") == [worker.pid]
+    finally:
+        worker.kill()
+
+
 async def test_sigkill_reruns_idempotent_and_fails_the_rest(
     replica: Replica, redis_url: str, log_dir: Path
 ) -> None:

@@ -210,12 +210,12 @@ async def test_sigkill_reruns_idempotent_and_fails_the_rest(
 async def test_sigterm_finishes_short_work_and_hands_back_the_rest(
     replica: Replica, redis_url: str, log_dir: Path
 ) -> None:
-    deploying = start_worker(redis_url, log_dir, "deploying", "--grace", "1.5")
+    deploying = start_worker(redis_url, log_dir, "deploying", "--grace", "3")
     successor = None
     try:
         async with httpx.AsyncClient(timeout=30) as client:
             short = await create(client, replica.url, "job_once", label="t-short", seconds=0.5)
-            again = await create(client, replica.url, "job_again", label="t-again", seconds=5)
+            again = await create(client, replica.url, "job_again", label="t-again", seconds=8)
             once = await create(client, replica.url, "job_once", label="t-once", seconds=30)
             await wait_until(
                 lambda: all(runs(redis_url, x) for x in ("t-short", "t-again", "t-once"))

@@ -55,6 +55,15 @@ if n == 0 then redis.call('SREM', KEYS[2], ARGV[1]) end
 return n
 """
 
+#: KEYS: stream.  ARGV: group, consumer.  Delete the consumer only if it holds nothing:
+#: DELCONSUMER drops a consumer's pending entries, and one could have been handed to it
+#: (``give``) since it last looked.
+_FORGET = """
+local held = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2])
+if #held > 0 then return -1 end
+return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+"""
+
 
 class QueueFull(Exception):
     """The principal already has ``limit`` unfinished tasks."""
@@ -100,6 +109,7 @@ class TaskQueue:
         self.horizon_ms = int(horizon_s * 1000)
         self._enqueue = redis.register_script(_ENQUEUE)
         self._count = redis.register_script(_COUNT)
+        self._forget = redis.register_script(_FORGET)
         self._group_ready = False
 
     @classmethod
@@ -194,9 +204,10 @@ class TaskQueue:
             pipe.xdel(self.stream, entry_id)
             await pipe.execute()
 
-    async def forget(self, consumer: str) -> None:
-        """Remove a consumer that holds nothing (a worker leaving cleanly)."""
-        await self.redis.xgroup_delconsumer(self.stream, GROUP, consumer)
+    async def forget(self, consumer: str) -> bool:
+        """Remove a consumer that holds nothing (a worker leaving cleanly); False when it
+        still holds entries (they stay claimable by other workers)."""
+        return int(await self._forget(keys=[self.stream], args=[GROUP, consumer])) >= 0
 
     # ------------------------------------------------------------------ depth
     async def stats(self) -> dict[str, Any]:

@@ -13,7 +13,9 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import httpx
 import pytest
 from services import Replica, redis_server
@@ -101,6 +103,39 @@ async def test_worker_sees_headers_but_never_credentials(
         assert facts["authorization"] is None
         assert facts["task"] == task_id
         assert "not-for-workers" not in json.dumps(record(redis_url, task_id))
+    finally:
+        worker.kill()
+
+
+async def test_listen_on_a_replica_hears_a_task_finish_on_a_worker(
+    replica: Replica, redis_url: str, log_dir: Path
+) -> None:
+    worker = start_worker(redis_url, log_dir, "listen")
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            task_id = await create(client, replica.url, "job_once", label="heard", seconds=1)
+            params = {"notifications": {"taskIds": [task_id]}, "_meta": meta(TASK_CAPS)}
+            body = {"jsonrpc": "2.0", "id": "listen-w", "method": "subscriptions/listen",
+                    "params": params}
+            heard: list[dict[str, Any]] = []
+            with anyio.fail_after(30):
+                async with client.stream(
+                    "POST", replica.url, headers=headers_for("subscriptions/listen", params),
+                    content=json.dumps(body),
+                ) as stream:
+                    async for line in stream.aiter_lines():
+                        if not line.startswith("data:"):
+                            continue
+                        message = json.loads(line[5:])
+                        heard.append(message)
+                        if message.get("method") == "notifications/tasks" and (
+                            message["params"]["status"] == "completed"
+                        ):
+                            break
+        assert heard[0]["params"]["notifications"] == {"taskIds": [task_id]}
+        done = heard[-1]["params"]
+        assert done["taskId"] == task_id
+        assert done["result"]["content"][0]["text"] == f"heard done by {worker.pid}"
     finally:
         worker.kill()
 

@@ -54,7 +54,7 @@ OURS, SDK, FASTMCP, FLOOR = "mcpkit", "sdk", "fastmcp", "floor"
 ALL = (OURS, SDK, FASTMCP, FLOOR)
 SECTIONS = ("http", "stdio", "inproc", "import", "rss", "gateway", "coldstart")
 #: Sections run only when named in ``--only`` (bench/variants.py: mcpkit against itself).
-EXTRA_SECTIONS = ("variants",)
+EXTRA_SECTIONS = ("variants", "scale")
 
 
 # ---------------------------------------------------------------------------- settings
@@ -1080,6 +1080,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.pop("MCPKIT_BENCH_ASYNC_TOOLS", None)
     ctx_contenders = contenders(args, settings)
     from .coldstart import bench_coldstart  # imports this module
+    from .scale import bench_scale
     from .stdio import bench_stdio  # imports this module
     from .variants import bench_variants, variants_table
 
@@ -1098,6 +1099,7 @@ def main(argv: list[str] | None = None) -> int:
             "gateway": bench_gateway,
             "coldstart": bench_coldstart,
             "variants": lambda r: bench_variants(r, args.ab_base),
+            "scale": bench_scale,  # bench/scale.py (issue #23)
         }
         with pinned(settings.client_cpu):
             for section, step in steps.items():

@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..types.extras import MissingExtra
-from . import client_cmds, dev, gateway, host_cmd, install, serve
+from . import client_cmds, dev, gateway, host_cmd, install, serve, worker
 from .exits import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, EXIT_USAGE
 
 _EXAMPLES = """\
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_parser(sub)
     gateway.add_parser(sub)
     host_cmd.add_parser(sub)
+    worker.add_parser(sub)
     return parser
 
 

@@ -45,6 +45,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "redis://host:port/0",
     )
     p.add_argument("--log-level", default="warning")
+    # -- task workers (issue #23; cli/worker.py) --
+    p.add_argument(
+        "--task-workers",
+        choices=["in-process", "external"],
+        default="in-process",
+        help="where task-backed tool calls run: in this process (default), or 'external': "
+        "queued in Redis for `mcpkit worker` processes (needs --state redis://)",
+    )
+    p.add_argument(
+        "--max-queued-tasks",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="with --task-workers external: unfinished tasks one principal may have "
+        "(0: no cap; default 1000)",
+    )
+    # -- end task workers --
     auth = p.add_argument_group("OAuth resource server (HTTP; needs the 'auth' extra)")
     auth.add_argument("--auth-issuer", help="authorization server issuer whose JWTs to accept")
     auth.add_argument(
@@ -79,6 +96,18 @@ def run(args: argparse.Namespace) -> int:
         server.state = args.state
     else:
         server.use_default_state()
+    # -- task workers (issue #23) --
+    if args.task_workers == "external":
+        if not (args.state or "").startswith(("redis://", "rediss://", "unix://")):
+            print(
+                "mcpkit serve: --task-workers external needs --state redis://... "
+                "(the task queue is a Redis stream)",
+                file=sys.stderr,
+            )
+            return 2
+        server.task_workers = "external"
+    server.max_queued_tasks = args.max_queued_tasks
+    # -- end task workers --
     if args.no_modern:
         server.modern_versions = ()
     from ..transports.launch import LOOPBACK, serve

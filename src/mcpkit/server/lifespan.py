@@ -44,6 +44,13 @@ class ServerRuntime:
     lifespan_state: Any
     task_ttl_ms: int
     task_poll_interval_ms: int
+    # -- task workers (issue #23; see server/workers.py) --
+    #: "in-process": a task-backed call runs on the replica that received it;
+    #: "external": it is queued (Redis) for ``mcpkit worker`` processes.
+    task_workers: str = "in-process"
+    #: With external workers: unfinished tasks one principal may have queued (0: no cap).
+    max_queued_tasks: int = 1000
+    # -- end task workers --
 
     @property
     def keyring(self) -> Keyring:

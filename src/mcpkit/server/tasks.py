@@ -9,6 +9,13 @@ So ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` work on any replica; the
 If that replica dies, its lease stops being renewed and the next ``tasks/get`` anywhere
 marks the task ``failed`` with an error saying so: a task never silently vanishes.
 
+With ``server.task_workers = "external"`` (``mcpkit serve --task-workers external``, Redis
+only) the replica does not run the tool: it stores the record with the request in it,
+queues the task id, and ``mcpkit worker`` processes run it (:mod:`.workers`).  Such a
+record carries ``queued``; its lease starts when a worker takes it (``runner``), and a
+lapsed lease fails it only when its tool may not run twice (``rerun`` false): otherwise
+another worker runs it again.
+
 Input inside a task (``await ctx.elicit(...)`` after the task started) parks the task in
 ``input_required`` with ``inputRequests``; ``tasks/update`` delivers the answers.  With
 ``task_start="manual"`` a tool may first gather input through ordinary MRTR rounds and
@@ -75,6 +82,13 @@ class TaskCancelled(Exception):
     pass
 
 
+class TaskHandedOff(BaseException):
+    """Raised from ``ctx.start_task()`` on a replica that queues task work: the task now
+    belongs to a worker, which replays the call; the replica's run of the tool must end
+    here.  A BaseException so that a tool's ``except Exception`` cannot swallow it and
+    carry on (the work would then run twice)."""
+
+
 class TaskManager:
     """Creates, runs and answers for tasks; one per server."""
 
@@ -93,6 +107,14 @@ class TaskManager:
         #: How long a task survives its worker's silence before it is declared failed.
         self.lease_s = float(os.environ.get("MCPKIT_TASK_LEASE_S", LEASE_S))
         self._wakeups: dict[str, anyio.Event] = {}
+        #: The Redis stream tasks go to when workers run them (None: run in-process).
+        self.queue: Any = None
+        #: Unfinished queued tasks one principal may have (0: no limit).
+        self.max_queued = int(getattr(server, "max_queued_tasks", 0) or 0)
+        if getattr(server, "task_workers", "in-process") == "external":
+            from ..state.queue import TaskQueue
+
+            self.queue = TaskQueue.of(backend, horizon_s=self._ttl_s())
 
     # ------------------------------------------------------------------ records
     def _key(self, task_id: str) -> str:
@@ -123,6 +145,8 @@ class TaskManager:
             self._key(task_id), apply, self._ttl_s()
         )
         self._announce(record)
+        if self.queue is not None and "queued" in record and record["status"] in TERMINAL:
+            await self.queue.release(record["owner"], task_id)
         return record
 
     def _announce(self, record: dict[str, Any]) -> None:
@@ -130,6 +154,20 @@ class TaskManager:
         if wake is not None:
             wake.set()
         self.server.bus.publish(ChangeEvent(TASK_EVENT, record["taskId"], detailed(record)))
+
+    def new_record(self, task_id: str, principal: Any) -> dict[str, Any]:
+        """A fresh ``working`` record (the caller adds a lease or the queued request)."""
+        now = _now_iso()
+        return {
+            "taskId": task_id,
+            "status": "working",
+            "createdAt": now,
+            "lastUpdatedAt": now,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_interval_ms,
+            "owner": _owner(principal),
+            "responses": {},
+        }
 
     # ------------------------------------------------------------------ tools/call
     async def start(
@@ -141,6 +179,10 @@ class TaskManager:
     ) -> dict[str, Any]:
         """Run a tool call as a task; answer with the CreateTaskResult (or, for manual
         start, whatever happened before ``start_task``: an MRTR round or a plain result)."""
+        if self.queue is not None and not manual:
+            from .workers import enqueue
+
+            return await enqueue(self, ctx)
         task_id = "task_" + secrets.token_urlsafe(18)
         created = anyio.Event()
         outcome: dict[str, Any] = {}
@@ -149,18 +191,14 @@ class TaskManager:
         ctx.request  # noqa: B018 - keep the HTTP headers: begin() drops the exchange
 
         async def begin() -> None:
-            now = _now_iso()
-            record = {
-                "taskId": task_id,
-                "status": "working",
-                "createdAt": now,
-                "lastUpdatedAt": now,
-                "ttlMs": self.ttl_ms,
-                "pollIntervalMs": self.poll_interval_ms,
-                "owner": _owner(ctx.principal),
-                "lease": time.time() + self.lease_s,
-                "responses": {},
-            }
+            if self.queue is not None:  # a worker replays the call, answers included
+                from .workers import enqueue
+
+                outcome["handed"] = await enqueue(self, ctx, task_id)
+                created.set()
+                raise TaskHandedOff()
+            record = self.new_record(task_id, ctx.principal)
+            record["lease"] = time.time() + self.lease_s
             await self.backend.set_json(self._key(task_id), record, self._ttl_s())
             handle.started = True
             ctx.exchange = NULL_EXCHANGE
@@ -173,21 +211,8 @@ class TaskManager:
             try:
                 if not manual:
                     await begin()
-                failure: Exception | None = None
-                result: dict[str, Any] = {}
-                with anyio.CancelScope() as scope:
-                    handle.scope = scope
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(handle.watch)
-                        try:
-                            result = await run()
-                        except Exception as exc:  # re-raised below, outside the group
-                            failure = exc
-                        finally:
-                            tg.cancel_scope.cancel()
-                if failure is not None:
-                    raise failure
-                if scope.cancelled_caught:
+                result = await handle.supervise(run)
+                if result is None:
                     if handle.started:
                         await self._finish(task_id, status="cancelled")
                     return
@@ -195,6 +220,8 @@ class TaskManager:
                     outcome["result"] = result
                     return
                 await self._finish(task_id, status="completed", result=result)
+            except TaskHandedOff:
+                pass
             except NeedInput as need:
                 if handle.started:  # pragma: no cover - task asks go through TaskHandle
                     raise
@@ -217,6 +244,9 @@ class TaskManager:
 
         self.server.spawn(worker)
         await created.wait()
+        if "handed" in outcome:
+            handed: dict[str, Any] = outcome["handed"]
+            return handed
         if "created" in outcome:
             return {
                 "resultType": "task",
@@ -228,6 +258,32 @@ class TaskManager:
             raise outcome["error"]
         result: dict[str, Any] = outcome.get("result", {"content": []})
         return result
+
+    async def run_started(
+        self, handle: TaskHandle, run: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> None:
+        """Run a task whose record exists (a worker took it from the queue) and store
+        its outcome; a handle that lost the task (handed back, or failed by its lease)
+        stores nothing."""
+        task_id = handle.task_id
+        try:
+            result = await handle.supervise(run)
+            if handle.lost:
+                return
+            if result is None:
+                await self._finish(task_id, status="cancelled")
+            else:
+                await self._finish(task_id, status="completed", result=result)
+        except McpError as err:
+            if not handle.lost:
+                await self._finish(task_id, status="failed", error=err.to_wire())
+        except Exception as exc:
+            log.exception("task %s crashed", task_id)
+            if not handle.lost:
+                failure = McpError(INTERNAL_ERROR, f"Task failed: {type(exc).__name__}: {exc}")
+                await self._finish(task_id, status="failed", error=failure.to_wire())
+        finally:
+            self._wakeups.pop(task_id, None)
 
     async def _finish(self, task_id: str, *, status: str, **extra: Any) -> None:
         """Store the outcome, retrying while the backend is unreachable (a result must not
@@ -299,13 +355,15 @@ class TaskManager:
             return {"resultType": "complete"}
         if method == "tasks/cancel":
             if record["status"] not in TERMINAL:
-                await self._update(task_id, lambda rec: rec.__setitem__("cancelRequested", True))
+                await self._update(task_id, _cancel)
             return {"resultType": "complete"}
         raise McpError(-32601, f"Method not found: {method}")
 
     async def _check_lease(self, record: dict[str, Any]) -> dict[str, Any]:
         if record["status"] in TERMINAL or record.get("lease", 0) >= time.time():
             return record
+        if "queued" in record and ("runner" not in record or record.get("rerun")):
+            return record  # waiting for a worker, or to be run again by another one
         error = {
             "code": INTERNAL_ERROR,
             "message": "The server process running this task stopped before it finished; "
@@ -313,7 +371,11 @@ class TaskManager:
         }
 
         def fail(rec: dict[str, Any]) -> None:
-            if rec["status"] not in TERMINAL and rec.get("lease", 0) < time.time():
+            if (
+                rec["status"] not in TERMINAL
+                and rec.get("lease", 0) < time.time()
+                and not ("queued" in rec and ("runner" not in rec or rec.get("rerun")))
+            ):
                 rec["status"] = "failed"
                 rec["error"] = error
                 rec.pop("inputRequests", None)
@@ -331,6 +393,40 @@ class TaskHandle:
         self.started = False
         self.scope: anyio.CancelScope | None = None
         self.begin: Callable[[], Awaitable[None]] | None = None
+        #: The worker running a queued task (its record's ``runner``); None in-process.
+        self.runner: str | None = None
+        #: The task is no longer ours to settle: handed back, or taken by another worker.
+        self.lost = False
+
+    async def supervise(
+        self, run: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> dict[str, Any] | None:
+        """Run the tool while :meth:`watch` renews the lease and honours cancellation;
+        the tool's result, or None when it was cancelled.  The tool's exception is
+        raised here, outside the task group (no exception group around it)."""
+        failure: BaseException | None = None
+        result: dict[str, Any] = {}
+        with anyio.CancelScope() as scope:
+            self.scope = scope
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.watch)
+                try:
+                    result = await run()
+                except (Exception, TaskHandedOff) as exc:  # re-raised below, outside the group
+                    failure = exc
+                finally:
+                    tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        if scope.cancelled_caught:
+            return None
+        return result
+
+    def drop(self) -> None:
+        """Stop the tool and settle nothing (its worker hands the task back)."""
+        self.lost = True
+        if self.scope is not None:
+            self.scope.cancel()
 
     async def watch(self) -> None:
         """Renew the lease and honour cancellation while the tool runs."""
@@ -343,11 +439,17 @@ class TaskHandle:
                         if self.scope is not None:
                             self.scope.cancel()
                         return
+                    if self.runner is not None and (
+                        record.get("runner") != self.runner or record["status"] in TERMINAL
+                    ):
+                        self.drop()  # our lease lapsed and the task went on without us
+                        return
                     now = time.time()
                     lease_s = self.manager.lease_s
                     if now - last_beat > lease_s / 3:
                         last_beat = now
-                        await self.manager._update(self.task_id, partial(_renew, lease_s=lease_s))
+                        renew = partial(_renew, lease_s=lease_s, runner=self.runner)
+                        await self.manager._update(self.task_id, renew)
                 except McpError:
                     raise
                 except Exception as exc:  # backend outage: keep working, try again
@@ -405,8 +507,18 @@ def detailed(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _renew(record: dict[str, Any], lease_s: float) -> None:
-    record["lease"] = time.time() + lease_s
+def _renew(record: dict[str, Any], lease_s: float, runner: str | None = None) -> None:
+    if runner is None or record.get("runner") == runner:
+        record["lease"] = time.time() + lease_s
+
+
+def _cancel(record: dict[str, Any]) -> None:
+    """Ask the running tool to stop; a queued task no worker took yet just ends."""
+    if "queued" in record and "runner" not in record:
+        record["status"] = "cancelled"
+        record.pop("statusMessage", None)
+    else:
+        record["cancelRequested"] = True
 
 
 def _owner(principal: Any) -> str:

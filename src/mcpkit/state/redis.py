@@ -39,6 +39,12 @@ class RedisBackend(StateBackend):
         self._redis: Any = aioredis.from_url(url, decode_responses=False)
         self._cas = self._redis.register_script(_CAS)
 
+    @property
+    def client(self) -> Any:
+        """The redis-py client, for the task queue (:mod:`.queue`), which uses Redis
+        Streams directly rather than this key-value interface."""
+        return self._redis
+
     def _k(self, key: str) -> str:
         return self.prefix + key
 

@@ -1,0 +1,161 @@
+"""Helpers for the task-worker tests: real ``mcpkit serve --task-workers external``
+replicas and ``mcpkit worker`` processes on a real redis-server.
+
+Everything is a child process on 127.0.0.1; the tests read Redis directly (redis-py) to
+see what ran where, and talk to the replicas over HTTP with :mod:`wire`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+import redis
+from services import Replica, _start, free_port, stop, wait_port
+from wire import TASKS, call
+
+TARGET = "tests/scaleout/worker_server.py"
+LEASE_S = "2"
+TASK_CAPS = {"elicitation": {}, "extensions": {TASKS: {}}}
+TERMINAL = {"completed", "failed", "cancelled"}
+
+
+def need(binary: str) -> None:
+    """Skip without ``binary`` (fail in CI, where .ci/run installs it).  Not imported from
+    conftest: several test folders have a ``conftest`` module, and a run of more than one
+    folder would import the wrong one."""
+    if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{binary} is required in CI (.ci/run installs it)")
+        pytest.skip(f"{binary} is not installed")
+
+
+def external_replica(state: str, log_dir: Path, *extra: str, target: str = TARGET) -> Replica:
+    """A replica that only queues task work (``--task-workers external``)."""
+    # services.start_replica takes no extra arguments; the same command, with the flag.
+    port = free_port()
+    log = log_dir / f"replica-{port}.log"
+    proc = _start(
+        [
+            sys.executable, "-m", "mcpkit", "serve", target, "--http", "--port", str(port),
+            "--state", state, "--task-workers", "external", *extra,
+        ],
+        log,
+        {"MCPKIT_TASK_LEASE_S": LEASE_S},
+    )
+    try:
+        wait_port(port, proc)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc}\n{log.read_text(errors='replace')[-3000:]}") from None
+    return Replica(port, proc, log)
+
+
+@dataclass
+class WorkerProc:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        stop(self.proc, signal.SIGKILL)
+
+    def terminate(self) -> None:
+        """SIGTERM to the worker process only (a deploy), without waiting."""
+        self.proc.send_signal(signal.SIGTERM)
+
+
+def start_worker(
+    state: str, log_dir: Path, name: str, *extra: str, target: str = TARGET
+) -> WorkerProc:
+    log = log_dir / f"worker-{name}.log"
+    proc = _start(
+        [sys.executable, "-m", "mcpkit", "worker", target, "--state", state, "--name", name,
+         *extra],
+        log,
+        {"MCPKIT_TASK_LEASE_S": LEASE_S},
+    )
+    return WorkerProc(name, proc, log)
+
+
+def queue_stats(state: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "mcpkit", "worker", "--stats", "--state", state],
+        capture_output=True, check=True, text=True, timeout=60,
+    )
+    stats: dict[str, Any] = json.loads(out.stdout)
+    return stats
+
+
+def runs(state: str, label: str) -> list[int]:
+    """The pids that started the tool body for ``label`` (see worker_server.py)."""
+    client = redis.Redis.from_url(state)
+    try:
+        raw = client.get(f"mcpkit:runs:{label}")
+    finally:
+        client.close()
+    return [] if raw is None else list(json.loads(raw))
+
+
+def record(state: str, task_id: str) -> dict[str, Any]:
+    """The stored task record (private fields included)."""
+    client = redis.Redis.from_url(state)
+    try:
+        raw = client.get(f"mcpkit:task:{task_id}")
+    finally:
+        client.close()
+    assert raw is not None, f"no record for {task_id}"
+    data: dict[str, Any] = json.loads(raw)
+    return data
+
+
+async def create(
+    client: httpx.AsyncClient, url: str, tool: str, **arguments: Any
+) -> str:
+    reply = await call(client, url, "tools/call", {"name": tool, "arguments": arguments},
+                       TASK_CAPS)
+    result = reply.result
+    assert result["resultType"] == "task", result
+    return str(result["taskId"])
+
+
+async def get(client: httpx.AsyncClient, url: str, task_id: str) -> dict[str, Any]:
+    return (await call(client, url, "tasks/get", {"taskId": task_id}, TASK_CAPS)).result
+
+
+async def wait_status(
+    client: httpx.AsyncClient, url: str, task_id: str, wanted: set[str], limit: float = 60
+) -> dict[str, Any]:
+    with anyio.fail_after(limit):
+        while True:
+            result = await get(client, url, task_id)
+            if result["status"] in wanted:
+                return result
+            await anyio.sleep(0.1)
+
+
+async def wait_until(check: Any, limit: float = 60, what: str = "condition") -> None:
+    """Poll ``check()`` (sync) until true; ``limit`` only bounds a hang (no timing claim)."""
+    with anyio.fail_after(limit):
+        while not check():
+            await anyio.sleep(0.1)
+

@@ -14,9 +14,6 @@ import anyio
 from mcpkit import Context, Server
 
 server = Server("worker-test", "1.0.0")
-# subscriptions/listen honours a taskIds filter only when the extension is in
-# server.extensions (runtime/listen.py), not when it is derived from task tools.
-server.extensions["io.modelcontextprotocol/tasks"] = {}
 
 
 async def _record(ctx: Context, label: str) -> int:

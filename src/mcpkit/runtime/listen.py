@@ -54,7 +54,9 @@ class Subscription:
             self.resources = set(clean)
         task_ids = requested.get("taskIds")
         self.task_ids: set[str] = set()
-        if isinstance(task_ids, list) and "io.modelcontextprotocol/tasks" in server.extensions:
+        # The extension as advertised: declared by hand or derived from task tools.
+        tasks_on = "io.modelcontextprotocol/tasks" in caps.get("extensions", {})
+        if isinstance(task_ids, list) and tasks_on:
             clean_ids = [t for t in task_ids if isinstance(t, str)]
             honoured["taskIds"] = clean_ids
             self.task_ids = set(clean_ids)

@@ -23,6 +23,7 @@ HTTP session expired (404) and retries.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import logging
@@ -57,6 +58,7 @@ from ..types.versions import (
     META_SERVER_INFO,
     Era,
 )
+from . import telemetry
 from .callbacks import Callbacks
 from .errors import InvalidResultError, VersionNegotiationError
 from .models import ServerInfo
@@ -90,6 +92,8 @@ class Session:
         self._tokens = itertools.count(1)
         self._generation = 0
         self._reinit_lock = anyio.Lock()
+        #: CLIENT spans and duration metrics for each request (:mod:`.telemetry`).
+        self.traced = telemetry.enabled(options.telemetry)
 
     # ------------------------------------------------------------------ connecting
     async def connect(self) -> ServerInfo:
@@ -305,6 +309,25 @@ class Session:
         """One request in the negotiated era (raises :class:`ClientError` subclasses)."""
         if self.era is None:
             raise RuntimeError("the client is not connected (use 'async with Client(...)')")
+        if self.traced:
+            return await telemetry.traced(
+                method, params or {}, self.transport.server_key, self.version,
+                getattr(self.transport, "session_id", None),
+                functools.partial(self._send, method, params, timeout=timeout,
+                                  on_progress=on_progress, meta=meta, headers=headers))
+        return await self._send(method, params, timeout=timeout, on_progress=on_progress,
+                                meta=meta, headers=headers)
+
+    async def _send(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float | None,
+        on_progress: ProgressHandler | None,
+        meta: Mapping[str, Any] | None,
+        headers: dict[str, str] | None,
+    ) -> dict[str, Any]:
         base = params or {}
         base_meta = base.get("_meta")
         token = None
@@ -330,6 +353,8 @@ class Session:
                     own_meta["progressToken"] = token
             if meta:
                 own_meta.update(meta)
+            if self.traced:  # our CLIENT span is current: it is the server span's parent
+                own_meta.update(telemetry.inject())
             if own_meta:
                 wire["_meta"] = own_meta
             try:

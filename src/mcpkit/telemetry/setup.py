@@ -21,12 +21,15 @@ __all__ = ["configure", "prometheus_reader"]
 _FEATURE = "exporting OpenTelemetry data (--otel)"
 
 
-def configure(*, service_name: str | None = None, prometheus: bool = False) -> Any:
+def configure(
+    *, service_name: str | None = None, prometheus: bool = False, export: bool = True
+) -> Any:
     """Install an SDK tracer provider (OTLP/HTTP, batched) and meter provider as the
     global ones, unless ``OTEL_SDK_DISABLED=true``.  ``service_name`` is only a fallback
     for ``OTEL_SERVICE_NAME``.  ``prometheus``: also keep the metrics for a Prometheus
-    scrape (``/metrics``).  Returns the tracer provider (None when disabled), whose
-    ``shutdown()`` flushes what is still batched."""
+    scrape (``/metrics``); ``export=False``: no OTLP exporters (``--metrics`` alone).
+    Returns the tracer provider (None when disabled); the SDK flushes what is still
+    batched when the process exits."""
     if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return None
     require("opentelemetry.sdk", "otel", _FEATURE)
@@ -42,11 +45,11 @@ def configure(*, service_name: str | None = None, prometheus: bool = False) -> A
     resource = Resource.create(attrs)
     tracer_provider = TracerProvider(resource=resource)
     readers: list[Any] = []
-    if _exporter_wanted("OTEL_TRACES_EXPORTER"):
+    if export and _exporter_wanted("OTEL_TRACES_EXPORTER"):
         otlp = require("opentelemetry.exporter.otlp.proto.http.trace_exporter", "otel",
                        _FEATURE)
         tracer_provider.add_span_processor(BatchSpanProcessor(otlp.OTLPSpanExporter()))
-    if _exporter_wanted("OTEL_METRICS_EXPORTER"):
+    if export and _exporter_wanted("OTEL_METRICS_EXPORTER"):
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
         otlp_metrics = require("opentelemetry.exporter.otlp.proto.http.metric_exporter",

@@ -175,7 +175,22 @@ async def test_mrtr_rounds_are_linked(spans: Any) -> None:
         r.context.span_id for r in rounds)  # each round's server span under its client span
 
 
-async def test_task_background_work_is_linked_to_the_call(spans: Any) -> None:
+def finished_tasks(reader: Any) -> dict[str, float]:
+    data = reader.get_metrics_data()
+    out: dict[str, float] = {}
+    for rm in data.resource_metrics if data else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name == "mcpkit.server.tasks.finished":
+                    for point in metric.data.data_points:
+                        status = point.attributes["mcpkit.task.status"]
+                        out[status] = out.get(status, 0) + point.value
+    return out
+
+
+async def test_task_background_work_is_linked_to_the_call(spans: Any, metric_reader: Any
+                                                          ) -> None:
+    before = finished_tasks(metric_reader).get("completed", 0)
     server = make_upstream()
     async with serve_http(server) as url, Client(url, era_cache=EraCache(),
                                                  tasks=True) as client:
@@ -191,3 +206,4 @@ async def test_task_background_work_is_linked_to_the_call(spans: Any) -> None:
     assert work.parent is None  # its own trace: it outlives the call
     assert [link.context.span_id for link in work.links] == [created[0].context.span_id]
     assert work.attributes["mcpkit.task.id"].startswith("task_")
+    assert finished_tasks(metric_reader).get("completed", 0) == before + 1

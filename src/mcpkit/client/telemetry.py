@@ -35,6 +35,8 @@ async def traced(
     session_id: str | None,
     send: Callable[[], Awaitable[dict[str, Any]]],
 ) -> dict[str, Any]:
+    if not otel.recording():
+        return await send()
     api = otel.api()
     trace = api.trace
     attrs = otel.request_attributes(method, params, protocol_version=protocol_version or None,

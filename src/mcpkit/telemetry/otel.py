@@ -62,6 +62,7 @@ def api() -> SimpleNamespace:
         meter = metrics.get_meter("mcpkit", version)
         _api = SimpleNamespace(
             trace=trace,
+            metrics=metrics,
             context=context,
             propagate=propagate,
             Status=status.Status,
@@ -77,6 +78,12 @@ def api() -> SimpleNamespace:
                 description="The duration of the MCP request or notification as observed "
                 "on the sender from the time it was sent until the response or ack is "
                 "received."),
+            tasks_active=meter.create_up_down_counter(
+                "mcpkit.server.tasks.active", unit="{task}",
+                description="Task-backed tool calls whose background work is running."),
+            tasks_finished=meter.create_counter(
+                "mcpkit.server.tasks.finished", unit="{task}",
+                description="Task-backed tool calls finished, by mcpkit.task.status."),
         )
     return _api
 
@@ -89,6 +96,21 @@ def _version() -> str:
         return version("mcpkit")
     except PackageNotFoundError:  # pragma: no cover - running from a bare source tree
         return "0"
+
+
+def recording() -> bool:
+    """Whether an SDK (or any real provider) is installed for traces or metrics.  With
+    only the API, every span and measurement is a no-op: the middleware and the client
+    then skip their work entirely (measured: the no-op API calls alone cost ~8 µs a
+    request).  The metrics API has no public name for its proxy provider (the stand-in
+    before one is set), hence the class-name check: the one place that relies on it."""
+    otel = api()
+    if not isinstance(otel.trace.get_tracer_provider(),
+                      (otel.trace.ProxyTracerProvider, otel.trace.NoOpTracerProvider)):
+        return True
+    meter_provider = otel.metrics.get_meter_provider()
+    return not (isinstance(meter_provider, otel.metrics.NoOpMeterProvider)
+                or type(meter_provider).__name__ == "_ProxyMeterProvider")
 
 
 def span_name(method: str, params: Mapping[str, Any]) -> str:

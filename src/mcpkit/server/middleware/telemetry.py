@@ -14,12 +14,16 @@ dependency, and making a span current means entering a context, so this middlewa
 
 A task-backed ``tools/call`` runs this chain inside the task's background work: that span
 is an INTERNAL one in a trace of its own, *linked* to the call that created it (the
-client span), since it outlives that call.
+client span), since it outlives that call.  Tasks are also counted:
+``mcpkit.server.tasks.active`` (working now) and ``mcpkit.server.tasks.finished`` by
+``mcpkit.task.status`` (``completed``, ``failed``, ``cancelled``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from ...telemetry import otel
 from ...types.errors import McpError
@@ -40,6 +44,8 @@ class Telemetry(Middleware):
         self._otel = otel.api()  # fail now, with the extra's name, not on a request
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        if not otel.recording():  # only the API: every span would be a no-op
+            return await call_next(ctx)
         api = self._otel
         trace = api.trace
         params = ctx.params
@@ -72,9 +78,13 @@ class Telemetry(Middleware):
             active = trace.set_span_in_context(span, remote)
         token = api.context.attach(active)
         error_type: str | None = None
+        status = "failed"
+        if task is not None:
+            api.tasks_active.add(1)
         started = otel.now()
         try:
             result = await call_next(ctx)
+            status = "completed"
             if result.get("isError") is True:
                 error_type = "tool_error"
                 otel.fail(span, error_type)
@@ -85,11 +95,16 @@ class Telemetry(Middleware):
             raise
         except BaseException as exc:
             error_type = type(exc).__qualname__
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                status = "cancelled"
             otel.fail(span, error_type, str(exc) or None)
             raise
         finally:
             api.server_duration.record(otel.now() - started,
                                        otel.metric_attributes(attrs, error_type))
+            if task is not None:
+                api.tasks_active.add(-1)
+                api.tasks_finished.add(1, {"mcpkit.task.status": status})
             span.end()
             api.context.detach(token)
 

@@ -48,7 +48,8 @@ def setup(args: argparse.Namespace, server: Any, name: str) -> None:
     from ..server.middleware.telemetry import Telemetry
     from ..telemetry import configure, set_client_default
 
-    configure(service_name=name, prometheus=prometheus, export=args.otel)
+    if configure(service_name=name, prometheus=prometheus, export=args.otel) is None:
+        return  # OTEL_SDK_DISABLED=true: no middleware, not even its pass-through
     set_client_default(True)
     server.add_middleware(Telemetry())
 

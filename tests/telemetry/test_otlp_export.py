@@ -109,6 +109,9 @@ async def test_processes_export_one_trace_over_otlp_http(tmp_path: Path, spans: 
                          {"mcp.server.operation.duration", "mcp.client.operation.duration"} <= n
                          and n, "the duration histograms")
         assert "mcp.server.operation.duration" in names
+        scrape = httpx.get(f"http://127.0.0.1:{gw_port}/metrics", timeout=5).text
+        assert "mcp_gateway_requests_total" in scrape  # the gateway's own families stay
+        assert "mcp_server_operation_duration_seconds_count" in scrape  # and OTel's join
 
     lines = [json.loads(line) for line in up_log.read_text().splitlines()
              if line.startswith("{")]

@@ -42,9 +42,12 @@ def setup(args: argparse.Namespace, server: Any, name: str) -> None:
         root = logging.getLogger()
         root.handlers[:] = [handler]
         root.setLevel(args.log_level.upper() if isinstance(args.log_level, str) else "WARNING")
+    gateway_metrics: Any = getattr(server, "metrics", None)  # a gateway's own /metrics
     prometheus = bool(getattr(args, "metrics", False))
     if not (args.otel or prometheus):
         return
+    if args.otel and hasattr(gateway_metrics, "with_otel"):
+        prometheus = gateway_metrics.with_otel = True  # its /metrics serves them too
     from ..server.middleware.telemetry import Telemetry
     from ..telemetry import configure, set_client_default
 

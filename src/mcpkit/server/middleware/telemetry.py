@@ -16,11 +16,13 @@ A task-backed ``tools/call`` runs this chain inside the task's background work: 
 is an INTERNAL one in a trace of its own, *linked* to the call that created it (the
 client span), since it outlives that call.  Tasks are also counted:
 ``mcpkit.server.tasks.active`` (working now) and ``mcpkit.server.tasks.finished`` by
-``mcpkit.task.status`` (``completed``, ``failed``, ``cancelled``).
+``mcpkit.task.status`` (``completed``, ``failed``, ``cancelled``); open change streams as
+``mcpkit.server.listeners.active`` (observed at collection time, free per request).
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -42,10 +44,23 @@ class Telemetry(Middleware):
 
     def __init__(self) -> None:
         self._otel = otel.api()  # fail now, with the extra's name, not on a request
+        #: Servers seen, for the listeners gauge (read at collection time, not per request).
+        self._servers: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._otel.meter.create_observable_up_down_counter(
+            "mcpkit.server.listeners.active", [self._observe_listeners], unit="{stream}",
+            description="Open change-notification streams: subscriptions/listen streams "
+            "and the standalone streams of 2025-11-25 sessions.")
+
+    def _observe_listeners(self, options: Any) -> list[Any]:
+        observation = self._otel.metrics.Observation
+        return [observation(server.bus.listener_count, {"mcpkit.server.name": server.info["name"]})
+                for server in list(self._servers)]
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         if not otel.recording():  # only the API: every span would be a no-op
             return await call_next(ctx)
+        if ctx.server not in self._servers:
+            self._servers.add(ctx.server)
         api = self._otel
         trace = api.trace
         params = ctx.params

@@ -207,3 +207,18 @@ async def test_task_background_work_is_linked_to_the_call(spans: Any, metric_rea
     assert [link.context.span_id for link in work.links] == [created[0].context.span_id]
     assert work.attributes["mcpkit.task.id"].startswith("task_")
     assert finished_tasks(metric_reader).get("completed", 0) == before + 1
+
+
+@pytest.mark.parametrize(("era", "method"), [("modern", "server/discover"),
+                                             ("legacy", "initialize")])
+async def test_the_handshake_has_its_client_and_server_span(spans: Any, era: str,
+                                                            method: str) -> None:
+    async with serve_http(make_upstream()) as url:
+        spans.clear()
+        async with Client(url, era=era, era_cache=EraCache()):
+            pass
+    finished = list(spans.get_finished_spans())
+    client = only(finished, method, SpanKind.CLIENT)
+    server = only(finished, method, SpanKind.SERVER)
+    assert parent_of(server) == client.context.span_id
+    assert server.attributes["mcp.method.name"] == method

@@ -27,7 +27,7 @@ import functools
 import importlib
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -168,9 +168,8 @@ class Session:
         timeout = self.options.probe_timeout if probe else self.options.timeout
         for _attempt in range(3):
             try:
-                result = await self.transport.request(
-                    "server/discover", {"_meta": self.meta()}, timeout=timeout,
-                    max_timeout=timeout)
+                result = await self._handshake(
+                    "server/discover", lambda: {"_meta": self.meta()}, timeout)
             except ServerError as exc:
                 if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
                     self._switch_version(exc, probe=probe)
@@ -228,6 +227,22 @@ class Session:
             supported_versions=tuple(versions),
         )
 
+    async def _handshake(self, method: str, params: Callable[[], dict[str, Any]],
+                         timeout: float | None) -> dict[str, Any]:
+        """``server/discover`` or ``initialize``: sent by the transport directly (no
+        session yet), in a CLIENT span of its own when tracing; ``params()`` is built
+        inside it so that the ``_meta`` trace context names that span."""
+        def send() -> Awaitable[dict[str, Any]]:
+            wire = params()
+            if self.traced:
+                wire = {**wire, "_meta": {**wire.get("_meta", {}), **telemetry.inject()}}
+            return self.transport.request(method, wire, timeout=timeout, max_timeout=timeout)
+
+        if self.traced:
+            return await telemetry.traced(method, {}, self.transport.server_key, self.version,
+                                          None, send)
+        return await send()
+
     async def _initialize(self) -> None:
         self.era = "legacy"
         params = {
@@ -235,8 +250,7 @@ class Session:
             "capabilities": self.capabilities(),
             "clientInfo": dict(self.options.client_info),
         }
-        result = await self.transport.request("initialize", params, timeout=self.options.timeout,
-                                              max_timeout=self.options.timeout)
+        result = await self._handshake("initialize", lambda: params, self.options.timeout)
         version = result.get("protocolVersion")
         if not isinstance(version, str) or version not in self.options.legacy_versions:
             raise VersionNegotiationError(

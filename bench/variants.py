@@ -13,6 +13,10 @@ after another ``--rounds`` times, each figure the median:
 * ``threaded echo``: the plain ``def`` echo without ``inline=True``, so in a worker thread
   (mcpkit's default for a plain ``def``; the other variants register it ``inline=True``):
   the cost of the thread hop;
+* ``otel middleware, no SDK``: the OpenTelemetry span middleware with only the API
+  (no tracer provider set: every span is the API's no-op one);
+* ``otel middleware, SDK + batch``: with the SDK, a ``BatchSpanProcessor`` and an exporter
+  that discards (the SDK's cost on the request path, not a collector's);
 * ``before`` (with ``--ab-base DIR``): the same server on ``DIR/src`` (e.g. a ``git archive``
   of the commit before a change), on this interpreter and its packages.
 
@@ -52,6 +56,8 @@ VARIANTS: dict[str, dict[str, str]] = {
     "3 no-op middleware": {"MCPKIT_BENCH_MIDDLEWARE": "3"},
     "3 no-op, waits=False": {"MCPKIT_BENCH_MIDDLEWARE": "3", "MCPKIT_BENCH_MIDDLEWARE_WAITS": "0"},
     "threaded echo": {"MCPKIT_BENCH_THREADED": "1"},
+    "otel middleware, no SDK": {"MCPKIT_BENCH_OTEL": "api"},
+    "otel middleware, SDK + batch": {"MCPKIT_BENCH_OTEL": "sdk"},
 }
 BEFORE = "before"
 _CPU = re.compile(r": ([0-9.]+) µs of CPU per request")
@@ -69,7 +75,8 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("MCPKIT_BENCH_MIDDLEWARE") and k != "MCPKIT_BENCH_THREADED"
+        if not k.startswith("MCPKIT_BENCH_MIDDLEWARE")
+        and k not in ("MCPKIT_BENCH_THREADED", "MCPKIT_BENCH_OTEL")
     }
     env.update(extra)
     return env

@@ -33,6 +33,9 @@ LAYERS: dict[str, int] = {
     "runtime": 2,
     "transports": 3,
     "state": 4,
+    # OpenTelemetry helpers (spans, propagation, SDK setup): below server and client, which
+    # both import it; it imports only types and the OpenTelemetry packages.
+    "telemetry": 4,
     "server": 5,
     "client": 6,
     "host": 7,

@@ -8,6 +8,8 @@ HTTP request gets an SSE answer.  Served by ``mcpkit serve bench/peers/mcpkit_se
 Variants for A/B runs (``python -m bench --only variants``, see bench/variants.py):
 MCPKIT_BENCH_MIDDLEWARE=N adds N middlewares that pass every request on unchanged
 (declared ``waits = False`` with MCPKIT_BENCH_MIDDLEWARE_WAITS=0);
+MCPKIT_BENCH_OTEL=api adds the OpenTelemetry span middleware with no SDK configured,
+MCPKIT_BENCH_OTEL=sdk with the SDK and a batch processor (exporter discarding);
 MCPKIT_BENCH_THREADED=1 registers the plain ``def`` echo without ``inline=True``, i.e. in
 a worker thread (mcpkit's default for a plain ``def``); otherwise it runs inline.
 """
@@ -32,6 +34,30 @@ if _MIDDLEWARE:
 
     for _ in range(_MIDDLEWARE):
         server.add_middleware(PassThrough())
+
+_OTEL = os.environ.get("MCPKIT_BENCH_OTEL")
+if _OTEL:  # "api": the span middleware, no SDK (no-op tracer); "sdk": SDK + batch processor
+    from mcpkit.server.middleware.telemetry import Telemetry
+
+    if _OTEL == "sdk":
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+
+        class Discard(SpanExporter):
+            """Exports nowhere: the SDK's own cost, not a collector's."""
+
+            def export(self, spans):  # type: ignore[no-untyped-def]
+                return SpanExportResult.SUCCESS
+
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(Discard()))
+        trace.set_tracer_provider(provider)
+    server.add_middleware(Telemetry())
 
 
 if os.environ.get("MCPKIT_BENCH_ASYNC_TOOLS"):

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .observability import add_arguments as add_observability
+from .observability import setup as setup_observability
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -46,6 +49,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="reload the config when the file changes (SIGHUP always reloads it)",
     )
     p.add_argument("--log-level", default="warning")
+    add_observability(p, metrics=False)  # (the gateway always serves /metrics)
     p.set_defaults(func=run)
 
 
@@ -70,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         async def main() -> None:
             in_fd, out_fd = _claim_stdio()
             gateway = GatewayServer(config)
+            setup_observability(args, gateway, config.name)
             async with gateway.serving():
                 await StdioServer(gateway).serve(in_fd, out_fd)
 
@@ -92,6 +97,11 @@ def run(args: argparse.Namespace) -> int:
             config, HttpOptions(host_policy=policy), config_path=args.config, watch=args.watch
         )
     except ValueError as exc:  # e.g. a [[server]] on the main endpoint's path
+        print(f"mcpkit gateway: {exc}", file=sys.stderr)
+        return 2
+    try:
+        setup_observability(args, app.server, config.name)
+    except (ImportError, ValueError) as exc:
         print(f"mcpkit gateway: {exc}", file=sys.stderr)
         return 2
     print(

@@ -7,6 +7,9 @@ import sys
 from typing import Any
 
 from ..types.extras import require
+from .observability import add_arguments as add_observability
+from .observability import setup as setup_observability
+from .observability import with_metrics
 from .target import TargetError, load_server
 
 
@@ -62,6 +65,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(0: no cap; default 1000)",
     )
     # -- end task workers --
+    add_observability(p, metrics=True)
     auth = p.add_argument_group("OAuth resource server (HTTP; needs the 'auth' extra)")
     auth.add_argument("--auth-issuer", help="authorization server issuer whose JWTs to accept")
     auth.add_argument(
@@ -110,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
     # -- end task workers --
     if args.no_modern:
         server.modern_versions = ()
+    try:
+        setup_observability(args, server, server.info.get("name") or "mcpkit")
+    except (ImportError, ValueError) as exc:
+        print(f"mcpkit serve: {exc}", file=sys.stderr)
+        return 2
     from ..transports.launch import LOOPBACK, serve
 
     if claimed is not None:
@@ -150,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"mcpkit serve: {exc}", file=sys.stderr)
             return 2
         make_app = auth.app
+    if args.metrics:
+        make_app = with_metrics(make_app)
     serve(
         server, "http", host=args.host, port=args.port, path=args.path,
         legacy=not args.no_legacy, modern=not args.no_modern,

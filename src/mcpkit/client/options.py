@@ -67,6 +67,9 @@ class ClientOptions:
     #: W3C trace context for each request's ``_meta`` (``traceparent``, ``tracestate``,
     #: ``baggage``).  None: taken from OpenTelemetry's global propagator when installed.
     trace_context: TraceContextProvider | None = None
+    #: OpenTelemetry CLIENT spans and ``mcp.client.operation.duration`` per request (needs
+    #: the ``otel`` extra).  None: as the process default (``mcpkit ... --otel`` sets it).
+    telemetry: bool | None = None
     #: Merged into the client capabilities derived from the callbacks (e.g. extensions).
     extra_capabilities: dict[str, Any] = field(default_factory=dict)
     #: Cache list results and resource contents per their ``ttlMs``/``cacheScope``.

@@ -23,10 +23,11 @@ HTTP session expired (404) and retries.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -57,6 +58,7 @@ from ..types.versions import (
     META_SERVER_INFO,
     Era,
 )
+from . import telemetry
 from .callbacks import Callbacks
 from .errors import InvalidResultError, VersionNegotiationError
 from .models import ServerInfo
@@ -90,6 +92,8 @@ class Session:
         self._tokens = itertools.count(1)
         self._generation = 0
         self._reinit_lock = anyio.Lock()
+        #: CLIENT spans and duration metrics for each request (:mod:`.telemetry`).
+        self.traced = telemetry.enabled(options.telemetry)
 
     # ------------------------------------------------------------------ connecting
     async def connect(self) -> ServerInfo:
@@ -164,9 +168,8 @@ class Session:
         timeout = self.options.probe_timeout if probe else self.options.timeout
         for _attempt in range(3):
             try:
-                result = await self.transport.request(
-                    "server/discover", {"_meta": self.meta()}, timeout=timeout,
-                    max_timeout=timeout)
+                result = await self._handshake(
+                    "server/discover", lambda: {"_meta": self.meta()}, timeout)
             except ServerError as exc:
                 if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
                     self._switch_version(exc, probe=probe)
@@ -224,6 +227,22 @@ class Session:
             supported_versions=tuple(versions),
         )
 
+    async def _handshake(self, method: str, params: Callable[[], dict[str, Any]],
+                         timeout: float | None) -> dict[str, Any]:
+        """``server/discover`` or ``initialize``: sent by the transport directly (no
+        session yet), in a CLIENT span of its own when tracing; ``params()`` is built
+        inside it so that the ``_meta`` trace context names that span."""
+        def send() -> Awaitable[dict[str, Any]]:
+            wire = params()
+            if self.traced:
+                wire = {**wire, "_meta": {**wire.get("_meta", {}), **telemetry.inject()}}
+            return self.transport.request(method, wire, timeout=timeout, max_timeout=timeout)
+
+        if self.traced:
+            return await telemetry.traced(method, {}, self.transport.server_key, self.version,
+                                          None, send)
+        return await send()
+
     async def _initialize(self) -> None:
         self.era = "legacy"
         params = {
@@ -231,8 +250,7 @@ class Session:
             "capabilities": self.capabilities(),
             "clientInfo": dict(self.options.client_info),
         }
-        result = await self.transport.request("initialize", params, timeout=self.options.timeout,
-                                              max_timeout=self.options.timeout)
+        result = await self._handshake("initialize", lambda: params, self.options.timeout)
         version = result.get("protocolVersion")
         if not isinstance(version, str) or version not in self.options.legacy_versions:
             raise VersionNegotiationError(
@@ -305,6 +323,25 @@ class Session:
         """One request in the negotiated era (raises :class:`ClientError` subclasses)."""
         if self.era is None:
             raise RuntimeError("the client is not connected (use 'async with Client(...)')")
+        if self.traced:
+            return await telemetry.traced(
+                method, params or {}, self.transport.server_key, self.version,
+                getattr(self.transport, "session_id", None),
+                functools.partial(self._send, method, params, timeout=timeout,
+                                  on_progress=on_progress, meta=meta, headers=headers))
+        return await self._send(method, params, timeout=timeout, on_progress=on_progress,
+                                meta=meta, headers=headers)
+
+    async def _send(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float | None,
+        on_progress: ProgressHandler | None,
+        meta: Mapping[str, Any] | None,
+        headers: dict[str, str] | None,
+    ) -> dict[str, Any]:
         base = params or {}
         base_meta = base.get("_meta")
         token = None
@@ -330,6 +367,8 @@ class Session:
                     own_meta["progressToken"] = token
             if meta:
                 own_meta.update(meta)
+            if self.traced:  # our CLIENT span is current: it is the server span's parent
+                own_meta.update(telemetry.inject())
             if own_meta:
                 wire["_meta"] = own_meta
             try:

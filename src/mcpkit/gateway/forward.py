@@ -19,6 +19,7 @@ upstreams, ``https://``, a version the upstream refuses) takes the client path.
 from __future__ import annotations
 
 import codecs
+import functools
 import itertools
 import re
 from collections.abc import Awaitable, Callable
@@ -29,7 +30,7 @@ import anyio
 import httpx
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
-from ..client import Client
+from ..client import Client, telemetry
 from ..protocol import headers as hdr
 from ..transports.client_base import (
     ConnectError,
@@ -119,10 +120,31 @@ class FastLane:
         limit: int = MAX_ANSWER_BYTES,
     ) -> dict[str, Any]:
         """One request; the upstream's result, or its error raised (:class:`ResultTooLarge`
-        past ``limit`` bytes, read no further)."""
+        past ``limit`` bytes, read no further).  In a CLIENT span when the client traces."""
+        if getattr(client.session, "traced", False):
+            return await telemetry.traced(
+                method, params, client.transport.server_key, client.session.version, None,
+                functools.partial(self._request, client, method, params, meta,
+                                  headers=headers, progress=progress, limit=limit))
+        return await self._request(client, method, params, meta, headers=headers,
+                                   progress=progress, limit=limit)
+
+    async def _request(
+        self,
+        client: Client,
+        method: str,
+        params: dict[str, Any],
+        meta: dict[str, Any],
+        *,
+        headers: dict[str, str] | None,
+        progress: ProgressRelay | None,
+        limit: int,
+    ) -> dict[str, Any]:
         token = f"gw-{next(self._tokens)}" if progress is not None else None
         own = client.session.meta(token)
         own.update(meta)
+        if getattr(client.session, "traced", False):  # our CLIENT span parents the upstream
+            own.update(telemetry.inject())
         wire = dict(params)
         wire["_meta"] = own
         request_id = next(self._ids)

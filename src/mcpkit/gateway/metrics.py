@@ -12,6 +12,9 @@ from typing import Any
 class Metrics:
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
+        #: Also serve ``prometheus_client``'s default registry, where ``--otel`` keeps the
+        #: OpenTelemetry meters (``mcp_server_operation_duration_seconds``, ...).
+        self.with_otel = False
         self._registry: Any = None
         if not enabled:
             return
@@ -90,4 +93,9 @@ class Metrics:
             self.upstream_up.clear()
             for name, up in upstreams.items():
                 self.upstream_up.labels(name).set(1 if up else 0)
-        return generate_latest(self._registry), CONTENT_TYPE_LATEST
+        body = generate_latest(self._registry)
+        if self.with_otel:
+            from prometheus_client import REGISTRY
+
+            body += generate_latest(REGISTRY)
+        return body, CONTENT_TYPE_LATEST

@@ -32,6 +32,8 @@ from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import InvalidState
 from ..server.context import Context
 from ..server.exchange import Exchange
+from ..server.middleware import Middleware
+from ..server.middleware.telemetry import Telemetry
 from ..server.mrtr import InputRound, NeedInput, input_required_result
 from ..server.notify import ChangeEvent
 from ..server.server import Server
@@ -105,6 +107,7 @@ class GatewayServer(Server):
         self.cache_scope = "private" if self.private else "public"
         self.cache_ttl_ms = 10_000
         self._proxy_tools: dict[str, ProxyTool] = {}
+        self._tracing: Telemetry | None = None
         self.bus.on_interest = self._resource_interest
 
     # ------------------------------------------------------------------ upstreams
@@ -208,15 +211,31 @@ class GatewayServer(Server):
         pass
 
     # ------------------------------------------------------------------ dispatch
+    def add_middleware(self, middleware: Middleware) -> None:
+        """The gateway routes requests itself (policy, then upstream), not through the
+        server's chains; a :class:`Telemetry` middleware is therefore applied around that
+        routing too, so the gateway's SERVER span parents its upstream CLIENT span."""
+        super().add_middleware(middleware)
+        if isinstance(middleware, Telemetry):
+            self._tracing = middleware
+
     async def dispatch(
-        self,
-        message: dict[str, Any],
-        meta: RequestMeta,
-        exchange: Exchange,
-        *,
-        session: Any = None,
-        principal: Any = None,
-        local: Any = None,
+        self, message: dict[str, Any], meta: RequestMeta, exchange: Exchange, *,
+        session: Any = None, principal: Any = None, local: Any = None,
+    ) -> dict[str, Any]:
+        if self._tracing is None or local is not None:  # (local: the chain traces it)
+            return await self._dispatch(message, meta, exchange, session=session,
+                                        principal=principal, local=local)
+        ctx = Context(self, meta, message.get("id"), exchange, method=message["method"],
+                      params=message.get("params") or {}, session=session,
+                      principal=principal)
+        return await self._tracing.on_request(
+            ctx, lambda _: self._dispatch(message, meta, exchange, session=session,
+                                          principal=principal))
+
+    async def _dispatch(
+        self, message: dict[str, Any], meta: RequestMeta, exchange: Exchange, *,
+        session: Any = None, principal: Any = None, local: Any = None,
     ) -> dict[str, Any]:
         if local is not None:  # a legacy session's own method (initialize, ping, ...)
             return await super().dispatch(

@@ -30,6 +30,9 @@ class Exchange:
     #: The request's HTTP headers, names in lower case (HTTP transports set it per
     #: request); empty on stdio and in-process calls.
     headers: Mapping[str, str] = MappingProxyType({})
+    #: OTel ``network.transport`` of the request: ``"tcp"`` (HTTP), ``"pipe"`` (stdio),
+    #: None in process.  Read by the telemetry middleware.
+    network_transport: str | None = None
 
     def interruptible(self) -> contextlib.AbstractContextManager[Any]:
         """A block around handler code that may wait, which the transport may cancel; when

@@ -31,6 +31,7 @@ from .stdio_io import PipeEndpoint, PipeWriter, fd_writer, is_pipe_like, read_ch
 
 class _StdioExchange(Exchange):
     __slots__ = ("endpoint", "legacy_requests")
+    network_transport = "pipe"
 
     def __init__(self, endpoint: Endpoint, legacy_requests: bool) -> None:
         self.endpoint = endpoint

@@ -22,6 +22,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "auth": ("joserfc",),
     "cli": ("rich", "watchfiles", "dotenv"),
     "serverless": ("mangum", "functions_framework"),
+    "otel": ("opentelemetry", "prometheus_client"),
     "testing": ("pytest",),
 }
 

@@ -28,6 +28,7 @@ class CancellableExchange(Exchange):
     the client went away; 2025-11-25: ``notifications/cancelled``)."""
 
     __slots__ = ("_cancelled", "scope")
+    network_transport = "tcp"
 
     def __init__(self) -> None:
         #: The interruptible block of an inline tool's awaitable, if one was entered.

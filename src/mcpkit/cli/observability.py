@@ -1,0 +1,125 @@
+"""``--otel``, ``--metrics`` and ``--log-format json``: one place for every command that
+serves (``serve``, ``gateway``), so they mean the same thing everywhere.
+
+``--otel`` sets up the OpenTelemetry SDK from the standard ``OTEL_*`` environment variables
+(:func:`mcpkit.telemetry.configure`), adds the SERVER-span middleware and turns on CLIENT
+spans for the clients the process opens (a gateway's upstreams).  ``--log-format json``
+writes each log record as one JSON object with the current trace and span ids, so log
+lines can be joined with the trace they belong to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+__all__ = ["JsonFormatter", "add_arguments", "setup", "with_metrics"]
+
+
+def add_arguments(p: argparse.ArgumentParser, *, metrics: bool) -> None:
+    g = p.add_argument_group("observability (needs the 'otel' extra)")
+    g.add_argument(
+        "--otel", action="store_true",
+        help="export OpenTelemetry traces and metrics over OTLP/HTTP, configured by the "
+        "standard OTEL_* environment variables (OTEL_EXPORTER_OTLP_ENDPOINT, "
+        "OTEL_SERVICE_NAME, ...)")
+    if metrics:
+        g.add_argument("--metrics", action="store_true",
+                       help="serve the OpenTelemetry metrics in Prometheus format at /metrics")
+    g.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="json: one JSON object per log line, with trace_id and span_id")
+
+
+def setup(args: argparse.Namespace, server: Any, name: str) -> None:
+    """Apply the observability flags to ``server`` (before it serves)."""
+    if args.log_format == "json":
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonFormatter())
+        root = logging.getLogger()
+        root.handlers[:] = [handler]
+        root.setLevel(args.log_level.upper() if isinstance(args.log_level, str) else "WARNING")
+    gateway_metrics: Any = getattr(server, "metrics", None)  # a gateway's own /metrics
+    prometheus = bool(getattr(args, "metrics", False))
+    if not (args.otel or prometheus):
+        return
+    if args.otel and hasattr(gateway_metrics, "with_otel"):
+        prometheus = gateway_metrics.with_otel = True  # its /metrics serves them too
+    from ..server.middleware.telemetry import Telemetry
+    from ..telemetry import configure, set_client_default
+
+    if configure(service_name=name, prometheus=prometheus, export=args.otel) is None:
+        return  # OTEL_SDK_DISABLED=true: no middleware, not even its pass-through
+    set_client_default(True)
+    server.add_middleware(Telemetry())
+
+
+def with_metrics(make_app: Any) -> Any:
+    """``make_app`` (None: the plain MCP app) behind a front that answers ``GET /metrics``
+    from ``prometheus_client``'s default registry, where the OTel Prometheus reader keeps
+    the ``mcp.server.operation.duration`` histogram and the others."""
+    from prometheus_client import make_asgi_app
+
+    from ..transports.http import McpHttpApp
+
+    metrics = make_asgi_app()
+
+    def make(server: Any, options: Any) -> Any:
+        inner = make_app(server, options) if make_app is not None else McpHttpApp(server, options)
+        return _MetricsFront(inner, metrics)
+
+    return make
+
+
+class _MetricsFront:
+    """``/metrics`` here, everything else (and the lifespan) to the MCP app.  ``app`` is
+    the inner app, as the server's shutdown looks for it."""
+
+    def __init__(self, app: Any, metrics: Any) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/metrics":
+            await self.metrics(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time, level, logger, message, the record's ``extra``
+    fields, and ``trace_id``/``span_id`` of the span current when it was logged (when
+    OpenTelemetry is installed and a span is recording)."""
+
+    _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+        "message", "asctime", "taskName"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        line.update(_trace_ids())
+        for key, value in vars(record).items():
+            if key not in self._STANDARD and not key.startswith("_"):
+                line[key] = value
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+def _trace_ids() -> dict[str, str]:
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return {}
+    ctx = trace.get_current_span().get_span_context()
+    if not ctx.is_valid:
+        return {}
+    return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}

@@ -1,0 +1,52 @@
+"""The OTel meters: duration histograms on both sides, and the open-listeners gauge read at
+collection time (an open ``subscriptions/listen`` stream over real HTTP counts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpkit import Server
+from mcpkit.client import Client, EraCache
+from mcpkit.server.middleware.telemetry import Telemetry
+from mcpkit.testing import serve_http
+
+pytestmark = pytest.mark.anyio
+
+
+def points(reader: Any, name: str) -> list[Any]:
+    data = reader.get_metrics_data()
+    return [p for rm in (data.resource_metrics if data else ()) for sm in rm.scope_metrics
+            for m in sm.metrics if m.name == name for p in m.data.data_points]
+
+
+async def test_durations_and_listeners(spans: Any, metric_reader: Any) -> None:
+    server = Server("metered", middleware=[Telemetry()])
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    def listeners() -> float:
+        found = [p.value for p in points(metric_reader, "mcpkit.server.listeners.active")
+                 if p.attributes.get("mcpkit.server.name") == "metered"]
+        return found[-1] if found else -1
+
+    async with serve_http(server) as url, Client(url, era_cache=EraCache()) as client:
+        await client.call_tool("add", {"a": 1, "b": 2})
+        async with client.listen(tools=True):
+            with anyio.fail_after(10):
+                while listeners() != 1:
+                    await anyio.sleep(0.02)
+        with anyio.fail_after(10):
+            while listeners() != 0:
+                await anyio.sleep(0.02)
+
+    for name in ("mcp.server.operation.duration", "mcp.client.operation.duration"):
+        calls = [p for p in points(metric_reader, name)
+                 if p.attributes.get("gen_ai.tool.name") == "add"
+                 and p.attributes.get("mcp.method.name") == "tools/call"]
+        assert calls and sum(p.count for p in calls) >= 1, name
+        assert all("error.type" not in p.attributes for p in calls)

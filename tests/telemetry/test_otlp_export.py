@@ -1,0 +1,140 @@
+"""``--otel`` end to end: real ``mcpkit serve`` and ``mcpkit gateway`` processes, configured
+only by the standard ``OTEL_*`` environment variables, export over OTLP/HTTP to a receiver
+in this test (``receiver.py``, decoding with ``opentelemetry-proto``).  The test's own
+client span (in-memory exporter) and the spans of both processes form one trace.
+
+Also ``serve --metrics`` (Prometheus text at ``/metrics``) and ``--log-format json`` (the
+tool's log line carries the trace and span id of the span it ran in).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
+from opentelemetry.trace import SpanKind
+from receiver import Receiver, wait_for
+
+from mcpkit.client import Client, EraCache
+from support.servers import free_port, kill_group, subprocess_env
+
+pytestmark = pytest.mark.anyio
+CALC = Path(__file__).resolve().parent / "servers" / "calc.py"
+
+
+@contextlib.contextmanager
+def process(cmd: list[str], env: dict[str, str], log: Path, url: str) -> Iterator[None]:
+    """``cmd`` running (its output in ``log``) until ``url`` answers HTTP."""
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "mcpkit", *cmd], env=env,
+                                stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,
+                                cwd=log.parent, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(url, timeout=2.0)
+                break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"{cmd[0]} did not start:\n{log.read_text(errors='replace')}")
+            time.sleep(0.1)
+        yield
+    finally:
+        kill_group(proc)
+
+
+def otel_env(receiver: Receiver, service: str) -> dict[str, str]:
+    return subprocess_env(
+        OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
+        OTEL_SERVICE_NAME=service,
+        OTEL_BSP_SCHEDULE_DELAY="50",  # export batches quickly (milliseconds)
+        OTEL_METRIC_EXPORT_INTERVAL="200",
+    )
+
+
+def hex_ids(span: Any) -> tuple[str, str]:
+    return format(span.context.trace_id, "032x"), format(span.context.span_id, "016x")
+
+
+async def test_processes_export_one_trace_over_otlp_http(tmp_path: Path, spans: Any) -> None:
+    up_port, gw_port = free_port(), free_port()
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'[[upstream]]\nname = "calc"\nurl = "http://127.0.0.1:{up_port}/mcp"\n')
+    up_log, gw_log = tmp_path / "upstream.log", tmp_path / "gateway.log"
+    with Receiver() as rx, \
+            process(["serve", str(CALC), "--http", "--port", str(up_port), "--otel",
+                     "--log-format", "json"], otel_env(rx, "otel-upstream"), up_log,
+                    f"http://127.0.0.1:{up_port}/mcp"), \
+            process(["gateway", str(config), "--port", str(gw_port), "--otel"],
+                    otel_env(rx, "otel-gateway"), gw_log, f"http://127.0.0.1:{gw_port}/livez"):
+        async with Client(f"http://127.0.0.1:{gw_port}/mcp", era="modern",
+                          era_cache=EraCache()) as client:
+            spans.clear()
+            result = await client.call_tool("add", {"a": 2, "b": 3})
+            assert result["content"][0]["text"] == "5"
+        top = next(s for s in spans.get_finished_spans()
+                   if s.name == "tools/call add" and s.kind == SpanKind.CLIENT)
+        trace_id, top_id = hex_ids(top)
+
+        def in_trace() -> list[tuple[str, Any]] | None:
+            found = [(svc, s) for svc, s in rx.spans()
+                     if s.trace_id.hex() == trace_id and s.name == "tools/call add"]
+            return found if len(found) == 3 else None
+
+        found = wait_for(in_trace, "the gateway's and upstream's spans")
+        kinds = {(svc, s.kind): s for svc, s in found}
+        gw_server = kinds["otel-gateway", ProtoSpan.SPAN_KIND_SERVER]
+        gw_client = kinds["otel-gateway", ProtoSpan.SPAN_KIND_CLIENT]
+        up_server = kinds["otel-upstream", ProtoSpan.SPAN_KIND_SERVER]
+        assert gw_server.parent_span_id.hex() == top_id
+        assert gw_client.parent_span_id == gw_server.span_id
+        assert up_server.parent_span_id == gw_client.span_id
+        attrs = {a.key: a.value for a in up_server.attributes}
+        assert attrs["mcp.method.name"].string_value == "tools/call"
+        assert attrs["gen_ai.tool.name"].string_value == "add"
+        assert attrs["server.port"].int_value == up_port
+
+        names = wait_for(lambda: (n := rx.metric_names()) and
+                         {"mcp.server.operation.duration", "mcp.client.operation.duration"} <= n
+                         and n, "the duration histograms")
+        assert "mcp.server.operation.duration" in names
+        scrape = httpx.get(f"http://127.0.0.1:{gw_port}/metrics", timeout=5).text
+        assert "mcp_gateway_requests_total" in scrape  # the gateway's own families stay
+        assert "mcp_server_operation_duration_seconds_count" in scrape  # and OTel's join
+
+    lines = [json.loads(line) for line in up_log.read_text().splitlines()
+             if line.startswith("{")]
+    adding = [line for line in lines if line["message"] == "adding 2 and 3"]
+    assert len(adding) == 1
+    assert adding[0]["trace_id"] == trace_id
+    assert adding[0]["span_id"] == up_server.span_id.hex()
+    assert adding[0]["level"] == "WARNING" and adding[0]["logger"] == "calc"
+
+
+async def test_serve_metrics_is_prometheus_text(tmp_path: Path, spans: Any) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with process(["serve", str(CALC), "--http", "--port", str(port), "--metrics"],
+                 subprocess_env(), tmp_path / "serve.log", f"{base}/mcp"):
+        async with Client(f"{base}/mcp", era_cache=EraCache()) as client:
+            await client.call_tool("add", {"a": 1, "b": 1})
+            await client.call_tool("add", {"a": 1, "b": 2})
+        reply = httpx.get(f"{base}/metrics", timeout=5)
+    assert reply.status_code == 200
+    assert reply.headers["content-type"].startswith("text/plain")
+    count = [line for line in reply.text.splitlines()
+             if line.startswith("mcp_server_operation_duration_seconds_count")
+             and 'mcp_method_name="tools/call"' in line and 'gen_ai_tool_name="add"' in line]
+    assert len(count) == 1, reply.text
+    assert float(count[0].rsplit(" ", 1)[1]) == 2.0

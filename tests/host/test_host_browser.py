@@ -197,6 +197,16 @@ def test_progress_resources_and_prompts(page: Any) -> None:
     shot(page, "10-prompt")
 
 
+def test_a_task_backed_call_shows_its_status(page: Any) -> None:
+    page.click("[data-testid='tool:alpha:long_job']")
+    page.fill("#f-steps", "20")
+    page.click("[data-testid=call-tool]")
+    page.wait_for_selector("[data-testid=task-status]:has-text('task working')")
+    page.wait_for_selector("#result pre.text:has-text('job done after 20 steps')")
+    page.wait_for_selector("[data-testid=task-status]:has-text('task completed')")
+    shot(page, "13-task-status")
+
+
 def test_cancel_a_running_call_from_the_tools_tab(page: Any) -> None:
     page.click("[data-testid='tool:alpha:slow']")
     page.fill("#f-steps", "2000")

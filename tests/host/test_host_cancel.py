@@ -126,8 +126,20 @@ async def test_the_model_is_told_the_person_cancelled(tmp_path: Path) -> None:
 async def test_a_task_required_tool_runs_through_the_host(tmp_path: Path) -> None:
     """The host declares the tasks extension, so a ``task="required"`` tool works."""
     config = HostConfig(servers=(stdio_server("alpha", "alpha.py", tmp_path, era="modern"),))
+    statuses: list[tuple[str, str]] = []
     async with Host(config) as host:
         await host.connection("alpha").wait_ready()
-        result = await host.call_tool("alpha__long_job", {"steps": 3}, origin="user")
+        async with host.events() as stream, anyio.create_task_group() as tg:
+            async def watch() -> None:
+                async for kind, data in stream:
+                    if kind == "task":  # what the page shows while the task runs
+                        statuses.append((data["tool"], data["status"]))
+
+            tg.start_soon(watch)
+            result = await host.call_tool("alpha__long_job", {"steps": 3}, origin="user")
+            await until(lambda: statuses and statuses[-1][1] == "completed")
+            tg.cancel_scope.cancel()
     assert result["content"][0]["text"] == "job done after 3 steps"
     assert calls(tmp_path, "alpha") == ["long_job"]
+    assert statuses[0] == ("alpha__long_job", "working")
+    assert statuses[-1] == ("alpha__long_job", "completed")

@@ -71,7 +71,7 @@ from .models import (
 from .mrtr import continue_with_input
 from .options import ClientOptions, legacy_sse_fallback, transport_for
 from .session import _UNSET, Session
-from .tasks import Task
+from .tasks import Task, TaskStatusCallback
 from .typed import tool_result
 
 log = logging.getLogger("mcpkit.client")
@@ -303,8 +303,12 @@ class Client:
         meta: Mapping[str, Any] | None = None,
         result_type: Any = None,
         raise_on_error: bool = False,
+        on_task: TaskStatusCallback | None = None,
     ) -> CallToolResult:
         """Call a tool, answering any input the server asks for along the way.
+
+        When the server runs the call as a task, ``on_task`` gets the task record each
+        time its status or status message changes, until the result arrives.
 
         ``result.data`` is the structured content, validated into ``result_type`` (a
         dataclass, pydantic model, ``TypedDict``...) when given, else plain JSON.  With
@@ -329,7 +333,7 @@ class Client:
                 continue
             if result.get("resultType") == "task":
                 with error_boundary():
-                    result = await self._task(result).result()
+                    result = await self._task(result).result(on_status=on_task)
             content = result.get("content")
             if content is not None and not isinstance(content, list):
                 raise InvalidResultError(f"tools/call {name}: content is not a list")

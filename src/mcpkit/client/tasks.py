@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from ..types.errors import INTERNAL_ERROR, McpError
-from .callbacks import Callbacks
+from .callbacks import Callbacks, call_maybe_async
 from .errors import ClientError, InvalidResultError
 from .mrtr import answer_all
 
@@ -25,6 +25,10 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 MIN_POLL_S = 0.05
 DEFAULT_POLL_S = 0.5
+
+
+#: Receives a task record (``taskId``, ``status``, ``statusMessage``, ...) as it changes.
+TaskStatusCallback = Callable[[dict[str, Any]], Awaitable[None] | None]
 
 
 class TaskCancelled(ClientError):
@@ -65,10 +69,20 @@ class Task:
         """Ask the server to stop (cooperative: the task may still complete)."""
         await self._request("tasks/cancel", {"taskId": self.id})
 
-    async def result(self, timeout: float | None = None) -> dict[str, Any]:
-        """Wait for a terminal status; the tool's result, or raise."""
+    async def result(self, timeout: float | None = None, *,
+                     on_status: TaskStatusCallback | None = None) -> dict[str, Any]:
+        """Wait for a terminal status; the tool's result, or raise.  ``on_status`` gets
+        the task record whenever its ``status`` or ``statusMessage`` changes (a host
+        shows it while the task runs)."""
+        seen: tuple[Any, Any] | None = None
         with anyio.fail_after(timeout):
-            while self.status not in TERMINAL:
+            while True:
+                now = (self.last.get("status"), self.last.get("statusMessage"))
+                if on_status is not None and now != seen:
+                    seen = now
+                    await call_maybe_async(on_status, dict(self.last))
+                if self.status in TERMINAL:
+                    break
                 if self.status == "input_required":
                     await self._answer()
                 await anyio.sleep(self._interval())

@@ -374,6 +374,12 @@ class Host:
                 if hasattr(outcome, "__await__"):
                     await outcome
 
+        def task_status(record: dict[str, Any]) -> None:
+            # A task-backed call: its status is shown while it runs (web page, terminal).
+            self.emit("task", {"server": tool.server, "tool": qualified_name,
+                               "taskId": record.get("taskId"), "status": record.get("status"),
+                               "message": record.get("statusMessage")})
+
         scope = anyio.CancelScope()
         if call_id is not None:
             self._running[call_id] = scope
@@ -381,7 +387,8 @@ class Host:
         try:
             with scope:  # cancelling it makes the client tell the server
                 result = await conn.use(
-                    lambda c: c.call_tool(tool.name, args, on_progress=progress))
+                    lambda c: c.call_tool(tool.name, args, on_progress=progress,
+                                          on_task=task_status))
         except Exception as exc:
             self._record(tool, origin, by, args, f"error: {exc}", started)
             raise

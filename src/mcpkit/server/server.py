@@ -111,6 +111,8 @@ class Server(ServerRuntime, VisibilityControls):
         self.completer: Completer | None = None
         self.bus = ChangeBus()
         self.extensions: dict[str, dict[str, Any]] = {}
+        #: Servers mounted into this one (see :meth:`mount`).
+        self.mounts: list[Any] = []
         self._keyring = keyring
         self._lifespan = lifespan
         self._lifespan_stack: contextlib.AsyncExitStack | None = None
@@ -374,6 +376,21 @@ class Server(ServerRuntime, VisibilityControls):
         self.completer = fn
         return fn
 
+    # ------------------------------------------------------------------ composition
+    def mount(self, other: Server, namespace: str) -> Any:
+        """Serve ``other``'s tools, prompts, resources and templates under ``namespace``
+        (``x_tool``, ``data://x/config``), live: its later changes show here, and its
+        middleware runs inside this server's.  See :mod:`mcpkit.server.mount`."""
+        from .mount import mount
+
+        return mount(self, other, namespace)
+
+    def unmount(self, which: Server | str) -> None:
+        """Remove a mount, by namespace or by the mounted server (at run time too)."""
+        from .mount import unmount
+
+        unmount(self, which)
+
     # ------------------------------------------------------------------ middleware
     def add_middleware(self, middleware: Middleware) -> None:
         """Add ``middleware`` as the innermost layer (after those already added)."""
@@ -434,11 +451,15 @@ class Server(ServerRuntime, VisibilityControls):
                 extensions["io.modelcontextprotocol/tasks"] = {}
             if extensions:
                 caps["extensions"] = extensions
+        if self.mounts:
+            from .mount import merge_capabilities
+
+            merge_capabilities(self, caps, era)
         return caps
 
     def has_capability(self, path: str) -> bool:
         head = path.partition(".")[0]
-        if type(self).capabilities is Server.capabilities:
+        if type(self).capabilities is Server.capabilities and not self.mounts:
             # The same answers as capabilities() gives, without building it per request.
             if head == "tools":
                 return bool(self.tools)

@@ -5,6 +5,8 @@ unmounting at run time."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -306,7 +308,7 @@ def test_mount_rules() -> None:
     with pytest.raises(ValueError, match="already mounted"):
         a.mount(Server("c"), namespace="b")
     with pytest.raises(ValueError, match="namespace"):
-        a.mount(Server("d"), namespace="with_underscore")
+        a.mount(Server("d"), namespace="with space")
     with pytest.raises(KeyError):
         a.unmount("nope")
 
@@ -326,3 +328,39 @@ def test_uri_namespacing_examples() -> None:
     assert namespace_uri("x", "data://config") == "data://x/config"
     assert namespace_uri("x", "file:///etc/hosts") == "file://x//etc/hosts"
     assert namespace_uri("x", "urn:isbn:1") == "urn:x/isbn:1"
+
+
+async def test_the_parent_runs_its_mounted_children() -> None:
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def child_life(server: Server) -> AsyncIterator[None]:
+        events.append("child up")
+        yield
+        events.append("child down")
+
+    @contextlib.asynccontextmanager
+    async def parent_life(server: Server) -> AsyncIterator[str]:
+        events.append("parent up")
+        yield "parent state"
+        events.append("parent down")
+
+    child = Server("child", lifespan=child_life)
+    main = Server("main", lifespan=parent_life)
+    main.mount(child, namespace="kid")
+    async with main.running():
+        with anyio.fail_after(5):
+            while "child up" not in events:
+                await anyio.sleep(0.01)
+        assert main.lifespan_state == "parent state"
+        late = Server("late", lifespan=child_life)
+        main.mount(late, namespace="late")  # mounted while running: started at once
+        with anyio.fail_after(5):
+            while events.count("child up") < 2:
+                await anyio.sleep(0.01)
+        main.unmount(late)
+        with anyio.fail_after(5):
+            while "child down" not in events:
+                await anyio.sleep(0.01)
+    assert events.count("child down") == 2
+    assert events.index("parent down") < len(events) - 1  # the child stops after it

@@ -28,11 +28,15 @@ Tasks started by a mounted tool are not routed back (``tasks/*`` reach the paren
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from ..types.versions import META_SERVER_INFO
 from . import handlers as _handlers
@@ -45,8 +49,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Mount", "namespace_uri", "strip_uri"]
 
+log = logging.getLogger("mcpkit.server")
 Handler = Callable[["Context"], Awaitable[dict[str, Any]]]
-_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
+_NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(//)?")
 _LISTS = {
     "tools/list": ("tools", "name"),
@@ -84,6 +89,9 @@ class Mount:
     child: Server
     namespace: str
     _relay: Callable[[ChangeEvent], None] | None = field(default=None, repr=False)
+    #: Set to end the task that keeps the child running (see :func:`_keep_running`).
+    _stop: anyio.Event | None = field(default=None, repr=False)
+    _done: anyio.Event | None = field(default=None, repr=False)
 
     @property
     def prefix(self) -> str:
@@ -99,8 +107,7 @@ def mount(parent: Server, child: Server, namespace: str) -> Mount:
         raise ValueError("a server cannot be mounted into itself")
     if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
         raise ValueError(
-            f"namespace must be 1-64 letters, digits or '-' (no '_', which separates it "
-            f"from the name), not {namespace!r}"
+            f"namespace must be 1-64 letters, digits, '_', '.' or '-', not {namespace!r}"
         )
     if _reaches(child, parent):
         raise ValueError(f"mounting {child.name!r} here would make a cycle")
@@ -122,6 +129,8 @@ def mount(parent: Server, child: Server, namespace: str) -> Mount:
     if not parent.mounts:
         _install(parent)
     parent.mounts.append(entry)
+    if parent._tg is not None:  # mounted while the parent runs: start the child now
+        _start(entry)
     _announce(parent, child)
     return entry
 
@@ -133,6 +142,8 @@ def unmount(parent: Server, which: Server | str) -> None:
             parent.mounts.remove(entry)
             if entry._relay is not None:
                 entry.child.bus.remove_relay(entry._relay)
+            if entry._stop is not None:
+                entry._stop.set()
             _announce(parent, entry.child)
             return
     raise KeyError(f"nothing is mounted as {which!r} on {parent.name!r}")
@@ -158,6 +169,47 @@ def merge_capabilities(parent: Server, caps: dict[str, Any], era: str) -> dict[s
 
 
 # ---------------------------------------------------------------------- internals
+
+
+def _start(entry: Mount) -> None:
+    """Run the child (its lifespan, background work: a proxy's upstream connection) for
+    as long as the parent runs, in a task of the parent's, until unmounted."""
+    stop, done = entry._stop, entry._done = anyio.Event(), anyio.Event()
+
+    async def keep() -> None:
+        try:
+            async with entry.child.running():
+                await stop.wait()
+        except Exception:
+            log.exception("mounted server %r failed to run", entry.child.name)
+        finally:
+            done.set()
+
+    entry.parent.spawn(keep)
+
+
+def _hook_lifespan(parent: Server) -> None:
+    """The parent's lifespan starts its mounted children first and stops them last."""
+    user = parent._lifespan
+
+    @contextlib.asynccontextmanager
+    async def composed(server: Any) -> AsyncIterator[Any]:
+        for entry in list(parent.mounts):
+            _start(entry)
+        try:
+            if user is None:
+                yield None
+            else:
+                async with user(server) as value:
+                    yield value
+        finally:
+            with anyio.CancelScope(shield=True):
+                for entry in list(parent.mounts):
+                    if entry._stop is not None and entry._done is not None:
+                        entry._stop.set()
+                        await entry._done.wait()
+
+    parent._lifespan = composed
 
 
 def _reaches(server: Server, target: Server) -> bool:
@@ -329,6 +381,7 @@ def _install(parent: Server) -> None:
     wrapped["resources/read"] = read
     wrapped["completion/complete"] = complete
     parent._handlers = {**own, **wrapped}
+    _hook_lifespan(parent)
     parent._chains = build_chains(parent._handlers, parent.middleware)
 
 

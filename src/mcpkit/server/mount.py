@@ -92,6 +92,7 @@ class Mount:
     #: Set to end the task that keeps the child running (see :func:`_keep_running`).
     _stop: anyio.Event | None = field(default=None, repr=False)
     _done: anyio.Event | None = field(default=None, repr=False)
+    _started: anyio.Event | None = field(default=None, repr=False)
 
     @property
     def prefix(self) -> str:
@@ -175,14 +176,20 @@ def _start(entry: Mount) -> None:
     """Run the child (its lifespan, background work: a proxy's upstream connection) for
     as long as the parent runs, in a task of the parent's, until unmounted."""
     stop, done = entry._stop, entry._done = anyio.Event(), anyio.Event()
+    started = entry._started = anyio.Event()
 
     async def keep() -> None:
         try:
-            async with entry.child.running():
-                await stop.wait()
+            # Shielded: it ends when ``stop`` is set (unmount, or the parent's lifespan
+            # ending), so the child shuts down gracefully, not cancelled mid-cleanup.
+            with anyio.CancelScope(shield=True):
+                async with entry.child.running():
+                    started.set()
+                    await stop.wait()
         except Exception:
             log.exception("mounted server %r failed to run", entry.child.name)
         finally:
+            started.set()
             done.set()
 
     entry.parent.spawn(keep)
@@ -196,6 +203,9 @@ def _hook_lifespan(parent: Server) -> None:
     async def composed(server: Any) -> AsyncIterator[Any]:
         for entry in list(parent.mounts):
             _start(entry)
+        for entry in list(parent.mounts):  # serve once every child is up (or failed)
+            if entry._started is not None:
+                await entry._started.wait()
         try:
             if user is None:
                 yield None

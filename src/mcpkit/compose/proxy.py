@@ -1,0 +1,345 @@
+"""``proxy(target)``: an ordinary :class:`~mcpkit.server.Server` that forwards every
+request to another MCP server, whatever era each side speaks.
+
+Why here and not ``Server.proxy``: a proxy is a server *and* a client, and ``server/``
+may import neither ``client/`` nor the transports (tests/test_architecture.py).  So the
+proxy lives in :mod:`mcpkit.compose`, at the host/gateway rank, and returns a plain
+``Server`` subclass that mounts, serves and takes middleware like any other.
+
+* One upstream connection per proxy (one stdio process, one legacy session, one HTTP
+  connection pool), opened by the proxy's lifespan and shared by every front request;
+  mounting a proxy starts it with its parent.
+* Both eras both ways: a modern front on a modern upstream is passed through untouched
+  (``inputRequests``/``requestState`` belong to the upstream and flow back and forth);
+  any other pairing runs the call through the client and asks the upstream's input of
+  the front client (see :mod:`.bridge`).
+* Lists are fetched page by page as the front asks; an upstream's list changes (legacy
+  notifications, a modern listen stream) become the proxy's own.
+
+Not done: reconnecting a dead upstream (the gateway does), resource subscriptions
+forwarded upstream, ``tasks/*`` (the tasks extension is not advertised or forwarded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import anyio
+
+from ..client import Client
+from ..client.errors import ClientError
+from ..server import handlers as server_handlers
+from ..server.context import Context
+from ..server.middleware import build_chains
+from ..server.server import Server
+from ..types.errors import INTERNAL_ERROR, McpError
+from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay, strip_server_info
+
+__all__ = ["ProxyServer", "UpstreamUnavailable", "client_for", "proxy"]
+
+log = logging.getLogger("mcpkit.compose")
+
+_LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+_CALLS = ("tools/call", "prompts/get", "resources/read")
+_CHANGED = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
+_MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
+
+
+class UpstreamUnavailable(McpError):
+    """The upstream cannot be reached (HTTP 503 at the front)."""
+
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(
+            INTERNAL_ERROR,
+            f"Upstream {name!r} is unavailable: {detail}",
+            {"upstream": name},
+            http_status=503,
+            http_headers=[(b"retry-after", b"1")],
+        )
+
+
+class ProxyServer(Server):
+    """A server whose every answer comes from one upstream (see :func:`proxy`)."""
+
+    def __init__(
+        self,
+        target: Any,
+        *,
+        name: str = "proxy",
+        connect_timeout: float = 30.0,
+        **options: Any,
+    ) -> None:
+        super().__init__(name, lifespan=_upstream_lifespan, **options)
+        self.connect_timeout = connect_timeout
+        self.fronts = Fronts(name)
+        self._target = target
+        #: The connected upstream client while the proxy runs.
+        self.upstream: Client | None = None
+        self.error: str | None = "not started"
+        self._ready: anyio.Event | None = None
+        self._stop: anyio.Event | None = None
+        self._stopped: anyio.Event | None = None
+        forwarding = {m: self._list for m in _LISTS}
+        forwarding.update({m: self._call for m in _CALLS})
+        forwarding["completion/complete"] = self._complete
+        self._handlers.update(forwarding)
+        self._chains = build_chains(self._handlers, self.middleware)
+
+    # ------------------------------------------------------------------ capabilities
+    def capabilities(self, era: str = "modern") -> dict[str, Any]:
+        """What the upstream offers, as this proxy serves it: list changes are relayed,
+        resource subscriptions and the tasks extension are not."""
+        caps: dict[str, Any] = {"logging": {}}
+        client = self.upstream
+        theirs = dict(client.server_info.capabilities) if client is not None else {}
+        for key in ("tools", "prompts", "resources"):
+            if key in theirs:
+                caps[key] = {"listChanged": True}
+        if "completions" in theirs:
+            caps["completions"] = {}
+        if self.mounts:
+            from ..server.mount import merge_capabilities
+
+            merge_capabilities(self, caps, era)
+        return caps
+
+    def has_capability(self, path: str) -> bool:
+        """While the upstream is down every method reaches its handler, which says so
+        (503) instead of a misleading "method not found"."""
+        if self.upstream is None:
+            return True
+        return super().has_capability(path)
+
+    # ------------------------------------------------------------------ upstream
+    def _make_client(self) -> Client:
+        target = self._target
+        if isinstance(target, Client):
+            # A client given ready-made: its input requests and notifications come here.
+            callbacks = self.fronts.callbacks()
+            for key in ("elicitation", "url_elicitation", "sampling", "roots", "on_log"):
+                setattr(target.callbacks, key, callbacks[key])
+            target.callbacks.on_notification = self._notified
+            return target
+        return client_for(target, self.fronts.callbacks(), self._notified)
+
+    async def _keep_upstream(self) -> None:
+        ready, stop, stopped = self._ready, self._stop, self._stopped
+        assert ready is not None and stop is not None and stopped is not None
+        try:
+            # Shielded: the proxy's task group is cancelled before its lifespan ends, and a
+            # client closed under cancellation kills its stdio server only after the grace
+            # periods.  This task ends when ``stop`` is set (by the lifespan) instead.
+            with anyio.CancelScope(shield=True):
+                await self._run_client(ready, stop)
+        except Exception as exc:
+            self.error = str(exc) or type(exc).__name__
+            log.warning("proxy %s: upstream failed: %s", self.name, self.error)
+        finally:
+            self.upstream = None
+            if self.error is None:
+                self.error = "stopped"
+            ready.set()
+            stopped.set()
+
+    async def _run_client(self, ready: anyio.Event, stop: anyio.Event) -> None:
+        async with self._make_client() as client:
+            self.upstream, self.error = client, None
+            self.notify_tools_changed()
+            self.notify_prompts_changed()
+            self.notify_resources_changed()
+            ready.set()
+            async with anyio.create_task_group() as tg:
+                if client.era == "modern":
+                    tg.start_soon(self._listen, client)
+                await stop.wait()
+                tg.cancel_scope.cancel()
+
+    async def _listen(self, client: Client) -> None:
+        caps = client.server_info.capabilities
+        tools, prompts, resources = (
+            bool((caps.get(k) or {}).get("listChanged")) for k in ("tools", "prompts", "resources")
+        )
+        if not (tools or prompts or resources):
+            return
+        try:
+            async with client.listen(tools=tools, prompts=prompts, resources=resources) as sub:
+                async for note in sub:
+                    self._notified(note)
+        except ClientError as exc:
+            log.info("proxy %s: no listen stream from the upstream: %s", self.name, exc)
+
+    def _notified(self, note: Any) -> None:
+        kind = _CHANGED.get(note.method)
+        if kind is not None:
+            self._changed(kind)
+
+    async def client(self) -> Client:
+        """The connected upstream client (waits for the first connection)."""
+        client = self.upstream
+        if client is not None:
+            return client
+        if self._ready is None:
+            raise UpstreamUnavailable(
+                self.name, "the proxy is not running (serve it, or `async with proxy.running()`)"
+            )
+        with anyio.move_on_after(self.connect_timeout):
+            await self._ready.wait()
+        if self.upstream is None:
+            raise UpstreamUnavailable(self.name, self.error or "not connected")
+        return self.upstream
+
+    async def _upstream(self, ctx: Context, run: Any) -> dict[str, Any]:
+        """Run ``run(client)``; client-side failures become the front's errors."""
+        client = await self.client()
+        try:
+            result: dict[str, Any] = await run(client)
+        except McpError:
+            raise
+        except ClientError as exc:
+            raise UpstreamUnavailable(self.name, str(exc)) from None
+        return self._shape(ctx, strip_server_info(dict(result)))
+
+    def _shape(self, ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
+        """An upstream answer in the front's era: a legacy front gets no modern fields; a
+        modern front gets the required cache hints when a legacy upstream gave none."""
+        if ctx.meta.era == "legacy":
+            return {k: v for k, v in result.items() if k not in _MODERN_ONLY}
+        if (
+            ctx.method in (*_LISTS, "resources/read")
+            and "ttlMs" not in result
+            and result.get("resultType", "complete") == "complete"
+        ):
+            result["ttlMs"] = self.cache_ttl_ms
+            result["cacheScope"] = self.cache_scope
+        return result
+
+    # ------------------------------------------------------------------ handlers
+    async def _list(self, ctx: Context) -> dict[str, Any]:
+        cursor = ctx.params.get("cursor")
+        params = {"cursor": cursor} if cursor is not None else None
+        meta = forwarded_meta(ctx, capabilities=False) or None
+        return await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+
+    async def _complete(self, ctx: Context) -> dict[str, Any]:
+        params = {k: v for k, v in ctx.params.items() if k != "_meta"}
+        meta = forwarded_meta(ctx, capabilities=False) or None
+        return await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+
+    async def _call(self, ctx: Context) -> dict[str, Any]:
+        client = await self.client()
+        progress = progress_relay(ctx)
+        if ctx.meta.era == "modern" and client.era == "modern":
+            # The same protocol on both sides: the upstream's own MRTR rounds pass through.
+            params = {k: v for k, v in ctx.params.items() if k != "_meta"}
+            passed = forwarded_meta(ctx, capabilities=True)
+            return await self._upstream(
+                ctx,
+                lambda c: c.request(ctx.method, params, meta=passed, on_progress=progress),
+            )
+        method, params = ctx.method, ctx.params
+        target = params.get("uri") if method == "resources/read" else params.get("name")
+        meta = forwarded_meta(ctx, capabilities=False) or None
+
+        async def once(c: Client) -> dict[str, Any]:
+            if method == "tools/call":
+                arguments = params.get("arguments")
+                return dict(
+                    await c.call_tool(str(target), arguments, on_progress=progress, meta=meta)
+                )
+            if method == "prompts/get":
+                return dict(await c.get_prompt(str(target), params.get("arguments"), meta=meta))
+            return dict(await c.read_resource(str(target), refresh=True, meta=meta))
+
+        async def run() -> dict[str, Any]:
+            front = FrontCall(ctx)
+            token = self.fronts.enter(front)
+            result: dict[str, Any] | None = None
+            try:
+                with front.scope:
+                    result = await self._upstream(ctx, once)
+            finally:
+                self.fronts.leave(front, token)
+            if front.failure is not None:
+                raise front.failure
+            if front.need is not None:
+                raise front.need
+            if result is None:
+                raise McpError(INTERNAL_ERROR, f"the upstream call {method} was cancelled")
+            return result
+
+        # A modern front on a legacy upstream: the proxy's own sealed MRTR rounds.
+        binding = f"proxy\0{self.name}\0{method}\0{target}"
+        return await server_handlers._with_input(self, ctx, binding, run)
+
+
+@contextlib.asynccontextmanager
+async def _upstream_lifespan(server: Any) -> AsyncIterator[None]:
+    """Connect the upstream in a task of the proxy's (its client's task groups live
+    there) and close it gracefully when the proxy stops."""
+    proxy: ProxyServer = server
+    proxy._ready, proxy._stop, proxy._stopped = anyio.Event(), anyio.Event(), anyio.Event()
+    proxy.spawn(proxy._keep_upstream)
+    # Serve once the upstream answered (or failed): its capabilities are the proxy's.
+    with anyio.move_on_after(proxy.connect_timeout):
+        await proxy._ready.wait()
+    try:
+        yield
+    finally:
+        with anyio.CancelScope(shield=True):
+            proxy._stop.set()
+            with anyio.move_on_after(15):
+                await proxy._stopped.wait()
+
+
+# ---------------------------------------------------------------------- targets
+
+
+def client_for(entry: Any, callbacks: Mapping[str, Any], on_notification: Any) -> Client:
+    """A :class:`Client` for a URL, a command line (string or argv list) or one
+    ``mcpServers`` entry (``{"command", "args", "env"}`` or ``{"url", "headers"}``)."""
+    options: dict[str, Any] = {**callbacks, "on_notification": on_notification}
+    if isinstance(entry, Mapping):
+        if "url" in entry:
+            if entry.get("headers"):
+                options["headers"] = dict(entry["headers"])
+            return Client(str(entry["url"]), **options)
+        if "command" in entry:
+            argv = [str(entry["command"]), *(str(a) for a in entry.get("args") or ())]
+            if entry.get("env"):
+                options["env"] = {str(k): str(v) for k, v in entry["env"].items()}
+            return Client(argv, **options)
+        raise ValueError(f"an mcpServers entry needs 'url' or 'command', not {sorted(entry)}")
+    if isinstance(entry, str) or (
+        isinstance(entry, Sequence) and all(isinstance(a, str) for a in entry)
+    ):
+        return Client(entry, **options)
+    raise TypeError(f"cannot proxy {type(entry).__name__}: give a URL, a command or a Client")
+
+
+def proxy(target: Any, *, name: str | None = None, **options: Any) -> Server:
+    """A server forwarding everything to ``target``: a URL (``http://...``), a command
+    line (``"python server.py"`` or an argv list), a :class:`~mcpkit.client.Client`, or
+    an ``mcpServers`` dict.  With several ``mcpServers`` the result is a server with one
+    proxy mounted per entry, under the entry's name (``github_create_issue``).
+
+    ``options`` go to :class:`~mcpkit.server.Server` (``cache_ttl_ms``, ``middleware``...).
+    """
+    if isinstance(target, Mapping) and "mcpServers" in target:
+        servers = target["mcpServers"]
+        if not isinstance(servers, Mapping) or not servers:
+            raise ValueError("mcpServers must name at least one server")
+        if len(servers) == 1:
+            (key, entry), *_ = servers.items()
+            return ProxyServer(entry, name=name or str(key), **options)
+        front = Server(name or "proxy", **options)
+        for key, entry in servers.items():
+            front.mount(ProxyServer(entry, name=str(key)), namespace=str(key))
+        return front
+    return ProxyServer(target, name=name or "proxy", **options)

@@ -1,0 +1,220 @@
+"""``proxy(target)`` against real upstreams: a legacy-only stdio process and a modern-only
+HTTP server on 127.0.0.1 (a subprocess), each with a front client of both eras.  Input
+requests (MRTR rounds and legacy server->client elicitation) cross the proxy in every
+pairing; list changes of the upstream reach the front; several ``mcpServers`` become one
+server with namespaced proxies."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpkit import Server
+from mcpkit.client import Client
+from mcpkit.compose import ProxyServer, proxy
+from support.servers import http_subprocess
+
+pytestmark = pytest.mark.anyio
+
+UPSTREAM = Path(__file__).parent / "servers" / "upstream.py"
+STDIO_LEGACY = [
+    sys.executable, "-m", "mcpkit", "serve", str(UPSTREAM), "--no-modern", "--state", "memory:",
+]  # fmt: skip
+FRONTS = ["modern", "legacy"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # subprocesses and uvicorn
+
+
+@pytest.fixture(autouse=True)
+def _workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the proxy's sealing key file lands here
+
+
+@pytest.fixture(scope="module")
+def modern_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    workdir = tmp_path_factory.mktemp("upstream")
+    with http_subprocess(workdir, UPSTREAM, "--no-legacy", "--state", "memory:") as upstream:
+        yield upstream.url
+
+
+def text(result: Any) -> str:
+    return str(result["content"][0]["text"])
+
+
+async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"ok": params["message"] == "Really deploy?"}}
+
+
+async def exercise(front: Server, era: str, upstream_era: str) -> None:
+    """Every kind of request through the proxy, from a front client of ``era``."""
+    async with Client(front, era=era, elicitation=elicit) as client:
+        names = {t["name"] for t in await client.list_tools()}
+        assert {"echo", "era", "confirm", "grow"} <= names
+        assert text(await client.call_tool("echo", {"text": "hi", "times": 2})) == "hi hi"
+        assert text(await client.call_tool("era")) == upstream_era
+        bad = await client.call_tool("echo", {"times": "x"})
+        assert bad.get("isError") is True
+        with pytest.raises(Exception, match="Unknown tool"):
+            await client.call_tool("nope")
+        read = await client.read_resource("data://config")
+        assert read["contents"][0]["text"] == "upstream-config"
+        read = await client.read_resource("data://items/7")
+        assert read["contents"][0]["text"] == "item:7"
+        templates = await client.list_resource_templates()
+        assert [t["uriTemplate"] for t in templates] == ["data://items/{item}"]
+        prompt = await client.get_prompt("greet", {"who": "Ada"})
+        assert prompt["messages"][0]["content"]["text"] == "Hello Ada"
+        done = await client.complete({"type": "ref/prompt", "name": "greet"}, "who", "a")
+        assert done["completion"]["values"] == ["ada", "alan"]
+        # input requested by the upstream, answered by the front client
+        result = await client.call_tool("confirm", {"action": "deploy"})
+        assert text(result) == "deploy: accept {'ok': True}"
+
+
+@pytest.mark.parametrize("era", FRONTS)
+async def test_proxy_of_a_legacy_stdio_server(era: str) -> None:
+    front = proxy(STDIO_LEGACY)
+    assert isinstance(front, ProxyServer)
+    await exercise(front, era, "legacy")
+
+
+@pytest.mark.parametrize("era", FRONTS)
+async def test_proxy_of_a_modern_http_server(era: str, modern_http: str) -> None:
+    front = proxy(modern_http)
+    await exercise(front, era, "modern")
+
+
+async def test_modern_passthrough_keeps_the_upstreams_rounds(modern_http: str) -> None:
+    """Modern on both sides: the InputRequiredResult is the upstream's own."""
+    front = proxy(modern_http)
+    async with Client(front, era="modern", elicitation=elicit) as client:
+        first = await client.request(
+            "tools/call", {"name": "confirm", "arguments": {"action": "x"}}
+        )
+        assert first["resultType"] == "input_required"
+        (key, request), *_ = first["inputRequests"].items()
+        assert request["method"] == "elicitation/create"
+        again = await client.request(
+            "tools/call",
+            {
+                "name": "confirm",
+                "arguments": {"action": "x"},
+                "inputResponses": {key: {"action": "decline"}},
+                "requestState": first["requestState"],
+            },
+        )
+        assert again["content"][0]["text"] == "x: decline None"
+
+
+async def test_bridged_rounds_are_sealed_by_the_proxy() -> None:
+    """Modern front, legacy upstream: the proxy's own requestState; tampering is refused."""
+    front = proxy(STDIO_LEGACY)
+    async with Client(front, era="modern", elicitation=elicit) as client:
+        first = await client.request(
+            "tools/call", {"name": "confirm", "arguments": {"action": "y"}}
+        )
+        assert first["resultType"] == "input_required"
+        key = next(iter(first["inputRequests"]))
+        with pytest.raises(Exception, match="requestState"):
+            await client.request(
+                "tools/call",
+                {
+                    "name": "confirm",
+                    "arguments": {"action": "y"},
+                    "inputResponses": {key: {"action": "accept", "content": {"ok": True}}},
+                    "requestState": first["requestState"][:-4] + "AAAA",
+                },
+            )
+        done = await client.request(
+            "tools/call",
+            {
+                "name": "confirm",
+                "arguments": {"action": "y"},
+                "inputResponses": {key: {"action": "accept", "content": {"ok": True}}},
+                "requestState": first["requestState"],
+            },
+        )
+        assert done["content"][0]["text"] == "y: accept {'ok': True}"
+
+
+async def next_note(notes: list[str], changed: anyio.Event) -> None:
+    with anyio.fail_after(10):
+        await changed.wait()
+
+
+@pytest.mark.parametrize("upstream", ["stdio-legacy", "http-modern"])
+@pytest.mark.parametrize("era", FRONTS)
+async def test_upstream_list_changes_reach_the_front(
+    era: str, upstream: str, modern_http: str
+) -> None:
+    target: Any = STDIO_LEGACY if upstream == "stdio-legacy" else modern_http
+    front = proxy(target)
+    seen: list[str] = []
+    changed = anyio.Event()
+
+    def on_note(note: Any) -> None:
+        if note.method == "notifications/tools/list_changed":
+            seen.append(note.method)
+            changed.set()
+
+    tool = f"added_{era}"
+    async with Client(front, era=era, on_notification=on_note) as client:
+        await client.list_tools()
+        if era == "modern":
+            async with client.listen(tools=True) as sub:
+                assert text(await client.call_tool("grow", {"name": tool})) == "grown"
+                with anyio.fail_after(10):
+                    async for note in sub:
+                        assert note.method == "notifications/tools/list_changed"
+                        break
+        else:
+            assert text(await client.call_tool("grow", {"name": tool})) == "grown"
+            with anyio.fail_after(10):
+                await changed.wait()
+        names = {t["name"] for t in await client.list_tools(refresh=True)}
+        assert tool in names
+        assert text(await client.call_tool(tool)) == f"I am {tool}"
+
+
+@pytest.mark.parametrize("era", FRONTS)
+async def test_mcp_servers_dict_is_a_multi_server_proxy(era: str, modern_http: str) -> None:
+    config = {
+        "mcpServers": {
+            "old": {"command": STDIO_LEGACY[0], "args": STDIO_LEGACY[1:]},
+            "new": {"url": modern_http},
+        }
+    }
+    front = proxy(config, name="both")
+    async with Client(front, era=era, elicitation=elicit) as client:
+        names = {t["name"] for t in await client.list_tools()}
+        assert {"old_echo", "new_echo", "old_confirm", "new_confirm"} <= names
+        assert text(await client.call_tool("old_era")) == "legacy"
+        assert text(await client.call_tool("new_era")) == "modern"
+        result = await client.call_tool("old_confirm", {"action": "deploy"})
+        assert text(result) == "deploy: accept {'ok': True}"
+        result = await client.call_tool("new_confirm", {"action": "deploy"})
+        assert text(result) == "deploy: accept {'ok': True}"
+        read = await client.read_resource("data://new/items/3")
+        assert read["contents"][0]["text"] == "item:3"
+
+
+async def test_a_client_as_target() -> None:
+    front = proxy(Client(STDIO_LEGACY))
+    async with Client(front, era="modern", elicitation=elicit) as client:
+        result = await client.call_tool("confirm", {"action": "deploy"})
+        assert text(result) == "deploy: accept {'ok': True}"
+
+
+async def test_an_unreachable_upstream_is_a_clear_error() -> None:
+    front = proxy([sys.executable, "-c", "import sys; sys.exit(3)"], connect_timeout=20)
+    async with front.running():
+        with pytest.raises(Exception, match="unavailable"):
+            await front.call("tools/list")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -40,7 +41,7 @@ import anyio
 
 from ..types.versions import META_SERVER_INFO
 from . import handlers as _handlers
-from .middleware import build_chains
+from .layers import rebuild
 from .notify import RESOURCE_UPDATED, RESOURCES, ChangeEvent
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ _LISTS = {
     "resources/templates/list": ("resourceTemplates", "uriTemplate"),
 }
 _MAX_PAGES = 1000
+#: Servers whose lifespan already starts their mounted children.
+_hooked: weakref.WeakSet[Server] = weakref.WeakSet()
 
 
 def namespace_uri(namespace: str, uri: str) -> str:
@@ -127,9 +130,11 @@ def mount(parent: Server, child: Server, namespace: str) -> Mount:
 
     entry._relay = relay
     child.bus.add_relay(relay)
-    if not parent.mounts:
-        _install(parent)
+    first = not parent.mounts
     parent.mounts.append(entry)
+    if first:
+        _hook_lifespan(parent)
+        rebuild(parent)
     if parent._tg is not None:  # mounted while the parent runs: start the child now
         _start(entry)
     _announce(parent, child)
@@ -145,6 +150,8 @@ def unmount(parent: Server, which: Server | str) -> None:
                 entry.child.bus.remove_relay(entry._relay)
             if entry._stop is not None:
                 entry._stop.set()
+            if not parent.mounts:
+                rebuild(parent)
             _announce(parent, entry.child)
             return
     raise KeyError(f"nothing is mounted as {which!r} on {parent.name!r}")
@@ -197,6 +204,9 @@ def _start(entry: Mount) -> None:
 
 def _hook_lifespan(parent: Server) -> None:
     """The parent's lifespan starts its mounted children first and stops them last."""
+    if parent in _hooked:
+        return
+    _hooked.add(parent)
     user = parent._lifespan
 
     @contextlib.asynccontextmanager
@@ -282,9 +292,9 @@ async def _all_pages(
     return items, last
 
 
-def _install(parent: Server) -> None:
-    """Wrap the parent's handlers once; they consult ``parent.mounts`` per request."""
-    own: dict[str, Handler] = dict(parent._handlers)
+def layer(parent: Server, own: dict[str, Handler]) -> dict[str, Handler]:
+    """The mount-aware handlers around ``own``; they consult ``parent.mounts`` per
+    request (see :mod:`.layers` for the order of layers)."""
 
     def lister(method: str) -> Handler:
         member, key = _LISTS[method]
@@ -390,9 +400,7 @@ def _install(parent: Server) -> None:
     wrapped["prompts/get"] = by_name("prompts/get", lambda: parent.prompts)
     wrapped["resources/read"] = read
     wrapped["completion/complete"] = complete
-    parent._handlers = {**own, **wrapped}
-    _hook_lifespan(parent)
-    parent._chains = build_chains(parent._handlers, parent.middleware)
+    return wrapped
 
 
 def _rename_contents(entry: Mount, result: dict[str, Any]) -> dict[str, Any]:

@@ -113,6 +113,8 @@ class Server(ServerRuntime, VisibilityControls):
         self.extensions: dict[str, dict[str, Any]] = {}
         #: Servers mounted into this one (see :meth:`mount`).
         self.mounts: list[Any] = []
+        #: Tool transforms by the original tool name (see :meth:`transform_tool`).
+        self.tool_transforms: dict[str, Any] = {}
         self._keyring = keyring
         self._lifespan = lifespan
         self._lifespan_stack: contextlib.AsyncExitStack | None = None
@@ -390,6 +392,32 @@ class Server(ServerRuntime, VisibilityControls):
         from .mount import unmount
 
         unmount(self, which)
+
+    def transform_tool(
+        self,
+        name: str,
+        *,
+        new_name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        args: dict[str, dict[str, Any]] | None = None,
+        wrap: Callable[..., Any] | None = None,
+    ) -> Any:
+        """Reshape tool ``name`` (own, mounted or proxied): rename it, describe it, rename,
+        describe, default or hide its arguments (``args={"old": {"name": ..., "hide":
+        True, "default": ...}}``), or ``wrap`` its calls.  See
+        :mod:`mcpkit.server.transform`."""
+        from .transform import transform_tool
+
+        return transform_tool(
+            self,
+            name,
+            new_name=new_name,
+            title=title,
+            description=description,
+            args=args,
+            wrap=wrap,
+        )
 
     # ------------------------------------------------------------------ middleware
     def add_middleware(self, middleware: Middleware) -> None:

@@ -23,6 +23,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "cli": ("rich", "watchfiles", "dotenv"),
     "serverless": ("mangum", "functions_framework"),
     "testing": ("pytest",),
+    "openapi": ("yaml",),
 }
 
 

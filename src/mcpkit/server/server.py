@@ -115,6 +115,8 @@ class Server(ServerRuntime, VisibilityControls):
         self.mounts: list[Any] = []
         #: Tool transforms by the original tool name (see :meth:`transform_tool`).
         self.tool_transforms: dict[str, Any] = {}
+        #: Set by :meth:`enable_tool_search`.
+        self.tool_search: Any = None
         self._keyring = keyring
         self._lifespan = lifespan
         self._lifespan_stack: contextlib.AsyncExitStack | None = None
@@ -418,6 +420,16 @@ class Server(ServerRuntime, VisibilityControls):
             args=args,
             wrap=wrap,
         )
+
+    def enable_tool_search(
+        self, *, strategy: str = "bm25", always: Iterable[str] = (), max_results: int = 8
+    ) -> Any:
+        """List only the ``always`` tools plus ``search_tools`` (BM25 or ``"regex"``) and
+        ``call_tool``: for catalogs too large to show a model.  See
+        :mod:`mcpkit.server.search`."""
+        from .search import enable
+
+        return enable(self, strategy=strategy, always=always, max_results=max_results)
 
     # ------------------------------------------------------------------ middleware
     def add_middleware(self, middleware: Middleware) -> None:

@@ -24,6 +24,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "serverless": ("mangum", "functions_framework"),
     "testing": ("pytest",),
     "openapi": ("yaml",),
+    "search": ("rank_bm25",),
 }
 
 

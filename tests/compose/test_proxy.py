@@ -218,3 +218,18 @@ async def test_an_unreachable_upstream_is_a_clear_error() -> None:
     async with front.running():
         with pytest.raises(Exception, match="unavailable"):
             await front.call("tools/list")
+
+
+@pytest.mark.parametrize("upstream", ["stdio-legacy", "http-modern"])
+@pytest.mark.parametrize("era", FRONTS)
+async def test_progress_crosses_the_proxy(era: str, upstream: str, modern_http: str) -> None:
+    target: Any = STDIO_LEGACY if upstream == "stdio-legacy" else modern_http
+    seen: list[tuple[float, str]] = []
+
+    def on_progress(update: dict[str, Any]) -> None:
+        seen.append((update["progress"], update.get("message", "")))
+
+    async with Client(proxy(target), era=era) as client:
+        result = await client.call_tool("slow", {"steps": 3}, on_progress=on_progress)
+    assert text(result) == "done"
+    assert seen == [(1, "step 1"), (2, "step 2"), (3, "step 3")]

@@ -61,3 +61,11 @@ def greet(who: str) -> str:
 @server.completion
 def complete(ref: dict[str, Any], argument: dict[str, Any], context: Any) -> list[str]:
     return [n for n in ("ada", "alan", "grace") if n.startswith(argument["value"])]
+
+
+@server.tool
+async def slow(steps: int, ctx: Context) -> str:
+    """Reports progress at each step."""
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+    return "done"

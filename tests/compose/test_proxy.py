@@ -17,7 +17,8 @@ import pytest
 from mcpkit import Server
 from mcpkit.client import Client
 from mcpkit.compose import ProxyServer, proxy
-from support.servers import http_subprocess
+from mcpkit.transports.http import McpHttpApp
+from support.servers import ThreadServer, http_subprocess
 
 pytestmark = pytest.mark.anyio
 
@@ -53,8 +54,9 @@ async def elicit(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": {"ok": params["message"] == "Really deploy?"}}
 
 
-async def exercise(front: Server, era: str, upstream_era: str) -> None:
-    """Every kind of request through the proxy, from a front client of ``era``."""
+async def exercise(front: Server | str, era: str, upstream_era: str) -> None:
+    """Every kind of request through the proxy, from a front client of ``era`` (in
+    memory, or over HTTP when ``front`` is a URL)."""
     async with Client(front, era=era, elicitation=elicit) as client:
         names = {t["name"] for t in await client.list_tools()}
         assert {"echo", "era", "confirm", "grow"} <= names
@@ -90,6 +92,13 @@ async def test_proxy_of_a_legacy_stdio_server(era: str) -> None:
 async def test_proxy_of_a_modern_http_server(era: str, modern_http: str) -> None:
     front = proxy(modern_http)
     await exercise(front, era, "modern")
+
+
+@pytest.mark.parametrize("era", FRONTS)
+async def test_a_proxy_served_over_http(era: str) -> None:
+    """The whole stack: an HTTP front (both eras) -> proxy -> a legacy stdio upstream."""
+    with ThreadServer(McpHttpApp(proxy(STDIO_LEGACY))) as served:
+        await exercise(served.url, era, "legacy")
 
 
 async def test_modern_passthrough_keeps_the_upstreams_rounds(modern_http: str) -> None:

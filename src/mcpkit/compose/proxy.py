@@ -35,6 +35,7 @@ from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains
 from ..server.server import Server
+from ..transports.client_base import ServerError
 from ..types.errors import INTERNAL_ERROR, McpError
 from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay, strip_server_info
 
@@ -200,6 +201,10 @@ class ProxyServer(Server):
         client = await self.client()
         try:
             result: dict[str, Any] = await run(client)
+        except ServerError as exc:
+            # The upstream's error, as the proxy's own: a ServerError read from stdio has
+            # no HTTP status, which an HTTP front needs (it would fail to answer).
+            raise McpError(exc.code, exc.message, exc.data) from None
         except McpError:
             raise
         except ClientError as exc:

@@ -242,3 +242,22 @@ async def test_progress_crosses_the_proxy(era: str, upstream: str, modern_http: 
         result = await client.call_tool("slow", {"steps": 3}, on_progress=on_progress)
     assert text(result) == "done"
     assert seen == [(1, "step 1"), (2, "step 2"), (3, "step 3")]
+
+
+@pytest.mark.parametrize("era", FRONTS)
+async def test_a_dead_stdio_upstream_is_restarted(era: str) -> None:
+    front = proxy(STDIO_LEGACY)
+    async with Client(front, era=era) as client:
+        with pytest.raises(Exception, match="unavailable"):
+            await client.call_tool("die")
+        first_error = front.error
+        assert first_error is not None
+        with anyio.fail_after(30):  # until the restarted upstream answers
+            while True:
+                try:
+                    result = await client.call_tool("echo", {"text": "back"})
+                    break
+                except Exception as exc:
+                    assert "unavailable" in str(exc)
+                    await anyio.sleep(0.1)
+        assert text(result) == "back"

@@ -16,8 +16,12 @@ proxy lives in :mod:`mcpkit.compose`, at the host/gateway rank, and returns a pl
 * Lists are fetched page by page as the front asks; an upstream's list changes (legacy
   notifications, a modern listen stream) become the proxy's own.
 
-Not done: reconnecting a dead upstream (the gateway does), resource subscriptions
-forwarded upstream, ``tasks/*`` (the tasks extension is not advertised or forwarded).
+* A dead upstream (a call fails to reach it) is reconnected, a stdio server restarted,
+  with backoff; meanwhile calls fail at once with :class:`UpstreamUnavailable` (503).
+
+Not done: resource subscriptions forwarded upstream, ``tasks/*`` (the tasks extension is
+not advertised or forwarded), the gateway's raw HTTP fast lane, ``Mcp-Param-*`` headers
+on a pass-through call.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains
 from ..server.server import Server
-from ..transports.client_base import ServerError
+from ..transports.client_base import ConnectError, ConnectionClosedError, ServerError
 from ..types.errors import INTERNAL_ERROR, McpError
 from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay, strip_server_info
 
@@ -87,6 +91,8 @@ class ProxyServer(Server):
         self._ready: anyio.Event | None = None
         self._stop: anyio.Event | None = None
         self._stopped: anyio.Event | None = None
+        #: Set to end the current connection (the proxy stops, or the upstream died).
+        self._wake = anyio.Event()
         forwarding = {m: self._list for m in _LISTS}
         forwarding.update({m: self._call for m in _CALLS})
         forwarding["completion/complete"] = self._complete
@@ -131,17 +137,32 @@ class ProxyServer(Server):
         return client_for(target, self.fronts.callbacks(), self._notified)
 
     async def _keep_upstream(self) -> None:
+        """Keep the upstream connected until the proxy stops; reconnect (restart a stdio
+        server) with backoff when a call finds it dead.  Meanwhile calls fail at once
+        with :class:`UpstreamUnavailable`.  A ``Client`` given as the target is used once."""
         ready, stop, stopped = self._ready, self._stop, self._stopped
         assert ready is not None and stop is not None and stopped is not None
+        delay = 0.5
         try:
-            # Shielded: the proxy's task group is cancelled before its lifespan ends, and a
-            # client closed under cancellation kills its stdio server only after the grace
-            # periods.  This task ends when ``stop`` is set (by the lifespan) instead.
-            with anyio.CancelScope(shield=True):
-                await self._run_client(ready, stop)
-        except Exception as exc:
-            self.error = str(exc) or type(exc).__name__
-            log.warning("proxy %s: upstream failed: %s", self.name, self.error)
+            while not stop.is_set():
+                self._wake = anyio.Event()
+                try:
+                    # Shielded: the proxy's task group is cancelled before its lifespan
+                    # ends, and a client closed under cancellation kills its stdio server
+                    # only after the grace periods.  ``stop`` (or ``_wake``) ends it instead.
+                    with anyio.CancelScope(shield=True):
+                        await self._run_client(ready)
+                    delay = 0.5
+                except Exception as exc:
+                    self.error = str(exc) or type(exc).__name__
+                    log.warning("proxy %s: upstream failed: %s", self.name, self.error)
+                self.upstream = None
+                ready.set()
+                if isinstance(self._target, Client):
+                    break
+                with anyio.move_on_after(delay):
+                    await stop.wait()
+                delay = min(delay * 2, 10.0)
         finally:
             self.upstream = None
             if self.error is None:
@@ -149,7 +170,8 @@ class ProxyServer(Server):
             ready.set()
             stopped.set()
 
-    async def _run_client(self, ready: anyio.Event, stop: anyio.Event) -> None:
+    async def _run_client(self, ready: anyio.Event) -> None:
+        wake = self._wake
         async with self._make_client() as client:
             self.upstream, self.error = client, None
             self.notify_tools_changed()
@@ -159,8 +181,17 @@ class ProxyServer(Server):
             async with anyio.create_task_group() as tg:
                 if client.era == "modern":
                     tg.start_soon(self._listen, client)
-                await stop.wait()
+                await wake.wait()
                 tg.cancel_scope.cancel()
+            self.upstream = None  # before the client closes: no new call may pick it
+
+    def _dead(self, client: Client, reason: str) -> None:
+        """A call found ``client`` dead: reconnect (unless it was already replaced)."""
+        if client is self.upstream:
+            log.warning("proxy %s: upstream lost (%s); reconnecting", self.name, reason)
+            self.error = reason
+            self.upstream = None
+            self._wake.set()
 
     async def _listen(self, client: Client) -> None:
         caps = client.server_info.capabilities
@@ -207,6 +238,9 @@ class ProxyServer(Server):
             raise McpError(exc.code, exc.message, exc.data) from None
         except McpError:
             raise
+        except (ConnectError, ConnectionClosedError, OSError) as exc:
+            self._dead(client, str(exc) or type(exc).__name__)
+            raise UpstreamUnavailable(self.name, str(exc) or type(exc).__name__) from None
         except ClientError as exc:
             raise UpstreamUnavailable(self.name, str(exc)) from None
         return self._shape(ctx, strip_server_info(dict(result)))
@@ -299,6 +333,7 @@ async def _upstream_lifespan(server: Any) -> AsyncIterator[None]:
     finally:
         with anyio.CancelScope(shield=True):
             proxy._stop.set()
+            proxy._wake.set()
             with anyio.move_on_after(15):
                 await proxy._stopped.wait()
 

@@ -69,3 +69,11 @@ async def slow(steps: int, ctx: Context) -> str:
     for i in range(steps):
         await ctx.report_progress(i + 1, steps, f"step {i + 1}")
     return "done"
+
+
+@server.tool
+def die() -> str:
+    """Ends the upstream's process at once (the proxy must reconnect)."""
+    import os
+
+    os._exit(3)

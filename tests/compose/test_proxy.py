@@ -261,3 +261,50 @@ async def test_a_dead_stdio_upstream_is_restarted(era: str) -> None:
                     assert "unavailable" in str(exc)
                     await anyio.sleep(0.1)
         assert text(result) == "back"
+
+
+@pytest.mark.parametrize("upstream", ["stdio-legacy", "http-modern"])
+@pytest.mark.parametrize("era", FRONTS)
+async def test_resource_updates_cross_a_mounted_proxy(
+    era: str, upstream: str, modern_http: str
+) -> None:
+    """Watching ``data://up/config`` on the front subscribes ``data://config`` upstream
+    (through the mount and the proxy); the upstream's update comes back namespaced."""
+    target: Any = STDIO_LEGACY if upstream == "stdio-legacy" else modern_http
+    front = Server("front")
+    front.mount(proxy(target), namespace="up")
+    updates: list[str] = []
+    updated = anyio.Event()
+
+    def on_note(note: Any) -> None:
+        if note.method == "notifications/resources/updated":
+            updates.append(note.params["uri"])
+            updated.set()
+
+    async def touch_until_updated(client: Client) -> None:
+        # The upstream subscription is made in the background: touch until it is live.
+        with anyio.fail_after(20):
+            while not updated.is_set():
+                await client.call_tool("up_touch")
+                with anyio.move_on_after(0.2):
+                    await updated.wait()
+
+    async with Client(front, era=era, on_notification=on_note) as client:
+        assert client.server_info.capabilities["resources"].get("subscribe") is True
+        if era == "modern":
+            async with (
+                client.listen(resource_uris=["data://up/config"]) as sub,
+                anyio.create_task_group() as tg,
+            ):
+
+                async def read_stream() -> None:
+                    async for note in sub:
+                        on_note(note)
+                        return
+
+                tg.start_soon(read_stream)
+                await touch_until_updated(client)
+        else:
+            await client.subscribe_resource("data://up/config")
+            await touch_until_updated(client)
+    assert set(updates) == {"data://up/config"}

@@ -19,7 +19,10 @@ proxy lives in :mod:`mcpkit.compose`, at the host/gateway rank, and returns a pl
 * A dead upstream (a call fails to reach it) is reconnected, a stdio server restarted,
   with backoff; meanwhile calls fail at once with :class:`UpstreamUnavailable` (503).
 
-Not done: resource subscriptions forwarded upstream, ``tasks/*`` (the tasks extension is
+* Resource subscriptions: the upstream is subscribed to (legacy ``resources/subscribe``,
+  or the resource set of its listen stream) only for what some front client watches.
+
+Not done: ``tasks/*`` (the tasks extension is
 not advertised or forwarded), the gateway's raw HTTP fast lane, ``Mcp-Param-*`` headers
 on a pass-through call.
 """
@@ -93,6 +96,11 @@ class ProxyServer(Server):
         self._stopped: anyio.Event | None = None
         #: Set to end the current connection (the proxy stops, or the upstream died).
         self._wake = anyio.Event()
+        #: Resource URIs someone downstream watches: subscribed to at the upstream.
+        self.watched: set[str] = set()
+        self._listen_scope: anyio.CancelScope | None = None
+        self._conn_tg: Any = None
+        self.bus.on_interest = self._interest
         forwarding = {m: self._list for m in _LISTS}
         forwarding.update({m: self._call for m in _CALLS})
         forwarding["completion/complete"] = self._complete
@@ -109,6 +117,8 @@ class ProxyServer(Server):
         for key in ("tools", "prompts", "resources"):
             if key in theirs:
                 caps[key] = {"listChanged": True}
+        if self._subscribable():
+            caps["resources"]["subscribe"] = True
         if "completions" in theirs:
             caps["completions"] = {}
         if self.mounts:
@@ -116,6 +126,11 @@ class ProxyServer(Server):
 
             merge_capabilities(self, caps, era)
         return caps
+
+    def _subscribable(self) -> bool:
+        client = self.upstream
+        caps = client.server_info.capabilities if client is not None else {}
+        return bool((caps.get("resources") or {}).get("subscribe"))
 
     def has_capability(self, path: str) -> bool:
         """While the upstream is down every method reaches its handler, which says so
@@ -179,9 +194,14 @@ class ProxyServer(Server):
             self.notify_resources_changed()
             ready.set()
             async with anyio.create_task_group() as tg:
+                self._conn_tg = tg
                 if client.era == "modern":
                     tg.start_soon(self._listen, client)
+                elif self._subscribable():
+                    for uri in sorted(self.watched):
+                        tg.start_soon(self._legacy_subscription, client, uri, True)
                 await wake.wait()
+                self._conn_tg = None
                 tg.cancel_scope.cancel()
             self.upstream = None  # before the client closes: no new call may pick it
 
@@ -194,23 +214,62 @@ class ProxyServer(Server):
             self._wake.set()
 
     async def _listen(self, client: Client) -> None:
+        """A modern upstream's changes: one listen stream, reopened when the set of
+        watched resources changes."""
         caps = client.server_info.capabilities
         tools, prompts, resources = (
             bool((caps.get(k) or {}).get("listChanged")) for k in ("tools", "prompts", "resources")
         )
-        if not (tools or prompts or resources):
-            return
+        while True:
+            uris = sorted(self.watched) if self._subscribable() else []
+            if not (tools or prompts or resources or uris):
+                return
+            scope = self._listen_scope = anyio.CancelScope()
+            with scope:
+                try:
+                    async with client.listen(
+                        tools=tools, prompts=prompts, resources=resources, resource_uris=uris
+                    ) as sub:
+                        async for note in sub:
+                            self._notified(note)
+                except ClientError as exc:
+                    log.info("proxy %s: no listen stream from the upstream: %s", self.name, exc)
+                return
+            # cancelled by _interest(): listen again with the new resource set
+
+    def _interest(self, uri: str, wanted: bool) -> None:
+        """A front client started (stopped) watching ``uri``: subscribe at the upstream."""
+        if wanted:
+            self.watched.add(uri)
+        else:
+            self.watched.discard(uri)
+        client, tg = self.upstream, self._conn_tg
+        if client is None or tg is None or not self._subscribable():
+            return  # (re)connecting: the new connection starts from self.watched
+        if client.era == "modern":
+            if self._listen_scope is not None:
+                self._listen_scope.cancel()
+        else:
+            tg.start_soon(self._legacy_subscription, client, uri, wanted)
+
+    async def _legacy_subscription(self, client: Client, uri: str, wanted: bool) -> None:
         try:
-            async with client.listen(tools=tools, prompts=prompts, resources=resources) as sub:
-                async for note in sub:
-                    self._notified(note)
+            if wanted:
+                await client.subscribe_resource(uri)
+            else:
+                await client.unsubscribe_resource(uri)
         except ClientError as exc:
-            log.info("proxy %s: no listen stream from the upstream: %s", self.name, exc)
+            log.info("proxy %s: resources/%ssubscribe %s: %s", self.name,
+                     "" if wanted else "un", uri, exc)  # fmt: skip
 
     def _notified(self, note: Any) -> None:
         kind = _CHANGED.get(note.method)
         if kind is not None:
             self._changed(kind)
+        elif note.method == "notifications/resources/updated":
+            uri = note.params.get("uri")
+            if isinstance(uri, str):
+                self.notify_resource_updated(uri)
 
     async def client(self) -> Client:
         """The connected upstream client (waits for the first connection)."""

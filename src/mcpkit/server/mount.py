@@ -134,6 +134,7 @@ def mount(parent: Server, child: Server, namespace: str) -> Mount:
     parent.mounts.append(entry)
     if first:
         _hook_lifespan(parent)
+        _hook_interest(parent)
         rebuild(parent)
     if parent._tg is not None:  # mounted while the parent runs: start the child now
         _start(entry)
@@ -200,6 +201,24 @@ def _start(entry: Mount) -> None:
             done.set()
 
     entry.parent.spawn(keep)
+
+
+def _hook_interest(parent: Server) -> None:
+    """Someone watching ``data://x/config`` on the parent watches ``data://config`` on the
+    child mounted as ``x``: a child that relays another server's resources (a proxy)
+    subscribes upstream only to what is watched."""
+    before = parent.bus.on_interest
+
+    def interest(uri: str, wanted: bool) -> None:
+        if before is not None:
+            before(uri, wanted)
+        for entry in _ordered(parent):
+            inner = strip_uri(entry.namespace, uri)
+            if inner is not None:
+                entry.child.bus.want((inner,), wanted)
+                return
+
+    parent.bus.on_interest = interest
 
 
 def _hook_lifespan(parent: Server) -> None:

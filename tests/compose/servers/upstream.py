@@ -77,3 +77,10 @@ def die() -> str:
     import os
 
     os._exit(3)
+
+
+@server.tool
+def touch() -> str:
+    """Says data://config changed (to whoever subscribed)."""
+    server.notify_resource_updated("data://config")
+    return "touched"

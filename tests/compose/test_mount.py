@@ -364,3 +364,27 @@ async def test_the_parent_runs_its_mounted_children() -> None:
                 await anyio.sleep(0.01)
     assert events.count("child down") == 2
     assert events.index("parent down") < len(events) - 1  # the child stops after it
+
+
+async def test_a_mounted_task_tool_is_followed_to_its_result() -> None:
+    child = Server("child")
+
+    @child.tool(task="optional")
+    async def crunch(n: int) -> str:
+        await anyio.sleep(0.05)
+        return f"crunched {n}"
+
+    main = Server("main")
+    main.mount(child, namespace="kid")
+    async with Client(main, era="modern", tasks=True) as client:
+        assert "io.modelcontextprotocol/tasks" in client.server_info.capabilities["extensions"]
+        task = await client.start_tool_task("kid_crunch", {"n": 7})
+        assert not isinstance(task, dict), "the mounted tool ran as a task"
+        assert task.id.startswith("kid~")
+        with anyio.fail_after(10):
+            result = await task
+        assert text(result) == "crunched 7"
+        # and call_tool follows the task by itself
+        assert text(await client.call_tool("kid_crunch", {"n": 8})) == "crunched 8"
+        with pytest.raises(Exception, match="Unknown task|not found|task"):
+            await client.request("tasks/get", {"taskId": "kid~nope"})

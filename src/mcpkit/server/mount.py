@@ -23,7 +23,9 @@ so a read is routed by the URI alone, also for templates (``data://x/items/{id}`
 
 Precedence: the parent's own registrations win, then the most recently mounted child
 whose namespace matches (the longest namespace first when one is a prefix of another).
-Tasks started by a mounted tool are not routed back (``tasks/*`` reach the parent only).
+A task started by a mounted tool is named ``{namespace}~{id}`` here, and ``tasks/get``,
+``tasks/update`` and ``tasks/cancel`` are routed back to the child by that name (task
+status notifications on a listen stream are not relayed: poll with ``tasks/get``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ _LISTS = {
     "resources/templates/list": ("resourceTemplates", "uriTemplate"),
 }
 _MAX_PAGES = 1000
+#: Between a namespace and a mounted child's task id (not in namespaces, not in ids we mint).
+TASK_SEPARATOR = "~"
 #: Servers whose lifespan already starts their mounted children.
 _hooked: weakref.WeakSet[Server] = weakref.WeakSet()
 
@@ -288,7 +292,16 @@ async def _forward(entry: Mount, ctx: Context, params: dict[str, Any]) -> dict[s
     result = await entry.child.dispatch(
         message, ctx.meta, ctx.exchange, session=ctx.session, principal=ctx.principal
     )
-    return _strip_info(result)
+    return _tag_task(entry, _strip_info(result))
+
+
+def _tag_task(entry: Mount, result: dict[str, Any]) -> dict[str, Any]:
+    """A task the child started is named ``{namespace}~{id}`` here, so ``tasks/*`` find
+    their way back to it."""
+    task_id = result.get("taskId")
+    if isinstance(task_id, str) and result.get("resultType", "task") in ("task", "complete"):
+        result = {**result, "taskId": f"{entry.namespace}{TASK_SEPARATOR}{task_id}"}
+    return result
 
 
 async def _all_pages(
@@ -419,6 +432,24 @@ def layer(parent: Server, own: dict[str, Handler]) -> dict[str, Handler]:
     wrapped["prompts/get"] = by_name("prompts/get", lambda: parent.prompts)
     wrapped["resources/read"] = read
     wrapped["completion/complete"] = complete
+
+    def task_method(method: str) -> Handler:
+        original = own[method]
+
+        async def handler(ctx: Context) -> dict[str, Any]:
+            task_id = ctx.params.get("taskId")
+            if isinstance(task_id, str) and TASK_SEPARATOR in task_id:
+                namespace, _, inner = task_id.partition(TASK_SEPARATOR)
+                entry = next((m for m in parent.mounts if m.namespace == namespace), None)
+                if entry is not None:
+                    return await _forward(entry, ctx, {**ctx.params, "taskId": inner})
+            return await original(ctx)
+
+        return handler
+
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        if method in own:
+            wrapped[method] = task_method(method)
     return wrapped
 
 

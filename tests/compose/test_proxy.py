@@ -308,3 +308,20 @@ async def test_resource_updates_cross_a_mounted_proxy(
             await client.subscribe_resource("data://up/config")
             await touch_until_updated(client)
     assert set(updates) == {"data://up/config"}
+
+
+async def test_tasks_of_a_modern_upstream_pass_through(modern_http: str) -> None:
+    front = Server("front")
+    front.mount(proxy(modern_http), namespace="up")  # and through a mount
+    async with Client(front, era="modern", tasks=True) as client:
+        assert "io.modelcontextprotocol/tasks" in client.server_info.capabilities["extensions"]
+        task = await client.start_tool_task("up_crunch", {"n": 3})
+        assert not isinstance(task, dict), "the upstream ran it as a task"
+        assert task.id.startswith("up~")
+        with anyio.fail_after(20):
+            result = await task
+        assert text(result) == "crunched 3"
+    async with Client(proxy(STDIO_LEGACY), era="modern", tasks=True) as client:
+        # a legacy upstream has no 2026 tasks: the call simply answers
+        assert "extensions" not in client.server_info.capabilities
+        assert text(await client.call_tool("crunch", {"n": 4})) == "crunched 4"

@@ -140,7 +140,7 @@ class Fronts:
         )
 
 
-def forwarded_meta(ctx: Context, *, capabilities: bool) -> dict[str, Any]:
+def forwarded_meta(ctx: Context, *, capabilities: bool, tasks: bool = False) -> dict[str, Any]:
     """What of the front request's ``_meta`` travels upstream: the W3C trace context, the
     log level and (on a modern-to-modern pass-through) the front client's capabilities,
     so the upstream asks only for input the front client can give."""
@@ -152,8 +152,10 @@ def forwarded_meta(ctx: Context, *, capabilities: bool) -> dict[str, Any]:
     if level is not None:
         meta[META_LOG_LEVEL] = level
     if capabilities:
-        # Not the tasks extension: tasks/* are not forwarded, so a task must not start.
-        caps = {k: v for k, v in ctx.meta.client_capabilities.items() if k != "extensions"}
+        # The tasks extension only where tasks/* are passed through to the same upstream.
+        caps = dict(ctx.meta.client_capabilities)
+        if not tasks:
+            caps.pop("extensions", None)
         meta[META_CLIENT_CAPABILITIES] = caps
     return meta
 

@@ -22,8 +22,10 @@ proxy lives in :mod:`mcpkit.compose`, at the host/gateway rank, and returns a pl
 * Resource subscriptions: the upstream is subscribed to (legacy ``resources/subscribe``,
   or the resource set of its listen stream) only for what some front client watches.
 
-Not done: ``tasks/*`` (the tasks extension is
-not advertised or forwarded), the gateway's raw HTTP fast lane, ``Mcp-Param-*`` headers
+* Tasks (the 2026 tasks extension) of a modern upstream, for a modern front: advertised,
+  started and followed (``tasks/*``) by pass-through.
+
+Not done: tasks across eras, the gateway's raw HTTP fast lane, ``Mcp-Param-*`` headers
 on a pass-through call.
 """
 
@@ -43,7 +45,7 @@ from ..server.context import Context
 from ..server.middleware import build_chains
 from ..server.server import Server
 from ..transports.client_base import ConnectError, ConnectionClosedError, ServerError
-from ..types.errors import INTERNAL_ERROR, McpError
+from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
 from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay, strip_server_info
 
 __all__ = ["ProxyServer", "UpstreamUnavailable", "client_for", "proxy"]
@@ -58,6 +60,7 @@ _CHANGED = {
     "notifications/resources/list_changed": "resources",
 }
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 
 class UpstreamUnavailable(McpError):
@@ -104,6 +107,8 @@ class ProxyServer(Server):
         forwarding = {m: self._list for m in _LISTS}
         forwarding.update({m: self._call for m in _CALLS})
         forwarding["completion/complete"] = self._complete
+        for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            forwarding[method] = self._task
         self._handlers.update(forwarding)
         self._chains = build_chains(self._handlers, self.middleware)
 
@@ -121,6 +126,10 @@ class ProxyServer(Server):
             caps["resources"]["subscribe"] = True
         if "completions" in theirs:
             caps["completions"] = {}
+        if era == "modern" and client is not None and client.era == "modern":
+            extensions = theirs.get("extensions")
+            if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+                caps["extensions"] = {TASKS_EXTENSION: {}}  # tasks/* are passed through
         if self.mounts:
             from ..server.mount import merge_capabilities
 
@@ -330,13 +339,22 @@ class ProxyServer(Server):
         meta = forwarded_meta(ctx, capabilities=False) or None
         return await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
 
+    async def _task(self, ctx: Context) -> dict[str, Any]:
+        """``tasks/*`` of a task the (modern) upstream started: passed through."""
+        client = await self.client()
+        if client.era != "modern":
+            raise invalid_params("Unknown task", {"taskId": ctx.params.get("taskId")})
+        params = {k: v for k, v in ctx.params.items() if k != "_meta"}
+        meta = forwarded_meta(ctx, capabilities=True, tasks=True)
+        return await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+
     async def _call(self, ctx: Context) -> dict[str, Any]:
         client = await self.client()
         progress = progress_relay(ctx)
         if ctx.meta.era == "modern" and client.era == "modern":
             # The same protocol on both sides: the upstream's own MRTR rounds pass through.
             params = {k: v for k, v in ctx.params.items() if k != "_meta"}
-            passed = forwarded_meta(ctx, capabilities=True)
+            passed = forwarded_meta(ctx, capabilities=True, tasks=True)
             return await self._upstream(
                 ctx,
                 lambda c: c.request(ctx.method, params, meta=passed, on_progress=progress),

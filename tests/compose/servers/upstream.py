@@ -84,3 +84,12 @@ def touch() -> str:
     """Says data://config changed (to whoever subscribed)."""
     server.notify_resource_updated("data://config")
     return "touched"
+
+
+@server.tool(task="optional")
+async def crunch(n: int) -> str:
+    """Runs as a task when the client supports tasks."""
+    import anyio
+
+    await anyio.sleep(0.05)
+    return f"crunched {n}"

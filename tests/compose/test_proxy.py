@@ -325,3 +325,10 @@ async def test_tasks_of_a_modern_upstream_pass_through(modern_http: str) -> None
         # a legacy upstream has no 2026 tasks: the call simply answers
         assert "extensions" not in client.server_info.capabilities
         assert text(await client.call_tool("crunch", {"n": 4})) == "crunched 4"
+
+
+@pytest.mark.parametrize("era", FRONTS)
+async def test_mcp_param_headers_reach_an_http_upstream(era: str, modern_http: str) -> None:
+    async with Client(proxy(modern_http), era=era) as client:
+        result = await client.call_tool("regional", {"region": "eu-west"})
+    assert text(result) == "region eu-west, header eu-west"

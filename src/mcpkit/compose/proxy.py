@@ -25,8 +25,9 @@ proxy lives in :mod:`mcpkit.compose`, at the host/gateway rank, and returns a pl
 * Tasks (the 2026 tasks extension) of a modern upstream, for a modern front: advertised,
   started and followed (``tasks/*``) by pass-through.
 
-Not done: tasks across eras, the gateway's raw HTTP fast lane, ``Mcp-Param-*`` headers
-on a pass-through call.
+* ``Mcp-Param-*`` headers (``x-mcp-header`` arguments) computed for an HTTP upstream.
+
+Not done: tasks across eras, the gateway's raw HTTP fast lane.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ import anyio
 
 from ..client import Client
 from ..client.errors import ClientError
+from ..protocol.headers import (
+    HeaderParam,
+    InvalidHeaderAnnotation,
+    expected_param_headers,
+    header_params,
+)
 from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains
@@ -104,6 +111,8 @@ class ProxyServer(Server):
         self._listen_scope: anyio.CancelScope | None = None
         self._conn_tg: Any = None
         self.bus.on_interest = self._interest
+        #: Upstream tool -> its ``x-mcp-header`` arguments (see :meth:`_param_headers`).
+        self._header_params: dict[str, tuple[HeaderParam, ...]] = {}
         forwarding = {m: self._list for m in _LISTS}
         forwarding.update({m: self._call for m in _CALLS})
         forwarding["completion/complete"] = self._complete
@@ -332,12 +341,41 @@ class ProxyServer(Server):
         cursor = ctx.params.get("cursor")
         params = {"cursor": cursor} if cursor is not None else None
         meta = forwarded_meta(ctx, capabilities=False) or None
-        return await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+        result = await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+        if ctx.method == "tools/list":
+            self._learn_headers(result.get("tools"))
+        return result
 
     async def _complete(self, ctx: Context) -> dict[str, Any]:
         params = {k: v for k, v in ctx.params.items() if k != "_meta"}
         meta = forwarded_meta(ctx, capabilities=False) or None
         return await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+
+    async def _param_headers(
+        self, client: Client, method: str, params: dict[str, Any]
+    ) -> dict[str, str] | None:
+        """The ``Mcp-Param-*`` headers an HTTP upstream expects with this call (its
+        tool's ``x-mcp-header`` arguments), from its tool list (fetched once if needed)."""
+        name = params.get("name")
+        if method != "tools/call" or client.transport.kind != "http" or not isinstance(name, str):
+            return None
+        if name not in self._header_params:
+            try:
+                self._learn_headers(await client.list_tools())
+            except ClientError:
+                return None
+        found = self._header_params.get(name)
+        arguments = params.get("arguments")
+        return expected_param_headers(found, arguments) if found else None
+
+    def _learn_headers(self, tools: Any) -> None:
+        for tool in tools if isinstance(tools, list) else ():
+            schema = tool.get("inputSchema") if isinstance(tool, dict) else None
+            if isinstance(schema, dict) and isinstance(tool.get("name"), str):
+                try:
+                    self._header_params[tool["name"]] = header_params(schema)
+                except InvalidHeaderAnnotation:
+                    self._header_params.pop(tool["name"], None)
 
     async def _task(self, ctx: Context) -> dict[str, Any]:
         """``tasks/*`` of a task the (modern) upstream started: passed through."""
@@ -355,9 +393,12 @@ class ProxyServer(Server):
             # The same protocol on both sides: the upstream's own MRTR rounds pass through.
             params = {k: v for k, v in ctx.params.items() if k != "_meta"}
             passed = forwarded_meta(ctx, capabilities=True, tasks=True)
+            headers = await self._param_headers(client, ctx.method, params)
             return await self._upstream(
                 ctx,
-                lambda c: c.request(ctx.method, params, meta=passed, on_progress=progress),
+                lambda c: c.request(
+                    ctx.method, params, meta=passed, on_progress=progress, headers=headers
+                ),
             )
         method, params = ctx.method, ctx.params
         target = params.get("uri") if method == "resources/read" else params.get("name")

@@ -93,3 +93,15 @@ async def crunch(n: int) -> str:
 
     await anyio.sleep(0.05)
     return f"crunched {n}"
+
+
+@server.tool(
+    input_schema={
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+        "required": ["region"],
+    }
+)
+def regional(region: str, ctx: Context) -> str:
+    """An argument that also travels as the Mcp-Param-Region header over HTTP."""
+    return f"region {region}, header {ctx.request.header('Mcp-Param-Region')}"

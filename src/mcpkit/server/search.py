@@ -125,6 +125,8 @@ def enable(server: Server, *, strategy: str, always: Iterable[str], max_results:
 
 def layer(server: Server, inner: dict[str, Handler]) -> dict[str, Handler]:
     list_inner, call_inner = inner["tools/list"], inner["tools/call"]
+    config = server.tool_search  # (the layer is rebuilt when it changes)
+    assert config is not None
 
     async def every_tool(ctx: Context) -> list[dict[str, Any]]:
         method, params = ctx.method, ctx.params
@@ -144,7 +146,6 @@ def layer(server: Server, inner: dict[str, Handler]) -> dict[str, Handler]:
         return [t for t in items if t.get("name") not in (SEARCH, CALL)]
 
     async def tools_list(ctx: Context) -> dict[str, Any]:
-        config: ToolSearch = server.tool_search
         shown = [t for t in await every_tool(ctx) if t["name"] in config.always]
         return _page(server, ctx, "tools", [*shown, SEARCH_TOOL, CALL_TOOL])
 
@@ -155,7 +156,6 @@ def layer(server: Server, inner: dict[str, Handler]) -> dict[str, Handler]:
             query = arguments.get("query") if isinstance(arguments, dict) else None
             if not isinstance(query, str) or not query.strip():
                 return _error("search_tools needs a non-empty string query")
-            config: ToolSearch = server.tool_search
             try:
                 found = config.rank(await every_tool(ctx), query)
             except ValueError as exc:

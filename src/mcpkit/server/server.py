@@ -24,6 +24,7 @@ from ..types.jsonrpc import Message
 from ..types.methods import METHODS
 from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
 from . import handlers
+from .composition import Composition
 from .context import Context
 from .docstrings import add_descriptions, describe
 from .elicitation import check_elicited_types
@@ -53,7 +54,7 @@ _new_object = object.__new__
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Server(ServerRuntime, VisibilityControls):
+class Server(ServerRuntime, VisibilityControls, Composition):
     """An MCP server: what it offers, and how to answer a request for it."""
 
     def __init__(
@@ -111,12 +112,7 @@ class Server(ServerRuntime, VisibilityControls):
         self.completer: Completer | None = None
         self.bus = ChangeBus()
         self.extensions: dict[str, dict[str, Any]] = {}
-        #: Servers mounted into this one (see :meth:`mount`).
-        self.mounts: list[Any] = []
-        #: Tool transforms by the original tool name (see :meth:`transform_tool`).
-        self.tool_transforms: dict[str, Any] = {}
-        #: Set by :meth:`enable_tool_search`.
-        self.tool_search: Any = None
+        self._init_composition()  # mounts, tool transforms, tool search
         self._keyring = keyring
         self._lifespan = lifespan
         self._lifespan_stack: contextlib.AsyncExitStack | None = None
@@ -379,57 +375,6 @@ class Server(ServerRuntime, VisibilityControls):
         """
         self.completer = fn
         return fn
-
-    # ------------------------------------------------------------------ composition
-    def mount(self, other: Server, namespace: str) -> Any:
-        """Serve ``other``'s tools, prompts, resources and templates under ``namespace``
-        (``x_tool``, ``data://x/config``), live: its later changes show here, and its
-        middleware runs inside this server's.  See :mod:`mcpkit.server.mount`."""
-        from .mount import mount
-
-        return mount(self, other, namespace)
-
-    def unmount(self, which: Server | str) -> None:
-        """Remove a mount, by namespace or by the mounted server (at run time too)."""
-        from .mount import unmount
-
-        unmount(self, which)
-
-    def transform_tool(
-        self,
-        name: str,
-        *,
-        new_name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        args: dict[str, dict[str, Any]] | None = None,
-        wrap: Callable[..., Any] | None = None,
-    ) -> Any:
-        """Reshape tool ``name`` (own, mounted or proxied): rename it, describe it, rename,
-        describe, default or hide its arguments (``args={"old": {"name": ..., "hide":
-        True, "default": ...}}``), or ``wrap`` its calls.  See
-        :mod:`mcpkit.server.transform`."""
-        from .transform import transform_tool
-
-        return transform_tool(
-            self,
-            name,
-            new_name=new_name,
-            title=title,
-            description=description,
-            args=args,
-            wrap=wrap,
-        )
-
-    def enable_tool_search(
-        self, *, strategy: str = "bm25", always: Iterable[str] = (), max_results: int = 8
-    ) -> Any:
-        """List only the ``always`` tools plus ``search_tools`` (BM25 or ``"regex"``) and
-        ``call_tool``: for catalogs too large to show a model.  See
-        :mod:`mcpkit.server.search`."""
-        from .search import enable
-
-        return enable(self, strategy=strategy, always=always, max_results=max_results)
 
     # ------------------------------------------------------------------ middleware
     def add_middleware(self, middleware: Middleware) -> None:

@@ -300,3 +300,17 @@ async def test_a_large_description_gives_valid_tools() -> None:
             assert tool["outputSchema"]["type"] == "object"
     delete = next(t for t in tools if t["name"] == "get-thing-0_2")
     assert set(delete["inputSchema"]["properties"]) == {"id", "id__query"}
+
+
+async def test_documents_from_yaml_files_and_urls(tmp_path: Path, shop_url: str) -> None:
+    yaml = pytest.importorskip("yaml")  # the 'openapi' extra
+    path = tmp_path / "pets.yaml"
+    path.write_text(yaml.safe_dump(OPENAPI_30))
+    listed = await call(from_openapi(path), "tools/list", {}, modern())
+    assert {t["name"] for t in listed["tools"]} == {"update_pet", "get_pets", "update_pet_2"}
+    served = from_openapi(f"{shop_url}/openapi.json", base_url=shop_url)
+    async with Client(served) as client:
+        got = await client.call_tool("get_item", {"item_id": 1})
+        assert got["structuredContent"]["name"] == "hammer"
+    with pytest.raises(ValueError, match=r"OpenAPI 3\.0 and 3\.1"):
+        from_openapi({"swagger": "2.0", "paths": {}}, base_url=shop_url)

@@ -152,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
 # --- OpenAPI import (mcpkit.compose, issue #18) ----------------------------------------
 def _openapi_server(args: argparse.Namespace) -> Any:
     """The server for ``--openapi SPEC`` (a file, or a URL fetched once at startup)."""
+    import httpx
+
     from ..compose import from_openapi
 
     headers: dict[str, str] = {}
@@ -161,21 +163,8 @@ def _openapi_server(args: argparse.Namespace) -> Any:
             raise TargetError(f"--api-header takes NAME:VALUE, not {item!r}")
         headers[name.strip()] = value.strip()
     spec: Any = args.openapi
-    if spec.startswith(("http://", "https://")):
-        import httpx
-
-        try:
-            response = httpx.get(spec, timeout=30.0, follow_redirects=True)
-            response.raise_for_status()
-        except httpx.HTTPError as exc:
-            raise TargetError(f"cannot fetch the OpenAPI document {spec}: {exc}") from None
-        spec = response.text
-        if not spec.lstrip().startswith("{"):
-            from ..types.extras import require as need
-
-            spec = need("yaml", "openapi", "a YAML OpenAPI document").safe_load(spec)
     try:
         return from_openapi(spec, base_url=args.base_url, headers=headers)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, httpx.HTTPError) as exc:
         raise TargetError(f"cannot serve the OpenAPI document {args.openapi}: {exc}") from None
 # --- end OpenAPI import ------------------------------------------------------------------

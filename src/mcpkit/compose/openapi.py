@@ -117,24 +117,29 @@ class Operation:
 
 
 def load_spec(spec: Mapping[str, Any] | str | Path) -> dict[str, Any]:
-    """A document given as a dict, a JSON/YAML file path, or JSON text."""
+    """A document given as a dict, JSON text, a JSON or YAML file, or an ``http(s)`` URL
+    (fetched once, now)."""
     if isinstance(spec, Mapping):
         return dict(spec)
     text = str(spec)
-    if isinstance(spec, Path) or not text.lstrip().startswith("{"):
+    yaml_ok = False
+    if not isinstance(spec, Path) and text.startswith(("http://", "https://")):
+        response = httpx.get(text, timeout=30.0, follow_redirects=True)
+        response.raise_for_status()
+        text, yaml_ok = response.text, True
+    elif isinstance(spec, Path) or not text.lstrip().startswith("{"):
         path = Path(text)
         text = path.read_text(encoding="utf-8")
-        if path.suffix in (".yaml", ".yml"):
-            from ..types.extras import require
+        yaml_ok = path.suffix in (".yaml", ".yml")
+    if yaml_ok and not text.lstrip().startswith("{"):
+        from ..types.extras import require
 
-            yaml = require("yaml", "openapi", "reading a YAML OpenAPI document")
-            loaded = yaml.safe_load(text)
-            if not isinstance(loaded, dict):
-                raise ValueError(f"{path} is not an OpenAPI document")
-            return loaded
-    loaded = decode(text)
+        yaml = require("yaml", "openapi", "reading a YAML OpenAPI document")
+        loaded: Any = yaml.safe_load(text)
+    else:
+        loaded = decode(text)
     if not isinstance(loaded, dict):
-        raise ValueError("the OpenAPI document is not a JSON object")
+        raise ValueError("the OpenAPI document is not a JSON (or YAML) object")
     return loaded
 
 

@@ -332,3 +332,25 @@ async def test_mcp_param_headers_reach_an_http_upstream(era: str, modern_http: s
     async with Client(proxy(modern_http), era=era) as client:
         result = await client.call_tool("regional", {"region": "eu-west"})
     assert text(result) == "region eu-west, header eu-west"
+
+
+@pytest.mark.parametrize("upstream", ["stdio-legacy", "http-modern"])
+async def test_concurrent_calls_share_one_upstream_connection(
+    upstream: str, modern_http: str
+) -> None:
+    target: Any = STDIO_LEGACY if upstream == "stdio-legacy" else modern_http
+    front = proxy(target)
+    answers: dict[int, str] = {}
+    async with Client(front, era="modern") as one, Client(front, era="legacy") as two:
+        connection = front.upstream
+        assert connection is not None
+
+        async def ask(n: int) -> None:
+            client = one if n % 2 else two
+            answers[n] = text(await client.call_tool("echo", {"text": f"n{n}"}))
+
+        async with anyio.create_task_group() as tg:
+            for n in range(30):
+                tg.start_soon(ask, n)
+        assert front.upstream is connection  # one pooled connection served them all
+    assert answers == {n: f"n{n}" for n in range(30)}

@@ -314,3 +314,10 @@ async def test_documents_from_yaml_files_and_urls(tmp_path: Path, shop_url: str)
         assert got["structuredContent"]["name"] == "hammer"
     with pytest.raises(ValueError, match=r"OpenAPI 3\.0 and 3\.1"):
         from_openapi({"swagger": "2.0", "paths": {}}, base_url=shop_url)
+
+
+async def test_an_include_list_is_a_rule_then_exclude_everything() -> None:
+    only_orders = [Route(tags={"orders"}), Route(methods={"GET"}, pattern=r"^/items/"),
+                   Route(kind="exclude")]  # fmt: skip
+    async with Client(from_asgi(shop_api.app, route_map=only_orders)) as client:
+        assert sorted(t["name"] for t in await client.list_tools()) == ["get_item", "order"]

@@ -40,6 +40,8 @@ LAYERS: dict[str, int] = {
     "client": 6,
     "host": 7,
     "gateway": 7,
+    # Composition (issue #18): proxies, transforms, OpenAPI import; a server and a client.
+    "compose": 7,
     # Not in DESIGN.md's list: OAuth resource-server glue around the HTTP app and the
     # client-side OAuth flow; placed with host/gateway (it wraps transports, cli uses it).
     "auth": 7,

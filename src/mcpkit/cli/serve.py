@@ -25,7 +25,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "only Server).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("target", help="path/to/file.py[:name] or package.module[:name]")
+    p.add_argument(
+        "target", nargs="?", help="path/to/file.py[:name] or package.module[:name]"
+    )
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000)
@@ -76,6 +78,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     auth.add_argument(
         "--auth-scope", action="append", default=[], help="scope every request needs (repeatable)"
     )
+    # --- OpenAPI import (mcpkit.compose, issue #18) ------------------------------------
+    api = p.add_argument_group("OpenAPI import (instead of TARGET)")
+    api.add_argument(
+        "--openapi", metavar="SPEC", help="serve the REST API an OpenAPI 3.0/3.1 document "
+        "(file or http(s) URL) describes, one tool per operation",
+    )
+    api.add_argument("--base-url", help="where the API is (default: the document's servers[0])")
+    api.add_argument(
+        "--api-header", action="append", default=[], metavar="NAME:VALUE",
+        help="header sent to the API with every request, e.g. an API key (repeatable)",
+    )
+    # --- end OpenAPI import --------------------------------------------------------------
     p.set_defaults(func=run)
 
 
@@ -92,7 +106,12 @@ def run(args: argparse.Namespace) -> int:
 
         claimed = _claim_stdio()
     try:
-        server = load_server(args.target)
+        if args.openapi:
+            server = _openapi_server(args)
+        elif args.target:
+            server = load_server(args.target)
+        else:
+            raise TargetError("give a TARGET (a server file or module) or --openapi SPEC")
     except TargetError as exc:
         print(f"mcpkit serve: {exc}", file=sys.stderr)
         return 2
@@ -168,3 +187,24 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level, make_app=make_app,
     )
     return 0
+
+
+# --- OpenAPI import (mcpkit.compose, issue #18) ----------------------------------------
+def _openapi_server(args: argparse.Namespace) -> Any:
+    """The server for ``--openapi SPEC`` (a file, or a URL fetched once at startup)."""
+    import httpx
+
+    from ..compose import from_openapi
+
+    headers: dict[str, str] = {}
+    for item in args.api_header:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise TargetError(f"--api-header takes NAME:VALUE, not {item!r}")
+        headers[name.strip()] = value.strip()
+    spec: Any = args.openapi
+    try:
+        return from_openapi(spec, base_url=args.base_url, headers=headers)
+    except (OSError, ValueError, httpx.HTTPError) as exc:
+        raise TargetError(f"cannot serve the OpenAPI document {args.openapi}: {exc}") from None
+# --- end OpenAPI import ------------------------------------------------------------------

@@ -146,6 +146,11 @@ class ChangeBus:
     def add_relay(self, forward: Callable[[ChangeEvent], None]) -> None:
         self._relays.append(forward)
 
+    def remove_relay(self, forward: Callable[[ChangeEvent], None]) -> None:
+        """Stop calling ``forward`` (a mounted server being unmounted)."""
+        if forward in self._relays:
+            self._relays.remove(forward)
+
     @property
     def listener_count(self) -> int:
         return len(self._listeners)

@@ -24,6 +24,7 @@ from ..types.jsonrpc import Message
 from ..types.methods import METHODS
 from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
 from . import handlers
+from .composition import Composition
 from .context import Context
 from .docstrings import add_descriptions, describe
 from .elicitation import check_elicited_types
@@ -53,7 +54,7 @@ _new_object = object.__new__
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Server(ServerRuntime, VisibilityControls):
+class Server(ServerRuntime, VisibilityControls, Composition):
     """An MCP server: what it offers, and how to answer a request for it."""
 
     def __init__(
@@ -111,6 +112,7 @@ class Server(ServerRuntime, VisibilityControls):
         self.completer: Completer | None = None
         self.bus = ChangeBus()
         self.extensions: dict[str, dict[str, Any]] = {}
+        self._init_composition()  # mounts, tool transforms, tool search
         self._keyring = keyring
         self._lifespan = lifespan
         self._lifespan_stack: contextlib.AsyncExitStack | None = None
@@ -434,11 +436,15 @@ class Server(ServerRuntime, VisibilityControls):
                 extensions["io.modelcontextprotocol/tasks"] = {}
             if extensions:
                 caps["extensions"] = extensions
+        if self.mounts:
+            from .mount import merge_capabilities
+
+            merge_capabilities(self, caps, era)
         return caps
 
     def has_capability(self, path: str) -> bool:
         head = path.partition(".")[0]
-        if type(self).capabilities is Server.capabilities:
+        if type(self).capabilities is Server.capabilities and not self.mounts:
             # The same answers as capabilities() gives, without building it per request.
             if head == "tools":
                 return bool(self.tools)

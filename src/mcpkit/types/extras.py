@@ -24,6 +24,8 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "serverless": ("mangum", "functions_framework"),
     "otel": ("opentelemetry", "prometheus_client"),
     "testing": ("pytest",),
+    "openapi": ("yaml",),
+    "search": ("rank_bm25",),
 }
 
 

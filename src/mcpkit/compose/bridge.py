@@ -1,0 +1,184 @@
+"""Era bridging for a proxy: an upstream's input requests asked of the front client, and
+the front request's ``_meta`` that travels upstream.
+
+Two directions, one mechanism.  The upstream call runs through the pooled
+:class:`~mcpkit.client.Client`, whose elicitation, sampling and roots callbacks are
+answered by the *front* request's :class:`~mcpkit.server.Context` (``ctx.elicit`` and
+friends).  A legacy front client then gets a real server->client request; a modern one
+makes ``ctx.elicit`` raise :class:`~mcpkit.server.mrtr.NeedInput`, which stops the
+upstream call, and the proxy answers ``input_required`` with its own sealed
+``requestState``.  The retry replays the upstream call, and the answers given so far are
+handed out in order (the server framework's MRTR rounds do that).
+
+Which front request an upstream input request belongs to: the one whose task runs the
+upstream call (a context variable) when the client asks from that task (MRTR rounds of a
+modern upstream); a legacy upstream's requests arrive on the client's reader task, so the
+single call in flight is taken, and with several in flight the request is refused rather
+than guessed.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+import anyio
+
+from ..server.context import Context
+from ..server.mrtr import NeedInput
+from ..types.errors import INTERNAL_ERROR, McpError
+from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO
+
+__all__ = ["FrontCall", "Fronts", "forwarded_meta", "progress_relay", "strip_server_info"]
+
+TRACE_KEYS = ("traceparent", "tracestate", "baggage")
+_current: contextvars.ContextVar[FrontCall | None] = contextvars.ContextVar(
+    "mcpkit_compose_front", default=None
+)
+
+
+class FrontCall:
+    """One front request while its upstream call runs."""
+
+    __slots__ = ("ctx", "failure", "need", "scope")
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.need: NeedInput | None = None
+        #: The front client cannot answer (e.g. lacks the capability): the front's error.
+        self.failure: McpError | None = None
+        self.scope = anyio.CancelScope()
+
+    async def ask(self, what: str, params: dict[str, Any]) -> Any:
+        ctx = self.ctx
+        try:
+            if what == "elicit":
+                return await ctx.elicit(params.get("message", ""), params.get("requestedSchema"))
+            if what == "elicit_url":
+                return await ctx.elicit_url(params.get("message", ""), params.get("url", ""))
+            if what == "sample":
+                rest = {
+                    k: v
+                    for k, v in params.items()
+                    if k not in ("messages", "maxTokens", "systemPrompt")
+                }
+                return await ctx.sample(
+                    params.get("messages", []),
+                    max_tokens=int(params.get("maxTokens", 1000)),
+                    system_prompt=params.get("systemPrompt"),
+                    **rest,
+                )
+            return await ctx.list_roots()
+        except NeedInput as need:  # a modern front client: stop, answer input_required
+            self.need = need
+            self.scope.cancel()
+            # The upstream gets an error for its request (the call is being cancelled).
+            raise McpError(
+                INTERNAL_ERROR, "the front client answers on a retry; this call is abandoned"
+            ) from None
+        except McpError as err:  # the front client cannot be asked: that is the answer
+            self.failure = err
+            self.scope.cancel()
+            raise
+
+
+class Fronts:
+    """The front requests with an upstream call in flight (per proxy)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.inflight: list[FrontCall] = []
+
+    def enter(self, call: FrontCall) -> contextvars.Token[FrontCall | None]:
+        self.inflight.append(call)
+        return _current.set(call)
+
+    def leave(self, call: FrontCall, token: contextvars.Token[FrontCall | None]) -> None:
+        self.inflight.remove(call)
+        _current.reset(token)
+
+    def current(self) -> FrontCall:
+        call = _current.get()
+        if call is not None and call in self.inflight:
+            return call
+        if len(self.inflight) == 1:
+            return self.inflight[0]
+        raise McpError(
+            INTERNAL_ERROR,
+            f"upstream {self.name!r} asked for input while {len(self.inflight)} calls were in "
+            "flight, and cannot tell which one it is for",
+        )
+
+    def callbacks(self) -> dict[str, Any]:
+        """``Client(...)`` keyword arguments that route input requests to the front."""
+
+        def bridge(what: str) -> Any:
+            async def answer(params: dict[str, Any]) -> Any:
+                return await self.current().ask(what, params)
+
+            return answer
+
+        async def roots() -> Any:
+            return await self.current().ask("roots", {})
+
+        return {
+            "elicitation": bridge("elicit"),
+            "url_elicitation": bridge("elicit_url"),
+            "sampling": bridge("sample"),
+            "roots": roots,
+            "on_log": self.log,
+        }
+
+    async def log(self, params: dict[str, Any]) -> None:
+        """An upstream log message goes to the front request it belongs to, if any."""
+        try:
+            call = self.current()
+        except McpError:
+            return
+        await call.ctx.log(
+            str(params.get("level", "info")), params.get("data"), params.get("logger")
+        )
+
+
+def forwarded_meta(ctx: Context, *, capabilities: bool, tasks: bool = False) -> dict[str, Any]:
+    """What of the front request's ``_meta`` travels upstream: the W3C trace context, the
+    log level and (on a modern-to-modern pass-through) the front client's capabilities,
+    so the upstream asks only for input the front client can give."""
+    meta: dict[str, Any] = {}
+    front = ctx.params.get("_meta")
+    if isinstance(front, dict):
+        meta.update({k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)})
+    level = ctx.meta.log_level or (ctx.session.log_level if ctx.session is not None else None)
+    if level is not None:
+        meta[META_LOG_LEVEL] = level
+    if capabilities:
+        # The tasks extension only where tasks/* are passed through to the same upstream.
+        caps = dict(ctx.meta.client_capabilities)
+        if not tasks:
+            caps.pop("extensions", None)
+        meta[META_CLIENT_CAPABILITIES] = caps
+    return meta
+
+
+def progress_relay(ctx: Context) -> Any:
+    """Relay the upstream's progress to the front client (when it asked for progress)."""
+    if ctx.meta.progress_token is None:
+        return None
+
+    async def forward(update: dict[str, Any]) -> None:
+        progress = update.get("progress")
+        if isinstance(progress, (int, float)):
+            await ctx.report_progress(progress, update.get("total"), update.get("message"))
+
+    return forward
+
+
+def strip_server_info(result: dict[str, Any]) -> dict[str, Any]:
+    """Drop the upstream's serverInfo: the proxy answers as itself."""
+    meta = result.get("_meta")
+    if isinstance(meta, dict) and META_SERVER_INFO in meta:
+        rest = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
+        result = {k: v for k, v in result.items() if k != "_meta"}
+        if rest:
+            result["_meta"] = rest
+    return result

@@ -1,0 +1,516 @@
+"""An MCP server from an OpenAPI description: ``from_openapi(spec, base_url=...)``, and
+``from_asgi(app)`` for a FastAPI or Starlette app in the same process.
+
+Every operation becomes a tool (or, by rule, a resource or resource template):
+
+* name: the ``operationId`` (else ``method_path``), made safe (``[A-Za-z0-9_.-]``, at
+  most 64 characters) and unique (``_2``, ``_3``...);
+* input schema: path, query, header and cookie parameters, and a JSON request body
+  (its properties as arguments when it is an object and no name clashes, else one
+  ``body`` argument); a name used twice gets its location appended (``id__query``);
+* output schema: the JSON schema of the first 2xx response; one that is not an object is
+  wrapped as ``{"result": ...}`` (MCP wants an object; the schema's description says so);
+* a non-2xx answer is a tool error carrying the status and the body;
+* headers: ``headers=`` (API keys, tokens for the API) go on every request, and an
+  operation's own header parameter of the same name is not offered to the model.  The
+  MCP caller's credentials are never forwarded: the HTTP client is this module's own.
+
+Routing rules (``route_map``), first match wins; an operation no rule matches is a tool::
+
+    Route(kind="exclude", tags={"internal"})
+    Route(kind="resource", methods={"GET"}, pattern=r"^/config$")
+    *GET_AS_RESOURCES   # GET without path parameters -> resource, with -> template
+
+Resources are ``openapi://{name}``; templates ``openapi://{name}/{a}/{b}{?q}``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ..server.registry import ToolResult
+from ..server.server import Server
+from ..types.codec import DecodeError, decode
+from .openapi_schema import Document, tool_schema
+
+__all__ = ["GET_AS_RESOURCES", "Route", "from_asgi", "from_openapi"]
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+LOCATIONS = ("path", "query", "header", "cookie")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_IDENT = re.compile(r"[^A-Za-z0-9_]+")
+MAX_BODY_TEXT = 20_000
+
+
+@dataclass(frozen=True)
+class Route:
+    """A routing rule: operations matching every given condition become ``kind``
+    (``"tool"``, ``"resource"``, ``"template"`` or ``"exclude"``)."""
+
+    kind: str = "tool"
+    methods: frozenset[str] | set[str] | None = None
+    #: A regular expression searched in the path (``/users/{id}``).
+    pattern: str | None = None
+    #: At least one of these tags.
+    tags: frozenset[str] | set[str] | None = None
+    #: Only operations with (True) or without (False) path parameters.
+    path_params: bool | None = None
+
+    def matches(self, op: Operation) -> bool:
+        if self.methods is not None and op.method.upper() not in {m.upper() for m in self.methods}:
+            return False
+        if self.pattern is not None and not re.search(self.pattern, op.path):
+            return False
+        if self.tags is not None and not (set(self.tags) & set(op.tags)):
+            return False
+        return self.path_params is None or self.path_params == bool(op.path_names)
+
+
+GET_AS_RESOURCES = (
+    Route(kind="resource", methods={"GET"}, path_params=False),
+    Route(kind="template", methods={"GET"}, path_params=True),
+)
+
+
+@dataclass
+class Argument:
+    name: str  # the tool argument's name
+    location: str  # path | query | header | cookie | body | body-property
+    wire: str  # the name on the wire
+    schema: dict[str, Any]
+    required: bool
+    description: str | None = None
+
+
+@dataclass
+class Operation:
+    method: str
+    path: str
+    name: str
+    tags: list[str]
+    description: str | None
+    arguments: list[Argument] = field(default_factory=list)
+    output: dict[str, Any] | None = None
+    wrapped: bool = False
+    body_type: str | None = None
+
+    @property
+    def path_names(self) -> list[str]:
+        return [a.name for a in self.arguments if a.location == "path"]
+
+    def input_schema(self) -> dict[str, Any]:
+        props: dict[str, Any] = {}
+        for arg in self.arguments:
+            schema = dict(arg.schema)
+            if arg.description and "description" not in schema:
+                schema["description"] = arg.description
+            props[arg.name] = schema
+        return tool_schema(props, [a.name for a in self.arguments if a.required])
+
+
+def load_spec(spec: Mapping[str, Any] | str | Path) -> dict[str, Any]:
+    """A document given as a dict, JSON text, a JSON or YAML file, or an ``http(s)`` URL
+    (fetched once, now)."""
+    if isinstance(spec, Mapping):
+        return dict(spec)
+    text = str(spec)
+    yaml_ok = False
+    if not isinstance(spec, Path) and text.startswith(("http://", "https://")):
+        response = httpx.get(text, timeout=30.0, follow_redirects=True)
+        response.raise_for_status()
+        text, yaml_ok = response.text, True
+    elif isinstance(spec, Path) or not text.lstrip().startswith("{"):
+        path = Path(text)
+        text = path.read_text(encoding="utf-8")
+        yaml_ok = path.suffix in (".yaml", ".yml")
+    if yaml_ok and not text.lstrip().startswith("{"):
+        from ..types.extras import require
+
+        yaml = require("yaml", "openapi", "reading a YAML OpenAPI document")
+        loaded: Any = yaml.safe_load(text)
+    else:
+        loaded = decode(text)
+    if not isinstance(loaded, dict):
+        raise ValueError("the OpenAPI document is not a JSON (or YAML) object")
+    return loaded
+
+
+def operations(doc: Document, headers: Iterable[str] = ()) -> list[Operation]:
+    """Every operation of the document, named, with its arguments and output schema."""
+    configured = {h.lower() for h in headers}
+    taken: set[str] = set()
+    out: list[Operation] = []
+    paths = doc.spec.get("paths")
+    for path, item in (paths if isinstance(paths, dict) else {}).items():
+        item = doc.deref(item)
+        if not isinstance(item, dict):
+            continue
+        shared = item.get("parameters") or []
+        for method in METHODS:
+            raw = item.get(method)
+            if not isinstance(raw, dict):
+                continue
+            fallback = f"{method}_{_UNSAFE.sub('_', str(path)).strip('_')}"
+            name = _unique(_safe(raw.get("operationId") or fallback), taken)
+            text = "\n\n".join(
+                t for t in (raw.get("summary"), raw.get("description")) if isinstance(t, str)
+            )
+            op = Operation(
+                method,
+                str(path),
+                name,
+                [str(t) for t in raw.get("tags") or []],
+                text or f"{method.upper()} {path}",
+            )
+            _arguments(doc, op, [*shared, *(raw.get("parameters") or [])], configured)
+            _body(doc, op, raw.get("requestBody"))
+            _output(doc, op, raw.get("responses"))
+            out.append(op)
+    return out
+
+
+def _safe(name: str) -> str:
+    cleaned = _UNSAFE.sub("_", str(name)).strip("_") or "operation"
+    return cleaned[:64]
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        suffix = f"_{n}"
+        candidate = name[: 64 - len(suffix)] + suffix
+    taken.add(candidate)
+    return candidate
+
+
+def _arguments(doc: Document, op: Operation, params: list[Any], configured: set[str]) -> None:
+    seen: dict[tuple[str, str], Any] = {}
+    for param in params:  # an operation's own parameter overrides the path item's
+        param = doc.deref(param)
+        if isinstance(param, dict) and param.get("in") in LOCATIONS and param.get("name"):
+            seen[(str(param["in"]), str(param["name"]))] = param
+    used: set[str] = set()
+    # The first of a name (path before query before header before cookie) keeps it.
+    ordered = sorted(seen.items(), key=lambda kv: LOCATIONS.index(kv[0][0]))
+    for (location, wire), param in ordered:
+        if location == "header" and wire.lower() in configured:
+            continue  # set by the server's configuration, not by the model
+        name = _IDENT.sub("_", wire) or "arg"
+        if name in used:
+            name = f"{name}__{location}"
+        used.add(name)
+        schema = param.get("schema")
+        if schema is None and isinstance(param.get("content"), dict):
+            first: Any = next(iter(param["content"].values()), {})
+            schema = first.get("schema") if isinstance(first, dict) else None
+        op.arguments.append(
+            Argument(
+                name,
+                location,
+                wire,
+                doc.schema(schema if schema is not None else {"type": "string"}),
+                location == "path" or bool(param.get("required")),
+                param.get("description") if isinstance(param.get("description"), str) else None,
+            )
+        )
+
+
+def _json_media(content: Any) -> tuple[str, dict[str, Any]] | None:
+    if not isinstance(content, dict):
+        return None
+    for kind, media in content.items():
+        base = str(kind).split(";")[0].strip().lower()
+        if (base == "application/json" or base.endswith("+json")) and isinstance(media, dict):
+            return base, media
+    return None
+
+
+def _body(doc: Document, op: Operation, body: Any) -> None:
+    body = doc.deref(body)
+    if not isinstance(body, dict):
+        return
+    found = _json_media(body.get("content"))
+    if found is None:
+        return
+    op.body_type, media = found
+    schema = doc.schema(media.get("schema") or {})
+    required = bool(body.get("required"))
+    props = schema.get("properties") if schema.get("type") == "object" else None
+    taken = {a.name for a in op.arguments}
+    if (
+        isinstance(props, dict)
+        and props
+        and not (set(props) & taken)
+        and all(_IDENT.sub("_", k) == k for k in props)
+    ):
+        needed = set(schema.get("required") or [])
+        defs = schema.get("$defs")
+        for key, prop in props.items():
+            sub = dict(prop) if isinstance(prop, dict) else {}
+            if defs:
+                sub["$defs"] = defs
+            op.arguments.append(
+                Argument(key, "body-property", key, sub, required and key in needed)
+            )
+        return
+    name = "body" if "body" not in taken else "body__body"
+    op.arguments.append(Argument(name, "body", name, schema, required, body.get("description")))
+
+
+def _output(doc: Document, op: Operation, responses: Any) -> None:
+    if not isinstance(responses, dict):
+        return
+    for status, response in sorted(responses.items(), key=lambda kv: str(kv[0])):
+        if not (str(status).startswith("2") and len(str(status)) == 3):
+            continue
+        response = doc.deref(response)
+        found = _json_media(response.get("content") if isinstance(response, dict) else None)
+        if found is None or not isinstance(found[1].get("schema"), dict):
+            return
+        schema = doc.schema(found[1]["schema"])
+        if schema.get("type") == "object":
+            op.output = schema
+        else:
+            defs = schema.pop("$defs", None)
+            op.output = {
+                "type": "object",
+                "description": "The API's answer, under 'result' (it is not an object)",
+                "properties": {"result": schema},
+                "required": ["result"],
+            }
+            if defs:
+                op.output["$defs"] = defs
+            op.wrapped = True
+        return
+
+
+# ---------------------------------------------------------------------- calling
+
+
+class ApiCaller:
+    """Turns a tool call into one HTTP request and its answer into a tool result."""
+
+    def __init__(self, client: httpx.AsyncClient, headers: Mapping[str, str]) -> None:
+        self.client = client
+        self.headers = dict(headers)
+
+    def request(self, op: Operation, arguments: Mapping[str, Any]) -> httpx.Request:
+        path = op.path
+        query: list[tuple[str, str | int | float | bool | None]] = []
+        headers = dict(self.headers)
+        cookies: dict[str, str] = {}
+        body: Any = None
+        has_body = False
+        for arg in op.arguments:
+            if arg.name not in arguments:
+                continue
+            value = arguments[arg.name]
+            if arg.location == "path":
+                path = path.replace("{" + arg.wire + "}", quote(_text(value), safe=""))
+            elif arg.location == "query":
+                values = value if isinstance(value, list) else [value]
+                query.extend((arg.wire, _text(v)) for v in values)
+            elif arg.location == "header":
+                headers[arg.wire] = _text(value)
+            elif arg.location == "cookie":
+                cookies[arg.wire] = _text(value)
+            elif arg.location == "body":
+                body, has_body = value, True
+            else:
+                if body is None:
+                    body = {}
+                body[arg.wire] = value
+                has_body = True
+        if op.body_type is not None and not has_body and op.method in ("post", "put", "patch"):
+            has_body = any(a.location == "body-property" for a in op.arguments)
+            body = {} if has_body else None
+        if cookies:
+            headers["cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        return self.client.build_request(
+            op.method.upper(),
+            path,
+            params=query or None,
+            headers=headers,
+            json=body if has_body else None,
+        )
+
+    async def call(self, op: Operation, arguments: Mapping[str, Any]) -> httpx.Response:
+        return await self.client.send(self.request(op, arguments))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _answer(response: httpx.Response) -> tuple[Any, str]:
+    text = response.text
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "application/json" or kind.endswith("+json"):
+        try:
+            return decode(response.content), text
+        except DecodeError:
+            pass
+    return None, text
+
+
+def _tool_fn(caller: ApiCaller, op: Operation) -> Any:
+    async def call(**arguments: Any) -> ToolResult:
+        try:
+            response = await caller.call(op, arguments)
+        except httpx.HTTPError as exc:
+            return ToolResult(f"{op.method.upper()} {op.path} failed: {exc}", is_error=True)
+        data, text = _answer(response)
+        if not response.is_success:
+            shown = text if len(text) <= MAX_BODY_TEXT else text[:MAX_BODY_TEXT] + "..."
+            return ToolResult(
+                f"HTTP {response.status_code} from {op.method.upper()} {op.path}: {shown}",
+                is_error=True,
+                meta={"status": response.status_code},
+            )
+        if op.output is not None and data is not None:
+            structured = {"result": data} if op.wrapped else data
+            return ToolResult(text, structured=structured)
+        return ToolResult(text if text else f"HTTP {response.status_code}")
+
+    return call
+
+
+def _reader_fn(caller: ApiCaller, op: Operation, names: list[str]) -> Any:
+    """A resource (template) function whose parameters are the template's variables."""
+
+    async def read(**values: Any) -> Any:
+        by_name = {a.name: a for a in op.arguments}
+        arguments = {k: v for k, v in values.items() if k in by_name and v is not None}
+        response = await caller.call(op, arguments)
+        if not response.is_success:
+            raise LookupError(f"HTTP {response.status_code}")  # answered as not found
+        data, text = _answer(response)
+        return data if data is not None else text
+
+    params = [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=str | None)
+        for n in names
+    ]
+    read.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    read.__annotations__ = {n: str | None for n in names}
+    return read
+
+
+def build(
+    server: Server,
+    spec: Mapping[str, Any] | str | Path,
+    client: httpx.AsyncClient,
+    *,
+    route_map: Sequence[Route] = (),
+    headers: Mapping[str, str] | None = None,
+) -> Server:
+    doc = Document(load_spec(spec))
+    caller = ApiCaller(client, headers or {})
+    for op in operations(doc, (headers or {}).keys()):
+        kind = next((r.kind for r in route_map if r.matches(op)), "tool")
+        if kind == "exclude":
+            continue
+        if kind in ("resource", "template") and op.method == "get":
+            names = [a.name for a in op.arguments if a.location in ("path", "query")]
+            required = [
+                a for a in op.arguments if a.required and a.location not in ("path", "query")
+            ]
+            if not required and (kind == "template" or not op.path_names):
+                path = "".join("/{" + n + "}" for n in op.path_names)
+                queries = [a.name for a in op.arguments if a.location == "query"]
+                query = "{?" + ",".join(queries) + "}" if queries else ""
+                uri = f"openapi://{op.name}{path}{query}"
+                listed_names = names if (path or query) else []
+                server.resource(
+                    uri, name=op.name, description=op.description, mime_type="application/json"
+                )(_reader_fn(caller, op, listed_names))
+                continue
+        server.tool(
+            _tool_fn(caller, op),
+            name=op.name,
+            description=op.description,
+            input_schema=op.input_schema(),
+            output_schema=op.output,
+            annotations=_annotations(op),
+            tags=op.tags,
+        )
+    return server
+
+
+def _annotations(op: Operation) -> dict[str, Any]:
+    if op.method in ("get", "head", "options"):
+        return {"readOnlyHint": True}
+    if op.method in ("put", "delete"):
+        return {"idempotentHint": True}
+    return {}
+
+
+def from_openapi(
+    spec: Mapping[str, Any] | str | Path,
+    *,
+    base_url: str | None = None,
+    client: httpx.AsyncClient | None = None,
+    route_map: Sequence[Route] = (),
+    headers: Mapping[str, str] | None = None,
+    name: str | None = None,
+    timeout: float = 30.0,
+    **options: Any,
+) -> Server:
+    """A server whose tools (resources, templates) call the API ``spec`` describes.
+
+    ``base_url``: where the API is (default: the document's first ``servers`` URL);
+    ``client``: an ``httpx.AsyncClient`` of your own (its base URL, auth, transport);
+    ``headers``: sent with every request (API keys).  ``options`` go to ``Server``."""
+    document = load_spec(spec)
+    if client is None:
+        url = base_url or _server_url(document)
+        if not url:
+            raise ValueError("base_url is needed: the document names no servers")
+        client = httpx.AsyncClient(base_url=url, timeout=timeout, follow_redirects=False)
+    info: Any = document.get("info")
+    if not isinstance(info, dict):
+        info = {}
+    server = Server(
+        name or str(info.get("title") or "openapi"),
+        str(info.get("version") or "0.1.0"),
+        **options,
+    )
+    return build(server, document, client, route_map=route_map, headers=headers)
+
+
+def from_asgi(
+    app: Any,
+    spec: Mapping[str, Any] | None = None,
+    *,
+    base_url: str = "http://asgi.local",
+    **kwargs: Any,
+) -> Server:
+    """A server for an ASGI app in this process (FastAPI: its ``app.openapi()``;
+    Starlette and others: pass ``spec``), called through ``httpx.ASGITransport``."""
+    if spec is None:
+        generate = getattr(app, "openapi", None)
+        if not callable(generate):
+            raise ValueError("pass spec=: this app does not generate an OpenAPI document")
+        spec = generate()
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=base_url)
+    return from_openapi(spec, client=client, **kwargs)
+
+
+def _server_url(document: Mapping[str, Any]) -> str | None:
+    servers = document.get("servers")
+    if isinstance(servers, list) and servers and isinstance(servers[0], dict):
+        url = servers[0].get("url")
+        if isinstance(url, str) and url.startswith(("http://", "https://")):
+            return url
+    return None

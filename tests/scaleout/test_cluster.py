@@ -9,9 +9,10 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from conftest import Cluster
 from harness import run_server_suite
 from wire import TASKS, call, legacy, sse_messages
+
+from conftest import Cluster
 
 pytestmark = pytest.mark.anyio
 

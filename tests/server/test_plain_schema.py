@@ -47,7 +47,7 @@ CASES = [[("a", k1, d1), ("b", k2, d2)]
          if not (d1 is not inspect.Parameter.empty and d2 is inspect.Parameter.empty)]
 
 
-@pytest.mark.parametrize("params", CASES[::7] + [[]], ids=lambda p: repr(p)[:60])
+@pytest.mark.parametrize("params", [*CASES[::7], []], ids=lambda p: repr(p)[:60])
 def test_plain_schema_equals_pydantics(params: list[tuple[str, type, Any]]) -> None:
     fn = _function(params)
     fields = {name: (kind, ... if default is inspect.Parameter.empty else default)

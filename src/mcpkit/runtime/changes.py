@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import anyio.from_thread
 import sniffio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
@@ -129,6 +128,8 @@ class ChangeBus:
         try:
             sniffio.current_async_library()
         except sniffio.AsyncLibraryNotFoundError:  # not on an event loop
+            import anyio.from_thread  # here: ~6 ms of import a cold start need not pay
+
             try:
                 anyio.from_thread.run_sync(self._deliver, event, relay)
                 return

@@ -2,10 +2,19 @@
 
 from .content import Audio, EmbeddedResource, Image, ResourceLink, Text
 from .context import Context
-from .files import File
 from .middleware import CallNext, Middleware
 from .registry import ToolError, ToolResult
 from .server import Server
+
+
+def __getattr__(name: str) -> object:
+    """``File`` (files and directories as resources) loads on first use."""
+    if name == "File":
+        from .files import File
+
+        return File
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Audio",

@@ -13,12 +13,12 @@ from ..protocol.negotiation import RequestMeta, client_has
 from ..types.errors import invalid_params, missing_capability
 from ..types.jsonrpc import RequestId
 from ..types.versions import LOG_LEVEL_RANK, META_SUBSCRIPTION_ID
-from .elicitation import Accepted, Cancelled, Declined, elicitation_schema, outcome
 from .exchange import Exchange
 from .mrtr import InputRound, NeedInput
 from .request import RequestInfo
 
 if TYPE_CHECKING:
+    from .elicitation import Accepted, Cancelled, Declined
     from .legacy import LegacySession
     from .server import Server
 
@@ -228,7 +228,9 @@ class Context:
         typed = requested_schema is not None and not isinstance(requested_schema, dict)
         wrapped = False
         schema = requested_schema
-        if typed:
+        if typed:  # typed elicitation: its module only when a type is given (cold starts)
+            from .elicitation import elicitation_schema
+
             schema, wrapped = elicitation_schema(requested_schema)
         params: dict[str, Any] = {
             "mode": "form",
@@ -240,7 +242,11 @@ class Context:
         answer = await self._ask_one(
             "elicitation/create", params, "elicitation.form", key or "elicit"
         )
-        return outcome(requested_schema, wrapped, answer) if typed else answer
+        if not typed:
+            return answer
+        from .elicitation import outcome
+
+        return outcome(requested_schema, wrapped, answer)
 
     async def elicit_url(
         self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None

@@ -172,6 +172,21 @@ def outcome(kind: Any, wrapped: bool, answer: dict[str, Any]) -> Any:
 _STATIC_NODES = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.Constant, ast.Load)
 
 
+def _source_of(code: Any) -> str | None:
+    """The function's source from the line cache and its code's own line span.
+
+    ``inspect.getsource`` finds the block by mapping the file to a module (a scan of
+    ``sys.modules``) and tokenizing from the ``def``: several ms per tool on a cold start.
+    The code object already knows its lines (decorators through the last position)."""
+    import linecache
+
+    lines = linecache.getlines(code.co_filename)
+    ends = [end for _, end, _, _ in code.co_positions() if end is not None]
+    if not lines or not ends:
+        return None
+    return "".join(lines[code.co_firstlineno - 1 : max(ends)])
+
+
 def check_elicited_types(fn: Any) -> None:
     """Refuse, at registration, a type that elicitation cannot express, when the function
     names it directly in a ``ctx.elicit(message, Type)`` call (best effort: the source
@@ -184,9 +199,15 @@ def check_elicited_types(fn: Any) -> None:
     if code is None or "elicit" not in code.co_names:
         return
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return
+        source = _source_of(code)
+        if source is None:
+            raise SyntaxError("no cached source")
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:  # no cached lines, or an odd layout: the slow, thorough way
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        except (OSError, TypeError, SyntaxError):
+            return
     scope = dict(getattr(fn, "__globals__", {}))
     closure = inspect.getclosurevars(fn)
     scope.update(closure.nonlocals)

@@ -27,7 +27,6 @@ from . import handlers
 from .composition import Composition
 from .context import Context
 from .docstrings import add_descriptions, describe
-from .elicitation import check_elicited_types
 from .exchange import Exchange
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
@@ -203,7 +202,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
             raise ValueError("task_start must be 'auto' or 'manual'")
 
         def register(func: F) -> F:
-            check_elicited_types(func)
+            _check_elicited_types(func)
             entry = make_tool(
                 func,
                 Context,
@@ -336,7 +335,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
 
         def register(func: F) -> F:
             prompt_name = name or func.__name__
-            check_elicited_types(func)
+            _check_elicited_types(func)
             model = ArgumentModel(func, Context, title=prompt_name.title())
             doc_text, doc_params = describe(func)
             add_descriptions(model.schema, doc_params)
@@ -592,3 +591,13 @@ def _doc(fn: Fn) -> str | None:
 
     doc = inspect.getdoc(fn)
     return doc.strip() if doc else None
+
+
+def _check_elicited_types(func: Any) -> None:
+    """``elicitation.check_elicited_types``, imported only for a function that elicits."""
+    code = getattr(func, "__code__", None)
+    if code is not None and "elicit" not in code.co_names:
+        return
+    from .elicitation import check_elicited_types
+
+    check_elicited_types(func)

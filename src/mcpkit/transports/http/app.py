@@ -42,7 +42,6 @@ from .asgi import (
     read_body_now,
     send_error,
 )
-from .legacy import handle_legacy_delete, handle_legacy_get, handle_legacy_post
 from .modern import handle_modern
 from .security import HostPolicy
 from .sessions import SessionStore
@@ -192,8 +191,12 @@ class McpHttpApp:
         if method == "POST":
             await self._post(headers, receive, send, principal)
         elif method == "GET" and self.options.legacy and hdr.SESSION_ID in headers:
+            from .legacy import handle_legacy_get
+
             await handle_legacy_get(self, headers, receive, send, principal)
         elif method == "DELETE" and self.options.legacy and hdr.SESSION_ID in headers:
+            from .legacy import handle_legacy_delete
+
             await handle_legacy_delete(self, headers, send, principal)
         else:
             allow = b"POST, GET, DELETE" if self.options.legacy else b"POST"
@@ -288,6 +291,10 @@ class McpHttpApp:
         if modern and self.options.modern:
             await handle_modern(self, message, kind, headers, receive, send, principal)
         elif self.options.legacy:
+            # Imported on first use (a sys.modules hit after that): a modern-only app, such
+            # as a serverless function, never loads the session machinery (~8 ms cold).
+            from .legacy import handle_legacy_post
+
             await handle_legacy_post(self, message, kind, headers, send, principal)
         else:
             failure = McpError(INVALID_REQUEST, "This server speaks only protocol 2026-07-28")

@@ -18,7 +18,7 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -44,7 +44,9 @@ from .asgi import (
 )
 from .modern import handle_modern
 from .security import HostPolicy
-from .sessions import SessionStore
+
+if TYPE_CHECKING:
+    from .sessions import SessionStore
 
 RESPONSES_CHANNEL = "legacy-responses"
 log = logging.getLogger("mcpkit.http")
@@ -82,8 +84,9 @@ class McpHttpApp:
         self.server = server
         self.options = options or HttpOptions()
         backend = server.state
-        shared = None if backend.url.startswith("memory") else backend
-        self.sessions = SessionStore(self.options.max_sessions, self.options.session_idle_s, shared)
+        #: Where legacy sessions are shared between replicas (None: this process only).
+        self._shared = None if backend.url.startswith("memory") else backend
+        self._sessions: SessionStore | None = None
         self.instance_id = secrets.token_hex(4)
         self._forwarding = False
         self.listen_streams: set[anyio.CancelScope] = set()
@@ -153,6 +156,18 @@ class McpHttpApp:
             self._lifespan_cm = cm
 
     # ------------------------------------------------------------------ ASGI
+    @property
+    def sessions(self) -> SessionStore:
+        """The legacy session store, made on first use: a modern-only app (a serverless
+        function) never loads it (~5 ms of a cold start)."""
+        store = self._sessions
+        if store is None:
+            from .sessions import SessionStore
+
+            store = self._sessions = SessionStore(
+                self.options.max_sessions, self.options.session_idle_s, self._shared)
+        return store
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
@@ -178,7 +193,7 @@ class McpHttpApp:
             return
         if not self._entered:  # checked here too: an await costs a coroutine per request
             await self._ensure_started()
-        if not self._forwarding and self.sessions.backend is not None:
+        if not self._forwarding and self._shared is not None and self.options.legacy:
             self.start_forwarding()
         principal = None
         if self.authenticate is not None:

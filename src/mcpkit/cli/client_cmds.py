@@ -141,7 +141,7 @@ def _split(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     return words, command
 
 
-def _target(args: argparse.Namespace, words: list[str], command: list[str] | None,
+def _target(words: list[str], command: list[str] | None,
             rest: str) -> tuple[str | list[str], list[str]]:
     """(target, remaining words) for a command whose words after TARGET are ``rest``."""
     if command is not None:
@@ -213,7 +213,7 @@ def _ui(args: argparse.Namespace) -> TerminalUI:
 
 async def _list(args: argparse.Namespace) -> int:
     words, command = _split(args)
-    target, rest = _target(args, words, command, "")
+    target, rest = _target(words, command, "")
     if rest:
         raise UsageError(f"unexpected {rest[0]!r} after TARGET (quote a command line, or "
                          "put the command after --)")
@@ -228,7 +228,7 @@ async def _list(args: argparse.Namespace) -> int:
 
 async def _inspect(args: argparse.Namespace) -> int:
     words, command = _split(args)
-    target, rest = _target(args, words, command, "")
+    target, rest = _target(words, command, "")
     if rest:
         raise UsageError(f"unexpected {rest[0]!r} after TARGET")
     async with _client(target, args, _ui(args)) as client:
@@ -286,7 +286,7 @@ async def _call(args: argparse.Namespace) -> int:
     from ..client import ServerError
 
     words, command = _split(args)
-    target, rest = _target(args, words, command, "TOOL")
+    target, rest = _target(words, command, "TOOL")
     if not rest:
         raise UsageError("give the TOOL to call")
     tool_name, pairs = rest[0], rest[1:]
@@ -413,7 +413,7 @@ def convert(key: str, text: str, kind: Any) -> Any:
 
 async def _read(args: argparse.Namespace) -> int:
     words, command = _split(args)
-    target, rest = _target(args, words, command, "URI")
+    target, rest = _target(words, command, "URI")
     if len(rest) != 1:
         raise UsageError("give exactly one resource URI")
     async with _client(target, args, _ui(args)) as client:
@@ -428,7 +428,7 @@ async def _read(args: argparse.Namespace) -> int:
 
 async def _prompt(args: argparse.Namespace) -> int:
     words, command = _split(args)
-    target, rest = _target(args, words, command, "NAME")
+    target, rest = _target(words, command, "NAME")
     if not rest:
         raise UsageError("give the prompt NAME")
     name, pairs = rest[0], rest[1:]

@@ -38,11 +38,8 @@ from ..server.mrtr import InputRound, NeedInput, input_required_result
 from ..server.notify import ChangeEvent
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
-from ..server.uritemplate import TemplateError, UriTemplate
 from ..types.codec import encode
 from ..types.errors import (
-    INVALID_PARAMS,
-    LEGACY_RESOURCE_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
     invalid_params,
@@ -68,6 +65,7 @@ from .metrics import Metrics
 from .policy import ANONYMOUS, Authorizer, Principal
 from .ratelimit import RateLimiter
 from .replicas import AnyUpstream, make_upstream
+from .routing import resource_owner
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -162,7 +160,7 @@ class GatewayServer(Server):
 
     async def _watch_upstream(self, uri: str) -> None:
         try:
-            upstream = await self._resource_owner(uri)
+            upstream = await resource_owner(self.upstreams, uri)
         except McpError:
             log.info("no upstream serves %s: not subscribing", uri)
             return
@@ -337,7 +335,8 @@ class GatewayServer(Server):
                 ctx, upstream, method, {**params, "name": original}
             ), upstream.name
         if method == "resources/read":
-            upstream = await self._resource_owner(str(params.get("uri", "")), ctx.meta.era)
+            uri = str(params.get("uri", ""))
+            upstream = await resource_owner(self.upstreams, uri, ctx.meta.era)
             return await self._forward(ctx, upstream, method, params), upstream.name
         if method == "completion/complete":
             ref = params.get("ref") or {}
@@ -345,7 +344,8 @@ class GatewayServer(Server):
                 upstream, original = self._by_prefix(str(ref.get("name", "")))
                 forwarded = {**params, "ref": {**ref, "name": original}}
             else:
-                upstream = await self._resource_owner(str(ref.get("uri", "")), ctx.meta.era)
+                uri = str(ref.get("uri", ""))
+                upstream = await resource_owner(self.upstreams, uri, ctx.meta.era)
                 forwarded = params
             trace = trace_meta(ctx) or None
             answer = await upstream.call(
@@ -415,37 +415,6 @@ class GatewayServer(Server):
             result["ttlMs"] = ttl_ms
             result["cacheScope"] = scope
         return result
-
-    async def _resource_owner(self, uri: str, era: str = "modern") -> AnyUpstream:
-        """The upstream serving ``uri``: one listing it, else one whose template is ``uri``
-        (a completion reference names the template itself), else one whose template
-        matches it.  An upstream that cannot list is passed over, not fatal."""
-        live = [u for u in self.upstreams if u.client is not None]
-
-        async def listing(upstream: AnyUpstream, kind: str) -> list[dict[str, Any]]:
-            try:
-                return await upstream.listing(kind)
-            except McpError as exc:
-                log.warning("upstream %s: listing %s failed: %s", upstream.name, kind, exc)
-                return []
-
-        for upstream in live:
-            if any(r.get("uri") == uri for r in await listing(upstream, "resources")):
-                return upstream
-        templates = [(u, t) for u in live for t in await listing(u, "templates")]
-        for upstream, template in templates:
-            if template.get("uriTemplate") == uri:
-                return upstream
-        for upstream, template in templates:
-            try:
-                compiled = UriTemplate.compile(str(template.get("uriTemplate", "")))
-            except TemplateError:
-                continue
-            if compiled.match(uri) is not None:
-                return upstream
-        # -32602 since 2026-07-28; legacy clients know "resource not found" as -32002.
-        code = INVALID_PARAMS if era == "modern" else LEGACY_RESOURCE_NOT_FOUND
-        raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
 
     async def _forward(
         self, ctx: Context, upstream: AnyUpstream, method: str, params: dict[str, Any]

@@ -401,3 +401,13 @@ def check_icons(icons: list[dict[str, Any]] | None) -> list[dict[str, Any]] | No
         elif not lowered.startswith("https://"):
             raise ValueError(f"icon src must be an https: URL or a data: image, not {src[:40]!r}")
     return icons
+
+
+def check_elicit_calls(func: Any) -> None:
+    """``elicitation.check_elicited_types``, imported only for a function that elicits."""
+    code = getattr(func, "__code__", None)
+    if code is not None and "elicit" not in code.co_names:
+        return
+    from .elicitation import check_elicited_types
+
+    check_elicited_types(func)

@@ -38,6 +38,7 @@ from .registry import (
     ResourceEntry,
     TemplateEntry,
     ToolEntry,
+    check_elicit_calls,
     check_icons,
     make_tool,
     prompt_arguments,
@@ -202,7 +203,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
             raise ValueError("task_start must be 'auto' or 'manual'")
 
         def register(func: F) -> F:
-            _check_elicited_types(func)
+            check_elicit_calls(func)
             entry = make_tool(
                 func,
                 Context,
@@ -335,7 +336,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
 
         def register(func: F) -> F:
             prompt_name = name or func.__name__
-            _check_elicited_types(func)
+            check_elicit_calls(func)
             model = ArgumentModel(func, Context, title=prompt_name.title())
             doc_text, doc_params = describe(func)
             add_descriptions(model.schema, doc_params)
@@ -592,12 +593,3 @@ def _doc(fn: Fn) -> str | None:
     doc = inspect.getdoc(fn)
     return doc.strip() if doc else None
 
-
-def _check_elicited_types(func: Any) -> None:
-    """``elicitation.check_elicited_types``, imported only for a function that elicits."""
-    code = getattr(func, "__code__", None)
-    if code is not None and "elicit" not in code.co_names:
-        return
-    from .elicitation import check_elicited_types
-
-    check_elicited_types(func)

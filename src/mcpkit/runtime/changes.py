@@ -124,7 +124,11 @@ class ChangeBus:
 
         Safe from a tool running in a worker thread (plain ``def`` tools do by default):
         the delivery hops back onto the event loop, since listeners' streams belong to it.
+        With nobody to deliver to (tools registered before serving) there is nothing to do,
+        and a cold start does not pay for importing the thread hop.
         """
+        if not self._listeners and not (relay and self._relays):
+            return
         try:
             sniffio.current_async_library()
         except sniffio.AsyncLibraryNotFoundError:  # not on an event loop

@@ -40,16 +40,18 @@ class ExchangingAS(LocalAuthorizationServer):
     exchangeable = ""
     refused: frozenset[str] = frozenset({"mallory"})
     #: subject -> lifetime of the tokens exchanged for it (default token_ttl_s)
-    lifetimes: dict[str, int] = {}  # noqa: RUF012
+    lifetimes: dict[str, int] = {}
     #: subject -> misbehaviour: "echo" (answer with the subject token), "wrong-type"
-    quirks: dict[str, str] = {}  # noqa: RUF012
+    quirks: dict[str, str] = {}
 
     def metadata(self) -> dict[str, Any]:
         doc = super().metadata()
         doc["grant_types_supported"] = [*doc["grant_types_supported"], EXCHANGE]
         return doc
 
-    def token(self, form: dict[str, str], headers: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+    def token(
+        self, form: dict[str, str], headers: dict[str, str]
+    ) -> tuple[int, Any, dict[str, str]]:
         if form.get("grant_type") != EXCHANGE:
             return super().token(form, headers)
         client = self._client_auth(form, headers)
@@ -58,11 +60,15 @@ class ExchangingAS(LocalAuthorizationServer):
         if form.get("subject_token_type") != ACCESS_TOKEN:
             return self._error(400, "invalid_request", "subject_token_type must be access_token")
         try:
-            claims = jwt.decode(form.get("subject_token", ""), self.key, algorithms=["ES256"]).claims
+            claims = jwt.decode(
+                form.get("subject_token", ""), self.key, algorithms=["ES256"]
+            ).claims
         except Exception:
             return self._error(400, "invalid_grant", "the subject token is not one of ours")
         if claims.get("aud") != self.exchangeable or claims.get("exp", 0) <= time.time():
-            return self._error(400, "invalid_grant", "the subject token is expired or not for the gateway")
+            return self._error(
+                400, "invalid_grant", "the subject token is expired or not for the gateway"
+            )
         subject, resource = str(claims["sub"]), form.get("resource")
         if not resource:
             return self._error(400, "invalid_target", "resource is required")
@@ -232,14 +238,26 @@ def test_lists_are_fetched_in_the_gateways_own_name(
 @pytest.mark.parametrize(
     ("data", "complaint"),
     [
-        ({"auth": {"kind": "token_exchange", "client_id": "g", "client_secret": "s"}},
-         "token_exchange needs auth.mode = 'jwt'"),
-        ({"auth": {"kind": "magic", "client_id": "g", "client_secret": "s"}}, "kind must be one of"),
+        (
+            {"auth": {"kind": "token_exchange", "client_id": "g", "client_secret": "s"}},
+            "token_exchange needs auth.mode = 'jwt'",
+        ),
+        (
+            {"auth": {"kind": "magic", "client_id": "g", "client_secret": "s"}},
+            "kind must be one of",
+        ),
         ({"auth": {"client_id": "g", "client_secret": "s"}}, "kind must be one of"),
-        ({"oauth": {"client_id": "g", "client_secret": "s", "audience": "x"}},
-         "for kind = 'token_exchange' only"),
-        ({"auth": {"kind": "client_credentials", "client_id": "g", "client_secret": "s"},
-          "oauth": {"client_id": "g", "client_secret": "s"}}, "not both"),
+        (
+            {"oauth": {"client_id": "g", "client_secret": "s", "audience": "x"}},
+            "for kind = 'token_exchange' only",
+        ),
+        (
+            {
+                "auth": {"kind": "client_credentials", "client_id": "g", "client_secret": "s"},
+                "oauth": {"client_id": "g", "client_secret": "s"},
+            },
+            "not both",
+        ),
     ],
 )
 def test_upstream_auth_mistakes_are_named(data: dict[str, Any], complaint: str) -> None:
@@ -253,11 +271,21 @@ def test_upstream_auth_kinds_parse() -> None:
         {
             "auth": front,
             "upstream": [
-                {"name": "a", "url": "https://a/mcp",
-                 "auth": {"kind": "token_exchange", "client_id": "g", "client_secret": "s",
-                          "audience": "api-a"}},
-                {"name": "b", "url": "https://b/mcp",
-                 "oauth": {"client_id": "g", "client_secret": "s"}},
+                {
+                    "name": "a",
+                    "url": "https://a/mcp",
+                    "auth": {
+                        "kind": "token_exchange",
+                        "client_id": "g",
+                        "client_secret": "s",
+                        "audience": "api-a",
+                    },
+                },
+                {
+                    "name": "b",
+                    "url": "https://b/mcp",
+                    "oauth": {"client_id": "g", "client_secret": "s"},
+                },
             ],
         }
     )

@@ -7,6 +7,7 @@ path must hide the poisoned tool, redact the secrets and let the user guardrail 
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -201,3 +202,24 @@ def test_user_guardrails_load_from_the_config_folder(tmp_path: Path) -> None:
         )
     with pytest.raises(ConfigError, match=r"guardrail\[0\] \(Mine\): .*unexpected keyword"):
         config_with({"class": "folder_guards:Mine", "code": 1, "colour": "red"}, base=tmp_path)
+
+
+def test_the_security_example_runs_as_shipped(log_dir: Path, stack: list[gwkit.Proc]) -> None:
+    """``.venv/bin/mcpkit gateway examples/gateway-security.toml`` from the repository root,
+    venv not activated (as docs/gateway-security.md runs it)."""
+    launcher = Path(sys.executable).parent / "mcpkit"
+    port = gwkit.free_port()
+    cmd = [str(launcher), "gateway", "examples/gateway-security.toml", "--port", str(port)]
+    gw = gwkit._spawn("security-example", cmd, log_dir, {"PATH": "/usr/bin:/bin"}, port)
+    stack.append(gw)
+    gwkit.wait_port(gw)
+    gwkit.wait_healthy_gateway(gw, timeout=60)
+    names = {t["name"] for t in gwkit.call(gw.url, "tools/list").result["tools"]}
+    assert {"untrusted_service_status", "untrusted_drop_table", "demo_echo"} <= names
+    assert "untrusted_weather" not in names
+    status = gwkit.structured(tool(gw, "untrusted_service_status"))
+    assert status == {"status": "ok", "debug": "connected with key [REDACTED]"}
+    refused = tool(gw, "untrusted_drop_table", {"table": "users"}).error
+    assert refused["code"] == -32050 and "read-only" in refused["message"]
+    assert tool(gw, "demo_echo", {"text": "hi"}).text() == "hi"
+    gw.stop()

@@ -155,13 +155,20 @@ class ToolPoisoning(Guardrail):
         if action not in ("flag", "hide"):
             raise ValueError("action must be flag or hide")
         self.action = action
-        self._warned: set[tuple[str, str]] = set()
+        #: tool name -> (the definition last checked, its flags): the detector reads every
+        #: character, so a call checks a definition once, not on every call.
+        self._checked: dict[str, tuple[dict[str, Any], list[str]]] = {}
 
     def _flags(self, tool: dict[str, Any]) -> list[str]:
-        flags = tool_flags(tool)
         name = str(tool.get("name"))
-        if flags and (name, flags[0]) not in self._warned:
-            self._warned.add((name, flags[0]))
+        seen = self._checked.get(name)
+        if seen is not None and (seen[0] is tool or seen[0] == tool):
+            return seen[1]
+        flags = tool_flags(tool)
+        if len(self._checked) >= 10_000:
+            self._checked.clear()
+        self._checked[name] = (tool, flags)
+        if flags:
             log.warning("guardrail %s: tool %s %s", self.name, name, "; ".join(flags))
         return flags
 
@@ -171,10 +178,11 @@ class ToolPoisoning(Guardrail):
         name = _name_of(ctx)
         lookup = getattr(ctx.server, "tool_definition", None)
         tool = await lookup(name) if lookup is not None and name is not None else None
-        if tool is not None and self._flags(tool):
+        flags = self._flags(tool) if tool is not None else []
+        if flags:
             self.refuse(
                 f"Tool {name} is hidden by guardrail {self.name!r}: its definition "
-                f"{'; '.join(tool_flags(tool))}",
+                f"{'; '.join(flags)}",
                 data={"name": name},
             )
 

@@ -7,12 +7,16 @@ path must hide the poisoned tool, redact the secrets and let the user guardrail 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import gwkit
+import httpx
 import pytest
 
 from mcpkit.gateway.config import ConfigError, parse_config
@@ -222,4 +226,45 @@ def test_the_security_example_runs_as_shipped(log_dir: Path, stack: list[gwkit.P
     refused = tool(gw, "untrusted_drop_table", {"table": "users"}).error
     assert refused["code"] == -32050 and "read-only" in refused["message"]
     assert tool(gw, "demo_echo", {"text": "hi"}).text() == "hi"
+    gw.stop()
+
+
+def test_a_reload_swaps_guardrails_and_a_broken_one_keeps_the_old(
+    upstream: gwkit.Proc, log_dir: Path, stack: list[gwkit.Proc]
+) -> None:
+    head = '[gateway]\nstate = "memory:"\n' + gwkit.toml_upstream(
+        "fast", url=upstream.url, prefix="fast_"
+    )
+    redacting = '[[guardrail]]\nkind = "redact_secrets"\npatterns = ["sk-live-[a-z0-9]+"]\n'
+    gw = gwkit.start_gateway("reloading", log_dir, head + redacting)
+    stack.append(gw)
+    path = log_dir / "reloading.toml"
+
+    def reloads(outcome: str) -> float:
+        for line in httpx.get(gw.base + "/metrics").text.splitlines():
+            if line.startswith("mcp_gateway_config_reloads_total{"):
+                label, value = line.rsplit(" ", 1)
+                if label.split('"')[1] == outcome:
+                    return float(value)
+        return 0.0
+
+    def leaked() -> bool:
+        return API_KEY in json.dumps(tool(gw, "fast_config_dump").result)
+
+    def eventually(check: Any) -> None:
+        deadline = time.monotonic() + 20
+        while not check():
+            assert time.monotonic() < deadline, "timed out"
+            time.sleep(0.05)
+
+    assert not leaked()
+    path.write_text(head + redacting.replace("[a-z0-9]+", "[a-z0-9+"))  # does not compile
+    os.kill(gw.proc.pid, signal.SIGHUP)
+    eventually(lambda: reloads("rejected") == 1.0)
+    assert not leaked()  # the running guardrails stay
+    assert "guardrail[0] (redact_secrets): pattern" in gw.tail(50)
+    path.write_text(head)  # no guardrails any more
+    os.kill(gw.proc.pid, signal.SIGHUP)
+    eventually(lambda: reloads("applied") == 1.0)
+    assert leaked()
     gw.stop()

@@ -265,6 +265,14 @@ def test_upstream_auth_mistakes_are_named(data: dict[str, Any], complaint: str) 
         parse_config({"upstream": [{"name": "a", "url": "http://x/mcp", **data}]})
 
 
+def test_token_exchange_needs_a_modern_upstream() -> None:
+    front = {"mode": "jwt", "issuer": "https://as.example", "resource": "https://gw.example/mcp"}
+    auth = {"kind": "token_exchange", "client_id": "g", "client_secret": "s"}
+    upstream = {"name": "a", "url": "http://x/mcp", "era": "legacy", "auth": auth}
+    with pytest.raises(ConfigError, match="token_exchange needs a 2026-07-28 upstream"):
+        parse_config({"auth": front, "upstream": [upstream]})
+
+
 def test_upstream_auth_kinds_parse() -> None:
     front = {"mode": "jwt", "issuer": "https://as.example", "resource": "https://gw.example/mcp"}
     config = parse_config(

@@ -147,6 +147,11 @@ def upstream_credentials(
         scopes = scopes.split()
     if not isinstance(scopes, list) or not all(isinstance(x, str) for x in scopes):
         raise ConfigError(f"{where}.scopes must be a list of scopes")
+    if kind == "token_exchange" and item.get("era") == "legacy":
+        raise ConfigError(
+            f"{where}: token_exchange needs a 2026-07-28 upstream (a legacy session belongs "
+            "to the one identity that opened it; each call here has its caller's)"
+        )
     audience = data.get("audience")
     if audience is not None and (kind != "token_exchange" or not isinstance(audience, str)):
         raise ConfigError(f"{where}.audience is a string, for kind = 'token_exchange' only")

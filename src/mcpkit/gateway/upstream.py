@@ -117,6 +117,8 @@ class Upstream:
             if self._auth is None:
                 self._auth = upstream_auth(self.config.oauth, self.config.url)
             kwargs["auth"] = self._auth
+            if self.config.oauth.kind == "token_exchange":  # a legacy session has one owner
+                kwargs["era"] = "modern"
         elif self.config.url and self.config.url.startswith("http://") and http11.available():
             # Modern calls take the fast lane (raw pooled HTTP/1.1); the rest of the
             # client's traffic rides pooled connections parsed by httptools too: httpx's

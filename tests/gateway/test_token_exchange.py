@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import gwkit
+import httpx
 import pytest
 from joserfc import jwt
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
 from auth_helpers import LocalAuthorizationServer, serve
 
+from mcpkit.auth.client import TokenExchangeAuth, UrlPolicy
 from mcpkit.gateway.config import ConfigError, parse_config
 
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -300,3 +302,35 @@ def test_upstream_auth_kinds_parse() -> None:
     a, b = (u.oauth for u in config.upstreams)
     assert a is not None and a.kind == "token_exchange" and a.audience == "api-a"
     assert b is not None and b.kind == "client_credentials"
+
+
+def test_the_library_auth_alone_sync_and_bounded(upstream: gwkit.Proc, authz: ExchangingAS) -> None:
+    """``mcpkit.auth.client.TokenExchangeAuth`` on a plain synchronous ``httpx.Client``:
+    no subject -> the client's own token; a subject -> its exchanged token; at most
+    ``max_subjects`` callers are remembered (least recently used out)."""
+    current: dict[str, str | None] = {"token": None}
+    auth = TokenExchangeAuth(
+        lambda: current["token"],
+        "gateway",
+        client_secret="gw-secret",
+        server_url=upstream.url,
+        policy=UrlPolicy.local_development(),
+        scopes=["mcp"],
+        max_subjects=1,
+    )
+
+    def seen(http: httpx.Client, who: str | None) -> dict[str, Any]:
+        current["token"] = None if who is None else caller_token(authz, who)
+        reply = gwkit.call(upstream.url, "tools/call", {"name": "token_info"}, client=http)
+        return dict(gwkit.structured(reply))
+
+    with httpx.Client(auth=auth) as http:
+        own = seen(http, None)
+        assert own["sub"] == "gateway" and own["act"] is None  # client credentials
+        before = len(exchanges(authz))
+        assert seen(http, "grace")["act"] == {"sub": "gateway"}
+        assert seen(http, "heidi")["sub"] == "heidi"  # grace is forgotten (max_subjects=1)
+        assert len(exchanges(authz)) == before + 2
+        assert seen(http, "grace")["sub"] == "grace"
+        assert len(exchanges(authz)) == before + 3  # exchanged again
+        assert seen(http, None)["jti"] == own["jti"]  # the own token is still cached

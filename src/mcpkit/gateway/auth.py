@@ -106,7 +106,8 @@ class GatewayAuthenticator:
                 token = await self.bearer.authenticate(scope.get("headers", ()))
             except AuthFailure as failure:
                 raise self.refusal(failure) from None
-            return self._principal(token)
+            raw = headers.get("authorization", "").partition(" ")[2].strip() or None
+            return self._principal(token, raw)
         value = headers.get("authorization", "")
         scheme, _, token_text = value.partition(" ")
         if scheme.lower() != "bearer" or not token_text.strip():
@@ -140,7 +141,7 @@ class GatewayAuthenticator:
             [(b"www-authenticate", header)],
         )
 
-    def _principal(self, token: TokenPrincipal) -> Principal:
+    def _principal(self, token: TokenPrincipal, raw: str | None) -> Principal:
         claims = dict(token.claims)
         name = claims.get(self.config.principal_claim)
         if not isinstance(name, str) or not name:
@@ -152,7 +153,7 @@ class GatewayAuthenticator:
         groups: Any = claims.get(self.config.groups_claim) or ()
         if isinstance(groups, str):
             groups = groups.split()
-        return Principal(name, _strings(groups), claims, token.scopes)
+        return Principal(name, _strings(groups), claims, token.scopes, subject_token=raw)
 
 
 def needed_met(principal: Principal, needed: Sequence[str]) -> bool:

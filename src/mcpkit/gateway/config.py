@@ -29,11 +29,15 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class UpstreamOAuth:
-    """Credentials *to* an upstream: the OAuth client-credentials grant (a secret or
-    ``private_key_jwt``), through ``mcpkit.auth.client``.  The front caller's token is
-    never used upstream."""
+    """Credentials *to* an upstream, through ``mcpkit.auth.client`` (see .credentials):
+    ``client_credentials`` (the gateway's own token, a secret or ``private_key_jwt``) or
+    ``token_exchange`` (RFC 8693: the caller's token exchanged for an upstream-audience
+    one).  The front caller's token is never sent upstream as is."""
 
     client_id: str
+    kind: str = "client_credentials"  # client_credentials | token_exchange
+    #: RFC 8693 ``audience`` of the exchanged token (``resource`` is always the upstream).
+    audience: str | None = None
     client_secret: str | None = None
     private_key_file: str | None = None
     scopes: tuple[str, ...] = ()
@@ -150,6 +154,8 @@ class GatewayConfig:
     result_caps: dict[str, int] = field(default_factory=dict)
     #: ``[[server]]``: virtual servers on their own paths (see :mod:`.views`).
     servers: tuple[VirtualServer, ...] = ()
+    #: ``[[guardrail]]``: built when loaded, run on every request (see :mod:`.guardrails`).
+    guardrails: tuple[Any, ...] = field(default=(), compare=False)
 
     def view(self, name: str) -> VirtualServer | None:
         return next((v for v in self.servers if v.name == name), None)
@@ -243,6 +249,8 @@ def _expand_tree(value: Any, where: str) -> Any:
 
 
 def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayConfig:
+    from .credentials import upstream_credentials
+
     data = _expand_tree(data, "")
     raw_upstreams = data.get("upstream") or data.get("upstreams")
     if isinstance(raw_upstreams, dict):
@@ -298,7 +306,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
                 health_interval=_seconds(
                     item.get("health_interval", 10.0), f"{where}.health_interval"
                 ),
-                oauth=_upstream_oauth(item.get("oauth"), f"{where}.oauth", url, base_dir),
+                oauth=upstream_credentials(item, where, url, base_dir),
                 replicas=replicas,
             )
         )
@@ -322,6 +330,12 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
     if mode == "bearer" and not tokens:
         raise ConfigError("auth.mode = 'bearer' needs [auth.tokens]")
     auth = _parse_auth(auth_data, mode, tokens)
+    exchanging = [u.name for u in upstreams if u.oauth and u.oauth.kind == "token_exchange"]
+    if exchanging and mode != "jwt":
+        raise ConfigError(
+            f"upstream {exchanging[0]}: token_exchange needs auth.mode = 'jwt' (the callers' "
+            "OAuth access tokens are what is exchanged)"
+        )
     rules = []
     for index, item in enumerate(data.get("rule") or data.get("rules") or []):
         where = f"rule[{index}]"
@@ -391,6 +405,9 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         str(k): _size(v, f"result_caps.{k}") for k, v in (data.get("result_caps") or {}).items()
     }
     servers = _parse_servers(data.get("server") or data.get("servers") or [])
+    from .guardrails import parse_guardrails
+
+    guardrails = parse_guardrails(data.get("guardrail") or data.get("guardrails") or [], base_dir)
     return GatewayConfig(
         upstreams=tuple(upstreams),
         auth=auth,
@@ -408,6 +425,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         max_result_bytes=default_cap,
         result_caps=caps,
         servers=servers,
+        guardrails=guardrails,
     )
 
 
@@ -460,45 +478,6 @@ def _compile_condition(text: Any, where: str) -> tuple[Any, bool]:
             f"available: {', '.join(sorted(CEL_VARIABLES))}"
         )
     return program, "args" in used
-
-
-def _upstream_oauth(
-    data: Any, where: str, url: str | None, base_dir: Path | None
-) -> UpstreamOAuth | None:
-    if data is None:
-        return None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where} must be a table")
-    if url is None:
-        raise ConfigError(f"{where}: OAuth is for URL upstreams (stdio servers use env)")
-    client_id = data.get("client_id")
-    if not isinstance(client_id, str) or not client_id:
-        raise ConfigError(f"{where}.client_id is required")
-    secret = data.get("client_secret")
-    key_file = data.get("private_key_file")
-    if (secret is None) == (key_file is None):
-        raise ConfigError(f"{where} needs exactly one of client_secret or private_key_file")
-    if key_file is not None:
-        path = Path(str(key_file))
-        key_file = str(path if path.is_absolute() else (base_dir or Path.cwd()) / path)
-        from .credentials import read_private_key
-
-        try:  # at load, not at the first connection: a bad key is a config error
-            read_private_key(key_file)
-        except Exception as exc:
-            raise ConfigError(f"{where}.private_key_file {key_file}: {exc}") from None
-    scopes = data.get("scopes", [])
-    if isinstance(scopes, str):
-        scopes = scopes.split()
-    if not isinstance(scopes, list) or not all(isinstance(x, str) for x in scopes):
-        raise ConfigError(f"{where}.scopes must be a list of scopes")
-    return UpstreamOAuth(
-        client_id=client_id,
-        client_secret=str(secret) if secret else None,
-        private_key_file=key_file,
-        scopes=tuple(scopes),
-        allow_loopback=bool(data.get("allow_loopback", False)),
-    )
 
 
 def own_interpreter(command: list[str]) -> list[str]:

@@ -1,22 +1,53 @@
-"""Credentials the gateway presents *to* an upstream (never the front caller's token).
+"""Credentials the gateway presents *to* an upstream (never the front caller's token as is).
 
-Static headers are sent as configured.  ``[upstream.oauth]`` builds a
-:class:`mcpkit.auth.client.ClientCredentialsAuth`: on the upstream's first 401 it reads the
-upstream's protected-resource metadata, discovers the authorization server and obtains a
-token with the client-credentials grant (secret or ``private_key_jwt``) for the RFC 8707
-``resource`` of the upstream; the token is cached and renewed when it expires or the
-upstream refuses it.  The object lives as long as the upstream's entry, so a reconnect
-(or a restarted upstream) reuses the cached token.
+Static headers are sent as configured.  ``[upstream.auth]`` (or its older spelling
+``[upstream.oauth]``) chooses a ``kind``, each an ``httpx.Auth`` of ``mcpkit.auth.client``:
+
+* ``client_credentials`` — :class:`~mcpkit.auth.client.ClientCredentialsAuth`: on the
+  upstream's first 401 it reads the upstream's protected-resource metadata, discovers the
+  authorization server and obtains a token with the client-credentials grant (secret or
+  ``private_key_jwt``) for the RFC 8707 ``resource`` of the upstream; the token is cached
+  and renewed when it expires or the upstream refuses it.
+* ``token_exchange`` — :class:`~mcpkit.auth.client.TokenExchangeAuth`: a call made for a
+  caller carries a token the authorization server issued in exchange for the caller's
+  own (RFC 8693: ``subject_token`` = the caller's access token, ``resource`` = the
+  upstream), cached per caller (a hash of the caller's token) until it expires.  What
+  the gateway does for nobody in particular — connecting, listing (lists are cached and
+  shared by every caller, so they must not be one caller's view), health checks —
+  carries the gateway's own client-credentials token.
+
+Either object lives as long as the upstream's entry, so a reconnect (or a restarted
+upstream) reuses the cached tokens.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .config import UpstreamOAuth
+from ..types.errors import INTERNAL_ERROR, McpError
+from .config import ConfigError, UpstreamOAuth
+
+#: The access token of the caller an upstream request is made for (None: the gateway's
+#: own request).  Set around a front request's routing; read by ``token_exchange``.
+acting_for: ContextVar[str | None] = ContextVar("mcpkit_gateway_acting_for", default=None)
+KINDS = ("client_credentials", "token_exchange")
+#: The front's refusal code (see .server: FORBIDDEN).
+FORBIDDEN = -31003
+
+
+@contextlib.contextmanager
+def own_identity() -> Iterator[None]:
+    """Requests made inside are the gateway's own, whoever's request caused them."""
+    token = acting_for.set(None)
+    try:
+        yield
+    finally:
+        acting_for.reset(token)
 
 
 def read_private_key(path: str) -> Any:
@@ -35,16 +66,101 @@ def read_private_key(path: str) -> Any:
 
 def upstream_auth(oauth: UpstreamOAuth, url: str) -> Any:
     """The ``httpx.Auth`` for one upstream (needs the ``auth`` extra: joserfc)."""
-    from ..auth.client import ClientCredentialsAuth, InMemoryTokenStore, UrlPolicy
+    from ..auth.client import (
+        ClientCredentialsAuth,
+        InMemoryTokenStore,
+        TokenExchangeAuth,
+        UrlPolicy,
+    )
 
     key = read_private_key(oauth.private_key_file) if oauth.private_key_file else None
     policy = UrlPolicy.local_development() if oauth.allow_loopback else UrlPolicy()
-    return ClientCredentialsAuth(
-        oauth.client_id,
-        client_secret=oauth.client_secret,
-        private_key=key,
-        server_url=url,
-        store=InMemoryTokenStore(),
-        policy=policy,
-        scopes=list(oauth.scopes) or None,
+    options: dict[str, Any] = {
+        "client_secret": oauth.client_secret,
+        "private_key": key,
+        "server_url": url,
+        "store": InMemoryTokenStore(),
+        "policy": policy,
+        "scopes": list(oauth.scopes) or None,
+    }
+    if oauth.kind == "token_exchange":
+        subject = acting_for.get
+        return TokenExchangeAuth(subject, oauth.client_id, audience=oauth.audience, **options)
+    return ClientCredentialsAuth(oauth.client_id, **options)
+
+
+def credentials_error(upstream: str, exc: Exception) -> McpError | None:
+    """An OAuth failure while calling ``upstream`` as the front caller's error (None: not
+    one).  A refusal at the token endpoint (e.g. the caller may not use that upstream)
+    is a Forbidden naming the OAuth error; anything else an internal error."""
+    from ..auth.client.errors import OAuthError, TokenError
+
+    if isinstance(exc, TokenError):
+        return McpError(
+            FORBIDDEN,
+            f"Forbidden: the authorization server would not issue a token for upstream "
+            f"{upstream!r}: {exc}",
+            {"upstream": upstream, "oauthError": exc.error},
+        )
+    if isinstance(exc, OAuthError):
+        return McpError(
+            INTERNAL_ERROR,
+            f"Upstream {upstream!r}: no credentials could be obtained: {exc}",
+            {"upstream": upstream},
+        )
+    return None
+
+
+def upstream_credentials(
+    item: dict[str, Any], where: str, url: str | None, base_dir: Path | None
+) -> UpstreamOAuth | None:
+    """``[upstream.auth]`` (``kind`` required) or ``[upstream.oauth]`` (client credentials)."""
+    if "auth" in item and "oauth" in item:
+        raise ConfigError(f"{where}: give [upstream.auth] or [upstream.oauth], not both")
+    data = item.get("auth", item.get("oauth"))
+    where = f"{where}.auth" if "auth" in item else f"{where}.oauth"
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a table")
+    kind = data.get("kind", "client_credentials" if where.endswith(".oauth") else None)
+    if kind not in KINDS:
+        raise ConfigError(f"{where}.kind must be one of {', '.join(KINDS)}")
+    if url is None:
+        raise ConfigError(f"{where}: OAuth is for URL upstreams (stdio servers use env)")
+    client_id = data.get("client_id")
+    if not isinstance(client_id, str) or not client_id:
+        raise ConfigError(f"{where}.client_id is required")
+    secret = data.get("client_secret")
+    key_file = data.get("private_key_file")
+    if (secret is None) == (key_file is None):
+        raise ConfigError(f"{where} needs exactly one of client_secret or private_key_file")
+    if key_file is not None:
+        path = Path(str(key_file))
+        key_file = str(path if path.is_absolute() else (base_dir or Path.cwd()) / path)
+        try:  # at load, not at the first connection: a bad key is a config error
+            read_private_key(key_file)
+        except Exception as exc:
+            raise ConfigError(f"{where}.private_key_file {key_file}: {exc}") from None
+    scopes = data.get("scopes", [])
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    if not isinstance(scopes, list) or not all(isinstance(x, str) for x in scopes):
+        raise ConfigError(f"{where}.scopes must be a list of scopes")
+    if kind == "token_exchange" and item.get("era") == "legacy":
+        raise ConfigError(
+            f"{where}: token_exchange needs a 2026-07-28 upstream (a legacy session belongs "
+            "to the one identity that opened it; each call here has its caller's)"
+        )
+    audience = data.get("audience")
+    if audience is not None and (kind != "token_exchange" or not isinstance(audience, str)):
+        raise ConfigError(f"{where}.audience is a string, for kind = 'token_exchange' only")
+    return UpstreamOAuth(
+        client_id=client_id,
+        kind=kind,
+        audience=audience,
+        client_secret=str(secret) if secret else None,
+        private_key_file=key_file,
+        scopes=tuple(scopes),
+        allow_loopback=bool(data.get("allow_loopback", False)),
     )

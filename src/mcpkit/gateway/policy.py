@@ -41,6 +41,9 @@ class Principal:
     scopes: frozenset[str] = field(default=frozenset(), compare=False, hash=False)
     #: The virtual server (``[[server]]`` name) the request came in on, if any.
     view: str | None = field(default=None, compare=False, hash=False)
+    #: The caller's OAuth access token (jwt mode), kept only as the subject of an RFC 8693
+    #: exchange (``kind = "token_exchange"``); never sent upstream, never in a repr.
+    subject_token: str | None = field(default=None, compare=False, hash=False, repr=False)
 
     def __str__(self) -> str:
         return self.name

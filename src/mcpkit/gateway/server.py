@@ -60,7 +60,9 @@ from .bridge import (
     trace_meta,
 )
 from .config import GatewayConfig
+from .credentials import acting_for
 from .forward import ResultTooLarge
+from .guardrails import run_guarded
 from .metrics import Metrics
 from .policy import ANONYMOUS, Authorizer, Principal
 from .ratelimit import RateLimiter
@@ -289,14 +291,22 @@ class GatewayServer(Server):
                 session=session,
                 principal=who,
             )
-            result, upstream_name = await self._route(ctx, method, params)
+            subject = acting_for.set(who.subject_token)  # (for [upstream.auth] token_exchange)
+            try:
+                if self.config.guardrails:
+                    result, upstream_name = await run_guarded(self.config.guardrails, ctx,
+                                                              self._route)
+                else:
+                    result, upstream_name = await self._route(ctx, method, params)
+            finally:
+                acting_for.reset(subject)
             if result.get("resultType") == "input_required":
                 outcome = "input_required"
         except PolicyError as err:
             outcome = err.outcome
             raise
         except McpError as err:
-            outcome = f"error:{err.code}"
+            outcome = getattr(err, "outcome", f"error:{err.code}")  # guardrail:<name>
             raise
         except NeedInput:
             outcome = "input_required"
@@ -503,6 +513,12 @@ class GatewayServer(Server):
         if not isinstance(notes, dict):
             return False
         return notes.get("idempotentHint") is True or notes.get("readOnlyHint") is True
+
+    async def tool_definition(self, name: str) -> dict[str, Any] | None:
+        """The upstream's definition of the (namespaced) tool ``name``, for guardrails."""
+        upstream, original = self._by_prefix(name)
+        tool = await self._proxy_tool(upstream, original)
+        return None if tool is None else tool.wire
 
     async def _proxy_tool(self, upstream: AnyUpstream, original: str) -> ProxyTool | None:
         """The upstream's definition of a tool (for its ``x-mcp-header`` parameters), also

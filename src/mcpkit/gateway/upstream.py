@@ -30,7 +30,7 @@ from ..transports.client_base import (
 )
 from ..types.errors import INTERNAL_ERROR, McpError
 from .config import UpstreamConfig
-from .credentials import upstream_auth
+from .credentials import credentials_error, own_identity, upstream_auth
 from .forward import FastLane
 
 log = logging.getLogger("mcpkit.gateway")
@@ -117,6 +117,8 @@ class Upstream:
             if self._auth is None:
                 self._auth = upstream_auth(self.config.oauth, self.config.url)
             kwargs["auth"] = self._auth
+            if self.config.oauth.kind == "token_exchange":  # a legacy session has one owner
+                kwargs["era"] = "modern"
         elif self.config.url and self.config.url.startswith("http://") and http11.available():
             # Modern calls take the fast lane (raw pooled HTTP/1.1); the rest of the
             # client's traffic rides pooled connections parsed by httptools too: httpx's
@@ -388,6 +390,11 @@ class Upstream:
             raise UpstreamDown(self.name, str(exc) or type(exc).__name__) from None
         except ClientError as exc:
             raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
+        except Exception as exc:  # an OAuth failure of [upstream.auth], as the caller's error
+            converted = credentials_error(self.name, exc) if self._auth is not None else None
+            if converted is None:
+                raise
+            raise converted from None
         finally:
             self._inflight.remove(front)
             current_front.reset(token)
@@ -405,7 +412,8 @@ class Upstream:
         scope = "public"
         for _ in range(100):
             params = {"cursor": cursor} if cursor else None
-            page = await self.call(partial(_request, method=method, params=params))
+            with own_identity():  # cached for every caller: never one caller's view
+                page = await self.call(partial(_request, method=method, params=params))
             items = page.get(member) or []
             page_items.extend(i for i in items if isinstance(i, dict))
             ttl = page.get("ttlMs")

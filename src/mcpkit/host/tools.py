@@ -13,7 +13,9 @@
   App only and is left out of the model's list.
 * **Flags.** Descriptions are the server's words and may try to instruct the model (tool
   poisoning).  Hidden characters, instruction-like markup and very long text are flagged so
-  the person sees them in consent prompts; nothing is silently rewritten.
+  the person sees them in consent prompts; nothing is silently rewritten.  The detector,
+  :func:`~mcpkit.protocol.poisoning.tool_flags`, lives in ``protocol`` so the gateway
+  shares it.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.poisoning import tool_flags
 from .apps import tool_ui_uri, visible_to_model
 
 __all__ = ["HostTool", "ToolIndex", "exposed_name", "model_schema", "tool_flags"]
@@ -34,8 +36,6 @@ SEPARATOR = "__"
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
 _MAX_DEPTH = 8
-_SUSPICIOUS = re.compile(r"<\s*/?\s*(important|system|instructions?)\b|ignore (all )?previous",
-                         re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -74,27 +74,6 @@ def exposed_name(server: str, name: str, taken: set[str] | frozenset[str] = froz
         return base
     digest = hashlib.sha256(f"{server}\0{name}".encode()).hexdigest()[:8]
     return f"{base[: _MAX_NAME - 9]}_{digest}"
-
-
-def tool_flags(tool: Mapping[str, Any]) -> list[str]:
-    """Reasons a person should look twice at this tool definition."""
-    flags: list[str] = []
-    texts = [str(tool.get("description") or ""), str(tool.get("title") or "")]
-    schema = tool.get("inputSchema")
-    if isinstance(schema, Mapping):
-        props = schema.get("properties")
-        if isinstance(props, Mapping):
-            texts.extend(str(k) for k in props)
-            texts.extend(str(p.get("description") or "") for p in props.values()
-                         if isinstance(p, Mapping))
-    joined = "\n".join(texts)
-    if any(unicodedata.category(ch) == "Cf" for ch in joined):
-        flags.append("contains invisible formatting characters (zero-width or bidi)")
-    if _SUSPICIOUS.search(joined):
-        flags.append("contains instruction-like text aimed at the model")
-    if len(str(tool.get("description") or "")) > 4000:
-        flags.append("has an unusually long description")
-    return flags
 
 
 def model_schema(schema: Any, notes: list[str] | None = None) -> dict[str, Any]:

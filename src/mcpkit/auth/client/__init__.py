@@ -3,7 +3,14 @@ refreshes and steps up on its own, with SSRF protection on every discovery fetch
 
 from __future__ import annotations
 
-from .auth import ClientCredentialsAuth, EnterpriseAuth, JwtBearerAuth, OAuthAuth, OAuthClientAuth
+from .auth import (
+    ClientCredentialsAuth,
+    EnterpriseAuth,
+    JwtBearerAuth,
+    OAuthAuth,
+    OAuthClientAuth,
+    TokenExchangeAuth,
+)
 from .browser import (
     HeadlessRedirectHandler,
     LoopbackRedirectHandler,
@@ -32,6 +39,7 @@ __all__ = [
     "RedirectHandler",
     "SsrfBlocked",
     "TokenError",
+    "TokenExchangeAuth",
     "TokenSet",
     "TokenStore",
     "UrlPolicy",

@@ -15,8 +15,10 @@ registration or a grant, and the others pick up its result.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Generator, Mapping
 from typing import Any, TypeVar
 
@@ -33,9 +35,11 @@ from .grants import (
     Grant,
     IdJagGrant,
     JwtBearerGrant,
+    SubjectSource,
+    TokenExchangeGrant,
 )
 from .ssrf import UrlPolicy, guarded_async_client, guarded_client, next_hop
-from .store import TokenStore
+from .store import InMemoryTokenStore, TokenStore
 
 __all__ = [
     "ClientCredentialsAuth",
@@ -43,6 +47,7 @@ __all__ = [
     "JwtBearerAuth",
     "OAuthAuth",
     "OAuthClientAuth",
+    "TokenExchangeAuth",
 ]
 
 T = TypeVar("T")
@@ -105,7 +110,7 @@ class OAuthAuth(httpx.Auth):
         if self._async_lock is None:
             self._async_lock = anyio.Lock()
         lock = self._async_lock
-        if engine.tokens is not None and engine.tokens.expired():
+        if _stale(engine):
             async with lock:
                 await self._arun(engine.before_send())
         sent = engine.authorize_request(request)
@@ -165,7 +170,7 @@ class OAuthAuth(httpx.Auth):
         if not engine.applies_to(request.url):
             yield request  # another origin: never show it our token
             return
-        if engine.tokens is not None and engine.tokens.expired():
+        if _stale(engine):
             with self._thread_lock:
                 self._run(engine.before_send())
         sent = engine.authorize_request(request)
@@ -226,6 +231,12 @@ class OAuthAuth(httpx.Auth):
         if not isinstance(answer, Mapping):
             raise AuthorizationError("the redirect handler returned no parameters")
         return answer
+
+
+def _stale(engine: OAuthEngine) -> bool:
+    """Whether the token must be renewed (or, for a proactive grant, obtained) first."""
+    tokens = engine.tokens
+    return engine.proactive if tokens is None else tokens.expired()
 
 
 class OAuthClientAuth(OAuthAuth):
@@ -336,3 +347,70 @@ class EnterpriseAuth(OAuthAuth):
             idp_client_secret=idp_client_secret,
         )
         super().__init__(grant, server_url=server_url, **options)
+
+
+class TokenExchangeAuth(OAuthAuth):
+    """Acting for callers (RFC 8693): each request carries a token obtained by exchanging
+    the current caller's token (``subject_token()``, e.g. read from a context variable)
+    for one whose audience is this server; requests made for nobody (``subject_token()``
+    returns None: connecting, listing, health checks) carry the client's own token from
+    the client-credentials grant.  The client authenticates at the authorization server
+    as :class:`ClientCredentialsAuth` does.
+
+    Exchanged tokens are kept in memory per caller, keyed by a SHA-256 of the caller's
+    token (never the token itself), until they expire; at most ``max_subjects`` callers,
+    least recently used first out.  Discovery is done once and shared by every caller.
+    A refusal of the authorization server is raised as a
+    :class:`~mcpkit.auth.client.TokenError` from the request that needed the token."""
+
+    def __init__(
+        self,
+        subject_token: SubjectSource,
+        client_id: str,
+        *,
+        client_secret: str | None = None,
+        private_key: Any = None,
+        signing_alg: str | None = None,
+        auth_method: str | None = None,
+        assertion_audience: str | None = None,
+        audience: str | None = None,
+        server_url: str | None = None,
+        max_subjects: int = 1024,
+        **options: Any,
+    ) -> None:
+        credentials: dict[str, Any] = {
+            "client_secret": client_secret,
+            "private_key": private_key,
+            "signing_alg": signing_alg,
+            "auth_method": auth_method,
+            "assertion_audience": assertion_audience,
+        }
+        super().__init__(
+            ClientCredentialsGrant(client_id, **credentials), server_url=server_url, **options
+        )
+        self.subject_token = subject_token
+        self.exchange = TokenExchangeGrant(
+            subject_token, client_id, audience=audience, **credentials
+        )
+        self.max_subjects = max_subjects
+        self._subjects: OrderedDict[str, OAuthEngine] = OrderedDict()
+
+    def _engine_for(self, request: httpx.Request) -> OAuthEngine:
+        own = super()._engine_for(request)
+        subject = self.subject_token()
+        if not subject:
+            return own
+        key = hashlib.sha256(subject.encode()).hexdigest()
+        engine = self._subjects.get(key)
+        if engine is None:
+            # Per-caller tokens stay in memory: never in the client's own (maybe on-disk) store.
+            options = {**self._options, "store": InMemoryTokenStore()}
+            engine = OAuthEngine(self.exchange, server_url=own.server_url, **options)
+            self._subjects[key] = engine
+            while len(self._subjects) > self.max_subjects:
+                self._subjects.popitem(last=False)
+        else:
+            self._subjects.move_to_end(key)
+        if engine.as_meta is None and own.as_meta is not None:
+            engine.adopt(own)
+        return engine

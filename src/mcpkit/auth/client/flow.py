@@ -169,15 +169,27 @@ class OAuthEngine:
         mine = httpx.URL(self.server_url)
         return (url.scheme, url.host, url.port) == (mine.scheme, mine.host, mine.port)
 
+    @property
+    def proactive(self) -> bool:
+        """Whether a missing token is obtained before sending (see ``Grant.proactive``)."""
+        return self.grant.proactive and self.as_meta is not None
+
+    def adopt(self, other: OAuthEngine) -> None:
+        """Take over what ``other`` discovered for the same resource (metadata, DPoP key),
+        so that a second identity at one server needs no discovery round trips."""
+        self.prm, self.as_meta, self.dpop_key = other.prm, other.as_meta, other.dpop_key
+
     def before_send(self) -> Flow[None]:
-        """Refresh an expired token before using it (when we can)."""
+        """Refresh an expired token before using it (when we can); with a proactive grant,
+        obtain a missing one."""
         tokens = self.tokens
-        if tokens is None or not tokens.expired():
-            return
-        if tokens.refresh_token and tokens.issuer and (yield from self.refresh()):
-            return
-        if self.tokens is not None and not self.tokens.refresh_token:
-            self.set_tokens(None)  # nothing to renew it with: the server's 401 starts a grant
+        if tokens is not None and tokens.expired():
+            if tokens.refresh_token and tokens.issuer and (yield from self.refresh()):
+                return
+            if self.tokens is not None and not self.tokens.refresh_token:
+                self.set_tokens(None)  # nothing to renew it with: the 401 starts a grant
+        if self.tokens is None and self.proactive:
+            yield from self.obtain(self.select_scopes(None))
 
     def authorize_request(self, request: httpx.Request) -> str | None:
         tokens = self.tokens
@@ -474,8 +486,10 @@ class OAuthEngine:
         private_key: Any = None,
         signing_alg: str = "ES256",
         assertion_audience: str | None = None,
+        issued_type: str | None = None,
     ) -> Flow[TokenSet]:
-        """POST to the token endpoint with client authentication (and a DPoP proof)."""
+        """POST to the token endpoint with client authentication (and a DPoP proof);
+        ``issued_type``: the RFC 8693 token type the answer must say it issued."""
         url = as_meta.token_endpoint
         for _ in range(2):
             body = dict(form)
@@ -498,7 +512,9 @@ class OAuthEngine:
                 url, response.headers.get("dpop-nonce")
             )
             if response.status_code == 200:
-                return self.parse_token_response(response, dpop=key is not None)
+                return self.parse_token_response(
+                    response, dpop=key is not None, issued_type=issued_type
+                )
             error, text = _error_of(response)
             if error == "use_dpop_nonce" and changed:
                 continue
@@ -510,13 +526,19 @@ class OAuthEngine:
         raise TokenError("the token endpoint keeps asking for a new DPoP nonce", "use_dpop_nonce")
 
     @staticmethod
-    def parse_token_response(response: httpx.Response, *, dpop: bool) -> TokenSet:
+    def parse_token_response(
+        response: httpx.Response, *, dpop: bool, issued_type: str | None = None
+    ) -> TokenSet:
         try:
             data = response.json()
         except ValueError:
             raise TokenError("the token endpoint did not answer with JSON") from None
         if not isinstance(data, dict) or not isinstance(data.get("access_token"), str):
             raise TokenError("the token response has no access_token")
+        if issued_type is not None:
+            from .grants import check_issued
+
+            check_issued(data, issued_type, "the token endpoint")
         token_type = data.get("token_type", "Bearer")
         if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "dpop"):
             raise TokenError(f"unsupported token_type {token_type!r}")

@@ -11,6 +11,10 @@
   assertion comes from the environment; errors are surfaced, never retried.
 * :class:`IdJagGrant` — enterprise-managed authorization (ID-JAG): RFC 8693 token exchange
   at the enterprise IdP, then a JWT bearer grant at the MCP server's authorization server.
+* :class:`TokenExchangeGrant` — acting for someone else (RFC 8693): a token the caller
+  holds is exchanged at the MCP server's authorization server for one whose audience is
+  that server.  Both exchanges build their request with :func:`exchange_form` and check
+  the answer with :func:`check_issued`: one implementation of the RFC.
 """
 
 from __future__ import annotations
@@ -38,12 +42,47 @@ __all__ = [
     "Grant",
     "IdJagGrant",
     "JwtBearerGrant",
+    "TokenExchangeGrant",
+    "check_issued",
+    "exchange_form",
 ]
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
+
+
+def exchange_form(
+    subject_token: str,
+    subject_token_type: str,
+    requested_token_type: str,
+    *,
+    resource: str,
+    audience: str | None = None,
+    scopes: Sequence[str] | None = None,
+) -> dict[str, str]:
+    """An RFC 8693 token-exchange request (client authentication is added by the caller)."""
+    form = {
+        "grant_type": TOKEN_EXCHANGE,
+        "requested_token_type": requested_token_type,
+        "subject_token": subject_token,
+        "subject_token_type": subject_token_type,
+        "resource": resource,
+    }
+    if audience:
+        form["audience"] = audience
+    if scopes:
+        form["scope"] = " ".join(scopes)
+    return form
+
+
+def check_issued(data: Mapping[str, Any], requested: str, issuer: str) -> None:
+    """RFC 8693 §2.2.1: ``issued_token_type`` must be what was asked for (absent: assumed)."""
+    issued = data.get("issued_token_type", requested)
+    if issued != requested:
+        raise TokenError(f"{issuer} issued a token of type {issued!r}, not {requested!r}")
 
 
 class Grant:
@@ -51,6 +90,9 @@ class Grant:
 
     #: add ``offline_access`` when the AS supports it (grants that get refresh tokens)
     wants_refresh = False
+    #: obtain a token before the first request once the authorization server is known,
+    #: instead of waiting for the resource's 401 (grants that need no user)
+    proactive = False
 
     def choose_issuer(self, servers: Sequence[str]) -> str:
         return servers[0]
@@ -437,16 +479,14 @@ class IdJagGrant(Grant):
             check_url(self.idp_token_endpoint, ctx.engine.policy)
         except SsrfBlocked as exc:
             raise DiscoveryError(f"IdP token endpoint refused: {exc}") from None
-        form = {
-            "grant_type": TOKEN_EXCHANGE,
-            "requested_token_type": ID_JAG,
-            "subject_token": _assertion(self.id_token),
-            "subject_token_type": ID_TOKEN,
-            "audience": ctx.as_meta.issuer,
-            "resource": ctx.resource,
-        }
-        if ctx.scopes:
-            form["scope"] = " ".join(ctx.scopes)
+        form = exchange_form(
+            _assertion(self.id_token),
+            ID_TOKEN,
+            ID_JAG,
+            resource=ctx.resource,
+            audience=ctx.as_meta.issuer,
+            scopes=ctx.scopes,
+        )
         headers: dict[str, str] = {}
         if self.idp_client_id is not None:
             method = "client_secret_basic" if self.idp_client_secret else "none"
@@ -467,8 +507,7 @@ class IdJagGrant(Grant):
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("access_token"), str):
             raise TokenError("the IdP's token exchange response has no ID-JAG")
-        if data.get("issued_token_type", ID_JAG) != ID_JAG:
-            raise TokenError(f"the IdP issued {data.get('issued_token_type')!r}, not an ID-JAG")
+        check_issued(data, ID_JAG, "the IdP")
         grant = {
             "grant_type": JWT_BEARER,
             "assertion": data["access_token"],
@@ -479,3 +518,60 @@ class IdJagGrant(Grant):
         client = self.existing_client(ctx.engine, ctx.as_meta)
         assert client is not None
         return (yield from ctx.engine.token_request(ctx.as_meta, grant, client))
+
+
+SubjectSource = Callable[[], str | None]
+
+
+class TokenExchangeGrant(ClientCredentialsGrant):
+    """RFC 8693 for a client acting for a caller (a gateway, an agent): the caller's token
+    (``subject_token``, read from the source at each exchange) is traded at the MCP
+    server's authorization server for an access token whose audience is that server
+    (``resource``, and ``audience`` when the AS names its resources that way).  The client
+    authenticates as in :class:`ClientCredentialsGrant`.  An answer that hands back the
+    subject token itself is refused: the caller's token is never presented as is."""
+
+    proactive = True
+
+    def __init__(
+        self,
+        subject_token: SubjectSource,
+        client_id: str,
+        *,
+        audience: str | None = None,
+        subject_token_type: str = ACCESS_TOKEN,
+        **credentials: Any,
+    ) -> None:
+        super().__init__(client_id, **credentials)
+        self.subject_token = subject_token
+        self.audience = audience
+        self.subject_token_type = subject_token_type
+
+    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
+        subject = self.subject_token()
+        if not isinstance(subject, str) or not subject:
+            raise AuthorizationError("no subject token to exchange (no caller's token here)")
+        form = exchange_form(
+            subject,
+            self.subject_token_type,
+            ACCESS_TOKEN,
+            resource=ctx.resource,
+            audience=self.audience,
+            scopes=ctx.scopes,
+        )
+        tokens: TokenSet = yield from ctx.engine.token_request(
+            ctx.as_meta,
+            form,
+            self._client(ctx.as_meta),
+            private_key=self.private_key,
+            signing_alg=self.signing_alg,
+            assertion_audience=self.assertion_audience,
+            issued_type=ACCESS_TOKEN,
+        )
+        if secrets.compare_digest(tokens.access_token.encode(), subject.encode()):
+            raise TokenError(
+                f"{ctx.as_meta.issuer} answered the token exchange with the subject token "
+                "itself; refusing to present a caller's token as is",
+                "invalid_grant",
+            )
+        return tokens

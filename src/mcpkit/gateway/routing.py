@@ -1,6 +1,7 @@
-"""Which upstream serves a resource URI (reads, completions, subscriptions).
+"""Which upstream serves a resource URI (reads, completions, subscriptions), and what
+the front knows of an upstream's tool.
 
-A pure question about the upstreams' listings, kept out of :mod:`.server` so the gateway's
+Pure questions about the upstreams' listings, kept out of :mod:`.server` so the gateway's
 request routing there stays about policy and forwarding.
 """
 
@@ -10,13 +11,32 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ..protocol.headers import InvalidHeaderAnnotation, header_params
 from ..server.uritemplate import TemplateError, UriTemplate
 from ..types.errors import INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND, McpError
 from .replicas import AnyUpstream
 
-__all__ = ["resource_owner"]
+__all__ = ["ProxyTool", "resource_owner"]
 
 log = logging.getLogger("mcpkit.gateway")
+
+
+class ProxyTool:
+    """What the HTTP transport needs of a tool: its ``Mcp-Param-*`` parameters, and
+    that it is not ``inline`` (a forwarded call always waits on the upstream)."""
+
+    __slots__ = ("header_params", "wire")
+
+    #: Never run without a cancel scope: the forwarded call awaits the network.
+    inline = False
+
+    def __init__(self, wire: dict[str, Any]) -> None:
+        self.wire = wire
+        try:
+            schema = wire.get("inputSchema")
+            self.header_params = header_params(schema) if isinstance(schema, dict) else ()
+        except InvalidHeaderAnnotation:
+            self.header_params = ()
 
 
 async def resource_owner(

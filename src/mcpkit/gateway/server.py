@@ -27,6 +27,7 @@ from typing import Any
 
 import anyio
 
+from ..compose.bridge import FrontCall, forwarded_meta, progress_relay, strip_server_info
 from ..protocol.headers import expected_param_headers
 from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import InvalidState
@@ -49,23 +50,13 @@ from ..types.methods import METHODS
 from ..types.versions import META_SERVER_INFO
 from . import views
 from .audit import AuditLog
-from .bridge import (
-    FrontCall,
-    ProxyTool,
-    bridged_meta,
-    clean,
-    meta_for,
-    progress_forwarder,
-    strip,
-    trace_meta,
-)
 from .config import GatewayConfig
 from .forward import ResultTooLarge
 from .metrics import Metrics
 from .policy import ANONYMOUS, Authorizer, Principal
 from .ratelimit import RateLimiter
 from .replicas import AnyUpstream, make_upstream
-from .routing import resource_owner
+from .routing import ProxyTool, resource_owner
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -347,11 +338,11 @@ class GatewayServer(Server):
                 uri = str(ref.get("uri", ""))
                 upstream = await resource_owner(self.upstreams, uri, ctx.meta.era)
                 forwarded = params
-            trace = trace_meta(ctx) or None
+            trace = forwarded_meta(ctx, capabilities=False) or None
             answer = await upstream.call(
-                lambda c: c.request(method, clean(forwarded), meta=trace), safe=True
+                lambda c: c.request(method, _clean(forwarded), meta=trace), safe=True
             )
-            return strip(answer), upstream.name
+            return strip_server_info(answer), upstream.name
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
             if not declares_tasks(ctx.meta):
                 raise tasks_required_error()
@@ -361,10 +352,11 @@ class GatewayServer(Server):
             if owned is None or not inner:
                 raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
             upstream = owned
+            meta = forwarded_meta(ctx, capabilities=True, tasks=True)
             answer = await upstream.call(
-                lambda c: c.request(method, {**clean(params), "taskId": inner}, meta=meta_for(ctx))
+                lambda c: c.request(method, {**_clean(params), "taskId": inner}, meta=meta)
             )
-            return self._retag(upstream, strip(answer)), upstream.name
+            return self._retag(upstream, strip_server_info(answer)), upstream.name
         raise method_not_found(method)
 
     async def _aggregate(self, ctx: Context, method: str) -> dict[str, Any]:
@@ -425,7 +417,7 @@ class GatewayServer(Server):
         what = f"{method} {front_name}"
         safe = upstream.replicated and await self._retry_safe(upstream, method, params)
         client = upstream.live()
-        progress = progress_forwarder(ctx)
+        progress = progress_relay(ctx)
         if ctx.meta.era == "modern" and client.era == "modern":
             headers = None
             if method == "tools/call":
@@ -433,14 +425,15 @@ class GatewayServer(Server):
                 if tool is not None and tool.header_params:
                     headers = expected_param_headers(tool.header_params, params.get("arguments"))
             lane = upstream.lane
+            passed = forwarded_meta(ctx, capabilities=True, tasks=True)
             if lane is not None:
                 try:
                     answer = await upstream.call(
                         lambda c: lane.request(
                             c,
                             method,
-                            clean(params),
-                            meta_for(ctx),
+                            _clean(params),
+                            passed,
                             headers=headers,
                             progress=progress,
                             limit=limit,
@@ -448,7 +441,7 @@ class GatewayServer(Server):
                         FrontCall(ctx),
                         safe=safe,
                     )
-                    return self._retag(upstream, strip(answer))
+                    return self._retag(upstream, strip_server_info(answer))
                 except McpError as exc:
                     if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                         raise
@@ -456,19 +449,19 @@ class GatewayServer(Server):
             answer = await upstream.call(
                 lambda c: c.request(
                     method,
-                    clean(params),
-                    meta=meta_for(ctx),
+                    _clean(params),
+                    meta=passed,
                     headers=headers,
                     on_progress=progress,
                 ),
                 FrontCall(ctx),
                 safe=safe,
             )
-            return self._retag(upstream, strip(_capped(answer, what, limit)))
+            return self._retag(upstream, strip_server_info(_capped(answer, what, limit)))
         front = FrontCall(ctx)
         result: dict[str, Any] | None = None
         rounds = self._open_rounds(ctx, upstream, method, params)
-        meta = bridged_meta(ctx)
+        meta = forwarded_meta(ctx, capabilities=False) or None
 
         async def run(c: Any) -> dict[str, Any]:
             arguments = params.get("arguments")
@@ -480,8 +473,7 @@ class GatewayServer(Server):
                 return dict(await c.get_prompt(params["name"], arguments, meta=meta))
             return dict(await c.read_resource(params["uri"], refresh=True, meta=meta))
 
-        with anyio.CancelScope() as scope:
-            front.scope = scope
+        with front.scope:
             result = await upstream.call(run, front, safe=safe)
         if front.failure is not None:
             raise front.failure
@@ -491,7 +483,7 @@ class GatewayServer(Server):
             return self._input_required(front.need, *rounds)
         if result is None:  # cancelled for another reason
             raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
-        return strip(_capped(result, what, limit))
+        return strip_server_info(_capped(result, what, limit))
 
     async def _retry_safe(self, upstream: AnyUpstream, method: str, params: dict[str, Any]) -> bool:
         """Whether a replica failure mid-call may be retried on another replica: reads,
@@ -566,6 +558,10 @@ class GatewayServer(Server):
         ):
             result["taskId"] = f"{upstream.name}{TASK_SEPARATOR}{task_id}"
         return result
+
+
+def _clean(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if k != "_meta"}
 
 
 def _capped(result: dict[str, Any], what: str, limit: int) -> dict[str, Any]:

@@ -9,16 +9,16 @@ says its list changed (legacy notification or modern listen stream).
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import anyio
 
 from ..client import Client
+from ..compose.bridge import FrontCall, Fronts
 from ..transports import http11
 from ..transports.client_base import (
     ClientError,
@@ -34,9 +34,6 @@ from .credentials import upstream_auth
 from .forward import FastLane
 
 log = logging.getLogger("mcpkit.gateway")
-
-#: The front request an upstream call is made for (so input requests find their way back).
-current_front: contextvars.ContextVar[Any] = contextvars.ContextVar("mcpkit_gateway_front")
 
 LISTINGS = {
     "tools": ("tools/list", "tools"),
@@ -83,7 +80,13 @@ class Upstream:
         self._on_change = on_change
         #: kind -> (expiry on the monotonic clock, items, the upstream's cacheScope)
         self._listings: dict[str, tuple[float, list[dict[str, Any]], str]] = {}
-        self._inflight: list[Any] = []
+        #: Calls in flight (``None`` for the gateway's own, e.g. listings): a retired
+        #: upstream stops once none is left.
+        self._inflight: list[FrontCall | None] = []
+        #: Front requests with a call in flight: the upstream's input requests and log
+        #: messages find their way back through them (the proxy's bridge, see
+        #: :mod:`mcpkit.compose.bridge`).
+        self.fronts = Fronts(config.name)
         self._restart = anyio.Event()
         self._stopping = anyio.Event()
         self._stopped = anyio.Event()
@@ -130,21 +133,11 @@ class Upstream:
                     pool,
                     headers=dict(self.config.headers),
                     timeout=self.config.timeout_s,
-                    on_log=self._log_bridge,
+                    on_log=self.fronts.log,
                 )
             except ValueError as exc:  # httpx will say what is wrong, call by call
                 log.warning("upstream %s: no fast lane: %s", self.name, exc)
-        bridge: Any = self._bridge
-        return Client(
-            target,
-            elicitation=bridge("elicit"),
-            url_elicitation=bridge("elicit_url"),
-            sampling=bridge("sample"),
-            roots=cast(Any, self._bridge_roots),
-            on_notification=self._notified,
-            on_log=self._log_bridge,
-            **kwargs,
-        )
+        return Client(target, on_notification=self._notified, **self.fronts.callbacks(), **kwargs)
 
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Keep the upstream connected until :meth:`stop` (or cancelled); reconnect or
@@ -360,7 +353,11 @@ class Upstream:
     replicated = False
 
     async def call(
-        self, fn: Callable[[Client], Awaitable[Any]], front: Any = None, *, safe: bool = False
+        self,
+        fn: Callable[[Client], Awaitable[Any]],
+        front: FrontCall | None = None,
+        *,
+        safe: bool = False,
     ) -> Any:
         """Run ``fn(client)``; a transport failure marks the upstream for restart.
 
@@ -368,7 +365,7 @@ class Upstream:
         become :class:`UpstreamDown`; other client-side failures (timeouts, invalid
         answers) an internal error naming the upstream."""
         client = self.live()
-        token = current_front.set(front)
+        token = self.fronts.enter(front) if front is not None else None
         self._inflight.append(front)
         try:
             return await fn(client)
@@ -390,7 +387,8 @@ class Upstream:
             raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
         finally:
             self._inflight.remove(front)
-            current_front.reset(token)
+            if front is not None and token is not None:
+                self.fronts.leave(front, token)
 
     async def listing(self, kind: str) -> list[dict[str, Any]]:
         cached = self._listings.get(kind)
@@ -438,39 +436,6 @@ class Upstream:
         if cached is None:
             return 0, "public"
         return max(0, int((cached[0] - time.monotonic()) * 1000)), cached[2]
-
-    # ------------------------------------------------------------------ input bridging
-    def _front(self) -> Any:
-        front = current_front.get(None)
-        if front is not None:
-            return front
-        live = [f for f in self._inflight if f is not None]
-        if len(live) == 1:
-            return live[0]
-        raise McpError(
-            INTERNAL_ERROR, f"cannot tell which request upstream {self.name!r} is asking for input"
-        )
-
-    def _bridge(self, what: str) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
-        async def answer(params: dict[str, Any]) -> dict[str, Any]:
-            front = self._front()
-            return await front.ask_upstream_input(what, params)  # type: ignore[no-any-return]
-
-        return answer
-
-    async def _log_bridge(self, params: dict[str, Any]) -> None:
-        """An upstream log message goes to the front request it belongs to, if any."""
-        try:
-            front = self._front()
-        except McpError:
-            log.info("upstream %s: %s", self.name, params.get("data"))
-            return
-        level = str(params.get("level", "info"))
-        await front.ctx.log(level, params.get("data"), params.get("logger"))
-
-    async def _bridge_roots(self) -> list[dict[str, Any]]:
-        front = self._front()
-        return await front.ask_upstream_input("roots", {})  # type: ignore[no-any-return]
 
 
 async def _request(client: Client, method: str, params: dict[str, Any] | None) -> Any:

@@ -2,9 +2,10 @@
 upstreams, so both protocol eras, listen streams and legacy sessions come for free from
 the ordinary transports.
 
-Per request: authorization (first matching rule), then rate limits (counted under the
-name from the body, after the transport checked it against ``Mcp-Name``), then routing by
-namespace prefix, then audit and metrics.  Era bridging:
+Every request takes the server's one dispatch path.  The routed methods (``ROUTED``) are
+handlers wrapped in the gateway's policy middleware (:mod:`.middleware`: audit and
+metrics, then authorization, then rate limits), and route by namespace prefix or by which
+upstream serves a URI.  Era bridging (the proxy's, :mod:`mcpkit.compose.bridge`):
 
 * modern client, modern upstream: ``tools/call``/``prompts/get``/``resources/read`` are
   passed through untouched (``inputRequests``, ``requestState`` and task results flow
@@ -20,21 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
 from ..compose.bridge import FrontCall, forwarded_meta, progress_relay, strip_server_info
 from ..protocol.headers import expected_param_headers
-from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import InvalidState
 from ..server.context import Context
-from ..server.exchange import Exchange
-from ..server.middleware import Middleware
-from ..server.middleware.telemetry import Telemetry
+from ..server.middleware import build_chains, wrap
 from ..server.mrtr import InputRound, NeedInput, input_required_result
 from ..server.notify import ChangeEvent
 from ..server.server import Server
@@ -46,39 +43,35 @@ from ..types.errors import (
     invalid_params,
     method_not_found,
 )
-from ..types.methods import METHODS
-from ..types.versions import META_SERVER_INFO
 from . import views
 from .audit import AuditLog
 from .config import GatewayConfig
 from .forward import ResultTooLarge
 from .metrics import Metrics
-from .policy import ANONYMOUS, Authorizer, Principal
+from .middleware import policy, served_by
+from .policy import Authorizer, Principal
 from .ratelimit import RateLimiter
 from .replicas import AnyUpstream, make_upstream
 from .routing import ProxyTool, resource_owner
 
 log = logging.getLogger("mcpkit.gateway")
 
-#: Application error codes (outside the JSON-RPC/MCP reserved range).
-UNAUTHENTICATED = -31001
-FORBIDDEN = -31003
-RATE_LIMITED = -31029
 TASK_SEPARATOR = "~"
-
-
-class PolicyError(McpError):
-    def __init__(
-        self,
-        code: int,
-        message: str,
-        status: int,
-        outcome: str,
-        data: Any = None,
-        headers: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
-        super().__init__(code, message, data, http_status=status, http_headers=headers)
-        self.outcome = outcome
+#: What the gateway routes to its upstreams (everything else is the server's own).
+ROUTED = (
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "tools/call",
+    "prompts/get",
+    "resources/read",
+    "completion/complete",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+)
 
 
 class GatewayServer(Server):
@@ -96,8 +89,18 @@ class GatewayServer(Server):
         self.cache_scope = "private" if self.private else "public"
         self.cache_ttl_ms = 10_000
         self._proxy_tools: dict[str, ProxyTool] = {}
-        self._tracing: Telemetry | None = None
+        #: What the HTTP transport reads of a called tool (its ``Mcp-Param-*`` headers,
+        #: that it waits on the network): the upstreams' tools as the front names them.
+        self.tools = cast("dict[str, Any]", self._proxy_tools)
         self.bus.on_interest = self._resource_interest
+        # The routed methods run the gateway's policy (audit, access, limits) and then the
+        # routing; middleware the operator adds (telemetry...) wraps all of it.
+        discover = self._handlers["server/discover"]
+        layers = policy(self)
+        for method in ROUTED:
+            route = discover if method == "server/discover" else self._routed
+            self._handlers[method] = wrap(route, method, layers)
+        self._chains = build_chains(self._handlers, self.middleware)
 
     # ------------------------------------------------------------------ upstreams
     async def start_upstreams(self) -> None:
@@ -190,134 +193,21 @@ class GatewayServer(Server):
             caps["resources"]["subscribe"] = True
         return caps
 
-    @property
-    def tools(self) -> dict[str, Any]:
-        """Proxy entries (for the transport's ``Mcp-Param-*`` checks)."""
-        return self._proxy_tools
+    def has_capability(self, path: str) -> bool:
+        """Every routed method reaches the router, which answers for what the upstreams
+        offer now: an upstream that is down leaves its part of a list out, it does not
+        turn the method into "method not found"."""
+        return True
 
-    @tools.setter
-    def tools(self, value: Any) -> None:  # Server.__init__ assigns {}
-        pass
-
-    # ------------------------------------------------------------------ dispatch
-    def add_middleware(self, middleware: Middleware) -> None:
-        """The gateway routes requests itself (policy, then upstream), not through the
-        server's chains; a :class:`Telemetry` middleware is therefore applied around that
-        routing too, so the gateway's SERVER span parents its upstream CLIENT span."""
-        super().add_middleware(middleware)
-        if isinstance(middleware, Telemetry):
-            self._tracing = middleware
-
-    async def dispatch(
-        self, message: dict[str, Any], meta: RequestMeta, exchange: Exchange, *,
-        session: Any = None, principal: Any = None, local: Any = None,
-    ) -> dict[str, Any]:
-        if self._tracing is None or local is not None:  # (local: the chain traces it)
-            return await self._dispatch(message, meta, exchange, session=session,
-                                        principal=principal, local=local)
-        ctx = Context(self, meta, message.get("id"), exchange, method=message["method"],
-                      params=message.get("params") or {}, session=session,
-                      principal=principal)
-        return await self._tracing.on_request(
-            ctx, lambda _: self._dispatch(message, meta, exchange, session=session,
-                                          principal=principal))
-
-    async def _dispatch(
-        self, message: dict[str, Any], meta: RequestMeta, exchange: Exchange, *,
-        session: Any = None, principal: Any = None, local: Any = None,
-    ) -> dict[str, Any]:
-        if local is not None:  # a legacy session's own method (initialize, ping, ...)
-            return await super().dispatch(
-                message, meta, exchange, session=session, principal=principal, local=local
-            )
-        method: str = message["method"]
-        params = message.get("params") or {}
-        who: Principal = principal if isinstance(principal, Principal) else ANONYMOUS
-        spec = METHODS.get(method)
-        name = params.get(spec.name_param) if spec and spec.name_param else None
-        name = name if isinstance(name, str) else None
-        started = time.perf_counter()
-        upstream_name: str | None = None
-        outcome = "ok"
-        rule: str | None = None  # the deciding [[rule]], for the audit line
-        try:
-            view = self.config.view(who.view) if who.view is not None else None
-            if view is not None and not views.allows(view, method, params):
-                raise invalid_params(f"Unknown name: {name}", {"name": name})  # not here
-            arguments = params.get("arguments") if method in ("tools/call", "prompts/get") else None
-            allowed, reason, rule = self.authorizer.decide(
-                who, method, name, arguments if isinstance(arguments, dict) else {}
-            )
-            if not allowed:
-                raise PolicyError(
-                    FORBIDDEN,
-                    f"Forbidden: {method}{' ' + name if name else ''} "
-                    f"is not allowed for {who.name} ({reason})",
-                    403,
-                    "denied",
-                )
-            verdict = await self.limiter.check(who.name, method, name)
-            if not verdict.allowed:
-                raise PolicyError(
-                    RATE_LIMITED,
-                    f"Rate limit exceeded: rule {verdict.rule!r} ({verdict.limit})",
-                    429,
-                    f"rate_limited:{verdict.rule}",
-                    {
-                        "rule": verdict.rule,
-                        "limit": verdict.limit,
-                        "retryAfter": verdict.retry_after_s,
-                    },
-                    [(b"retry-after", str(verdict.retry_after_s).encode())],
-                )
-            ctx = Context(
-                self,
-                meta,
-                message.get("id"),
-                exchange,
-                method=method,
-                params=params,
-                session=session,
-                principal=who,
-            )
-            result, upstream_name = await self._route(ctx, method, params)
-            if result.get("resultType") == "input_required":
-                outcome = "input_required"
-        except PolicyError as err:
-            outcome = err.outcome
-            raise
-        except McpError as err:
-            outcome = f"error:{err.code}"
-            raise
-        except NeedInput:
-            outcome = "input_required"
-            raise
-        except Exception as exc:
-            outcome = "error:-32603"
-            log.exception("gateway error on %s", method)
-            raise McpError(-32603, f"Gateway error: {type(exc).__name__}") from exc
-        finally:
-            seconds = time.perf_counter() - started
-            self.audit.record(
-                principal=who.name,
-                method=method,
-                name=name,
-                upstream=upstream_name,
-                outcome=outcome,
-                latency_ms=seconds * 1000,
-                **({"rule": rule} if rule is not None else {}),
-            )
-            self.metrics.observe(method, upstream_name, outcome, seconds)
-        if meta.era == "modern":
-            result.setdefault("resultType", "complete")
-            result.setdefault("_meta", {META_SERVER_INFO: self.info})
+    # ------------------------------------------------------------------ routing
+    async def _routed(self, ctx: Context) -> dict[str, Any]:
+        result, upstream = await self._route(ctx, ctx.method, ctx.params)
+        served_by(upstream)
         return result
 
     async def _route(
         self, ctx: Context, method: str, params: dict[str, Any]
     ) -> tuple[dict[str, Any], str | None]:
-        if method == "server/discover":
-            return await self._handlers["server/discover"](ctx), None
         if method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
             return await self._aggregate(ctx, method), None
         if method in ("tools/call", "prompts/get"):

@@ -107,6 +107,8 @@ class Upstream:
     # ------------------------------------------------------------------ lifecycle
     def _make_client(self) -> Client:
         target: Any = self.config.url or list(self.config.command)
+        if self.config.kind == "openapi":
+            target = self._api_server()
         kwargs: dict[str, Any] = {"timeout": self.config.timeout_s}
         if self.config.era != "auto":
             kwargs["era"] = self.config.era
@@ -138,6 +140,22 @@ class Upstream:
             except ValueError as exc:  # httpx will say what is wrong, call by call
                 log.warning("upstream %s: no fast lane: %s", self.name, exc)
         return Client(target, on_notification=self._notified, **self.fronts.callbacks(), **kwargs)
+
+    def _api_server(self) -> Any:
+        """An ``openapi`` upstream: the REST API as an MCP server in this process
+        (:func:`mcpkit.compose.from_openapi`), reached through an in-memory client so it
+        is routed, policed, cached and bridged like any other upstream."""
+        from ..compose.openapi import from_openapi
+
+        config = self.config
+        assert config.spec is not None  # (the config checks it)
+        return from_openapi(
+            config.spec,
+            base_url=config.base_url,
+            headers=dict(config.headers),
+            name=config.name,
+            timeout=config.timeout_s,
+        )
 
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Keep the upstream connected until :meth:`stop` (or cancelled); reconnect or

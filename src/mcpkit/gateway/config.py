@@ -316,9 +316,6 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
                 base_url=base_url,
             )
         )
-    prefixes = [u.prefix for u in upstreams]
-    if len(upstreams) > 1 and "" in prefixes:
-        raise ConfigError("with several upstreams every upstream needs a non-empty prefix")
     auth_data = data.get("auth") or {}
     mode = auth_data.get("mode", "none")
     if mode not in ("none", "bearer", "jwt"):

@@ -30,6 +30,8 @@ from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
 from ..types.methods import METHODS
 from . import views
 from .policy import ANONYMOUS, Principal
+from .replicas import AnyUpstream
+from .routing import app_owners, name_owner
 
 if TYPE_CHECKING:
     from ..server.context import Context
@@ -138,6 +140,49 @@ class Audit(Middleware):
             self.gateway.metrics.observe(method, record.upstream, outcome, seconds)
 
 
+class AppNames(Middleware):
+    """An MCP App calling its own tool by the name it has at its upstream (``roll``
+    rather than ``dice_roll``): the call is renamed to the gateway's name for it before
+    any rule or limit sees it, so policy is decided on the name clients see.
+
+    The App's ``tools/call`` reaches the gateway as the host passes it on, with nothing
+    naming the App, so the gateway tells by what it serves: a name no upstream offers
+    under the front's names, which is a tool of exactly one upstream serving an App
+    (a ``ui://`` view).  Two such upstreams are refused, naming both front names."""
+
+    def __init__(self, gateway: GatewayServer) -> None:
+        self.gateway = gateway
+
+    async def on_call_tool(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        name = ctx.params.get("name")
+        gateway = self.gateway
+        if isinstance(name, str) and name not in gateway.tools:
+            upstreams = gateway.upstreams
+            found = await name_owner(upstreams, name)
+            # Lists are read only for a name that fits no prefix (an error before), or
+            # when several upstreams share the front unprefixed: never on the usual path.
+            shared = len(upstreams) > 1 and any(not u.prefix for u in upstreams)
+            if found is None or (shared and not await _lists(*found)):
+                owners = await app_owners(upstreams, name)
+                if len(owners) == 1:
+                    ctx.params = {**ctx.params, "name": owners[0].prefix + name}
+                elif owners:
+                    choices = " or ".join(repr(u.prefix + name) for u in owners)
+                    raise invalid_params(
+                        f"Tool {name!r} belongs to the Apps of several upstreams "
+                        f"({', '.join(u.name for u in owners)}): call {choices}",
+                        {"name": name},
+                    )
+        return await call_next(ctx)
+
+
+async def _lists(upstream: AnyUpstream, name: str) -> bool:
+    try:
+        return any(t.get("name") == name for t in await upstream.listing("tools"))
+    except McpError:
+        return False
+
+
 class Access(Middleware):
     """A virtual server's allow-list, then the first matching ``[[rule]]`` (its CEL
     conditions see the token's claims and the call's arguments)."""
@@ -192,4 +237,4 @@ class Limits(Middleware):
 
 def policy(gateway: GatewayServer) -> list[Middleware]:
     """The gateway's layers, outermost first."""
-    return [Audit(gateway), Access(gateway), Limits(gateway)]
+    return [Audit(gateway), AppNames(gateway), Access(gateway), Limits(gateway)]

@@ -52,7 +52,7 @@ from .middleware import policy, served_by
 from .policy import Authorizer, Principal
 from .ratelimit import RateLimiter
 from .replicas import AnyUpstream, make_upstream
-from .routing import ProxyTool, resource_owner
+from .routing import ProxyTool, check_names, name_owner, resource_owner
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -116,6 +116,8 @@ class GatewayServer(Server):
             # rather than delaying the others or giving up on it.
             with anyio.move_on_after(max(5.0, upstream.config.timeout_s)):
                 await upstream.first_attempt.wait()
+        # Two upstreams offering one name (several without a prefix...): refuse to start.
+        await check_names(self.upstreams)
 
     async def stop_upstreams(self) -> None:
         """Close every upstream client gracefully (stdio servers get stdin EOF)."""
@@ -161,16 +163,11 @@ class GatewayServer(Server):
         if uri in self.bus.watched():  # (still wanted after the lookup)
             upstream.watch(uri, True)
 
-    def _by_prefix(self, name: str) -> tuple[AnyUpstream, str]:
-        best: tuple[AnyUpstream, str] | None = None
-        for upstream in self.upstreams:
-            if name.startswith(upstream.prefix) and (
-                best is None or len(upstream.prefix) > len(best[0].prefix)
-            ):
-                best = (upstream, name[len(upstream.prefix) :])
-        if best is None:
+    async def _by_prefix(self, name: str, kind: str = "tools") -> tuple[AnyUpstream, str]:
+        found = await name_owner(self.upstreams, name, kind)
+        if found is None:
             raise invalid_params(f"Unknown name: {name}", {"name": name})
-        return best
+        return found
 
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: str = "modern") -> dict[str, Any]:
@@ -211,7 +208,9 @@ class GatewayServer(Server):
         if method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
             return await self._aggregate(ctx, method), None
         if method in ("tools/call", "prompts/get"):
-            upstream, original = self._by_prefix(str(params.get("name", "")))
+            upstream, original = await self._by_prefix(
+                str(params.get("name", "")), "tools" if method == "tools/call" else "prompts"
+            )
             return await self._forward(
                 ctx, upstream, method, {**params, "name": original}
             ), upstream.name
@@ -222,7 +221,7 @@ class GatewayServer(Server):
         if method == "completion/complete":
             ref = params.get("ref") or {}
             if ref.get("type") == "ref/prompt":
-                upstream, original = self._by_prefix(str(ref.get("name", "")))
+                upstream, original = await self._by_prefix(str(ref.get("name", "")), "prompts")
                 forwarded = {**params, "ref": {**ref, "name": original}}
             else:
                 uri = str(ref.get("uri", ""))

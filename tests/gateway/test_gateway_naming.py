@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import gwkit
+import httpx
 import pytest
 
 APP = "examples/app_server.py"
@@ -136,3 +138,26 @@ def test_an_app_name_two_upstreams_share_is_refused_naming_both(
     reply = gwkit.call(gw.url, "tools/call", {"name": "roll_history"})
     assert reply.error["code"] == -32602
     assert "'one_roll_history' or 'two_roll_history'" in reply.error["message"]
+
+
+def test_a_reload_that_would_clash_is_rejected_and_the_old_config_kept(
+    log_dir: Path, stack: list[gwkit.Proc]
+) -> None:
+    a, b = gwkit.start_upstreams(log_dir, ("a",), ("b",))
+    stack.extend([a, b])
+    gw = gwkit.start_gateway(
+        "reloaded", log_dir, gwkit.toml_upstream("a", url=a.url, prefix=""), flags=["--watch"]
+    )
+    stack.append(gw)
+    clash = gwkit.toml_upstream("a", url=a.url, prefix="") + gwkit.toml_upstream(
+        "b", url=b.url, prefix=""
+    )
+    (log_dir / "reloaded.toml").write_text(clash)
+    deadline = time.monotonic() + 30
+    while "reload rejected" not in gw.tail(200):
+        assert time.monotonic() < deadline, gw.tail()
+        time.sleep(0.1)
+    line = next(x for x in gw.tail(200).splitlines() if "reload rejected" in x)
+    assert "tool 'whoami' is offered by both upstream 'a' and upstream 'b'" in line
+    assert gwkit.call(gw.url, "tools/call", {"name": "whoami"}).text() == "a"
+    assert httpx.get(gw.base + "/readyz").json()["upstreams"] == {"a": "up"}

@@ -29,10 +29,9 @@ import anyio
 
 from ..compose.bridge import FrontCall, forwarded_meta, progress_relay, strip_server_info
 from ..protocol.headers import expected_param_headers
-from ..protocol.sealing import InvalidState
+from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains, wrap
-from ..server.mrtr import InputRound, NeedInput, input_required_result
 from ..server.notify import ChangeEvent
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
@@ -347,9 +346,6 @@ class GatewayServer(Server):
                 safe=safe,
             )
             return self._retag(upstream, strip_server_info(_capped(answer, what, limit)))
-        front = FrontCall(ctx)
-        result: dict[str, Any] | None = None
-        rounds = self._open_rounds(ctx, upstream, method, params)
         meta = forwarded_meta(ctx, capabilities=False) or None
 
         async def run(c: Any) -> dict[str, Any]:
@@ -362,17 +358,23 @@ class GatewayServer(Server):
                 return dict(await c.get_prompt(params["name"], arguments, meta=meta))
             return dict(await c.read_resource(params["uri"], refresh=True, meta=meta))
 
-        with front.scope:
-            result = await upstream.call(run, front, safe=safe)
-        if front.failure is not None:
-            raise front.failure
-        if front.need is not None:
-            if rounds is None:
+        async def once() -> dict[str, Any]:
+            front = FrontCall(ctx)
+            result: dict[str, Any] | None = None
+            with front.scope:
+                result = await upstream.call(run, front, safe=safe)
+            if front.failure is not None:
+                raise front.failure
+            if front.need is not None:
                 raise front.need
-            return self._input_required(front.need, *rounds)
-        if result is None:  # cancelled for another reason
-            raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
-        return strip_server_info(_capped(result, what, limit))
+            if result is None:  # cancelled for another reason
+                raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
+            return strip_server_info(_capped(result, what, limit))
+
+        # A modern front client on a bridged call: the gateway asks its input itself, in
+        # MRTR rounds sealed with the gateway's keys (the proxy's way, one implementation).
+        binding = "\0".join(("gateway", method, upstream.name, str(target)))
+        return await server_handlers._with_input(self, ctx, binding, once)
 
     async def _retry_safe(self, upstream: AnyUpstream, method: str, params: dict[str, Any]) -> bool:
         """Whether a replica failure mid-call may be retried on another replica: reads,
@@ -399,43 +401,6 @@ class GatewayServer(Server):
             if wire is not None:
                 tool = self._proxy_tools[name] = ProxyTool({**wire, "name": name})
         return tool
-
-    def _open_rounds(
-        self, ctx: Context, upstream: AnyUpstream, method: str, params: dict[str, Any]
-    ) -> tuple[str, dict[str, Any]] | None:
-        """A modern front client on a bridged call: the answers it gave so far.
-
-        The gateway asks the front client's input itself (the upstream is legacy, or the
-        front is), so ``inputResponses``/``requestState`` are the gateway's, not the
-        upstream's: answers of earlier rounds ride in a ``requestState`` sealed with the
-        gateway's keys and bound to method, upstream, name and principal; the upstream call
-        is replayed with them (its input requests are answered from them in order)."""
-        if ctx.meta.era != "modern":
-            return None
-        target = params.get("name") if method != "resources/read" else params.get("uri")
-        principal = "" if ctx.principal is None else str(ctx.principal)
-        binding = "\0".join(("gateway", method, upstream.name, str(target), principal))
-        responses: dict[str, Any] = {}
-        token = params.get("requestState")
-        if token is not None:
-            try:
-                opened = self.keyring.open(token, binding)
-            except InvalidState as exc:
-                raise invalid_params(f"Invalid requestState: {exc}") from None
-            responses.update(opened.get("r") or {})
-        if "inputResponses" in params:
-            given = params["inputResponses"]
-            if not isinstance(given, dict):
-                raise invalid_params("inputResponses must be an object")
-            responses.update(given)
-        ctx._round = InputRound(responses=responses)
-        return binding, responses
-
-    def _input_required(
-        self, need: NeedInput, binding: str, responses: dict[str, Any]
-    ) -> dict[str, Any]:
-        sealed = self.keyring.seal({"r": responses}, binding)
-        return input_required_result(need.requests, sealed)
 
     def _retag(self, upstream: AnyUpstream, result: dict[str, Any]) -> dict[str, Any]:
         """Task ids name their upstream so tasks/* can be routed back."""

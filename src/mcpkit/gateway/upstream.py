@@ -19,6 +19,7 @@ import anyio
 
 from ..client import Client
 from ..compose.bridge import FrontCall, Fronts
+from ..compose.proxy import UpstreamUnavailable
 from ..transports import http11
 from ..transports.client_base import (
     ClientError,
@@ -48,19 +49,6 @@ _CHANGED = {
     "notifications/prompts/list_changed": "prompts",
     "notifications/resources/list_changed": "resources",
 }
-
-
-class UpstreamDown(McpError):
-    """The upstream cannot be reached (HTTP 503 at the front; the others keep serving)."""
-
-    def __init__(self, name: str, detail: str) -> None:
-        super().__init__(
-            INTERNAL_ERROR,
-            f"Upstream {name!r} is unavailable: {detail}",
-            {"upstream": name},
-            http_status=503,
-            http_headers=[(b"retry-after", b"1")],
-        )
 
 
 class Upstream:
@@ -364,7 +352,7 @@ class Upstream:
     # ------------------------------------------------------------------ calls
     def live(self) -> Client:
         if self.client is None:
-            raise UpstreamDown(self.name, self.error or "not connected")
+            raise UpstreamUnavailable(self.name, self.error or "not connected")
         return self.client
 
     #: See :class:`~mcpkit.gateway.replicas.ReplicaSet` (``safe`` is its retry flag).
@@ -380,7 +368,7 @@ class Upstream:
         """Run ``fn(client)``; a transport failure marks the upstream for restart.
 
         Errors the upstream answered with pass through as they are; failures to reach it
-        become :class:`UpstreamDown`; other client-side failures (timeouts, invalid
+        become :class:`UpstreamUnavailable`; other client-side failures (timeouts, invalid
         answers) an internal error naming the upstream."""
         client = self.live()
         token = self.fronts.enter(front) if front is not None else None
@@ -400,7 +388,7 @@ class Upstream:
             anyio.ClosedResourceError,
         ) as exc:
             self._fail(client, str(exc) or type(exc).__name__)
-            raise UpstreamDown(self.name, str(exc) or type(exc).__name__) from None
+            raise UpstreamUnavailable(self.name, str(exc) or type(exc).__name__) from None
         except ClientError as exc:
             raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
         finally:

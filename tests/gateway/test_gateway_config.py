@@ -35,15 +35,6 @@ def test_readme_config_parses(tmp_path: Path) -> None:
     [
         ({}, "at least one"),
         ({"upstream": [{"name": "a"}]}, "exactly one of url or command"),
-        (
-            {
-                "upstream": [
-                    {"name": "a", "url": "http://x"},
-                    {"name": "b", "url": "http://y", "prefix": ""},
-                ]
-            },
-            "non-empty prefix",
-        ),
         ({"upstream": [{"name": "a", "url": "http://x", "health_interval": -1}]}, "seconds"),
         ({"upstream": [{"name": "a", "url": "http://x"}], "auth": {"mode": "jwt"}}, "issuer"),
         (
@@ -70,6 +61,20 @@ def test_readme_config_parses(tmp_path: Path) -> None:
 def test_mistakes_are_named(data: dict[str, object], complaint: str) -> None:
     with pytest.raises(ConfigError, match=complaint):
         parse_config(data)
+
+
+def test_several_upstreams_may_share_the_empty_prefix() -> None:
+    # (issue #20: allowed; a name offered by two of them stops the start instead, see
+    # test_gateway_naming.py)
+    config = parse_config(
+        {
+            "upstream": [
+                {"name": "a", "url": "http://x", "prefix": ""},
+                {"name": "b", "url": "http://y", "prefix": ""},
+            ]
+        }
+    )
+    assert [u.prefix for u in config.upstreams] == ["", ""]
 
 
 def test_an_unset_variable_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:

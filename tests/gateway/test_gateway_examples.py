@@ -115,3 +115,22 @@ def test_the_oauth_example_logs_a_client_in(log_dir: Path, stack: list[gwkit.Pro
         asked = [p for _, path, p in authz.log if path == "/authorize"]
         assert len(asked) == 2  # login, then the step-up for echo
         gw.stop()
+
+
+def test_the_apps_example_shares_the_front_and_routes_the_apps_calls(
+    log_dir: Path, stack: list[gwkit.Proc]
+) -> None:
+    gw = start_example("apps", "gateway-apps.toml", log_dir, stack)
+    names = {t["name"] for t in gwkit.call(gw.url, "tools/list").result["tools"]}
+    assert {"add", "echo", "dice_roll_dice", "dice_roll_history"} <= names
+    added = gwkit.call(gw.url, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    assert gwkit.structured(added)["sum"] == 5
+    view = gwkit.call(gw.url, "resources/read", {"uri": "ui://dice/roller.html"})
+    assert "roll_history" in view.result["contents"][0]["text"]
+    # The view's own call, as it wrote it: served by the dice upstream.
+    rolled = gwkit.call(gw.url, "tools/call", {"name": "roll_dice", "arguments": {"count": 2}})
+    assert len(gwkit.structured(rolled)["rolls"]) == 2
+    many = gwkit.call(gw.url, "tools/call", {"name": "roll_dice", "arguments": {"count": 8}})
+    assert many.status == 403 and "at-most-five-dice" in many.error["message"]
+    history = gwkit.call(gw.url, "tools/call", {"name": "roll_history"})
+    assert gwkit.structured(history)["totals"] == [sum(gwkit.structured(rolled)["rolls"])]

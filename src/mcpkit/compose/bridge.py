@@ -20,6 +20,7 @@ than guessed.
 from __future__ import annotations
 
 import contextvars
+import logging
 from typing import Any
 
 import anyio
@@ -32,6 +33,7 @@ from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERV
 __all__ = ["FrontCall", "Fronts", "forwarded_meta", "progress_relay", "strip_server_info"]
 
 TRACE_KEYS = ("traceparent", "tracestate", "baggage")
+log = logging.getLogger("mcpkit.compose")
 _current: contextvars.ContextVar[FrontCall | None] = contextvars.ContextVar(
     "mcpkit_compose_front", default=None
 )
@@ -130,10 +132,12 @@ class Fronts:
         }
 
     async def log(self, params: dict[str, Any]) -> None:
-        """An upstream log message goes to the front request it belongs to, if any."""
+        """An upstream log message goes to the front request it belongs to; one that
+        belongs to none (or to one of several) goes to this process's log."""
         try:
             call = self.current()
         except McpError:
+            log.info("upstream %s: %s", self.name, params.get("data"))
             return
         await call.ctx.log(
             str(params.get("level", "info")), params.get("data"), params.get("logger")

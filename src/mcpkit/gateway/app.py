@@ -43,9 +43,10 @@ from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
 from .front import PROBES, Cors, probe
+from .middleware import FORBIDDEN, RATE_LIMITED
 from .policy import Principal
 from .reload import run_reloader
-from .server import FORBIDDEN, RATE_LIMITED, GatewayServer
+from .server import GatewayServer
 
 _PRINCIPAL = "mcpkit.gateway.principal"
 

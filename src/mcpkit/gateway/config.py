@@ -61,6 +61,11 @@ class UpstreamConfig:
     oauth: UpstreamOAuth | None = None
     #: Replica URLs when ``url`` is a list of several (``url`` is then the first).
     replicas: tuple[str, ...] = ()
+    #: ``kind = "openapi"``: a REST API served as tools through
+    #: :func:`mcpkit.compose.from_openapi` (``spec`` a file or URL, ``base_url`` the API).
+    kind: str = "mcp"
+    spec: str | None = None
+    base_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -279,7 +284,13 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             replicas = replicas if len(replicas) > 1 else ()
         elif url is not None and not isinstance(url, str):
             raise ConfigError(f"{where}.url must be a URL or a list of URLs")
-        if (url is None) == (command is None):
+        kind = item.get("kind", "mcp")
+        if kind not in ("mcp", "openapi"):
+            raise ConfigError(f"{where} ({name}).kind must be mcp or openapi")
+        spec, base_url = (
+            _openapi_source(item, where, name, base_dir) if kind != "mcp" else (None, None)
+        )
+        if kind == "mcp" and (url is None) == (command is None):
             raise ConfigError(f"{where} ({name}) needs exactly one of url or command")
         if isinstance(command, str):
             command = [_expand(c, f"{where}.command") for c in shlex.split(command)]
@@ -308,11 +319,11 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
                 ),
                 oauth=upstream_credentials(item, where, url, base_dir),
                 replicas=replicas,
+                kind=kind,
+                spec=spec,
+                base_url=base_url,
             )
         )
-    prefixes = [u.prefix for u in upstreams]
-    if len(upstreams) > 1 and "" in prefixes:
-        raise ConfigError("with several upstreams every upstream needs a non-empty prefix")
     auth_data = data.get("auth") or {}
     mode = auth_data.get("mode", "none")
     if mode not in ("none", "bearer", "jwt"):
@@ -348,7 +359,9 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         when = item.get("when")
         condition, needs_args = None, False
         if when is not None:
-            condition, needs_args = _compile_condition(when, f"{where} ({rule_name})")
+            from .policy import compile_condition  # (policy.py imports this module)
+
+            condition, needs_args = compile_condition(when, f"{where} ({rule_name})")
         rules.append(
             Rule(
                 effect=effect,
@@ -429,6 +442,27 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
     )
 
 
+def _openapi_source(
+    item: dict[str, Any], where: str, name: str, base_dir: Path | None
+) -> tuple[str, str | None]:
+    """An OpenAPI upstream's description (a file, relative to the config, or a URL) and
+    API base URL (default: the description's first ``servers`` entry)."""
+    if item.get("url") is not None or item.get("command") is not None:
+        raise ConfigError(f"{where} ({name}): an openapi upstream has spec, not url or command")
+    spec, base_url = item.get("spec"), item.get("base_url")
+    if not isinstance(spec, str) or not spec:
+        raise ConfigError(f"{where} ({name}).spec must name an OpenAPI file or URL")
+    if base_url is not None and not isinstance(base_url, str):
+        raise ConfigError(f"{where} ({name}).base_url must be a URL")
+    if not spec.startswith(("http://", "https://")):
+        path = Path(spec)
+        path = path if path.is_absolute() else (base_dir or Path.cwd()) / path
+        if not path.is_file():
+            raise ConfigError(f"{where} ({name}).spec: no such file {path}")
+        spec = str(path)
+    return spec, base_url
+
+
 def _parse_servers(items: Any) -> tuple[VirtualServer, ...]:
     if not isinstance(items, list):
         raise ConfigError("[[server]] must be an array of tables")
@@ -453,31 +487,6 @@ def _parse_servers(items: Any) -> tuple[VirtualServer, ...]:
     return tuple(out)
 
 
-#: What a rule's ``when`` may read (see :mod:`mcpkit.gateway.policy`).
-CEL_VARIABLES = frozenset({"principal", "groups", "jwt", "method", "name", "args"})
-
-
-def _compile_condition(text: Any, where: str) -> tuple[Any, bool]:
-    """Compile a CEL condition once, at load: a syntax error or an unknown variable is a
-    config error naming the rule, not a surprise at the first matching request."""
-    if not isinstance(text, str) or not text.strip():
-        raise ConfigError(f"{where}.when must be a CEL expression (a string)")
-    from ..types.extras import require
-
-    cel = require("cel", "gateway", "CEL rule conditions")
-    try:
-        program = cel.compile(text)
-    except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"{where}.when does not compile: {first}") from None
-    used = set(program.references()["variables"])
-    unknown = sorted(used - CEL_VARIABLES)
-    if unknown:
-        raise ConfigError(
-            f"{where}.when uses unknown variables {unknown}; "
-            f"available: {', '.join(sorted(CEL_VARIABLES))}"
-        )
-    return program, "args" in used
 
 
 def own_interpreter(command: list[str]) -> list[str]:

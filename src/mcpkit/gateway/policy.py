@@ -25,9 +25,35 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
-from .config import Rule
+from .config import ConfigError, Rule
 
 log = logging.getLogger("mcpkit.gateway")
+
+#: What a rule's ``when`` may read (see :mod:`mcpkit.gateway.policy`).
+CEL_VARIABLES = frozenset({"principal", "groups", "jwt", "method", "name", "args"})
+
+
+def compile_condition(text: Any, where: str) -> tuple[Any, bool]:
+    """Compile a CEL condition once, at load: a syntax error or an unknown variable is a
+    config error naming the rule, not a surprise at the first matching request."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"{where}.when must be a CEL expression (a string)")
+    from ..types.extras import require
+
+    cel = require("cel", "gateway", "CEL rule conditions")
+    try:
+        program = cel.compile(text)
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"{where}.when does not compile: {first}") from None
+    used = set(program.references()["variables"])
+    unknown = sorted(used - CEL_VARIABLES)
+    if unknown:
+        raise ConfigError(
+            f"{where}.when uses unknown variables {unknown}; "
+            f"available: {', '.join(sorted(CEL_VARIABLES))}"
+        )
+    return program, "args" in used
 
 
 @dataclass(frozen=True)

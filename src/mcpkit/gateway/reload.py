@@ -35,6 +35,7 @@ from .config import ConfigError, GatewayConfig, load_config
 from .policy import Authorizer
 from .ratelimit import RateLimiter
 from .replicas import AnyUpstream, make_upstream
+from .routing import NameClash, check_names
 
 if TYPE_CHECKING:
     from .app import GatewayApp
@@ -89,6 +90,12 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     for upstream in started:  # as at start-up: a slow one joins when it is up
         with anyio.move_on_after(max(5.0, upstream.config.timeout_s)):
             await upstream.first_attempt.wait()
+    try:  # two upstreams offering one name: refused like at start, the old set stays
+        await check_names(upstreams)
+    except NameClash:
+        for upstream in started:
+            tg.start_soon(upstream.stop)
+        raise
     old_config = server.config
     policy_changed = (new.rules, new.default_effect) != (
         old_config.rules,
@@ -154,7 +161,17 @@ class Reloader:
                 if metrics.enabled:
                     metrics.reloads.labels("rejected").inc()
                 return False
-            started, retired = await apply(self.app, prepared)
+            try:
+                started, retired = await apply(self.app, prepared)
+            except NameClash as exc:
+                print(
+                    f"mcpkit gateway: config reload rejected, keeping the running config: {exc}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                if metrics.enabled:
+                    metrics.reloads.labels("rejected").inc()
+                return False
             if metrics.enabled:
                 metrics.reloads.labels("applied").inc()
             print(

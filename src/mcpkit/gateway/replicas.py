@@ -25,8 +25,9 @@ from typing import Any
 import anyio
 
 from ..client import Client
+from ..compose.proxy import UpstreamUnavailable
 from .config import UpstreamConfig
-from .upstream import Upstream, UpstreamDown
+from .upstream import Upstream
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -84,11 +85,11 @@ class ReplicaSet:
         return live[0] if live else self.replicas[0]
 
     def live(self) -> Client:
-        """A connected replica's client, or :class:`UpstreamDown`.  (Does not advance the
+        """A connected replica's client, or :class:`UpstreamUnavailable`.  (Does not advance the
         rotation: only :meth:`call` and :meth:`listing` choose the replica that serves.)"""
         client = self.client
         if client is None:
-            raise UpstreamDown(self.name, self.error or "no replica is connected")
+            raise UpstreamUnavailable(self.name, self.error or "no replica is connected")
         return client
 
     # ------------------------------------------------------------------ calls
@@ -101,7 +102,7 @@ class ReplicaSet:
         for replica in self._live():
             try:
                 return await replica.call(fn, front)
-            except UpstreamDown as exc:
+            except UpstreamUnavailable as exc:
                 tried.append(f"{replica.config.url}: {exc.message}")
                 if not safe:
                     raise
@@ -112,16 +113,18 @@ class ReplicaSet:
                     replica.config.url,
                     exc.message,
                 )
-        raise UpstreamDown(self.name, "; ".join(tried) or self.error or "no replica is connected")
+        raise UpstreamUnavailable(
+            self.name, "; ".join(tried) or self.error or "no replica is connected"
+        )
 
     async def listing(self, kind: str) -> list[dict[str, Any]]:
-        failure: UpstreamDown | None = None
+        failure: UpstreamUnavailable | None = None
         for replica in self._live():
             try:
                 return await replica.listing(kind)
-            except UpstreamDown as exc:  # a list is always safe to ask again elsewhere
+            except UpstreamUnavailable as exc:  # a list is always safe to ask again elsewhere
                 failure = exc
-        raise failure or UpstreamDown(self.name, self.error or "no replica is connected")
+        raise failure or UpstreamUnavailable(self.name, self.error or "no replica is connected")
 
     def offers(self, kind: str) -> bool:
         return self._one().offers(kind)

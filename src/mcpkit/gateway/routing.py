@@ -1,6 +1,7 @@
-"""Which upstream serves a resource URI (reads, completions, subscriptions).
+"""Which upstream serves a resource URI (reads, completions, subscriptions), and what
+the front knows of an upstream's tool.
 
-A pure question about the upstreams' listings, kept out of :mod:`.server` so the gateway's
+Pure questions about the upstreams' listings, kept out of :mod:`.server` so the gateway's
 request routing there stays about policy and forwarding.
 """
 
@@ -10,13 +11,39 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ..protocol.headers import InvalidHeaderAnnotation, header_params
 from ..server.uritemplate import TemplateError, UriTemplate
 from ..types.errors import INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND, McpError
 from .replicas import AnyUpstream
 
-__all__ = ["resource_owner"]
+__all__ = [
+    "NameClash",
+    "ProxyTool",
+    "app_owners",
+    "check_names",
+    "name_owner",
+    "resource_owner",
+]
 
 log = logging.getLogger("mcpkit.gateway")
+
+
+class ProxyTool:
+    """What the HTTP transport needs of a tool: its ``Mcp-Param-*`` parameters, and
+    that it is not ``inline`` (a forwarded call always waits on the upstream)."""
+
+    __slots__ = ("header_params", "wire")
+
+    #: Never run without a cancel scope: the forwarded call awaits the network.
+    inline = False
+
+    def __init__(self, wire: dict[str, Any]) -> None:
+        self.wire = wire
+        try:
+            schema = wire.get("inputSchema")
+            self.header_params = header_params(schema) if isinstance(schema, dict) else ()
+        except InvalidHeaderAnnotation:
+            self.header_params = ()
 
 
 async def resource_owner(
@@ -26,18 +53,10 @@ async def resource_owner(
     (a completion reference names the template itself), else one whose template
     matches it.  An upstream that cannot list is passed over, not fatal."""
     live = [u for u in upstreams if u.client is not None]
-
-    async def listing(upstream: AnyUpstream, kind: str) -> list[dict[str, Any]]:
-        try:
-            return await upstream.listing(kind)
-        except McpError as exc:
-            log.warning("upstream %s: listing %s failed: %s", upstream.name, kind, exc)
-            return []
-
     for upstream in live:
-        if any(r.get("uri") == uri for r in await listing(upstream, "resources")):
+        if any(r.get("uri") == uri for r in await _listing(upstream, "resources")):
             return upstream
-    templates = [(u, t) for u in live for t in await listing(u, "templates")]
+    templates = [(u, t) for u in live for t in await _listing(u, "templates")]
     for upstream, template in templates:
         if template.get("uriTemplate") == uri:
             return upstream
@@ -48,7 +67,109 @@ async def resource_owner(
             continue
         if compiled.match(uri) is not None:
             return upstream
+    if uri.startswith("ui://"):  # an App's view need not be listed: its tool names it
+        for upstream in live:
+            if any(_view_of(t) == uri for t in await _listing(upstream, "tools")):
+                return upstream
     # -32602 since 2026-07-28; legacy clients know "resource not found" as -32002.
     code = INVALID_PARAMS if era == "modern" else LEGACY_RESOURCE_NOT_FOUND
     raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
 
+
+
+async def _listing(upstream: AnyUpstream, kind: str) -> list[dict[str, Any]]:
+    try:
+        return await upstream.listing(kind)
+    except McpError as exc:
+        log.warning("upstream %s: listing %s failed: %s", upstream.name, kind, exc)
+        return []
+
+
+async def name_owner(
+    upstreams: Sequence[AnyUpstream], name: str, kind: str = "tools"
+) -> tuple[AnyUpstream, str] | None:
+    """The upstream serving the tool (``kind="prompts"``: prompt) the front calls
+    ``name``, and its own name for it.  One upstream whose prefix fits is taken as it is
+    (no listing needed: the usual case, and the fast lane's); among several (``prefix =
+    ""`` on more than one upstream, or one prefix starting another) the one that lists
+    it, else the longest prefix."""
+    fits = sorted(
+        (u for u in upstreams if name.startswith(u.prefix)), key=lambda u: -len(u.prefix)
+    )
+    if not fits:
+        return None
+    if len(fits) > 1:
+        for upstream in fits:
+            inner = name[len(upstream.prefix) :]
+            if upstream.client is not None and any(
+                item.get("name") == inner for item in await _listing(upstream, kind)
+            ):
+                return upstream, inner
+    return fits[0], name[len(fits[0].prefix) :]
+
+
+def _view_of(tool: dict[str, Any]) -> str | None:
+    """The ``ui://`` view a tool names (``_meta.ui.resourceUri``), if any."""
+    meta = tool.get("_meta")
+    ui = meta.get("ui") if isinstance(meta, dict) else None
+    uri = ui.get("resourceUri") if isinstance(ui, dict) else None
+    return uri if isinstance(uri, str) and uri.startswith("ui://") else None
+
+
+def _serves_apps(tools: list[dict[str, Any]], resources: list[dict[str, Any]]) -> bool:
+    """An upstream with an MCP App: a ``ui://`` resource, or a tool naming one as its
+    view (a view need not be listed)."""
+    if any(str(r.get("uri", "")).startswith("ui://") for r in resources):
+        return True
+    return any(_view_of(t) is not None for t in tools)
+
+
+async def app_owners(upstreams: Sequence[AnyUpstream], name: str) -> list[AnyUpstream]:
+    """The upstreams whose MCP App may be calling its own tool ``name`` by the name it
+    has there (an App knows nothing of the gateway's prefixes, and the host passes its
+    ``tools/call`` on as it is): upstreams that serve an App and have that tool."""
+    found = []
+    for upstream in upstreams:
+        if upstream.client is None or not upstream.prefix:
+            continue  # (without a prefix the App's name already is the front name)
+        tools = await _listing(upstream, "tools")
+        if not any(t.get("name") == name for t in tools):
+            continue
+        if _serves_apps(tools, await _listing(upstream, "resources")):
+            found.append(upstream)
+    return found
+
+
+class NameClash(ValueError):
+    """Two upstreams offer the same front name (a tool, prompt, resource or template)."""
+
+
+async def check_names(upstreams: Sequence[AnyUpstream]) -> None:
+    """Refuse a set of upstreams in which two offer the same name to the front: a call
+    could not tell which one is meant.  Checked on the connected upstreams' lists when
+    several upstreams share the front unprefixed (``prefix = ""``); distinct prefixes
+    keep tool and prompt names apart, and resource URIs there go to the first upstream
+    listing them, as they always have."""
+    if len(upstreams) < 2 or all(u.prefix for u in upstreams):
+        return
+    kinds = (
+        ("tools", "tool", "name", True),
+        ("prompts", "prompt", "name", True),
+        ("resources", "resource", "uri", False),
+        ("templates", "resource template", "uriTemplate", False),
+    )
+    for kind, label, key, prefixed in kinds:
+        owners: dict[str, str] = {}
+        for upstream in upstreams:
+            if upstream.client is None:
+                continue
+            for item in await _listing(upstream, kind):
+                name = str(item.get(key, ""))
+                front = upstream.prefix + name if prefixed else name
+                other = owners.setdefault(front, upstream.name)
+                if other != upstream.name:
+                    raise NameClash(
+                        f"{label} {front!r} is offered by both upstream {other!r} and "
+                        f"upstream {upstream.name!r}; give one of them a prefix "
+                        "(or a different one)"
+                    )

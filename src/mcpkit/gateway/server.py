@@ -2,9 +2,10 @@
 upstreams, so both protocol eras, listen streams and legacy sessions come for free from
 the ordinary transports.
 
-Per request: authorization (first matching rule), then rate limits (counted under the
-name from the body, after the transport checked it against ``Mcp-Name``), then routing by
-namespace prefix, then audit and metrics.  Era bridging:
+Every request takes the server's one dispatch path.  The routed methods (``ROUTED``) are
+handlers wrapped in the gateway's policy middleware (:mod:`.middleware`: audit and
+metrics, then authorization, then rate limits), and route by namespace prefix or by which
+upstream serves a URI.  Era bridging (the proxy's, :mod:`mcpkit.compose.bridge`):
 
 * modern client, modern upstream: ``tools/call``/``prompts/get``/``resources/read`` are
   passed through untouched (``inputRequests``, ``requestState`` and task results flow
@@ -20,21 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
+from ..compose.bridge import FrontCall, forwarded_meta, progress_relay, strip_server_info
 from ..protocol.headers import expected_param_headers
-from ..protocol.negotiation import RequestMeta
-from ..protocol.sealing import InvalidState
+from ..server import handlers as server_handlers
 from ..server.context import Context
-from ..server.exchange import Exchange
-from ..server.middleware import Middleware
-from ..server.middleware.telemetry import Telemetry
-from ..server.mrtr import InputRound, NeedInput, input_required_result
+from ..server.middleware import build_chains, wrap
 from ..server.notify import ChangeEvent
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
@@ -45,51 +42,37 @@ from ..types.errors import (
     invalid_params,
     method_not_found,
 )
-from ..types.methods import METHODS
-from ..types.versions import META_SERVER_INFO
 from . import views
 from .audit import AuditLog
-from .bridge import (
-    FrontCall,
-    ProxyTool,
-    bridged_meta,
-    clean,
-    meta_for,
-    progress_forwarder,
-    strip,
-    trace_meta,
-)
 from .config import GatewayConfig
 from .credentials import acting_for
 from .forward import ResultTooLarge
 from .guardrails import run_guarded
 from .metrics import Metrics
-from .policy import ANONYMOUS, Authorizer, Principal
+from .middleware import policy, served_by
+from .policy import Authorizer, Principal
 from .ratelimit import RateLimiter
 from .replicas import AnyUpstream, make_upstream
-from .routing import resource_owner
+from .routing import ProxyTool, check_names, name_owner, resource_owner
 
 log = logging.getLogger("mcpkit.gateway")
 
-#: Application error codes (outside the JSON-RPC/MCP reserved range).
-UNAUTHENTICATED = -31001
-FORBIDDEN = -31003
-RATE_LIMITED = -31029
 TASK_SEPARATOR = "~"
-
-
-class PolicyError(McpError):
-    def __init__(
-        self,
-        code: int,
-        message: str,
-        status: int,
-        outcome: str,
-        data: Any = None,
-        headers: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
-        super().__init__(code, message, data, http_status=status, http_headers=headers)
-        self.outcome = outcome
+#: What the gateway routes to its upstreams (everything else is the server's own).
+ROUTED = (
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "tools/call",
+    "prompts/get",
+    "resources/read",
+    "completion/complete",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+)
 
 
 class GatewayServer(Server):
@@ -107,8 +90,18 @@ class GatewayServer(Server):
         self.cache_scope = "private" if self.private else "public"
         self.cache_ttl_ms = 10_000
         self._proxy_tools: dict[str, ProxyTool] = {}
-        self._tracing: Telemetry | None = None
+        #: What the HTTP transport reads of a called tool (its ``Mcp-Param-*`` headers,
+        #: that it waits on the network): the upstreams' tools as the front names them.
+        self.tools = cast("dict[str, Any]", self._proxy_tools)
         self.bus.on_interest = self._resource_interest
+        # The routed methods run the gateway's policy (audit, access, limits) and then the
+        # routing; middleware the operator adds (telemetry...) wraps all of it.
+        discover = self._handlers["server/discover"]
+        layers = policy(self)
+        for method in ROUTED:
+            route = discover if method == "server/discover" else self._routed
+            self._handlers[method] = wrap(route, method, layers)
+        self._chains = build_chains(self._handlers, self.middleware)
 
     # ------------------------------------------------------------------ upstreams
     async def start_upstreams(self) -> None:
@@ -124,6 +117,8 @@ class GatewayServer(Server):
             # rather than delaying the others or giving up on it.
             with anyio.move_on_after(max(5.0, upstream.config.timeout_s)):
                 await upstream.first_attempt.wait()
+        # Two upstreams offering one name (several without a prefix...): refuse to start.
+        await check_names(self.upstreams)
 
     async def stop_upstreams(self) -> None:
         """Close every upstream client gracefully (stdio servers get stdin EOF)."""
@@ -169,16 +164,11 @@ class GatewayServer(Server):
         if uri in self.bus.watched():  # (still wanted after the lookup)
             upstream.watch(uri, True)
 
-    def _by_prefix(self, name: str) -> tuple[AnyUpstream, str]:
-        best: tuple[AnyUpstream, str] | None = None
-        for upstream in self.upstreams:
-            if name.startswith(upstream.prefix) and (
-                best is None or len(upstream.prefix) > len(best[0].prefix)
-            ):
-                best = (upstream, name[len(upstream.prefix) :])
-        if best is None:
+    async def _by_prefix(self, name: str, kind: str = "tools") -> tuple[AnyUpstream, str]:
+        found = await name_owner(self.upstreams, name, kind)
+        if found is None:
             raise invalid_params(f"Unknown name: {name}", {"name": name})
-        return best
+        return found
 
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: str = "modern") -> dict[str, Any]:
@@ -201,146 +191,37 @@ class GatewayServer(Server):
             caps["resources"]["subscribe"] = True
         return caps
 
-    @property
-    def tools(self) -> dict[str, Any]:
-        """Proxy entries (for the transport's ``Mcp-Param-*`` checks)."""
-        return self._proxy_tools
+    def has_capability(self, path: str) -> bool:
+        """Every routed method reaches the router, which answers for what the upstreams
+        offer now: an upstream that is down leaves its part of a list out, it does not
+        turn the method into "method not found"."""
+        return True
 
-    @tools.setter
-    def tools(self, value: Any) -> None:  # Server.__init__ assigns {}
-        pass
-
-    # ------------------------------------------------------------------ dispatch
-    def add_middleware(self, middleware: Middleware) -> None:
-        """The gateway routes requests itself (policy, then upstream), not through the
-        server's chains; a :class:`Telemetry` middleware is therefore applied around that
-        routing too, so the gateway's SERVER span parents its upstream CLIENT span."""
-        super().add_middleware(middleware)
-        if isinstance(middleware, Telemetry):
-            self._tracing = middleware
-
-    async def dispatch(
-        self, message: dict[str, Any], meta: RequestMeta, exchange: Exchange, *,
-        session: Any = None, principal: Any = None, local: Any = None,
-    ) -> dict[str, Any]:
-        if self._tracing is None or local is not None:  # (local: the chain traces it)
-            return await self._dispatch(message, meta, exchange, session=session,
-                                        principal=principal, local=local)
-        ctx = Context(self, meta, message.get("id"), exchange, method=message["method"],
-                      params=message.get("params") or {}, session=session,
-                      principal=principal)
-        return await self._tracing.on_request(
-            ctx, lambda _: self._dispatch(message, meta, exchange, session=session,
-                                          principal=principal))
-
-    async def _dispatch(
-        self, message: dict[str, Any], meta: RequestMeta, exchange: Exchange, *,
-        session: Any = None, principal: Any = None, local: Any = None,
-    ) -> dict[str, Any]:
-        if local is not None:  # a legacy session's own method (initialize, ping, ...)
-            return await super().dispatch(
-                message, meta, exchange, session=session, principal=principal, local=local
-            )
-        method: str = message["method"]
-        params = message.get("params") or {}
-        who: Principal = principal if isinstance(principal, Principal) else ANONYMOUS
-        spec = METHODS.get(method)
-        name = params.get(spec.name_param) if spec and spec.name_param else None
-        name = name if isinstance(name, str) else None
-        started = time.perf_counter()
-        upstream_name: str | None = None
-        outcome = "ok"
-        rule: str | None = None  # the deciding [[rule]], for the audit line
+    # ------------------------------------------------------------------ routing
+    async def _routed(self, ctx: Context) -> dict[str, Any]:
+        who = ctx.principal
+        subject = acting_for.set(  # (for [upstream.auth] token_exchange)
+            who.subject_token if isinstance(who, Principal) else None
+        )
         try:
-            view = self.config.view(who.view) if who.view is not None else None
-            if view is not None and not views.allows(view, method, params):
-                raise invalid_params(f"Unknown name: {name}", {"name": name})  # not here
-            arguments = params.get("arguments") if method in ("tools/call", "prompts/get") else None
-            allowed, reason, rule = self.authorizer.decide(
-                who, method, name, arguments if isinstance(arguments, dict) else {}
-            )
-            if not allowed:
-                raise PolicyError(
-                    FORBIDDEN,
-                    f"Forbidden: {method}{' ' + name if name else ''} "
-                    f"is not allowed for {who.name} ({reason})",
-                    403,
-                    "denied",
-                )
-            verdict = await self.limiter.check(who.name, method, name)
-            if not verdict.allowed:
-                raise PolicyError(
-                    RATE_LIMITED,
-                    f"Rate limit exceeded: rule {verdict.rule!r} ({verdict.limit})",
-                    429,
-                    f"rate_limited:{verdict.rule}",
-                    {
-                        "rule": verdict.rule,
-                        "limit": verdict.limit,
-                        "retryAfter": verdict.retry_after_s,
-                    },
-                    [(b"retry-after", str(verdict.retry_after_s).encode())],
-                )
-            ctx = Context(
-                self,
-                meta,
-                message.get("id"),
-                exchange,
-                method=method,
-                params=params,
-                session=session,
-                principal=who,
-            )
-            subject = acting_for.set(who.subject_token)  # (for [upstream.auth] token_exchange)
-            try:
-                if self.config.guardrails:
-                    result, upstream_name = await run_guarded(self.config.guardrails, ctx,
-                                                              self._route)
-                else:
-                    result, upstream_name = await self._route(ctx, method, params)
-            finally:
-                acting_for.reset(subject)
-            if result.get("resultType") == "input_required":
-                outcome = "input_required"
-        except PolicyError as err:
-            outcome = err.outcome
-            raise
-        except McpError as err:
-            outcome = getattr(err, "outcome", f"error:{err.code}")  # guardrail:<name>
-            raise
-        except NeedInput:
-            outcome = "input_required"
-            raise
-        except Exception as exc:
-            outcome = "error:-32603"
-            log.exception("gateway error on %s", method)
-            raise McpError(-32603, f"Gateway error: {type(exc).__name__}") from exc
+            if self.config.guardrails:  # read per request: a reload swaps them
+                result, upstream = await run_guarded(self.config.guardrails, ctx, self._route)
+            else:
+                result, upstream = await self._route(ctx, ctx.method, ctx.params)
         finally:
-            seconds = time.perf_counter() - started
-            self.audit.record(
-                principal=who.name,
-                method=method,
-                name=name,
-                upstream=upstream_name,
-                outcome=outcome,
-                latency_ms=seconds * 1000,
-                **({"rule": rule} if rule is not None else {}),
-            )
-            self.metrics.observe(method, upstream_name, outcome, seconds)
-        if meta.era == "modern":
-            result.setdefault("resultType", "complete")
-            result.setdefault("_meta", {META_SERVER_INFO: self.info})
+            acting_for.reset(subject)
+        served_by(upstream)
         return result
 
     async def _route(
         self, ctx: Context, method: str, params: dict[str, Any]
     ) -> tuple[dict[str, Any], str | None]:
-        if method == "server/discover":
-            return await self._handlers["server/discover"](ctx), None
         if method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
             return await self._aggregate(ctx, method), None
         if method in ("tools/call", "prompts/get"):
-            upstream, original = self._by_prefix(str(params.get("name", "")))
+            upstream, original = await self._by_prefix(
+                str(params.get("name", "")), "tools" if method == "tools/call" else "prompts"
+            )
             return await self._forward(
                 ctx, upstream, method, {**params, "name": original}
             ), upstream.name
@@ -351,17 +232,17 @@ class GatewayServer(Server):
         if method == "completion/complete":
             ref = params.get("ref") or {}
             if ref.get("type") == "ref/prompt":
-                upstream, original = self._by_prefix(str(ref.get("name", "")))
+                upstream, original = await self._by_prefix(str(ref.get("name", "")), "prompts")
                 forwarded = {**params, "ref": {**ref, "name": original}}
             else:
                 uri = str(ref.get("uri", ""))
                 upstream = await resource_owner(self.upstreams, uri, ctx.meta.era)
                 forwarded = params
-            trace = trace_meta(ctx) or None
+            trace = forwarded_meta(ctx, capabilities=False) or None
             answer = await upstream.call(
-                lambda c: c.request(method, clean(forwarded), meta=trace), safe=True
+                lambda c: c.request(method, _clean(forwarded), meta=trace), safe=True
             )
-            return strip(answer), upstream.name
+            return strip_server_info(answer), upstream.name
         if method in ("tasks/get", "tasks/update", "tasks/cancel"):
             if not declares_tasks(ctx.meta):
                 raise tasks_required_error()
@@ -371,10 +252,11 @@ class GatewayServer(Server):
             if owned is None or not inner:
                 raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
             upstream = owned
+            meta = forwarded_meta(ctx, capabilities=True, tasks=True)
             answer = await upstream.call(
-                lambda c: c.request(method, {**clean(params), "taskId": inner}, meta=meta_for(ctx))
+                lambda c: c.request(method, {**_clean(params), "taskId": inner}, meta=meta)
             )
-            return self._retag(upstream, strip(answer)), upstream.name
+            return self._retag(upstream, strip_server_info(answer)), upstream.name
         raise method_not_found(method)
 
     async def _aggregate(self, ctx: Context, method: str) -> dict[str, Any]:
@@ -435,7 +317,7 @@ class GatewayServer(Server):
         what = f"{method} {front_name}"
         safe = upstream.replicated and await self._retry_safe(upstream, method, params)
         client = upstream.live()
-        progress = progress_forwarder(ctx)
+        progress = progress_relay(ctx)
         if ctx.meta.era == "modern" and client.era == "modern":
             headers = None
             if method == "tools/call":
@@ -443,14 +325,15 @@ class GatewayServer(Server):
                 if tool is not None and tool.header_params:
                     headers = expected_param_headers(tool.header_params, params.get("arguments"))
             lane = upstream.lane
+            passed = forwarded_meta(ctx, capabilities=True, tasks=True)
             if lane is not None:
                 try:
                     answer = await upstream.call(
                         lambda c: lane.request(
                             c,
                             method,
-                            clean(params),
-                            meta_for(ctx),
+                            _clean(params),
+                            passed,
                             headers=headers,
                             progress=progress,
                             limit=limit,
@@ -458,7 +341,7 @@ class GatewayServer(Server):
                         FrontCall(ctx),
                         safe=safe,
                     )
-                    return self._retag(upstream, strip(answer))
+                    return self._retag(upstream, strip_server_info(answer))
                 except McpError as exc:
                     if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                         raise
@@ -466,19 +349,16 @@ class GatewayServer(Server):
             answer = await upstream.call(
                 lambda c: c.request(
                     method,
-                    clean(params),
-                    meta=meta_for(ctx),
+                    _clean(params),
+                    meta=passed,
                     headers=headers,
                     on_progress=progress,
                 ),
                 FrontCall(ctx),
                 safe=safe,
             )
-            return self._retag(upstream, strip(_capped(answer, what, limit)))
-        front = FrontCall(ctx)
-        result: dict[str, Any] | None = None
-        rounds = self._open_rounds(ctx, upstream, method, params)
-        meta = bridged_meta(ctx)
+            return self._retag(upstream, strip_server_info(_capped(answer, what, limit)))
+        meta = forwarded_meta(ctx, capabilities=False) or None
 
         async def run(c: Any) -> dict[str, Any]:
             arguments = params.get("arguments")
@@ -490,18 +370,23 @@ class GatewayServer(Server):
                 return dict(await c.get_prompt(params["name"], arguments, meta=meta))
             return dict(await c.read_resource(params["uri"], refresh=True, meta=meta))
 
-        with anyio.CancelScope() as scope:
-            front.scope = scope
-            result = await upstream.call(run, front, safe=safe)
-        if front.failure is not None:
-            raise front.failure
-        if front.need is not None:
-            if rounds is None:
+        async def once() -> dict[str, Any]:
+            front = FrontCall(ctx)
+            result: dict[str, Any] | None = None
+            with front.scope:
+                result = await upstream.call(run, front, safe=safe)
+            if front.failure is not None:
+                raise front.failure
+            if front.need is not None:
                 raise front.need
-            return self._input_required(front.need, *rounds)
-        if result is None:  # cancelled for another reason
-            raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
-        return strip(_capped(result, what, limit))
+            if result is None:  # cancelled for another reason
+                raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
+            return strip_server_info(_capped(result, what, limit))
+
+        # A modern front client on a bridged call: the gateway asks its input itself, in
+        # MRTR rounds sealed with the gateway's keys (the proxy's way, one implementation).
+        binding = "\0".join(("gateway", method, upstream.name, str(target)))
+        return await server_handlers._with_input(self, ctx, binding, once)
 
     async def _retry_safe(self, upstream: AnyUpstream, method: str, params: dict[str, Any]) -> bool:
         """Whether a replica failure mid-call may be retried on another replica: reads,
@@ -516,7 +401,7 @@ class GatewayServer(Server):
 
     async def tool_definition(self, name: str) -> dict[str, Any] | None:
         """The upstream's definition of the (namespaced) tool ``name``, for guardrails."""
-        upstream, original = self._by_prefix(name)
+        upstream, original = await self._by_prefix(name)
         tool = await self._proxy_tool(upstream, original)
         return None if tool is None else tool.wire
 
@@ -535,43 +420,6 @@ class GatewayServer(Server):
                 tool = self._proxy_tools[name] = ProxyTool({**wire, "name": name})
         return tool
 
-    def _open_rounds(
-        self, ctx: Context, upstream: AnyUpstream, method: str, params: dict[str, Any]
-    ) -> tuple[str, dict[str, Any]] | None:
-        """A modern front client on a bridged call: the answers it gave so far.
-
-        The gateway asks the front client's input itself (the upstream is legacy, or the
-        front is), so ``inputResponses``/``requestState`` are the gateway's, not the
-        upstream's: answers of earlier rounds ride in a ``requestState`` sealed with the
-        gateway's keys and bound to method, upstream, name and principal; the upstream call
-        is replayed with them (its input requests are answered from them in order)."""
-        if ctx.meta.era != "modern":
-            return None
-        target = params.get("name") if method != "resources/read" else params.get("uri")
-        principal = "" if ctx.principal is None else str(ctx.principal)
-        binding = "\0".join(("gateway", method, upstream.name, str(target), principal))
-        responses: dict[str, Any] = {}
-        token = params.get("requestState")
-        if token is not None:
-            try:
-                opened = self.keyring.open(token, binding)
-            except InvalidState as exc:
-                raise invalid_params(f"Invalid requestState: {exc}") from None
-            responses.update(opened.get("r") or {})
-        if "inputResponses" in params:
-            given = params["inputResponses"]
-            if not isinstance(given, dict):
-                raise invalid_params("inputResponses must be an object")
-            responses.update(given)
-        ctx._round = InputRound(responses=responses)
-        return binding, responses
-
-    def _input_required(
-        self, need: NeedInput, binding: str, responses: dict[str, Any]
-    ) -> dict[str, Any]:
-        sealed = self.keyring.seal({"r": responses}, binding)
-        return input_required_result(need.requests, sealed)
-
     def _retag(self, upstream: AnyUpstream, result: dict[str, Any]) -> dict[str, Any]:
         """Task ids name their upstream so tasks/* can be routed back."""
         task_id = result.get("taskId")
@@ -582,6 +430,10 @@ class GatewayServer(Server):
         ):
             result["taskId"] = f"{upstream.name}{TASK_SEPARATOR}{task_id}"
         return result
+
+
+def _clean(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if k != "_meta"}
 
 
 def _capped(result: dict[str, Any], what: str, limit: int) -> dict[str, Any]:

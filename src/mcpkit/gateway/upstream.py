@@ -9,16 +9,17 @@ says its list changed (legacy notification or modern listen stream).
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import anyio
 
 from ..client import Client
+from ..compose.bridge import FrontCall, Fronts
+from ..compose.proxy import UpstreamUnavailable
 from ..transports import http11
 from ..transports.client_base import (
     ClientError,
@@ -35,9 +36,6 @@ from .forward import FastLane
 
 log = logging.getLogger("mcpkit.gateway")
 
-#: The front request an upstream call is made for (so input requests find their way back).
-current_front: contextvars.ContextVar[Any] = contextvars.ContextVar("mcpkit_gateway_front")
-
 LISTINGS = {
     "tools": ("tools/list", "tools"),
     "prompts": ("prompts/list", "prompts"),
@@ -51,19 +49,6 @@ _CHANGED = {
     "notifications/prompts/list_changed": "prompts",
     "notifications/resources/list_changed": "resources",
 }
-
-
-class UpstreamDown(McpError):
-    """The upstream cannot be reached (HTTP 503 at the front; the others keep serving)."""
-
-    def __init__(self, name: str, detail: str) -> None:
-        super().__init__(
-            INTERNAL_ERROR,
-            f"Upstream {name!r} is unavailable: {detail}",
-            {"upstream": name},
-            http_status=503,
-            http_headers=[(b"retry-after", b"1")],
-        )
 
 
 class Upstream:
@@ -83,7 +68,13 @@ class Upstream:
         self._on_change = on_change
         #: kind -> (expiry on the monotonic clock, items, the upstream's cacheScope)
         self._listings: dict[str, tuple[float, list[dict[str, Any]], str]] = {}
-        self._inflight: list[Any] = []
+        #: Calls in flight (``None`` for the gateway's own, e.g. listings): a retired
+        #: upstream stops once none is left.
+        self._inflight: list[FrontCall | None] = []
+        #: Front requests with a call in flight: the upstream's input requests and log
+        #: messages find their way back through them (the proxy's bridge, see
+        #: :mod:`mcpkit.compose.bridge`).
+        self.fronts = Fronts(config.name)
         self._restart = anyio.Event()
         self._stopping = anyio.Event()
         self._stopped = anyio.Event()
@@ -104,6 +95,8 @@ class Upstream:
     # ------------------------------------------------------------------ lifecycle
     def _make_client(self) -> Client:
         target: Any = self.config.url or list(self.config.command)
+        if self.config.kind == "openapi":
+            target = self._api_server()
         kwargs: dict[str, Any] = {"timeout": self.config.timeout_s}
         if self.config.era != "auto":
             kwargs["era"] = self.config.era
@@ -132,20 +125,26 @@ class Upstream:
                     pool,
                     headers=dict(self.config.headers),
                     timeout=self.config.timeout_s,
-                    on_log=self._log_bridge,
+                    on_log=self.fronts.log,
                 )
             except ValueError as exc:  # httpx will say what is wrong, call by call
                 log.warning("upstream %s: no fast lane: %s", self.name, exc)
-        bridge: Any = self._bridge
-        return Client(
-            target,
-            elicitation=bridge("elicit"),
-            url_elicitation=bridge("elicit_url"),
-            sampling=bridge("sample"),
-            roots=cast(Any, self._bridge_roots),
-            on_notification=self._notified,
-            on_log=self._log_bridge,
-            **kwargs,
+        return Client(target, on_notification=self._notified, **self.fronts.callbacks(), **kwargs)
+
+    def _api_server(self) -> Any:
+        """An ``openapi`` upstream: the REST API as an MCP server in this process
+        (:func:`mcpkit.compose.from_openapi`), reached through an in-memory client so it
+        is routed, policed, cached and bridged like any other upstream."""
+        from ..compose.openapi import from_openapi
+
+        config = self.config
+        assert config.spec is not None  # (the config checks it)
+        return from_openapi(
+            config.spec,
+            base_url=config.base_url,
+            headers=dict(config.headers),
+            name=config.name,
+            timeout=config.timeout_s,
         )
 
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
@@ -355,22 +354,26 @@ class Upstream:
     # ------------------------------------------------------------------ calls
     def live(self) -> Client:
         if self.client is None:
-            raise UpstreamDown(self.name, self.error or "not connected")
+            raise UpstreamUnavailable(self.name, self.error or "not connected")
         return self.client
 
     #: See :class:`~mcpkit.gateway.replicas.ReplicaSet` (``safe`` is its retry flag).
     replicated = False
 
     async def call(
-        self, fn: Callable[[Client], Awaitable[Any]], front: Any = None, *, safe: bool = False
+        self,
+        fn: Callable[[Client], Awaitable[Any]],
+        front: FrontCall | None = None,
+        *,
+        safe: bool = False,
     ) -> Any:
         """Run ``fn(client)``; a transport failure marks the upstream for restart.
 
         Errors the upstream answered with pass through as they are; failures to reach it
-        become :class:`UpstreamDown`; other client-side failures (timeouts, invalid
+        become :class:`UpstreamUnavailable`; other client-side failures (timeouts, invalid
         answers) an internal error naming the upstream."""
         client = self.live()
-        token = current_front.set(front)
+        token = self.fronts.enter(front) if front is not None else None
         self._inflight.append(front)
         try:
             return await fn(client)
@@ -387,7 +390,7 @@ class Upstream:
             anyio.ClosedResourceError,
         ) as exc:
             self._fail(client, str(exc) or type(exc).__name__)
-            raise UpstreamDown(self.name, str(exc) or type(exc).__name__) from None
+            raise UpstreamUnavailable(self.name, str(exc) or type(exc).__name__) from None
         except ClientError as exc:
             raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
         except Exception as exc:  # an OAuth failure of [upstream.auth], as the caller's error
@@ -397,7 +400,8 @@ class Upstream:
             raise converted from None
         finally:
             self._inflight.remove(front)
-            current_front.reset(token)
+            if front is not None and token is not None:
+                self.fronts.leave(front, token)
 
     async def listing(self, kind: str) -> list[dict[str, Any]]:
         cached = self._listings.get(kind)
@@ -446,39 +450,6 @@ class Upstream:
         if cached is None:
             return 0, "public"
         return max(0, int((cached[0] - time.monotonic()) * 1000)), cached[2]
-
-    # ------------------------------------------------------------------ input bridging
-    def _front(self) -> Any:
-        front = current_front.get(None)
-        if front is not None:
-            return front
-        live = [f for f in self._inflight if f is not None]
-        if len(live) == 1:
-            return live[0]
-        raise McpError(
-            INTERNAL_ERROR, f"cannot tell which request upstream {self.name!r} is asking for input"
-        )
-
-    def _bridge(self, what: str) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
-        async def answer(params: dict[str, Any]) -> dict[str, Any]:
-            front = self._front()
-            return await front.ask_upstream_input(what, params)  # type: ignore[no-any-return]
-
-        return answer
-
-    async def _log_bridge(self, params: dict[str, Any]) -> None:
-        """An upstream log message goes to the front request it belongs to, if any."""
-        try:
-            front = self._front()
-        except McpError:
-            log.info("upstream %s: %s", self.name, params.get("data"))
-            return
-        level = str(params.get("level", "info"))
-        await front.ctx.log(level, params.get("data"), params.get("logger"))
-
-    async def _bridge_roots(self) -> list[dict[str, Any]]:
-        front = self._front()
-        return await front.ask_upstream_input("roots", {})  # type: ignore[no-any-return]
 
 
 async def _request(client: Client, method: str, params: dict[str, Any] | None) -> Any:

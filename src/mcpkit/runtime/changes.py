@@ -124,7 +124,10 @@ class ChangeBus:
 
         Safe from a tool running in a worker thread (plain ``def`` tools do by default):
         the delivery hops back onto the event loop, since listeners' streams belong to it.
+        Nobody to tell (registering tools before serving): nothing to do, no hop.
         """
+        if not self._listeners and not self._relays:
+            return
         try:
             sniffio.current_async_library()
         except sniffio.AsyncLibraryNotFoundError:  # not on an event loop

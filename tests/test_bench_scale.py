@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from bench import charts, scale_gateway, scale_state, scale_streams
 
 

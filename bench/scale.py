@@ -1,19 +1,28 @@
-"""How mcpkit's cost grows with the catalog and with the task store (issue #23).
+"""How mcpkit's cost grows with its load (issue #23).
 
     python -m bench --only scale        # inside the benchmark run (rows in its table)
-    python -m bench.scale               # alone: a table and bench-scale.json
+    python -m bench.scale --json bench-scale.json --charts   # alone: tables, JSON, PNGs
+    python -m bench.scale --axes streams --stream-counts 100,1000
 
-Two axes, each measured at several points so the figures show a curve, in process (no
-transport: the growth is in the server and the state backend, not on the wire):
+Each axis is measured at several points so the figures show a curve:
 
-* **catalog size** (10, 1,000, 10,000 tools): registering the tools; ``tools/list`` per
-  page (the first walk, which builds the listing, and a warm one); ``tools/call`` of one
-  tool (median of many), which should not depend on the catalog's size;
-* **task records** (1,000 and 100,000 records, SQLite and Redis): ``tasks/get`` of random
-  existing records (median and p99), which should stay flat.  Redis needs
-  ``redis-server`` on the PATH (started on a free 127.0.0.1 port, no persistence).
+* **catalog size** (10, 1,000, 10,000 tools, in process): registering the tools;
+  ``tools/list`` per page (the first walk, which builds the listing, and a warm one);
+  ``tools/call`` of one tool (median of many), which should not depend on the catalog;
+* **task records** (1,000 and 100,000 records, SQLite and Redis, in process): ``tasks/get``
+  of random existing records (median and p99), which should stay flat.  Redis needs
+  ``redis-server`` on the PATH (started on a free 127.0.0.1 port, no persistence);
+* **listen streams** (100, 1,000, 10,000; modern, legacy GET, three replicas on Redis;
+  plus 10,000 bare legacy sessions): RSS per stream and the ``tools/list_changed``
+  fan-out, over real sockets (bench/scale_streams.py);
+* **gateway** (1, 10, 50 upstreams): merged ``tools/list`` cached and cold, RSS per
+  upstream (bench/scale_gateway.py);
+* **reaping** (100,000 expired records in SQLite and memory; 10,000 legacy sessions): the
+  longest pause a batch imposes, and the session reaper's pass (bench/scale_state.py).
 
-Timings on a shared machine move with its load: compare points of one run, not runs.
+``--charts`` draws each curve as a PNG under bench/charts/ (bench/charts.py, matplotlib
+from the ``bench`` extra).  Timings on a shared machine move with its load: compare points
+of one run, not runs.
 """
 
 from __future__ import annotations
@@ -168,47 +177,91 @@ async def task_records(url: str, count: int) -> dict[str, float]:
     }
 
 
-def measure(progress: Any = None) -> dict[str, Any]:
+AXES = ("catalog", "tasks", "streams", "gateway", "state")
+
+
+def measure(progress: Any = None, axes: tuple[str, ...] = AXES,
+            stream_counts: tuple[int, ...] | None = None) -> dict[str, Any]:
     say = progress or (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
-    results: dict[str, Any] = {"catalog": {}, "tasks": {}}
-    for n in CATALOG_SIZES:
-        say(f"scale: catalog of {n} tools")
-        results["catalog"][n] = anyio.run(catalog, n)
+    results: dict[str, Any] = {}
+    if "catalog" in axes:
+        results["catalog"] = {}
+        for n in CATALOG_SIZES:
+            say(f"scale: catalog of {n} tools")
+            results["catalog"][n] = anyio.run(catalog, n)
+    if "tasks" in axes:
+        results["tasks"] = tasks_axis(say, results)
+    if "streams" in axes:
+        from bench import scale_streams
+
+        counts = stream_counts or scale_streams.COUNTS
+        results["streams"] = scale_streams.measure(counts, progress=say)
+        sessions = scale_streams.measure((max(counts),), ("sessions",), progress=say)
+        results["sessions"] = sessions.get("sessions", {})
+    if "gateway" in axes:
+        from bench import scale_gateway
+
+        results["gateway"] = scale_gateway.measure(progress=say)
+    if "state" in axes:
+        from bench import scale_state
+
+        results["state"] = scale_state.measure(progress=say)
+    return results
+
+
+def tasks_axis(say: Any, results: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, redis_server() as redis_url:
         for count in RECORD_COUNTS:
             say(f"scale: {count} task records in SQLite")
             url = f"sqlite:///{tmp}/tasks-{count}.db"
-            results["tasks"].setdefault("sqlite", {})[count] = anyio.run(task_records, url, count)
+            out.setdefault("sqlite", {})[count] = anyio.run(task_records, url, count)
             if redis_url is None:
                 continue
             say(f"scale: {count} task records in Redis")
             db = RECORD_COUNTS.index(count) + 1  # one database per point: no carry-over
             url = redis_url[: -len("/0")] + f"/{db}"
-            results["tasks"].setdefault("redis", {})[count] = anyio.run(task_records, url, count)
+            out.setdefault("redis", {})[count] = anyio.run(task_records, url, count)
         if redis_url is None:
-            results["notes"] = ["redis-server not found: the Redis points were skipped"]
-    return results
+            results.setdefault("notes", []).append(
+                "redis-server not found: the Redis points were skipped")
+    return out
 
 
 def table(results: dict[str, Any]) -> str:
-    lines = [
-        "catalog size  register     tools/list: 1st page cold, page median warm  "
-        "tools/call median",
-    ]
-    for n, r in results["catalog"].items():
-        lines.append(
-            f"{int(n):>12,}  {r['register_s'] * 1000:8.1f} ms  "
-            f"{r['list_cold_first_page_us']:9.0f} µs, {r['list_warm_page_median_us']:5.0f} µs"
-            f" ({int(r['pages']):>3} pages)          {r['call_median_us']:7.1f} µs"
-        )
-    lines.append("")
-    lines.append("backend  records   fill      tasks/get median   p99")
-    for backend, points in results["tasks"].items():
-        for count, r in points.items():
+    lines = []
+    if results.get("catalog"):
+        lines.append("catalog size  register     tools/list: 1st page cold, page median warm  "
+                     "tools/call median")
+        for n, r in results["catalog"].items():
             lines.append(
-                f"{backend:<7}  {int(count):>7,}  {r['fill_s']:6.1f} s  "
-                f"{r['get_median_us']:10.0f} µs  {r['get_p99_us']:8.0f} µs"
-            )
+                f"{int(n):>12,}  {r['register_s'] * 1000:8.1f} ms  "
+                f"{r['list_cold_first_page_us']:9.0f} µs, {r['list_warm_page_median_us']:5.0f}"
+                f" µs ({int(r['pages']):>3} pages)          {r['call_median_us']:7.1f} µs")
+        lines.append("")
+    if results.get("tasks"):
+        lines.append("backend  records   fill      tasks/get median   p99")
+        for backend, points in results["tasks"].items():
+            for count, r in points.items():
+                lines.append(
+                    f"{backend:<7}  {int(count):>7,}  {r['fill_s']:6.1f} s  "
+                    f"{r['get_median_us']:10.0f} µs  {r['get_p99_us']:8.0f} µs")
+        lines.append("")
+    if results.get("streams"):
+        from bench import scale_streams
+
+        lines.append(scale_streams.table({**results["streams"],
+                                          "sessions": results.get("sessions", {})}))
+        lines.append("")
+    if results.get("gateway"):
+        from bench import scale_gateway
+
+        lines.append(scale_gateway.table(results["gateway"]))
+        lines.append("")
+    if results.get("state"):
+        from bench import scale_state
+
+        lines.append(scale_state.table(results["state"]))
     return "\n".join(lines)
 
 
@@ -224,16 +277,52 @@ def bench_scale(run: Any) -> None:
         for count, r in points.items():
             run.record(f"scale: tasks/get, {count} records ({backend})", "mcpkit",
                        r["get_median_us"], "µs", False)
+    for kind, points in results["streams"].items():
+        if kind == "notes":
+            continue
+        for n, r in points.items():
+            run.record(f"scale: RSS per {kind} stream, {n} streams", "mcpkit",
+                       r["rss_per_stream_kb"], "KB", False)
+            run.record(f"scale: list_changed fan-out, {n} {kind} streams", "mcpkit",
+                       r["fanout_ms"], "ms", False)
+    for n, r in results["sessions"].items():
+        run.record(f"scale: RSS per legacy session, {n} sessions", "mcpkit",
+                   r["rss_per_session_kb"], "KB", False)
+    for label in ("cached", "cold"):
+        for n, r in results["gateway"][label].items():
+            run.record(f"scale: gateway tools/list ({label}), {n} upstreams", "mcpkit",
+                       r["list_ms"], "ms", False)
+    for name, r in results["state"]["reaper"].items():
+        run.record(f"scale: longest reaper batch, 100,000 expired ({name})", "mcpkit",
+                   r["batch_max_ms"], "ms", False)
+    run.record("scale: legacy session reap pass, 10,000 live", "mcpkit",
+               results["state"]["sessions"]["reap_nothing_ms"], "ms", False)
     for text in results.get("notes", []):
         run.note(text)
     print(table(results))
 
 
 def main() -> int:
-    results = measure()
+    import argparse
+
+    parser = argparse.ArgumentParser(description="issue #23's scale axes")
+    parser.add_argument("--axes", default=",".join(AXES), help=f"of {', '.join(AXES)}")
+    parser.add_argument("--stream-counts", help="listen streams per point (100,1000,10000)")
+    parser.add_argument("--json", type=Path, default=Path("bench-scale.json"))
+    parser.add_argument("--charts", action="store_true",
+                        help="draw bench/charts/*.png (needs the bench extra)")
+    args = parser.parse_args()
+    counts = (tuple(int(c) for c in args.stream_counts.split(","))
+              if args.stream_counts else None)
+    results = measure(axes=tuple(args.axes.split(",")), stream_counts=counts)
     print(table(results))
-    Path("bench-scale.json").write_text(json.dumps(results, indent=2) + "\n")
-    print("JSON written to bench-scale.json")
+    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"JSON written to {args.json}")
+    if args.charts:
+        from bench.charts import draw
+
+        for path in draw(results):
+            print(f"chart: {path}")
     return 0
 
 

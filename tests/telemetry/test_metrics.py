@@ -50,3 +50,37 @@ async def test_durations_and_listeners(spans: Any, metric_reader: Any) -> None:
                  and p.attributes.get("mcp.method.name") == "tools/call"]
         assert calls and sum(p.count for p in calls) >= 1, name
         assert all("error.type" not in p.attributes for p in calls)
+
+
+@pytest.fixture
+def redis_url() -> Any:
+    from support.servers import redis_server
+
+    with redis_server() as port:
+        yield f"redis://127.0.0.1:{port}/0"
+
+
+async def test_task_queue_depth(metric_reader: Any, redis_url: str) -> None:
+    """A replica that queues task work for ``mcpkit worker`` processes reports how many
+    tasks wait in the queue (no worker runs here, so every task waits)."""
+    server = Server("queueing", state=redis_url, middleware=[Telemetry(queue_sample_s=0.05)])
+    server.task_workers = "external"
+
+    @server.tool(task="optional")
+    async def job() -> str:
+        return "done"
+
+    def queued(state: str) -> float:
+        found = [p.value for p in points(metric_reader, "mcpkit.server.tasks.queued")
+                 if p.attributes.get("mcpkit.server.name") == "queueing"
+                 and p.attributes.get("mcpkit.task.queue.state") == state]
+        return found[-1] if found else -1
+
+    async with serve_http(server) as url, Client(url, era_cache=EraCache(),
+                                                 tasks=True) as client:
+        for _ in range(3):
+            await client.start_tool_task("job")
+        with anyio.fail_after(10):
+            while queued("waiting") != 3:
+                await anyio.sleep(0.05)
+        assert queued("running") == 0

@@ -181,9 +181,12 @@ class ServerRuntime:
                 await stack.aclose()
 
     async def _attach_state(self, stack: contextlib.AsyncExitStack) -> None:
-        """Share sealing keys and change events through the backend when it spans
-        processes (SQLite, Redis)."""
+        """Reap expired records; share sealing keys and change events through the
+        backend when it spans processes (SQLite, Redis)."""
         backend = self.state
+        from ..state.reaper import reap_forever
+
+        self._tg.start_soon(reap_forever, backend)
         if backend.url.startswith("memory"):
             return
         if self._keyring is None and Keyring.from_env() is None:

@@ -207,7 +207,9 @@ def make_tool(
         out_schema = output_schema
     elif structured_output is not False:
         # Object-like returns are structured by default; primitives only when asked.
-        out_schema, wrapped, adapter = output_schema_for(fn, force=bool(structured_output))
+        out_schema, wrapped, adapter = output_schema_for(
+            fn, force=bool(structured_output), hints=arguments.hints
+        )
     wire = _drop_none(
         {
             "name": tool_name,
@@ -229,10 +231,11 @@ def make_tool(
         output_adapter=adapter,
         wrapped_output=wrapped,
         has_output_schema=out_schema is not None,
-        header_params=header_params(schema),
+        # A plain schema of our own making cannot carry x-mcp-header: no walk needed.
+        header_params=() if arguments.plain and input_schema is None else header_params(schema),
         schema_validator=_compile_schema(input_schema) if input_schema is not None else None,
         context_param=arguments.context_param,
-        accepts=_accepted_names(fn, arguments),
+        accepts=None if arguments.accepts_kwargs else frozenset(arguments.field_names),
         coroutine=inspect.iscoroutinefunction(fn),
         task_support=task_support,
         task_manual=task_manual,
@@ -258,14 +261,6 @@ def _compile_schema(schema: dict[str, Any]) -> Any:
         raise missing(ref=uri)  # never fetch a schema over the network
 
     return Draft202012Validator(schema, registry=registry(retrieve=refuse))
-
-
-def _accepted_names(fn: Fn, arguments: ArgumentModel) -> frozenset[str] | None:
-    """Argument names ``fn`` accepts, or None when it takes ``**kwargs``."""
-    params = inspect.signature(fn).parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return None
-    return frozenset(arguments.field_names)
 
 
 @dataclass(slots=True)

@@ -65,18 +65,25 @@ class ArgumentModel:
         "_json_params",
         "_model",
         "_title",
+        "accepts_kwargs",
         "context_param",
         "field_names",
         "has_fields",
+        "hints",
+        "plain",
         "schema",
     )
 
     def __init__(self, fn: Callable[..., Any], context_type: type, *, title: str) -> None:
         hints = typing.get_type_hints(fn, include_extras=True)
+        #: Kept for the return annotation (``output_schema_for``): resolved once per tool.
+        self.hints = hints
         fields: dict[str, Any] = {}
         self.context_param: str | None = None
+        self.accepts_kwargs = False
         for name, param in inspect.signature(fn).parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                self.accepts_kwargs |= param.kind is param.VAR_KEYWORD
                 continue
             annotation = hints.get(name, Any)
             if _is_context(annotation, context_type):
@@ -90,14 +97,18 @@ class ArgumentModel:
         self._title = title
         self._model: type[BaseModel] | None = None
         self._fast = _fast_plan(fields)
+        #: Only str/int/float/bool properties: no object or array parameter, and no
+        #: ``x-mcp-header`` annotation (the registry skips looking for them).
+        self.plain = self._fast is not None
         if self._fast is not None:
             self.schema = _plain_schema(self._fast)
-        else:
-            schema = self._adapter.model_json_schema()
-            schema.pop("title", None)
-            schema["type"] = "object"
-            schema.setdefault("properties", {})
-            self.schema = inline_refs(strip_titles(schema))
+            self._json_params: frozenset[str] = frozenset()
+            return
+        schema = self._adapter.model_json_schema()
+        schema.pop("title", None)
+        schema["type"] = "object"
+        schema.setdefault("properties", {})
+        self.schema = inline_refs(strip_titles(schema))
         self._json_params = _structured_params(self.schema)
 
     @property
@@ -302,7 +313,7 @@ def _is_object_type(annotation: Any) -> bool:
 
 
 def output_schema_for(
-    fn: Callable[..., Any], force: bool = False
+    fn: Callable[..., Any], force: bool = False, hints: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any] | None, bool, Any]:
     """(outputSchema, wrapped, adapter) for a function's return annotation.
 
@@ -310,12 +321,14 @@ def output_schema_for(
     structured content as is.  Other annotated returns that are not content (``int``,
     ``list[str]``...) are wrapped as ``{"result": value}`` so that the schema is an object,
     which 2025-11-25 clients require.  Returns (None, False, None) when there is no
-    annotation or it is ``str``/content/``None``.
+    annotation or it is ``str``/content/``None``.  ``hints``: ``fn``'s type hints when
+    the caller already resolved them (registration does, for the arguments).
     """
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception:
-        return None, False, None
+    if hints is None:
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except Exception:
+            return None, False, None
     if "return" not in hints:
         return None, False, None
     annotation = hints["return"]

@@ -52,6 +52,15 @@ class StateBackend(abc.ABC):
     async def aclose(self) -> None:
         return None
 
+    async def reap_expired(self, limit: int = 500) -> int:
+        """Delete at most ``limit`` records past their TTL; how many were deleted.
+
+        Expired records already read as absent; this only gives their space back.  A
+        backend whose store expires keys itself (Redis) has nothing to do.  Small batches
+        keep each call short: :func:`mcpkit.state.reaper.reap_all` loops over them and lets
+        requests run between two."""
+        return 0
+
     def change_token(self) -> object | None:
         """A value that differs after any write to the store, by any process; None when
         the backend cannot tell cheaply (then a caller reads every time).  It lets a

@@ -210,15 +210,22 @@ class TaskQueue:
         return int(await self._forget(keys=[self.stream], args=[GROUP, consumer])) >= 0
 
     # ------------------------------------------------------------------ depth
+    async def depth(self) -> tuple[int, int]:
+        """(entries in the stream, of which delivered to a worker and not settled): two
+        cheap commands, for a metric sampled every few seconds (:meth:`stats` also walks
+        the workers and the principals)."""
+        await self.ensure_group()
+        depth = int(await self.redis.xlen(self.stream))
+        pending = await self.redis.xpending(self.stream, GROUP)
+        running = int(pending.get("pending", 0)) if isinstance(pending, dict) else 0
+        return depth, running
+
     async def stats(self) -> dict[str, Any]:
         """Queue depth: entries in the stream (``depth``), of which delivered to a worker
         and not yet settled (``running``) and not yet delivered (``waiting``); workers
         with what they hold and how long since they were last heard of; unfinished tasks
         per principal."""
-        await self.ensure_group()
-        depth = int(await self.redis.xlen(self.stream))
-        pending = await self.redis.xpending(self.stream, GROUP)
-        running = int(pending.get("pending", 0)) if isinstance(pending, dict) else 0
+        depth, running = await self.depth()
         consumers = [
             {
                 "name": _text(c["name"]),

@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   channel TEXT NOT NULL, data BLOB NOT NULL, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS events_at ON events(at);
+CREATE INDEX IF NOT EXISTS kv_expires ON kv(expires) WHERE expires IS NOT NULL;
 """
 
 
@@ -162,6 +163,20 @@ class SQLiteBackend(StateBackend):
     async def delete(self, key: str) -> bool:
         def op(c: sqlite3.Connection) -> bool:
             return c.execute("DELETE FROM kv WHERE key=?", (key,)).rowcount > 0
+
+        return await self._run(op)
+
+    async def reap_expired(self, limit: int = 500) -> int:
+        """One batch of expired rows, found through the ``kv_expires`` index (no scan of
+        the live rows): the write lock is held for one short DELETE, not for all of them."""
+
+        def op(c: sqlite3.Connection) -> int:
+            cur = c.execute(
+                "DELETE FROM kv WHERE rowid IN (SELECT rowid FROM kv WHERE expires IS NOT "
+                "NULL AND expires <= ? LIMIT ?)",
+                (time.time(), limit),
+            )
+            return int(cur.rowcount)
 
         return await self._run(op)
 

@@ -119,12 +119,14 @@ class HttpTransport:
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> HttpTransport:
         if self._client is None:
+            from .http11 import shared_ssl_context
+
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(
                     connect=self.connect_timeout, read=None, write=30.0, pool=self.connect_timeout
                 ),
                 auth=self.auth,
-                verify=self.verify,
+                verify=shared_ssl_context() if self.verify is True else self.verify,
                 follow_redirects=False,
             )
         self._tg = anyio.create_task_group()

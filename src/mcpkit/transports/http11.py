@@ -372,6 +372,21 @@ class _Body(httpx.AsyncByteStream):
         await self._response.aclose()
 
 
+_SSL_CONTEXT: list[Any] = []
+
+
+def shared_ssl_context() -> Any:
+    """httpx's default certificate-verifying context, made once per process.
+
+    httpx builds a new one for every client or transport created with ``verify=True``,
+    loading the whole CA bundle again: ~0.9 MB of RSS each, which was nearly all of a
+    gateway's memory per upstream (``python -m bench.scale_gateway``, issue #23).  A
+    context is only read once made, so every client can share it."""
+    if not _SSL_CONTEXT:
+        _SSL_CONTEXT.append(httpx.create_ssl_context())
+    return _SSL_CONTEXT[0]
+
+
 class Http11Transport(httpx.AsyncBaseTransport):
     """An httpx transport: POSTs to ``http://`` URLs over an :class:`Http11Pool`,
     everything else (and everything off asyncio) through httpx's default transport,
@@ -379,6 +394,8 @@ class Http11Transport(httpx.AsyncBaseTransport):
 
     def __init__(self, pool: Http11Pool | None = None, **fallback: Any):
         self._pool = pool if pool is not None else Http11Pool()
+        if fallback.get("verify", True) is True:
+            fallback["verify"] = shared_ssl_context()
         self._fallback = httpx.AsyncHTTPTransport(**fallback)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

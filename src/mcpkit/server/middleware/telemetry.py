@@ -17,12 +17,19 @@ is an INTERNAL one in a trace of its own, *linked* to the call that created it (
 client span), since it outlives that call.  Tasks are also counted:
 ``mcpkit.server.tasks.active`` (working now) and ``mcpkit.server.tasks.finished`` by
 ``mcpkit.task.status`` (``completed``, ``failed``, ``cancelled``); open change streams as
-``mcpkit.server.listeners.active`` (observed at collection time, free per request).
+``mcpkit.server.listeners.active`` (observed at collection time, free per request).  A
+replica that hands task work to ``mcpkit worker`` processes (``task_workers =
+"external"``) also reports the Redis queue's depth as ``mcpkit.server.tasks.queued`` by
+``mcpkit.task.queue.state`` (``waiting``: not yet taken by a worker; ``running``: taken,
+not settled), sampled in the background every ``queue_sample_s`` seconds (a collection
+callback cannot wait on Redis).
 """
 
 from __future__ import annotations
 
+import logging
 import weakref
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -36,31 +43,48 @@ if TYPE_CHECKING:
 
 __all__ = ["Telemetry"]
 
+log = logging.getLogger("mcpkit.telemetry")
+
 
 class Telemetry(Middleware):
     """A SERVER span and a duration measurement per request (needs the ``otel`` extra)."""
 
     waits = True  # it enters a context (see the module docstring)
 
-    def __init__(self) -> None:
+    def __init__(self, queue_sample_s: float = 5.0) -> None:
         self._otel = otel.api()  # fail now, with the extra's name, not on a request
-        #: Servers seen, for the listeners gauge (read at collection time, not per request).
+        #: Servers seen, for the gauges (read at collection time, not per request).
         self._servers: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._otel.meter.create_observable_up_down_counter(
-            "mcpkit.server.listeners.active", [self._observe_listeners], unit="{stream}",
-            description="Open change-notification streams: subscriptions/listen streams "
-            "and the standalone streams of 2025-11-25 sessions.")
+        self.queue_sample_s = queue_sample_s
+        #: server -> (waiting, running), the last sample of its task queue.
+        self._queues: weakref.WeakKeyDictionary[Any, tuple[int, int]] = (
+            weakref.WeakKeyDictionary())
+        _LIVE.add(self)
+        _observe_once(self._otel)
+    def _start_sampling(self, server: Any) -> None:
+        try:
+            server.spawn(partial(self._sample_queue, server))
+        except RuntimeError:  # not running (a direct server.call): nothing to sample for
+            self._servers.discard(server)  # try again on a later request
 
-    def _observe_listeners(self, options: Any) -> list[Any]:
-        observation = self._otel.metrics.Observation
-        return [observation(server.bus.listener_count, {"mcpkit.server.name": server.info["name"]})
-                for server in list(self._servers)]
+    async def _sample_queue(self, server: Any) -> None:
+        queue = server.tasks.queue
+        while True:
+            try:
+                depth, running = await queue.depth()
+                self._queues[server] = (max(0, depth - running), running)
+            except Exception:
+                log.warning("could not read the task queue's depth", exc_info=True)
+            await anyio.sleep(self.queue_sample_s)
+
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         if not otel.recording():  # only the API: every span would be a no-op
             return await call_next(ctx)
         if ctx.server not in self._servers:
             self._servers.add(ctx.server)
+            if getattr(ctx.server, "task_workers", "") == "external":
+                self._start_sampling(ctx.server)
         api = self._otel
         trace = api.trace
         params = ctx.params
@@ -122,6 +146,47 @@ class Telemetry(Middleware):
                 api.tasks_finished.add(1, {"mcpkit.task.status": status})
             span.end()
             api.context.detach(token)
+
+
+#: Every Telemetry middleware alive: the gauges below are made once per process (the SDK
+#: keeps the first instrument of a name and ignores a second one's callbacks) and read them
+#: all.
+_LIVE: weakref.WeakSet[Telemetry] = weakref.WeakSet()
+_OBSERVING: list[bool] = []
+
+
+def _observe_once(api: Any) -> None:
+    if _OBSERVING:
+        return
+    _OBSERVING.append(True)
+    api.meter.create_observable_up_down_counter(
+        "mcpkit.server.listeners.active", [partial(_observe_listeners, api)], unit="{stream}",
+        description="Open change-notification streams: subscriptions/listen streams "
+        "and the standalone streams of 2025-11-25 sessions.")
+    api.meter.create_observable_gauge(
+        "mcpkit.server.tasks.queued", [partial(_observe_queues, api)], unit="{task}",
+        description="Task-backed tool calls in the task workers' queue, by "
+        "mcpkit.task.queue.state (waiting for a worker, or running on one).")
+
+
+def _observe_listeners(api: Any, options: Any) -> list[Any]:
+    observation = api.metrics.Observation
+    servers = {id(s): s for t in list(_LIVE) for s in list(t._servers)}
+    return [observation(server.bus.listener_count, {"mcpkit.server.name": server.info["name"]})
+            for server in servers.values()]
+
+
+def _observe_queues(api: Any, options: Any) -> list[Any]:
+    observation = api.metrics.Observation
+    out = []
+    for telemetry in list(_LIVE):
+        for server, (waiting, running) in list(telemetry._queues.items()):
+            name = server.info["name"]
+            out.append(observation(waiting, {"mcpkit.server.name": name,
+                                             "mcpkit.task.queue.state": "waiting"}))
+            out.append(observation(running, {"mcpkit.server.name": name,
+                                             "mcpkit.task.queue.state": "running"}))
+    return out
 
 
 def _host(value: str | None) -> tuple[str | None, int | None]:

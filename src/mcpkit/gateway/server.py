@@ -62,7 +62,7 @@ from .bridge import (
 from .config import GatewayConfig
 from .forward import ResultTooLarge
 from .metrics import Metrics
-from .policy import ANONYMOUS, Authorizer, Principal
+from .policy import ANONYMOUS, Authorizer, Caller
 from .ratelimit import RateLimiter
 from .replicas import AnyUpstream, make_upstream
 from .routing import resource_owner
@@ -241,7 +241,7 @@ class GatewayServer(Server):
             )
         method: str = message["method"]
         params = message.get("params") or {}
-        who: Principal = principal if isinstance(principal, Principal) else ANONYMOUS
+        who: Caller = principal if isinstance(principal, Caller) else ANONYMOUS
         spec = METHODS.get(method)
         name = params.get(spec.name_param) if spec and spec.name_param else None
         name = name if isinstance(name, str) else None
@@ -379,7 +379,7 @@ class GatewayServer(Server):
         ttl_ms = self.cache_ttl_ms if self.config.cache else 0
         scope = self.cache_scope
         who = ctx.principal
-        view = self.config.view(who.view) if isinstance(who, Principal) and who.view else None
+        view = self.config.view(who.view) if isinstance(who, Caller) and who.view else None
         for upstream in self.upstreams:
             if upstream.client is None:
                 continue

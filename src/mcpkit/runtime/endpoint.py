@@ -42,7 +42,11 @@ RequestHandler = Callable[[Message, "Endpoint"], Awaitable[dict[str, Any] | None
 NotificationHandler = Callable[[Message, "Endpoint"], Awaitable[None]]
 
 
-class ConnectionClosed(McpError):
+class EndpointClosed(McpError):
+    """The endpoint's stream ended while a request was pending, on either role.  The
+    client turns it into the public ``ConnectionClosedError`` (``transports/client_endpoint``)
+    with what it knows of why; the two names are two layers' views of one event."""
+
     def __init__(self, detail: str) -> None:
         super().__init__(INTERNAL_ERROR, f"Connection closed: {detail}")
 
@@ -187,13 +191,13 @@ class Endpoint:
         on_progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None,
     ) -> dict[str, Any]:
         """Send a request and wait for its result (raises :class:`McpError` on an error
-        response, :class:`RequestTimeout`, or :class:`ConnectionClosed`).
+        response, :class:`RequestTimeout`, or :class:`EndpointClosed`).
 
         Progress notifications for the request extend ``timeout`` (never past
         ``max_timeout``).  On timeout or cancellation a ``notifications/cancelled`` is sent.
         """
         if self.closed is not None:
-            raise ConnectionClosed(self.closed)
+            raise EndpointClosed(self.closed)
         rid = request_id if request_id is not None else self.outgoing.next_id()
         waiter = _Waiter()
         waiter.progress = on_progress
@@ -319,7 +323,7 @@ class Endpoint:
         """EOF on a server: no answer to our requests can come any more, and listen
         streams end; requests in flight get up to EOF_DRAIN_S to finish."""
         for pending in self.outgoing.drain():
-            pending.waiter.error = ConnectionClosed(reason)
+            pending.waiter.error = EndpointClosed(reason)
             pending.waiter.done.set()
         for rid in list(self._streams):
             scope = self.incoming.get(rid)
@@ -333,7 +337,7 @@ class Endpoint:
         if self.closed is None:
             self.closed = reason
         for pending in self.outgoing.drain():
-            pending.waiter.error = ConnectionClosed(reason)
+            pending.waiter.error = EndpointClosed(reason)
             pending.waiter.done.set()
         for scope in self.incoming.all():
             scope.cancel()

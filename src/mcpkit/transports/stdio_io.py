@@ -23,7 +23,7 @@ import anyio
 import sniffio
 
 from ..protocol.framing import DEFAULT_MAX_LINE, frame
-from ..runtime.endpoint import ConnectionClosed, Endpoint, RequestTimeout, settle
+from ..runtime.endpoint import Endpoint, EndpointClosed, RequestTimeout, settle
 from ..types import jsonrpc
 from ..types.codec import DecodeError, decode, encode_message
 from ..types.errors import McpError
@@ -389,7 +389,7 @@ class PipeEndpoint(Endpoint):
         started = time.monotonic()
         try:
             if self.closed is not None:
-                raise ConnectionClosed(self.closed)
+                raise EndpointClosed(self.closed)
             outgoing = self.outgoing
             rid = request_id if request_id is not None else outgoing.next_id()
             future: asyncio.Future[None] = self._loop.create_future()

@@ -72,6 +72,11 @@ class McpError(Exception):
         return f"McpError(code={self.code}, message={self.message!r}, data={self.data!r})"
 
 
+class ConfigError(ValueError):
+    """A configuration file or value (host, gateway) is not valid; the message names the
+    offending key.  One class for every role's config, so the command line catches one."""
+
+
 def invalid_params(message: str, data: Any = None) -> McpError:
     return McpError(INVALID_PARAMS, message, data)
 

@@ -56,6 +56,7 @@ from ..types.versions import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    TASKS_EXTENSION,
     Era,
 )
 from . import telemetry
@@ -278,7 +279,7 @@ class Session:
         caps = self.callbacks.capabilities(self.era or "modern")
         options = self.options
         if options.tasks and self.era != "legacy":
-            caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         if not options.extra_capabilities:
             return caps
         for key, value in options.extra_capabilities.items():

@@ -53,6 +53,7 @@ from ..server.middleware import build_chains
 from ..server.server import Server
 from ..transports.client_base import ConnectError, ConnectionClosedError, ServerError
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
+from ..types.versions import TASKS_EXTENSION
 from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay, strip_server_info
 
 __all__ = ["ProxyServer", "UpstreamUnavailable", "client_for", "proxy"]
@@ -67,7 +68,6 @@ _CHANGED = {
     "notifications/resources/list_changed": "resources",
 }
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 
 class UpstreamUnavailable(McpError):

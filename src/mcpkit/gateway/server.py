@@ -30,12 +30,12 @@ import anyio
 from ..protocol.headers import expected_param_headers
 from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import InvalidState
+from ..runtime.changes import ChangeEvent
+from ..runtime.exchange import Exchange
 from ..server.context import Context
-from ..server.exchange import Exchange
 from ..server.middleware import Middleware
 from ..server.middleware.telemetry import Telemetry
 from ..server.mrtr import InputRound, NeedInput, input_required_result
-from ..server.notify import ChangeEvent
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
 from ..types.codec import encode
@@ -46,7 +46,7 @@ from ..types.errors import (
     method_not_found,
 )
 from ..types.methods import METHODS
-from ..types.versions import META_SERVER_INFO
+from ..types.versions import META_SERVER_INFO, TASKS_EXTENSION
 from . import views
 from .audit import AuditLog
 from .bridge import (
@@ -193,8 +193,8 @@ class GatewayServer(Server):
             if "completions" in theirs:
                 caps["completions"] = {}
             extensions = theirs.get("extensions") if era == "modern" else None
-            if isinstance(extensions, dict) and "io.modelcontextprotocol/tasks" in extensions:
-                caps.setdefault("extensions", {})["io.modelcontextprotocol/tasks"] = {}
+            if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+                caps.setdefault("extensions", {})[TASKS_EXTENSION] = {}
         if subscribe:
             caps["resources"]["subscribe"] = True
         return caps

@@ -2,7 +2,7 @@
 
 Everything a handler may do towards the client goes through here, identically on both
 eras: progress, logging, and input requests (elicitation, sampling, roots).  The
-transport-specific part lives behind :class:`~mcpkit.server.exchange.Exchange`.
+transport-specific part lives behind :class:`~mcpkit.runtime.exchange.Exchange`.
 """
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..protocol.negotiation import RequestMeta, client_has
+from ..runtime.exchange import Exchange
 from ..types.errors import invalid_params, missing_capability
 from ..types.jsonrpc import RequestId
 from ..types.versions import LOG_LEVEL_RANK, META_SUBSCRIPTION_ID
-from .exchange import Exchange
 from .mrtr import InputRound, NeedInput
 from .request import RequestInfo
 
 if TYPE_CHECKING:
+    from ..runtime.legacy_session import LegacySession
     from .elicitation import Accepted, Cancelled, Declined
-    from .legacy import LegacySession
     from .server import Server
 
 __all__ = ["Context"]

@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..runtime.changes import RESOURCE_UPDATED, RESOURCES, ChangeEvent
 from ..types.versions import META_SERVER_INFO
 from . import handlers as _handlers
 from .layers import rebuild
-from .notify import RESOURCE_UPDATED, RESOURCES, ChangeEvent
 
 if TYPE_CHECKING:
     from .context import Context

@@ -2,7 +2,7 @@
 with decorators; capabilities follow from what is registered.
 
 ``Server`` is transport-free: transports hand it one decoded request plus a
-:class:`~mcpkit.server.exchange.Exchange` and get a result dict back (or an
+:class:`~mcpkit.runtime.exchange.Exchange` and get a result dict back (or an
 :class:`~mcpkit.types.errors.McpError`).  It never imports an HTTP library.
 """
 
@@ -18,19 +18,19 @@ import anyio
 
 from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import Keyring
+from ..runtime.changes import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeBus, ChangeEvent
+from ..runtime.exchange import Exchange
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
 from ..types.methods import METHODS
-from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
+from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS, TASKS_EXTENSION
 from . import handlers
 from .composition import Composition
 from .context import Context
 from .docstrings import add_descriptions, describe
-from .exchange import Exchange
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
-from .notify import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeBus, ChangeEvent
 from .registry import (
     Completer,
     Fn,
@@ -433,7 +433,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         if era == "modern":
             extensions = dict(self.extensions)
             if any(t.task_support != "forbidden" for t in self.tools.values()):
-                extensions["io.modelcontextprotocol/tasks"] = {}
+                extensions[TASKS_EXTENSION] = {}
             if extensions:
                 caps["extensions"] = extensions
         if self.mounts:
@@ -546,7 +546,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
             meta = session.meta_for(params)
         else:
             meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
-        from .exchange import NULL_EXCHANGE
+        from ..runtime.exchange import NULL_EXCHANGE
 
         ctx = Context(
             self,
@@ -568,7 +568,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None
     ) -> dict[str, Any]:
         """In-process dispatch (no transport): handy for tests and embedding."""
-        from .exchange import NULL_EXCHANGE
+        from ..runtime.exchange import NULL_EXCHANGE
 
         message = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params or {}}
         if meta is None:

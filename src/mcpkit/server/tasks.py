@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..protocol.negotiation import RequestMeta
+from ..runtime.changes import ChangeEvent
+from ..runtime.exchange import NULL_EXCHANGE, Exchange
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params, missing_capability
 from ..types.versions import TASKS_EXTENSION
-from .exchange import NULL_EXCHANGE, Exchange
 from .mrtr import NeedInput
-from .notify import ChangeEvent
 
 if TYPE_CHECKING:
     from .context import Context

@@ -17,7 +17,7 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.correlation import cancelled_request_id
-from ...protocol.sse import encode_event, priming_event
+from ...protocol.sse import KEEPALIVE, KEEPALIVE_SECONDS, encode_event, priming_event
 from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import calls_inline_tool
 from ...runtime.exchange import Exchange, Interrupted
@@ -280,7 +280,7 @@ async def _resume(
             if log.finished:
                 break
             changed = log.changed
-            with anyio.move_on_after(15):
+            with anyio.move_on_after(KEEPALIVE_SECONDS):
                 await changed.wait()
             session.legacy.touch()
         tg.cancel_scope.cancel()
@@ -294,7 +294,7 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
     headers = [*SSE_HEADERS, (b"mcp-session-id", session.legacy.id.encode())]
     try:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b":\r\n\r\n", "more_body": True})
+        await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
         with app.server.bus.listen() as listener:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
@@ -327,10 +327,10 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
                 tg.start_soon(forward_pushed)
                 try:
                     while True:
-                        await anyio.sleep(15)
+                        await anyio.sleep(KEEPALIVE_SECONDS)
                         session.legacy.touch()
                         await send(
-                            {"type": "http.response.body", "body": b":\r\n\r\n", "more_body": True}
+                            {"type": "http.response.body", "body": KEEPALIVE, "more_body": True}
                         )
                 finally:
                     app.listen_streams.discard(tg.cancel_scope)

@@ -53,6 +53,7 @@ from ..server.middleware import build_chains
 from ..server.server import Server
 from ..transports.client_base import ConnectError, ConnectionClosedError, ServerError
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
+from ..types.methods import METHODS
 from ..types.versions import TASKS_EXTENSION
 from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay, strip_server_info
 
@@ -61,7 +62,8 @@ __all__ = ["ProxyServer", "UpstreamUnavailable", "client_for", "proxy"]
 log = logging.getLogger("mcpkit.compose")
 
 _LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
-_CALLS = ("tools/call", "prompts/get", "resources/read")
+#: The calls that name a target and may come back ``input_required`` (the table's ``mrtr``).
+_CALLS = tuple(name for name, spec in METHODS.items() if spec.mrtr)
 _CHANGED = {
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
@@ -328,7 +330,8 @@ class ProxyServer(Server):
         if ctx.meta.era == "legacy":
             return {k: v for k, v in result.items() if k not in _MODERN_ONLY}
         if (
-            ctx.method in (*_LISTS, "resources/read")
+            (spec := METHODS.get(ctx.method)) is not None
+            and spec.cacheable
             and "ttlMs" not in result
             and result.get("resultType", "complete") == "complete"
         ):

@@ -364,5 +364,3 @@ def _header_name(raw: str | None) -> str | None:
         return None  # malformed: the transport rejects it with -32020 once the body is read
 
 
-def create_gateway(config: GatewayConfig, options: HttpOptions | None = None) -> Any:
-    return GatewayApp(config, options)

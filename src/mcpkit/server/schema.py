@@ -37,7 +37,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def _is_context(annotation: Any, context_type: type) -> bool:
@@ -379,10 +378,3 @@ def _is_content_annotation(annotation: Any) -> bool:
         args = get_args(annotation)
         return bool(args) and all(_is_content_annotation(a) for a in args if a is not Ellipsis)
     return isinstance(annotation, type) and issubclass(annotation, content_types)
-
-
-def dialect_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Mark a schema with the 2020-12 dialect (used when a tool asks for it explicitly)."""
-    out = dict(schema)
-    out.setdefault("$schema", _DIALECT)
-    return out

@@ -54,7 +54,7 @@ from ..server.server import Server
 from ..transports.client_base import ConnectError, ConnectionClosedError, ServerError
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
 from ..types.methods import METHODS
-from ..types.versions import TASKS_EXTENSION
+from ..types.versions import TASKS_EXTENSION, Era
 from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay, strip_server_info
 
 __all__ = ["ProxyServer", "UpstreamUnavailable", "client_for", "proxy"]
@@ -124,7 +124,7 @@ class ProxyServer(Server):
         self._chains = build_chains(self._handlers, self.middleware)
 
     # ------------------------------------------------------------------ capabilities
-    def capabilities(self, era: str = "modern") -> dict[str, Any]:
+    def capabilities(self, era: Era = "modern") -> dict[str, Any]:
         """What the upstream offers, as this proxy serves it: list changes are relayed,
         resource subscriptions and the tasks extension are not."""
         caps: dict[str, Any] = {"logging": {}}

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..runtime.changes import RESOURCE_UPDATED, RESOURCES, ChangeEvent
-from ..types.versions import META_SERVER_INFO
+from ..types.versions import META_SERVER_INFO, Era
 from . import handlers as _handlers
 from .layers import rebuild
 
@@ -162,7 +162,7 @@ def unmount(parent: Server, which: Server | str) -> None:
     raise KeyError(f"nothing is mounted as {which!r} on {parent.name!r}")
 
 
-def merge_capabilities(parent: Server, caps: dict[str, Any], era: str) -> dict[str, Any]:
+def merge_capabilities(parent: Server, caps: dict[str, Any], era: Era) -> dict[str, Any]:
     """Add what the mounted children offer to the parent's own capabilities."""
     for entry in parent.mounts:
         theirs = entry.child.capabilities(era)

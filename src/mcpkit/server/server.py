@@ -12,7 +12,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 import anyio
 
@@ -24,7 +24,13 @@ from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
 from ..types.methods import METHODS
-from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS, TASKS_EXTENSION
+from ..types.versions import (
+    LEGACY_VERSIONS,
+    META_SERVER_INFO,
+    MODERN_VERSIONS,
+    TASKS_EXTENSION,
+    Era,
+)
 from . import handlers
 from .composition import Composition
 from .context import Context
@@ -36,6 +42,8 @@ from .registry import (
     Fn,
     PromptEntry,
     ResourceEntry,
+    TaskStart,
+    TaskSupport,
     TemplateEntry,
     ToolEntry,
     check_elicit_calls,
@@ -46,6 +54,9 @@ from .registry import (
 from .schema import ArgumentModel
 from .uritemplate import UriTemplate, is_template
 from .visibility import Visibility, VisibilityControls, check_tags
+
+if TYPE_CHECKING:
+    from .options import PromptOptions, ToolOptions
 
 __all__ = ["Server"]
 
@@ -149,6 +160,10 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         self.task_poll_interval_ms = 250
 
     # ------------------------------------------------------------------ registration
+    @overload
+    def tool(self, fn: F, /, **options: Unpack[ToolOptions]) -> F: ...
+    @overload
+    def tool(self, fn: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
     def tool(
         self,
         fn: F | None = None,
@@ -162,13 +177,13 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
-        task: str = "forbidden",
-        task_start: str = "auto",
+        task: TaskSupport = "forbidden",
+        task_start: TaskStart = "auto",
         threaded: bool = True,
         inline: bool = False,
         timeout: float | None = None,
         tags: Iterable[str] | None = None,
-    ) -> Any:
+    ) -> F | Callable[[F], F]:
         """Register a function as a tool.  Use bare (``@server.tool``) or with options.
 
         The input schema comes from the type hints (or ``input_schema``); a parameter
@@ -289,38 +304,26 @@ class Server(ServerRuntime, VisibilityControls, Composition):
                 self._check_duplicate("resource template", uri, bool(same))
                 for old in same:
                     self.templates.remove(old)
-                self.templates.append(
-                    TemplateEntry(
-                        compiled,
-                        func,
-                        wire,
-                        mime_type,
-                        model.context_param,
-                        model.field_names,
-                        ttl_ms,
-                        check_tags(tags),
-                    )
-                )
+                self.templates.append(TemplateEntry(
+                    compiled, func, wire, mime_type, model.context_param, model.field_names,
+                    ttl_ms, check_tags(tags)))
             else:
                 wire = {"uri": uri, **{k: v for k, v in base.items() if v is not None}}
                 if size is not None:
                     wire["size"] = size
                 self._check_duplicate("resource", uri, uri in self.resources)
                 self.resources[uri] = ResourceEntry(
-                    uri,
-                    func,
-                    wire,
-                    mime_type,
-                    model.context_param,
-                    ttl_ms,
-                    listed,
-                    check_tags(tags),
-                )
+                    uri, func, wire, mime_type, model.context_param, ttl_ms, listed,
+                    check_tags(tags))
             self._changed(RESOURCES)
             return func
 
         return register
 
+    @overload
+    def prompt(self, fn: F, /, **options: Unpack[PromptOptions]) -> F: ...
+    @overload
+    def prompt(self, fn: None = None, /, **options: Unpack[PromptOptions]) -> Callable[[F], F]: ...
     def prompt(
         self,
         fn: F | None = None,
@@ -331,7 +334,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
         tags: Iterable[str] | None = None,
-    ) -> Any:
+    ) -> F | Callable[[F], F]:
         """Register a prompt; its string parameters are the prompt's arguments."""
 
         def register(func: F) -> F:
@@ -419,7 +422,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         self.bus.publish(ChangeEvent(RESOURCE_UPDATED, uri))
 
     # ------------------------------------------------------------------ capabilities
-    def capabilities(self, era: str = "modern") -> dict[str, Any]:
+    def capabilities(self, era: Era = "modern") -> dict[str, Any]:
         """Derived from registrations: a feature is advertised iff something provides it."""
         caps: dict[str, Any] = {"logging": {}}
         if self.tools:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Final, Literal
 
 Era = Literal["modern", "legacy"]
+#: What a client may ask for: one era, or ``"auto"`` (probe, then fall back).
+EraChoice = Literal["auto", "modern", "legacy"]
 
 LATEST_MODERN: Final = "2026-07-28"
 LATEST_LEGACY: Final = "2025-11-25"

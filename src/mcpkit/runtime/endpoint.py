@@ -15,13 +15,13 @@ import contextvars
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import sniffio
 from anyio.abc import TaskGroup
 
-from ..protocol.correlation import Incoming, Outgoing, cancelled_request_id
+from ..protocol.correlation import Incoming, Outgoing, cancelled_request_id, progress_token_of
 from ..protocol.framing import LineFramer, Overflow, frame
 from ..types import jsonrpc
 from ..types.codec import DecodeError, DuplicateKeyError, decode, encode_message
@@ -201,17 +201,9 @@ class Endpoint:
         rid = request_id if request_id is not None else self.outgoing.next_id()
         waiter = _Waiter()
         waiter.progress = on_progress
-        token = None
-        if params is not None:
-            meta = params.get("_meta")
-            if isinstance(meta, dict):
-                token = meta.get("progressToken")
-        self.outgoing.register(rid, method, waiter, token)
-        now = anyio.current_time()
+        self.outgoing.register(rid, method, waiter, progress_token_of(params))
         if timeout is not None:
-            waiter.timeout = timeout
-            waiter.deadline = now + timeout
-            waiter.hard_deadline = now + (max_timeout if max_timeout is not None else timeout * 10)
+            arm(waiter, anyio.current_time(), timeout, max_timeout)
         try:
             # The deadline covers the write too: a peer that stopped reading must not
             # block a request forever on a full pipe.
@@ -476,6 +468,22 @@ class Endpoint:
         if self._tg is None:
             raise RuntimeError("endpoint is not running")
         self._tg.start_soon(fn, *args)
+
+
+class Deadlines(Protocol):
+    """The deadline fields of a pending request's waiter (this module's and stdio's)."""
+
+    timeout: float
+    deadline: float
+    hard_deadline: float
+
+
+def arm(waiter: Deadlines, now: float, timeout: float, max_timeout: float | None) -> None:
+    """Start a request's clock: progress moves ``deadline`` on by ``timeout`` each time,
+    never past ``hard_deadline`` (``max_timeout``, or ten timeouts when none is given)."""
+    waiter.timeout = timeout
+    waiter.deadline = now + timeout
+    waiter.hard_deadline = now + (max_timeout if max_timeout is not None else timeout * 10)
 
 
 def settle(waiter: _Waiter, kind: Kind, message: Message) -> None:

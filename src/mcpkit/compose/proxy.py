@@ -50,12 +50,13 @@ from ..protocol.headers import (
 from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains
+from ..server.mount import strip_server_info
 from ..server.server import Server
 from ..transports.client_base import ConnectError, ConnectionClosedError, ServerError
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
 from ..types.methods import METHODS
 from ..types.versions import TASKS_EXTENSION, Era
-from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay, strip_server_info
+from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay
 
 __all__ = ["ProxyServer", "UpstreamUnavailable", "client_for", "proxy"]
 

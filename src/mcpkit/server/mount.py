@@ -276,8 +276,8 @@ def _ordered(parent: Server) -> list[Mount]:
     return sorted(recent, key=lambda m: -len(m.namespace))
 
 
-def _strip_info(result: dict[str, Any]) -> dict[str, Any]:
-    """The child's serverInfo goes: the parent answers as itself."""
+def strip_server_info(result: dict[str, Any]) -> dict[str, Any]:
+    """The child's (or upstream's) serverInfo goes: the parent or proxy answers as itself."""
     meta = result.get("_meta")
     if isinstance(meta, dict) and META_SERVER_INFO in meta:
         rest = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
@@ -292,7 +292,7 @@ async def _forward(entry: Mount, ctx: Context, params: dict[str, Any]) -> dict[s
     result = await entry.child.dispatch(
         message, ctx.meta, ctx.exchange, session=ctx.session, principal=ctx.principal
     )
-    return _tag_task(entry, _strip_info(result))
+    return _tag_task(entry, strip_server_info(result))
 
 
 def _tag_task(entry: Mount, result: dict[str, Any]) -> dict[str, Any]:

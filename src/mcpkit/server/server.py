@@ -154,8 +154,8 @@ class Server(ServerRuntime, VisibilityControls, Composition):
             self._state_url = state
         else:
             self._state = state
-        self._tasks: Any = None
-        self._tg: Any = None
+        self._tasks = None
+        self._tg = None
         self.task_ttl_ms = 3_600_000
         self.task_poll_interval_ms = 250
 

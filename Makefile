@@ -27,6 +27,7 @@ test: $(VENV)/.dev-installed  ## the whole test suite (needs node/npm for the co
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
+	$(BIN)/vulture  # dead code: paths and allow-list in pyproject.toml [tool.vulture]
 
 bench: $(VENV)/.run-installed  ## the benchmark against the official SDK and FastMCP (bench/README.md)
 	$(BIN)/python -m bench $(BENCH_ARGS)

@@ -22,8 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from mcpkit.auth import BearerAuth, JwtVerifier, ProtectedResource
+from mcpkit.auth import BearerAuth, JwtVerifier
 from mcpkit.server import Context, Server
+from mcpkit.transports.http import McpHttpApp
 
 server = Server("protected-demo", instructions="A demo server that needs an OAuth token.")
 
@@ -45,7 +46,7 @@ def purge(ctx: Context) -> str:
     return f"purged on behalf of {ctx.principal.subject}"
 
 
-def build_app(issuer: str, resource: str, *, jwks_uri: str | None = None) -> ProtectedResource:
+def build_app(issuer: str, resource: str, *, jwks_uri: str | None = None) -> McpHttpApp:
     verifier = JwtVerifier(issuer=issuer, audience=resource, jwks_uri=jwks_uri)
     auth = BearerAuth(
         verifier,
@@ -55,7 +56,7 @@ def build_app(issuer: str, resource: str, *, jwks_uri: str | None = None) -> Pro
         tool_scopes={"purge": ["mcp:admin"]},
         resource_name="mcpkit protected demo",
     )
-    return auth.app(server)
+    return McpHttpApp(server, auth=auth)
 
 
 def main() -> None:

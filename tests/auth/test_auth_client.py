@@ -247,6 +247,7 @@ def test_rejects_a_mismatched_iss_before_redeeming_the_code(
 def test_rejects_metadata_for_another_resource(stack: Stack) -> None:
     from mcpkit.auth import BearerAuth, JwtVerifier
     from mcpkit.server import Server
+    from mcpkit.transports.http import McpHttpApp
 
     def make(base: str) -> Any:
         verifier = JwtVerifier(issuer=stack.issuer, audience=f"{base}/mcp")
@@ -255,7 +256,7 @@ def test_rejects_metadata_for_another_resource(stack: Stack) -> None:
         )
         auth.metadata_url = f"{base}/.well-known/oauth-protected-resource/mcp"
         auth.metadata_paths = ("/.well-known/oauth-protected-resource/mcp",)
-        return auth.app(Server("x"))
+        return McpHttpApp(Server("x"), auth=auth)
 
     stack.authz.log.clear()
     with serve(make) as (base, _), pytest.raises(DiscoveryError, match="not for"):
@@ -320,6 +321,7 @@ def test_demo_client_example_runs(stack: Stack, tmp_path: Path) -> None:
 def test_a_server_that_rejects_every_token_does_not_cause_a_loop(stack: Stack) -> None:
     from mcpkit.auth import BearerAuth, InvalidToken, Principal
     from mcpkit.server import Server
+    from mcpkit.transports.http import McpHttpApp
 
     class Rejects:
         async def verify(self, token: str) -> Principal:
@@ -327,7 +329,7 @@ def test_a_server_that_rejects_every_token_does_not_cause_a_loop(stack: Stack) -
 
     def make(base: str) -> Any:
         auth = BearerAuth(Rejects(), resource=f"{base}/mcp", authorization_servers=[stack.issuer])
-        return auth.app(Server("grumpy"))
+        return McpHttpApp(Server("grumpy"), auth=auth)
 
     stack.authz.log.clear()
     with serve(make) as (base, _), pytest.raises(AuthorizationError, match="still answers 401"):

@@ -14,6 +14,7 @@ from joserfc.jwk import ECKey
 from mcpkit.auth import BearerAuth, IntrospectionVerifier, JwtVerifier, Principal
 from mcpkit.auth.challenge import parse_challenges
 from mcpkit.server import Context, Server
+from mcpkit.transports.http import McpHttpApp
 
 MODERN = "2026-07-28"
 META = {
@@ -264,7 +265,7 @@ def test_introspection_verifier(stack: Stack) -> None:
             required_scopes=["mcp"],
         )
         verifier.audiences = (f"{base}/mcp",)
-        return auth.app(server)
+        return McpHttpApp(server, auth=auth)
 
     with serve(make) as (base, _):
         url = f"{base}/mcp"

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpkit.runtime.endpoint import ConnectionClosed, RequestTimeout
+from mcpkit.runtime.endpoint import EndpointClosed, RequestTimeout
 from mcpkit.transports.stdio_io import PipeEndpoint, PipeWriter
 
 pytestmark = pytest.mark.anyio
@@ -231,7 +231,7 @@ async def test_eof_fails_what_is_pending() -> None:
         await peer.next_message()
         os.close(peer.write_fd)
         peer.write_fd = os.open(os.devnull, os.O_WRONLY)  # closed again at exit
-        with pytest.raises(ConnectionClosed, match="closed the stream"):
+        with pytest.raises(EndpointClosed, match="closed the stream"):
             await task
 
 

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from mcpkit.protocol import headers as hdr
 from mcpkit.protocol.framing import LineFramer, Overflow
 from mcpkit.protocol.sse import encode_event, priming_event
-from mcpkit.runtime.endpoint import ConnectionClosed, Endpoint
+from mcpkit.runtime.endpoint import Endpoint, EndpointClosed
 from mcpkit.server.uritemplate import MAX_URI_LENGTH, TemplateError, UriTemplate
 from mcpkit.types.codec import DecodeError, decode, encode
 from mcpkit.types.errors import HEADER_MISMATCH, McpError
@@ -632,7 +632,7 @@ async def _route(ids: list[Any], feed: list[dict[str, Any]], cuts: list[int]) ->
     async def call(rid: Any) -> None:
         try:
             outcomes[(type(rid), rid)] = ("result", await endpoint.request("m", request_id=rid))
-        except ConnectionClosed:
+        except EndpointClosed:
             outcomes[(type(rid), rid)] = ("closed", None)
         except McpError as err:
             outcomes[(type(rid), rid)] = ("error", err.data)

@@ -279,7 +279,7 @@ async def test_rate_limit_per_tool_and_principal(era: Any) -> None:
 
 async def test_rate_limit_budgets_are_per_principal() -> None:
     server = make_server(middleware=[RateLimit("1/minute")])
-    from mcpkit.server.exchange import CollectingExchange
+    from mcpkit.runtime.exchange import CollectingExchange
     from mcpkit.types import jsonrpc
 
     async def as_user(who: str) -> dict[str, Any]:
@@ -312,8 +312,8 @@ async def test_timing_logs_one_structured_line_per_request(
 async def test_legacy_session_methods_pass_through_the_chain() -> None:
     """initialize, ping and logging/setLevel are answered by the legacy session, inside the
     same dispatch and middleware as every other request."""
+    from mcpkit.runtime.exchange import CollectingExchange
     from mcpkit.runtime.legacy_session import LegacySession
-    from mcpkit.server.exchange import CollectingExchange
     from mcpkit.types import jsonrpc
 
     seen: list[str] = []
@@ -352,7 +352,7 @@ CLIENT = {"name": "t", "version": "1"}
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_response_cache_for_read_only_tools_and_resources(era: Any) -> None:
-    from mcpkit.server.exchange import CollectingExchange
+    from mcpkit.runtime.exchange import CollectingExchange
     from mcpkit.server.middleware.cache import ResponseCache
     from mcpkit.types import jsonrpc
 

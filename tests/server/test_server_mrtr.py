@@ -11,8 +11,8 @@ import pytest
 
 from mcpkit import Context, McpError, Server
 from mcpkit.protocol.sealing import Keyring
-from mcpkit.server.exchange import CollectingExchange, Exchange
-from mcpkit.server.legacy import LegacySession
+from mcpkit.runtime.exchange import CollectingExchange, Exchange
+from mcpkit.runtime.legacy_session import LegacySession
 from mcpkit.types import jsonrpc
 from support.inproc import call, call_error, legacy, modern, text_of
 from support.schema import LEGACY, MODERN, validate_outgoing

@@ -10,7 +10,7 @@ import pytest
 
 from mcpkit import Context, McpError, Server
 from mcpkit.protocol.negotiation import RequestMeta
-from mcpkit.server.exchange import CollectingExchange
+from mcpkit.runtime.exchange import CollectingExchange
 from mcpkit.types import jsonrpc
 from support.inproc import call, call_error, legacy, modern, text_of
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from mcpkit import McpError, Server
 from mcpkit.protocol.negotiation import RequestMeta
-from mcpkit.server.exchange import CollectingExchange, Exchange
+from mcpkit.runtime.exchange import CollectingExchange, Exchange
 from mcpkit.types import jsonrpc
 from support.schema import LEGACY, MODERN, validate_outgoing
 

@@ -21,13 +21,16 @@ Usage::
     auth = BearerAuth(JwtVerifier(issuer=ISS, audience=URL), resource=URL,
                       authorization_servers=[ISS], required_scopes=["mcp"],
                       tool_scopes={"delete_repo": ["repo:admin"]})
-    app = auth.app(server)               # McpHttpApp + the wrapper, ready for uvicorn
+    app = McpHttpApp(server, auth=auth)  # the HTTP app wraps itself, ready for uvicorn
+
+The HTTP app takes the policy (``McpHttpApp(auth=...)``), not the other way round: this
+package imports only ``types``, so every layer above may use it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..types.codec import DecodeError, decode, encode
@@ -35,10 +38,6 @@ from .challenge import format_challenge
 from .principal import Principal
 from .urls import well_known_url
 from .verifiers import InvalidToken, TokenVerifier
-
-if TYPE_CHECKING:
-    from ..server.server import Server
-    from ..transports.http.app import HttpOptions
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "AuthFailure", "BearerAuth", "ProtectedResource"]
 
@@ -207,16 +206,15 @@ class BearerAuth:
             raise RuntimeError("BearerAuth.principal_of needs the ProtectedResource wrapper")
         return principal
 
+    @property
+    def path(self) -> str:
+        """The HTTP path of the protected resource: where ``McpHttpApp(auth=...)`` serves."""
+        return urlsplit(self.resource).path or "/mcp"
+
     def wrap(self, app: ASGIApp, *, max_body_bytes: int | None = None) -> ProtectedResource:
+        """The guard in front of ``app``; ``McpHttpApp(auth=...)`` calls it on itself."""
         return ProtectedResource(app, self, max_body_bytes=max_body_bytes)
 
-    def app(self, server: Server, options: HttpOptions | None = None) -> ProtectedResource:
-        """An :class:`~mcpkit.transports.http.McpHttpApp` for ``server`` behind this policy."""
-        from ..transports.http.app import HttpOptions, McpHttpApp
-
-        options = options or HttpOptions(path=urlsplit(self.resource).path or "/mcp")
-        inner = McpHttpApp(server, options, authenticate=self.principal_of)
-        return ProtectedResource(inner, self, max_body_bytes=options.max_body_bytes)
 
 
 class _BodyTooLarge(Exception):

@@ -141,6 +141,16 @@ def _split(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     return words, command
 
 
+def _named(args: argparse.Namespace, word: str,
+           missing: str) -> tuple[str | list[str], str, list[str]]:
+    """(target, NAME, key=value words) for ``call`` and ``prompt``: TARGET NAME [k=v ...]."""
+    words, command = _split(args)
+    target, rest = _target(words, command, word)
+    if not rest:
+        raise UsageError(missing)
+    return target, rest[0], rest[1:]
+
+
 def _target(words: list[str], command: list[str] | None,
             rest: str) -> tuple[str | list[str], list[str]]:
     """(target, remaining words) for a command whose words after TARGET are ``rest``."""
@@ -285,11 +295,7 @@ async def _optional(awaitable: Any) -> list[Any]:
 async def _call(args: argparse.Namespace) -> int:
     from ..client import ServerError
 
-    words, command = _split(args)
-    target, rest = _target(words, command, "TOOL")
-    if not rest:
-        raise UsageError("give the TOOL to call")
-    tool_name, pairs = rest[0], rest[1:]
+    target, tool_name, pairs = _named(args, "TOOL", "give the TOOL to call")
     arguments = _json_object(args.args, "--args") if args.args else {}
     ui = _ui(args)
     async with _client(target, args, ui) as client:
@@ -427,11 +433,7 @@ async def _read(args: argparse.Namespace) -> int:
 
 
 async def _prompt(args: argparse.Namespace) -> int:
-    words, command = _split(args)
-    target, rest = _target(words, command, "NAME")
-    if not rest:
-        raise UsageError("give the prompt NAME")
-    name, pairs = rest[0], rest[1:]
+    target, name, pairs = _named(args, "NAME", "give the prompt NAME")
     async with _client(target, args, _ui(args)) as client:
         prompts = {p["name"]: p for p in await client.list_prompts()}
         if name not in prompts:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from typing import Any
 
 from ..types.extras import require
@@ -154,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
     make_app: Any = None
     if args.auth_issuer:
         from ..auth import BearerAuth, JwtVerifier
+        from ..transports.http.app import McpHttpApp
 
         if not loopback and not args.auth_audience:
             print(
@@ -177,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         except (ValueError, ImportError) as exc:
             print(f"mcpkit serve: {exc}", file=sys.stderr)
             return 2
-        make_app = auth.app
+        make_app = partial(McpHttpApp, auth=auth)
     if args.metrics:
         make_app = with_metrics(make_app)
     serve(

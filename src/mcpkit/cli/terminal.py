@@ -18,6 +18,7 @@ from typing import Any, TextIO
 import anyio
 
 from ..client.models import ElicitResult
+from ..types.unset import UNSET
 
 #: Tries per field before the whole form is declined (a script's wrong answer must not loop).
 _TRIES = 3
@@ -53,7 +54,7 @@ class TerminalUI:
             for key, prop in (schema.get("properties") or {}).items():
                 value = await self._ask_field(key, prop if isinstance(prop, dict) else {},
                                               key in required)
-                if value is not _SKIP:
+                if value is not UNSET:
                     content[key] = value
         except EOFError:
             self._say("  (end of input: declined)")
@@ -92,7 +93,7 @@ class TerminalUI:
                 if "default" in prop:
                     return prop["default"]
                 if not required:
-                    return _SKIP
+                    return UNSET
                 problem = "an answer is required"
             else:
                 try:
@@ -161,8 +162,6 @@ class TerminalUI:
             raise EOFError
         return line
 
-
-_SKIP = object()
 
 
 def enum_choices(prop: dict[str, Any]) -> list[tuple[Any, str]]:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..types.versions import Era
 from .errors import InputRequestError
 from .models import CreateMessageResult, ElicitResult, Notification, Root
 
@@ -62,7 +63,7 @@ class Callbacks:
     on_log: LogHandler | None = None
     on_notification: NotificationHandler | None = None
 
-    def capabilities(self, era: str) -> dict[str, Any]:
+    def capabilities(self, era: Era) -> dict[str, Any]:
         """Client capabilities for the era (legacy roots announce ``listChanged``)."""
         caps: dict[str, Any] = {}
         if self.elicitation is not None or self.url_elicitation is not None:

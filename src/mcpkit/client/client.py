@@ -32,6 +32,7 @@ from ..runtime.contracts import ServedServer
 from ..transports.client_base import ClientTransport
 from ..types.errors import HEADER_MISMATCH, INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
 from ..types.jsonrpc import Message, params_of
+from ..types.unset import UNSET, Unset
 from ..types.versions import Era
 from .cache import ResultCache
 from .callbacks import (
@@ -70,7 +71,7 @@ from .models import (
 )
 from .mrtr import continue_with_input
 from .options import ClientOptions, legacy_sse_fallback, transport_for
-from .session import _UNSET, Session
+from .session import Session
 from .tasks import Task, TaskStatusCallback
 from .typed import tool_result
 
@@ -203,7 +204,7 @@ class Client:
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        timeout: float | None = _UNSET,
+        timeout: float | Unset | None = UNSET,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: dict[str, str] | None = None,
@@ -223,7 +224,7 @@ class Client:
         self._need("modern", "server/discover")
         return cast(DiscoverResult, await self.request("server/discover"))
 
-    async def ping(self, *, timeout: float | None = _UNSET) -> None:
+    async def ping(self, *, timeout: float | Unset | None = UNSET) -> None:
         """Check the server is alive: ``ping`` on legacy; on 2026-07-28 (which removed
         ping) a ``server/discover`` round trip."""
         method = "ping" if self.era == "legacy" else "server/discover"
@@ -298,7 +299,7 @@ class Client:
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
-        timeout: float | None = _UNSET,
+        timeout: float | Unset | None = UNSET,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
         result_type: Any = None,
@@ -350,7 +351,7 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        result = await self._with_input("tools/call", params, _UNSET, None, None,
+        result = await self._with_input("tools/call", params, UNSET, None, None,
                                         self._param_headers(name, arguments))
         if result.get("resultType") == "task":
             return self._task(result)
@@ -382,7 +383,7 @@ class Client:
         name: str,
         arguments: Mapping[str, str] | None = None,
         *,
-        timeout: float | None = _UNSET,
+        timeout: float | Unset | None = UNSET,
         meta: Mapping[str, Any] | None = None,
     ) -> GetPromptResult:
         params: dict[str, Any] = {"name": name}
@@ -416,7 +417,7 @@ class Client:
         uri: str,
         *,
         refresh: bool = False,
-        timeout: float | None = _UNSET,
+        timeout: float | Unset | None = UNSET,
         meta: Mapping[str, Any] | None = None,
     ) -> ReadResourceResult:
         """Read a resource (served from the cache while its ``ttlMs`` lasts)."""
@@ -442,7 +443,7 @@ class Client:
         value: str,
         *,
         context_arguments: Mapping[str, str] | None = None,
-        timeout: float | None = _UNSET,
+        timeout: float | Unset | None = UNSET,
     ) -> CompleteResult:
         """``completion/complete`` for ``argument`` of ``ref`` (see :func:`prompt_ref`,
         :func:`resource_ref`) given what the user typed so far."""
@@ -474,7 +475,7 @@ class Client:
         self,
         method: str,
         params: dict[str, Any],
-        timeout: float | None,
+        timeout: float | Unset | None,
         on_progress: ProgressCallback | None,
         meta: Mapping[str, Any] | None,
         headers: dict[str, str] | None,

@@ -14,15 +14,14 @@ import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from ..runtime.contracts import ServedServer
 from ..transports.client_base import ClientTransport
 from ..transports.client_stdio import StderrMode, StdioTransport
-from ..types.versions import LEGACY_VERSIONS, MODERN_VERSIONS, Era
+from ..types.versions import LEGACY_VERSIONS, MODERN_VERSIONS, Era, EraChoice
 from .models import Implementation
 
-EraChoice = Literal["auto", "modern", "legacy"]
 TraceContextProvider = Callable[[], Mapping[str, str]]
 
 

@@ -49,6 +49,7 @@ from ..types.errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+from ..types.unset import UNSET, Unset
 from ..types.versions import (
     LOG_LEVEL_RANK,
     META_CLIENT_CAPABILITIES,
@@ -56,6 +57,7 @@ from ..types.versions import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    TASKS_EXTENSION,
     Era,
 )
 from . import telemetry
@@ -70,7 +72,6 @@ log = logging.getLogger("mcpkit.client")
 #: that reports progress keeps a long call alive past the timeout.
 _PROGRESS_BY_DEFAULT = frozenset({"tools/call"})
 _TRACE_KEYS = ("traceparent", "tracestate", "baggage")
-_UNSET: Any = object()
 
 
 class _NotModern(Exception):
@@ -278,7 +279,7 @@ class Session:
         caps = self.callbacks.capabilities(self.era or "modern")
         options = self.options
         if options.tasks and self.era != "legacy":
-            caps["extensions"] = {"io.modelcontextprotocol/tasks": {}}
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         if not options.extra_capabilities:
             return caps
         for key, value in options.extra_capabilities.items():
@@ -315,7 +316,7 @@ class Session:
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        timeout: float | None = _UNSET,
+        timeout: float | Unset | None = UNSET,
         on_progress: ProgressHandler | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: dict[str, str] | None = None,
@@ -337,7 +338,7 @@ class Session:
         method: str,
         params: dict[str, Any] | None,
         *,
-        timeout: float | None,
+        timeout: float | Unset | None,
         on_progress: ProgressHandler | None,
         meta: Mapping[str, Any] | None,
         headers: dict[str, str] | None,
@@ -347,7 +348,7 @@ class Session:
         token = None
         if on_progress is not None or method in _PROGRESS_BY_DEFAULT:
             token = f"mcpkit-{next(self._tokens)}"
-        limit = self.options.timeout if timeout is _UNSET else timeout
+        limit = self.options.timeout if timeout is UNSET else timeout
         max_limit = None
         if limit is not None:
             max_limit = self.options.max_timeout

@@ -21,7 +21,6 @@ from .callbacks import Callbacks, call_maybe_async
 from .errors import ClientError, InvalidResultError
 from .mrtr import answer_all
 
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 MIN_POLL_S = 0.05
 DEFAULT_POLL_S = 0.5

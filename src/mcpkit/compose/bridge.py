@@ -28,9 +28,9 @@ import anyio
 from ..server.context import Context
 from ..server.mrtr import NeedInput
 from ..types.errors import INTERNAL_ERROR, McpError
-from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_SERVER_INFO
+from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL
 
-__all__ = ["FrontCall", "Fronts", "forwarded_meta", "progress_relay", "strip_server_info"]
+__all__ = ["FrontCall", "Fronts", "forwarded_meta", "progress_relay"]
 
 TRACE_KEYS = ("traceparent", "tracestate", "baggage")
 log = logging.getLogger("mcpkit.compose")
@@ -175,14 +175,3 @@ def progress_relay(ctx: Context) -> Any:
             await ctx.report_progress(progress, update.get("total"), update.get("message"))
 
     return forward
-
-
-def strip_server_info(result: dict[str, Any]) -> dict[str, Any]:
-    """Drop the upstream's serverInfo: the proxy answers as itself."""
-    meta = result.get("_meta")
-    if isinstance(meta, dict) and META_SERVER_INFO in meta:
-        rest = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
-        result = {k: v for k, v in result.items() if k != "_meta"}
-        if rest:
-            result["_meta"] = rest
-    return result

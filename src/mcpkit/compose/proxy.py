@@ -50,24 +50,27 @@ from ..protocol.headers import (
 from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains
+from ..server.mount import strip_server_info
 from ..server.server import Server
 from ..transports.client_base import ConnectError, ConnectionClosedError, ServerError
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
-from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay, strip_server_info
+from ..types.methods import METHODS
+from ..types.versions import TASKS_EXTENSION, Era
+from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay
 
 __all__ = ["ProxyServer", "UpstreamUnavailable", "client_for", "proxy"]
 
 log = logging.getLogger("mcpkit.compose")
 
 _LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
-_CALLS = ("tools/call", "prompts/get", "resources/read")
+#: The calls that name a target and may come back ``input_required`` (the table's ``mrtr``).
+_CALLS = tuple(name for name, spec in METHODS.items() if spec.mrtr)
 _CHANGED = {
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
     "notifications/resources/list_changed": "resources",
 }
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 
 class UpstreamUnavailable(McpError):
@@ -122,7 +125,7 @@ class ProxyServer(Server):
         self._chains = build_chains(self._handlers, self.middleware)
 
     # ------------------------------------------------------------------ capabilities
-    def capabilities(self, era: str = "modern") -> dict[str, Any]:
+    def capabilities(self, era: Era = "modern") -> dict[str, Any]:
         """What the upstream offers, as this proxy serves it: list changes are relayed,
         resource subscriptions and the tasks extension are not."""
         caps: dict[str, Any] = {"logging": {}}
@@ -328,7 +331,8 @@ class ProxyServer(Server):
         if ctx.meta.era == "legacy":
             return {k: v for k, v in result.items() if k not in _MODERN_ONLY}
         if (
-            ctx.method in (*_LISTS, "resources/read")
+            (spec := METHODS.get(ctx.method)) is not None
+            and spec.cacheable
             and "ttlMs" not in result
             and result.get("resultType", "complete") == "complete"
         ):

@@ -44,7 +44,7 @@ from .auth import GatewayAuthenticator
 from .config import GatewayConfig
 from .front import PROBES, Cors, probe
 from .middleware import FORBIDDEN, RATE_LIMITED
-from .policy import Principal
+from .policy import Caller
 from .reload import run_reloader
 from .server import GatewayServer
 
@@ -96,9 +96,9 @@ class GatewayApp:
         for _, endpoint in self.views.values():
             endpoint.options.host_policy = policy
 
-    async def _authenticate(self, scope: Scope, headers: dict[str, str]) -> Principal:
+    async def _authenticate(self, scope: Scope, headers: dict[str, str]) -> Caller:
         cached = scope.get(_PRINCIPAL)
-        if isinstance(cached, Principal):
+        if isinstance(cached, Caller):
             return cached
         started = time.perf_counter()
         try:
@@ -116,14 +116,14 @@ class GatewayApp:
         found = self.views.get(path) or self.views.get(path.rstrip("/"))
         return found if found is not None else (None, self.mcp)
 
-    def _in_view(self, principal: Principal, scope: Scope) -> Principal:
+    def _in_view(self, principal: Caller, scope: Scope) -> Caller:
         """The principal, marked with the virtual server its request came in on."""
         view, _ = self._endpoint(scope.get("path", ""))
         return principal if view is None else dataclasses.replace(principal, view=view)
 
     def _record(
         self,
-        principal: Principal | None,
+        principal: Caller | None,
         method: str | None,
         name: str | None,
         outcome: str,
@@ -244,7 +244,7 @@ class GatewayApp:
         await endpoint(scope, receive, send)
 
     async def _check_scopes(
-        self, principal: Principal, receive: Receive
+        self, principal: Caller, receive: Receive
     ) -> tuple[Receive, str | None, str | None]:
         """Read the body once to find the tool it calls and refuse with a 403 step-up
         challenge when the token lacks that tool's scopes; then replay the body.  Only
@@ -284,7 +284,7 @@ class GatewayApp:
             return None, None
         return _method_name(message)
 
-    async def _precheck(self, principal: Principal, method: str, name: str | None) -> None:
+    async def _precheck(self, principal: Caller, method: str, name: str | None) -> None:
         """Refuse early on what the headers say (the transport checks them against the
         body afterwards; the dispatcher then decides and counts on the body's values)."""
         allowed, reason, _ = self.server.authorizer.decide(principal, method, name)
@@ -365,5 +365,3 @@ def _header_name(raw: str | None) -> str | None:
         return None  # malformed: the transport rejects it with -32020 once the body is read
 
 
-def create_gateway(config: GatewayConfig, options: HttpOptions | None = None) -> Any:
-    return GatewayApp(config, options)

@@ -13,7 +13,7 @@ The RFC 9728 metadata itself is served by :class:`mcpkit.auth.ProtectedResource`
 ``bearer`` mode (static tokens compared in constant time) has no authorization server and
 so no metadata; its 401 says ``realm="mcp"``.
 
-Either way the result is a gateway :class:`~mcpkit.gateway.policy.Principal`, and a refusal
+Either way the result is a gateway :class:`~mcpkit.gateway.policy.Caller`, and a refusal
 is raised before the body is read as a :class:`Rejection` carrying the HTTP status, the
 ``WWW-Authenticate`` header and a JSON-RPC error body the client can show.  The token is
 used here only; it is never forwarded to an upstream.
@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from ..auth.challenge import format_challenge
-from ..auth.principal import Principal as TokenPrincipal
+from ..auth.principal import Principal
 from ..auth.resource_server import AuthFailure, BearerAuth
 from ..auth.verifiers import IntrospectionVerifier, JwtVerifier, TokenVerifier
 from ..transports.http.asgi import Rejection
 from ..types.codec import decode
 from ..types.errors import McpError
 from .config import AuthConfig
-from .policy import ANONYMOUS, Principal
+from .policy import ANONYMOUS, Caller
 
 UNAUTHENTICATED = -31001
 INSUFFICIENT_SCOPE = -31003
@@ -98,7 +98,7 @@ class GatewayAuthenticator:
         """Whether a request's body must be read to know the scopes it needs."""
         return self.bearer is not None and self.bearer.has_call_scopes
 
-    async def __call__(self, scope: Any, headers: dict[str, str]) -> Principal:
+    async def __call__(self, scope: Any, headers: dict[str, str]) -> Caller:
         if self.config.mode == "none":
             return ANONYMOUS
         if self.bearer is not None:
@@ -115,10 +115,10 @@ class GatewayAuthenticator:
         token_bytes = token_text.strip().encode()
         for known, who in self.config.tokens.items():
             if hmac.compare_digest(known.encode(), token_bytes):
-                return Principal(who["principal"], tuple(who.get("groups", ())))
+                return Caller(who["principal"], tuple(who.get("groups", ())))
         raise _bearer_challenge("invalid_token", "unknown token")
 
-    def check_call(self, principal: Principal, message: Any) -> None:
+    def check_call(self, principal: Caller, message: Any) -> None:
         """403 ``insufficient_scope`` when the body calls a tool that needs more scopes."""
         if self.bearer is None:
             return
@@ -141,7 +141,7 @@ class GatewayAuthenticator:
             [(b"www-authenticate", header)],
         )
 
-    def _principal(self, token: TokenPrincipal, raw: str | None) -> Principal:
+    def _principal(self, token: Principal, raw: str | None) -> Caller:
         claims = dict(token.claims)
         name = claims.get(self.config.principal_claim)
         if not isinstance(name, str) or not name:
@@ -153,10 +153,10 @@ class GatewayAuthenticator:
         groups: Any = claims.get(self.config.groups_claim) or ()
         if isinstance(groups, str):
             groups = groups.split()
-        return Principal(name, _strings(groups), claims, token.scopes, subject_token=raw)
+        return Caller(name, _strings(groups), claims, token.scopes, subject_token=raw)
 
 
-def needed_met(principal: Principal, needed: Sequence[str]) -> bool:
+def needed_met(principal: Caller, needed: Sequence[str]) -> bool:
     return set(needed) <= principal.scopes
 
 

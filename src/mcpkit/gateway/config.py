@@ -16,15 +16,13 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from ..types.errors import ConfigError as ConfigError  # gateway.config is where users import it
+
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _RATE = re.compile(r"^\s*(\d+)\s*(?:/|per)\s*(\d*)\s*(second|minute|hour|day)s?\s*$")
 
 
 DEFAULT_MAX_RESULT = 4 * 1024 * 1024
-
-
-class ConfigError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)

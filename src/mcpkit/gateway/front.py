@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..transports.http.asgi import Scope, Send, send_bytes, send_json
+from ..transports.http.asgi import Send, send_bytes, send_json
 from .config import GatewayConfig
 from .replicas import AnyUpstream
 
@@ -101,5 +101,3 @@ class Cors:
         ]
 
 
-def is_probe(scope: Scope) -> bool:
-    return scope.get("path", "") in PROBES

@@ -29,7 +29,7 @@ from ..server.mrtr import NeedInput
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
 from ..types.methods import METHODS
 from . import views
-from .policy import ANONYMOUS, Principal
+from .policy import ANONYMOUS, Caller
 from .replicas import AnyUpstream
 from .routing import app_owners, name_owner
 
@@ -83,8 +83,8 @@ def served_by(upstream: str | None) -> None:
         record.upstream = upstream
 
 
-def _who(ctx: Context) -> Principal:
-    return ctx.principal if isinstance(ctx.principal, Principal) else ANONYMOUS
+def _who(ctx: Context) -> Caller:
+    return ctx.principal if isinstance(ctx.principal, Caller) else ANONYMOUS
 
 
 def _name(ctx: Context) -> str | None:

@@ -57,8 +57,11 @@ def compile_condition(text: Any, where: str) -> tuple[Any, bool]:
 
 
 @dataclass(frozen=True)
-class Principal:
-    """An authenticated caller (``anonymous`` when the gateway has no auth)."""
+class Caller:
+    """Who calls, as the gateway's rules see it: a name and groups (``anonymous`` when the
+    gateway has no auth).  Made from an auth :class:`~mcpkit.auth.principal.Principal`
+    (or a header-trusting mode); a separate name because it carries rule-facing fields
+    (groups, the virtual server) rather than a token's identity triple."""
 
     name: str
     groups: tuple[str, ...] = ()
@@ -75,7 +78,7 @@ class Principal:
         return self.name
 
 
-ANONYMOUS = Principal("anonymous")
+ANONYMOUS = Caller("anonymous")
 
 
 class Decision(NamedTuple):
@@ -96,7 +99,7 @@ class Authorizer:
 
     def decide(
         self,
-        principal: Principal,
+        principal: Caller,
         method: str,
         name: str | None,
         arguments: dict[str, Any] | None = None,
@@ -126,7 +129,7 @@ class Authorizer:
     @staticmethod
     def _holds(
         rule: Rule,
-        principal: Principal,
+        principal: Caller,
         method: str,
         name: str | None,
         arguments: dict[str, Any] | None,

@@ -27,12 +27,13 @@ from typing import Any, cast
 
 import anyio
 
-from ..compose.bridge import FrontCall, forwarded_meta, progress_relay, strip_server_info
+from ..compose.bridge import FrontCall, forwarded_meta, progress_relay
 from ..protocol.headers import expected_param_headers
+from ..runtime.changes import ChangeEvent
 from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains, wrap
-from ..server.notify import ChangeEvent
+from ..server.mount import strip_server_info
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
 from ..types.codec import encode
@@ -42,6 +43,7 @@ from ..types.errors import (
     invalid_params,
     method_not_found,
 )
+from ..types.versions import TASKS_EXTENSION
 from . import views
 from .audit import AuditLog
 from .config import GatewayConfig
@@ -50,7 +52,7 @@ from .forward import ResultTooLarge
 from .guardrails import run_guarded
 from .metrics import Metrics
 from .middleware import policy, served_by
-from .policy import Authorizer, Principal
+from .policy import Authorizer, Caller
 from .ratelimit import RateLimiter
 from .replicas import AnyUpstream, make_upstream
 from .routing import ProxyTool, check_names, name_owner, resource_owner
@@ -185,8 +187,8 @@ class GatewayServer(Server):
             if "completions" in theirs:
                 caps["completions"] = {}
             extensions = theirs.get("extensions") if era == "modern" else None
-            if isinstance(extensions, dict) and "io.modelcontextprotocol/tasks" in extensions:
-                caps.setdefault("extensions", {})["io.modelcontextprotocol/tasks"] = {}
+            if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+                caps.setdefault("extensions", {})[TASKS_EXTENSION] = {}
         if subscribe:
             caps["resources"]["subscribe"] = True
         return caps
@@ -201,7 +203,7 @@ class GatewayServer(Server):
     async def _routed(self, ctx: Context) -> dict[str, Any]:
         who = ctx.principal
         subject = acting_for.set(  # (for [upstream.auth] token_exchange)
-            who.subject_token if isinstance(who, Principal) else None
+            who.subject_token if isinstance(who, Caller) else None
         )
         try:
             if self.config.guardrails:  # read per request: a reload swaps them
@@ -271,7 +273,7 @@ class GatewayServer(Server):
         ttl_ms = self.cache_ttl_ms if self.config.cache else 0
         scope = self.cache_scope
         who = ctx.principal
-        view = self.config.view(who.view) if isinstance(who, Principal) and who.view else None
+        view = self.config.view(who.view) if isinstance(who, Caller) and who.view else None
         for upstream in self.upstreams:
             if upstream.client is None:
                 continue

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..types.errors import ConfigError
 from .policy import Permission
 
 __all__ = ["ConfigError", "HostConfig", "ModelConfig", "ServerConfig", "load_config",
@@ -44,10 +45,6 @@ __all__ = ["ConfigError", "HostConfig", "ModelConfig", "ServerConfig", "load_con
 #: Server names become the namespace of their tools, so they must be safe in a tool name.
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-class ConfigError(ValueError):
-    """The configuration is not valid; the message names the offending key."""
 
 
 @dataclass(frozen=True)

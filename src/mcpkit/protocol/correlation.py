@@ -125,6 +125,12 @@ class Incoming(Generic[H]):
         return len(self._active)
 
 
+def progress_token_of(params: dict[str, Any] | None) -> Any:
+    """The ``_meta.progressToken`` a request carries (None: it asked for no progress)."""
+    meta = params.get("_meta") if params is not None else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
 def cancelled_request_id(params: dict[str, Any]) -> RequestId | None:
     """The id named by ``notifications/cancelled`` params, if valid."""
     value = params.get("requestId")

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..types.errors import McpError, header_mismatch
+from ..types.errors import header_mismatch
 from ..types.methods import name_param
 from ..types.versions import META_PROTOCOL_VERSION
 
@@ -278,7 +278,3 @@ def _same_value(text: str, value: Any) -> bool:
         except ValueError:
             return False
     return isinstance(value, str) and text == value
-
-
-def bad_header(name: str, detail: str) -> McpError:
-    return header_mismatch(f"{name}: {detail}")

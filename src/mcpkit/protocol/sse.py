@@ -7,7 +7,11 @@ always enough.
 
 from __future__ import annotations
 
+#: An SSE comment: keeps proxies from timing out an idle stream; clients ignore it.
 KEEPALIVE = b":\r\n\r\n"
+#: How long an SSE stream (modern or legacy, the host page's events) may stay silent before
+#: a :data:`KEEPALIVE` goes out; also how often a legacy stream touches its session.
+KEEPALIVE_SECONDS = 15.0
 
 
 def encode_event(

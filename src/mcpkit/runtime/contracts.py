@@ -11,6 +11,8 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..types.versions import Era
+
 if TYPE_CHECKING:
     from ..protocol.negotiation import RequestMeta
     from .changes import ChangeBus
@@ -40,7 +42,7 @@ class LegacyHost(Dispatcher, Protocol):
     instructions: str | None
     legacy_versions: tuple[str, ...]
 
-    def capabilities(self, era: str = ...) -> dict[str, Any]: ...
+    def capabilities(self, era: Era = ...) -> dict[str, Any]: ...
 
 
 class CapabilitySource(Protocol):
@@ -48,7 +50,7 @@ class CapabilitySource(Protocol):
 
     extensions: dict[str, dict[str, Any]]
 
-    def capabilities(self, era: str = ...) -> dict[str, Any]: ...
+    def capabilities(self, era: Era = ...) -> dict[str, Any]: ...
 
 
 class ServedServer(LegacyHost, CapabilitySource, Protocol):

@@ -15,13 +15,13 @@ import contextvars
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import sniffio
 from anyio.abc import TaskGroup
 
-from ..protocol.correlation import Incoming, Outgoing, cancelled_request_id
+from ..protocol.correlation import Incoming, Outgoing, cancelled_request_id, progress_token_of
 from ..protocol.framing import LineFramer, Overflow, frame
 from ..types import jsonrpc
 from ..types.codec import DecodeError, DuplicateKeyError, decode, encode_message
@@ -42,7 +42,11 @@ RequestHandler = Callable[[Message, "Endpoint"], Awaitable[dict[str, Any] | None
 NotificationHandler = Callable[[Message, "Endpoint"], Awaitable[None]]
 
 
-class ConnectionClosed(McpError):
+class EndpointClosed(McpError):
+    """The endpoint's stream ended while a request was pending, on either role.  The
+    client turns it into the public ``ConnectionClosedError`` (``transports/client_endpoint``)
+    with what it knows of why; the two names are two layers' views of one event."""
+
     def __init__(self, detail: str) -> None:
         super().__init__(INTERNAL_ERROR, f"Connection closed: {detail}")
 
@@ -187,27 +191,19 @@ class Endpoint:
         on_progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None,
     ) -> dict[str, Any]:
         """Send a request and wait for its result (raises :class:`McpError` on an error
-        response, :class:`RequestTimeout`, or :class:`ConnectionClosed`).
+        response, :class:`RequestTimeout`, or :class:`EndpointClosed`).
 
         Progress notifications for the request extend ``timeout`` (never past
         ``max_timeout``).  On timeout or cancellation a ``notifications/cancelled`` is sent.
         """
         if self.closed is not None:
-            raise ConnectionClosed(self.closed)
+            raise EndpointClosed(self.closed)
         rid = request_id if request_id is not None else self.outgoing.next_id()
         waiter = _Waiter()
         waiter.progress = on_progress
-        token = None
-        if params is not None:
-            meta = params.get("_meta")
-            if isinstance(meta, dict):
-                token = meta.get("progressToken")
-        self.outgoing.register(rid, method, waiter, token)
-        now = anyio.current_time()
+        self.outgoing.register(rid, method, waiter, progress_token_of(params))
         if timeout is not None:
-            waiter.timeout = timeout
-            waiter.deadline = now + timeout
-            waiter.hard_deadline = now + (max_timeout if max_timeout is not None else timeout * 10)
+            arm(waiter, anyio.current_time(), timeout, max_timeout)
         try:
             # The deadline covers the write too: a peer that stopped reading must not
             # block a request forever on a full pipe.
@@ -319,7 +315,7 @@ class Endpoint:
         """EOF on a server: no answer to our requests can come any more, and listen
         streams end; requests in flight get up to EOF_DRAIN_S to finish."""
         for pending in self.outgoing.drain():
-            pending.waiter.error = ConnectionClosed(reason)
+            pending.waiter.error = EndpointClosed(reason)
             pending.waiter.done.set()
         for rid in list(self._streams):
             scope = self.incoming.get(rid)
@@ -333,7 +329,7 @@ class Endpoint:
         if self.closed is None:
             self.closed = reason
         for pending in self.outgoing.drain():
-            pending.waiter.error = ConnectionClosed(reason)
+            pending.waiter.error = EndpointClosed(reason)
             pending.waiter.done.set()
         for scope in self.incoming.all():
             scope.cancel()
@@ -472,6 +468,22 @@ class Endpoint:
         if self._tg is None:
             raise RuntimeError("endpoint is not running")
         self._tg.start_soon(fn, *args)
+
+
+class Deadlines(Protocol):
+    """The deadline fields of a pending request's waiter (this module's and stdio's)."""
+
+    timeout: float
+    deadline: float
+    hard_deadline: float
+
+
+def arm(waiter: Deadlines, now: float, timeout: float, max_timeout: float | None) -> None:
+    """Start a request's clock: progress moves ``deadline`` on by ``timeout`` each time,
+    never past ``hard_deadline`` (``max_timeout``, or ten timeouts when none is given)."""
+    waiter.timeout = timeout
+    waiter.deadline = now + timeout
+    waiter.hard_deadline = now + (max_timeout if max_timeout is not None else timeout * 10)
 
 
 def settle(waiter: _Waiter, kind: Kind, message: Message) -> None:

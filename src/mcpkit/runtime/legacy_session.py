@@ -20,7 +20,7 @@ from ..protocol.negotiation import (
     legacy_progress_token,
     negotiate_legacy_version,
 )
-from ..types.errors import INVALID_REQUEST, McpError, invalid_params
+from ..types.errors import invalid_params
 from ..types.jsonrpc import Message
 from ..types.versions import LATEST_LEGACY, LOG_LEVEL_RANK
 from .exchange import Exchange
@@ -204,7 +204,3 @@ class LegacySession:
         session.log_level = data.get("level")
         session.subscriptions = set(data.get("subs") or ())
         return session
-
-
-def not_initialized() -> McpError:
-    return McpError(INVALID_REQUEST, "Bad Request: no valid session (send initialize first)")

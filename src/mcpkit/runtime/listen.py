@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..types.errors import invalid_params
 from ..types.jsonrpc import Message, RequestId
-from ..types.versions import META_SUBSCRIPTION_ID
+from ..types.versions import META_SUBSCRIPTION_ID, TASKS_EXTENSION
 from .changes import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeEvent
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class Subscription:
         task_ids = requested.get("taskIds")
         self.task_ids: set[str] = set()
         # The extension as advertised: declared by hand or derived from task tools.
-        tasks_on = "io.modelcontextprotocol/tasks" in caps.get("extensions", {})
+        tasks_on = TASKS_EXTENSION in caps.get("extensions", {})
         if isinstance(task_ids, list) and tasks_on:
             clean_ids = [t for t in task_ids if isinstance(t, str)]
             honoured["taskIds"] = clean_ids

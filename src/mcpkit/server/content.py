@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..types.codec import encode_str
 
@@ -78,10 +78,11 @@ def _media(
 
 
 @dataclass(frozen=True, slots=True)
-class Image:
-    """An image: ``data`` (raw bytes or already-base64 text) or ``path`` (a file read when
-    the result is sent).  The MIME type is the given one, else guessed from the file name
-    or the bytes, else ``image/png``."""
+class _Media:
+    """Image and audio content: one shape, told apart by ``_KIND`` and the default type."""
+
+    _KIND: ClassVar[str] = ""
+    _DEFAULT_MIME: ClassVar[str] = ""
 
     data: bytes | str | None = None
     mime_type: str | None = None
@@ -90,25 +91,27 @@ class Image:
     path: Any = None
 
     def to_wire(self) -> dict[str, Any]:
-        data, mime = _media(self.data, self.path, self.mime_type, "image/png")
-        out: dict[str, Any] = {"type": "image", "data": data, "mimeType": mime}
+        data, mime = _media(self.data, self.path, self.mime_type, self._DEFAULT_MIME)
+        out: dict[str, Any] = {"type": self._KIND, "data": data, "mimeType": mime}
         return _extras(out, self.annotations, self.meta)
 
 
 @dataclass(frozen=True, slots=True)
-class Audio:
+class Image(_Media):
+    """An image: ``data`` (raw bytes or already-base64 text) or ``path`` (a file read when
+    the result is sent).  The MIME type is the given one, else guessed from the file name
+    or the bytes, else ``image/png``."""
+
+    _KIND: ClassVar[str] = "image"
+    _DEFAULT_MIME: ClassVar[str] = "image/png"
+
+
+@dataclass(frozen=True, slots=True)
+class Audio(_Media):
     """Audio, like :class:`Image` (default type ``audio/wav``)."""
 
-    data: bytes | str | None = None
-    mime_type: str | None = None
-    annotations: dict[str, Any] | None = None
-    meta: dict[str, Any] | None = None
-    path: Any = None
-
-    def to_wire(self) -> dict[str, Any]:
-        data, mime = _media(self.data, self.path, self.mime_type, "audio/wav")
-        out: dict[str, Any] = {"type": "audio", "data": data, "mimeType": mime}
-        return _extras(out, self.annotations, self.meta)
+    _KIND: ClassVar[str] = "audio"
+    _DEFAULT_MIME: ClassVar[str] = "audio/wav"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Everything a handler may do towards the client goes through here, identically on both
 eras: progress, logging, and input requests (elicitation, sampling, roots).  The
-transport-specific part lives behind :class:`~mcpkit.server.exchange.Exchange`.
+transport-specific part lives behind :class:`~mcpkit.runtime.exchange.Exchange`.
 """
 
 from __future__ import annotations
@@ -10,28 +10,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..protocol.negotiation import RequestMeta, client_has
+from ..runtime.exchange import Exchange
 from ..types.errors import invalid_params, missing_capability
 from ..types.jsonrpc import RequestId
-from ..types.versions import LOG_LEVEL_RANK, META_SUBSCRIPTION_ID
-from .exchange import Exchange
+from ..types.methods import INPUT_REQUEST_CAPABILITY
+from ..types.versions import LOG_LEVEL_RANK
 from .mrtr import InputRound, NeedInput
 from .request import RequestInfo
 
 if TYPE_CHECKING:
+    from ..runtime.legacy_session import LegacySession
     from .elicitation import Accepted, Cancelled, Declined
-    from .legacy import LegacySession
     from .server import Server
 
 __all__ = ["Context"]
 
 T = TypeVar("T")
-
-_INPUT_CAPABILITY = {
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-    "roots/list": "roots",
-}
-
 
 class Context:
     """What a handler knows about its request and how it talks back to the client."""
@@ -291,7 +285,7 @@ class Context:
         sent to the client one after another.
         """
         for spec in requests.values():
-            self._require(spec["method"], _INPUT_CAPABILITY.get(spec["method"], ""), spec)
+            self._require(spec["method"], INPUT_REQUEST_CAPABILITY.get(spec["method"], ""), spec)
         if self._task is not None and self._task.started:
             answers = await self._task.ask(requests)
             return {k: _checked_answer(k, v) for k, v in answers.items()}
@@ -391,8 +385,6 @@ class Context:
         """Legacy HTTP: close this request's SSE stream so the client polls/resumes it."""
         await self.exchange.close_stream(retry_ms)
 
-    def listen_meta(self) -> dict[str, Any]:
-        return {META_SUBSCRIPTION_ID: self.request_id}
 
 
 def _checked_answer(key: str, answer: Any) -> dict[str, Any]:

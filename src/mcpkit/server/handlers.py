@@ -15,7 +15,6 @@ import anyio
 from ..protocol.sealing import InvalidState
 from ..runtime.exchange import Interrupted
 from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params
-from .content import json_text
 from .context import Context
 from .mrtr import InputRound, NeedInput, input_required_result
 from .registry import PLAIN_RESULTS, ToolEntry, ToolError, call_maybe_async, resource_contents
@@ -446,7 +445,3 @@ async def _with_input(
         return await run()
     except NeedInput as need:
         return _input_required(server, ctx, binding, responses, need)
-
-
-def structured_text(value: Any) -> str:
-    return json_text(value)

@@ -19,6 +19,7 @@ from ..state.base import StateBackend
 
 if TYPE_CHECKING:
     from .server import Server
+    from .tasks import TaskManager
 
 __all__ = ["DEFAULT_STATE_URL", "ServerRuntime"]
 
@@ -32,8 +33,8 @@ class ServerRuntime:
     _keyring: Keyring | None
     _state: StateBackend | None
     _state_url: str | None
-    _tasks: Any
-    _tg: Any
+    _tasks: TaskManager | None
+    _tg: Any  # not "TaskGroup | None" yet: gateway/reload.py starts work on it unchecked
     _lifespan: Callable[[Any], contextlib.AbstractAsyncContextManager[Any]] | None
     _lifespan_stack: contextlib.AsyncExitStack | None
     _lifespan_users: int
@@ -103,7 +104,7 @@ class ServerRuntime:
         serve(cast(Any, self), transport, **options)
 
     @property
-    def tasks(self) -> Any:
+    def tasks(self) -> TaskManager:
         """The :class:`~mcpkit.server.tasks.TaskManager` (created on first use)."""
         if self._tasks is None:
             from .tasks import TaskManager

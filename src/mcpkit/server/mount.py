@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..types.versions import META_SERVER_INFO
+from ..runtime.changes import RESOURCE_UPDATED, RESOURCES, ChangeEvent
+from ..types.versions import META_SERVER_INFO, Era
 from . import handlers as _handlers
 from .layers import rebuild
-from .notify import RESOURCE_UPDATED, RESOURCES, ChangeEvent
 
 if TYPE_CHECKING:
     from .context import Context
@@ -162,7 +162,7 @@ def unmount(parent: Server, which: Server | str) -> None:
     raise KeyError(f"nothing is mounted as {which!r} on {parent.name!r}")
 
 
-def merge_capabilities(parent: Server, caps: dict[str, Any], era: str) -> dict[str, Any]:
+def merge_capabilities(parent: Server, caps: dict[str, Any], era: Era) -> dict[str, Any]:
     """Add what the mounted children offer to the parent's own capabilities."""
     for entry in parent.mounts:
         theirs = entry.child.capabilities(era)
@@ -276,8 +276,8 @@ def _ordered(parent: Server) -> list[Mount]:
     return sorted(recent, key=lambda m: -len(m.namespace))
 
 
-def _strip_info(result: dict[str, Any]) -> dict[str, Any]:
-    """The child's serverInfo goes: the parent answers as itself."""
+def strip_server_info(result: dict[str, Any]) -> dict[str, Any]:
+    """The child's (or upstream's) serverInfo goes: the parent or proxy answers as itself."""
     meta = result.get("_meta")
     if isinstance(meta, dict) and META_SERVER_INFO in meta:
         rest = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
@@ -292,7 +292,7 @@ async def _forward(entry: Mount, ctx: Context, params: dict[str, Any]) -> dict[s
     result = await entry.child.dispatch(
         message, ctx.meta, ctx.exchange, session=ctx.session, principal=ctx.principal
     )
-    return _tag_task(entry, _strip_info(result))
+    return _tag_task(entry, strip_server_info(result))
 
 
 def _tag_task(entry: Mount, result: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import base64
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..types.errors import INTERNAL_ERROR, McpError
 from .content import blocks, is_content, json_text, to_content_blocks
@@ -18,6 +18,10 @@ from .schema import ArgumentModel, output_schema_for, validation_error
 from .uritemplate import UriTemplate
 
 Fn = Callable[..., Any]
+#: ``@server.tool(task=...)``: may a call run as a durable task (tasks extension)?
+TaskSupport = Literal["forbidden", "optional", "required"]
+#: ``@server.tool(task_start=...)``: "manual" tools call ``ctx.start_task()`` themselves.
+TaskStart = Literal["auto", "manual"]
 
 
 #: Results that are certainly not awaitable (exact types): skips the ABC check that
@@ -85,8 +89,8 @@ class ToolEntry:
     wrapped_output: bool = False
     has_output_schema: bool = False
     header_params: tuple[Any, ...] = ()
-    #: "forbidden" | "optional" | "required" (tasks extension).
-    task_support: str = "forbidden"
+    #: May the call run as a task (tasks extension)?
+    task_support: TaskSupport = "forbidden"
     #: The tool calls ``ctx.start_task()`` itself after gathering input synchronously.
     task_manual: bool = False
     #: Validator of a hand-written ``input_schema`` (type-hinted tools use ``arguments``).
@@ -189,7 +193,7 @@ def make_tool(
     meta: dict[str, Any] | None,
     icons: list[dict[str, Any]] | None,
     execution: dict[str, Any] | None = None,
-    task_support: str = "forbidden",
+    task_support: TaskSupport = "forbidden",
     task_manual: bool = False,
     threaded: bool = False,
 ) -> ToolEntry:

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..runtime.changes import ChangeEvent
 from ..state.base import StateBackend
 from ..types.codec import DecodeError, decode, encode
-from .notify import ChangeEvent
 
 if TYPE_CHECKING:
     from .server import Server

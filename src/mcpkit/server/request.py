@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..types.jsonrpc import RequestId
+from ..types.versions import Era
 
 __all__ = ["RequestInfo"]
 
@@ -25,7 +26,7 @@ class RequestInfo:
     #: HTTP request headers, names in lower case; empty on stdio and in-process.
     headers: Mapping[str, str]
     #: ``"modern"`` (2026-07-28) or ``"legacy"`` (2025-11-25 and earlier).
-    era: str
+    era: Era
     protocol_version: str
     #: The client's ``Implementation`` (name, version, ...) when it sent one.
     client_info: dict[str, Any] | None

@@ -15,6 +15,8 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
+from ..types.unset import UNSET
+
 if TYPE_CHECKING:
     from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -37,7 +39,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def _is_context(annotation: Any, context_type: type) -> bool:
@@ -136,9 +137,9 @@ class ArgumentModel:
             # required argument, a value to coerce or reject) takes the full path.
             out: dict[str, Any] = {}
             for name, kind, default in fast:
-                value = arguments.get(name, _MISSING)
-                if value is _MISSING:
-                    if default is _MISSING:
+                value = arguments.get(name, UNSET)
+                if value is UNSET:
+                    if default is UNSET:
                         break
                     value = default
                 elif type(value) is not kind:
@@ -152,7 +153,6 @@ class ArgumentModel:
         return {name: getattr(instance, name) for name in self.field_names}
 
 
-_MISSING: Any = object()
 
 
 def _types_of(prop: dict[str, Any]) -> set[str]:
@@ -216,7 +216,7 @@ def _fast_plan(fields: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | No
         if annotation not in _PLAIN or name.startswith("_"):
             return None
         if default is ...:
-            default = _MISSING
+            default = UNSET
         elif type(default) not in _IMMUTABLE_DEFAULTS:
             return None
         plan.append((name, annotation, default))
@@ -228,7 +228,7 @@ def _plain_schema(plan: tuple[tuple[str, type, Any], ...]) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
     for name, kind, default in plan:
-        if default is _MISSING:
+        if default is UNSET:
             required.append(name)
             properties[name] = {"type": _JSON_TYPES[kind]}
         else:
@@ -392,10 +392,3 @@ def _is_content_annotation(annotation: Any) -> bool:
         args = get_args(annotation)
         return bool(args) and all(_is_content_annotation(a) for a in args if a is not Ellipsis)
     return isinstance(annotation, type) and issubclass(annotation, content_types)
-
-
-def dialect_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Mark a schema with the 2020-12 dialect (used when a tool asks for it explicitly)."""
-    out = dict(schema)
-    out.setdefault("$schema", _DIALECT)
-    return out

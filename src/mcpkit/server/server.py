@@ -2,7 +2,7 @@
 with decorators; capabilities follow from what is registered.
 
 ``Server`` is transport-free: transports hand it one decoded request plus a
-:class:`~mcpkit.server.exchange.Exchange` and get a result dict back (or an
+:class:`~mcpkit.runtime.exchange.Exchange` and get a result dict back (or an
 :class:`~mcpkit.types.errors.McpError`).  It never imports an HTTP library.
 """
 
@@ -12,30 +12,38 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 import anyio
 
 from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import Keyring
+from ..runtime.changes import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeBus, ChangeEvent
+from ..runtime.exchange import Exchange
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
 from ..types.methods import METHODS
-from ..types.versions import LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSIONS
+from ..types.versions import (
+    LEGACY_VERSIONS,
+    META_SERVER_INFO,
+    MODERN_VERSIONS,
+    TASKS_EXTENSION,
+    Era,
+)
 from . import handlers
 from .composition import Composition
 from .context import Context
 from .docstrings import add_descriptions, describe
-from .exchange import Exchange
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
-from .notify import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeBus, ChangeEvent
 from .registry import (
     Completer,
     Fn,
     PromptEntry,
     ResourceEntry,
+    TaskStart,
+    TaskSupport,
     TemplateEntry,
     ToolEntry,
     check_elicit_calls,
@@ -46,6 +54,9 @@ from .registry import (
 from .schema import ArgumentModel
 from .uritemplate import UriTemplate, is_template
 from .visibility import Visibility, VisibilityControls, check_tags
+
+if TYPE_CHECKING:
+    from .options import PromptOptions, ToolOptions
 
 __all__ = ["Server"]
 
@@ -143,12 +154,16 @@ class Server(ServerRuntime, VisibilityControls, Composition):
             self._state_url = state
         else:
             self._state = state
-        self._tasks: Any = None
-        self._tg: Any = None
+        self._tasks = None
+        self._tg = None
         self.task_ttl_ms = 3_600_000
         self.task_poll_interval_ms = 250
 
     # ------------------------------------------------------------------ registration
+    @overload
+    def tool(self, fn: F, /, **options: Unpack[ToolOptions]) -> F: ...
+    @overload
+    def tool(self, fn: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
     def tool(
         self,
         fn: F | None = None,
@@ -162,13 +177,13 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
-        task: str = "forbidden",
-        task_start: str = "auto",
+        task: TaskSupport = "forbidden",
+        task_start: TaskStart = "auto",
         threaded: bool = True,
         inline: bool = False,
         timeout: float | None = None,
         tags: Iterable[str] | None = None,
-    ) -> Any:
+    ) -> F | Callable[[F], F]:
         """Register a function as a tool.  Use bare (``@server.tool``) or with options.
 
         The input schema comes from the type hints (or ``input_schema``); a parameter
@@ -289,38 +304,26 @@ class Server(ServerRuntime, VisibilityControls, Composition):
                 self._check_duplicate("resource template", uri, bool(same))
                 for old in same:
                     self.templates.remove(old)
-                self.templates.append(
-                    TemplateEntry(
-                        compiled,
-                        func,
-                        wire,
-                        mime_type,
-                        model.context_param,
-                        model.field_names,
-                        ttl_ms,
-                        check_tags(tags),
-                    )
-                )
+                self.templates.append(TemplateEntry(
+                    compiled, func, wire, mime_type, model.context_param, model.field_names,
+                    ttl_ms, check_tags(tags)))
             else:
                 wire = {"uri": uri, **{k: v for k, v in base.items() if v is not None}}
                 if size is not None:
                     wire["size"] = size
                 self._check_duplicate("resource", uri, uri in self.resources)
                 self.resources[uri] = ResourceEntry(
-                    uri,
-                    func,
-                    wire,
-                    mime_type,
-                    model.context_param,
-                    ttl_ms,
-                    listed,
-                    check_tags(tags),
-                )
+                    uri, func, wire, mime_type, model.context_param, ttl_ms, listed,
+                    check_tags(tags))
             self._changed(RESOURCES)
             return func
 
         return register
 
+    @overload
+    def prompt(self, fn: F, /, **options: Unpack[PromptOptions]) -> F: ...
+    @overload
+    def prompt(self, fn: None = None, /, **options: Unpack[PromptOptions]) -> Callable[[F], F]: ...
     def prompt(
         self,
         fn: F | None = None,
@@ -331,7 +334,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         meta: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
         tags: Iterable[str] | None = None,
-    ) -> Any:
+    ) -> F | Callable[[F], F]:
         """Register a prompt; its string parameters are the prompt's arguments."""
 
         def register(func: F) -> F:
@@ -419,7 +422,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         self.bus.publish(ChangeEvent(RESOURCE_UPDATED, uri))
 
     # ------------------------------------------------------------------ capabilities
-    def capabilities(self, era: str = "modern") -> dict[str, Any]:
+    def capabilities(self, era: Era = "modern") -> dict[str, Any]:
         """Derived from registrations: a feature is advertised iff something provides it."""
         caps: dict[str, Any] = {"logging": {}}
         if self.tools:
@@ -433,7 +436,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         if era == "modern":
             extensions = dict(self.extensions)
             if any(t.task_support != "forbidden" for t in self.tools.values()):
-                extensions["io.modelcontextprotocol/tasks"] = {}
+                extensions[TASKS_EXTENSION] = {}
             if extensions:
                 caps["extensions"] = extensions
         if self.mounts:
@@ -546,7 +549,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
             meta = session.meta_for(params)
         else:
             meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
-        from .exchange import NULL_EXCHANGE
+        from ..runtime.exchange import NULL_EXCHANGE
 
         ctx = Context(
             self,
@@ -568,7 +571,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None
     ) -> dict[str, Any]:
         """In-process dispatch (no transport): handy for tests and embedding."""
-        from .exchange import NULL_EXCHANGE
+        from ..runtime.exchange import NULL_EXCHANGE
 
         message = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params or {}}
         if meta is None:

@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..protocol.negotiation import RequestMeta
+from ..runtime.changes import ChangeEvent
+from ..runtime.exchange import NULL_EXCHANGE, Exchange
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params, missing_capability
 from ..types.versions import TASKS_EXTENSION
-from .exchange import NULL_EXCHANGE, Exchange
 from .mrtr import NeedInput
-from .notify import ChangeEvent
 
 if TYPE_CHECKING:
     from .context import Context
@@ -78,8 +78,10 @@ def tasks_required_error() -> McpError:
     return missing_capability({"extensions": {TASKS_EXTENSION: {}}}, "the tasks extension")
 
 
-class TaskCancelled(Exception):
-    pass
+class TaskRecordGone(Exception):
+    """The task's record vanished (cancelled and removed, or expired) while the tool waited
+    for input: the run ends as a crash of that run, not as a client-visible
+    ``TaskCancelled`` (that name is the client's, for a task that ended ``cancelled``)."""
 
 
 class TaskHandedOff(BaseException):
@@ -483,7 +485,7 @@ class TaskHandle:
                 await anyio.sleep(1.0)
                 continue
             if record is None:
-                raise TaskCancelled()
+                raise TaskRecordGone()
             answers = record.get("responses") or {}
             if keys <= set(answers):
                 return {k: answers[k] for k in keys}

@@ -62,6 +62,17 @@ class _Var:
 _Part = str | _Var
 
 
+def _literal(template: str, text: str, parts: list[_Part], query_vars: list[str]) -> None:
+    """Add the literal ``text`` between (or after) expressions, refusing a stray brace and
+    text after a query expression (it could not be matched back)."""
+    if "{" in text or "}" in text:
+        raise TemplateError(f"unbalanced braces in {template!r}")
+    if query_vars and text:
+        raise TemplateError("literal text after a query expression is not supported")
+    if text:
+        parts.append(text)
+
+
 @dataclass(frozen=True, slots=True)
 class UriTemplate:
     template: str
@@ -78,13 +89,7 @@ class UriTemplate:
         query_vars: list[str] = []
         pos = 0
         for match in _EXPR.finditer(template):
-            literal = template[pos : match.start()]
-            if "{" in literal or "}" in literal:
-                raise TemplateError(f"unbalanced braces in {template!r}")
-            if query_vars and literal:
-                raise TemplateError("literal text after a query expression is not supported")
-            if literal:
-                parts.append(literal)
+            _literal(template, template[pos : match.start()], parts, query_vars)
             op, names_text = match.group(1), match.group(2)
             names = names_text.split(",")
             for name in names:
@@ -103,13 +108,7 @@ class UriTemplate:
                 path_vars.append(clean[0])
                 parts.append(_Var(clean[0], op))
             pos = match.end()
-        tail = template[pos:]
-        if "{" in tail or "}" in tail:
-            raise TemplateError(f"unbalanced braces in {template!r}")
-        if query_vars and tail:
-            raise TemplateError("literal text after a query expression is not supported")
-        if tail:
-            parts.append(tail)
+        _literal(template, template[pos:], parts, query_vars)
         return cls(template, tuple(path_vars + query_vars), tuple(parts), tuple(query_vars))
 
     def match(self, uri: str) -> dict[str, str] | None:

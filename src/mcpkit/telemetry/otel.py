@@ -18,8 +18,6 @@ from typing import Any, TypeGuard
 from ..types.extras import available as _importable
 from ..types.extras import require
 
-#: The conventions this module follows (cited in the README).
-SEMCONV = "OpenTelemetry semantic-conventions-genai v0.1.0, docs/gen-ai/mcp.md"
 TRACE_KEYS = ("traceparent", "tracestate", "baggage")
 #: Methods whose span name carries ``params.name`` as its low-cardinality target.
 _NAMED = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}

@@ -27,6 +27,7 @@ import anyio
 
 from ..client import Client, EraCache
 from ..server import Server
+from ..types.versions import EraChoice
 
 Transport = Literal["memory", "stdio", "http"]
 TRANSPORTS: tuple[Transport, ...] = ("memory", "stdio", "http")
@@ -55,7 +56,7 @@ async def connect(
     server: Server | str,
     *,
     transport: Transport = "memory",
-    era: str = "auto",
+    era: EraChoice = "auto",
     **client_options: Any,
 ) -> AsyncIterator[Client]:
     """``async with connect(server, transport="stdio", era="legacy") as client:``.

@@ -37,6 +37,8 @@ import pytest
 if TYPE_CHECKING:
     from ..client import Client
     from ..server import Server
+    from ..types.versions import EraChoice
+    from .connect import Transport
 
 
 _TRANSPORTS = ("memory", "stdio", "http")
@@ -98,8 +100,8 @@ def mcp_client_options() -> dict[str, Any]:
 async def mcp_client(
     request: pytest.FixtureRequest,
     mcp_server: Server | str,
-    mcp_transport: str,
-    mcp_era: str,
+    mcp_transport: Transport,
+    mcp_era: EraChoice,
     mcp_client_options: dict[str, Any],
 ) -> AsyncIterator[Client]:
     """A client connected to ``mcp_server`` over ``mcp_transport`` in ``mcp_era``."""
@@ -110,6 +112,6 @@ async def mcp_client(
         name = backend[0] if isinstance(backend, tuple) else backend
         if name != "asyncio":
             pytest.skip("the in-process HTTP server (uvicorn) needs asyncio")
-    async with connect(mcp_server, transport=mcp_transport,  # type: ignore[arg-type]
-                       era=mcp_era, **mcp_client_options) as client:
+    async with connect(mcp_server, transport=mcp_transport, era=mcp_era,
+                       **mcp_client_options) as client:
         yield client

@@ -25,8 +25,10 @@ from jsonschema.validators import validator_for
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
+from ..types.versions import LATEST_LEGACY, LATEST_MODERN
+
+MODERN = LATEST_MODERN
+LEGACY = LATEST_LEGACY
 REVISIONS = (LEGACY, MODERN)
 
 _COMMON_RESULTS = {

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ..runtime.endpoint import ConnectionClosed, Endpoint, RequestTimeout
+from ..runtime.endpoint import Endpoint, EndpointClosed, RequestTimeout
 from ..types.errors import McpError, method_not_found
 from ..types.jsonrpc import Message, RequestId
 from ..types.versions import META_SUBSCRIPTION_ID
@@ -152,7 +152,7 @@ class EndpointClientTransport:
         elapsed: float,
     ) -> BaseException:
         """The client error for a request's failure on the endpoint."""
-        if isinstance(exc, ConnectionClosed):
+        if isinstance(exc, EndpointClosed):
             return ConnectionClosedError(await self._closed_detail(f"{method} was pending"))
         if isinstance(exc, RequestTimeout):
             hard = (

@@ -22,8 +22,9 @@ from typing import Any
 import anyio
 import sniffio
 
+from ..protocol.correlation import progress_token_of
 from ..protocol.framing import DEFAULT_MAX_LINE, frame
-from ..runtime.endpoint import ConnectionClosed, Endpoint, RequestTimeout, settle
+from ..runtime.endpoint import Endpoint, EndpointClosed, RequestTimeout, arm, settle
 from ..types import jsonrpc
 from ..types.codec import DecodeError, decode, encode_message
 from ..types.errors import McpError
@@ -389,24 +390,15 @@ class PipeEndpoint(Endpoint):
         started = time.monotonic()
         try:
             if self.closed is not None:
-                raise ConnectionClosed(self.closed)
+                raise EndpointClosed(self.closed)
             outgoing = self.outgoing
             rid = request_id if request_id is not None else outgoing.next_id()
             future: asyncio.Future[None] = self._loop.create_future()
             waiter = _Waiter(future, on_progress)
-            token = None
-            if params is not None:
-                meta = params.get("_meta")
-                if isinstance(meta, dict):
-                    token = meta.get("progressToken")
-            outgoing.register(rid, method, waiter, token)  # type: ignore[arg-type]
+            outgoing.register(rid, method, waiter, progress_token_of(params))  # type: ignore[arg-type]
             if timeout is not None:
-                now = self._loop.time()  # = anyio.current_time(), which progress extends it by
-                waiter.timeout = timeout
-                waiter.deadline = now + timeout
-                waiter.hard_deadline = now + (
-                    max_timeout if max_timeout is not None else timeout * 10
-                )
+                # self._loop.time() = anyio.current_time(), which progress extends it by
+                arm(waiter, self._loop.time(), timeout, max_timeout)
                 when = min(waiter.deadline, waiter.hard_deadline)
                 if when < self._sweep_at:
                     self._watch(when)

@@ -19,9 +19,6 @@ MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 #: Retired in 2026-07-28 but still sent to (and accepted from) legacy peers.
 LEGACY_RESOURCE_NOT_FOUND: Final = -32002
-LEGACY_URL_ELICITATION_REQUIRED: Final = -32042
-#: A request the server refuses because it is shutting down or overloaded (implementation range).
-SERVER_UNAVAILABLE: Final = -32000
 
 #: HTTP status for each error code on the 2026-07-28 Streamable HTTP transport.
 _HTTP_STATUS: Final[dict[int, int]] = {
@@ -70,6 +67,11 @@ class McpError(Exception):
 
     def __repr__(self) -> str:
         return f"McpError(code={self.code}, message={self.message!r}, data={self.data!r})"
+
+
+class ConfigError(ValueError):
+    """A configuration file or value (host, gateway) is not valid; the message names the
+    offending key.  One class for every role's config, so the command line catches one."""
 
 
 def invalid_params(message: str, data: Any = None) -> McpError:

@@ -3,8 +3,10 @@
 One row per method: its direction, which eras have it, the server capability that gates
 it, which param becomes the ``Mcp-Name`` header, whether it may answer with an
 ``InputRequiredResult`` (MRTR) and whether its complete result is cacheable (carries
-``ttlMs``/``cacheScope``).  Dispatch, header validation, capability derivation and the
-client's typed methods all read this table instead of keeping lists of their own.
+``ttlMs``/``cacheScope``).  Dispatch (``Server``, both HTTP eras, stdio), header
+validation, rate-limit keys, the gateway and the proxy's forwarding read this table instead
+of keeping lists of their own; ``params_type``/``result_type`` name the schema definitions
+(``tests/protocol/test_method_table.py`` holds them to the official schemas).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 Direction = Literal["client_to_server", "server_to_client", "both"]
-Revision = Literal["modern", "legacy"]
 
 _BOTH: Final = frozenset({"modern", "legacy"})
 _MODERN: Final = frozenset({"modern"})

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Final, Literal
 
 Era = Literal["modern", "legacy"]
+#: What a client may ask for: one era, or ``"auto"`` (probe, then fall back).
+EraChoice = Literal["auto", "modern", "legacy"]
 
 LATEST_MODERN: Final = "2026-07-28"
 LATEST_LEGACY: Final = "2025-11-25"
@@ -13,7 +15,6 @@ LATEST_LEGACY: Final = "2025-11-25"
 MODERN_VERSIONS: Final[tuple[str, ...]] = ("2026-07-28",)
 #: Revisions negotiated with the `initialize` handshake (newest first).
 LEGACY_VERSIONS: Final[tuple[str, ...]] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-ALL_VERSIONS: Final[tuple[str, ...]] = MODERN_VERSIONS + LEGACY_VERSIONS
 
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
@@ -21,7 +22,6 @@ META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
-META_RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 UI_EXTENSION: Final = "io.modelcontextprotocol/ui"
@@ -37,11 +37,6 @@ LOG_LEVELS: Final[tuple[str, ...]] = (
     "emergency",
 )
 LOG_LEVEL_RANK: Final[dict[str, int]] = {name: rank for rank, name in enumerate(LOG_LEVELS)}
-
-
-def is_modern(version: str) -> bool:
-    """True for revisions that use per-request `_meta` instead of a handshake."""
-    return version in MODERN_VERSIONS
 
 
 def era_of(version: str) -> Era:

@@ -51,6 +51,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+#: What the one exchange asks its driver to do (see ``OAuthAuth._exchange``).
+_Op = httpx.Request | httpx.Response | Flow[Any]
 
 
 class OAuthAuth(httpx.Auth):
@@ -99,44 +101,74 @@ class OAuthAuth(httpx.Auth):
             self._engine = OAuthEngine(self.grant, server_url=str(url), **self._options)
         return self._engine
 
-    # ------------------------------------------------------------------ async
-    async def async_auth_flow(
-        self, request: httpx.Request
-    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+    # ------------------------------------------------------------------ one exchange
+    def _exchange(self, request: httpx.Request) -> Generator[_Op, Any, None]:
+        """The exchange for one MCP request, written once for both drivers below.
+
+        Yields what the driver must do: an ``httpx.Request`` to send (the reply is its
+        response), an ``httpx.Response`` whose small error body to read (frees the
+        connection), or a :data:`Flow` to run under the lock (the reply is its value).
+        """
         engine = self._engine_for(request)
         if not engine.applies_to(request.url):
             yield request  # another origin: never show it our token
             return
-        if self._async_lock is None:
-            self._async_lock = anyio.Lock()
-        lock = self._async_lock
         if _stale(engine):
-            async with lock:
-                await self._arun(engine.before_send())
+            yield engine.before_send()
         sent = engine.authorize_request(request)
         response = yield request
         attempt = Attempt()
-        while True:
-            action = engine.on_response(response, sent, attempt)
-            if action is None:
-                return
-            await response.aread()  # small error body; frees the connection
-            async with lock:
-                await self._arun(engine.handle(action, sent, attempt))
+        while (action := engine.on_response(response, sent, attempt)) is not None:
+            yield response
+            yield engine.handle(action, sent, attempt)
             sent = engine.authorize_request(request)
             response = yield request
+
+    @staticmethod
+    def _next(ops: Generator[_Op, Any, None], reply: Any) -> _Op | None:
+        try:
+            return ops.send(reply)
+        except StopIteration:
+            return None
+
+    @staticmethod
+    def _step(flow: Flow[Any], value: Any, error: BaseException | None) -> tuple[bool, Any]:
+        """Advance a grant's flow: (True, its result) when it ends, else (False, next step)."""
+        try:
+            return False, flow.throw(error) if error is not None else flow.send(value)
+        except StopIteration as stop:
+            return True, stop.value
+
+    def _hop(self, step: Fetch, response: httpx.Response) -> httpx.Request | None:
+        """The redirect to follow after ``response`` (None: it is the answer)."""
+        target = next_hop(response, self.policy) if step.follow_redirects else None
+        if target is None:
+            return None
+        return httpx.Request("GET", target, headers={"Accept": "application/json"})
+
+    # ------------------------------------------------------------------ async driver
+    async def async_auth_flow(
+        self, request: httpx.Request
+    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        if self._async_lock is None:
+            self._async_lock = anyio.Lock()
+        ops, reply = self._exchange(request), None
+        while (op := self._next(ops, reply)) is not None:
+            if isinstance(op, httpx.Request):
+                reply = yield op
+            elif isinstance(op, httpx.Response):
+                reply = None
+                await op.aread()
+            else:
+                async with self._async_lock:
+                    reply = await self._arun(op)
 
     async def _arun(self, flow: Flow[T]) -> T:
         async with guarded_async_client(self.policy, verify=self.verify) as client:
             value: Any = None
             error: BaseException | None = None
-            while True:
-                try:
-                    step = flow.throw(error) if error is not None else flow.send(value)
-                except StopIteration as stop:
-                    result: T = stop.value
-                    return result
-                value, error = None, None
+            while not (done := self._step(flow, value, error))[0]:
+                step, value, error = done[1], None, None
                 try:
                     if isinstance(step, Fetch):
                         value = await self._afetch(client, step)
@@ -144,15 +176,17 @@ class OAuthAuth(httpx.Auth):
                         value = await self._aauthorize(step)
                 except httpx.HTTPError as exc:
                     error = exc
+            result: T = done[1]
+            return result
 
     async def _afetch(self, client: httpx.AsyncClient, step: Fetch) -> httpx.Response:
         request = step.request
         for _ in range(self.policy.max_redirects + 1):
             response = await client.send(request)
-            target = next_hop(response, self.policy) if step.follow_redirects else None
-            if target is None:
+            hop = self._hop(step, response)
+            if hop is None:
                 return response
-            request = httpx.Request("GET", target, headers={"Accept": "application/json"})
+            request = hop
         raise SsrfBlocked(f"too many redirects fetching {step.request.url}")
 
     @staticmethod
@@ -164,55 +198,41 @@ class OAuthAuth(httpx.Auth):
             raise AuthorizationError("the redirect handler returned no parameters")
         return answer
 
-    # ------------------------------------------------------------------ sync
+    # ------------------------------------------------------------------ sync driver
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
-        engine = self._engine_for(request)
-        if not engine.applies_to(request.url):
-            yield request  # another origin: never show it our token
-            return
-        if _stale(engine):
-            with self._thread_lock:
-                self._run(engine.before_send())
-        sent = engine.authorize_request(request)
-        response = yield request
-        attempt = Attempt()
-        while True:
-            action = engine.on_response(response, sent, attempt)
-            if action is None:
-                return
-            response.read()
-            with self._thread_lock:
-                self._run(engine.handle(action, sent, attempt))
-            sent = engine.authorize_request(request)
-            response = yield request
+        ops, reply = self._exchange(request), None
+        while (op := self._next(ops, reply)) is not None:
+            if isinstance(op, httpx.Request):
+                reply = yield op
+            elif isinstance(op, httpx.Response):
+                reply = None
+                op.read()
+            else:
+                with self._thread_lock:
+                    reply = self._run(op)
 
     def _run(self, flow: Flow[T]) -> T:
         with guarded_client(self.policy, verify=self.verify) as client:
             value: Any = None
             error: BaseException | None = None
-            while True:
+            while not (done := self._step(flow, value, error))[0]:
+                step, value, error = done[1], None, None
                 try:
-                    step = flow.throw(error) if error is not None else flow.send(value)
-                except StopIteration as stop:
-                    result: T = stop.value
-                    return result
-                value, error = None, None
-                try:
-                    if isinstance(step, Fetch):
-                        value = self._fetch(client, step)
-                    else:
-                        value = self._authorize(step)
+                    value = self._fetch(client, step) if isinstance(step, Fetch) else (
+                        self._authorize(step))
                 except httpx.HTTPError as exc:
                     error = exc
+            result: T = done[1]
+            return result
 
     def _fetch(self, client: httpx.Client, step: Fetch) -> httpx.Response:
         request = step.request
         for _ in range(self.policy.max_redirects + 1):
             response = client.send(request)
-            target = next_hop(response, self.policy) if step.follow_redirects else None
-            if target is None:
+            hop = self._hop(step, response)
+            if hop is None:
                 return response
-            request = httpx.Request("GET", target, headers={"Accept": "application/json"})
+            request = hop
         raise SsrfBlocked(f"too many redirects fetching {step.request.url}")
 
     @staticmethod

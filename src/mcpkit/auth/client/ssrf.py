@@ -263,6 +263,25 @@ def _map_error(exc: Exception, request: httpx.Request) -> Exception:
     return exc
 
 
+def _collect(body: bytearray, chunk: bytes, policy: UrlPolicy, request: httpx.Request) -> None:
+    """Add a chunk of a guarded response; a body over the policy's limit is refused."""
+    body += chunk
+    if len(body) > policy.max_response_bytes:
+        raise SsrfBlocked(
+            f"response from {request.url.host} exceeds {policy.max_response_bytes} bytes"
+        )
+
+
+def _answer(response: httpcore.Response, body: bytearray) -> httpx.Response:
+    """The httpx response for a fully read guarded one (its socket is not handed on)."""
+    return httpx.Response(
+        status_code=response.status,
+        headers=response.headers,
+        content=bytes(body),
+        extensions={k: v for k, v in response.extensions.items() if k != "network_stream"},
+    )
+
+
 class GuardedAsyncTransport(httpx.AsyncBaseTransport):
     """An httpx transport that connects only to addresses the policy allows."""
 
@@ -281,22 +300,12 @@ class GuardedAsyncTransport(httpx.AsyncBaseTransport):
             body = bytearray()
             try:
                 async for chunk in response.stream:  # type: ignore[union-attr]
-                    body += chunk
-                    if len(body) > self.policy.max_response_bytes:
-                        raise SsrfBlocked(
-                            f"response from {request.url.host} exceeds "
-                            f"{self.policy.max_response_bytes} bytes"
-                        )
+                    _collect(body, chunk, self.policy, request)
             finally:
                 await response.aclose()
         except Exception as exc:
             raise _map_error(exc, request) from exc
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.headers,
-            content=bytes(body),
-            extensions={k: v for k, v in response.extensions.items() if k != "network_stream"},
-        )
+        return _answer(response, body)
 
     async def aclose(self) -> None:
         await self._pool.aclose()
@@ -320,22 +329,12 @@ class GuardedTransport(httpx.BaseTransport):
             body = bytearray()
             try:
                 for chunk in response.stream:  # type: ignore[union-attr]
-                    body += chunk
-                    if len(body) > self.policy.max_response_bytes:
-                        raise SsrfBlocked(
-                            f"response from {request.url.host} exceeds "
-                            f"{self.policy.max_response_bytes} bytes"
-                        )
+                    _collect(body, chunk, self.policy, request)
             finally:
                 response.close()
         except Exception as exc:
             raise _map_error(exc, request) from exc
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.headers,
-            content=bytes(body),
-            extensions={k: v for k, v in response.extensions.items() if k != "network_stream"},
-        )
+        return _answer(response, body)
 
     def close(self) -> None:
         self._pool.close()

@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ...protocol.sse import KEEPALIVE_SECONDS
 from ..apps import AppError
 from ..config import ConfigError, parse_server
 from ..connection import ServerUnavailable
@@ -318,7 +319,7 @@ def create_app(web: WebHost) -> Starlette:
             async with host.events() as incoming:
                 yield b": connected\n\n"
                 while True:
-                    with anyio.move_on_after(15) as idle:
+                    with anyio.move_on_after(KEEPALIVE_SECONDS) as idle:
                         kind, data = await incoming.receive()
                     if idle.cancelled_caught:
                         yield b": keep-alive\n\n"

@@ -18,7 +18,7 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -53,6 +53,21 @@ log = logging.getLogger("mcpkit.http")
 
 #: ``authenticate(scope, headers) -> principal``; raise :class:`~.asgi.Rejection` to refuse.
 Authenticator = Callable[[Scope, dict[str, str]], Awaitable[Any]]
+ASGICall = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class HttpAuth(Protocol):
+    """What the app needs of an authentication policy (:class:`mcpkit.auth.BearerAuth`).
+
+    The app takes the policy rather than the policy building the app, so ``mcpkit.auth``
+    imports nothing of the transports or the server (the layering of DESIGN.md)."""
+
+    @property
+    def path(self) -> str: ...
+
+    async def principal_of(self, scope: Scope, headers: dict[str, str]) -> Any: ...
+
+    def wrap(self, app: ASGICall, *, max_body_bytes: int | None = None) -> ASGICall: ...
 
 
 @dataclass(slots=True)
@@ -80,9 +95,13 @@ class McpHttpApp:
         options: HttpOptions | None = None,
         *,
         authenticate: Authenticator | None = None,
+        auth: HttpAuth | None = None,
     ) -> None:
+        """``auth``: a policy such as :class:`mcpkit.auth.BearerAuth`; the app then answers
+        behind it (metadata, 401/403) and serves at its resource's path unless ``options``
+        says otherwise.  ``authenticate`` is the lower-level hook for a guard of your own."""
         self.server = server
-        self.options = options or HttpOptions()
+        self.options = options or HttpOptions(path=auth.path if auth is not None else "/mcp")
         backend = server.state
         #: Where legacy sessions are shared between replicas (None: this process only).
         self._shared = None if backend.url.startswith("memory") else backend
@@ -92,6 +111,11 @@ class McpHttpApp:
         self.listen_streams: set[anyio.CancelScope] = set()
         self.closing = False
         self.authenticate = authenticate
+        #: The auth guard around :meth:`_serve` (None: requests go straight in).
+        self._guarded: ASGICall | None = None
+        if auth is not None:
+            self.authenticate = auth.principal_of
+            self._guarded = auth.wrap(self._serve, max_body_bytes=self.options.max_body_bytes)
         self._lifespan_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._host_task: Any = None
         self._entered = False
@@ -169,6 +193,12 @@ class McpHttpApp:
         return store
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._guarded is not None:
+            await self._guarded(scope, receive, send)
+        else:
+            await self._serve(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
             await self._lifespan(receive, send)

@@ -12,7 +12,7 @@ from ...runtime.exchange import Exchange
 from ...runtime.stepping import Resumed, run_until_suspended
 from ...types import jsonrpc
 from ...types.codec import encode
-from ...types.errors import INVALID_REQUEST, McpError
+from ...types.errors import McpError
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -216,10 +216,6 @@ async def send_empty(
     send: Send, status: int, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     await send_bytes(send, status, b"", headers)
-
-
-def envelope_error(message: str) -> McpError:
-    return McpError(INVALID_REQUEST, message)
 
 
 async def watch_disconnect(receive: Receive, scope: Any) -> None:

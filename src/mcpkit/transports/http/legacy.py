@@ -17,7 +17,7 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.correlation import cancelled_request_id
-from ...protocol.sse import encode_event, priming_event
+from ...protocol.sse import KEEPALIVE, KEEPALIVE_SECONDS, encode_event, priming_event
 from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import calls_inline_tool
 from ...runtime.exchange import Exchange, Interrupted
@@ -39,6 +39,8 @@ from .stream import SSE_HEADERS, ResponseWriter, send_json_answer
 
 if TYPE_CHECKING:
     from .app import McpHttpApp
+
+_SESSION_ID = hdr.SESSION_ID.encode()
 
 
 class LegacyExchange(CancellableExchange):
@@ -116,7 +118,7 @@ async def handle_legacy_post(
             await send_error(send, 200, err, message["id"])
             return
         await store.save(session, force=True)
-        session_header = [(b"mcp-session-id", session.legacy.id.encode())]
+        session_header = [(_SESSION_ID, session.legacy.id.encode())]
         await send_json_answer(send, jsonrpc.result(message["id"], result), 200, session_header)
         return
     if session_id is None:
@@ -167,7 +169,7 @@ async def _handle_request(
     writer = ResponseWriter(
         send,
         sse_ok=sse_ok,
-        extra_headers=[(b"mcp-session-id", session.legacy.id.encode())],
+        extra_headers=[(_SESSION_ID, session.legacy.id.encode())],
         # Only a response that becomes a stream gets an event log: a plain JSON answer has
         # nothing to resume, and would push live streams' logs out of the session's bound.
         new_log=session.new_stream if resumable else None,
@@ -256,7 +258,7 @@ async def _resume(
         await send_error(send, 404, McpError(INVALID_REQUEST, f"Unknown Last-Event-ID {last!r}"))
         return
     seq = int(seq_text)
-    headers = [*SSE_HEADERS, (b"mcp-session-id", session.legacy.id.encode())]
+    headers = [*SSE_HEADERS, (_SESSION_ID, session.legacy.id.encode())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send(
         {
@@ -280,7 +282,7 @@ async def _resume(
             if log.finished:
                 break
             changed = log.changed
-            with anyio.move_on_after(15):
+            with anyio.move_on_after(KEEPALIVE_SECONDS):
                 await changed.wait()
             session.legacy.touch()
         tg.cancel_scope.cancel()
@@ -291,10 +293,10 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
     session.get_open = True
     push_send, push_recv = anyio.create_memory_object_stream[bytes](64)
     session.pushed = push_send
-    headers = [*SSE_HEADERS, (b"mcp-session-id", session.legacy.id.encode())]
+    headers = [*SSE_HEADERS, (_SESSION_ID, session.legacy.id.encode())]
     try:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b":\r\n\r\n", "more_body": True})
+        await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
         with app.server.bus.listen() as listener:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
@@ -327,10 +329,10 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
                 tg.start_soon(forward_pushed)
                 try:
                     while True:
-                        await anyio.sleep(15)
+                        await anyio.sleep(KEEPALIVE_SECONDS)
                         session.legacy.touch()
                         await send(
-                            {"type": "http.response.body", "body": b":\r\n\r\n", "more_body": True}
+                            {"type": "http.response.body", "body": KEEPALIVE, "more_body": True}
                         )
                 finally:
                     app.listen_streams.discard(tg.cancel_scope)

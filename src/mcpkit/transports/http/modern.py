@@ -19,6 +19,7 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
+from ...protocol.sse import KEEPALIVE, KEEPALIVE_SECONDS
 from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import called_tool
 from ...runtime.exchange import Interrupted
@@ -40,7 +41,6 @@ from .stream import ResponseWriter, send_json_answer
 if TYPE_CHECKING:
     from .app import McpHttpApp
 
-KEEPALIVE_SECONDS = 15.0
 
 
 class ModernExchange(CancellableExchange):
@@ -239,7 +239,7 @@ async def _listen(
                     with anyio.move_on_after(KEEPALIVE_SECONDS) as idle:
                         event = await listener.next()
                     if idle.cancelled_caught:
-                        await writer._write(b":\r\n\r\n")
+                        await writer._write(KEEPALIVE)
                         continue
                     note = subscription.notification_for(event)
                     if note is not None:

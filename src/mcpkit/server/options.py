@@ -1,0 +1,32 @@
+"""The keyword options of ``Server.tool`` and ``Server.prompt``, written once for their
+``@overload``s: bare ``@server.tool`` returns the function, ``@server.tool(...)`` returns a
+decorator, and either way the decorated function keeps its own type for mypy and editors.
+Imported only by type checkers; the methods themselves list the same keywords."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypedDict
+
+from .registry import TaskStart, TaskSupport
+
+
+class PromptOptions(TypedDict, total=False):
+    name: str | None
+    title: str | None
+    description: str | None
+    meta: dict[str, Any] | None
+    icons: list[dict[str, Any]] | None
+    tags: Iterable[str] | None
+
+
+class ToolOptions(PromptOptions, total=False):
+    annotations: dict[str, Any] | None
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+    structured_output: bool | None
+    task: TaskSupport
+    task_start: TaskStart
+    threaded: bool
+    inline: bool
+    timeout: float | None

@@ -22,6 +22,8 @@ __all__ = ["Principal"]
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Principal:
+    """The caller an access token stands for.  Equality and ``str()`` use the identity
+    (issuer, client_id, subject) only; scopes, claims and expiry describe the token."""
     subject: str
     scopes: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=dict)

@@ -58,6 +58,10 @@ class InvalidToken(Exception):
 
 @runtime_checkable
 class TokenVerifier(Protocol):
+    """Turns a bearer token into a :class:`~mcpkit.auth.Principal`, or raises
+    :class:`~mcpkit.auth.InvalidToken`.  :class:`~mcpkit.auth.JwtVerifier` and
+    :class:`~mcpkit.auth.IntrospectionVerifier` are the two shipped; any object with this
+    ``verify`` coroutine will do."""
     async def verify(self, token: str) -> Principal: ...
 
 

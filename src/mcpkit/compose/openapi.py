@@ -78,6 +78,8 @@ GET_AS_RESOURCES = (
     Route(kind="resource", methods={"GET"}, path_params=False),
     Route(kind="template", methods={"GET"}, path_params=True),
 )
+"""Route rules that map ``GET`` operations to resources (no path parameters) and resource
+templates (with path parameters) instead of tools; other operations stay tools."""
 
 
 @dataclass

@@ -58,6 +58,8 @@ class ConnectionCallbacks:
 
 
 class ServerConnection:
+    """One server's client with its lifecycle: connect, health checks, restarts with backoff,
+    and ``failed`` after too many crashes (see the module's description)."""
     def __init__(self, config: ServerConfig, callbacks: ConnectionCallbacks,
                  on_event: Callable[[str, dict[str, Any]], None], *,
                  health_interval: float = 10.0, max_restarts: int = 5,

@@ -94,6 +94,8 @@ SamplingModel = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 class Host:
+    """Many servers, one isolated client each, with one policy and one audit trail; every tool
+    call goes through :meth:`call_tool` (see the module's description)."""
     def __init__(self, config: HostConfig | None = None, *,
                  interaction: Interaction | None = None, policy: Policy | None = None,
                  audit: AuditTrail | None = None, sampler: SamplingModel | None = None,

@@ -32,6 +32,8 @@ __all__ = ["AuditEntry", "AuditTrail", "ConsentCallback", "ConsentDecision", "Co
 
 
 class Permission(enum.StrEnum):
+    """What happens when a tool is called: ``allow`` runs it, ``ask`` waits for a person's yes,
+    ``deny`` never reaches the server."""
     ALLOW = "allow"
     ASK = "ask"
     DENY = "deny"
@@ -68,15 +70,16 @@ class ConsentRequest:
 
 @dataclass(frozen=True)
 class ConsentDecision:
+    """A person's answer to a :class:`ConsentRequest`."""
     approved: bool
     #: Approve this tool (this exact definition) for the rest of the run.
     remember: bool = False
     reason: str = ""
 
 
-#: Returns a decision, or a plain bool.
 ConsentCallback = Callable[[ConsentRequest],
                            Awaitable[ConsentDecision | bool] | ConsentDecision | bool]
+"""Asks a person about a :class:`ConsentRequest`; returns a decision, or a plain bool."""
 
 
 class Policy:
@@ -114,6 +117,8 @@ class Policy:
 
 @dataclass(frozen=True)
 class AuditEntry:
+    """One line of the audit trail: what ran (a tool call, an answered input request, a
+    server launch), on which server, with whose approval and with what outcome."""
     time: float
     kind: str  # tool | elicitation | sampling | roots | server
     server: str

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["CallNext", "Middleware", "build_chains"]
 
 CallNext = Callable[["Context"], Awaitable[dict[str, Any]]]
+"""What a middleware hook awaits to pass the request on: the next middleware, and after the
+last one the handler; it returns the result dict, which the hook may change."""
 
 #: Method -> the operation hook that wraps it (after ``on_request``).
 HOOKS: dict[str, str] = {

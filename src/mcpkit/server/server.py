@@ -185,7 +185,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         A plain ``def`` tool runs in a worker thread, so one that blocks (``requests.get``,
         a database driver, CPU work) never stalls other clients, as in Starlette, FastAPI,
         FastMCP and the SDK.  ``inline=True`` runs it on the event loop instead: much
-        cheaper (no thread hop; see the README for the measured cost), for a quick,
+        cheaper (no thread hop, ~11 µs of CPU per HTTP request against ~110 µs), for a quick,
         non-blocking function only.  ``async def`` tools always run on the loop.
 
         ``timeout`` (seconds): a call still running then is cancelled and answers with an

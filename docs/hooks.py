@@ -11,6 +11,10 @@ strict mode fails the build (and CI) instead of publishing a broken page:
 * **Docstrings of the public API.** Every name in the ``__all__`` of a package that the
   API reference renders (``::: package`` in ``docs/reference/``) must have a docstring:
   the reference is generated from them, and an empty entry is a hole in the manual.
+
+And one rendering fix: the docstrings use Sphinx roles (``:class:`~mcpkit.server.Server```),
+which mkdocstrings shows as written; in the built HTML the role is dropped and a ``~``
+keeps only the last component, as Sphinx would show it.
 """
 
 from __future__ import annotations
@@ -30,9 +34,13 @@ log = logging.getLogger("mkdocs.hooks.mcpkit")
 #: Folders of the repository that pages may link into.
 CODE_ROOTS = ("src", "tests", "examples", "bench")
 #: ``[text](../src/...)``, ``[text](../../examples/x.py)``; an ``#anchor`` is kept.
-_CODE_LINK = re.compile(r"\]\((?P<up>(?:\.\./)+)(?P<path>(?:%s)/[^)#\s]*)(?P<anchor>#[^)\s]*)?\)"
-                        % "|".join(CODE_ROOTS))
+_ROOTS = "|".join(CODE_ROOTS)
+_CODE_LINK = re.compile(
+    rf"\]\((?P<up>(?:\.\./)+)(?P<path>(?:{_ROOTS})/[^)#\s]*)(?P<anchor>#[^)\s]*)?\)")
 _DIRECTIVE = re.compile(r"^::: (?P<name>[\w.]+)", re.M)
+#: ``:class:`~a.b.C``` as Markdown renders it: ``:class:<code>~a.b.C</code>``.
+_ROLE = re.compile(
+    r":(?:class|func|meth|mod|attr|exc|data|obj):<code>(?P<tilde>~?)(?P<path>[^<]*)</code>")
 SOURCE_PREFIX = "source"
 
 
@@ -83,6 +91,16 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, **_: Any) 
     return _CODE_LINK.sub(rewrite, markdown)
 
 
+def on_page_content(html: str, page: Page, config: MkDocsConfig, **_: Any) -> str:
+    """Show Sphinx cross-reference roles from the docstrings as plain code."""
+
+    def plain(match: re.Match[str]) -> str:
+        path = match["path"]
+        return f"<code>{path.rsplit('.', 1)[-1] if match['tilde'] else path}</code>"
+
+    return _ROLE.sub(plain, html)
+
+
 def on_pre_build(config: MkDocsConfig) -> None:
     """Warn about every public name of a rendered package that has no docstring."""
     import griffe  # mkdocstrings' own loader: what it sees is what the reference shows
@@ -96,11 +114,12 @@ def on_pre_build(config: MkDocsConfig) -> None:
         root = loader.load(top)
         module = root[rest] if rest else root
         loader.resolve_aliases(implicit=False, external=False)
-        for name in module.exports or ():
+        for export in module.exports or ():
+            name = str(export)
             if name not in module.all_members:
                 continue  # made on first use by the module's __getattr__: nothing to read
             obj = module.all_members[name]
-            target = obj.final_target if obj.is_alias else obj
+            target = obj.final_target if isinstance(obj, griffe.Alias) else obj
             if not target.docstring:
                 log.warning("%s.%s is in __all__ but has no docstring (the API reference "
                             "is built from it)", package, name)

@@ -9,8 +9,9 @@ strict mode fails the build (and CI) instead of publishing a broken page:
   must exist in the repository; it is copied into the site under ``source/`` and the link
   is rewritten to that copy, so it works on GitHub and on the site alike.
 * **Docstrings of the public API.** Every name in the ``__all__`` of a package that the
-  API reference renders (``::: package`` in ``docs/reference/``) must have a docstring:
-  the reference is generated from them, and an empty entry is a hole in the manual.
+  API reference renders (``::: package`` in ``docs/reference/``) must have a docstring, and
+  so must every public method and property of the classes among them (inherited ones
+  too): the reference is generated from them, and an empty entry is a hole in the manual.
 
 And one rendering fix: the docstrings use Sphinx roles (``:class:`~mcpkit.server.Server```),
 which mkdocstrings shows as written; in the built HTML the role is dropped and a ``~``
@@ -123,3 +124,11 @@ def on_pre_build(config: MkDocsConfig) -> None:
             if not target.docstring:
                 log.warning("%s.%s is in __all__ but has no docstring (the API reference "
                             "is built from it)", package, name)
+            if not isinstance(target, griffe.Class):
+                continue
+            for member_name, member in target.all_members.items():
+                found = member.final_target if isinstance(member, griffe.Alias) else member
+                if member_name.startswith("_") or found.is_attribute or found.docstring:
+                    continue
+                log.warning("%s.%s.%s is public but has no docstring (the API reference "
+                            "is built from it)", package, name, member_name)

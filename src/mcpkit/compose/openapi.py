@@ -65,6 +65,8 @@ class Route:
     path_params: bool | None = None
 
     def matches(self, op: Operation) -> bool:
+        """True when the operation passes every filter this rule sets (methods, path pattern,
+        tags, path parameters)."""
         if self.methods is not None and op.method.upper() not in {m.upper() for m in self.methods}:
             return False
         if self.pattern is not None and not re.search(self.pattern, op.path):

@@ -154,6 +154,7 @@ class GatewayConfig:
     servers: tuple[VirtualServer, ...] = ()
 
     def view(self, name: str) -> VirtualServer | None:
+        """The virtual server (``[[server]]``) named ``name``, or None."""
         return next((v for v in self.servers if v.name == name), None)
 
     def result_cap(self, tool: str) -> int:

@@ -182,6 +182,7 @@ class GatewayServer(Server):
 
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: str = "modern") -> dict[str, Any]:
+        """The merge of the upstreams' capabilities: what some upstream offers, the front offers."""
         caps: dict[str, Any] = {"logging": {}}
         subscribe = False
         for upstream in self.upstreams:
@@ -223,6 +224,7 @@ class GatewayServer(Server):
         self, message: dict[str, Any], meta: RequestMeta, exchange: Exchange, *,
         session: Any = None, principal: Any = None, local: Any = None,
     ) -> dict[str, Any]:
+        """``Server.dispatch`` with the gateway's SERVER span around it when tracing is on."""
         if self._tracing is None or local is not None:  # (local: the chain traces it)
             return await self._dispatch(message, meta, exchange, session=session,
                                         principal=principal, local=local)

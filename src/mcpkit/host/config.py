@@ -92,6 +92,7 @@ class ServerConfig:
         return line
 
     def target(self) -> str | list[str]:
+        """What the client connects to: the URL, or the command as an argv list."""
         return self.url if self.url else list(self.command)
 
 

@@ -95,23 +95,29 @@ class Policy:
         self._remembered: set[tuple[str, str, str]] = set()
 
     def set_server(self, server: str, permission: Permission) -> None:
+        """Set the permission for every tool of ``server`` that has none of its own."""
         self.servers[server] = Permission(permission)
 
     def set_tool(self, qualified_name: str, permission: Permission) -> None:
+        """Set the permission of one tool, by its namespaced name (``server__tool``)."""
         self.tools[qualified_name] = Permission(permission)
 
     def permission(self, server: str, qualified_name: str) -> Permission:
+        """The permission that applies to a tool: its own, else its server's, else the default."""
         if qualified_name in self.tools:
             return self.tools[qualified_name]
         return self.servers.get(server, self.default)
 
     def remember(self, server: str, tool: str, fingerprint: str) -> None:
+        """Approve this exact tool definition (by fingerprint) for the rest of the run."""
         self._remembered.add((server, tool, fingerprint))
 
     def remembered(self, server: str, tool: str, fingerprint: str) -> bool:
+        """True when this exact tool definition was approved earlier in the run."""
         return (server, tool, fingerprint) in self._remembered
 
     def forget_server(self, server: str) -> None:
+        """Drop every approval remembered for ``server`` (it restarted or changed)."""
         self._remembered = {r for r in self._remembered if r[0] != server}
 
 
@@ -133,6 +139,7 @@ class AuditEntry:
     duration_ms: float | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The entry as one JSON object, without the fields that are None."""
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
@@ -149,6 +156,8 @@ class AuditTrail:
     def record(self, kind: str, server: str, name: str, *, origin: str, decision: str,
                by: str, arguments: dict[str, Any] | None = None, outcome: str = "",
                duration_ms: float | None = None) -> AuditEntry:
+        """Add an entry (arguments kept whole unless huge), append it to the JSONL file if there
+        is one, and pass it to ``on_entry``."""
         entry = AuditEntry(time.time(), kind, server, name, origin, decision, by,
                            _bounded(arguments), outcome, duration_ms)
         self.entries.append(entry)
@@ -162,6 +171,7 @@ class AuditTrail:
         return entry
 
     def for_tool(self, qualified_or_name: str) -> list[AuditEntry]:
+        """The entries of tool calls to ``qualified_or_name``, oldest first."""
         return [e for e in self.entries if e.kind == "tool" and e.name == qualified_or_name]
 
 

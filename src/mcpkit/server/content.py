@@ -38,6 +38,7 @@ class Text:
     meta: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
+        """The content block as JSON."""
         out: dict[str, Any] = {"type": "text", "text": self.text}
         return _extras(out, self.annotations, self.meta)
 
@@ -92,6 +93,8 @@ class Image:
     path: Any = None
 
     def to_wire(self) -> dict[str, Any]:
+        """The content block as JSON: the bytes in base64, the MIME type given, from the file
+        name, or sniffed from the bytes."""
         data, mime = _media(self.data, self.path, self.mime_type, "image/png")
         out: dict[str, Any] = {"type": "image", "data": data, "mimeType": mime}
         return _extras(out, self.annotations, self.meta)
@@ -108,6 +111,8 @@ class Audio:
     path: Any = None
 
     def to_wire(self) -> dict[str, Any]:
+        """The content block as JSON: the bytes in base64, the MIME type given, from the file
+        name, or sniffed from the bytes."""
         data, mime = _media(self.data, self.path, self.mime_type, "audio/wav")
         out: dict[str, Any] = {"type": "audio", "data": data, "mimeType": mime}
         return _extras(out, self.annotations, self.meta)
@@ -125,6 +130,7 @@ class EmbeddedResource:
     meta: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
+        """The content block as JSON: text, or the bytes in base64 as ``blob``."""
         resource: dict[str, Any] = {"uri": self.uri}
         if self.mime_type:
             resource["mimeType"] = self.mime_type
@@ -150,6 +156,7 @@ class ResourceLink:
     meta: dict[str, Any] | None = field(default=None)
 
     def to_wire(self) -> dict[str, Any]:
+        """The content block as JSON."""
         out: dict[str, Any] = {"type": "resource_link", "uri": self.uri, "name": self.name}
         if self.title:
             out["title"] = self.title

@@ -183,15 +183,19 @@ class Context:
         await self.exchange.notify("notifications/message", params)
 
     async def debug(self, data: Any, logger: str | None = None) -> None:
+        """Send a ``debug`` log message to the client (see :meth:`log`)."""
         await self.log("debug", data, logger)
 
     async def info(self, data: Any, logger: str | None = None) -> None:
+        """Send an ``info`` log message to the client (see :meth:`log`)."""
         await self.log("info", data, logger)
 
     async def warning(self, data: Any, logger: str | None = None) -> None:
+        """Send a ``warning`` log message to the client (see :meth:`log`)."""
         await self.log("warning", data, logger)
 
     async def error(self, data: Any, logger: str | None = None) -> None:
+        """Send an ``error`` log message to the client (see :meth:`log`)."""
         await self.log("error", data, logger)
 
     # ----- input requests
@@ -392,6 +396,7 @@ class Context:
         await self.exchange.close_stream(retry_ms)
 
     def listen_meta(self) -> dict[str, Any]:
+        """The ``_meta`` that ties a notification to this ``subscriptions/listen`` request."""
         return {META_SUBSCRIPTION_ID: self.request_id}
 
 

@@ -13,9 +13,10 @@ strict mode fails the build (and CI) instead of publishing a broken page:
   so must every public method and property of the classes among them (inherited ones
   too): the reference is generated from them, and an empty entry is a hole in the manual.
 
-And one rendering fix: the docstrings use Sphinx roles (``:class:`~mcpkit.server.Server```),
-which mkdocstrings shows as written; in the built HTML the role is dropped and a ``~``
-keeps only the last component, as Sphinx would show it.
+And two rendering fixes, for docstrings written in reST: Sphinx roles
+(``:class:`~mcpkit.server.Server```), which mkdocstrings shows as written, lose the role in
+the built HTML (a ``~`` keeps only the last component, as Sphinx would show it), and the
+``::`` that introduces a literal block is dropped (the block itself renders as code).
 """
 
 from __future__ import annotations
@@ -93,12 +94,13 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, **_: Any) 
 
 
 def on_page_content(html: str, page: Page, config: MkDocsConfig, **_: Any) -> str:
-    """Show Sphinx cross-reference roles from the docstrings as plain code."""
+    """Show Sphinx roles from the docstrings as plain code; drop reST ``::`` marks."""
 
     def plain(match: re.Match[str]) -> str:
         path = match["path"]
         return f"<code>{path.rsplit('.', 1)[-1] if match['tilde'] else path}</code>"
 
+    html = html.replace("<p>::</p>", "").replace("::</p>", ":</p>")  # reST literal-block marks
     return _ROLE.sub(plain, html)
 
 

@@ -112,11 +112,11 @@ def on_pre_build(config: MkDocsConfig) -> None:
     packages = sorted({m["name"] for page in (docs / "reference").glob("*.md")
                        for m in _DIRECTIVE.finditer(page.read_text(encoding="utf-8"))})
     loader = griffe.GriffeLoader(search_paths=[str(_repo(config) / "src")])
+    roots = {top: loader.load(top) for top in {p.partition(".")[0] for p in packages}}
+    loader.resolve_aliases(implicit=False, external=False)
     for package in packages:
         top, _, rest = package.partition(".")
-        root = loader.load(top)
-        module = root[rest] if rest else root
-        loader.resolve_aliases(implicit=False, external=False)
+        module = roots[top][rest] if rest else roots[top]
         for export in module.exports or ():
             name = str(export)
             if name not in module.all_members:

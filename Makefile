@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ $(VENV)/.dev-installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+$(VENV)/.docs-installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[docs]'
+	touch $@
+
 run: $(VENV)/.run-installed  ## serve the example server over HTTP on 127.0.0.1:$(PORT)
 	$(BIN)/mcpkit serve examples/quickstart.py --http --port $(PORT)
 
@@ -29,8 +33,11 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/mypy
 	$(BIN)/vulture  # dead code: paths and allow-list in pyproject.toml [tool.vulture]
 
+docs: $(VENV)/.docs-installed  ## the documentation site into site/ (docs/, mkdocs.yml); strict: a broken link or an undocumented public name fails
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 bench: $(VENV)/.run-installed  ## the benchmark against the official SDK and FastMCP (bench/README.md)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .mcpkit
+	rm -rf $(VENV) .mcpkit site

@@ -1,4 +1,5 @@
-"""Every code block of the README runs, so the front page cannot drift from the code.
+"""Every code block of the README and of the documentation site (``docs/**/*.md``) runs,
+so neither the front page nor the manual can drift from the code.
 
 Each fenced block is preceded by a ``<!-- readme-test: ... -->`` comment saying how:
 
@@ -14,6 +15,10 @@ Each fenced block is preceded by a ``<!-- readme-test: ... -->`` comment saying 
 * ``pytest FILE``: a test module, written to FILE and run with pytest; it must pass.
 * ``skip: REASON``: a block that cannot run inside the test suite; the reason names what
   covers it instead.
+
+A page without code needs no marker; a page with a code block that has none fails
+:func:`test_every_code_block_says_how_it_is_tested`, naming the page.  ``write`` blocks of
+every page land in the one scratch folder, so their file names are unique across pages.
 
 Blocks run in a scratch folder (``examples`` and ``tests`` linked in, HOME pointing inside
 it); ports are replaced with free ones; commands resolve to this interpreter's venv.
@@ -40,6 +45,9 @@ from support.servers import free_port, redis_server, tail
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+DOCS = REPO / "docs"
+#: The README first, then every page of the site, in a stable order.
+DOCUMENTS = [README, *sorted(DOCS.rglob("*.md"))]
 _BLOCK = re.compile(r"<!-- readme-test: (?P<how>.*?) -->\n```(?P<lang>\w*)\n(?P<body>.*?)```",
                     re.S)
 KINDS = ("write", "run", "shell", "serve", "pip", "gateway-config", "fails", "pytest", "skip:")
@@ -47,6 +55,7 @@ KINDS = ("write", "run", "shell", "serve", "pip", "gateway-config", "fails", "py
 
 @dataclass(frozen=True)
 class Block:
+    document: str  # relative to the repository: README.md, docs/guides/server.md
     line: int
     how: str
     lang: str
@@ -56,19 +65,53 @@ class Block:
     def kind(self) -> str:
         return self.how.split()[0]
 
+    @property
+    def slug(self) -> str:
+        """A file-name-safe tag for what this block leaves in the scratch folder."""
+        return f"{re.sub(r'[^A-Za-z0-9]+', '_', self.document)}_{self.line}"
 
-def blocks() -> list[Block]:
-    text = README.read_text(encoding="utf-8")
-    return [Block(text[: m.start()].count("\n") + 2, m["how"].strip(), m["lang"], m["body"])
+
+def _name(document: Path) -> str:
+    return document.relative_to(REPO).as_posix()
+
+
+def blocks_of(document: Path) -> list[Block]:
+    text = document.read_text(encoding="utf-8")
+    return [Block(_name(document), text[: m.start()].count("\n") + 2, m["how"].strip(),
+                  m["lang"], m["body"])
             for m in _BLOCK.finditer(text)]
 
 
-def test_every_code_block_says_how_it_is_tested() -> None:
-    text = README.read_text(encoding="utf-8")
+def blocks() -> list[Block]:
+    return [block for document in DOCUMENTS for block in blocks_of(document)]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=_name)
+def test_every_code_block_says_how_it_is_tested(document: Path) -> None:
+    text = document.read_text(encoding="utf-8")
     fences = len(re.findall(r"^```\w", text, re.M))
-    found = blocks()
-    assert len(found) == fences, "a ```block without a <!-- readme-test: ... --> line"
+    found = blocks_of(document)
+    assert len(found) == fences, (
+        f"{_name(document)}: a ```block without a <!-- readme-test: ... --> line")
     assert all(block.kind in KINDS for block in found), [b.how for b in found]
+
+
+def test_the_site_pages_are_read() -> None:
+    """Guard against a glob that silently finds no page: the site has tested blocks."""
+    in_docs = [b for b in blocks() if b.document.startswith("docs/")]
+    assert len(DOCUMENTS) > 1 and in_docs
+
+
+def test_written_files_have_one_author() -> None:
+    """Two pages writing ``demo.py`` differently would make later blocks depend on order."""
+    written: dict[str, Block] = {}
+    for block in blocks():
+        if block.kind == "write":
+            name = block.how.split()[1]
+            first = written.setdefault(name, block)
+            assert first.body == block.body, (
+                f"{name} written by {first.document}:{first.line} and "
+                f"{block.document}:{block.line}")
 
 
 # --------------------------------------------------------------------------- the scratch folder
@@ -159,7 +202,7 @@ def _redis(port_in_text: str | None) -> Iterator[int | None]:
 # --------------------------------------------------------------------------- the blocks
 
 
-@pytest.mark.parametrize("block", blocks(), ids=lambda b: f"line{b.line}-{b.kind}")
+@pytest.mark.parametrize("block", blocks(), ids=lambda b: f"{b.document}:{b.line}-{b.kind}")
 def test_readme_block(block: Block, scratch: Path) -> None:
     kind, rest = block.kind, block.how[len(block.kind):].strip()
     if kind == "skip:":
@@ -170,7 +213,7 @@ def test_readme_block(block: Block, scratch: Path) -> None:
                               timeout=60, check=False)
         assert done.returncode == 0, done.stderr
     elif kind == "run":
-        script = scratch / f"snippet_{block.line}.py"
+        script = scratch / f"snippet_{block.slug}.py"
         script.write_text(block.body, encoding="utf-8")
         done = subprocess.run([sys.executable, str(script)], cwd=scratch, env=_env(scratch),
                               capture_output=True, text=True, timeout=120, check=False)
@@ -184,7 +227,7 @@ def test_readme_block(block: Block, scratch: Path) -> None:
     elif kind == "gateway-config":
         from mcpkit.gateway.config import load_config
 
-        path = scratch / f"gateway_{block.line}.toml"
+        path = scratch / f"gateway_{block.slug}.toml"
         path.write_text(block.body, encoding="utf-8")
         config = load_config(str(path))
         assert config.upstreams
@@ -209,7 +252,7 @@ def _shell(block: Block, rest: str, scratch: Path) -> None:
         body, ports = _free_ports(body, [port])
         command = f"mcpkit serve {target} --http --port {ports[port]} --state memory:"
         with _background([command], scratch, _env(scratch), [ports[port]],
-                         _logs(scratch) / f"server_{block.line}.log"):
+                         _logs(scratch) / f"server_{block.slug}.log"):
             done = _bash(body, scratch, _env(scratch))
     else:
         done = _bash(body, scratch, _env(scratch))
@@ -229,7 +272,7 @@ def _serve(block: Block, rest: str, scratch: Path) -> None:
         in_repo = any(c.startswith("make ") for c in commands)
         env = _env(scratch, PORT=str(mapping[ports[0]]))
         with _background(commands, REPO if in_repo else scratch, env, list(mapping.values()),
-                         _logs(scratch) / f"serve_{block.line}.log"):
+                         _logs(scratch) / f"serve_{block.slug}.log"):
             pass
 
 

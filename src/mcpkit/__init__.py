@@ -53,6 +53,7 @@ def __dir__() -> list[str]:
 
 
 __version__ = "0.1.0"
+"""The package version: the one place it is written (pyproject reads it from here)."""
 
 __all__ = [
     "Audio",

@@ -1,4 +1,4 @@
-"""The gateway's TOML: the shipped example and the README's parse, mistakes are named."""
+"""The gateway's TOML: the shipped example and the gateway guide's parse, mistakes are named."""
 
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ def test_example_config_parses() -> None:
     assert config.rate_limits[1].amount == 5 and config.rate_limits[1].window_s == 600
 
 
-def test_readme_config_parses(tmp_path: Path) -> None:
-    readme = (gwkit.ROOT / "README.md").read_text()
-    section = readme[readme.index("## Gateway") :]
+def test_guide_config_parses(tmp_path: Path) -> None:
+    section = (gwkit.ROOT / "docs" / "guides" / "gateway.md").read_text()
     match = re.search(r"```toml\n(.*?)```", section, re.S)
     assert match is not None
     path = tmp_path / "gateway.toml"

@@ -22,6 +22,8 @@ __all__ = ["Principal"]
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Principal:
+    """The caller an access token stands for.  Equality and ``str()`` use the identity
+    (issuer, client_id, subject) only; scopes, claims and expiry describe the token."""
     subject: str
     scopes: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=dict)
@@ -35,9 +37,11 @@ class Principal:
         return json.dumps([self.issuer, self.client_id, self.subject], separators=(",", ":"))
 
     def has_scopes(self, scopes: Iterable[str]) -> bool:
+        """True when the token grants every one of ``scopes``."""
         return set(scopes) <= self.scopes
 
     def missing_scopes(self, scopes: Iterable[str]) -> list[str]:
+        """The scopes of ``scopes`` the token does not grant, in the order asked."""
         return [s for s in scopes if s not in self.scopes]
 
     def __str__(self) -> str:

@@ -125,6 +125,7 @@ class BearerAuth:
         return bool(self.tool_scopes or self.method_scopes)
 
     def metadata_document(self) -> dict[str, Any]:
+        """The RFC 9728 Protected Resource Metadata this resource serves at its well-known path."""
         doc: dict[str, Any] = {
             "resource": self.resource,
             "authorization_servers": self.authorization_servers,
@@ -138,6 +139,8 @@ class BearerAuth:
         return doc
 
     def challenge(self, failure: AuthFailure | None = None) -> str:
+        """The ``WWW-Authenticate: Bearer ...`` value for a 401 or 403: ``resource_metadata``,
+        the scopes to ask for and, for a refusal, its ``error``."""
         params: dict[str, str | None] = {}
         if failure is not None and failure.error:
             params["error"] = failure.error
@@ -174,6 +177,8 @@ class BearerAuth:
         return principal
 
     def check_scopes(self, principal: Principal, needed: Sequence[str]) -> None:
+        """Raise a 403 ``insufficient_scope`` :class:`AuthFailure` naming what to ask for
+        unless ``principal`` has every scope in ``needed``."""
         if needed and not principal.has_scopes(needed):
             wanted = list(dict.fromkeys([*self.required_scopes, *needed]))
             missing = " ".join(principal.missing_scopes(needed))

@@ -58,7 +58,12 @@ class InvalidToken(Exception):
 
 @runtime_checkable
 class TokenVerifier(Protocol):
-    async def verify(self, token: str) -> Principal: ...
+    """Turns a bearer token into a :class:`~mcpkit.auth.Principal`, or raises
+    :class:`~mcpkit.auth.InvalidToken`.  :class:`~mcpkit.auth.JwtVerifier` and
+    :class:`~mcpkit.auth.IntrospectionVerifier` are the two shipped; any object with this
+    ``verify`` coroutine will do."""
+    async def verify(self, token: str) -> Principal:
+        """The principal ``token`` stands for; :class:`InvalidToken` when it is not valid here."""
 
 
 def _audiences(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -197,6 +202,8 @@ class JwtVerifier:
 
     # ------------------------------------------------------------------ verify
     async def verify(self, token: str) -> Principal:
+        """Check the JWT's signature against the issuer's JWKS, then its claims; the principal
+        it stands for, or :class:`InvalidToken` saying what is wrong."""
         from joserfc.errors import JoseError
         from joserfc.jws import extract_compact
 
@@ -278,6 +285,7 @@ class JwtVerifier:
         )
 
     async def aclose(self) -> None:
+        """Close the HTTP client that fetches the JWKS."""
         if self._http is not None:
             await self._http.aclose()
 
@@ -319,6 +327,8 @@ class IntrospectionVerifier:
         return self._http
 
     async def verify(self, token: str) -> Principal:
+        """Ask the introspection endpoint (answers cached briefly, by the token's hash); the
+        principal, or :class:`InvalidToken` for an inactive, expired or foreign token."""
         digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
         now = time.time()
         cached = self._cache.get(digest)
@@ -385,5 +395,6 @@ class IntrospectionVerifier:
         )
 
     async def aclose(self) -> None:
+        """Close the HTTP client that calls the introspection endpoint."""
         if self._http is not None:
             await self._http.aclose()

@@ -52,6 +52,8 @@ class ResultCache:
         self.misses = 0
 
     def lookup(self, server: str, owner: object, method: str, key: str) -> dict[str, Any] | None:
+        """A fresh cached result for this request, or None; ``owner``'s private entries first,
+        then public ones."""
         now = self.clock()
         for scope_owner in (owner, None):
             entry_key = (server, scope_owner, method, key)
@@ -70,6 +72,8 @@ class ResultCache:
 
     def store(self, server: str, owner: object, method: str, key: str,
               result: dict[str, Any]) -> None:
+        """Keep a complete result for its ``ttlMs`` (nothing is kept without one), private to
+        ``owner`` unless its ``cacheScope`` is ``public``."""
         ttl = ttl_seconds(result)
         if ttl <= 0 or result.get("resultType", "complete") != "complete":
             return
@@ -97,6 +101,7 @@ class ResultCache:
             self.invalidate(server, "resources/read", params["uri"])
 
     def clear(self) -> None:
+        """Forget every entry."""
         self._entries.clear()
 
     def __len__(self) -> int:

@@ -20,24 +20,30 @@ from .models import CreateMessageResult, ElicitResult, Notification, Root
 
 T = TypeVar("T")
 
-#: Form-mode elicitation: receives the request params (``message``, ``requestedSchema``).
 ElicitationHandler = Callable[[dict[str, Any]], Awaitable[ElicitResult] | ElicitResult]
-#: URL-mode elicitation: receives the params (``message``, ``url``); ``accept`` = consent.
+"""Form-mode elicitation: receives the request params (``message``, ``requestedSchema``)."""
+
 UrlElicitationHandler = Callable[[dict[str, Any]], Awaitable[ElicitResult] | ElicitResult]
-#: Sampling: receives ``sampling/createMessage`` params, returns a ``CreateMessageResult``.
+"""URL-mode elicitation: receives the params (``message``, ``url``); ``accept`` = consent."""
+
 SamplingHandler = Callable[
     [dict[str, Any]], Awaitable[CreateMessageResult] | CreateMessageResult
 ]
-#: Roots: a fixed list, or a callable returning one.
+"""Sampling: receives ``sampling/createMessage`` params, returns a ``CreateMessageResult``."""
+
 RootsProvider = (
     Sequence[Root] | Callable[[], Awaitable[Sequence[Root]] | Sequence[Root]]
 )
-#: ``notifications/message`` params (``level``, ``logger``, ``data``).
+"""Roots: a fixed list, or a callable returning one."""
+
 LogHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
-#: Any other server notification (legacy list changes, resource updates, ...).
+"""``notifications/message`` params (``level``, ``logger``, ``data``)."""
+
 NotificationHandler = Callable[[Notification], Awaitable[None] | None]
-#: ``notifications/progress`` params (``progress``, ``total``, ``message``) of one request.
+"""Any other server notification (legacy list changes, resource updates, ...)."""
+
 ProgressCallback = Callable[[dict[str, Any]], Awaitable[None] | None]
+"""``notifications/progress`` params (``progress``, ``total``, ``message``) of one request."""
 
 _ACTIONS = ("accept", "decline", "cancel")
 

@@ -217,6 +217,7 @@ class Client:
                                               headers=headers)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification to the server (no answer comes back)."""
         await self.session.notify(method, params)
 
     async def discover(self) -> DiscoverResult:
@@ -243,6 +244,7 @@ class Client:
         await self.request("resources/subscribe", {"uri": uri})
 
     async def unsubscribe_resource(self, uri: str) -> None:
+        """``resources/unsubscribe`` (2025-11-25 only; on 2026-07-28 leave the ``listen`` block)."""
         self._need("legacy", "resources/unsubscribe", "leave the client.listen(...) block")
         await self.request("resources/unsubscribe", {"uri": uri})
 
@@ -265,6 +267,8 @@ class Client:
 
     async def list_tools_page(self, cursor: str | None = None, *,
                               refresh: bool = False) -> dict[str, Any]:
+        """One page of ``tools/list`` from ``cursor``: the raw result with ``nextCursor``
+        (tools with invalid ``x-mcp-header`` annotations dropped, as in :meth:`list_tools`)."""
         page = await self._page("tools/list", cursor, refresh)
         tools = page.get("tools")
         if isinstance(tools, list):
@@ -372,10 +376,12 @@ class Client:
 
     # ------------------------------------------------------------------ prompts
     async def list_prompts(self, *, refresh: bool = False) -> list[Prompt]:
+        """Every prompt, all pages; cached for the result's ``ttlMs`` unless ``refresh``."""
         return cast(list[Prompt], await self._paginate("prompts/list", "prompts", refresh))
 
     async def list_prompts_page(self, cursor: str | None = None, *,
                                 refresh: bool = False) -> dict[str, Any]:
+        """One page of ``prompts/list`` from ``cursor``, with ``nextCursor``."""
         return await self._page("prompts/list", cursor, refresh)
 
     async def get_prompt(
@@ -386,6 +392,8 @@ class Client:
         timeout: float | Unset | None = UNSET,
         meta: Mapping[str, Any] | None = None,
     ) -> GetPromptResult:
+        """``prompts/get``: the prompt's messages for ``arguments``; input requests on the way
+        are answered with the client's callbacks."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
@@ -396,20 +404,25 @@ class Client:
 
     # ------------------------------------------------------------------ resources
     async def list_resources(self, *, refresh: bool = False) -> list[Resource]:
+        """Every resource, all pages; cached for the result's ``ttlMs`` unless ``refresh``."""
         return cast(list[Resource],
                     await self._paginate("resources/list", "resources", refresh))
 
     async def list_resources_page(self, cursor: str | None = None, *,
                                   refresh: bool = False) -> dict[str, Any]:
+        """One page of ``resources/list`` from ``cursor``, with ``nextCursor``."""
         return await self._page("resources/list", cursor, refresh)
 
     async def list_resource_templates(self, *, refresh: bool = False
                                       ) -> list[ResourceTemplate]:
+        """Every resource template, all pages followed; cached for the result's ``ttlMs`` unless
+        ``refresh``."""
         return cast(list[ResourceTemplate], await self._paginate(
             "resources/templates/list", "resourceTemplates", refresh))
 
     async def list_resource_templates_page(self, cursor: str | None = None, *,
                                            refresh: bool = False) -> dict[str, Any]:
+        """One page of ``resources/templates/list`` from ``cursor``, with ``nextCursor``."""
         return await self._page("resources/templates/list", cursor, refresh)
 
     async def read_resource(

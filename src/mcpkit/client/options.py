@@ -117,15 +117,19 @@ class EraCache:
         self._entries: dict[str, tuple[Era, str]] = {}
 
     def get(self, key: str) -> tuple[Era, str] | None:
+        """The era and version remembered for a server, or None."""
         return self._entries.get(key)
 
     def remember(self, key: str, era: Era, version: str) -> None:
+        """Remember the era and version a server spoke, so the next connection skips the probe."""
         self._entries[key] = (era, version)
 
     def forget(self, key: str) -> None:
+        """Forget a server's era (it stopped answering in it); the next connection probes again."""
         self._entries.pop(key, None)
 
     def clear(self) -> None:
+        """Forget every server."""
         self._entries.clear()
 
 

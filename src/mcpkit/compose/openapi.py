@@ -65,6 +65,8 @@ class Route:
     path_params: bool | None = None
 
     def matches(self, op: Operation) -> bool:
+        """True when the operation passes every filter this rule sets (methods, path pattern,
+        tags, path parameters)."""
         if self.methods is not None and op.method.upper() not in {m.upper() for m in self.methods}:
             return False
         if self.pattern is not None and not re.search(self.pattern, op.path):
@@ -78,6 +80,8 @@ GET_AS_RESOURCES = (
     Route(kind="resource", methods={"GET"}, path_params=False),
     Route(kind="template", methods={"GET"}, path_params=True),
 )
+"""Route rules that map ``GET`` operations to resources (no path parameters) and resource
+templates (with path parameters) instead of tools; other operations stay tools."""
 
 
 @dataclass

@@ -145,6 +145,8 @@ class GatewayApp:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
+        """Run the gateway's lifespan (upstream connections, health checks, virtual servers)
+        for the duration of the block, without an ASGI server's lifespan events."""
         async with self.mcp.lifespan_context(), contextlib.AsyncExitStack() as endpoints:
             for _, endpoint in self.views.values():  # (the server's lifespan is shared)
                 await endpoints.enter_async_context(endpoint.lifespan_context())

@@ -137,6 +137,8 @@ RESERVED_PATHS = ("/metrics", "/livez", "/readyz", "/healthz")
 
 @dataclass(frozen=True)
 class GatewayConfig:
+    """A gateway's whole configuration, parsed and checked: upstreams, authentication, rules,
+    rate limits, virtual servers and the ``[gateway]`` table.  Frozen: a reload builds a new one."""
     upstreams: tuple[UpstreamConfig, ...]
     auth: AuthConfig = field(default_factory=AuthConfig)
     rules: tuple[Rule, ...] = ()
@@ -161,6 +163,7 @@ class GatewayConfig:
     guardrails: tuple[Any, ...] = field(default=(), compare=False)
 
     def view(self, name: str) -> VirtualServer | None:
+        """The virtual server (``[[server]]``) named ``name``, or None."""
         return next((v for v in self.servers if v.name == name), None)
 
     def result_cap(self, tool: str) -> int:
@@ -220,6 +223,7 @@ def _expand(value: str, where: str = "config") -> str:
 
 
 def load_config(path: str | Path) -> GatewayConfig:
+    """Read a gateway TOML file; any error is a :class:`ConfigError` naming the file and key."""
     file = Path(path)
     try:
         data = tomllib.loads(file.read_text())
@@ -252,6 +256,8 @@ def _expand_tree(value: Any, where: str) -> Any:
 
 
 def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayConfig:
+    """Check a parsed TOML document and build the config; ``${VAR}`` values are expanded once,
+    and relative paths resolve against ``base_dir``."""
     from .credentials import upstream_credentials
 
     data = _expand_tree(data, "")

@@ -78,6 +78,8 @@ ROUTED = (
 
 
 class GatewayServer(Server):
+    """The gateway as an MCP server: its handlers authorize, rate-limit, route to an upstream
+    and audit, so every transport and both eras serve it like any other server."""
     def __init__(self, config: GatewayConfig) -> None:
         super().__init__(config.name, "1.0.0", state=config.state)
         self.config = config
@@ -174,6 +176,7 @@ class GatewayServer(Server):
 
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: str = "modern") -> dict[str, Any]:
+        """The merge of the upstreams' capabilities: what some upstream offers, the front offers."""
         caps: dict[str, Any] = {"logging": {}}
         subscribe = False
         for upstream in self.upstreams:

@@ -168,6 +168,7 @@ class AppDocument:
     sandbox: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The view's description as the host page receives it."""
         return {"uri": self.uri, "csp": self.csp, "allow": self.allow,
                 "prefersBorder": self.prefers_border, "domain": self.domain,
                 "sandbox": self.sandbox}

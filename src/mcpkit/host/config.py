@@ -89,6 +89,7 @@ class ServerConfig:
         return line
 
     def target(self) -> str | list[str]:
+        """What the client connects to: the URL, or the command as an argv list."""
         return self.url if self.url else list(self.command)
 
 
@@ -108,6 +109,8 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class HostConfig:
+    """The host's configuration: servers, permissions, model and limits, from the common
+    ``mcpServers`` JSON shape (:func:`load_config`) or built in code."""
     servers: tuple[ServerConfig, ...] = ()
     default_permission: Permission = Permission.ASK
     server_permissions: dict[str, Permission] = field(default_factory=dict)
@@ -271,6 +274,8 @@ def _parse_model(raw: Any) -> ModelConfig | None:
 
 
 def parse_config(data: Any) -> HostConfig:
+    """Build a :class:`HostConfig` from an already parsed ``mcpServers`` document;
+    ``${VAR}`` values come from the environment."""
     if not isinstance(data, dict):
         raise ConfigError("the configuration must be a JSON object")
     raw_servers = data.get("mcpServers", data.get("servers", {}))
@@ -315,6 +320,7 @@ def parse_config(data: Any) -> HostConfig:
 
 
 def load_config(path: str | Path) -> HostConfig:
+    """Read an ``mcpServers`` JSON file; errors are a :class:`ConfigError` naming the file."""
     file = Path(path)
     try:
         data = json.loads(file.read_text(encoding="utf-8"))

@@ -58,6 +58,8 @@ class ConnectionCallbacks:
 
 
 class ServerConnection:
+    """One server's client with its lifecycle: connect, health checks, restarts with backoff,
+    and ``failed`` after too many crashes (see the module's description)."""
     def __init__(self, config: ServerConfig, callbacks: ConnectionCallbacks,
                  on_event: Callable[[str, dict[str, Any]], None], *,
                  health_interval: float = 10.0, max_restarts: int = 5,
@@ -87,6 +89,8 @@ class ServerConnection:
 
     # ------------------------------------------------------------------ facts
     def status(self) -> dict[str, Any]:
+        """This server's state for a status line or the page: state, error, transport, restarts,
+        era, version, server info, instructions and login state."""
         info = self.info
         return {
             "name": self.name, "state": self.state, "error": self.error,
@@ -241,6 +245,7 @@ class ServerConnection:
                 return
 
     def mark_dead(self, reason: str) -> None:
+        """Report the connection lost (``reason`` is shown); the supervisor restarts it."""
         if not self._dead.is_set():
             self._dead.set()
             if self.state == "ready":
@@ -262,6 +267,7 @@ class ServerConnection:
         self._set("stopped")
 
     async def wait_ready(self, timeout: float = 30.0) -> None:
+        """Wait until the server is ready; ``TimeoutError`` after ``timeout`` seconds."""
         with anyio.fail_after(timeout):
             while self.state != "ready":
                 await self._ready.wait()

@@ -73,15 +73,19 @@ class Interaction:
     """How the host reaches the person.  Override what your UI can ask."""
 
     async def consent(self, request: ConsentRequest) -> ConsentDecision | bool:
+        """Ask the person to approve a tool call. By default no one is there: refused."""
         return ConsentDecision(False, reason="no one is there to approve it")
 
     async def elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Ask the person for the form ``server`` requests. By default: declined."""
         return {"action": "decline"}
 
     async def elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Ask the person to open the URL ``server`` requests. By default: declined."""
         return {"action": "decline"}
 
     async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
+        """Ask the person whether ``server`` may use the model for this request. By default: no."""
         return False
 
     def login_url(self, server: str, url: str) -> None:
@@ -94,6 +98,8 @@ SamplingModel = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 class Host:
+    """Many servers, one isolated client each, with one policy and one audit trail; every tool
+    call goes through :meth:`call_tool` (see the module's description)."""
     def __init__(self, config: HostConfig | None = None, *,
                  interaction: Interaction | None = None, policy: Policy | None = None,
                  audit: AuditTrail | None = None, sampler: SamplingModel | None = None,
@@ -224,6 +230,7 @@ class Host:
         self.connection(name).restart()
 
     def remove_server(self, name: str) -> None:
+        """Stop a server and forget it, with the approvals and login remembered for it."""
         if self.untrusted.pop(name, None) is not None:
             self.emit("removed", {"server": name})
             return
@@ -235,6 +242,7 @@ class Host:
             self.emit("removed", {"server": name})
 
     def connection(self, name: str) -> ServerConnection:
+        """The connection of server ``name``; :class:`ServerUnavailable` if there is none."""
         try:
             return self.servers[name]
         except KeyError:
@@ -242,6 +250,8 @@ class Host:
 
     # ------------------------------------------------------------------ events
     def emit(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Send a host event (``kind``, ``data``) to every subscriber; a subscriber that is not
+        keeping up loses it rather than stalling the host."""
         for send in list(self._subscribers):
             try:
                 send.send_nowait((kind, dict(data)))
@@ -304,6 +314,7 @@ class Host:
         return out
 
     def tool(self, qualified_name: str) -> HostTool | None:
+        """The tool exposed as ``qualified_name`` (``server__tool``), as the last listing showed."""
         return self._index.get(qualified_name)
 
     def qualified(self, server: str, tool: str) -> str | None:
@@ -312,22 +323,27 @@ class Host:
         return found.qualified_name if found else None
 
     async def list_resources(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every server's resources, as ``(server name, resource)`` pairs."""
         found = await self._each(lambda conn: conn.use(lambda c: c.list_resources()))
         return [(name, dict(r)) for name, items in found for r in items]
 
     async def list_resource_templates(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every server's resource templates, as ``(server name, template)`` pairs."""
         found = await self._each(lambda conn: conn.use(lambda c: c.list_resource_templates()))
         return [(name, dict(r)) for name, items in found for r in items]
 
     async def list_prompts(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every server's prompts, as ``(server name, prompt)`` pairs."""
         found = await self._each(lambda conn: conn.use(lambda c: c.list_prompts()))
         return [(name, dict(p)) for name, items in found for p in items]
 
     async def read_resource(self, server: str, uri: str) -> ReadResourceResult:
+        """Read ``uri`` from the server named ``server``."""
         return await self.connection(server).use(lambda c: c.read_resource(uri))
 
     async def get_prompt(self, server: str, name: str,
                          arguments: Mapping[str, str] | None = None) -> GetPromptResult:
+        """Get prompt ``name`` from the server named ``server`` with ``arguments``."""
         return await self.connection(server).use(lambda c: c.get_prompt(name, arguments))
 
     async def complete_prompt_argument(self, server: str, prompt: str, argument: str,

@@ -32,6 +32,8 @@ __all__ = ["AuditEntry", "AuditTrail", "ConsentCallback", "ConsentDecision", "Co
 
 
 class Permission(enum.StrEnum):
+    """What happens when a tool is called: ``allow`` runs it, ``ask`` waits for a person's yes,
+    ``deny`` never reaches the server."""
     ALLOW = "allow"
     ASK = "ask"
     DENY = "deny"
@@ -68,15 +70,16 @@ class ConsentRequest:
 
 @dataclass(frozen=True)
 class ConsentDecision:
+    """A person's answer to a :class:`ConsentRequest`."""
     approved: bool
     #: Approve this tool (this exact definition) for the rest of the run.
     remember: bool = False
     reason: str = ""
 
 
-#: Returns a decision, or a plain bool.
 ConsentCallback = Callable[[ConsentRequest],
                            Awaitable[ConsentDecision | bool] | ConsentDecision | bool]
+"""Asks a person about a :class:`ConsentRequest`; returns a decision, or a plain bool."""
 
 
 class Policy:
@@ -92,28 +95,36 @@ class Policy:
         self._remembered: set[tuple[str, str, str]] = set()
 
     def set_server(self, server: str, permission: Permission) -> None:
+        """Set the permission for every tool of ``server`` that has none of its own."""
         self.servers[server] = Permission(permission)
 
     def set_tool(self, qualified_name: str, permission: Permission) -> None:
+        """Set the permission of one tool, by its namespaced name (``server__tool``)."""
         self.tools[qualified_name] = Permission(permission)
 
     def permission(self, server: str, qualified_name: str) -> Permission:
+        """The permission that applies to a tool: its own, else its server's, else the default."""
         if qualified_name in self.tools:
             return self.tools[qualified_name]
         return self.servers.get(server, self.default)
 
     def remember(self, server: str, tool: str, fingerprint: str) -> None:
+        """Approve this exact tool definition (by fingerprint) for the rest of the run."""
         self._remembered.add((server, tool, fingerprint))
 
     def remembered(self, server: str, tool: str, fingerprint: str) -> bool:
+        """True when this exact tool definition was approved earlier in the run."""
         return (server, tool, fingerprint) in self._remembered
 
     def forget_server(self, server: str) -> None:
+        """Drop every approval remembered for ``server`` (it restarted or changed)."""
         self._remembered = {r for r in self._remembered if r[0] != server}
 
 
 @dataclass(frozen=True)
 class AuditEntry:
+    """One line of the audit trail: what ran (a tool call, an answered input request, a
+    server launch), on which server, with whose approval and with what outcome."""
     time: float
     kind: str  # tool | elicitation | sampling | roots | server
     server: str
@@ -128,6 +139,7 @@ class AuditEntry:
     duration_ms: float | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The entry as one JSON object, without the fields that are None."""
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
@@ -144,6 +156,8 @@ class AuditTrail:
     def record(self, kind: str, server: str, name: str, *, origin: str, decision: str,
                by: str, arguments: dict[str, Any] | None = None, outcome: str = "",
                duration_ms: float | None = None) -> AuditEntry:
+        """Add an entry (arguments kept whole unless huge), append it to the JSONL file if there
+        is one, and pass it to ``on_entry``."""
         entry = AuditEntry(time.time(), kind, server, name, origin, decision, by,
                            _bounded(arguments), outcome, duration_ms)
         self.entries.append(entry)
@@ -157,6 +171,7 @@ class AuditTrail:
         return entry
 
     def for_tool(self, qualified_or_name: str) -> list[AuditEntry]:
+        """The entries of tool calls to ``qualified_or_name``, oldest first."""
         return [e for e in self.entries if e.kind == "tool" and e.name == qualified_or_name]
 
 

@@ -57,9 +57,12 @@ class TrustStore:
         return data if isinstance(data, dict) else {}
 
     def needs_trust(self, config: ServerConfig) -> bool:
+        """True when this launch (a stdio server's command, arguments, environment names and
+        cwd) has not been trusted by this user yet; URL servers need none."""
         return config.transport == "stdio" and trust_key(config) not in self._load()
 
     def trust(self, config: ServerConfig) -> None:
+        """Remember this exact launch as trusted (written atomically to the file)."""
         data = self._load()
         data[trust_key(config)] = {"command": config.describe(), "env": sorted(config.env),
                                    "cwd": config.cwd, "trustedAt": int(time.time())}

@@ -1,7 +1,7 @@
 """What the layers below the server need from it, as structural types.
 
 Transports and the runtime serve an MCP server without importing the server package
-(DESIGN.md: layers import only downward).  These protocols name exactly the surface they
+(docs/architecture.md: layers import only downward).  These protocols name exactly the surface they
 use; :class:`mcpkit.server.Server` satisfies them (checked by mypy where it is passed in).
 """
 

@@ -31,11 +31,14 @@ def _b64(data: bytes | str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Text:
+    """A text content block: ``{"type": "text", "text": ...}`` with optional
+    annotations and ``_meta``.  A tool returning a plain ``str`` gets one of these."""
     text: str
     annotations: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
+        """The content block as JSON."""
         out: dict[str, Any] = {"type": "text", "text": self.text}
         return _extras(out, self.annotations, self.meta)
 
@@ -91,6 +94,8 @@ class _Media:
     path: Any = None
 
     def to_wire(self) -> dict[str, Any]:
+        """The content block as JSON: the bytes in base64, the MIME type given, from the file
+        name, or sniffed from the bytes."""
         data, mime = _media(self.data, self.path, self.mime_type, self._DEFAULT_MIME)
         out: dict[str, Any] = {"type": self._KIND, "data": data, "mimeType": mime}
         return _extras(out, self.annotations, self.meta)
@@ -126,6 +131,7 @@ class EmbeddedResource:
     meta: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
+        """The content block as JSON: text, or the bytes in base64 as ``blob``."""
         resource: dict[str, Any] = {"uri": self.uri}
         if self.mime_type:
             resource["mimeType"] = self.mime_type
@@ -139,6 +145,8 @@ class EmbeddedResource:
 
 @dataclass(frozen=True, slots=True)
 class ResourceLink:
+    """A link to a resource (``type: resource_link``): the client may read the URI later,
+    unlike an embedded resource whose contents travel in the result."""
     uri: str
     name: str
     description: str | None = None
@@ -149,6 +157,7 @@ class ResourceLink:
     meta: dict[str, Any] | None = field(default=None)
 
     def to_wire(self) -> dict[str, Any]:
+        """The content block as JSON."""
         out: dict[str, Any] = {"type": "resource_link", "uri": self.uri, "name": self.name}
         if self.title:
             out["title"] = self.title

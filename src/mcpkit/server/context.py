@@ -177,15 +177,19 @@ class Context:
         await self.exchange.notify("notifications/message", params)
 
     async def debug(self, data: Any, logger: str | None = None) -> None:
+        """Send a ``debug`` log message to the client (see :meth:`log`)."""
         await self.log("debug", data, logger)
 
     async def info(self, data: Any, logger: str | None = None) -> None:
+        """Send an ``info`` log message to the client (see :meth:`log`)."""
         await self.log("info", data, logger)
 
     async def warning(self, data: Any, logger: str | None = None) -> None:
+        """Send a ``warning`` log message to the client (see :meth:`log`)."""
         await self.log("warning", data, logger)
 
     async def error(self, data: Any, logger: str | None = None) -> None:
+        """Send an ``error`` log message to the client (see :meth:`log`)."""
         await self.log("error", data, logger)
 
     # ----- input requests

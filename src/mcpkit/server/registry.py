@@ -61,6 +61,8 @@ class ToolResult:
         self.meta = meta
 
     def to_wire(self) -> dict[str, Any]:
+        """The ``tools/call`` result as JSON: content blocks (a JSON text block when only
+        structured content was given), ``structuredContent`` and ``isError``."""
         content = to_content_blocks(self.content)
         if not content and self.structured is not None:
             content = [{"type": "text", "text": json_text(self.structured)}]

@@ -200,7 +200,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         A plain ``def`` tool runs in a worker thread, so one that blocks (``requests.get``,
         a database driver, CPU work) never stalls other clients, as in Starlette, FastAPI,
         FastMCP and the SDK.  ``inline=True`` runs it on the event loop instead: much
-        cheaper (no thread hop; see the README for the measured cost), for a quick,
+        cheaper (no thread hop, ~11 µs of CPU per HTTP request against ~110 µs), for a quick,
         non-blocking function only.  ``async def`` tools always run on the loop.
 
         ``timeout`` (seconds): a call still running then is cancelled and answers with an
@@ -260,6 +260,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         log.warning("%s; the new one replaces it", text)
 
     def remove_tool(self, name: str) -> None:
+        """Unregister a tool; clients listening for changes are told the list changed."""
         if self.tools.pop(name, None) is not None:
             self._changed(TOOLS)
 
@@ -410,15 +411,19 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         self.bus.publish(ChangeEvent(kind))
 
     def notify_tools_changed(self) -> None:
+        """Tell listening clients, on every replica, that the tool list changed."""
         self._changed(TOOLS)
 
     def notify_prompts_changed(self) -> None:
+        """Tell listening clients the prompt list changed."""
         self._changed(PROMPTS)
 
     def notify_resources_changed(self) -> None:
+        """Tell listening clients the resource list changed."""
         self._changed(RESOURCES)
 
     def notify_resource_updated(self, uri: str) -> None:
+        """Tell the clients subscribed to ``uri`` that it changed."""
         self.bus.publish(ChangeEvent(RESOURCE_UPDATED, uri))
 
     # ------------------------------------------------------------------ capabilities
@@ -446,9 +451,9 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         return caps
 
     def has_capability(self, path: str) -> bool:
+        """Whether :meth:`capabilities` offers ``path``; built per request only when needed."""
         head = path.partition(".")[0]
         if type(self).capabilities is Server.capabilities and not self.mounts:
-            # The same answers as capabilities() gives, without building it per request.
             if head == "tools":
                 return bool(self.tools)
             if head == "prompts":
@@ -579,6 +584,7 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         return await self.dispatch(message, meta, NULL_EXCHANGE)
 
     def cached_list(self, kind: str, build: Callable[[], list[dict[str, Any]]]) -> list[Any]:
+        """The list of ``kind`` built once by ``build`` and kept until a registration changes it."""
         items = self._list_cache.get(kind)
         if items is None:
             items = self._list_cache[kind] = build()

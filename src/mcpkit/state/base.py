@@ -19,13 +19,18 @@ from ..types.codec import decode, encode
 
 
 class StateBackend(abc.ABC):
+    """Where shared state lives (memory, SQLite or Redis; :func:`open_backend` picks one by
+    URL): bytes under keys with expiry, ``cas`` for every read-modify-write, and pub/sub for
+    small events between processes."""
     url: str = ""
 
     @abc.abstractmethod
-    async def get(self, key: str) -> bytes | None: ...
+    async def get(self, key: str) -> bytes | None:
+        """The value under ``key``, or None when absent or expired."""
 
     @abc.abstractmethod
-    async def set(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...
+    async def set(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
+        """Store ``value`` under ``key``, expiring after ``ttl_s`` seconds (None: never)."""
 
     @abc.abstractmethod
     async def add(self, key: str, value: bytes, ttl_s: float | None = None) -> bool:
@@ -38,10 +43,12 @@ class StateBackend(abc.ABC):
         """Replace ``expected`` (None: absent) with ``value`` (None: delete) atomically."""
 
     @abc.abstractmethod
-    async def delete(self, key: str) -> bool: ...
+    async def delete(self, key: str) -> bool:
+        """Remove ``key``; True when it existed."""
 
     @abc.abstractmethod
-    async def publish(self, channel: str, data: bytes) -> None: ...
+    async def publish(self, channel: str, data: bytes) -> None:
+        """Send ``data`` to every subscriber of ``channel``, in any process."""
 
     @abc.abstractmethod
     def subscribe(
@@ -50,6 +57,7 @@ class StateBackend(abc.ABC):
         """Messages published on ``channel`` from now on, from any process."""
 
     async def aclose(self) -> None:
+        """Release connections and files; the backend is not used after this."""
         return None
 
     async def reap_expired(self, limit: int = 500) -> int:
@@ -70,10 +78,12 @@ class StateBackend(abc.ABC):
 
     # ---- JSON conveniences
     async def get_json(self, key: str) -> Any:
+        """The JSON value under ``key`` (decoded with the one codec), or None."""
         raw = await self.get(key)
         return None if raw is None else decode(raw)
 
     async def set_json(self, key: str, value: Any, ttl_s: float | None = None) -> None:
+        """Store a JSON value under ``key`` (encoded with the one codec)."""
         await self.set(key, encode(value), ttl_s)
 
     async def update_json(

@@ -31,7 +31,9 @@ from ..types.versions import EraChoice
 
 Transport = Literal["memory", "stdio", "http"]
 TRANSPORTS: tuple[Transport, ...] = ("memory", "stdio", "http")
+"""The transports :func:`connect` and the ``mcp_client`` fixture can run a server over."""
 ERAS = ("modern", "legacy")
+"""The protocol eras: ``modern`` (2026-07-28, stateless) and ``legacy`` (2025-11-25 sessions)."""
 
 
 def target_of(server: Server | str) -> str:

@@ -66,18 +66,22 @@ class ScriptedResponder:
 
     # ------------------------------------------------------------------ callbacks
     async def elicit(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The next scripted form answer (a bare dict means ``accept`` with that content)."""
         answer = self._next("elicitation", params)
         if "action" not in answer:
             answer = {"action": "accept", "content": answer}
         return answer
 
     async def elicit_url(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The next scripted URL-elicitation answer."""
         return self._next("url_elicitation", params)
 
     async def sample(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The next scripted sampling answer."""
         return self._next("sampling", params)
 
     async def list_roots(self) -> list[dict[str, Any]]:
+        """The scripted roots (recorded as a request, like the others)."""
         self.requests.append(("roots", {}))
         return list(self.roots or [])
 

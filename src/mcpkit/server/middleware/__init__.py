@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["CallNext", "Middleware", "build_chains"]
 
 CallNext = Callable[["Context"], Awaitable[dict[str, Any]]]
+"""What a middleware hook awaits to pass the request on: the next middleware, and after the
+last one the handler; it returns the result dict, which the hook may change."""
 
 #: Method -> the operation hook that wraps it (after ``on_request``).
 HOOKS: dict[str, str] = {
@@ -60,12 +62,16 @@ class Middleware:
         return await call_next(ctx)
 
     async def on_call_tool(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        """Around ``tools/call`` (``ctx.params['name']``, ``['arguments']``): change the params
+        before ``call_next``, the result after, or answer without calling it."""
         return await call_next(ctx)
 
     async def on_read_resource(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        """Around ``resources/read`` (``ctx.params['uri']``)."""
         return await call_next(ctx)
 
     async def on_get_prompt(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        """Around ``prompts/get`` (``ctx.params['name']``, ``['arguments']``)."""
         return await call_next(ctx)
 
     async def on_list_tools(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
@@ -73,15 +79,19 @@ class Middleware:
         return await call_next(ctx)
 
     async def on_list_resources(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        """May filter ``result['resources']`` (copy the list: the server caches it)."""
         return await call_next(ctx)
 
     async def on_list_resource_templates(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        """May filter ``result['resourceTemplates']`` (copy the list: the server caches it)."""
         return await call_next(ctx)
 
     async def on_list_prompts(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        """May filter ``result['prompts']`` (copy the list: the server caches it)."""
         return await call_next(ctx)
 
     async def on_complete(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        """Around ``completion/complete``."""
         return await call_next(ctx)
 
     async def on_notification(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:

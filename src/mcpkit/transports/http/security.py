@@ -4,7 +4,7 @@ A browser page on evil.example can resolve its own name to 127.0.0.1 and then ta
 local MCP server; the ``Host`` header still says evil.example.  So a server bound to
 loopback accepts only loopback host names (any port) unless told otherwise, and a present
 ``Origin`` must be a loopback origin or one explicitly allowed.  Decision (documented in
-the README): both rejections are HTTP 403 with a JSON-RPC error body (code -32600) that a
+docs/security.md): both rejections are HTTP 403 with a JSON-RPC error body (code -32600) that a
 client can display, rather than a bare text page.
 """
 

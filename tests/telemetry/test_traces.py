@@ -116,13 +116,21 @@ async def test_tools_call_is_one_trace_through_the_gateway(spans: Any, era: str)
         assert isinstance(attrs["server.port"], int)
         assert "error.type" not in attrs
         assert span.status.status_code != StatusCode.ERROR
-    for span in (gw_server, up_server):
-        attrs = dict(span.attributes or {})
-        assert attrs["jsonrpc.request.id"]
         if era == "legacy":
             assert attrs["mcp.session.id"]
         else:
             assert "mcp.session.id" not in attrs
+    # each hop's id is the one on its wire: the client's and the server's span agree
+    ids = [dict(s.attributes or {})["jsonrpc.request.id"] for s in
+           (top, gw_server, gw_client, up_server)]
+    assert all(isinstance(i, str) and i for i in ids)
+    assert ids[0] == ids[1] and ids[2] == ids[3]
+    # the legacy session ids name each hop's own session (front, upstream)
+    if era == "legacy":
+        sessions = [dict(s.attributes or {})["mcp.session.id"] for s in
+                    (top, gw_server, gw_client, up_server)]
+        assert sessions[0] == sessions[1] and sessions[2] == sessions[3]
+        assert sessions[0] != sessions[2]
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])

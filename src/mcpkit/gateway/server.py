@@ -34,7 +34,13 @@ from ..server.context import Context
 from ..server.exchange import Exchange
 from ..server.middleware import Middleware
 from ..server.middleware.telemetry import Telemetry
-from ..server.mrtr import InputRound, NeedInput, input_required_result
+from ..server.mrtr import (
+    InputRound,
+    NeedInput,
+    input_required_result,
+    opened_payload,
+    sealed_payload,
+)
 from ..server.notify import ChangeEvent
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
@@ -538,7 +544,7 @@ class GatewayServer(Server):
         token = params.get("requestState")
         if token is not None:
             try:
-                opened = self.keyring.open(token, binding)
+                opened = opened_payload(self.keyring.open(token, binding))
             except InvalidState as exc:
                 raise invalid_params(f"Invalid requestState: {exc}") from None
             responses.update(opened.get("r") or {})
@@ -553,7 +559,7 @@ class GatewayServer(Server):
     def _input_required(
         self, need: NeedInput, binding: str, responses: dict[str, Any]
     ) -> dict[str, Any]:
-        sealed = self.keyring.seal({"r": responses}, binding)
+        sealed = self.keyring.seal(sealed_payload({"r": responses}), binding)
         return input_required_result(need.requests, sealed)
 
     def _retag(self, upstream: AnyUpstream, result: dict[str, Any]) -> dict[str, Any]:

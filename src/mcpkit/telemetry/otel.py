@@ -181,6 +181,27 @@ def inject() -> dict[str, str]:
     return {k: v for k, v in carrier.items() if k in TRACE_KEYS}
 
 
+def traceparent(span_context: Any) -> str:
+    """A span context as a W3C ``traceparent`` value (to be sealed and linked later)."""
+    return (f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-"
+            f"{int(span_context.trace_flags):02x}")
+
+
+def link_to(value: str, attributes: Mapping[str, Any]) -> Any:
+    """A link to the span a ``traceparent`` value names, or None if it is malformed."""
+    parts = value.split("-")
+    if len(parts) != 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
+        return None
+    otel = api()
+    try:
+        context = otel.trace.SpanContext(
+            int(parts[1], 16), int(parts[2], 16), is_remote=True,
+            trace_flags=otel.trace.TraceFlags(int(parts[3], 16) & 0xFF))
+    except ValueError:
+        return None
+    return otel.trace.Link(context, attributes) if context.is_valid else None
+
+
 def fail(span: Any, error_type: str, message: str | None = None, code: Any = None) -> None:
     """Mark ``span`` failed as the conventions say: ``error.type``, status ERROR with the
     JSON-RPC error message, ``rpc.response.status_code`` when there is a code."""

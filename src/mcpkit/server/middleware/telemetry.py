@@ -12,6 +12,13 @@ installed whenever ``opentelemetry-api`` is importable: the API is a common tran
 dependency, and making a span current means entering a context, so this middleware
 ``waits`` and a server that has it loses the inline fast path for plain ``def`` tools.
 
+MRTR rounds (2026-07-28) are linked: the span of a round that ends in an
+``input_required`` result seals its ``traceparent`` into the ``requestState``, and the span
+of the retry carrying that state links back to it (attribute ``mcpkit.link`` =
+``previous_round``), on whichever replica each round lands.  The link is added once the
+state is opened (OpenTelemetry allows links after a span starts), so a request that is not
+an MRTR retry pays nothing for it.
+
 A task-backed ``tools/call`` runs this chain inside the task's background work: that span
 is an INTERNAL one in a trace of its own, *linked* to the call that created it (the
 client span), since it outlives that call.  Tasks are also counted:
@@ -29,12 +36,15 @@ import anyio
 
 from ...telemetry import otel
 from ...types.errors import McpError
+from ..mrtr import ROUND_SPAN, RoundSpan
 from . import CallNext, Middleware
 
 if TYPE_CHECKING:
     from ..context import Context
 
 __all__ = ["Telemetry"]
+
+_PREVIOUS_ROUND = {"mcpkit.link": "previous_round"}
 
 
 class Telemetry(Middleware):
@@ -92,6 +102,10 @@ class Telemetry(Middleware):
                 kind=trace.SpanKind.SERVER, attributes=attrs)
             active = trace.set_span_in_context(span, remote)
         token = api.context.attach(active)
+        modern = ctx.meta.era == "modern"
+        if modern:  # an MRTR round seals this span's traceparent for the next one to link
+            rounds = RoundSpan(otel.traceparent(span.get_span_context()))
+            round_token = ROUND_SPAN.set(rounds)
         error_type: str | None = None
         status = "failed"
         if task is not None:
@@ -115,6 +129,12 @@ class Telemetry(Middleware):
             otel.fail(span, error_type, str(exc) or None)
             raise
         finally:
+            if modern:
+                ROUND_SPAN.reset(round_token)
+                if rounds.previous is not None:
+                    link = otel.link_to(rounds.previous, _PREVIOUS_ROUND)
+                    if link is not None:
+                        span.add_link(link.context, link.attributes)
             api.server_duration.record(otel.now() - started,
                                        otel.metric_attributes(attrs, error_type))
             if task is not None:

@@ -50,3 +50,33 @@ async def test_durations_and_listeners(spans: Any, metric_reader: Any) -> None:
                  and p.attributes.get("mcp.method.name") == "tools/call"]
         assert calls and sum(p.count for p in calls) >= 1, name
         assert all("error.type" not in p.attributes for p in calls)
+
+
+async def test_legacy_sessions_gauge(spans: Any, metric_reader: Any) -> None:
+    """Initialized 2025-11-25 sessions, counted at collection time: a legacy client's
+    session counts while it is open and stops counting once the client ends it (DELETE);
+    a modern client opens none."""
+    server = Server("sessions", middleware=[Telemetry()])
+
+    @server.tool
+    def ping() -> str:
+        return "pong"
+
+    def sessions() -> float:
+        found = [p.value for p in points(metric_reader, "mcpkit.server.sessions.active")
+                 if p.attributes.get("mcp.protocol.version") == "2025-11-25"]
+        return found[-1] if found else 0
+
+    async with serve_http(server) as url:
+        before = sessions()
+        async with Client(url, era="modern", era_cache=EraCache()) as modern:
+            await modern.call_tool("ping")
+            assert sessions() == before
+            async with Client(url, era="legacy", era_cache=EraCache()) as a, \
+                    Client(url, era="legacy", era_cache=EraCache()) as b:
+                await a.call_tool("ping")
+                await b.call_tool("ping")
+                assert sessions() == before + 2
+            with anyio.fail_after(10):
+                while sessions() != before:
+                    await anyio.sleep(0.02)

@@ -24,16 +24,19 @@ is an INTERNAL one in a trace of its own, *linked* to the call that created it (
 client span), since it outlives that call.  Tasks are also counted:
 ``mcpkit.server.tasks.active`` (working now) and ``mcpkit.server.tasks.finished`` by
 ``mcpkit.task.status`` (``completed``, ``failed``, ``cancelled``); open change streams as
-``mcpkit.server.listeners.active`` (observed at collection time, free per request).
+``mcpkit.server.listeners.active`` and initialized legacy sessions as
+``mcpkit.server.sessions.active`` (both observed at collection time, free per request).
 """
 
 from __future__ import annotations
 
 import weakref
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ...runtime.legacy_session import live_legacy_sessions
 from ...telemetry import otel
 from ...types.errors import McpError
 from ..mrtr import ROUND_SPAN, RoundSpan
@@ -54,23 +57,13 @@ class Telemetry(Middleware):
 
     def __init__(self) -> None:
         self._otel = otel.api()  # fail now, with the extra's name, not on a request
-        #: Servers seen, for the listeners gauge (read at collection time, not per request).
-        self._servers: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._otel.meter.create_observable_up_down_counter(
-            "mcpkit.server.listeners.active", [self._observe_listeners], unit="{stream}",
-            description="Open change-notification streams: subscriptions/listen streams "
-            "and the standalone streams of 2025-11-25 sessions.")
-
-    def _observe_listeners(self, options: Any) -> list[Any]:
-        observation = self._otel.metrics.Observation
-        return [observation(server.bus.listener_count, {"mcpkit.server.name": server.info["name"]})
-                for server in list(self._servers)]
+        _register_gauges(self._otel)
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         if not otel.recording():  # only the API: every span would be a no-op
             return await call_next(ctx)
-        if ctx.server not in self._servers:
-            self._servers.add(ctx.server)
+        if ctx.server not in _SERVERS:
+            _SERVERS.add(ctx.server)
         api = self._otel
         trace = api.trace
         params = ctx.params
@@ -142,6 +135,42 @@ class Telemetry(Middleware):
                 api.tasks_finished.add(1, {"mcpkit.task.status": status})
             span.end()
             api.context.detach(token)
+
+
+#: Servers that traced a request, for the listeners gauge (read at collection time).
+_SERVERS: weakref.WeakSet[Any] = weakref.WeakSet()
+#: Protocol versions of legacy sessions seen so far: each reports 0 once its last closes.
+_SESSION_VERSIONS: set[str] = set()
+_gauges: list[Any] = []
+
+
+def _register_gauges(api: Any) -> None:
+    """The gauges, once per process: a meter keeps the first instrument of a name and
+    ignores the callbacks of later ones, so one callback covers every server."""
+    if _gauges:
+        return
+    _gauges.append(api.meter.create_observable_up_down_counter(
+        "mcpkit.server.listeners.active", [_observe_listeners], unit="{stream}",
+        description="Open change-notification streams: subscriptions/listen streams "
+        "and the standalone streams of 2025-11-25 sessions."))
+    _gauges.append(api.meter.create_observable_up_down_counter(
+        "mcpkit.server.sessions.active", [_observe_sessions], unit="{session}",
+        description="Initialized legacy (2025-11-25 and older) sessions held by this "
+        "process, by mcp.protocol.version (2026-07-28 has no sessions)."))
+
+
+def _observe_listeners(options: Any) -> list[Any]:
+    observation = otel.api().metrics.Observation
+    return [observation(server.bus.listener_count, {"mcpkit.server.name": server.info["name"]})
+            for server in list(_SERVERS)]
+
+
+def _observe_sessions(options: Any) -> list[Any]:
+    counts = Counter(session.protocol_version for session in live_legacy_sessions())
+    _SESSION_VERSIONS.update(counts)
+    observation = otel.api().metrics.Observation
+    return [observation(counts.get(version, 0), {"mcp.protocol.version": version})
+            for version in sorted(_SESSION_VERSIONS)]
 
 
 def _host(value: str | None) -> tuple[str | None, int | None]:

@@ -269,3 +269,26 @@ async def test_the_handshake_has_its_client_and_server_span(spans: Any, era: str
     server = only(finished, method, SpanKind.SERVER)
     assert parent_of(server) == client.context.span_id
     assert server.attributes["mcp.method.name"] == method
+
+
+async def test_task_through_the_gateway_links_to_the_calls_trace(spans: Any) -> None:
+    """A task-backed call through the gateway (modern both sides): the upstream's
+    background span links to the gateway's CLIENT span, which is in the caller's trace."""
+    async with stack("modern") as url, Client(url, era="modern", era_cache=EraCache(),
+                                              tasks=True) as client:
+        spans.clear()
+        task = await client.start_tool_task("slow", {"text": "hi"})
+        result = await task  # type: ignore[misc]
+        assert result["content"][0]["text"] == "HI"
+    finished = list(spans.get_finished_spans())
+    top = only([s for s in finished if s.parent is None and s.kind == SpanKind.CLIENT],
+               "tools/call slow", SpanKind.CLIENT)
+    trace = by_trace(finished, top)
+    gw_server = only([s for s in trace if parent_of(s) == top.context.span_id],
+                     "tools/call slow", SpanKind.SERVER)
+    gw_client = only([s for s in trace if parent_of(s) == gw_server.context.span_id],
+                     "tools/call slow", SpanKind.CLIENT)
+    work = only(finished, "tools/call slow task", SpanKind.INTERNAL)
+    assert work.parent is None and work.context.trace_id != top.context.trace_id
+    assert [link.context.span_id for link in work.links] == [gw_client.context.span_id]
+    assert [link.context.trace_id for link in work.links] == [top.context.trace_id]

@@ -9,8 +9,12 @@ forwarding upstream) parents its CLIENT span on it.
 
 Opt-in (``Server(middleware=[Telemetry()])``, or ``mcpkit serve --otel``) rather than
 installed whenever ``opentelemetry-api`` is importable: the API is a common transitive
-dependency, and making a span current means entering a context, so this middleware
-``waits`` and a server that has it loses the inline fast path for plain ``def`` tools.
+dependency, and making a span current means entering a context, so while a provider
+records this middleware ``waits`` and its server loses the inline fast path for plain
+``def`` tools.  With only the API (no SDK set up when it is made) it passes requests
+through and does not wait, so it costs one provider check a request; if an SDK is set up
+later, the first traced request turns ``waits`` on for the server (that one ``tools/call``
+goes untraced, as it may be running on the one-step path).
 
 MRTR rounds (2026-07-28) are linked: the span of a round that ends in an
 ``input_required`` result seals its ``traceparent`` into the ``requestState``, and the span
@@ -40,7 +44,7 @@ from ...runtime.legacy_session import live_legacy_sessions
 from ...telemetry import otel
 from ...types.errors import McpError
 from ..mrtr import ROUND_SPAN, RoundSpan
-from . import CallNext, Middleware
+from . import CallNext, Middleware, keeps_fast_path
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -53,17 +57,26 @@ _PREVIOUS_ROUND = {"mcpkit.link": "previous_round"}
 class Telemetry(Middleware):
     """A SERVER span and a duration measurement per request (needs the ``otel`` extra)."""
 
-    waits = True  # it enters a context (see the module docstring)
-
     def __init__(self) -> None:
         self._otel = otel.api()  # fail now, with the extra's name, not on a request
         _register_gauges(self._otel)
+        #: It enters a context when it records (see the module docstring); with only the
+        #: API it passes requests through and keeps the servers' one-step path.
+        self.waits = otel.recording()
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         if not otel.recording():  # only the API: every span would be a no-op
             return await call_next(ctx)
-        if ctx.server not in _SERVERS:
-            _SERVERS.add(ctx.server)
+        server = ctx.server
+        if server.inline_calls and self in server.middleware:
+            # An SDK was set up after this server built its chains: from now on it waits,
+            # and this call, which may be running on the one-step path, goes untraced.
+            self.waits = True
+            server.inline_calls = keeps_fast_path("tools/call", server.middleware)
+            if ctx.method == "tools/call":
+                return await call_next(ctx)
+        if server not in _SERVERS:
+            _SERVERS.add(server)
         api = self._otel
         trace = api.trace
         params = ctx.params

@@ -41,6 +41,8 @@ async def main() -> None:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         trace.set_tracer_provider(provider)
+        assert otel.recording() is False  # looked at again at most once a second
+        otel.recheck()
         assert otel.recording() is True
         for n in range(3):
             result = await client.call_tool("add", {"a": n, "b": 1})

@@ -75,8 +75,9 @@ def main() -> None:
     parser.add_argument("--base", help="a base tree (e.g. a git archive) for 'before'")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--modes", default="http-call,stdio")
+    parser.add_argument("--first", type=int, help="only the first N configurations")
     args = parser.parse_args()
-    configs = configurations(args.no_otel_python, args.api_python, args.base)
+    configs = configurations(args.no_otel_python, args.api_python, args.base)[:args.first]
     modes = args.modes.split(",")
     figures: dict[tuple[str, str], list[float]] = {}
     for round_ in range(args.rounds):

@@ -6,8 +6,9 @@ names it as the parent of the server's span, and is ended when the answer arrive
 MRTR round is its own request and its own span; a round that answers an ``input_required``
 result (it carries ``inputResponses`` or ``requestState``) is *linked* to the span of the
 round before it in the same task, so a trace viewer shows the rounds as one conversation.
-``jsonrpc.request.id`` is the id the transport minted for the request (the last one, after
-a retry): each transport numbers its own requests, so the span collects it through
+``jsonrpc.request.id`` is the id the transport minted for the request (the first one, if
+it was retried; a request sent from a callback while this one waits is not it): each
+transport numbers its own requests, so the span collects it through
 :data:`~mcpkit.protocol.correlation.SENT_IDS` rather than choosing it.
 """
 
@@ -75,7 +76,7 @@ async def traced(
     finally:
         SENT_IDS.reset(sink)
         if sent:
-            span.set_attribute("jsonrpc.request.id", str(sent[-1]))
+            span.set_attribute("jsonrpc.request.id", str(sent[0]))
         api.client_duration.record(otel.now() - started,
                                    otel.metric_attributes(attrs, error_type))
         span.end()

@@ -18,7 +18,7 @@ from typing import Any, TypeGuard
 from ..types.extras import available as _importable
 from ..types.extras import require
 
-#: The conventions this module follows (cited in the README).
+#: The conventions this module follows (cited in docs/observability.md).
 SEMCONV = "OpenTelemetry semantic-conventions-genai v0.1.0, docs/gen-ai/mcp.md"
 TRACE_KEYS = ("traceparent", "tracestate", "baggage")
 #: Methods whose span name carries ``params.name`` as its low-cardinality target.

@@ -183,3 +183,35 @@ async def test_host_traces_its_calls_and_logs_json_with_their_ids(tmp_path: Path
     assert all(line["trace_id"] == host_span.trace_id.hex() for line in in_call)
     assert any(line["logger"] == "httpx" and f"POST {url}" in line["message"]
                for line in in_call)
+
+
+def gauge(rx: Receiver, name: str, version: str) -> float | None:
+    """The latest exported value of ``name`` for ``mcp.protocol.version=version``."""
+    with rx.lock:
+        requests = list(rx.metrics)
+    value = None
+    for request in requests:
+        for rm in request.resource_metrics:
+            for sm in rm.scope_metrics:
+                for metric in sm.metrics:
+                    if metric.name != name:
+                        continue
+                    points = metric.sum.data_points or metric.gauge.data_points
+                    for point in points:
+                        attrs = {a.key: a.value.string_value for a in point.attributes}
+                        if attrs.get("mcp.protocol.version") == version:
+                            value = point.as_int or point.as_double
+    return value
+
+
+async def test_stdio_server_exports_its_legacy_session(tmp_path: Path, spans: Any) -> None:
+    """``mcpkit serve --otel`` over stdio: its one legacy session is in the sessions gauge
+    it exports while a legacy client holds it."""
+    with Receiver() as rx:
+        env = otel_env(rx, "otel-stdio")
+        async with Client([sys.executable, "-m", "mcpkit", "serve", str(CALC), "--otel"],
+                          era="legacy", era_cache=EraCache(), env=env) as client:
+            result = await client.call_tool("add", {"a": 1, "b": 1})
+            assert result["content"][0]["text"] == "2"
+            wait_for(lambda: gauge(rx, "mcpkit.server.sessions.active", "2025-11-25") == 1,
+                     "the sessions gauge at 1")

@@ -9,7 +9,8 @@ Variants for A/B runs (``python -m bench --only variants``, see bench/variants.p
 MCPKIT_BENCH_MIDDLEWARE=N adds N middlewares that pass every request on unchanged
 (declared ``waits = False`` with MCPKIT_BENCH_MIDDLEWARE_WAITS=0);
 MCPKIT_BENCH_OTEL=api adds the OpenTelemetry span middleware with no SDK configured,
-MCPKIT_BENCH_OTEL=sdk with the SDK and a batch processor (exporter discarding);
+MCPKIT_BENCH_OTEL=sdk with the SDK and a batch processor (exporter discarding),
+MCPKIT_BENCH_OTEL=sdk-metrics also with the SDK's meter provider (an in-memory reader);
 MCPKIT_BENCH_THREADED=1 registers the plain ``def`` echo without ``inline=True``, i.e. in
 a worker thread (mcpkit's default for a plain ``def``); otherwise it runs inline.
 """
@@ -39,7 +40,7 @@ _OTEL = os.environ.get("MCPKIT_BENCH_OTEL")
 if _OTEL:  # "api": the span middleware, no SDK (no-op tracer); "sdk": SDK + batch processor
     from mcpkit.server.middleware.telemetry import Telemetry
 
-    if _OTEL == "sdk":
+    if _OTEL in ("sdk", "sdk-metrics"):
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import (
@@ -57,6 +58,12 @@ if _OTEL:  # "api": the span middleware, no SDK (no-op tracer); "sdk": SDK + bat
         provider = TracerProvider()
         provider.add_span_processor(BatchSpanProcessor(Discard()))
         trace.set_tracer_provider(provider)
+    if _OTEL == "sdk-metrics":  # also the meters, as --otel sets them up (exporting nowhere)
+        from opentelemetry import metrics
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+        metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
     server.add_middleware(Telemetry())
 
 

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from mcpkit.telemetry import set_client_default
+from mcpkit.telemetry import otel, set_client_default
 
 _EXPORTER = InMemorySpanExporter()
 _READER = InMemoryMetricReader()
@@ -34,6 +34,7 @@ def otel_providers() -> tuple[InMemorySpanExporter, InMemoryMetricReader]:
     provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
     trace.set_tracer_provider(provider)
     metrics.set_meter_provider(MeterProvider(metric_readers=[_READER]))
+    otel.recheck()  # an earlier test of the session may have found no provider
     return _EXPORTER, _READER
 
 

@@ -60,7 +60,7 @@ def redis_url() -> Any:
         yield f"redis://127.0.0.1:{port}/0"
 
 
-async def test_task_queue_depth(metric_reader: Any, redis_url: str) -> None:
+async def test_task_queue_depth(spans: Any, metric_reader: Any, redis_url: str) -> None:
     """A replica that queues task work for ``mcpkit worker`` processes reports how many
     tasks wait in the queue (no worker runs here, so every task waits)."""
     server = Server("queueing", state=redis_url, middleware=[Telemetry(queue_sample_s=0.05)])
@@ -84,3 +84,33 @@ async def test_task_queue_depth(metric_reader: Any, redis_url: str) -> None:
             while queued("waiting") != 3:
                 await anyio.sleep(0.05)
         assert queued("running") == 0
+
+
+async def test_legacy_sessions_gauge(spans: Any, metric_reader: Any) -> None:
+    """Initialized 2025-11-25 sessions, counted at collection time: a legacy client's
+    session counts while it is open and stops counting once the client ends it (DELETE);
+    a modern client opens none."""
+    server = Server("sessions", middleware=[Telemetry()])
+
+    @server.tool
+    def ping() -> str:
+        return "pong"
+
+    def sessions() -> float:
+        found = [p.value for p in points(metric_reader, "mcpkit.server.sessions.active")
+                 if p.attributes.get("mcp.protocol.version") == "2025-11-25"]
+        return found[-1] if found else 0
+
+    async with serve_http(server) as url:
+        before = sessions()
+        async with Client(url, era="modern", era_cache=EraCache()) as modern:
+            await modern.call_tool("ping")
+            assert sessions() == before
+            async with Client(url, era="legacy", era_cache=EraCache()) as a, \
+                    Client(url, era="legacy", era_cache=EraCache()) as b:
+                await a.call_tool("ping")
+                await b.call_tool("ping")
+                assert sessions() == before + 2
+            with anyio.fail_after(10):
+                while sessions() != before:
+                    await anyio.sleep(0.02)

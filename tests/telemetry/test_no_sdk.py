@@ -1,5 +1,6 @@
 """With only the OpenTelemetry API (no SDK provider set), the middleware and the client
-pass requests through: nothing is recorded, nothing breaks.  A fresh interpreter, since
+pass requests through: nothing is recorded, nothing breaks, and the server keeps its
+one-step path for plain ``def`` tools until an SDK is set up.  A fresh interpreter, since
 this test folder installs SDK providers in its own process."""
 
 from __future__ import annotations
@@ -9,6 +10,11 @@ import sys
 
 SCRIPT = """
 import anyio
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
 from mcpkit import Server
 from mcpkit.client import Client
 from mcpkit.server.middleware.telemetry import Telemetry
@@ -20,19 +26,33 @@ server = Server("s", middleware=[Telemetry()])
 def add(a: int, b: int) -> int:
     return a + b
 
+exporter = InMemorySpanExporter()
+
+def served() -> list[str]:
+    return [s.name for s in exporter.get_finished_spans() if s.kind == trace.SpanKind.SERVER]
+
 async def main() -> None:
     async with Client(server, telemetry=True) as client:
         result = await client.call_tool("add", {"a": 1, "b": 2})
         assert result["content"][0]["text"] == "3", result
-        broken = await client.request("tools/list")
-        assert broken["tools"]
+        assert (await client.request("tools/list"))["tools"]
+        # An SDK set up after the server was built: the first call turns waiting on
+        # and goes untraced (it may be on the one-step path), the later ones are traced.
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        assert otel.recording() is False  # looked at again at most once a second
+        otel.recheck()
+        assert otel.recording() is True
+        for n in range(3):
+            result = await client.call_tool("add", {"a": n, "b": 1})
+            assert result["content"][0]["text"] == str(n + 1), result
+        assert not server.inline_calls
+        assert served() == ["tools/call add", "tools/call add"], served()
 
 assert otel.recording() is False
+assert server.inline_calls  # with only the API it keeps the one-step path
 anyio.run(main)
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-trace.set_tracer_provider(TracerProvider())
-assert otel.recording() is True
 print("ok")
 """
 

@@ -138,3 +138,80 @@ async def test_serve_metrics_is_prometheus_text(tmp_path: Path, spans: Any) -> N
              and 'mcp_method_name="tools/call"' in line and 'gen_ai_tool_name="add"' in line]
     assert len(count) == 1, reply.text
     assert float(count[0].rsplit(" ", 1)[1]) == 2.0
+
+
+async def test_host_traces_its_calls_and_logs_json_with_their_ids(tmp_path: Path,
+                                                                  spans: Any) -> None:
+    """``mcpkit host --otel --log-format json``: its CLIENT span of a ``/call`` and the
+    upstream's SERVER span form one trace, and the host's log lines are JSON, those logged
+    while that span was current (httpx's request line) stamped with its ids."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    config = tmp_path / "host.json"
+    config.write_text(json.dumps({"mcpServers": {"calc": {"url": url}}}))
+    with Receiver() as rx, process(["serve", str(CALC), "--http", "--port", str(port),
+                                    "--otel"], otel_env(rx, "otel-upstream"),
+                                   tmp_path / "upstream.log", url):
+        env = otel_env(rx, "otel-host")
+        env["HOME"] = str(tmp_path)  # the host's trust and token files
+        run = subprocess.run(
+            [sys.executable, "-m", "mcpkit", "host", "--config", str(config), "--otel",
+             "--log-format", "json", "--log-level", "info"],
+            input='/call calc__add {"a": 2, "b": 3}\n/quit\n', capture_output=True,
+            text=True, env=env, cwd=tmp_path, timeout=90)
+        assert run.returncode == 0, run.stderr
+        assert "5" in run.stdout
+
+        def call_spans() -> dict[tuple[str, int], Any] | None:
+            found = {(svc, s.kind): s for svc, s in rx.spans() if s.name == "tools/call add"}
+            return found if len(found) == 2 else None
+
+        found = wait_for(call_spans, "the host's and the upstream's spans")
+    host_span = found["otel-host", ProtoSpan.SPAN_KIND_CLIENT]
+    up_span = found["otel-upstream", ProtoSpan.SPAN_KIND_SERVER]
+    assert up_span.trace_id == host_span.trace_id
+    assert up_span.parent_span_id == host_span.span_id
+    host_attrs = {a.key: a.value for a in host_span.attributes}
+    assert host_attrs["server.port"].int_value == port
+    assert host_attrs["jsonrpc.request.id"].string_value
+
+    lines = [json.loads(line) for line in run.stderr.splitlines() if line.strip()]
+    assert lines, "no log lines at --log-level info"
+    assert all({"time", "level", "logger", "message"} <= line.keys() for line in lines)
+    in_call = [line for line in lines if line.get("span_id") == host_span.span_id.hex()]
+    assert in_call, lines
+    assert all(line["trace_id"] == host_span.trace_id.hex() for line in in_call)
+    assert any(line["logger"] == "httpx" and f"POST {url}" in line["message"]
+               for line in in_call)
+
+
+def gauge(rx: Receiver, name: str, version: str) -> float | None:
+    """The latest exported value of ``name`` for ``mcp.protocol.version=version``."""
+    with rx.lock:
+        requests = list(rx.metrics)
+    value = None
+    for request in requests:
+        for rm in request.resource_metrics:
+            for sm in rm.scope_metrics:
+                for metric in sm.metrics:
+                    if metric.name != name:
+                        continue
+                    points = metric.sum.data_points or metric.gauge.data_points
+                    for point in points:
+                        attrs = {a.key: a.value.string_value for a in point.attributes}
+                        if attrs.get("mcp.protocol.version") == version:
+                            value = point.as_int or point.as_double
+    return value
+
+
+async def test_stdio_server_exports_its_legacy_session(tmp_path: Path, spans: Any) -> None:
+    """``mcpkit serve --otel`` over stdio: its one legacy session is in the sessions gauge
+    it exports while a legacy client holds it."""
+    with Receiver() as rx:
+        env = otel_env(rx, "otel-stdio")
+        async with Client([sys.executable, "-m", "mcpkit", "serve", str(CALC), "--otel"],
+                          era="legacy", era_cache=EraCache(), env=env) as client:
+            result = await client.call_tool("add", {"a": 1, "b": 1})
+            assert result["content"][0]["text"] == "2"
+            wait_for(lambda: gauge(rx, "mcpkit.server.sessions.active", "2025-11-25") == 1,
+                     "the sessions gauge at 1")

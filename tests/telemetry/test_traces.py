@@ -116,13 +116,21 @@ async def test_tools_call_is_one_trace_through_the_gateway(spans: Any, era: str)
         assert isinstance(attrs["server.port"], int)
         assert "error.type" not in attrs
         assert span.status.status_code != StatusCode.ERROR
-    for span in (gw_server, up_server):
-        attrs = dict(span.attributes or {})
-        assert attrs["jsonrpc.request.id"]
         if era == "legacy":
             assert attrs["mcp.session.id"]
         else:
             assert "mcp.session.id" not in attrs
+    # each hop's id is the one on its wire: the client's and the server's span agree
+    ids = [dict(s.attributes or {})["jsonrpc.request.id"] for s in
+           (top, gw_server, gw_client, up_server)]
+    assert all(isinstance(i, str) and i for i in ids)
+    assert ids[0] == ids[1] and ids[2] == ids[3]
+    # the legacy session ids name each hop's own session (front, upstream)
+    if era == "legacy":
+        sessions = [dict(s.attributes or {})["mcp.session.id"] for s in
+                    (top, gw_server, gw_client, up_server)]
+        assert sessions[0] == sessions[1] and sessions[2] == sessions[3]
+        assert sessions[0] != sessions[2]
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
@@ -152,10 +160,23 @@ async def test_jsonrpc_error_sets_error_type_and_status(spans: Any) -> None:
         assert "nope" in (span.status.description or "")
 
 
-async def test_mrtr_rounds_are_linked(spans: Any) -> None:
-    async def accept(params: dict[str, Any]) -> dict[str, Any]:
-        return {"action": "accept", "content": {"ok": True}}
+async def accept(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"ok": True}}
 
+
+def rounds_of(finished: list[ReadableSpan], kind: SpanKind) -> list[ReadableSpan]:
+    return sorted((s for s in finished if s.name == "tools/call confirm" and s.kind == kind),
+                  key=lambda s: s.start_time or 0)
+
+
+def assert_linked(first: ReadableSpan, second: ReadableSpan) -> None:
+    """``second`` (the retry) links to ``first`` as its previous round, and only to it."""
+    assert not first.links
+    assert [(link.context.span_id, dict(link.attributes or {})) for link in second.links] == [
+        (first.context.span_id, {"mcpkit.link": "previous_round"})]
+
+
+async def test_mrtr_rounds_are_linked(spans: Any) -> None:
     server = make_upstream()
     async with serve_http(server) as url, Client(url, era_cache=EraCache(),
                                                  elicitation=accept) as client:
@@ -163,16 +184,42 @@ async def test_mrtr_rounds_are_linked(spans: Any) -> None:
         result = await client.call_tool("confirm")
         assert result["content"][0]["text"] == "yes"
     finished = list(spans.get_finished_spans())
-    rounds = sorted((s for s in finished if s.name == "tools/call confirm"
-                     and s.kind == SpanKind.CLIENT), key=lambda s: s.start_time or 0)
+    rounds = rounds_of(finished, SpanKind.CLIENT)
     assert len(rounds) == 2
-    first, second = rounds
-    assert not first.links
-    assert [link.context.span_id for link in second.links] == [first.context.span_id]
-    servers = [s for s in finished if s.name == "tools/call confirm"
-               and s.kind == SpanKind.SERVER]
-    assert sorted(parent_of(s) for s in servers) == sorted(
-        r.context.span_id for r in rounds)  # each round's server span under its client span
+    assert_linked(*rounds)
+    servers = rounds_of(finished, SpanKind.SERVER)
+    # each round's server span under its client span
+    assert [parent_of(s) for s in servers] == [r.context.span_id for r in rounds]
+    # the retry's server span links to round 1's, through the sealed requestState
+    assert_linked(*servers)
+    assert dict(servers[0].attributes or {})["mcp.method.name"] == "tools/call"
+
+
+@pytest.mark.parametrize("upstream_era", ["modern", "legacy"])
+async def test_mrtr_rounds_are_linked_through_the_gateway(spans: Any, upstream_era: str
+                                                          ) -> None:
+    """A modern front client: a modern upstream runs MRTR itself (the gateway passes its
+    requestState through); a legacy upstream elicits over its session and the gateway
+    runs the rounds with the front client (its own sealed state)."""
+    async with stack(upstream_era) as url, Client(url, era="modern", era_cache=EraCache(),
+                                                  elicitation=accept) as client:
+        spans.clear()
+        result = await client.call_tool("confirm")
+        assert result["content"][0]["text"] == "yes"
+    finished = list(spans.get_finished_spans())
+    top = [c for c in rounds_of(finished, SpanKind.CLIENT) if parent_of(c) is None]
+    assert len(top) == 2
+    assert_linked(*top)
+    gw_servers = [s for s in rounds_of(finished, SpanKind.SERVER)
+                  if parent_of(s) in {t.context.span_id for t in top}]
+    assert len(gw_servers) == 2
+    if upstream_era == "modern":
+        ups = [s for s in rounds_of(finished, SpanKind.SERVER) if s not in gw_servers]
+        assert len(ups) == 2  # the upstream's own rounds, linked by its own state
+        assert_linked(*ups)
+        assert {t.context.trace_id for t in ups} == {t.context.trace_id for t in top}
+    else:
+        assert_linked(*gw_servers)  # the gateway's sealed state carries the link
 
 
 def finished_tasks(reader: Any) -> dict[str, float]:
@@ -222,3 +269,26 @@ async def test_the_handshake_has_its_client_and_server_span(spans: Any, era: str
     server = only(finished, method, SpanKind.SERVER)
     assert parent_of(server) == client.context.span_id
     assert server.attributes["mcp.method.name"] == method
+
+
+async def test_task_through_the_gateway_links_to_the_calls_trace(spans: Any) -> None:
+    """A task-backed call through the gateway (modern both sides): the upstream's
+    background span links to the gateway's CLIENT span, which is in the caller's trace."""
+    async with stack("modern") as url, Client(url, era="modern", era_cache=EraCache(),
+                                              tasks=True) as client:
+        spans.clear()
+        task = await client.start_tool_task("slow", {"text": "hi"})
+        result = await task  # type: ignore[misc]
+        assert result["content"][0]["text"] == "HI"
+    finished = list(spans.get_finished_spans())
+    top = only([s for s in finished if s.parent is None and s.kind == SpanKind.CLIENT],
+               "tools/call slow", SpanKind.CLIENT)
+    trace = by_trace(finished, top)
+    gw_server = only([s for s in trace if parent_of(s) == top.context.span_id],
+                     "tools/call slow", SpanKind.SERVER)
+    gw_client = only([s for s in trace if parent_of(s) == gw_server.context.span_id],
+                     "tools/call slow", SpanKind.CLIENT)
+    work = only(finished, "tools/call slow task", SpanKind.INTERNAL)
+    assert work.parent is None and work.context.trace_id != top.context.trace_id
+    assert [link.context.span_id for link in work.links] == [gw_client.context.span_id]
+    assert [link.context.trace_id for link in work.links] == [top.context.trace_id]

@@ -7,6 +7,7 @@ import sys
 
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
+from .observability import uvicorn_log_config
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -110,5 +111,6 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    serve_uvicorn(app, args.host, args.port, log_level=args.log_level)
+    serve_uvicorn(app, args.host, args.port, log_level=args.log_level,
+                  **uvicorn_log_config(args))
     return 0

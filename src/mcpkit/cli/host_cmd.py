@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .observability import add_arguments as add_observability
+from .observability import setup as setup_observability
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("host", help="connect MCP servers to a model, in a terminal or a web page",
@@ -31,13 +34,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--reset-trust", action="store_true",
                    help="forget every server command trusted so far, then exit")
     p.add_argument("--log-level", default="warning")
+    add_observability(p, metrics=False)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import contextlib
     import dataclasses
-    import logging
 
     import anyio
 
@@ -46,8 +49,11 @@ def run(args: argparse.Namespace) -> int:
     from ..host.oauth import default_token_store
     from ..host.trust import TrustStore
 
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        setup_observability(args, None, "mcpkit-host")  # --otel: the clients' spans
+    except (ImportError, ValueError) as exc:
+        print(f"mcpkit host: {exc}", file=sys.stderr)
+        return 2
     trust = TrustStore()
     if args.reset_trust:
         count = trust.reset()

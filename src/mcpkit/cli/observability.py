@@ -1,11 +1,12 @@
-"""``--otel``, ``--metrics`` and ``--log-format json``: one place for every command that
-serves (``serve``, ``gateway``), so they mean the same thing everywhere.
+"""``--otel``, ``--metrics`` and ``--log-format json``: one place for every long-running
+command (``serve``, ``gateway``, ``host``), so they mean the same thing everywhere.
 
 ``--otel`` sets up the OpenTelemetry SDK from the standard ``OTEL_*`` environment variables
-(:func:`mcpkit.telemetry.configure`), adds the SERVER-span middleware and turns on CLIENT
-spans for the clients the process opens (a gateway's upstreams).  ``--log-format json``
-writes each log record as one JSON object with the current trace and span ids, so log
-lines can be joined with the trace they belong to.
+(:func:`mcpkit.telemetry.configure`), adds the SERVER-span middleware to a command that
+serves, and turns on CLIENT spans for the clients the process opens (a gateway's upstreams,
+a host's servers).  ``--log-format json`` writes each log record as one JSON object with
+the current trace and span ids, so log lines can be joined with the trace they belong to;
+uvicorn's own loggers then write through it too (:func:`uvicorn_log_config`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["JsonFormatter", "add_arguments", "setup", "with_metrics"]
+__all__ = ["JsonFormatter", "add_arguments", "setup", "setup_logging", "uvicorn_log_config",
+           "with_metrics"]
+
+#: The text format of the commands' log lines (``--log-format text``).
+TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
 def add_arguments(p: argparse.ArgumentParser, *, metrics: bool) -> None:
-    g = p.add_argument_group("observability (needs the 'otel' extra)")
+    g = p.add_argument_group("observability (--otel needs the 'otel' extra)")
     g.add_argument(
         "--otel", action="store_true",
         help="export OpenTelemetry traces and metrics over OTLP/HTTP, configured by the "
@@ -34,27 +39,46 @@ def add_arguments(p: argparse.ArgumentParser, *, metrics: bool) -> None:
                    help="json: one JSON object per log line, with trace_id and span_id")
 
 
-def setup(args: argparse.Namespace, server: Any, name: str) -> None:
-    """Apply the observability flags to ``server`` (before it serves)."""
+def setup_logging(args: argparse.Namespace, *, text: bool = False) -> None:
+    """``--log-format``/``--log-level`` on the root logger.  ``text``: also install the
+    text handler (a command whose text lines nobody else sets up, like ``host``); serve
+    and gateway leave text mode to Python's and uvicorn's defaults, as before."""
+    level = args.log_level.upper() if isinstance(args.log_level, str) else "WARNING"
     if args.log_format == "json":
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(JsonFormatter())
         root = logging.getLogger()
         root.handlers[:] = [handler]
-        root.setLevel(args.log_level.upper() if isinstance(args.log_level, str) else "WARNING")
+        root.setLevel(level)
+    elif text:
+        logging.basicConfig(level=level, stream=sys.stderr, format=TEXT_FORMAT)
+
+
+def uvicorn_log_config(args: argparse.Namespace) -> dict[str, Any]:
+    """uvicorn's ``log_config`` option: None in JSON mode, so that uvicorn installs no
+    text handlers of its own and its loggers reach the JSON one on the root logger."""
+    return {"log_config": None} if args.log_format == "json" else {}
+
+
+def setup(args: argparse.Namespace, server: Any, name: str) -> None:
+    """Apply the observability flags (before serving).  ``server`` gets the SERVER-span
+    middleware; None (``host``) only turns on the clients' spans."""
+    setup_logging(args, text=server is None)
     gateway_metrics: Any = getattr(server, "metrics", None)  # a gateway's own /metrics
     prometheus = bool(getattr(args, "metrics", False))
     if not (args.otel or prometheus):
         return
     if args.otel and hasattr(gateway_metrics, "with_otel"):
         prometheus = gateway_metrics.with_otel = True  # its /metrics serves them too
-    from ..server.middleware.telemetry import Telemetry
     from ..telemetry import configure, set_client_default
 
     if configure(service_name=name, prometheus=prometheus, export=args.otel) is None:
         return  # OTEL_SDK_DISABLED=true: no middleware, not even its pass-through
     set_client_default(True)
-    server.add_middleware(Telemetry())
+    if server is not None:
+        from ..server.middleware.telemetry import Telemetry
+
+        server.add_middleware(Telemetry())
 
 
 def with_metrics(make_app: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 from ..types.extras import require
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
-from .observability import with_metrics
+from .observability import uvicorn_log_config, with_metrics
 from .target import TargetError, load_server
 
 
@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         server, "http", host=args.host, port=args.port, path=args.path,
         legacy=not args.no_legacy, modern=not args.no_modern,
         allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
-        log_level=args.log_level, make_app=make_app,
+        log_level=args.log_level, make_app=make_app, **uvicorn_log_config(args),
     )
     return 0
 

@@ -6,6 +6,10 @@ names it as the parent of the server's span, and is ended when the answer arrive
 MRTR round is its own request and its own span; a round that answers an ``input_required``
 result (it carries ``inputResponses`` or ``requestState``) is *linked* to the span of the
 round before it in the same task, so a trace viewer shows the rounds as one conversation.
+``jsonrpc.request.id`` is the id the transport minted for the request (the first one, if
+it was retried; a request sent from a callback while this one waits is not it): each
+transport numbers its own requests, so the span collects it through
+:data:`~mcpkit.protocol.correlation.SENT_IDS` rather than choosing it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..protocol.correlation import SENT_IDS
 from ..telemetry import otel
 from ..types.errors import McpError
 
@@ -50,6 +55,8 @@ async def traced(
     span = api.tracer.start_span(otel.span_name(method, params), kind=trace.SpanKind.CLIENT,
                                  attributes=attrs, links=links)
     token = api.context.attach(trace.set_span_in_context(span))
+    sent: list[Any] = []
+    sink = SENT_IDS.set(sent)
     error_type: str | None = None
     started = otel.now()
     try:
@@ -67,6 +74,9 @@ async def traced(
         otel.fail(span, error_type, str(exc) or None)
         raise
     finally:
+        SENT_IDS.reset(sink)
+        if sent:
+            span.set_attribute("jsonrpc.request.id", str(sent[0]))
         api.client_duration.record(otel.now() - started,
                                    otel.metric_attributes(attrs, error_type))
         span.end()

@@ -32,6 +32,7 @@ from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 from ..client import Client, telemetry
 from ..protocol import headers as hdr
+from ..protocol.correlation import note_sent
 from ..transports.client_base import (
     ConnectError,
     ConnectionClosedError,
@@ -148,6 +149,7 @@ class FastLane:
         wire = dict(params)
         wire["_meta"] = own
         request_id = next(self._ids)
+        note_sent(request_id)
         body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
         data = self._head(method, params, own, headers, len(body)) + body
         scope = anyio.CancelScope()

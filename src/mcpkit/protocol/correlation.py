@@ -12,6 +12,7 @@ can find the right one, and refuses a duplicate id while the first is still runn
 from __future__ import annotations
 
 import itertools
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -19,6 +20,18 @@ from ..types.jsonrpc import Message, RequestId
 
 W = TypeVar("W")
 H = TypeVar("H")
+
+#: Where the ids of requests sent from this context go, while a caller wants them: a
+#: client's CLIENT span sets a list around one request to learn the ``jsonrpc.request.id``
+#: its transport chose (each transport mints its own ids).  Unset, it costs one lookup.
+SENT_IDS: ContextVar[list[RequestId] | None] = ContextVar("mcpkit_sent_ids", default=None)
+
+
+def note_sent(request_id: RequestId) -> None:
+    """Record ``request_id`` for the caller collecting :data:`SENT_IDS`, if any."""
+    sink = SENT_IDS.get()
+    if sink is not None:
+        sink.append(request_id)
 
 
 @dataclass(slots=True)
@@ -50,6 +63,7 @@ class Outgoing(Generic[W]):
             raise ValueError(f"request id {request_id!r} is already in flight")
         pending = Pending(request_id, method, waiter, progress_token)
         self._pending[request_id] = pending
+        note_sent(request_id)
         if progress_token is not None:
             self._by_token[progress_token] = request_id
         return pending

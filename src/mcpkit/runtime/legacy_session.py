@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import secrets
 import time
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+import weakref
+from collections.abc import Awaitable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.lifecycle import LIFECYCLE_METHODS, Event, Lifecycle, SessionState, event_for
 from ..protocol.negotiation import (
@@ -204,3 +205,22 @@ class LegacySession:
         session.log_level = data.get("level")
         session.subscriptions = set(data.get("subs") or ())
         return session
+
+
+class SessionHolder(Protocol):
+    def live_legacy_sessions(self) -> Iterable[LegacySession]: ...
+
+
+#: What holds live legacy sessions in this process (each HTTP app's session store, each
+#: stdio server), for the sessions gauge of the telemetry middleware, which reads it only
+#: when metrics are collected.  Weak: a holder that is gone stops counting.
+SESSION_HOLDERS: weakref.WeakSet[SessionHolder] = weakref.WeakSet()
+
+
+def live_legacy_sessions() -> Iterator[LegacySession]:
+    """Every initialized legacy session of this process (see :data:`SESSION_HOLDERS`)."""
+    for holder in list(SESSION_HOLDERS):
+        for session in holder.live_legacy_sessions():
+            if session.initialized:
+                yield session
+

@@ -16,7 +16,13 @@ from ..protocol.sealing import InvalidState
 from ..runtime.exchange import Interrupted
 from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params
 from .context import Context
-from .mrtr import InputRound, NeedInput, input_required_result
+from .mrtr import (
+    InputRound,
+    NeedInput,
+    input_required_result,
+    opened_payload,
+    sealed_payload,
+)
 from .registry import PLAIN_RESULTS, ToolEntry, ToolError, call_maybe_async, resource_contents
 from .schema import validation_error
 
@@ -403,7 +409,8 @@ def _input_required(
     (``binding``) and the principal."""
     principal = "" if ctx.principal is None else str(ctx.principal)
     state = ctx._round.state if ctx._round is not None else {}
-    sealed = server.keyring.seal({"r": responses, "s": state}, f"{binding}\0{principal}")
+    payload = sealed_payload({"r": responses, "s": state})  # (+ the span, when traced)
+    sealed = server.keyring.seal(payload, f"{binding}\0{principal}")
     return input_required_result(need.requests, sealed)
 
 
@@ -430,7 +437,7 @@ async def _with_input(
     state: dict[str, Any] = {}
     if token is not None:
         try:
-            opened = server.keyring.open(token, full_binding)
+            opened = opened_payload(server.keyring.open(token, full_binding))
         except InvalidState as exc:
             raise invalid_params(f"Invalid requestState: {exc}") from None
         responses.update(opened.get("r") or {})

@@ -15,6 +15,7 @@ side effects after the last ``ask`` (or make them idempotent).
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,37 @@ class InputRound:
         key = f"{prefix}-{self.counter}"
         self.counter += 1
         return key
+
+
+@dataclass(slots=True)
+class RoundSpan:
+    """Set by the telemetry middleware while it traces a request: ``current`` is its
+    span's W3C ``traceparent``, sealed into ``requestState`` with the answers; ``previous``
+    is the one the retry's state carried, which the span then links to.  A holder (not a
+    value) because the state is opened deep inside the dispatch, after the span started."""
+
+    current: str
+    previous: str | None = None
+
+
+ROUND_SPAN: ContextVar[RoundSpan | None] = ContextVar("mcpkit_round_span", default=None)
+
+
+def sealed_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with the traced span's ``traceparent`` (key ``t``) when there is one."""
+    span = ROUND_SPAN.get()
+    if span is not None:
+        payload["t"] = span.current
+    return payload
+
+
+def opened_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """Note the previous round's span from an opened ``requestState`` payload."""
+    span = ROUND_SPAN.get()
+    previous = payload.get("t")
+    if span is not None and isinstance(previous, str):
+        span.previous = previous
+    return payload
 
 
 def input_required_result(

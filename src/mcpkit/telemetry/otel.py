@@ -23,6 +23,8 @@ TRACE_KEYS = ("traceparent", "tracestate", "baggage")
 _NAMED = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
 
 _api: SimpleNamespace | None = None
+_recording = False
+_next_check = 0.0
 #: Whether clients trace when their options leave it open (``ClientOptions.telemetry``
 #: None): the command line's ``--otel`` turns it on for the gateway's upstream clients.
 _client_default = False
@@ -99,9 +101,32 @@ def _version() -> str:
 def recording() -> bool:
     """Whether an SDK (or any real provider) is installed for traces or metrics.  With
     only the API, every span and measurement is a no-op: the middleware and the client
-    then skip their work entirely (measured: the no-op API calls alone cost ~8 µs a
-    request).  The metrics API has no public name for its proxy provider (the stand-in
-    before one is set), hence the class-name check: the one place that relies on it."""
+    then skip their work entirely.  Asked on every request, so it is cached: a provider,
+    once set, is never unset (the API refuses to override one), so True is final; False
+    is looked at again at most once a second, because the API's own getters cost ~1-2 µs
+    each (an ``os.environ`` lookup per call), a tenth of a whole HTTP request.
+    :func:`recheck` forgets the cache (``configure`` calls it)."""
+    global _recording, _next_check
+    if _recording:
+        return True
+    now = time.monotonic()
+    if now < _next_check:
+        return False
+    _next_check = now + 1.0
+    _recording = _providers_set()
+    return _recording
+
+
+def recheck() -> None:
+    """Look at the providers again on the next request (after setting one up in code,
+    when a request within the last second may have found none)."""
+    global _next_check
+    _next_check = 0.0
+
+
+def _providers_set() -> bool:
+    """The metrics API has no public name for its proxy provider (the stand-in before one
+    is set), hence the class-name check: the one place that relies on it."""
     otel = api()
     if not isinstance(otel.trace.get_tracer_provider(),
                       (otel.trace.ProxyTracerProvider, otel.trace.NoOpTracerProvider)):
@@ -177,6 +202,27 @@ def inject() -> dict[str, str]:
     carrier: dict[str, str] = {}
     api().propagate.inject(carrier)
     return {k: v for k, v in carrier.items() if k in TRACE_KEYS}
+
+
+def traceparent(span_context: Any) -> str:
+    """A span context as a W3C ``traceparent`` value (to be sealed and linked later)."""
+    return (f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-"
+            f"{int(span_context.trace_flags):02x}")
+
+
+def link_to(value: str, attributes: Mapping[str, Any]) -> Any:
+    """A link to the span a ``traceparent`` value names, or None if it is malformed."""
+    parts = value.split("-")
+    if len(parts) != 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
+        return None
+    otel = api()
+    try:
+        context = otel.trace.SpanContext(
+            int(parts[1], 16), int(parts[2], 16), is_remote=True,
+            trace_flags=otel.trace.TraceFlags(int(parts[3], 16) & 0xFF))
+    except ValueError:
+        return None
+    return otel.trace.Link(context, attributes) if context.is_valid else None
 
 
 def fail(span: Any, error_type: str, message: str | None = None, code: Any = None) -> None:

@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from ..types.extras import require
+from .otel import recheck
 
 __all__ = ["configure", "prometheus_reader"]
 
@@ -59,6 +60,7 @@ def configure(
         readers.append(prometheus_reader())
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=readers))
+    recheck()
     return tracer_provider
 
 

@@ -38,6 +38,7 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
+from ..protocol.correlation import note_sent
 from ..protocol.negotiation import modern_version_of
 from ..types import jsonrpc
 from ..types.codec import encode
@@ -192,6 +193,7 @@ class HttpTransport:
     ) -> dict[str, Any]:
         client = self._http()
         request_id = next(self._ids)
+        note_sent(request_id)
         message = jsonrpc.request(request_id, method, params)
         meta = params.get("_meta") if params else None
         call = Call(

@@ -31,12 +31,15 @@ def serve(
     fds: tuple[int, int] | None = None,
     make_app: Callable[[ServedServer, Any], Any] | None = None,
     announce: bool = True,
+    **uvicorn_options: Any,
 ) -> None:
     """Serve until stdin closes (stdio) or SIGINT/SIGTERM (HTTP).
 
     ``fds``: stdio pipes already taken off fds 0/1 (``mcpkit serve`` takes them before it
     imports the user's file, so a print at import time cannot corrupt the protocol).
     ``make_app(server, HttpOptions)`` wraps the HTTP app (e.g. an OAuth resource server).
+    ``uvicorn_options``: more ``uvicorn.Config`` options (``log_config=None`` when the
+    command line has set up logging itself, as ``--log-format json`` does).
     """
     if transport == "stdio":
         from .stdio import run_stdio
@@ -65,7 +68,7 @@ def serve(
             f"  try:  mcpkit list http://{shown}:{port}{path}",
             file=sys.stderr, flush=True,
         )
-    serve_uvicorn(app, host, port, log_level=log_level)
+    serve_uvicorn(app, host, port, log_level=log_level, **uvicorn_options)
 
 
 __all__ = ["LOOPBACK", "Transport", "serve"]

@@ -21,7 +21,7 @@ from ..protocol.negotiation import modern_version_of, parse_modern_meta
 from ..runtime.contracts import ServedServer, calls_inline_tool
 from ..runtime.endpoint import Endpoint
 from ..runtime.exchange import Exchange
-from ..runtime.legacy_session import LegacySession
+from ..runtime.legacy_session import SESSION_HOLDERS, LegacySession
 from ..runtime.listen import Subscription, legacy_notification_for
 from ..types.errors import McpError, method_not_found
 from ..types.jsonrpc import Message
@@ -57,6 +57,7 @@ class StdioServer:
         # (endpoint, its modern exchange, its legacy exchange): they hold nothing per
         # request, so one of each per endpoint serves every request.
         self._exchanges: tuple[Endpoint, _StdioExchange, _StdioExchange] | None = None
+        SESSION_HOLDERS.add(self)
 
     def _exchange(self, endpoint: Endpoint, legacy: bool) -> _StdioExchange:
         cached = self._exchanges
@@ -64,6 +65,10 @@ class StdioServer:
             cached = (endpoint, _StdioExchange(endpoint, False), _StdioExchange(endpoint, True))
             self._exchanges = cached
         return cached[2] if legacy else cached[1]
+
+    def live_legacy_sessions(self) -> tuple[LegacySession, ...]:
+        """This server's one legacy session, if a client opened it (the sessions gauge)."""
+        return () if self.session is None else (self.session,)
 
     def starts_inline(self, message: Message) -> bool:
         """A call of a tool that runs in one step (a plain ``def``, see ``ToolEntry.inline``)

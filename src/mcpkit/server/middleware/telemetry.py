@@ -9,15 +9,27 @@ forwarding upstream) parents its CLIENT span on it.
 
 Opt-in (``Server(middleware=[Telemetry()])``, or ``mcpkit serve --otel``) rather than
 installed whenever ``opentelemetry-api`` is importable: the API is a common transitive
-dependency, and making a span current means entering a context, so this middleware
-``waits`` and a server that has it loses the inline fast path for plain ``def`` tools.
+dependency, and making a span current means entering a context, so while a provider
+records this middleware ``waits`` and its server loses the inline fast path for plain
+``def`` tools.  With only the API (no SDK set up when it is made) it passes requests
+through and does not wait, so it costs one provider check a request; if an SDK is set up
+later, the first traced request turns ``waits`` on for the server (that one ``tools/call``
+goes untraced, as it may be running on the one-step path).
+
+MRTR rounds (2026-07-28) are linked: the span of a round that ends in an
+``input_required`` result seals its ``traceparent`` into the ``requestState``, and the span
+of the retry carrying that state links back to it (attribute ``mcpkit.link`` =
+``previous_round``), on whichever replica each round lands.  The link is added once the
+state is opened (OpenTelemetry allows links after a span starts), so a request that is not
+an MRTR retry pays nothing for it.
 
 A task-backed ``tools/call`` runs this chain inside the task's background work: that span
 is an INTERNAL one in a trace of its own, *linked* to the call that created it (the
 client span), since it outlives that call.  Tasks are also counted:
 ``mcpkit.server.tasks.active`` (working now) and ``mcpkit.server.tasks.finished`` by
 ``mcpkit.task.status`` (``completed``, ``failed``, ``cancelled``); open change streams as
-``mcpkit.server.listeners.active`` (observed at collection time, free per request).  A
+``mcpkit.server.listeners.active`` and initialized legacy sessions as
+``mcpkit.server.sessions.active`` (both observed at collection time, free per request).  A
 replica that hands task work to ``mcpkit worker`` processes (``task_workers =
 "external"``) also reports the Redis queue's depth as ``mcpkit.server.tasks.queued`` by
 ``mcpkit.task.queue.state`` (``waiting``: not yet taken by a worker; ``running``: taken,
@@ -29,14 +41,18 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections import Counter
+from collections.abc import Awaitable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ...runtime.legacy_session import live_legacy_sessions
 from ...telemetry import otel
 from ...types.errors import McpError
-from . import CallNext, Middleware
+from ..mrtr import ROUND_SPAN, RoundSpan
+from . import CallNext, Middleware, keeps_fast_path
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -44,47 +60,59 @@ if TYPE_CHECKING:
 __all__ = ["Telemetry"]
 
 log = logging.getLogger("mcpkit.telemetry")
+_PREVIOUS_ROUND = {"mcpkit.link": "previous_round"}
 
 
 class Telemetry(Middleware):
     """A SERVER span and a duration measurement per request (needs the ``otel`` extra)."""
 
-    waits = True  # it enters a context (see the module docstring)
-
     def __init__(self, queue_sample_s: float = 5.0) -> None:
         self._otel = otel.api()  # fail now, with the extra's name, not on a request
-        #: Servers seen, for the gauges (read at collection time, not per request).
-        self._servers: weakref.WeakSet[Any] = weakref.WeakSet()
+        _register_gauges(self._otel)
+        #: It enters a context when it records (see the module docstring); with only the
+        #: API it passes requests through and keeps the servers' one-step path.
+        self.waits = otel.recording()
         self.queue_sample_s = queue_sample_s
-        #: server -> (waiting, running), the last sample of its task queue.
-        self._queues: weakref.WeakKeyDictionary[Any, tuple[int, int]] = (
-            weakref.WeakKeyDictionary())
-        _LIVE.add(self)
-        _observe_once(self._otel)
+
     def _start_sampling(self, server: Any) -> None:
         try:
             server.spawn(partial(self._sample_queue, server))
         except RuntimeError:  # not running (a direct server.call): nothing to sample for
-            self._servers.discard(server)  # try again on a later request
+            _SERVERS.discard(server)  # try again on a later request
 
     async def _sample_queue(self, server: Any) -> None:
         queue = server.tasks.queue
         while True:
             try:
                 depth, running = await queue.depth()
-                self._queues[server] = (max(0, depth - running), running)
+                _QUEUES[server] = (max(0, depth - running), running)
             except Exception:
                 log.warning("could not read the task queue's depth", exc_info=True)
             await anyio.sleep(self.queue_sample_s)
 
-
-    async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+    # A plain function, not a coroutine function: with only the API it hands back the
+    # rest of the chain's awaitable as it is, so the layer adds no coroutine of its own
+    # (+0.3 µs of CPU a request instead of +0.6: bench/RESULTS.md, issue #22 finished).
+    def on_request(  # type: ignore[override]
+        self, ctx: Context, call_next: CallNext
+    ) -> Awaitable[dict[str, Any]]:
         if not otel.recording():  # only the API: every span would be a no-op
-            return await call_next(ctx)
-        if ctx.server not in self._servers:
-            self._servers.add(ctx.server)
-            if getattr(ctx.server, "task_workers", "") == "external":
-                self._start_sampling(ctx.server)
+            return call_next(ctx)
+        return self._traced(ctx, call_next)
+
+    async def _traced(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        server = ctx.server
+        if server.inline_calls and self in server.middleware:
+            # An SDK was set up after this server built its chains: from now on it waits,
+            # and this call, which may be running on the one-step path, goes untraced.
+            self.waits = True
+            server.inline_calls = keeps_fast_path("tools/call", server.middleware)
+            if ctx.method == "tools/call":
+                return await call_next(ctx)
+        if server not in _SERVERS:
+            _SERVERS.add(server)
+            if getattr(server, "task_workers", "") == "external":
+                self._start_sampling(server)
         api = self._otel
         trace = api.trace
         params = ctx.params
@@ -116,6 +144,10 @@ class Telemetry(Middleware):
                 kind=trace.SpanKind.SERVER, attributes=attrs)
             active = trace.set_span_in_context(span, remote)
         token = api.context.attach(active)
+        modern = ctx.meta.era == "modern"
+        if modern:  # an MRTR round seals this span's traceparent for the next one to link
+            rounds = RoundSpan(otel.traceparent(span.get_span_context()))
+            round_token = ROUND_SPAN.set(rounds)
         error_type: str | None = None
         status = "failed"
         if task is not None:
@@ -139,6 +171,12 @@ class Telemetry(Middleware):
             otel.fail(span, error_type, str(exc) or None)
             raise
         finally:
+            if modern:
+                ROUND_SPAN.reset(round_token)
+                if rounds.previous is not None:
+                    link = otel.link_to(rounds.previous, _PREVIOUS_ROUND)
+                    if link is not None:
+                        span.add_link(link.context, link.attributes)
             api.server_duration.record(otel.now() - started,
                                        otel.metric_attributes(attrs, error_type))
             if task is not None:
@@ -148,45 +186,46 @@ class Telemetry(Middleware):
             api.context.detach(token)
 
 
-#: Every Telemetry middleware alive: the gauges below are made once per process (the SDK
-#: keeps the first instrument of a name and ignores a second one's callbacks) and read them
-#: all.
-_LIVE: weakref.WeakSet[Telemetry] = weakref.WeakSet()
-_OBSERVING: list[bool] = []
+#: Servers that traced a request, for the listeners gauge (read at collection time).
+_SERVERS: weakref.WeakSet[Any] = weakref.WeakSet()
+#: Protocol versions of legacy sessions seen so far: each reports 0 once its last closes.
+_SESSION_VERSIONS: set[str] = set()
+#: server -> (waiting, running), the last sample of its task queue.
+_QUEUES: weakref.WeakKeyDictionary[Any, tuple[int, int]] = weakref.WeakKeyDictionary()
+_gauges: list[Any] = []
 
 
-def _observe_once(api: Any) -> None:
-    if _OBSERVING:
+def _register_gauges(api: Any) -> None:
+    """The gauges, once per process: a meter keeps the first instrument of a name and
+    ignores the callbacks of later ones, so one callback covers every server."""
+    if _gauges:
         return
-    _OBSERVING.append(True)
-    api.meter.create_observable_up_down_counter(
-        "mcpkit.server.listeners.active", [partial(_observe_listeners, api)], unit="{stream}",
+    _gauges.append(api.meter.create_observable_up_down_counter(
+        "mcpkit.server.listeners.active", [_observe_listeners], unit="{stream}",
         description="Open change-notification streams: subscriptions/listen streams "
-        "and the standalone streams of 2025-11-25 sessions.")
-    api.meter.create_observable_gauge(
-        "mcpkit.server.tasks.queued", [partial(_observe_queues, api)], unit="{task}",
+        "and the standalone streams of 2025-11-25 sessions."))
+    _gauges.append(api.meter.create_observable_up_down_counter(
+        "mcpkit.server.sessions.active", [_observe_sessions], unit="{session}",
+        description="Initialized legacy (2025-11-25 and older) sessions held by this "
+        "process, by mcp.protocol.version (2026-07-28 has no sessions)."))
+    _gauges.append(api.meter.create_observable_gauge(
+        "mcpkit.server.tasks.queued", [_observe_queues], unit="{task}",
         description="Task-backed tool calls in the task workers' queue, by "
-        "mcpkit.task.queue.state (waiting for a worker, or running on one).")
+        "mcpkit.task.queue.state (waiting for a worker, or running on one)."))
 
 
-def _observe_listeners(api: Any, options: Any) -> list[Any]:
-    observation = api.metrics.Observation
-    servers = {id(s): s for t in list(_LIVE) for s in list(t._servers)}
+def _observe_listeners(options: Any) -> list[Any]:
+    observation = otel.api().metrics.Observation
     return [observation(server.bus.listener_count, {"mcpkit.server.name": server.info["name"]})
-            for server in servers.values()]
+            for server in list(_SERVERS)]
 
 
-def _observe_queues(api: Any, options: Any) -> list[Any]:
-    observation = api.metrics.Observation
-    out = []
-    for telemetry in list(_LIVE):
-        for server, (waiting, running) in list(telemetry._queues.items()):
-            name = server.info["name"]
-            out.append(observation(waiting, {"mcpkit.server.name": name,
-                                             "mcpkit.task.queue.state": "waiting"}))
-            out.append(observation(running, {"mcpkit.server.name": name,
-                                             "mcpkit.task.queue.state": "running"}))
-    return out
+def _observe_sessions(options: Any) -> list[Any]:
+    counts = Counter(session.protocol_version for session in live_legacy_sessions())
+    _SESSION_VERSIONS.update(counts)
+    observation = otel.api().metrics.Observation
+    return [observation(counts.get(version, 0), {"mcp.protocol.version": version})
+            for version in sorted(_SESSION_VERSIONS)]
 
 
 def _host(value: str | None) -> tuple[str | None, int | None]:
@@ -197,3 +236,15 @@ def _host(value: str | None) -> tuple[str | None, int | None]:
     if not sep or not port.isdigit() or (host.startswith("[") != host.endswith("]")):
         return value, None
     return host.strip("[]"), int(port)
+
+
+def _observe_queues(options: Any) -> list[Any]:
+    observation = otel.api().metrics.Observation
+    out = []
+    for server, (waiting, running) in list(_QUEUES.items()):
+        name = server.info["name"]
+        out.append(observation(waiting, {"mcpkit.server.name": name,
+                                         "mcpkit.task.queue.state": "waiting"}))
+        out.append(observation(running, {"mcpkit.server.name": name,
+                                         "mcpkit.task.queue.state": "running"}))
+    return out

@@ -20,7 +20,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ...protocol.correlation import Incoming, Outgoing
-from ...runtime.legacy_session import LegacySession
+from ...runtime.legacy_session import SESSION_HOLDERS, LegacySession
 from ...types.errors import INTERNAL_ERROR, McpError
 from .stream import EventLog
 
@@ -151,6 +151,11 @@ class SessionStore:
         self.backend = backend
         self._sessions: OrderedDict[str, HttpSession] = OrderedDict()
         self._last_reap = 0.0
+        SESSION_HOLDERS.add(self)
+
+    def live_legacy_sessions(self) -> list[LegacySession]:
+        """The sessions held here (the sessions gauge reads them at collection time)."""
+        return [session.legacy for session in list(self._sessions.values())]
 
     def __len__(self) -> int:
         return len(self._sessions)

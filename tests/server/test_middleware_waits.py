@@ -123,7 +123,7 @@ def test_http_modern_disconnect_cancels_a_waiting_middleware(
     message = modern_request(7, "tools/call", probe("gone", hold=True))
     body = orjson.dumps(message)
     headers = modern_headers(message)
-    head = [f"POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{server.port}"]
+    head = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{server.port}"]
     head += [f"{k}: {v}" for k, v in headers.items()]
     head.append(f"Content-Length: {len(body)}")
     raw = ("\r\n".join(head) + "\r\n\r\n").encode() + body

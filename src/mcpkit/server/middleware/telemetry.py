@@ -10,7 +10,8 @@ forwarding upstream) parents its CLIENT span on it.
 Opt-in (``Server(middleware=[Telemetry()])``, or ``mcpkit serve --otel``) rather than
 installed whenever ``opentelemetry-api`` is importable: the API is a common transitive
 dependency, and making a span current means entering a context, so this middleware
-``waits`` and a server that has it loses the inline fast path for plain ``def`` tools.
+``waits``: a plain ``def`` tool registered ``inline=True`` then gets a task of its own
+over stdio instead of starting on the reader (see ``Middleware.waits``).
 
 A task-backed ``tools/call`` runs this chain inside the task's background work: that span
 is an INTERNAL one in a trace of its own, *linked* to the call that created it (the

@@ -15,7 +15,9 @@ variant over ``no middleware``:
 * ``3 no-op middleware``: three middlewares whose ``on_request`` only awaits
   ``call_next``, ``waits`` left at its default (True: they may wait on anything);
 * ``3 no-op, waits=False``: the same declaring that they never wait;
-* ``before`` (with ``--ab-base DIR``): ``no middleware`` on ``DIR/src``.
+* ``before`` and ``before, 3 no-op middleware`` (with ``--ab-base DIR``): ``no
+  middleware`` and ``3 no-op middleware`` on ``DIR/src`` (e.g. a ``git archive`` of the
+  commit before a change).
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ MODES = {
 def bench_middleware(ctx: Run, base: str | None) -> None:
     s = ctx.settings
     table: dict[str, dict[str, str]] = {}
-    if base:
-        table["before"] = {"PYTHONPATH": os.path.join(base, "src")}
     table.update(VARIANTS)
+    if base:
+        old = {"PYTHONPATH": os.path.join(base, "src")}
+        table["before"] = old
+        table["before, 3 no-op middleware"] = {**old, **VARIANTS["3 no-op middleware"]}
     n = 2000 if s.quick else 20000
     rounds = 1 if s.quick else max(3, s.rounds)
     samples: dict[str, dict[str, list[float]]] = {}

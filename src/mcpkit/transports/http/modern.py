@@ -147,12 +147,7 @@ async def handle_modern(
         # No cancel scope: a new task's first scope costs ~5 us (anyio's per-task state),
         # and an inline tool can only wait inside exchange.interruptible().
         answer = await _answer(app, message, meta, exchange, receive, principal, None)
-    elif (
-        scope is None
-        and tool is not None
-        and tool.inline
-        and on_asyncio()
-    ):
+    elif scope is None and tool is not None and tool.inline and on_asyncio():
         # Middleware that may wait wraps the call (Middleware.waits): it may wait anywhere,
         # not only inside the exchange's interruptible block, so a client that goes away
         # cancels this (uvicorn's per-request) task natively rather than through a scope

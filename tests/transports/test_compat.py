@@ -48,11 +48,13 @@ def test_outside_a_loop_it_fails_as_the_public_call_does() -> None:
 def test_on_asyncio_answers_as_sniffio_does(anyio_backend: str) -> None:
     import sniffio
 
+    from mcpkit.runtime.stepping import on_asyncio
+
     async def check() -> None:
-        assert compat.on_asyncio() == (sniffio.current_async_library() == "asyncio")
+        assert on_asyncio() == (sniffio.current_async_library() == "asyncio")
 
     anyio.run(check, backend=anyio_backend)
-    assert not compat.on_asyncio()  # no loop at all
+    assert not on_asyncio()  # no loop at all
 
 
 # An SSE body cut at awkward places: inside a field name, between CR and LF, inside a

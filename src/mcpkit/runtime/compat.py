@@ -6,8 +6,7 @@ never wrong:
 
 * :func:`new_cancel_scope` builds anyio's asyncio cancel scope class directly
   (``anyio.CancelScope()`` looks the backend up on each call, about half of what a scope
-  costs, paid on every HTTP request that needs one) and asks asyncio whether a loop runs
-  without raising (``asyncio._get_running_loop``).  The anyio major version it was tested
+  costs, paid on every HTTP request that needs one).  The anyio major version it was tested
   with (4.x, 4.4 to 4.16) is pinned where versions belong, in pyproject's dependencies
   (``anyio>=4.4,<5``), not read at import time (``importlib.metadata`` cost a Lambda cold
   start ~10 ms); and the class is taken only when the public call returned the asyncio
@@ -22,17 +21,18 @@ never wrong:
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .stepping import on_asyncio
+
 if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
 
-__all__ = ["new_cancel_scope", "on_asyncio", "sse_events"]
+__all__ = ["new_cancel_scope", "sse_events"]
 
 #: anyio major version whose asyncio backend this shortcut was tested with (pyproject pins
 #: ``anyio<5``; tests/transports/test_compat.py holds the two together).
@@ -40,17 +40,11 @@ TESTED_ANYIO_MAJOR = 4
 _asyncio_scope: type[anyio.CancelScope] | None = None
 
 
-def on_asyncio() -> bool:
-    """Whether an asyncio loop runs in this thread: ``sniffio.current_async_library() ==
-    "asyncio"`` for code that runs under anyio, without the ~0.3 µs of its lookups."""
-    return asyncio._get_running_loop() is not None
-
-
 def new_cancel_scope() -> anyio.CancelScope:
     """A new (not yet entered) ``anyio.CancelScope``: on asyncio (with a tested anyio) the
     backend's own class, looked up once; anywhere else the plain ``anyio.CancelScope()``."""
     global _asyncio_scope
-    if asyncio._get_running_loop() is None:
+    if not on_asyncio():
         return anyio.CancelScope()
     cls = _asyncio_scope
     if cls is None:

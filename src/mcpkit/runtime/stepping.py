@@ -27,6 +27,17 @@ def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
     return False, yielded
 
 
+def on_asyncio() -> bool:
+    """Whether an asyncio loop runs in this thread: what ``sniffio.current_async_library()
+    == "asyncio"`` answers for code under anyio, without its ~0.3 µs of lookups (raising
+    only off asyncio, where nothing calls this on a hot path)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def new_task(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
     """A plain asyncio task for ``coro`` in a copy of the current context.  On Python
     3.12+ it starts eagerly (``eager_start=True``, public since 3.12): the first step runs

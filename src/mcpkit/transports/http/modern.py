@@ -20,11 +20,11 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
-from ...runtime.compat import new_cancel_scope, on_asyncio
+from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import called_tool
 from ...runtime.exchange import Interrupted
 from ...runtime.listen import Subscription
-from ...runtime.stepping import Resumed, run_until_suspended
+from ...runtime.stepping import Resumed, on_asyncio, run_until_suspended
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
 from ...types.methods import METHODS

@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from support.httpclient import McpHttp
+from support.httpclient import LegacySessionClient, McpHttp
 from support.mcp import initialize_request, legacy_request, modern_headers, modern_request
 from support.servers import ProcessServer, StdioProcess, http_subprocess
 
@@ -135,3 +135,30 @@ def test_http_modern_disconnect_cancels_a_waiting_middleware(
     wait_for_line(server.output.parent, "cancelled gone")
     reply = client.modern("tools/call", probe("next"))
     assert reply.result["content"][0]["text"] == expected("next")
+
+
+def test_http_legacy_calls_and_cancel_reach_a_waiting_middleware(
+    http: tuple[ProcessServer, McpHttp],
+) -> None:
+    server, client = http
+    session = LegacySessionClient(client)
+    for i in range(3):
+        reply = session.request("tools/call", probe(f"s{i}"))
+        assert reply.result["content"][0]["text"] == expected(f"s{i}")
+
+    held = legacy_request(9001, "tools/call", probe("held2", hold=True))
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(client.http.post, client.url, json=held, headers=session.headers())
+        wait_for_line(server.output.parent, "holding held2")
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 9001},
+        }
+        assert client.http.post(client.url, json=note, headers=session.headers()).status_code == 202
+        wait_for_line(server.output.parent, "cancelled held2")
+        answered = pending.result(timeout=15)
+    # A cancelled legacy request gets no JSON-RPC response (its stream just ends).
+    assert b'"id":9001' not in answered.content.replace(b" ", b"")
+    reply = session.request("tools/call", probe("after2"))
+    assert reply.result["content"][0]["text"] == expected("after2")

@@ -32,6 +32,7 @@ from .asgi import (
     CancellableExchange,
     Receive,
     Send,
+    TaskCanceller,
     send_empty,
     send_error,
     watch_disconnect,
@@ -203,7 +204,7 @@ async def _finish_watched(
     coro: Coroutine[Any, Any, dict[str, Any]],
     yielded: Any,
     receive: Receive,
-    target: anyio.CancelScope | ModernExchange | _Native,
+    target: anyio.CancelScope | ModernExchange | TaskCanceller,
 ) -> dict[str, Any]:
     stop = anyio.CancelScope()
     if app.server._tg is not None:
@@ -214,22 +215,6 @@ async def _finish_watched(
         stop.cancel()
 
 
-class _Native:
-    """Cancels the task it was made in (``asyncio.Task.cancel``) and remembers doing so,
-    so that the cancellation it caused, and only that one, ends as :class:`Interrupted`."""
-
-    __slots__ = ("called", "task")
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task = task
-        self.called = False
-
-    def cancel(self) -> None:
-        if not self.called:
-            self.called = True
-            self.task.cancel()
-
-
 #: Marker for ``_answer``: no scope of ours, a disconnect cancels the task natively.
 NATIVE: Any = object()
 
@@ -237,24 +222,21 @@ NATIVE: Any = object()
 async def _finish_native(
     app: McpHttpApp, coro: Coroutine[Any, Any, dict[str, Any]], yielded: Any, receive: Receive
 ) -> dict[str, Any]:
-    task = asyncio.current_task()
-    assert task is not None
-    target = _Native(task)
+    target = TaskCanceller()
     try:
         value = await _finish_watched(app, coro, yielded, receive, target)
     except asyncio.CancelledError:
-        if target.called and task.uncancel() == 0:
+        if target.settle():
             raise Interrupted from None  # the client went away: answer nobody
         raise
-    if target.called:  # the handler swallowed our cancellation; the client is gone
-        task.uncancel()
+    if target.settle():  # the handler swallowed our cancellation; the client is gone
         raise Interrupted
     return value
 
 
 async def _watch(
     receive: Receive,
-    target: anyio.CancelScope | ModernExchange | _Native,
+    target: anyio.CancelScope | ModernExchange | TaskCanceller,
     stop: anyio.CancelScope,
 ) -> None:
     """Cancel ``target`` if the client disconnects before ``stop`` is cancelled."""

@@ -54,8 +54,8 @@ class Middleware:
     #: on the reader and moves it to a task only if it waits, which would leave a scope,
     #: lock or context variable the hook took behind on the reader.  True (the safe
     #: default) gives the call a plain task of its own from its first step instead (still
-    #: no anyio cancel scope; eager, so no loop pass, on Python 3.12+); over HTTP
-    #: 2026-07-28 it runs in the request's task either way.  The difference is about 1 µs
+    #: no anyio cancel scope; eager, so no loop pass, on Python 3.12+); over HTTP it
+    #: runs in the request's task either way.  The difference is about 1 µs
     #: of CPU per call on Python 3.12 and 3-4 µs on 3.11 (docs/middleware-cost.md).
     waits: bool = True
 

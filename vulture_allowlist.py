@@ -95,3 +95,4 @@ _.visibility_filter
 _.assert_done  # testing.responder
 _.stderr_tail  # transports.client_stdio
 _.streaming  # transports.http.stream
+_.runs_inline  # Server.runs_inline: the ServedServer contract (runtime/contracts.py), asked by tests

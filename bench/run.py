@@ -53,8 +53,9 @@ META = {
 OURS, SDK, FASTMCP, FLOOR = "mcpkit", "sdk", "fastmcp", "floor"
 ALL = (OURS, SDK, FASTMCP, FLOOR)
 SECTIONS = ("http", "stdio", "inproc", "import", "rss", "gateway", "coldstart")
-#: Sections run only when named in ``--only`` (bench/variants.py: mcpkit against itself).
-EXTRA_SECTIONS = ("variants", "scale")
+#: Sections run only when named in ``--only`` (bench/variants.py and bench/middleware.py:
+#: mcpkit against itself).
+EXTRA_SECTIONS = ("variants", "middleware", "scale")
 
 
 # ---------------------------------------------------------------------------- settings
@@ -1058,12 +1059,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--only",
         help=f"comma-separated sections of {','.join(SECTIONS + EXTRA_SECTIONS)} "
-        "(variants: only when named)",
+        "(variants, middleware, scale: only when named)",
     )
     ap.add_argument(
         "--ab-base",
         metavar="DIR",
-        help="variants: also run the server on DIR/src (a tree of the commit to compare with)",
+        help="variants, middleware: also run the server on DIR/src (a tree of the commit to "
+        "compare with)",
     )
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally: blocks
@@ -1082,6 +1084,7 @@ def main(argv: list[str] | None = None) -> int:
     from .coldstart import bench_coldstart  # imports this module
     from .scale import bench_scale
     from .stdio import bench_stdio  # imports this module
+    from .middleware import bench_middleware
     from .variants import bench_variants, variants_table
 
     started = datetime.now(UTC)
@@ -1099,6 +1102,7 @@ def main(argv: list[str] | None = None) -> int:
             "gateway": bench_gateway,
             "coldstart": bench_coldstart,
             "variants": lambda r: bench_variants(r, args.ab_base),
+            "middleware": lambda r: bench_middleware(r, args.ab_base),
             "scale": bench_scale,  # bench/scale.py (issue #23)
         }
         with pinned(settings.client_cpu):
@@ -1116,7 +1120,10 @@ def main(argv: list[str] | None = None) -> int:
     if run.rows:
         print(table(run))
     if run.variants:
-        print("\nmcpkit against itself (bench/variants.py; medians of alternating rounds):")
+        print(
+            "\nmcpkit against itself (bench/variants.py, bench/middleware.py; medians of "
+            "alternating rounds):"
+        )
         print(variants_table(run.variants))
     targets = check_targets(run, args.peer_stack)
     print("\ntargets (informational, from one run):")

@@ -8,8 +8,9 @@ after another ``--rounds`` times, each figure the median:
 
 * ``no middleware``: the server as it ships (the reference column for the ratios);
 * ``3 no-op middleware``: three middlewares whose ``on_request`` only awaits ``call_next``
-  (``waits`` left at its safe default, so plain ``def`` tools lose the one-step path);
-* ``3 no-op, waits=False``: the same declared ``waits = False`` (they keep it);
+  (``waits`` left at its safe default: over stdio an inline ``def`` tool's call then gets
+  a task of its own instead of starting on the reader);
+* ``3 no-op, waits=False``: the same declared ``waits = False`` (the one-step path);
 * ``threaded echo``: the plain ``def`` echo without ``inline=True``, so in a worker thread
   (mcpkit's default for a plain ``def``; the other variants register it ``inline=True``):
   the cost of the thread hop;

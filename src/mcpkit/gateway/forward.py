@@ -11,14 +11,14 @@ of gateway CPU per forwarded call, most of it httpx's request/response objects.
 
 The answer is read as the client would: a JSON-RPC error is a :class:`ServerError`
 (passed on as it is), an HTTP error without one a :class:`HttpStatusError`; an SSE
-answer is decoded with httpx-sse's decoders, its progress relayed to the front request
-and its log messages to the front client.  Anything the lane does not cover (legacy
-upstreams, ``https://``, a version the upstream refuses) takes the client path.
+answer is decoded with httpx-sse (``runtime.compat.sse_events``), its progress relayed to
+the front request and its log messages to the front client.  Anything the lane does not
+cover (legacy upstreams, ``https://``, a version the upstream refuses) takes the client path.
 """
 
 from __future__ import annotations
 
-import codecs
+import contextlib
 import functools
 import itertools
 import re
@@ -28,11 +28,11 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx
-from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 from ..client import Client, telemetry
 from ..protocol import headers as hdr
 from ..protocol.correlation import note_sent
+from ..runtime.compat import sse_events
 from ..transports.client_base import (
     ConnectError,
     ConnectionClosedError,
@@ -230,12 +230,9 @@ class FastLane:
         scope: anyio.CancelScope,
         limit: int,
     ) -> dict[str, Any]:
-        text = codecs.getincrementaldecoder("utf-8")("replace")
-        lines, events = SSELineDecoder(), SSEDecoder()
-        async for chunk in response.chunks():
-            for line in lines.decode(text.decode(chunk)):
-                event = events.decode(line)
-                if event is None or not event.data.strip():
+        async with contextlib.aclosing(sse_events(response.chunks())) as events:
+            async for event in events:
+                if not event.data.strip():
                     continue
                 if len(event.data) > limit:
                     raise ResultTooLarge(method, limit, len(event.data))

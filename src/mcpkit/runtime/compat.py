@@ -1,24 +1,38 @@
 """Every use of another library's private API, in one place, pinned to the versions tested.
 
-Today that is one hot-path shortcut: building anyio's asyncio cancel scope class directly
-(``anyio.CancelScope()`` looks the backend up on each call, about half of what a scope
-costs, paid on every HTTP request that needs one) and asking asyncio whether a loop runs
-without raising (``asyncio._get_running_loop``).  The anyio major version it was tested
-with (4.x, 4.4 to 4.16) is pinned where versions belong, in pyproject's dependencies
-(``anyio>=4.4,<5``), not read at import time (``importlib.metadata`` cost a Lambda cold
-start ~10 ms); and the class is taken only when the public call returned the asyncio
-backend's own, so even a broken pin makes mcpkit slower, never wrong.  A test
-(tests/transports) checks that the shortcut builds the very class the public call returns
-and that the pin admits the installed anyio.
+Two hot-path shortcuts, each taken only where the version it was tested with is installed
+and otherwise replaced by the public call, so that a new release makes mcpkit slower,
+never wrong:
+
+* :func:`new_cancel_scope` builds anyio's asyncio cancel scope class directly
+  (``anyio.CancelScope()`` looks the backend up on each call, about half of what a scope
+  costs, paid on every HTTP request that needs one).  The anyio major version it was tested
+  with (4.x, 4.4 to 4.16) is pinned where versions belong, in pyproject's dependencies
+  (``anyio>=4.4,<5``), not read at import time (``importlib.metadata`` cost a Lambda cold
+  start ~10 ms); and the class is taken only when the public call returned the asyncio
+  backend's own.
+* :func:`sse_events` parses a Server-Sent Events body with httpx-sse's line and event
+  decoders (``httpx_sse._decoders``) when the installed httpx-sse is the tested 0.4 line
+  (its public ``__version__``, no metadata lookup), else with its public ``EventSource``
+  over an ``httpx.Response``.  Same events either way (tests/transports/test_compat.py);
+  the public route costs ~30 µs more per answer (an ``httpx.Response`` and three layers
+  of async generators), which the gateway's fast lane would pay on every streamed answer.
 """
 
 from __future__ import annotations
 
-import asyncio
+import codecs
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-__all__ = ["new_cancel_scope"]
+from .stepping import on_asyncio
+
+if TYPE_CHECKING:
+    from httpx_sse import ServerSentEvent
+
+__all__ = ["new_cancel_scope", "sse_events"]
 
 #: anyio major version whose asyncio backend this shortcut was tested with (pyproject pins
 #: ``anyio<5``; tests/transports/test_compat.py holds the two together).
@@ -30,7 +44,7 @@ def new_cancel_scope() -> anyio.CancelScope:
     """A new (not yet entered) ``anyio.CancelScope``: on asyncio (with a tested anyio) the
     backend's own class, looked up once; anywhere else the plain ``anyio.CancelScope()``."""
     global _asyncio_scope
-    if asyncio._get_running_loop() is None:
+    if not on_asyncio():
         return anyio.CancelScope()
     cls = _asyncio_scope
     if cls is None:
@@ -39,3 +53,60 @@ def new_cancel_scope() -> anyio.CancelScope:
             _asyncio_scope = type(scope)
         return scope
     return cls()
+
+
+#: The httpx-sse release line whose private decoders :func:`sse_events` was tested with.
+TESTED_HTTPX_SSE = "0.4."
+_sse_decoders: tuple[Any, Any] | bool | None = False  # False: not looked up yet
+
+
+def _private_sse_decoders() -> tuple[Any, Any] | None:
+    global _sse_decoders
+    if _sse_decoders is False:
+        import httpx_sse
+
+        _sse_decoders = None
+        if httpx_sse.__version__.startswith(TESTED_HTTPX_SSE):
+            try:
+                from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+            except ImportError:  # pragma: no cover - the tested line has them
+                pass
+            else:
+                _sse_decoders = (SSELineDecoder, SSEDecoder)
+    return _sse_decoders  # type: ignore[return-value]
+
+
+async def sse_events(chunks: AsyncIterable[bytes]) -> AsyncGenerator[ServerSentEvent, None]:
+    """The events of an SSE body given as byte chunks, decoded as UTF-8 (invalid bytes
+    replaced), exactly as httpx-sse's ``EventSource.aiter_sse`` yields them.  Close it
+    (``contextlib.aclosing``) when leaving before the end."""
+    decoders = _private_sse_decoders()
+    if decoders is None:
+        async for event in _public_sse_events(chunks):
+            yield event
+        return
+    text = codecs.getincrementaldecoder("utf-8")("replace")
+    lines, events = decoders[0](), decoders[1]()
+    async for chunk in chunks:
+        for line in lines.decode(text.decode(chunk)):
+            event = events.decode(line)
+            if event is not None:
+                yield event
+
+
+async def _public_sse_events(chunks: AsyncIterable[bytes]) -> AsyncGenerator[ServerSentEvent, None]:
+    import contextlib
+
+    import httpx
+    from httpx_sse import EventSource
+
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for chunk in chunks:
+                yield chunk
+
+    # SSE is UTF-8 by definition: the body's own content type is not passed on.
+    response = httpx.Response(200, headers=[(b"content-type", b"text/event-stream")], stream=Body())
+    async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
+        async for event in events:
+            yield event

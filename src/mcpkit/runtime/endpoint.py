@@ -27,7 +27,8 @@ from ..types import jsonrpc
 from ..types.codec import DecodeError, DuplicateKeyError, decode, encode_message
 from ..types.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
 from ..types.jsonrpc import Kind, Message, RequestId
-from .stepping import Resumed
+from .contracts import ON_READER, SCOPED
+from .stepping import Resumed, new_task
 
 log = logging.getLogger("mcpkit.endpoint")
 
@@ -85,6 +86,10 @@ class _Unscoped:
 
     def __enter__(self) -> _Unscoped:
         self._inside = True
+        if self.cancel_called and self.task is not None:
+            # Cancelled before its task's first step (both lines came in one read):
+            # deliver it now, as a cancel scope cancelled before it is entered does.
+            self.task.cancel()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
@@ -151,8 +156,11 @@ class Endpoint:
         #: small request itself.  Only for requests whose handlers cannot enter a cancel
         #: scope before they first suspend (a scope entered on the reader would belong to
         #: the wrong task once the request moves): the server says which (plain ``def``
-        #: tools, see ``ToolEntry.inline``).  Ignored unless :attr:`SEND_IS_TASK_FREE`.
-        self.starts_inline: Callable[[Message], bool] | None = None
+        #: tools, see ``ToolEntry.inline``).  It answers with a start mode
+        #: (``runtime.contracts.start_mode``; True means ON_READER): ON_READER is honoured
+        #: only when :attr:`SEND_IS_TASK_FREE` (else it is OWN_TASK); OWN_TASK runs the
+        #: request in a plain task cancelled natively, without an anyio cancel scope.
+        self.starts_inline: Callable[[Message], int] | None = None
         #: At EOF, let requests already received finish (for up to EOF_DRAIN_S) before
         #: cancelling them: a server whose client wrote its last request and closed its
         #: end (``echo '...' | mcpkit serve x.py``, a file on stdin) still answers it.
@@ -284,6 +292,19 @@ class Endpoint:
         native.add(task)
         task.add_done_callback(native.discard)
 
+    def _start_own_task(
+        self, message: Message, handle: _Unscoped, native: set[asyncio.Task[None]]
+    ) -> None:
+        """Serve one request in a plain asyncio task from its first step, with no cancel
+        scope (``handle`` cancels the task natively).  On Python 3.12+ the task starts
+        eagerly: its first step runs now, as the request's own task, and a request that
+        never waits is done without a trip through the event loop."""
+        task = new_task(self._guarded(self._serve(message, handle)))
+        handle.task = task
+        if not task.done():
+            native.add(task)
+            task.add_done_callback(native.discard)
+
     async def _guarded(self, serving: Awaitable[None]) -> None:
         try:
             await serving
@@ -359,13 +380,16 @@ class Endpoint:
             return
         if kind is Kind.REQUEST:
             native = self._native
-            inline = self.starts_inline if self.SEND_IS_TASK_FREE else None
-            if native is not None and inline is not None and inline(message):
+            starts = self.starts_inline
+            mode = starts(message) if native is not None and starts is not None else SCOPED
+            if mode and native is not None:  # ON_READER or OWN_TASK: no anyio cancel scope
                 handle = _Unscoped()
-                if self._register(message, handle):
+                if not self._register(message, handle):
+                    await self._refuse_duplicate(message["id"])
+                elif mode == ON_READER and self.SEND_IS_TASK_FREE:
                     self._start_inline(message, handle, native)
                 else:
-                    await self._refuse_duplicate(message["id"])
+                    self._start_own_task(message, handle, native)
                 return
             scope = anyio.CancelScope()
             if self._register(message, scope):

@@ -8,6 +8,8 @@ only a coroutine that does wait is finished with ``await Resumed(coro, yielded)`
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Coroutine, Generator
 from typing import Any, Generic, TypeVar
 
@@ -23,6 +25,32 @@ def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
     except StopIteration as stop:
         return True, stop.value
     return False, yielded
+
+
+def on_asyncio() -> bool:
+    """Whether an asyncio loop runs in this thread: what ``sniffio.current_async_library()
+    == "asyncio"`` answers for code under anyio, without its ~0.3 µs of lookups (raising
+    only off asyncio, where nothing calls this on a hot path)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def new_task(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """A plain asyncio task for ``coro`` in a copy of the current context.  On Python
+    3.12+ it starts eagerly (``eager_start=True``, public since 3.12): the first step runs
+    now, already as the task itself, so anything the coroutine ties to its task (a cancel
+    scope, a lock, a context variable) belongs to the task that finishes it, and one that
+    never waits costs no trip through the event loop.  On 3.11 it is an ordinary task."""
+    loop = asyncio.get_running_loop()
+    if _EAGER:
+        return asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+    return loop.create_task(coro)
+
+
+_EAGER = sys.version_info >= (3, 12)
 
 
 class Resumed(Generic[T]):

@@ -397,10 +397,12 @@ class Server(ServerRuntime, VisibilityControls, Composition):
 
     def runs_inline(self, tool: Any) -> bool:
         """Whether :meth:`dispatch` of a call of ``tool`` runs to its end in one step and
-        needs no cancel scope of the transport's (see ``ToolEntry.inline``): the tool is
-        inline and no middleware that may wait (``Middleware.waits``) wraps
-        ``tools/call``.  The transports' fast path asks this, so it is a property of
-        dispatch, not a second path."""
+        may start on a transport's reader, without a task or cancel scope of its own:
+        the tool is inline and no middleware that may wait (``Middleware.waits``) wraps
+        ``tools/call``.  The transports' fast path asks this (through
+        ``runtime.contracts.start_mode``), so it is a property of dispatch, not a second
+        path.  An inline tool inside middleware that may wait still needs no anyio cancel
+        scope, only a task of its own (stdio) or its request's (HTTP)."""
         return self.inline_calls and tool is not None and bool(tool.inline)
 
     # ------------------------------------------------------------------ change notifications

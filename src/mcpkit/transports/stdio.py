@@ -18,7 +18,7 @@ import anyio
 import sniffio
 
 from ..protocol.negotiation import modern_version_of, parse_modern_meta
-from ..runtime.contracts import ServedServer, calls_inline_tool
+from ..runtime.contracts import ServedServer, start_mode
 from ..runtime.endpoint import Endpoint
 from ..runtime.exchange import Exchange
 from ..runtime.legacy_session import SESSION_HOLDERS, LegacySession
@@ -70,12 +70,15 @@ class StdioServer:
         """This server's one legacy session, if a client opened it (the sessions gauge)."""
         return () if self.session is None else (self.session,)
 
-    def starts_inline(self, message: Message) -> bool:
-        """A call of a tool that runs in one step (a plain ``def``, see ``ToolEntry.inline``)
-        starts on the endpoint's reader: the path from here to the tool enters no cancel
-        scope, and the tool can only wait on an awaitable it returns, behind a checkpoint.
-        Anything else (an unknown name too: a relaying server may forward it) takes a task."""
-        return calls_inline_tool(self.server, message)
+    def starts_inline(self, message: Message) -> int:
+        """How the endpoint may start ``message`` (``runtime.contracts.start_mode``): a call
+        of a tool that runs in one step (a plain ``def``, see ``ToolEntry.inline``) starts
+        on the endpoint's reader: the path from here to the tool enters no cancel scope,
+        and the tool can only wait on an awaitable it returns, behind a checkpoint.  With
+        middleware that may wait around it, it gets a plain task of its own (no scope).
+        Anything else (an unknown name too: a relaying server may forward it) takes a task
+        and a cancel scope."""
+        return start_mode(self.server, message)
 
     async def on_request(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
         params = message.get("params")

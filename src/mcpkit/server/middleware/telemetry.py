@@ -22,6 +22,8 @@ of the retry carrying that state links back to it (attribute ``mcpkit.link`` =
 ``previous_round``), on whichever replica each round lands.  The link is added once the
 state is opened (OpenTelemetry allows links after a span starts), so a request that is not
 an MRTR retry pays nothing for it.
+While it waits, a plain ``def`` tool registered ``inline=True`` gets a task of its own
+over stdio instead of starting on the reader (see ``Middleware.waits``).
 
 A task-backed ``tools/call`` runs this chain inside the task's background work: that span
 is an INTERNAL one in a trace of its own, *linked* to the call that created it (the

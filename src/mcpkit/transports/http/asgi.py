@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -45,6 +46,33 @@ class CancellableExchange(Exchange):
         self._cancelled = True
         if self.scope is not None:
             self.scope.cancel()
+
+
+class TaskCanceller:
+    """Cancels the task it was made in, natively (``asyncio.Task.cancel``): a request's
+    own task (uvicorn's, one per HTTP request) needs no anyio cancel scope of ours, which
+    costs ~5 µs in a fresh task.  For a call of an inline tool inside middleware that may
+    wait (``Middleware.waits``): the wait can be anywhere, not only in the exchange's
+    interruptible block.  Asyncio only."""
+
+    __slots__ = ("called", "task")
+
+    def __init__(self) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.task = task
+        self.called = False
+
+    def cancel(self) -> None:
+        if not self.called:
+            self.called = True
+            self.task.cancel()
+
+    def settle(self) -> bool:
+        """After the request's code ended (a ``CancelledError`` caught, or a return):
+        whether it was this canceller's doing, the one cancellation to swallow; it is
+        then taken back (``Task.uncancel``), so the task goes on uncancelled."""
+        return self.called and self.task.uncancel() == 0
 
 
 #: Headers whose repetition makes a request ambiguous (an intermediary may have acted

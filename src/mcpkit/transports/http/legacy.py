@@ -10,6 +10,7 @@ are kept in a small per-session event log so a client can resume with ``Last-Eve
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +20,10 @@ from ...protocol import headers as hdr
 from ...protocol.correlation import cancelled_request_id
 from ...protocol.sse import KEEPALIVE, KEEPALIVE_SECONDS, encode_event, priming_event
 from ...runtime.compat import new_cancel_scope
-from ...runtime.contracts import calls_inline_tool
+from ...runtime.contracts import ON_READER, OWN_TASK, start_mode
 from ...runtime.exchange import Exchange, Interrupted
 from ...runtime.listen import legacy_notification_for
+from ...runtime.stepping import on_asyncio
 from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
@@ -30,6 +32,7 @@ from .asgi import (
     CancellableExchange,
     Receive,
     Send,
+    TaskCanceller,
     send_empty,
     send_error,
     watch_disconnect,
@@ -179,9 +182,17 @@ async def _handle_request(
     exchange.headers = headers
     # A call of an inline tool runs in no cancel scope (a new task's first scope costs ~5 us):
     # it can only wait inside exchange.interruptible(), which notifications/cancelled
-    # cancels through the exchange.  Anything else runs in a scope of its own.
-    inline = calls_inline_tool(app.server, message)
-    handle: LegacyExchange | anyio.CancelScope = exchange if inline else new_cancel_scope()
+    # cancels through the exchange; inside middleware that may wait, it can wait anywhere,
+    # so notifications/cancelled cancels this request's task natively (asyncio).  Anything
+    # else runs in a scope of its own.
+    mode = start_mode(app.server, message)
+    handle: LegacyExchange | TaskCanceller | anyio.CancelScope
+    if mode == ON_READER:
+        handle = exchange
+    elif mode == OWN_TASK and on_asyncio():
+        handle = TaskCanceller()
+    else:
+        handle = new_cancel_scope()
     if not session.incoming.start(request_id, handle):
         failure = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
         await writer.final(jsonrpc.error(request_id, failure), 409)
@@ -189,6 +200,16 @@ async def _handle_request(
     try:
         if isinstance(handle, LegacyExchange):
             answer = await _answer(app, session, message, exchange)
+        elif isinstance(handle, TaskCanceller):
+            try:
+                answer = await _answer(app, session, message, exchange)
+            except asyncio.CancelledError:
+                if not handle.settle():
+                    raise
+                answer = None  # cancelled by notifications/cancelled
+            else:
+                if handle.settle():  # the handler swallowed the cancellation
+                    answer = None
         else:
             answer = None
             with handle:

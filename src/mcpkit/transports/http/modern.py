@@ -10,6 +10,7 @@ response stream cancels the handler.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Coroutine
 from functools import partial
@@ -24,7 +25,7 @@ from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import called_tool
 from ...runtime.exchange import Interrupted
 from ...runtime.listen import Subscription
-from ...runtime.stepping import Resumed, run_until_suspended
+from ...runtime.stepping import Resumed, on_asyncio, run_until_suspended
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
 from ...types.methods import METHODS
@@ -32,6 +33,7 @@ from .asgi import (
     CancellableExchange,
     Receive,
     Send,
+    TaskCanceller,
     send_empty,
     send_error,
     watch_disconnect,
@@ -146,6 +148,13 @@ async def handle_modern(
         # No cancel scope: a new task's first scope costs ~5 us (anyio's per-task state),
         # and an inline tool can only wait inside exchange.interruptible().
         answer = await _answer(app, message, meta, exchange, receive, principal, None)
+    elif scope is None and tool is not None and tool.inline and on_asyncio():
+        # Middleware that may wait wraps the call (Middleware.waits): it may wait anywhere,
+        # not only inside the exchange's interruptible block, so a client that goes away
+        # cancels this (uvicorn's per-request) task natively rather than through a scope
+        # of our own; the request still runs in its own task, so whatever the middleware
+        # ties to the task (a scope, a lock, a context variable) stays valid.
+        answer = await _answer(app, message, meta, exchange, receive, principal, NATIVE)
     elif scope is None:
         with new_cancel_scope() as scope:
             answer = await _answer(app, message, meta, exchange, receive, principal, scope)
@@ -171,14 +180,18 @@ async def _answer(
     suspending, and those cannot be interrupted: they run to the end in their first step
     and need no watcher.  Only a handler that waits gets a watcher task (in the server's
     task group) that cancels ``scope`` when the client goes away (no ``scope``: the
-    exchange's interruptible block, see ``ToolEntry.inline``).
+    exchange's interruptible block, see ``ToolEntry.inline``; :data:`NATIVE`: this task,
+    natively).
     """
     request_id = message["id"]
     coro = app.server.dispatch(message, meta, exchange, principal=principal)
     try:
         done, value = run_until_suspended(coro)
         if not done:
-            value = await _finish_watched(app, coro, value, receive, scope or exchange)
+            if scope is NATIVE:
+                value = await _finish_native(app, coro, value, receive)
+            else:
+                value = await _finish_watched(app, coro, value, receive, scope or exchange)
         return jsonrpc.result(request_id, value), 200, None
     except McpError as err:
         return jsonrpc.error(request_id, err), err.http_status, err.http_headers
@@ -191,7 +204,7 @@ async def _finish_watched(
     coro: Coroutine[Any, Any, dict[str, Any]],
     yielded: Any,
     receive: Receive,
-    target: anyio.CancelScope | ModernExchange,
+    target: anyio.CancelScope | ModernExchange | TaskCanceller,
 ) -> dict[str, Any]:
     stop = anyio.CancelScope()
     if app.server._tg is not None:
@@ -202,8 +215,29 @@ async def _finish_watched(
         stop.cancel()
 
 
+#: Marker for ``_answer``: no scope of ours, a disconnect cancels the task natively.
+NATIVE: Any = object()
+
+
+async def _finish_native(
+    app: McpHttpApp, coro: Coroutine[Any, Any, dict[str, Any]], yielded: Any, receive: Receive
+) -> dict[str, Any]:
+    target = TaskCanceller()
+    try:
+        value = await _finish_watched(app, coro, yielded, receive, target)
+    except asyncio.CancelledError:
+        if target.settle():
+            raise Interrupted from None  # the client went away: answer nobody
+        raise
+    if target.settle():  # the handler swallowed our cancellation; the client is gone
+        raise Interrupted
+    return value
+
+
 async def _watch(
-    receive: Receive, target: anyio.CancelScope | ModernExchange, stop: anyio.CancelScope
+    receive: Receive,
+    target: anyio.CancelScope | ModernExchange | TaskCanceller,
+    stop: anyio.CancelScope,
 ) -> None:
     """Cancel ``target`` if the client disconnects before ``stop`` is cancelled."""
     with stop, contextlib.suppress(Exception):

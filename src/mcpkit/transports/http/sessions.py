@@ -89,7 +89,8 @@ class Waiter:
 
 
 class Cancellable(Protocol):
-    """A request's cancel handle: its cancel scope, or its exchange (inline tools)."""
+    """A request's cancel handle: its cancel scope, its exchange (inline tools), or a
+    canceller of its task (inline tools inside middleware that may wait)."""
 
     def cancel(self) -> None: ...
 

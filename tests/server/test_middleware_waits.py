@@ -1,0 +1,164 @@
+"""Middleware that may wait (``Middleware.waits`` left at its default) around a plain
+``def`` tool registered ``inline=True``: the call no longer pays an anyio cancel scope
+(stdio: a plain task of its own from the first step; HTTP 2026-07-28: uvicorn's request
+task, cancelled natively when the client goes away), so it must still run all in one
+task and one context, and still be cancellable while the middleware waits.
+
+The server is ``servers/waiting_middleware.py`` under ``mcpkit serve`` in a real
+subprocess (real pipes; a real socket on 127.0.0.1).  Its middleware resets a context
+variable with its token and releases an anyio lock after waiting, both of which fail
+in another context or task, and reports whether the task changed.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import orjson
+import pytest
+
+from support.httpclient import LegacySessionClient, McpHttp
+from support.mcp import initialize_request, legacy_request, modern_headers, modern_request
+from support.servers import ProcessServer, StdioProcess, http_subprocess
+
+FIXTURE = Path(__file__).parent / "servers" / "waiting_middleware.py"
+
+
+def probe(text: str, **extra: object) -> dict[str, object]:
+    return {"name": "probe", "arguments": {"text": text, **extra}}
+
+
+def expected(text: str) -> str:
+    return f"{text} var={text} same_task=True leaked=None"
+
+
+def wait_for_line(workdir: Path, line: str) -> None:
+    deadline = time.monotonic() + 15
+    path = workdir / "waiting-events.txt"
+    while time.monotonic() < deadline:
+        if path.exists() and line in path.read_text(encoding="utf-8").splitlines():
+            return
+        time.sleep(0.02)
+    pytest.fail(f"the server never wrote {line!r}")
+
+
+def test_stdio_pipelined_calls_stay_in_one_task_and_context(tmp_path: Path) -> None:
+    proc = StdioProcess(FIXTURE, tmp_path)
+    try:
+        for rid in range(1, 9):  # all written before any answer: they overlap
+            proc.send(modern_request(rid, "tools/call", probe(f"m{rid}")))
+        texts = {}
+        for _ in range(8):
+            reply = proc.recv()
+            texts[reply["id"]] = reply["result"]["content"][0]["text"]
+        assert texts == {rid: expected(f"m{rid}") for rid in range(1, 9)}
+
+        proc.send(initialize_request(100))
+        assert "result" in proc.recv()
+        proc.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for rid in range(101, 105):
+            proc.send(legacy_request(rid, "tools/call", probe(f"l{rid}")))
+        legacy = {}
+        for _ in range(4):
+            reply = proc.recv()
+            legacy[reply["id"]] = reply["result"]["content"][0]["text"]
+        assert legacy == {rid: expected(f"l{rid}") for rid in range(101, 105)}
+    finally:
+        proc.stop()
+
+
+def test_stdio_cancel_reaches_a_waiting_middleware(tmp_path: Path) -> None:
+    proc = StdioProcess(FIXTURE, tmp_path)
+    try:
+        proc.send(modern_request(1, "tools/call", probe("held", hold=True)))
+        wait_for_line(tmp_path, "holding held")
+        proc.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 1, "_meta": modern_request(0, "x")["params"]["_meta"]},
+            }
+        )
+        wait_for_line(tmp_path, "cancelled held")
+        # The lock the cancelled call held was released in its own task: the next call
+        # takes it, and the cancelled request gets no answer.
+        proc.send(modern_request(2, "tools/call", probe("after")))
+        reply = proc.recv()
+        assert reply["id"] == 2
+        assert reply["result"]["content"][0]["text"] == expected("after")
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ProcessServer, McpHttp]]:
+    with http_subprocess(tmp_path_factory.mktemp("waits-http"), FIXTURE) as running:
+        client = McpHttp(running.url, running.alive)
+        yield running, client
+        client.close()
+
+
+def test_http_modern_concurrent_calls_stay_in_one_task_and_context(
+    http: tuple[ProcessServer, McpHttp],
+) -> None:
+    _, client = http
+
+    def call(i: int) -> str:
+        reply = client.modern("tools/call", probe(f"h{i}"))
+        return str(reply.result["content"][0]["text"])
+
+    with ThreadPoolExecutor(4) as pool:
+        texts = list(pool.map(call, range(12)))
+    assert texts == [expected(f"h{i}") for i in range(12)]
+
+
+def test_http_modern_disconnect_cancels_a_waiting_middleware(
+    http: tuple[ProcessServer, McpHttp],
+) -> None:
+    server, client = http
+    message = modern_request(7, "tools/call", probe("gone", hold=True))
+    body = orjson.dumps(message)
+    headers = modern_headers(message)
+    head = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{server.port}"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    head.append(f"Content-Length: {len(body)}")
+    raw = ("\r\n".join(head) + "\r\n\r\n").encode() + body
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(raw)
+        wait_for_line(server.output.parent, "holding gone")
+    # The client went away while the middleware waited outside any block of the tool's:
+    # the request's task is cancelled, its scope and lock unwound in that task.
+    wait_for_line(server.output.parent, "cancelled gone")
+    reply = client.modern("tools/call", probe("next"))
+    assert reply.result["content"][0]["text"] == expected("next")
+
+
+def test_http_legacy_calls_and_cancel_reach_a_waiting_middleware(
+    http: tuple[ProcessServer, McpHttp],
+) -> None:
+    server, client = http
+    session = LegacySessionClient(client)
+    for i in range(3):
+        reply = session.request("tools/call", probe(f"s{i}"))
+        assert reply.result["content"][0]["text"] == expected(f"s{i}")
+
+    held = legacy_request(9001, "tools/call", probe("held2", hold=True))
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(client.http.post, client.url, json=held, headers=session.headers())
+        wait_for_line(server.output.parent, "holding held2")
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 9001},
+        }
+        assert client.http.post(client.url, json=note, headers=session.headers()).status_code == 202
+        wait_for_line(server.output.parent, "cancelled held2")
+        answered = pending.result(timeout=15)
+    # A cancelled legacy request gets no JSON-RPC response (its stream just ends).
+    assert b'"id":9001' not in answered.content.replace(b" ", b"")
+    reply = session.request("tools/call", probe("after2"))
+    assert reply.result["content"][0]["text"] == expected("after2")

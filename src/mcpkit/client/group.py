@@ -252,6 +252,7 @@ class ClientGroup:
 
     async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None,
                          **kwargs: Any) -> GetPromptResult:
+        """Get ``server__prompt`` from its server (``kwargs`` as :meth:`Client.get_prompt`)."""
         server, prompt = await self._prompt(name)
         return await self.clients[server].get_prompt(prompt, arguments, **kwargs)
 
@@ -269,6 +270,7 @@ class ClientGroup:
 
     async def list_resource_templates(self, *, refresh: bool = False
                                       ) -> list[ResourceTemplate]:
+        """Every server's resource templates, namespaced like resource URIs."""
         listings = await self._each(lambda c: c.list_resource_templates(refresh=refresh),
                                      "resources")
         return cast(list[ResourceTemplate], self._namespaced(

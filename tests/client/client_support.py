@@ -32,12 +32,6 @@ def serve_command(script: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "mcpkit", "serve", str(script), *extra]
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
 
 @dataclass
 class ServerProcess:

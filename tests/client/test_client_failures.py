@@ -21,7 +21,6 @@ from client_support import (
     REPO,
     SLOW_SERVER,
     ServerProcess,
-    free_port,
     pid_alive,
     serve_command,
 )
@@ -36,6 +35,7 @@ from mcpkit.client import (
     RequestTimeoutError,
     ServerStartupError,
 )
+from support.servers import free_port
 
 pytestmark = pytest.mark.anyio
 

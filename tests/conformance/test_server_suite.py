@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from harness import SuiteResult, run_server_suite
 
+from support.servers import free_port
+
 pytestmark = pytest.mark.conformance
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -47,12 +49,6 @@ class FixtureServer:
         text = self.output.read_text(encoding="utf-8", errors="replace")
         return "\n".join(text.splitlines()[-lines:]) or "(no output)"
 
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -85,7 +81,7 @@ def _wait_until_listening(server: FixtureServer, port: int) -> None:
 
 @pytest.fixture(scope="module")
 def mcpkit_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FixtureServer]:
-    port = _free_port()
+    port = free_port()
     output = tmp_path_factory.mktemp("mcpkit-server") / "output.log"
     cmd = [sys.executable, "-m", "mcpkit", "serve", "tests/conformance/server.py"]
     cmd += ["--http", "--port", str(port)]

@@ -25,6 +25,8 @@ from typing import Any
 
 import httpx
 
+from support.servers import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = "tests/conformance/server.py"
 ECHO = "tests/gateway/servers/echo.py"
@@ -47,11 +49,6 @@ def need(binary: str) -> None:
             pytest.fail(f"{binary} is required in CI (CI=true)")
         pytest.skip(f"{binary} is not installed")
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

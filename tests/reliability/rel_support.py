@@ -25,6 +25,8 @@ from typing import Any
 
 import httpx
 
+from support.servers import free_port
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SERVER_FILE = HERE / "servers" / "rel_server.py"
@@ -48,11 +50,6 @@ _ids = itertools.count(1000)
 def next_id() -> int:
     return next(_ids)
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def base_env(**extra: str) -> dict[str, str]:

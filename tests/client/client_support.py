@@ -7,6 +7,7 @@ A module with a unique name (not ``conftest``): several test directories have a
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import signal
 import socket
@@ -15,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CLIENT_TESTS = Path(__file__).resolve().parent
 TESTS = CLIENT_TESTS.parent
@@ -25,6 +27,24 @@ SLOW_SERVER = PEERS / "slow_server.py"
 
 if str(TESTS) not in sys.path:  # for tests/support (schema validation)
     sys.path.insert(0, str(TESTS))
+
+
+_OBJECTS: dict[tuple[Path, str], Any] = {}
+
+
+def fixture_object(backend: str, script: Path = FIXTURE_SERVER) -> Any:
+    """The ``server`` object a fixture script defines, for ``Client(server)`` in memory:
+    loaded once per script and event-loop backend (a ``Server`` keeps event-loop objects,
+    its lifespan lock, so one object cannot move from asyncio to trio)."""
+    key = (script, backend)
+    if key not in _OBJECTS:
+        name = f"memory_{script.stem}_{backend}"
+        spec = importlib.util.spec_from_file_location(name, script)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _OBJECTS[key] = module.server
+    return _OBJECTS[key]
 
 
 def serve_command(script: Path, *extra: str) -> list[str]:

@@ -9,11 +9,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +25,7 @@ SLOW_SERVER = PEERS / "slow_server.py"
 if str(TESTS) not in sys.path:  # for tests/support (schema validation)
     sys.path.insert(0, str(TESTS))
 
+from support.servers import kill_group, spawn, wait_port  # noqa: E402
 
 _OBJECTS: dict[tuple[Path, str], Any] = {}
 
@@ -64,30 +62,19 @@ class ServerProcess:
         return "\n".join(text.splitlines()[-lines:]) or "(no output)"
 
     def stop(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if self.process.poll() is not None:
-                return
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
+        kill_group(self.process)
 
 
 def start_server(argv: list[str], port: int, url: str, log: Path,
                  timeout: float = 30.0) -> ServerProcess:
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=sink,
-                                   stderr=sink, start_new_session=True)
+    process = spawn(argv, log, cwd=REPO)
     server = ServerProcess(url, process, log)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}:\n{server.output_tail()}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-            return server
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError(f"server not listening on {port} after {timeout}s:\n{server.output_tail()}")
+    try:
+        wait_port(port, process, log, timeout=timeout)
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
 
 
 def pid_alive(pid: int) -> bool:

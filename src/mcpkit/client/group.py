@@ -97,7 +97,8 @@ class ClientGroup:
                 continue
             check_name(name)
             clients[name] = item if isinstance(item, Client) else Client(item, **options)
-            described[name] = item if isinstance(item, str) else type(item).__name__
+            described[name] = (item if isinstance(item, str)
+                               else f"in memory: {getattr(item, 'name', type(item).__name__)}")
         return cls(clients, described)
 
     # ------------------------------------------------------------------ lifecycle

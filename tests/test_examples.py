@@ -27,6 +27,25 @@ def test_client_basics_against_quickstart_over_stdio() -> None:
     assert "note -> Remember to hydrate." in out.stdout
 
 
+def test_multi_server_client_over_the_host_file() -> None:
+    """``Client.from_config`` on ``examples/host.json`` (two stdio servers) plus one in
+    memory: namespaced tools, a call on each kind, a namespaced resource and prompt."""
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "multi_server_client.py")],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    for line in ("tool: dice__roll_dice", "tool: quickstart__add", "tool: notes__remember",
+                 "quickstart__add -> {'a': 2.0, 'b': 3.0, 'sum': 5.0}",
+                 "notes__remember -> noted: milk", "resource: note://quickstart/today",
+                 "note://quickstart/today -> Remember to hydrate.",
+                 "quickstart__summarize -> Summarize in one paragraph:"):
+        assert line in out.stdout, out.stdout
+
+
 @pytest.mark.anyio
 async def test_jobs_and_baskets_in_process() -> None:
     sys.path.insert(0, str(EXAMPLES))

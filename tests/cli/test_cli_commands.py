@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from support.servers import free_port
+from support.servers import free_port, http_subprocess
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -35,21 +33,9 @@ def mcpkit(*args: str, stdin: str | None = None, cwd: Path = HERE,
 
 @pytest.fixture(scope="module")
 def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    log = (tmp_path_factory.mktemp("cli-http") / "log.txt").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "serve", str(QUICKSTART), "--http",
-                             "--port", str(port), "--state", "memory:"],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(10)
-    log.close()
+    with http_subprocess(tmp_path_factory.mktemp("cli-http"), QUICKSTART,
+                         "--state", "memory:") as server:
+        yield server.url
 
 
 # ---------------------------------------------------------------------- targets

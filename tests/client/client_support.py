@@ -7,14 +7,13 @@ A module with a unique name (not ``conftest``): several test directories have a
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CLIENT_TESTS = Path(__file__).resolve().parent
 TESTS = CLIENT_TESTS.parent
@@ -26,17 +25,30 @@ SLOW_SERVER = PEERS / "slow_server.py"
 if str(TESTS) not in sys.path:  # for tests/support (schema validation)
     sys.path.insert(0, str(TESTS))
 
+from support.servers import kill_group, spawn, wait_port  # noqa: E402
+
+_OBJECTS: dict[tuple[Path, str], Any] = {}
+
+
+def fixture_object(backend: str, script: Path = FIXTURE_SERVER) -> Any:
+    """The ``server`` object a fixture script defines, for ``Client(server)`` in memory:
+    loaded once per script and event-loop backend (a ``Server`` keeps event-loop objects,
+    its lifespan lock, so one object cannot move from asyncio to trio)."""
+    key = (script, backend)
+    if key not in _OBJECTS:
+        name = f"memory_{script.stem}_{backend}"
+        spec = importlib.util.spec_from_file_location(name, script)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _OBJECTS[key] = module.server
+    return _OBJECTS[key]
+
 
 def serve_command(script: Path, *extra: str) -> list[str]:
     """argv that serves an mcpkit server script over stdio (or HTTP with extra args)."""
     return [sys.executable, "-m", "mcpkit", "serve", str(script), *extra]
 
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -50,30 +62,19 @@ class ServerProcess:
         return "\n".join(text.splitlines()[-lines:]) or "(no output)"
 
     def stop(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if self.process.poll() is not None:
-                return
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
+        kill_group(self.process)
 
 
 def start_server(argv: list[str], port: int, url: str, log: Path,
                  timeout: float = 30.0) -> ServerProcess:
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=sink,
-                                   stderr=sink, start_new_session=True)
+    process = spawn(argv, log, cwd=REPO)
     server = ServerProcess(url, process, log)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}:\n{server.output_tail()}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-            return server
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError(f"server not listening on {port} after {timeout}s:\n{server.output_tail()}")
+    try:
+        wait_port(port, process, log, timeout=timeout)
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
 
 
 def pid_alive(pid: int) -> bool:

@@ -17,10 +17,11 @@ from client_support import (
     PEERS,
     SLOW_SERVER,
     ServerProcess,
-    free_port,
     serve_command,
     start_server,
 )
+
+from support.servers import free_port
 
 
 @pytest.fixture

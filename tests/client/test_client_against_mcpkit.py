@@ -1,8 +1,12 @@
-"""Our client against our server, over stdio and Streamable HTTP, in both eras.
+"""Our client against our server, in memory, over stdio and Streamable HTTP, in both eras.
 
-Real processes and sockets: stdio spawns ``python -m mcpkit serve tests/conformance/server.py``,
-HTTP talks to the same fixture served with ``--http`` on a free loopback port.  The era is
-forced per test with ``era=...``; ``era="auto"`` is tested separately.
+HTTP talks to ``tests/conformance/server.py`` served with ``--http`` on a free loopback
+port (a real process and socket); stdio spawns ``python -m mcpkit serve`` on the same file
+for the feature sweep, the one test here whose subject includes the process boundary.
+Everything else that is about the client's logic (input callbacks, progress, the era cache,
+round limits, listen) runs on the same server object in memory, which encodes, frames and
+serves every message through the stdio code path, so it breaks where stdio would.  The era
+is forced per test with ``era=...``; ``era="auto"`` is tested separately.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from client_support import FIXTURE_SERVER, REPO, ServerProcess, serve_command
+from client_support import FIXTURE_SERVER, REPO, ServerProcess, fixture_object, serve_command
 
 from mcpkit.client import (
     Client,
@@ -22,16 +26,20 @@ from mcpkit.client import (
     prompt_ref,
 )
 from mcpkit.transports.client_http import HttpTransport
-from mcpkit.transports.client_stdio import StdioTransport
+from mcpkit.transports.memory import MemoryTransport
 from support.schema import validate_definition
 
 pytestmark = pytest.mark.anyio
 
-COMBOS = [("stdio", "modern"), ("stdio", "legacy"), ("http", "modern"), ("http", "legacy")]
+COMBOS = [("memory", "modern"), ("memory", "legacy"), ("http", "modern"), ("http", "legacy")]
+#: The feature sweep also runs over a real stdio process, both eras.
+FEATURE_COMBOS = [*COMBOS, ("stdio", "modern"), ("stdio", "legacy")]
 ROOTS = [{"uri": "file:///work/project", "name": "project"}]
 
 
-def target_for(transport: str, http_server: ServerProcess) -> Any:
+def target_for(transport: str, http_server: ServerProcess, backend: str = "asyncio") -> Any:
+    if transport == "memory":
+        return fixture_object(backend)
     return serve_command(FIXTURE_SERVER) if transport == "stdio" else http_server.url
 
 
@@ -64,8 +72,10 @@ def combo(request: pytest.FixtureRequest, http_server: ServerProcess) -> tuple[A
     return target_for(transport, http_server), era
 
 
-async def test_features(combo: tuple[Any, str]) -> None:
-    target, era = combo
+@pytest.mark.parametrize(("transport", "era"), FEATURE_COMBOS,
+                         ids=[f"{t}-{e}" for t, e in FEATURE_COMBOS])
+async def test_features(transport: str, era: str, http_server: ServerProcess) -> None:
+    target = target_for(transport, http_server)
     with anyio.fail_after(30):
         async with Client(target, era=era, cwd=REPO) as client:
             assert client.era == era
@@ -153,7 +163,7 @@ async def test_progress_and_logs(combo: tuple[Any, str]) -> None:
         "Tool execution started", "Tool processing data", "Tool execution completed"]
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("transport", ["memory", "http"])
 async def test_auto_era_probes_and_is_remembered(transport: str,
                                                  http_server: ServerProcess) -> None:
     cache = EraCache()
@@ -167,7 +177,7 @@ async def test_auto_era_probes_and_is_remembered(transport: str,
             assert again.era == "legacy"  # the remembered era is used without probing
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("transport", ["memory", "http"])
 async def test_input_round_limit(transport: str, http_server: ServerProcess) -> None:
     answers = Answers()
     with anyio.fail_after(30):
@@ -186,7 +196,7 @@ async def test_missing_callback_is_a_clear_server_error(http_server: ServerProce
     assert info.value.code == -32021
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("transport", ["memory", "http"])
 async def test_listen_modern(transport: str, http_server: ServerProcess) -> None:
     with anyio.fail_after(30):
         async with Client(target_for(transport, http_server), era="modern",
@@ -210,7 +220,7 @@ async def test_listen_modern(transport: str, http_server: ServerProcess) -> None
             assert (await client.call_tool("test_simple_text"))["content"]
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("transport", ["memory", "http"])
 async def test_listen_legacy_emulation(transport: str, http_server: ServerProcess) -> None:
     seen: list[Notification] = []
     with anyio.fail_after(30):
@@ -286,7 +296,7 @@ class Recording:
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 async def test_every_message_is_schema_valid(era: str, http_server: ServerProcess) -> None:
     answers = Answers()
-    transport = Recording(StdioTransport(serve_command(FIXTURE_SERVER), cwd=REPO)
+    transport = Recording(MemoryTransport(fixture_object("asyncio"))
                           if era == "legacy" else HttpTransport(http_server.url))
     traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     with anyio.fail_after(30):
@@ -312,15 +322,16 @@ async def test_every_message_is_schema_valid(era: str, http_server: ServerProces
 
 
 @pytest.mark.parametrize("anyio_backend", ["trio"])
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("transport", ["memory", "stdio", "http"])
 async def test_on_trio(transport: str, http_server: ServerProcess) -> None:
     answers = Answers()
+    target = target_for(transport, http_server, "trio")
     with anyio.fail_after(30):
-        async with answers.client(target_for(transport, http_server), "auto") as client:
+        async with answers.client(target, "auto") as client:
             assert client.era == "modern"
             assert len(await client.list_tools()) > 5
             named = await client.call_tool("test_input_required_result_elicitation")
             assert named["content"][0]["text"] == "Hello, Ada!"
-        async with answers.client(target_for(transport, http_server), "legacy") as client:
+        async with answers.client(target, "legacy") as client:
             named = await client.call_tool("test_input_required_result_elicitation")
             assert named["content"][0]["text"] == "Hello, Ada!"

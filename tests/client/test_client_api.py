@@ -15,7 +15,8 @@ import mcpkit.client
 SRC = Path(mcpkit.client.__file__).resolve().parents[1]
 
 PUBLIC = {
-    "CallToolResult", "Client", "ClientError", "ClientOptions", "CompleteResult",
+    "CallToolResult", "Client", "ClientError", "ClientGroup", "ClientOptions", "CompleteResult",
+    "ConfigError",
     "ConnectError", "ConnectionClosedError", "CreateMessageResult", "DiscoverResult",
     "ElicitResult", "ElicitationHandler", "EraCache", "GetPromptResult", "HttpStatusError",
     "Implementation", "InputRequestError", "InvalidResultError", "LogHandler", "Notification",

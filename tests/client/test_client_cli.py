@@ -8,7 +8,9 @@ import subprocess
 import sys
 
 import pytest
-from client_support import FIXTURE_SERVER, REPO, ServerProcess, free_port, serve_command
+from client_support import FIXTURE_SERVER, REPO, ServerProcess, serve_command
+
+from support.servers import free_port
 
 SERVER_ARGV = serve_command(FIXTURE_SERVER)
 

@@ -21,7 +21,7 @@ from client_support import (
     REPO,
     SLOW_SERVER,
     ServerProcess,
-    free_port,
+    fixture_object,
     pid_alive,
     serve_command,
 )
@@ -36,6 +36,7 @@ from mcpkit.client import (
     RequestTimeoutError,
     ServerStartupError,
 )
+from support.servers import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -46,12 +47,16 @@ def bad(mode: str, *extra: str) -> list[str]:
     return [sys.executable, str(BAD_STDIO), mode, *extra]
 
 
-SLOW_TARGETS = ["stdio-modern", "stdio-legacy", "http-modern", "http-legacy"]
+#: Timeouts, progress and cancellation are the client's logic: in memory (which frames and
+#: serves every message through the stdio code path) and over real HTTP, both eras.  What
+#: only a process can do wrong (garbage, crashes, hangs, shutdown) is tested below with
+#: real stdio peers.
+SLOW_TARGETS = ["memory-modern", "memory-legacy", "http-modern", "http-legacy"]
 
 
 def slow_client(kind: str, server: ServerProcess, **kw: Any) -> Client:
     transport, era = kind.split("-")
-    target = serve_command(SLOW_SERVER) if transport == "stdio" else server.url
+    target = fixture_object("asyncio", SLOW_SERVER) if transport == "memory" else server.url
     return Client(target, cwd=REPO, era=era, **kw)
 
 
@@ -94,8 +99,8 @@ async def test_progress_extends_up_to_the_hard_maximum(kind: str,
 async def test_cancelling_the_caller_cancels_the_request(
     kind: str, slow_http_server: ServerProcess, tmp_path: Path
 ) -> None:
-    """stdio (both eras) and HTTP legacy: notifications/cancelled; HTTP modern: the stream
-    is closed.  Either way the server's handler sees the cancellation."""
+    """In memory (both eras) and HTTP legacy: notifications/cancelled; HTTP modern: the
+    stream is closed.  Either way the server's handler sees the cancellation."""
     marker = tmp_path / "marker"
     with anyio.fail_after(20):
         async with slow_client(kind, slow_http_server) as client:

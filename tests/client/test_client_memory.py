@@ -10,14 +10,13 @@ shows it.  Runs on asyncio and trio.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
 import pytest
+from client_support import fixture_object
 
 from mcpkit import Context, Server
 from mcpkit.client import Client, ConnectionClosedError, Notification, ServerError
@@ -34,30 +33,11 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return backend
 
 
-FIXTURE = Path(__file__).resolve().parents[1] / "conformance" / "server.py"
-
-
-_SERVERS: dict[str, Server] = {}
-
-
 @pytest.fixture
 def fixture_server(anyio_backend: str) -> Server:
-    """The conformance fixture server, one object per backend: a ``Server`` keeps
-    event-loop objects (its lifespan lock), so one object cannot move from asyncio to trio."""
-    if anyio_backend not in _SERVERS:
-        _SERVERS[anyio_backend] = _load_fixture_server(anyio_backend)
-    return _SERVERS[anyio_backend]
-
-
-def _load_fixture_server(suffix: str) -> Server:
-    spec = importlib.util.spec_from_file_location(f"memory_fixture_server_{suffix}", FIXTURE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    server: Server = module.server
+    """The conformance fixture server, one object per backend."""
+    server: Server = fixture_object(anyio_backend)
     return server
-
-
 
 
 class RecordingTransport(MemoryTransport):

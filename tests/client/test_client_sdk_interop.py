@@ -20,9 +20,10 @@ from typing import Any
 
 import anyio
 import pytest
-from client_support import PEERS, ServerProcess, free_port, start_server
+from client_support import PEERS, ServerProcess, start_server
 
 from mcpkit.client import Client, prompt_ref
+from support.servers import free_port
 
 try:
     import fcntl

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from client_support import PEERS, TESTS, ServerProcess, free_port, start_server
+from client_support import PEERS, TESTS, ServerProcess, start_server
 
 from mcpkit.client import (
     Client,
@@ -30,6 +30,7 @@ from mcpkit.client import (
     prompt_ref,
 )
 from mcpkit.transports.client_sse import SseTransport
+from support.servers import free_port
 
 sys.path.insert(0, str(TESTS / "host"))
 from sdk_venv import sdk_python

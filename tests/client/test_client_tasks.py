@@ -7,29 +7,16 @@ stdio path itself is covered by test_client_against_mcpkit.py and the transport 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from client_support import fixture_object
 
 from mcpkit import McpError, Server
 from mcpkit.client import Client, Task, TaskCancelled
 
-FIXTURE = Path(__file__).resolve().parents[1] / "conformance" / "server.py"
-
-
-def _load() -> Server:
-    spec = importlib.util.spec_from_file_location("tasks_fixture_server", FIXTURE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    server: Server = module.server
-    return server
-
-
-SERVER = _load()
+SERVER: Server = fixture_object("asyncio")
 
 pytestmark = pytest.mark.anyio
 

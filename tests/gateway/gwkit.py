@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from support.servers import free_port, kill_group, spawn
+from support.servers import wait_port as support_wait_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = "tests/conformance/server.py"
@@ -47,11 +49,6 @@ def need(binary: str) -> None:
             pytest.fail(f"{binary} is required in CI (CI=true)")
         pytest.skip(f"{binary} is not installed")
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -84,16 +81,7 @@ class Proc:
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self in RUNNING and sig == signal.SIGTERM:
             RUNNING.remove(self)
-        if self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, sig)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        kill_group(self.proc, sig, grace=10.0)
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
@@ -101,43 +89,21 @@ class Proc:
     def restart(self) -> None:
         """Start the same command again on the same port (after a kill)."""
         self.stop()
-        handle = self.log.open("ab")
-        self.proc = subprocess.Popen(
-            self.cmd,
-            cwd=ROOT,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            env={**os.environ, **self.env},
-        )
+        self.proc = spawn(self.cmd, self.log, env=self.env, append=True)
         RUNNING.append(self)
         wait_port(self)
 
 
 def wait_port(p: Proc, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if p.proc.poll() is not None:
-            raise RuntimeError(f"{p.name} exited with {p.proc.returncode}\n{p.tail()}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", p.port), 0.5):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"{p.name}: nothing listening on :{p.port} after {timeout}s\n{p.tail()}")
+    try:
+        support_wait_port(p.port, p.proc, timeout=timeout)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{p.name}: {exc}\n{p.tail()}") from None
 
 
 def _spawn(name: str, cmd: list[str], log_dir: Path, env: dict[str, str], port: int) -> Proc:
     log = log_dir / f"{name}-{port}.log"
-    proc = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        env={**os.environ, **env},
-    )
-    started = Proc(name, port, proc, log, cmd, env)
+    started = Proc(name, port, spawn(cmd, log, env=env), log, cmd, env)
     RUNNING.append(started)
     return started
 

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ from mcpkit.host import (
     load_config,
     parse_config,
 )
+from support.servers import kill_group, spawn, tail
 
 HERE = Path(__file__).resolve().parent
 SERVERS = HERE / "servers"
@@ -93,26 +93,19 @@ def web_host(config: dict[str, Any] | Path, folder: Path, *extra: str,
         path.write_text(json.dumps(config))
     env = {**trusted_env(path, folder, trusted=trusted),
            "MCPKIT_TOKEN_FILE": str(folder / "oauth-tokens.json"), **(env or {})}
-    log = (folder / "host.log").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "host", "--web",
-                             "--config", str(path), *extra], stdout=log, cwd=cwd, env=env,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    log = folder / "host.log"
+    proc = spawn([sys.executable, "-m", "mcpkit.cli.main", "host", "--web", "--config",
+                  str(path), *extra], log, cwd=cwd, env=env)
     try:
         url = None
         deadline = time.monotonic() + 30
         while url is None and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-            log.seek(0)
-            found = re.search(r"open (http://127\.0\.0\.1:\d+/\?token=\S+)", log.read())
+            found = re.search(r"open (http://127\.0\.0\.1:\d+/\?token=\S+)",
+                              log.read_text(errors="replace"))
             url = found.group(1) if found else None
         if url is None:
-            log.seek(0)
-            raise RuntimeError(f"mcpkit host --web did not start:\n{log.read()[-3000:]}")
+            raise RuntimeError(f"mcpkit host --web did not start:\n{tail(log, 60)}")
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        kill_group(proc, signal.SIGINT, grace=10.0)

@@ -5,18 +5,12 @@ Real server processes; the server records ``slow-cancelled`` when its handler is
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from hostkit import SERVERS, calls, stdio_server
 
@@ -24,6 +18,7 @@ from mcpkit.host import Host, HostConfig, Permission, ServerConfig, ToolCancelle
 from mcpkit.host.loop import Conversation
 from mcpkit.host.models import ModelReply, ToolCall
 from mcpkit.host.models.scripted import ScriptedModel
+from support.servers import free_port, kill_group, spawn, wait_http
 
 pytestmark = pytest.mark.anyio
 
@@ -70,26 +65,16 @@ async def test_cancel_over_stdio_in_both_eras(tmp_path: Path, era: str) -> None:
 
 @pytest.fixture
 def alpha_http(tmp_path: Path) -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {**os.environ, "HOST_TEST_DIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "serve",
-                             str(SERVERS / "alpha.py"), "--http", "--port", str(port),
-                             "--state", "memory:"], env=env, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    port = free_port()
+    proc = spawn([sys.executable, "-m", "mcpkit.cli.main", "serve", str(SERVERS / "alpha.py"),
+                  "--http", "--port", str(port), "--state", "memory:"],
+                 tmp_path / "alpha-http.log", env={"HOST_TEST_DIR": str(tmp_path)})
     url = f"http://127.0.0.1:{port}/mcp"
-    for _ in range(200):
-        try:
-            httpx.get(url, timeout=1)
-            break
-        except httpx.HTTPError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.1)
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(10)
+    try:
+        wait_http(url, proc, tmp_path / "alpha-http.log")
+        yield url
+    finally:
+        kill_group(proc, grace=10.0)
 
 
 async def test_cancel_over_streamable_http(tmp_path: Path, alpha_http: str) -> None:

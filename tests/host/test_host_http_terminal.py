@@ -3,44 +3,32 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from hostkit import SERVERS, calls, trusted_env
 
 from mcpkit.host import Host, HostConfig, Permission, ServerConfig
+from support.servers import free_port, kill_group, spawn, wait_http
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
-def gamma_url() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit.cli.main", "serve",
-                             str(SERVERS / "gamma.py"), "--http", "--port", str(port),
-                             "--state", "memory:"], stderr=subprocess.PIPE,
-                            start_new_session=True)
+def gamma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("gamma") / "gamma.log"
+    proc = spawn([sys.executable, "-m", "mcpkit.cli.main", "serve", str(SERVERS / "gamma.py"),
+                  "--http", "--port", str(port), "--state", "memory:"], log)
     url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(10)
+    try:
+        wait_http(url, proc, log)
+        yield url
+    finally:
+        kill_group(proc, grace=10.0)
 
 
 async def test_http_server_with_mcp_param_headers(gamma_url: str) -> None:

@@ -6,10 +6,8 @@ open the URL the host shows: a thread here, Chromium on the page."""
 
 from __future__ import annotations
 
-import socket
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,11 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from hostkit import REPO, web_host
 
 from mcpkit.auth.client import FileTokenStore
 from mcpkit.host import Host, HostConfig, Interaction, Permission, ServerConfig
+from support.servers import ThreadServer
 
 sys.path.insert(0, str(REPO / "examples" / "auth"))
 from local_as import LocalAuthorizationServer
@@ -31,21 +29,8 @@ from protected_server import build_app
 @contextmanager
 def serve(make_app: Any) -> Iterator[tuple[str, Any]]:
     """An ASGI app on uvicorn in a thread, on a free port of 127.0.0.1; (base URL, app)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    app = make_app(base)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="auto"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield base, app
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with ThreadServer(make_app=make_app, lifespan="auto") as running:
+        yield running.base, running.app
 
 
 @contextmanager

@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+import support.servers as support_servers
+from support.servers import free_port, kill_group, spawn, wait_port
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -48,11 +50,6 @@ _ids = itertools.count(1000)
 def next_id() -> int:
     return next(_ids)
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def base_env(**extra: str) -> dict[str, str]:
@@ -273,22 +270,6 @@ def assert_rpc_error(reply: Reply, status: int, code: int, rid: Any = "absent") 
 # ------------------------------ processes
 
 
-def wait_port(
-    port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = STARTUP_S
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(
-                f"server exited with {proc.returncode} before listening:\n"
-                + log.read_text(errors="replace")[-3000:]
-            )
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listening on {port}:\n" + log.read_text(errors="replace")[-3000:])
-
-
 class ServerProcess:
     """An HTTP server in its own process group, output in ``log``, tool records in
     ``record``."""
@@ -300,18 +281,9 @@ class ServerProcess:
         self.record = workdir / f"record-{port}.txt"
         self.record.touch()
         env = {**env, "MCPKIT_REL_RECORD": str(self.record)}
-        with self.log.open("wb") as handle:
-            self.proc = subprocess.Popen(
-                argv,
-                cwd=workdir,
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                env=env,
-            )
+        self.proc = spawn(argv, self.log, env=env, cwd=workdir)
         try:
-            wait_port(port, self.proc, self.log)
+            wait_port(port, self.proc, self.log, timeout=STARTUP_S)
         except BaseException:
             self.kill()
             raise
@@ -372,17 +344,10 @@ class ServerProcess:
             return None
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        kill_group(self.proc, signal.SIGKILL, grace=10.0)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            if self.wait_exit(15) is None:
-                self.kill()
+        kill_group(self.proc, signal.SIGTERM, grace=15.0)
 
 
 def wait_for(predicate: Any, timeout: float, interval: float = 0.02) -> bool:
@@ -394,63 +359,31 @@ def wait_for(predicate: Any, timeout: float, interval: float = 0.02) -> bool:
     return bool(predicate())
 
 
-class StdioProcess:
-    """``python -m mcpkit serve TARGET`` over real pipes, one JSON line at a time.
-
-    A reader thread moves stdout lines into a queue, so no read blocks forever.
-    """
+class StdioProcess(support_servers.StdioProcess):
+    """The reliability server over real pipes (``tests/support``'s driver), with the tool
+    records of this suite and lenient reads: a test here may look at any line."""
 
     def __init__(self, workdir: Path, target: Path = SERVER_FILE, **env: str) -> None:
         self.workdir = workdir
         self.record = workdir / f"stdio-record-{id(self)}.txt"
         self.record.touch()
-        self.stderr_path = workdir / f"stdio-stderr-{id(self)}.log"
-        self._stderr = self.stderr_path.open("wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpkit", "serve", str(target), "--state", "memory:"],
-            cwd=workdir,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            start_new_session=True,
-            env=base_env(MCPKIT_REL_RECORD=str(self.record), **env),
-        )
-        self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        super().__init__(target, workdir, args=("--state", "memory:"),
+                         env=base_env(MCPKIT_REL_RECORD=str(self.record), **env),
+                         stderr_name=f"stdio-stderr-{id(self)}.log")
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
+    @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        return self.process
 
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        return self.process.pid
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def send_raw(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+        return self.process.poll() is None
 
     def send(self, message: Any) -> None:
         self.send_raw(json.dumps(message).encode() + b"\n")
-
-    def recv_line(self, timeout: float = 10.0) -> bytes:
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no output within {timeout}s; stderr:\n{self.stderr()}") from None
-        if line is None:
-            self.lines.put(None)
-            raise AssertionError(
-                f"server closed stdout (exit {self.proc.poll()}); stderr:\n{self.stderr()}"
-            )
-        return line
 
     def recv(self, timeout: float = 10.0) -> dict[str, Any]:
         line = self.recv_line(timeout)
@@ -499,19 +432,10 @@ class StdioProcess:
         return self.record.read_text().splitlines()
 
     def stderr(self) -> str:
-        self._stderr.flush()
-        return self.stderr_path.read_text(errors="replace")[-4000:]
-
-    def close_stdin(self) -> None:
-        if self.proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                self.proc.stdin.close()
+        return self.stderr_tail(10_000)[-4000:]
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        kill_group(self.process, signal.SIGKILL, grace=10.0)
         self.close_stdin()
         self._stderr.close()
 

@@ -44,6 +44,7 @@ from rel_support import (
 )
 
 from mcpkit.client import Client, ClientError, ConnectionClosedError
+from support.servers import free_port
 
 CYCLES = int(os.environ.get("MCPKIT_KILL_CYCLES", "5"))
 
@@ -349,7 +350,7 @@ def redis_outage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         pytest.skip("redis-server is not installed")
     tmp_path = tmp_path_factory.mktemp("redis-outage")
     services = _services()
-    port = services.free_port()
+    port = free_port()
     data = tmp_path / "redis-data"
     data.mkdir()
     url = f"redis://127.0.0.1:{port}/0"

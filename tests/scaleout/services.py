@@ -8,65 +8,30 @@ mock: the tests talk to these over real sockets.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from support.servers import free_port, kill_group, spawn, wait_port
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = "tests/conformance/server.py"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_port(port: int, proc: subprocess.Popen[bytes] | None, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
-
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, sig)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+    kill_group(proc, sig, grace=10.0)
 
 
 def _start(
     cmd: Sequence[str], log: Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
-    handle = log.open("wb")
-    return subprocess.Popen(
-        list(cmd),
-        cwd=ROOT,
-        stdout=handle,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        env={**os.environ, **(env or {})},
-    )
+    return spawn(cmd, log, env=env)
 
 
 @contextlib.contextmanager

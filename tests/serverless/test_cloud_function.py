@@ -8,20 +8,17 @@ against it over real HTTP.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+
+from support.servers import free_port, kill_group, spawn, wait_port
 
 pytest.importorskip("functions_framework.aio")
 
@@ -44,37 +41,21 @@ class Function:
 
 @pytest.fixture(scope="module")
 def function(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Function]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     log = tmp_path_factory.mktemp("function") / "output.log"
     cmd = [str(BIN), "--target", "mcp", "--source", str(HERE / "cloud_function_target.py")]
     cmd += ["--host", "127.0.0.1", "--port", str(port)]
-    env = {**os.environ, "MCPKIT_SEALING_KEYS": "cloud-function-test-key", "WORKERS": "1"}
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(
-            cmd, cwd=HERE, stdout=sink, stderr=sink, env=env, start_new_session=True
-        )
+    env = {"MCPKIT_SEALING_KEYS": "cloud-function-test-key", "WORKERS": "1"}
+    process = spawn(cmd, log, env=env, cwd=HERE)
     fn = Function(f"http://127.0.0.1:{port}/mcp", process, log)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"functions-framework exited:\n{fn.output_tail()}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-                break
-            if time.monotonic() > deadline:
-                pytest.fail(f"functions-framework not listening:\n{fn.output_tail()}")
-            time.sleep(0.1)
+        try:
+            wait_port(port, process, log)
+        except RuntimeError as exc:
+            pytest.fail(f"functions-framework: {exc}")
         yield fn
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(10)
+        kill_group(process, grace=10.0)
 
 
 def _post(url: str, method: str, params: dict[str, object], **extra: str) -> httpx.Response:

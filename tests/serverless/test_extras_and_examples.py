@@ -8,17 +8,15 @@ functions-framework in a subprocess, with an MRTR round trip over real HTTP.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from support.servers import free_port, kill_group, spawn, wait_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "serverless"
@@ -77,29 +75,13 @@ def test_lambda_example_runs() -> None:
 
 def test_cloud_function_example_mrtr_round_trip(tmp_path: Path) -> None:
     pytest.importorskip("functions_framework.aio")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     cmd = [str(Path(sys.executable).parent / "functions-framework"), "--target", "mcp"]
     cmd += ["--source", "main.py", "--host", "127.0.0.1", "--port", str(port)]
     log = tmp_path / "out.log"
-    with open(log, "wb") as sink:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=EXAMPLE,
-            env={**ENV, "WORKERS": "1"},
-            stdout=sink,
-            stderr=sink,
-            start_new_session=True,
-        )
+    proc = spawn(cmd, log, env={**ENV, "WORKERS": "1"}, cwd=EXAMPLE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-                break
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+        wait_port(port, proc, log)
         meta = {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
@@ -124,30 +106,17 @@ def test_cloud_function_example_mrtr_round_trip(tmp_path: Path) -> None:
         done = httpx.post(url, json=body, headers=headers, timeout=30).json()["result"]
         assert done["content"][0]["text"] == "deleted a.txt"
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
+        kill_group(proc, grace=10.0)
 
 
 def test_cloud_run_example_under_uvicorn(tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     cmd = [sys.executable, "-m", "uvicorn", "cloud_run:app", "--host", "127.0.0.1"]
     cmd += ["--port", str(port), "--no-access-log"]
     log = tmp_path / "out.log"
-    with open(log, "wb") as sink:
-        proc = subprocess.Popen(
-            cmd, cwd=EXAMPLE, env=ENV, stdout=sink, stderr=sink, start_new_session=True
-        )
+    proc = spawn(cmd, log, env=ENV, cwd=EXAMPLE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-                break
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+        wait_port(port, proc, log)
         meta = {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
@@ -172,6 +141,4 @@ def test_cloud_run_example_under_uvicorn(tmp_path: Path) -> None:
         evil = {**headers, "host": "evil.example"}
         assert httpx.post(url, json=body, headers=evil, timeout=30).status_code == 403
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
+        kill_group(proc, grace=10.0)

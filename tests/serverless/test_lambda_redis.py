@@ -9,14 +9,13 @@ a real one on 127.0.0.1, started for this module.
 from __future__ import annotations
 
 import shutil
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from support.servers import redis_server
 
 pytest.importorskip("mangum")
 pytest.importorskip("redis")
@@ -32,28 +31,9 @@ LEGACY = "2025-11-25"
 
 
 @pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    workdir: Path = tmp_path_factory.mktemp("redis")
-    cmd = ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", ""]
-    cmd += ["--appendonly", "no", "--dir", str(workdir)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("redis-server did not start") from None
-                time.sleep(0.05)
+def redis_url() -> Iterator[str]:
+    with redis_server() as port:
         yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def make_server(url: str) -> Server:

@@ -1,5 +1,9 @@
-"""Real servers for transport tests: subprocesses and in-process uvicorn, on 127.0.0.1.
+"""Real servers for the suite: subprocesses and in-process uvicorn, on 127.0.0.1.
 
+* :func:`spawn`, :func:`wait_port`, :func:`kill_group` and :func:`free_port`: the one way
+  the suite starts a process (its own process group, output in a log file), waits for its
+  port and stops it with all its children.  The kits of each folder (``client_support``,
+  ``gwkit``, ``rel_support``, ``scaleout/services``) build their fixtures on these.
 * :func:`http_subprocess` starts ``python -m mcpkit serve TARGET --http`` exactly as a user
   would, on a free port, waits until it answers HTTP, and kills its whole process group at
   the end.  A failure to start shows the tail of its output.
@@ -21,9 +25,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,15 +68,48 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(no output)"
 
 
-def kill_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL, the process group started with ``start_new_session``."""
-    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+def kill_group(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
+               grace: float = 5.0) -> None:
+    """``sig`` (SIGTERM unless told) to the process group started by :func:`spawn`, then
+    SIGKILL if it is still there after ``grace`` seconds."""
+    for current in (sig, signal.SIGKILL):
         if process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
+            os.killpg(process.pid, current)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=grace)
+
+
+def spawn(argv: Sequence[str], log: Path, *, env: Mapping[str, str] | None = None,
+          cwd: Path | None = None, append: bool = False) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as a user would: in its own process group (so :func:`kill_group`
+    takes its children too), stdin closed, stdout and stderr into ``log``, our environment
+    plus ``env``, in ``cwd`` (the repository by default).  The one place the suite starts
+    a long-running process; the folder kits (``gwkit``, ``rel_support``, ``services``,
+    ``client_support``) build their fixtures on it."""
+    with open(log, "ab" if append else "wb") as sink:
+        return subprocess.Popen(
+            list(argv), cwd=cwd or REPO_ROOT, env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+
+def wait_port(port: int, process: subprocess.Popen[bytes] | None = None,
+              log: Path | None = None, *, timeout: float = STARTUP_TIMEOUT) -> None:
+    """Return once something accepts TCP connections on 127.0.0.1:``port``; a
+    ``RuntimeError`` (with the tail of ``log``) if ``process`` exits first or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode} before listening on "
+                               f"{port}:\n{tail(log) if log else ''}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing listening on 127.0.0.1:{port} after {timeout}s:\n"
+                               f"{tail(log) if log else ''}")
+        time.sleep(0.05)
 
 
 @contextlib.contextmanager
@@ -82,20 +120,18 @@ def redis_server() -> Iterator[int]:
     if binary is None:
         pytest.skip("redis-server is not installed (.ci/run installs it)")
     port = free_port()
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-                break
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"redis-server did not start on {port}")
-            time.sleep(0.05)
-        yield port
-    finally:
-        kill_group(process)
+    with tempfile.TemporaryDirectory() as scratch:
+        process = spawn([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                         "--appendonly", "no", "--dir", scratch],
+                        Path(scratch) / "redis.log")
+        try:
+            try:
+                wait_port(port, process)
+            except RuntimeError as exc:
+                pytest.fail(f"redis-server did not start on {port}: {exc}")
+            yield port
+        finally:
+            kill_group(process)
 
 
 # --------------------------------------------------------------------------- HTTP subprocess
@@ -133,31 +169,30 @@ def http_subprocess(
     output = output_dir / "server-output.log"
     cmd = [sys.executable, "-m", "mcpkit", "serve", str(target), "--http", "--port", str(port)]
     cmd += list(args)
-    with open(output, "wb") as sink:
-        process = subprocess.Popen(
-            cmd,
-            cwd=output_dir,
-            env=subprocess_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=sink,
-            start_new_session=True,
-        )
+    process = spawn(cmd, output, env=subprocess_env(), cwd=output_dir)
     server = ProcessServer(f"http://127.0.0.1:{port}/mcp", port, process, output)
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not _answers_http(server.url):
-            if process.poll() is not None:
-                pytest.fail(
-                    f"mcpkit serve exited with {process.returncode} during startup:\n"
-                    f"{server.output_tail()}"
-                )
-            if time.monotonic() > deadline:
-                pytest.fail(f"mcpkit serve did not answer on {port}:\n{server.output_tail()}")
-            time.sleep(0.1)
+        try:
+            wait_http(server.url, process, output)
+        except RuntimeError as exc:
+            pytest.fail(f"mcpkit serve: {exc}")
         yield server
     finally:
         kill_group(process)
+
+
+def wait_http(url: str, process: subprocess.Popen[bytes] | None = None,
+              log: Path | None = None, *, timeout: float = STARTUP_TIMEOUT) -> None:
+    """Like :func:`wait_port`, until ``url`` answers HTTP (any status)."""
+    deadline = time.monotonic() + timeout
+    while not _answers_http(url):
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"exited with {process.returncode} during startup:\n"
+                               f"{tail(log) if log else ''}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not answer after {timeout}s:\n"
+                               f"{tail(log) if log else ''}")
+        time.sleep(0.1)
 
 
 # --------------------------------------------------------------------------- in-process uvicorn
@@ -166,14 +201,20 @@ def http_subprocess(
 class ThreadServer:
     """An ASGI app served by uvicorn in a daemon thread on a pre-bound 127.0.0.1 socket."""
 
-    def __init__(self, app: Any, **config: Any) -> None:
+    def __init__(self, app: Any = None, *, make_app: Callable[[str], Any] | None = None,
+                 **config: Any) -> None:
+        """Serve ``app``, or ``make_app(base_url)`` for an app that must know its own URL
+        (an OAuth issuer, a protected resource)."""
         import uvicorn
 
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port: int = self.sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.url = self.base + "/mcp"
+        self.app = make_app(self.base) if make_app is not None else app
+        app = self.app
         options: dict[str, Any] = {
             "log_level": "warning",
             "lifespan": "on",
@@ -223,11 +264,12 @@ class ThreadServer:
 class StdioProcess:
     """``python -m mcpkit serve TARGET`` on real pipes; one JSON-RPC message per line."""
 
-    def __init__(self, target: Path, workdir: Path, *, env: dict[str, str] | None = None) -> None:
-        self.stderr_path = workdir / "stdio-stderr.log"
+    def __init__(self, target: Path, workdir: Path, *, env: dict[str, str] | None = None,
+                 args: Sequence[str] = (), stderr_name: str = "stdio-stderr.log") -> None:
+        self.stderr_path = workdir / stderr_name
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcpkit", "serve", str(target)],
+            [sys.executable, "-m", "mcpkit", "serve", str(target), *args],
             cwd=workdir,
             env=env or subprocess_env(),
             stdin=subprocess.PIPE,

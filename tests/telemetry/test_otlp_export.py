@@ -13,7 +13,6 @@ import contextlib
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from opentelemetry.trace import SpanKind
 from receiver import Receiver, wait_for
 
 from mcpkit.client import Client, EraCache
-from support.servers import free_port, kill_group, subprocess_env
+from support.servers import free_port, kill_group, spawn, subprocess_env, wait_http
 
 pytestmark = pytest.mark.anyio
 CALC = Path(__file__).resolve().parent / "servers" / "calc.py"
@@ -34,21 +33,12 @@ CALC = Path(__file__).resolve().parent / "servers" / "calc.py"
 @contextlib.contextmanager
 def process(cmd: list[str], env: dict[str, str], log: Path, url: str) -> Iterator[None]:
     """``cmd`` running (its output in ``log``) until ``url`` answers HTTP."""
-    with open(log, "wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "mcpkit", *cmd], env=env,
-                                stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,
-                                cwd=log.parent, start_new_session=True)
+    proc = spawn([sys.executable, "-m", "mcpkit", *cmd], log, env=env, cwd=log.parent)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url, timeout=2.0)
-                break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"{cmd[0]} did not start:\n{log.read_text(errors='replace')}")
-            time.sleep(0.1)
+        try:
+            wait_http(url, proc, log)
+        except RuntimeError as exc:
+            pytest.fail(f"{cmd[0]} did not start: {exc}")
         yield
     finally:
         kill_group(proc)

@@ -22,6 +22,7 @@ from .callbacks import (
     UrlElicitationHandler,
 )
 from .client import Client
+from .config import ConfigError
 from .errors import (
     ClientError,
     ConnectError,
@@ -39,6 +40,7 @@ from .errors import (
     TransportError,
     VersionNegotiationError,
 )
+from .group import ClientGroup
 from .listen import Subscription
 from .models import (
     CallToolResult,
@@ -66,8 +68,10 @@ __all__ = [
     "CallToolResult",
     "Client",
     "ClientError",
+    "ClientGroup",
     "ClientOptions",
     "CompleteResult",
+    "ConfigError",
     "ConnectError",
     "ConnectionClosedError",
     "CreateMessageResult",

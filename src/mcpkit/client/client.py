@@ -23,8 +23,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, expected_param_headers
 from ..protocol.headers import header_params as parse_header_params
@@ -75,6 +76,9 @@ from .session import Session
 from .tasks import Task, TaskStatusCallback
 from .typed import tool_result
 
+if TYPE_CHECKING:
+    from .group import ClientGroup
+
 log = logging.getLogger("mcpkit.client")
 server_log = logging.getLogger("mcpkit.client.server")
 
@@ -119,6 +123,16 @@ class Client:
         self.dropped_tools: dict[str, str] = {}
         self._legacy_listeners: set[Subscription] = set()
         self._stack: contextlib.AsyncExitStack | None = None
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | str | os.PathLike[str],
+                    **options: Any) -> ClientGroup:
+        """One client over every server of an ``mcpServers`` configuration (a dict or a
+        JSON file), parsed as the host parses it; names are namespaced (``server__tool``,
+        ``data://server/path``).  See :mod:`mcpkit.client.group`."""
+        from .group import ClientGroup
+
+        return ClientGroup.from_config(config, **options)
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Client:

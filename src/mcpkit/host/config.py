@@ -11,58 +11,34 @@
                      "tools": {"files__delete": "deny"}},
      "model": {"provider": "anthropic", "model": "claude-sonnet-4-5"}}
 
-The common shape is kept as it is (so a file written for another host works here); the host
-adds optional keys of its own next to it (``timeout``, ``era``, ``disabled``, ``permission``,
-per-tool ``tools``) and the top-level ``permissions`` and ``model`` sections.  ``${VAR}``
-in ``env`` and ``headers`` is expanded from the environment, so secrets stay out of the file.
-Every mistake is reported with the key that caused it, when the file is loaded.
-
-A bare ``python``, ``python3`` or ``mcpkit`` as a server's command means *this host's*
-interpreter (``sys.executable``) and scripts folder, not the first one on ``PATH``: a file
-like ``examples/host.json`` then works from ``.venv/bin/mcpkit host`` without an activated
-virtualenv, where ``PATH`` would have found a system Python without mcpkit.  The server's
-status line shows what it resolved to.  Write a path (``/usr/bin/python3``) to opt out.
+The common shape is kept as it is (so a file written for another host works here).  How
+to reach each server (command or URL, ``env``, ``headers``, ``timeout``, ``era``,
+``disabled``, ``${VAR}`` expansion, a bare ``python`` meaning this host's own interpreter)
+is parsed by :mod:`mcpkit.client.config`, which ``Client.from_config`` shares; this module
+adds the host's own keys next to it (``permission``, per-tool ``tools``, ``oauth``) and the
+top-level ``permissions``, ``model``, ``roots``, ``auditLog``, ``toolSearch`` and
+``maxToolOutputTokens`` sections.  Every mistake is reported with the key that caused it,
+when the file is loaded.  The server's status line shows what a bare command resolved to.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import shlex
-import sys
-import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..types.errors import ConfigError
+from ..client import config as _common
+from ..client.config import ConfigError, read_config, resolve_command, server_entries
 from .policy import Permission
 
 __all__ = ["ConfigError", "HostConfig", "ModelConfig", "ServerConfig", "load_config",
-           "parse_config", "parse_server"]
-
-#: Server names become the namespace of their tools, so they must be safe in a tool name.
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+           "parse_config", "parse_server", "resolve_command"]
 
 
 @dataclass(frozen=True)
-class ServerConfig:
-    """One MCP server: a command (stdio) or a URL (Streamable HTTP)."""
+class ServerConfig(_common.ServerConfig):
+    """One MCP server as the host runs it: how to reach it, plus the host's own rules."""
 
-    name: str
-    command: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    #: ``"type": "sse"``: the URL is a 2024-11-05 HTTP+SSE server (``/sse``).
-    sse: bool = False
-    #: Seconds a request may wait for an answer (progress extends it, up to the client's max).
-    timeout: float = 60.0
-    era: str = "auto"
-    disabled: bool = False
     #: The server's default permission (None: the host-wide default).
     permission: Permission | None = None
     #: Per-tool permissions by the tool's own (un-namespaced) name.
@@ -71,26 +47,6 @@ class ServerConfig:
     #: dynamic registration; ``{"clientId", "clientSecret", "callbackPort", "scopes"}``
     #: pre-registers; ``False`` turns it off (a 401 is then just an error).
     oauth: dict[str, Any] | bool | None = None
-    #: The bare command the file named, when it was resolved to this host's own
-    #: interpreter or scripts folder (see :func:`resolve_command`).
-    resolved_from: str | None = None
-
-    @property
-    def transport(self) -> str:
-        return ("sse" if self.sse else "http") if self.url else "stdio"
-
-    def describe(self) -> str:
-        """What will run or be contacted, in full: shown to the person before connecting."""
-        if self.url:
-            return self.url
-        line = shlex.join(self.command)
-        if self.resolved_from is not None:
-            line += f"  ({self.resolved_from!r} is this host's own)"
-        return line
-
-    def target(self) -> str | list[str]:
-        """What the client connects to: the URL, or the command as an argv list."""
-        return self.url if self.url else list(self.command)
 
 
 @dataclass(frozen=True)
@@ -126,47 +82,6 @@ class HostConfig:
     roots: tuple[dict[str, str], ...] = ()
 
 
-def _expand(value: str, where: str) -> str:
-    def sub(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in os.environ:
-            raise ConfigError(f"{where}: environment variable {name} is not set")
-        return os.environ[name]
-
-    return _VAR.sub(sub, value)
-
-
-def _str_map(value: Any, where: str, *, expand: bool) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where} must be an object of strings")
-    out = {}
-    for key, item in value.items():
-        if not isinstance(item, (str, int, float, bool)):
-            raise ConfigError(f"{where}.{key} must be a string")
-        text = str(item)
-        out[str(key)] = _expand(text, f"{where}.{key}") if expand else text
-    return out
-
-
-def resolve_command(argv: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
-    """``argv`` with a bare ``python``/``python3``/``mcpkit`` replaced by this host's own
-    interpreter or script (``mcpkit`` falls back to ``python -m mcpkit.cli.main`` when no
-    script is installed next to the interpreter); the second item is the replaced name."""
-    if not argv:
-        return argv, None
-    head = argv[0]
-    if head in ("python", "python3"):
-        return (sys.executable, *argv[1:]), head
-    if head == "mcpkit":
-        script = os.path.join(sysconfig.get_path("scripts"), "mcpkit")
-        if os.access(script, os.X_OK):
-            return (script, *argv[1:]), head
-        return (sys.executable, "-m", "mcpkit.cli.main", *argv[1:]), head
-    return argv, None
-
-
 def _permission(value: Any, where: str) -> Permission:
     try:
         return Permission(value)
@@ -176,45 +91,11 @@ def _permission(value: Any, where: str) -> Permission:
 
 def parse_server(name: str, item: Any) -> ServerConfig:
     """One ``mcpServers`` entry (also used for servers added at run time)."""
+    common = _common.parse_server(name, item)
     where = f"mcpServers.{name}"
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ConfigError(f"{where}: a server name must match {_NAME.pattern}")
-    if not isinstance(item, dict):
-        raise ConfigError(f"{where} must be an object")
-    kind = item.get("type") or item.get("transport")
-    url, command = item.get("url") or item.get("serverUrl"), item.get("command")
-    if (url is None) == (command is None):
-        raise ConfigError(f"{where} needs exactly one of command (stdio) or url (HTTP)")
-    if kind is not None and kind not in ("stdio", "http", "streamable-http", "streamableHttp",
-                                         "sse"):
-        raise ConfigError(f"{where}.type {kind!r} is not supported (stdio, http or sse)")
-    if kind == "sse" and url is None:
-        raise ConfigError(f"{where}: type sse needs a url (the server's /sse endpoint)")
-    argv: tuple[str, ...] = ()
-    if command is not None:
-        if not isinstance(command, str) or not command.strip():
-            raise ConfigError(f"{where}.command must be a non-empty string")
-        args = item.get("args") or []
-        if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
-            raise ConfigError(f"{where}.args must be a list of strings")
-        # A bare command line ("python server.py") is common in hand-written files.
-        head = shlex.split(command) if not args and " " in command.strip() else [command]
-        argv = (*head, *(str(a) for a in args))
-    elif not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise ConfigError(f"{where}.url must be an http(s) URL")
-    argv, resolved_from = resolve_command(argv)
-    timeout = item.get("timeout", 60.0)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise ConfigError(f"{where}.timeout must be a positive number of seconds")
-    era = item.get("era", "auto")
-    if era not in ("auto", "modern", "legacy"):
-        raise ConfigError(f"{where}.era must be auto, modern or legacy")
     tools = item.get("tools") or {}
     if not isinstance(tools, dict):
         raise ConfigError(f"{where}.tools must map tool names to allow/ask/deny")
-    cwd = item.get("cwd")
-    if cwd is not None and not isinstance(cwd, str):
-        raise ConfigError(f"{where}.cwd must be a string")
     permission = item.get("permission")
     oauth = item.get("oauth")
     if oauth is not None and not isinstance(oauth, (bool, dict)):
@@ -228,19 +109,9 @@ def parse_server(name: str, item: Any) -> ServerConfig:
                                        and all(isinstance(x, str) for x in scopes)):
             raise ConfigError(f"{where}.oauth.scopes must be a list of strings")
     return ServerConfig(
-        name=name,
-        command=argv,
-        env=_str_map(item.get("env"), f"{where}.env", expand=True),
-        cwd=cwd,
-        url=url,
-        headers=_str_map(item.get("headers"), f"{where}.headers", expand=True),
-        sse=kind == "sse",
-        timeout=float(timeout),
-        era=era,
-        disabled=bool(item.get("disabled", False)),
+        **common.common(),
         permission=None if permission is None else _permission(permission, f"{where}.permission"),
         tools={str(k): _permission(v, f"{where}.tools.{k}") for k, v in tools.items()},
-        resolved_from=resolved_from,
         oauth=True if oauth is True else oauth,
     )
 
@@ -276,11 +147,7 @@ def _parse_model(raw: Any) -> ModelConfig | None:
 def parse_config(data: Any) -> HostConfig:
     """Build a :class:`HostConfig` from an already parsed ``mcpServers`` document;
     ``${VAR}`` values come from the environment."""
-    if not isinstance(data, dict):
-        raise ConfigError("the configuration must be a JSON object")
-    raw_servers = data.get("mcpServers", data.get("servers", {}))
-    if not isinstance(raw_servers, dict):
-        raise ConfigError("mcpServers must be an object keyed by server name")
+    raw_servers = server_entries(data)
     servers = tuple(parse_server(name, item) for name, item in raw_servers.items())
     perms = data.get("permissions") or {}
     if not isinstance(perms, dict):
@@ -321,12 +188,8 @@ def parse_config(data: Any) -> HostConfig:
 
 def load_config(path: str | Path) -> HostConfig:
     """Read an ``mcpServers`` JSON file; errors are a :class:`ConfigError` naming the file."""
-    file = Path(path)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{file}: {exc}") from None
+    data = read_config(path)
     try:
         return parse_config(data)
     except ConfigError as exc:
-        raise ConfigError(f"{file}: {exc}") from None
+        raise ConfigError(f"{path}: {exc}") from None

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import anyio
 
 from ..client import Client, ClientError, Notification, ServerInfo, TransportError
+from ..client.config import client_options
 from .apps import client_capabilities
 from .config import ServerConfig
 
@@ -136,16 +137,10 @@ class ServerConnection:
             roots = roots_for_server
         # tasks=True declares the tasks extension: a task="required" tool then works, its
         # task followed by the client until it ends (tools/call returns the final result).
-        options: dict[str, Any] = {"timeout": cfg.timeout, "era": cfg.era, "tasks": True,
+        options: dict[str, Any] = {**client_options(cfg), "tasks": True,
                                    "extra_capabilities": client_capabilities()}
-        if cfg.url:
-            options["headers"] = dict(cfg.headers)
-            options["sse"] = cfg.sse
-            if cb.auth is not None:
-                options["auth"] = cb.auth
-        else:
-            options["env"] = dict(cfg.env)
-            options["cwd"] = cfg.cwd
+        if cfg.url and cb.auth is not None:
+            options["auth"] = cb.auth
         return Client(cfg.target(), elicitation=bind(cb.elicit),
                       url_elicitation=bind(cb.elicit_url), sampling=bind(cb.sample),
                       roots=roots, on_notification=self._notified,

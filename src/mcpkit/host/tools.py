@@ -1,9 +1,8 @@
 """One tool list for a model, built from many servers' lists.
 
-* **Namespacing.** A tool is exposed as ``server__tool``.  Model APIs accept names matching
-  ``^[A-Za-z0-9_-]{1,64}$`` while MCP names may contain ``.``; other characters become
-  ``_`` and an over-long or clashing result gets a short hash, so every exposed name maps back
-  to exactly one (server, tool) pair and two servers may both have an ``add``.
+* **Namespacing.** A tool is exposed as ``server__tool`` (:func:`exposed_name`, shared with
+  the client's multi-server view in :mod:`mcpkit.protocol.naming`): model-safe, unique, and
+  mapped back to exactly one (server, tool) pair, so two servers may both have an ``add``.
 * **Schemas.** Models get a self-contained input schema: local ``$ref``\\ s (``#/$defs/...``,
   ``#/definitions/...``) are inlined, recursion is cut at a fixed depth, and network refs
   are *never* fetched (spec: no automatic dereferencing), just replaced by an open schema
@@ -21,20 +20,16 @@
 from __future__ import annotations
 
 import copy
-import hashlib
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.naming import exposed_name
 from ..protocol.poisoning import tool_flags
 from .apps import tool_ui_uri, visible_to_model
 
 __all__ = ["HostTool", "ToolIndex", "exposed_name", "model_schema", "tool_flags"]
 
-SEPARATOR = "__"
-_SAFE = re.compile(r"[^A-Za-z0-9_-]")
-_MAX_NAME = 64
 _MAX_DEPTH = 8
 
 
@@ -67,13 +62,6 @@ class HostTool:
                 "input_schema": self.schema}
 
 
-def exposed_name(server: str, name: str, taken: set[str] | frozenset[str] = frozenset()) -> str:
-    """The name a model sees for ``server``'s tool ``name`` (unique among ``taken``)."""
-    base = _SAFE.sub("_", f"{server}{SEPARATOR}{name}")
-    if len(base) <= _MAX_NAME and base not in taken:
-        return base
-    digest = hashlib.sha256(f"{server}\0{name}".encode()).hexdigest()[:8]
-    return f"{base[: _MAX_NAME - 9]}_{digest}"
 
 
 def model_schema(schema: Any, notes: list[str] | None = None) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..protocol.naming import namespace_uri, strip_uri
 from ..runtime.changes import RESOURCE_UPDATED, RESOURCES, ChangeEvent
 from ..types.versions import META_SERVER_INFO, Era
 from . import handlers as _handlers
@@ -55,7 +56,6 @@ __all__ = ["Mount", "namespace_uri", "strip_uri"]
 log = logging.getLogger("mcpkit.server")
 Handler = Callable[["Context"], Awaitable[dict[str, Any]]]
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(//)?")
 _LISTS = {
     "tools/list": ("tools", "name"),
     "prompts/list": ("prompts", "name"),
@@ -67,25 +67,6 @@ _MAX_PAGES = 1000
 TASK_SEPARATOR = "~"
 #: Servers whose lifespan already starts their mounted children.
 _hooked: weakref.WeakSet[Server] = weakref.WeakSet()
-
-
-def namespace_uri(namespace: str, uri: str) -> str:
-    """``data://config`` -> ``data://{namespace}/config`` (see the module docstring)."""
-    match = _SCHEME.match(uri)
-    if match is None:
-        return f"{namespace}/{uri}"
-    head = match.group(0)
-    return f"{head}{namespace}/{uri[len(head) :]}"
-
-
-def strip_uri(namespace: str, uri: str) -> str | None:
-    """The inverse of :func:`namespace_uri`; None when ``uri`` is not in ``namespace``."""
-    match = _SCHEME.match(uri)
-    head = match.group(0) if match is not None else ""
-    rest = uri[len(head) :]
-    if not rest.startswith(namespace + "/"):
-        return None
-    return head + rest[len(namespace) + 1 :]
 
 
 @dataclass(eq=False)

@@ -32,6 +32,7 @@ from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 from ..client import Client, telemetry
 from ..protocol import headers as hdr
+from ..runtime.compat import new_cancel_scope
 from ..transports.client_base import (
     ConnectError,
     ConnectionClosedError,
@@ -150,7 +151,7 @@ class FastLane:
         request_id = next(self._ids)
         body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
         data = self._head(method, params, own, headers, len(body)) + body
-        scope = anyio.CancelScope()
+        scope = new_cancel_scope()  # (the lane runs on asyncio: the backend's class at once)
         if self.timeout is not None:
             scope.deadline = anyio.current_time() + self.timeout
         with scope:

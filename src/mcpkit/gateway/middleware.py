@@ -127,16 +127,18 @@ class Audit(Middleware):
         finally:
             _record.reset(token)
             seconds = time.perf_counter() - started
-            extra = {"rule": record.rule} if record.rule is not None else {}
-            self.gateway.audit.record(
-                principal=_who(ctx).name,
-                method=method,
-                name=_name(ctx),
-                upstream=record.upstream,
-                outcome=outcome,
-                latency_ms=seconds * 1000,
-                **extra,
-            )
+            audit = self.gateway.audit
+            if audit.enabled:
+                extra = {"rule": record.rule} if record.rule is not None else {}
+                audit.record(
+                    principal=_who(ctx).name,
+                    method=method,
+                    name=_name(ctx),
+                    upstream=record.upstream,
+                    outcome=outcome,
+                    latency_ms=seconds * 1000,
+                    **extra,
+                )
             self.gateway.metrics.observe(method, record.upstream, outcome, seconds)
 
 

@@ -18,6 +18,7 @@ upstreams, ``https://``, a version the upstream refuses) takes the client path.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import functools
 import itertools
@@ -26,13 +27,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio
 import httpx
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 from ..client import Client, telemetry
 from ..protocol import headers as hdr
-from ..runtime.compat import new_cancel_scope
 from ..transports.client_base import (
     ConnectError,
     ConnectionClosedError,
@@ -151,11 +150,17 @@ class FastLane:
         request_id = next(self._ids)
         body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
         data = self._head(method, params, own, headers, len(body)) + body
-        scope = new_cancel_scope()  # (the lane runs on asyncio: the backend's class at once)
-        if self.timeout is not None:
-            scope.deadline = anyio.current_time() + self.timeout
-        with scope:
-            return await self._exchange(data, method, request_id, token, progress, scope, limit)
+        # asyncio's own timeout (the pool runs on asyncio only): a third of what an anyio
+        # scope with a deadline costs per call.
+        deadline = asyncio.timeout(self.timeout)
+        try:
+            async with deadline:
+                return await self._exchange(
+                    data, method, request_id, token, progress, deadline, limit
+                )
+        except TimeoutError:
+            if not deadline.expired():
+                raise
         raise RequestTimeoutError(method, self.timeout or 0.0)
 
     def _head(
@@ -183,7 +188,7 @@ class FastLane:
         request_id: int,
         token: str | None,
         progress: ProgressRelay | None,
-        scope: anyio.CancelScope,
+        deadline: asyncio.Timeout,
         limit: int,
     ) -> dict[str, Any]:
         try:
@@ -200,7 +205,7 @@ class FastLane:
             kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
             if response.status == 200 and kind == b"text/event-stream":
                 return await self._read_sse(
-                    response, method, request_id, token, progress, scope, limit
+                    response, method, request_id, token, progress, deadline, limit
                 )
             try:
                 body = await response.read(limit)
@@ -226,7 +231,7 @@ class FastLane:
         request_id: int,
         token: str | None,
         progress: ProgressRelay | None,
-        scope: anyio.CancelScope,
+        deadline: asyncio.Timeout,
         limit: int,
     ) -> dict[str, Any]:
         text = codecs.getincrementaldecoder("utf-8")("replace")
@@ -256,7 +261,7 @@ class FastLane:
                 if message["method"] == "notifications/progress":
                     if progress is not None and params.get("progressToken") == token:
                         if self.timeout is not None:  # progress keeps a slow call alive
-                            scope.deadline = anyio.current_time() + self.timeout
+                            deadline.reschedule(asyncio.get_running_loop().time() + self.timeout)
                         await progress(params)
                 elif message["method"] == "notifications/message" and self.on_log is not None:
                     await self.on_log(params)

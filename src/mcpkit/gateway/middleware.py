@@ -224,7 +224,10 @@ class Limits(Middleware):
         self.gateway = gateway
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        verdict = await self.gateway.limiter.check(_who(ctx).name, ctx.method, _name(ctx))
+        limiter = self.gateway.limiter
+        if not limiter.rules:  # (no [[rate_limit]]: nothing to count, every call)
+            return await call_next(ctx)
+        verdict = await limiter.check(_who(ctx).name, ctx.method, _name(ctx))
         if not verdict.allowed:
             raise PolicyError(
                 RATE_LIMITED,

@@ -170,8 +170,9 @@ async def _answer(
 
     Closing the response stream cancels the handler.  Most handlers finish without ever
     suspending, and those cannot be interrupted: they run to the end in their first step
-    and need no watcher.  Only a handler that waits gets a watcher task (in the server's
-    task group) that cancels ``scope`` when the client goes away (no ``scope``: the
+    and need no watcher.  Only a handler that waits gets a watcher task (on asyncio, once
+    it waited ``WATCH_AFTER_S``; elsewhere in the server's task group) that cancels
+    ``scope`` when the client goes away (no ``scope``: the
     exchange's interruptible block, see ``ToolEntry.inline``).
     """
     request_id = message["id"]
@@ -187,6 +188,11 @@ async def _answer(
         return None
 
 
+#: How long a waiting handler runs before a watcher looks for its client going away: a
+#: client that leaves sooner is noticed this much later, never missed.
+WATCH_AFTER_S = 0.05
+
+
 async def _finish_watched(
     app: McpHttpApp,
     coro: Coroutine[Any, Any, dict[str, Any]],
@@ -199,14 +205,24 @@ async def _finish_watched(
     except RuntimeError:
         loop = None
     if loop is not None:
-        # A plain asyncio task, cancelled by Task.cancel: every forwarded gateway call
-        # waits, and anyio's task group spawn plus its scope's cancel (which formats the
-        # repr of the current task) cost ~15 µs a request.
-        watcher = loop.create_task(_watch_task(receive, target))
+        # Only a handler still waiting after WATCH_AFTER_S gets a watcher, a plain asyncio
+        # task cancelled by Task.cancel: every forwarded gateway call waits, most of them
+        # briefly, and a watcher per request (a task and two of its steps; with anyio's
+        # spawn and scope, whose cancel formats the current task's repr, more) cost ~20 µs
+        # of a gateway's ~170 per call.  A timer costs a fraction of that.
+        watcher: asyncio.Task[None] | None = None
+
+        def start() -> None:
+            nonlocal watcher
+            watcher = loop.create_task(_watch_task(receive, target))
+
+        timer = loop.call_later(WATCH_AFTER_S, start)
         try:
             return await Resumed(coro, yielded)
         finally:
-            watcher.cancel()
+            timer.cancel()
+            if watcher is not None:
+                watcher.cancel()
     stop = anyio.CancelScope()
     if app.server._tg is not None:
         app.server.spawn(partial(_watch, receive, target, stop))

@@ -260,9 +260,7 @@ class Http11Pool:
         if httptools is None:
             raise RuntimeError("Http11Pool needs httptools (pip install 'mcpkit[fast]')")
         self._idle: dict[tuple[str, int], deque[_Connection]] = {}
-        #: asyncio's own: taking a free slot does not yield to the loop (anyio's
-        #: Semaphore.acquire does, one more task step on every forwarded call).
-        self._slots = asyncio.Semaphore(max_connections)
+        self._slots = anyio.Semaphore(max_connections)
         self._max_idle = max_idle
         self._closed = False
 

@@ -56,6 +56,8 @@ SECTIONS = ("http", "stdio", "inproc", "import", "rss", "gateway", "coldstart")
 #: Sections run only when named in ``--only`` (bench/variants.py and bench/middleware.py:
 #: mcpkit against itself).
 EXTRA_SECTIONS = ("variants", "middleware", "scale")
+#: The gateway's CPU per forwarded call over its upstream's (issue #20: at most 1.5).
+GATEWAY_CPU = "gateway CPU / upstream's CPU per forwarded tools/call, c=16"
 
 
 # ---------------------------------------------------------------------------- settings
@@ -251,6 +253,12 @@ class Proc:
                 elif line.startswith("VmHWM:"):
                     hwm = int(line.split()[1])
         return rss, hwm
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds the process (all its threads) used so far."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # (the name may hold spaces)
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         if self.popen.poll() is None:
@@ -668,9 +676,17 @@ def bench_gateway(ctx: Run) -> None:
                 run_wrk(port, 16, s.warmup, wrk_args, s.client_cpu)
         for conc in [c for c in s.concurrency if c in (1, 16)]:
             samples: dict[int, list[dict[str, float]]] = {upstream_port: [], gateway_port: []}
+            cpu = [0.0, 0.0, 0.0]  # gateway s, upstream s, calls: over the runs via the gateway
             for _ in range(s.rounds):
                 for port in samples:
+                    before = (gateway.cpu_s(), upstream.cpu_s())
                     samples[port].append(run_wrk(port, conc, s.duration, wrk_args, s.client_cpu))
+                    if port == gateway_port:
+                        cpu[0] += gateway.cpu_s() - before[0]
+                        cpu[1] += upstream.cpu_s() - before[1]
+                        cpu[2] += samples[port][-1]["requests"]
+            if conc == 16 and cpu[2]:
+                _record_gateway_cpu(ctx, label, conc, *cpu)
             direct = statistics.median(r["p50_ms"] for r in samples[upstream_port])
             via = statistics.median(r["p50_ms"] for r in samples[gateway_port])
             errors = sum(r["errors"] for r in samples[gateway_port])
@@ -690,6 +706,29 @@ def bench_gateway(ctx: Run) -> None:
     finally:
         for proc in reversed(procs):
             proc.stop()
+
+
+def _record_gateway_cpu(
+    ctx: Run, label: str, conc: int, gateway_s: float, upstream_s: float, calls: float
+) -> None:
+    """CPU per forwarded call of the gateway and of its upstream, read from /proc around
+    the same runs: their ratio does not depend on the machine's cores or its load."""
+    ctx.record(
+        f"{label} CPU per forwarded tools/call, c={conc}",
+        OURS,
+        gateway_s / calls * 1e6,
+        "us",
+        higher=False,
+    )
+    ctx.record(
+        f"{label} upstream's CPU per call it serves, c={conc}",
+        OURS,
+        upstream_s / calls * 1e6,
+        "us",
+        higher=False,
+    )
+    if upstream_s:
+        ctx.record(GATEWAY_CPU, OURS, gateway_s / upstream_s, "ratio", higher=False)
 
 
 # ---------------------------------------------------------------------------- recording
@@ -994,6 +1033,17 @@ def check_targets(run: Run, peer_stack: str = "same") -> list[dict[str, Any]]:
             "verdict": verdict,
         }
     )
+    cpu = run.rows.get(GATEWAY_CPU)
+    value = cpu.values.get(OURS) if cpu else None
+    out.append(
+        {
+            "target": "gateway CPU per forwarded tools/call at c=16 <= 1.5x the upstream's",
+            "kind": ISSUE,
+            "ratio": value,
+            "bound": "<= 1.5",
+            "verdict": "n/a" if value is None else "met" if value <= 1.5 else "NOT met",
+        }
+    )
     return out
 
 
@@ -1082,9 +1132,9 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.pop("MCPKIT_BENCH_ASYNC_TOOLS", None)
     ctx_contenders = contenders(args, settings)
     from .coldstart import bench_coldstart  # imports this module
+    from .middleware import bench_middleware
     from .scale import bench_scale
     from .stdio import bench_stdio  # imports this module
-    from .middleware import bench_middleware
     from .variants import bench_variants, variants_table
 
     started = datetime.now(UTC)

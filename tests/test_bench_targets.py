@@ -15,9 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.run import (
     AS_INSTALLED,
     FLOOR,
+    GATEWAY_CPU,
     OURS,
     SDK,
     Run,
+    _record_gateway_cpu,
     check_targets,
     record_as_installed,
 )
@@ -115,3 +117,20 @@ def test_peer_stack_default_reads_the_plain_rows() -> None:
         _find(check_targets(run), "HTTP modern JSON tools/call c=16: >= 10x", "issue")["verdict"]
         == "n/a"
     )
+
+
+def test_gateway_cpu_per_call_is_read_against_the_upstreams() -> None:
+    def verdict(gateway_s: float, upstream_s: float, calls: float) -> tuple[Any, str]:
+        run = _run({})
+        _record_gateway_cpu(run, "gateway", 16, gateway_s, upstream_s, calls)
+        found = _find(check_targets(run), "gateway CPU per forwarded tools/call", "issue")
+        return run.rows[GATEWAY_CPU].values[OURS], found["verdict"]
+
+    assert verdict(2.0, 0.5, 10_000) == (4.0, "NOT met")
+    assert verdict(0.6, 0.5, 10_000) == (1.2, "met")
+    run = _run({})
+    _record_gateway_cpu(run, "gateway", 16, 2.0, 0.5, 10_000)  # per call, in µs
+    assert run.rows["gateway CPU per forwarded tools/call, c=16"].values[OURS] == 200.0
+    assert run.rows["gateway upstream's CPU per call it serves, c=16"].values[OURS] == 50.0
+    # No gateway row (no wrk, no gateway): not a verdict either way.
+    assert _find(check_targets(_run({})), "gateway CPU", "issue")["verdict"] == "n/a"

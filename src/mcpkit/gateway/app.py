@@ -299,6 +299,8 @@ class GatewayApp:
                 outcome="denied",
             )
         limiter = self.server.limiter
+        if not limiter.rules:
+            return
         for rule, item in limiter.applicable(method, name):
             identity = (
                 rule.name,

@@ -26,6 +26,11 @@ class AuditLog:
         elif path:
             self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - lives as long as we do
 
+    @property
+    def enabled(self) -> bool:
+        """Whether lines are written (callers skip gathering a line's fields if not)."""
+        return self._file is not None
+
     def record(
         self,
         *,

@@ -168,6 +168,8 @@ class GatewayConfig:
 
     def result_cap(self, tool: str) -> int:
         """The answer-size cap for one (namespaced) tool: the first matching glob."""
+        if not self.result_caps:  # (the usual case, asked on every forwarded call)
+            return self.max_result_bytes
         for pattern, cap in self.result_caps.items():
             if fnmatchcase(tool, pattern):
                 return cap

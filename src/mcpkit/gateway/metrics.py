@@ -16,6 +16,9 @@ class Metrics:
         #: OpenTelemetry meters (``mcp_server_operation_duration_seconds``, ...).
         self.with_otel = False
         self._registry: Any = None
+        #: (method, upstream, outcome kind) -> its counter and histogram children:
+        #: ``labels()`` validates and locks on every call, and the series never go away.
+        self._series: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         if not enabled:
             return
         try:
@@ -77,8 +80,15 @@ class Metrics:
             return
         label = upstream or "-"
         kind = outcome.split(":", 1)[0]
-        self.requests.labels(method, label, kind).inc()
-        self.latency.labels(method, label).observe(seconds)
+        key = (method, label, kind)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = (
+                self.requests.labels(method, label, kind),
+                self.latency.labels(method, label),
+            )
+        series[0].inc()
+        series[1].observe(seconds)
         if kind == "rate_limited":
             self.rate_limited.labels(outcome.split(":", 1)[1]).inc()
 

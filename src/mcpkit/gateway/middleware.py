@@ -127,16 +127,18 @@ class Audit(Middleware):
         finally:
             _record.reset(token)
             seconds = time.perf_counter() - started
-            extra = {"rule": record.rule} if record.rule is not None else {}
-            self.gateway.audit.record(
-                principal=_who(ctx).name,
-                method=method,
-                name=_name(ctx),
-                upstream=record.upstream,
-                outcome=outcome,
-                latency_ms=seconds * 1000,
-                **extra,
-            )
+            audit = self.gateway.audit
+            if audit.enabled:
+                extra = {"rule": record.rule} if record.rule is not None else {}
+                audit.record(
+                    principal=_who(ctx).name,
+                    method=method,
+                    name=_name(ctx),
+                    upstream=record.upstream,
+                    outcome=outcome,
+                    latency_ms=seconds * 1000,
+                    **extra,
+                )
             self.gateway.metrics.observe(method, record.upstream, outcome, seconds)
 
 
@@ -222,7 +224,10 @@ class Limits(Middleware):
         self.gateway = gateway
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        verdict = await self.gateway.limiter.check(_who(ctx).name, ctx.method, _name(ctx))
+        limiter = self.gateway.limiter
+        if not limiter.rules:  # (no [[rate_limit]]: nothing to count, every call)
+            return await call_next(ctx)
+        verdict = await limiter.check(_who(ctx).name, ctx.method, _name(ctx))
         if not verdict.allowed:
             raise PolicyError(
                 RATE_LIMITED,

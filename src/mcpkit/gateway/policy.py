@@ -96,6 +96,8 @@ class Authorizer:
     def __init__(self, rules: tuple[Rule, ...], default_effect: str = "allow") -> None:
         self.rules = rules
         self.default_effect = default_effect
+        #: Asked twice per call (the front's early check, then the Access layer).
+        self._default = Decision(default_effect == "allow", f"default {default_effect}", None)
 
     def decide(
         self,
@@ -124,7 +126,7 @@ class Authorizer:
             ):
                 continue
             return Decision(rule.effect == "allow", f"rule {rule.name!r} {rule.effect}", rule.name)
-        return Decision(self.default_effect == "allow", f"default {self.default_effect}", None)
+        return self._default
 
     @staticmethod
     def _holds(

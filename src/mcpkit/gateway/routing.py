@@ -93,6 +93,9 @@ async def name_owner(
     (no listing needed: the usual case, and the fast lane's); among several (``prefix =
     ""`` on more than one upstream, or one prefix starting another) the one that lists
     it, else the longest prefix."""
+    if len(upstreams) == 1:  # (every call of a one-upstream gateway: no sort, no list)
+        only = upstreams[0]
+        return (only, name[len(only.prefix) :]) if name.startswith(only.prefix) else None
     fits = sorted(
         (u for u in upstreams if name.startswith(u.prefix)), key=lambda u: -len(u.prefix)
     )

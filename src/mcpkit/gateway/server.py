@@ -326,7 +326,10 @@ class GatewayServer(Server):
         if ctx.meta.era == "modern" and client.era == "modern":
             headers = None
             if method == "tools/call":
-                tool = await self._proxy_tool(upstream, str(params.get("name", "")))
+                original = str(params.get("name", ""))
+                tool = self._proxy_tools.get(upstream.prefix + original) or (
+                    await self._proxy_tool(upstream, original)
+                )
                 if tool is not None and tool.header_params:
                     headers = expected_param_headers(tool.header_params, params.get("arguments"))
             lane = upstream.lane

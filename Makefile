@@ -29,7 +29,7 @@ test: $(VENV)/.dev-installed  ## the whole test suite (needs node/npm for the co
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/vulture  # dead code: paths and allow-list in pyproject.toml [tool.vulture]
 

@@ -1,6 +1,6 @@
 """Every use of another library's private API, in one place, pinned to the versions tested.
 
-Today that is one hot-path shortcut: building anyio's asyncio cancel scope class directly
+Today that is two hot-path shortcuts.  One is building anyio's asyncio cancel scope class directly
 (``anyio.CancelScope()`` looks the backend up on each call, about half of what a scope
 costs, paid on every HTTP request that needs one) and asking asyncio whether a loop runs
 without raising (``asyncio._get_running_loop``).  The anyio major version it was tested
@@ -10,6 +10,14 @@ start ~10 ms); and the class is taken only when the public call returned the asy
 backend's own, so even a broken pin makes mcpkit slower, never wrong.  A test
 (tests/transports) checks that the shortcut builds the very class the public call returns
 and that the pin admits the installed anyio.
+
+The other is knowing uvicorn's ASGI ``send`` (:func:`send_steps_anywhere`): a change
+fan-out writes to thousands of listen streams without waking their tasks by running each
+``send`` by hand (see ``transports/http/stream.py``), which is safe only for a ``send``
+whose one wait is uvicorn's flow control (an asyncio future, which any task may finish).
+It is recognised by its class's module, tested with uvicorn 0.30 to 0.54; anything else
+(another server, a middleware's wrapper) takes the public way: the stream's own task
+awaits ``send``.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import asyncio
 
 import anyio
 
-__all__ = ["new_cancel_scope"]
+__all__ = ["new_cancel_scope", "send_steps_anywhere"]
 
 #: anyio major version whose asyncio backend this shortcut was tested with (pyproject pins
 #: ``anyio<5``; tests/transports/test_compat.py holds the two together).
@@ -39,3 +47,24 @@ def new_cancel_scope() -> anyio.CancelScope:
             _asyncio_scope = type(scope)
         return scope
     return cls()
+
+
+#: The uvicorn protocol modules whose ``RequestResponseCycle.send`` waits only on flow
+#: control (``await self.flow.drain()``: an ``asyncio.Event``), never on a cancel scope.
+_UVICORN_CYCLES = (
+    "uvicorn.protocols.http.httptools_impl",
+    "uvicorn.protocols.http.h11_impl",
+)
+
+
+def send_steps_anywhere(send: object) -> bool:
+    """Whether ``send`` is uvicorn's own (asyncio): a call of it may be started outside
+    the request's task and, if it has to wait for the socket to drain, finished in the
+    request's task (``runtime.stepping``)."""
+    owner = getattr(send, "__self__", None)
+    return (
+        owner is not None
+        and getattr(send, "__name__", None) == "send"
+        and type(owner).__module__ in _UVICORN_CYCLES
+        and asyncio._get_running_loop() is not None
+    )

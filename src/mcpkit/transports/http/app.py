@@ -42,8 +42,9 @@ from .asgi import (
     read_body_now,
     send_error,
 )
-from .modern import handle_modern
+from .modern import KEEPALIVE_SECONDS, handle_modern
 from .security import HostPolicy
+from .stream import KeepAlive, StreamSink
 
 if TYPE_CHECKING:
     from .sessions import SessionStore
@@ -89,7 +90,9 @@ class McpHttpApp:
         self._sessions: SessionStore | None = None
         self.instance_id = secrets.token_hex(4)
         self._forwarding = False
-        self.listen_streams: set[anyio.CancelScope] = set()
+        self.listen_streams: set[StreamSink] = set()
+        #: The one keep-alive timer of this app's listen and GET streams.
+        self.keepalive = KeepAlive(KEEPALIVE_SECONDS)
         self.closing = False
         self.authenticate = authenticate
         self._lifespan_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
@@ -111,8 +114,8 @@ class McpHttpApp:
     def shutdown_streams(self) -> None:
         """End listen and GET streams (graceful shutdown sends listen results)."""
         self.closing = True
-        for scope in list(self.listen_streams):
-            scope.cancel()
+        for stream in list(self.listen_streams):
+            stream.cancel()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()

@@ -40,3 +40,30 @@ def test_outside_a_loop_it_fails_as_the_public_call_does() -> None:
     with pytest.raises(Exception) as ours:
         compat.new_cancel_scope()
     assert type(ours.value) is type(public.value)
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_uvicorns_own_send_is_recognised_and_a_wrapper_is_not(http: str) -> None:
+    # If uvicorn moves its protocol classes, listen fan-outs would quietly fall back to
+    # waking every stream's task: this test says so first.
+    import httpx
+
+    from support.servers import ThreadServer
+
+    seen: dict[str, bool] = {}
+
+    async def app(scope: dict, receive: object, send: object) -> None:
+        if scope["type"] != "http":
+            return
+
+        async def wrapped(message: dict) -> None:
+            await send(message)  # type: ignore[operator]
+
+        seen["own"] = compat.send_steps_anywhere(send)
+        seen["wrapped"] = compat.send_steps_anywhere(wrapped)
+        await wrapped({"type": "http.response.start", "status": 204, "headers": []})
+        await wrapped({"type": "http.response.body", "body": b""})
+
+    with ThreadServer(app, lifespan="off", http=http) as server:
+        assert httpx.get(server.url, timeout=10).status_code == 204
+    assert seen == {"own": True, "wrapped": False}

@@ -3,6 +3,8 @@ fan-out, on one process and across three replicas on Redis.
 
     python -m bench.scale_streams                 # 100, 1,000, 10,000 streams; a table
     python -m bench.scale_streams --counts 100,1000 --json out.json
+    python -m bench.scale_streams --base /tmp/before --counts 1000,10000 --rounds 3
+                                                  # this tree against another, alternately
 
 Three kinds of stream, each against a fresh ``bench/scale_server.py streams`` process
 (uvicorn, as ``mcpkit serve --http``) on 127.0.0.1:
@@ -72,9 +74,13 @@ def cpu_s(pid: int) -> float:
 
 
 @contextlib.contextmanager
-def servers(count: int, state: str, gc_default: bool = False
+def servers(count: int, state: str, gc_default: bool = False, tree: Path | None = None
             ) -> Iterator[list[tuple[int, subprocess.Popen[bytes]]]]:
+    """``tree``: serve mcpkit from that tree's ``src`` (a `git archive` of another
+    commit) instead of this one's."""
     env = dict(os.environ, MCPKIT_BENCH_GC="default" if gc_default else "tuned")
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree / "src")
     procs = []
     try:
         for _ in range(count):
@@ -279,11 +285,11 @@ async def point(kind: str, ports: list[int], pids: list[int], n: int) -> dict[st
     }
 
 
-def run_point(kind: str, n: int, redis_url: str | None, gc_default: bool = False
-              ) -> dict[str, float]:
+def run_point(kind: str, n: int, redis_url: str | None, gc_default: bool = False,
+              tree: Path | None = None) -> dict[str, float]:
     count = 3 if kind == "replicas" else 1
     state = redis_url if kind == "replicas" and redis_url else "memory:"
-    with servers(count, state, gc_default) as procs:
+    with servers(count, state, gc_default, tree) as procs:
         ports = [port for port, _ in procs]
         pids = [proc.pid for _, proc in procs]
         loop_policy = None
@@ -330,6 +336,31 @@ def gc_ab(n: int, rounds: int) -> dict[str, Any]:
     return out
 
 
+AB_FIGURES = ("rss_per_stream_kb", "fanout_server_cpu_ms", "fanout_ms")
+
+
+def tree_ab(base: Path, counts: tuple[int, ...], kinds: tuple[str, ...], rounds: int
+            ) -> dict[str, Any]:
+    """Each point served by ``base`` (``before``) and by this tree (``after``), one after
+    the other, ``rounds`` times: medians and after/before ratios.  Both sides see the same
+    neighbours on a shared machine, so the ratios are the figures to read."""
+    out: dict[str, Any] = {}
+    for kind in kinds:
+        for n in counts:
+            runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+            for _ in range(rounds):
+                runs["before"].append(run_point(kind, n, None, tree=base))
+                runs["after"].append(run_point(kind, n, None))
+            point: dict[str, Any] = {
+                side: {k: statistics.median(r[k] for r in samples) for k in AB_FIGURES}
+                for side, samples in runs.items()}
+            point["after/before"] = {k: point["after"][k] / point["before"][k]
+                                     for k in AB_FIGURES if point["before"][k]}
+            point["runs"] = runs
+            out[f"{kind} {n}"] = point
+    return out
+
+
 def table(results: dict[str, Any]) -> str:
     lines = ["kind       streams  RSS/stream   fan-out   server CPU (fan-out)  setup"]
     for n, r in results.get("sessions", {}).items():
@@ -353,8 +384,21 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--gc-ab", type=int, metavar="ROUNDS",
                         help="instead: the collector A/B at the largest count")
+    parser.add_argument("--base", type=Path,
+                        help="instead: this tree against BASE (has src/), alternately")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --base")
     args = parser.parse_args()
     counts = tuple(int(c) for c in args.counts.split(","))
+    if args.base:
+        kinds = tuple(k for k in args.kinds.split(",") if k in ("modern", "legacy"))
+        ab = tree_ab(args.base, counts, kinds, args.rounds)
+        for name, point in ab.items():
+            for side in ("before", "after", "after/before"):
+                print(f"{name:<14} {side:<13}",
+                      {k: round(v, 3) for k, v in point[side].items()})
+        if args.json:
+            args.json.write_text(json.dumps(ab, indent=2) + "\n")
+        return 0
     if args.gc_ab:
         ab = gc_ab(max(counts), args.gc_ab)
         for side in ("before", "after", "after/before"):

@@ -135,6 +135,12 @@ def test_allowed_host_and_origin_flags(gateways: dict[str, gwkit.Proc]) -> None:
     assert "access-control-allow-origin" not in allowed.headers  # accepted, but not CORS
 
 
+def _verdicts(body: dict[str, Any]) -> dict[str, Any]:
+    """A readiness answer with each upstream's state cut to ``up``/``down``."""
+    states = {name: str(state).split(":")[0] for name, state in body["upstreams"].items()}
+    return {**body, "upstreams": states}
+
+
 def test_probes_follow_the_ready_rule(
     gateways: dict[str, gwkit.Proc], upstreams: dict[str, gwkit.Proc]
 ) -> None:
@@ -153,7 +159,9 @@ def test_probes_follow_the_ready_rule(
         health = httpx.get(gw.base + "/healthz")
         assert ready.status_code == expected[rule], (rule, ready.text)
         assert health.status_code == ready.status_code  # the documented alias
-        assert health.json() == ready.json()
+        # (the same verdicts; a down upstream's reason may change between the two reads,
+        # e.g. "its listen stream broke" then "cannot connect")
+        assert _verdicts(health.json()) == _verdicts(ready.json())
         assert ready.json()["upstreams"]["b"].startswith("down")
         assert ready.json()["upstreams"]["a"] == "up"
     upstreams["b"].restart()

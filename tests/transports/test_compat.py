@@ -106,3 +106,30 @@ def test_the_sse_shortcut_is_taken_only_on_the_tested_httpx_sse(
     monkeypatch.setattr(compat, "_sse_decoders", False)
     monkeypatch.setattr(httpx_sse, "__version__", "0.4.3")
     assert compat._private_sse_decoders() is not None
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_uvicorns_own_send_is_recognised_and_a_wrapper_is_not(http: str) -> None:
+    # If uvicorn moves its protocol classes, listen fan-outs would quietly fall back to
+    # waking every stream's task: this test says so first.
+    import httpx
+
+    from support.servers import ThreadServer
+
+    seen: dict[str, bool] = {}
+
+    async def app(scope: dict, receive: object, send: object) -> None:
+        if scope["type"] != "http":
+            return
+
+        async def wrapped(message: dict) -> None:
+            await send(message)  # type: ignore[operator]
+
+        seen["own"] = compat.send_steps_anywhere(send)
+        seen["wrapped"] = compat.send_steps_anywhere(wrapped)
+        await wrapped({"type": "http.response.start", "status": 204, "headers": []})
+        await wrapped({"type": "http.response.body", "body": b""})
+
+    with ThreadServer(app, lifespan="off", http=http) as server:
+        assert httpx.get(server.url, timeout=10).status_code == 204
+    assert seen == {"own": True, "wrapped": False}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import sniffio
@@ -45,6 +45,17 @@ class ChangeEvent:
         return cls(str(data["kind"]), data.get("uri"), data.get("payload"))
 
 
+class Subscriber(Protocol):
+    """What the bus delivers to: ``offer`` is called on the event loop, must not block, and
+    must not raise (a subscriber that cannot take an event drops it).  An HTTP stream
+    writes the event out from ``offer`` itself (see ``transports/http/stream.py``); a
+    :class:`Listener` buffers it for a task that awaits :meth:`Listener.next`."""
+
+    resources: tuple[str, ...]
+
+    def offer(self, event: ChangeEvent) -> None: ...
+
+
 class Listener:
     """One subscriber's buffered view of the bus."""
 
@@ -69,9 +80,7 @@ class Listener:
         return await self._recv.receive()
 
     def close(self) -> None:
-        if self in self._bus._listeners:
-            self._bus._listeners.discard(self)
-            self._bus.want(self.resources, False)
+        self._bus.detach(self)
         self._send.close()
         self._recv.close()
 
@@ -86,7 +95,7 @@ class ChangeBus:
     __slots__ = ("_interest", "_listeners", "_relays", "on_interest")
 
     def __init__(self) -> None:
-        self._listeners: set[Listener] = set()
+        self._listeners: set[Subscriber] = set()
         self._relays: list[Callable[[ChangeEvent], None]] = []
         self._interest: dict[str, int] = {}
         #: Called with (uri, True) when a resource URI gains its first interested
@@ -97,11 +106,22 @@ class ChangeBus:
         """A listener; ``resources`` are the URIs it wants updates of (held until it
         closes)."""
         listener = Listener(self, buffer)
-        self._listeners.add(listener)
-        if resources:
-            listener.resources = tuple(set(resources))
-            self.want(listener.resources, True)
+        self.attach(listener, resources)
         return listener
+
+    def attach(self, subscriber: Subscriber, resources: Iterable[str] = ()) -> None:
+        """Deliver every event to ``subscriber`` until :meth:`detach`; ``resources`` are the
+        URIs it wants updates of (counted until it is detached)."""
+        self._listeners.add(subscriber)
+        if resources:
+            subscriber.resources = tuple(set(resources))
+            self.want(subscriber.resources, True)
+
+    def detach(self, subscriber: Subscriber) -> None:
+        """Stop delivering to ``subscriber`` (no-op when it is not attached)."""
+        if subscriber in self._listeners:
+            self._listeners.discard(subscriber)
+            self.want(subscriber.resources, False)
 
     def want(self, uris: Iterable[str], wanted: bool) -> None:
         """Count interest in resource updates of ``uris`` up (or down)."""

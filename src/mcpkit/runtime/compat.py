@@ -1,6 +1,6 @@
 """Every use of another library's private API, in one place, pinned to the versions tested.
 
-Two hot-path shortcuts, each taken only where the version it was tested with is installed
+Three hot-path shortcuts, each taken only where the version it was tested with is installed
 and otherwise replaced by the public call, so that a new release makes mcpkit slower,
 never wrong:
 
@@ -17,6 +17,12 @@ never wrong:
   over an ``httpx.Response``.  Same events either way (tests/transports/test_compat.py);
   the public route costs ~30 µs more per answer (an ``httpx.Response`` and three layers
   of async generators), which the gateway's fast lane would pay on every streamed answer.
+* :func:`send_steps_anywhere` knows uvicorn's ASGI ``send``: a change fan-out writes to
+  thousands of listen streams without waking their tasks by running each ``send`` by hand
+  (see ``transports/http/stream.py``), which is safe only for a ``send`` whose one wait is
+  uvicorn's flow control (an asyncio future, which any task may finish).  It is recognised
+  by its class's module, tested with uvicorn 0.30 to 0.54; anything else (another server,
+  a middleware's wrapper) takes the public way: the stream's own task awaits ``send``.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from .stepping import on_asyncio
 if TYPE_CHECKING:
     from httpx_sse import ServerSentEvent
 
-__all__ = ["new_cancel_scope", "sse_events"]
+__all__ = ["new_cancel_scope", "send_steps_anywhere", "sse_events"]
 
 #: anyio major version whose asyncio backend this shortcut was tested with (pyproject pins
 #: ``anyio<5``; tests/transports/test_compat.py holds the two together).
@@ -110,3 +116,22 @@ async def _public_sse_events(chunks: AsyncIterable[bytes]) -> AsyncGenerator[Ser
     async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
         async for event in events:
             yield event
+#: The uvicorn protocol modules whose ``RequestResponseCycle.send`` waits only on flow
+#: control (``await self.flow.drain()``: an ``asyncio.Event``), never on a cancel scope.
+_UVICORN_CYCLES = (
+    "uvicorn.protocols.http.httptools_impl",
+    "uvicorn.protocols.http.h11_impl",
+)
+
+
+def send_steps_anywhere(send: object) -> bool:
+    """Whether ``send`` is uvicorn's own (asyncio): a call of it may be started outside
+    the request's task and, if it has to wait for the socket to drain, finished in the
+    request's task (``runtime.stepping``)."""
+    owner = getattr(send, "__self__", None)
+    return (
+        owner is not None
+        and getattr(send, "__name__", None) == "send"
+        and type(owner).__module__ in _UVICORN_CYCLES
+        and on_asyncio()
+    )

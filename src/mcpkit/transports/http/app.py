@@ -24,6 +24,7 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import modern_version_of
+from ...protocol.sse import KEEPALIVE_SECONDS
 from ...runtime.contracts import ServedServer
 from ...types import jsonrpc
 from ...types.codec import DecodeError, DuplicateKeyError, decode, encode
@@ -44,6 +45,7 @@ from .asgi import (
 )
 from .modern import handle_modern
 from .security import HostPolicy
+from .stream import KeepAlive, StreamSink
 
 if TYPE_CHECKING:
     from .sessions import SessionStore
@@ -108,7 +110,9 @@ class McpHttpApp:
         self._sessions: SessionStore | None = None
         self.instance_id = secrets.token_hex(4)
         self._forwarding = False
-        self.listen_streams: set[anyio.CancelScope] = set()
+        self.listen_streams: set[StreamSink] = set()
+        #: The one keep-alive timer of this app's listen and GET streams.
+        self.keepalive = KeepAlive(KEEPALIVE_SECONDS)
         self.closing = False
         self.authenticate = authenticate
         #: The auth guard around :meth:`_serve` (None: requests go straight in).
@@ -135,8 +139,8 @@ class McpHttpApp:
     def shutdown_streams(self) -> None:
         """End listen and GET streams (graceful shutdown sends listen results)."""
         self.closing = True
-        for scope in list(self.listen_streams):
-            scope.cancel()
+        for stream in list(self.listen_streams):
+            stream.cancel()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()

@@ -19,10 +19,11 @@ import anyio
 from ...protocol import headers as hdr
 from ...protocol.correlation import cancelled_request_id
 from ...protocol.sse import KEEPALIVE, KEEPALIVE_SECONDS, encode_event, priming_event
+from ...runtime.changes import ChangeEvent
 from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import ON_READER, OWN_TASK, start_mode
 from ...runtime.exchange import Exchange, Interrupted
-from ...runtime.listen import legacy_notification_for
+from ...runtime.listen import legacy_encoded
 from ...runtime.stepping import on_asyncio
 from ...types import jsonrpc
 from ...types.codec import encode
@@ -38,7 +39,7 @@ from .asgi import (
     watch_disconnect,
 )
 from .sessions import HttpSession, StreamLog, Waiter
-from .stream import SSE_HEADERS, ResponseWriter, send_json_answer
+from .stream import SSE_HEADERS, ResponseWriter, StreamSink, send_json_answer
 
 if TYPE_CHECKING:
     from .app import McpHttpApp
@@ -69,11 +70,7 @@ class LegacyExchange(CancellableExchange):
         message = jsonrpc.request(request_id, method, params)
         delivered = await self.writer.message(message)
         if not delivered and self.session.pushed is not None:
-            try:
-                self.session.pushed.send_nowait(encode(message))
-                delivered = True
-            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                delivered = False
+            delivered = self.session.pushed.push(encode_event(encode(message)))
         if not delivered:
             outgoing.forget(request_id)
             raise McpError(
@@ -311,59 +308,42 @@ async def _resume(
 
 
 async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, send: Send) -> None:
+    """The session's standalone GET stream: change notifications and server requests
+    that have no POST stream to go on (``session.pushed``), keep-alive comments (which
+    also keep the session from expiring) while idle.  Like a listen stream it is this
+    task parked in ``receive()`` plus a :class:`StreamSink` (see :mod:`.stream`)."""
     session.get_open = True
-    push_send, push_recv = anyio.create_memory_object_stream[bytes](64)
-    session.pushed = push_send
-    headers = [*SSE_HEADERS, (_SESSION_ID, session.legacy.id.encode())]
+    legacy = session.legacy
+
+    def encode_for_session(event: ChangeEvent) -> bytes | None:
+        return legacy_encoded(event, legacy.subscriptions)
+
+    sink = StreamSink(send, encode_for_session, app.keepalive, on_interval=legacy.touch)
+    session.pushed = sink
+    headers = [*SSE_HEADERS, (_SESSION_ID, legacy.id.encode())]
+    bus = app.server.bus
     try:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
-        with app.server.bus.listen() as listener:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-                app.listen_streams.add(tg.cancel_scope)
-
-                async def forward_events() -> None:
-                    while True:
-                        event = await listener.next()
-                        note = legacy_notification_for(event, session.legacy.subscriptions)
-                        if note is not None:
-                            await send(
-                                {
-                                    "type": "http.response.body",
-                                    "body": encode_event(encode(note)),
-                                    "more_body": True,
-                                }
-                            )
-
-                async def forward_pushed() -> None:
-                    async for data in push_recv:
-                        await send(
-                            {
-                                "type": "http.response.body",
-                                "body": encode_event(data),
-                                "more_body": True,
-                            }
-                        )
-
-                tg.start_soon(forward_events)
-                tg.start_soon(forward_pushed)
-                try:
-                    while True:
-                        await anyio.sleep(KEEPALIVE_SECONDS)
-                        session.legacy.touch()
-                        await send(
-                            {"type": "http.response.body", "body": KEEPALIVE, "more_body": True}
-                        )
-                finally:
-                    app.listen_streams.discard(tg.cancel_scope)
+        bus.attach(sink)
+        app.listen_streams.add(sink)
+        try:
+            if app.closing:
+                sink.cancel()
+            app.keepalive.add(sink, app.server.spawn)
+            await sink.serve(receive)
+        finally:
+            sink.closed = True
+            bus.detach(sink)
+            app.listen_streams.discard(sink)
+            app.keepalive.discard(sink)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except OSError:
         pass
     finally:
+        sink.closed = True
         session.get_open = False
         session.pushed = None
-        push_send.close()
 
 
 async def _session_or_answer(

@@ -20,7 +20,6 @@ import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
-from ...protocol.sse import KEEPALIVE, KEEPALIVE_SECONDS
 from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import called_tool
 from ...runtime.exchange import Interrupted
@@ -36,9 +35,8 @@ from .asgi import (
     TaskCanceller,
     send_empty,
     send_error,
-    watch_disconnect,
 )
-from .stream import ResponseWriter, send_json_answer
+from .stream import ResponseWriter, StreamSink, send_json_answer
 
 if TYPE_CHECKING:
     from .app import McpHttpApp
@@ -293,7 +291,9 @@ async def _listen(
     app: McpHttpApp, message: dict[str, Any], writer: ResponseWriter, receive: Receive
 ) -> None:
     """Hold a listen stream open: acknowledgement first, then matching change events,
-    keep-alive comments while idle; ends when the client disconnects or the server stops."""
+    keep-alive comments while idle; ends when the client disconnects or the server stops.
+    The stream is this task parked in ``receive()`` and a :class:`StreamSink` the bus
+    writes events to (no helper task, buffer or timer of its own)."""
     try:
         subscription = Subscription(app.server, message["id"], message.get("params") or {})
     except McpError as err:
@@ -303,23 +303,21 @@ async def _listen(
         failure = McpError(INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream")
         await writer.final(jsonrpc.error(message["id"], failure), 406)
         return
-    with app.server.bus.listen(resources=subscription.resources) as listener:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_disconnect, receive, tg.cancel_scope)
-            await writer.message(subscription.acknowledgement())
-            app.listen_streams.add(tg.cancel_scope)
-            try:
-                while True:
-                    with anyio.move_on_after(KEEPALIVE_SECONDS) as idle:
-                        event = await listener.next()
-                    if idle.cancelled_caught:
-                        await writer._write(KEEPALIVE)
-                        continue
-                    note = subscription.notification_for(event)
-                    if note is not None:
-                        await writer.message(note)
-            finally:
-                app.listen_streams.discard(tg.cancel_scope)
+    bus = app.server.bus
+    sink = StreamSink(writer._send, subscription.encode, app.keepalive)
+    bus.attach(sink, subscription.resources)  # events from now on queue behind the ack
+    app.listen_streams.add(sink)
+    try:
+        if app.closing:
+            sink.cancel()
+        await writer.message(subscription.acknowledgement())
+        app.keepalive.add(sink, app.server.spawn)
+        await sink.serve(receive)
+    finally:
+        sink.closed = True
+        bus.detach(sink)
+        app.listen_streams.discard(sink)
+        app.keepalive.discard(sink)
     if app.closing:
         await writer.final(jsonrpc.result(message["id"], subscription.final_result()))
     else:

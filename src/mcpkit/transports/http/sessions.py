@@ -17,12 +17,11 @@ from collections import OrderedDict
 from typing import Any, Protocol
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 from ...protocol.correlation import Incoming, Outgoing
 from ...runtime.legacy_session import SESSION_HOLDERS, LegacySession
 from ...types.errors import INTERNAL_ERROR, McpError
-from .stream import EventLog
+from .stream import EventLog, StreamSink
 
 MAX_EVENTS_PER_STREAM = 512
 MAX_STREAMS_PER_SESSION = 64
@@ -121,7 +120,7 @@ class HttpSession:
         self.stream_counter = 0
         self.get_open = False
         #: Messages for the standalone GET stream (server requests with no POST stream).
-        self.pushed: MemoryObjectSendStream[bytes] | None = None
+        self.pushed: StreamSink | None = None
         self.saved: dict[str, Any] | None = None
         self.saved_at = 0.0
         #: The backend's change token taken before the last read of the record, and when.

@@ -6,16 +6,30 @@ decide lazily: a request whose handler only returns a result gets a plain JSON r
 server->client request before its result, the reply becomes an SSE stream.  Legacy
 streams give every event an id from the session's event store so the client can resume
 after a disconnect, and open with a priming event.
+
+Long-lived streams (``subscriptions/listen``, the legacy GET stream) are a
+:class:`StreamSink` each: the change bus writes to them as it publishes, and the stream's
+own task only waits for its client to leave; one :class:`KeepAlive` timer serves all of
+an app's idle streams.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, cast
 
-from ...protocol.sse import encode_event, priming_event
+import anyio
+
+from ...protocol.sse import KEEPALIVE, encode_event, priming_event
+from ...runtime.changes import ChangeEvent
+from ...runtime.compat import new_cancel_scope, send_steps_anywhere
+from ...runtime.stepping import Resumed
 from ...types.codec import encode_message
-from .asgi import JSON_HEADERS, Send
+from .asgi import JSON_HEADERS, Receive, Send
+
+log = logging.getLogger("mcpkit.http")
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -210,3 +224,210 @@ class ResponseWriter:
                 {"type": "http.response.start", "status": 202, "headers": self._extra_headers}
             )
             await self._safe_send({"type": "http.response.body", "body": b""})
+
+
+#: SSE framing of one encoded message on a stream without event ids (the codec never
+#: writes a raw newline, so one ``data:`` line holds it: see :func:`encode_event`).
+_EVENT_HEAD = b"event: message\ndata: "
+_EVENT_TAIL = b"\n\n"
+#: Chunks held for a stream whose client reads slower than events come; past this it
+#: loses events (a list_changed is idempotent: the client re-lists) rather than growing.
+PENDING_LIMIT = 64
+
+
+class StreamSink:
+    """The write side of one long-lived SSE stream, subscribed to the change bus.
+
+    Why it looks like this: 10,000 idle streams must cost little memory and a change must
+    reach all of them fast.  So a stream is its request's task alone, parked in
+    ``receive()`` (which also tells it at once when the client goes away); it holds no
+    buffer, timer or helper task while idle.  :meth:`offer`, called by the bus as it
+    publishes, writes the event out then and there: under uvicorn ``send`` is run by hand
+    and nearly always completes at once (only a full socket buffer makes it wait), so the
+    parked task is not even woken.  When ``send`` must wait, or the server's ``send``
+    cannot be run outside its task, chunks queue (up to :data:`PENDING_LIMIT`) and the
+    stream's task is woken to write them, in order.  Keep-alive comments come from the
+    app's shared :class:`KeepAlive` through the same path.
+    """
+
+    __slots__ = (
+        "_clock",
+        "_coro",
+        "_direct",
+        "_pending",
+        "_scope",
+        "_send",
+        "_stopped",
+        "_waiting",
+        "_yielded",
+        "closed",
+        "encode",
+        "last_tick",
+        "on_interval",
+        "resources",
+    )
+
+    def __init__(
+        self,
+        send: Send,
+        encode: Callable[[ChangeEvent], bytes | None],
+        clock: KeepAlive,
+        on_interval: Callable[[], None] | None = None,
+    ) -> None:
+        """``encode``: the event's message for this stream (None: not for it);
+        ``on_interval``: called once per keep-alive interval while the stream is open."""
+        self._send = send
+        self._direct = send_steps_anywhere(send)
+        self.encode = encode
+        #: Chunks waiting for the stream's task (None: nothing queued, write directly).
+        #: It starts as a queue: events that come before the stream's first message (the
+        #: listen acknowledgement) wait for it.
+        self._pending: deque[bytes] | None = deque()
+        self._coro: Any = None  # a send that began in offer() and had to wait
+        self._yielded: Any = None
+        self._scope: anyio.CancelScope | None = None
+        self._waiting = False
+        self._stopped = False
+        self.closed = False
+        self._clock = clock
+        self.last_tick = clock.count
+        self.on_interval = on_interval
+        #: Resource URIs this stream wants updates of (set by the bus).
+        self.resources: tuple[str, ...] = ()
+
+    def offer(self, event: ChangeEvent) -> None:
+        if self.closed:
+            return
+        data = self.encode(event)
+        if data is not None:
+            self.push(b"".join((_EVENT_HEAD, data, _EVENT_TAIL)))
+
+    def push(self, chunk: bytes) -> bool:
+        """Write ``chunk`` (a whole SSE event) now or after what is queued; False when
+        the stream is closed or too far behind to take it."""
+        if self.closed:
+            return False
+        pending = self._pending
+        if pending is not None:
+            if len(pending) >= PENDING_LIMIT:
+                return False
+            pending.append(chunk)
+            return True
+        if self._direct:
+            # A coroutine: send_steps_anywhere() admitted only uvicorn's ``async def``.
+            coro = cast(
+                "Coroutine[Any, Any, None]",
+                self._send({"type": "http.response.body", "body": chunk, "more_body": True}),
+            )
+            try:
+                yielded = coro.send(None)
+            except StopIteration:
+                self.last_tick = self._clock.count
+                return True
+            except Exception as exc:  # the connection is broken: end the stream
+                log.debug("listen stream write failed: %r", exc)
+                self.closed = True
+                self._wake()
+                return False
+            self._coro, self._yielded = coro, yielded  # waits for the socket to drain
+            self._pending = deque()
+        else:
+            self._pending = deque((chunk,))
+        self._wake()
+        return True
+
+    def _wake(self) -> None:
+        if self._waiting and self._scope is not None:
+            self._scope.cancel()
+
+    def cancel(self) -> None:
+        """End the stream (server shutdown): :meth:`serve` returns."""
+        self._stopped = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def serve(self, receive: Receive) -> None:
+        """Hold the stream until its client goes away or :meth:`cancel`: wait in
+        ``receive()``, and write what was queued whenever woken for it."""
+        while not (self.closed or self._stopped):
+            scope = self._scope = new_cancel_scope()
+            with scope:
+                if self._pending is not None:
+                    try:
+                        await self._drain()
+                    except OSError:  # servers other than uvicorn may say "gone" so
+                        self.closed = True
+                else:
+                    self._waiting = True
+                    try:
+                        message = await receive()
+                    finally:
+                        self._waiting = False
+                    if message["type"] == "http.disconnect":
+                        self.closed = True
+            self._scope = None
+        self.closed = True
+
+    async def _drain(self) -> None:
+        coro = self._coro
+        if coro is not None:
+            self._coro = None
+            yielded, self._yielded = self._yielded, None
+            await Resumed(coro, yielded)
+        pending = self._pending
+        while pending:
+            chunk = pending.popleft()
+            await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
+        self._pending = None
+        self.last_tick = self._clock.count
+
+
+class KeepAlive:
+    """One timer for all of an app's open streams, instead of one per stream.
+
+    It ticks :data:`STEPS` times per interval while any stream is open (a task in the
+    server's task group); a stream that wrote nothing for more than one interval gets a
+    ``:`` comment, so proxies keep idle streams open and a comment never comes sooner
+    than ``interval`` after the stream's last write, nor much later (at most
+    ``interval / STEPS``).
+    """
+
+    STEPS = 5
+    __slots__ = ("_running", "count", "interval", "sinks")
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.sinks: set[StreamSink] = set()
+        #: Ticks so far: a stream notes the count at each write.
+        self.count = 0
+        self._running = False
+
+    def add(self, sink: StreamSink, spawn: Callable[[Callable[[], Awaitable[None]]], None]) -> None:
+        """Keep ``sink`` alive; ``spawn`` starts the timer's task when none runs."""
+        self.sinks.add(sink)
+        if not self._running:
+            self._running = True
+            try:
+                spawn(self._run)
+            except BaseException:
+                self._running = False
+                raise
+
+    def discard(self, sink: StreamSink) -> None:
+        self.sinks.discard(sink)
+
+    async def _run(self) -> None:
+        steps = self.STEPS
+        try:
+            while self.sinks:
+                await anyio.sleep(self.interval / steps)
+                self.count += 1
+                due = self.count - steps  # last wrote more than one interval ago
+                whole = self.count % steps == 0
+                for sink in tuple(self.sinks):
+                    if whole and sink.on_interval is not None:
+                        sink.on_interval()
+                    if sink.last_tick < due and sink._pending is None:
+                        sink.push(KEEPALIVE)
+        finally:
+            self._running = False

@@ -30,6 +30,7 @@ test: $(VENV)/.dev-installed  ## the whole test suite (needs node/npm for the co
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/vulture  # dead code: paths and allow-list in pyproject.toml [tool.vulture]
 

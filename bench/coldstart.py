@@ -43,11 +43,18 @@ def _compile_bytecode(python: str) -> None:
     every module from source on every cold start: ~30 ms that no deployed function pays."""
     where = subprocess.run(
         [python, "-c", "import os, mcpkit; print(os.path.dirname(mcpkit.__file__))"],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     ).stdout.strip()
     example = PEERS_DIR.parents[1] / "examples" / "serverless"
-    subprocess.run([python, "-m", "compileall", "-q", where, str(example)],
-                   capture_output=True, timeout=300, check=True)
+    subprocess.run(
+        [python, "-m", "compileall", "-q", where, str(example)],
+        capture_output=True,
+        timeout=300,
+        check=True,
+    )
 
 
 def bench_coldstart(ctx: Run) -> None:

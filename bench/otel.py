@@ -39,27 +39,44 @@ ROOT = Path(__file__).resolve().parent.parent
 _CPU = re.compile(r": ([0-9.]+) µs of CPU per request")
 
 
-def configurations(no_otel: str, api_only: str, base: str | None
-                   ) -> list[tuple[str, str, dict[str, str]]]:
+def configurations(
+    no_otel: str, api_only: str, base: str | None
+) -> list[tuple[str, str, dict[str, str]]]:
     """(name, interpreter, environment additions), the reference first."""
     here = sys.executable
-    out = [("no otel installed", no_otel, {}),
-           ("API installed, unused", api_only, {}),
-           ("API installed, Telemetry", api_only, {"MCPKIT_BENCH_OTEL": "api"}),
-           ("API+SDK installed, Telemetry, no SDK set up", here, {"MCPKIT_BENCH_OTEL": "api"})]
+    out = [
+        ("no otel installed", no_otel, {}),
+        ("API installed, unused", api_only, {}),
+        ("API installed, Telemetry", api_only, {"MCPKIT_BENCH_OTEL": "api"}),
+        ("API+SDK installed, Telemetry, no SDK set up", here, {"MCPKIT_BENCH_OTEL": "api"}),
+    ]
     if base:
-        out.append(("... the same, before", here,
-                    {"MCPKIT_BENCH_OTEL": "api", "PYTHONPATH": os.path.join(base, "src")}))
-    out += [("Telemetry, SDK + batch", here, {"MCPKIT_BENCH_OTEL": "sdk"}),
-            ("Telemetry, SDK + batch + metrics", here, {"MCPKIT_BENCH_OTEL": "sdk-metrics"})]
+        out.append(
+            (
+                "... the same, before",
+                here,
+                {"MCPKIT_BENCH_OTEL": "api", "PYTHONPATH": os.path.join(base, "src")},
+            )
+        )
+    out += [
+        ("Telemetry, SDK + batch", here, {"MCPKIT_BENCH_OTEL": "sdk"}),
+        ("Telemetry, SDK + batch + metrics", here, {"MCPKIT_BENCH_OTEL": "sdk-metrics"}),
+    ]
     return out
 
 
 def cpu_us(python: str, extra: dict[str, str], mode: str) -> float:
     env = {k: v for k, v in os.environ.items() if k not in ("MCPKIT_BENCH_OTEL", "PYTHONPATH")}
     env.update(extra)
-    done = subprocess.run([python, "-m", "bench.profile", mode], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600, check=True)
+    done = subprocess.run(
+        [python, "-m", "bench.profile", mode],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     match = _CPU.search(done.stdout)
     if match is None:
         raise RuntimeError(f"no figure in: {done.stdout!r} {done.stderr[-500:]!r}")
@@ -68,16 +85,20 @@ def cpu_us(python: str, extra: dict[str, str], mode: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--no-otel-python", required=True,
-                        help="an interpreter with mcpkit but without opentelemetry")
-    parser.add_argument("--api-python", required=True,
-                        help="an interpreter with mcpkit and opentelemetry-api alone")
+    parser.add_argument(
+        "--no-otel-python",
+        required=True,
+        help="an interpreter with mcpkit but without opentelemetry",
+    )
+    parser.add_argument(
+        "--api-python", required=True, help="an interpreter with mcpkit and opentelemetry-api alone"
+    )
     parser.add_argument("--base", help="a base tree (e.g. a git archive) for 'before'")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--modes", default="http-call,stdio")
     parser.add_argument("--first", type=int, help="only the first N configurations")
     args = parser.parse_args()
-    configs = configurations(args.no_otel_python, args.api_python, args.base)[:args.first]
+    configs = configurations(args.no_otel_python, args.api_python, args.base)[: args.first]
     modes = args.modes.split(",")
     figures: dict[tuple[str, str], list[float]] = {}
     for round_ in range(args.rounds):
@@ -96,10 +117,13 @@ def main() -> None:
             ratio = value / statistics.median(figures[reference, mode])
             cells += f"  {value:>13.2f}  {ratio:>6.3f}x"
         print(f"{name:<{width}}{cells}")
-    spread = {mode: max(max(v) / min(v) for (n, m), v in figures.items() if m == mode)
-              for mode in modes}
-    print("largest max/min within one configuration: "
-          + ", ".join(f"{mode} {value:.3f}" for mode, value in spread.items()))
+    spread = {
+        mode: max(max(v) / min(v) for (n, m), v in figures.items() if m == mode) for mode in modes
+    }
+    print(
+        "largest max/min within one configuration: "
+        + ", ".join(f"{mode} {value:.3f}" for mode, value in spread.items())
+    )
 
 
 if __name__ == "__main__":

@@ -115,15 +115,28 @@ def redis_server() -> Iterator[str | None]:
         port = sock.getsockname()[1]
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", tmp],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                tmp,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
-                with contextlib.suppress(OSError), socket.create_connection(
-                    ("127.0.0.1", port), 0.2
+                with (
+                    contextlib.suppress(OSError),
+                    socket.create_connection(("127.0.0.1", port), 0.2),
                 ):
                     break
                 time.sleep(0.05)
@@ -151,8 +164,9 @@ async def task_records(url: str, count: int) -> dict[str, float]:
     async def put(task_id: str) -> None:
         async with gate:
             record = server.tasks.new_record(task_id, None)
-            record.update(status="completed", result={"content": [{"type": "text",
-                                                                   "text": "done"}]})
+            record.update(
+                status="completed", result={"content": [{"type": "text", "text": "done"}]}
+            )
             await backend.set_json(f"task:{task_id}", record, 3600)
 
     async with anyio.create_task_group() as tg:
@@ -180,8 +194,9 @@ async def task_records(url: str, count: int) -> dict[str, float]:
 AXES = ("catalog", "tasks", "streams", "gateway", "state")
 
 
-def measure(progress: Any = None, axes: tuple[str, ...] = AXES,
-            stream_counts: tuple[int, ...] | None = None) -> dict[str, Any]:
+def measure(
+    progress: Any = None, axes: tuple[str, ...] = AXES, stream_counts: tuple[int, ...] | None = None
+) -> dict[str, Any]:
     say = progress or (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
     results: dict[str, Any] = {}
     if "catalog" in axes:
@@ -224,20 +239,24 @@ def tasks_axis(say: Any, results: dict[str, Any]) -> dict[str, Any]:
             out.setdefault("redis", {})[count] = anyio.run(task_records, url, count)
         if redis_url is None:
             results.setdefault("notes", []).append(
-                "redis-server not found: the Redis points were skipped")
+                "redis-server not found: the Redis points were skipped"
+            )
     return out
 
 
 def table(results: dict[str, Any]) -> str:
     lines = []
     if results.get("catalog"):
-        lines.append("catalog size  register     tools/list: 1st page cold, page median warm  "
-                     "tools/call median")
+        lines.append(
+            "catalog size  register     tools/list: 1st page cold, page median warm  "
+            "tools/call median"
+        )
         for n, r in results["catalog"].items():
             lines.append(
                 f"{int(n):>12,}  {r['register_s'] * 1000:8.1f} ms  "
                 f"{r['list_cold_first_page_us']:9.0f} µs, {r['list_warm_page_median_us']:5.0f}"
-                f" µs ({int(r['pages']):>3} pages)          {r['call_median_us']:7.1f} µs")
+                f" µs ({int(r['pages']):>3} pages)          {r['call_median_us']:7.1f} µs"
+            )
         lines.append("")
     if results.get("tasks"):
         lines.append("backend  records   fill      tasks/get median   p99")
@@ -245,13 +264,15 @@ def table(results: dict[str, Any]) -> str:
             for count, r in points.items():
                 lines.append(
                     f"{backend:<7}  {int(count):>7,}  {r['fill_s']:6.1f} s  "
-                    f"{r['get_median_us']:10.0f} µs  {r['get_p99_us']:8.0f} µs")
+                    f"{r['get_median_us']:10.0f} µs  {r['get_p99_us']:8.0f} µs"
+                )
         lines.append("")
     if results.get("streams"):
         from bench import scale_streams
 
-        lines.append(scale_streams.table({**results["streams"],
-                                          "sessions": results.get("sessions", {})}))
+        lines.append(
+            scale_streams.table({**results["streams"], "sessions": results.get("sessions", {})})
+        )
         lines.append("")
     if results.get("gateway"):
         from bench import scale_gateway
@@ -270,33 +291,73 @@ def bench_scale(run: Any) -> None:
     results = measure(run.progress)
     for n, r in results["catalog"].items():
         run.record(f"scale: register {n} tools", "mcpkit", r["register_s"] * 1000, "ms", False)
-        run.record(f"scale: tools/list page, {n} tools (warm)", "mcpkit",
-                   r["list_warm_page_median_us"], "µs", False)
+        run.record(
+            f"scale: tools/list page, {n} tools (warm)",
+            "mcpkit",
+            r["list_warm_page_median_us"],
+            "µs",
+            False,
+        )
         run.record(f"scale: tools/call, {n} tools", "mcpkit", r["call_median_us"], "µs", False)
     for backend, points in results["tasks"].items():
         for count, r in points.items():
-            run.record(f"scale: tasks/get, {count} records ({backend})", "mcpkit",
-                       r["get_median_us"], "µs", False)
+            run.record(
+                f"scale: tasks/get, {count} records ({backend})",
+                "mcpkit",
+                r["get_median_us"],
+                "µs",
+                False,
+            )
     for kind, points in results["streams"].items():
         if kind == "notes":
             continue
         for n, r in points.items():
-            run.record(f"scale: RSS per {kind} stream, {n} streams", "mcpkit",
-                       r["rss_per_stream_kb"], "KB", False)
-            run.record(f"scale: list_changed fan-out, {n} {kind} streams", "mcpkit",
-                       r["fanout_ms"], "ms", False)
+            run.record(
+                f"scale: RSS per {kind} stream, {n} streams",
+                "mcpkit",
+                r["rss_per_stream_kb"],
+                "KB",
+                False,
+            )
+            run.record(
+                f"scale: list_changed fan-out, {n} {kind} streams",
+                "mcpkit",
+                r["fanout_ms"],
+                "ms",
+                False,
+            )
     for n, r in results["sessions"].items():
-        run.record(f"scale: RSS per legacy session, {n} sessions", "mcpkit",
-                   r["rss_per_session_kb"], "KB", False)
+        run.record(
+            f"scale: RSS per legacy session, {n} sessions",
+            "mcpkit",
+            r["rss_per_session_kb"],
+            "KB",
+            False,
+        )
     for label in ("cached", "cold"):
         for n, r in results["gateway"][label].items():
-            run.record(f"scale: gateway tools/list ({label}), {n} upstreams", "mcpkit",
-                       r["list_ms"], "ms", False)
+            run.record(
+                f"scale: gateway tools/list ({label}), {n} upstreams",
+                "mcpkit",
+                r["list_ms"],
+                "ms",
+                False,
+            )
     for name, r in results["state"]["reaper"].items():
-        run.record(f"scale: longest reaper batch, 100,000 expired ({name})", "mcpkit",
-                   r["batch_max_ms"], "ms", False)
-    run.record("scale: legacy session reap pass, 10,000 live", "mcpkit",
-               results["state"]["sessions"]["reap_nothing_ms"], "ms", False)
+        run.record(
+            f"scale: longest reaper batch, 100,000 expired ({name})",
+            "mcpkit",
+            r["batch_max_ms"],
+            "ms",
+            False,
+        )
+    run.record(
+        "scale: legacy session reap pass, 10,000 live",
+        "mcpkit",
+        results["state"]["sessions"]["reap_nothing_ms"],
+        "ms",
+        False,
+    )
     for text in results.get("notes", []):
         run.note(text)
     print(table(results))
@@ -309,11 +370,11 @@ def main() -> int:
     parser.add_argument("--axes", default=",".join(AXES), help=f"of {', '.join(AXES)}")
     parser.add_argument("--stream-counts", help="listen streams per point (100,1000,10000)")
     parser.add_argument("--json", type=Path, default=Path("bench-scale.json"))
-    parser.add_argument("--charts", action="store_true",
-                        help="draw bench/charts/*.png (needs the bench extra)")
+    parser.add_argument(
+        "--charts", action="store_true", help="draw bench/charts/*.png (needs the bench extra)"
+    )
     args = parser.parse_args()
-    counts = (tuple(int(c) for c in args.stream_counts.split(","))
-              if args.stream_counts else None)
+    counts = tuple(int(c) for c in args.stream_counts.split(",")) if args.stream_counts else None
     results = measure(axes=tuple(args.axes.split(",")), stream_counts=counts)
     print(table(results))
     args.json.write_text(json.dumps(results, indent=2) + "\n")

@@ -42,8 +42,9 @@ WALKS_COLD = 10
 
 @contextlib.contextmanager
 def process(cmd: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(cmd, cwd=HERE.parent, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd, cwd=HERE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_port(port, proc)
         yield proc
@@ -60,16 +61,25 @@ def walk(client: httpx.Client, url: str) -> int:
     tools, cursor, n = 0, None, 0
     while True:
         n += 1
-        params: dict[str, Any] = {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "bench-scale", "version": "1"}}}
+        params: dict[str, Any] = {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "bench-scale", "version": "1"},
+            }
+        }
         if cursor:
             params["cursor"] = cursor
         message = {"jsonrpc": "2.0", "id": n, "method": "tools/list", "params": params}
-        response = client.post(url, json=message, headers={
-            "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MODERN,
-            "Mcp-Method": "tools/list"})
+        response = client.post(
+            url,
+            json=message,
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": MODERN,
+                "Mcp-Method": "tools/list",
+            },
+        )
         response.raise_for_status()
         result = response.json()["result"]
         tools += len(result["tools"])
@@ -78,13 +88,19 @@ def walk(client: httpx.Client, url: str) -> int:
             return tools
 
 
-def gateway_point(upstream_port: int, count: int, cache: bool, walks: int,
-                  workdir: Path) -> dict[str, float]:
+def gateway_point(
+    upstream_port: int, count: int, cache: bool, walks: int, workdir: Path
+) -> dict[str, float]:
     config = workdir / f"gateway-{count}-{cache}.toml"
     lines = ["[gateway]", f"cache = {'true' if cache else 'false'}", "metrics = false", ""]
     for i in range(count):
-        lines += ["[[upstream]]", f'name = "u{i}"',
-                  f'url = "http://127.0.0.1:{upstream_port}/u{i}"', f'prefix = "u{i}_"', ""]
+        lines += [
+            "[[upstream]]",
+            f'name = "u{i}"',
+            f'url = "http://127.0.0.1:{upstream_port}/u{i}"',
+            f'prefix = "u{i}_"',
+            "",
+        ]
     config.write_text("\n".join(lines))
     port = free_port()
     cmd = [sys.executable, "-m", "mcpkit", "gateway", str(config), "--port", str(port)]
@@ -105,30 +121,42 @@ def gateway_point(upstream_port: int, count: int, cache: bool, walks: int,
             walk(client, url)
             wall.append(time.perf_counter() - t0)
             cpu.append(cpu_s(proc.pid) - c0)
-        return {"upstreams": count, "tools": listed, "rss_kb": rss,
-                "list_ms": statistics.median(wall) * 1000,
-                "list_cpu_ms": statistics.mean(cpu) * 1000}  # mean: /proc ticks are 10 ms
+        return {
+            "upstreams": count,
+            "tools": listed,
+            "rss_kb": rss,
+            "list_ms": statistics.median(wall) * 1000,
+            "list_cpu_ms": statistics.mean(cpu) * 1000,
+        }  # mean: /proc ticks are 10 ms
 
 
 def measure(counts: tuple[int, ...] = COUNTS, progress: Any = None) -> dict[str, Any]:
     say = progress or (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
     results: dict[str, Any] = {"cached": {}, "cold": {}}
     upstream_port = free_port()
-    cmd = [sys.executable, "-m", "bench.scale_server", "upstreams", str(upstream_port),
-           str(max(counts)), str(TOOLS)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.scale_server",
+        "upstreams",
+        str(upstream_port),
+        str(max(counts)),
+        str(TOOLS),
+    ]
     with tempfile.TemporaryDirectory() as tmp, process(cmd, upstream_port):
         for count in counts:
             for cache in (True, False):
                 label = "cached" if cache else "cold"
                 say(f"scale: gateway, {count} upstreams, {label}")
                 results[label][count] = gateway_point(
-                    upstream_port, count, cache, WALKS_CACHED if cache else WALKS_COLD,
-                    Path(tmp))
+                    upstream_port, count, cache, WALKS_CACHED if cache else WALKS_COLD, Path(tmp)
+                )
     points = results["cached"]
     low, high = min(points), max(points)
     if high > low:
-        results["rss_per_upstream_kb"] = (
-            (points[high]["rss_kb"] - points[low]["rss_kb"]) / (high - low))
+        results["rss_per_upstream_kb"] = (points[high]["rss_kb"] - points[low]["rss_kb"]) / (
+            high - low
+        )
     return results
 
 
@@ -139,7 +167,8 @@ def table(results: dict[str, Any]) -> str:
         lines.append(
             f"{int(count):>9}  {int(cached['tools']):>5}  {cached['rss_kb'] / 1024:7.1f} MiB"
             f"   {cached['list_ms']:7.2f} ms ({cached['list_cpu_ms']:5.2f})"
-            f"      {cold.get('list_ms', 0):7.2f} ms ({cold.get('list_cpu_ms', 0):5.2f})")
+            f"      {cold.get('list_ms', 0):7.2f} ms ({cold.get('list_cpu_ms', 0):5.2f})"
+        )
     if "rss_per_upstream_kb" in results:
         lines.append(f"gateway memory per upstream: {results['rss_per_upstream_kb']:.0f} KB")
     return "\n".join(lines)

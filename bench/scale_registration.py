@@ -37,8 +37,14 @@ print(json.dumps({"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter
 
 def run_once(tree: Path, n: int) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(tree / "src"))
-    done = subprocess.run([sys.executable, "-c", CHILD, str(n)], env=env, check=True,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(n)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return dict(json.loads(done.stdout))
 
 

@@ -48,8 +48,9 @@ def upstream_server(index: int, tools: int) -> Server:
         def tool(a: int, b: str = "x") -> str:
             return b * a
 
-        server.tool(tool, name=f"tool_{t}", description=f"Tool {t} of upstream {index}.",
-                    inline=True)
+        server.tool(
+            tool, name=f"tool_{t}", description=f"Tool {t} of upstream {index}.", inline=True
+        )
     return server
 
 
@@ -121,10 +122,12 @@ def main(argv: list[str]) -> None:
         app: Any = McpHttpApp(server, HttpOptions(max_sessions=50_000))
     else:
         count, tools = int(argv[2]), int(argv[3])
-        app = PathRouter({
-            f"/u{i}": McpHttpApp(upstream_server(i, tools), HttpOptions(path=f"/u{i}"))
-            for i in range(count)
-        })
+        app = PathRouter(
+            {
+                f"/u{i}": McpHttpApp(upstream_server(i, tools), HttpOptions(path=f"/u{i}"))
+                for i in range(count)
+            }
+        )
     serve_uvicorn(app, "127.0.0.1", port, log_level="warning")
 
 

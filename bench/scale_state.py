@@ -32,8 +32,10 @@ import anyio
 
 EXPIRED, LIVE = 100_000, 1_000
 SESSIONS = 10_000
-RECORD = b'{"taskId":"task_%06d","status":"completed","createdAt":"2026-12-01T18:00:00Z",' \
-         b'"ttl":3600000,"result":{"content":[{"type":"text","text":"done"}]}}'
+RECORD = (
+    b'{"taskId":"task_%06d","status":"completed","createdAt":"2026-12-01T18:00:00Z",'
+    b'"ttl":3600000,"result":{"content":[{"type":"text","text":"done"}]}}'
+)
 
 
 async def fill(backend: Any) -> None:
@@ -45,10 +47,12 @@ async def fill(backend: Any) -> None:
     from mcpkit.state.sqlite import SQLiteBackend
 
     if isinstance(backend, SQLiteBackend):
+
         def op(c: Any) -> None:
             c.execute("BEGIN")
-            c.executemany("INSERT OR REPLACE INTO kv(key, value, expires) VALUES(?,?,?)",
-                          expired + live)
+            c.executemany(
+                "INSERT OR REPLACE INTO kv(key, value, expires) VALUES(?,?,?)", expired + live
+            )
             c.execute("COMMIT")
 
         await backend._run(op)
@@ -173,8 +177,11 @@ def sessions_point() -> dict[str, float]:
         dropped = store.reap(time.monotonic() + 3600)  # all of them idle for an hour
         drop_all = time.perf_counter() - t0
         assert dropped == SESSIONS and len(store) == 0
-        return {"sessions": SESSIONS, "reap_nothing_ms": statistics.median(passes) * 1000,
-                "reap_all_ms": drop_all * 1000}
+        return {
+            "sessions": SESSIONS,
+            "reap_nothing_ms": statistics.median(passes) * 1000,
+            "reap_all_ms": drop_all * 1000,
+        }
 
     return anyio.run(run)
 
@@ -192,18 +199,23 @@ def measure(progress: Any = None) -> dict[str, Any]:
 
 
 def table(results: dict[str, Any]) -> str:
-    lines = [f"reaping {EXPIRED:,} expired records (+{LIVE:,} live), batches of 500:",
-             "backend  batch: max (CPU max)  median   sweep    worst get idle / during   "
-             "one statement (CPU)"]
+    lines = [
+        f"reaping {EXPIRED:,} expired records (+{LIVE:,} live), batches of 500:",
+        "backend  batch: max (CPU max)  median   sweep    worst get idle / during   "
+        "one statement (CPU)",
+    ]
     for name, r in results["reaper"].items():
         lines.append(
             f"{name:<7}  {r['batch_max_ms']:6.1f} ({r['batch_cpu_max_ms']:4.1f}) ms  "
             f"{r['batch_median_ms']:5.2f} ms  {r['sweep_ms']:5.0f} ms  "
             f"{r['get_worst_idle_ms']:6.1f} / {r['get_worst_during_ms']:6.1f} ms   "
-            f"{r['one_statement_ms']:6.0f} ({r['one_statement_cpu_ms']:.0f}) ms")
+            f"{r['one_statement_ms']:6.0f} ({r['one_statement_cpu_ms']:.0f}) ms"
+        )
     s = results["sessions"]
-    lines.append(f"legacy sessions: {s['sessions']:,} live; a reap pass that drops nothing "
-                 f"{s['reap_nothing_ms']:.2f} ms, dropping all {s['reap_all_ms']:.1f} ms")
+    lines.append(
+        f"legacy sessions: {s['sessions']:,} live; a reap pass that drops nothing "
+        f"{s['reap_nothing_ms']:.2f} ms, dropping all {s['reap_all_ms']:.1f} ms"
+    )
     return "\n".join(lines)
 
 

@@ -74,8 +74,9 @@ def cpu_s(pid: int) -> float:
 
 
 @contextlib.contextmanager
-def servers(count: int, state: str, gc_default: bool = False, tree: Path | None = None
-            ) -> Iterator[list[tuple[int, subprocess.Popen[bytes]]]]:
+def servers(
+    count: int, state: str, gc_default: bool = False, tree: Path | None = None
+) -> Iterator[list[tuple[int, subprocess.Popen[bytes]]]]:
     """``tree``: serve mcpkit from that tree's ``src`` (a `git archive` of another
     commit) instead of this one's."""
     env = dict(os.environ, MCPKIT_BENCH_GC="default" if gc_default else "tuned")
@@ -87,7 +88,11 @@ def servers(count: int, state: str, gc_default: bool = False, tree: Path | None 
             port = free_port()
             proc = subprocess.Popen(
                 [sys.executable, "-m", "bench.scale_server", "streams", str(port), state],
-                cwd=HERE.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                cwd=HERE.parent,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             procs.append((port, proc))
         for port, proc in procs:
             wait_port(port, proc)
@@ -115,8 +120,14 @@ def wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError(f"server on {port} did not start")
 
 
-def _post(port: int, body: dict[str, Any], *, method: str | None = None,
-          session: str | None = None, version: str = MODERN) -> bytes:
+def _post(
+    port: int,
+    body: dict[str, Any],
+    *,
+    method: str | None = None,
+    session: str | None = None,
+    version: str = MODERN,
+) -> bytes:
     data = json.dumps(body).encode()
     head = (
         f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
@@ -178,15 +189,29 @@ class Fanout:
             self.all_seen.set()
 
 
-async def hold(kind: str, port: int, i: int, ready: asyncio.Event, fanout: Fanout,
-               gate: asyncio.Semaphore, writers: list[asyncio.StreamWriter]) -> None:
+async def hold(
+    kind: str,
+    port: int,
+    i: int,
+    ready: asyncio.Event,
+    fanout: Fanout,
+    gate: asyncio.Semaphore,
+    writers: list[asyncio.StreamWriter],
+) -> None:
     async with gate:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writers.append(writer)
         if kind in ("legacy", "sessions"):
-            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": LEGACY, "capabilities": {},
-                "clientInfo": {"name": "bench-scale", "version": "1"}}}
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": LEGACY,
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench-scale", "version": "1"},
+                },
+            }
             writer.write(_post(port, init, version=LEGACY))
             head, _ = await read_response(reader)
             session = header(head, b"mcp-session-id")
@@ -199,7 +224,8 @@ async def hold(kind: str, port: int, i: int, ready: asyncio.Event, fanout: Fanou
                 return
             writer.write(
                 f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
-                f"MCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\n\r\n".encode())
+                f"MCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\n\r\n".encode()
+            )
             marker = b"\r\n\r\n"  # the GET stream's head: it is established
         else:
             writer.write(listen_request(port, i))
@@ -222,10 +248,17 @@ async def hold(kind: str, port: int, i: int, ready: asyncio.Event, fanout: Fanou
 
 async def call_change(port: int) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    body = {"jsonrpc": "2.0", "id": "change", "method": "tools/call",
-            "params": {"name": "change_tools", "arguments": {}, "_meta": _meta()}}
-    writer.write(_post(port, body, method="tools/call").replace(
-        b"Mcp-Method: tools/call\r\n", b"Mcp-Method: tools/call\r\nMcp-Name: change_tools\r\n"))
+    body = {
+        "jsonrpc": "2.0",
+        "id": "change",
+        "method": "tools/call",
+        "params": {"name": "change_tools", "arguments": {}, "_meta": _meta()},
+    }
+    writer.write(
+        _post(port, body, method="tools/call").replace(
+            b"Mcp-Method: tools/call\r\n", b"Mcp-Method: tools/call\r\nMcp-Name: change_tools\r\n"
+        )
+    )
     await read_response(reader)
     writer.close()
 
@@ -236,8 +269,9 @@ async def point(kind: str, ports: list[int], pids: list[int], n: int) -> dict[st
     warm = Fanout(10**9)
     gate = asyncio.Semaphore(SETUP_CONCURRENCY)
     for port in ports:
-        warm_task = asyncio.ensure_future(hold(kind, port, 0, asyncio.Event(), warm, gate,
-                                               warm_writers))
+        warm_task = asyncio.ensure_future(
+            hold(kind, port, 0, asyncio.Event(), warm, gate, warm_writers)
+        )
         while not warm_writers:
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.3)
@@ -251,8 +285,12 @@ async def point(kind: str, ports: list[int], pids: list[int], n: int) -> dict[st
     writers: list[asyncio.StreamWriter] = []
     events = [asyncio.Event() for _ in range(n)]
     t0 = time.perf_counter()
-    tasks = [asyncio.ensure_future(hold(kind, ports[i % len(ports)], i + 1, events[i],
-                                        fanout, gate, writers)) for i in range(n)]
+    tasks = [
+        asyncio.ensure_future(
+            hold(kind, ports[i % len(ports)], i + 1, events[i], fanout, gate, writers)
+        )
+        for i in range(n)
+    ]
     for event in events:
         await event.wait()
     setup_s = time.perf_counter() - t0
@@ -260,8 +298,13 @@ async def point(kind: str, ports: list[int], pids: list[int], n: int) -> dict[st
     rss = sum(rss_kb(pid) for pid in pids)
     if kind == "sessions":
         await asyncio.gather(*tasks, return_exceptions=True)
-        return {"sessions": n, "setup_s": setup_s, "rss_base_kb": base, "rss_kb": rss,
-                "rss_per_session_kb": (rss - base) / n}
+        return {
+            "sessions": n,
+            "setup_s": setup_s,
+            "rss_base_kb": base,
+            "rss_kb": rss,
+            "rss_per_session_kb": (rss - base) / n,
+        }
     cpu0 = sum(cpu_s(pid) for pid in pids)
     started = time.perf_counter()
     await call_change(ports[0])
@@ -285,8 +328,9 @@ async def point(kind: str, ports: list[int], pids: list[int], n: int) -> dict[st
     }
 
 
-def run_point(kind: str, n: int, redis_url: str | None, gc_default: bool = False,
-              tree: Path | None = None) -> dict[str, float]:
+def run_point(
+    kind: str, n: int, redis_url: str | None, gc_default: bool = False, tree: Path | None = None
+) -> dict[str, float]:
     count = 3 if kind == "replicas" else 1
     state = redis_url if kind == "replicas" and redis_url else "memory:"
     with servers(count, state, gc_default, tree) as procs:
@@ -302,8 +346,9 @@ def run_point(kind: str, n: int, redis_url: str | None, gc_default: bool = False
         return asyncio.run(point(kind, ports, pids, n))
 
 
-def measure(counts: tuple[int, ...] = COUNTS, kinds: tuple[str, ...] = KINDS,
-            progress: Any = None) -> dict[str, Any]:
+def measure(
+    counts: tuple[int, ...] = COUNTS, kinds: tuple[str, ...] = KINDS, progress: Any = None
+) -> dict[str, Any]:
     from bench.scale import redis_server
 
     say = progress or (lambda text: print(f"  {text}", file=sys.stderr, flush=True))
@@ -327,10 +372,13 @@ def gc_ab(n: int, rounds: int) -> dict[str, Any]:
     for _ in range(rounds):
         for side in runs:
             runs[side].append(run_point("modern", n, None, gc_default=side == "before"))
-    out: dict[str, Any] = {side: {k: statistics.median(r[k] for r in points)
-                                  for k in ("fanout_ms", "fanout_server_cpu_ms",
-                                            "rss_per_stream_kb")}
-                           for side, points in runs.items()}
+    out: dict[str, Any] = {
+        side: {
+            k: statistics.median(r[k] for r in points)
+            for k in ("fanout_ms", "fanout_server_cpu_ms", "rss_per_stream_kb")
+        }
+        for side, points in runs.items()
+    }
     out["after/before"] = {k: out["after"][k] / out["before"][k] for k in out["after"]}
     out["runs"] = runs
     return out
@@ -339,8 +387,9 @@ def gc_ab(n: int, rounds: int) -> dict[str, Any]:
 AB_FIGURES = ("rss_per_stream_kb", "fanout_server_cpu_ms", "fanout_ms")
 
 
-def tree_ab(base: Path, counts: tuple[int, ...], kinds: tuple[str, ...], rounds: int
-            ) -> dict[str, Any]:
+def tree_ab(
+    base: Path, counts: tuple[int, ...], kinds: tuple[str, ...], rounds: int
+) -> dict[str, Any]:
     """Each point served by ``base`` (``before``) and by this tree (``after``), one after
     the other, ``rounds`` times: medians and after/before ratios.  Both sides see the same
     neighbours on a shared machine, so the ratios are the figures to read."""
@@ -353,9 +402,11 @@ def tree_ab(base: Path, counts: tuple[int, ...], kinds: tuple[str, ...], rounds:
                 runs["after"].append(run_point(kind, n, None))
             point: dict[str, Any] = {
                 side: {k: statistics.median(r[k] for r in samples) for k in AB_FIGURES}
-                for side, samples in runs.items()}
-            point["after/before"] = {k: point["after"][k] / point["before"][k]
-                                     for k in AB_FIGURES if point["before"][k]}
+                for side, samples in runs.items()
+            }
+            point["after/before"] = {
+                k: point["after"][k] / point["before"][k] for k in AB_FIGURES if point["before"][k]
+            }
             point["runs"] = runs
             out[f"{kind} {n}"] = point
     return out
@@ -364,28 +415,35 @@ def tree_ab(base: Path, counts: tuple[int, ...], kinds: tuple[str, ...], rounds:
 def table(results: dict[str, Any]) -> str:
     lines = ["kind       streams  RSS/stream   fan-out   server CPU (fan-out)  setup"]
     for n, r in results.get("sessions", {}).items():
-        lines.append(f"legacy sessions (no stream) {int(n):>7,}: "
-                     f"{r['rss_per_session_kb']:.1f} KB RSS per session")
+        lines.append(
+            f"legacy sessions (no stream) {int(n):>7,}: "
+            f"{r['rss_per_session_kb']:.1f} KB RSS per session"
+        )
     for kind in KINDS:
         for n, r in results.get(kind, {}).items():
             lines.append(
                 f"{kind:<9} {int(n):>8,}  {r['rss_per_stream_kb']:7.1f} KB  "
                 f"{r['fanout_ms']:7.0f} ms  {r['fanout_server_cpu_ms']:8.0f} ms "
                 f"({r['fanout_server_cpu_ms'] * 1000 / int(n):5.1f} µs/stream)  "
-                f"{r['setup_s']:5.1f} s")
+                f"{r['setup_s']:5.1f} s"
+            )
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--counts", default=",".join(map(str, COUNTS)))
-    parser.add_argument("--kinds", default=",".join(KINDS),
-                        help=f"of {', '.join(KINDS)}, sessions")
+    parser.add_argument("--kinds", default=",".join(KINDS), help=f"of {', '.join(KINDS)}, sessions")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--gc-ab", type=int, metavar="ROUNDS",
-                        help="instead: the collector A/B at the largest count")
-    parser.add_argument("--base", type=Path,
-                        help="instead: this tree against BASE (has src/), alternately")
+    parser.add_argument(
+        "--gc-ab",
+        type=int,
+        metavar="ROUNDS",
+        help="instead: the collector A/B at the largest count",
+    )
+    parser.add_argument(
+        "--base", type=Path, help="instead: this tree against BASE (has src/), alternately"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="rounds of --base")
     args = parser.parse_args()
     counts = tuple(int(c) for c in args.counts.split(","))
@@ -394,8 +452,7 @@ def main() -> int:
         ab = tree_ab(args.base, counts, kinds, args.rounds)
         for name, point in ab.items():
             for side in ("before", "after", "after/before"):
-                print(f"{name:<14} {side:<13}",
-                      {k: round(v, 3) for k, v in point[side].items()})
+                print(f"{name:<14} {side:<13}", {k: round(v, 3) for k, v in point[side].items()})
         if args.json:
             args.json.write_text(json.dumps(ab, indent=2) + "\n")
         return 0

@@ -61,9 +61,11 @@ KNOWN_VIOLATIONS: dict[str, str] = {}
 
 #: Edges allowed on purpose, each a lazy import inside one function, with the reason.
 ALLOWED_EDGES: dict[tuple[str, str], str] = {
-    ("mcpkit.server.lifespan", "mcpkit.transports.launch"):
-        "Server.run(): the convenience launcher behind `python demo.py`, imported only "
-        "when called; the framework itself never touches a transport",
+    (
+        "mcpkit.server.lifespan",
+        "mcpkit.transports.launch",
+    ): "Server.run(): the convenience launcher behind `python demo.py`, imported only "
+    "when called; the framework itself never touches a transport",
 }
 
 
@@ -162,8 +164,11 @@ def test_allowed_edges_exist_and_are_lazy(edge: tuple[str, str]) -> None:
     top_level = {id(node) for node in tree.body}
     lines = [line for t, line in imports_of(path) if t == target]
     assert lines, f"{module} no longer imports {target}: drop it from ALLOWED_EDGES"
-    module_level = [n.lineno for n in tree.body if id(n) in top_level
-                    and isinstance(n, ast.Import | ast.ImportFrom)]
+    module_level = [
+        n.lineno
+        for n in tree.body
+        if id(n) in top_level and isinstance(n, ast.Import | ast.ImportFrom)
+    ]
     assert not set(lines) & set(module_level), f"{module} imports {target} at module level"
 
 

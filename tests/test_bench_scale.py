@@ -14,8 +14,9 @@ from bench import charts, scale_gateway, scale_state, scale_streams
 
 
 def test_listen_streams_every_kind_hears_the_change() -> None:
-    kinds = ("modern", "legacy", "replicas") if shutil.which("redis-server") else (
-        "modern", "legacy")
+    kinds = (
+        ("modern", "legacy", "replicas") if shutil.which("redis-server") else ("modern", "legacy")
+    )
     results = scale_streams.measure((5,), kinds, progress=lambda _: None)
     for kind in kinds:
         point = results[kind][5]
@@ -43,13 +44,16 @@ def test_reaping_axis_reaps_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     assert results["sessions"]["sessions"] == 200
 
 
-def test_charts_are_drawn_from_the_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                        ) -> None:
+def test_charts_are_drawn_from_the_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("matplotlib", reason="charts need the bench extra")
     monkeypatch.setattr(charts, "CHARTS", tmp_path)
     stored = Path(charts.__file__).parent / "charts" / "scale-results.json"
     drawn = charts.draw(json.loads(stored.read_text()))
-    assert {p.name for p in drawn} >= {"catalog-register.png", "streams-rss.png",
-                                       "streams-fanout.png", "gateway-list.png"}
+    assert {p.name for p in drawn} >= {
+        "catalog-register.png",
+        "streams-rss.png",
+        "streams-fanout.png",
+        "gateway-list.png",
+    }
     for path in drawn:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

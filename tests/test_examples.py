@@ -38,11 +38,16 @@ def test_multi_server_client_over_the_host_file() -> None:
         cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    for line in ("tool: dice__roll_dice", "tool: quickstart__add", "tool: notes__remember",
-                 "quickstart__add -> {'a': 2.0, 'b': 3.0, 'sum': 5.0}",
-                 "notes__remember -> noted: milk", "resource: note://quickstart/today",
-                 "note://quickstart/today -> Remember to hydrate.",
-                 "quickstart__summarize -> Summarize in one paragraph:"):
+    for line in (
+        "tool: dice__roll_dice",
+        "tool: quickstart__add",
+        "tool: notes__remember",
+        "quickstart__add -> {'a': 2.0, 'b': 3.0, 'sum': 5.0}",
+        "notes__remember -> noted: milk",
+        "resource: note://quickstart/today",
+        "note://quickstart/today -> Remember to hydrate.",
+        "quickstart__summarize -> Summarize in one paragraph:",
+    ):
         assert line in out.stdout, out.stdout
 
 
@@ -94,8 +99,17 @@ def test_testing_example_runs_under_pytest_with_the_plugin() -> None:
     """``examples/test_quickstart.py`` as a user runs it: the ``mcp_client`` fixture comes
     from the installed ``pytest11`` entry point, nothing from this suite's conftest."""
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
-         str(EXAMPLES), str(EXAMPLES / "test_quickstart.py")],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(EXAMPLES),
+            str(EXAMPLES / "test_quickstart.py"),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

@@ -48,8 +48,7 @@ README = REPO / "README.md"
 DOCS = REPO / "docs"
 #: The README first, then every page of the site, in a stable order.
 DOCUMENTS = [README, *sorted(DOCS.rglob("*.md"))]
-_BLOCK = re.compile(r"<!-- readme-test: (?P<how>.*?) -->\n```(?P<lang>\w*)\n(?P<body>.*?)```",
-                    re.S)
+_BLOCK = re.compile(r"<!-- readme-test: (?P<how>.*?) -->\n```(?P<lang>\w*)\n(?P<body>.*?)```", re.S)
 KINDS = ("write", "run", "shell", "serve", "pip", "gateway-config", "fails", "pytest", "skip:")
 
 
@@ -77,9 +76,16 @@ def _name(document: Path) -> str:
 
 def blocks_of(document: Path) -> list[Block]:
     text = document.read_text(encoding="utf-8")
-    return [Block(_name(document), text[: m.start()].count("\n") + 2, m["how"].strip(),
-                  m["lang"], m["body"])
-            for m in _BLOCK.finditer(text)]
+    return [
+        Block(
+            _name(document),
+            text[: m.start()].count("\n") + 2,
+            m["how"].strip(),
+            m["lang"],
+            m["body"],
+        )
+        for m in _BLOCK.finditer(text)
+    ]
 
 
 def blocks() -> list[Block]:
@@ -92,7 +98,8 @@ def test_every_code_block_says_how_it_is_tested(document: Path) -> None:
     fences = len(re.findall(r"^```\w", text, re.M))
     found = blocks_of(document)
     assert len(found) == fences, (
-        f"{_name(document)}: a ```block without a <!-- readme-test: ... --> line")
+        f"{_name(document)}: a ```block without a <!-- readme-test: ... --> line"
+    )
     assert all(block.kind in KINDS for block in found), [b.how for b in found]
 
 
@@ -110,8 +117,8 @@ def test_written_files_have_one_author() -> None:
             name = block.how.split()[1]
             first = written.setdefault(name, block)
             assert first.body == block.body, (
-                f"{name} written by {first.document}:{first.line} and "
-                f"{block.document}:{block.line}")
+                f"{name} written by {first.document}:{first.line} and {block.document}:{block.line}"
+            )
 
 
 # --------------------------------------------------------------------------- the scratch folder
@@ -144,21 +151,38 @@ def _logs(scratch: Path) -> Path:
     return scratch.parent / f"{scratch.name}-logs"
 
 
-def _bash(body: str, cwd: Path, env: dict[str, str],
-          timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", body], cwd=cwd, env=env,
-                          text=True, capture_output=True, timeout=timeout, check=False)
+def _bash(
+    body: str, cwd: Path, env: dict[str, str], timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", body],
+        cwd=cwd,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @contextlib.contextmanager
-def _background(commands: list[str], cwd: Path, env: dict[str, str], ports: list[int],
-                log: Path) -> Iterator[None]:
+def _background(
+    commands: list[str], cwd: Path, env: dict[str, str], ports: list[int], log: Path
+) -> Iterator[None]:
     procs = []
     with log.open("wb") as sink:
         for command in commands:
-            procs.append(subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=cwd, env=env,
-                                          stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,
-                                          start_new_session=True))
+            procs.append(
+                subprocess.Popen(
+                    ["bash", "-c", f"exec {command}"],
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=sink,
+                    stderr=sink,
+                    start_new_session=True,
+                )
+            )
     try:
         for port in ports:
             deadline = time.monotonic() + 180  # `make run` may first install into .venv
@@ -168,7 +192,8 @@ def _background(commands: list[str], cwd: Path, env: dict[str, str], ports: list
                     break
                 dead = [p.args for p in procs if p.poll() is not None]
                 assert not dead and time.monotonic() < deadline, (
-                    f"port {port} never answered ({dead} exited):\n{tail(log)}")
+                    f"port {port} never answered ({dead} exited):\n{tail(log)}"
+                )
                 time.sleep(0.2)
         yield
     finally:
@@ -204,19 +229,32 @@ def _redis(port_in_text: str | None) -> Iterator[int | None]:
 
 @pytest.mark.parametrize("block", blocks(), ids=lambda b: f"{b.document}:{b.line}-{b.kind}")
 def test_readme_block(block: Block, scratch: Path) -> None:
-    kind, rest = block.kind, block.how[len(block.kind):].strip()
+    kind, rest = block.kind, block.how[len(block.kind) :].strip()
     if kind == "skip:":
         pytest.skip(rest)
     if kind == "write":
-        done = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({rest!r})"],
-                              cwd=scratch, env=_env(scratch), capture_output=True, text=True,
-                              timeout=60, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", f"import runpy; runpy.run_path({rest!r})"],
+            cwd=scratch,
+            env=_env(scratch),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
     elif kind == "run":
         script = scratch / f"snippet_{block.slug}.py"
         script.write_text(block.body, encoding="utf-8")
-        done = subprocess.run([sys.executable, str(script)], cwd=scratch, env=_env(scratch),
-                              capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=scratch,
+            env=_env(scratch),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
     elif kind == "shell":
         _shell(block, rest, scratch)
@@ -234,9 +272,15 @@ def test_readme_block(block: Block, scratch: Path) -> None:
     elif kind == "pytest":
         test_file = scratch / rest
         test_file.write_text(block.body, encoding="utf-8")
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               str(test_file)], cwd=scratch, env=_env(scratch),
-                              capture_output=True, text=True, timeout=300, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+            cwd=scratch,
+            env=_env(scratch),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     elif kind == "fails":
         done = _bash(block.body, scratch, _env(scratch))
@@ -251,8 +295,13 @@ def _shell(block: Block, rest: str, scratch: Path) -> None:
         target, port = words[1], words[2]
         body, ports = _free_ports(body, [port])
         command = f"mcpkit serve {target} --http --port {ports[port]} --state memory:"
-        with _background([command], scratch, _env(scratch), [ports[port]],
-                         _logs(scratch) / f"server_{block.slug}.log"):
+        with _background(
+            [command],
+            scratch,
+            _env(scratch),
+            [ports[port]],
+            _logs(scratch) / f"server_{block.slug}.log",
+        ):
             done = _bash(body, scratch, _env(scratch))
     else:
         done = _bash(body, scratch, _env(scratch))
@@ -267,12 +316,20 @@ def _serve(block: Block, rest: str, scratch: Path) -> None:
         body, mapping = _free_ports(block.body, ports)
         if redis_port is not None:
             body = body.replace(f"127.0.0.1:{redis_words[1]}", f"127.0.0.1:{redis_port}")
-        commands = [line.split(" #")[0].strip() for line in body.splitlines()
-                    if line.strip() and not line.startswith("#")]
+        commands = [
+            line.split(" #")[0].strip()
+            for line in body.splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
         in_repo = any(c.startswith("make ") for c in commands)
         env = _env(scratch, PORT=str(mapping[ports[0]]))
-        with _background(commands, REPO if in_repo else scratch, env, list(mapping.values()),
-                         _logs(scratch) / f"serve_{block.slug}.log"):
+        with _background(
+            commands,
+            REPO if in_repo else scratch,
+            env,
+            list(mapping.values()),
+            _logs(scratch) / f"serve_{block.slug}.log",
+        ):
             pass
 
 
@@ -285,6 +342,11 @@ def _pip(block: Block, scratch: Path) -> None:
     body = block.body.replace("pip install ", "pip install --quiet --disable-pip-version-check ")
     done = _bash(body, REPO, env, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    check = subprocess.run([str(target / "bin" / "mcpkit"), "--version"], capture_output=True,
-                           text=True, timeout=60, check=False)
+    check = subprocess.run(
+        [str(target / "bin" / "mcpkit"), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert check.returncode == 0 and check.stdout.startswith("mcpkit "), check.stderr

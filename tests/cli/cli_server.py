@@ -15,8 +15,10 @@ ORDER_FORM = {
         "size": {"type": "string", "title": "Size", "enum": ["small", "large"]},
         "count": {"type": "integer", "minimum": 1, "maximum": 9, "default": 1},
         "gift": {"type": "boolean", "description": "Wrap it?"},
-        "colour": {"type": "string", "oneOf": [{"const": "r", "title": "Red"},
-                                               {"const": "b", "title": "Blue"}]},
+        "colour": {
+            "type": "string",
+            "oneOf": [{"const": "r", "title": "Red"}, {"const": "b", "title": "Blue"}],
+        },
         "note": {"type": "string"},
     },
     "required": ["size", "gift", "colour"],

@@ -23,26 +23,35 @@ FIXTURE = HERE / "cli_server.py"
 QUICKSTART = REPO / "examples" / "quickstart.py"
 
 
-def mcpkit(*args: str, stdin: str | None = None, cwd: Path = HERE,
-           timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcpkit", *args], cwd=cwd, text=True,
-                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
-                          capture_output=True, timeout=timeout, check=False)
-
+def mcpkit(
+    *args: str, stdin: str | None = None, cwd: Path = HERE, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit", *args],
+        cwd=cwd,
+        text=True,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
 def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with http_subprocess(tmp_path_factory.mktemp("cli-http"), QUICKSTART,
-                         "--state", "memory:") as server:
+    with http_subprocess(
+        tmp_path_factory.mktemp("cli-http"), QUICKSTART, "--state", "memory:"
+    ) as server:
         yield server.url
 
 
 # ---------------------------------------------------------------------- targets
 
 
-@pytest.mark.parametrize("target", [str(FIXTURE), f"{FIXTURE}:server", "cli_server.py",
-                                    "cli_server:server"])
+@pytest.mark.parametrize(
+    "target", [str(FIXTURE), f"{FIXTURE}:server", "cli_server.py", "cli_server:server"]
+)
 def test_list_takes_what_serve_takes(target: str) -> None:
     out = mcpkit("list", target)
     assert out.returncode == 0, out.stderr
@@ -73,12 +82,15 @@ def test_call_converts_key_value_by_schema() -> None:
     assert (out.returncode, out.stdout) == (0, "42 42\n"), out.stderr
 
 
-@pytest.mark.parametrize(("words", "says"), [
-    (["times=two"], "times: expected an integer, got 'two'"),
-    (["loud=maybe"], "loud: expected a boolean"),
-    (["volume=3"], "no argument 'volume'; it takes: text, times, loud"),
-    (["text"], "expected key=value, got 'text'"),
-])
+@pytest.mark.parametrize(
+    ("words", "says"),
+    [
+        (["times=two"], "times: expected an integer, got 'two'"),
+        (["loud=maybe"], "loud: expected a boolean"),
+        (["volume=3"], "no argument 'volume'; it takes: text, times, loud"),
+        (["text"], "expected key=value, got 'text'"),
+    ],
+)
 def test_bad_key_value_names_the_field_and_type(words: list[str], says: str) -> None:
     out = mcpkit("call", str(FIXTURE), "shout", "text=a", *words)
     assert out.returncode == 2 and says in out.stderr, out.stderr
@@ -107,17 +119,32 @@ def test_json_arguments_need_no_tools_list(tmp_path: Path) -> None:
 
 
 def test_json_output_keeps_unicode_as_utf8() -> None:
-    out = subprocess.run([sys.executable, "-m", "mcpkit", "call", str(QUICKSTART), "echo",
-                          "text=Grüße 世界", "--json"], capture_output=True, check=False,
-                         stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpkit",
+            "call",
+            str(QUICKSTART),
+            "echo",
+            "text=Grüße 世界",
+            "--json",
+        ],
+        capture_output=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONIOENCODING": "ascii"},
+    )
     assert out.returncode == 0, out.stderr
     assert "Grüße 世界".encode() in out.stdout and b"\\u" not in out.stdout
 
 
 def test_tool_error_exits_1(tmp_path: Path) -> None:
     server = tmp_path / "failing.py"
-    server.write_text("from mcpkit import Server, ToolError\nserver = Server('f')\n"
-                      "@server.tool\ndef boom() -> str:\n    raise ToolError('it broke')\n")
+    server.write_text(
+        "from mcpkit import Server, ToolError\nserver = Server('f')\n"
+        "@server.tool\ndef boom() -> str:\n    raise ToolError('it broke')\n"
+    )
     out = mcpkit("call", str(server), "boom")
     assert out.returncode == 1 and "it broke" in out.stderr
 
@@ -132,8 +159,10 @@ def test_form_elicitation_asks_field_by_field_with_types_enums_and_defaults() ->
     out = mcpkit("call", str(FIXTURE), "order", "--json", stdin=answers)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)["structuredContent"]
-    assert result == {"action": "accept",
-                      "content": {"size": "large", "count": 1, "gift": True, "colour": "b"}}
+    assert result == {
+        "action": "accept",
+        "content": {"size": "large", "count": 1, "gift": True, "colour": "b"},
+    }
     assert "The server asks: Your order?" in out.stderr
     assert "1) small" in out.stderr and "2) Blue [b]" in out.stderr
     assert "count (integer, optional, default 1)" in out.stderr
@@ -141,11 +170,23 @@ def test_form_elicitation_asks_field_by_field_with_types_enums_and_defaults() ->
 
 
 def test_form_elicitation_on_the_legacy_era_too() -> None:
-    out = mcpkit("call", str(FIXTURE), "order", "--json", "--era", "legacy",
-                 stdin="small\n3\nno\nr\nfragile\n")
+    out = mcpkit(
+        "call",
+        str(FIXTURE),
+        "order",
+        "--json",
+        "--era",
+        "legacy",
+        stdin="small\n3\nno\nr\nfragile\n",
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["structuredContent"]["content"] == {
-        "size": "small", "count": 3, "gift": False, "colour": "r", "note": "fragile"}
+        "size": "small",
+        "count": 3,
+        "gift": False,
+        "colour": "r",
+        "note": "fragile",
+    }
 
 
 def test_no_input_declines_and_end_of_input_declines() -> None:
@@ -230,9 +271,13 @@ def test_unreachable_http_server_is_one_line_exit_3() -> None:
 
 
 def test_a_closed_pipe_ends_quietly() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "list", str(FIXTURE)],
-                            cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpkit", "list", str(FIXTURE)],
+        cwd=HERE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline().startswith(b"cli-fixture")
     proc.stdout.close()  # like `| head -1`: the 1500-tool listing is far larger than a pipe
@@ -244,8 +289,18 @@ def test_a_closed_pipe_ends_quietly() -> None:
 def test_version_and_help_with_examples() -> None:
     out = mcpkit("--version")
     assert out.returncode == 0 and out.stdout.startswith("mcpkit ")
-    for command in ("serve", "dev", "list", "call", "read", "prompt", "inspect", "install",
-                    "gateway", "host"):
+    for command in (
+        "serve",
+        "dev",
+        "list",
+        "call",
+        "read",
+        "prompt",
+        "inspect",
+        "install",
+        "gateway",
+        "host",
+    ):
         text = mcpkit(command, "--help").stdout
         assert "usage:" in text
         assert "examples:" in text, command
@@ -258,9 +313,13 @@ def test_progress_on_a_terminal_is_a_bar() -> None:
     import pty
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "call", str(FIXTURE), "work",
-                             "steps=40"], cwd=HERE, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=slave)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpkit", "call", str(FIXTURE), "work", "steps=40"],
+        cwd=HERE,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
     os.close(slave)
     seen = b""
     while True:

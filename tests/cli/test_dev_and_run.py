@@ -25,7 +25,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-
 def _server_file(folder: Path, version: str, *, run: str = "") -> Path:
     path = folder / "demo.py"
     path.write_text(
@@ -33,7 +32,8 @@ def _server_file(folder: Path, version: str, *, run: str = "") -> Path:
         f"server = Server('demo', {version!r})\n"
         "@server.tool\n"
         "def hello() -> str:\n"
-        f"    return 'hello from {version}'\n" + run)
+        f"    return 'hello from {version}'\n" + run
+    )
     return path
 
 
@@ -58,9 +58,13 @@ async def test_dev_serves_and_restarts_when_the_file_changes(tmp_path: Path) -> 
     path = _server_file(tmp_path, "1")
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "dev", str(path), "--port",
-                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpkit", "dev", str(path), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
     try:
         assert await _call_until(url, "hello from 1") == "hello from 1"
         _server_file(tmp_path, "2")
@@ -88,11 +92,15 @@ async def test_python_demo_py_runs_the_server_over_stdio(tmp_path: Path) -> None
 
 async def test_server_run_over_http(tmp_path: Path) -> None:
     port = free_port()
-    path = _server_file(tmp_path, "4", run=(
-        "if __name__ == '__main__':\n"
-        f"    server.run('http', port={port})\n"))
-    proc = subprocess.Popen([sys.executable, str(path)], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    path = _server_file(
+        tmp_path, "4", run=(f"if __name__ == '__main__':\n    server.run('http', port={port})\n")
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(path)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
         assert await _call_until(url, "hello from 4", 30) == "hello from 4"
@@ -102,8 +110,9 @@ async def test_server_run_over_http(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
-async def test_client_takes_a_server_file_or_module(tmp_path: Path, era: str,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_client_takes_a_server_file_or_module(
+    tmp_path: Path, era: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _server_file(tmp_path, "5")
     monkeypatch.chdir(tmp_path)
     for target in ("demo.py", str(tmp_path / "demo.py"), "demo.py:server", "demo:server"):
@@ -115,6 +124,7 @@ async def test_client_takes_a_server_file_or_module(tmp_path: Path, era: str,
 async def test_readme_client_snippet_against_the_readme_server(tmp_path: Path) -> None:
     """The quick start's server file, given to the client as is (it only defines a
     server): the client serves it with `mcpkit serve` instead of failing."""
+
     async def ask_user(params: dict[str, object]) -> dict[str, object]:
         return {"action": "accept", "content": {"name": "Ada"}}
 
@@ -126,8 +136,12 @@ async def test_readme_client_snippet_against_the_readme_server(tmp_path: Path) -
 
 
 def test_dev_without_a_file_is_a_usage_error(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "mcpkit", "dev", "missing.py"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=60, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "mcpkit", "dev", "missing.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 2 and "no such file: missing.py" in out.stderr
-
-

@@ -27,9 +27,16 @@ WHERE = {
 def install(home: Path, *args: str, cwd: Path = HERE) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "APPDATA")}
     env["HOME"] = str(home)
-    return subprocess.run([sys.executable, "-m", "mcpkit", "install", *args], cwd=cwd,
-                          env=env, text=True, capture_output=True, timeout=60, check=False,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit", "install", *args],
+        cwd=cwd,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the Linux locations are asserted")
@@ -78,10 +85,19 @@ def test_a_config_it_cannot_merge_is_refused_untouched(tmp_path: Path, content: 
 
 def test_env_file_and_explicit_config_path(tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
-    env_file.write_text("# comment\nAPI_KEY=secret\nQUOTED=\"a b\"\n")
+    env_file.write_text('# comment\nAPI_KEY=secret\nQUOTED="a b"\n')
     target = tmp_path / "custom" / "claude.json"
-    out = install(tmp_path, "claude-desktop", f"{QUICKSTART}:server", "--env-file",
-                  str(env_file), "--env", "QUOTED=override", "--config-path", str(target))
+    out = install(
+        tmp_path,
+        "claude-desktop",
+        f"{QUICKSTART}:server",
+        "--env-file",
+        str(env_file),
+        "--env",
+        "QUOTED=override",
+        "--config-path",
+        str(target),
+    )
     assert out.returncode == 0, out.stderr
     entry = json.loads(target.read_text())["mcpServers"]["quickstart"]
     assert entry["env"] == {"API_KEY": "secret", "QUOTED": "override"}
@@ -114,12 +130,15 @@ def test_a_module_target_gets_its_folder_on_pythonpath(tmp_path: Path) -> None:
     assert entry["args"][-1] == "mymod:server" and entry["env"]["PYTHONPATH"] == str(tmp_path)
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    (["claude-desktop", "missing.py"], "no such file: missing.py"),
-    (["cursor", "no_such_module_xyz:server"], "cannot find module 'no_such_module_xyz'"),
-    (["cursor", "QUICK", "--env", "NOEQUALS"], "--env 'NOEQUALS': expected KEY=VALUE"),
-    (["cursor", "QUICK", "--env-file", "nope.env"], "--env-file nope.env: no such file"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["claude-desktop", "missing.py"], "no such file: missing.py"),
+        (["cursor", "no_such_module_xyz:server"], "cannot find module 'no_such_module_xyz'"),
+        (["cursor", "QUICK", "--env", "NOEQUALS"], "--env 'NOEQUALS': expected KEY=VALUE"),
+        (["cursor", "QUICK", "--env-file", "nope.env"], "--env-file nope.env: no such file"),
+    ],
+)
 def test_bad_input_is_one_clear_line(tmp_path: Path, args: list[str], says: str) -> None:
     args = [str(QUICKSTART) if a == "QUICK" else a for a in args]
     out = install(tmp_path, *args)
@@ -134,12 +153,21 @@ def test_the_written_entry_starts_the_server_without_path(tmp_path: Path) -> Non
     out = install(tmp_path, "claude-desktop", str(QUICKSTART), "--env", "X=1")
     assert out.returncode == 0, out.stderr
     entry = json.loads((tmp_path / WHERE["claude-desktop"][0]).read_text())["mcpServers"][
-        "quickstart"]
-    discover = (b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":'
-                b'{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
-                b'"io.modelcontextprotocol/clientCapabilities":{}}}}\n')
-    done = subprocess.run([entry["command"], *entry["args"]], input=discover,
-                          capture_output=True, timeout=60, cwd=tmp_path, check=False,
-                          env={"PATH": "", "HOME": str(tmp_path), **entry["env"]})
+        "quickstart"
+    ]
+    discover = (
+        b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":'
+        b'{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+        b'"io.modelcontextprotocol/clientCapabilities":{}}}}\n'
+    )
+    done = subprocess.run(
+        [entry["command"], *entry["args"]],
+        input=discover,
+        capture_output=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+        env={"PATH": "", "HOME": str(tmp_path), **entry["env"]},
+    )
     answer = json.loads(done.stdout.splitlines()[0])
     assert answer["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "quickstart"

@@ -50,7 +50,6 @@ def serve_command(script: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "mcpkit", "serve", str(script), *extra]
 
 
-
 @dataclass
 class ServerProcess:
     url: str
@@ -65,8 +64,9 @@ class ServerProcess:
         kill_group(self.process)
 
 
-def start_server(argv: list[str], port: int, url: str, log: Path,
-                 timeout: float = 30.0) -> ServerProcess:
+def start_server(
+    argv: list[str], port: int, url: str, log: Path, timeout: float = 30.0
+) -> ServerProcess:
     process = spawn(argv, log, cwd=REPO)
     server = ServerProcess(url, process, log)
     try:

@@ -34,8 +34,12 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
     """Our conformance fixture server over Streamable HTTP (both eras)."""
     port = free_port()
     argv = serve_command(FIXTURE_SERVER, "--http", "--port", str(port))
-    server = start_server(argv, port, f"http://127.0.0.1:{port}/mcp",
-                          tmp_path_factory.mktemp("http-server") / "log.txt")
+    server = start_server(
+        argv,
+        port,
+        f"http://127.0.0.1:{port}/mcp",
+        tmp_path_factory.mktemp("http-server") / "log.txt",
+    )
     yield server
     server.stop()
 
@@ -44,8 +48,12 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
 def slow_http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     port = free_port()
     argv = serve_command(SLOW_SERVER, "--http", "--port", str(port))
-    server = start_server(argv, port, f"http://127.0.0.1:{port}/mcp",
-                          tmp_path_factory.mktemp("slow-server") / "log.txt")
+    server = start_server(
+        argv,
+        port,
+        f"http://127.0.0.1:{port}/mcp",
+        tmp_path_factory.mktemp("slow-server") / "log.txt",
+    )
     yield server
     server.stop()
 
@@ -54,7 +62,8 @@ def slow_http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve
 def bad_http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     port = free_port()
     argv = [sys.executable, str(PEERS / "bad_http.py"), str(port)]
-    server = start_server(argv, port, f"http://127.0.0.1:{port}",
-                          tmp_path_factory.mktemp("bad-http") / "log.txt")
+    server = start_server(
+        argv, port, f"http://127.0.0.1:{port}", tmp_path_factory.mktemp("bad-http") / "log.txt"
+    )
     yield server
     server.stop()

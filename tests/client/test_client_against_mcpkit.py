@@ -52,18 +52,31 @@ class Answers:
     async def elicit(self, params: dict[str, Any]) -> dict[str, Any]:
         self.asked.append(("elicit", params))
         props = (params.get("requestedSchema") or {}).get("properties") or {}
-        content = {name: "blue" if name == "color" else "Ada" if name == "name" else "ctx"
-                   for name, prop in props.items() if prop.get("type") == "string"}
+        content = {
+            name: "blue" if name == "color" else "Ada" if name == "name" else "ctx"
+            for name, prop in props.items()
+            if prop.get("type") == "string"
+        }
         return {"action": "accept", "content": content}
 
     def sample(self, params: dict[str, Any]) -> dict[str, Any]:  # sync on purpose
         self.asked.append(("sample", params))
-        return {"role": "assistant", "content": {"type": "text", "text": "Paris"},
-                "model": "test-model"}
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "Paris"},
+            "model": "test-model",
+        }
 
     def client(self, target: Any, era: str, **kw: Any) -> Client:
-        return Client(target, era=era, cwd=REPO, elicitation=self.elicit, sampling=self.sample,
-                      roots=ROOTS, **kw)
+        return Client(
+            target,
+            era=era,
+            cwd=REPO,
+            elicitation=self.elicit,
+            sampling=self.sample,
+            roots=ROOTS,
+            **kw,
+        )
 
 
 @pytest.fixture(params=COMBOS, ids=[f"{t}-{e}" for t, e in COMBOS])
@@ -72,8 +85,9 @@ def combo(request: pytest.FixtureRequest, http_server: ServerProcess) -> tuple[A
     return target_for(transport, http_server), era
 
 
-@pytest.mark.parametrize(("transport", "era"), FEATURE_COMBOS,
-                         ids=[f"{t}-{e}" for t, e in FEATURE_COMBOS])
+@pytest.mark.parametrize(
+    ("transport", "era"), FEATURE_COMBOS, ids=[f"{t}-{e}" for t, e in FEATURE_COMBOS]
+)
 async def test_features(transport: str, era: str, http_server: ServerProcess) -> None:
     target = target_for(transport, http_server)
     with anyio.fail_after(30):
@@ -84,8 +98,9 @@ async def test_features(transport: str, era: str, http_server: ServerProcess) ->
             tools = {tool["name"]: tool for tool in await client.list_tools()}
             assert "test_simple_text" in tools and "test_input_required_result_elicitation" in tools
             result = await client.call_tool("test_simple_text")
-            assert result["content"] == [{"type": "text",
-                                          "text": "This is a simple text response for testing."}]
+            assert result["content"] == [
+                {"type": "text", "text": "This is a simple text response for testing."}
+            ]
             image = await client.call_tool("test_image_content")
             assert image["content"][0]["type"] == "image"
             failed = await client.call_tool("test_error_handling")
@@ -96,8 +111,9 @@ async def test_features(transport: str, era: str, http_server: ServerProcess) ->
 
             prompts = {p["name"] for p in await client.list_prompts()}
             assert "test_prompt_with_arguments" in prompts
-            prompt = await client.get_prompt("test_prompt_with_arguments",
-                                             {"arg1": "x", "arg2": "y"})
+            prompt = await client.get_prompt(
+                "test_prompt_with_arguments", {"arg1": "x", "arg2": "y"}
+            )
             assert "arg1='x'" in prompt["messages"][0]["content"]["text"]
 
             uris = {r["uri"] for r in await client.list_resources()}
@@ -154,18 +170,23 @@ async def test_progress_and_logs(combo: tuple[Any, str]) -> None:
     logs: list[dict[str, Any]] = []
     progress: list[dict[str, Any]] = []
     with anyio.fail_after(30):
-        async with Client(target, era=era, cwd=REPO, log_level="debug",
-                          on_log=logs.append) as client:
+        async with Client(
+            target, era=era, cwd=REPO, log_level="debug", on_log=logs.append
+        ) as client:
             await client.call_tool("test_tool_with_progress", on_progress=progress.append)
             await client.call_tool("test_tool_with_logging")
     assert [p["progress"] for p in progress] == [0, 50, 100]
     assert [entry["data"] for entry in logs][-3:] == [
-        "Tool execution started", "Tool processing data", "Tool execution completed"]
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ]
 
 
 @pytest.mark.parametrize("transport", ["memory", "http"])
-async def test_auto_era_probes_and_is_remembered(transport: str,
-                                                 http_server: ServerProcess) -> None:
+async def test_auto_era_probes_and_is_remembered(
+    transport: str, http_server: ServerProcess
+) -> None:
     cache = EraCache()
     target = target_for(transport, http_server)
     with anyio.fail_after(30):
@@ -181,8 +202,9 @@ async def test_auto_era_probes_and_is_remembered(transport: str,
 async def test_input_round_limit(transport: str, http_server: ServerProcess) -> None:
     answers = Answers()
     with anyio.fail_after(30):
-        async with answers.client(target_for(transport, http_server), "modern",
-                                  max_input_rounds=1) as client:
+        async with answers.client(
+            target_for(transport, http_server), "modern", max_input_rounds=1
+        ) as client:
             with pytest.raises(TooManyInputRounds):
                 await client.call_tool("test_input_required_result_multi_round")
 
@@ -199,8 +221,7 @@ async def test_missing_callback_is_a_clear_server_error(http_server: ServerProce
 @pytest.mark.parametrize("transport", ["memory", "http"])
 async def test_listen_modern(transport: str, http_server: ServerProcess) -> None:
     with anyio.fail_after(30):
-        async with Client(target_for(transport, http_server), era="modern",
-                          cwd=REPO) as client:
+        async with Client(target_for(transport, http_server), era="modern", cwd=REPO) as client:
             await client.list_tools()
             assert client.cache is not None and len(client.cache) == 1
             async with client.listen(tools=True, prompts=True) as sub:
@@ -224,8 +245,9 @@ async def test_listen_modern(transport: str, http_server: ServerProcess) -> None
 async def test_listen_legacy_emulation(transport: str, http_server: ServerProcess) -> None:
     seen: list[Notification] = []
     with anyio.fail_after(30):
-        client = Client(target_for(transport, http_server), era="legacy", cwd=REPO,
-                        on_notification=seen.append)
+        client = Client(
+            target_for(transport, http_server), era="legacy", cwd=REPO, on_notification=seen.append
+        )
         watched = ["test://watched-resource"]
         async with client, client.listen(tools=True, resource_uris=watched) as sub:
             assert sub.filter == {"toolsListChanged": True, "resourceSubscriptions": watched}
@@ -283,25 +305,42 @@ class Recording:
         return await self.inner.__aexit__(*exc)
 
     async def request(self, method: str, params: Any, **kw: Any) -> Any:
-        self.sent.append({"jsonrpc": "2.0", "id": len(self.sent) + 1, "method": method,
-                          **({"params": params} if params is not None else {})})
+        self.sent.append(
+            {
+                "jsonrpc": "2.0",
+                "id": len(self.sent) + 1,
+                "method": method,
+                **({"params": params} if params is not None else {}),
+            }
+        )
         return await self.inner.request(method, params, **kw)
 
     async def notify(self, method: str, params: Any = None, **kw: Any) -> Any:
-        self.sent.append({"jsonrpc": "2.0", "method": method,
-                          **({"params": params} if params is not None else {})})
+        self.sent.append(
+            {
+                "jsonrpc": "2.0",
+                "method": method,
+                **({"params": params} if params is not None else {}),
+            }
+        )
         return await self.inner.notify(method, params, **kw)
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 async def test_every_message_is_schema_valid(era: str, http_server: ServerProcess) -> None:
     answers = Answers()
-    transport = Recording(MemoryTransport(fixture_object("asyncio"))
-                          if era == "legacy" else HttpTransport(http_server.url))
+    transport = Recording(
+        MemoryTransport(fixture_object("asyncio"))
+        if era == "legacy"
+        else HttpTransport(http_server.url)
+    )
     traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     with anyio.fail_after(30):
-        async with answers.client(transport, "auto" if era == "modern" else "legacy",
-                                  trace_context=lambda: {"traceparent": traceparent}) as client:
+        async with answers.client(
+            transport,
+            "auto" if era == "modern" else "legacy",
+            trace_context=lambda: {"traceparent": traceparent},
+        ) as client:
             await client.list_tools()
             await client.call_tool("test_input_required_result_multiple_inputs")
             await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})

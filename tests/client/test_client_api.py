@@ -15,17 +15,53 @@ import mcpkit.client
 SRC = Path(mcpkit.client.__file__).resolve().parents[1]
 
 PUBLIC = {
-    "CallToolResult", "Client", "ClientError", "ClientGroup", "ClientOptions", "CompleteResult",
+    "CallToolResult",
+    "Client",
+    "ClientError",
+    "ClientGroup",
+    "ClientOptions",
+    "CompleteResult",
     "ConfigError",
-    "ConnectError", "ConnectionClosedError", "CreateMessageResult", "DiscoverResult",
-    "ElicitResult", "ElicitationHandler", "EraCache", "GetPromptResult", "HttpStatusError",
-    "Implementation", "InputRequestError", "InvalidResultError", "LogHandler", "Notification",
-    "NotificationHandler", "ProgressCallback", "Prompt", "ProtocolViolationError",
-    "ReadResourceResult", "RequestTimeoutError", "Resource", "ResourceTemplate", "ResultCache",
-    "Root", "RootsProvider", "SamplingHandler", "ServerError", "ServerInfo",
-    "ServerStartupError", "SessionExpiredError", "Subscription", "Task", "TaskCancelled",
-    "TooManyInputRounds", "Tool", "ToolError",
-    "TransportError", "UrlElicitationHandler", "VersionNegotiationError", "prompt_ref",
+    "ConnectError",
+    "ConnectionClosedError",
+    "CreateMessageResult",
+    "DiscoverResult",
+    "ElicitResult",
+    "ElicitationHandler",
+    "EraCache",
+    "GetPromptResult",
+    "HttpStatusError",
+    "Implementation",
+    "InputRequestError",
+    "InvalidResultError",
+    "LogHandler",
+    "Notification",
+    "NotificationHandler",
+    "ProgressCallback",
+    "Prompt",
+    "ProtocolViolationError",
+    "ReadResourceResult",
+    "RequestTimeoutError",
+    "Resource",
+    "ResourceTemplate",
+    "ResultCache",
+    "Root",
+    "RootsProvider",
+    "SamplingHandler",
+    "ServerError",
+    "ServerInfo",
+    "ServerStartupError",
+    "SessionExpiredError",
+    "Subscription",
+    "Task",
+    "TaskCancelled",
+    "TooManyInputRounds",
+    "Tool",
+    "ToolError",
+    "TransportError",
+    "UrlElicitationHandler",
+    "VersionNegotiationError",
+    "prompt_ref",
     "resource_ref",
 }
 
@@ -63,13 +99,19 @@ def test_layers() -> None:
     transport_files = sorted((SRC / "transports").glob("client_*.py"))
     assert client_files and transport_files
     for path in client_files:
-        bad = {m for m in imports_of(path)
-               if under(m, "mcpkit.server", "mcpkit.gateway", "mcpkit.host", "mcpkit.cli")}
+        bad = {
+            m
+            for m in imports_of(path)
+            if under(m, "mcpkit.server", "mcpkit.gateway", "mcpkit.host", "mcpkit.cli")
+        }
         assert not bad, f"{path.name} imports {bad}"
         assert "mcpkit" not in imports_of(path), f"{path.name} imports the mcpkit root"
     for path in transport_files:
-        bad = {m for m in imports_of(path)
-               if under(m, "mcpkit.client", "mcpkit.server", "mcpkit.gateway")}
+        bad = {
+            m
+            for m in imports_of(path)
+            if under(m, "mcpkit.client", "mcpkit.server", "mcpkit.gateway")
+        }
         assert not bad, f"{path.name} imports {bad}"
 
 

@@ -16,9 +16,15 @@ SERVER_ARGV = serve_command(FIXTURE_SERVER)
 
 
 def mcpkit(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcpkit", *args], cwd=REPO, text=True,
-                          capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit", *args],
+        cwd=REPO,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def test_list_stdio_command_line_as_one_argument() -> None:
@@ -66,11 +72,14 @@ def test_call_tool_error_exits_1(http_server: ServerProcess) -> None:
     assert "intentionally returns an error" in out.stderr
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (("list",), "give TARGET"),
-    (("call", "http://127.0.0.1:9/mcp"), "give the TOOL to call"),
-    (("list", "a", "--"), "nothing after --"),
-])
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("list",), "give TARGET"),
+        (("call", "http://127.0.0.1:9/mcp"), "give the TOOL to call"),
+        (("list", "a", "--"), "nothing after --"),
+    ],
+)
 def test_usage_errors_exit_2(args: tuple[str, ...], words: str) -> None:
     out = mcpkit(*args)
     assert out.returncode == 2 and words in out.stderr

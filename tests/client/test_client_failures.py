@@ -77,14 +77,16 @@ async def test_timeout_fires_on_time(kind: str, slow_http_server: ServerProcess)
 
 
 @pytest.mark.parametrize("kind", SLOW_TARGETS)
-async def test_progress_extends_up_to_the_hard_maximum(kind: str,
-                                                       slow_http_server: ServerProcess) -> None:
+async def test_progress_extends_up_to_the_hard_maximum(
+    kind: str, slow_http_server: ServerProcess
+) -> None:
     seen: list[dict[str, Any]] = []
     with anyio.fail_after(20):
         async with slow_client(kind, slow_http_server, max_timeout=1.5) as client:
             # 6 x 0.25 s = 1.5 s of work, timeout 0.6 s: progress keeps it alive.
-            result = await client.call_tool("progress", {"steps": 5, "interval": 0.25},
-                                            timeout=0.6, on_progress=seen.append)
+            result = await client.call_tool(
+                "progress", {"steps": 5, "interval": 0.25}, timeout=0.6, on_progress=seen.append
+            )
             assert result["content"][0]["text"] == "done after 5 steps"
             assert [p["progress"] for p in seen] == [1, 2, 3, 4, 5]
             # Progress forever: the hard maximum (1.5 s) still ends it.
@@ -112,8 +114,9 @@ async def test_cancelling_the_caller_cancels_the_request(
                     break
                 await anyio.sleep(0.1)
             assert marker.read_text() == "cancelled"
-            assert (await client.call_tool("echo", {"text": "after"}))["content"][0]["text"] \
-                == "after"
+            assert (await client.call_tool("echo", {"text": "after"}))["content"][0][
+                "text"
+            ] == "after"
 
 
 # --------------------------------------------------------------------------- bad stdio peers
@@ -172,10 +175,13 @@ async def test_missing_executable() -> None:
     assert "/nonexistent/mcp-server" in str(info.value)
 
 
-@pytest.mark.parametrize(("mode", "least", "most"), [
-    ("ignore-eof", 0.4, 2.0),   # stdin closed, 0.5 s grace, SIGTERM works
-    ("ignore-term", 0.9, 3.0),  # SIGTERM ignored too: SIGKILL after a second grace
-])
+@pytest.mark.parametrize(
+    ("mode", "least", "most"),
+    [
+        ("ignore-eof", 0.4, 2.0),  # stdin closed, 0.5 s grace, SIGTERM works
+        ("ignore-term", 0.9, 3.0),  # SIGTERM ignored too: SIGKILL after a second grace
+    ],
+)
 async def test_shutdown_escalates(mode: str, least: float, most: float) -> None:
     with anyio.fail_after(15):
         client = Client(bad(mode), era="modern", shutdown_grace=0.5)
@@ -208,13 +214,17 @@ async def test_junk_banner_on_stdout_is_skipped() -> None:
             assert (await client.call_tool("echo"))["content"][0]["text"] == "ok"
 
 
-@pytest.mark.parametrize("answer", [
-    {"code": -32601, "message": "Method not found"},
-    {"code": -32602, "message": "Invalid request parameters"},
-    {"code": -32600, "message": "Session not initialized"},
-    {"code": -32000, "message": "Server not initialized"},
-    None,  # silence: the probe times out
-], ids=["-32601", "-32602", "-32600", "-32000", "silent"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"code": -32601, "message": "Method not found"},
+        {"code": -32602, "message": "Invalid request parameters"},
+        {"code": -32600, "message": "Session not initialized"},
+        {"code": -32000, "message": "Server not initialized"},
+        None,  # silence: the probe times out
+    ],
+    ids=["-32601", "-32602", "-32600", "-32000", "silent"],
+)
 async def test_fallback_to_initialize_is_not_keyed_on_one_error(answer: Any) -> None:
     arg = json.dumps(answer) if answer is not None else "none"
     with anyio.fail_after(15):
@@ -234,15 +244,19 @@ async def test_unsupported_version_is_retried_not_fallen_back_from() -> None:
 # --------------------------------------------------------------------------- bad HTTP peer
 
 
-@pytest.mark.parametrize(("path", "error", "words"), [
-    ("/garbage", ProtocolViolationError, "invalid JSON"),
-    ("/sse-garbage", ProtocolViolationError, "not JSON-RPC"),
-    ("/close-mid", ConnectionClosedError, "before answering"),
-    ("/drop-mid", ConnectionClosedError, "tools/call"),
-    ("/html-error", HttpStatusError, "HTTP 500"),
-])
-async def test_bad_http_answers(path: str, error: type[ClientError], words: str,
-                                bad_http_server: ServerProcess) -> None:
+@pytest.mark.parametrize(
+    ("path", "error", "words"),
+    [
+        ("/garbage", ProtocolViolationError, "invalid JSON"),
+        ("/sse-garbage", ProtocolViolationError, "not JSON-RPC"),
+        ("/close-mid", ConnectionClosedError, "before answering"),
+        ("/drop-mid", ConnectionClosedError, "tools/call"),
+        ("/html-error", HttpStatusError, "HTTP 500"),
+    ],
+)
+async def test_bad_http_answers(
+    path: str, error: type[ClientError], words: str, bad_http_server: ServerProcess
+) -> None:
     with anyio.fail_after(10):
         async with Client(bad_http_server.url + path, era="modern") as client:
             started = anyio.current_time()

@@ -67,16 +67,22 @@ def http_url() -> Iterator[str]:
 
 def config(tmp_path: Path, http_url: str, **extra: Any) -> dict[str, Any]:
     def stdio(role: str) -> dict[str, Any]:
-        return {"command": "python", "args": [str(CONFIG_SERVER)], "cwd": str(tmp_path),
-                "env": {"ROLE": "${FROM_CONFIG_ROLE}-" + role}}
+        return {
+            "command": "python",
+            "args": [str(CONFIG_SERVER)],
+            "cwd": str(tmp_path),
+            "env": {"ROLE": "${FROM_CONFIG_ROLE}-" + role},
+        }
 
-    return {"mcpServers": {"alpha": stdio("a"), "beta": stdio("b"),
-                           "web": {"url": http_url}, **extra}}
+    return {
+        "mcpServers": {"alpha": stdio("a"), "beta": stdio("b"), "web": {"url": http_url}, **extra}
+    }
 
 
 @pytest.fixture
-async def group(tmp_path: Path, http_url: str, monkeypatch: pytest.MonkeyPatch
-                ) -> AsyncIterator[ClientGroup]:
+async def group(
+    tmp_path: Path, http_url: str, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[ClientGroup]:
     monkeypatch.setenv("FROM_CONFIG_ROLE", "r")
     cfg = config(tmp_path, http_url, memory=memory_server())
     async with Client.from_config(cfg) as client:
@@ -85,8 +91,14 @@ async def group(tmp_path: Path, http_url: str, monkeypatch: pytest.MonkeyPatch
 
 async def test_namespaced_tools_from_four_servers(group: ClientGroup) -> None:
     names = {t["name"] for t in await group.list_tools()}
-    assert {"alpha__add", "alpha__whoami", "beta__add", "beta__whoami", "web__shout",
-            "memory__add"} == names
+    assert {
+        "alpha__add",
+        "alpha__whoami",
+        "beta__add",
+        "beta__whoami",
+        "web__shout",
+        "memory__add",
+    } == names
     # Each call reaches its own server: same tool name, different processes and objects.
     assert text_of(await group.call_tool("alpha__whoami")) == "r-a"
     assert text_of(await group.call_tool("beta__whoami")) == "r-b"
@@ -108,8 +120,7 @@ async def test_namespaced_resources_templates_and_reads(group: ClientGroup) -> N
     assert read["contents"][0]["uri"] == "data://readme"  # the server's own URI
     item = await group.read_resource("data://alpha/items/42")
     assert item["contents"][0]["text"] == "r-a item 42"
-    assert (await group.read_resource("docs://web/guide"))["contents"][0]["text"] == \
-        "the web guide"
+    assert (await group.read_resource("docs://web/guide"))["contents"][0]["text"] == "the web guide"
 
 
 async def test_namespaced_prompts_and_completion(group: ClientGroup) -> None:
@@ -119,8 +130,9 @@ async def test_namespaced_prompts_and_completion(group: ClientGroup) -> None:
     assert got["messages"][0]["content"]["text"] == "r-b greets Ada"
     done = await group.complete({"type": "ref/prompt", "name": "alpha__greet"}, "name", "A")
     assert done["completion"]["values"] == ["r-a-A"]
-    done = await group.complete({"type": "ref/resource", "uri": "data://beta/items/{item}"},
-                                "item", "4")
+    done = await group.complete(
+        {"type": "ref/resource", "uri": "data://beta/items/{item}"}, "item", "4"
+    )
     assert done["completion"]["values"] == ["r-b-4"]
 
 
@@ -141,8 +153,9 @@ async def test_names_that_lead_nowhere(group: ClientGroup) -> None:
     assert text_of(await group.call_tool("alpha__add", {"a": 1, "b": 1})) == "2"
 
 
-async def test_a_server_that_fails_to_start_is_named(tmp_path: Path, http_url: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_server_that_fails_to_start_is_named(
+    tmp_path: Path, http_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FROM_CONFIG_ROLE", "r")
     broken = {"command": "python", "args": ["-c", "import sys; sys.exit(3)"]}
     cfg = config(tmp_path, http_url, broken=broken)
@@ -160,8 +173,9 @@ async def test_a_server_that_fails_to_start_is_named(tmp_path: Path, http_url: s
         assert process is not None and process.returncode is not None
 
 
-async def test_a_file_disabled_entries_and_the_era(tmp_path: Path, http_url: str,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_file_disabled_entries_and_the_era(
+    tmp_path: Path, http_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FROM_CONFIG_ROLE", "f")
     cfg = config(tmp_path, http_url)
     cfg["mcpServers"]["beta"]["era"] = "legacy"
@@ -178,10 +192,14 @@ async def test_a_file_disabled_entries_and_the_era(tmp_path: Path, http_url: str
 def test_configuration_mistakes_name_the_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"mcpServers\.x needs exactly one of command"):
         Client.from_config({"mcpServers": {"x": {}}})
-    with pytest.raises(ConfigError, match=r"mcpServers\.x\.env\.K: environment variable "
-                                          r"FROM_CONFIG_UNSET is not set"):
-        Client.from_config({"mcpServers": {"x": {"command": "python",
-                                                  "env": {"K": "${FROM_CONFIG_UNSET}"}}}})
+    with pytest.raises(
+        ConfigError,
+        match=r"mcpServers\.x\.env\.K: environment variable "
+        r"FROM_CONFIG_UNSET is not set",
+    ):
+        Client.from_config(
+            {"mcpServers": {"x": {"command": "python", "env": {"K": "${FROM_CONFIG_UNSET}"}}}}
+        )
     with pytest.raises(ConfigError, match="a server name must match"):
         Client.from_config({"mcpServers": {"a b": memory_server()}})
     with pytest.raises(ConfigError, match="no servers"):
@@ -191,12 +209,21 @@ def test_configuration_mistakes_name_the_key(tmp_path: Path) -> None:
 
 
 def test_the_host_reads_the_same_entries_through_the_same_parser() -> None:
-    entry = {"command": "python", "args": ["s.py"], "timeout": 5, "era": "modern",
-             "permission": "allow", "tools": {"rm": "deny"}}
+    entry = {
+        "command": "python",
+        "args": ["s.py"],
+        "timeout": 5,
+        "era": "modern",
+        "permission": "allow",
+        "tools": {"rm": "deny"},
+    }
     common = parse_entry("files", entry)
     hosted = parse_config({"mcpServers": {"files": entry}}).servers[0]
     assert isinstance(hosted, HostServerConfig) and isinstance(hosted, ServerConfig)
     assert hosted.common() == common.common()  # same reach, plus the host's own keys
     assert hosted.permission is not None and hosted.permission.value == "allow"
-    assert client_options(hosted) == client_options(common) == {
-        "timeout": 5.0, "era": "modern", "env": {}, "cwd": None}
+    assert (
+        client_options(hosted)
+        == client_options(common)
+        == {"timeout": 5.0, "era": "modern", "env": {}, "cwd": None}
+    )

@@ -25,7 +25,6 @@ from mcpkit.transports.memory import MemoryTransport
 pytestmark = pytest.mark.anyio
 
 
-
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """No process or socket here, so both backends (tests/client defaults to asyncio)."""
@@ -65,8 +64,7 @@ async def test_each_era_lists_and_calls(era: str, fixture_server: Server) -> Non
         assert {"greet", "test_simple_text"} <= names
         result = await client.call_tool("greet", {"name": "Bo"})
         assert result["content"] == [{"type": "text", "text": "Hello, Bo!"}]
-        prompt = await client.get_prompt("test_prompt_with_arguments",
-                                         {"arg1": "x", "arg2": "y"})
+        prompt = await client.get_prompt("test_prompt_with_arguments", {"arg1": "x", "arg2": "y"})
         assert prompt["messages"]
         read = await client.read_resource("test://static-text")
         assert read["contents"][0]["uri"] == "test://static-text"
@@ -90,16 +88,21 @@ async def test_modern_mrtr_round_echoes_the_sealed_request_state(fixture_server:
 
 async def test_tampered_request_state_is_refused_by_the_server(fixture_server: Server) -> None:
     async with Client(fixture_server, era="modern", elicitation=name_is_ada) as client:
-        first = await client.request("tools/call", {
-            "name": "test_input_required_result_tampered_state"})
+        first = await client.request(
+            "tools/call", {"name": "test_input_required_result_tampered_state"}
+        )
         assert first["resultType"] == "input_required"
         state = first["requestState"]
         forged = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
         with pytest.raises(ServerError) as info:
-            await client.request("tools/call", {
-                "name": "test_input_required_result_tampered_state",
-                "requestState": forged,
-                "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}}})
+            await client.request(
+                "tools/call",
+                {
+                    "name": "test_input_required_result_tampered_state",
+                    "requestState": forged,
+                    "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+                },
+            )
     assert info.value.code == -32602
 
 
@@ -121,8 +124,9 @@ async def test_legacy_session_initializes_and_answers_server_requests(
 async def test_notifications_progress_log_and_list_changes(fixture_server: Server) -> None:
     logs: list[dict[str, Any]] = []
     progress: list[dict[str, Any]] = []
-    async with Client(fixture_server, era="modern", on_log=logs.append,
-                      log_level="debug") as client:
+    async with Client(
+        fixture_server, era="modern", on_log=logs.append, log_level="debug"
+    ) as client:
         await client.call_tool("test_tool_with_logging")
         await client.call_tool("test_tool_with_progress", on_progress=progress.append)
         async with client.listen(tools=True) as changes:
@@ -139,8 +143,9 @@ async def test_notifications_progress_log_and_list_changes(fixture_server: Serve
 
 async def test_legacy_list_change_reaches_on_notification(fixture_server: Server) -> None:
     seen: list[str] = []
-    async with Client(fixture_server, era="legacy",
-                      on_notification=lambda n: seen.append(n.method)) as client:
+    async with Client(
+        fixture_server, era="legacy", on_notification=lambda n: seen.append(n.method)
+    ) as client:
         await client.call_tool("test_trigger_prompt_change")
         with anyio.fail_after(5):
             while "notifications/prompts/list_changed" not in seen:
@@ -183,8 +188,7 @@ async def test_cancelling_a_call_cancels_the_handler(era: str) -> None:
 
 
 async def test_tasks_run_to_their_result_over_memory(fixture_server: Server) -> None:
-    async with Client(fixture_server, era="modern", tasks=True,
-                      elicitation=name_is_ada) as client:
+    async with Client(fixture_server, era="modern", tasks=True, elicitation=name_is_ada) as client:
         result = await client.call_tool("slow_compute", {"seconds": 0.05, "label": "m"})
         assert result["content"][0]["text"] == "Computed m after 0.05s"
         done = await client.call_tool("test_tool_with_task")

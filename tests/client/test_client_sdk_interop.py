@@ -57,9 +57,19 @@ def _install() -> str | None:
         shutil.rmtree(VENV)  # a half-finished earlier attempt
     subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, timeout=120)
     proc = subprocess.run(
-        [str(_venv_python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         f"mcp=={SDK_VERSION}"],
-        capture_output=True, text=True, timeout=900, check=False,
+        [
+            str(_venv_python()),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            f"mcp=={SDK_VERSION}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     if proc.returncode != 0:
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
@@ -87,12 +97,16 @@ def sdk_python() -> str:
 
 
 @pytest.fixture(scope="module")
-def sdk_http_server(sdk_python: str,
-                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def sdk_http_server(
+    sdk_python: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
     port = free_port()
-    server = start_server([sdk_python, str(SDK_SERVER), "--http", "--port", str(port)], port,
-                          f"http://127.0.0.1:{port}/mcp",
-                          tmp_path_factory.mktemp("sdk-server") / "log.txt")
+    server = start_server(
+        [sdk_python, str(SDK_SERVER), "--http", "--port", str(port)],
+        port,
+        f"http://127.0.0.1:{port}/mcp",
+        tmp_path_factory.mktemp("sdk-server") / "log.txt",
+    )
     yield server
     server.stop()
 
@@ -116,8 +130,10 @@ async def test_sdk_server(sdk_target: Any, era: str) -> None:
         async with Client(sdk_target, era=era, elicitation=ask) as client:
             expected = "modern" if era == "auto" else "legacy"
             assert client.era == expected, "the SDK speaks both eras; auto must find modern"
-            assert client.server_info.implementation == {"name": "interop-sdk-server",
-                                                         "version": "9.9.9"}
+            assert client.server_info.implementation == {
+                "name": "interop-sdk-server",
+                "version": "9.9.9",
+            }
             names = [tool["name"] for tool in await client.list_tools()]
             assert names == ["add", "shout", "ask_name", "ask_name_legacy"]
             added = await client.call_tool("add", {"a": 2, "b": 40})
@@ -143,8 +159,9 @@ async def test_sdk_server(sdk_target: Any, era: str) -> None:
             prompts = await client.list_prompts()
             assert prompts[0]["name"] == "review"
             prompt = await client.get_prompt("review", {"code": "x = 1", "language": "rust"})
-            assert prompt["messages"][0]["content"]["text"] == \
-                "Please review this rust code:\nx = 1"
+            assert (
+                prompt["messages"][0]["content"]["text"] == "Please review this rust code:\nx = 1"
+            )
             completion = await client.complete(prompt_ref("review"), "language", "p")
             assert completion["completion"]["values"] == ["python", "pascal", "perl"]
             await client.ping()

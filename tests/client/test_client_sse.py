@@ -95,19 +95,21 @@ async def test_auto_falls_back_to_http_sse_and_everything_works(
 async def test_sse_option_skips_the_streamable_http_attempt(sse_server: ServerProcess) -> None:
     async with Client(sse_server.url, sse=True) as client:  # auto: legacy, no probe
         assert isinstance(client.transport, SseTransport) and client.era == "legacy"
-        assert (await client.call_tool("shout", {"text": "direct"}))["content"][0]["text"] \
-            == "DIRECT"
+        assert (await client.call_tool("shout", {"text": "direct"}))["content"][0][
+            "text"
+        ] == "DIRECT"
     with pytest.raises(VersionNegotiationError, match=r"HTTP\+SSE"):
         async with Client(sse_server.url, sse=True, era="modern"):
             pass
 
 
 async def test_a_quiet_stream_outlives_a_short_client_timeout(sse_server: ServerProcess) -> None:
-    async with httpx.AsyncClient(timeout=0.3) as http, \
-            Client(sse_server.url, sse=True, http_client=http) as client:
+    async with (
+        httpx.AsyncClient(timeout=0.3) as http,
+        Client(sse_server.url, sse=True, http_client=http) as client,
+    ):
         await anyio.sleep(1.0)  # the GET stream carries nothing meanwhile
-        assert (await client.call_tool("shout", {"text": "still"}))["content"][0]["text"] \
-            == "STILL"
+        assert (await client.call_tool("shout", {"text": "still"}))["content"][0]["text"] == "STILL"
 
 
 @pytest.mark.parametrize("anyio_backend", ["trio"])
@@ -120,9 +122,12 @@ async def test_on_trio(sse_server: ServerProcess) -> None:
 
 def test_the_example_reaches_the_sdk_server(sse_server: ServerProcess) -> None:
     example = TESTS.parent / "examples" / "legacy_sse_client.py"
-    out = subprocess.run([sys.executable, str(example), sse_server.url, "shout",
-                          '{"text": "old but gold"}'], capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run(
+        [sys.executable, str(example), sse_server.url, "shout", '{"text": "old but gold"}'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "connected over SseTransport: interop-sdk-server (legacy era" in out.stdout
     assert "shout -> OLD BUT GOLD" in out.stdout
@@ -148,8 +153,7 @@ async def test_server_death_fails_pending_requests_clearly(
     server = _start(tmp_path_factory.mktemp("sdk-sse-dying"))
     try:
         async with Client(server.url, era="legacy") as client:
-            assert (await client.call_tool("shout", {"text": "hi"}))["content"][0]["text"] \
-                == "HI"
+            assert (await client.call_tool("shout", {"text": "hi"}))["content"][0]["text"] == "HI"
             server.stop()
             with anyio.fail_after(15), pytest.raises(ConnectionClosedError):
                 await client.call_tool("shout", {"text": "again"})
@@ -164,16 +168,33 @@ async def _serve_endpoint_event(data: str) -> Any:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream")]})
-        await send({"type": "http.response.body", "more_body": True,
-                    "body": f"event: endpoint\ndata: {data}\n\n".encode()})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        await send(
+            {
+                "type": "http.response.body",
+                "more_body": True,
+                "body": f"event: endpoint\ndata: {data}\n\n".encode(),
+            }
+        )
         await anyio.sleep(5)
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off",
-                                           timeout_graceful_shutdown=1))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+    )
     server.capture_signals = __import__("contextlib").nullcontext  # type: ignore[method-assign]
     return server, f"http://127.0.0.1:{port}/sse"
 
@@ -189,5 +210,3 @@ async def test_an_endpoint_on_another_origin_is_refused() -> None:
             async with SseTransport(url):
                 pass
         server.should_exit = True
-
-

@@ -34,12 +34,19 @@ from mcpkit.client.options import EraCache
 pytestmark = pytest.mark.anyio
 
 Responder = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
-DISCOVERED = {"resultType": "complete", "supportedVersions": ["2026-07-28", "2025-11-25"],
-              "capabilities": {"tools": {"listChanged": True}}, "ttlMs": 0,
-              "cacheScope": "private",
-              "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}}
-INITIALIZED = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-               "serverInfo": {"name": "legacy", "version": "1"}}
+DISCOVERED = {
+    "resultType": "complete",
+    "supportedVersions": ["2026-07-28", "2025-11-25"],
+    "capabilities": {"tools": {"listChanged": True}},
+    "ttlMs": 0,
+    "cacheScope": "private",
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}},
+}
+INITIALIZED = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"tools": {}},
+    "serverInfo": {"name": "legacy", "version": "1"},
+}
 
 
 class FakeTransport:
@@ -61,8 +68,9 @@ class FakeTransport:
     def set_handlers(self, on_request: Any, on_notification: Any) -> None:
         pass
 
-    async def request(self, method: str, params: dict[str, Any] | None, **kw: Any
-                      ) -> dict[str, Any]:
+    async def request(
+        self, method: str, params: dict[str, Any] | None, **kw: Any
+    ) -> dict[str, Any]:
         self.sent.append((method, params))
         return await self.respond(method, params or {})
 
@@ -96,14 +104,18 @@ def client_for(respond: Responder, kind: str = "stdio", **kw: Any) -> Client:
 # --------------------------------------------------------------------------- era probe
 
 
-@pytest.mark.parametrize("failure", [
-    ServerError(-32601, "Method not found"),
-    ServerError(-32602, "Invalid request parameters"),
-    ServerError(-32600, "Bad Request: session not initialized"),
-    ServerError(-32000, "Bad Request: No valid session ID provided", http_status=400),
-    HttpStatusError("HTTP 405", 405),
-    RequestTimeoutError("server/discover", 5),
-], ids=["-32601", "-32602", "-32600", "-32000", "http-405", "timeout"])
+@pytest.mark.parametrize(
+    "failure",
+    [
+        ServerError(-32601, "Method not found"),
+        ServerError(-32602, "Invalid request parameters"),
+        ServerError(-32600, "Bad Request: session not initialized"),
+        ServerError(-32000, "Bad Request: No valid session ID provided", http_status=400),
+        HttpStatusError("HTTP 405", 405),
+        RequestTimeoutError("server/discover", 5),
+    ],
+    ids=["-32601", "-32602", "-32600", "-32000", "http-405", "timeout"],
+)
 async def test_anything_but_a_modern_answer_falls_back(failure: BaseException) -> None:
     client = client_for(legacy_server(failure))
     async with client:
@@ -113,11 +125,14 @@ async def test_anything_but_a_modern_answer_falls_back(failure: BaseException) -
     assert client.transport.legacy_version == "2025-11-25"  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("failure", [
-    ServerError(-32020, "Header mismatch"),
-    ServerError(-32021, "Missing required client capability"),
-    ConnectError("connection refused"),
-])
+@pytest.mark.parametrize(
+    "failure",
+    [
+        ServerError(-32020, "Header mismatch"),
+        ServerError(-32021, "Missing required client capability"),
+        ConnectError("connection refused"),
+    ],
+)
 async def test_modern_errors_and_connection_failures_are_raised(failure: BaseException) -> None:
     with pytest.raises(type(failure)):
         async with client_for(legacy_server(failure)):
@@ -131,8 +146,11 @@ async def test_unsupported_version_is_retried_with_a_supported_one() -> None:
         nonlocal calls
         calls += 1
         if calls == 1:  # reject the first try even though the version is fine
-            raise ServerError(-32022, "Unsupported protocol version",
-                              {"supported": ["2026-07-28"], "requested": "2026-07-28"})
+            raise ServerError(
+                -32022,
+                "Unsupported protocol version",
+                {"supported": ["2026-07-28"], "requested": "2026-07-28"},
+            )
         return DISCOVERED
 
     client = client_for(respond)
@@ -180,9 +198,12 @@ async def test_unsupported_version_on_a_later_request_switches_and_retries() -> 
 
 
 async def test_modern_meta_is_complete_and_fresh() -> None:
-    async with client_for(legacy_server(None), log_level="info",
-                          trace_context=lambda: {"traceparent": "00-ab-cd-01", "x": "dropped"},
-                          elicitation=lambda p: {"action": "decline"}) as client:
+    async with client_for(
+        legacy_server(None),
+        log_level="info",
+        trace_context=lambda: {"traceparent": "00-ab-cd-01", "x": "dropped"},
+        elicitation=lambda p: {"action": "decline"},
+    ) as client:
         await client.call_tool("x", on_progress=lambda p: None)
         method, params = client.transport.sent[-1]  # type: ignore[attr-defined]
     assert method == "tools/call" and params is not None
@@ -196,9 +217,11 @@ async def test_modern_meta_is_complete_and_fresh() -> None:
 
 
 async def test_pagination_follows_cursors_and_stops_loops() -> None:
-    pages = {None: {"tools": [{"name": "a"}], "nextCursor": ""},  # "" is a valid cursor
-             "": {"tools": [{"name": "b"}], "nextCursor": "c2"},
-             "c2": {"tools": [{"name": "c"}]}}
+    pages = {
+        None: {"tools": [{"name": "a"}], "nextCursor": ""},  # "" is a valid cursor
+        "": {"tools": [{"name": "b"}], "nextCursor": "c2"},
+        "c2": {"tools": [{"name": "c"}]},
+    }
 
     async def respond(method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "server/discover":
@@ -228,39 +251,57 @@ def scripted(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any]:
     return sent, send
 
 
-async def run_with_input(method: str, params: dict[str, Any], send: Any,
-                         callbacks: Callbacks, max_rounds: int) -> dict[str, Any]:
+async def run_with_input(
+    method: str, params: dict[str, Any], send: Any, callbacks: Callbacks, max_rounds: int
+) -> dict[str, Any]:
     """What the client does: the first round, then the rest when it is not complete."""
-    return await continue_with_input(method, params, await send(params), send, callbacks,
-                                     max_rounds)
+    return await continue_with_input(
+        method, params, await send(params), send, callbacks, max_rounds
+    )
 
 
-ELICIT = {"method": "elicitation/create",
-          "params": {"message": "Sure?", "requestedSchema": {"type": "object"}}}
+ELICIT = {
+    "method": "elicitation/create",
+    "params": {"message": "Sure?", "requestedSchema": {"type": "object"}},
+}
 
 
 async def test_mrtr_echoes_state_verbatim_and_answers_every_request() -> None:
     state = 'opaque "state" with ünïcode\n and {json}'
-    sent, send = scripted([
-        {"resultType": "input_required", "inputRequests": {"a": ELICIT, "b": ELICIT},
-         "requestState": state},
-        {"content": [], "resultType": "complete"},
-    ])
+    sent, send = scripted(
+        [
+            {
+                "resultType": "input_required",
+                "inputRequests": {"a": ELICIT, "b": ELICIT},
+                "requestState": state,
+            },
+            {"content": [], "resultType": "complete"},
+        ]
+    )
     callbacks = Callbacks(elicitation=lambda p: {"action": "accept", "content": {"ok": True}})
-    result = await run_with_input("tools/call", {"name": "t", "arguments": {"x": 1}}, send,
-                                  callbacks, 5)
+    result = await run_with_input(
+        "tools/call", {"name": "t", "arguments": {"x": 1}}, send, callbacks, 5
+    )
     assert result == {"content": [], "resultType": "complete"}
-    assert sent[1] == {"name": "t", "arguments": {"x": 1}, "requestState": state,
-                       "inputResponses": {"a": {"action": "accept", "content": {"ok": True}},
-                                          "b": {"action": "accept", "content": {"ok": True}}}}
+    assert sent[1] == {
+        "name": "t",
+        "arguments": {"x": 1},
+        "requestState": state,
+        "inputResponses": {
+            "a": {"action": "accept", "content": {"ok": True}},
+            "b": {"action": "accept", "content": {"ok": True}},
+        },
+    }
 
 
 async def test_mrtr_without_state_sends_none_and_earlier_answers_are_not_resent() -> None:
-    sent, send = scripted([
-        {"resultType": "input_required", "inputRequests": {"a": ELICIT}},
-        {"resultType": "input_required", "requestState": "s2"},  # load shedding
-        {"resultType": "complete"},
-    ])
+    sent, send = scripted(
+        [
+            {"resultType": "input_required", "inputRequests": {"a": ELICIT}},
+            {"resultType": "input_required", "requestState": "s2"},  # load shedding
+            {"resultType": "complete"},
+        ]
+    )
     callbacks = Callbacks(elicitation=lambda p: {"action": "decline"})
     await run_with_input("prompts/get", {"name": "p"}, send, callbacks, 5)
     assert sent[1] == {"name": "p", "inputResponses": {"a": {"action": "decline"}}}
@@ -273,11 +314,14 @@ async def test_mrtr_missing_result_type_is_complete() -> None:
     assert len(sent) == 1 and result["content"][0]["text"] == "no resultType"
 
 
-@pytest.mark.parametrize("result", [
-    {"resultType": "task", "taskId": "t1"},
-    {"resultType": "input_required"},
-    {"resultType": "input_required", "inputRequests": {"a": {"params": {}}}},
-])
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"resultType": "task", "taskId": "t1"},
+        {"resultType": "input_required"},
+        {"resultType": "input_required", "inputRequests": {"a": {"params": {}}}},
+    ],
+)
 async def test_mrtr_invalid_results(result: dict[str, Any]) -> None:
     _, send = scripted([result])
     with pytest.raises(InvalidResultError):
@@ -291,8 +335,19 @@ async def test_mrtr_round_bound() -> None:
 
 
 async def test_mrtr_without_a_callback_says_which() -> None:
-    _, send = scripted([{"resultType": "input_required", "inputRequests": {
-        "s": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}}}])
+    _, send = scripted(
+        [
+            {
+                "resultType": "input_required",
+                "inputRequests": {
+                    "s": {
+                        "method": "sampling/createMessage",
+                        "params": {"messages": [], "maxTokens": 5},
+                    }
+                },
+            }
+        ]
+    )
     with pytest.raises(InputRequestError, match="no sampling callback") as info:
         await run_with_input("tools/call", {"name": "t"}, send, Callbacks(), 3)
     assert info.value.missing
@@ -307,18 +362,28 @@ def test_capabilities_follow_callbacks() -> None:
 
     assert Callbacks().capabilities("modern") == {}
     assert Callbacks(elicitation=handler).capabilities("modern") == {"elicitation": {"form": {}}}
-    assert Callbacks(url_elicitation=handler).capabilities("modern") == {
-        "elicitation": {"url": {}}}
-    both = Callbacks(elicitation=handler, url_elicitation=handler, sampling=handler,
-                     sampling_tools=True, roots=[])
-    assert both.capabilities("modern") == {"elicitation": {"form": {}, "url": {}},
-                                           "sampling": {"tools": {}}, "roots": {}}
+    assert Callbacks(url_elicitation=handler).capabilities("modern") == {"elicitation": {"url": {}}}
+    both = Callbacks(
+        elicitation=handler,
+        url_elicitation=handler,
+        sampling=handler,
+        sampling_tools=True,
+        roots=[],
+    )
+    assert both.capabilities("modern") == {
+        "elicitation": {"form": {}, "url": {}},
+        "sampling": {"tools": {}},
+        "roots": {},
+    }
     assert both.capabilities("legacy")["roots"] == {"listChanged": True}
 
 
 async def test_callback_answers_are_checked() -> None:
-    bad = Callbacks(elicitation=lambda p: {"action": "yes"}, sampling=lambda p: {"text": "x"},
-                    roots=[{"name": "no uri"}])
+    bad = Callbacks(
+        elicitation=lambda p: {"action": "yes"},
+        sampling=lambda p: {"text": "x"},
+        roots=[{"name": "no uri"}],
+    )
     with pytest.raises(InputRequestError, match="action"):
         await bad.answer("elicitation/create", {"message": "m"})
     with pytest.raises(InputRequestError, match="CreateMessageResult"):
@@ -331,8 +396,9 @@ async def test_callback_answers_are_checked() -> None:
     async def roots() -> list[dict[str, Any]]:
         return [{"uri": "file:///a"}]
 
-    good = Callbacks(elicitation=lambda p: {"action": "decline", "content": {"ignored": 1}},
-                     roots=roots)
+    good = Callbacks(
+        elicitation=lambda p: {"action": "decline", "content": {"ignored": 1}}, roots=roots
+    )
     assert await good.answer("elicitation/create", {}) == {"action": "decline"}
     assert await good.answer("roots/list", {}) == {"roots": [{"uri": "file:///a"}]}
     assert await good.answer("ping", {}) == {}
@@ -394,10 +460,20 @@ def test_unwrap_prefers_the_client_error() -> None:
 
 
 TOOLS = [
-    {"name": "ok", "inputSchema": {"type": "object", "properties": {
-        "region": {"type": "string", "x-mcp-header": "Region"}}}},
-    {"name": "bad", "inputSchema": {"type": "object", "properties": {
-        "n": {"type": "number", "x-mcp-header": "N"}}}},
+    {
+        "name": "ok",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+        },
+    },
+    {
+        "name": "bad",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"n": {"type": "number", "x-mcp-header": "N"}},
+        },
+    },
     {"inputSchema": {}},  # no name: ignored
 ]
 
@@ -425,17 +501,26 @@ async def test_invalid_header_annotations_drop_tools_on_http_only(kind: str) -> 
 
 
 def test_cli_pairs_follow_the_schema() -> None:
-    schema = {"properties": {"s": {"type": "string"}, "i": {"type": "integer"},
-                             "f": {"type": "number"}, "b": {"type": "boolean"},
-                             "a": {"type": "array"}}}
-    assert parse_pairs(["s=42", "i=7", "f=2.5", "b=yes", "a=[1,2]", "u:=3",
-                        "j:={\"k\": [true]}"], schema) == {
-        "s": "42", "i": 7, "f": 2.5, "b": True, "a": [1, 2], "u": 3, "j": {"k": [True]}}
+    schema = {
+        "properties": {
+            "s": {"type": "string"},
+            "i": {"type": "integer"},
+            "f": {"type": "number"},
+            "b": {"type": "boolean"},
+            "a": {"type": "array"},
+        }
+    }
+    assert parse_pairs(
+        ["s=42", "i=7", "f=2.5", "b=yes", "a=[1,2]", "u:=3", 'j:={"k": [true]}'], schema
+    ) == {"s": "42", "i": 7, "f": 2.5, "b": True, "a": [1, 2], "u": 3, "j": {"k": [True]}}
     # no schema (or one that admits more): undeclared words pass, typed by their look
     assert parse_pairs(["u=3", "w=word", "e="], {}) == {"u": 3, "w": "word", "e": ""}
-    for bad, says in ((["i=seven"], "i: expected an integer, got 'seven'"),
-                      (["b=maybe"], "b: expected a boolean"), (["novalue"], "key=value"),
-                      (["a=[1"], "a: expected JSON for an array"),
-                      (["typo=1"], "no argument 'typo'; it takes: s, i, f, b, a")):
+    for bad, says in (
+        (["i=seven"], "i: expected an integer, got 'seven'"),
+        (["b=maybe"], "b: expected a boolean"),
+        (["novalue"], "key=value"),
+        (["a=[1"], "a: expected JSON for an array"),
+        (["typo=1"], "no argument 'typo'; it takes: s, i, f, b, a"),
+    ):
         with pytest.raises(UsageError, match=re.escape(says)):
             parse_pairs(bad, schema)

@@ -56,8 +56,11 @@ def era() -> str:
 def schema_defaults(schema: dict[str, Any]) -> dict[str, Any]:
     """Every property's ``default`` (SEP-1034: a client should pre-fill them)."""
     props = schema.get("properties") or {}
-    return {name: prop["default"] for name, prop in props.items()
-            if isinstance(prop, dict) and "default" in prop}
+    return {
+        name: prop["default"]
+        for name, prop in props.items()
+        if isinstance(prop, dict) and "default" in prop
+    }
 
 
 async def accept_with_defaults(params: dict[str, Any]) -> dict[str, Any]:
@@ -70,8 +73,12 @@ async def accept_with_defaults(params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def sample(params: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": {"type": "text", "text": "stub answer"},
-            "model": "conformance-stub", "stopReason": "endTurn"}
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": "stub answer"},
+        "model": "conformance-stub",
+        "stopReason": "endTurn",
+    }
 
 
 ROOTS = [{"uri": "file:///tmp/conformance", "name": "conformance"}]
@@ -81,10 +88,11 @@ def stub_arguments(tool: dict[str, Any]) -> dict[str, Any]:
     """Plausible values for a tool's required arguments."""
     schema = tool.get("inputSchema") or {}
     props = schema.get("properties") or {}
-    values = {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [],
-              "object": {}}
-    return {name: values.get((props.get(name) or {}).get("type"), "x")
-            for name in schema.get("required") or []}
+    values = {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+    return {
+        name: values.get((props.get(name) or {}).get("type"), "x")
+        for name in schema.get("required") or []
+    }
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -121,8 +129,9 @@ async def sse_retry(url: str) -> None:
 
 @scenario("request-metadata")
 async def request_metadata(url: str) -> None:
-    async with Client(url, era=era(), elicitation=accept_with_defaults, sampling=sample,
-                      roots=ROOTS) as client:
+    async with Client(
+        url, era=era(), elicitation=accept_with_defaults, sampling=sample, roots=ROOTS
+    ) as client:
         await client.list_tools()
         await client.call_tool("add_numbers", {"a": 5, "b": 3})
 
@@ -131,8 +140,12 @@ async def request_metadata(url: str) -> None:
 async def request_state(url: str) -> None:
     async with Client(url, era=era(), elicitation=accept_with_defaults) as client:
         await client.list_tools()
-        for name in ("test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state",
-                     "test_mrtr_no_result_type"):
+        for name in (
+            "test_mrtr_echo_state",
+            "test_mrtr_unrelated",
+            "test_mrtr_no_state",
+            "test_mrtr_no_result_type",
+        ):
             result = await client.call_tool(name, {})
             log.info("%s -> %s", name, result.get("content"))
 
@@ -183,12 +196,17 @@ async def schema_preservation(url: str) -> None:
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
     name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     if len(sys.argv) < 2:
-        print("usage: client.py <server-url>  (MCP_CONFORMANCE_SCENARIO selects the scenario)",
-              file=sys.stderr)
+        print(
+            "usage: client.py <server-url>  (MCP_CONFORMANCE_SCENARIO selects the scenario)",
+            file=sys.stderr,
+        )
         return 2
     url = sys.argv[-1]
     if name.startswith("auth/"):
@@ -198,8 +216,7 @@ def main() -> int:
         return int(auth_main(sys.argv) or 0)
     run = SCENARIOS.get(name)
     if run is None:
-        print(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}",
-              file=sys.stderr)
+        print(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}", file=sys.stderr)
         return 2
     try:
         anyio.run(run, url)

@@ -25,11 +25,16 @@ COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(FIXTURE))}"
 MINIMUM = {"2025-11-25": 18, "2026-07-28": 32}
 #: Non-auth scenarios each requirement set holds today.
 EXPECTED = {
-    "2025-11-25": {"initialize", "tools_call", "elicitation-sep1034-client-defaults",
-                   "sse-retry"},
-    "2026-07-28": {"tools_call", "request-metadata", "sep-2322-client-request-state",
-                   "http-standard-headers", "http-custom-headers", "http-invalid-tool-headers",
-                   "json-schema-ref-no-deref"},
+    "2025-11-25": {"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"},
+    "2026-07-28": {
+        "tools_call",
+        "request-metadata",
+        "sep-2322-client-request-state",
+        "http-standard-headers",
+        "http-custom-headers",
+        "http-invalid-tool-headers",
+        "json-schema-ref-no-deref",
+    },
 }
 
 

@@ -50,7 +50,6 @@ def need(binary: str) -> None:
         pytest.skip(f"{binary} is not installed")
 
 
-
 @dataclass
 class Proc:
     name: str

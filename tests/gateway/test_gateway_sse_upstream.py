@@ -28,8 +28,9 @@ def gateway(log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
     upstream = gwkit._spawn("sdk-sse", cmd, log_dir, {}, port)
     stack.append(upstream)
     gwkit.wait_port(upstream)
-    config = ('[gateway]\nstate = "memory:"\n'
-              + gwkit.toml_upstream("old", url=f"http://127.0.0.1:{port}/sse", prefix="old_"))
+    config = '[gateway]\nstate = "memory:"\n' + gwkit.toml_upstream(
+        "old", url=f"http://127.0.0.1:{port}/sse", prefix="old_"
+    )
     gw = gwkit.start_gateway("gateway", log_dir, config)
     stack.append(gw)
     return gw

@@ -30,8 +30,9 @@ PEERS = HERE / "peers"
 REPO = HERE.parents[1]
 
 
-def stdio_server(name: str, script: str, folder: Path, python: str | Path = sys.executable,
-                 **extra: Any) -> ServerConfig:
+def stdio_server(
+    name: str, script: str, folder: Path, python: str | Path = sys.executable, **extra: Any
+) -> ServerConfig:
     """A stdio server config running ``servers/<script>`` (or a peer) as a real process."""
     path = script if Path(script).is_absolute() else str(SERVERS / script)
     env = {"HOST_TEST_DIR": str(folder), "SERVER_NAME": name, "PYTHONUNBUFFERED": "1"}
@@ -47,8 +48,9 @@ def calls(folder: Path, server: str) -> list[str]:
 class ScriptedPerson(Interaction):
     """Answers like a person would, from rules given by the test; remembers what it saw."""
 
-    def __init__(self, *, consent: bool | Callable[[ConsentRequest], Any] = False,
-                 name: str = "Ada") -> None:
+    def __init__(
+        self, *, consent: bool | Callable[[ConsentRequest], Any] = False, name: str = "Ada"
+    ) -> None:
         self._consent = consent
         self.name = name
         self.asked: list[ConsentRequest] = []
@@ -66,8 +68,9 @@ class ScriptedPerson(Interaction):
         return {"action": "accept", "content": {"name": self.name}}
 
 
-def trusted_env(config: dict[str, Any] | Path, folder: Path, *,
-                trusted: bool = True) -> dict[str, str]:
+def trusted_env(
+    config: dict[str, Any] | Path, folder: Path, *, trusted: bool = True
+) -> dict[str, str]:
     """An environment whose trust file (in ``folder``, never the user's) already trusts
     every server of ``config`` (or none, with ``trusted=False``)."""
     store = TrustStore(folder / "trusted-servers.json")
@@ -79,9 +82,14 @@ def trusted_env(config: dict[str, Any] | Path, folder: Path, *,
 
 
 @contextlib.contextmanager
-def web_host(config: dict[str, Any] | Path, folder: Path, *extra: str,
-             cwd: Path | None = None, trusted: bool = True,
-             env: dict[str, str] | None = None) -> Iterator[str]:
+def web_host(
+    config: dict[str, Any] | Path,
+    folder: Path,
+    *extra: str,
+    cwd: Path | None = None,
+    trusted: bool = True,
+    env: dict[str, str] | None = None,
+) -> Iterator[str]:
     """``mcpkit host --web`` as a real process, started as a person would (``config`` is
     written to ``folder``, or is a file already); yields the URL it prints (with its
     token) and stops it with SIGINT.  Its servers are trusted beforehand unless
@@ -91,18 +99,26 @@ def web_host(config: dict[str, Any] | Path, folder: Path, *extra: str,
     else:
         path = folder / "mcp.json"
         path.write_text(json.dumps(config))
-    env = {**trusted_env(path, folder, trusted=trusted),
-           "MCPKIT_TOKEN_FILE": str(folder / "oauth-tokens.json"), **(env or {})}
+    env = {
+        **trusted_env(path, folder, trusted=trusted),
+        "MCPKIT_TOKEN_FILE": str(folder / "oauth-tokens.json"),
+        **(env or {}),
+    }
     log = folder / "host.log"
-    proc = spawn([sys.executable, "-m", "mcpkit.cli.main", "host", "--web", "--config",
-                  str(path), *extra], log, cwd=cwd, env=env)
+    proc = spawn(
+        [sys.executable, "-m", "mcpkit.cli.main", "host", "--web", "--config", str(path), *extra],
+        log,
+        cwd=cwd,
+        env=env,
+    )
     try:
         url = None
         deadline = time.monotonic() + 30
         while url is None and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-            found = re.search(r"open (http://127\.0\.0\.1:\d+/\?token=\S+)",
-                              log.read_text(errors="replace"))
+            found = re.search(
+                r"open (http://127\.0\.0\.1:\d+/\?token=\S+)", log.read_text(errors="replace")
+            )
             url = found.group(1) if found else None
         if url is None:
             raise RuntimeError(f"mcpkit host --web did not start:\n{tail(log, 60)}")

@@ -28,8 +28,20 @@ def _install(python: Path) -> str | None:
         shutil.rmtree(VENV)  # a half-finished earlier attempt
     subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, timeout=120)
     proc = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         f"mcp=={SDK_VERSION}"], capture_output=True, text=True, timeout=900, check=False)
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            f"mcp=={SDK_VERSION}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     if proc.returncode != 0:
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         return lines[-1] if lines else f"pip exited with {proc.returncode}"

@@ -20,15 +20,22 @@ from hostkit import REPO, SERVERS, web_host
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts" / "host-web"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI") == "true":
         raise RuntimeError(f"{CHROMIUM} is missing: .ci/run must install chromium")
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)",
-                allow_module_level=True)
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -36,17 +43,21 @@ def host_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("web-host")
     config = {
         "mcpServers": {
-            "alpha": {"command": sys.executable, "args": [str(SERVERS / "alpha.py")],
-                      "env": {"HOST_TEST_DIR": str(folder)}},
-            "dice": {"command": sys.executable,
-                     "args": [str(REPO / "examples" / "app_server.py")]},
+            "alpha": {
+                "command": sys.executable,
+                "args": [str(SERVERS / "alpha.py")],
+                "env": {"HOST_TEST_DIR": str(folder)},
+            },
+            "dice": {"command": sys.executable, "args": [str(REPO / "examples" / "app_server.py")]},
         },
         "permissions": {"default": "ask"},
-        "model": {"provider": "scripted", "script": [
-            {"tool_calls": [{"name": "alpha__write_note",
-                             "arguments": {"text": "buy tea"}}]},
-            {"text": "Done: the note is saved."},
-        ]},
+        "model": {
+            "provider": "scripted",
+            "script": [
+                {"tool_calls": [{"name": "alpha__write_note", "arguments": {"text": "buy tea"}}]},
+                {"text": "Done: the note is saved."},
+            ],
+        },
     }
     with web_host(config, folder) as url:
         yield url
@@ -57,8 +68,12 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with playwright_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM,
-            args=FLAGS, headless=True, viewport={"width": 1400, "height": 900})
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=CHROMIUM,
+            args=FLAGS,
+            headless=True,
+            viewport={"width": 1400, "height": 900},
+        )
         yield context
         context.close()
 
@@ -98,9 +113,11 @@ def test_the_page_and_api_need_the_token(host_url: str) -> None:
     token = host_url.split("token=")[1]
     ok = httpx.get(base + "/api/state", headers={"Authorization": f"Bearer {token}"})
     assert ok.status_code == 200
-    cross = httpx.post(base + "/api/tools/call", json={"name": "alpha__echo"},
-                       headers={"Authorization": f"Bearer {token}",
-                                "Origin": "http://evil.example"})
+    cross = httpx.post(
+        base + "/api/tools/call",
+        json={"name": "alpha__echo"},
+        headers={"Authorization": f"Bearer {token}", "Origin": "http://evil.example"},
+    )
     assert cross.status_code == 403
 
 
@@ -158,8 +175,12 @@ def test_an_mcp_app_renders_and_calls_a_tool_through_the_host(page: Any) -> None
     frame.wait_for_selector(".die")
     assert len(frame.query_selector_all(".die")) == 3
     # the view cannot reach into the host page (opaque origin)
-    assert frame.evaluate("() => { try { return parent.document.title } "
-                          "catch (e) { return 'blocked' } }") == "blocked"
+    assert (
+        frame.evaluate(
+            "() => { try { return parent.document.title } catch (e) { return 'blocked' } }"
+        )
+        == "blocked"
+    )
     shot(page, "06-app-rendered")
     frame.click("#again")  # the app calls tools/call -> the host's policy asks the person
     page.wait_for_selector(".dialog[data-kind='consent'] #approve")
@@ -178,8 +199,11 @@ def test_progress_resources_and_prompts(page: Any) -> None:
     page.fill("#f-steps", "4")
     page.click("#call-button")
     page.wait_for_selector("#result pre.text:has-text('counted to 4')")
-    assert page.eval_on_selector("#progress", "el => [el.value, el.max, el.hidden]") == [4, 4,
-                                                                                        False]
+    assert page.eval_on_selector("#progress", "el => [el.value, el.max, el.hidden]") == [
+        4,
+        4,
+        False,
+    ]
     assert "step 4 of 4" in page.inner_text("#progress-note")
     shot(page, "09-progress")
     page.click(".tabs button[data-tab='resources']")
@@ -189,8 +213,10 @@ def test_progress_resources_and_prompts(page: Any) -> None:
     page.click(".tabs button[data-tab='prompts']")
     page.click("li.prompt:has-text('review')")
     page.fill("#f-topic", "g")  # completion/complete, as the person types
-    page.wait_for_function("() => [...document.querySelectorAll('#complete-topic option')]"
-                           ".map(o => o.value).join('|') === 'green tea|genmaicha|gunpowder'")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#complete-topic option')]"
+        ".map(o => o.value).join('|') === 'green tea|genmaicha|gunpowder'"
+    )
     page.fill("#f-topic", "green tea")
     page.click("button:has-text('Get prompt')")
     page.wait_for_selector("#detail pre:has-text('green tea')")
@@ -220,10 +246,12 @@ def test_cancel_a_running_call_from_the_tools_tab(page: Any) -> None:
     page.wait_for_selector("li.audit:has-text('alpha__slow'):has-text('cancelled')")
 
 
-def test_a_config_command_runs_only_after_the_person_trusts_it(browser: Any,
-                                                               tmp_path: Path) -> None:
-    config = {"mcpServers": {"beta": {"command": sys.executable,
-                                      "args": [str(SERVERS / "beta.py")]}}}
+def test_a_config_command_runs_only_after_the_person_trusts_it(
+    browser: Any, tmp_path: Path
+) -> None:
+    config = {
+        "mcpServers": {"beta": {"command": sys.executable, "args": [str(SERVERS / "beta.py")]}}
+    }
     with web_host(config, tmp_path, trusted=False) as url:
         page = browser.new_page()
         page.set_default_timeout(15_000)
@@ -239,4 +267,5 @@ def test_a_config_command_runs_only_after_the_person_trusts_it(browser: Any,
     # remembered for this user (here: the test's trust file)
     trusted = json.loads((tmp_path / "trusted-servers.json").read_text())
     assert [entry["command"] for entry in trusted.values()] == [
-        f"{sys.executable} {SERVERS / 'beta.py'}"]
+        f"{sys.executable} {SERVERS / 'beta.py'}"
+    ]

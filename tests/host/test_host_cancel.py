@@ -36,8 +36,13 @@ async def cancel_a_slow_call(host: Host, folder: Path) -> None:
 
     async def run() -> None:
         try:
-            await host.call_tool("alpha__slow", {"steps": 2000}, origin="user", call_id="x",
-                                 on_progress=lambda params: started.set())
+            await host.call_tool(
+                "alpha__slow",
+                {"steps": 2000},
+                origin="user",
+                call_id="x",
+                on_progress=lambda params: started.set(),
+            )
         except ToolCancelled as exc:
             outcome.append(exc)
 
@@ -66,9 +71,22 @@ async def test_cancel_over_stdio_in_both_eras(tmp_path: Path, era: str) -> None:
 @pytest.fixture
 def alpha_http(tmp_path: Path) -> Iterator[str]:
     port = free_port()
-    proc = spawn([sys.executable, "-m", "mcpkit.cli.main", "serve", str(SERVERS / "alpha.py"),
-                  "--http", "--port", str(port), "--state", "memory:"],
-                 tmp_path / "alpha-http.log", env={"HOST_TEST_DIR": str(tmp_path)})
+    proc = spawn(
+        [
+            sys.executable,
+            "-m",
+            "mcpkit.cli.main",
+            "serve",
+            str(SERVERS / "alpha.py"),
+            "--http",
+            "--port",
+            str(port),
+            "--state",
+            "memory:",
+        ],
+        tmp_path / "alpha-http.log",
+        env={"HOST_TEST_DIR": str(tmp_path)},
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         wait_http(url, proc, tmp_path / "alpha-http.log")
@@ -85,18 +103,24 @@ async def test_cancel_over_streamable_http(tmp_path: Path, alpha_http: str) -> N
 
 
 async def test_the_model_is_told_the_person_cancelled(tmp_path: Path) -> None:
-    model = ScriptedModel([
-        ModelReply(tool_calls=(ToolCall("t1", "alpha__slow", {"steps": 2000}),)),
-        lambda messages: ModelReply(text=messages[-1]["content"][0]["content"][0]["text"]),
-    ])
-    config = HostConfig(servers=(stdio_server("alpha", "alpha.py", tmp_path),),
-                        server_permissions={"alpha": Permission.ALLOW})
+    model = ScriptedModel(
+        [
+            ModelReply(tool_calls=(ToolCall("t1", "alpha__slow", {"steps": 2000}),)),
+            lambda messages: ModelReply(text=messages[-1]["content"][0]["content"][0]["text"]),
+        ]
+    )
+    config = HostConfig(
+        servers=(stdio_server("alpha", "alpha.py", tmp_path),),
+        server_permissions={"alpha": Permission.ALLOW},
+    )
     async with Host(config) as host:
+
         async def cancel_when_running(kind: str, data: dict[str, Any]) -> None:
             if kind == "progress":
                 host.cancel_call("chat:t1")
 
         async with host.events() as stream, anyio.create_task_group() as tg:
+
             async def watch() -> None:
                 async for kind, data in stream:
                     await cancel_when_running(kind, data)
@@ -115,6 +139,7 @@ async def test_a_task_required_tool_runs_through_the_host(tmp_path: Path) -> Non
     async with Host(config) as host:
         await host.connection("alpha").wait_ready()
         async with host.events() as stream, anyio.create_task_group() as tg:
+
             async def watch() -> None:
                 async for kind, data in stream:
                     if kind == "task":  # what the page shows while the task runs

@@ -19,13 +19,20 @@ from hostkit import REPO, SERVERS, web_host
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path("/tmp/host-shots")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)",
-                allow_module_level=True)
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -36,21 +43,30 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def host_url(folder: Path) -> Iterator[str]:
     config = {
-        "mcpServers": {"probe": {
-            "command": sys.executable, "args": [str(SERVERS / "probe.py")],
-            "env": {"HOST_TEST_DIR": str(folder)},
-            "tools": {"note": "allow", "show_probe": "allow", "wait_probe": "allow"}}},
+        "mcpServers": {
+            "probe": {
+                "command": sys.executable,
+                "args": [str(SERVERS / "probe.py")],
+                "env": {"HOST_TEST_DIR": str(folder)},
+                "tools": {"note": "allow", "show_probe": "allow", "wait_probe": "allow"},
+            }
+        },
         "permissions": {"default": "ask"},
-        "model": {"provider": "scripted", "script": [
-            {"text": "Let me show it.",
-             "tool_calls": [{"name": "probe__show_probe", "arguments": {"topic": "tea"}}]},
-            {"text": "Here is the probe."},
-            {"echo": True},
-            {"tool_calls": [{"name": "probe__show_probe", "arguments": {"topic": "coffee"}}]},
-            {"text": "Another probe."},
-            {"tool_calls": [{"name": "probe__wait_probe", "arguments": {"topic": "slow"}}]},
-            {"text": "Cancelled, fine."},
-        ]},
+        "model": {
+            "provider": "scripted",
+            "script": [
+                {
+                    "text": "Let me show it.",
+                    "tool_calls": [{"name": "probe__show_probe", "arguments": {"topic": "tea"}}],
+                },
+                {"text": "Here is the probe."},
+                {"echo": True},
+                {"tool_calls": [{"name": "probe__show_probe", "arguments": {"topic": "coffee"}}]},
+                {"text": "Another probe."},
+                {"tool_calls": [{"name": "probe__wait_probe", "arguments": {"topic": "slow"}}]},
+                {"text": "Cancelled, fine."},
+            ],
+        },
     }
     with web_host(config, folder) as url:
         yield url
@@ -61,8 +77,12 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     SHOTS.mkdir(parents=True, exist_ok=True)
     with playwright_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM,
-            args=FLAGS, headless=True, viewport={"width": 1400, "height": 900})
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=CHROMIUM,
+            args=FLAGS,
+            headless=True,
+            viewport={"width": 1400, "height": 900},
+        )
         yield context
         context.close()
 
@@ -90,8 +110,7 @@ def inner_view(proxy_el: Any) -> Any:
     return proxy_el.content_frame().wait_for_selector("iframe").content_frame()
 
 
-def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any,
-                                                                folder: Path) -> None:
+def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any, folder: Path) -> None:
     page.fill("#chat-input", "Show me the probe.")
     page.press("#chat-input", "Enter")
     proxy_el = page.wait_for_selector("[data-testid=chat] [data-testid=app-view]")
@@ -111,7 +130,9 @@ def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any,
     page.wait_for_selector(".msg.assistant:not(.streaming):has-text('Here is the probe.')")
     # streamed word by word into one line, which the final event completes
     assert [e.inner_text() for e in page.query_selector_all(".msg.assistant")] == [
-        "Let me show it.", "Here is the probe."]
+        "Let me show it.",
+        "Here is the probe.",
+    ]
     page.screenshot(path=str(SHOTS / "chat-01-app-inline.png"))
 
     view.click("#ctx")  # ui/update-model-context: kept for the next turn
@@ -149,8 +170,7 @@ def test_a_declined_ui_message_never_reaches_the_chat(page: Any, folder: Path) -
     assert page.inner_text("[data-testid=chat]") == before
 
 
-def test_replacing_a_view_in_the_tools_tab_tears_the_old_one_down(page: Any,
-                                                                  folder: Path) -> None:
+def test_replacing_a_view_in_the_tools_tab_tears_the_old_one_down(page: Any, folder: Path) -> None:
     already = events(folder).count("teardown")
     page.click("[data-testid='tool:probe:show_probe']")
     page.fill("#f-topic", "first")
@@ -166,8 +186,7 @@ def test_replacing_a_view_in_the_tools_tab_tears_the_old_one_down(page: Any,
     assert len(page.query_selector_all("#detail [data-testid=app-view]")) == 1
 
 
-def test_a_view_shows_from_the_start_of_the_call_and_hears_it_was_cancelled(
-        page: Any) -> None:
+def test_a_view_shows_from_the_start_of_the_call_and_hears_it_was_cancelled(page: Any) -> None:
     page.fill("#chat-input", "Wait for it.")
     page.press("#chat-input", "Enter")
     entry = page.wait_for_selector("[data-testid=chat] .msg.app[data-tool='probe:wait_probe']")

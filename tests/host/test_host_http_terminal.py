@@ -21,8 +21,21 @@ pytestmark = pytest.mark.anyio
 def gamma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     log = tmp_path_factory.mktemp("gamma") / "gamma.log"
-    proc = spawn([sys.executable, "-m", "mcpkit.cli.main", "serve", str(SERVERS / "gamma.py"),
-                  "--http", "--port", str(port), "--state", "memory:"], log)
+    proc = spawn(
+        [
+            sys.executable,
+            "-m",
+            "mcpkit.cli.main",
+            "serve",
+            str(SERVERS / "gamma.py"),
+            "--http",
+            "--port",
+            str(port),
+            "--state",
+            "memory:",
+        ],
+        log,
+    )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         wait_http(url, proc, log)
@@ -32,8 +45,9 @@ def gamma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 async def test_http_server_with_mcp_param_headers(gamma_url: str) -> None:
-    config = HostConfig(servers=(ServerConfig("gamma", url=gamma_url),),
-                        default_permission=Permission.ALLOW)
+    config = HostConfig(
+        servers=(ServerConfig("gamma", url=gamma_url),), default_permission=Permission.ALLOW
+    )
     async with Host(config) as host:
         assert host.servers["gamma"].state == "ready"
         names = [t.qualified_name for t in await host.list_tools()]
@@ -47,27 +61,48 @@ async def test_http_server_with_mcp_param_headers(gamma_url: str) -> None:
 
 def test_terminal_host_with_consent_prompts(tmp_path: Path) -> None:
     config = {
-        "mcpServers": {"alpha": {"command": sys.executable, "args": [str(SERVERS / "alpha.py")],
-                                 "env": {"HOST_TEST_DIR": str(tmp_path)}}},
-        "model": {"provider": "scripted", "script": [
-            {"tool_calls": [{"name": "alpha__write_note", "arguments": {"text": "one"}}]},
-            {"text": "Refused, fine."},
-            {"tool_calls": [{"name": "alpha__write_note", "arguments": {"text": "two"}}]},
-            {"text": "Saved it."}]},
+        "mcpServers": {
+            "alpha": {
+                "command": sys.executable,
+                "args": [str(SERVERS / "alpha.py")],
+                "env": {"HOST_TEST_DIR": str(tmp_path)},
+            }
+        },
+        "model": {
+            "provider": "scripted",
+            "script": [
+                {"tool_calls": [{"name": "alpha__write_note", "arguments": {"text": "one"}}]},
+                {"text": "Refused, fine."},
+                {"tool_calls": [{"name": "alpha__write_note", "arguments": {"text": "two"}}]},
+                {"text": "Saved it."},
+            ],
+        },
     }
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps(config))
-    typed = "\n".join([
-        "/tools",
-        "note one", "n",        # the model asks; the person says no
-        "note two", "y",        # the model asks again; yes
-        '/call alpha__add {"a": 1, "b": 2}',
-        "/audit",
-        "/quit",
-    ]) + "\n"
-    run = subprocess.run([sys.executable, "-m", "mcpkit.cli.main", "host", "--config",
-                          str(path)], input=typed, capture_output=True, text=True, timeout=60,
-                         env=trusted_env(path, tmp_path))
+    typed = (
+        "\n".join(
+            [
+                "/tools",
+                "note one",
+                "n",  # the model asks; the person says no
+                "note two",
+                "y",  # the model asks again; yes
+                '/call alpha__add {"a": 1, "b": 2}',
+                "/audit",
+                "/quit",
+            ]
+        )
+        + "\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", "host", "--config", str(path)],
+        input=typed,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=trusted_env(path, tmp_path),
+    )
     out = run.stdout
     assert run.returncode == 0, run.stderr
     assert "alpha: ready" in out and "model: scripted" in out

@@ -30,8 +30,13 @@ pytestmark = pytest.mark.anyio
 
 
 def two_servers(folder: Path, **extra: Any) -> HostConfig:
-    return HostConfig(servers=(stdio_server("alpha", "alpha.py", folder),
-                               stdio_server("beta", "beta.py", folder)), **extra)
+    return HostConfig(
+        servers=(
+            stdio_server("alpha", "alpha.py", folder),
+            stdio_server("beta", "beta.py", folder),
+        ),
+        **extra,
+    )
 
 
 def last_result_text(messages: list[dict[str, Any]]) -> str:
@@ -43,22 +48,32 @@ async def test_a_scripted_conversation_uses_tools_on_two_servers(tmp_path: Path)
     def answer(messages: list[dict[str, Any]]) -> ModelReply:
         return ModelReply(text=f"Alpha said {last_result_text(messages)!r}; all done.")
 
-    model = ScriptedModel([
-        ModelReply(text="Let me add.",
-                   tool_calls=(ToolCall("c1", "alpha__add", {"a": 2, "b": 3}),)),
-        ModelReply(tool_calls=(ToolCall("c2", "beta__weather", {"city": "Oslo"}),
-                               ToolCall("c3", "alpha__write_note", {"text": "hi"}))),
-        ModelReply(tool_calls=(ToolCall("c4", "alpha__echo", {"text": "twice"}),)),
-        answer,
-    ])
+    model = ScriptedModel(
+        [
+            ModelReply(
+                text="Let me add.", tool_calls=(ToolCall("c1", "alpha__add", {"a": 2, "b": 3}),)
+            ),
+            ModelReply(
+                tool_calls=(
+                    ToolCall("c2", "beta__weather", {"city": "Oslo"}),
+                    ToolCall("c3", "alpha__write_note", {"text": "hi"}),
+                )
+            ),
+            ModelReply(tool_calls=(ToolCall("c4", "alpha__echo", {"text": "twice"}),)),
+            answer,
+        ]
+    )
     person = ScriptedPerson(consent=lambda request: request.tool != "write_note")
-    config = two_servers(tmp_path, server_permissions={"beta": Permission.ALLOW},
-                         tool_permissions={"alpha__add": Permission.ALLOW,
-                                           "alpha__echo": Permission.ALLOW})
+    config = two_servers(
+        tmp_path,
+        server_permissions={"beta": Permission.ALLOW},
+        tool_permissions={"alpha__add": Permission.ALLOW, "alpha__echo": Permission.ALLOW},
+    )
     events: list[tuple[str, dict[str, Any]]] = []
     async with Host(config, interaction=person) as host:
-        chat = Conversation(host, model, system="Be brief.",
-                            on_event=lambda kind, data: events.append((kind, data)))
+        chat = Conversation(
+            host, model, system="Be brief.", on_event=lambda kind, data: events.append((kind, data))
+        )
         final = await chat.send("Add 2 and 3, check Oslo, then note it.")
     assert final == "Alpha said 'twice'; all done."
     # every request offered the tools of both servers, namespaced
@@ -67,13 +82,17 @@ async def test_a_scripted_conversation_uses_tools_on_two_servers(tmp_path: Path)
     assert system.startswith("Be brief.\n\nInstructions from the MCP servers")
     assert '<server name="alpha" tools="alpha__*">\nArithmetic, notes' in system
     second = model.requests[1]["messages"]
-    assert second[-1]["content"][0] == {"type": "tool_result", "tool_use_id": "c1",
-                                        "content": [{"type": "text", "text": "alpha: 5"}],
-                                        "is_error": False}
+    assert second[-1]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "c1",
+        "content": [{"type": "text", "text": "alpha: 5"}],
+        "is_error": False,
+    }
     third = model.requests[2]["messages"][-1]["content"]
     weather, note = third
-    assert weather["content"][0]["text"] == json.dumps({"city": "Oslo", "celsius": 21.5},
-                                                       separators=(",", ":"))
+    assert weather["content"][0]["text"] == json.dumps(
+        {"city": "Oslo", "celsius": 21.5}, separators=(",", ":")
+    )
     assert note["is_error"] and "refused" in note["content"][0]["text"]
     assert calls(tmp_path, "alpha") == ["add", "echo"]  # the refused note never ran
     assert calls(tmp_path, "beta") == ["weather"]
@@ -90,18 +109,29 @@ async def test_resources_and_prompts_the_person_attaches(tmp_path: Path) -> None
     sent = model.requests[0]["messages"]
     assert len(sent) == 1 and sent[0]["role"] == "user"
     texts = [b["text"] for b in sent[0]["content"]]
-    assert texts == ["[note://alpha/today]\nWater the plants.",
-                     "Write a two-line review of tea.", "and be kind"]
+    assert texts == [
+        "[note://alpha/today]\nWater the plants.",
+        "Write a two-line review of tea.",
+        "and be kind",
+    ]
 
 
 async def test_sampling_uses_only_what_the_server_sent() -> None:
     model = ScriptedModel([{"text": "a haiku"}])
     sample = sampler_for(model)
-    result = await sample({"messages": [{"role": "user", "content": {"type": "text",
-                                                                      "text": "write a haiku"}}],
-                           "systemPrompt": "poet", "maxTokens": 50})
-    assert result == {"role": "assistant", "content": {"type": "text", "text": "a haiku"},
-                      "model": "scripted", "stopReason": "endTurn"}
+    result = await sample(
+        {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "write a haiku"}}],
+            "systemPrompt": "poet",
+            "maxTokens": 50,
+        }
+    )
+    assert result == {
+        "role": "assistant",
+        "content": {"type": "text", "text": "a haiku"},
+        "model": "scripted",
+        "stopReason": "endTurn",
+    }
     assert model.requests[0]["tools"] == [] and model.requests[0]["system"] == "poet"
 
 
@@ -131,8 +161,7 @@ async def serve() -> AsyncIterator[Callable[[FakeApi], Any]]:
         async def start(api: FakeApi) -> str:
             sock = socket.socket()
             sock.bind(("127.0.0.1", 0))
-            server = uvicorn.Server(uvicorn.Config(api.app, log_level="warning",
-                                                   lifespan="off"))
+            server = uvicorn.Server(uvicorn.Config(api.app, log_level="warning", lifespan="off"))
             servers.append(server)
             tg.start_soon(lambda: server.serve(sockets=[sock]))
             with anyio.fail_after(10):
@@ -147,40 +176,64 @@ async def serve() -> AsyncIterator[Callable[[FakeApi], Any]]:
 
 def anthropic_handler(body: dict[str, Any], n: int) -> dict[str, Any]:
     if n == 1:
-        return {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
-                "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5},
-                "content": [{"type": "text", "text": "Let me look."},
-                            {"type": "tool_use", "id": "toolu_1", "name": "beta__chart",
-                             "input": {}},
-                            {"type": "tool_use", "id": "toolu_2", "name": "alpha__add",
-                             "input": {"a": 1, "b": 2}}]}
-    return {"id": "msg_2", "type": "message", "role": "assistant", "model": body["model"],
-            "stop_reason": "end_turn", "content": [{"type": "text", "text": "A bar chart; 3."}]}
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+            "content": [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "toolu_1", "name": "beta__chart", "input": {}},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_2",
+                    "name": "alpha__add",
+                    "input": {"a": 1, "b": 2},
+                },
+            ],
+        }
+    return {
+        "id": "msg_2",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "stop_reason": "end_turn",
+        "content": [{"type": "text", "text": "A bar chart; 3."}],
+    }
 
 
 async def test_anthropic_adapter_against_a_fake_messages_api(
-        tmp_path: Path, serve: Callable[[FakeApi], Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, serve: Callable[[FakeApi], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     api = FakeApi("/v1/messages", anthropic_handler)
     base = await serve(api)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     model = model_from_config(ModelConfig("anthropic", "claude-test", base_url=base))
     assert isinstance(model, AnthropicModel)
     async with Host(two_servers(tmp_path, default_permission=Permission.ALLOW)) as host:
-        final = await Conversation(host, model, system="sys",
-                                   stream=False).send("Show me the chart")
+        final = await Conversation(host, model, system="sys", stream=False).send(
+            "Show me the chart"
+        )
     assert final == "A bar chart; 3."
     headers, first = api.requests[0]
     assert headers["x-api-key"] == "sk-ant-test" and headers["anthropic-version"]
     assert first["system"].startswith("sys\n\n") and first["model"] == "claude-test"
     assert "Arithmetic, notes and a crash button." in first["system"]  # alpha's instructions
-    assert first["messages"] == [{"role": "user", "content": [{"type": "text",
-                                                               "text": "Show me the chart"}]}]
+    assert first["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Show me the chart"}]}
+    ]
     tool = next(t for t in first["tools"] if t["name"] == "alpha__distance")
     assert tool["input_schema"]["properties"]["start"]["properties"]["x"]["type"] == "number"
     _, second = api.requests[1]
     assistant, results = second["messages"][1:]
-    assert assistant["content"][1] == {"type": "tool_use", "id": "toolu_1",
-                                       "name": "beta__chart", "input": {}}
+    assert assistant["content"][1] == {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "beta__chart",
+        "input": {},
+    }
     chart, add = results["content"]
     assert chart["type"] == "tool_result" and chart["tool_use_id"] == "toolu_1"
     image = chart["content"][0]
@@ -191,29 +244,44 @@ async def test_anthropic_adapter_against_a_fake_messages_api(
 
 def openai_handler(body: dict[str, Any], n: int) -> dict[str, Any]:
     if n == 1:
-        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_a", "type": "function",
-             "function": {"name": "beta__chart", "arguments": "{}"}},
-            {"id": "call_b", "type": "function",
-             "function": {"name": "alpha__add", "arguments": '{"a": 4, "b": 5}'}}]}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "beta__chart", "arguments": "{}"},
+                },
+                {
+                    "id": "call_b",
+                    "type": "function",
+                    "function": {"name": "alpha__add", "arguments": '{"a": 4, "b": 5}'},
+                },
+            ],
+        }
         reason = "tool_calls"
     else:
         message, reason = {"role": "assistant", "content": "Chart seen; 9."}, "stop"
-    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": reason}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}}
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "model": body["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+    }
 
 
 async def test_openai_adapter_against_a_fake_chat_completions_api(
-        tmp_path: Path, serve: Callable[[FakeApi], Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, serve: Callable[[FakeApi], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     api = FakeApi("/v1/chat/completions", openai_handler)
     base = await serve(api)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     model = model_from_config(ModelConfig("openai", "gpt-test", base_url=base + "/v1"))
     assert isinstance(model, OpenAIModel)
     async with Host(two_servers(tmp_path, default_permission=Permission.ALLOW)) as host:
-        final = await Conversation(host, model, system="sys",
-                                   stream=False).send("chart please")
+        final = await Conversation(host, model, system="sys", stream=False).send("chart please")
     assert final == "Chart seen; 9."
     headers, first = api.requests[0]
     assert headers["authorization"] == "Bearer sk-test"
@@ -226,8 +294,7 @@ async def test_openai_adapter_against_a_fake_chat_completions_api(
     roles = [m["role"] for m in second["messages"]]
     assert roles == ["system", "user", "assistant", "tool", "tool", "user"]
     assistant = second["messages"][2]
-    assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["beta__chart",
-                                                                       "alpha__add"]
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["beta__chart", "alpha__add"]
     chart_msg, add_msg, images = second["messages"][3:]
     assert chart_msg["tool_call_id"] == "call_a" and "image" in chart_msg["content"]
     assert add_msg == {"role": "tool", "tool_call_id": "call_b", "content": "alpha: 9"}
@@ -249,14 +316,18 @@ async def test_model_errors_are_reported_in_words(serve: Callable[[FakeApi], Any
 
 async def test_context_hygiene_denied_tools_output_cap_and_instructions(tmp_path: Path) -> None:
     big = "word " * 20_000  # about 25,000 estimated tokens
-    model = ScriptedModel([
-        ModelReply(tool_calls=(ToolCall("c1", "alpha__echo", {"text": big}),)),
-        ModelReply(text="ok"),
-    ])
-    config = two_servers(tmp_path, server_permissions={"alpha": Permission.ALLOW},
-                         tool_permissions={"alpha__crash": Permission.DENY,
-                                           "beta__add": Permission.DENY},
-                         max_tool_output_tokens=1000)
+    model = ScriptedModel(
+        [
+            ModelReply(tool_calls=(ToolCall("c1", "alpha__echo", {"text": big}),)),
+            ModelReply(text="ok"),
+        ]
+    )
+    config = two_servers(
+        tmp_path,
+        server_permissions={"alpha": Permission.ALLOW},
+        tool_permissions={"alpha__crash": Permission.DENY, "beta__add": Permission.DENY},
+        max_tool_output_tokens=1000,
+    )
     async with Host(config, interaction=ScriptedPerson()) as host:
         chat = Conversation(host, model)
         assert await chat.send("echo it") == "ok"
@@ -284,11 +355,13 @@ def test_the_token_estimate_errs_high_for_non_ascii_and_keeps_images() -> None:
 
 
 async def test_deferred_tool_loading_offers_a_search_and_what_it_found(tmp_path: Path) -> None:
-    model = ScriptedModel([
-        ModelReply(tool_calls=(ToolCall("s1", "search_tools", {"query": "weather city"}),)),
-        ModelReply(tool_calls=(ToolCall("w1", "beta__weather", {"city": "Oslo"}),)),
-        ModelReply(text="Mild in Oslo."),
-    ])
+    model = ScriptedModel(
+        [
+            ModelReply(tool_calls=(ToolCall("s1", "search_tools", {"query": "weather city"}),)),
+            ModelReply(tool_calls=(ToolCall("w1", "beta__weather", {"city": "Oslo"}),)),
+            ModelReply(text="Mild in Oslo."),
+        ]
+    )
     config = two_servers(tmp_path, default_permission=Permission.ALLOW, tool_search=0)
     async with Host(config) as host:
         chat = Conversation(host, model)

@@ -36,8 +36,13 @@ def serve(make_app: Any) -> Iterator[tuple[str, Any]]:
 @contextmanager
 def protected(token_ttl_s: int = 3600) -> Iterator[tuple[str, LocalAuthorizationServer]]:
     """(the MCP server's URL, the authorization server)."""
-    with serve(lambda base: LocalAuthorizationServer(base, token_ttl_s=token_ttl_s)) as (
-            issuer, authz), serve(lambda base: build_app(issuer, base + "/mcp")) as (mcp, _):
+    with (
+        serve(lambda base: LocalAuthorizationServer(base, token_ttl_s=token_ttl_s)) as (
+            issuer,
+            authz,
+        ),
+        serve(lambda base: build_app(issuer, base + "/mcp")) as (mcp, _),
+    ):
         yield mcp + "/mcp", authz
 
 
@@ -68,8 +73,9 @@ async def test_from_401_to_a_call_with_a_refresh_and_a_logout(tmp_path: Path) ->
     with protected(token_ttl_s=5) as (url, authz):
         store = FileTokenStore(tmp_path / "tokens.json")
         person = OpensLinks()
-        config = HostConfig(servers=(ServerConfig(name="prot", url=url),),
-                            default_permission=Permission.ALLOW)
+        config = HostConfig(
+            servers=(ServerConfig(name="prot", url=url),), default_permission=Permission.ALLOW
+        )
         async with Host(config, interaction=person, token_store=store) as host:
             conn = host.connection("prot")
             await conn.wait_ready()
@@ -95,15 +101,24 @@ def test_no_oauth_for_a_server_with_its_own_authorization_header() -> None:
     from mcpkit.host.oauth import wants_oauth
 
     assert wants_oauth(ServerConfig(name="a", url="https://x/mcp"))
-    assert not wants_oauth(ServerConfig(name="a", url="https://x/mcp",
-                                        headers={"Authorization": "Bearer k"}))
+    assert not wants_oauth(
+        ServerConfig(name="a", url="https://x/mcp", headers={"Authorization": "Bearer k"})
+    )
     assert not wants_oauth(ServerConfig(name="a", url="https://x/mcp", oauth=False))
     assert not wants_oauth(ServerConfig(name="a", command=("python", "s.py")))
 
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
@@ -117,8 +132,12 @@ def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
         tokens = tmp_path / "tokens.json"
         with web_host(config, tmp_path, env={"MCPKIT_TOKEN_FILE": str(tokens)}) as page_url:
             context = p.chromium.launch_persistent_context(
-                str(tmp_path / "profile"), executable_path=CHROMIUM, args=FLAGS,
-                headless=True, viewport={"width": 1400, "height": 900})
+                str(tmp_path / "profile"),
+                executable_path=CHROMIUM,
+                args=FLAGS,
+                headless=True,
+                viewport={"width": 1400, "height": 900},
+            )
             page = context.new_page()
             page.set_default_timeout(20_000)
             page.goto(page_url)

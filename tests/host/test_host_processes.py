@@ -34,14 +34,20 @@ def sdk(tmp_path: Path) -> Path:
 
 
 async def test_clashing_names_are_namespaced_and_all_usable(tmp_path: Path, sdk: Path) -> None:
-    config = HostConfig(servers=(
-        stdio_server("alpha", "alpha.py", tmp_path),
-        stdio_server("beta", "beta.py", tmp_path),
-        stdio_server("sdk", str(PEERS / "sdk_server.py"), tmp_path, python=sdk),
-    ), default_permission=Permission.ALLOW)
+    config = HostConfig(
+        servers=(
+            stdio_server("alpha", "alpha.py", tmp_path),
+            stdio_server("beta", "beta.py", tmp_path),
+            stdio_server("sdk", str(PEERS / "sdk_server.py"), tmp_path, python=sdk),
+        ),
+        default_permission=Permission.ALLOW,
+    )
     async with Host(config) as host:
         assert {n: c.state for n, c in host.servers.items()} == {
-            "alpha": "ready", "beta": "ready", "sdk": "ready"}
+            "alpha": "ready",
+            "beta": "ready",
+            "sdk": "ready",
+        }
         names = [t.qualified_name for t in await host.list_tools()]
         assert {"alpha__add", "beta__add", "sdk__add", "sdk__shout"} <= set(names)
         assert len(names) == len(set(names))
@@ -55,11 +61,14 @@ async def test_clashing_names_are_namespaced_and_all_usable(tmp_path: Path, sdk:
 
 
 async def test_a_crash_does_not_disturb_the_other_servers(tmp_path: Path, sdk: Path) -> None:
-    config = HostConfig(servers=(
-        stdio_server("alpha", "alpha.py", tmp_path),
-        stdio_server("beta", "beta.py", tmp_path),
-        stdio_server("sdk", str(PEERS / "sdk_server.py"), tmp_path, python=sdk),
-    ), default_permission=Permission.ALLOW)
+    config = HostConfig(
+        servers=(
+            stdio_server("alpha", "alpha.py", tmp_path),
+            stdio_server("beta", "beta.py", tmp_path),
+            stdio_server("sdk", str(PEERS / "sdk_server.py"), tmp_path, python=sdk),
+        ),
+        default_permission=Permission.ALLOW,
+    )
     async with Host(config, health_interval=0.5) as host:
         await host.list_tools()
         with pytest.raises(Exception, match="exited"):
@@ -88,14 +97,18 @@ async def test_a_crash_does_not_disturb_the_other_servers(tmp_path: Path, sdk: P
 
 
 @pytest.mark.parametrize("server", ["alpha", "sdk"])
-async def test_a_denied_tool_never_reaches_its_server(tmp_path: Path, sdk: Path,
-                                                      server: str) -> None:
+async def test_a_denied_tool_never_reaches_its_server(
+    tmp_path: Path, sdk: Path, server: str
+) -> None:
     script = "alpha.py" if server == "alpha" else str(PEERS / "sdk_server.py")
     python = sdk if server == "sdk" else None
     cfg = stdio_server(server, script, tmp_path, **({"python": python} if python else {}))
     person = ScriptedPerson(consent=True)
-    config = HostConfig(servers=(cfg,), default_permission=Permission.ALLOW,
-                        tool_permissions={f"{server}__add": Permission.DENY})
+    config = HostConfig(
+        servers=(cfg,),
+        default_permission=Permission.ALLOW,
+        tool_permissions={f"{server}__add": Permission.DENY},
+    )
     async with Host(config, interaction=person) as host:
         await host.list_tools()
         for origin in ("model", "app", "user"):
@@ -130,18 +143,27 @@ async def test_an_ask_tool_runs_only_after_consent(tmp_path: Path) -> None:
         # a person's own click is their consent; the model's request is not
         await host.call_tool("alpha__echo", {"text": "x"}, origin="user")
         assert len(person.asked) == 3
-        decisions = [(e.decision, e.by, e.outcome)
-                     for e in host.audit.for_tool("alpha__write_note")]
-        assert decisions == [("declined", "user", ""), ("approved", "user", "ok"),
-                             ("approved", "user", "ok"), ("approved", "remembered", "ok")]
+        decisions = [
+            (e.decision, e.by, e.outcome) for e in host.audit.for_tool("alpha__write_note")
+        ]
+        assert decisions == [
+            ("declined", "user", ""),
+            ("approved", "user", "ok"),
+            ("approved", "user", "ok"),
+            ("approved", "remembered", "ok"),
+        ]
     assert calls(tmp_path, "alpha") == ["write_note"] * 3 + ["echo"]
 
 
 async def test_elicitation_progress_resources_and_prompts(tmp_path: Path) -> None:
     person = ScriptedPerson(name="Grace")
-    config = HostConfig(servers=(stdio_server("alpha", "alpha.py", tmp_path),
-                                 stdio_server("beta", "beta.py", tmp_path)),
-                        default_permission=Permission.ALLOW)
+    config = HostConfig(
+        servers=(
+            stdio_server("alpha", "alpha.py", tmp_path),
+            stdio_server("beta", "beta.py", tmp_path),
+        ),
+        default_permission=Permission.ALLOW,
+    )
     async with Host(config, interaction=person) as host, host.events() as events:
         await host.list_tools()
         assert text(await host.call_tool("alpha__ask_name")) == "Hello, Grace!"
@@ -169,8 +191,9 @@ async def test_elicitation_progress_resources_and_prompts(tmp_path: Path) -> Non
 
 
 async def test_list_changed_refreshes_the_cached_tool_list(tmp_path: Path) -> None:
-    config = HostConfig(servers=(stdio_server("alpha", "alpha.py", tmp_path),),
-                        default_permission=Permission.ALLOW)
+    config = HostConfig(
+        servers=(stdio_server("alpha", "alpha.py", tmp_path),), default_permission=Permission.ALLOW
+    )
     async with Host(config) as host, host.events() as events:
         before = {t.qualified_name for t in await host.list_tools()}
         assert "alpha__extra" not in before

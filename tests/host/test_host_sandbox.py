@@ -24,13 +24,20 @@ from hostkit import SERVERS, web_host
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path("/tmp/host-shots")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)",
-                allow_module_level=True)
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
 
 
 class Listener:
@@ -80,9 +87,16 @@ def listener() -> Iterator[Listener]:
 @pytest.fixture(scope="module")
 def host_url(tmp_path_factory: pytest.TempPathFactory, listener: Listener) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("sandbox-host")
-    config = {"mcpServers": {"hostile": {
-        "command": sys.executable, "args": [str(SERVERS / "hostile.py")],
-        "env": {"LISTENER": listener.origin}, "permission": "allow"}}}
+    config = {
+        "mcpServers": {
+            "hostile": {
+                "command": sys.executable,
+                "args": [str(SERVERS / "hostile.py")],
+                "env": {"LISTENER": listener.origin},
+                "permission": "allow",
+            }
+        }
+    }
     with web_host(config, folder) as url:
         yield url
 
@@ -92,8 +106,12 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     SHOTS.mkdir(parents=True, exist_ok=True)
     with playwright_api.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM,
-            args=FLAGS, headless=True, viewport={"width": 1400, "height": 900})
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=CHROMIUM,
+            args=FLAGS,
+            headless=True,
+            viewport={"width": 1400, "height": 900},
+        )
         yield context
         context.close()
 
@@ -167,8 +185,11 @@ def test_a_dedicated_domain_is_a_real_origin_of_its_own(page: Any) -> None:
 def test_the_sandbox_server_serves_each_view_once_with_its_csp_header(host_url: str) -> None:
     base, token = host_url.split("/?")[0], host_url.split("token=")[1]
     auth = {"Authorization": f"Bearer {token}"}
-    opened = httpx.post(base + "/api/apps/open", headers=auth,
-                        json={"server": "hostile", "uri": "ui://hostile/comment.html"}).json()
+    opened = httpx.post(
+        base + "/api/apps/open",
+        headers=auth,
+        json={"server": "hostile", "uri": "ui://hostile/comment.html"},
+    ).json()
     src = opened["view"]["src"]
     assert src.startswith(opened["sandboxOrigin"] + "/view/")
     assert opened["sandboxOrigin"] != base

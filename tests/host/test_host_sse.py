@@ -26,17 +26,25 @@ from support.servers import free_port  # noqa: E402
 @pytest.fixture
 def sse_url(tmp_path: Path) -> Iterator[str]:
     port = free_port()
-    argv = [str(sdk_python()), str(CLIENT_TESTS / "peers" / "sdk_server.py"), "--sse",
-            "--port", str(port)]
-    server: ServerProcess = start_server(argv, port, f"http://127.0.0.1:{port}/sse",
-                                         tmp_path / "log.txt")
+    argv = [
+        str(sdk_python()),
+        str(CLIENT_TESTS / "peers" / "sdk_server.py"),
+        "--sse",
+        "--port",
+        str(port),
+    ]
+    server: ServerProcess = start_server(
+        argv, port, f"http://127.0.0.1:{port}/sse", tmp_path / "log.txt"
+    )
     yield server.url
     server.stop()
 
 
 async def test_an_sse_entry_is_connected_with_the_http_sse_transport(sse_url: str) -> None:
-    config = HostConfig(servers=(parse_server("old", {"type": "sse", "url": sse_url}),),
-                        default_permission=Permission.ALLOW)
+    config = HostConfig(
+        servers=(parse_server("old", {"type": "sse", "url": sse_url}),),
+        default_permission=Permission.ALLOW,
+    )
     assert config.servers[0].transport == "sse"
     async with Host(config) as host:
         assert host.servers["old"].state == "ready"

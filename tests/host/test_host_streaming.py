@@ -40,8 +40,7 @@ class Transcripts:
             body = await request.json()
             self.bodies.append(body)
             if status != 200:
-                return JSONResponse({"error": {"message": "invalid x-api-key"}},
-                                    status_code=status)
+                return JSONResponse({"error": {"message": "invalid x-api-key"}}, status_code=status)
             if body.get("stream") is not True:
                 return JSONResponse({"error": "this fake only streams"}, status_code=400)
             text = (FIXTURES / files[len(self.bodies) - 1]).read_text()
@@ -65,8 +64,7 @@ async def serve() -> AsyncIterator[Callable[[Transcripts], Any]]:
         async def start(api: Transcripts) -> str:
             sock = socket.socket()
             sock.bind(("127.0.0.1", 0))
-            server = uvicorn.Server(uvicorn.Config(api.app, log_level="warning",
-                                                   lifespan="off"))
+            server = uvicorn.Server(uvicorn.Config(api.app, log_level="warning", lifespan="off"))
             servers.append(server)
             tg.start_soon(lambda: server.serve(sockets=[sock]))
             with anyio.fail_after(10):
@@ -80,8 +78,10 @@ async def serve() -> AsyncIterator[Callable[[Transcripts], Any]]:
 
 
 async def converse(folder: Path, model: Any) -> tuple[str, list[str]]:
-    config = HostConfig(servers=(stdio_server("alpha", "alpha.py", folder),),
-                        server_permissions={"alpha": Permission.ALLOW})
+    config = HostConfig(
+        servers=(stdio_server("alpha", "alpha.py", folder),),
+        server_permissions={"alpha": Permission.ALLOW},
+    )
     deltas: list[str] = []
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
@@ -94,8 +94,7 @@ async def converse(folder: Path, model: Any) -> tuple[str, list[str]]:
 
 
 async def test_anthropic_streams_text_and_tool_input(tmp_path: Path, serve: Any) -> None:
-    api = Transcripts("/v1/messages", ["anthropic_stream_tool.sse",
-                                       "anthropic_stream_text.sse"])
+    api = Transcripts("/v1/messages", ["anthropic_stream_tool.sse", "anthropic_stream_text.sse"])
     model = AnthropicModel("claude-test", api_key="k", base_url=await serve(api))
     final, deltas = await converse(tmp_path, model)
     assert final == "The sum is 42."
@@ -104,15 +103,14 @@ async def test_anthropic_streams_text_and_tool_input(tmp_path: Path, serve: Any)
     assistant, results = api.bodies[1]["messages"][1:]
     assert assistant["content"] == [
         {"type": "text", "text": "Let me add them."},
-        {"type": "tool_use", "id": "toolu_s1", "name": "alpha__add",
-         "input": {"a": 2, "b": 40}}]  # the JSON fragments, joined
+        {"type": "tool_use", "id": "toolu_s1", "name": "alpha__add", "input": {"a": 2, "b": 40}},
+    ]  # the JSON fragments, joined
     assert results["content"][0]["content"] == [{"type": "text", "text": "alpha: 42"}]
     assert calls(tmp_path, "alpha") == ["add"]
 
 
 async def test_openai_streams_text_and_tool_arguments(tmp_path: Path, serve: Any) -> None:
-    api = Transcripts("/v1/chat/completions", ["openai_stream_tool.sse",
-                                               "openai_stream_text.sse"])
+    api = Transcripts("/v1/chat/completions", ["openai_stream_tool.sse", "openai_stream_text.sse"])
     model = OpenAIModel("gpt-test", api_key="k", base_url=await serve(api) + "/v1")
     final, deltas = await converse(tmp_path, model)
     assert final == "The sum is 42."
@@ -122,38 +120,48 @@ async def test_openai_streams_text_and_tool_arguments(tmp_path: Path, serve: Any
     assert assistant["content"] == "Adding now."
     call = assistant["tool_calls"][0]
     assert call["id"] == "call_s1" and json.loads(call["function"]["arguments"]) == {
-        "a": 2, "b": 40}
-    assert api.bodies[1]["messages"][3] == {"role": "tool", "tool_call_id": "call_s1",
-                                            "content": "alpha: 42"}
+        "a": 2,
+        "b": 40,
+    }
+    assert api.bodies[1]["messages"][3] == {
+        "role": "tool",
+        "tool_call_id": "call_s1",
+        "content": "alpha: 42",
+    }
 
 
 async def test_a_refused_stream_is_one_clear_error(serve: Any) -> None:
     api = Transcripts("/v1/messages", [], status=401)
     model = AnthropicModel("claude-test", api_key="wrong", base_url=await serve(api))
     with pytest.raises(ModelError, match=r"^Anthropic API at .* answered HTTP 401: .*x-api-key"):
-        await model.stream_reply([{"role": "user", "content": [{"type": "text",
-                                                                 "text": "hi"}]}],
-                                 [], None, lambda text: None)
+        await model.stream_reply(
+            [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+            [],
+            None,
+            lambda text: None,
+        )
 
 
 async def test_streamed_arguments_of_an_app_tool_reach_the_page_early(
-        tmp_path: Path, serve: Any) -> None:
-    api = Transcripts("/v1/messages", ["anthropic_stream_ui_tool.sse",
-                                       "anthropic_stream_text.sse"])
+    tmp_path: Path, serve: Any
+) -> None:
+    api = Transcripts("/v1/messages", ["anthropic_stream_ui_tool.sse", "anthropic_stream_text.sse"])
     model = AnthropicModel("claude-test", api_key="k", base_url=await serve(api))
-    config = HostConfig(servers=(stdio_server("probe", "probe.py", tmp_path),),
-                        server_permissions={"probe": Permission.ALLOW})
+    config = HostConfig(
+        servers=(stdio_server("probe", "probe.py", tmp_path),),
+        server_permissions={"probe": Permission.ALLOW},
+    )
     events: list[tuple[str, dict[str, Any]]] = []
     async with Host(config) as host:
         await Conversation(host, model, on_event=lambda k, d: events.append((k, d))).send(
-            "Show me a probe.")
+            "Show me a probe."
+        )
     kinds = [k for k, _ in events if k in ("tool_input_partial", "tool_call", "tool_result")]
     assert kinds == ["tool_input_partial"] * 3 + ["tool_call", "tool_result"]
     partials = [d["arguments"] for k, d in events if k == "tool_input_partial"]
     assert partials == [{}, {"topic": "green "}, {"topic": "green tea"}]  # JSON closed
     first = next(d for k, d in events if k == "tool_input_partial")
-    assert first["app"] == {"server": "probe", "tool": "show_probe",
-                            "uri": "ui://probe/view.html"}
+    assert first["app"] == {"server": "probe", "tool": "show_probe", "uri": "ui://probe/view.html"}
     call = next(d for k, d in events if k == "tool_call")
     assert call["arguments"] == {"topic": "green tea"} and call["id"] == first["id"]
 

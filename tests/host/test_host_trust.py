@@ -22,9 +22,11 @@ def test_the_trust_key_is_the_exact_launch_but_not_secret_values(tmp_path: Path)
     base = ServerConfig(name="a", command=("python", "s.py"), env={"TOKEN": "one"})
     same = dataclasses.replace(base, env={"TOKEN": "two"}, name="b")
     assert trust_key(base) == trust_key(same)  # values rotate; names are what runs
-    for changed in (dataclasses.replace(base, command=("python", "s.py", "--all")),
-                    dataclasses.replace(base, env={"TOKEN": "one", "LD_PRELOAD": "x"}),
-                    dataclasses.replace(base, cwd="/tmp")):
+    for changed in (
+        dataclasses.replace(base, command=("python", "s.py", "--all")),
+        dataclasses.replace(base, env={"TOKEN": "one", "LD_PRELOAD": "x"}),
+        dataclasses.replace(base, cwd="/tmp"),
+    ):
         assert trust_key(changed) != trust_key(base)
     store = TrustStore(tmp_path / "t.json")
     assert store.needs_trust(base)
@@ -35,18 +37,33 @@ def test_the_trust_key_is_the_exact_launch_but_not_secret_values(tmp_path: Path)
 
 
 def host(config: Path, env: dict[str, str], typed: str) -> str:
-    run = subprocess.run([sys.executable, "-m", "mcpkit.cli.main", "host", "--config",
-                          str(config)], input=typed, capture_output=True, text=True,
-                         timeout=60, env=env)
+    run = subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", "host", "--config", str(config)],
+        input=typed,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr
     return run.stdout
 
 
 def test_the_terminal_asks_before_it_runs_a_command(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"beta": {
-        "command": sys.executable, "args": [str(SERVERS / "beta.py")],
-        "env": {"SERVER_NAME": "beta"}}}}))
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "beta": {
+                        "command": sys.executable,
+                        "args": [str(SERVERS / "beta.py")],
+                        "env": {"SERVER_NAME": "beta"},
+                    }
+                }
+            }
+        )
+    )
     env = {**os.environ, "MCPKIT_TRUST_FILE": str(tmp_path / "trust.json")}
     refused = host(config, env, "n\n/servers\n/quit\n")
     assert "! beta wants to run a command on this machine" in refused
@@ -61,8 +78,13 @@ def test_the_terminal_asks_before_it_runs_a_command(tmp_path: Path) -> None:
     again = host(config, env, "/tools\n/quit\n")  # remembered: no question
     assert "wants to run" not in again and "beta__weather" in again
 
-    reset = subprocess.run([sys.executable, "-m", "mcpkit.cli.main", "host", "--reset-trust"],
-                           capture_output=True, text=True, env=env, timeout=30)
+    reset = subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", "host", "--reset-trust"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
     assert "forgot 1 trusted server command(s)" in reset.stdout
     assert "wants to run" in host(config, env, "\n/quit\n")  # Enter is "no"
     stored = parse_config(json.loads(config.read_text())).servers[0]

@@ -43,11 +43,16 @@ pytestmark = pytest.mark.slow
 def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The wheel and the sdist, built from this checkout the way a release is."""
     out = tmp_path_factory.mktemp("dist")
-    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
-                           capture_output=True, text=True, timeout=600, check=False)
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    wheel, = out.glob("mcpkit-*.whl")
-    sdist, = out.glob("mcpkit-*.tar.gz")
+    (wheel,) = out.glob("mcpkit-*.whl")
+    (sdist,) = out.glob("mcpkit-*.tar.gz")
     return {"wheel": wheel, "sdist": sdist}
 
 
@@ -63,18 +68,29 @@ class Env:
 
     @property
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+        }
         env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
-    def run(self, *args: str, stdin: str | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(self.bin / args[0]), *args[1:]], cwd=self.work,
-                              env=self.env, input=stdin, text=True, capture_output=True,
-                              timeout=timeout, check=False,
-                              stdin=None if stdin is not None else subprocess.DEVNULL)
+    def run(
+        self, *args: str, stdin: str | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(self.bin / args[0]), *args[1:]],
+            cwd=self.work,
+            env=self.env,
+            input=stdin,
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+        )
 
     def mcpkit(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return self.run("mcpkit", *args, stdin=stdin)
@@ -84,9 +100,15 @@ class Env:
         """Start a long-running command of the venv; yield once ``port`` answers HTTP."""
         log = self.work / f"bg-{port}.log"
         with log.open("wb") as sink:
-            proc = subprocess.Popen([str(self.bin / args[0]), *args[1:]], cwd=self.work,
-                                    env=self.env, stdin=subprocess.DEVNULL, stdout=sink,
-                                    stderr=sink, start_new_session=True)
+            proc = subprocess.Popen(
+                [str(self.bin / args[0]), *args[1:]],
+                cwd=self.work,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=sink,
+                start_new_session=True,
+            )
         base = f"http://127.0.0.1:{port}"
         try:
             for _ in range(300):
@@ -107,8 +129,16 @@ def make_env(root: Path, wheel: Path, extra: str = "") -> Env:
     env = Env(root)
     venv.EnvBuilder(with_pip=True, clear=True).create(root / "venv")
     spec = f"{wheel}[{extra}]" if extra else str(wheel)
-    done = env.run("python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                   spec, timeout=600)
+    done = env.run(
+        "python",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        spec,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return env
 
@@ -122,13 +152,25 @@ def base(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Env
 
 
 def test_metadata_renders_and_the_wheel_ships_what_it_should(dist: dict[str, Path]) -> None:
-    checked = subprocess.run([sys.executable, "-m", "twine", "check", "--strict",
-                              str(dist["wheel"]), str(dist["sdist"])],
-                             capture_output=True, text=True, timeout=120, check=False)
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "twine",
+            "check",
+            "--strict",
+            str(dist["wheel"]),
+            str(dist["sdist"]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     with zipfile.ZipFile(dist["wheel"]) as wheel:
         names = wheel.namelist()
-        metadata_name, = (n for n in names if n.endswith(".dist-info/METADATA"))
+        (metadata_name,) = (n for n in names if n.endswith(".dist-info/METADATA"))
         metadata = wheel.read(metadata_name).decode()
     assert "mcpkit/py.typed" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
@@ -144,8 +186,9 @@ def test_metadata_renders_and_the_wheel_ships_what_it_should(dist: dict[str, Pat
 
 def test_the_all_extra_is_every_optional_feature() -> None:
     extras = PYPROJECT["project"]["optional-dependencies"]
-    features = set().union(*(set(v) for k, v in extras.items()
-                             if k not in ("all", "dev", "testing", "bench", "docs")))
+    features = set().union(
+        *(set(v) for k, v in extras.items() if k not in ("all", "dev", "testing", "bench", "docs"))
+    )
     assert set(extras["all"]) == features
 
 
@@ -156,12 +199,26 @@ def test_every_third_party_import_is_declared() -> None:
 
     from mcpkit.types.extras import EXTRAS
 
-    declared = {"anyio", "sniffio", "typing_extensions", "certifi", "httpcore", "orjson",
-                "docstring_parser",
-                "pydantic", "httpx", "httpx_sse", "uvicorn", "cryptography", "jsonschema",
-                "referencing"}
-    base_names = {dep.split(">")[0].split("=")[0].split(";")[0].strip().replace("-", "_")
-                  for dep in PYPROJECT["project"]["dependencies"]}
+    declared = {
+        "anyio",
+        "sniffio",
+        "typing_extensions",
+        "certifi",
+        "httpcore",
+        "orjson",
+        "docstring_parser",
+        "pydantic",
+        "httpx",
+        "httpx_sse",
+        "uvicorn",
+        "cryptography",
+        "jsonschema",
+        "referencing",
+    }
+    base_names = {
+        dep.split(">")[0].split("=")[0].split(";")[0].strip().replace("-", "_")
+        for dep in PYPROJECT["project"]["dependencies"]
+    }
     assert declared == base_names, "update this list with pyproject's dependencies"
     optional = {module for modules in EXTRAS.values() for module in modules}
     found: set[str] = set()
@@ -179,8 +236,12 @@ def test_every_third_party_import_is_declared() -> None:
 
 
 def test_base_install_imports_the_public_api_from_the_venv(base: Env) -> None:
-    done = base.run("python", "-c", "import mcpkit, mcpkit.client, mcpkit.server, sys;"
-                    "print(mcpkit.__file__); print(mcpkit.Server.__name__)")
+    done = base.run(
+        "python",
+        "-c",
+        "import mcpkit, mcpkit.client, mcpkit.server, sys;"
+        "print(mcpkit.__file__); print(mcpkit.Server.__name__)",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(str(base.root / "venv")), done.stdout
     version = base.mcpkit("--version")
@@ -218,15 +279,29 @@ def _stdio_exchange(env: Env, lines: list[dict[str, object]]) -> list[dict[str, 
 
 
 def test_stdio_discover_and_initialize(base: Env) -> None:
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}}
-    modern = _stdio_exchange(base, [
-        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}])
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    modern = _stdio_exchange(
+        base, [{"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}]
+    )
     assert "2026-07-28" in modern[0]["result"]["supportedVersions"]  # type: ignore[index]
-    legacy = _stdio_exchange(base, [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}])
+    legacy = _stdio_exchange(
+        base,
+        [
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        ],
+    )
     result = legacy[0]["result"]
     assert result["serverInfo"]["name"] == "quickstart"  # type: ignore[index]
     assert result["protocolVersion"] == "2025-11-25"  # type: ignore[index]
@@ -240,8 +315,9 @@ def test_list_and_call_over_stdio_and_http(base: Env) -> None:
     assert called.returncode == 0, called.stderr
     assert json.loads(called.stdout)["structuredContent"]["sum"] == 3
     port = free_port()
-    with base.background("mcpkit", "serve", "quickstart.py", "--http", "--port", str(port),
-                         port=port) as url:
+    with base.background(
+        "mcpkit", "serve", "quickstart.py", "--http", "--port", str(port), port=port
+    ) as url:
         listed = base.mcpkit("list", f"{url}/mcp", "--json")
         assert listed.returncode == 0, listed.stderr
         assert {t["name"] for t in json.loads(listed.stdout)["tools"]} == {"add", "echo", "greet"}
@@ -264,17 +340,20 @@ anyio.run(main)
     assert (done.returncode, done.stdout.strip()) == (0, "5.0"), done.stderr
 
 
-@pytest.mark.parametrize(("args", "extra"), [
-    (("gateway", "gw.toml"), "gateway"),
-    (("host", "--web"), "host"),
-    (("serve", "quickstart.py", "--http", "--state", "redis://127.0.0.1:1/0"), "redis"),
-    (("serve", "quickstart.py", "--http", "--auth-issuer", "http://127.0.0.1:1"), "auth"),
-    (("dev", "quickstart.py"), "cli"),
-])
-def test_a_missing_extra_is_named_in_one_line(base: Env, args: tuple[str, ...],
-                                              extra: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "extra"),
+    [
+        (("gateway", "gw.toml"), "gateway"),
+        (("host", "--web"), "host"),
+        (("serve", "quickstart.py", "--http", "--state", "redis://127.0.0.1:1/0"), "redis"),
+        (("serve", "quickstart.py", "--http", "--auth-issuer", "http://127.0.0.1:1"), "auth"),
+        (("dev", "quickstart.py"), "cli"),
+    ],
+)
+def test_a_missing_extra_is_named_in_one_line(base: Env, args: tuple[str, ...], extra: str) -> None:
     (base.work / "gw.toml").write_text(
-        '[[upstream]]\nname = "demo"\ncommand = "mcpkit serve quickstart.py"\n')
+        '[[upstream]]\nname = "demo"\ncommand = "mcpkit serve quickstart.py"\n'
+    )
     done = base.mcpkit(*args)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
@@ -291,16 +370,29 @@ def redis_url() -> Iterator[str]:
         yield f"redis://127.0.0.1:{port}/0"
 
 
-def test_extra_redis_serves_on_a_real_redis(dist: dict[str, Path], tmp_path: Path,
-                                            redis_url: str) -> None:
+def test_extra_redis_serves_on_a_real_redis(
+    dist: dict[str, Path], tmp_path: Path, redis_url: str
+) -> None:
     env = make_env(tmp_path, dist["wheel"], "redis")
     port = free_port()
-    with env.background("mcpkit", "serve", "quickstart.py", "--http", "--port", str(port),
-                        "--state", redis_url, port=port) as url:
+    with env.background(
+        "mcpkit",
+        "serve",
+        "quickstart.py",
+        "--http",
+        "--port",
+        str(port),
+        "--state",
+        redis_url,
+        port=port,
+    ) as url:
         called = env.mcpkit("call", f"{url}/mcp", "add", "a=1", "b=1", "--json")
         assert called.returncode == 0, called.stderr
-    keys = env.run("python", "-c", f"import redis; print(len(redis.Redis.from_url("
-                   f"{redis_url!r}).keys('mcpkit:*')))")
+    keys = env.run(
+        "python",
+        "-c",
+        f"import redis; print(len(redis.Redis.from_url({redis_url!r}).keys('mcpkit:*')))",
+    )
     assert keys.returncode == 0 and int(keys.stdout) > 0, keys.stderr  # the keyring lives there
 
 
@@ -308,10 +400,12 @@ def test_extra_gateway_fronts_an_upstream(dist: dict[str, Path], tmp_path: Path)
     env = make_env(tmp_path, dist["wheel"], "gateway")
     (env.work / "gw.toml").write_text(
         '[gateway]\nmetrics = true\n[[upstream]]\nname = "demo"\n'
-        'command = "mcpkit serve quickstart.py"\nprefix = "demo_"\n')
+        'command = "mcpkit serve quickstart.py"\nprefix = "demo_"\n'
+    )
     port = free_port()
-    with env.background("mcpkit", "gateway", "gw.toml", "--port", str(port), port=port,
-                        path="/metrics") as url:
+    with env.background(
+        "mcpkit", "gateway", "gw.toml", "--port", str(port), port=port, path="/metrics"
+    ) as url:
         called = env.mcpkit("call", f"{url}/mcp", "demo_add", "a=2", "b=2", "--json")
         assert called.returncode == 0, called.stderr
         assert json.loads(called.stdout)["structuredContent"]["sum"] == 4
@@ -320,11 +414,15 @@ def test_extra_gateway_fronts_an_upstream(dist: dict[str, Path], tmp_path: Path)
 
 def test_extra_host_serves_its_page(dist: dict[str, Path], tmp_path: Path) -> None:
     env = make_env(tmp_path, dist["wheel"], "host")
-    (env.work / "host.json").write_text(json.dumps({"mcpServers": {
-        "qs": {"command": "mcpkit", "args": ["serve", "quickstart.py"]}}}))
+    (env.work / "host.json").write_text(
+        json.dumps(
+            {"mcpServers": {"qs": {"command": "mcpkit", "args": ["serve", "quickstart.py"]}}}
+        )
+    )
     port = free_port()
-    with env.background("mcpkit", "host", "--web", "--config", "host.json", "--port",
-                        str(port), port=port) as url:
+    with env.background(
+        "mcpkit", "host", "--web", "--config", "host.json", "--port", str(port), port=port
+    ) as url:
         page = httpx.get(url + "/")
         assert page.status_code in (200, 401, 403)  # the page wants its per-launch token
         log = next(env.work.glob("bg-*.log")).read_text()
@@ -335,27 +433,44 @@ def test_extra_host_serves_its_page(dist: dict[str, Path], tmp_path: Path) -> No
 def test_extra_auth_protects_the_endpoint(dist: dict[str, Path], tmp_path: Path) -> None:
     env = make_env(tmp_path, dist["wheel"], "auth")
     port = free_port()
-    with env.background("mcpkit", "serve", "quickstart.py", "--http", "--port", str(port),
-                        "--auth-issuer", "http://127.0.0.1:9", "--auth-jwks",
-                        "http://127.0.0.1:9/jwks", port=port) as url:
-        denied = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                            headers={"Accept": "application/json, text/event-stream"})
+    with env.background(
+        "mcpkit",
+        "serve",
+        "quickstart.py",
+        "--http",
+        "--port",
+        str(port),
+        "--auth-issuer",
+        "http://127.0.0.1:9",
+        "--auth-jwks",
+        "http://127.0.0.1:9/jwks",
+        port=port,
+    ) as url:
+        denied = httpx.post(
+            f"{url}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={"Accept": "application/json, text/event-stream"},
+        )
         assert denied.status_code == 401
         assert "resource_metadata=" in denied.headers["www-authenticate"]
         metadata = httpx.get(f"{url}/.well-known/oauth-protected-resource/mcp").json()
         assert metadata["authorization_servers"] == ["http://127.0.0.1:9"]
 
 
-def test_extra_fast_serves_on_uvloop_and_httptools(dist: dict[str, Path],
-                                                   tmp_path: Path) -> None:
+def test_extra_fast_serves_on_uvloop_and_httptools(dist: dict[str, Path], tmp_path: Path) -> None:
     env = make_env(tmp_path, dist["wheel"], "fast")
-    done = env.run("python", "-c", "import uvloop, httptools;"
-                   "from mcpkit.transports.http.server import protocol_classes;"
-                   "print(sorted(protocol_classes()))")
+    done = env.run(
+        "python",
+        "-c",
+        "import uvloop, httptools;"
+        "from mcpkit.transports.http.server import protocol_classes;"
+        "print(sorted(protocol_classes()))",
+    )
     assert done.returncode == 0 and "httptools" in done.stdout, done.stdout + done.stderr
     port = free_port()
-    with env.background("mcpkit", "serve", "quickstart.py", "--http", "--port", str(port),
-                        port=port) as url:
+    with env.background(
+        "mcpkit", "serve", "quickstart.py", "--http", "--port", str(port), port=port
+    ) as url:
         called = env.mcpkit("call", f"{url}/mcp", "echo", "text=fast")
         assert called.stdout == "fast\n", called.stderr
 
@@ -363,14 +478,14 @@ def test_extra_fast_serves_on_uvloop_and_httptools(dist: dict[str, Path],
 def test_extra_cli_runs_dev_with_reload(dist: dict[str, Path], tmp_path: Path) -> None:
     env = make_env(tmp_path, dist["wheel"], "cli")
     port = free_port()
-    with env.background("mcpkit", "dev", "quickstart.py", "--port", str(port),
-                        port=port) as url:
+    with env.background("mcpkit", "dev", "quickstart.py", "--port", str(port), port=port) as url:
         called = env.mcpkit("call", f"{url}/mcp", "echo", "text=dev")
         assert called.stdout == "dev\n", called.stderr
 
 
-def test_extra_serverless_answers_through_the_lambda_handler(dist: dict[str, Path],
-                                                            tmp_path: Path) -> None:
+def test_extra_serverless_answers_through_the_lambda_handler(
+    dist: dict[str, Path], tmp_path: Path
+) -> None:
     env = make_env(tmp_path, dist["wheel"], "serverless")
     script = """
 import json, os
@@ -403,9 +518,13 @@ print(json.loads(answer["body"])["result"]["content"][0]["text"])
 
 def test_extra_all_brings_every_optional_module(dist: dict[str, Path], tmp_path: Path) -> None:
     env = make_env(tmp_path, dist["wheel"], "all")
-    done = env.run("python", "-c", "import importlib; from mcpkit.types.extras import EXTRAS;"
-                   "[importlib.import_module(m) for k, ms in EXTRAS.items() for m in ms"
-                   " if k != 'testing']")
+    done = env.run(
+        "python",
+        "-c",
+        "import importlib; from mcpkit.types.extras import EXTRAS;"
+        "[importlib.import_module(m) for k, ms in EXTRAS.items() for m in ms"
+        " if k != 'testing']",
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -413,8 +532,16 @@ def test_sdist_builds_a_working_wheel(dist: dict[str, Path], tmp_path: Path) -> 
     """The source distribution is complete: pip builds and installs from it."""
     env = Env(tmp_path)
     venv.EnvBuilder(with_pip=True).create(tmp_path / "venv")
-    done = env.run("python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                   str(dist["sdist"]), timeout=600)
+    done = env.run(
+        "python",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        str(dist["sdist"]),
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     listed = env.mcpkit("list", "quickstart.py", "--json")
     assert listed.returncode == 0, listed.stderr

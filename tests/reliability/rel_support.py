@@ -51,7 +51,6 @@ def next_id() -> int:
     return next(_ids)
 
 
-
 def base_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["MCPKIT_SEALING_KEYS"] = "reliability-suite-key"
@@ -367,9 +366,13 @@ class StdioProcess(support_servers.StdioProcess):
         self.workdir = workdir
         self.record = workdir / f"stdio-record-{id(self)}.txt"
         self.record.touch()
-        super().__init__(target, workdir, args=("--state", "memory:"),
-                         env=base_env(MCPKIT_REL_RECORD=str(self.record), **env),
-                         stderr_name=f"stdio-stderr-{id(self)}.log")
+        super().__init__(
+            target,
+            workdir,
+            args=("--state", "memory:"),
+            env=base_env(MCPKIT_REL_RECORD=str(self.record), **env),
+            stderr_name=f"stdio-stderr-{id(self)}.log",
+        )
 
     @property
     def proc(self) -> subprocess.Popen[bytes]:

@@ -357,6 +357,7 @@ async def test_l2_soak_flat_rss_and_clean_resources(rel, tmp_path) -> None:
             tg.start_soon(sampler)
             for _ in range(6):
                 tg.start_soon(worker)
+
         # every handler that started and was then cancelled or disconnected has cleaned up
         # (a client that gives up within 10-100 ms may do so before its request reached a
         # handler on a loaded machine: such a call has nothing to clean up)

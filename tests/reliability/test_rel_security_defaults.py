@@ -270,8 +270,6 @@ def _acceptable(outcomes: list[Any]) -> None:
             assert outcome["content"], (name, outcome)
 
 
-
-
 @pytest.mark.anyio
 async def test_c16_network_refs_are_never_fetched_http(rel, tmp_path, ref_target) -> None:
     base, hits = ref_target

@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = "tests/conformance/server.py"
 
 
-
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
     kill_group(proc, sig, grace=10.0)
 

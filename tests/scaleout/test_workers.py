@@ -77,8 +77,13 @@ async def test_replica_queues_and_a_worker_runs_the_task(
             assert done["result"]["content"][0]["text"] == f"basic done by {worker.pid}"
             assert runs(redis_url, "basic") == [worker.pid]
             # A tool that is not task-backed is still answered by the replica itself.
-            plain = await call(client, replica.url, "tools/call",
-                               {"name": "plain", "arguments": {"x": 21}}, TASK_CAPS)
+            plain = await call(
+                client,
+                replica.url,
+                "tools/call",
+                {"name": "plain", "arguments": {"x": 21}},
+                TASK_CAPS,
+            )
             assert plain.result["content"][0]["text"] == "42"
         finally:
             worker.kill()
@@ -88,8 +93,11 @@ async def test_worker_sees_headers_but_never_credentials(
     replica: Replica, redis_url: str, log_dir: Path
 ) -> None:
     params = {"name": "whoami", "arguments": {}, "_meta": meta(TASK_CAPS)}
-    headers = {**headers_for("tools/call", params), "x-tenant": "acme",
-               "authorization": "Bearer not-for-workers"}
+    headers = {
+        **headers_for("tools/call", params),
+        "x-tenant": "acme",
+        "authorization": "Bearer not-for-workers",
+    }
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     worker = start_worker(redis_url, log_dir, "whoami")
     try:
@@ -115,12 +123,18 @@ async def test_listen_on_a_replica_hears_a_task_finish_on_a_worker(
         async with httpx.AsyncClient(timeout=30) as client:
             task_id = await create(client, replica.url, "job_once", label="heard", seconds=1)
             params = {"notifications": {"taskIds": [task_id]}, "_meta": meta(TASK_CAPS)}
-            body = {"jsonrpc": "2.0", "id": "listen-w", "method": "subscriptions/listen",
-                    "params": params}
+            body = {
+                "jsonrpc": "2.0",
+                "id": "listen-w",
+                "method": "subscriptions/listen",
+                "params": params,
+            }
             heard: list[dict[str, Any]] = []
             with anyio.fail_after(30):
                 async with client.stream(
-                    "POST", replica.url, headers=headers_for("subscriptions/listen", params),
+                    "POST",
+                    replica.url,
+                    headers=headers_for("subscriptions/listen", params),
                     content=json.dumps(body),
                 ) as stream:
                     async for line in stream.aiter_lines():
@@ -149,10 +163,16 @@ async def test_input_inside_a_task_on_a_worker(
             task_id = await create(client, replica.url, "ask_then_finish")
             parked = await wait_status(client, replica.url, task_id, {"input_required"})
             assert "go" in parked["inputRequests"]
-            await call(client, replica.url, "tasks/update",
-                       {"taskId": task_id,
-                        "inputResponses": {"go": {"action": "accept", "content": {"go": True}}}},
-                       TASK_CAPS)
+            await call(
+                client,
+                replica.url,
+                "tasks/update",
+                {
+                    "taskId": task_id,
+                    "inputResponses": {"go": {"action": "accept", "content": {"go": True}}},
+                },
+                TASK_CAPS,
+            )
             done = await wait_status(client, replica.url, task_id, TERMINAL)
         assert done["result"]["content"][0]["text"] == f"answered accept on {worker.pid}"
     finally:
@@ -168,8 +188,11 @@ async def test_manual_start_asks_on_the_replica_then_runs_on_a_worker(
             params = {"name": "confirm_then_work", "arguments": {"label": "manual"}}
             first = (await call(client, replica.url, "tools/call", params, TASK_CAPS)).result
             assert first["resultType"] == "input_required" and "ok" in first["inputRequests"]
-            again = {**params, "requestState": first["requestState"],
-                     "inputResponses": {"ok": {"action": "accept", "content": {"ok": True}}}}
+            again = {
+                **params,
+                "requestState": first["requestState"],
+                "inputResponses": {"ok": {"action": "accept", "content": {"ok": True}}},
+            }
             created = (await call(client, replica.url, "tools/call", again, TASK_CAPS)).result
             assert created["resultType"] == "task", created
             done = await wait_status(client, replica.url, created["taskId"], TERMINAL)
@@ -307,11 +330,17 @@ async def test_per_principal_cap_and_queue_depth(redis_url: str, log_dir: Path) 
     capped = external_replica(state, log_dir, "--max-queued-tasks", "3")
     try:
         async with httpx.AsyncClient(timeout=30) as client:
-            ids = [await create(client, capped.url, "job_once", label=f"cap{i}", seconds=0)
-                   for i in range(3)]
-            refused = await call(client, capped.url, "tools/call",
-                                 {"name": "job_once", "arguments": {"label": "cap3",
-                                                                    "seconds": 0}}, TASK_CAPS)
+            ids = [
+                await create(client, capped.url, "job_once", label=f"cap{i}", seconds=0)
+                for i in range(3)
+            ]
+            refused = await call(
+                client,
+                capped.url,
+                "tools/call",
+                {"name": "job_once", "arguments": {"label": "cap3", "seconds": 0}},
+                TASK_CAPS,
+            )
             assert refused.status == 429
             assert refused.error["code"] == -31029
             assert "Too many unfinished tasks" in refused.error["message"]
@@ -334,17 +363,39 @@ async def test_per_principal_cap_and_queue_depth(redis_url: str, log_dir: Path) 
 
 def test_external_workers_need_redis(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "mcpkit", "serve", "tests/scaleout/worker_server.py", "--http",
-         "--state", f"sqlite:///{tmp_path}/s.db", "--task-workers", "external"],
-        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[2],
+        [
+            sys.executable,
+            "-m",
+            "mcpkit",
+            "serve",
+            "tests/scaleout/worker_server.py",
+            "--http",
+            "--state",
+            f"sqlite:///{tmp_path}/s.db",
+            "--task-workers",
+            "external",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert out.returncode == 2
     assert "--task-workers external needs --state redis://" in out.stderr
     out = subprocess.run(
-        [sys.executable, "-m", "mcpkit", "worker", "tests/scaleout/worker_server.py",
-         "--state", "memory:"],
-        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[2],
+        [
+            sys.executable,
+            "-m",
+            "mcpkit",
+            "worker",
+            "tests/scaleout/worker_server.py",
+            "--state",
+            "memory:",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert out.returncode == 2
     assert "redis://" in out.stderr
-

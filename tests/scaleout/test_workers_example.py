@@ -21,7 +21,10 @@ def test_task_workers_example(tmp_path: Path) -> None:
         try:
             out = subprocess.run(
                 [sys.executable, EXAMPLE, replica.url],
-                capture_output=True, text=True, timeout=120, cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=ROOT,
             )
             assert out.returncode == 0, out.stderr[-3000:] + worker.tail()
             lines = out.stdout.splitlines()

@@ -83,10 +83,13 @@ async def test_200_tasks_two_replicas_two_workers_one_killed(
     kinds = ["job_again" if i % 2 == 0 else "job_once" for i in range(TASKS)]
     labels = [f"s{i}" for i in range(TASKS)]
     async with httpx.AsyncClient(timeout=60) as client:
-        ids: list[str] = await _all(16, [
-            (lambda i=i: create(client, front, kinds[i], label=labels[i], seconds=SECONDS))
-            for i in range(TASKS)
-        ])
+        ids: list[str] = await _all(
+            16,
+            [
+                (lambda i=i: create(client, front, kinds[i], label=labels[i], seconds=SECONDS))
+                for i in range(TASKS)
+            ],
+        )
         assert len(set(ids)) == TASKS
 
         def started_by_doomed() -> int:
@@ -104,9 +107,7 @@ async def test_200_tasks_two_replicas_two_workers_one_killed(
                         return result
                     await anyio.sleep(0.5)
 
-        final: list[dict[str, Any]] = await _all(
-            16, [(lambda t=t: settled(t)) for t in ids]
-        )
+        final: list[dict[str, Any]] = await _all(16, [(lambda t=t: settled(t)) for t in ids])
 
     reruns = failed_once = 0
     for kind, label, result in zip(kinds, labels, final, strict=True):

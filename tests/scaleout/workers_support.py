@@ -47,8 +47,19 @@ def external_replica(state: str, log_dir: Path, *extra: str, target: str = TARGE
     log = log_dir / f"replica-{port}.log"
     proc = _start(
         [
-            sys.executable, "-m", "mcpkit", "serve", target, "--http", "--port", str(port),
-            "--state", state, "--task-workers", "external", *extra,
+            sys.executable,
+            "-m",
+            "mcpkit",
+            "serve",
+            target,
+            "--http",
+            "--port",
+            str(port),
+            "--state",
+            state,
+            "--task-workers",
+            "external",
+            *extra,
         ],
         log,
         {"MCPKIT_TASK_LEASE_S": LEASE_S},
@@ -89,8 +100,18 @@ def start_worker(
 ) -> WorkerProc:
     log = log_dir / f"worker-{name}.log"
     proc = _start(
-        [sys.executable, "-m", "mcpkit", "worker", target, "--state", state, "--name", name,
-         *extra],
+        [
+            sys.executable,
+            "-m",
+            "mcpkit",
+            "worker",
+            target,
+            "--state",
+            state,
+            "--name",
+            name,
+            *extra,
+        ],
         log,
         {"MCPKIT_TASK_LEASE_S": LEASE_S},
     )
@@ -100,7 +121,10 @@ def start_worker(
 def queue_stats(state: str) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-m", "mcpkit", "worker", "--stats", "--state", state],
-        capture_output=True, check=True, text=True, timeout=60,
+        capture_output=True,
+        check=True,
+        text=True,
+        timeout=60,
     )
     stats: dict[str, Any] = json.loads(out.stdout)
     return stats
@@ -128,11 +152,8 @@ def record(state: str, task_id: str) -> dict[str, Any]:
     return data
 
 
-async def create(
-    client: httpx.AsyncClient, url: str, tool: str, **arguments: Any
-) -> str:
-    reply = await call(client, url, "tools/call", {"name": tool, "arguments": arguments},
-                       TASK_CAPS)
+async def create(client: httpx.AsyncClient, url: str, tool: str, **arguments: Any) -> str:
+    reply = await call(client, url, "tools/call", {"name": tool, "arguments": arguments}, TASK_CAPS)
     result = reply.result
     assert result["resultType"] == "task", result
     return str(result["taskId"])
@@ -158,4 +179,3 @@ async def wait_until(check: Any, limit: float = 60, what: str = "condition") -> 
     with anyio.fail_after(limit):
         while not check():
             await anyio.sleep(0.1)
-

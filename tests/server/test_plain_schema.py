@@ -22,8 +22,8 @@ DEFAULTS: tuple[Any, ...] = (inspect.Parameter.empty, None, 0, 1.5, True, "", "x
 def _pydantic_schema(fields: dict[str, Any]) -> dict[str, Any]:
     """What the schema was before the hand-written path: pydantic's, titles stripped."""
     model = pydantic.create_model(
-        "X", __config__=pydantic.ConfigDict(arbitrary_types_allowed=True, extra="ignore"),
-        **fields)
+        "X", __config__=pydantic.ConfigDict(arbitrary_types_allowed=True, extra="ignore"), **fields
+    )
     schema = model.model_json_schema()
     schema.pop("title", None)
     schema["type"] = "object"
@@ -35,23 +35,32 @@ def _function(params: list[tuple[str, type, Any]]) -> Any:
     def fn(**kwargs: Any) -> str:
         return "ok"
 
-    fn.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind,
-                          default=default) for name, kind, default in params])
+    fn.__signature__ = inspect.Signature(
+        [  # type: ignore[attr-defined]
+            inspect.Parameter(
+                name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind, default=default
+            )
+            for name, kind, default in params
+        ]
+    )
     fn.__annotations__ = {name: kind for name, kind, _ in params}
     return fn
 
 
-CASES = [[("a", k1, d1), ("b", k2, d2)]
-         for (k1, d1), (k2, d2) in itertools.product(itertools.product(KINDS, DEFAULTS), repeat=2)
-         if not (d1 is not inspect.Parameter.empty and d2 is inspect.Parameter.empty)]
+CASES = [
+    [("a", k1, d1), ("b", k2, d2)]
+    for (k1, d1), (k2, d2) in itertools.product(itertools.product(KINDS, DEFAULTS), repeat=2)
+    if not (d1 is not inspect.Parameter.empty and d2 is inspect.Parameter.empty)
+]
 
 
 @pytest.mark.parametrize("params", [*CASES[::7], []], ids=lambda p: repr(p)[:60])
 def test_plain_schema_equals_pydantics(params: list[tuple[str, type, Any]]) -> None:
     fn = _function(params)
-    fields = {name: (kind, ... if default is inspect.Parameter.empty else default)
-              for name, kind, default in params}
+    fields = {
+        name: (kind, ... if default is inspect.Parameter.empty else default)
+        for name, kind, default in params
+    }
     model = ArgumentModel(fn, Context, title="X")
     assert model.schema == _pydantic_schema(fields)
     assert model._model is None  # no pydantic model built for a plain signature
@@ -75,9 +84,12 @@ def test_a_plain_tool_builds_its_model_only_for_a_call_that_needs_it() -> None:
 
 
 def test_a_server_of_plain_tools_starts_without_pydantic() -> None:
-    code = ("import sys\nfrom mcpkit import Server\nserver = Server('s')\n"
-            "@server.tool\ndef echo(text: str, times: int = 1) -> str:\n    return text\n"
-            "print('pydantic' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, check=False)
+    code = (
+        "import sys\nfrom mcpkit import Server\nserver = Server('s')\n"
+        "@server.tool\ndef echo(text: str, times: int = 1) -> str:\n    return text\n"
+        "print('pydantic' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("mypy")
 
-USER_MODULE = '''
+USER_MODULE = """
 from mcpkit import Server
 
 server = Server("typed")
@@ -53,19 +53,32 @@ reveal_type(greet)
 reveal_type(bye)
 reveal_type(note)
 server.tool(add, task="sometimes")
-'''
+"""
 
 
 def test_decorated_functions_keep_their_types(tmp_path: Path) -> None:
     module = tmp_path / "user_server.py"
     module.write_text(USER_MODULE, encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary",
-         "--cache-dir", str(tmp_path / "cache"), str(module)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(module),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    revealed = [line.split('Revealed type is "', 1)[1].rstrip('"')
-                for line in done.stdout.splitlines() if "Revealed type is" in line]
+    revealed = [
+        line.split('Revealed type is "', 1)[1].rstrip('"')
+        for line in done.stdout.splitlines()
+        if "Revealed type is" in line
+    ]
     assert revealed == [
         "def (a: int, b: int) -> int",
         "def (text: str) -> typing.Coroutine[Any, Any, str]",

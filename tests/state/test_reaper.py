@@ -52,7 +52,7 @@ def stored_keys(backend: StateBackend) -> set[str]:
     an expired record already reads as absent through it)."""
     if isinstance(backend, MemoryBackend):
         return set(backend._data)
-    path = backend.url[len("sqlite:///"):]
+    path = backend.url[len("sqlite:///") :]
     with sqlite3.connect(path) as conn:
         return {row[0] for row in conn.execute("SELECT key FROM kv")}
 

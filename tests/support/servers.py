@@ -68,8 +68,9 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(no output)"
 
 
-def kill_group(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
-               grace: float = 5.0) -> None:
+def kill_group(
+    process: subprocess.Popen[bytes], sig: int = signal.SIGTERM, grace: float = 5.0
+) -> None:
     """``sig`` (SIGTERM unless told) to the process group started by :func:`spawn`, then
     SIGKILL if it is still there after ``grace`` seconds."""
     for current in (sig, signal.SIGKILL):
@@ -81,8 +82,14 @@ def kill_group(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
             process.wait(timeout=grace)
 
 
-def spawn(argv: Sequence[str], log: Path, *, env: Mapping[str, str] | None = None,
-          cwd: Path | None = None, append: bool = False) -> subprocess.Popen[bytes]:
+def spawn(
+    argv: Sequence[str],
+    log: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    append: bool = False,
+) -> subprocess.Popen[bytes]:
     """Start ``argv`` as a user would: in its own process group (so :func:`kill_group`
     takes its children too), stdin closed, stdout and stderr into ``log``, our environment
     plus ``env``, in ``cwd`` (the repository by default).  The one place the suite starts
@@ -90,25 +97,39 @@ def spawn(argv: Sequence[str], log: Path, *, env: Mapping[str, str] | None = Non
     ``client_support``) build their fixtures on it."""
     with open(log, "ab" if append else "wb") as sink:
         return subprocess.Popen(
-            list(argv), cwd=cwd or REPO_ROOT, env={**os.environ, **(env or {})},
-            stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            list(argv),
+            cwd=cwd or REPO_ROOT,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
-def wait_port(port: int, process: subprocess.Popen[bytes] | None = None,
-              log: Path | None = None, *, timeout: float = STARTUP_TIMEOUT) -> None:
+def wait_port(
+    port: int,
+    process: subprocess.Popen[bytes] | None = None,
+    log: Path | None = None,
+    *,
+    timeout: float = STARTUP_TIMEOUT,
+) -> None:
     """Return once something accepts TCP connections on 127.0.0.1:``port``; a
     ``RuntimeError`` (with the tail of ``log``) if ``process`` exits first or time runs out."""
     deadline = time.monotonic() + timeout
     while True:
         if process is not None and process.poll() is not None:
-            raise RuntimeError(f"process exited with {process.returncode} before listening on "
-                               f"{port}:\n{tail(log) if log else ''}")
+            raise RuntimeError(
+                f"process exited with {process.returncode} before listening on "
+                f"{port}:\n{tail(log) if log else ''}"
+            )
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
             return
         if time.monotonic() > deadline:
-            raise RuntimeError(f"nothing listening on 127.0.0.1:{port} after {timeout}s:\n"
-                               f"{tail(log) if log else ''}")
+            raise RuntimeError(
+                f"nothing listening on 127.0.0.1:{port} after {timeout}s:\n"
+                f"{tail(log) if log else ''}"
+            )
         time.sleep(0.05)
 
 
@@ -121,9 +142,22 @@ def redis_server() -> Iterator[int]:
         pytest.skip("redis-server is not installed (.ci/run installs it)")
     port = free_port()
     with tempfile.TemporaryDirectory() as scratch:
-        process = spawn([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                         "--appendonly", "no", "--dir", scratch],
-                        Path(scratch) / "redis.log")
+        process = spawn(
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                scratch,
+            ],
+            Path(scratch) / "redis.log",
+        )
         try:
             try:
                 wait_port(port, process)
@@ -181,17 +215,24 @@ def http_subprocess(
         kill_group(process)
 
 
-def wait_http(url: str, process: subprocess.Popen[bytes] | None = None,
-              log: Path | None = None, *, timeout: float = STARTUP_TIMEOUT) -> None:
+def wait_http(
+    url: str,
+    process: subprocess.Popen[bytes] | None = None,
+    log: Path | None = None,
+    *,
+    timeout: float = STARTUP_TIMEOUT,
+) -> None:
     """Like :func:`wait_port`, until ``url`` answers HTTP (any status)."""
     deadline = time.monotonic() + timeout
     while not _answers_http(url):
         if process is not None and process.poll() is not None:
-            raise RuntimeError(f"exited with {process.returncode} during startup:\n"
-                               f"{tail(log) if log else ''}")
+            raise RuntimeError(
+                f"exited with {process.returncode} during startup:\n{tail(log) if log else ''}"
+            )
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} did not answer after {timeout}s:\n"
-                               f"{tail(log) if log else ''}")
+            raise RuntimeError(
+                f"{url} did not answer after {timeout}s:\n{tail(log) if log else ''}"
+            )
         time.sleep(0.1)
 
 
@@ -201,8 +242,9 @@ def wait_http(url: str, process: subprocess.Popen[bytes] | None = None,
 class ThreadServer:
     """An ASGI app served by uvicorn in a daemon thread on a pre-bound 127.0.0.1 socket."""
 
-    def __init__(self, app: Any = None, *, make_app: Callable[[str], Any] | None = None,
-                 **config: Any) -> None:
+    def __init__(
+        self, app: Any = None, *, make_app: Callable[[str], Any] | None = None, **config: Any
+    ) -> None:
         """Serve ``app``, or ``make_app(base_url)`` for an app that must know its own URL
         (an OAuth issuer, a protected resource)."""
         import uvicorn
@@ -264,8 +306,15 @@ class ThreadServer:
 class StdioProcess:
     """``python -m mcpkit serve TARGET`` on real pipes; one JSON-RPC message per line."""
 
-    def __init__(self, target: Path, workdir: Path, *, env: dict[str, str] | None = None,
-                 args: Sequence[str] = (), stderr_name: str = "stdio-stderr.log") -> None:
+    def __init__(
+        self,
+        target: Path,
+        workdir: Path,
+        *,
+        env: dict[str, str] | None = None,
+        args: Sequence[str] = (),
+        stderr_name: str = "stdio-stderr.log",
+    ) -> None:
         self.stderr_path = workdir / stderr_name
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(

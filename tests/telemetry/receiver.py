@@ -78,16 +78,27 @@ class Receiver:
         with self.lock:
             for request in self.traces:
                 for rs in request.resource_spans:
-                    service = next((a.value.string_value for a in rs.resource.attributes
-                                    if a.key == "service.name"), "")
+                    service = next(
+                        (
+                            a.value.string_value
+                            for a in rs.resource.attributes
+                            if a.key == "service.name"
+                        ),
+                        "",
+                    )
                     for ss in rs.scope_spans:
                         out.extend((service, span) for span in ss.spans)
         return out
 
     def metric_names(self) -> set[str]:
         with self.lock:
-            return {m.name for request in self.metrics for rm in request.resource_metrics
-                    for sm in rm.scope_metrics for m in sm.metrics}
+            return {
+                m.name
+                for request in self.metrics
+                for rm in request.resource_metrics
+                for sm in rm.scope_metrics
+                for m in sm.metrics
+            }
 
 
 def wait_for(check: Callable[[], T | None], what: str, timeout: float = 20.0) -> T:

@@ -18,8 +18,14 @@ pytestmark = pytest.mark.anyio
 
 def points(reader: Any, name: str) -> list[Any]:
     data = reader.get_metrics_data()
-    return [p for rm in (data.resource_metrics if data else ()) for sm in rm.scope_metrics
-            for m in sm.metrics if m.name == name for p in m.data.data_points]
+    return [
+        p
+        for rm in (data.resource_metrics if data else ())
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == name
+        for p in m.data.data_points
+    ]
 
 
 async def test_durations_and_listeners(spans: Any, metric_reader: Any) -> None:
@@ -30,8 +36,11 @@ async def test_durations_and_listeners(spans: Any, metric_reader: Any) -> None:
         return a + b
 
     def listeners() -> float:
-        found = [p.value for p in points(metric_reader, "mcpkit.server.listeners.active")
-                 if p.attributes.get("mcpkit.server.name") == "metered"]
+        found = [
+            p.value
+            for p in points(metric_reader, "mcpkit.server.listeners.active")
+            if p.attributes.get("mcpkit.server.name") == "metered"
+        ]
         return found[-1] if found else -1
 
     async with serve_http(server) as url, Client(url, era_cache=EraCache()) as client:
@@ -45,9 +54,12 @@ async def test_durations_and_listeners(spans: Any, metric_reader: Any) -> None:
                 await anyio.sleep(0.02)
 
     for name in ("mcp.server.operation.duration", "mcp.client.operation.duration"):
-        calls = [p for p in points(metric_reader, name)
-                 if p.attributes.get("gen_ai.tool.name") == "add"
-                 and p.attributes.get("mcp.method.name") == "tools/call"]
+        calls = [
+            p
+            for p in points(metric_reader, name)
+            if p.attributes.get("gen_ai.tool.name") == "add"
+            and p.attributes.get("mcp.method.name") == "tools/call"
+        ]
         assert calls and sum(p.count for p in calls) >= 1, name
         assert all("error.type" not in p.attributes for p in calls)
 
@@ -71,13 +83,15 @@ async def test_task_queue_depth(spans: Any, metric_reader: Any, redis_url: str) 
         return "done"
 
     def queued(state: str) -> float:
-        found = [p.value for p in points(metric_reader, "mcpkit.server.tasks.queued")
-                 if p.attributes.get("mcpkit.server.name") == "queueing"
-                 and p.attributes.get("mcpkit.task.queue.state") == state]
+        found = [
+            p.value
+            for p in points(metric_reader, "mcpkit.server.tasks.queued")
+            if p.attributes.get("mcpkit.server.name") == "queueing"
+            and p.attributes.get("mcpkit.task.queue.state") == state
+        ]
         return found[-1] if found else -1
 
-    async with serve_http(server) as url, Client(url, era_cache=EraCache(),
-                                                 tasks=True) as client:
+    async with serve_http(server) as url, Client(url, era_cache=EraCache(), tasks=True) as client:
         for _ in range(3):
             await client.start_tool_task("job")
         with anyio.fail_after(10):
@@ -97,8 +111,11 @@ async def test_legacy_sessions_gauge(spans: Any, metric_reader: Any) -> None:
         return "pong"
 
     def sessions() -> float:
-        found = [p.value for p in points(metric_reader, "mcpkit.server.sessions.active")
-                 if p.attributes.get("mcp.protocol.version") == "2025-11-25"]
+        found = [
+            p.value
+            for p in points(metric_reader, "mcpkit.server.sessions.active")
+            if p.attributes.get("mcp.protocol.version") == "2025-11-25"
+        ]
         return found[-1] if found else 0
 
     async with serve_http(server) as url:
@@ -106,8 +123,10 @@ async def test_legacy_sessions_gauge(spans: Any, metric_reader: Any) -> None:
         async with Client(url, era="modern", era_cache=EraCache()) as modern:
             await modern.call_tool("ping")
             assert sessions() == before
-            async with Client(url, era="legacy", era_cache=EraCache()) as a, \
-                    Client(url, era="legacy", era_cache=EraCache()) as b:
+            async with (
+                Client(url, era="legacy", era_cache=EraCache()) as a,
+                Client(url, era="legacy", era_cache=EraCache()) as b,
+            ):
                 await a.call_tool("ping")
                 await b.call_tool("ping")
                 assert sessions() == before + 2

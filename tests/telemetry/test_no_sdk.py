@@ -58,7 +58,8 @@ print("ok")
 
 
 def test_api_only_is_a_pass_through() -> None:
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "ok"

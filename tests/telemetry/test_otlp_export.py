@@ -62,24 +62,49 @@ async def test_processes_export_one_trace_over_otlp_http(tmp_path: Path, spans: 
     config = tmp_path / "gateway.toml"
     config.write_text(f'[[upstream]]\nname = "calc"\nurl = "http://127.0.0.1:{up_port}/mcp"\n')
     up_log, gw_log = tmp_path / "upstream.log", tmp_path / "gateway.log"
-    with Receiver() as rx, \
-            process(["serve", str(CALC), "--http", "--port", str(up_port), "--otel",
-                     "--log-format", "json"], otel_env(rx, "otel-upstream"), up_log,
-                    f"http://127.0.0.1:{up_port}/mcp"), \
-            process(["gateway", str(config), "--port", str(gw_port), "--otel"],
-                    otel_env(rx, "otel-gateway"), gw_log, f"http://127.0.0.1:{gw_port}/livez"):
-        async with Client(f"http://127.0.0.1:{gw_port}/mcp", era="modern",
-                          era_cache=EraCache()) as client:
+    with (
+        Receiver() as rx,
+        process(
+            [
+                "serve",
+                str(CALC),
+                "--http",
+                "--port",
+                str(up_port),
+                "--otel",
+                "--log-format",
+                "json",
+            ],
+            otel_env(rx, "otel-upstream"),
+            up_log,
+            f"http://127.0.0.1:{up_port}/mcp",
+        ),
+        process(
+            ["gateway", str(config), "--port", str(gw_port), "--otel"],
+            otel_env(rx, "otel-gateway"),
+            gw_log,
+            f"http://127.0.0.1:{gw_port}/livez",
+        ),
+    ):
+        async with Client(
+            f"http://127.0.0.1:{gw_port}/mcp", era="modern", era_cache=EraCache()
+        ) as client:
             spans.clear()
             result = await client.call_tool("add", {"a": 2, "b": 3})
             assert result["content"][0]["text"] == "5"
-        top = next(s for s in spans.get_finished_spans()
-                   if s.name == "tools/call add" and s.kind == SpanKind.CLIENT)
+        top = next(
+            s
+            for s in spans.get_finished_spans()
+            if s.name == "tools/call add" and s.kind == SpanKind.CLIENT
+        )
         trace_id, top_id = hex_ids(top)
 
         def in_trace() -> list[tuple[str, Any]] | None:
-            found = [(svc, s) for svc, s in rx.spans()
-                     if s.trace_id.hex() == trace_id and s.name == "tools/call add"]
+            found = [
+                (svc, s)
+                for svc, s in rx.spans()
+                if s.trace_id.hex() == trace_id and s.name == "tools/call add"
+            ]
             return found if len(found) == 3 else None
 
         found = wait_for(in_trace, "the gateway's and upstream's spans")
@@ -95,16 +120,20 @@ async def test_processes_export_one_trace_over_otlp_http(tmp_path: Path, spans: 
         assert attrs["gen_ai.tool.name"].string_value == "add"
         assert attrs["server.port"].int_value == up_port
 
-        names = wait_for(lambda: (n := rx.metric_names()) and
-                         {"mcp.server.operation.duration", "mcp.client.operation.duration"} <= n
-                         and n, "the duration histograms")
+        names = wait_for(
+            lambda: (
+                (n := rx.metric_names())
+                and {"mcp.server.operation.duration", "mcp.client.operation.duration"} <= n
+                and n
+            ),
+            "the duration histograms",
+        )
         assert "mcp.server.operation.duration" in names
         scrape = httpx.get(f"http://127.0.0.1:{gw_port}/metrics", timeout=5).text
         assert "mcp_gateway_requests_total" in scrape  # the gateway's own families stay
         assert "mcp_server_operation_duration_seconds_count" in scrape  # and OTel's join
 
-    lines = [json.loads(line) for line in up_log.read_text().splitlines()
-             if line.startswith("{")]
+    lines = [json.loads(line) for line in up_log.read_text().splitlines() if line.startswith("{")]
     adding = [line for line in lines if line["message"] == "adding 2 and 3"]
     assert len(adding) == 1
     assert adding[0]["trace_id"] == trace_id
@@ -115,23 +144,32 @@ async def test_processes_export_one_trace_over_otlp_http(tmp_path: Path, spans: 
 async def test_serve_metrics_is_prometheus_text(tmp_path: Path, spans: Any) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with process(["serve", str(CALC), "--http", "--port", str(port), "--metrics"],
-                 subprocess_env(), tmp_path / "serve.log", f"{base}/mcp"):
+    with process(
+        ["serve", str(CALC), "--http", "--port", str(port), "--metrics"],
+        subprocess_env(),
+        tmp_path / "serve.log",
+        f"{base}/mcp",
+    ):
         async with Client(f"{base}/mcp", era_cache=EraCache()) as client:
             await client.call_tool("add", {"a": 1, "b": 1})
             await client.call_tool("add", {"a": 1, "b": 2})
         reply = httpx.get(f"{base}/metrics", timeout=5)
     assert reply.status_code == 200
     assert reply.headers["content-type"].startswith("text/plain")
-    count = [line for line in reply.text.splitlines()
-             if line.startswith("mcp_server_operation_duration_seconds_count")
-             and 'mcp_method_name="tools/call"' in line and 'gen_ai_tool_name="add"' in line]
+    count = [
+        line
+        for line in reply.text.splitlines()
+        if line.startswith("mcp_server_operation_duration_seconds_count")
+        and 'mcp_method_name="tools/call"' in line
+        and 'gen_ai_tool_name="add"' in line
+    ]
     assert len(count) == 1, reply.text
     assert float(count[0].rsplit(" ", 1)[1]) == 2.0
 
 
-async def test_host_traces_its_calls_and_logs_json_with_their_ids(tmp_path: Path,
-                                                                  spans: Any) -> None:
+async def test_host_traces_its_calls_and_logs_json_with_their_ids(
+    tmp_path: Path, spans: Any
+) -> None:
     """``mcpkit host --otel --log-format json``: its CLIENT span of a ``/call`` and the
     upstream's SERVER span form one trace, and the host's log lines are JSON, those logged
     while that span was current (httpx's request line) stamped with its ids."""
@@ -139,16 +177,38 @@ async def test_host_traces_its_calls_and_logs_json_with_their_ids(tmp_path: Path
     url = f"http://127.0.0.1:{port}/mcp"
     config = tmp_path / "host.json"
     config.write_text(json.dumps({"mcpServers": {"calc": {"url": url}}}))
-    with Receiver() as rx, process(["serve", str(CALC), "--http", "--port", str(port),
-                                    "--otel"], otel_env(rx, "otel-upstream"),
-                                   tmp_path / "upstream.log", url):
+    with (
+        Receiver() as rx,
+        process(
+            ["serve", str(CALC), "--http", "--port", str(port), "--otel"],
+            otel_env(rx, "otel-upstream"),
+            tmp_path / "upstream.log",
+            url,
+        ),
+    ):
         env = otel_env(rx, "otel-host")
         env["HOME"] = str(tmp_path)  # the host's trust and token files
         run = subprocess.run(
-            [sys.executable, "-m", "mcpkit", "host", "--config", str(config), "--otel",
-             "--log-format", "json", "--log-level", "info"],
-            input='/call calc__add {"a": 2, "b": 3}\n/quit\n', capture_output=True,
-            text=True, env=env, cwd=tmp_path, timeout=90)
+            [
+                sys.executable,
+                "-m",
+                "mcpkit",
+                "host",
+                "--config",
+                str(config),
+                "--otel",
+                "--log-format",
+                "json",
+                "--log-level",
+                "info",
+            ],
+            input='/call calc__add {"a": 2, "b": 3}\n/quit\n',
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=90,
+        )
         assert run.returncode == 0, run.stderr
         assert "5" in run.stdout
 
@@ -171,8 +231,7 @@ async def test_host_traces_its_calls_and_logs_json_with_their_ids(tmp_path: Path
     in_call = [line for line in lines if line.get("span_id") == host_span.span_id.hex()]
     assert in_call, lines
     assert all(line["trace_id"] == host_span.trace_id.hex() for line in in_call)
-    assert any(line["logger"] == "httpx" and f"POST {url}" in line["message"]
-               for line in in_call)
+    assert any(line["logger"] == "httpx" and f"POST {url}" in line["message"] for line in in_call)
 
 
 def gauge(rx: Receiver, name: str, version: str) -> float | None:
@@ -199,9 +258,15 @@ async def test_stdio_server_exports_its_legacy_session(tmp_path: Path, spans: An
     it exports while a legacy client holds it."""
     with Receiver() as rx:
         env = otel_env(rx, "otel-stdio")
-        async with Client([sys.executable, "-m", "mcpkit", "serve", str(CALC), "--otel"],
-                          era="legacy", era_cache=EraCache(), env=env) as client:
+        async with Client(
+            [sys.executable, "-m", "mcpkit", "serve", str(CALC), "--otel"],
+            era="legacy",
+            era_cache=EraCache(),
+            env=env,
+        ) as client:
             result = await client.call_tool("add", {"a": 1, "b": 1})
             assert result["content"][0]["text"] == "2"
-            wait_for(lambda: gauge(rx, "mcpkit.server.sessions.active", "2025-11-25") == 1,
-                     "the sessions gauge at 1")
+            wait_for(
+                lambda: gauge(rx, "mcpkit.server.sessions.active", "2025-11-25") == 1,
+                "the sessions gauge at 1",
+            )

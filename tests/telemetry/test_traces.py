@@ -46,7 +46,8 @@ def make_upstream() -> Server:
     async def confirm(ctx: Context) -> str:
         """Ask the user (an MRTR round on 2026-07-28)."""
         answer = await ctx.elicit(
-            "Go?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+            "Go?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+        )
         return "yes" if answer.get("action") == "accept" else "no"
 
     @server.tool(task="optional")
@@ -62,8 +63,9 @@ def make_upstream() -> Server:
 async def stack(era: str) -> AsyncIterator[str]:
     """Upstream and gateway on 127.0.0.1; yields the gateway's URL."""
     async with serve_http(make_upstream()) as up_url:
-        config = parse_config({"upstreams": [{"name": "up", "url": up_url, "era": era,
-                                              "health_interval": 0}]})
+        config = parse_config(
+            {"upstreams": [{"name": "up", "url": up_url, "era": era, "health_interval": 0}]}
+        )
         gateway = GatewayServer(config)
         gateway.add_middleware(Telemetry())
         async with gateway.serving(), serve_http(gateway) as gw_url:
@@ -72,8 +74,9 @@ async def stack(era: str) -> AsyncIterator[str]:
 
 def by_trace(spans: list[ReadableSpan], root: ReadableSpan) -> list[ReadableSpan]:
     assert root.context is not None
-    return [s for s in spans if s.context is not None
-            and s.context.trace_id == root.context.trace_id]
+    return [
+        s for s in spans if s.context is not None and s.context.trace_id == root.context.trace_id
+    ]
 
 
 def parent_of(span: ReadableSpan) -> int | None:
@@ -98,12 +101,19 @@ async def test_tools_call_is_one_trace_through_the_gateway(spans: Any, era: str)
     trace = by_trace(finished, top)
     tool_spans = [s for s in trace if s.name == "tools/call add"]
     assert sorted(s.kind.name for s in tool_spans) == ["CLIENT", "CLIENT", "SERVER", "SERVER"]
-    gw_server = only([s for s in trace if parent_of(s) == top.context.span_id],
-                     "tools/call add", SpanKind.SERVER)
-    gw_client = only([s for s in trace if parent_of(s) == gw_server.context.span_id],
-                     "tools/call add", SpanKind.CLIENT)
-    up_server = only([s for s in trace if parent_of(s) == gw_client.context.span_id],
-                     "tools/call add", SpanKind.SERVER)
+    gw_server = only(
+        [s for s in trace if parent_of(s) == top.context.span_id], "tools/call add", SpanKind.SERVER
+    )
+    gw_client = only(
+        [s for s in trace if parent_of(s) == gw_server.context.span_id],
+        "tools/call add",
+        SpanKind.CLIENT,
+    )
+    up_server = only(
+        [s for s in trace if parent_of(s) == gw_client.context.span_id],
+        "tools/call add",
+        SpanKind.SERVER,
+    )
     assert gw_server.parent.is_remote and up_server.parent.is_remote  # via params._meta
     for span in (top, gw_server, gw_client, up_server):
         attrs = dict(span.attributes or {})
@@ -121,14 +131,18 @@ async def test_tools_call_is_one_trace_through_the_gateway(spans: Any, era: str)
         else:
             assert "mcp.session.id" not in attrs
     # each hop's id is the one on its wire: the client's and the server's span agree
-    ids = [dict(s.attributes or {})["jsonrpc.request.id"] for s in
-           (top, gw_server, gw_client, up_server)]
+    ids = [
+        dict(s.attributes or {})["jsonrpc.request.id"]
+        for s in (top, gw_server, gw_client, up_server)
+    ]
     assert all(isinstance(i, str) and i for i in ids)
     assert ids[0] == ids[1] and ids[2] == ids[3]
     # the legacy session ids name each hop's own session (front, upstream)
     if era == "legacy":
-        sessions = [dict(s.attributes or {})["mcp.session.id"] for s in
-                    (top, gw_server, gw_client, up_server)]
+        sessions = [
+            dict(s.attributes or {})["mcp.session.id"]
+            for s in (top, gw_server, gw_client, up_server)
+        ]
         assert sessions[0] == sessions[1] and sessions[2] == sessions[3]
         assert sessions[0] != sessions[2]
 
@@ -165,21 +179,26 @@ async def accept(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def rounds_of(finished: list[ReadableSpan], kind: SpanKind) -> list[ReadableSpan]:
-    return sorted((s for s in finished if s.name == "tools/call confirm" and s.kind == kind),
-                  key=lambda s: s.start_time or 0)
+    return sorted(
+        (s for s in finished if s.name == "tools/call confirm" and s.kind == kind),
+        key=lambda s: s.start_time or 0,
+    )
 
 
 def assert_linked(first: ReadableSpan, second: ReadableSpan) -> None:
     """``second`` (the retry) links to ``first`` as its previous round, and only to it."""
     assert not first.links
     assert [(link.context.span_id, dict(link.attributes or {})) for link in second.links] == [
-        (first.context.span_id, {"mcpkit.link": "previous_round"})]
+        (first.context.span_id, {"mcpkit.link": "previous_round"})
+    ]
 
 
 async def test_mrtr_rounds_are_linked(spans: Any) -> None:
     server = make_upstream()
-    async with serve_http(server) as url, Client(url, era_cache=EraCache(),
-                                                 elicitation=accept) as client:
+    async with (
+        serve_http(server) as url,
+        Client(url, era_cache=EraCache(), elicitation=accept) as client,
+    ):
         spans.clear()
         result = await client.call_tool("confirm")
         assert result["content"][0]["text"] == "yes"
@@ -196,13 +215,14 @@ async def test_mrtr_rounds_are_linked(spans: Any) -> None:
 
 
 @pytest.mark.parametrize("upstream_era", ["modern", "legacy"])
-async def test_mrtr_rounds_are_linked_through_the_gateway(spans: Any, upstream_era: str
-                                                          ) -> None:
+async def test_mrtr_rounds_are_linked_through_the_gateway(spans: Any, upstream_era: str) -> None:
     """A modern front client: a modern upstream runs MRTR itself (the gateway passes its
     requestState through); a legacy upstream elicits over its session and the gateway
     runs the rounds with the front client (its own sealed state)."""
-    async with stack(upstream_era) as url, Client(url, era="modern", era_cache=EraCache(),
-                                                  elicitation=accept) as client:
+    async with (
+        stack(upstream_era) as url,
+        Client(url, era="modern", era_cache=EraCache(), elicitation=accept) as client,
+    ):
         spans.clear()
         result = await client.call_tool("confirm")
         assert result["content"][0]["text"] == "yes"
@@ -210,8 +230,11 @@ async def test_mrtr_rounds_are_linked_through_the_gateway(spans: Any, upstream_e
     top = [c for c in rounds_of(finished, SpanKind.CLIENT) if parent_of(c) is None]
     assert len(top) == 2
     assert_linked(*top)
-    gw_servers = [s for s in rounds_of(finished, SpanKind.SERVER)
-                  if parent_of(s) in {t.context.span_id for t in top}]
+    gw_servers = [
+        s
+        for s in rounds_of(finished, SpanKind.SERVER)
+        if parent_of(s) in {t.context.span_id for t in top}
+    ]
     assert len(gw_servers) == 2
     if upstream_era == "modern":
         ups = [s for s in rounds_of(finished, SpanKind.SERVER) if s not in gw_servers]
@@ -235,19 +258,16 @@ def finished_tasks(reader: Any) -> dict[str, float]:
     return out
 
 
-async def test_task_background_work_is_linked_to_the_call(spans: Any, metric_reader: Any
-                                                          ) -> None:
+async def test_task_background_work_is_linked_to_the_call(spans: Any, metric_reader: Any) -> None:
     before = finished_tasks(metric_reader).get("completed", 0)
     server = make_upstream()
-    async with serve_http(server) as url, Client(url, era_cache=EraCache(),
-                                                 tasks=True) as client:
+    async with serve_http(server) as url, Client(url, era_cache=EraCache(), tasks=True) as client:
         spans.clear()
         task = await client.start_tool_task("slow", {"text": "hi"})
         result = await task  # type: ignore[misc]
         assert result["content"][0]["text"] == "HI"
     finished = list(spans.get_finished_spans())
-    created = [s for s in finished if s.name == "tools/call slow"
-               and s.kind == SpanKind.CLIENT]
+    created = [s for s in finished if s.name == "tools/call slow" and s.kind == SpanKind.CLIENT]
     assert len(created) == 1
     work = only(finished, "tools/call slow task", SpanKind.INTERNAL)
     assert work.parent is None  # its own trace: it outlives the call
@@ -256,10 +276,12 @@ async def test_task_background_work_is_linked_to_the_call(spans: Any, metric_rea
     assert finished_tasks(metric_reader).get("completed", 0) == before + 1
 
 
-@pytest.mark.parametrize(("era", "method"), [("modern", "server/discover"),
-                                             ("legacy", "initialize")])
-async def test_the_handshake_has_its_client_and_server_span(spans: Any, era: str,
-                                                            method: str) -> None:
+@pytest.mark.parametrize(
+    ("era", "method"), [("modern", "server/discover"), ("legacy", "initialize")]
+)
+async def test_the_handshake_has_its_client_and_server_span(
+    spans: Any, era: str, method: str
+) -> None:
     async with serve_http(make_upstream()) as url:
         spans.clear()
         async with Client(url, era=era, era_cache=EraCache()):
@@ -274,20 +296,31 @@ async def test_the_handshake_has_its_client_and_server_span(spans: Any, era: str
 async def test_task_through_the_gateway_links_to_the_calls_trace(spans: Any) -> None:
     """A task-backed call through the gateway (modern both sides): the upstream's
     background span links to the gateway's CLIENT span, which is in the caller's trace."""
-    async with stack("modern") as url, Client(url, era="modern", era_cache=EraCache(),
-                                              tasks=True) as client:
+    async with (
+        stack("modern") as url,
+        Client(url, era="modern", era_cache=EraCache(), tasks=True) as client,
+    ):
         spans.clear()
         task = await client.start_tool_task("slow", {"text": "hi"})
         result = await task  # type: ignore[misc]
         assert result["content"][0]["text"] == "HI"
     finished = list(spans.get_finished_spans())
-    top = only([s for s in finished if s.parent is None and s.kind == SpanKind.CLIENT],
-               "tools/call slow", SpanKind.CLIENT)
+    top = only(
+        [s for s in finished if s.parent is None and s.kind == SpanKind.CLIENT],
+        "tools/call slow",
+        SpanKind.CLIENT,
+    )
     trace = by_trace(finished, top)
-    gw_server = only([s for s in trace if parent_of(s) == top.context.span_id],
-                     "tools/call slow", SpanKind.SERVER)
-    gw_client = only([s for s in trace if parent_of(s) == gw_server.context.span_id],
-                     "tools/call slow", SpanKind.CLIENT)
+    gw_server = only(
+        [s for s in trace if parent_of(s) == top.context.span_id],
+        "tools/call slow",
+        SpanKind.SERVER,
+    )
+    gw_client = only(
+        [s for s in trace if parent_of(s) == gw_server.context.span_id],
+        "tools/call slow",
+        SpanKind.CLIENT,
+    )
     work = only(finished, "tools/call slow task", SpanKind.INTERNAL)
     assert work.parent is None and work.context.trace_id != top.context.trace_id
     assert [link.context.span_id for link in work.links] == [gw_client.context.span_id]

@@ -66,9 +66,10 @@ def divide(a: float, b: float) -> float:
 @server.tool
 async def greet(ctx: Context) -> str:
     """Asks the user for a name (elicitation), then a model for a compliment (sampling)."""
-    answer = await ctx.elicit("Your name?", {"type": "object",
-                                             "properties": {"name": {"type": "string"}},
-                                             "required": ["name"]})
+    answer = await ctx.elicit(
+        "Your name?",
+        {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    )
     name = (answer.get("content") or {}).get("name", "nobody")
     reply = await ctx.sample(f"Compliment {name}", max_tokens=20)
     text = (reply.get("content") or {}).get("text", "")

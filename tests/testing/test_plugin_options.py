@@ -11,7 +11,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-USER_TESTS = '''
+USER_TESTS = """
 import sys
 import pytest
 sys.path.insert(0, {here!r})
@@ -36,24 +36,52 @@ async def test_add(mcp_client, mcp_transport, mcp_era):
 @pytest.mark.parametrize("mcp_transport", ["memory"])
 async def test_pinned_to_memory(mcp_client, mcp_transport):
     assert mcp_client.transport.kind == "memory"
-'''
+"""
 
 
 def run(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_user.py").write_text(USER_TESTS.format(here=str(HERE)))
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "--rootdir",
-         str(tmp_path), str(tmp_path / "test_user.py"), *options],
-        capture_output=True, text=True, timeout=180, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-s",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_user.py"),
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+    )
 
 
 def test_options_parametrize_every_mcp_client_test(tmp_path: Path) -> None:
-    out = run(tmp_path, "--mcp-transport", "memory", "--mcp-transport", "http",
-              "--mcp-era", "modern", "--mcp-era", "legacy")
+    out = run(
+        tmp_path,
+        "--mcp-transport",
+        "memory",
+        "--mcp-transport",
+        "http",
+        "--mcp-era",
+        "modern",
+        "--mcp-era",
+        "legacy",
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     ran = sorted(re.findall(r"RAN \w+ \w+ \w+", out.stdout))  # -q dots share the lines
-    assert ran == ["RAN http legacy legacy", "RAN http modern modern",
-                   "RAN memory legacy legacy", "RAN memory modern modern"]
+    assert ran == [
+        "RAN http legacy legacy",
+        "RAN http modern modern",
+        "RAN memory legacy legacy",
+        "RAN memory modern modern",
+    ]
     # the pinned test keeps its own transport and only takes the eras: 2 runs
     assert "6 passed" in out.stdout
 

@@ -69,12 +69,16 @@ async def run_scenario(client: Client, responder: ScriptedResponder) -> dict[str
 
     add = await client.call_tool("add", {"a": 2, "b": 3.5}, result_type=Sum)
     assert_valid_result("tools/call", dict(add), revision)
-    seen["add"] = {"data": add.data,
-                   "typed": (await client.call_tool("add", {"a": 2, "b": 3.5})).data}
-    seen["midpoint"] = (await client.call_tool(
-        "midpoint", {"x1": 0, "y1": 0, "x2": 4, "y2": 6}, result_type=Point)).data
-    seen["forecast"] = (await client.call_tool(
-        "forecast", {"city": "Oslo"}, result_type=Forecast)).data
+    seen["add"] = {
+        "data": add.data,
+        "typed": (await client.call_tool("add", {"a": 2, "b": 3.5})).data,
+    }
+    seen["midpoint"] = (
+        await client.call_tool("midpoint", {"x1": 0, "y1": 0, "x2": 4, "y2": 6}, result_type=Point)
+    ).data
+    seen["forecast"] = (
+        await client.call_tool("forecast", {"city": "Oslo"}, result_type=Forecast)
+    ).data
     count = await client.call_tool("count", {"word": "hello"}, result_type=int)
     seen["count"], seen["count_raw"] = count.data, count["structuredContent"]
 
@@ -93,12 +97,14 @@ async def run_scenario(client: Client, responder: ScriptedResponder) -> dict[str
     seen["greet"] = _text(greet)
     seen["asked"] = [
         (kind, params.get("message") or params["messages"][-1]["content"]["text"])
-        for kind, params in responder.requests]
+        for kind, params in responder.requests
+    ]
     responder.assert_done()
 
     progress: list[float] = []
-    done = await client.call_tool("countdown", {"n": 3},
-                                  on_progress=lambda p: progress.append(p["progress"]))
+    done = await client.call_tool(
+        "countdown", {"n": 3}, on_progress=lambda p: progress.append(p["progress"])
+    )
     seen["progress"], seen["countdown"] = progress, _text(done)
 
     read = await client.read_resource("note://today")

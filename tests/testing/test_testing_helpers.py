@@ -41,12 +41,12 @@ def test_shipped_schemas_are_the_suites_copies(revision: str) -> None:
 def test_assert_valid_accepts_good_and_names_what_is_wrong() -> None:
     good = {"content": [{"type": "text", "text": "hi"}], "resultType": "complete"}
     assert_valid_result("tools/call", good)
-    assert_valid_result("tools/call", {"content": [{"type": "text", "text": "hi"}]},
-                        "2025-06-18")  # any legacy version: the 2025-11-25 schema
+    assert_valid_result(
+        "tools/call", {"content": [{"type": "text", "text": "hi"}]}, "2025-06-18"
+    )  # any legacy version: the 2025-11-25 schema
     missing_text = r"(?s)CallToolResult.*\$\.content\[0\].*'text' is a required property"
     with pytest.raises(AssertionError, match=missing_text):
-        assert_valid_result("tools/call", {"content": [{"type": "text"}],
-                                           "resultType": "complete"})
+        assert_valid_result("tools/call", {"content": [{"type": "text"}], "resultType": "complete"})
     with pytest.raises(AssertionError, match="not a valid Tool"):
         assert_valid({"name": 3}, "Tool", "2026-07-28")
     with pytest.raises(ValueError, match="no result definition"):
@@ -54,8 +54,9 @@ def test_assert_valid_accepts_good_and_names_what_is_wrong() -> None:
 
 
 async def test_responder_fails_loudly_when_the_script_does_not_match() -> None:
-    unused = ScriptedResponder(elicitation=[{"name": "Ada"}, {"name": "Bo"}],
-                               sampling=["first", "second"])
+    unused = ScriptedResponder(
+        elicitation=[{"name": "Ada"}, {"name": "Bo"}], sampling=["first", "second"]
+    )
     async with connect(scenario_server.server, **unused.callbacks()) as client:
         result = await client.call_tool("greet")
     assert "Hello, Ada! first" in result["content"][0]["text"]
@@ -66,8 +67,7 @@ async def test_responder_fails_loudly_when_the_script_does_not_match() -> None:
     short = ScriptedResponder(elicitation=[{"name": "Ada"}], sampling=[])
     callbacks = short.callbacks()
     assert set(callbacks) == {"elicitation"}  # no sampling capability declared
-    short = ScriptedResponder(elicitation=[{"name": "Ada"}],
-                              sampling=[lambda params: "only once"])
+    short = ScriptedResponder(elicitation=[{"name": "Ada"}], sampling=[lambda params: "only once"])
     async with connect(scenario_server.server, era="legacy", **short.callbacks()) as client:
         await client.call_tool("greet")
         with pytest.raises((ServerError, InputRequestError)):
@@ -95,10 +95,10 @@ async def test_typed_results_and_their_failures() -> None:
         plain = await client.call_tool("add", {"a": 1, "b": 2})
         assert isinstance(plain, CallToolResult) and isinstance(plain, dict)
         assert plain.data == {"sum": 3.0} and plain["structuredContent"] == {"sum": 3.0}
-        assert (await client.call_tool("add", {"a": 1, "b": 2}, result_type=SumData)).data \
-            == SumData(3.0)
-        typed: Any = (await client.call_tool("add", {"a": 1, "b": 2},
-                                             result_type=SumDict)).data
+        assert (
+            await client.call_tool("add", {"a": 1, "b": 2}, result_type=SumData)
+        ).data == SumData(3.0)
+        typed: Any = (await client.call_tool("add", {"a": 1, "b": 2}, result_type=SumDict)).data
         assert typed == {"sum": 3.0}
         with pytest.raises(InvalidResultError, match=r"tools/call add: .*not a Wrong.*total"):
             await client.call_tool("add", {"a": 1, "b": 2}, result_type=Wrong)
@@ -170,7 +170,14 @@ def test_public_names_of_mcpkit_testing() -> None:
     import mcpkit.testing
 
     assert set(mcpkit.testing.__all__) == {
-        "ERAS", "TRANSPORTS", "ScriptedResponder", "assert_valid", "assert_valid_result",
-        "connect", "serve_http", "target_of"}
+        "ERAS",
+        "TRANSPORTS",
+        "ScriptedResponder",
+        "assert_valid",
+        "assert_valid_result",
+        "connect",
+        "serve_http",
+        "target_of",
+    }
     for name in mcpkit.testing.__all__:
         assert getattr(mcpkit.testing, name) is not None

@@ -61,7 +61,7 @@ def test_on_asyncio_answers_as_sniffio_does(anyio_backend: str) -> None:
 # multi-byte character, plus comments, ids, retry, multi-line data and an invalid byte.
 SSE_BODY = (
     b": comment\r\nid: 0\r\nretry: 1000\r\ndata:\r\n\r\n"
-    b"event: message\ndata: {\"a\": \"caf\xc3\xa9\"}\ndata: second line\n\n"
+    b'event: message\ndata: {"a": "caf\xc3\xa9"}\ndata: second line\n\n'
     b"data: bad \xff byte\nid: 7\n\n"
     b"data: no blank line at the end"
 )
@@ -83,8 +83,7 @@ async def test_sse_events_match_httpx_sse_public_event_source(
     import httpx
     from httpx_sse import EventSource
 
-    response = httpx.Response(200, headers={"content-type": "text/event-stream"},
-                              content=SSE_BODY)
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=SSE_BODY)
     public = [e async for e in EventSource(response).aiter_sse()]
     assert compat._private_sse_decoders() is not None  # the tested httpx-sse is installed
     shortcut = [e async for e in compat.sse_events(_chunks())]

@@ -101,8 +101,7 @@ def open_get(http: McpHttp, port: int) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
     sock.sendall(
         f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
-        f"MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: {session.session_id}\r\n\r\n"
-        .encode()
+        f"MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: {session.session_id}\r\n\r\n".encode()
     )
     return sock
 
@@ -162,8 +161,7 @@ def test_a_client_that_goes_away_frees_its_stream(
     http = McpHttp(server.url, server.alive)
     bus = app.server.bus  # type: ignore[attr-defined]
     socks = [
-        open_listen(server.port, {"notifications": {"toolsListChanged": True}})
-        for _ in range(10)
+        open_listen(server.port, {"notifications": {"toolsListChanged": True}}) for _ in range(10)
     ]
     socks += [open_get(http, server.port) for _ in range(5)]
     try:

@@ -24,6 +24,7 @@ __all__ = ["Principal"]
 class Principal:
     """The caller an access token stands for.  Equality and ``str()`` use the identity
     (issuer, client_id, subject) only; scopes, claims and expiry describe the token."""
+
     subject: str
     scopes: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=dict)

@@ -221,7 +221,6 @@ class BearerAuth:
         return ProtectedResource(app, self, max_body_bytes=max_body_bytes)
 
 
-
 class _BodyTooLarge(Exception):
     pass
 

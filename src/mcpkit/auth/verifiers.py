@@ -62,6 +62,7 @@ class TokenVerifier(Protocol):
     :class:`~mcpkit.auth.InvalidToken`.  :class:`~mcpkit.auth.JwtVerifier` and
     :class:`~mcpkit.auth.IntrospectionVerifier` are the two shipped; any object with this
     ``verify`` coroutine will do."""
+
     async def verify(self, token: str) -> Principal:
         """The principal ``token`` stands for; :class:`InvalidToken` when it is not valid here."""
 

@@ -28,12 +28,15 @@ from .terminal import TerminalUI
 if TYPE_CHECKING:  # the client stack loads only for these commands, not for `serve`
     from ..client import Client
 
-_TARGET_HELP = """\
+_TARGET_HELP = (
+    """\
 TARGET is a server file or module as `mcpkit serve` takes it (demo.py, demo.py:server,
 pkg.mod:app), an http(s):// URL, a quoted command line ("npx -y some-server"), or the
 command after `--`.
 
-""" + EXIT_CODES_HELP
+"""
+    + EXIT_CODES_HELP
+)
 
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     # name: (summary, usage, examples)
@@ -50,8 +53,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "       mcpkit call [options] TOOL [key=value ...] -- COMMAND [ARG...]",
         "  mcpkit call demo.py add a=1 b=2\n"
         "  mcpkit call demo.py greet              # asks for your name on the terminal\n"
-        "  mcpkit call URL search filters:='{\"tag\": \"x\"}' --json\n"
-        "  mcpkit call demo.py add --args '{\"a\": 1, \"b\": 2}'   # no tools/list first",
+        '  mcpkit call URL search filters:=\'{"tag": "x"}\' --json\n'
+        '  mcpkit call demo.py add --args \'{"a": 1, "b": 2}\'   # no tools/list first',
     ),
     "read": (
         "read a resource and print its contents",
@@ -76,32 +79,66 @@ def _options(parser: argparse.ArgumentParser, default: Any = None) -> None:
     def d(value: Any) -> Any:
         return value if default is None else default
 
-    parser.add_argument("--json", action="store_true", default=d(False),
-                        help="print JSON instead of text")
-    parser.add_argument("--era", choices=("auto", "modern", "legacy"), default=d("auto"),
-                        help="protocol era (default: probe, then fall back)")
-    parser.add_argument("--timeout", type=float, default=d(60.0),
-                        help="seconds per request (default 60)")
-    parser.add_argument("-H", "--header", action="append", default=d([]), metavar="'NAME: VALUE'",
-                        help="extra HTTP header (repeatable)")
-    parser.add_argument("-e", "--env", action="append", default=d([]), metavar="KEY=VALUE",
-                        help="environment variable for a stdio server (repeatable)")
-    parser.add_argument("--no-input", action="store_true", default=d(False),
-                        help="decline the server's requests for input instead of asking")
-    parser.add_argument("--log-level", default=d(None),
-                        choices=("debug", "info", "notice", "warning", "error"),
-                        help="show the server's log messages at this level and above")
-    parser.add_argument("-v", "--verbose", action="store_true", default=d(False),
-                        help="log the protocol exchange to stderr")
+    parser.add_argument(
+        "--json", action="store_true", default=d(False), help="print JSON instead of text"
+    )
+    parser.add_argument(
+        "--era",
+        choices=("auto", "modern", "legacy"),
+        default=d("auto"),
+        help="protocol era (default: probe, then fall back)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=d(60.0), help="seconds per request (default 60)"
+    )
+    parser.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=d([]),
+        metavar="'NAME: VALUE'",
+        help="extra HTTP header (repeatable)",
+    )
+    parser.add_argument(
+        "-e",
+        "--env",
+        action="append",
+        default=d([]),
+        metavar="KEY=VALUE",
+        help="environment variable for a stdio server (repeatable)",
+    )
+    parser.add_argument(
+        "--no-input",
+        action="store_true",
+        default=d(False),
+        help="decline the server's requests for input instead of asking",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=d(None),
+        choices=("debug", "info", "notice", "warning", "error"),
+        help="show the server's log messages at this level and above",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=d(False),
+        help="log the protocol exchange to stderr",
+    )
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    runners = {"list": _list, "call": _call, "read": _read, "prompt": _prompt,
-               "inspect": _inspect}
+    runners = {"list": _list, "call": _call, "read": _read, "prompt": _prompt, "inspect": _inspect}
     for name, (summary, usage, examples) in _COMMANDS.items():
-        p = sub.add_parser(name, help=summary, description=summary, usage=usage,
-                           epilog=f"examples:\n{examples}\n\n{_TARGET_HELP}",
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            usage=usage,
+            epilog=f"examples:\n{examples}\n\n{_TARGET_HELP}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         _options(p)
         if name == "call":
             p.add_argument("--args", metavar="JSON", help="all arguments as one JSON object")
@@ -122,7 +159,7 @@ def _split(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     command = None
     if "--" in argv:
         cut = argv.index("--")
-        argv, command = argv[:cut], argv[cut + 1:]
+        argv, command = argv[:cut], argv[cut + 1 :]
         if not command:
             raise UsageError("nothing after --: give the server command")
     again = argparse.ArgumentParser(add_help=False, prog=f"mcpkit {args.command_name}")
@@ -141,8 +178,9 @@ def _split(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     return words, command
 
 
-def _named(args: argparse.Namespace, word: str,
-           missing: str) -> tuple[str | list[str], str, list[str]]:
+def _named(
+    args: argparse.Namespace, word: str, missing: str
+) -> tuple[str | list[str], str, list[str]]:
     """(target, NAME, key=value words) for ``call`` and ``prompt``: TARGET NAME [k=v ...]."""
     words, command = _split(args)
     target, rest = _target(words, command, word)
@@ -151,8 +189,9 @@ def _named(args: argparse.Namespace, word: str,
     return target, rest[0], rest[1:]
 
 
-def _target(words: list[str], command: list[str] | None,
-            rest: str) -> tuple[str | list[str], list[str]]:
+def _target(
+    words: list[str], command: list[str] | None, rest: str
+) -> tuple[str | list[str], list[str]]:
     """(target, remaining words) for a command whose words after TARGET are ``rest``."""
     if command is not None:
         return command, words
@@ -176,9 +215,17 @@ def _client(target: str | list[str], args: argparse.Namespace, ui: TerminalUI) -
         if not sep:
             raise UsageError(f"--env {item!r}: expected KEY=VALUE")
         env[key] = value
-    return Client(target, era=args.era, timeout=args.timeout, headers=headers,
-                  env=env or None, elicitation=ui.ask_form, url_elicitation=ui.show_url,
-                  on_log=ui.on_log, log_level=args.log_level)
+    return Client(
+        target,
+        era=args.era,
+        timeout=args.timeout,
+        headers=headers,
+        env=env or None,
+        elicitation=ui.ask_form,
+        url_elicitation=ui.show_url,
+        on_log=ui.on_log,
+        log_level=args.log_level,
+    )
 
 
 def _run(coro_fn: Any, args: argparse.Namespace) -> int:
@@ -191,8 +238,11 @@ def _run(coro_fn: Any, args: argparse.Namespace) -> int:
     )
     from ..client.errors import unwrap
 
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        stream=sys.stderr, format="%(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(name)s: %(message)s",
+    )
     name = args.command_name
     try:
         try:
@@ -206,8 +256,9 @@ def _run(coro_fn: Any, args: argparse.Namespace) -> int:
         print(f"mcpkit {name}: {exc}", file=sys.stderr)
         return EXIT_CONNECTION
     except ServerError as exc:
-        print(f"mcpkit {name}: the server answered error {exc.code}: {exc.message}",
-              file=sys.stderr)
+        print(
+            f"mcpkit {name}: the server answered error {exc.code}: {exc.message}", file=sys.stderr
+        )
         return EXIT_FAILURE
     except ClientError as exc:
         print(f"mcpkit {name}: {exc}", file=sys.stderr)
@@ -225,8 +276,10 @@ async def _list(args: argparse.Namespace) -> int:
     words, command = _split(args)
     target, rest = _target(words, command, "")
     if rest:
-        raise UsageError(f"unexpected {rest[0]!r} after TARGET (quote a command line, or "
-                         "put the command after --)")
+        raise UsageError(
+            f"unexpected {rest[0]!r} after TARGET (quote a command line, or "
+            "put the command after --)"
+        )
     async with _client(target, args, _ui(args)) as client:
         report = await _survey(client)
     if args.json:
@@ -243,8 +296,12 @@ async def _inspect(args: argparse.Namespace) -> int:
         raise UsageError(f"unexpected {rest[0]!r} after TARGET")
     async with _client(target, args, _ui(args)) as client:
         report = await _survey(client)
-    for key, field in (("tools", "name"), ("prompts", "name"), ("resources", "uri"),
-                       ("resourceTemplates", "uriTemplate")):
+    for key, field in (
+        ("tools", "name"),
+        ("prompts", "name"),
+        ("resources", "uri"),
+        ("resourceTemplates", "uriTemplate"),
+    ):
         report[key] = sorted(report[key], key=_by(field))
     if args.json:
         output.emit_json(report, sort_keys=True)
@@ -260,8 +317,7 @@ def _by(field: str) -> Callable[[dict[str, Any]], str]:
 async def _survey(client: Client) -> dict[str, Any]:
     """Everything a server offers, in one JSON-ready dict."""
     info = client.server_info
-    report: dict[str, Any] = {"tools": [], "prompts": [], "resources": [],
-                              "resourceTemplates": []}
+    report: dict[str, Any] = {"tools": [], "prompts": [], "resources": [], "resourceTemplates": []}
     if info.supports("tools"):
         report["tools"] = await client.list_tools()
     if info.supports("prompts"):
@@ -272,8 +328,10 @@ async def _survey(client: Client) -> dict[str, Any]:
     report["server"] = {
         "name": info.implementation.get("name"),
         "version": info.implementation.get("version"),
-        "protocolVersion": info.protocol_version, "era": info.era,
-        "capabilities": info.capabilities, "instructions": info.instructions,
+        "protocolVersion": info.protocol_version,
+        "era": info.era,
+        "capabilities": info.capabilities,
+        "instructions": info.instructions,
     }
     report["droppedTools"] = dict(client.dropped_tools)
     return report
@@ -311,8 +369,7 @@ async def _call(args: argparse.Namespace) -> int:
         arguments.update(parse_pairs(pairs, schema, f"tool {tool_name!r}"))
         try:
             with ui.running():
-                result = await client.call_tool(tool_name, arguments,
-                                                on_progress=ui.on_progress)
+                result = await client.call_tool(tool_name, arguments, on_progress=ui.on_progress)
         except ServerError as exc:
             if exc.code == -32602 and not schema:
                 tools = await _tools_by_name(client)
@@ -363,8 +420,10 @@ def parse_pairs(pairs: list[str], schema: dict[str, Any], owner: str = "") -> di
             raise UsageError(f"expected key=value, got {pair!r}")
         prop = props.get(key)
         if prop is None and closed:
-            raise UsageError(f"{owner + ' has ' if owner else ''}no argument {key!r}; "
-                             f"it takes: {', '.join(props)}")
+            raise UsageError(
+                f"{owner + ' has ' if owner else ''}no argument {key!r}; "
+                f"it takes: {', '.join(props)}"
+            )
         out[key] = convert(key, text, _type_of(prop))
     return out
 
@@ -446,11 +505,15 @@ async def _prompt(args: argparse.Namespace) -> int:
             if not sep or not key:
                 raise UsageError(f"expected key=value, got {pair!r}")
             if declared and key not in declared:
-                raise UsageError(f"prompt {name!r} has no argument {key!r}; "
-                                 f"it takes: {', '.join(declared)}")
+                raise UsageError(
+                    f"prompt {name!r} has no argument {key!r}; it takes: {', '.join(declared)}"
+                )
             arguments[key] = value  # prompt arguments are strings by definition
-        missing = [a["name"] for a in prompts[name].get("arguments") or []
-                   if a.get("required") and a["name"] not in arguments]
+        missing = [
+            a["name"]
+            for a in prompts[name].get("arguments") or []
+            if a.get("required") and a["name"] not in arguments
+        ]
         if missing:
             raise UsageError(f"prompt {name!r} needs {', '.join(f'{m}=...' for m in missing)}")
         result = await client.get_prompt(name, arguments)

@@ -22,18 +22,25 @@ from .exits import EXIT_OK, EXIT_USAGE
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "dev", help="serve over HTTP with reload on file change (needs the 'cli' extra)",
+        "dev",
+        help="serve over HTTP with reload on file change (needs the 'cli' extra)",
         description="Serve a server file over Streamable HTTP and restart it when a file "
         "under its folder changes.",
         epilog="examples:\n  mcpkit dev demo.py\n  mcpkit dev demo.py:server --port 9000 "
         "--watch src/\n\nWith npx on PATH it also prints the MCP Inspector command to open "
         "the server in.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("target", help="path/to/file.py[:name] or package.module[:name]")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--path", default="/mcp", help="endpoint path (default /mcp)")
-    p.add_argument("--watch", action="append", default=[], metavar="DIR",
-                   help="folder to watch (repeatable; default: the file's folder)")
+    p.add_argument(
+        "--watch",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="folder to watch (repeatable; default: the file's folder)",
+    )
     p.add_argument("--state", default="memory:", help="state backend URL (default memory:)")
     p.set_defaults(func=run)
 
@@ -47,19 +54,44 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     watch = args.watch or [str(Path(spec).resolve().parent if is_file else Path.cwd())]
     url = f"http://127.0.0.1:{args.port}{args.path}"
-    command = [sys.executable, "-m", "mcpkit", "serve", args.target, "--http",
-               "--port", str(args.port), "--path", args.path, "--state", args.state]
-    print(f"mcpkit dev: serving {args.target} at {url}, restarting on changes in "
-          f"{', '.join(watch)} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    command = [
+        sys.executable,
+        "-m",
+        "mcpkit",
+        "serve",
+        args.target,
+        "--http",
+        "--port",
+        str(args.port),
+        "--path",
+        args.path,
+        "--state",
+        args.state,
+    ]
+    print(
+        f"mcpkit dev: serving {args.target} at {url}, restarting on changes in "
+        f"{', '.join(watch)} (Ctrl-C stops)",
+        file=sys.stderr,
+        flush=True,
+    )
     if shutil.which("npx"):
-        print(f"  inspect it:  npx @modelcontextprotocol/inspector --transport http "
-              f"--server-url {url}", file=sys.stderr, flush=True)
+        print(
+            f"  inspect it:  npx @modelcontextprotocol/inspector --transport http "
+            f"--server-url {url}",
+            file=sys.stderr,
+            flush=True,
+        )
     with contextlib.suppress(KeyboardInterrupt):
         # Source and data files only: a log written into the folder (`mcpkit dev demo.py >
         # dev.log`) or the SQLite state must not restart the server in a loop.
         quiet = watchfiles.PythonFilter(extra_extensions=_WATCHED)
-        watchfiles.run_process(*watch, target=shlex.join(command), target_type="command",
-                               callback=_changed, watch_filter=quiet)
+        watchfiles.run_process(
+            *watch,
+            target=shlex.join(command),
+            target_type="command",
+            callback=_changed,
+            watch_filter=quiet,
+        )
     return EXIT_OK
 
 

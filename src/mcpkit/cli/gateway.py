@@ -111,6 +111,5 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    serve_uvicorn(app, args.host, args.port, log_level=args.log_level,
-                  **uvicorn_log_config(args))
+    serve_uvicorn(app, args.host, args.port, log_level=args.log_level, **uvicorn_log_config(args))
     return 0

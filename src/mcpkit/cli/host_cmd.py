@@ -10,29 +10,45 @@ from .observability import setup as setup_observability
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("host", help="connect MCP servers to a model, in a terminal or a web page",
-                       description="Run an MCP host: servers from an mcpServers JSON file, "
-                                   "a permission policy, and a model loop.",
-                       epilog="examples:\n"
-                              "  mcpkit host --config examples/host.json          # terminal\n"
-                              "  mcpkit host --web --config examples/host.json    # local page\n"
-                              "  mcpkit host --web --model anthropic:claude-sonnet-4-5\n"
-                              "  mcpkit host --reset-trust    # forget trusted server commands\n\n"
-                              "A bare python, python3 or mcpkit command in the config runs "
-                              "with this host's own interpreter.",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "host",
+        help="connect MCP servers to a model, in a terminal or a web page",
+        description="Run an MCP host: servers from an mcpServers JSON file, "
+        "a permission policy, and a model loop.",
+        epilog="examples:\n"
+        "  mcpkit host --config examples/host.json          # terminal\n"
+        "  mcpkit host --web --config examples/host.json    # local page\n"
+        "  mcpkit host --web --model anthropic:claude-sonnet-4-5\n"
+        "  mcpkit host --reset-trust    # forget trusted server commands\n\n"
+        "A bare python, python3 or mcpkit command in the config runs "
+        "with this host's own interpreter.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--config", "-c", help="JSON file in the common mcpServers shape")
-    p.add_argument("--web", action="store_true",
-                   help="serve a local web page on 127.0.0.1 (prints its URL with a token)")
+    p.add_argument(
+        "--web",
+        action="store_true",
+        help="serve a local web page on 127.0.0.1 (prints its URL with a token)",
+    )
     p.add_argument("--port", type=int, default=0, help="port for --web (default: a free one)")
-    p.add_argument("--sandbox-port", type=int, default=0,
-                   help="port of the MCP App sandbox origin for --web (default: a free one; "
-                        "fix it to keep views' _meta.ui.domain origins stable)")
+    p.add_argument(
+        "--sandbox-port",
+        type=int,
+        default=0,
+        help="port of the MCP App sandbox origin for --web (default: a free one; "
+        "fix it to keep views' _meta.ui.domain origins stable)",
+    )
     p.add_argument("--open", action="store_true", help="open the page in a browser")
-    p.add_argument("--model", help="provider:model, e.g. anthropic:claude-sonnet-4-5 or "
-                                   "openai:gpt-4o-mini (API key from the environment)")
-    p.add_argument("--reset-trust", action="store_true",
-                   help="forget every server command trusted so far, then exit")
+    p.add_argument(
+        "--model",
+        help="provider:model, e.g. anthropic:claude-sonnet-4-5 or "
+        "openai:gpt-4o-mini (API key from the environment)",
+    )
+    p.add_argument(
+        "--reset-trust",
+        action="store_true",
+        help="forget every server command trusted so far, then exit",
+    )
     p.add_argument("--log-level", default="warning")
     add_observability(p, metrics=False)
     p.set_defaults(func=run)
@@ -82,14 +98,24 @@ def run(args: argparse.Namespace) -> int:
                 webbrowser.open(url)
 
         with contextlib.suppress(KeyboardInterrupt):
-            anyio.run(lambda: run_web(config, port=args.port,
-                                        sandbox_port=args.sandbox_port, model=model,
-                                        on_ready=ready, trust=trust,
-                                        token_store=default_token_store()))
+            anyio.run(
+                lambda: run_web(
+                    config,
+                    port=args.port,
+                    sandbox_port=args.sandbox_port,
+                    model=model,
+                    on_ready=ready,
+                    trust=trust,
+                    token_store=default_token_store(),
+                )
+            )
         return 0
     from ..host.terminal import run_terminal
 
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(lambda: run_terminal(config, model=model, trust=trust,
-                                       token_store=default_token_store()))
+        anyio.run(
+            lambda: run_terminal(
+                config, model=model, trust=trust, token_store=default_token_store()
+            )
+        )
     return 0

@@ -48,13 +48,18 @@ class HostKind:
 
 HOSTS: dict[str, HostKind] = {
     "claude-desktop": HostKind(
-        "Claude Desktop", lambda: _config_home() / "Claude" / "claude_desktop_config.json"),
-    "claude-code": HostKind("Claude Code (user scope)", lambda: Path.home() / ".claude.json",
-                            typed=True),
+        "Claude Desktop", lambda: _config_home() / "Claude" / "claude_desktop_config.json"
+    ),
+    "claude-code": HostKind(
+        "Claude Code (user scope)", lambda: Path.home() / ".claude.json", typed=True
+    ),
     "cursor": HostKind("Cursor", lambda: Path.home() / ".cursor" / "mcp.json"),
-    "vscode": HostKind("VS Code (user profile)",
-                       lambda: _config_home() / "Code" / "User" / "mcp.json",
-                       key="servers", typed=True),
+    "vscode": HostKind(
+        "VS Code (user profile)",
+        lambda: _config_home() / "Code" / "User" / "mcp.json",
+        key="servers",
+        typed=True,
+    ),
     "gemini-cli": HostKind("Gemini CLI", lambda: Path.home() / ".gemini" / "settings.json"),
 }
 
@@ -76,26 +81,52 @@ class InstallError(Exception):
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     where = "".join(f"  {name:<15} {host.path()}\n" for name, host in HOSTS.items())
     p = sub.add_parser(
-        "install", help="add a server to Claude Desktop, Claude Code, Cursor, VS Code, ...",
+        "install",
+        help="add a server to Claude Desktop, Claude Code, Cursor, VS Code, ...",
         description="Add a server file or module to a desktop host's MCP configuration "
         "(merged with what is there; a backup is kept).",
         epilog=_EXAMPLES + where + "\nexit status: 0 ok, 2 bad usage or a config file that "
         "cannot be merged safely (nothing is written then).",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("client", choices=[*HOSTS, "json"], metavar="CLIENT",
-                   help=f"one of: {', '.join([*HOSTS, 'json'])}")
-    p.add_argument("target", metavar="FILE",
-                   help="the server, as `mcpkit serve` takes it: demo.py[:name] or pkg.mod:name")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "client",
+        choices=[*HOSTS, "json"],
+        metavar="CLIENT",
+        help=f"one of: {', '.join([*HOSTS, 'json'])}",
+    )
+    p.add_argument(
+        "target",
+        metavar="FILE",
+        help="the server, as `mcpkit serve` takes it: demo.py[:name] or pkg.mod:name",
+    )
     p.add_argument("--name", help="the entry's name (default: the server's own name)")
-    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                   help="environment variable for the server (repeatable)")
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment variable for the server (repeatable)",
+    )
     p.add_argument("--env-file", metavar="FILE", help="read KEY=VALUE lines (a .env file)")
-    p.add_argument("--with", dest="with_packages", action="append", default=[],
-                   metavar="PKG", help="pip-install PKG into this interpreter first")
-    p.add_argument("--config-path", metavar="PATH",
-                   help="the client's config file, when it is not at the usual place")
-    p.add_argument("--python", default=sys.executable,
-                   help="interpreter that runs the server (default: this one, %(default)s)")
+    p.add_argument(
+        "--with",
+        dest="with_packages",
+        action="append",
+        default=[],
+        metavar="PKG",
+        help="pip-install PKG into this interpreter first",
+    )
+    p.add_argument(
+        "--config-path",
+        metavar="PATH",
+        help="the client's config file, when it is not at the usual place",
+    )
+    p.add_argument(
+        "--python",
+        default=sys.executable,
+        help="interpreter that runs the server (default: this one, %(default)s)",
+    )
     p.set_defaults(func=run)
 
 
@@ -114,8 +145,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"mcpkit install: {exc}", file=sys.stderr)
         return EXIT_USAGE
     verb = "replaced" if replaced else "added"
-    print(f"mcpkit install: {verb} {name!r} in {host.title}'s {path}"
-          + (f" (previous file kept as {backup})" if backup else ""), file=sys.stderr)
+    print(
+        f"mcpkit install: {verb} {name!r} in {host.title}'s {path}"
+        + (f" (previous file kept as {backup})" if backup else ""),
+        file=sys.stderr,
+    )
     print(f"  command: {entry['command']} {' '.join(entry['args'])}", file=sys.stderr)
     print(f"  restart {host.title} to load it.", file=sys.stderr)
     return EXIT_OK
@@ -131,8 +165,7 @@ def build_entry(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     except TargetError as exc:
         raise InstallError(f"{args.target}: {exc}") from None
     except Exception as exc:  # the user's file failed while importing: say so, plainly
-        raise InstallError(f"{args.target} failed to import: "
-                           f"{type(exc).__name__}: {exc}") from None
+        raise InstallError(f"{args.target} failed to import: {type(exc).__name__}: {exc}") from None
     env: dict[str, str] = {}
     if args.env_file:
         env.update(_read_env_file(args.env_file))
@@ -144,8 +177,10 @@ def build_entry(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if module_dir is not None:
         env.setdefault("PYTHONPATH", module_dir)
     python = shutil.which(args.python) or args.python
-    entry: dict[str, Any] = {"command": str(Path(python).absolute()),
-                             "args": ["-m", "mcpkit", "serve", target]}
+    entry: dict[str, Any] = {
+        "command": str(Path(python).absolute()),
+        "args": ["-m", "mcpkit", "serve", target],
+    }
     if env:
         entry["env"] = env
     return args.name or server.name, entry
@@ -183,14 +218,14 @@ def _read_env_file(path: str) -> dict[str, str]:
 
 def _pip_install(python: str, package: str) -> None:
     print(f"mcpkit install: pip install {package} (into {python})", file=sys.stderr)
-    done = subprocess.run([python, "-m", "pip", "install", "--quiet", package],
-                          stdout=sys.stderr, check=False)
+    done = subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", package], stdout=sys.stderr, check=False
+    )
     if done.returncode != 0:
         raise InstallError(f"--with {package}: pip install failed (exit {done.returncode})")
 
 
-def merge_entry(path: Path, key: str, name: str,
-                entry: dict[str, Any]) -> tuple[bool, Path | None]:
+def merge_entry(path: Path, key: str, name: str, entry: dict[str, Any]) -> tuple[bool, Path | None]:
     """Put ``entry`` at ``config[key][name]``; (replaced an entry, backup path or None).
 
     Refuses (InstallError, file untouched) when the file is not a JSON object or its
@@ -204,8 +239,9 @@ def merge_entry(path: Path, key: str, name: str,
             try:
                 loaded = json.loads(text)
             except ValueError as exc:
-                raise InstallError(f"{path} is not valid JSON ({exc}); fix or move it, "
-                                   "nothing was written") from None
+                raise InstallError(
+                    f"{path} is not valid JSON ({exc}); fix or move it, nothing was written"
+                ) from None
             if not isinstance(loaded, dict):
                 raise InstallError(f"{path} is not a JSON object; nothing was written")
             config = loaded

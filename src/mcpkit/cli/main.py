@@ -34,8 +34,11 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mcpkit", description="Model Context Protocol toolkit: serve, call, install.",
-        epilog=_EXAMPLES + EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog="mcpkit",
+        description="Model Context Protocol toolkit: serve, call, install.",
+        epilog=_EXAMPLES + EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(sub)

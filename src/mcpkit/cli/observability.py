@@ -18,8 +18,14 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["JsonFormatter", "add_arguments", "setup", "setup_logging", "uvicorn_log_config",
-           "with_metrics"]
+__all__ = [
+    "JsonFormatter",
+    "add_arguments",
+    "setup",
+    "setup_logging",
+    "uvicorn_log_config",
+    "with_metrics",
+]
 
 #: The text format of the commands' log lines (``--log-format text``).
 TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
@@ -28,15 +34,24 @@ TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
 def add_arguments(p: argparse.ArgumentParser, *, metrics: bool) -> None:
     g = p.add_argument_group("observability (--otel needs the 'otel' extra)")
     g.add_argument(
-        "--otel", action="store_true",
+        "--otel",
+        action="store_true",
         help="export OpenTelemetry traces and metrics over OTLP/HTTP, configured by the "
         "standard OTEL_* environment variables (OTEL_EXPORTER_OTLP_ENDPOINT, "
-        "OTEL_SERVICE_NAME, ...)")
+        "OTEL_SERVICE_NAME, ...)",
+    )
     if metrics:
-        g.add_argument("--metrics", action="store_true",
-                       help="serve the OpenTelemetry metrics in Prometheus format at /metrics")
-    g.add_argument("--log-format", choices=("text", "json"), default="text",
-                   help="json: one JSON object per log line, with trace_id and span_id")
+        g.add_argument(
+            "--metrics",
+            action="store_true",
+            help="serve the OpenTelemetry metrics in Prometheus format at /metrics",
+        )
+    g.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one JSON object per log line, with trace_id and span_id",
+    )
 
 
 def setup_logging(args: argparse.Namespace, *, text: bool = False) -> None:
@@ -119,7 +134,10 @@ class JsonFormatter(logging.Formatter):
     OpenTelemetry is installed and a span is recording)."""
 
     _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
-        "message", "asctime", "taskName"}
+        "message",
+        "asctime",
+        "taskName",
+    }
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {

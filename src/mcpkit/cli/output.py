@@ -18,11 +18,12 @@ def emit_json(value: Any, *, sort_keys: bool = False) -> None:
     sys.stdout.buffer.flush()
 
 
-def print_listing(server: dict[str, Any], listing: dict[str, Any],
-                  dropped: dict[str, str]) -> None:
+def print_listing(server: dict[str, Any], listing: dict[str, Any], dropped: dict[str, str]) -> None:
     name = server["name"] or "(unnamed server)"
-    print(f"{name} {server['version'] or ''}".rstrip()
-          + f"  [protocol {server['protocolVersion']}, {server['era']} era]")
+    print(
+        f"{name} {server['version'] or ''}".rstrip()
+        + f"  [protocol {server['protocolVersion']}, {server['era']} era]"
+    )
     if server["instructions"]:
         print(f"  {first_line(server['instructions'])}")
     print(f"\nTools ({len(listing['tools'])}):")
@@ -34,8 +35,9 @@ def print_listing(server: dict[str, Any], listing: dict[str, Any],
         print(f"  (dropped {tool_name}: {why})")
     print(f"\nPrompts ({len(listing['prompts'])}):")
     for prompt in listing["prompts"]:
-        arguments = ", ".join(a["name"] + ("" if a.get("required") else "?")
-                              for a in prompt.get("arguments") or [])
+        arguments = ", ".join(
+            a["name"] + ("" if a.get("required") else "?") for a in prompt.get("arguments") or []
+        )
         print(f"  {prompt['name']}({arguments})" + _desc(prompt))
     print(f"\nResources ({len(listing['resources'])}):")
     for res in listing["resources"]:

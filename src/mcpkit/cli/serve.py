@@ -16,7 +16,8 @@ from .target import TargetError, load_server
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "serve", help="serve an MCP server over stdio or HTTP",
+        "serve",
+        help="serve an MCP server over stdio or HTTP",
         description="Serve a server file or module over stdio (what desktop hosts launch) "
         "or Streamable HTTP.",
         epilog="examples:\n  mcpkit serve demo.py\n"
@@ -26,9 +27,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "only Server).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "target", nargs="?", help="path/to/file.py[:name] or package.module[:name]"
-    )
+    p.add_argument("target", nargs="?", help="path/to/file.py[:name] or package.module[:name]")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000)
@@ -82,12 +81,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     # --- OpenAPI import (mcpkit.compose, issue #18) ------------------------------------
     api = p.add_argument_group("OpenAPI import (instead of TARGET)")
     api.add_argument(
-        "--openapi", metavar="SPEC", help="serve the REST API an OpenAPI 3.0/3.1 document "
+        "--openapi",
+        metavar="SPEC",
+        help="serve the REST API an OpenAPI 3.0/3.1 document "
         "(file or http(s) URL) describes, one tool per operation",
     )
     api.add_argument("--base-url", help="where the API is (default: the document's servers[0])")
     api.add_argument(
-        "--api-header", action="append", default=[], metavar="NAME:VALUE",
+        "--api-header",
+        action="append",
+        default=[],
+        metavar="NAME:VALUE",
         help="header sent to the API with every request, e.g. an API key (repeatable)",
     )
     # --- end OpenAPI import --------------------------------------------------------------
@@ -183,10 +187,18 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics:
         make_app = with_metrics(make_app)
     serve(
-        server, "http", host=args.host, port=args.port, path=args.path,
-        legacy=not args.no_legacy, modern=not args.no_modern,
-        allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
-        log_level=args.log_level, make_app=make_app, **uvicorn_log_config(args),
+        server,
+        "http",
+        host=args.host,
+        port=args.port,
+        path=args.path,
+        legacy=not args.no_legacy,
+        modern=not args.no_modern,
+        allowed_hosts=args.allowed_host,
+        allowed_origins=args.allowed_origin,
+        log_level=args.log_level,
+        make_app=make_app,
+        **uvicorn_log_config(args),
     )
     return 0
 
@@ -209,4 +221,6 @@ def _openapi_server(args: argparse.Namespace) -> Any:
         return from_openapi(spec, base_url=args.base_url, headers=headers)
     except (OSError, ValueError, httpx.HTTPError) as exc:
         raise TargetError(f"cannot serve the OpenAPI document {args.openapi}: {exc}") from None
+
+
 # --- end OpenAPI import ------------------------------------------------------------------

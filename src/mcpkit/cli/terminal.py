@@ -31,8 +31,13 @@ class BadAnswer(ValueError):
 class TerminalUI:
     """Callbacks for one command: elicitation, progress and server logs, on ``err``."""
 
-    def __init__(self, *, interactive: bool, err: TextIO | None = None,
-                 read_line: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        interactive: bool,
+        err: TextIO | None = None,
+        read_line: Callable[[str], str] | None = None,
+    ) -> None:
         self.interactive = interactive
         self.err = err or sys.stderr
         self._read_line = read_line or self._input
@@ -52,8 +57,9 @@ class TerminalUI:
         content: dict[str, Any] = {}
         try:
             for key, prop in (schema.get("properties") or {}).items():
-                value = await self._ask_field(key, prop if isinstance(prop, dict) else {},
-                                              key in required)
+                value = await self._ask_field(
+                    key, prop if isinstance(prop, dict) else {}, key in required
+                )
                 if value is not UNSET:
                     content[key] = value
         except EOFError:
@@ -69,11 +75,15 @@ class TerminalUI:
         self._pause_progress()
         url = params.get("url", "")
         if not self.interactive:
-            self._say(f"The server asks you to open {url} ({params.get('message', '')})\n"
-                      "  (declined: --no-input)")
+            self._say(
+                f"The server asks you to open {url} ({params.get('message', '')})\n"
+                "  (declined: --no-input)"
+            )
             return {"action": "decline"}
-        self._say(f"\nThe server asks you to open this URL:\n  {url}\n"
-                  f"  {params.get('message', '')}".rstrip())
+        self._say(
+            f"\nThe server asks you to open this URL:\n  {url}\n"
+            f"  {params.get('message', '')}".rstrip()
+        )
         return {"action": "accept"}
 
     async def _ask_field(self, key: str, prop: dict[str, Any], required: bool) -> Any:
@@ -163,7 +173,6 @@ class TerminalUI:
         return line
 
 
-
 def enum_choices(prop: dict[str, Any]) -> list[tuple[Any, str]]:
     """(value, title) of a single-choice field: ``enum`` (+ legacy ``enumNames``) or
     ``oneOf``/``anyOf`` of ``const`` entries; for a multi-choice array, its items' choices."""
@@ -175,8 +184,11 @@ def enum_choices(prop: dict[str, Any]) -> list[tuple[Any, str]]:
         return [(v, str(titles[i]) if titles else str(v)) for i, v in enumerate(prop["enum"])]
     for key in ("oneOf", "anyOf"):
         options = prop.get(key)
-        if isinstance(options, list) and options and all(
-                isinstance(o, dict) and "const" in o for o in options):
+        if (
+            isinstance(options, list)
+            and options
+            and all(isinstance(o, dict) and "const" in o for o in options)
+        ):
             return [(o["const"], str(o.get("title", o["const"]))) for o in options]
     return []
 
@@ -193,14 +205,18 @@ def field_hint(prop: dict[str, Any], required: bool) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
-def convert_answer(text: str, prop: dict[str, Any],
-                   choices: list[tuple[Any, str]] | None = None) -> Any:
+def convert_answer(
+    text: str, prop: dict[str, Any], choices: list[tuple[Any, str]] | None = None
+) -> Any:
     """A typed value for ``text`` under ``prop``, or :class:`BadAnswer` saying what fits."""
     choices = enum_choices(prop) if choices is None else choices
     kind = prop.get("type")
     if kind == "array":
-        return [_choose(part.strip(), choices) if choices else part.strip()
-                for part in text.split(",") if part.strip()]
+        return [
+            _choose(part.strip(), choices) if choices else part.strip()
+            for part in text.split(",")
+            if part.strip()
+        ]
     if choices:
         return _choose(text, choices)
     if kind == "boolean":
@@ -214,8 +230,9 @@ def convert_answer(text: str, prop: dict[str, Any],
         try:
             value: float = int(text) if kind == "integer" else float(text)
         except ValueError:
-            raise BadAnswer(f"expected {'an integer' if kind == 'integer' else 'a number'}, "
-                            f"got {text!r}") from None
+            raise BadAnswer(
+                f"expected {'an integer' if kind == 'integer' else 'a number'}, got {text!r}"
+            ) from None
         low, high = prop.get("minimum"), prop.get("maximum")
         if (low is not None and value < low) or (high is not None and value > high):
             raise BadAnswer(f"expected a value between {low} and {high}, got {text}")

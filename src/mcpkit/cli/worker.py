@@ -68,8 +68,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(anyio.run(_stats, args.state), indent=2))
         return 0
     if not args.target:
-        print("mcpkit worker: TARGET is required (the server file the replicas serve)",
-              file=sys.stderr)
+        print(
+            "mcpkit worker: TARGET is required (the server file the replicas serve)",
+            file=sys.stderr,
+        )
         return 2
     if args.concurrency < 1:
         print("mcpkit worker: --concurrency must be at least 1", file=sys.stderr)

@@ -70,8 +70,9 @@ class ResultCache:
         self.misses += 1
         return None
 
-    def store(self, server: str, owner: object, method: str, key: str,
-              result: dict[str, Any]) -> None:
+    def store(
+        self, server: str, owner: object, method: str, key: str, result: dict[str, Any]
+    ) -> None:
         """Keep a complete result for its ``ttlMs`` (nothing is kept without one), private to
         ``owner`` unless its ``cacheScope`` is ``public``."""
         ttl = ttl_seconds(result)
@@ -86,9 +87,13 @@ class ResultCache:
 
     def invalidate(self, server: str, method: str | None = None, key: str | None = None) -> int:
         """Drop entries of ``server`` (optionally one method, optionally one key)."""
-        doomed = [k for k in self._entries
-                  if k[0] == server and (method is None or k[2] == method)
-                  and (key is None or k[3] == key)]
+        doomed = [
+            k
+            for k in self._entries
+            if k[0] == server
+            and (method is None or k[2] == method)
+            and (key is None or k[3] == key)
+        ]
         for entry_key in doomed:
             del self._entries[entry_key]
         return len(doomed)

@@ -26,14 +26,10 @@ ElicitationHandler = Callable[[dict[str, Any]], Awaitable[ElicitResult] | Elicit
 UrlElicitationHandler = Callable[[dict[str, Any]], Awaitable[ElicitResult] | ElicitResult]
 """URL-mode elicitation: receives the params (``message``, ``url``); ``accept`` = consent."""
 
-SamplingHandler = Callable[
-    [dict[str, Any]], Awaitable[CreateMessageResult] | CreateMessageResult
-]
+SamplingHandler = Callable[[dict[str, Any]], Awaitable[CreateMessageResult] | CreateMessageResult]
 """Sampling: receives ``sampling/createMessage`` params, returns a ``CreateMessageResult``."""
 
-RootsProvider = (
-    Sequence[Root] | Callable[[], Awaitable[Sequence[Root]] | Sequence[Root]]
-)
+RootsProvider = Sequence[Root] | Callable[[], Awaitable[Sequence[Root]] | Sequence[Root]]
 """Roots: a fixed list, or a callable returning one."""
 
 LogHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
@@ -93,18 +89,21 @@ class Callbacks:
             if self.sampling is None:
                 raise InputRequestError(
                     "the server asked for sampling, but no sampling callback is configured",
-                    missing=True)
+                    missing=True,
+                )
             result = await call_maybe_async(self.sampling, params)
             return _check_sampling(result)
         if method == "roots/list":
             if self.roots is None:
                 raise InputRequestError(
-                    "the server asked for roots, but no roots were configured", missing=True)
+                    "the server asked for roots, but no roots were configured", missing=True
+                )
             return {"roots": await self.list_roots()}
         if method == "ping":
             return {}
-        raise InputRequestError(f"the server asked for {method!r}, which clients do not serve",
-                                missing=True)
+        raise InputRequestError(
+            f"the server asked for {method!r}, which clients do not serve", missing=True
+        )
 
     async def list_roots(self) -> list[dict[str, Any]]:
         provider = self.roots
@@ -123,12 +122,17 @@ class Callbacks:
 
     async def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
         mode = params.get("mode") or "form"
-        handler = self.elicitation if mode == "form" else (
-            self.url_elicitation if mode == "url" else None)
+        handler = (
+            self.elicitation
+            if mode == "form"
+            else (self.url_elicitation if mode == "url" else None)
+        )
         if handler is None:
             raise InputRequestError(
                 f"the server asked for {mode}-mode elicitation, but no {mode} elicitation "
-                f"callback is configured", missing=True)
+                f"callback is configured",
+                missing=True,
+            )
         result = await call_maybe_async(handler, params)
         return _check_elicit(result)
 
@@ -137,7 +141,8 @@ def _check_elicit(result: Any) -> dict[str, Any]:
     if not isinstance(result, dict) or result.get("action") not in _ACTIONS:
         raise InputRequestError(
             f"the elicitation callback must return {{'action': 'accept'|'decline'|'cancel', "
-            f"'content': {{...}}}}, not {result!r}"[:300])
+            f"'content': {{...}}}}, not {result!r}"[:300]
+        )
     answer: dict[str, Any] = {"action": result["action"]}
     content = result.get("content")
     if content is not None:
@@ -149,9 +154,14 @@ def _check_elicit(result: Any) -> dict[str, Any]:
 
 
 def _check_sampling(result: Any) -> dict[str, Any]:
-    if (not isinstance(result, dict) or not isinstance(result.get("role"), str)
-            or "content" not in result or not isinstance(result.get("model"), str)):
+    if (
+        not isinstance(result, dict)
+        or not isinstance(result.get("role"), str)
+        or "content" not in result
+        or not isinstance(result.get("model"), str)
+    ):
         raise InputRequestError(
             "the sampling callback must return a CreateMessageResult "
-            f"({{'role', 'content', 'model'}}), not {result!r}"[:300])
+            f"({{'role', 'content', 'model'}}), not {result!r}"[:300]
+        )
     return dict(result)

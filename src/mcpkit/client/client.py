@@ -83,8 +83,13 @@ log = logging.getLogger("mcpkit.client")
 server_log = logging.getLogger("mcpkit.client.server")
 
 _MAX_PAGES = 1000
-_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO,
-               "warning": logging.WARNING, "error": logging.ERROR}
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 _SERVER_REQUESTS = ("elicitation/create", "sampling/createMessage", "roots/list")
 
 
@@ -110,13 +115,18 @@ class Client:
         if overrides:
             opts = dataclasses.replace(opts, **overrides)
         self.options = opts
-        self.callbacks = Callbacks(elicitation, url_elicitation, sampling, sampling_tools,
-                                   roots, on_log, on_notification)
+        self.callbacks = Callbacks(
+            elicitation, url_elicitation, sampling, sampling_tools, roots, on_log, on_notification
+        )
         self.transport = transport_for(target, opts)
         self.session = Session(self.transport, opts, self.callbacks)
         self.cache: ResultCache | None = (
-            opts.cache if isinstance(opts.cache, ResultCache)
-            else ResultCache() if opts.cache else None)
+            opts.cache
+            if isinstance(opts.cache, ResultCache)
+            else ResultCache()
+            if opts.cache
+            else None
+        )
         self._owner = object()  # identifies this client's private cache entries
         self._tool_headers: dict[str, tuple[HeaderParam, ...]] = {}
         #: Tools left out of ``list_tools`` because of invalid ``x-mcp-header``s, and why.
@@ -125,8 +135,9 @@ class Client:
         self._stack: contextlib.AsyncExitStack | None = None
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any] | str | os.PathLike[str],
-                    **options: Any) -> ClientGroup:
+    def from_config(
+        cls, config: Mapping[str, Any] | str | os.PathLike[str], **options: Any
+    ) -> ClientGroup:
         """One client over every server of an ``mcpServers`` configuration (a dict or a
         JSON file), parsed as the host parses it; names are namespaced (``server__tool``,
         ``data://server/path``).  See :mod:`mcpkit.client.group`."""
@@ -156,15 +167,19 @@ class Client:
             fallback = legacy_sse_fallback(self.transport, refused, self.options)
             if fallback is None:
                 raise
-            log.info("%s refused a Streamable HTTP initialize (%s); trying HTTP+SSE",
-                     self.transport.server_key, refused)
+            log.info(
+                "%s refused a Streamable HTTP initialize (%s); trying HTTP+SSE",
+                self.transport.server_key,
+                refused,
+            )
             self.transport = fallback
             self.session = Session(fallback, self.options, self.callbacks)
             try:
                 return await self._connect()
             except ClientError as failed:
-                raise ConnectError(f"{refused}; as a 2024-11-05 HTTP+SSE server it failed "
-                                   f"too: {failed}") from None
+                raise ConnectError(
+                    f"{refused}; as a 2024-11-05 HTTP+SSE server it failed too: {failed}"
+                ) from None
 
     async def _connect(self) -> ServerInfo:
         stack = contextlib.AsyncExitStack()
@@ -226,9 +241,9 @@ class Client:
         """Any request, raw (no MRTR loop, no cache): the escape hatch.  ``headers`` are
         extra HTTP headers (e.g. ``Mcp-Param-*`` a proxy computed itself)."""
         with error_boundary():
-            return await self.session.request(method, params, timeout=timeout,
-                                              on_progress=on_progress, meta=meta,
-                                              headers=headers)
+            return await self.session.request(
+                method, params, timeout=timeout, on_progress=on_progress, meta=meta, headers=headers
+            )
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification to the server (no answer comes back)."""
@@ -271,7 +286,8 @@ class Client:
         if self.era != era:
             raise ClientError(
                 f"{method} does not exist in protocol {self.protocol_version or '(none)'}"
-                + (f"; {hint}" if hint else ""))
+                + (f"; {hint}" if hint else "")
+            )
 
     # ------------------------------------------------------------------ tools
     async def list_tools(self, *, refresh: bool = False) -> list[Tool]:
@@ -279,8 +295,9 @@ class Client:
         items = await self._paginate("tools/list", "tools", refresh)
         return cast(list[Tool], self._accept_tools(items))
 
-    async def list_tools_page(self, cursor: str | None = None, *,
-                              refresh: bool = False) -> dict[str, Any]:
+    async def list_tools_page(
+        self, cursor: str | None = None, *, refresh: bool = False
+    ) -> dict[str, Any]:
         """One page of ``tools/list`` from ``cursor``: the raw result with ``nextCursor``
         (tools with invalid ``x-mcp-header`` annotations dropped, as in :meth:`list_tools`)."""
         page = await self._page("tools/list", cursor, refresh)
@@ -333,8 +350,9 @@ class Client:
         dataclass, pydantic model, ``TypedDict``...) when given, else plain JSON.  With
         ``raise_on_error`` a result with ``isError`` raises :class:`ToolError`."""
         if name in self.dropped_tools:
-            raise ClientError(f"tool {name!r} was dropped from the tool list: "
-                              f"{self.dropped_tools[name]}")
+            raise ClientError(
+                f"tool {name!r} was dropped from the tool list: {self.dropped_tools[name]}"
+            )
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
@@ -342,8 +360,9 @@ class Client:
         while True:
             headers = self._param_headers(name, arguments)
             try:
-                result = await self._with_input("tools/call", params, timeout, on_progress,
-                                                meta, headers)
+                result = await self._with_input(
+                    "tools/call", params, timeout, on_progress, meta, headers
+                )
             except McpError as exc:
                 if exc.code != HEADER_MISMATCH or headers is None or refetched:
                     raise
@@ -369,8 +388,9 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        result = await self._with_input("tools/call", params, UNSET, None, None,
-                                        self._param_headers(name, arguments))
+        result = await self._with_input(
+            "tools/call", params, UNSET, None, None, self._param_headers(name, arguments)
+        )
         if result.get("resultType") == "task":
             return self._task(result)
         return tool_result(name, result)
@@ -381,8 +401,9 @@ class Client:
 
         return Task(created, request, self.callbacks)
 
-    def _param_headers(self, name: str, arguments: Mapping[str, Any] | None
-                       ) -> dict[str, str] | None:
+    def _param_headers(
+        self, name: str, arguments: Mapping[str, Any] | None
+    ) -> dict[str, str] | None:
         if self.transport.kind != "http" or self.era != "modern":
             return None
         params = self._tool_headers.get(name, ())
@@ -393,8 +414,9 @@ class Client:
         """Every prompt, all pages; cached for the result's ``ttlMs`` unless ``refresh``."""
         return cast(list[Prompt], await self._paginate("prompts/list", "prompts", refresh))
 
-    async def list_prompts_page(self, cursor: str | None = None, *,
-                                refresh: bool = False) -> dict[str, Any]:
+    async def list_prompts_page(
+        self, cursor: str | None = None, *, refresh: bool = False
+    ) -> dict[str, Any]:
         """One page of ``prompts/list`` from ``cursor``, with ``nextCursor``."""
         return await self._page("prompts/list", cursor, refresh)
 
@@ -419,23 +441,25 @@ class Client:
     # ------------------------------------------------------------------ resources
     async def list_resources(self, *, refresh: bool = False) -> list[Resource]:
         """Every resource, all pages; cached for the result's ``ttlMs`` unless ``refresh``."""
-        return cast(list[Resource],
-                    await self._paginate("resources/list", "resources", refresh))
+        return cast(list[Resource], await self._paginate("resources/list", "resources", refresh))
 
-    async def list_resources_page(self, cursor: str | None = None, *,
-                                  refresh: bool = False) -> dict[str, Any]:
+    async def list_resources_page(
+        self, cursor: str | None = None, *, refresh: bool = False
+    ) -> dict[str, Any]:
         """One page of ``resources/list`` from ``cursor``, with ``nextCursor``."""
         return await self._page("resources/list", cursor, refresh)
 
-    async def list_resource_templates(self, *, refresh: bool = False
-                                      ) -> list[ResourceTemplate]:
+    async def list_resource_templates(self, *, refresh: bool = False) -> list[ResourceTemplate]:
         """Every resource template, all pages followed; cached for the result's ``ttlMs`` unless
         ``refresh``."""
-        return cast(list[ResourceTemplate], await self._paginate(
-            "resources/templates/list", "resourceTemplates", refresh))
+        return cast(
+            list[ResourceTemplate],
+            await self._paginate("resources/templates/list", "resourceTemplates", refresh),
+        )
 
-    async def list_resource_templates_page(self, cursor: str | None = None, *,
-                                           refresh: bool = False) -> dict[str, Any]:
+    async def list_resource_templates_page(
+        self, cursor: str | None = None, *, refresh: bool = False
+    ) -> dict[str, Any]:
         """One page of ``resources/templates/list`` from ``cursor``, with ``nextCursor``."""
         return await self._page("resources/templates/list", cursor, refresh)
 
@@ -454,8 +478,9 @@ class Client:
             if hit is not None:
                 return cast(ReadResourceResult, hit)
         rounds: list[int] = []
-        result = await self._with_input("resources/read", {"uri": uri}, timeout, None, meta,
-                                        None, rounds)
+        result = await self._with_input(
+            "resources/read", {"uri": uri}, timeout, None, meta, None, rounds
+        )
         if not isinstance(result.get("contents"), list):
             raise InvalidResultError(f"resources/read {uri}: contents is not a list")
         if self.cache is not None and not rounds:
@@ -474,8 +499,7 @@ class Client:
     ) -> CompleteResult:
         """``completion/complete`` for ``argument`` of ``ref`` (see :func:`prompt_ref`,
         :func:`resource_ref`) given what the user typed so far."""
-        params: dict[str, Any] = {"ref": dict(ref),
-                                  "argument": {"name": argument, "value": value}}
+        params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
         if context_arguments:
             params["context"] = {"arguments": dict(context_arguments)}
         result = await self.request("completion/complete", params, timeout=timeout)
@@ -510,21 +534,35 @@ class Client:
     ) -> dict[str, Any]:
         request = self.session.request
         try:  # error_boundary(), without a generator context manager per request
-            result = await request(method, params, timeout=timeout, on_progress=on_progress,
-                                   meta=meta, headers=headers)
+            result = await request(
+                method, params, timeout=timeout, on_progress=on_progress, meta=meta, headers=headers
+            )
             if result.get("resultType", "complete") == "complete":  # nearly always
                 return result
 
             async def send(current: dict[str, Any]) -> dict[str, Any]:
-                if rounds is not None and ("inputResponses" in current
-                                           or "requestState" in current):
+                if rounds is not None and (
+                    "inputResponses" in current or "requestState" in current
+                ):
                     rounds.append(1)  # a retry: its result must not be cached
-                return await request(method, current, timeout=timeout,
-                                     on_progress=on_progress, meta=meta, headers=headers)
+                return await request(
+                    method,
+                    current,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    meta=meta,
+                    headers=headers,
+                )
 
             return await continue_with_input(
-                method, params, result, send, self.callbacks, self.options.max_input_rounds,
-                allow_task=self.options.tasks and method == "tools/call")
+                method,
+                params,
+                result,
+                send,
+                self.callbacks,
+                self.options.max_input_rounds,
+                allow_task=self.options.tasks and method == "tools/call",
+            )
         except BaseExceptionGroup as group:
             raise unwrap(group) from None
 
@@ -588,5 +626,4 @@ class Client:
         try:
             return await self.callbacks.answer(method, params_of(message))
         except InputRequestError as exc:
-            raise McpError(METHOD_NOT_FOUND if exc.missing else INTERNAL_ERROR, str(exc)) \
-                from None
+            raise McpError(METHOD_NOT_FOUND if exc.missing else INTERNAL_ERROR, str(exc)) from None

@@ -41,8 +41,17 @@ from typing import Any
 
 from ..types.errors import ConfigError
 
-__all__ = ["ConfigError", "ServerConfig", "check_name", "client_options", "parse_server",
-           "read_config", "resolve_command", "server_entries", "str_map"]
+__all__ = [
+    "ConfigError",
+    "ServerConfig",
+    "check_name",
+    "client_options",
+    "parse_server",
+    "read_config",
+    "resolve_command",
+    "server_entries",
+    "str_map",
+]
 
 #: Server names become the namespace of their tools, so they must be safe in a tool name.
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")

@@ -64,8 +64,11 @@ class ToolError(ClientError):
         self.result = result
         content = result.get("content") if isinstance(result, dict) else None
         self.content: list[Any] = content if isinstance(content, list) else []
-        texts = [str(b["text"]) for b in self.content
-                 if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        texts = [
+            str(b["text"])
+            for b in self.content
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+        ]
         super().__init__(f"tool {name!r} failed: " + (" ".join(texts)[:500] or "(no text)"))
 
 

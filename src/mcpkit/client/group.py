@@ -62,8 +62,9 @@ T = TypeVar("T")
 class ClientGroup:
     """Several servers behind one client-like object (see the module docstring)."""
 
-    def __init__(self, clients: Mapping[str, Client],
-                 described: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, clients: Mapping[str, Client], described: Mapping[str, str] | None = None
+    ) -> None:
         if not clients:
             raise ConfigError("no servers to connect to (mcpServers is empty or all disabled)")
         #: One ordinary client per server, by the server's name in the configuration.
@@ -75,8 +76,9 @@ class ClientGroup:
         self._stop = anyio.Event()
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any] | str | os.PathLike[str],
-                    **options: Any) -> ClientGroup:
+    def from_config(
+        cls, config: Mapping[str, Any] | str | os.PathLike[str], **options: Any
+    ) -> ClientGroup:
         """A group for an ``mcpServers`` configuration: a dict or the path of a JSON file.
 
         Each entry is parsed as the host parses it (:mod:`mcpkit.client.config`); in a dict
@@ -97,8 +99,11 @@ class ClientGroup:
                 continue
             check_name(name)
             clients[name] = item if isinstance(item, Client) else Client(item, **options)
-            described[name] = (item if isinstance(item, str)
-                               else f"in memory: {getattr(item, 'name', type(item).__name__)}")
+            described[name] = (
+                item
+                if isinstance(item, str)
+                else f"in memory: {getattr(item, 'name', type(item).__name__)}"
+            )
         return cls(clients, described)
 
     # ------------------------------------------------------------------ lifecycle
@@ -126,15 +131,17 @@ class ClientGroup:
             await self.aclose()
             reasons = "; ".join(
                 f"server {name!r} ({self._described.get(name, '?')}) failed to start: {exc}"
-                for name, exc in failed.items())
+                for name, exc in failed.items()
+            )
             raise ConnectError(reasons)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _keep(self, name: str, client: Client, *,
-                    task_status: anyio.abc.TaskStatus[None]) -> None:
+    async def _keep(
+        self, name: str, client: Client, *, task_status: anyio.abc.TaskStatus[None]
+    ) -> None:
         """Hold ``client`` open in a task of the group's own (its transport's task group
         is entered and left here) until :meth:`aclose`."""
         started = False
@@ -163,11 +170,13 @@ class ClientGroup:
         try:
             return self.clients[server]
         except KeyError:
-            raise ClientError(f"no server named {server!r} (servers: "
-                              f"{', '.join(self.clients)})") from None
+            raise ClientError(
+                f"no server named {server!r} (servers: {', '.join(self.clients)})"
+            ) from None
 
-    async def _each(self, fn: Callable[[Client], Awaitable[T]], capability: str | None = None
-                    ) -> list[tuple[str, T]]:
+    async def _each(
+        self, fn: Callable[[Client], Awaitable[T]], capability: str | None = None
+    ) -> list[tuple[str, T]]:
         """``fn`` on every server at once (those that declare ``capability``, when given),
         in configuration order; a failure names its server (a note on the original
         exception, whose type is kept)."""
@@ -193,8 +202,9 @@ class ClientGroup:
         return [(name, found[name]) for name in self.clients if name in found]
 
     @staticmethod
-    def _index(listings: list[tuple[str, list[Any]]], key: str
-               ) -> tuple[dict[str, tuple[str, str]], list[Any]]:
+    def _index(
+        listings: list[tuple[str, list[Any]]], key: str
+    ) -> tuple[dict[str, tuple[str, str]], list[Any]]:
         index: dict[str, tuple[str, str]] = {}
         items: list[Any] = []
         for server, listed in listings:
@@ -212,14 +222,14 @@ class ClientGroup:
             where = f"server {server!r} has none by that name"
         else:
             where = f"{kind} names here are server__name"
-        return ClientError(f"no {kind} named {name!r}: {where} "
-                           f"(servers: {', '.join(self.clients)})")
+        return ClientError(
+            f"no {kind} named {name!r}: {where} (servers: {', '.join(self.clients)})"
+        )
 
     # ------------------------------------------------------------------ tools
     async def list_tools(self, *, refresh: bool = False) -> list[Tool]:
         """Every server's tools, named ``server__tool``."""
-        listings = await self._each(lambda c: c.list_tools(refresh=refresh),
-                                     "tools")
+        listings = await self._each(lambda c: c.list_tools(refresh=refresh), "tools")
         self._tools, items = self._index(cast(list[tuple[str, list[Any]]], listings), "name")
         return cast(list[Tool], items)
 
@@ -230,8 +240,9 @@ class ClientGroup:
             raise self._unknown("tool", name)
         return self._tools[name]
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
-                        **kwargs: Any) -> CallToolResult:
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> CallToolResult:
         """Call ``server__tool`` on its server (``kwargs`` as :meth:`Client.call_tool`)."""
         server, tool = await self._tool(name)
         return await self.clients[server].call_tool(tool, arguments, **kwargs)
@@ -239,8 +250,7 @@ class ClientGroup:
     # ------------------------------------------------------------------ prompts
     async def list_prompts(self, *, refresh: bool = False) -> list[Prompt]:
         """Every server's prompts, named ``server__prompt``."""
-        listings = await self._each(lambda c: c.list_prompts(refresh=refresh),
-                                     "prompts")
+        listings = await self._each(lambda c: c.list_prompts(refresh=refresh), "prompts")
         self._prompts, items = self._index(cast(list[tuple[str, list[Any]]], listings), "name")
         return cast(list[Prompt], items)
 
@@ -251,31 +261,37 @@ class ClientGroup:
             raise self._unknown("prompt", name)
         return self._prompts[name]
 
-    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None,
-                         **kwargs: Any) -> GetPromptResult:
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, **kwargs: Any
+    ) -> GetPromptResult:
         """Get ``server__prompt`` from its server (``kwargs`` as :meth:`Client.get_prompt`)."""
         server, prompt = await self._prompt(name)
         return await self.clients[server].get_prompt(prompt, arguments, **kwargs)
 
     # ------------------------------------------------------------------ resources
     def _namespaced(self, listings: list[tuple[str, list[Any]]], key: str) -> list[Any]:
-        return [{**item, key: namespace_uri(server, item[key])}
-                for server, listed in listings for item in listed]
+        return [
+            {**item, key: namespace_uri(server, item[key])}
+            for server, listed in listings
+            for item in listed
+        ]
 
     async def list_resources(self, *, refresh: bool = False) -> list[Resource]:
         """Every server's resources, each URI with its server as the first segment."""
-        listings = await self._each(lambda c: c.list_resources(refresh=refresh),
-                                     "resources")
-        return cast(list[Resource],
-                    self._namespaced(cast(list[tuple[str, list[Any]]], listings), "uri"))
+        listings = await self._each(lambda c: c.list_resources(refresh=refresh), "resources")
+        return cast(
+            list[Resource], self._namespaced(cast(list[tuple[str, list[Any]]], listings), "uri")
+        )
 
-    async def list_resource_templates(self, *, refresh: bool = False
-                                      ) -> list[ResourceTemplate]:
+    async def list_resource_templates(self, *, refresh: bool = False) -> list[ResourceTemplate]:
         """Every server's resource templates, namespaced like resource URIs."""
-        listings = await self._each(lambda c: c.list_resource_templates(refresh=refresh),
-                                     "resources")
-        return cast(list[ResourceTemplate], self._namespaced(
-            cast(list[tuple[str, list[Any]]], listings), "uriTemplate"))
+        listings = await self._each(
+            lambda c: c.list_resource_templates(refresh=refresh), "resources"
+        )
+        return cast(
+            list[ResourceTemplate],
+            self._namespaced(cast(list[tuple[str, list[Any]]], listings), "uriTemplate"),
+        )
 
     def route_uri(self, uri: str) -> tuple[str, str]:
         """``(server, the server's own URI)`` for a namespaced URI."""
@@ -283,9 +299,11 @@ class ClientGroup:
             inner = strip_uri(server, uri)
             if inner is not None:
                 return server, inner
-        raise ClientError(f"resource URI {uri!r} names no server: URIs here carry the "
-                          f"server first, as in data://SERVER/path (servers: "
-                          f"{', '.join(self.clients)})")
+        raise ClientError(
+            f"resource URI {uri!r} names no server: URIs here carry the "
+            f"server first, as in data://SERVER/path (servers: "
+            f"{', '.join(self.clients)})"
+        )
 
     async def read_resource(self, uri: str, **kwargs: Any) -> ReadResourceResult:
         """Read a namespaced URI from its server; the contents keep the server's own URIs."""
@@ -293,8 +311,9 @@ class ClientGroup:
         return await self.clients[server].read_resource(inner, **kwargs)
 
     # ------------------------------------------------------------------ the rest
-    async def complete(self, ref: Mapping[str, Any], argument: str, value: str,
-                       **kwargs: Any) -> CompleteResult:
+    async def complete(
+        self, ref: Mapping[str, Any], argument: str, value: str, **kwargs: Any
+    ) -> CompleteResult:
         """``completion/complete`` for a namespaced prompt or resource template."""
         if ref.get("type") == "ref/prompt":
             server, prompt = await self._prompt(str(ref.get("name")))

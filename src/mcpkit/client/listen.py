@@ -49,8 +49,9 @@ _FLAG_CAPS = {
 }
 
 
-def build_filter(tools: bool, prompts: bool, resources: bool,
-                 resource_uris: Sequence[str]) -> dict[str, Any]:
+def build_filter(
+    tools: bool, prompts: bool, resources: bool, resource_uris: Sequence[str]
+) -> dict[str, Any]:
     wanted: dict[str, Any] = {}
     if tools:
         wanted["toolsListChanged"] = True
@@ -110,8 +111,9 @@ class Subscription:
             try:
                 first = await source.__anext__()
             except StopAsyncIteration:
-                raise InvalidResultError("the listen stream ended before its acknowledgement") \
-                    from None
+                raise InvalidResultError(
+                    "the listen stream ended before its acknowledgement"
+                ) from None
         pending: list[dict[str, Any]] = []
         if "error" in first:
             raise ServerError.from_wire(first["error"], method="subscriptions/listen")
@@ -119,15 +121,21 @@ class Subscription:
             honoured = (first.get("params") or {}).get("notifications")
             self.filter = honoured if isinstance(honoured, dict) else {}
         else:
-            log.warning("listen stream did not start with an acknowledgement: %s",
-                        first.get("method") or "a result")
+            log.warning(
+                "listen stream did not start with an acknowledgement: %s",
+                first.get("method") or "a result",
+            )
             pending.append(first)
         send, self._receive = anyio.create_memory_object_stream[Notification](_BUFFER)
         self._stack.callback(self._receive.close)
         tg.start_soon(self._pump, source, send, pending)
 
-    async def _pump(self, source: MessageStream, send: MemoryObjectSendStream[Notification],
-                    pending: list[dict[str, Any]]) -> None:
+    async def _pump(
+        self,
+        source: MessageStream,
+        send: MemoryObjectSendStream[Notification],
+        pending: list[dict[str, Any]],
+    ) -> None:
         with send:
             try:
                 for message in pending:
@@ -141,12 +149,12 @@ class Subscription:
                 self._error = exc
                 self.ended = f"failed: {exc}"
 
-    async def _deliver(self, message: dict[str, Any],
-                       send: MemoryObjectSendStream[Notification]) -> bool:
+    async def _deliver(
+        self, message: dict[str, Any], send: MemoryObjectSendStream[Notification]
+    ) -> bool:
         if "method" not in message:
             if "error" in message:
-                self._error = ServerError.from_wire(message["error"],
-                                                    method="subscriptions/listen")
+                self._error = ServerError.from_wire(message["error"], method="subscriptions/listen")
             self.ended = "ended by the server"
             return False
         params = message.get("params")
@@ -163,8 +171,7 @@ class Subscription:
         for flag, capability in _FLAG_CAPS.items():
             if self.requested.get(flag) and info.supports(capability):
                 honoured[flag] = True
-        uris = [u for u in self.requested.get("resourceSubscriptions") or []
-                if isinstance(u, str)]
+        uris = [u for u in self.requested.get("resourceSubscriptions") or [] if isinstance(u, str)]
         if uris and info.supports("resources.subscribe"):
             honoured["resourceSubscriptions"] = uris
         self.filter = honoured
@@ -178,8 +185,7 @@ class Subscription:
             self._stack.push_async_callback(self._unsubscribe, uri)
 
     async def _unsubscribe(self, uri: str) -> None:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(2), \
-                contextlib.suppress(Exception):
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2), contextlib.suppress(Exception):
             await self._client.unsubscribe_resource(uri)
 
     def offer(self, note: Notification) -> None:

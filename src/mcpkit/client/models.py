@@ -20,6 +20,7 @@ ElicitAction = Literal["accept", "decline", "cancel"]
 class Implementation(TypedDict, total=False):
     """Who a client or server is (``clientInfo`` / ``serverInfo``): name, version, and
     optionally a title, description and website."""
+
     name: Required[str]
     version: Required[str]
     title: str
@@ -30,6 +31,7 @@ class Implementation(TypedDict, total=False):
 class Tool(TypedDict, total=False):
     """A tool as ``tools/list`` describes it: its name, JSON schemas for input and (when it
     returns structured content) output, and annotations, which are hints never to be trusted."""
+
     name: Required[str]
     title: str
     description: str
@@ -49,6 +51,7 @@ class PromptArgument(TypedDict, total=False):
 
 class Prompt(TypedDict, total=False):
     """A prompt as ``prompts/list`` describes it, with the arguments ``get_prompt`` takes."""
+
     name: Required[str]
     title: str
     description: str
@@ -58,6 +61,7 @@ class Prompt(TypedDict, total=False):
 
 class Resource(TypedDict, total=False):
     """A resource as ``resources/list`` describes it; ``read_resource(uri)`` fetches it."""
+
     uri: Required[str]
     name: str
     title: str
@@ -69,6 +73,7 @@ class Resource(TypedDict, total=False):
 
 class ResourceTemplate(TypedDict, total=False):
     """An RFC 6570 URI template (``resources/templates/list``): any URI it matches can be read."""
+
     uriTemplate: Required[str]
     name: str
     title: str
@@ -117,6 +122,7 @@ class PromptMessage(TypedDict):
 
 class GetPromptResult(TypedDict, total=False):
     """The answer to ``prompts/get``: the prompt's messages, ready for a model."""
+
     description: str
     messages: list[PromptMessage]
     resultType: str
@@ -126,6 +132,7 @@ class GetPromptResult(TypedDict, total=False):
 class ReadResourceResult(TypedDict, total=False):
     """The answer to ``resources/read``: one or more contents (text or base64 ``blob``), with
     the ``ttlMs``/``cacheScope`` the client's cache honours."""
+
     contents: list[ResourceContents]
     ttlMs: int
     cacheScope: str
@@ -141,6 +148,7 @@ class Completion(TypedDict, total=False):
 
 class CompleteResult(TypedDict, total=False):
     """The answer to ``completion/complete``: suggested values for one argument."""
+
     completion: Required[Completion]
     _meta: JsonObject
 
@@ -148,6 +156,7 @@ class CompleteResult(TypedDict, total=False):
 class DiscoverResult(TypedDict, total=False):
     """The answer to ``server/discover`` (2026-07-28): the versions and capabilities the
     server supports, which a modern client learns without a session."""
+
     supportedVersions: list[str]
     capabilities: JsonObject
     instructions: str
@@ -159,6 +168,7 @@ class DiscoverResult(TypedDict, total=False):
 class ElicitResult(TypedDict, total=False):
     """What an elicitation callback returns: ``accept`` (with ``content`` matching the
     requested schema), ``decline`` or ``cancel``."""
+
     action: Required[ElicitAction]
     content: JsonObject
 
@@ -166,6 +176,7 @@ class ElicitResult(TypedDict, total=False):
 class CreateMessageResult(TypedDict, total=False):
     """What a sampling callback returns: the model's message, the model's name and why it
     stopped."""
+
     role: Required[str]
     content: Required[Any]
     model: Required[str]
@@ -174,6 +185,7 @@ class CreateMessageResult(TypedDict, total=False):
 
 class Root(TypedDict, total=False):
     """A root the client exposes to servers (``roots/list``): a ``file://`` URI and a name."""
+
     uri: Required[str]
     name: str
 

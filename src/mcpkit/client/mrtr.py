@@ -46,7 +46,8 @@ async def continue_with_input(
         if kind != "input_required":
             raise InvalidResultError(
                 f"{method} returned resultType {kind!r}, which this client did not ask for "
-                f"(only 'complete' and 'input_required' are valid here)")
+                f"(only 'complete' and 'input_required' are valid here)"
+            )
         rounds += 1
         if rounds > max_rounds:
             raise TooManyInputRounds(method, max_rounds)
@@ -61,14 +62,13 @@ async def continue_with_input(
         result = await send(current)
 
 
-async def answer_all(
-    method: str, result: dict[str, Any], callbacks: Callbacks
-) -> dict[str, Any]:
+async def answer_all(method: str, result: dict[str, Any], callbacks: Callbacks) -> dict[str, Any]:
     """Answers for every ``inputRequests`` entry of an ``input_required`` result."""
     requests = result.get("inputRequests")
     if requests is None and "requestState" not in result:
         raise InvalidResultError(
-            f"{method} returned input_required with neither inputRequests nor requestState")
+            f"{method} returned input_required with neither inputRequests nor requestState"
+        )
     if requests is None:
         return {}  # load shedding: retry with the state alone
     if not isinstance(requests, dict):

@@ -153,14 +153,16 @@ def serve_command(target: str) -> list[str] | None:
         return None
     windows_drive = len(target) > 2 and target[1] == ":" and target[2] in "\\/"
     spec, _, name = (target, "", "") if windows_drive else target.partition(":")
-    if spec.endswith(".py") or (name and _MODULE_PATH.fullmatch(spec) is not None
-                                and name.isidentifier()):
+    if spec.endswith(".py") or (
+        name and _MODULE_PATH.fullmatch(spec) is not None and name.isidentifier()
+    ):
         return [sys.executable, "-m", "mcpkit", "serve", target]
     return None
 
 
-def transport_for(target: str | Sequence[str] | ClientTransport | ServedServer,
-                  options: ClientOptions) -> ClientTransport:
+def transport_for(
+    target: str | Sequence[str] | ClientTransport | ServedServer, options: ClientOptions
+) -> ClientTransport:
     """An ``http(s)://`` URL -> Streamable HTTP; a server file or module
     (:func:`serve_command`), a command line or an argv -> stdio; a ``Server`` object -> in
     memory."""
@@ -175,16 +177,21 @@ def transport_for(target: str | Sequence[str] | ClientTransport | ServedServer,
     if options.sse and isinstance(target, str) and target.startswith(("http://", "https://")):
         from ..transports.client_sse import SseTransport
 
-        return SseTransport(target, headers=options.headers, auth=options.auth,
-                            http_client=options.http_client)
+        return SseTransport(
+            target, headers=options.headers, auth=options.auth, http_client=options.http_client
+        )
     # --- end HTTP+SSE
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
             from ..transports.client_http import HttpTransport  # httpx only when needed
 
-            return HttpTransport(target, headers=options.headers, auth=options.auth,
-                                 http_client=options.http_client,
-                                 legacy_get_stream=options.legacy_get_stream)
+            return HttpTransport(
+                target,
+                headers=options.headers,
+                auth=options.auth,
+                http_client=options.http_client,
+                legacy_get_stream=options.legacy_get_stream,
+            )
         command = serve_command(target) or shlex.split(target, posix=os.name != "nt")
     elif isinstance(target, Sequence):
         command = [str(part) for part in target]
@@ -192,35 +199,47 @@ def transport_for(target: str | Sequence[str] | ClientTransport | ServedServer,
         return cast(ClientTransport, target)
     if not command:
         raise ValueError("empty server command")
-    return StdioTransport(command, env=options.env, inherit_env=options.inherit_env,
-                          cwd=options.cwd, stderr=options.stderr,
-                          shutdown_grace=options.shutdown_grace)
+    return StdioTransport(
+        command,
+        env=options.env,
+        inherit_env=options.inherit_env,
+        cwd=options.cwd,
+        stderr=options.stderr,
+        shutdown_grace=options.shutdown_grace,
+    )
 
 
 def is_served_server(target: object) -> bool:
     """A server object (``mcpkit.Server`` or anything serving like it), not a transport."""
-    return (callable(getattr(target, "dispatch", None))
-            and callable(getattr(target, "running", None))
-            and not hasattr(target, "set_handlers"))
+    return (
+        callable(getattr(target, "dispatch", None))
+        and callable(getattr(target, "running", None))
+        and not hasattr(target, "set_handlers")
+    )
 
 
 #: POST statuses after which a URL is retried as a 2024-11-05 HTTP+SSE server.
 SSE_FALLBACK_STATUSES = frozenset({400, 404, 405})
 
 
-def legacy_sse_fallback(transport: ClientTransport, refused: Exception,
-                        options: ClientOptions) -> ClientTransport | None:
+def legacy_sse_fallback(
+    transport: ClientTransport, refused: Exception, options: ClientOptions
+) -> ClientTransport | None:
     """The HTTP+SSE transport to try after a Streamable HTTP ``initialize`` was refused
     with ``refused`` (2025-03-26 backwards compatibility: a 4xx to the POST, then GET the
     same URL expecting an ``endpoint`` event), or None when that does not apply."""
     from ..transports.client_base import HttpStatusError
     from ..transports.client_http import HttpTransport
 
-    if (options.era == "modern" or not isinstance(transport, HttpTransport)
-            or not isinstance(refused, HttpStatusError)
-            or refused.status not in SSE_FALLBACK_STATUSES):
+    if (
+        options.era == "modern"
+        or not isinstance(transport, HttpTransport)
+        or not isinstance(refused, HttpStatusError)
+        or refused.status not in SSE_FALLBACK_STATUSES
+    ):
         return None
     from ..transports.client_sse import SseTransport
 
-    return SseTransport(transport.url, headers=options.headers, auth=options.auth,
-                        http_client=options.http_client)
+    return SseTransport(
+        transport.url, headers=options.headers, auth=options.auth, http_client=options.http_client
+    )

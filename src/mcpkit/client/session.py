@@ -81,8 +81,9 @@ class _NotModern(Exception):
 class Session:
     """The negotiated era and version, and how each request is wrapped for it."""
 
-    def __init__(self, transport: ClientTransport, options: ClientOptions,
-                 callbacks: Callbacks) -> None:
+    def __init__(
+        self, transport: ClientTransport, options: ClientOptions, callbacks: Callbacks
+    ) -> None:
         self.transport = transport
         self.options = options
         self.callbacks = callbacks
@@ -114,7 +115,8 @@ class Session:
                 if choice == "modern":
                     raise VersionNegotiationError(
                         "era='modern' cannot be spoken over the 2024-11-05 HTTP+SSE "
-                        "transport, which carries only the initialize handshake era")
+                        "transport, which carries only the initialize handshake era"
+                    )
                 choice = "legacy"
             if choice == "legacy":
                 await self._initialize()
@@ -129,18 +131,27 @@ class Session:
                         await self._initialize()
                     else:
                         await self._start_modern(cached[1])
-                except (ServerError, RequestTimeoutError, HttpStatusError, ProtocolViolationError,
-                        VersionNegotiationError, InvalidResultError) as exc:
+                except (
+                    ServerError,
+                    RequestTimeoutError,
+                    HttpStatusError,
+                    ProtocolViolationError,
+                    VersionNegotiationError,
+                    InvalidResultError,
+                ) as exc:
                     if cached is None:
                         raise
-                    log.info("%s no longer speaks the %s era (%s); probing again",
-                             key, cached[0], exc)
+                    log.info(
+                        "%s no longer speaks the %s era (%s); probing again", key, cached[0], exc
+                    )
                     cache.forget(key)
                     await self._probe()
         if scope.cancelled_caught:
             what = ServerStartupError if self.transport.kind == "stdio" else ConnectError
-            raise what(f"the server did not complete the connection within "
-                       f"{self.options.startup_timeout:g}s: {self.transport.describe()}")
+            raise what(
+                f"the server did not complete the connection within "
+                f"{self.options.startup_timeout:g}s: {self.transport.describe()}"
+            )
         assert self.info is not None and self.era is not None
         if self.options.era == "auto":
             cache.remember(key, self.era, self.version)
@@ -151,8 +162,12 @@ class Session:
             await self._discover(probe=True)
             return
         except _NotModern as why:
-            log.info("%s did not answer server/discover as a 2026-07-28 server (%s); "
-                     "falling back to initialize", self.transport.server_key, why)
+            log.info(
+                "%s did not answer server/discover as a 2026-07-28 server (%s); "
+                "falling back to initialize",
+                self.transport.server_key,
+                why,
+            )
         await self._initialize()
 
     async def _start_modern(self, version: str | None = None) -> None:
@@ -170,7 +185,8 @@ class Session:
         for _attempt in range(3):
             try:
                 result = await self._handshake(
-                    "server/discover", lambda: {"_meta": self.meta()}, timeout)
+                    "server/discover", lambda: {"_meta": self.meta()}, timeout
+                )
             except ServerError as exc:
                 if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
                     self._switch_version(exc, probe=probe)
@@ -185,7 +201,8 @@ class Session:
             self.info = self._discovered(result, probe=probe)
             return
         raise VersionNegotiationError(
-            f"the server kept rejecting protocol version {self.version!r} with -32022")
+            f"the server kept rejecting protocol version {self.version!r} with -32022"
+        )
 
     def _switch_version(self, exc: ServerError, *, probe: bool) -> None:
         data = exc.data if isinstance(exc.data, dict) else {}
@@ -199,7 +216,8 @@ class Session:
             raise _NotModern(f"the server supports only {supported}") from None
         raise VersionNegotiationError(
             f"the server supports protocol versions {supported}, this client "
-            f"{list(self.options.protocol_versions)}") from None
+            f"{list(self.options.protocol_versions)}"
+        ) from None
 
     def _discovered(self, result: dict[str, Any], *, probe: bool) -> ServerInfo:
         raw = result.get("supportedVersions")
@@ -213,7 +231,8 @@ class Session:
             else:
                 raise VersionNegotiationError(
                     f"the server supports protocol versions {versions}, this client "
-                    f"{list(self.options.protocol_versions)}")
+                    f"{list(self.options.protocol_versions)}"
+                )
         caps = result.get("capabilities")
         meta = result.get("_meta")
         identity = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
@@ -221,18 +240,21 @@ class Session:
             identity = result.get("serverInfo")  # RC-era servers put it at the top level
         instructions = result.get("instructions")
         return ServerInfo(
-            "modern", self.version,
+            "modern",
+            self.version,
             capabilities=caps if isinstance(caps, dict) else {},
             implementation=identity if isinstance(identity, dict) else {},
             instructions=instructions if isinstance(instructions, str) else None,
             supported_versions=tuple(versions),
         )
 
-    async def _handshake(self, method: str, params: Callable[[], dict[str, Any]],
-                         timeout: float | None) -> dict[str, Any]:
+    async def _handshake(
+        self, method: str, params: Callable[[], dict[str, Any]], timeout: float | None
+    ) -> dict[str, Any]:
         """``server/discover`` or ``initialize``: sent by the transport directly (no
         session yet), in a CLIENT span of its own when tracing; ``params()`` is built
         inside it so that the ``_meta`` trace context names that span."""
+
         def send() -> Awaitable[dict[str, Any]]:
             wire = params()
             if self.traced:
@@ -240,8 +262,9 @@ class Session:
             return self.transport.request(method, wire, timeout=timeout, max_timeout=timeout)
 
         if self.traced:
-            return await telemetry.traced(method, {}, self.transport.server_key, self.version,
-                                          None, send)
+            return await telemetry.traced(
+                method, {}, self.transport.server_key, self.version, None, send
+            )
         return await send()
 
     async def _initialize(self) -> None:
@@ -256,20 +279,23 @@ class Session:
         if not isinstance(version, str) or version not in self.options.legacy_versions:
             raise VersionNegotiationError(
                 f"the server answered initialize with protocol version {version!r}; this "
-                f"client speaks {list(self.options.legacy_versions)}")
+                f"client speaks {list(self.options.legacy_versions)}"
+            )
         self.version = version
         caps = result.get("capabilities")
         identity = result.get("serverInfo")
         instructions = result.get("instructions")
         self.info = ServerInfo(
-            "legacy", version,
+            "legacy",
+            version,
             capabilities=caps if isinstance(caps, dict) else {},
             implementation=identity if isinstance(identity, dict) else {},
             instructions=instructions if isinstance(instructions, str) else None,
             supported_versions=(version,),
         )
-        await self.transport.notify("notifications/initialized",
-                                    headers={"MCP-Protocol-Version": version})
+        await self.transport.notify(
+            "notifications/initialized", headers={"MCP-Protocol-Version": version}
+        )
         await self.transport.legacy_session_started(version)
         if self.log_level is not None and self.info.supports("logging"):
             await self.request("logging/setLevel", {"level": self.log_level})
@@ -326,12 +352,24 @@ class Session:
             raise RuntimeError("the client is not connected (use 'async with Client(...)')")
         if self.traced:
             return await telemetry.traced(
-                method, params or {}, self.transport.server_key, self.version,
+                method,
+                params or {},
+                self.transport.server_key,
+                self.version,
                 getattr(self.transport, "session_id", None),
-                functools.partial(self._send, method, params, timeout=timeout,
-                                  on_progress=on_progress, meta=meta, headers=headers))
-        return await self._send(method, params, timeout=timeout, on_progress=on_progress,
-                                meta=meta, headers=headers)
+                functools.partial(
+                    self._send,
+                    method,
+                    params,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    meta=meta,
+                    headers=headers,
+                ),
+            )
+        return await self._send(
+            method, params, timeout=timeout, on_progress=on_progress, meta=meta, headers=headers
+        )
 
     async def _send(
         self,
@@ -373,12 +411,20 @@ class Session:
             if own_meta:
                 wire["_meta"] = own_meta
             try:
-                return await self.transport.request(method, wire, timeout=limit,
-                                                    max_timeout=max_limit,
-                                                    on_progress=on_progress, headers=headers)
+                return await self.transport.request(
+                    method,
+                    wire,
+                    timeout=limit,
+                    max_timeout=max_limit,
+                    on_progress=on_progress,
+                    headers=headers,
+                )
             except ServerError as exc:
-                if (self.era == "modern" and exc.code == UNSUPPORTED_PROTOCOL_VERSION
-                        and version_retries < 2):
+                if (
+                    self.era == "modern"
+                    and exc.code == UNSUPPORTED_PROTOCOL_VERSION
+                    and version_retries < 2
+                ):
                     version_retries += 1
                     self._switch_version(exc, probe=False)
                     continue

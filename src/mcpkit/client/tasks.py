@@ -68,8 +68,9 @@ class Task:
         """Ask the server to stop (cooperative: the task may still complete)."""
         await self._request("tasks/cancel", {"taskId": self.id})
 
-    async def result(self, timeout: float | None = None, *,
-                     on_status: TaskStatusCallback | None = None) -> dict[str, Any]:
+    async def result(
+        self, timeout: float | None = None, *, on_status: TaskStatusCallback | None = None
+    ) -> dict[str, Any]:
         """Wait for a terminal status; the tool's result, or raise.  ``on_status`` gets
         the task record whenever its ``status`` or ``statusMessage`` changes (a host
         shows it while the task runs)."""

@@ -44,16 +44,18 @@ async def traced(
         return await send()
     api = otel.api()
     trace = api.trace
-    attrs = otel.request_attributes(method, params, protocol_version=protocol_version or None,
-                                    session_id=session_id)
+    attrs = otel.request_attributes(
+        method, params, protocol_version=protocol_version or None, session_id=session_id
+    )
     attrs.update(_address(server_key))
     links: tuple[Any, ...] | list[Any] = ()
     if "inputResponses" in params or "requestState" in params:
         previous = otel.LAST_CLIENT_SPAN.get()
         if previous is not None:
             links = [trace.Link(previous, {"mcpkit.link": "previous_round"})]
-    span = api.tracer.start_span(otel.span_name(method, params), kind=trace.SpanKind.CLIENT,
-                                 attributes=attrs, links=links)
+    span = api.tracer.start_span(
+        otel.span_name(method, params), kind=trace.SpanKind.CLIENT, attributes=attrs, links=links
+    )
     token = api.context.attach(trace.set_span_in_context(span))
     sent: list[Any] = []
     sink = SENT_IDS.set(sent)
@@ -77,8 +79,7 @@ async def traced(
         SENT_IDS.reset(sink)
         if sent:
             span.set_attribute("jsonrpc.request.id", str(sent[0]))
-        api.client_duration.record(otel.now() - started,
-                                   otel.metric_attributes(attrs, error_type))
+        api.client_duration.record(otel.now() - started, otel.metric_attributes(attrs, error_type))
         span.end()
         api.context.detach(token)
         otel.LAST_CLIENT_SPAN.set(span.get_span_context())

@@ -38,13 +38,16 @@ def _compatible(annotation: Any) -> Any:
 
     hints = typing.get_type_hints(annotation, include_extras=True)
     required = getattr(annotation, "__required_keys__", frozenset(hints))
-    fields = {name: (hint if name in required else typing_extensions.NotRequired[hint])
-              for name, hint in hints.items()}
+    fields = {
+        name: (hint if name in required else typing_extensions.NotRequired[hint])
+        for name, hint in hints.items()
+    }
     return typing_extensions.TypedDict(annotation.__name__, fields)  # type: ignore[operator]
 
 
-def tool_result(name: str, wire: dict[str, Any], result_type: Any = None,
-                raise_on_error: bool = False) -> CallToolResult:
+def tool_result(
+    name: str, wire: dict[str, Any], result_type: Any = None, raise_on_error: bool = False
+) -> CallToolResult:
     """Wrap a wire result; fill :attr:`CallToolResult.data`; raise :class:`ToolError`."""
     result = CallToolResult(wire)
     if result.is_error:
@@ -71,7 +74,8 @@ def tool_result(name: str, wire: dict[str, Any], result_type: Any = None,
         where = ".".join(str(part) for part in first.get("loc", ())) or "(top)"
         raise InvalidResultError(
             f"tools/call {name}: structuredContent is not a {_name(result_type)} "
-            f"({exc.error_count()} problem(s); at {where}: {first.get('msg')})") from None
+            f"({exc.error_count()} problem(s); at {where}: {first.get('msg')})"
+        ) from None
     return result
 
 

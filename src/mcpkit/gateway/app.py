@@ -367,5 +367,3 @@ def _header_name(raw: str | None) -> str | None:
         return decode_header_value(raw)
     except ValueError:
         return None  # malformed: the transport rejects it with -32020 once the body is read
-
-

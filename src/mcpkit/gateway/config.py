@@ -139,6 +139,7 @@ RESERVED_PATHS = ("/metrics", "/livez", "/readyz", "/healthz")
 class GatewayConfig:
     """A gateway's whole configuration, parsed and checked: upstreams, authentication, rules,
     rate limits, virtual servers and the ``[gateway]`` table.  Frozen: a reload builds a new one."""
+
     upstreams: tuple[UpstreamConfig, ...]
     auth: AuthConfig = field(default_factory=AuthConfig)
     rules: tuple[Rule, ...] = ()
@@ -491,8 +492,6 @@ def _parse_servers(items: Any) -> tuple[VirtualServer, ...]:
             lists[kind] = () if value == [] else _strings(value, f"{where}.{kind}")
         out.append(VirtualServer(name, path, **lists))
     return tuple(out)
-
-
 
 
 def own_interpreter(command: list[str]) -> list[str]:

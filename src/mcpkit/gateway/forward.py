@@ -124,11 +124,25 @@ class FastLane:
         past ``limit`` bytes, read no further).  In a CLIENT span when the client traces."""
         if getattr(client.session, "traced", False):
             return await telemetry.traced(
-                method, params, client.transport.server_key, client.session.version, None,
-                functools.partial(self._request, client, method, params, meta,
-                                  headers=headers, progress=progress, limit=limit))
-        return await self._request(client, method, params, meta, headers=headers,
-                                   progress=progress, limit=limit)
+                method,
+                params,
+                client.transport.server_key,
+                client.session.version,
+                None,
+                functools.partial(
+                    self._request,
+                    client,
+                    method,
+                    params,
+                    meta,
+                    headers=headers,
+                    progress=progress,
+                    limit=limit,
+                ),
+            )
+        return await self._request(
+            client, method, params, meta, headers=headers, progress=progress, limit=limit
+        )
 
     async def _request(
         self,

@@ -99,5 +99,3 @@ class Cors:
             (b"access-control-allow-origin", origin.encode("latin-1", "replace")),
             (b"vary", b"Origin"),
         ]
-
-

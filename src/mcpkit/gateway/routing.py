@@ -76,7 +76,6 @@ async def resource_owner(
     raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
 
 
-
 async def _listing(upstream: AnyUpstream, kind: str) -> list[dict[str, Any]]:
     try:
         return await upstream.listing(kind)
@@ -96,9 +95,7 @@ async def name_owner(
     if len(upstreams) == 1:  # (every call of a one-upstream gateway: no sort, no list)
         only = upstreams[0]
         return (only, name[len(only.prefix) :]) if name.startswith(only.prefix) else None
-    fits = sorted(
-        (u for u in upstreams if name.startswith(u.prefix)), key=lambda u: -len(u.prefix)
-    )
+    fits = sorted((u for u in upstreams if name.startswith(u.prefix)), key=lambda u: -len(u.prefix))
     if not fits:
         return None
     if len(fits) > 1:

@@ -29,9 +29,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["APP_MIME_TYPE", "APP_PROTOCOL_VERSION", "UI_EXTENSION", "AppDocument",
-           "AppError", "build_csp", "callable_by_app", "client_capabilities",
-           "prepare_app", "tool_ui_uri", "visible_to_model"]
+__all__ = [
+    "APP_MIME_TYPE",
+    "APP_PROTOCOL_VERSION",
+    "UI_EXTENSION",
+    "AppDocument",
+    "AppError",
+    "build_csp",
+    "callable_by_app",
+    "client_capabilities",
+    "prepare_app",
+    "tool_ui_uri",
+    "visible_to_model",
+]
 
 log = logging.getLogger("mcpkit.host.apps")
 
@@ -39,10 +49,13 @@ UI_EXTENSION = "io.modelcontextprotocol/ui"
 APP_MIME_TYPE = "text/html;profile=mcp-app"
 APP_PROTOCOL_VERSION = "2026-01-26"
 
-_ORIGIN = re.compile(
-    r"^(https?|wss?)://(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:(\d{1,5}|\*))?$")
-_PERMISSIONS = {"camera": "camera", "microphone": "microphone",
-                "geolocation": "geolocation", "clipboardWrite": "clipboard-write"}
+_ORIGIN = re.compile(r"^(https?|wss?)://(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:(\d{1,5}|\*))?$")
+_PERMISSIONS = {
+    "camera": "camera",
+    "microphone": "microphone",
+    "geolocation": "geolocation",
+    "clipboardWrite": "clipboard-write",
+}
 
 
 class AppError(ValueError):
@@ -142,12 +155,16 @@ def sandbox_capability(ui_meta: Mapping[str, Any] | None) -> dict[str, Any]:
     (the valid CSP domains, the permissions it delegates), so a view need not guess."""
     csp = ui_meta.get("csp") if isinstance(ui_meta, Mapping) else None
     csp = csp if isinstance(csp, Mapping) else {}
-    granted = {key: _domains(csp, key) for key in
-               ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")}
+    granted = {
+        key: _domains(csp, key)
+        for key in ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
+    }
     perms = ui_meta.get("permissions") if isinstance(ui_meta, Mapping) else None
     perms = perms if isinstance(perms, Mapping) else {}
-    return {"csp": {k: v for k, v in granted.items() if v},
-            "permissions": {key: {} for key in _PERMISSIONS if _asked(perms, key)}}
+    return {
+        "csp": {k: v for k, v in granted.items() if v},
+        "permissions": {key: {} for key in _PERMISSIONS if _asked(perms, key)},
+    }
 
 
 @dataclass(frozen=True)
@@ -169,9 +186,14 @@ class AppDocument:
 
     def to_json(self) -> dict[str, Any]:
         """The view's description as the host page receives it."""
-        return {"uri": self.uri, "csp": self.csp, "allow": self.allow,
-                "prefersBorder": self.prefers_border, "domain": self.domain,
-                "sandbox": self.sandbox}
+        return {
+            "uri": self.uri,
+            "csp": self.csp,
+            "allow": self.allow,
+            "prefersBorder": self.prefers_border,
+            "domain": self.domain,
+            "sandbox": self.sandbox,
+        }
 
 
 def prepare_app(uri: str, read_result: Mapping[str, Any]) -> AppDocument:
@@ -199,7 +221,12 @@ def prepare_app(uri: str, read_result: Mapping[str, Any]) -> AppDocument:
     ui = meta.get("ui") if isinstance(meta, Mapping) else None
     ui = ui if isinstance(ui, Mapping) else {}
     domain = ui.get("domain")
-    return AppDocument(uri=uri, html=html, csp=build_csp(ui), allow=permission_policy(ui),
-                       prefers_border=ui.get("prefersBorder") is not False,
-                       sandbox=sandbox_capability(ui),
-                       domain=domain if isinstance(domain, str) and domain.strip() else None)
+    return AppDocument(
+        uri=uri,
+        html=html,
+        csp=build_csp(ui),
+        allow=permission_policy(ui),
+        prefers_border=ui.get("prefersBorder") is not False,
+        sandbox=sandbox_capability(ui),
+        domain=domain if isinstance(domain, str) and domain.strip() else None,
+    )

@@ -31,8 +31,16 @@ from ..client import config as _common
 from ..client.config import ConfigError, read_config, resolve_command, server_entries
 from .policy import Permission
 
-__all__ = ["ConfigError", "HostConfig", "ModelConfig", "ServerConfig", "load_config",
-           "parse_config", "parse_server", "resolve_command"]
+__all__ = [
+    "ConfigError",
+    "HostConfig",
+    "ModelConfig",
+    "ServerConfig",
+    "load_config",
+    "parse_config",
+    "parse_server",
+    "resolve_command",
+]
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ class ModelConfig:
 class HostConfig:
     """The host's configuration: servers, permissions, model and limits, from the common
     ``mcpServers`` JSON shape (:func:`load_config`) or built in code."""
+
     servers: tuple[ServerConfig, ...] = ()
     default_permission: Permission = Permission.ASK
     server_permissions: dict[str, Permission] = field(default_factory=dict)
@@ -105,8 +114,9 @@ def parse_server(name: str, item: Any) -> ServerConfig:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
             raise ConfigError(f"{where}.oauth.callbackPort must be a port number")
         scopes = oauth.get("scopes")
-        if scopes is not None and not (isinstance(scopes, list)
-                                       and all(isinstance(x, str) for x in scopes)):
+        if scopes is not None and not (
+            isinstance(scopes, list) and all(isinstance(x, str) for x in scopes)
+        ):
             raise ConfigError(f"{where}.oauth.scopes must be a list of strings")
     return ServerConfig(
         **common.common(),
@@ -158,7 +168,8 @@ def parse_config(data: Any) -> HostConfig:
         raise ConfigError("permissions.servers and permissions.tools must be objects")
     roots = data.get("roots") or []
     if not isinstance(roots, list) or not all(
-            isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots):
+        isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots
+    ):
         raise ConfigError("roots must be a list of {uri, name?} objects")
     audit = data.get("auditLog")
     search = data.get("toolSearch", False)
@@ -174,10 +185,12 @@ def parse_config(data: Any) -> HostConfig:
     return HostConfig(
         servers=servers,
         default_permission=_permission(perms.get("default", "ask"), "permissions.default"),
-        server_permissions={str(k): _permission(v, f"permissions.servers.{k}")
-                            for k, v in server_perms.items()},
-        tool_permissions={str(k): _permission(v, f"permissions.tools.{k}")
-                          for k, v in tool_perms.items()},
+        server_permissions={
+            str(k): _permission(v, f"permissions.servers.{k}") for k, v in server_perms.items()
+        },
+        tool_permissions={
+            str(k): _permission(v, f"permissions.tools.{k}") for k, v in tool_perms.items()
+        },
         model=_parse_model(data.get("model")),
         audit_log=audit if isinstance(audit, str) else None,
         max_tool_output_tokens=cap,

@@ -61,10 +61,17 @@ class ConnectionCallbacks:
 class ServerConnection:
     """One server's client with its lifecycle: connect, health checks, restarts with backoff,
     and ``failed`` after too many crashes (see the module's description)."""
-    def __init__(self, config: ServerConfig, callbacks: ConnectionCallbacks,
-                 on_event: Callable[[str, dict[str, Any]], None], *,
-                 health_interval: float = 10.0, max_restarts: int = 5,
-                 restart_window: float = 60.0) -> None:
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        callbacks: ConnectionCallbacks,
+        on_event: Callable[[str, dict[str, Any]], None],
+        *,
+        health_interval: float = 10.0,
+        max_restarts: int = 5,
+        restart_window: float = 60.0,
+    ) -> None:
         self.config = config
         self.name = config.name
         self.callbacks = callbacks
@@ -94,8 +101,11 @@ class ServerConnection:
         era, version, server info, instructions and login state."""
         info = self.info
         return {
-            "name": self.name, "state": self.state, "error": self.error,
-            "transport": self.config.transport, "target": self.config.describe(),
+            "name": self.name,
+            "state": self.state,
+            "error": self.error,
+            "transport": self.config.transport,
+            "target": self.config.describe(),
             "restarts": self.restarts,
             "era": info.era if info else None,
             "protocolVersion": info.protocol_version if info else None,
@@ -137,14 +147,23 @@ class ServerConnection:
             roots = roots_for_server
         # tasks=True declares the tasks extension: a task="required" tool then works, its
         # task followed by the client until it ends (tools/call returns the final result).
-        options: dict[str, Any] = {**client_options(cfg), "tasks": True,
-                                   "extra_capabilities": client_capabilities()}
+        options: dict[str, Any] = {
+            **client_options(cfg),
+            "tasks": True,
+            "extra_capabilities": client_capabilities(),
+        }
         if cfg.url and cb.auth is not None:
             options["auth"] = cb.auth
-        return Client(cfg.target(), elicitation=bind(cb.elicit),
-                      url_elicitation=bind(cb.elicit_url), sampling=bind(cb.sample),
-                      roots=roots, on_notification=self._notified,
-                      on_log=self._logged, **options)
+        return Client(
+            cfg.target(),
+            elicitation=bind(cb.elicit),
+            url_elicitation=bind(cb.elicit_url),
+            sampling=bind(cb.sample),
+            roots=roots,
+            on_notification=self._notified,
+            on_log=self._logged,
+            **options,
+        )
 
     async def run(self) -> None:
         """Keep the server connected until cancelled (or :meth:`stop`); ``attempted`` is set
@@ -186,8 +205,11 @@ class ServerConnection:
                 self._failures.append(now)
                 self.restarts += 1
                 if len(self._failures) > self.max_restarts:
-                    self._set("failed", f"{self.error} (failed {len(self._failures)} times in "
-                                        f"{self.restart_window:g}s; restart it by hand)")
+                    self._set(
+                        "failed",
+                        f"{self.error} (failed {len(self._failures)} times in "
+                        f"{self.restart_window:g}s; restart it by hand)",
+                    )
                     self._wake = anyio.Event()
                     if not self._stopping:
                         await self._wake.wait()
@@ -209,8 +231,10 @@ class ServerConnection:
         async with anyio.create_task_group() as tg:
             caps = self.info.capabilities if self.info else {}
             if client.era == "modern":
-                wants = {k: bool((caps.get(k) or {}).get("listChanged"))
-                         for k in ("tools", "prompts", "resources")}
+                wants = {
+                    k: bool((caps.get(k) or {}).get("listChanged"))
+                    for k in ("tools", "prompts", "resources")
+                }
                 if any(wants.values()):
                     tg.start_soon(self._listen, client, wants)
             if self.health_interval > 0:
@@ -223,8 +247,9 @@ class ServerConnection:
 
     async def _listen(self, client: Client, wants: dict[str, bool]) -> None:
         try:
-            async with client.listen(tools=wants["tools"], prompts=wants["prompts"],
-                                     resources=wants["resources"]) as sub:
+            async with client.listen(
+                tools=wants["tools"], prompts=wants["prompts"], resources=wants["resources"]
+            ) as sub:
                 async for note in sub:
                     self._notified(note)
         except Exception as exc:  # the health check decides whether the server is gone
@@ -273,7 +298,8 @@ class ServerConnection:
         client = self.client
         if client is None or self.state != "ready":
             raise ServerUnavailable(
-                f"server {self.name!r} is {self.state}" + (f": {self.error}" if self.error else ""))
+                f"server {self.name!r} is {self.state}" + (f": {self.error}" if self.error else "")
+            )
         try:
             return await fn(client)
         except TransportError as exc:

@@ -100,16 +100,27 @@ SamplingModel = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 class Host:
     """Many servers, one isolated client each, with one policy and one audit trail; every tool
     call goes through :meth:`call_tool` (see the module's description)."""
-    def __init__(self, config: HostConfig | None = None, *,
-                 interaction: Interaction | None = None, policy: Policy | None = None,
-                 audit: AuditTrail | None = None, sampler: SamplingModel | None = None,
-                 health_interval: float = 10.0, trust: TrustStore | None = None,
-                 token_store: TokenStore | None = None, wait: bool = True) -> None:
+
+    def __init__(
+        self,
+        config: HostConfig | None = None,
+        *,
+        interaction: Interaction | None = None,
+        policy: Policy | None = None,
+        audit: AuditTrail | None = None,
+        sampler: SamplingModel | None = None,
+        health_interval: float = 10.0,
+        trust: TrustStore | None = None,
+        token_store: TokenStore | None = None,
+        wait: bool = True,
+    ) -> None:
         self.config = config or HostConfig()
         self.interaction = interaction or Interaction()
-        self.policy = policy or Policy(self.config.default_permission,
-                                       servers=self.config.server_permissions,
-                                       tools=self.config.tool_permissions)
+        self.policy = policy or Policy(
+            self.config.default_permission,
+            servers=self.config.server_permissions,
+            tools=self.config.tool_permissions,
+        )
         self.audit = audit or AuditTrail(self.config.audit_log)
         self.audit.on_entry = lambda e: self.emit("audit", e.to_json())
         self.sampler = sampler
@@ -179,9 +190,12 @@ class Host:
         for tool, permission in config.tools.items():
             self.policy.set_tool(exposed_name(config.name, tool), permission)
         cb = ConnectionCallbacks(
-            elicit=self._elicit, elicit_url=self._elicit_url,
+            elicit=self._elicit,
+            elicit_url=self._elicit_url,
             sample=self._sample if self.sampler is not None else None,
-            roots=self._roots if self.config.roots else None, log=self._server_log)
+            roots=self._roots if self.config.roots else None,
+            log=self._server_log,
+        )
         if self.token_store is not None and wants_oauth(config):
             login = ServerLogin(config, self.token_store, self._login_needed)
             self.logins[config.name] = login
@@ -195,10 +209,18 @@ class Host:
     def untrusted_status(self, name: str) -> dict[str, Any]:
         """A held-back server, in the shape of :meth:`ServerConnection.status`."""
         config = self.untrusted[name]
-        return {"name": name, "state": "untrusted", "transport": config.transport,
-                "target": config.describe(), "restarts": 0, "era": None,
-                "protocolVersion": None, "serverInfo": None, "instructions": None,
-                "error": "not started: this command has not been trusted yet"}
+        return {
+            "name": name,
+            "state": "untrusted",
+            "transport": config.transport,
+            "target": config.describe(),
+            "restarts": 0,
+            "era": None,
+            "protocolVersion": None,
+            "serverInfo": None,
+            "instructions": None,
+            "error": "not started: this command has not been trusted yet",
+        }
 
     async def trust_server(self, name: str) -> ServerConnection:
         """The person trusts a held-back server: remember it and start it."""
@@ -207,13 +229,13 @@ class Host:
             raise ValueError(f"no untrusted server named {name!r}")
         if self.trust is not None:
             self.trust.trust(config)
-        self.audit.record("trust", name, config.describe(), origin="user",
-                          decision="trusted", by="user")
+        self.audit.record(
+            "trust", name, config.describe(), origin="user", decision="trusted", by="user"
+        )
         return await self.add_server(config)
 
     def _login_needed(self, server: str, url: str) -> None:
-        self.audit.record("oauth", server, "login", origin="server", decision="asked",
-                          by="user")
+        self.audit.record("oauth", server, "login", origin="server", decision="asked", by="user")
         conn = self.servers.get(server)
         if conn is not None:
             self.emit("server", conn.status())
@@ -225,8 +247,7 @@ class Host:
         if login is None:
             raise ValueError(f"server {name!r} does not use OAuth")
         login.logout()
-        self.audit.record("oauth", name, "logout", origin="user", decision="logged-out",
-                          by="user")
+        self.audit.record("oauth", name, "logout", origin="user", decision="logged-out", by="user")
         self.connection(name).restart()
 
     def remove_server(self, name: str) -> None:
@@ -273,8 +294,9 @@ class Host:
             receive.close()
 
     # ------------------------------------------------------------------ listings
-    async def _each(self, fn: Callable[[ServerConnection], Awaitable[Any]]
-                    ) -> list[tuple[str, Any]]:
+    async def _each(
+        self, fn: Callable[[ServerConnection], Awaitable[Any]]
+    ) -> list[tuple[str, Any]]:
         """``fn`` on every ready server; a failing server is skipped, not fatal."""
         out: list[tuple[str, Any]] = []
         for name, conn in list(self.servers.items()):
@@ -288,6 +310,7 @@ class Host:
 
     async def list_tools(self, *, refresh: bool = False) -> list[HostTool]:
         """Every ready server's tools, namespaced (served from each client's ttl cache)."""
+
         async def tools(conn: ServerConnection) -> list[dict[str, Any]]:
             listed = await conn.use(lambda c: c.list_tools(refresh=refresh))
             # On HTTP the client drops tools with invalid x-mcp-header annotations (the
@@ -301,8 +324,12 @@ class Host:
     async def model_tools(self) -> list[HostTool]:
         """The tools offered to the model: visible to it, and not denied by the policy (a
         denied tool could never run, so listing it would only spend the model's context)."""
-        return [t for t in await self.list_tools() if t.for_model
-                and self.policy.permission(t.server, t.qualified_name) is not Permission.DENY]
+        return [
+            t
+            for t in await self.list_tools()
+            if t.for_model
+            and self.policy.permission(t.server, t.qualified_name) is not Permission.DENY
+        ]
 
     def instructions(self) -> list[tuple[str, str]]:
         """``(server, instructions)`` of every ready server that sent some."""
@@ -341,14 +368,20 @@ class Host:
         """Read ``uri`` from the server named ``server``."""
         return await self.connection(server).use(lambda c: c.read_resource(uri))
 
-    async def get_prompt(self, server: str, name: str,
-                         arguments: Mapping[str, str] | None = None) -> GetPromptResult:
+    async def get_prompt(
+        self, server: str, name: str, arguments: Mapping[str, str] | None = None
+    ) -> GetPromptResult:
         """Get prompt ``name`` from the server named ``server`` with ``arguments``."""
         return await self.connection(server).use(lambda c: c.get_prompt(name, arguments))
 
-    async def complete_prompt_argument(self, server: str, prompt: str, argument: str,
-                                       value: str, context: Mapping[str, str] | None = None
-                                       ) -> list[str]:
+    async def complete_prompt_argument(
+        self,
+        server: str,
+        prompt: str,
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
+    ) -> list[str]:
         """Suggestions for one argument of ``server``'s prompt (``completion/complete``);
         empty when the server offers no completions."""
         conn = self.connection(server)
@@ -356,8 +389,9 @@ class Host:
         if "completions" not in caps:
             return []
         ref = {"type": "ref/prompt", "name": prompt}
-        result = await conn.use(lambda c: c.complete(ref, argument, value,
-                                                     context_arguments=context or None))
+        result = await conn.use(
+            lambda c: c.complete(ref, argument, value, context_arguments=context or None)
+        )
         return [str(v) for v in result["completion"]["values"]][:100]
 
     async def read_app(self, server: str, uri: str) -> AppDocument:
@@ -365,10 +399,16 @@ class Host:
         return prepare_app(uri, await self.read_resource(server, uri))
 
     # ------------------------------------------------------------------ tool calls
-    async def call_tool(self, qualified_name: str, arguments: Mapping[str, Any] | None = None,
-                        *, origin: str = "model", app_server: str | None = None,
-                        on_progress: Callable[[dict[str, Any]], Any] | None = None,
-                        call_id: str | None = None) -> CallToolResult:
+    async def call_tool(
+        self,
+        qualified_name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        origin: str = "model",
+        app_server: str | None = None,
+        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+        call_id: str | None = None,
+    ) -> CallToolResult:
         """Authorize and run one tool call; raises :class:`ToolDenied` when refused and
         :class:`ToolCancelled` when ``call_id`` was passed to :meth:`cancel_call`."""
         args = dict(arguments or {})
@@ -392,9 +432,16 @@ class Host:
 
         def task_status(record: dict[str, Any]) -> None:
             # A task-backed call: its status is shown while it runs (web page, terminal).
-            self.emit("task", {"server": tool.server, "tool": qualified_name,
-                               "taskId": record.get("taskId"), "status": record.get("status"),
-                               "message": record.get("statusMessage")})
+            self.emit(
+                "task",
+                {
+                    "server": tool.server,
+                    "tool": qualified_name,
+                    "taskId": record.get("taskId"),
+                    "status": record.get("status"),
+                    "message": record.get("statusMessage"),
+                },
+            )
 
         scope = anyio.CancelScope()
         if call_id is not None:
@@ -403,8 +450,10 @@ class Host:
         try:
             with scope:  # cancelling it makes the client tell the server
                 result = await conn.use(
-                    lambda c: c.call_tool(tool.name, args, on_progress=progress,
-                                          on_task=task_status))
+                    lambda c: c.call_tool(
+                        tool.name, args, on_progress=progress, on_task=task_status
+                    )
+                )
         except Exception as exc:
             self._record(tool, origin, by, args, f"error: {exc}", started)
             raise
@@ -414,8 +463,9 @@ class Host:
         if result is None:  # the scope was cancelled by cancel_call, not from outside
             self._record(tool, origin, by, args, "cancelled", started)
             raise ToolCancelled(qualified_name)
-        self._record(tool, origin, by, args,
-                     "tool-error" if result.get("isError") else "ok", started)
+        self._record(
+            tool, origin, by, args, "tool-error" if result.get("isError") else "ok", started
+        )
         return result
 
     def cancel_call(self, call_id: str) -> bool:
@@ -426,11 +476,26 @@ class Host:
         scope.cancel()
         return True
 
-    def _record(self, tool: HostTool, origin: str, by: tuple[str, str],
-                args: dict[str, Any], outcome: str, started: float) -> None:
-        self.audit.record("tool", tool.server, tool.qualified_name, origin=origin,
-                          decision=by[0], by=by[1], arguments=args, outcome=outcome,
-                          duration_ms=round((time.monotonic() - started) * 1000, 1))
+    def _record(
+        self,
+        tool: HostTool,
+        origin: str,
+        by: tuple[str, str],
+        args: dict[str, Any],
+        outcome: str,
+        started: float,
+    ) -> None:
+        self.audit.record(
+            "tool",
+            tool.server,
+            tool.qualified_name,
+            origin=origin,
+            decision=by[0],
+            by=by[1],
+            arguments=args,
+            outcome=outcome,
+            duration_ms=round((time.monotonic() - started) * 1000, 1),
+        )
 
     def _check_caller(self, tool: HostTool, origin: str, app_server: str | None) -> None:
         reason = None
@@ -439,18 +504,32 @@ class Host:
         elif origin == "app" and (app_server != tool.server or not callable_by_app(tool.tool)):
             reason = "an app may only call its own server's app-visible tools"
         if reason is not None:
-            self.audit.record("tool", tool.server, tool.qualified_name, origin=origin,
-                              decision="denied", by="policy")
+            self.audit.record(
+                "tool",
+                tool.server,
+                tool.qualified_name,
+                origin=origin,
+                decision="denied",
+                by="policy",
+            )
             raise ToolDenied(tool.qualified_name, reason)
 
-    async def _authorize(self, tool: HostTool, args: dict[str, Any],
-                         origin: str) -> tuple[str, str]:
+    async def _authorize(
+        self, tool: HostTool, args: dict[str, Any], origin: str
+    ) -> tuple[str, str]:
         """(decision, by) for a call that may run; raises :class:`ToolDenied`."""
         permission = self.policy.permission(tool.server, tool.qualified_name)
 
         def refuse(decision: str, by: str, reason: str) -> ToolDenied:
-            self.audit.record("tool", tool.server, tool.qualified_name, origin=origin,
-                              decision=decision, by=by, arguments=args)
+            self.audit.record(
+                "tool",
+                tool.server,
+                tool.qualified_name,
+                origin=origin,
+                decision=decision,
+                by=by,
+                arguments=args,
+            )
             return ToolDenied(tool.qualified_name, reason)
 
         if permission is Permission.DENY:
@@ -462,10 +541,16 @@ class Host:
         fingerprint = tool_fingerprint(tool.tool)
         if self.policy.remembered(tool.server, tool.name, fingerprint):
             return ("approved", "remembered")
-        request = ConsentRequest(server=tool.server, tool=tool.name,
-                                 qualified_name=tool.qualified_name, arguments=args,
-                                 origin=origin, description=tool.description,
-                                 annotations=tool.annotations, flags=tool.flags)
+        request = ConsentRequest(
+            server=tool.server,
+            tool=tool.name,
+            qualified_name=tool.qualified_name,
+            arguments=args,
+            origin=origin,
+            description=tool.description,
+            annotations=tool.annotations,
+            flags=tool.flags,
+        )
         raw = await self.interaction.consent(request)
         decision = raw if isinstance(raw, ConsentDecision) else ConsentDecision(bool(raw))
         if not decision.approved:
@@ -485,23 +570,42 @@ class Host:
         by = "policy"
         if permission is Permission.ASK:
             request = ConsentRequest(
-                server=server, tool="ui/message", qualified_name=name, arguments=args,
-                origin="app", description="The app wants to add this message to the "
-                                          "conversation (the model will read it).")
+                server=server,
+                tool="ui/message",
+                qualified_name=name,
+                arguments=args,
+                origin="app",
+                description="The app wants to add this message to the "
+                "conversation (the model will read it).",
+            )
             raw = await self.interaction.consent(request)
             decision = raw if isinstance(raw, ConsentDecision) else ConsentDecision(bool(raw))
             by = "user"
             if not decision.approved:
-                self.audit.record("app-message", server, name, origin="app",
-                                  decision="declined", by=by, arguments=args)
+                self.audit.record(
+                    "app-message",
+                    server,
+                    name,
+                    origin="app",
+                    decision="declined",
+                    by=by,
+                    arguments=args,
+                )
                 raise ToolDenied(name, decision.reason or "the user declined")
         elif permission is Permission.DENY:
-            self.audit.record("app-message", server, name, origin="app", decision="denied",
-                              by=by, arguments=args)
+            self.audit.record(
+                "app-message", server, name, origin="app", decision="denied", by=by, arguments=args
+            )
             raise ToolDenied(name, "denied by policy")
-        self.audit.record("app-message", server, name, origin="app",
-                          decision="approved" if by == "user" else "allowed", by=by,
-                          arguments=args)
+        self.audit.record(
+            "app-message",
+            server,
+            name,
+            origin="app",
+            decision="approved" if by == "user" else "allowed",
+            by=by,
+            arguments=args,
+        )
 
     # ------------------------------------------------------------------ server requests
     async def _sample(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -510,28 +614,53 @@ class Host:
         if self.sampler is None:
             raise InputRequestError("this host has no model for sampling", missing=True)
         if not await self.interaction.approve_sampling(server, params):
-            self.audit.record("sampling", server, "sampling/createMessage", origin="server",
-                              decision="declined", by="user")
+            self.audit.record(
+                "sampling",
+                server,
+                "sampling/createMessage",
+                origin="server",
+                decision="declined",
+                by="user",
+            )
             raise InputRequestError("the user declined the sampling request")
-        self.audit.record("sampling", server, "sampling/createMessage", origin="server",
-                          decision="approved", by="user")
+        self.audit.record(
+            "sampling",
+            server,
+            "sampling/createMessage",
+            origin="server",
+            decision="approved",
+            by="user",
+        )
         return await self.sampler(params)
 
     async def _elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
         answer = await self.interaction.elicit(server, params)
-        self.audit.record("elicitation", server, "form", origin="server",
-                          decision=str(answer.get("action")), by="user")
+        self.audit.record(
+            "elicitation",
+            server,
+            "form",
+            origin="server",
+            decision=str(answer.get("action")),
+            by="user",
+        )
         return answer
 
     async def _elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
         answer = await self.interaction.elicit_url(server, params)
-        self.audit.record("elicitation", server, "url", origin="server",
-                          decision=str(answer.get("action")), by="user")
+        self.audit.record(
+            "elicitation",
+            server,
+            "url",
+            origin="server",
+            decision=str(answer.get("action")),
+            by="user",
+        )
         return answer
 
     async def _roots(self, server: str) -> list[dict[str, Any]]:
-        self.audit.record("roots", server, "roots/list", origin="server", decision="answered",
-                          by="policy")
+        self.audit.record(
+            "roots", server, "roots/list", origin="server", decision="answered", by="policy"
+        )
         return [dict(r) for r in self.config.roots]
 
     def _server_log(self, server: str, params: dict[str, Any]) -> None:
@@ -542,8 +671,13 @@ class Host:
     def app_log(self, server: str, params: Mapping[str, Any]) -> None:
         """A ``notifications/message`` from one of ``server``'s app views: logged with the
         server's own messages, marked as the app's."""
-        entry = {"time": time.time(), "server": server, "from": "app",
-                 "level": str(params.get("level") or "info"),
-                 "logger": params.get("logger"), "data": params.get("data")}
+        entry = {
+            "time": time.time(),
+            "server": server,
+            "from": "app",
+            "level": str(params.get("level") or "info"),
+            "logger": params.get("logger"),
+            "data": params.get("data"),
+        }
         self.logs.append(entry)
         self.emit("log", entry)

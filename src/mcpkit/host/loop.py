@@ -33,8 +33,14 @@ from .host import Host, ToolCancelled, ToolDenied
 from .models.base import Message, Model, ModelReply, StreamingModel
 from .search import SEARCH_TOOL, search_tools
 
-__all__ = ["Conversation", "cap_blocks", "estimate_tokens", "recover_json", "result_blocks",
-           "sampler_for"]
+__all__ = [
+    "Conversation",
+    "cap_blocks",
+    "estimate_tokens",
+    "recover_json",
+    "result_blocks",
+    "sampler_for",
+]
 
 EventSink = Callable[[str, dict[str, Any]], None]
 #: Longest instructions text taken from one server (characters).
@@ -123,10 +129,16 @@ def cap_blocks(blocks: list[dict[str, Any]], max_tokens: int) -> list[dict[str, 
         budget -= estimate_tokens(kept)
         if kept:
             out.append({"type": "text", "text": kept})
-    out.append({"type": "text", "text": (
-        f"[the tool output was truncated: about {total:,} tokens, over this host's cap of "
-        f"{max_tokens:,} (maxToolOutputTokens); ask the tool for less, e.g. a smaller range "
-        f"or a filter, if you need the rest]")})
+    out.append(
+        {
+            "type": "text",
+            "text": (
+                f"[the tool output was truncated: about {total:,} tokens, over this host's "
+                f"cap of {max_tokens:,} (maxToolOutputTokens); ask the tool for less, e.g. a "
+                f"smaller range or a filter, if you need the rest]"
+            ),
+        }
+    )
     return out
 
 
@@ -147,8 +159,13 @@ def result_blocks(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], bool
         if kind == "text":
             blocks.append({"type": "text", "text": str(item.get("text", ""))})
         elif kind == "image" and isinstance(item.get("data"), str):
-            blocks.append({"type": "image", "mimeType": str(item.get("mimeType") or "image/png"),
-                           "data": item["data"]})
+            blocks.append(
+                {
+                    "type": "image",
+                    "mimeType": str(item.get("mimeType") or "image/png"),
+                    "data": item["data"],
+                }
+            )
         elif kind == "resource" and isinstance(item.get("resource"), Mapping):
             blocks.append(_resource_text(item["resource"]))
         elif kind == "resource_link":
@@ -173,17 +190,28 @@ def _same_json(text: str, value: Any) -> bool:
 
 
 class Conversation:
-    def __init__(self, host: Host, model: Model, *, system: str | None = None,
-                 max_steps: int = 12, on_event: EventSink | None = None,
-                 max_tool_output_tokens: int | None = None, stream: bool = True) -> None:
+    def __init__(
+        self,
+        host: Host,
+        model: Model,
+        *,
+        system: str | None = None,
+        max_steps: int = 12,
+        on_event: EventSink | None = None,
+        max_tool_output_tokens: int | None = None,
+        stream: bool = True,
+    ) -> None:
         self.host = host
         self.model = model
         self.system = system
         self.max_steps = max_steps
         #: Ask a :class:`StreamingModel` to stream its text (``assistant_delta`` events).
         self.stream = stream
-        self.max_tool_output_tokens = (max_tool_output_tokens if max_tool_output_tokens
-                                       is not None else host.config.max_tool_output_tokens)
+        self.max_tool_output_tokens = (
+            max_tool_output_tokens
+            if max_tool_output_tokens is not None
+            else host.config.max_tool_output_tokens
+        )
         self.messages: list[Message] = []
         self._pending: list[dict[str, Any]] = []
         #: Tools the model loaded with the search tool (deferred loading).
@@ -196,16 +224,16 @@ class Conversation:
     @property
     def has_pending(self) -> bool:
         """Something (an attachment, a prompt) is waiting to be sent to the model."""
-        return bool(self._pending) or (
-            bool(self.messages) and self.messages[-1]["role"] == "user")
+        return bool(self._pending) or (bool(self.messages) and self.messages[-1]["role"] == "user")
 
     async def attach_resource(self, server: str, uri: str) -> None:
         """Put a resource's contents into the next message (the person chose it)."""
         read = await self.host.read_resource(server, uri)
         self._pending.extend(_resource_text(c) for c in read.get("contents", []))
 
-    async def use_prompt(self, server: str, name: str,
-                         arguments: Mapping[str, str] | None = None) -> list[Message]:
+    async def use_prompt(
+        self, server: str, name: str, arguments: Mapping[str, str] | None = None
+    ) -> list[Message]:
         """Add a server prompt's messages to the conversation (the person picked it)."""
         got = await self.host.get_prompt(server, name, arguments)
         added: list[Message] = []
@@ -229,20 +257,28 @@ class Conversation:
 
     async def _search(self, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Run the host's own search tool: load what it finds, say what it loaded."""
-        self._emit("tool_call", {"id": call_id, "name": SEARCH_TOOL["name"],
-                                 "arguments": arguments})
+        self._emit(
+            "tool_call", {"id": call_id, "name": SEARCH_TOOL["name"], "arguments": arguments}
+        )
         limit = arguments.get("limit")
-        found = search_tools(await self.host.model_tools(), str(arguments.get("query", "")),
-                             limit if isinstance(limit, int) else 5)
+        found = search_tools(
+            await self.host.model_tools(),
+            str(arguments.get("query", "")),
+            limit if isinstance(limit, int) else 5,
+        )
         self.loaded.update(t.qualified_name for t in found)
-        text = ("Loaded these tools; call them on your next step:\n" + "\n".join(
-            f"- {t.qualified_name}: {t.description[:200]}" for t in found)
-            if found else "No tool matches; try other words.")
+        text = (
+            "Loaded these tools; call them on your next step:\n"
+            + "\n".join(f"- {t.qualified_name}: {t.description[:200]}" for t in found)
+            if found
+            else "No tool matches; try other words."
+        )
         blocks = [{"type": "text", "text": text}]
-        self._emit("tool_result", {"id": call_id, "name": SEARCH_TOOL["name"],
-                                   "is_error": False, "content": blocks})
-        return {"type": "tool_result", "tool_use_id": call_id, "content": blocks,
-                "is_error": False}
+        self._emit(
+            "tool_result",
+            {"id": call_id, "name": SEARCH_TOOL["name"], "is_error": False, "content": blocks},
+        )
+        return {"type": "tool_result", "tool_use_id": call_id, "content": blocks, "is_error": False}
 
     def _partial_input(self, call_id: str, name: str, partial: str) -> None:
         """Arguments still streaming for a tool that has a view: the page may show the
@@ -252,18 +288,26 @@ class Conversation:
             return
         arguments = recover_json(partial)
         if arguments is not None:
-            self._emit("tool_input_partial", {
-                "id": call_id, "name": name, "arguments": arguments,
-                "app": {"server": tool.server, "tool": tool.name,
-                        "uri": tool.ui_resource_uri}})
+            self._emit(
+                "tool_input_partial",
+                {
+                    "id": call_id,
+                    "name": name,
+                    "arguments": arguments,
+                    "app": {"server": tool.server, "tool": tool.name, "uri": tool.ui_resource_uri},
+                },
+            )
 
     async def _ask_model(self, tools: list[dict[str, Any]]) -> ModelReply:
         """One model step; streamed as ``assistant_delta`` events when the model can."""
         if self.stream and isinstance(self.model, StreamingModel):
             return await self.model.stream_reply(
-                self.messages, tools, self.system_prompt(),
+                self.messages,
+                tools,
+                self.system_prompt(),
                 lambda text: self._emit("assistant_delta", {"text": text}),
-                self._partial_input)
+                self._partial_input,
+            )
         return await self.model.reply(self.messages, tools, self.system_prompt())
 
     def system_prompt(self) -> str | None:
@@ -271,8 +315,10 @@ class Conversation:
         parts = [self.system] if self.system else []
         found = self.host.instructions()
         if found:
-            parts.append("Instructions from the MCP servers connected to this host (each "
-                         "written by that server, not by the user):")
+            parts.append(
+                "Instructions from the MCP servers connected to this host (each "
+                "written by that server, not by the user):"
+            )
         for server, text in found:
             if len(text) > MAX_INSTRUCTIONS:
                 text = text[:MAX_INSTRUCTIONS] + " [cut: too long]"
@@ -286,21 +332,30 @@ class Conversation:
             if last is not None and last["role"] == message["role"]:
                 last["content"] = [*last["content"], *message["content"]]
             else:
-                self.messages.append({"role": message["role"],
-                                      "content": list(message["content"])})
+                self.messages.append({"role": message["role"], "content": list(message["content"])})
 
-    def set_app_context(self, view: str, server: str, uri: str,
-                        params: Mapping[str, Any]) -> None:
+    def set_app_context(self, view: str, server: str, uri: str, params: Mapping[str, Any]) -> None:
         """An app view's ``ui/update-model-context``: kept until the next turn, then sent
         once, labelled as the app's words (it is the server's content, not the person's)."""
-        blocks, _ = result_blocks({"content": params.get("content") or [],
-                                   **({"structuredContent": params["structuredContent"]}
-                                      if "structuredContent" in params else {})})
+        blocks, _ = result_blocks(
+            {
+                "content": params.get("content") or [],
+                **(
+                    {"structuredContent": params["structuredContent"]}
+                    if "structuredContent" in params
+                    else {}
+                ),
+            }
+        )
         texts = "\n".join(b["text"] for b in blocks if b["type"] == "text")
         if params.get("content") or "structuredContent" in params:
-            self._app_context[view] = {"type": "text", "text": (
-                f"[context from the app view {uri} of server {server!r}, written by the "
-                f"app:]\n{texts}")}
+            self._app_context[view] = {
+                "type": "text",
+                "text": (
+                    f"[context from the app view {uri} of server {server!r}, written by the "
+                    f"app:]\n{texts}"
+                ),
+            }
         else:
             self._app_context.pop(view, None)  # an empty update clears it
 
@@ -316,8 +371,7 @@ class Conversation:
     async def send(self, text: str = "") -> str:
         """One turn: returns the model's final words."""
         context, self._app_context = list(self._app_context.values()), {}
-        content = [*context, *self._pending,
-                   *([{"type": "text", "text": text}] if text else [])]
+        content = [*context, *self._pending, *([{"type": "text", "text": text}] if text else [])]
         self._pending = []
         if content:
             self._append_all([{"role": "user", "content": content}])
@@ -335,39 +389,61 @@ class Conversation:
                     results.append(await self._search(call.id, call.arguments))
                     continue
                 tool = self.host.tool(call.name)
-                app = ({"server": tool.server, "tool": tool.name, "uri": tool.ui_resource_uri}
-                       if tool is not None and tool.ui_resource_uri else None)
+                app = (
+                    {"server": tool.server, "tool": tool.name, "uri": tool.ui_resource_uri}
+                    if tool is not None and tool.ui_resource_uri
+                    else None
+                )
                 # A tool with a view: the page shows the view from the start of the call
                 # (tool input first), then its result, or tool-cancelled with the reason.
-                self._emit("tool_call", {"id": call.id, "name": call.name,
-                                         "arguments": call.arguments,
-                                         **({"app": app} if app else {})})
+                self._emit(
+                    "tool_call",
+                    {
+                        "id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                        **({"app": app} if app else {}),
+                    },
+                )
                 blocks, is_error, raw = await self._run(call.name, call.arguments, call.id)
-                event = {"id": call.id, "name": call.name, "is_error": is_error,
-                         "content": blocks}
+                event = {"id": call.id, "name": call.name, "is_error": is_error, "content": blocks}
                 if app is not None:
                     event["app"] = {**app, "arguments": call.arguments, "result": raw}
                 self._emit("tool_result", event)
-                results.append({"type": "tool_result", "tool_use_id": call.id,
-                                "content": blocks, "is_error": is_error})
+                results.append(
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": call.id,
+                        "content": blocks,
+                        "is_error": is_error,
+                    }
+                )
             self.messages.append({"role": "user", "content": results})
         note = f"(stopped after {self.max_steps} model steps without a final answer)"
         self._emit("assistant", {"text": note, "final": True})
         return note
 
-    async def _run(self, name: str, arguments: dict[str, Any], call_id: str
-                   ) -> tuple[list[dict[str, Any]], bool, dict[str, Any] | None]:
+    async def _run(
+        self, name: str, arguments: dict[str, Any], call_id: str
+    ) -> tuple[list[dict[str, Any]], bool, dict[str, Any] | None]:
         """(blocks for the model, is_error, the raw result when the call ran).  The host
         call id is ``chat:<the model's call id>`` (what the page cancels)."""
         try:
-            result = await self.host.call_tool(name, arguments, origin="model",
-                                               call_id=f"chat:{call_id}")
+            result = await self.host.call_tool(
+                name, arguments, origin="model", call_id=f"chat:{call_id}"
+            )
         except ToolCancelled:
-            return ([{"type": "text", "text": "The user cancelled this tool call while it "
-                                              "ran."}], True, None)
+            return (
+                [{"type": "text", "text": "The user cancelled this tool call while it ran."}],
+                True,
+                None,
+            )
         except ToolDenied as exc:
-            return ([{"type": "text", "text": f"The tool call was refused: {exc.reason}."}],
-                    True, None)
+            return (
+                [{"type": "text", "text": f"The tool call was refused: {exc.reason}."}],
+                True,
+                None,
+            )
         except Exception as exc:
             return [{"type": "text", "text": f"The tool call failed: {exc}"}], True, None
         blocks, is_error = result_blocks(result)
@@ -387,7 +463,11 @@ def sampler_for(model: Model) -> Callable[[dict[str, Any]], Any]:
             messages.append({"role": message.get("role", "user"), "content": blocks})
         system = params.get("systemPrompt")
         reply = await model.reply(messages, [], system if isinstance(system, str) else None)
-        return {"role": "assistant", "content": {"type": "text", "text": reply.text},
-                "model": model.name, "stopReason": "endTurn"}
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": reply.text},
+            "model": model.name,
+            "stopReason": "endTurn",
+        }
 
     return sample

@@ -64,8 +64,9 @@ def _loopback(url: str) -> bool:
 class ServerLogin:
     """OAuth for one server: the httpx ``Auth`` its client uses, and its log-in state."""
 
-    def __init__(self, config: ServerConfig, store: TokenStore,
-                 on_url: Callable[[str, str], None]) -> None:
+    def __init__(
+        self, config: ServerConfig, store: TokenStore, on_url: Callable[[str, str], None]
+    ) -> None:
         assert config.url is not None
         self.name = config.name
         self.store = store
@@ -73,13 +74,19 @@ class ServerLogin:
         #: The authorization URL the person has to open, while a log-in is pending.
         self.pending_url: str | None = None
         options: dict[str, Any] = config.oauth if isinstance(config.oauth, dict) else {}
-        handler = LoopbackRedirectHandler(port=int(options.get("callbackPort") or 0),
-                                          open_url=self._open)
+        handler = LoopbackRedirectHandler(
+            port=int(options.get("callbackPort") or 0), open_url=self._open
+        )
         self.auth = OAuthClientAuth(
-            config.url, redirect_handler=handler, store=store, client_name="mcpkit host",
-            client_id=options.get("clientId"), client_secret=options.get("clientSecret"),
+            config.url,
+            redirect_handler=handler,
+            store=store,
+            client_name="mcpkit host",
+            client_id=options.get("clientId"),
+            client_secret=options.get("clientSecret"),
             scopes=options.get("scopes"),
-            policy=UrlPolicy.local_development() if _loopback(config.url) else None)
+            policy=UrlPolicy.local_development() if _loopback(config.url) else None,
+        )
 
     def _open(self, url: str) -> None:
         """The redirect handler's ``open_url``: runs in a worker thread, so it hands the

@@ -27,13 +27,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AuditEntry", "AuditTrail", "ConsentCallback", "ConsentDecision", "ConsentRequest",
-           "Permission", "Policy", "tool_fingerprint"]
+__all__ = [
+    "AuditEntry",
+    "AuditTrail",
+    "ConsentCallback",
+    "ConsentDecision",
+    "ConsentRequest",
+    "Permission",
+    "Policy",
+    "tool_fingerprint",
+]
 
 
 class Permission(enum.StrEnum):
     """What happens when a tool is called: ``allow`` runs it, ``ask`` waits for a person's yes,
     ``deny`` never reaches the server."""
+
     ALLOW = "allow"
     ASK = "ask"
     DENY = "deny"
@@ -44,8 +53,7 @@ _ids = itertools.count(1)
 
 def tool_fingerprint(tool: Mapping[str, Any]) -> str:
     """A hash of what the person saw when approving: name, description, schema, annotations."""
-    seen = {k: tool.get(k) for k in ("name", "title", "description", "inputSchema",
-                                      "annotations")}
+    seen = {k: tool.get(k) for k in ("name", "title", "description", "inputSchema", "annotations")}
     raw = json.dumps(seen, sort_keys=True, default=str).encode()
     return hashlib.sha256(raw).hexdigest()[:16]
 
@@ -71,23 +79,29 @@ class ConsentRequest:
 @dataclass(frozen=True)
 class ConsentDecision:
     """A person's answer to a :class:`ConsentRequest`."""
+
     approved: bool
     #: Approve this tool (this exact definition) for the rest of the run.
     remember: bool = False
     reason: str = ""
 
 
-ConsentCallback = Callable[[ConsentRequest],
-                           Awaitable[ConsentDecision | bool] | ConsentDecision | bool]
+ConsentCallback = Callable[
+    [ConsentRequest], Awaitable[ConsentDecision | bool] | ConsentDecision | bool
+]
 """Asks a person about a :class:`ConsentRequest`; returns a decision, or a plain bool."""
 
 
 class Policy:
     """Permissions by server and tool, plus approvals remembered during this run."""
 
-    def __init__(self, default: Permission = Permission.ASK, *,
-                 servers: Mapping[str, Permission] | None = None,
-                 tools: Mapping[str, Permission] | None = None) -> None:
+    def __init__(
+        self,
+        default: Permission = Permission.ASK,
+        *,
+        servers: Mapping[str, Permission] | None = None,
+        tools: Mapping[str, Permission] | None = None,
+    ) -> None:
         self.default = Permission(default)
         self.servers: dict[str, Permission] = dict(servers or {})
         #: Keyed by namespaced name ``server__tool``.
@@ -125,6 +139,7 @@ class Policy:
 class AuditEntry:
     """One line of the audit trail: what ran (a tool call, an answered input request, a
     server launch), on which server, with whose approval and with what outcome."""
+
     time: float
     kind: str  # tool | elicitation | sampling | roots | server
     server: str
@@ -146,20 +161,45 @@ class AuditEntry:
 class AuditTrail:
     """What ran with whose approval: in memory, and optionally appended to a JSONL file."""
 
-    def __init__(self, path: str | Path | None = None, *, keep: int = 10_000,
-                 on_entry: Callable[[AuditEntry], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        keep: int = 10_000,
+        on_entry: Callable[[AuditEntry], None] | None = None,
+    ) -> None:
         self.path = Path(path) if path else None
         self.keep = keep
         self.entries: list[AuditEntry] = []
         self.on_entry = on_entry
 
-    def record(self, kind: str, server: str, name: str, *, origin: str, decision: str,
-               by: str, arguments: dict[str, Any] | None = None, outcome: str = "",
-               duration_ms: float | None = None) -> AuditEntry:
+    def record(
+        self,
+        kind: str,
+        server: str,
+        name: str,
+        *,
+        origin: str,
+        decision: str,
+        by: str,
+        arguments: dict[str, Any] | None = None,
+        outcome: str = "",
+        duration_ms: float | None = None,
+    ) -> AuditEntry:
         """Add an entry (arguments kept whole unless huge), append it to the JSONL file if there
         is one, and pass it to ``on_entry``."""
-        entry = AuditEntry(time.time(), kind, server, name, origin, decision, by,
-                           _bounded(arguments), outcome, duration_ms)
+        entry = AuditEntry(
+            time.time(),
+            kind,
+            server,
+            name,
+            origin,
+            decision,
+            by,
+            _bounded(arguments),
+            outcome,
+            duration_ms,
+        )
         self.entries.append(entry)
         if len(self.entries) > self.keep:
             del self.entries[: len(self.entries) - self.keep]

@@ -22,13 +22,19 @@ __all__ = ["SEARCH_TOOL", "search_tools"]
 
 SEARCH_TOOL: dict[str, Any] = {
     "name": "search_tools",
-    "description": ("Find tools by what they do. Many tools are available but not listed; "
-                    "search with a few keywords, and the tools found become callable on "
-                    "your next step."),
-    "input_schema": {"type": "object", "properties": {
-        "query": {"type": "string", "description": "keywords, e.g. 'weather forecast'"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}},
-        "required": ["query"]},
+    "description": (
+        "Find tools by what they do. Many tools are available but not listed; "
+        "search with a few keywords, and the tools found become callable on "
+        "your next step."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "keywords, e.g. 'weather forecast'"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+        },
+        "required": ["query"],
+    },
 }
 _WORD = re.compile(r"[a-z0-9]+")
 

@@ -38,8 +38,9 @@ anything else is sent to the model (when one is configured)"""
 
 def clean(text: Any) -> str:
     """Untrusted text, safe to print: control characters (ANSI escapes...) made visible."""
-    return "".join(ch if ch in "\n\t" or ch.isprintable() else f"\\x{ord(ch):02x}"
-                   for ch in str(text))
+    return "".join(
+        ch if ch in "\n\t" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text)
+    )
 
 
 class TerminalInteraction(Interaction):
@@ -64,8 +65,9 @@ class TerminalInteraction(Interaction):
             return None
 
     async def consent(self, request: ConsentRequest) -> ConsentDecision:
-        who = {"model": "The model", "app": "An app", "user": "You"}.get(request.origin,
-                                                                         request.origin)
+        who = {"model": "The model", "app": "An app", "user": "You"}.get(
+            request.origin, request.origin
+        )
         async with self._lock:
             self.say(f"\n? {who} wants to run {clean(request.tool)} on {clean(request.server)}")
             self.say(f"  arguments: {clean(json.dumps(request.arguments))}")
@@ -90,8 +92,10 @@ class TerminalInteraction(Interaction):
             for name, prop in (schema.get("properties") or {}).items():
                 kind = prop.get("type", "string")
                 hint = f" {prop['enum']}" if prop.get("enum") else ""
-                raw = await self.ask(f"  {clean(prop.get('title') or name)} ({kind}{hint})"
-                                     f"{' *' if name in required else ''}: ")
+                raw = await self.ask(
+                    f"  {clean(prop.get('title') or name)} ({kind}{hint})"
+                    f"{' *' if name in required else ''}: "
+                )
                 if raw in ("!decline", "!cancel"):
                     return {"action": raw[1:]}
                 if raw == "" and name not in required:
@@ -107,8 +111,10 @@ class TerminalInteraction(Interaction):
         return {"action": "accept" if answer in ("a", "accept", "y") else "decline"}
 
     def login_url(self, server: str, url: str) -> None:
-        self.say(f"! {server} needs you to log in (OAuth): open this address in a browser:\n"
-                 f"    {clean(url)}")
+        self.say(
+            f"! {server} needs you to log in (OAuth): open this address in a browser:\n"
+            f"    {clean(url)}"
+        )
 
     async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
         async with self._lock:
@@ -137,8 +143,9 @@ def _show_result(ui: TerminalInteraction, result: dict[str, Any]) -> None:
             ui.say(f"[{block['type']} {block.get('mimeType', '')}]")
 
 
-async def _command(line: str, host: Host, chat: Conversation | None,
-                   ui: TerminalInteraction) -> bool:
+async def _command(
+    line: str, host: Host, chat: Conversation | None, ui: TerminalInteraction
+) -> bool:
     """Run one /command; False means quit."""
     head, _, rest = line[1:].partition(" ")
     args = shlex.split(rest) if head not in ("call",) else []
@@ -147,11 +154,15 @@ async def _command(line: str, host: Host, chat: Conversation | None,
     if head == "help":
         ui.say(HELP)
     elif head == "servers":
-        statuses = [*(host.untrusted_status(n) for n in host.untrusted),
-                    *(c.status() for c in host.servers.values())]
+        statuses = [
+            *(host.untrusted_status(n) for n in host.untrusted),
+            *(c.status() for c in host.servers.values()),
+        ]
         for status in statuses:
-            ui.say(f"{status['name']:12} {status['state']:10} {clean(status['target'])}"
-                   + (f"  ({clean(status['error'])})" if status["error"] else ""))
+            ui.say(
+                f"{status['name']:12} {status['state']:10} {clean(status['target'])}"
+                + (f"  ({clean(status['error'])})" if status["error"] else "")
+            )
     elif head == "tools":
         for tool in await host.list_tools():
             mark = "" if tool.for_model else " (app only)"
@@ -190,8 +201,9 @@ async def _command(line: str, host: Host, chat: Conversation | None,
         host.connection(args[0]).restart()
     elif head == "audit":
         for entry in host.audit.entries[-20:]:
-            ui.say(f"{entry.kind} {entry.name} {entry.decision} by {entry.by} "
-                   f"{entry.outcome}".rstrip())
+            ui.say(
+                f"{entry.kind} {entry.name} {entry.decision} by {entry.by} {entry.outcome}".rstrip()
+            )
     else:
         ui.say(f"unknown command {line!r}; /help lists them")
     return True
@@ -202,9 +214,11 @@ async def _confirm_trust(host: Host, ui: TerminalInteraction) -> None:
     for name in list(host.untrusted):
         config = host.untrusted[name]
         env = ", ".join(sorted(config.env)) or "none"
-        ui.say(f"! {name} wants to run a command on this machine, with your rights:\n"
-               f"    {clean(config.describe())}\n    cwd: {clean(config.cwd or '.')}"
-               f"   environment variables: {clean(env)}")
+        ui.say(
+            f"! {name} wants to run a command on this machine, with your rights:\n"
+            f"    {clean(config.describe())}\n    cwd: {clean(config.cwd or '.')}"
+            f"   environment variables: {clean(env)}"
+        )
         answer = await ui.read_line(f"  trust and start {name}? [y/N] ")
         if answer is not None and answer.strip().lower() in ("y", "yes"):
             await host.trust_server(name)
@@ -212,13 +226,23 @@ async def _confirm_trust(host: Host, ui: TerminalInteraction) -> None:
             ui.say(f"{name}: not started (untrusted)")
 
 
-async def run_terminal(config: HostConfig, *, model: Model | None = None,
-                       read: Callable[[str], str] = input, out: TextIO = sys.stdout,
-                       trust: TrustStore | None = None,
-                       token_store: TokenStore | None = None) -> None:
+async def run_terminal(
+    config: HostConfig,
+    *,
+    model: Model | None = None,
+    read: Callable[[str], str] = input,
+    out: TextIO = sys.stdout,
+    trust: TrustStore | None = None,
+    token_store: TokenStore | None = None,
+) -> None:
     ui = TerminalInteraction(read, out)
-    host = Host(config, interaction=ui, sampler=sampler_for(model) if model else None,
-                trust=trust, token_store=token_store)
+    host = Host(
+        config,
+        interaction=ui,
+        sampler=sampler_for(model) if model else None,
+        trust=trust,
+        token_store=token_store,
+    )
     async with host:
         await _confirm_trust(host, ui)
         for conn in host.servers.values():
@@ -233,8 +257,13 @@ async def run_terminal(config: HostConfig, *, model: Model | None = None,
                 text = " ".join(b.get("text", "") for b in data["content"] if b["type"] == "text")
                 ui.say(f"  {'x' if data['is_error'] else '<-'} {clean(text)[:200]}")
 
-        chat = (Conversation(host, model, system=config.model.system if config.model else None,
-                             on_event=narrate) if model else None)
+        chat = (
+            Conversation(
+                host, model, system=config.model.system if config.model else None, on_event=narrate
+            )
+            if model
+            else None
+        )
         ui.say(f"model: {model.name}" if model else "no model configured: /help for commands")
         while True:
             line = await ui.read_line("you> ")

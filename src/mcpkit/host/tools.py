@@ -58,10 +58,11 @@ class HostTool:
 
     def for_api(self) -> dict[str, Any]:
         """Neutral form the model adapters translate: name, description, input_schema."""
-        return {"name": self.qualified_name, "description": self.description,
-                "input_schema": self.schema}
-
-
+        return {
+            "name": self.qualified_name,
+            "description": self.description,
+            "input_schema": self.schema,
+        }
 
 
 def model_schema(schema: Any, notes: list[str] | None = None) -> dict[str, Any]:
@@ -97,8 +98,7 @@ def _pointer(root: Any, ref: str) -> Any:
     return node
 
 
-def _resolve(node: Any, root: Any, notes: list[str], *, depth: int,
-             stack: tuple[str, ...]) -> Any:
+def _resolve(node: Any, root: Any, notes: list[str], *, depth: int, stack: tuple[str, ...]) -> Any:
     if isinstance(node, list):
         return [_resolve(item, root, notes, depth=depth, stack=stack) for item in node]
     if not isinstance(node, dict):
@@ -118,8 +118,9 @@ def _resolve(node: Any, root: Any, notes: list[str], *, depth: int,
                 notes.append(f"unresolvable $ref {ref!r}")
                 target = {}
             else:
-                target = _resolve(copy.deepcopy(found), root, notes, depth=depth + 1,
-                                  stack=(*stack, ref))
+                target = _resolve(
+                    copy.deepcopy(found), root, notes, depth=depth + 1, stack=(*stack, ref)
+                )
         merged = dict(target) if isinstance(target, dict) else {}
         merged.update(_resolve(rest, root, notes, depth=depth, stack=stack))
         return merged
@@ -156,9 +157,15 @@ class ToolIndex:
                 schema = model_schema(tool.get("inputSchema"), notes)
                 flags = tool_flags(tool) + [f"schema: {n}" for n in dict.fromkeys(notes)]
                 index.tools[exposed] = HostTool(
-                    server=server, name=name, qualified_name=exposed, tool=tool,
-                    schema=schema, flags=tuple(flags), ui_resource_uri=tool_ui_uri(tool),
-                    for_model=visible_to_model(tool))
+                    server=server,
+                    name=name,
+                    qualified_name=exposed,
+                    tool=tool,
+                    schema=schema,
+                    flags=tuple(flags),
+                    ui_resource_uri=tool_ui_uri(tool),
+                    for_model=visible_to_model(tool),
+                )
                 index.by_server[(server, name)] = exposed
         return index
 

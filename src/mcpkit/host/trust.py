@@ -38,8 +38,7 @@ def default_trust_file() -> Path:
 
 def trust_key(config: ServerConfig) -> str:
     """What a person approves when they trust a stdio server (see the module doc)."""
-    seen = {"command": list(config.command), "env": sorted(config.env),
-            "cwd": config.cwd or ""}
+    seen = {"command": list(config.command), "env": sorted(config.env), "cwd": config.cwd or ""}
     return hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()
 
 
@@ -64,8 +63,12 @@ class TrustStore:
     def trust(self, config: ServerConfig) -> None:
         """Remember this exact launch as trusted (written atomically to the file)."""
         data = self._load()
-        data[trust_key(config)] = {"command": config.describe(), "env": sorted(config.env),
-                                   "cwd": config.cwd, "trustedAt": int(time.time())}
+        data[trust_key(config)] = {
+            "command": config.describe(),
+            "env": sorted(config.env),
+            "cwd": config.cwd,
+            "trustedAt": int(time.time()),
+        }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")

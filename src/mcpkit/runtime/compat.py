@@ -116,6 +116,8 @@ async def _public_sse_events(chunks: AsyncIterable[bytes]) -> AsyncGenerator[Ser
     async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
         async for event in events:
             yield event
+
+
 #: The uvicorn protocol modules whose ``RequestResponseCycle.send`` waits only on flow
 #: control (``await self.flow.drain()``: an ``asyncio.Event``), never on a cancel scope.
 _UVICORN_CYCLES = (

@@ -223,4 +223,3 @@ def live_legacy_sessions() -> Iterator[LegacySession]:
         for session in holder.live_legacy_sessions():
             if session.initialized:
                 yield session
-

@@ -33,6 +33,7 @@ def _b64(data: bytes | str) -> str:
 class Text:
     """A text content block: ``{"type": "text", "text": ...}`` with optional
     annotations and ``_meta``.  A tool returning a plain ``str`` gets one of these."""
+
     text: str
     annotations: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
@@ -147,6 +148,7 @@ class EmbeddedResource:
 class ResourceLink:
     """A link to a resource (``type: resource_link``): the client may read the URI later,
     unlike an embedded resource whose contents travel in the result."""
+
     uri: str
     name: str
     description: str | None = None

@@ -27,6 +27,7 @@ __all__ = ["Context"]
 
 T = TypeVar("T")
 
+
 class Context:
     """What a handler knows about its request and how it talks back to the client."""
 
@@ -388,7 +389,6 @@ class Context:
     async def close_sse_stream(self, retry_ms: int | None = None) -> None:
         """Legacy HTTP: close this request's SSE stream so the client polls/resumes it."""
         await self.exchange.close_stream(retry_ms)
-
 
 
 def _checked_answer(key: str, answer: Any) -> dict[str, Any]:

@@ -39,8 +39,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-
-
 def _is_context(annotation: Any, context_type: type) -> bool:
     if annotation is context_type:
         return True
@@ -151,8 +149,6 @@ class ArgumentModel:
             arguments = _parse_json_strings(arguments, self._json_params)
         instance = self._adapter.model_validate(arguments)
         return {name: getattr(instance, name) for name in self.field_names}
-
-
 
 
 def _types_of(prop: dict[str, Any]) -> set[str]:
@@ -337,6 +333,7 @@ def output_schema_for(
     if _is_content_annotation(annotation) or _is_result_type(annotation):
         return None, False, None
     from pydantic import TypeAdapter  # only for annotations that need a schema
+
     if _is_object_type(annotation):
         adapter: TypeAdapter[Any] = TypeAdapter(_pydantic_compatible(annotation))
         schema = strip_titles(adapter.json_schema(mode="serialization"))

@@ -305,17 +305,33 @@ class Server(ServerRuntime, VisibilityControls, Composition):
                 self._check_duplicate("resource template", uri, bool(same))
                 for old in same:
                     self.templates.remove(old)
-                self.templates.append(TemplateEntry(
-                    compiled, func, wire, mime_type, model.context_param, model.field_names,
-                    ttl_ms, check_tags(tags)))
+                self.templates.append(
+                    TemplateEntry(
+                        compiled,
+                        func,
+                        wire,
+                        mime_type,
+                        model.context_param,
+                        model.field_names,
+                        ttl_ms,
+                        check_tags(tags),
+                    )
+                )
             else:
                 wire = {"uri": uri, **{k: v for k, v in base.items() if v is not None}}
                 if size is not None:
                     wire["size"] = size
                 self._check_duplicate("resource", uri, uri in self.resources)
                 self.resources[uri] = ResourceEntry(
-                    uri, func, wire, mime_type, model.context_param, ttl_ms, listed,
-                    check_tags(tags))
+                    uri,
+                    func,
+                    wire,
+                    mime_type,
+                    model.context_param,
+                    ttl_ms,
+                    listed,
+                    check_tags(tags),
+                )
             self._changed(RESOURCES)
             return func
 
@@ -603,4 +619,3 @@ def _doc(fn: Fn) -> str | None:
 
     doc = inspect.getdoc(fn)
     return doc.strip() if doc else None
-

@@ -80,9 +80,7 @@ def reruns(tool: Any) -> bool:
     return notes.get("idempotentHint") is True or notes.get("readOnlyHint") is True
 
 
-async def enqueue(
-    manager: TaskManager, ctx: Context, task_id: str | None = None
-) -> dict[str, Any]:
+async def enqueue(manager: TaskManager, ctx: Context, task_id: str | None = None) -> dict[str, Any]:
     """Store the task with its request and queue it for a worker; the CreateTaskResult.
 
     The record is written before the stream entry, so a worker never reads an id whose
@@ -401,4 +399,3 @@ class Worker:
 
         await self.manager._update(entry.task_id, fail)
         await queue.ack(entry.id)
-

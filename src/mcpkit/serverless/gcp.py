@@ -52,8 +52,9 @@ def cloud_function_handler(
     ``name`` and deploy with ``--entry-point NAME`` (locally: ``functions-framework
     --target NAME --source main.py``).  The other arguments are
     :func:`~mcpkit.serverless.serverless_app`'s."""
-    aio = require("functions_framework.aio", "serverless",
-                  "mcpkit.serverless.cloud_function_handler")
+    aio = require(
+        "functions_framework.aio", "serverless", "mcpkit.serverless.cloud_function_handler"
+    )
     path = "/mcp"
     app = serverless_app(
         server,

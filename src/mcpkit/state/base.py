@@ -22,6 +22,7 @@ class StateBackend(abc.ABC):
     """Where shared state lives (memory, SQLite or Redis; :func:`open_backend` picks one by
     URL): bytes under keys with expiry, ``cas`` for every read-modify-write, and pub/sub for
     small events between processes."""
+
     url: str = ""
 
     @abc.abstractmethod

@@ -38,9 +38,7 @@ async def reap_all(backend: StateBackend, batch: int = BATCH) -> int:
         await anyio.sleep(0)  # requests waiting on the store go before the next batch
 
 
-async def reap_forever(
-    backend: StateBackend, every_s: float = EVERY_S, batch: int = BATCH
-) -> None:
+async def reap_forever(backend: StateBackend, every_s: float = EVERY_S, batch: int = BATCH) -> None:
     """Sweep every ``every_s`` seconds for as long as the server runs; a failed sweep
     (a locked or closed store) is logged and tried again at the next one."""
     while True:

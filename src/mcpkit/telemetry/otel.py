@@ -70,20 +70,28 @@ def api() -> SimpleNamespace:
             tracer=trace.get_tracer("mcpkit", version),
             meter=meter,
             server_duration=meter.create_histogram(
-                "mcp.server.operation.duration", unit="s",
+                "mcp.server.operation.duration",
+                unit="s",
                 description="MCP request or notification duration as observed on the "
-                "receiver from the time it was received until the result or ack is sent."),
+                "receiver from the time it was received until the result or ack is sent.",
+            ),
             client_duration=meter.create_histogram(
-                "mcp.client.operation.duration", unit="s",
+                "mcp.client.operation.duration",
+                unit="s",
                 description="The duration of the MCP request or notification as observed "
                 "on the sender from the time it was sent until the response or ack is "
-                "received."),
+                "received.",
+            ),
             tasks_active=meter.create_up_down_counter(
-                "mcpkit.server.tasks.active", unit="{task}",
-                description="Task-backed tool calls whose background work is running."),
+                "mcpkit.server.tasks.active",
+                unit="{task}",
+                description="Task-backed tool calls whose background work is running.",
+            ),
             tasks_finished=meter.create_counter(
-                "mcpkit.server.tasks.finished", unit="{task}",
-                description="Task-backed tool calls finished, by mcpkit.task.status."),
+                "mcpkit.server.tasks.finished",
+                unit="{task}",
+                description="Task-backed tool calls finished, by mcpkit.task.status.",
+            ),
         )
     return _api
 
@@ -128,12 +136,16 @@ def _providers_set() -> bool:
     """The metrics API has no public name for its proxy provider (the stand-in before one
     is set), hence the class-name check: the one place that relies on it."""
     otel = api()
-    if not isinstance(otel.trace.get_tracer_provider(),
-                      (otel.trace.ProxyTracerProvider, otel.trace.NoOpTracerProvider)):
+    if not isinstance(
+        otel.trace.get_tracer_provider(),
+        (otel.trace.ProxyTracerProvider, otel.trace.NoOpTracerProvider),
+    ):
         return True
     meter_provider = otel.metrics.get_meter_provider()
-    return not (isinstance(meter_provider, otel.metrics.NoOpMeterProvider)
-                or type(meter_provider).__name__ == "_ProxyMeterProvider")
+    return not (
+        isinstance(meter_provider, otel.metrics.NoOpMeterProvider)
+        or type(meter_provider).__name__ == "_ProxyMeterProvider"
+    )
 
 
 def span_name(method: str, params: Mapping[str, Any]) -> str:
@@ -175,8 +187,7 @@ def request_attributes(
     return attrs
 
 
-def address_attributes(host: str | None, port: int | None, transport: str | None
-                       ) -> dict[str, Any]:
+def address_attributes(host: str | None, port: int | None, transport: str | None) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     if transport:
         attrs["network.transport"] = transport
@@ -206,8 +217,10 @@ def inject() -> dict[str, str]:
 
 def traceparent(span_context: Any) -> str:
     """A span context as a W3C ``traceparent`` value (to be sealed and linked later)."""
-    return (f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-"
-            f"{int(span_context.trace_flags):02x}")
+    return (
+        f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-"
+        f"{int(span_context.trace_flags):02x}"
+    )
 
 
 def link_to(value: str, attributes: Mapping[str, Any]) -> Any:
@@ -218,8 +231,11 @@ def link_to(value: str, attributes: Mapping[str, Any]) -> Any:
     otel = api()
     try:
         context = otel.trace.SpanContext(
-            int(parts[1], 16), int(parts[2], 16), is_remote=True,
-            trace_flags=otel.trace.TraceFlags(int(parts[3], 16) & 0xFF))
+            int(parts[1], 16),
+            int(parts[2], 16),
+            is_remote=True,
+            trace_flags=otel.trace.TraceFlags(int(parts[3], 16) & 0xFF),
+        )
     except ValueError:
         return None
     return otel.trace.Link(context, attributes) if context.is_valid else None
@@ -243,9 +259,15 @@ def metric_attributes(attrs: Mapping[str, Any], error_type: str | None) -> dict[
     return out
 
 
-_METRIC_KEYS = frozenset({
-    "mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "gen_ai.operation.name",
-    "mcp.protocol.version", "network.transport",
-})
+_METRIC_KEYS = frozenset(
+    {
+        "mcp.method.name",
+        "gen_ai.tool.name",
+        "gen_ai.prompt.name",
+        "gen_ai.operation.name",
+        "mcp.protocol.version",
+        "network.transport",
+    }
+)
 
 now = time.perf_counter

@@ -47,14 +47,14 @@ def configure(
     tracer_provider = TracerProvider(resource=resource)
     readers: list[Any] = []
     if export and _exporter_wanted("OTEL_TRACES_EXPORTER"):
-        otlp = require("opentelemetry.exporter.otlp.proto.http.trace_exporter", "otel",
-                       _FEATURE)
+        otlp = require("opentelemetry.exporter.otlp.proto.http.trace_exporter", "otel", _FEATURE)
         tracer_provider.add_span_processor(BatchSpanProcessor(otlp.OTLPSpanExporter()))
     if export and _exporter_wanted("OTEL_METRICS_EXPORTER"):
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-        otlp_metrics = require("opentelemetry.exporter.otlp.proto.http.metric_exporter",
-                               "otel", _FEATURE)
+        otlp_metrics = require(
+            "opentelemetry.exporter.otlp.proto.http.metric_exporter", "otel", _FEATURE
+        )
         readers.append(PeriodicExportingMetricReader(otlp_metrics.OTLPMetricExporter()))
     if prometheus:
         readers.append(prometheus_reader())

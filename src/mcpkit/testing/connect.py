@@ -50,7 +50,8 @@ def target_of(server: Server | str) -> str:
     raise LookupError(
         f"server {server.info.get('name')!r} is not a global of any imported module, so a "
         f"new process cannot load it: define it at module level, or pass its target "
-        f"('path/to/file.py:name') instead of the object")
+        f"('path/to/file.py:name') instead of the object"
+    )
 
 
 @contextlib.asynccontextmanager
@@ -73,8 +74,7 @@ async def connect(
         async with Client(server, era=era, **client_options) as client:
             yield client
     elif transport == "stdio":
-        argv = [sys.executable, "-m", "mcpkit", "serve", target_of(server),
-                "--state", "memory:"]
+        argv = [sys.executable, "-m", "mcpkit", "serve", target_of(server), "--state", "memory:"]
         async with Client(argv, era=era, **client_options) as client:
             yield client
     elif transport == "http":
@@ -98,8 +98,9 @@ async def serve_http(server: Server) -> AsyncIterator[str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     app = McpHttpApp(server)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off",
-                            access_log=False, timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=2
+    )
     web = uvicorn.Server(config)
     # Leave the test runner's signal handlers alone (uvicorn swaps SIGINT/SIGTERM).
     web.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
@@ -120,29 +121,41 @@ async def serve_http(server: Server) -> AsyncIterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def serve_http_process(target: str, *, startup_timeout: float = 30.0
-                             ) -> AsyncIterator[str]:
+async def serve_http_process(target: str, *, startup_timeout: float = 30.0) -> AsyncIterator[str]:
     """``python -m mcpkit serve TARGET --http`` on a free 127.0.0.1 port, as a user runs it;
     yields its URL once it accepts connections, and terminates it afterwards."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()  # a small race with other processes binding it: the start fails loudly
-    argv = [sys.executable, "-m", "mcpkit", "serve", target, "--http", "--port", str(port),
-            "--state", "memory:"]
+    argv = [
+        sys.executable,
+        "-m",
+        "mcpkit",
+        "serve",
+        target,
+        "--http",
+        "--port",
+        str(port),
+        "--state",
+        "memory:",
+    ]
     # Its output goes to a file, quoted if it fails to start (a pipe nobody reads could
     # fill up and stall a chatty server).
     with tempfile.TemporaryFile() as log:
-        process = await anyio.open_process(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                           stderr=subprocess.STDOUT)
+        process = await anyio.open_process(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+        )
         try:
             with anyio.fail_after(startup_timeout):
                 while not await _accepts(port):
                     if process.returncode is not None:
                         log.seek(0)
                         tail = log.read()[-2000:].decode(errors="replace")
-                        raise RuntimeError(f"mcpkit serve {target} --http exited with "
-                                           f"{process.returncode}:\n{tail}")
+                        raise RuntimeError(
+                            f"mcpkit serve {target} --http exited with "
+                            f"{process.returncode}:\n{tail}"
+                        )
                     await anyio.sleep(0.05)
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
@@ -165,5 +178,12 @@ async def _accepts(port: int) -> bool:
     return True
 
 
-__all__ = ["ERAS", "TRANSPORTS", "Transport", "connect", "serve_http", "serve_http_process",
-           "target_of"]
+__all__ = [
+    "ERAS",
+    "TRANSPORTS",
+    "Transport",
+    "connect",
+    "serve_http",
+    "serve_http_process",
+    "target_of",
+]

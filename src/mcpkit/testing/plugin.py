@@ -47,11 +47,21 @@ _ERAS = ("auto", "modern", "legacy")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mcpkit", "MCP servers under test (mcpkit)")
-    group.addoption("--mcp-transport", action="append", default=[], choices=_TRANSPORTS,
-                    help="run every test using mcp_client on this transport (repeatable); "
-                         "tests that parametrize mcp_transport themselves keep theirs")
-    group.addoption("--mcp-era", action="append", default=[], choices=_ERAS,
-                    help="likewise for the protocol era (repeatable)")
+    group.addoption(
+        "--mcp-transport",
+        action="append",
+        default=[],
+        choices=_TRANSPORTS,
+        help="run every test using mcp_client on this transport (repeatable); "
+        "tests that parametrize mcp_transport themselves keep theirs",
+    )
+    group.addoption(
+        "--mcp-era",
+        action="append",
+        default=[],
+        choices=_ERAS,
+        help="likewise for the protocol era (repeatable)",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -74,8 +84,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def mcp_server() -> Server | str:
     """The server under test: override this fixture."""
-    pytest.fail("define an `mcp_server` fixture returning the Server to test "
-                "(or a 'file.py:name' target for stdio)", pytrace=False)
+    pytest.fail(
+        "define an `mcp_server` fixture returning the Server to test "
+        "(or a 'file.py:name' target for stdio)",
+        pytrace=False,
+    )
 
 
 @pytest.fixture
@@ -112,6 +125,7 @@ async def mcp_client(
         name = backend[0] if isinstance(backend, tuple) else backend
         if name != "asyncio":
             pytest.skip("the in-process HTTP server (uvicorn) needs asyncio")
-    async with connect(mcp_server, transport=mcp_transport, era=mcp_era,
-                       **mcp_client_options) as client:
+    async with connect(
+        mcp_server, transport=mcp_transport, era=mcp_era, **mcp_client_options
+    ) as client:
         yield client

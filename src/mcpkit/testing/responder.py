@@ -91,15 +91,20 @@ class ScriptedResponder:
         if not queue:
             self.unanswered.append((kind, params))
             raise InputRequestError(
-                f"ScriptedResponder has no {kind} answer left for {_summary(params)!r}")
+                f"ScriptedResponder has no {kind} answer left for {_summary(params)!r}"
+            )
         answer = queue.popleft()
         if callable(answer):
             answer = answer(params)
         if isinstance(answer, str):
             if kind != "sampling":
                 raise TypeError(f"a str answer is for sampling only, not {kind}")
-            return {"role": "assistant", "content": {"type": "text", "text": answer},
-                    "model": "scripted", "stopReason": "endTurn"}
+            return {
+                "role": "assistant",
+                "content": {"type": "text", "text": answer},
+                "model": "scripted",
+                "stopReason": "endTurn",
+            }
         return dict(answer)
 
     # ------------------------------------------------------------------ checks
@@ -112,8 +117,10 @@ class ScriptedResponder:
         left = {kind: len(queue) for kind, queue in self._queues.items() if queue}
         problems = []
         if self.unanswered:
-            problems.append("unanswered: " + ", ".join(
-                f"{kind} {_summary(params)!r}" for kind, params in self.unanswered))
+            problems.append(
+                "unanswered: "
+                + ", ".join(f"{kind} {_summary(params)!r}" for kind, params in self.unanswered)
+            )
         if left:
             problems.append(f"answers never asked for: {left}")
         if problems:

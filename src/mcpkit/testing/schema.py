@@ -43,11 +43,20 @@ _COMMON_RESULTS = {
 }
 #: The result definition of each client->server request, per revision.
 RESULTS: dict[str, dict[str, str]] = {
-    LEGACY: {**_COMMON_RESULTS, "initialize": "InitializeResult", "ping": "EmptyResult",
-             "logging/setLevel": "EmptyResult", "resources/subscribe": "EmptyResult",
-             "resources/unsubscribe": "EmptyResult", "tasks/get": "GetTaskResult"},
-    MODERN: {**_COMMON_RESULTS, "server/discover": "DiscoverResult",
-             "subscriptions/listen": "SubscriptionsListenResult"},
+    LEGACY: {
+        **_COMMON_RESULTS,
+        "initialize": "InitializeResult",
+        "ping": "EmptyResult",
+        "logging/setLevel": "EmptyResult",
+        "resources/subscribe": "EmptyResult",
+        "resources/unsubscribe": "EmptyResult",
+        "tasks/get": "GetTaskResult",
+    },
+    MODERN: {
+        **_COMMON_RESULTS,
+        "server/discover": "DiscoverResult",
+        "subscriptions/listen": "SubscriptionsListenResult",
+    },
 }
 
 # "format" is an annotation in these schemas; the two that matter on the wire are checked
@@ -77,8 +86,11 @@ def load_schema(revision: str) -> dict[str, Any]:
     """The parsed ``schema.json`` of ``revision`` (cached: do not mutate it)."""
     if revision not in REVISIONS:
         raise ValueError(f"no schema for revision {revision!r}; have {list(REVISIONS)}")
-    text = resources.files(__package__).joinpath("spec", revision, "schema.json").read_text(
-        encoding="utf-8")
+    text = (
+        resources.files(__package__)
+        .joinpath("spec", revision, "schema.json")
+        .read_text(encoding="utf-8")
+    )
     schema: dict[str, Any] = json.loads(text)
     return schema
 
@@ -91,9 +103,9 @@ def _validator(revision: str, definition: str) -> Validator:
     cls: type[Validator] = validator_for(schema)
     uri = f"urn:mcpkit:spec:{revision}"
     registry: Registry[Any] = Registry().with_resource(
-        uri, Resource.from_contents(schema, default_specification=DRAFT202012))
-    return cls({"$ref": f"{uri}#/$defs/{definition}"}, registry=registry,
-               format_checker=_FORMATS)
+        uri, Resource.from_contents(schema, default_specification=DRAFT202012)
+    )
+    return cls({"$ref": f"{uri}#/$defs/{definition}"}, registry=registry, format_checker=_FORMATS)
 
 
 def assert_valid(instance: Any, definition: str, revision: str = MODERN) -> None:
@@ -110,7 +122,8 @@ def assert_valid(instance: Any, definition: str, revision: str = MODERN) -> None
             message += f" (closest: at {inner.json_path}: {' '.join(inner.message.split())})"
         lines.append(f"  - at {error.json_path}: {message[:300]}")
     raise AssertionError(
-        f"not a valid {definition} ({revision}), {len(errors)} problem(s):\n" + "\n".join(lines))
+        f"not a valid {definition} ({revision}), {len(errors)} problem(s):\n" + "\n".join(lines)
+    )
 
 
 def assert_valid_result(method: str, result: Any, revision: str = MODERN) -> None:

@@ -132,9 +132,14 @@ class EndpointClientTransport:
             raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
         started = time.monotonic()
         try:
-            return await endpoint.request(method, params, timeout=timeout,
-                                          max_timeout=max_timeout, request_id=request_id,
-                                          on_progress=on_progress)
+            return await endpoint.request(
+                method,
+                params,
+                timeout=timeout,
+                max_timeout=max_timeout,
+                request_id=request_id,
+                on_progress=on_progress,
+            )
         except McpError as exc:
             raise await self._explain(
                 exc, method, timeout, max_timeout, time.monotonic() - started

@@ -76,21 +76,33 @@ class SseTransport(EndpointClientTransport):
         try:
             client = self._given_client
             if client is None:
-                client = await stack.enter_async_context(httpx.AsyncClient(
-                    timeout=httpx.Timeout(30.0, read=None), follow_redirects=False))
+                client = await stack.enter_async_context(
+                    httpx.AsyncClient(
+                        timeout=httpx.Timeout(30.0, read=None), follow_redirects=False
+                    )
+                )
             self._client = client
             with anyio.fail_after(self.connect_timeout):
                 # No read timeout on the stream, even on a given client: it is quiet
                 # whenever the server has nothing to say.
-                source = await stack.enter_async_context(aconnect_sse(
-                    client, "GET", self.url, headers=self.headers, auth=self.auth,
-                    timeout=httpx.Timeout(30.0, read=None)))
+                source = await stack.enter_async_context(
+                    aconnect_sse(
+                        client,
+                        "GET",
+                        self.url,
+                        headers=self.headers,
+                        auth=self.auth,
+                        timeout=httpx.Timeout(30.0, read=None),
+                    )
+                )
                 events = source.aiter_sse()
                 self.messages_url = await self._handshake(source, events)
         except TimeoutError:
             await stack.aclose()
-            raise ConnectError(f"{self.url} sent no 'endpoint' event within "
-                               f"{self.connect_timeout:g}s: not an HTTP+SSE server?") from None
+            raise ConnectError(
+                f"{self.url} sent no 'endpoint' event within "
+                f"{self.connect_timeout:g}s: not an HTTP+SSE server?"
+            ) from None
         except httpx.HTTPError as exc:
             await stack.aclose()
             raise ConnectError(f"cannot open the SSE stream at {self.url}: {exc}") from None
@@ -117,8 +129,11 @@ class SseTransport(EndpointClientTransport):
         tg.cancel_scope.cancel()
         await tg.__aexit__(None, None, None)  # in the scope it was entered in: no shield
         if self._stack is not None:  # closing the GET ends the server's session
-            with (anyio.CancelScope(shield=True), anyio.move_on_after(2),
-                  contextlib.suppress(Exception)):
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(2),
+                contextlib.suppress(Exception),
+            ):
                 await self._stack.aclose()
         return None
 
@@ -126,27 +141,31 @@ class SseTransport(EndpointClientTransport):
         response = source.response
         if response.status_code != 200:
             body = (await response.aread()).decode("utf-8", "replace")[:500]
-            raise HttpStatusError(f"GET {self.url} answered HTTP {response.status_code}",
-                                  response.status_code, body)
+            raise HttpStatusError(
+                f"GET {self.url} answered HTTP {response.status_code}", response.status_code, body
+            )
         kind = response.headers.get("content-type", "").partition(";")[0].strip()
         if kind != "text/event-stream":
             raise ProtocolViolationError(
-                f"GET {self.url} answered {kind or 'no content type'}, not an SSE stream")
+                f"GET {self.url} answered {kind or 'no content type'}, not an SSE stream"
+            )
         try:
             first = await events.__anext__()
         except (StopAsyncIteration, SSEError) as exc:
             raise ProtocolViolationError(
-                f"the SSE stream at {self.url} ended before its 'endpoint' event") from exc
+                f"the SSE stream at {self.url} ended before its 'endpoint' event"
+            ) from exc
         if first.event != "endpoint" or not first.data.strip():
             raise ProtocolViolationError(
                 f"the first event at {self.url} is {first.event!r}, not 'endpoint': "
-                f"not a 2024-11-05 HTTP+SSE server")
+                f"not a 2024-11-05 HTTP+SSE server"
+            )
         target = urljoin(self.url, first.data.strip())
         ours, theirs = urlsplit(self.url), urlsplit(target)
         if (ours.scheme, ours.netloc) != (theirs.scheme, theirs.netloc):
             raise ProtocolViolationError(
-                f"the server at {self.url} asked us to post to another origin ({target}); "
-                f"refused")
+                f"the server at {self.url} asked us to post to another origin ({target}); refused"
+            )
         return str(target)
 
     async def _read(self, endpoint: Endpoint, events: AsyncIterator[Any]) -> None:
@@ -169,8 +188,11 @@ class SseTransport(EndpointClientTransport):
         assert client is not None and url is not None
         try:
             response = await client.post(
-                url, content=data, auth=self.auth,
-                headers={**self.headers, "Content-Type": "application/json"})
+                url,
+                content=data,
+                auth=self.auth,
+                headers={**self.headers, "Content-Type": "application/json"},
+            )
         except httpx.HTTPError as exc:
             self._fail(f"POST {url} failed: {exc}")
             raise anyio.BrokenResourceError from None
@@ -185,8 +207,9 @@ class SseTransport(EndpointClientTransport):
             self._endpoint.close(why)
 
     def _junk(self, line: bytes, why: str) -> None:
-        log.warning("%s sent an SSE message that is not JSON-RPC (%s): %r",
-                    self.url, why, line[:200])
+        log.warning(
+            "%s sent an SSE message that is not JSON-RPC (%s): %r", self.url, why, line[:200]
+        )
 
     async def _closed_detail(self, doing: str) -> str:
         why = self._failure or "the server ended the SSE stream"

@@ -340,8 +340,14 @@ class StdioTransport(EndpointClientTransport):
         endpoint = self._endpoint
         if isinstance(endpoint, PipeEndpoint) and endpoint.closed is None:
             # It reports failures through _explain itself: no coroutine of ours per call.
-            return endpoint.request(method, params, timeout=timeout, max_timeout=max_timeout,
-                                    request_id=request_id, on_progress=on_progress)
+            return endpoint.request(
+                method,
+                params,
+                timeout=timeout,
+                max_timeout=max_timeout,
+                request_id=request_id,
+                on_progress=on_progress,
+            )
         return self._request(method, params, timeout, max_timeout, on_progress, request_id)
 
     # ------------------------------------------------------------------ diagnostics

@@ -53,20 +53,25 @@ def serve(
     from .http.server import serve_uvicorn
 
     options = HttpOptions(
-        path=path, legacy=legacy, modern=modern,
+        path=path,
+        legacy=legacy,
+        modern=modern,
         host_policy=HostPolicy.for_bind(host, allowed_hosts, allowed_origins),
     )
     app = make_app(server, options) if make_app is not None else McpHttpApp(server, options)
     if announce:
         shown = f"[{host}]" if ":" in host else host
         eras = " and ".join(
-            name for name, on in (("protocol 2026-07-28", modern), ("legacy 2025-11-25", legacy))
-            if on)
+            name
+            for name, on in (("protocol 2026-07-28", modern), ("legacy 2025-11-25", legacy))
+            if on
+        )
         print(
             f"mcpkit: serving {getattr(server, 'name', '?')!r} at "
             f"http://{shown}:{port}{path} (Streamable HTTP; {eras})\n"
             f"  try:  mcpkit list http://{shown}:{port}{path}",
-            file=sys.stderr, flush=True,
+            file=sys.stderr,
+            flush=True,
         )
     serve_uvicorn(app, host, port, log_level=log_level, **uvicorn_options)
 

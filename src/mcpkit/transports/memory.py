@@ -122,8 +122,7 @@ class MemoryTransport(EndpointClientTransport):
     async def _closed_detail(self, doing: str) -> str:
         failure = self._server_failure
         if failure is not None:
-            return (f"the in-memory server failed while {doing}: "
-                    f"{type(failure).__name__}: {failure}")
+            return f"the in-memory server failed while {doing}: {type(failure).__name__}: {failure}"
         return f"the in-memory server stopped while {doing}"
 
     def describe(self) -> str:

@@ -24,8 +24,13 @@ import sys
 import uvicorn
 
 MODERN = "2026-07-28"
-DISCOVER = {"resultType": "complete", "supportedVersions": [MODERN],
-            "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private"}
+DISCOVER = {
+    "resultType": "complete",
+    "supportedVersions": [MODERN],
+    "capabilities": {"tools": {}},
+    "ttlMs": 0,
+    "cacheScope": "private",
+}
 STATE = {"sessions": 0, "expired_once": False}
 
 
@@ -38,10 +43,16 @@ async def body_of(receive) -> bytes:
             return data
 
 
-async def respond(send, status: int, body: bytes, ctype: str = "application/json",
-                  headers: list | None = None) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", ctype.encode())] + (headers or [])})
+async def respond(
+    send, status: int, body: bytes, ctype: str = "application/json", headers: list | None = None
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", ctype.encode())] + (headers or []),
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -59,16 +70,22 @@ async def app(scope, receive, send) -> None:
         await legacy(send, rid, method, headers)
         return
     if method == "server/discover":
-        await respond(send, 200, json.dumps({"jsonrpc": "2.0", "id": rid,
-                                             "result": DISCOVER}).encode())
+        await respond(
+            send, 200, json.dumps({"jsonrpc": "2.0", "id": rid, "result": DISCOVER}).encode()
+        )
         return
     if rid is None:
         await respond(send, 202, b"")
         return
     if path == "/listen-drop" and method == "subscriptions/listen":
-        ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-               "params": {"notifications": {"toolsListChanged": True},
-                          "_meta": {"io.modelcontextprotocol/subscriptionId": rid}}}
+        ack = {
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {
+                "notifications": {"toolsListChanged": True},
+                "_meta": {"io.modelcontextprotocol/subscriptionId": rid},
+            },
+        }
         await respond(send, 200, f"data: {json.dumps(ack)}\n\n".encode(), "text/event-stream")
         return
     if path == "/garbage":
@@ -76,12 +93,20 @@ async def app(scope, receive, send) -> None:
     elif path == "/sse-garbage":
         await respond(send, 200, b"event: message\ndata: {nope\n\n", "text/event-stream")
     elif path == "/close-mid":
-        note = {"jsonrpc": "2.0", "method": "notifications/message",
-                "params": {"level": "info", "data": "working"}}
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "data": "working"},
+        }
         await respond(send, 200, f"data: {json.dumps(note)}\n\n".encode(), "text/event-stream")
     elif path == "/drop-mid":
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
         await send({"type": "http.response.body", "body": b": hi\n\n", "more_body": True})
         raise RuntimeError("simulated crash mid-stream")  # uvicorn drops the connection
     elif path == "/hang":
@@ -99,9 +124,15 @@ async def legacy(send, rid, method, headers) -> None:
     if method == "initialize":
         STATE["sessions"] += 1
         sid = f"session-{STATE['sessions']}".encode()
-        body = {"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-            "serverInfo": {"name": "legacy-http", "version": "0"}}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "result": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "legacy-http", "version": "0"},
+            },
+        }
         await respond(send, 200, json.dumps(body).encode(), headers=[(b"mcp-session-id", sid)])
         return
     if rid is None:

@@ -47,9 +47,14 @@ def error(rid, code: int, message: str, data=None) -> None:
     send({"jsonrpc": "2.0", "id": rid, "error": err})
 
 
-DISCOVER = {"resultType": "complete", "supportedVersions": [MODERN], "capabilities": {"tools": {}},
-            "ttlMs": 0, "cacheScope": "private",
-            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": MODE, "version": "0"}}}
+DISCOVER = {
+    "resultType": "complete",
+    "supportedVersions": [MODERN],
+    "capabilities": {"tools": {}},
+    "ttlMs": 0,
+    "cacheScope": "private",
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": MODE, "version": "0"}},
+}
 TOOLS = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
 
 
@@ -61,8 +66,9 @@ def main() -> None:
     if MODE == "ignore-term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if MODE == "grandchild":
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
-                                 stdin=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(120)"], stdin=subprocess.DEVNULL
+        )
         with open(ARG, "w") as f:
             f.write(str(child.pid))
     if MODE == "print-junk":
@@ -87,8 +93,12 @@ def main() -> None:
             os._exit(3)
         if MODE == "reject-first" and first:
             first = False
-            error(rid, -32022, "Unsupported protocol version",
-                  {"supported": [MODERN], "requested": "x"})
+            error(
+                rid,
+                -32022,
+                "Unsupported protocol version",
+                {"supported": [MODERN], "requested": "x"},
+            )
             continue
         first = False
         if MODE == "legacy":
@@ -98,8 +108,14 @@ def main() -> None:
                     error(rid, err["code"], err["message"])
                 continue
             if method == "initialize":
-                result(rid, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                             "serverInfo": {"name": "legacy", "version": "0"}})
+                result(
+                    rid,
+                    {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "legacy", "version": "0"},
+                    },
+                )
             elif method == "tools/list":
                 result(rid, TOOLS)
             elif method == "tools/call":

@@ -61,8 +61,9 @@ async def ask_name(ctx: Context) -> str | InputRequiredResult:
         if isinstance(answer, ElicitResult) and answer.action == "accept" and answer.content:
             return f"Hello, {answer.content.get('name')}!"
         return "No name given."
-    request = ElicitRequest(params=ElicitRequestFormParams(message="What is your name?",
-                                                           requested_schema=NAME_SCHEMA))
+    request = ElicitRequest(
+        params=ElicitRequestFormParams(message="What is your name?", requested_schema=NAME_SCHEMA)
+    )
     return InputRequiredResult(input_requests={"who": request}, request_state="asked-once")
 
 
@@ -110,8 +111,11 @@ async def complete(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--http", action="store_true")
-    parser.add_argument("--sse", action="store_true",
-                        help="the 2024-11-05 HTTP+SSE transport (sse_app(): /sse, /messages/)")
+    parser.add_argument(
+        "--sse",
+        action="store_true",
+        help="the 2024-11-05 HTTP+SSE transport (sse_app(): /sse, /messages/)",
+    )
     parser.add_argument("--port", type=int, default=3101)
     args = parser.parse_args()
     if args.sse:

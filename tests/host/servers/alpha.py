@@ -85,20 +85,30 @@ async def ask_name(ctx: Context) -> str:
     record("ask_name")
     answer = await ctx.elicit(
         "What is your name?",
-        {"type": "object", "properties": {"name": {"type": "string", "title": "Name"}},
-         "required": ["name"]})
+        {
+            "type": "object",
+            "properties": {"name": {"type": "string", "title": "Name"}},
+            "required": ["name"],
+        },
+    )
     if answer.get("action") != "accept":
         return f"no name ({answer.get('action')})"
     return f"Hello, {answer['content']['name']}!"
 
 
-@server.tool(input_schema={
-    "type": "object",
-    "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"},
-                                                          "y": {"type": "number"}}}},
-    "properties": {"start": {"$ref": "#/$defs/point"}, "end": {"$ref": "#/$defs/point"}},
-    "required": ["start", "end"],
-})
+@server.tool(
+    input_schema={
+        "type": "object",
+        "$defs": {
+            "point": {
+                "type": "object",
+                "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+            }
+        },
+        "properties": {"start": {"$ref": "#/$defs/point"}, "end": {"$ref": "#/$defs/point"}},
+        "required": ["start", "end"],
+    }
+)
 def distance(start: dict[str, Any], end: dict[str, Any]) -> str:
     """Distance between two points (its schema uses $ref)."""
     record("distance")

@@ -8,9 +8,16 @@ from mcpkit import Server
 server = Server("gamma", "1.0.0")
 
 
-@server.tool(input_schema={"type": "object", "required": ["region", "query"], "properties": {
-    "region": {"type": "string", "x-mcp-header": "Region"},
-    "query": {"type": "string"}}})
+@server.tool(
+    input_schema={
+        "type": "object",
+        "required": ["region", "query"],
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "query": {"type": "string"},
+        },
+    }
+)
 def lookup(region: str, query: str) -> str:
     """Look something up in a region (the region travels as an HTTP header too)."""
     return f"{region}: {query}"

@@ -27,7 +27,7 @@ VIEWS = {
 <body><img src="{L}/comment-img"><script>
 fetch("{L}/comment-fetch").catch(() => {{}});
 try {{ navigator.sendBeacon("{L}/comment-beacon", "x"); }} catch (e) {{}}
-try {{ new WebSocket("{L.replace('http', 'ws')}/comment-ws"); }} catch (e) {{}}
+try {{ new WebSocket("{L.replace("http", "ws")}/comment-ws"); }} catch (e) {{}}
 new Image().src = "{L}/comment-image-js";
 {RAN}</script></body></html>""",
     # A script before <head> ran before the injected policy existed.
@@ -66,8 +66,7 @@ document.documentElement.dataset.origin = location.origin; {RAN}
 fetch("{L}/control").catch(() => {{}}); {RAN}
 </script></body></html>""",
 }
-META = {"control": {"csp": {"connectDomains": [L]}},
-        "domain": {"domain": "views.example"}}
+META = {"control": {"csp": {"connectDomains": [L]}}, "domain": {"domain": "views.example"}}
 
 
 def _register(name: str, html: str) -> None:
@@ -77,8 +76,9 @@ def _register(name: str, html: str) -> None:
     def show() -> str:
         return name
 
-    @server.resource(uri, mime_type="text/html;profile=mcp-app", listed=False,
-                     meta={"ui": META.get(name, {})})
+    @server.resource(
+        uri, mime_type="text/html;profile=mcp-app", listed=False, meta={"ui": META.get(name, {})}
+    )
     def view() -> str:
         return html
 

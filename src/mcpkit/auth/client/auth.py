@@ -218,8 +218,11 @@ class OAuthAuth(httpx.Auth):
             while not (done := self._step(flow, value, error))[0]:
                 step, value, error = done[1], None, None
                 try:
-                    value = self._fetch(client, step) if isinstance(step, Fetch) else (
-                        self._authorize(step))
+                    value = (
+                        self._fetch(client, step)
+                        if isinstance(step, Fetch)
+                        else (self._authorize(step))
+                    )
                 except httpx.HTTPError as exc:
                     error = exc
             result: T = done[1]

@@ -2,5 +2,4 @@
 
 from .base import Model, ModelError, ModelReply, StreamingModel, ToolCall, model_from_config
 
-__all__ = ["Model", "ModelError", "ModelReply", "StreamingModel", "ToolCall",
-           "model_from_config"]
+__all__ = ["Model", "ModelError", "ModelReply", "StreamingModel", "ToolCall", "model_from_config"]

@@ -30,8 +30,15 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from ..config import ModelConfig
 
-__all__ = ["Model", "ModelError", "ModelReply", "StreamingModel", "ToolCall", "api_key",
-           "model_from_config"]
+__all__ = [
+    "Model",
+    "ModelError",
+    "ModelReply",
+    "StreamingModel",
+    "ToolCall",
+    "api_key",
+    "model_from_config",
+]
 
 Message = dict[str, Any]
 
@@ -59,16 +66,19 @@ class ModelReply:
         out: list[dict[str, Any]] = []
         if self.text:
             out.append({"type": "text", "text": self.text})
-        out.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                   for c in self.tool_calls)
+        out.extend(
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+            for c in self.tool_calls
+        )
         return out
 
 
 class Model(Protocol):
     name: str
 
-    async def reply(self, messages: list[Message], tools: list[dict[str, Any]],
-                    system: str | None = None) -> ModelReply: ...
+    async def reply(
+        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None = None
+    ) -> ModelReply: ...
 
 
 #: Gets ``(call id, tool name, the call's JSON arguments so far)`` as they stream.
@@ -79,9 +89,14 @@ ToolInputSink = Callable[[str, str, str], None]
 class StreamingModel(Protocol):
     name: str
 
-    async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
-                           system: str | None, on_text: Callable[[str], None],
-                           on_tool_input: ToolInputSink | None = None) -> ModelReply: ...
+    async def stream_reply(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        system: str | None,
+        on_text: Callable[[str], None],
+        on_tool_input: ToolInputSink | None = None,
+    ) -> ModelReply: ...
 
 
 def api_key(variable: str) -> str:
@@ -96,15 +111,21 @@ def model_from_config(config: ModelConfig) -> Model:
     if config.provider == "anthropic":
         from .anthropic import AnthropicModel
 
-        return AnthropicModel(config.model or "claude-sonnet-4-5",
-                              api_key=api_key(config.api_key_env or "ANTHROPIC_API_KEY"),
-                              base_url=config.base_url, max_tokens=config.max_tokens)
+        return AnthropicModel(
+            config.model or "claude-sonnet-4-5",
+            api_key=api_key(config.api_key_env or "ANTHROPIC_API_KEY"),
+            base_url=config.base_url,
+            max_tokens=config.max_tokens,
+        )
     if config.provider == "openai":
         from .openai import OpenAIModel
 
-        return OpenAIModel(config.model or "gpt-4o-mini",
-                           api_key=api_key(config.api_key_env or "OPENAI_API_KEY"),
-                           base_url=config.base_url, max_tokens=config.max_tokens)
+        return OpenAIModel(
+            config.model or "gpt-4o-mini",
+            api_key=api_key(config.api_key_env or "OPENAI_API_KEY"),
+            base_url=config.base_url,
+            max_tokens=config.max_tokens,
+        )
     from .scripted import ScriptedModel
 
     return ScriptedModel.from_config(list(config.script))

@@ -33,15 +33,20 @@ __all__ = ["OpenAIModel"]
 
 
 def _image_part(block: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "image_url",
-            "image_url": {"url": f"data:{block['mimeType']};base64,{block['data']}"}}
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{block['mimeType']};base64,{block['data']}"},
+    }
 
 
 def _user_content(blocks: list[dict[str, Any]]) -> Any:
     if all(b.get("type") == "text" for b in blocks):
         return "\n".join(str(b["text"]) for b in blocks)
-    return [{"type": "text", "text": b["text"]} if b.get("type") == "text" else _image_part(b)
-            for b in blocks if b.get("type") in ("text", "image")]
+    return [
+        {"type": "text", "text": b["text"]} if b.get("type") == "text" else _image_part(b)
+        for b in blocks
+        if b.get("type") in ("text", "image")
+    ]
 
 
 def convert(messages: list[Message], system: str | None) -> list[dict[str, Any]]:
@@ -51,9 +56,15 @@ def convert(messages: list[Message], system: str | None) -> list[dict[str, Any]]
         if message["role"] == "assistant":
             text = "".join(b["text"] for b in blocks if b.get("type") == "text")
             entry: dict[str, Any] = {"role": "assistant", "content": text or None}
-            calls = [{"id": b["id"], "type": "function",
-                      "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
-                     for b in blocks if b.get("type") == "tool_use"]
+            calls = [
+                {
+                    "id": b["id"],
+                    "type": "function",
+                    "function": {"name": b["name"], "arguments": json.dumps(b["input"])},
+                }
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
             if calls:
                 entry["tool_calls"] = calls
             out.append(entry)
@@ -66,8 +77,12 @@ def convert(messages: list[Message], system: str | None) -> list[dict[str, Any]]
             found = [p for p in parts if p.get("type") == "image"]
             if found:
                 text += f"\n[{len(found)} image(s) follow in the next message]"
-                images.append({"type": "text",
-                               "text": f"Image(s) returned by tool call {result['tool_use_id']}:"})
+                images.append(
+                    {
+                        "type": "text",
+                        "text": f"Image(s) returned by tool call {result['tool_use_id']}:",
+                    }
+                )
                 images.extend(_image_part(p) for p in found)
             if result.get("is_error"):
                 text = f"Error: {text}"
@@ -81,9 +96,16 @@ def convert(messages: list[Message], system: str | None) -> list[dict[str, Any]]
 
 
 class OpenAIModel:
-    def __init__(self, model: str, *, api_key: str, base_url: str | None = None,
-                 max_tokens: int = 1024, timeout: float = 120.0,
-                 http_client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        max_tokens: int = 1024,
+        timeout: float = 120.0,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
         self.name = model
         self.base_url = (base_url or "https://api.openai.com/v1").rstrip("/")
         self.max_tokens = max_tokens
@@ -91,22 +113,41 @@ class OpenAIModel:
         self._http = http_client
         self._timeout = timeout
 
-    def request_body(self, messages: list[Message], tools: list[dict[str, Any]],
-                     system: str | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.name, "max_tokens": self.max_tokens,
-                                "messages": convert(messages, system)}
+    def request_body(
+        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.name,
+            "max_tokens": self.max_tokens,
+            "messages": convert(messages, system),
+        }
         if tools:
-            body["tools"] = [{"type": "function", "function": {
-                "name": t["name"], "description": t.get("description", ""),
-                "parameters": t["input_schema"]}} for t in tools]
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t["name"],
+                        "description": t.get("description", ""),
+                        "parameters": t["input_schema"],
+                    },
+                }
+                for t in tools
+            ]
         return body
 
-    async def reply(self, messages: list[Message], tools: list[dict[str, Any]],
-                    system: str | None = None) -> ModelReply:
+    async def reply(
+        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None = None
+    ) -> ModelReply:
         body = self.request_body(messages, tools, system)
         url = f"{self.base_url}/chat/completions"
-        data = await post_json(self._http, url, body, self._headers, self._timeout,
-                               f"chat completions at {self.base_url}")
+        data = await post_json(
+            self._http,
+            url,
+            body,
+            self._headers,
+            self._timeout,
+            f"chat completions at {self.base_url}",
+        )
         try:
             choice = data["choices"][0]
             message = choice["message"]
@@ -118,20 +159,38 @@ class OpenAIModel:
             try:
                 arguments = json.loads(function.get("arguments") or "{}")
             except ValueError:
-                raise ModelError(f"the model sent invalid JSON arguments for "
-                                 f"{function.get('name')!r}") from None
-            calls.append(ToolCall(str(call.get("id")), str(function.get("name")),
-                                  arguments if isinstance(arguments, dict) else {}))
-        return ModelReply(str(message.get("content") or ""), tuple(calls),
-                          str(choice.get("finish_reason") or ""), dict(data.get("usage") or {}))
+                raise ModelError(
+                    f"the model sent invalid JSON arguments for {function.get('name')!r}"
+                ) from None
+            calls.append(
+                ToolCall(
+                    str(call.get("id")),
+                    str(function.get("name")),
+                    arguments if isinstance(arguments, dict) else {},
+                )
+            )
+        return ModelReply(
+            str(message.get("content") or ""),
+            tuple(calls),
+            str(choice.get("finish_reason") or ""),
+            dict(data.get("usage") or {}),
+        )
 
-    async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
-                           system: str | None, on_text: Callable[[str], None],
-                           on_tool_input: ToolInputSink | None = None) -> ModelReply:
+    async def stream_reply(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        system: str | None,
+        on_text: Callable[[str], None],
+        on_tool_input: ToolInputSink | None = None,
+    ) -> ModelReply:
         """The same request with ``"stream": true``: ``delta.content`` goes to ``on_text``;
         ``delta.tool_calls`` fragments are joined by their ``index``."""
-        body = {**self.request_body(messages, tools, system), "stream": True,
-                "stream_options": {"include_usage": True}}
+        body = {
+            **self.request_body(messages, tools, system),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         url = f"{self.base_url}/chat/completions"
         api = f"chat completions at {self.base_url}"
         text: list[str] = []
@@ -147,8 +206,9 @@ class OpenAIModel:
                     text.append(str(delta["content"]))
                     on_text(str(delta["content"]))
                 for part in delta.get("tool_calls") or []:
-                    call = calls.setdefault(int(part.get("index", 0)),
-                                            {"id": "", "name": "", "arguments": ""})
+                    call = calls.setdefault(
+                        int(part.get("index", 0)), {"id": "", "name": "", "arguments": ""}
+                    )
                     function = part.get("function") or {}
                     call["id"] = str(part.get("id") or call["id"])
                     call["name"] += str(function.get("name") or "")
@@ -161,8 +221,10 @@ class OpenAIModel:
             try:
                 arguments = json.loads(call["arguments"] or "{}")
             except ValueError:
-                raise ModelError(f"the model sent invalid JSON arguments for "
-                                 f"{call['name']!r}") from None
-            out.append(ToolCall(call["id"], call["name"],
-                                arguments if isinstance(arguments, dict) else {}))
+                raise ModelError(
+                    f"the model sent invalid JSON arguments for {call['name']!r}"
+                ) from None
+            out.append(
+                ToolCall(call["id"], call["name"], arguments if isinstance(arguments, dict) else {})
+            )
         return ModelReply("".join(text), tuple(out), finish, usage)

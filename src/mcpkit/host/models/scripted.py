@@ -31,8 +31,9 @@ class ScriptedModel:
 
     @classmethod
     def from_config(cls, script: list[Any]) -> ScriptedModel:
-        return cls([dict(step) if isinstance(step, dict) else {"text": str(step)}
-                    for step in script])
+        return cls(
+            [dict(step) if isinstance(step, dict) else {"text": str(step)} for step in script]
+        )
 
     def _reply(self, step: Step, messages: list[Message]) -> ModelReply:
         if isinstance(step, ModelReply):
@@ -43,23 +44,42 @@ class ScriptedModel:
             last = next((m for m in reversed(messages) if m["role"] == "user"), None)
             said = [b["text"] for b in (last or {}).get("content", []) if b.get("type") == "text"]
             return ModelReply(text="You said: " + "\n".join(said), stop_reason="end_turn")
-        calls = tuple(ToolCall(str(c.get("id") or f"call_{next(self._ids)}"), str(c["name"]),
-                               dict(c.get("arguments") or {}))
-                      for c in step.get("tool_calls") or [])
-        return ModelReply(text=str(step.get("text") or ""), tool_calls=calls,
-                          stop_reason="tool_use" if calls else "end_turn")
+        calls = tuple(
+            ToolCall(
+                str(c.get("id") or f"call_{next(self._ids)}"),
+                str(c["name"]),
+                dict(c.get("arguments") or {}),
+            )
+            for c in step.get("tool_calls") or []
+        )
+        return ModelReply(
+            text=str(step.get("text") or ""),
+            tool_calls=calls,
+            stop_reason="tool_use" if calls else "end_turn",
+        )
 
-    async def reply(self, messages: list[Message], tools: list[dict[str, Any]],
-                    system: str | None = None) -> ModelReply:
-        self.requests.append({"messages": [dict(m) for m in messages],
-                              "tools": [t["name"] for t in tools], "system": system})
+    async def reply(
+        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None = None
+    ) -> ModelReply:
+        self.requests.append(
+            {
+                "messages": [dict(m) for m in messages],
+                "tools": [t["name"] for t in tools],
+                "system": system,
+            }
+        )
         if not self.steps:
             return ModelReply(text="(the script has ended)", stop_reason="end_turn")
         return self._reply(self.steps.pop(0), messages)
 
-    async def stream_reply(self, messages: list[Message], tools: list[dict[str, Any]],
-                           system: str | None, on_text: Callable[[str], None],
-                           on_tool_input: ToolInputSink | None = None) -> ModelReply:
+    async def stream_reply(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        system: str | None,
+        on_text: Callable[[str], None],
+        on_tool_input: ToolInputSink | None = None,
+    ) -> ModelReply:
         """:meth:`reply`, with its text handed out word by word and each tool call's
         arguments in two halves of their JSON (how a demo streams)."""
         reply = await self.reply(messages, tools, system)

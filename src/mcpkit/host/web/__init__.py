@@ -30,27 +30,40 @@ def _listen(port: int) -> socket.socket:
     return sock
 
 
-async def run_web(config: HostConfig, *, port: int = 0, sandbox_port: int = 0,
-                  model: Model | None = None, on_ready: Callable[[str], None] = print,
-                  health_interval: float = 10.0, trust: TrustStore | None = None,
-                  token_store: TokenStore | None = None) -> None:
+async def run_web(
+    config: HostConfig,
+    *,
+    port: int = 0,
+    sandbox_port: int = 0,
+    model: Model | None = None,
+    on_ready: Callable[[str], None] = print,
+    health_interval: float = 10.0,
+    trust: TrustStore | None = None,
+    token_store: TokenStore | None = None,
+) -> None:
     """Serve the page on 127.0.0.1 until interrupted; ``on_ready`` gets the URL with the
     per-launch token (port 0 picks a free port).  MCP App views are served from a second
     port, ``sandbox_port``: another origin than the page's (see :mod:`.sandbox`)."""
     # Questions for the page travel as host events (bound late: the host needs the
     # interaction first).
     interaction = WebInteraction(lambda kind, data: host.emit(kind, data))
-    host = Host(config, interaction=interaction, health_interval=health_interval,
-                sampler=sampler_for(model) if model is not None else None, trust=trust,
-                token_store=token_store, wait=False)  # a log-in may need the page
-    web = WebHost(host, interaction, model=model,
-                  system=config.model.system if config.model else None)
+    host = Host(
+        config,
+        interaction=interaction,
+        health_interval=health_interval,
+        sampler=sampler_for(model) if model is not None else None,
+        trust=trust,
+        token_store=token_store,
+        wait=False,
+    )  # a log-in may need the page
+    web = WebHost(
+        host, interaction, model=model, system=config.model.system if config.model else None
+    )
     sock, sandbox_sock = _listen(port), _listen(sandbox_port)
     bound = sock.getsockname()[1]
     web.bind(bound, sandbox_sock.getsockname()[1])
     server = _QuietServer(uvicorn.Config(create_app(web), log_level="warning", lifespan="off"))
-    sandbox = _QuietServer(uvicorn.Config(web.sandbox.app(), log_level="warning",
-                                          lifespan="off"))
+    sandbox = _QuietServer(uvicorn.Config(web.sandbox.app(), log_level="warning", lifespan="off"))
     async with host, anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signal, (server, sandbox))
         tg.start_soon(lambda: sandbox.serve(sockets=[sandbox_sock]))

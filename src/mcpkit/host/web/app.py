@@ -55,17 +55,26 @@ Handler = Callable[[Request], Awaitable[Response]]
 class WebHost:
     """The state behind the page: the host, its web interaction, the chat."""
 
-    def __init__(self, host: Host, interaction: WebInteraction, *,
-                 model: Model | None = None, system: str | None = None,
-                 token: str | None = None) -> None:
+    def __init__(
+        self,
+        host: Host,
+        interaction: WebInteraction,
+        *,
+        model: Model | None = None,
+        system: str | None = None,
+        token: str | None = None,
+    ) -> None:
         self.host = host
         self.interaction = interaction
         self.model = model
         self.token = token or secrets.token_urlsafe(32)
         self.allowed_hosts: set[str] = set()
         self.sandbox = Sandbox()
-        self.chat = (Conversation(host, model, system=system, on_event=self._chat_event)
-                     if model is not None else None)
+        self.chat = (
+            Conversation(host, model, system=system, on_event=self._chat_event)
+            if model is not None
+            else None
+        )
         self._chat_lock = anyio.Lock()
 
     def _chat_event(self, kind: str, data: dict[str, Any]) -> None:
@@ -78,11 +87,19 @@ class WebHost:
     def page_csp(self) -> str:
         """The page's own policy: itself, ``data:`` images from tool results, and frames
         from the sandbox proxy only."""
-        return "; ".join([
-            "default-src 'self'", "script-src 'self' 'unsafe-inline'",
-            "style-src 'self' 'unsafe-inline'", "img-src 'self' data:",
-            f"frame-src {self.sandbox.origin}/proxy", "frame-ancestors 'none'",
-            "object-src 'none'", "base-uri 'none'", "form-action 'none'"])
+        return "; ".join(
+            [
+                "default-src 'self'",
+                "script-src 'self' 'unsafe-inline'",
+                "style-src 'self' 'unsafe-inline'",
+                "img-src 'self' data:",
+                f"frame-src {self.sandbox.origin}/proxy",
+                "frame-ancestors 'none'",
+                "object-src 'none'",
+                "base-uri 'none'",
+                "form-action 'none'",
+            ]
+        )
 
     def url(self, port: int) -> str:
         return f"http://127.0.0.1:{port}/?token={self.token}"
@@ -104,8 +121,11 @@ def create_app(web: WebHost) -> Starlette:
             if origin is not None and f"{origin.split('://', 1)[-1]}" not in web.allowed_hosts:
                 return _error(403, "cross-origin requests are not allowed")
             auth = request.headers.get("authorization", "")
-            given = auth[7:] if auth.lower().startswith("bearer ") else \
-                request.query_params.get("token", "")
+            given = (
+                auth[7:]
+                if auth.lower().startswith("bearer ")
+                else request.query_params.get("token", "")
+            )
             if not secrets.compare_digest(given.encode(), web.token.encode()):
                 return _error(401, "missing or wrong token (use the URL printed at launch)")
             try:
@@ -118,6 +138,7 @@ def create_app(web: WebHost) -> Starlette:
                 return _error(400, str(exc))
             except Exception as exc:  # a server's error: shown to the person as it is
                 return _error(502, f"{type(exc).__name__}: {exc}")
+
         return wrapper
 
     async def body(request: Request) -> dict[str, Any]:
@@ -130,18 +151,26 @@ def create_app(web: WebHost) -> Starlette:
         return data
 
     async def index(request: Request) -> Response:
-        return HTMLResponse(page, headers={**_PAGE_HEADERS,
-                                           "Content-Security-Policy": web.page_csp()})
+        return HTMLResponse(
+            page, headers={**_PAGE_HEADERS, "Content-Security-Policy": web.page_csp()}
+        )
 
     async def state(request: Request) -> Response:
-        return JSONResponse({
-            "servers": [*(host.untrusted_status(n) for n in host.untrusted),
-                        *(c.status() for c in host.servers.values())],
-            "model": web.model.name if web.model else None,
-            "prompts": web.interaction.questions(),
-            "permissions": {"default": host.policy.default, "servers": host.policy.servers,
-                            "tools": host.policy.tools},
-        })
+        return JSONResponse(
+            {
+                "servers": [
+                    *(host.untrusted_status(n) for n in host.untrusted),
+                    *(c.status() for c in host.servers.values()),
+                ],
+                "model": web.model.name if web.model else None,
+                "prompts": web.interaction.questions(),
+                "permissions": {
+                    "default": host.policy.default,
+                    "servers": host.policy.servers,
+                    "tools": host.policy.tools,
+                },
+            }
+        )
 
     async def add_server(request: Request) -> Response:
         data = await body(request)
@@ -165,14 +194,24 @@ def create_app(web: WebHost) -> Starlette:
 
     async def tools(request: Request) -> Response:
         listed = await host.list_tools(refresh=request.query_params.get("refresh") == "1")
-        return JSONResponse([{
-            "name": t.qualified_name, "server": t.server, "tool": t.name,
-            "title": t.tool.get("title") or t.annotations.get("title"),
-            "description": t.description, "inputSchema": t.schema,
-            "annotations": t.annotations, "flags": list(t.flags),
-            "uiResourceUri": t.ui_resource_uri, "forModel": t.for_model,
-            "permission": host.policy.permission(t.server, t.qualified_name),
-        } for t in listed])
+        return JSONResponse(
+            [
+                {
+                    "name": t.qualified_name,
+                    "server": t.server,
+                    "tool": t.name,
+                    "title": t.tool.get("title") or t.annotations.get("title"),
+                    "description": t.description,
+                    "inputSchema": t.schema,
+                    "annotations": t.annotations,
+                    "flags": list(t.flags),
+                    "uiResourceUri": t.ui_resource_uri,
+                    "forModel": t.for_model,
+                    "permission": host.policy.permission(t.server, t.qualified_name),
+                }
+                for t in listed
+            ]
+        )
 
     async def call_tool(request: Request) -> Response:
         data = await body(request)
@@ -188,10 +227,13 @@ def create_app(web: WebHost) -> Starlette:
         if not isinstance(arguments, dict):
             raise ValueError("arguments must be an object")
         call_id = data.get("callId")
-        result = await host.call_tool(name, arguments, origin=origin,
-                                      app_server=data.get("server") if origin == "app" else None,
-                                      call_id=f"page:{call_id}" if isinstance(call_id, str)
-                                      else None)
+        result = await host.call_tool(
+            name,
+            arguments,
+            origin=origin,
+            app_server=data.get("server") if origin == "app" else None,
+            call_id=f"page:{call_id}" if isinstance(call_id, str) else None,
+        )
         return JSONResponse({"name": name, "result": result})
 
     async def cancel_call(request: Request) -> Response:
@@ -204,8 +246,12 @@ def create_app(web: WebHost) -> Starlette:
     async def list_resources(request: Request) -> Response:
         listed = await host.list_resources()
         templates = await host.list_resource_templates()
-        return JSONResponse({"resources": [{"server": s, **r} for s, r in listed],
-                             "templates": [{"server": s, **t} for s, t in templates]})
+        return JSONResponse(
+            {
+                "resources": [{"server": s, **r} for s, r in listed],
+                "templates": [{"server": s, **t} for s, t in templates],
+            }
+        )
 
     async def read_resource(request: Request) -> Response:
         data = await body(request)
@@ -224,8 +270,12 @@ def create_app(web: WebHost) -> Starlette:
         raw = data.get("context")
         context: dict[str, Any] = raw if isinstance(raw, dict) else {}
         values = await host.complete_prompt_argument(
-            str(data["server"]), str(data["prompt"]), str(data["argument"]),
-            str(data.get("value") or ""), {str(k): str(v) for k, v in context.items() if v})
+            str(data["server"]),
+            str(data["prompt"]),
+            str(data["argument"]),
+            str(data.get("value") or ""),
+            {str(k): str(v) for k, v in context.items() if v},
+        )
         return JSONResponse({"values": values})
 
     async def open_app(request: Request) -> Response:
@@ -233,9 +283,14 @@ def create_app(web: WebHost) -> Starlette:
         server = str(data["server"])
         doc = await host.read_app(server, str(data["uri"]))
         page_origin = f"http://{request.headers.get('host')}"
-        return JSONResponse({**doc.to_json(), "sandboxOrigin": web.sandbox.origin,
-                             "proxy": web.sandbox.proxy_url(page_origin),
-                             "view": web.sandbox.publish(server, doc)})
+        return JSONResponse(
+            {
+                **doc.to_json(),
+                "sandboxOrigin": web.sandbox.origin,
+                "proxy": web.sandbox.proxy_url(page_origin),
+                "view": web.sandbox.publish(server, doc),
+            }
+        )
 
     async def app_message(request: Request) -> Response:
         """``ui/message`` from a view: allowed by the server's permission (``ask``: the
@@ -250,8 +305,9 @@ def create_app(web: WebHost) -> Starlette:
             raise ValueError("role must be user or assistant")
         raw = data.get("content")
         items = raw if isinstance(raw, list) else [raw]
-        text = "\n".join(str(i.get("text")) for i in items
-                         if isinstance(i, dict) and i.get("type") == "text")
+        text = "\n".join(
+            str(i.get("text")) for i in items if isinstance(i, dict) and i.get("type") == "text"
+        )
         if not text:
             raise ValueError("ui/message needs text content")
         host.connection(server)  # a known server, or 400
@@ -269,8 +325,9 @@ def create_app(web: WebHost) -> Starlette:
     async def app_context(request: Request) -> Response:
         data = await body(request)
         if web.chat is not None:
-            web.chat.set_app_context(str(data.get("view")), str(data.get("server")),
-                                     str(data.get("uri")), data)
+            web.chat.set_app_context(
+                str(data.get("view")), str(data.get("server")), str(data.get("uri")), data
+            )
         return JSONResponse({})
 
     async def answer(request: Request) -> Response:
@@ -297,8 +354,9 @@ def create_app(web: WebHost) -> Starlette:
                 await web.chat.attach_resource(str(ref["server"]), str(ref["uri"]))
             if data.get("prompt"):
                 ref = data["prompt"]
-                await web.chat.use_prompt(str(ref["server"]), str(ref["name"]),
-                                          ref.get("arguments") or {})
+                await web.chat.use_prompt(
+                    str(ref["server"]), str(ref["name"]), ref.get("arguments") or {}
+                )
             reply = await web.chat.send(str(data.get("text") or ""))
         return JSONResponse({"reply": reply})
 
@@ -327,9 +385,11 @@ def create_app(web: WebHost) -> Starlette:
                     payload = json.dumps(data, default=str)
                     yield f"event: {kind}\ndata: {payload}\n\n".encode()
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store",
-                                          "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
 
     async def no_icon(request: Request) -> Response:
         return Response(status_code=204)

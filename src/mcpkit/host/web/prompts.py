@@ -28,8 +28,7 @@ class _Question:
 
 
 class WebInteraction(Interaction):
-    def __init__(self, emit: Callable[[str, dict[str, Any]], None],
-                 timeout: float = 600.0) -> None:
+    def __init__(self, emit: Callable[[str, dict[str, Any]], None], timeout: float = 600.0) -> None:
         self._emit = emit
         self.timeout = timeout
         self._ids = itertools.count(1)
@@ -60,29 +59,50 @@ class WebInteraction(Interaction):
         return [q.data for q in self.pending.values()]
 
     async def consent(self, request: ConsentRequest) -> ConsentDecision:
-        answer = await self._ask("consent", {
-            "server": request.server, "tool": request.tool, "name": request.qualified_name,
-            "arguments": request.arguments, "origin": request.origin,
-            "description": request.description, "annotations": request.annotations,
-            "flags": list(request.flags)})
+        answer = await self._ask(
+            "consent",
+            {
+                "server": request.server,
+                "tool": request.tool,
+                "name": request.qualified_name,
+                "arguments": request.arguments,
+                "origin": request.origin,
+                "description": request.description,
+                "annotations": request.annotations,
+                "flags": list(request.flags),
+            },
+        )
         if not isinstance(answer, dict):
             return ConsentDecision(False, reason="nobody answered")
         return ConsentDecision(bool(answer.get("approved")), remember=bool(answer.get("remember")))
 
     async def elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
-        answer = await self._ask("elicit", {"server": server, "message": params.get("message"),
-                                            "schema": params.get("requestedSchema") or {}})
+        answer = await self._ask(
+            "elicit",
+            {
+                "server": server,
+                "message": params.get("message"),
+                "schema": params.get("requestedSchema") or {},
+            },
+        )
         return _elicit_answer(answer)
 
     async def elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
-        answer = await self._ask("elicit_url", {"server": server, "message": params.get("message"),
-                                                "url": params.get("url")})
+        answer = await self._ask(
+            "elicit_url",
+            {"server": server, "message": params.get("message"), "url": params.get("url")},
+        )
         return {"action": _elicit_answer(answer)["action"]}  # URL mode: consent, no content
 
     async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
-        answer = await self._ask("sampling", {"server": server,
-                                              "messages": params.get("messages"),
-                                              "systemPrompt": params.get("systemPrompt")})
+        answer = await self._ask(
+            "sampling",
+            {
+                "server": server,
+                "messages": params.get("messages"),
+                "systemPrompt": params.get("systemPrompt"),
+            },
+        )
         return isinstance(answer, dict) and bool(answer.get("approved"))
 
 

@@ -91,11 +91,14 @@ window.parent.postMessage({ jsonrpc: "2.0", method: SANDBOX_MSG + "proxy-ready",
                           HOST);
 """
 _PROXY_HASH = base64.b64encode(hashlib.sha256(_PROXY_SCRIPT.encode()).digest()).decode()
-_PROXY_PAGE = ('<!doctype html><html data-host="{host}"><head><meta charset="utf-8">'
-               "<title>mcpkit app sandbox</title><style>html,body{{margin:0;height:100%;"
-               "overflow:hidden}}iframe{{border:0;width:100%;height:100%;display:block}}"
-               "</style></head><body><script>" + _PROXY_SCRIPT.replace("{", "{{")
-               .replace("}", "}}") + "</script></body></html>")
+_PROXY_PAGE = (
+    '<!doctype html><html data-host="{host}"><head><meta charset="utf-8">'
+    "<title>mcpkit app sandbox</title><style>html,body{{margin:0;height:100%;"
+    "overflow:hidden}}iframe{{border:0;width:100%;height:100%;display:block}}"
+    "</style></head><body><script>"
+    + _PROXY_SCRIPT.replace("{", "{{").replace("}", "}}")
+    + "</script></body></html>"
+)
 
 
 def domain_label(server: str, domain: str) -> str:
@@ -154,7 +157,8 @@ class Sandbox:
         if port != str(self.port):
             return False
         return name in ("127.0.0.1", "localhost") or bool(
-            re.fullmatch(r"[0-9a-f]{16}\.localhost", name))
+            re.fullmatch(r"[0-9a-f]{16}\.localhost", name)
+        )
 
     def app(self) -> Starlette:
         async def proxy(request: Request) -> Response:
@@ -163,15 +167,27 @@ class Sandbox:
             origin = request.query_params.get("origin", "")
             if origin not in self.page_origins:
                 return _error(403, "the proxy serves only this host's page")
-            csp = "; ".join([
-                "default-src 'none'", f"script-src 'sha256-{_PROXY_HASH}'",
-                "style-src 'unsafe-inline'",
-                f"frame-src {self.origin}/view/ http://*.localhost:{self.port}/view/",
-                f"frame-ancestors {origin}", "base-uri 'none'", "form-action 'none'",
-                "object-src 'none'"])
-            return HTMLResponse(_PROXY_PAGE.format(host=origin), headers={
-                "Content-Security-Policy": csp, "Cache-Control": "no-store",
-                "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"})
+            csp = "; ".join(
+                [
+                    "default-src 'none'",
+                    f"script-src 'sha256-{_PROXY_HASH}'",
+                    "style-src 'unsafe-inline'",
+                    f"frame-src {self.origin}/view/ http://*.localhost:{self.port}/view/",
+                    f"frame-ancestors {origin}",
+                    "base-uri 'none'",
+                    "form-action 'none'",
+                    "object-src 'none'",
+                ]
+            )
+            return HTMLResponse(
+                _PROXY_PAGE.format(host=origin),
+                headers={
+                    "Content-Security-Policy": csp,
+                    "Cache-Control": "no-store",
+                    "Referrer-Policy": "no-referrer",
+                    "X-Content-Type-Options": "nosniff",
+                },
+            )
 
         async def view(request: Request) -> Response:
             view_id = request.path_params["view_id"]
@@ -182,11 +198,16 @@ class Sandbox:
                 return _error(403, "this view belongs to another origin")
             del self._views[view_id]
             ancestors = " ".join([*self.page_origins, self.origin])
-            csp = (f"{published.doc.csp}; frame-ancestors {ancestors}; "
-                   f"sandbox {published.sandbox}")
-            return HTMLResponse(published.doc.html, headers={
-                "Content-Security-Policy": csp, "Cache-Control": "no-store",
-                "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
-                "Cross-Origin-Resource-Policy": "same-origin"})
+            csp = f"{published.doc.csp}; frame-ancestors {ancestors}; sandbox {published.sandbox}"
+            return HTMLResponse(
+                published.doc.html,
+                headers={
+                    "Content-Security-Policy": csp,
+                    "Cache-Control": "no-store",
+                    "Referrer-Policy": "no-referrer",
+                    "X-Content-Type-Options": "nosniff",
+                    "Cross-Origin-Resource-Policy": "same-origin",
+                },
+            )
 
         return Starlette(routes=[Route("/proxy", proxy), Route("/view/{view_id}", view)])

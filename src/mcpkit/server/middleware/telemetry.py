@@ -121,7 +121,9 @@ class Telemetry(Middleware):
         method = ctx.method
         session = ctx.session
         attrs = otel.request_attributes(
-            method, params, request_id=ctx.request_id,
+            method,
+            params,
+            request_id=ctx.request_id,
             protocol_version=ctx.meta.protocol_version,
             session_id=getattr(session, "id", None),
         )
@@ -137,13 +139,20 @@ class Telemetry(Middleware):
             caller = trace.get_current_span(remote).get_span_context() if remote else None
             links = [trace.Link(caller)] if caller is not None and caller.is_valid else ()
             span = api.tracer.start_span(
-                f"{otel.span_name(method, params)} task", context=api.context.Context(),
-                kind=trace.SpanKind.INTERNAL, attributes=attrs, links=links)
+                f"{otel.span_name(method, params)} task",
+                context=api.context.Context(),
+                kind=trace.SpanKind.INTERNAL,
+                attributes=attrs,
+                links=links,
+            )
             active = trace.set_span_in_context(span, remote)
         else:
             span = api.tracer.start_span(
-                otel.span_name(method, params), context=remote,
-                kind=trace.SpanKind.SERVER, attributes=attrs)
+                otel.span_name(method, params),
+                context=remote,
+                kind=trace.SpanKind.SERVER,
+                attributes=attrs,
+            )
             active = trace.set_span_in_context(span, remote)
         token = api.context.attach(active)
         modern = ctx.meta.era == "modern"
@@ -179,8 +188,9 @@ class Telemetry(Middleware):
                     link = otel.link_to(rounds.previous, _PREVIOUS_ROUND)
                     if link is not None:
                         span.add_link(link.context, link.attributes)
-            api.server_duration.record(otel.now() - started,
-                                       otel.metric_attributes(attrs, error_type))
+            api.server_duration.record(
+                otel.now() - started, otel.metric_attributes(attrs, error_type)
+            )
             if task is not None:
                 api.tasks_active.add(-1)
                 api.tasks_finished.add(1, {"mcpkit.task.status": status})
@@ -202,32 +212,51 @@ def _register_gauges(api: Any) -> None:
     ignores the callbacks of later ones, so one callback covers every server."""
     if _gauges:
         return
-    _gauges.append(api.meter.create_observable_up_down_counter(
-        "mcpkit.server.listeners.active", [_observe_listeners], unit="{stream}",
-        description="Open change-notification streams: subscriptions/listen streams "
-        "and the standalone streams of 2025-11-25 sessions."))
-    _gauges.append(api.meter.create_observable_up_down_counter(
-        "mcpkit.server.sessions.active", [_observe_sessions], unit="{session}",
-        description="Initialized legacy (2025-11-25 and older) sessions held by this "
-        "process, by mcp.protocol.version (2026-07-28 has no sessions)."))
-    _gauges.append(api.meter.create_observable_gauge(
-        "mcpkit.server.tasks.queued", [_observe_queues], unit="{task}",
-        description="Task-backed tool calls in the task workers' queue, by "
-        "mcpkit.task.queue.state (waiting for a worker, or running on one)."))
+    _gauges.append(
+        api.meter.create_observable_up_down_counter(
+            "mcpkit.server.listeners.active",
+            [_observe_listeners],
+            unit="{stream}",
+            description="Open change-notification streams: subscriptions/listen streams "
+            "and the standalone streams of 2025-11-25 sessions.",
+        )
+    )
+    _gauges.append(
+        api.meter.create_observable_up_down_counter(
+            "mcpkit.server.sessions.active",
+            [_observe_sessions],
+            unit="{session}",
+            description="Initialized legacy (2025-11-25 and older) sessions held by this "
+            "process, by mcp.protocol.version (2026-07-28 has no sessions).",
+        )
+    )
+    _gauges.append(
+        api.meter.create_observable_gauge(
+            "mcpkit.server.tasks.queued",
+            [_observe_queues],
+            unit="{task}",
+            description="Task-backed tool calls in the task workers' queue, by "
+            "mcpkit.task.queue.state (waiting for a worker, or running on one).",
+        )
+    )
 
 
 def _observe_listeners(options: Any) -> list[Any]:
     observation = otel.api().metrics.Observation
-    return [observation(server.bus.listener_count, {"mcpkit.server.name": server.info["name"]})
-            for server in list(_SERVERS)]
+    return [
+        observation(server.bus.listener_count, {"mcpkit.server.name": server.info["name"]})
+        for server in list(_SERVERS)
+    ]
 
 
 def _observe_sessions(options: Any) -> list[Any]:
     counts = Counter(session.protocol_version for session in live_legacy_sessions())
     _SESSION_VERSIONS.update(counts)
     observation = otel.api().metrics.Observation
-    return [observation(counts.get(version, 0), {"mcp.protocol.version": version})
-            for version in sorted(_SESSION_VERSIONS)]
+    return [
+        observation(counts.get(version, 0), {"mcp.protocol.version": version})
+        for version in sorted(_SESSION_VERSIONS)
+    ]
 
 
 def _host(value: str | None) -> tuple[str | None, int | None]:
@@ -245,8 +274,10 @@ def _observe_queues(options: Any) -> list[Any]:
     out = []
     for server, (waiting, running) in list(_QUEUES.items()):
         name = server.info["name"]
-        out.append(observation(waiting, {"mcpkit.server.name": name,
-                                         "mcpkit.task.queue.state": "waiting"}))
-        out.append(observation(running, {"mcpkit.server.name": name,
-                                         "mcpkit.task.queue.state": "running"}))
+        out.append(
+            observation(waiting, {"mcpkit.server.name": name, "mcpkit.task.queue.state": "waiting"})
+        )
+        out.append(
+            observation(running, {"mcpkit.server.name": name, "mcpkit.task.queue.state": "running"})
+        )
     return out

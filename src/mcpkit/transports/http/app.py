@@ -193,7 +193,8 @@ class McpHttpApp:
             from .sessions import SessionStore
 
             store = self._sessions = SessionStore(
-                self.options.max_sessions, self.options.session_idle_s, self._shared)
+                self.options.max_sessions, self.options.session_idle_s, self._shared
+            )
         return store
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from .app import McpHttpApp
 
 
-
 class ModernExchange(CancellableExchange):
     """One modern POST's way back to the client.  The response writer is made only when
     the handler sends something before its result (most answer with the result alone,

@@ -30,10 +30,17 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..auth.client import TokenStore
-from ..client import CallToolResult, GetPromptResult, InputRequestError, ReadResourceResult
+from ..client import CallToolResult, GetPromptResult, ReadResourceResult
 from .apps import AppDocument, callable_by_app, prepare_app
 from .config import HostConfig, ServerConfig
 from .connection import ConnectionCallbacks, ServerConnection, ServerUnavailable
+from .interaction import (
+    Interaction,
+    SamplingModel,
+    ServerRequests,
+    ToolCancelled,
+    ToolDenied,
+)
 from .oauth import ServerLogin, wants_oauth
 from .policy import (
     AuditTrail,
@@ -51,53 +58,7 @@ __all__ = ["Host", "Interaction", "ToolCancelled", "ToolDenied"]
 log = logging.getLogger("mcpkit.host")
 
 
-class ToolDenied(Exception):
-    """The policy or the person refused a tool call; the server never saw it."""
-
-    def __init__(self, qualified_name: str, reason: str) -> None:
-        super().__init__(f"{qualified_name}: {reason}")
-        self.qualified_name = qualified_name
-        self.reason = reason
-
-
-class ToolCancelled(Exception):
-    """A person cancelled the call while it ran (:meth:`Host.cancel_call`); the server was
-    told (``notifications/cancelled``, or its HTTP stream closed on 2026-07-28)."""
-
-    def __init__(self, qualified_name: str) -> None:
-        super().__init__(f"{qualified_name}: cancelled by the user")
-        self.qualified_name = qualified_name
-
-
-class Interaction:
-    """How the host reaches the person.  Override what your UI can ask."""
-
-    async def consent(self, request: ConsentRequest) -> ConsentDecision | bool:
-        """Ask the person to approve a tool call. By default no one is there: refused."""
-        return ConsentDecision(False, reason="no one is there to approve it")
-
-    async def elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Ask the person for the form ``server`` requests. By default: declined."""
-        return {"action": "decline"}
-
-    async def elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Ask the person to open the URL ``server`` requests. By default: declined."""
-        return {"action": "decline"}
-
-    async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
-        """Ask the person whether ``server`` may use the model for this request. By default: no."""
-        return False
-
-    def login_url(self, server: str, url: str) -> None:
-        """``server`` needs the person to log in at ``url`` (OAuth); show it to them."""
-        log.warning("server %s needs you to log in: open %s", server, url)
-
-
-#: Answers a sampling request with a model (set by whoever configures one).
-SamplingModel = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-class Host:
+class Host(ServerRequests):
     """Many servers, one isolated client each, with one policy and one audit trail; every tool
     call goes through :meth:`call_tool` (see the module's description)."""
 
@@ -606,78 +567,3 @@ class Host:
             by=by,
             arguments=args,
         )
-
-    # ------------------------------------------------------------------ server requests
-    async def _sample(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
-        """A server wants the model: only with the person's approval, and only with the
-        messages the server itself sent (never the host's conversation)."""
-        if self.sampler is None:
-            raise InputRequestError("this host has no model for sampling", missing=True)
-        if not await self.interaction.approve_sampling(server, params):
-            self.audit.record(
-                "sampling",
-                server,
-                "sampling/createMessage",
-                origin="server",
-                decision="declined",
-                by="user",
-            )
-            raise InputRequestError("the user declined the sampling request")
-        self.audit.record(
-            "sampling",
-            server,
-            "sampling/createMessage",
-            origin="server",
-            decision="approved",
-            by="user",
-        )
-        return await self.sampler(params)
-
-    async def _elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
-        answer = await self.interaction.elicit(server, params)
-        self.audit.record(
-            "elicitation",
-            server,
-            "form",
-            origin="server",
-            decision=str(answer.get("action")),
-            by="user",
-        )
-        return answer
-
-    async def _elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
-        answer = await self.interaction.elicit_url(server, params)
-        self.audit.record(
-            "elicitation",
-            server,
-            "url",
-            origin="server",
-            decision=str(answer.get("action")),
-            by="user",
-        )
-        return answer
-
-    async def _roots(self, server: str) -> list[dict[str, Any]]:
-        self.audit.record(
-            "roots", server, "roots/list", origin="server", decision="answered", by="policy"
-        )
-        return [dict(r) for r in self.config.roots]
-
-    def _server_log(self, server: str, params: dict[str, Any]) -> None:
-        entry = {"time": time.time(), "server": server, "from": "server", **params}
-        self.logs.append(entry)
-        self.emit("log", entry)
-
-    def app_log(self, server: str, params: Mapping[str, Any]) -> None:
-        """A ``notifications/message`` from one of ``server``'s app views: logged with the
-        server's own messages, marked as the app's."""
-        entry = {
-            "time": time.time(),
-            "server": server,
-            "from": "app",
-            "level": str(params.get("level") or "info"),
-            "logger": params.get("logger"),
-            "data": params.get("data"),
-        }
-        self.logs.append(entry)
-        self.emit("log", entry)

@@ -31,8 +31,7 @@ from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, expected_pa
 from ..protocol.headers import header_params as parse_header_params
 from ..runtime.contracts import ServedServer
 from ..transports.client_base import ClientTransport
-from ..types.errors import HEADER_MISMATCH, INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
-from ..types.jsonrpc import Message, params_of
+from ..types.errors import HEADER_MISMATCH, McpError
 from ..types.unset import UNSET, Unset
 from ..types.versions import Era
 from .cache import ResultCache
@@ -45,24 +44,22 @@ from .callbacks import (
     RootsProvider,
     SamplingHandler,
     UrlElicitationHandler,
-    call_maybe_async,
 )
 from .errors import (
     ClientError,
     ConnectError,
     HttpStatusError,
-    InputRequestError,
     InvalidResultError,
     error_boundary,
     unwrap,
 )
+from .inbound import InboundHandling
 from .listen import Subscription, build_filter
 from .models import (
     CallToolResult,
     CompleteResult,
     DiscoverResult,
     GetPromptResult,
-    Notification,
     Prompt,
     ReadResourceResult,
     Resource,
@@ -80,20 +77,11 @@ if TYPE_CHECKING:
     from .group import ClientGroup
 
 log = logging.getLogger("mcpkit.client")
-server_log = logging.getLogger("mcpkit.client.server")
 
 _MAX_PAGES = 1000
-_LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-}
-_SERVER_REQUESTS = ("elicitation/create", "sampling/createMessage", "roots/list")
 
 
-class Client:
+class Client(InboundHandling):
     """A connection to one MCP server, either era: stdio, Streamable HTTP (or the older
     HTTP+SSE), or in memory to a ``Server`` object."""
 
@@ -595,35 +583,3 @@ class Client:
                 raise InvalidResultError(f"{method}: the server repeated cursor {cursor!r}")
             seen.add(cursor)
         raise InvalidResultError(f"{method}: more than {_MAX_PAGES} pages")
-
-    def _observe(self, note: Notification) -> None:
-        """A change notification arrived (listen stream or legacy session)."""
-        if self.cache is not None:
-            self.cache.on_notification(self.transport.server_key, note.method, note.params)
-
-    async def _on_notification(self, message: Message) -> None:
-        note = Notification(message["method"], params_of(message))
-        if note.method == "notifications/message":
-            if self.callbacks.on_log is not None:
-                await call_maybe_async(self.callbacks.on_log, note.params)
-            else:
-                level = _LOG_LEVELS.get(str(note.params.get("level")), logging.CRITICAL)
-                server_log.log(level, "%s", note.params.get("data"))
-            return
-        self._observe(note)
-        for subscription in list(self._legacy_listeners):
-            subscription.offer(note)
-        if self.callbacks.on_notification is not None:
-            await call_maybe_async(self.callbacks.on_notification, note)
-
-    async def _on_request(self, message: Message) -> dict[str, Any]:
-        """A legacy server->client request: the same callbacks as MRTR input requests."""
-        method = message["method"]
-        if method == "ping":
-            return {}
-        if method not in _SERVER_REQUESTS:
-            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
-        try:
-            return await self.callbacks.answer(method, params_of(message))
-        except InputRequestError as exc:
-            raise McpError(METHOD_NOT_FOUND if exc.missing else INTERNAL_ERROR, str(exc)) from None

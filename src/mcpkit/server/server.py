@@ -18,7 +18,7 @@ import anyio
 
 from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import Keyring
-from ..runtime.changes import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeBus, ChangeEvent
+from ..runtime.changes import PROMPTS, RESOURCES, TOOLS, ChangeBus
 from ..runtime.exchange import Exchange
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
@@ -37,6 +37,7 @@ from .context import Context
 from .docstrings import add_descriptions, describe
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
+from .notices import ChangeNotices
 from .registry import (
     Completer,
     Fn,
@@ -65,7 +66,7 @@ _new_object = object.__new__
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Server(ServerRuntime, VisibilityControls, Composition):
+class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     """An MCP server: what it offers, and how to answer a request for it."""
 
     def __init__(
@@ -421,29 +422,6 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         scope, only a task of its own (stdio) or its request's (HTTP)."""
         return self.inline_calls and tool is not None and bool(tool.inline)
 
-    # ------------------------------------------------------------------ change notifications
-    def _changed(self, kind: str) -> None:
-        self._list_cache.pop(kind, None)
-        if kind == RESOURCES:
-            self._list_cache.pop("templates", None)
-        self.bus.publish(ChangeEvent(kind))
-
-    def notify_tools_changed(self) -> None:
-        """Tell listening clients, on every replica, that the tool list changed."""
-        self._changed(TOOLS)
-
-    def notify_prompts_changed(self) -> None:
-        """Tell listening clients the prompt list changed."""
-        self._changed(PROMPTS)
-
-    def notify_resources_changed(self) -> None:
-        """Tell listening clients the resource list changed."""
-        self._changed(RESOURCES)
-
-    def notify_resource_updated(self, uri: str) -> None:
-        """Tell the clients subscribed to ``uri`` that it changed."""
-        self.bus.publish(ChangeEvent(RESOURCE_UPDATED, uri))
-
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: Era = "modern") -> dict[str, Any]:
         """Derived from registrations: a feature is advertised iff something provides it."""
@@ -600,13 +578,6 @@ class Server(ServerRuntime, VisibilityControls, Composition):
         if meta is None:
             meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
         return await self.dispatch(message, meta, NULL_EXCHANGE)
-
-    def cached_list(self, kind: str, build: Callable[[], list[dict[str, Any]]]) -> list[Any]:
-        """The list of ``kind`` built once by ``build`` and kept until a registration changes it."""
-        items = self._list_cache.get(kind)
-        if items is None:
-            items = self._list_cache[kind] = build()
-        return items
 
 
 async def _nothing(ctx: Context) -> dict[str, Any]:

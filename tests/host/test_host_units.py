@@ -99,6 +99,34 @@ def test_names_are_namespaced_safe_and_unique() -> None:
     assert index.get("alpha__files_read").name == "files.read"  # type: ignore[union-attr]
 
 
+def test_an_apps_unprefixed_tool_name_resolves_behind_a_gateway() -> None:
+    """Behind a gateway the App's server lists ``dice_roll``; the App calls ``roll``."""
+    app_only = {"ui": {"visibility": ["app"]}}
+    model_only = {"ui": {"visibility": ["model"]}}
+    index = ToolIndex.build(
+        [
+            (
+                "gw",
+                [
+                    {"name": "dice_roll", "_meta": app_only},
+                    {"name": "dice_reset"},  # no ui metadata: model and app
+                    {"name": "files_reset"},
+                    {"name": "files_secret", "_meta": model_only},
+                    {"name": "rollback"},  # "roll" inside a word is not a prefix
+                ],
+            ),
+            ("other", [{"name": "x_roll"}]),
+        ]
+    )
+    found = index.find_for_app("gw", "roll")
+    assert found is not None and found.qualified_name == "gw__dice_roll"
+    assert index.find_for_app("gw", "dice_roll") is index.find("gw", "dice_roll")  # exact first
+    assert index.find_for_app("gw", "reset") is None  # two upstreams have it: refuse
+    assert index.find_for_app("gw", "secret") is None  # not callable by apps
+    assert index.find_for_app("gw", "nothing") is None
+    assert index.find("gw", "roll") is None  # a model's or a person's name stays exact
+
+
 def test_model_schema_is_self_contained_and_never_fetches() -> None:
     schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -305,9 +305,12 @@ class Host(ServerRequests):
         """The tool exposed as ``qualified_name`` (``server__tool``), as the last listing showed."""
         return self._index.get(qualified_name)
 
-    def qualified(self, server: str, tool: str) -> str | None:
-        """The exposed name of ``server``'s ``tool`` (as of the last :meth:`list_tools`)."""
-        found = self._index.find(server, tool)
+    def qualified(self, server: str, tool: str, *, for_app: bool = False) -> str | None:
+        """The exposed name of ``server``'s ``tool`` (as of the last :meth:`list_tools`).
+        ``for_app``: the name comes from one of ``server``'s MCP Apps, which may call its
+        own tool by its unprefixed name behind a gateway (:meth:`ToolIndex.find_for_app`)."""
+        index = self._index
+        found = index.find_for_app(server, tool) if for_app else index.find(server, tool)
         return found.qualified_name if found else None
 
     async def list_resources(self) -> list[tuple[str, dict[str, Any]]]:

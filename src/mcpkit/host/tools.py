@@ -26,7 +26,7 @@ from typing import Any
 
 from ..protocol.naming import exposed_name
 from ..protocol.poisoning import tool_flags
-from .apps import tool_ui_uri, visible_to_model
+from .apps import callable_by_app, tool_ui_uri, visible_to_model
 
 __all__ = ["HostTool", "ToolIndex", "exposed_name", "model_schema", "tool_flags"]
 
@@ -134,6 +134,10 @@ def _resolve(node: Any, root: Any, notes: list[str], *, depth: int, stack: tuple
     return out
 
 
+#: What ends a gateway's or proxy's name prefix (``dice_``, ``dice__``, ``dice.``, ...).
+_PREFIX_ENDS = frozenset("_-.:/")
+
+
 @dataclass
 class ToolIndex:
     """Exposed names <-> (server, tool), rebuilt whenever a server's list changes."""
@@ -175,6 +179,26 @@ class ToolIndex:
     def find(self, server: str, name: str) -> HostTool | None:
         exposed = self.by_server.get((server, name))
         return self.tools.get(exposed) if exposed else None
+
+    def find_for_app(self, server: str, name: str) -> HostTool | None:
+        """``server``'s tool an MCP App means by ``name``: the tool of that name, else the
+        one app-callable tool whose name is ``name`` behind a prefix (``dice_roll`` for
+        ``roll``), which is how a gateway in front of the App's own server names it; None
+        when no tool or several fit (the caller refuses, never guesses).  An App can call
+        any app-callable tool of its server by its full name, so this grants nothing new."""
+        exact = self.find(server, name)
+        if exact is not None:
+            return exact
+        fits = [
+            tool
+            for tool in self.tools.values()
+            if tool.server == server
+            and len(tool.name) > len(name)
+            and tool.name.endswith(name)
+            and tool.name[-len(name) - 1] in _PREFIX_ENDS
+            and callable_by_app(tool.tool)
+        ]
+        return fits[0] if len(fits) == 1 else None
 
     def for_model(self) -> list[HostTool]:
         return [t for t in self.tools.values() if t.for_model]

@@ -216,13 +216,14 @@ def create_app(web: WebHost) -> Starlette:
     async def call_tool(request: Request) -> Response:
         data = await body(request)
         name = data.get("name")
+        origin = "app" if data.get("origin") == "app" else "user"
         if not isinstance(name, str):  # an app names its server's tool: resolve it
-            found = host.qualified(str(data.get("server")), str(data.get("tool")))
+            server, tool, for_app = str(data.get("server")), str(data.get("tool")), origin == "app"
+            found = host.qualified(server, tool, for_app=for_app)
             if found is None:
                 await host.list_tools()
-                found = host.qualified(str(data.get("server")), str(data.get("tool")))
-            name = found or f"{data.get('server')}__{data.get('tool')}"
-        origin = "app" if data.get("origin") == "app" else "user"
+                found = host.qualified(server, tool, for_app=for_app)
+            name = found or f"{server}__{tool}"
         arguments = data.get("arguments") or {}
         if not isinstance(arguments, dict):
             raise ValueError("arguments must be an object")

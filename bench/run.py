@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import http.client
 import importlib.util
 import json
@@ -849,8 +850,24 @@ STACKS = {
 # terms, reported beside them: the SDK on mcpkit's own stack (uvloop, httptools), or each
 # framework's own client in the loop.
 ISSUE, STRICTER = "issue", "stricter"
-TARGETS = (
-    (
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target the run is read against: ``measure``'s mcpkit figure over ``versus``'s
+    (a contender's column) must be ``op`` (``<=`` or ``>=``) ``bound``; ``kind`` says whose
+    target it is (the issue's, or a stricter one of ours)."""
+
+    text: str
+    measure: str
+    versus: str
+    op: str
+    bound: float
+    kind: str
+
+
+TARGETS: tuple[Target, ...] = (
+    Target(
         "Lambda cold start, import to first tools/call: <= 1/5 of the SDK's",
         "Lambda cold start: import to first tools/call answered",
         SDK,
@@ -858,7 +875,7 @@ TARGETS = (
         0.2,
         ISSUE,
     ),
-    (
+    Target(
         "HTTP modern JSON tools/call c=16: >= 10x the SDK's throughput (the SDK as installed)",
         "http modern-json tools/call c=16 throughput" + AS_INSTALLED,
         SDK,
@@ -866,7 +883,7 @@ TARGETS = (
         10.0,
         ISSUE,
     ),
-    (
+    Target(
         "HTTP modern JSON tools/call c=16: >= 50% of the bare ASGI floor on the same stack",
         "http modern-json tools/call c=16 throughput",
         FLOOR,
@@ -874,7 +891,7 @@ TARGETS = (
         0.5,
         ISSUE,
     ),
-    (
+    Target(
         "HTTP modern JSON tools/call c=64: p99 <= 1/10 of the SDK's (the SDK as installed)",
         "http modern-json tools/call c=64 p99" + AS_INSTALLED,
         SDK,
@@ -882,7 +899,7 @@ TARGETS = (
         0.1,
         ISSUE,
     ),
-    (
+    Target(
         "stdio: >= 20x the SDK's sequential calls/s (one raw client; the SDK as installed)",
         "stdio tools/call sequential (legacy session)" + AS_INSTALLED,
         SDK,
@@ -890,7 +907,7 @@ TARGETS = (
         20.0,
         ISSUE,
     ),
-    (
+    Target(
         "stdio on one core: >= 20x the SDK's sequential calls/s (one raw client; the SDK as "
         "installed)",
         "stdio tools/call sequential, one core (legacy session)" + AS_INSTALLED,
@@ -899,7 +916,7 @@ TARGETS = (
         20.0,
         ISSUE,
     ),
-    (
+    Target(
         "in-process dispatch: >= 15x the SDK's",
         "in-process tools/call (no transport)",
         SDK,
@@ -907,7 +924,7 @@ TARGETS = (
         15.0,
         ISSUE,
     ),
-    (
+    Target(
         "import of the server API <= 1/5 of the SDK's",
         "import of the server API",
         SDK,
@@ -915,7 +932,7 @@ TARGETS = (
         0.2,
         ISSUE,
     ),
-    (
+    Target(
         "import of the client API <= 1/5 of the SDK's",
         "import of the client API",
         SDK,
@@ -923,7 +940,7 @@ TARGETS = (
         0.2,
         ISSUE,
     ),
-    (
+    Target(
         "HTTP modern JSON tools/call c=16: >= 10x the SDK on mcpkit's server stack",
         "http modern-json tools/call c=16 throughput",
         SDK,
@@ -931,7 +948,7 @@ TARGETS = (
         10.0,
         STRICTER,
     ),
-    (
+    Target(
         "HTTP modern JSON tools/call c=64: p99 <= 1/10 of the SDK's on mcpkit's server stack",
         "http modern-json tools/call c=64 p99",
         SDK,
@@ -939,7 +956,7 @@ TARGETS = (
         0.1,
         STRICTER,
     ),
-    (
+    Target(
         "stdio: >= 20x the SDK's sequential calls/s, one raw client, the SDK on uvloop",
         "stdio tools/call sequential (legacy session)",
         SDK,
@@ -947,7 +964,7 @@ TARGETS = (
         20.0,
         STRICTER,
     ),
-    (
+    Target(
         "stdio on one core: >= 20x the SDK's sequential calls/s, one raw client, the SDK on uvloop",
         "stdio tools/call sequential, one core (legacy session)",
         SDK,
@@ -955,7 +972,7 @@ TARGETS = (
         20.0,
         STRICTER,
     ),
-    (
+    Target(
         "stdio: >= 20x the SDK's sequential calls/s, each framework's own client",
         "stdio tools/call sequential, each framework's own client",
         SDK,
@@ -963,7 +980,7 @@ TARGETS = (
         20.0,
         STRICTER,
     ),
-    (
+    Target(
         "stdio on one core: >= 20x the SDK's sequential calls/s, each framework's own client",
         "stdio tools/call sequential, one core, each framework's own client",
         SDK,
@@ -995,12 +1012,13 @@ def _verdict(row: Row, versus: str, op: str, bound: float) -> tuple[float | None
 
 
 #: Measures of the issue's targets read against the SDK as installed.
-_INSTALLED_TWINS = frozenset(t[1] for t in TARGETS if t[1].endswith(AS_INSTALLED))
+_INSTALLED_TWINS = frozenset(t.measure for t in TARGETS if t.measure.endswith(AS_INSTALLED))
 
 
 def check_targets(run: Run, peer_stack: str = "same") -> list[dict[str, Any]]:
     out = []
-    for text, measure, versus, op, bound, kind in TARGETS:
+    for target in TARGETS:
+        text, measure, versus, op, bound, kind = dataclasses.astuple(target)
         if peer_stack == "default":
             # The SDK column is the SDK as installed: the issue's baseline is the plain
             # row; the same-stack comparison needs a run without --peer-stack default.

@@ -50,6 +50,28 @@ CREATE INDEX IF NOT EXISTS kv_expires ON kv(expires) WHERE expires IS NOT NULL;
 """
 
 
+def _set_up(conn: sqlite3.Connection, deadline_s: float = 30.0) -> str:
+    """WAL mode and the schema; the journal mode it got.
+
+    Retried while the file is locked: processes that start together on one file (two stdio
+    servers of one host config, replicas on a shared volume) race to switch it to WAL, and
+    SQLite answers that switch "database is locked" at once, without waiting on the busy
+    timeout, when another connection holds the file mid-switch."""
+    give_up = time.monotonic() + deadline_s
+    pause = 0.01
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+            return str(mode)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= give_up:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+
+
 class SQLiteBackend(StateBackend):
     def __init__(self, path: str) -> None:
         self.path = path
@@ -59,9 +81,7 @@ class SQLiteBackend(StateBackend):
         self._conn = sqlite3.connect(
             path, timeout=30, check_same_thread=False, isolation_level=None
         )
-        mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
+        mode = _set_up(self._conn)
         self._lock = threading.Lock()
         self._subscribers: dict[str, set[MemoryObjectSendStream[bytes]]] = {}
         self._poller_running = False

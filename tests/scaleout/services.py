@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from support.servers import free_port, kill_group, spawn, wait_port
+from support.servers import redis_server as shared_redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = "tests/conformance/server.py"
@@ -35,32 +36,12 @@ def _start(
 
 @contextlib.contextmanager
 def redis_server() -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
+    """The shared Redis of tests/support, as a URL.  Scale-out tests need it, so a machine
+    without redis-server fails here instead of skipping."""
+    if shutil.which("redis-server") is None:
         raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
-    port = free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = _start(
-            [
-                binary,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                tmp,
-            ],
-            Path(tmp) / "redis.log",
-        )
-        try:
-            wait_port(port, proc)
-            yield f"redis://127.0.0.1:{port}/0"
-        finally:
-            stop(proc)
+    with shared_redis_server() as port:
+        yield f"redis://127.0.0.1:{port}/0"
 
 
 @dataclass

@@ -109,23 +109,18 @@ class ServerRequests:
         return await self.sampler(params)
 
     async def _elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
-        answer = await self.interaction.elicit(server, params)
-        self.audit.record(
-            "elicitation",
-            server,
-            "form",
-            origin="server",
-            decision=str(answer.get("action")),
-            by="user",
-        )
-        return answer
+        return self._recorded_answer(server, "form", await self.interaction.elicit(server, params))
 
     async def _elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
         answer = await self.interaction.elicit_url(server, params)
+        return self._recorded_answer(server, "url", answer)
+
+    def _recorded_answer(self, server: str, mode: str, answer: dict[str, Any]) -> dict[str, Any]:
+        """The person's answer to an elicitation, recorded in the audit trail."""
         self.audit.record(
             "elicitation",
             server,
-            "url",
+            mode,
             origin="server",
             decision=str(answer.get("action")),
             by="user",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import httpx
 
@@ -51,7 +51,7 @@ from .store import ClientInfo, InMemoryTokenStore, TokenSet, TokenStore
 if TYPE_CHECKING:
     from .grants import Grant
 
-__all__ = ["Attempt", "Fetch", "Flow", "OAuthEngine", "UserAuthorization"]
+__all__ = ["Attempt", "EngineOptions", "Fetch", "Flow", "OAuthEngine", "UserAuthorization"]
 
 T = TypeVar("T")
 
@@ -102,11 +102,35 @@ class GrantContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _error_of(response: httpx.Response) -> tuple[str | None, str]:
+class EngineOptions(TypedDict, total=False):
+    """How an :class:`OAuthEngine` behaves beside its grant; every ``OAuthAuth`` takes
+    them too and hands them on, so they are listed here once (defaults: the engine's)."""
+
+    store: TokenStore | None
+    policy: UrlPolicy | None
+    scopes: list[str] | None
+    dpop: bool | None
+    max_step_ups: int
+    legacy_fallback: bool
+
+
+def json_body(response: httpx.Response) -> Any:
+    """The response's JSON, or None when the body is not JSON (the callers then say what
+    they were missing)."""
     try:
-        data = response.json()
+        return response.json()
     except ValueError:
-        data = None
+        return None
+
+
+def refused(response: httpx.Response, what: str) -> TokenError:
+    """The error for a token endpoint's refusal: ``what`` and the OAuth error it named."""
+    error, text = _error_of(response)
+    return TokenError(f"{what}: {text}", error)
+
+
+def _error_of(response: httpx.Response) -> tuple[str | None, str]:
+    data = json_body(response)
     if isinstance(data, dict):
         error = data.get("error") if isinstance(data.get("error"), str) else None
         description = data.get("error_description")
@@ -341,10 +365,7 @@ class OAuthEngine:
             return 0, None
         if response.status_code != 200:
             return response.status_code, None
-        try:
-            return 200, response.json()
-        except ValueError:
-            return 200, None
+        return 200, json_body(response)
 
     def discover(self, challenge: Challenge | None) -> Flow[None]:
         header_url = challenge.resource_metadata if challenge is not None else None

@@ -7,21 +7,10 @@ blocks map one to one; images become ``{"type": "image", "source": {"type": "bas
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
-
-from .base import (
-    Message,
-    ModelError,
-    ModelReply,
-    ToolCall,
-    ToolInputSink,
-    post_json,
-    post_sse,
-)
+from .base import HttpModel, Message, ModelError, ModelReply, ToolCall, ToolInputSink, tool_call
 
 __all__ = ["AnthropicModel"]
 
@@ -47,27 +36,19 @@ def _block(block: dict[str, Any]) -> dict[str, Any]:
     return dict(block)
 
 
-class AnthropicModel:
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        max_tokens: int = 1024,
-        timeout: float = 120.0,
-        http_client: httpx.AsyncClient | None = None,
-    ) -> None:
-        self.name = model
-        self.base_url = (base_url or "https://api.anthropic.com").rstrip("/")
-        self.max_tokens = max_tokens
-        self._headers = {
-            "x-api-key": api_key,
+class AnthropicModel(HttpModel):
+    default_base_url = "https://api.anthropic.com"
+    default_model = "claude-sonnet-4-5"
+    api_key_env = "ANTHROPIC_API_KEY"
+    endpoint = "/v1/messages"
+    label = "Anthropic API"
+
+    def headers(self, key: str) -> dict[str, str]:
+        return {
+            "x-api-key": key,
             "anthropic-version": API_VERSION,
             "content-type": "application/json",
         }
-        self._http = http_client
-        self._timeout = timeout
 
     def request_body(
         self, messages: list[Message], tools: list[dict[str, Any]], system: str | None
@@ -92,14 +73,7 @@ class AnthropicModel:
             body["system"] = system
         return body
 
-    async def reply(
-        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None = None
-    ) -> ModelReply:
-        body = self.request_body(messages, tools, system)
-        url = f"{self.base_url}/v1/messages"
-        data = await post_json(
-            self._http, url, body, self._headers, self._timeout, f"Anthropic API at {self.base_url}"
-        )
+    def read_reply(self, data: Any) -> ModelReply:
         text: list[str] = []
         calls: list[ToolCall] = []
         for block in data.get("content") or []:
@@ -116,22 +90,17 @@ class AnthropicModel:
             dict(data.get("usage") or {}),
         )
 
-    async def stream_reply(
+    async def read_stream(
         self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        system: str | None,
+        events: AsyncIterator[dict[str, Any]],
         on_text: Callable[[str], None],
-        on_tool_input: ToolInputSink | None = None,
+        on_tool_input: ToolInputSink | None,
     ) -> ModelReply:
-        """The same request with ``"stream": true``: text deltas go to ``on_text`` as they
-        come; ``tool_use`` input arrives as JSON fragments, joined and parsed at the end."""
-        body = {**self.request_body(messages, tools, system), "stream": True}
-        url = f"{self.base_url}/v1/messages"
+        """Text deltas go to ``on_text`` as they come; ``tool_use`` input arrives as JSON
+        fragments, joined and parsed at the end."""
         blocks: dict[int, dict[str, Any]] = {}
         stop, usage = "", dict[str, Any]()
-        api = f"Anthropic API at {self.base_url}"
-        async for event in post_sse(self._http, url, body, self._headers, self._timeout, api):
+        async for event in events:
             kind = event.get("type")
             if kind == "content_block_start":
                 block = dict(event.get("content_block") or {})
@@ -157,23 +126,12 @@ class AnthropicModel:
             elif kind == "message_start":
                 usage.update((event.get("message") or {}).get("usage") or {})
             elif kind == "error":
-                raise ModelError(f"{api} streamed an error: {event.get('error')}")
+                raise ModelError(f"{self.api} streamed an error: {event.get('error')}")
         text, calls = [], []
         for _, block in sorted(blocks.items()):
             if block.get("type") == "text":
                 text.append(str(block.get("text", "")))
             elif block.get("type") == "tool_use":
-                try:
-                    args = json.loads(block["partial"]) if block["partial"] else {}
-                except ValueError:
-                    raise ModelError(
-                        f"{api}: invalid JSON input for tool {block.get('name')!r}"
-                    ) from None
-                calls.append(
-                    ToolCall(
-                        str(block.get("id")),
-                        str(block.get("name")),
-                        args if isinstance(args, dict) else {},
-                    )
-                )
+                name = str(block.get("name"))
+                calls.append(tool_call(str(block.get("id")), name, block["partial"], self.api))
         return ModelReply("".join(text), tuple(calls), stop, usage)

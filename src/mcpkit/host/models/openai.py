@@ -14,20 +14,10 @@ Translation from the neutral format:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
-
-from .base import (
-    Message,
-    ModelError,
-    ModelReply,
-    ToolCall,
-    ToolInputSink,
-    post_json,
-    post_sse,
-)
+from .base import HttpModel, Message, ModelError, ModelReply, ToolInputSink, tool_call
 
 __all__ = ["OpenAIModel"]
 
@@ -95,23 +85,16 @@ def convert(messages: list[Message], system: str | None) -> list[dict[str, Any]]
     return out
 
 
-class OpenAIModel:
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        max_tokens: int = 1024,
-        timeout: float = 120.0,
-        http_client: httpx.AsyncClient | None = None,
-    ) -> None:
-        self.name = model
-        self.base_url = (base_url or "https://api.openai.com/v1").rstrip("/")
-        self.max_tokens = max_tokens
-        self._headers = {"authorization": f"Bearer {api_key}"}
-        self._http = http_client
-        self._timeout = timeout
+class OpenAIModel(HttpModel):
+    default_base_url = "https://api.openai.com/v1"
+    default_model = "gpt-4o-mini"
+    api_key_env = "OPENAI_API_KEY"
+    endpoint = "/chat/completions"
+    label = "chat completions"
+    stream_options = {"stream_options": {"include_usage": True}}
+
+    def headers(self, key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"}
 
     def request_body(
         self, messages: list[Message], tools: list[dict[str, Any]], system: str | None
@@ -135,40 +118,17 @@ class OpenAIModel:
             ]
         return body
 
-    async def reply(
-        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None = None
-    ) -> ModelReply:
-        body = self.request_body(messages, tools, system)
-        url = f"{self.base_url}/chat/completions"
-        data = await post_json(
-            self._http,
-            url,
-            body,
-            self._headers,
-            self._timeout,
-            f"chat completions at {self.base_url}",
-        )
+    def read_reply(self, data: Any) -> ModelReply:
         try:
             choice = data["choices"][0]
             message = choice["message"]
         except (KeyError, IndexError, TypeError):
-            raise ModelError(f"chat completions: no choices in {str(data)[:200]}") from None
+            raise ModelError(f"{self.label}: no choices in {str(data)[:200]}") from None
         calls = []
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
-            try:
-                arguments = json.loads(function.get("arguments") or "{}")
-            except ValueError:
-                raise ModelError(
-                    f"the model sent invalid JSON arguments for {function.get('name')!r}"
-                ) from None
-            calls.append(
-                ToolCall(
-                    str(call.get("id")),
-                    str(function.get("name")),
-                    arguments if isinstance(arguments, dict) else {},
-                )
-            )
+            name, arguments = str(function.get("name")), function.get("arguments") or ""
+            calls.append(tool_call(str(call.get("id")), name, arguments, self.api))
         return ModelReply(
             str(message.get("content") or ""),
             tuple(calls),
@@ -176,29 +136,20 @@ class OpenAIModel:
             dict(data.get("usage") or {}),
         )
 
-    async def stream_reply(
+    async def read_stream(
         self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        system: str | None,
+        events: AsyncIterator[dict[str, Any]],
         on_text: Callable[[str], None],
-        on_tool_input: ToolInputSink | None = None,
+        on_tool_input: ToolInputSink | None,
     ) -> ModelReply:
-        """The same request with ``"stream": true``: ``delta.content`` goes to ``on_text``;
-        ``delta.tool_calls`` fragments are joined by their ``index``."""
-        body = {
-            **self.request_body(messages, tools, system),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        url = f"{self.base_url}/chat/completions"
-        api = f"chat completions at {self.base_url}"
+        """``delta.content`` goes to ``on_text``; ``delta.tool_calls`` fragments are
+        joined by their ``index``."""
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         finish, usage = "", dict[str, Any]()
-        async for chunk in post_sse(self._http, url, body, self._headers, self._timeout, api):
+        async for chunk in events:
             if isinstance(chunk.get("error"), dict):
-                raise ModelError(f"{api} streamed an error: {chunk['error']}")
+                raise ModelError(f"{self.api} streamed an error: {chunk['error']}")
             usage.update(chunk.get("usage") or {})
             for choice in chunk.get("choices") or []:
                 delta = choice.get("delta") or {}
@@ -216,15 +167,8 @@ class OpenAIModel:
                     if on_tool_input is not None and call["id"] and call["name"]:
                         on_tool_input(call["id"], call["name"], call["arguments"])
                 finish = str(choice.get("finish_reason") or finish)
-        out = []
-        for _, call in sorted(calls.items()):
-            try:
-                arguments = json.loads(call["arguments"] or "{}")
-            except ValueError:
-                raise ModelError(
-                    f"the model sent invalid JSON arguments for {call['name']!r}"
-                ) from None
-            out.append(
-                ToolCall(call["id"], call["name"], arguments if isinstance(arguments, dict) else {})
-            )
+        out = [
+            tool_call(call["id"], call["name"], call["arguments"], self.api)
+            for _, call in sorted(calls.items())
+        ]
         return ModelReply("".join(text), tuple(out), finish, usage)

@@ -7,10 +7,10 @@ blocks map one to one; images become ``{"type": "image", "source": {"type": "bas
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-from .base import HttpModel, Message, ModelError, ModelReply, ToolCall, ToolInputSink, tool_call
+from .base import HttpModel, Message, ModelError, ModelReply, Sinks, ToolCall, tool_call
 
 __all__ = ["AnthropicModel"]
 
@@ -90,12 +90,7 @@ class AnthropicModel(HttpModel):
             dict(data.get("usage") or {}),
         )
 
-    async def read_stream(
-        self,
-        events: AsyncIterator[dict[str, Any]],
-        on_text: Callable[[str], None],
-        on_tool_input: ToolInputSink | None,
-    ) -> ModelReply:
+    async def read_stream(self, events: AsyncIterator[dict[str, Any]], to: Sinks) -> ModelReply:
         """Text deltas go to ``on_text`` as they come; ``tool_use`` input arrives as JSON
         fragments, joined and parsed at the end."""
         blocks: dict[int, dict[str, Any]] = {}
@@ -113,11 +108,11 @@ class AnthropicModel(HttpModel):
                 delta = event.get("delta") or {}
                 if delta.get("type") == "text_delta":
                     block["text"] = block.get("text", "") + str(delta.get("text", ""))
-                    on_text(str(delta.get("text", "")))
+                    to.on_text(str(delta.get("text", "")))
                 elif delta.get("type") == "input_json_delta":
                     block["partial"] += str(delta.get("partial_json", ""))
-                    if on_tool_input is not None and block.get("type") == "tool_use":
-                        on_tool_input(
+                    if to.on_tool_input is not None and block.get("type") == "tool_use":
+                        to.on_tool_input(
                             str(block.get("id")), str(block.get("name")), block["partial"]
                         )
             elif kind == "message_delta":

@@ -37,6 +37,7 @@ __all__ = [
     "Model",
     "ModelError",
     "ModelReply",
+    "Sinks",
     "StreamingModel",
     "ToolCall",
     "api_key",
@@ -86,6 +87,14 @@ class Model(Protocol):
 
 #: Gets ``(call id, tool name, the call's JSON arguments so far)`` as they stream.
 ToolInputSink = Callable[[str, str, str], None]
+
+
+@dataclass(frozen=True)
+class Sinks:
+    """Where a streamed reply goes as it arrives: its text, and its tool calls' arguments."""
+
+    on_text: Callable[[str], None]
+    on_tool_input: ToolInputSink | None = None
 
 
 @runtime_checkable
@@ -189,12 +198,7 @@ class HttpModel:
     def read_reply(self, data: Any) -> ModelReply:
         raise NotImplementedError
 
-    async def read_stream(
-        self,
-        events: AsyncIterator[dict[str, Any]],
-        on_text: Callable[[str], None],
-        on_tool_input: ToolInputSink | None,
-    ) -> ModelReply:
+    async def read_stream(self, events: AsyncIterator[dict[str, Any]], to: Sinks) -> ModelReply:
         raise NotImplementedError
 
     async def reply(
@@ -218,7 +222,7 @@ class HttpModel:
         body.update(self.stream_options)
         url = self.base_url + self.endpoint
         events = post_sse(self._http, url, body, self._headers, self._timeout, self.api)
-        return await self.read_stream(events, on_text, on_tool_input)
+        return await self.read_stream(events, Sinks(on_text, on_tool_input))
 
 
 async def post_json(

@@ -14,10 +14,10 @@ Translation from the neutral format:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-from .base import HttpModel, Message, ModelError, ModelReply, ToolInputSink, tool_call
+from .base import HttpModel, Message, ModelError, ModelReply, Sinks, tool_call
 
 __all__ = ["OpenAIModel"]
 
@@ -136,12 +136,7 @@ class OpenAIModel(HttpModel):
             dict(data.get("usage") or {}),
         )
 
-    async def read_stream(
-        self,
-        events: AsyncIterator[dict[str, Any]],
-        on_text: Callable[[str], None],
-        on_tool_input: ToolInputSink | None,
-    ) -> ModelReply:
+    async def read_stream(self, events: AsyncIterator[dict[str, Any]], to: Sinks) -> ModelReply:
         """``delta.content`` goes to ``on_text``; ``delta.tool_calls`` fragments are
         joined by their ``index``."""
         text: list[str] = []
@@ -155,7 +150,7 @@ class OpenAIModel(HttpModel):
                 delta = choice.get("delta") or {}
                 if delta.get("content"):
                     text.append(str(delta["content"]))
-                    on_text(str(delta["content"]))
+                    to.on_text(str(delta["content"]))
                 for part in delta.get("tool_calls") or []:
                     call = calls.setdefault(
                         int(part.get("index", 0)), {"id": "", "name": "", "arguments": ""}
@@ -164,8 +159,8 @@ class OpenAIModel(HttpModel):
                     call["id"] = str(part.get("id") or call["id"])
                     call["name"] += str(function.get("name") or "")
                     call["arguments"] += str(function.get("arguments") or "")
-                    if on_tool_input is not None and call["id"] and call["name"]:
-                        on_tool_input(call["id"], call["name"], call["arguments"])
+                    if to.on_tool_input is not None and call["id"] and call["name"]:
+                        to.on_tool_input(call["id"], call["name"], call["arguments"])
                 finish = str(choice.get("finish_reason") or finish)
         out = [
             tool_call(call["id"], call["name"], call["arguments"], self.api)

@@ -50,28 +50,22 @@ class AnthropicModel(HttpModel):
             "content-type": "application/json",
         }
 
-    def request_body(
-        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.name,
-            "max_tokens": self.max_tokens,
+    def conversation(self, messages: list[Message], system: str | None) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "messages": [
                 {"role": m["role"], "content": [_block(b) for b in m["content"]]} for m in messages
-            ],
-        }
-        if tools:
-            body["tools"] = [
-                {
-                    "name": t["name"],
-                    "description": t.get("description", ""),
-                    "input_schema": t["input_schema"],
-                }
-                for t in tools
             ]
+        }
         if system:
-            body["system"] = system
-        return body
+            out["system"] = system
+        return out
+
+    def tool_spec(self, tool: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "input_schema": tool["input_schema"],
+        }
 
     def read_reply(self, data: Any) -> ModelReply:
         text: list[str] = []

@@ -193,6 +193,18 @@ class HttpModel:
     def request_body(
         self, messages: list[Message], tools: list[dict[str, Any]], system: str | None
     ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.name, "max_tokens": self.max_tokens}
+        body.update(self.conversation(messages, system))
+        if tools:
+            body["tools"] = [self.tool_spec(tool) for tool in tools]
+        return body
+
+    def conversation(self, messages: list[Message], system: str | None) -> dict[str, Any]:
+        """The body's fields that carry the messages and the system prompt."""
+        raise NotImplementedError
+
+    def tool_spec(self, tool: dict[str, Any]) -> dict[str, Any]:
+        """A neutral tool (``name``, ``description``, ``input_schema``) as the API wants it."""
         raise NotImplementedError
 
     def read_reply(self, data: Any) -> ModelReply:

@@ -96,27 +96,18 @@ class OpenAIModel(HttpModel):
     def headers(self, key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"}
 
-    def request_body(
-        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.name,
-            "max_tokens": self.max_tokens,
-            "messages": convert(messages, system),
+    def conversation(self, messages: list[Message], system: str | None) -> dict[str, Any]:
+        return {"messages": convert(messages, system)}
+
+    def tool_spec(self, tool: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "parameters": tool["input_schema"],
+            },
         }
-        if tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t["name"],
-                        "description": t.get("description", ""),
-                        "parameters": t["input_schema"],
-                    },
-                }
-                for t in tools
-            ]
-        return body
 
     def read_reply(self, data: Any) -> ModelReply:
         try:

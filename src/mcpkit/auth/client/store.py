@@ -11,9 +11,11 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 __all__ = ["ClientInfo", "FileTokenStore", "InMemoryTokenStore", "TokenSet", "TokenStore"]
+
+V = TypeVar("V")
 
 
 @dataclass(slots=True)
@@ -102,19 +104,13 @@ class InMemoryTokenStore:
         return self._tokens.get(resource)
 
     def set_tokens(self, resource: str, tokens: TokenSet | None) -> None:
-        if tokens is None:
-            self._tokens.pop(resource, None)
-        else:
-            self._tokens[resource] = tokens
+        _put(self._tokens, resource, tokens)
 
     def get_client(self, issuer: str) -> ClientInfo | None:
         return self._clients.get(issuer)
 
     def set_client(self, issuer: str, client: ClientInfo | None) -> None:
-        if client is None:
-            self._clients.pop(issuer, None)
-        else:
-            self._clients[issuer] = client
+        _put(self._clients, issuer, client)
 
 
 class FileTokenStore:
@@ -150,30 +146,36 @@ class FileTokenStore:
                 os.unlink(tmp)
             raise
 
-    def get_tokens(self, resource: str) -> TokenSet | None:
+    def _get(self, table: str, key: str) -> dict[str, Any] | None:
         with self._lock:
-            item = self._load()["tokens"].get(resource)
-        return TokenSet.from_dict(item) if isinstance(item, dict) else None
+            item = self._load()[table].get(key)
+        return item if isinstance(item, dict) else None
+
+    def _set(self, table: str, key: str, item: dict[str, Any] | None) -> None:
+        """Change one entry under the lock: read the file, change it, replace it."""
+        with self._lock:
+            data = self._load()
+            _put(data[table], key, item)
+            self._save(data)
+
+    def get_tokens(self, resource: str) -> TokenSet | None:
+        item = self._get("tokens", resource)
+        return TokenSet.from_dict(item) if item is not None else None
 
     def set_tokens(self, resource: str, tokens: TokenSet | None) -> None:
-        with self._lock:
-            data = self._load()
-            if tokens is None:
-                data["tokens"].pop(resource, None)
-            else:
-                data["tokens"][resource] = tokens.to_dict()
-            self._save(data)
+        self._set("tokens", resource, tokens.to_dict() if tokens is not None else None)
 
     def get_client(self, issuer: str) -> ClientInfo | None:
-        with self._lock:
-            item = self._load()["clients"].get(issuer)
-        return ClientInfo.from_dict(item) if isinstance(item, dict) else None
+        item = self._get("clients", issuer)
+        return ClientInfo.from_dict(item) if item is not None else None
 
     def set_client(self, issuer: str, client: ClientInfo | None) -> None:
-        with self._lock:
-            data = self._load()
-            if client is None:
-                data["clients"].pop(issuer, None)
-            else:
-                data["clients"][issuer] = client.to_dict()
-            self._save(data)
+        self._set("clients", issuer, client.to_dict() if client is not None else None)
+
+
+def _put(table: dict[str, V], key: str, value: V | None) -> None:
+    """Set ``key`` in ``table``, or remove it when ``value`` is None (a store's rule)."""
+    if value is None:
+        table.pop(key, None)
+    else:
+        table[key] = value

@@ -9,17 +9,35 @@ import os
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, cast, runtime_checkable
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["ClientInfo", "FileTokenStore", "InMemoryTokenStore", "TokenSet", "TokenStore"]
 
 V = TypeVar("V")
 
 
+class _Stored:
+    """A record a token store keeps as JSON: every field out, the known fields back in
+    (a file written by another version may have more or fewer)."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(cast("DataclassInstance", self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        names = {f.name for f in fields(cast("type[DataclassInstance]", cls))}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
 @dataclass(slots=True)
-class TokenSet:
+class TokenSet(_Stored):
     access_token: str
     token_type: str = "Bearer"
     expires_at: float | None = None
@@ -37,14 +55,6 @@ class TokenSet:
     def is_dpop(self) -> bool:
         return self.token_type.lower() == "dpop"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TokenSet:
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known)
-
     def __repr__(self) -> str:  # never print secrets
         return (
             f"TokenSet(token_type={self.token_type!r}, expires_at={self.expires_at!r}, "
@@ -54,21 +64,13 @@ class TokenSet:
 
 
 @dataclass(slots=True)
-class ClientInfo:
+class ClientInfo(_Stored):
     client_id: str
     client_secret: str | None = None
     auth_method: str = "none"
     issuer: str | None = None
     secret_expires_at: float | None = None
     registration: str = "dynamic"  # "pre-registered" | "metadata-document" | "dynamic"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ClientInfo:
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known)
 
     def usable(self, now: float | None = None) -> bool:
         if self.secret_expires_at in (None, 0):

@@ -11,28 +11,24 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, cast, runtime_checkable
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
+from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
 __all__ = ["ClientInfo", "FileTokenStore", "InMemoryTokenStore", "TokenSet", "TokenStore"]
 
 V = TypeVar("V")
 
 
+@dataclass(slots=True)
 class _Stored:
     """A record a token store keeps as JSON: every field out, the known fields back in
     (a file written by another version may have more or fewer)."""
 
-    __slots__ = ()
-
     def to_dict(self) -> dict[str, Any]:
-        return asdict(cast("DataclassInstance", self))
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        names = {f.name for f in fields(cast("type[DataclassInstance]", cls))}
+        names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
 

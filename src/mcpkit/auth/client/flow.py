@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
 import httpx
 
@@ -104,7 +104,14 @@ class GrantContext:
 
 class EngineOptions(TypedDict, total=False):
     """How an :class:`OAuthEngine` behaves beside its grant; every ``OAuthAuth`` takes
-    them too and hands them on, so they are listed here once (defaults: the engine's)."""
+    them too and hands them on, so they are listed here once.  ``store``: where tokens
+    and registrations are kept (default: in memory); ``policy``: the SSRF guard of
+    discovery and token requests (default :class:`UrlPolicy`); ``scopes``: ask for these
+    instead of what the challenge or the metadata suggests; ``dpop``: bind tokens to a
+    key (None: when the authorization server supports it); ``max_step_ups`` (default 2):
+    insufficient-scope re-authorizations per request; ``legacy_fallback`` (default
+    False): without protected resource metadata, use the server's origin as the
+    authorization server (2025-03-26 servers)."""
 
     store: TokenStore | None
     policy: UrlPolicy | None
@@ -142,26 +149,17 @@ def _error_of(response: httpx.Response) -> tuple[str | None, str]:
 class OAuthEngine:
     """State and logic for one protected resource (an MCP server URL)."""
 
-    def __init__(
-        self,
-        grant: Grant,
-        *,
-        server_url: str,
-        store: TokenStore | None = None,
-        policy: UrlPolicy | None = None,
-        scopes: list[str] | None = None,
-        dpop: bool | None = None,
-        max_step_ups: int = 2,
-        legacy_fallback: bool = False,
-    ) -> None:
+    def __init__(self, grant: Grant, *, server_url: str, **options: Unpack[EngineOptions]) -> None:
         self.grant = grant
         self.server_url = canonical_resource(server_url)
+        store = options.get("store")
         self.store: TokenStore = store if store is not None else InMemoryTokenStore()
-        self.policy = policy or UrlPolicy()
+        self.policy = options.get("policy") or UrlPolicy()
+        scopes = options.get("scopes")
         self.configured_scopes = list(scopes) if scopes is not None else None
-        self.dpop = dpop
-        self.max_step_ups = max_step_ups
-        self.legacy_fallback = legacy_fallback
+        self.dpop = options.get("dpop")
+        self.max_step_ups = options.get("max_step_ups", 2)
+        self.legacy_fallback = options.get("legacy_fallback", False)
         self.prm: ResourceMetadata | None = None
         self.as_meta: AuthServerMetadata | None = None
         self.requested_scopes: list[str] | None = None

@@ -66,6 +66,7 @@ _.misses
 lifespan_state  # server/lifespan.py: what the lifespan yielded, for handlers
 _.lifespan_state
 params_type  # types/methods.py: schema names, held to the schemas by a test
+request_refresh_tokens  # auth/client/grants.py: a Registration keyword, read by .get()
 
 # --- Public API (documented in README/docs, exercised by tests)
 _.require_tool  # auth.BearerAuth

@@ -5,7 +5,8 @@ but not promised.
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
+
+from .types.lazy import lazy_exports as _lazy_exports
 
 if _TYPE_CHECKING:
     from .server import (
@@ -37,15 +38,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> _Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -9,8 +9,9 @@ Names are imported lazily so that ``import mcpkit.auth`` stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..types.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .principal import Principal
@@ -40,8 +41,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcpkit.auth' has no attribute {name!r}")
-    return getattr(importlib.import_module(module, __name__), name)
+__getattr__ = lazy_exports(__name__, _WHERE)

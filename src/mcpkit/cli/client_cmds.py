@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from . import output
+from .command import add_command
 from .exits import EXIT_CODES_HELP, EXIT_CONNECTION, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 from .terminal import TerminalUI
 
@@ -38,39 +39,45 @@ command after `--`.
     + EXIT_CODES_HELP
 )
 
-_COMMANDS: dict[str, tuple[str, str, str]] = {
+_COMMANDS: dict[str, tuple[str, str, list[str]]] = {
     # name: (summary, usage, examples)
     "list": (
         "list a server's tools, prompts and resources",
         "mcpkit list [options] TARGET\n       mcpkit list [options] -- COMMAND [ARG...]",
-        "  mcpkit list demo.py\n"
-        "  mcpkit list http://127.0.0.1:8000/mcp --json\n"
-        "  mcpkit list -- npx -y @modelcontextprotocol/server-everything",
+        [
+            "mcpkit list demo.py",
+            "mcpkit list http://127.0.0.1:8000/mcp --json",
+            "mcpkit list -- npx -y @modelcontextprotocol/server-everything",
+        ],
     ),
     "call": (
         "call a tool and print its result",
         "mcpkit call [options] TARGET TOOL [key=value | key:=JSON ...]\n"
         "       mcpkit call [options] TOOL [key=value ...] -- COMMAND [ARG...]",
-        "  mcpkit call demo.py add a=1 b=2\n"
-        "  mcpkit call demo.py greet              # asks for your name on the terminal\n"
-        '  mcpkit call URL search filters:=\'{"tag": "x"}\' --json\n'
-        '  mcpkit call demo.py add --args \'{"a": 1, "b": 2}\'   # no tools/list first',
+        [
+            "mcpkit call demo.py add a=1 b=2",
+            "mcpkit call demo.py greet              # asks for your name on the terminal",
+            'mcpkit call URL search filters:=\'{"tag": "x"}\' --json',
+            'mcpkit call demo.py add --args \'{"a": 1, "b": 2}\'   # no tools/list first',
+        ],
     ),
     "read": (
         "read a resource and print its contents",
         "mcpkit read [options] TARGET URI",
-        "  mcpkit read demo.py note://today\n"
-        "  mcpkit read http://127.0.0.1:8000/mcp file:///a.txt --json",
+        [
+            "mcpkit read demo.py note://today",
+            "mcpkit read http://127.0.0.1:8000/mcp file:///a.txt --json",
+        ],
     ),
     "prompt": (
         "get a prompt with arguments and print its messages",
         "mcpkit prompt [options] TARGET NAME [key=value ...]",
-        "  mcpkit prompt demo.py summarize text='MCP connects models to tools'",
+        ["mcpkit prompt demo.py summarize text='MCP connects models to tools'"],
     ),
     "inspect": (
         "report everything a server offers (capabilities, full schemas); --json is stable",
         "mcpkit inspect [options] TARGET",
-        "  mcpkit inspect demo.py\n  mcpkit inspect demo.py --json > server.json   # diff it in CI",
+        ["mcpkit inspect demo.py", "mcpkit inspect demo.py --json > server.json   # diff it in CI"],
     ),
 }
 
@@ -131,13 +138,14 @@ def _options(parser: argparse.ArgumentParser, default: Any = None) -> None:
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     runners = {"list": _list, "call": _call, "read": _read, "prompt": _prompt, "inspect": _inspect}
     for name, (summary, usage, examples) in _COMMANDS.items():
-        p = sub.add_parser(
+        p = add_command(
+            sub,
             name,
             help=summary,
             description=summary,
             usage=usage,
-            epilog=f"examples:\n{examples}\n\n{_TARGET_HELP}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            examples=examples,
+            notes=_TARGET_HELP,
         )
         _options(p)
         if name == "call":

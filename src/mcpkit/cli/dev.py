@@ -17,19 +17,19 @@ import sys
 from pathlib import Path
 
 from ..types.extras import require
+from .command import Subcommands, add_command
 from .exits import EXIT_OK, EXIT_USAGE
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def add_parser(sub: Subcommands) -> None:
+    p = add_command(
+        sub,
         "dev",
         help="serve over HTTP with reload on file change (needs the 'cli' extra)",
         description="Serve a server file over Streamable HTTP and restart it when a file "
         "under its folder changes.",
-        epilog="examples:\n  mcpkit dev demo.py\n  mcpkit dev demo.py:server --port 9000 "
-        "--watch src/\n\nWith npx on PATH it also prints the MCP Inspector command to open "
-        "the server in.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=["mcpkit dev demo.py", "mcpkit dev demo.py:server --port 9000 --watch src/"],
+        notes="With npx on PATH it also prints the MCP Inspector command to open the server in.",
     )
     p.add_argument("target", help="path/to/file.py[:name] or package.module[:name]")
     p.add_argument("--port", type=int, default=8000)

@@ -5,23 +5,25 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .command import Subcommands, add_command
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
 from .observability import uvicorn_log_config
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def add_parser(sub: Subcommands) -> None:
+    p = add_command(
+        sub,
         "gateway",
         help="front many MCP servers with one policy-enforcing endpoint",
         description="Serve one MCP endpoint in front of the upstreams of a TOML file, with "
         "authentication, rules, rate limits and audit (needs the 'gateway' extra).",
-        epilog="examples:\n"
-        "  mcpkit gateway examples/gateway.toml --port 8080   # /mcp, /metrics, /livez, /readyz\n"
-        "  mcpkit gateway gateway.toml --watch               # reload when the file changes\n"
-        "  mcpkit gateway gateway.toml --stdio               # the same front over stdio\n"
-        "  kill -HUP <pid>                                   # reload the config",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            "mcpkit gateway examples/gateway.toml --port 8080   # /mcp, /metrics, /livez, /readyz",
+            "mcpkit gateway gateway.toml --watch               # reload when the file changes",
+            "mcpkit gateway gateway.toml --stdio               # the same front over stdio",
+            "kill -HUP <pid>                                   # reload the config",
+        ],
     )
     p.add_argument("config", help="gateway TOML file (see examples/gateway.toml)")
     p.add_argument("--stdio", action="store_true", help="serve the front over stdio")

@@ -5,24 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .command import Subcommands, add_command
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def add_parser(sub: Subcommands) -> None:
+    p = add_command(
+        sub,
         "host",
         help="connect MCP servers to a model, in a terminal or a web page",
         description="Run an MCP host: servers from an mcpServers JSON file, "
         "a permission policy, and a model loop.",
-        epilog="examples:\n"
-        "  mcpkit host --config examples/host.json          # terminal\n"
-        "  mcpkit host --web --config examples/host.json    # local page\n"
-        "  mcpkit host --web --model anthropic:claude-sonnet-4-5\n"
-        "  mcpkit host --reset-trust    # forget trusted server commands\n\n"
-        "A bare python, python3 or mcpkit command in the config runs "
+        examples=[
+            "mcpkit host --config examples/host.json          # terminal",
+            "mcpkit host --web --config examples/host.json    # local page",
+            "mcpkit host --web --model anthropic:claude-sonnet-4-5",
+            "mcpkit host --reset-trust    # forget trusted server commands",
+        ],
+        notes="A bare python, python3 or mcpkit command in the config runs "
         "with this host's own interpreter.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--config", "-c", help="JSON file in the common mcpServers shape")
     p.add_argument(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types.extras import require
+from .command import Subcommands, add_command
 from .exits import EXIT_OK, EXIT_USAGE
 from .target import TargetError, load_server
 
@@ -63,31 +64,31 @@ HOSTS: dict[str, HostKind] = {
     "gemini-cli": HostKind("Gemini CLI", lambda: Path.home() / ".gemini" / "settings.json"),
 }
 
-_EXAMPLES = """\
-examples:
-  mcpkit install claude-desktop demo.py
-  mcpkit install cursor demo.py:server --name notes --env API_KEY=... --env-file .env
-  mcpkit install vscode pkg.module:app --with httpx
-  mcpkit install json demo.py            # print the mcpServers entry, write nothing
-
-where each client keeps its servers (on this machine):
-"""
+_EXAMPLES = [
+    "mcpkit install claude-desktop demo.py",
+    "mcpkit install cursor demo.py:server --name notes --env API_KEY=... --env-file .env",
+    "mcpkit install vscode pkg.module:app --with httpx",
+    "mcpkit install json demo.py            # print the mcpServers entry, write nothing",
+]
 
 
 class InstallError(Exception):
     pass
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     where = "".join(f"  {name:<15} {host.path()}\n" for name, host in HOSTS.items())
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "install",
         help="add a server to Claude Desktop, Claude Code, Cursor, VS Code, ...",
         description="Add a server file or module to a desktop host's MCP configuration "
         "(merged with what is there; a backup is kept).",
-        epilog=_EXAMPLES + where + "\nexit status: 0 ok, 2 bad usage or a config file that "
+        examples=_EXAMPLES,
+        notes="where each client keeps its servers (on this machine):\n"
+        + where
+        + "\nexit status: 0 ok, 2 bad usage or a config file that "
         "cannot be merged safely (nothing is written then).",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "client",

@@ -8,24 +8,27 @@ from functools import partial
 from typing import Any
 
 from ..types.extras import require
+from .command import Subcommands, add_command
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
 from .observability import uvicorn_log_config, with_metrics
 from .target import TargetError, load_server
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def add_parser(sub: Subcommands) -> None:
+    p = add_command(
+        sub,
         "serve",
         help="serve an MCP server over stdio or HTTP",
         description="Serve a server file or module over stdio (what desktop hosts launch) "
         "or Streamable HTTP.",
-        epilog="examples:\n  mcpkit serve demo.py\n"
-        "  mcpkit serve demo.py:server --http --port 8000\n"
-        "  mcpkit serve pkg.module:app --http --state redis://127.0.0.1:6379/0\n\n"
-        "TARGET without :NAME serves the module's `server`, `mcp` or `app` variable (or its "
-        "only Server).",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            "mcpkit serve demo.py",
+            "mcpkit serve demo.py:server --http --port 8000",
+            "mcpkit serve pkg.module:app --http --state redis://127.0.0.1:6379/0",
+        ],
+        notes="TARGET without :NAME serves the module's `server`, `mcp` or `app` variable (or "
+        "its only Server).",
     )
     p.add_argument("target", nargs="?", help="path/to/file.py[:name] or package.module[:name]")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")

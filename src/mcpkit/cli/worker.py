@@ -16,24 +16,26 @@ import sys
 from typing import Any
 
 from ..types.extras import require
+from .command import Subcommands, add_command
 from .target import TargetError, load_server
 
 _REDIS = ("redis://", "rediss://", "unix://")
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def add_parser(sub: Subcommands) -> None:
+    p = add_command(
+        sub,
         "worker",
         help="run queued task-backed tool calls (Redis)",
         description="Run the task-backed tool calls that replicas started with "
         "`mcpkit serve --task-workers external` queue in Redis.",
-        epilog="examples:\n"
-        "  mcpkit worker app.py --state redis://127.0.0.1:6379/0\n"
-        "  mcpkit worker app.py --state redis://127.0.0.1:6379/0 --concurrency 32 --grace 60\n"
-        "  mcpkit worker --stats --state redis://127.0.0.1:6379/0\n\n"
-        "Tools annotated idempotentHint (or readOnlyHint) run again on another worker when "
-        "theirs dies (at least once); any other tool runs at most once and fails clearly.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=[
+            "mcpkit worker app.py --state redis://127.0.0.1:6379/0",
+            "mcpkit worker app.py --state redis://127.0.0.1:6379/0 --concurrency 32 --grace 60",
+            "mcpkit worker --stats --state redis://127.0.0.1:6379/0",
+        ],
+        notes="Tools annotated idempotentHint (or readOnlyHint) run again on another worker "
+        "when theirs dies (at least once); any other tool runs at most once and fails clearly.",
     )
     p.add_argument(
         "target", nargs="?", help="the server the replicas serve: path/to/file.py[:name]"

@@ -23,6 +23,7 @@ when the file is loaded.  The server's status line shows what a bare command res
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,19 @@ __all__ = [
     "parse_config",
     "parse_server",
     "resolve_command",
+    "user_file",
 ]
+
+
+def user_file(variable: str, name: str) -> Path:
+    """Where the host keeps one of a person's files: the path in the environment variable
+    ``variable`` when set, else ``name`` in ``$XDG_CONFIG_HOME/mcpkit`` (``~/.config``
+    by default)."""
+    explicit = os.environ.get(variable)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "mcpkit" / name
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ Discovery may reach loopback addresses only when the MCP server itself is on loo
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,17 +31,13 @@ from ..auth.client import (
     UrlPolicy,
     check_browser_url,
 )
-from .config import ServerConfig
+from .config import ServerConfig, user_file
 
 __all__ = ["ServerLogin", "default_token_file", "default_token_store", "wants_oauth"]
 
 
 def default_token_file() -> Path:
-    explicit = os.environ.get("MCPKIT_TOKEN_FILE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "mcpkit" / "oauth-tokens.json"
+    return user_file("MCPKIT_TOKEN_FILE", "oauth-tokens.json")
 
 
 def default_token_store() -> TokenStore:

@@ -18,22 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-from .config import ServerConfig
+from .config import ServerConfig, user_file
 
 __all__ = ["TrustStore", "default_trust_file", "trust_key"]
 
 
 def default_trust_file() -> Path:
-    explicit = os.environ.get("MCPKIT_TRUST_FILE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "mcpkit" / "trusted-servers.json"
+    return user_file("MCPKIT_TRUST_FILE", "trusted-servers.json")
 
 
 def trust_key(config: ServerConfig) -> str:

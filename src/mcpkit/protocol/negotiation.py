@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..types.errors import invalid_params, unsupported_version
+from ..types.errors import invalid_params, object_param, unsupported_version
 from ..types.versions import (
     LATEST_LEGACY,
     LEGACY_VERSIONS,
@@ -127,11 +127,7 @@ def check_initialize_params(params: dict[str, Any]) -> tuple[str, dict[str, Any]
     version = params.get("protocolVersion")
     if not isinstance(version, str):
         raise invalid_params("initialize requires a string protocolVersion")
-    caps = params.get("capabilities")
-    if caps is None:
-        caps = {}
-    if not isinstance(caps, dict):
-        raise invalid_params("initialize capabilities must be an object")
+    caps = object_param(params, "capabilities", "initialize capabilities must be an object")
     info = params.get("clientInfo")
     if not isinstance(info, dict):
         info = {}

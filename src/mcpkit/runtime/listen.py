@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..types.codec import encode_message, encode_str
-from ..types.errors import invalid_params
+from ..types.errors import object_param
 from ..types.jsonrpc import Message, RequestId
 from ..types.versions import META_SUBSCRIPTION_ID, TASKS_EXTENSION
 from .changes import PROMPTS, RESOURCE_UPDATED, RESOURCES, TOOLS, ChangeEvent
@@ -100,11 +100,9 @@ class Subscription:
     def __init__(
         self, server: CapabilitySource, listen_id: RequestId, params: dict[str, Any]
     ) -> None:
-        requested = params.get("notifications")
-        if requested is None:
-            requested = {}
-        if not isinstance(requested, dict):
-            raise invalid_params("subscriptions/listen requires a notifications filter object")
+        requested = object_param(
+            params, "notifications", "subscriptions/listen requires a notifications filter object"
+        )
         caps = server.capabilities("modern")
         honoured: dict[str, Any] = {}
         self.kinds: dict[str, str] = {}

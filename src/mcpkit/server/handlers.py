@@ -14,7 +14,7 @@ import anyio
 
 from ..protocol.sealing import InvalidState
 from ..runtime.exchange import Interrupted
-from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params
+from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params, object_param
 from .context import Context
 from .mrtr import (
     InputRound,
@@ -64,11 +64,7 @@ def table(server: Server) -> dict[str, Handler]:
         tool = server.tools.get(name)
         if tool is None or (vis.active and not vis.allows(ctx, "tool", name, tool.tags)):
             raise invalid_params(f"Unknown tool: {name}", {"name": name})
-        arguments = params.get("arguments")
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
-            raise invalid_params("tools/call arguments must be an object")
+        arguments = object_param(params, "arguments", "tools/call arguments must be an object")
         try:
             if tool.arguments is not None:
                 kwargs = tool.arguments.validate(arguments)

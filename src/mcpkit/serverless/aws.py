@@ -10,12 +10,12 @@ invocations that follow.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Unpack
 
 from ..server import Server
 from ..types.extras import require
-from .mode import AWS_SUFFIXES, serverless_app
+from .mode import AWS_SUFFIXES, ServerlessOptions, serverless_app
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -24,10 +24,8 @@ def lambda_handler(
     server: Server,
     *,
     path: str = "/mcp",
-    legacy: bool | None = None,
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
     api_gateway_base_path: str = "/",
+    **options: Unpack[ServerlessOptions],
 ) -> LambdaHandler:
     """The ``handler(event, context)`` Lambda calls, serving ``server`` at ``path``.
 
@@ -36,13 +34,7 @@ def lambda_handler(
     The other arguments are :func:`~mcpkit.serverless.serverless_app`'s."""
     mangum = require("mangum", "serverless", "mcpkit.serverless.lambda_handler")
     app = serverless_app(
-        server,
-        path=path,
-        legacy=legacy,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        platform_suffixes=AWS_SUFFIXES,
-        buffered=True,
+        server, path=path, platform_suffixes=AWS_SUFFIXES, buffered=True, **options
     )
     handler: LambdaHandler = mangum.Mangum(
         app, lifespan="off", api_gateway_base_path=api_gateway_base_path

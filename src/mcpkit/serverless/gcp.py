@@ -14,13 +14,13 @@ functions-framework as an ASGI HTTP function under ``name``, which is how
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Unpack
 
 from ..server import Server
 from ..transports.http.asgi import Receive, Scope, Send
 from ..types.extras import require
-from .mode import GCP_SUFFIXES, serverless_app
+from .mode import GCP_SUFFIXES, ServerlessOptions, serverless_app
 
 CloudFunction = Callable[[Any], Awaitable[Any]]
 
@@ -41,12 +41,7 @@ class _Delegate:
 
 
 def cloud_function_handler(
-    server: Server,
-    *,
-    name: str = "mcp",
-    legacy: bool | None = None,
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
+    server: Server, *, name: str = "mcp", **options: Unpack[ServerlessOptions]
 ) -> CloudFunction:
     """An HTTP Cloud Function serving ``server``; assign it to a module attribute called
     ``name`` and deploy with ``--entry-point NAME`` (locally: ``functions-framework
@@ -56,14 +51,7 @@ def cloud_function_handler(
         "functions_framework.aio", "serverless", "mcpkit.serverless.cloud_function_handler"
     )
     path = "/mcp"
-    app = serverless_app(
-        server,
-        path=path,
-        legacy=legacy,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        platform_suffixes=GCP_SUFFIXES,
-    )
+    app = serverless_app(server, path=path, platform_suffixes=GCP_SUFFIXES, **options)
     delegate = _Delegate(app, path)
 
     async def function(request: Any) -> _Delegate:

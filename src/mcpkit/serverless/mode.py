@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 from ..protocol import headers as hdr
 from ..protocol.sealing import Keyring
@@ -135,6 +135,15 @@ def check_server(server: Server, legacy: bool | None) -> bool:
             "another instance"
         )
     return shared if legacy is None else legacy
+
+
+class ServerlessOptions(TypedDict, total=False):
+    """What each platform adapter hands on to :func:`serverless_app` as given: whether to
+    serve legacy sessions, and the hosts and origins to allow beside the platform's."""
+
+    legacy: bool | None
+    allowed_hosts: Iterable[str] | None
+    allowed_origins: Iterable[str] | None
 
 
 def serverless_app(

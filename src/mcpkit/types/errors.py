@@ -7,6 +7,7 @@ turn it into a wire error with :meth:`McpError.to_wire` and, on HTTP, its ``http
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 PARSE_ERROR: Final = -32700
@@ -76,6 +77,17 @@ class ConfigError(ValueError):
 
 def invalid_params(message: str, data: Any = None) -> McpError:
     return McpError(INVALID_PARAMS, message, data)
+
+
+def object_param(params: Mapping[str, Any], key: str, refusal: str) -> dict[str, Any]:
+    """``params[key]`` where the spec wants an object: absent or null is an empty one,
+    anything else but an object is refused as invalid params saying ``refusal``."""
+    value = params.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise invalid_params(refusal)
+    return value
 
 
 def method_not_found(method: str) -> McpError:

@@ -19,40 +19,95 @@ import hashlib
 import inspect
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Generator, Mapping
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping
+from typing import Any, Generic, TypeVar, Unpack
 
 import anyio
 import httpx
 
 from .browser import RedirectHandler
 from .errors import AuthorizationError, SsrfBlocked
-from .flow import Attempt, Fetch, Flow, OAuthEngine, UserAuthorization
+from .flow import Attempt, EngineOptions, Fetch, Flow, OAuthEngine, UserAuthorization
 from .grants import (
     AssertionSource,
     AuthorizationCodeGrant,
+    ClientCredentials,
     ClientCredentialsGrant,
     Grant,
     IdJagGrant,
+    IdJagSettings,
     JwtBearerGrant,
+    OptionalClient,
+    Registration,
     SubjectSource,
     TokenExchangeGrant,
 )
 from .ssrf import UrlPolicy, guarded_async_client, guarded_client, next_hop
-from .store import InMemoryTokenStore, TokenStore
+from .store import InMemoryTokenStore
 
 __all__ = [
+    "AuthOptions",
     "ClientCredentialsAuth",
+    "ClientCredentialsOptions",
     "EnterpriseAuth",
+    "EnterpriseOptions",
     "JwtBearerAuth",
+    "JwtBearerOptions",
     "OAuthAuth",
     "OAuthClientAuth",
+    "OAuthClientOptions",
     "TokenExchangeAuth",
 ]
 
 T = TypeVar("T")
 #: What the one exchange asks its driver to do (see ``OAuthAuth._exchange``).
 _Op = httpx.Request | httpx.Response | Flow[Any]
+#: What running a grant's flow asks its driver to do (see ``OAuthAuth._io``).
+_Io = httpx.Request | UserAuthorization
+
+
+class AuthOptions(EngineOptions, total=False):
+    """Every ``OAuthAuth``'s options beside its grant: the engine's, the MCP server's
+    ``server_url`` (default: the URL of the first request) and ``verify`` (TLS
+    verification of the discovery and token requests, as httpx takes it)."""
+
+    server_url: str | None
+    verify: Any
+
+
+class OAuthClientOptions(Registration, EngineOptions, total=False):
+    """:class:`OAuthClientAuth`'s keywords: the client's registration and the options
+    (``server_url`` is its first argument)."""
+
+    verify: Any
+
+
+class ClientCredentialsOptions(ClientCredentials, AuthOptions, total=False):
+    """:class:`ClientCredentialsAuth`'s keywords: the credentials and the options."""
+
+
+class JwtBearerOptions(OptionalClient, AuthOptions, total=False):
+    """:class:`JwtBearerAuth`'s keywords: the optional client and the options."""
+
+
+class EnterpriseOptions(IdJagSettings, AuthOptions, total=False):
+    """:class:`EnterpriseAuth`'s keywords: the IdP and client settings and the options."""
+
+
+class _Driven(Generic[T]):
+    """A generator driven one step at a time: :meth:`next` sends the previous step's
+    outcome and returns the next step, or None once it returned (its value: ``result``)."""
+
+    def __init__(self, steps: Generator[Any, Any, T]) -> None:
+        self._steps = steps
+        self.result: T | None = None
+
+    def next(self, reply: Any = None) -> Any:
+        try:
+            return self._steps.send(reply)
+        except StopIteration as stop:
+            self.result = stop.value
+            return None
 
 
 class OAuthAuth(httpx.Auth):
@@ -66,30 +121,35 @@ class OAuthAuth(httpx.Auth):
         grant: Grant,
         *,
         server_url: str | None = None,
-        store: TokenStore | None = None,
-        policy: UrlPolicy | None = None,
-        scopes: list[str] | None = None,
-        dpop: bool | None = None,
-        max_step_ups: int = 2,
-        legacy_fallback: bool = False,
         verify: Any = True,
+        **options: Unpack[EngineOptions],
     ) -> None:
         self.grant = grant
-        self.policy = policy or UrlPolicy()
+        self.policy = options.get("policy") or UrlPolicy()
         self.verify = verify
-        self._options: dict[str, Any] = {
-            "store": store,
-            "policy": self.policy,
-            "scopes": scopes,
-            "dpop": dpop,
-            "max_step_ups": max_step_ups,
-            "legacy_fallback": legacy_fallback,
-        }
+        self._options: EngineOptions = {**options, "policy": self.policy}
         self._engine: OAuthEngine | None = None
         if server_url is not None:
             self._engine = OAuthEngine(grant, server_url=server_url, **self._options)
         self._thread_lock = threading.Lock()
         self._async_lock: anyio.Lock | None = None
+
+    def _with_grant(
+        self,
+        options: Mapping[str, Any],
+        settings: Any,
+        make: Callable[..., Grant],
+        *args: Any,
+        **own: Any,
+    ) -> dict[str, Any]:
+        """Start as the auth of the grant ``make(*args, **its settings)``: the keywords of
+        ``options`` that the TypedDict ``settings`` names are the grant's, the others (and
+        ``own``) this auth's :class:`AuthOptions`.  Returns the grant's keywords."""
+        names = settings.__required_keys__ | settings.__optional_keys__
+        mine = {k: v for k, v in options.items() if k in names}
+        rest = {k: v for k, v in options.items() if k not in names}
+        OAuthAuth.__init__(self, make(*args, **mine), **rest, **own)
+        return mine
 
     @property
     def engine(self) -> OAuthEngine | None:
@@ -124,20 +184,37 @@ class OAuthAuth(httpx.Auth):
             sent = engine.authorize_request(request)
             response = yield request
 
-    @staticmethod
-    def _next(ops: Generator[_Op, Any, None], reply: Any) -> _Op | None:
-        try:
-            return ops.send(reply)
-        except StopIteration:
-            return None
+    def _io(self, flow: Flow[T]) -> Generator[_Io, Any, T]:
+        """A grant's flow down to its I/O, written once for both drivers below: yields a
+        request for the guarded client (the reply is its response, or the ``httpx``
+        error it raised, which goes on into the flow) or a :class:`UserAuthorization`
+        (the reply is the redirect's parameters).  Redirects are followed here."""
+        reply: Any = None
+        while True:
+            try:
+                error = reply if isinstance(reply, httpx.HTTPError) else None
+                step = flow.throw(error) if error is not None else flow.send(reply)
+            except StopIteration as stop:
+                result: T = stop.value
+                return result
+            if isinstance(step, UserAuthorization):
+                reply = yield step
+            else:
+                reply = yield from self._fetch(step)
 
-    @staticmethod
-    def _step(flow: Flow[Any], value: Any, error: BaseException | None) -> tuple[bool, Any]:
-        """Advance a grant's flow: (True, its result) when it ends, else (False, next step)."""
-        try:
-            return False, flow.throw(error) if error is not None else flow.send(value)
-        except StopIteration as stop:
-            return True, stop.value
+    def _fetch(self, step: Fetch) -> Generator[_Io, Any, Any]:
+        """One :class:`Fetch`, following the redirects it allows: the final response, or
+        the ``httpx`` error that ended it."""
+        request = step.request
+        for _ in range(self.policy.max_redirects + 1):
+            response = yield request
+            if isinstance(response, httpx.HTTPError):
+                return response
+            hop = self._hop(step, response)
+            if hop is None:
+                return response
+            request = hop
+        return SsrfBlocked(f"too many redirects fetching {step.request.url}")
 
     def _hop(self, step: Fetch, response: httpx.Response) -> httpx.Request | None:
         """The redirect to follow after ``response`` (None: it is the answer)."""
@@ -152,8 +229,8 @@ class OAuthAuth(httpx.Auth):
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
         if self._async_lock is None:
             self._async_lock = anyio.Lock()
-        ops, reply = self._exchange(request), None
-        while (op := self._next(ops, reply)) is not None:
+        ops, reply = _Driven(self._exchange(request)), None
+        while (op := ops.next(reply)) is not None:
             if isinstance(op, httpx.Request):
                 reply = yield op
             elif isinstance(op, httpx.Response):
@@ -163,45 +240,31 @@ class OAuthAuth(httpx.Auth):
                 async with self._async_lock:
                     reply = await self._arun(op)
 
-    async def _arun(self, flow: Flow[T]) -> T:
+    async def _arun(self, flow: Flow[T]) -> T | None:
         async with guarded_async_client(self.policy, verify=self.verify) as client:
-            value: Any = None
-            error: BaseException | None = None
-            while not (done := self._step(flow, value, error))[0]:
-                step, value, error = done[1], None, None
+            io = _Driven(self._io(flow))
+            reply: Any = None
+            while (step := io.next(reply)) is not None:
                 try:
-                    if isinstance(step, Fetch):
-                        value = await self._afetch(client, step)
+                    if isinstance(step, httpx.Request):
+                        reply = await client.send(step)
                     else:
-                        value = await self._aauthorize(step)
+                        reply = await self._aauthorize(step)
                 except httpx.HTTPError as exc:
-                    error = exc
-            result: T = done[1]
-            return result
-
-    async def _afetch(self, client: httpx.AsyncClient, step: Fetch) -> httpx.Response:
-        request = step.request
-        for _ in range(self.policy.max_redirects + 1):
-            response = await client.send(request)
-            hop = self._hop(step, response)
-            if hop is None:
-                return response
-            request = hop
-        raise SsrfBlocked(f"too many redirects fetching {step.request.url}")
+                    reply = exc
+            return io.result
 
     @staticmethod
     async def _aauthorize(step: UserAuthorization) -> Mapping[str, str]:
         answer = step.handler.authorize(step.url)
         if inspect.isawaitable(answer):
             answer = await answer
-        if not isinstance(answer, Mapping):
-            raise AuthorizationError("the redirect handler returned no parameters")
-        return answer
+        return _parameters(answer)
 
     # ------------------------------------------------------------------ sync driver
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
-        ops, reply = self._exchange(request), None
-        while (op := self._next(ops, reply)) is not None:
+        ops, reply = _Driven(self._exchange(request)), None
+        while (op := ops.next(reply)) is not None:
             if isinstance(op, httpx.Request):
                 reply = yield op
             elif isinstance(op, httpx.Response):
@@ -211,32 +274,20 @@ class OAuthAuth(httpx.Auth):
                 with self._thread_lock:
                     reply = self._run(op)
 
-    def _run(self, flow: Flow[T]) -> T:
+    def _run(self, flow: Flow[T]) -> T | None:
         with guarded_client(self.policy, verify=self.verify) as client:
-            value: Any = None
-            error: BaseException | None = None
-            while not (done := self._step(flow, value, error))[0]:
-                step, value, error = done[1], None, None
+            io = _Driven(self._io(flow))
+            reply: Any = None
+            while (step := io.next(reply)) is not None:
                 try:
-                    value = (
-                        self._fetch(client, step)
-                        if isinstance(step, Fetch)
-                        else (self._authorize(step))
+                    reply = (
+                        client.send(step)
+                        if isinstance(step, httpx.Request)
+                        else self._authorize(step)
                     )
                 except httpx.HTTPError as exc:
-                    error = exc
-            result: T = done[1]
-            return result
-
-    def _fetch(self, client: httpx.Client, step: Fetch) -> httpx.Response:
-        request = step.request
-        for _ in range(self.policy.max_redirects + 1):
-            response = client.send(request)
-            hop = self._hop(step, response)
-            if hop is None:
-                return response
-            request = hop
-        raise SsrfBlocked(f"too many redirects fetching {step.request.url}")
+                    reply = exc
+            return io.result
 
     @staticmethod
     def _authorize(step: UserAuthorization) -> Mapping[str, str]:
@@ -251,9 +302,13 @@ class OAuthAuth(httpx.Auth):
                 "this redirect handler is async-only: use httpx.AsyncClient, or give it an "
                 "authorize_sync method"
             )
-        if not isinstance(answer, Mapping):
-            raise AuthorizationError("the redirect handler returned no parameters")
-        return answer
+        return _parameters(answer)
+
+
+def _parameters(answer: Any) -> Mapping[str, str]:
+    if not isinstance(answer, Mapping):
+        raise AuthorizationError("the redirect handler returned no parameters")
+    return answer
 
 
 def _stale(engine: OAuthEngine) -> bool:
@@ -278,98 +333,36 @@ class OAuthClientAuth(OAuthAuth):
         server_url: str | None = None,
         *,
         redirect_handler: RedirectHandler,
-        client_name: str = "mcpkit",
-        client_id: str | None = None,
-        client_secret: str | None = None,
-        client_issuer: str | None = None,
-        client_metadata_url: str | None = None,
-        client_metadata: Mapping[str, Any] | None = None,
-        request_refresh_tokens: bool = True,
-        **options: Any,
+        **options: Unpack[OAuthClientOptions],
     ) -> None:
-        grant = AuthorizationCodeGrant(
-            redirect_handler,
-            client_name=client_name,
-            client_id=client_id,
-            client_secret=client_secret,
-            client_issuer=client_issuer,
-            client_metadata_url=client_metadata_url,
-            client_metadata=client_metadata,
-            request_refresh_tokens=request_refresh_tokens,
-        )
-        super().__init__(grant, server_url=server_url, **options)
+        grant = AuthorizationCodeGrant
+        self._with_grant(options, Registration, grant, redirect_handler, server_url=server_url)
 
 
 class ClientCredentialsAuth(OAuthAuth):
-    """Machine-to-machine: the client_credentials grant with ``client_secret`` (basic or
-    post, as the AS advertises) or ``private_key`` (``private_key_jwt``; PEM, JWK dict or
-    joserfc key)."""
+    """Machine-to-machine: the client_credentials grant, authenticated as
+    :class:`~mcpkit.auth.client.grants.ClientCredentials` says (``client_secret`` or
+    ``private_key``)."""
 
-    def __init__(
-        self,
-        client_id: str,
-        *,
-        client_secret: str | None = None,
-        private_key: Any = None,
-        signing_alg: str | None = None,
-        auth_method: str | None = None,
-        assertion_audience: str | None = None,
-        server_url: str | None = None,
-        **options: Any,
-    ) -> None:
-        grant = ClientCredentialsGrant(
-            client_id,
-            client_secret=client_secret,
-            private_key=private_key,
-            signing_alg=signing_alg,
-            auth_method=auth_method,
-            assertion_audience=assertion_audience,
-        )
-        super().__init__(grant, server_url=server_url, **options)
+    def __init__(self, client_id: str, **options: Unpack[ClientCredentialsOptions]) -> None:
+        self._with_grant(options, ClientCredentials, ClientCredentialsGrant, client_id)
 
 
 class JwtBearerAuth(OAuthAuth):
     """Workload identity federation: exchange a platform-issued JWT (``assertion``: a
     string or a callable returning a fresh one) with the RFC 7523 JWT bearer grant."""
 
-    def __init__(
-        self,
-        assertion: AssertionSource,
-        *,
-        client_id: str | None = None,
-        client_secret: str | None = None,
-        server_url: str | None = None,
-        **options: Any,
-    ) -> None:
-        grant = JwtBearerGrant(assertion, client_id=client_id, client_secret=client_secret)
-        super().__init__(grant, server_url=server_url, **options)
+    def __init__(self, assertion: AssertionSource, **options: Unpack[JwtBearerOptions]) -> None:
+        self._with_grant(options, OptionalClient, JwtBearerGrant, assertion)
 
 
 class EnterpriseAuth(OAuthAuth):
     """Enterprise-managed authorization (ID-JAG): the user's IdP ID token is exchanged at
-    the IdP for an identity assertion grant, which the MCP server's AS turns into a token."""
+    the IdP for an identity assertion grant, which the MCP server's AS turns into a token
+    (settings: :class:`~mcpkit.auth.client.grants.IdJagSettings`)."""
 
-    def __init__(
-        self,
-        *,
-        id_token: AssertionSource,
-        idp_token_endpoint: str,
-        client_id: str,
-        client_secret: str | None = None,
-        idp_client_id: str | None = None,
-        idp_client_secret: str | None = None,
-        server_url: str | None = None,
-        **options: Any,
-    ) -> None:
-        grant = IdJagGrant(
-            id_token=id_token,
-            idp_token_endpoint=idp_token_endpoint,
-            client_id=client_id,
-            client_secret=client_secret,
-            idp_client_id=idp_client_id,
-            idp_client_secret=idp_client_secret,
-        )
-        super().__init__(grant, server_url=server_url, **options)
+    def __init__(self, **options: Unpack[EnterpriseOptions]) -> None:
+        self._with_grant(options, IdJagSettings, IdJagGrant)
 
 
 class TokenExchangeAuth(OAuthAuth):
@@ -391,26 +384,12 @@ class TokenExchangeAuth(OAuthAuth):
         subject_token: SubjectSource,
         client_id: str,
         *,
-        client_secret: str | None = None,
-        private_key: Any = None,
-        signing_alg: str | None = None,
-        auth_method: str | None = None,
-        assertion_audience: str | None = None,
         audience: str | None = None,
-        server_url: str | None = None,
         max_subjects: int = 1024,
-        **options: Any,
+        **options: Unpack[ClientCredentialsOptions],
     ) -> None:
-        credentials: dict[str, Any] = {
-            "client_secret": client_secret,
-            "private_key": private_key,
-            "signing_alg": signing_alg,
-            "auth_method": auth_method,
-            "assertion_audience": assertion_audience,
-        }
-        super().__init__(
-            ClientCredentialsGrant(client_id, **credentials), server_url=server_url, **options
-        )
+        grant = ClientCredentialsGrant
+        credentials = self._with_grant(options, ClientCredentials, grant, client_id)
         self.subject_token = subject_token
         self.exchange = TokenExchangeGrant(
             subject_token, client_id, audience=audience, **credentials
@@ -427,7 +406,7 @@ class TokenExchangeAuth(OAuthAuth):
         engine = self._subjects.get(key)
         if engine is None:
             # Per-caller tokens stay in memory: never in the client's own (maybe on-disk) store.
-            options = {**self._options, "store": InMemoryTokenStore()}
+            options: EngineOptions = {**self._options, "store": InMemoryTokenStore()}
             engine = OAuthEngine(self.exchange, server_url=own.server_url, **options)
             self._subjects[key] = engine
             while len(self._subjects) > self.max_subjects:

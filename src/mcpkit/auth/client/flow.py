@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
 import httpx
 
@@ -51,7 +51,7 @@ from .store import ClientInfo, InMemoryTokenStore, TokenSet, TokenStore
 if TYPE_CHECKING:
     from .grants import Grant
 
-__all__ = ["Attempt", "Fetch", "Flow", "OAuthEngine", "UserAuthorization"]
+__all__ = ["Attempt", "EngineOptions", "Fetch", "Flow", "OAuthEngine", "UserAuthorization"]
 
 T = TypeVar("T")
 
@@ -102,11 +102,42 @@ class GrantContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _error_of(response: httpx.Response) -> tuple[str | None, str]:
+class EngineOptions(TypedDict, total=False):
+    """How an :class:`OAuthEngine` behaves beside its grant; every ``OAuthAuth`` takes
+    them too and hands them on, so they are listed here once.  ``store``: where tokens
+    and registrations are kept (default: in memory); ``policy``: the SSRF guard of
+    discovery and token requests (default :class:`UrlPolicy`); ``scopes``: ask for these
+    instead of what the challenge or the metadata suggests; ``dpop``: bind tokens to a
+    key (None: when the authorization server supports it); ``max_step_ups`` (default 2):
+    insufficient-scope re-authorizations per request; ``legacy_fallback`` (default
+    False): without protected resource metadata, use the server's origin as the
+    authorization server (2025-03-26 servers)."""
+
+    store: TokenStore | None
+    policy: UrlPolicy | None
+    scopes: list[str] | None
+    dpop: bool | None
+    max_step_ups: int
+    legacy_fallback: bool
+
+
+def json_body(response: httpx.Response) -> Any:
+    """The response's JSON, or None when the body is not JSON (the callers then say what
+    they were missing)."""
     try:
-        data = response.json()
+        return response.json()
     except ValueError:
-        data = None
+        return None
+
+
+def refused(response: httpx.Response, what: str) -> TokenError:
+    """The error for a token endpoint's refusal: ``what`` and the OAuth error it named."""
+    error, text = _error_of(response)
+    return TokenError(f"{what}: {text}", error)
+
+
+def _error_of(response: httpx.Response) -> tuple[str | None, str]:
+    data = json_body(response)
     if isinstance(data, dict):
         error = data.get("error") if isinstance(data.get("error"), str) else None
         description = data.get("error_description")
@@ -118,26 +149,17 @@ def _error_of(response: httpx.Response) -> tuple[str | None, str]:
 class OAuthEngine:
     """State and logic for one protected resource (an MCP server URL)."""
 
-    def __init__(
-        self,
-        grant: Grant,
-        *,
-        server_url: str,
-        store: TokenStore | None = None,
-        policy: UrlPolicy | None = None,
-        scopes: list[str] | None = None,
-        dpop: bool | None = None,
-        max_step_ups: int = 2,
-        legacy_fallback: bool = False,
-    ) -> None:
+    def __init__(self, grant: Grant, *, server_url: str, **options: Unpack[EngineOptions]) -> None:
         self.grant = grant
         self.server_url = canonical_resource(server_url)
+        store = options.get("store")
         self.store: TokenStore = store if store is not None else InMemoryTokenStore()
-        self.policy = policy or UrlPolicy()
+        self.policy = options.get("policy") or UrlPolicy()
+        scopes = options.get("scopes")
         self.configured_scopes = list(scopes) if scopes is not None else None
-        self.dpop = dpop
-        self.max_step_ups = max_step_ups
-        self.legacy_fallback = legacy_fallback
+        self.dpop = options.get("dpop")
+        self.max_step_ups = options.get("max_step_ups", 2)
+        self.legacy_fallback = options.get("legacy_fallback", False)
         self.prm: ResourceMetadata | None = None
         self.as_meta: AuthServerMetadata | None = None
         self.requested_scopes: list[str] | None = None
@@ -341,10 +363,7 @@ class OAuthEngine:
             return 0, None
         if response.status_code != 200:
             return response.status_code, None
-        try:
-            return 200, response.json()
-        except ValueError:
-            return 200, None
+        return 200, json_body(response)
 
     def discover(self, challenge: Challenge | None) -> Flow[None]:
         header_url = challenge.resource_metadata if challenge is not None else None

@@ -24,27 +24,32 @@ import hashlib
 import inspect
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from ..urls import is_loopback_host
 from .browser import RedirectHandler, check_browser_url
 from .clientauth import choose_auth_method, load_private_key
 from .errors import AuthorizationError, DiscoveryError, SsrfBlocked, TokenError
-from .flow import Flow, GrantContext, OAuthEngine, UserAuthorization
+from .flow import Fetch, Flow, GrantContext, OAuthEngine, UserAuthorization, json_body, refused
 from .metadata import AuthServerMetadata
 from .ssrf import check_url
 from .store import ClientInfo, TokenSet
 
 __all__ = [
     "AuthorizationCodeGrant",
+    "ClientCredentials",
     "ClientCredentialsGrant",
     "Grant",
     "IdJagGrant",
+    "IdJagSettings",
     "JwtBearerGrant",
+    "OptionalClient",
+    "Registration",
     "TokenExchangeGrant",
     "check_issued",
     "exchange_form",
+    "token_form",
 ]
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -52,6 +57,17 @@ TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
 ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
+
+
+def token_form(
+    grant_type: str, resource: str, scopes: Sequence[str] | None = None, **fields: str
+) -> dict[str, str]:
+    """A token request's form: the grant's own ``fields``, the RFC 8707 ``resource`` and,
+    when any are asked for, ``scope`` (client authentication is added by the caller)."""
+    form = {"grant_type": grant_type, **fields, "resource": resource}
+    if scopes:
+        form["scope"] = " ".join(scopes)
+    return form
 
 
 def exchange_form(
@@ -64,18 +80,14 @@ def exchange_form(
     scopes: Sequence[str] | None = None,
 ) -> dict[str, str]:
     """An RFC 8693 token-exchange request (client authentication is added by the caller)."""
-    form = {
-        "grant_type": TOKEN_EXCHANGE,
+    fields = {
         "requested_token_type": requested_token_type,
         "subject_token": subject_token,
         "subject_token_type": subject_token_type,
-        "resource": resource,
     }
     if audience:
-        form["audience"] = audience
-    if scopes:
-        form["scope"] = " ".join(scopes)
-    return form
+        fields["audience"] = audience
+    return token_form(TOKEN_EXCHANGE, resource, scopes, **fields)
 
 
 def check_issued(data: Mapping[str, Any], requested: str, issuer: str) -> None:
@@ -130,33 +142,52 @@ def _default_alg(key: Any) -> str:
     return {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}.get(str(curve), "ES256")
 
 
+def _secret_client(
+    client_id: str, client_secret: str | None, as_meta: AuthServerMetadata, **extra: Any
+) -> ClientInfo:
+    """A client known by id (and maybe secret): the method the AS and the secret allow."""
+    method = choose_auth_method(
+        as_meta.token_endpoint_auth_methods_supported, has_secret=client_secret is not None
+    )
+    return ClientInfo(client_id, client_secret, method, as_meta.issuer, **extra)
+
+
+class Registration(TypedDict, total=False):
+    """How the interactive client is known to the authorization server (see
+    :class:`AuthorizationCodeGrant`); ``OAuthClientAuth`` takes the same keywords."""
+
+    client_name: str
+    client_id: str | None
+    client_secret: str | None
+    client_issuer: str | None
+    client_metadata_url: str | None
+    client_metadata: Mapping[str, Any] | None
+    request_refresh_tokens: bool
+
+
 class AuthorizationCodeGrant(Grant):
+    """The interactive grant; ``registration``: pre-registered ``client_id`` (for
+    ``client_issuer`` only, when given), else ``client_metadata_url``, else dynamic
+    registration named ``client_name`` (default ``"mcpkit"``) with ``client_metadata``."""
+
     wants_refresh = True
 
     def __init__(
-        self,
-        redirect_handler: RedirectHandler,
-        *,
-        client_name: str = "mcpkit",
-        client_id: str | None = None,
-        client_secret: str | None = None,
-        client_issuer: str | None = None,
-        client_metadata_url: str | None = None,
-        client_metadata: Mapping[str, Any] | None = None,
-        request_refresh_tokens: bool = True,
+        self, redirect_handler: RedirectHandler, **registration: Unpack[Registration]
     ) -> None:
+        client_metadata_url = registration.get("client_metadata_url")
         if client_metadata_url is not None:
             parts = urlsplit(client_metadata_url)
             if parts.scheme != "https" or parts.path in ("", "/"):
                 raise ValueError("client_metadata_url must be an https URL with a path")
         self.redirect_handler = redirect_handler
-        self.client_name = client_name
-        self.client_id = client_id
-        self.client_secret = client_secret
-        self.client_issuer = client_issuer
+        self.client_name = registration.get("client_name", "mcpkit")
+        self.client_id = registration.get("client_id")
+        self.client_secret = registration.get("client_secret")
+        self.client_issuer = registration.get("client_issuer")
         self.client_metadata_url = client_metadata_url
-        self.client_metadata = dict(client_metadata or {})
-        self.wants_refresh = request_refresh_tokens
+        self.client_metadata = dict(registration.get("client_metadata") or {})
+        self.wants_refresh = registration.get("request_refresh_tokens", True)
 
     # ------------------------------------------------------------------ registration
     def choose_issuer(self, servers: Sequence[str]) -> str:
@@ -169,16 +200,8 @@ class AuthorizationCodeGrant(Grant):
             return None
         if self.client_issuer is not None and self.client_issuer != as_meta.issuer:
             return None
-        method = choose_auth_method(
-            as_meta.token_endpoint_auth_methods_supported,
-            has_secret=self.client_secret is not None,
-        )
-        return ClientInfo(
-            self.client_id,
-            self.client_secret,
-            method,
-            as_meta.issuer,
-            registration="pre-registered",
+        return _secret_client(
+            self.client_id, self.client_secret, as_meta, registration="pre-registered"
         )
 
     def _metadata_document(self, as_meta: AuthServerMetadata) -> ClientInfo | None:
@@ -229,8 +252,6 @@ class AuthorizationCodeGrant(Grant):
             )
         import httpx
 
-        from .flow import Fetch
-
         body = self.registration_request(as_meta)
         request = httpx.Request("POST", endpoint, json=body, headers={"Accept": "application/json"})
         response: httpx.Response = yield Fetch(request)
@@ -238,10 +259,7 @@ class AuthorizationCodeGrant(Grant):
             raise AuthorizationError(
                 f"dynamic client registration at {endpoint} failed (HTTP {response.status_code})"
             )
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
+        data = json_body(response)
         if not isinstance(data, dict) or not isinstance(data.get("client_id"), str):
             raise AuthorizationError("the registration response has no client_id")
         secret = data.get("client_secret") if isinstance(data.get("client_secret"), str) else None
@@ -337,27 +355,50 @@ class AuthorizationCodeGrant(Grant):
         return code
 
 
+class ClientCredentials(TypedDict, total=False):
+    """How a machine client authenticates at the token endpoint: ``client_secret`` (basic
+    or post, as the AS advertises) or ``private_key`` (``private_key_jwt``; PEM, JWK dict
+    or joserfc key) signed with ``signing_alg``; ``auth_method`` forces one method."""
+
+    client_secret: str | None
+    private_key: Any
+    signing_alg: str | None
+    auth_method: str | None
+    assertion_audience: str | None
+
+
 class ClientCredentialsGrant(Grant):
-    def __init__(
-        self,
-        client_id: str,
-        *,
-        client_secret: str | None = None,
-        private_key: Any = None,
-        signing_alg: str | None = None,
-        auth_method: str | None = None,
-        assertion_audience: str | None = None,
-    ) -> None:
+    """The client_credentials grant (machine to machine)."""
+
+    def __init__(self, client_id: str, **credentials: Unpack[ClientCredentials]) -> None:
+        client_secret = credentials.get("client_secret")
+        private_key = credentials.get("private_key")
         if client_secret is None and private_key is None:
             raise ValueError("client credentials need a client_secret or a private_key")
         self.client_id = client_id
         self.client_secret = client_secret
         self.private_key = load_private_key(private_key) if private_key is not None else None
-        self.signing_alg = signing_alg or (
+        self.signing_alg = credentials.get("signing_alg") or (
             _default_alg(self.private_key) if self.private_key is not None else "ES256"
         )
-        self.auth_method = auth_method
-        self.assertion_audience = assertion_audience
+        self.auth_method = credentials.get("auth_method")
+        self.assertion_audience = credentials.get("assertion_audience")
+
+    def _token_request(
+        self, ctx: GrantContext, form: dict[str, str], issued_type: str | None = None
+    ) -> Flow[TokenSet]:
+        """``form`` at the token endpoint, authenticated with these credentials."""
+        return (
+            yield from ctx.engine.token_request(
+                ctx.as_meta,
+                form,
+                self._client(ctx.as_meta),
+                private_key=self.private_key,
+                signing_alg=self.signing_alg,
+                assertion_audience=self.assertion_audience,
+                issued_type=issued_type,
+            )
+        )
 
     def _client(self, as_meta: AuthServerMetadata) -> ClientInfo:
         method = self.auth_method or choose_auth_method(
@@ -375,19 +416,8 @@ class ClientCredentialsGrant(Grant):
         return self._client(as_meta)
 
     def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
-        form = {"grant_type": "client_credentials", "resource": ctx.resource}
-        if ctx.scopes:
-            form["scope"] = " ".join(ctx.scopes)
-        return (
-            yield from ctx.engine.token_request(
-                ctx.as_meta,
-                form,
-                self._client(ctx.as_meta),
-                private_key=self.private_key,
-                signing_alg=self.signing_alg,
-                assertion_audience=self.assertion_audience,
-            )
-        )
+        form = token_form("client_credentials", ctx.resource, ctx.scopes)
+        return (yield from self._token_request(ctx, form))
 
 
 AssertionSource = str | Callable[[], str]
@@ -400,80 +430,65 @@ def _assertion(source: AssertionSource) -> str:
     return value
 
 
+class OptionalClient(TypedDict, total=False):
+    """A client identity a workload may present with its assertion (or go without)."""
+
+    client_id: str | None
+    client_secret: str | None
+
+
 class JwtBearerGrant(Grant):
     """RFC 7523 §2.1 with an assertion the workload already holds."""
 
-    def __init__(
-        self,
-        assertion: AssertionSource,
-        *,
-        client_id: str | None = None,
-        client_secret: str | None = None,
-    ) -> None:
+    def __init__(self, assertion: AssertionSource, **client: Unpack[OptionalClient]) -> None:
         self.assertion = assertion
-        self.client_id = client_id
-        self.client_secret = client_secret
-
-    def _client(self, as_meta: AuthServerMetadata) -> ClientInfo | None:
-        if self.client_id is None:
-            return None
-        method = choose_auth_method(
-            as_meta.token_endpoint_auth_methods_supported, has_secret=self.client_secret is not None
-        )
-        return ClientInfo(self.client_id, self.client_secret, method, as_meta.issuer)
+        self.client_id = client.get("client_id")
+        self.client_secret = client.get("client_secret")
 
     def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
-        form = {
-            "grant_type": JWT_BEARER,
-            "assertion": _assertion(self.assertion),
-            "resource": ctx.resource,
-        }
-        if ctx.scopes:
-            form["scope"] = " ".join(ctx.scopes)
-        client = self._client(ctx.as_meta)
-        if client is None:
+        assertion = _assertion(self.assertion)
+        form = token_form(JWT_BEARER, ctx.resource, ctx.scopes, assertion=assertion)
+        if self.client_id is None:
             response = yield from ctx.engine.post_form(ctx.as_meta.token_endpoint, form)
             if response.status_code != 200:
-                from .flow import _error_of
-
-                error, text = _error_of(response)
-                raise TokenError(f"the JWT bearer grant was refused: {text}", error)
+                raise refused(response, "the JWT bearer grant was refused")
             return ctx.engine.parse_token_response(response, dpop=False)
+        client = _secret_client(self.client_id, self.client_secret, ctx.as_meta)
         return (yield from ctx.engine.token_request(ctx.as_meta, form, client))
+
+
+class IdJagSettings(TypedDict):
+    """The user's IdP ID token (``id_token``: a string or a callable returning a fresh
+    one), the IdP's token endpoint and how the client is known there (``idp_client_id``,
+    ``idp_client_secret``), and the client at the MCP server's authorization server."""
+
+    id_token: AssertionSource
+    idp_token_endpoint: str
+    client_id: str
+    client_secret: NotRequired[str | None]
+    idp_client_id: NotRequired[str | None]
+    idp_client_secret: NotRequired[str | None]
 
 
 class IdJagGrant(Grant):
     """Enterprise-managed authorization: exchange the user's IdP ID token for an ID-JAG at
     the IdP (RFC 8693), then present it at the MCP server's authorization server."""
 
-    def __init__(
-        self,
-        *,
-        id_token: AssertionSource,
-        idp_token_endpoint: str,
-        client_id: str,
-        client_secret: str | None = None,
-        idp_client_id: str | None = None,
-        idp_client_secret: str | None = None,
-    ) -> None:
-        self.id_token = id_token
-        self.idp_token_endpoint = idp_token_endpoint
-        self.client_id = client_id
-        self.client_secret = client_secret
-        self.idp_client_id = idp_client_id
-        self.idp_client_secret = idp_client_secret
+    def __init__(self, **settings: Unpack[IdJagSettings]) -> None:
+        self.id_token = settings["id_token"]
+        self.idp_token_endpoint = settings["idp_token_endpoint"]
+        self.client_id = settings["client_id"]
+        self.client_secret = settings.get("client_secret")
+        self.idp_client_id = settings.get("idp_client_id")
+        self.idp_client_secret = settings.get("idp_client_secret")
 
     def existing_client(
         self, engine: OAuthEngine, as_meta: AuthServerMetadata
     ) -> ClientInfo | None:
-        method = choose_auth_method(
-            as_meta.token_endpoint_auth_methods_supported, has_secret=self.client_secret is not None
-        )
-        return ClientInfo(self.client_id, self.client_secret, method, as_meta.issuer)
+        return _secret_client(self.client_id, self.client_secret, as_meta)
 
     def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
         from .clientauth import apply_client_auth
-        from .flow import _error_of
 
         try:
             check_url(self.idp_token_endpoint, ctx.engine.policy)
@@ -499,24 +514,13 @@ class IdJagGrant(Grant):
             )
         response = yield from ctx.engine.post_form(self.idp_token_endpoint, form, headers)
         if response.status_code != 200:
-            error, text = _error_of(response)
-            raise TokenError(f"the IdP refused the token exchange: {text}", error)
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
+            raise refused(response, "the IdP refused the token exchange")
+        data = json_body(response)
         if not isinstance(data, dict) or not isinstance(data.get("access_token"), str):
             raise TokenError("the IdP's token exchange response has no ID-JAG")
         check_issued(data, ID_JAG, "the IdP")
-        grant = {
-            "grant_type": JWT_BEARER,
-            "assertion": data["access_token"],
-            "resource": ctx.resource,
-        }
-        if ctx.scopes:
-            grant["scope"] = " ".join(ctx.scopes)
-        client = self.existing_client(ctx.engine, ctx.as_meta)
-        assert client is not None
+        grant = token_form(JWT_BEARER, ctx.resource, ctx.scopes, assertion=data["access_token"])
+        client = _secret_client(self.client_id, self.client_secret, ctx.as_meta)
         return (yield from ctx.engine.token_request(ctx.as_meta, grant, client))
 
 
@@ -540,7 +544,7 @@ class TokenExchangeGrant(ClientCredentialsGrant):
         *,
         audience: str | None = None,
         subject_token_type: str = ACCESS_TOKEN,
-        **credentials: Any,
+        **credentials: Unpack[ClientCredentials],
     ) -> None:
         super().__init__(client_id, **credentials)
         self.subject_token = subject_token
@@ -559,15 +563,7 @@ class TokenExchangeGrant(ClientCredentialsGrant):
             audience=self.audience,
             scopes=ctx.scopes,
         )
-        tokens: TokenSet = yield from ctx.engine.token_request(
-            ctx.as_meta,
-            form,
-            self._client(ctx.as_meta),
-            private_key=self.private_key,
-            signing_alg=self.signing_alg,
-            assertion_audience=self.assertion_audience,
-            issued_type=ACCESS_TOKEN,
-        )
+        tokens: TokenSet = yield from self._token_request(ctx, form, ACCESS_TOKEN)
         if secrets.compare_digest(tokens.access_token.encode(), subject.encode()):
             raise TokenError(
                 f"{ctx.as_meta.issuer} answered the token exchange with the subject token "

@@ -226,6 +226,12 @@ def _ssl_context(verify: ssl.SSLContext | bool) -> ssl.SSLContext:
         return ssl.create_default_context()
 
 
+def _pool_options(verify: ssl.SSLContext | bool, backend: Any) -> dict[str, Any]:
+    """The connection pool of a guarded transport: its TLS context and its backend, which
+    connects only to the addresses the policy allows."""
+    return {"ssl_context": _ssl_context(verify), "network_backend": backend, "max_connections": 10}
+
+
 def _core_request(request: httpx.Request, stream: Any) -> httpcore.Request:
     url = request.url
     return httpcore.Request(
@@ -287,11 +293,7 @@ class GuardedAsyncTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, policy: UrlPolicy, *, verify: ssl.SSLContext | bool = True) -> None:
         self.policy = policy
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=_ssl_context(verify),
-            network_backend=_AsyncBackend(policy),
-            max_connections=10,
-        )
+        self._pool = httpcore.AsyncConnectionPool(**_pool_options(verify, _AsyncBackend(policy)))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         check_url(request.url, self.policy)
@@ -316,11 +318,7 @@ class GuardedTransport(httpx.BaseTransport):
 
     def __init__(self, policy: UrlPolicy, *, verify: ssl.SSLContext | bool = True) -> None:
         self.policy = policy
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=_ssl_context(verify),
-            network_backend=_SyncBackend(policy),
-            max_connections=10,
-        )
+        self._pool = httpcore.ConnectionPool(**_pool_options(verify, _SyncBackend(policy)))
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         check_url(request.url, self.policy)

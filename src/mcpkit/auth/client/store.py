@@ -9,15 +9,31 @@ import os
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
 __all__ = ["ClientInfo", "FileTokenStore", "InMemoryTokenStore", "TokenSet", "TokenStore"]
 
+V = TypeVar("V")
+
 
 @dataclass(slots=True)
-class TokenSet:
+class _Stored:
+    """A record a token store keeps as JSON: every field out, the known fields back in
+    (a file written by another version may have more or fewer)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(slots=True)
+class TokenSet(_Stored):
     access_token: str
     token_type: str = "Bearer"
     expires_at: float | None = None
@@ -35,14 +51,6 @@ class TokenSet:
     def is_dpop(self) -> bool:
         return self.token_type.lower() == "dpop"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TokenSet:
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known)
-
     def __repr__(self) -> str:  # never print secrets
         return (
             f"TokenSet(token_type={self.token_type!r}, expires_at={self.expires_at!r}, "
@@ -52,21 +60,13 @@ class TokenSet:
 
 
 @dataclass(slots=True)
-class ClientInfo:
+class ClientInfo(_Stored):
     client_id: str
     client_secret: str | None = None
     auth_method: str = "none"
     issuer: str | None = None
     secret_expires_at: float | None = None
     registration: str = "dynamic"  # "pre-registered" | "metadata-document" | "dynamic"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ClientInfo:
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known)
 
     def usable(self, now: float | None = None) -> bool:
         if self.secret_expires_at in (None, 0):
@@ -102,19 +102,13 @@ class InMemoryTokenStore:
         return self._tokens.get(resource)
 
     def set_tokens(self, resource: str, tokens: TokenSet | None) -> None:
-        if tokens is None:
-            self._tokens.pop(resource, None)
-        else:
-            self._tokens[resource] = tokens
+        _put(self._tokens, resource, tokens)
 
     def get_client(self, issuer: str) -> ClientInfo | None:
         return self._clients.get(issuer)
 
     def set_client(self, issuer: str, client: ClientInfo | None) -> None:
-        if client is None:
-            self._clients.pop(issuer, None)
-        else:
-            self._clients[issuer] = client
+        _put(self._clients, issuer, client)
 
 
 class FileTokenStore:
@@ -150,30 +144,36 @@ class FileTokenStore:
                 os.unlink(tmp)
             raise
 
-    def get_tokens(self, resource: str) -> TokenSet | None:
+    def _get(self, table: str, key: str) -> dict[str, Any] | None:
         with self._lock:
-            item = self._load()["tokens"].get(resource)
-        return TokenSet.from_dict(item) if isinstance(item, dict) else None
+            item = self._load()[table].get(key)
+        return item if isinstance(item, dict) else None
+
+    def _set(self, table: str, key: str, item: dict[str, Any] | None) -> None:
+        """Change one entry under the lock: read the file, change it, replace it."""
+        with self._lock:
+            data = self._load()
+            _put(data[table], key, item)
+            self._save(data)
+
+    def get_tokens(self, resource: str) -> TokenSet | None:
+        item = self._get("tokens", resource)
+        return TokenSet.from_dict(item) if item is not None else None
 
     def set_tokens(self, resource: str, tokens: TokenSet | None) -> None:
-        with self._lock:
-            data = self._load()
-            if tokens is None:
-                data["tokens"].pop(resource, None)
-            else:
-                data["tokens"][resource] = tokens.to_dict()
-            self._save(data)
+        self._set("tokens", resource, tokens.to_dict() if tokens is not None else None)
 
     def get_client(self, issuer: str) -> ClientInfo | None:
-        with self._lock:
-            item = self._load()["clients"].get(issuer)
-        return ClientInfo.from_dict(item) if isinstance(item, dict) else None
+        item = self._get("clients", issuer)
+        return ClientInfo.from_dict(item) if item is not None else None
 
     def set_client(self, issuer: str, client: ClientInfo | None) -> None:
-        with self._lock:
-            data = self._load()
-            if client is None:
-                data["clients"].pop(issuer, None)
-            else:
-                data["clients"][issuer] = client.to_dict()
-            self._save(data)
+        self._set("clients", issuer, client.to_dict() if client is not None else None)
+
+
+def _put(table: dict[str, V], key: str, value: V | None) -> None:
+    """Set ``key`` in ``table``, or remove it when ``value`` is None (a store's rule)."""
+    if value is None:
+        table.pop(key, None)
+    else:
+        table[key] = value

@@ -7,21 +7,10 @@ blocks map one to one; images become ``{"type": "image", "source": {"type": "bas
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-
-from .base import (
-    Message,
-    ModelError,
-    ModelReply,
-    ToolCall,
-    ToolInputSink,
-    post_json,
-    post_sse,
-)
+from .base import HttpModel, Message, ModelError, ModelReply, Sinks, ToolCall, tool_call
 
 __all__ = ["AnthropicModel"]
 
@@ -47,59 +36,38 @@ def _block(block: dict[str, Any]) -> dict[str, Any]:
     return dict(block)
 
 
-class AnthropicModel:
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        max_tokens: int = 1024,
-        timeout: float = 120.0,
-        http_client: httpx.AsyncClient | None = None,
-    ) -> None:
-        self.name = model
-        self.base_url = (base_url or "https://api.anthropic.com").rstrip("/")
-        self.max_tokens = max_tokens
-        self._headers = {
-            "x-api-key": api_key,
+class AnthropicModel(HttpModel):
+    default_base_url = "https://api.anthropic.com"
+    default_model = "claude-sonnet-4-5"
+    api_key_env = "ANTHROPIC_API_KEY"
+    endpoint = "/v1/messages"
+    label = "Anthropic API"
+
+    def headers(self, key: str) -> dict[str, str]:
+        return {
+            "x-api-key": key,
             "anthropic-version": API_VERSION,
             "content-type": "application/json",
         }
-        self._http = http_client
-        self._timeout = timeout
 
-    def request_body(
-        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.name,
-            "max_tokens": self.max_tokens,
+    def conversation(self, messages: list[Message], system: str | None) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "messages": [
                 {"role": m["role"], "content": [_block(b) for b in m["content"]]} for m in messages
-            ],
-        }
-        if tools:
-            body["tools"] = [
-                {
-                    "name": t["name"],
-                    "description": t.get("description", ""),
-                    "input_schema": t["input_schema"],
-                }
-                for t in tools
             ]
+        }
         if system:
-            body["system"] = system
-        return body
+            out["system"] = system
+        return out
 
-    async def reply(
-        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None = None
-    ) -> ModelReply:
-        body = self.request_body(messages, tools, system)
-        url = f"{self.base_url}/v1/messages"
-        data = await post_json(
-            self._http, url, body, self._headers, self._timeout, f"Anthropic API at {self.base_url}"
-        )
+    def tool_spec(self, tool: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "input_schema": tool["input_schema"],
+        }
+
+    def read_reply(self, data: Any) -> ModelReply:
         text: list[str] = []
         calls: list[ToolCall] = []
         for block in data.get("content") or []:
@@ -116,22 +84,12 @@ class AnthropicModel:
             dict(data.get("usage") or {}),
         )
 
-    async def stream_reply(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        system: str | None,
-        on_text: Callable[[str], None],
-        on_tool_input: ToolInputSink | None = None,
-    ) -> ModelReply:
-        """The same request with ``"stream": true``: text deltas go to ``on_text`` as they
-        come; ``tool_use`` input arrives as JSON fragments, joined and parsed at the end."""
-        body = {**self.request_body(messages, tools, system), "stream": True}
-        url = f"{self.base_url}/v1/messages"
+    async def read_stream(self, events: AsyncIterator[dict[str, Any]], to: Sinks) -> ModelReply:
+        """Text deltas go to ``on_text`` as they come; ``tool_use`` input arrives as JSON
+        fragments, joined and parsed at the end."""
         blocks: dict[int, dict[str, Any]] = {}
         stop, usage = "", dict[str, Any]()
-        api = f"Anthropic API at {self.base_url}"
-        async for event in post_sse(self._http, url, body, self._headers, self._timeout, api):
+        async for event in events:
             kind = event.get("type")
             if kind == "content_block_start":
                 block = dict(event.get("content_block") or {})
@@ -144,11 +102,11 @@ class AnthropicModel:
                 delta = event.get("delta") or {}
                 if delta.get("type") == "text_delta":
                     block["text"] = block.get("text", "") + str(delta.get("text", ""))
-                    on_text(str(delta.get("text", "")))
+                    to.on_text(str(delta.get("text", "")))
                 elif delta.get("type") == "input_json_delta":
                     block["partial"] += str(delta.get("partial_json", ""))
-                    if on_tool_input is not None and block.get("type") == "tool_use":
-                        on_tool_input(
+                    if to.on_tool_input is not None and block.get("type") == "tool_use":
+                        to.on_tool_input(
                             str(block.get("id")), str(block.get("name")), block["partial"]
                         )
             elif kind == "message_delta":
@@ -157,23 +115,12 @@ class AnthropicModel:
             elif kind == "message_start":
                 usage.update((event.get("message") or {}).get("usage") or {})
             elif kind == "error":
-                raise ModelError(f"{api} streamed an error: {event.get('error')}")
+                raise ModelError(f"{self.api} streamed an error: {event.get('error')}")
         text, calls = [], []
         for _, block in sorted(blocks.items()):
             if block.get("type") == "text":
                 text.append(str(block.get("text", "")))
             elif block.get("type") == "tool_use":
-                try:
-                    args = json.loads(block["partial"]) if block["partial"] else {}
-                except ValueError:
-                    raise ModelError(
-                        f"{api}: invalid JSON input for tool {block.get('name')!r}"
-                    ) from None
-                calls.append(
-                    ToolCall(
-                        str(block.get("id")),
-                        str(block.get("name")),
-                        args if isinstance(args, dict) else {},
-                    )
-                )
+                name = str(block.get("name"))
+                calls.append(tool_call(str(block.get("id")), name, block["partial"], self.api))
         return ModelReply("".join(text), tuple(calls), stop, usage)

@@ -25,15 +25,19 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, runtime_checkable
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..config import ModelConfig
 
 __all__ = [
+    "HttpModel",
     "Model",
     "ModelError",
     "ModelReply",
+    "Sinks",
     "StreamingModel",
     "ToolCall",
     "api_key",
@@ -85,6 +89,14 @@ class Model(Protocol):
 ToolInputSink = Callable[[str, str, str], None]
 
 
+@dataclass(frozen=True)
+class Sinks:
+    """Where a streamed reply goes as it arrives: its text, and its tool calls' arguments."""
+
+    on_text: Callable[[str], None]
+    on_tool_input: ToolInputSink | None = None
+
+
 @runtime_checkable
 class StreamingModel(Protocol):
     name: str
@@ -108,27 +120,121 @@ def api_key(variable: str) -> str:
 
 def model_from_config(config: ModelConfig) -> Model:
     """Build the configured adapter (imports only the one it needs)."""
+    adapter: type[HttpModel]
     if config.provider == "anthropic":
-        from .anthropic import AnthropicModel
+        from .anthropic import AnthropicModel as adapter
+    elif config.provider == "openai":
+        from .openai import OpenAIModel as adapter
+    else:
+        from .scripted import ScriptedModel
 
-        return AnthropicModel(
-            config.model or "claude-sonnet-4-5",
-            api_key=api_key(config.api_key_env or "ANTHROPIC_API_KEY"),
+        return ScriptedModel.from_config(list(config.script))
+    return adapter.from_config(config)
+
+
+def tool_call(call_id: str, name: str, arguments: str, api: str) -> ToolCall:
+    """A tool call whose arguments came as a JSON string (whole or joined from a stream);
+    invalid JSON is the model's fault, said as such; anything but an object is no
+    arguments."""
+    try:
+        parsed = json.loads(arguments or "{}")
+    except ValueError:
+        raise ModelError(f"{api}: the model sent invalid JSON arguments for {name!r}") from None
+    return ToolCall(call_id, name, parsed if isinstance(parsed, dict) else {})
+
+
+class HttpModel:
+    """What the HTTP adapters share: how they are built (a model name, an API key, a base
+    URL), and one request and one streamed request to their endpoint.  Each adapter says
+    its defaults, its headers, its request body and how it reads an answer
+    (:meth:`read_reply`) and a stream (:meth:`read_stream`)."""
+
+    default_base_url: ClassVar[str]
+    default_model: ClassVar[str]
+    api_key_env: ClassVar[str]
+    endpoint: ClassVar[str]  # appended to the base URL
+    label: ClassVar[str]  # names the API in errors
+    stream_options: ClassVar[dict[str, Any]] = {}  # sent with "stream": true
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        max_tokens: int = 1024,
+        timeout: float = 120.0,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.name = model
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self.max_tokens = max_tokens
+        self._headers = self.headers(api_key)
+        self._http = http_client
+        self._timeout = timeout
+
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> Self:
+        """The adapter a host config names (its API key from the environment)."""
+        return cls(
+            config.model or cls.default_model,
+            api_key=api_key(config.api_key_env or cls.api_key_env),
             base_url=config.base_url,
             max_tokens=config.max_tokens,
         )
-    if config.provider == "openai":
-        from .openai import OpenAIModel
 
-        return OpenAIModel(
-            config.model or "gpt-4o-mini",
-            api_key=api_key(config.api_key_env or "OPENAI_API_KEY"),
-            base_url=config.base_url,
-            max_tokens=config.max_tokens,
-        )
-    from .scripted import ScriptedModel
+    @property
+    def api(self) -> str:
+        return f"{self.label} at {self.base_url}"
 
-    return ScriptedModel.from_config(list(config.script))
+    def headers(self, key: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def request_body(
+        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.name, "max_tokens": self.max_tokens}
+        body.update(self.conversation(messages, system))
+        if tools:
+            body["tools"] = [self.tool_spec(tool) for tool in tools]
+        return body
+
+    def conversation(self, messages: list[Message], system: str | None) -> dict[str, Any]:
+        """The body's fields that carry the messages and the system prompt."""
+        raise NotImplementedError
+
+    def tool_spec(self, tool: dict[str, Any]) -> dict[str, Any]:
+        """A neutral tool (``name``, ``description``, ``input_schema``) as the API wants it."""
+        raise NotImplementedError
+
+    def read_reply(self, data: Any) -> ModelReply:
+        raise NotImplementedError
+
+    async def read_stream(self, events: AsyncIterator[dict[str, Any]], to: Sinks) -> ModelReply:
+        raise NotImplementedError
+
+    async def reply(
+        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None = None
+    ) -> ModelReply:
+        body = self.request_body(messages, tools, system)
+        url = self.base_url + self.endpoint
+        data = await post_json(self._http, url, body, self._headers, self._timeout, self.api)
+        return self.read_reply(data)
+
+    async def stream_reply(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        system: str | None,
+        on_text: Callable[[str], None],
+        on_tool_input: ToolInputSink | None = None,
+    ) -> ModelReply:
+        """The same request with ``"stream": true``, its events read by the adapter."""
+        body = {**self.request_body(messages, tools, system), "stream": True}
+        body.update(self.stream_options)
+        url = self.base_url + self.endpoint
+        events = post_sse(self._http, url, body, self._headers, self._timeout, self.api)
+        return await self.read_stream(events, Sinks(on_text, on_tool_input))
 
 
 async def post_json(

@@ -14,20 +14,10 @@ Translation from the neutral format:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-
-from .base import (
-    Message,
-    ModelError,
-    ModelReply,
-    ToolCall,
-    ToolInputSink,
-    post_json,
-    post_sse,
-)
+from .base import HttpModel, Message, ModelError, ModelReply, Sinks, tool_call
 
 __all__ = ["OpenAIModel"]
 
@@ -95,80 +85,41 @@ def convert(messages: list[Message], system: str | None) -> list[dict[str, Any]]
     return out
 
 
-class OpenAIModel:
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        max_tokens: int = 1024,
-        timeout: float = 120.0,
-        http_client: httpx.AsyncClient | None = None,
-    ) -> None:
-        self.name = model
-        self.base_url = (base_url or "https://api.openai.com/v1").rstrip("/")
-        self.max_tokens = max_tokens
-        self._headers = {"authorization": f"Bearer {api_key}"}
-        self._http = http_client
-        self._timeout = timeout
+class OpenAIModel(HttpModel):
+    default_base_url = "https://api.openai.com/v1"
+    default_model = "gpt-4o-mini"
+    api_key_env = "OPENAI_API_KEY"
+    endpoint = "/chat/completions"
+    label = "chat completions"
+    stream_options = {"stream_options": {"include_usage": True}}
 
-    def request_body(
-        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.name,
-            "max_tokens": self.max_tokens,
-            "messages": convert(messages, system),
+    def headers(self, key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"}
+
+    def conversation(self, messages: list[Message], system: str | None) -> dict[str, Any]:
+        return {"messages": convert(messages, system)}
+
+    def tool_spec(self, tool: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "parameters": tool["input_schema"],
+            },
         }
-        if tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t["name"],
-                        "description": t.get("description", ""),
-                        "parameters": t["input_schema"],
-                    },
-                }
-                for t in tools
-            ]
-        return body
 
-    async def reply(
-        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None = None
-    ) -> ModelReply:
-        body = self.request_body(messages, tools, system)
-        url = f"{self.base_url}/chat/completions"
-        data = await post_json(
-            self._http,
-            url,
-            body,
-            self._headers,
-            self._timeout,
-            f"chat completions at {self.base_url}",
-        )
+    def read_reply(self, data: Any) -> ModelReply:
         try:
             choice = data["choices"][0]
             message = choice["message"]
         except (KeyError, IndexError, TypeError):
-            raise ModelError(f"chat completions: no choices in {str(data)[:200]}") from None
+            raise ModelError(f"{self.label}: no choices in {str(data)[:200]}") from None
         calls = []
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
-            try:
-                arguments = json.loads(function.get("arguments") or "{}")
-            except ValueError:
-                raise ModelError(
-                    f"the model sent invalid JSON arguments for {function.get('name')!r}"
-                ) from None
-            calls.append(
-                ToolCall(
-                    str(call.get("id")),
-                    str(function.get("name")),
-                    arguments if isinstance(arguments, dict) else {},
-                )
-            )
+            name, arguments = str(function.get("name")), function.get("arguments") or ""
+            calls.append(tool_call(str(call.get("id")), name, arguments, self.api))
         return ModelReply(
             str(message.get("content") or ""),
             tuple(calls),
@@ -176,35 +127,21 @@ class OpenAIModel:
             dict(data.get("usage") or {}),
         )
 
-    async def stream_reply(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        system: str | None,
-        on_text: Callable[[str], None],
-        on_tool_input: ToolInputSink | None = None,
-    ) -> ModelReply:
-        """The same request with ``"stream": true``: ``delta.content`` goes to ``on_text``;
-        ``delta.tool_calls`` fragments are joined by their ``index``."""
-        body = {
-            **self.request_body(messages, tools, system),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        url = f"{self.base_url}/chat/completions"
-        api = f"chat completions at {self.base_url}"
+    async def read_stream(self, events: AsyncIterator[dict[str, Any]], to: Sinks) -> ModelReply:
+        """``delta.content`` goes to ``on_text``; ``delta.tool_calls`` fragments are
+        joined by their ``index``."""
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         finish, usage = "", dict[str, Any]()
-        async for chunk in post_sse(self._http, url, body, self._headers, self._timeout, api):
+        async for chunk in events:
             if isinstance(chunk.get("error"), dict):
-                raise ModelError(f"{api} streamed an error: {chunk['error']}")
+                raise ModelError(f"{self.api} streamed an error: {chunk['error']}")
             usage.update(chunk.get("usage") or {})
             for choice in chunk.get("choices") or []:
                 delta = choice.get("delta") or {}
                 if delta.get("content"):
                     text.append(str(delta["content"]))
-                    on_text(str(delta["content"]))
+                    to.on_text(str(delta["content"]))
                 for part in delta.get("tool_calls") or []:
                     call = calls.setdefault(
                         int(part.get("index", 0)), {"id": "", "name": "", "arguments": ""}
@@ -213,18 +150,11 @@ class OpenAIModel:
                     call["id"] = str(part.get("id") or call["id"])
                     call["name"] += str(function.get("name") or "")
                     call["arguments"] += str(function.get("arguments") or "")
-                    if on_tool_input is not None and call["id"] and call["name"]:
-                        on_tool_input(call["id"], call["name"], call["arguments"])
+                    if to.on_tool_input is not None and call["id"] and call["name"]:
+                        to.on_tool_input(call["id"], call["name"], call["arguments"])
                 finish = str(choice.get("finish_reason") or finish)
-        out = []
-        for _, call in sorted(calls.items()):
-            try:
-                arguments = json.loads(call["arguments"] or "{}")
-            except ValueError:
-                raise ModelError(
-                    f"the model sent invalid JSON arguments for {call['name']!r}"
-                ) from None
-            out.append(
-                ToolCall(call["id"], call["name"], arguments if isinstance(arguments, dict) else {})
-            )
+        out = [
+            tool_call(call["id"], call["name"], call["arguments"], self.api)
+            for _, call in sorted(calls.items())
+        ]
         return ModelReply("".join(text), tuple(out), finish, usage)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -141,6 +141,34 @@ class McpHttpApp:
         self.closing = True
         for stream in list(self.listen_streams):
             stream.cancel()
+
+    async def hold_stream(
+        self,
+        sink: StreamSink,
+        receive: Receive,
+        resources: Iterable[str] = (),
+        opening: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """A server-held stream's life, the same for a listen stream and a legacy GET
+        stream: on the change bus (``resources``: the URIs it wants updates of) and among
+        the streams a shutdown ends (at once when the app is already closing), ``opening``
+        sent, keep-alives while this task waits in ``receive()``, and off all of them
+        when it ends."""
+        bus = self.server.bus
+        bus.attach(sink, resources)  # events from now on queue behind the opening
+        self.listen_streams.add(sink)
+        try:
+            if self.closing:
+                sink.cancel()
+            if opening is not None:
+                await opening()
+            self.keepalive.add(sink, self.server.spawn)
+            await sink.serve(receive)
+        finally:
+            sink.closed = True
+            bus.detach(sink)
+            self.listen_streams.discard(sink)
+            self.keepalive.discard(sink)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()

@@ -321,22 +321,10 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
     sink = StreamSink(send, encode_for_session, app.keepalive, on_interval=legacy.touch)
     session.pushed = sink
     headers = [*SSE_HEADERS, (_SESSION_ID, legacy.id.encode())]
-    bus = app.server.bus
     try:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
-        bus.attach(sink)
-        app.listen_streams.add(sink)
-        try:
-            if app.closing:
-                sink.cancel()
-            app.keepalive.add(sink, app.server.spawn)
-            await sink.serve(receive)
-        finally:
-            sink.closed = True
-            bus.detach(sink)
-            app.listen_streams.discard(sink)
-            app.keepalive.discard(sink)
+        await app.hold_stream(sink, receive)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except OSError:
         pass

@@ -302,21 +302,12 @@ async def _listen(
         failure = McpError(INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream")
         await writer.final(jsonrpc.error(message["id"], failure), 406)
         return
-    bus = app.server.bus
     sink = StreamSink(writer._send, subscription.encode, app.keepalive)
-    bus.attach(sink, subscription.resources)  # events from now on queue behind the ack
-    app.listen_streams.add(sink)
-    try:
-        if app.closing:
-            sink.cancel()
+
+    async def acknowledge() -> None:
         await writer.message(subscription.acknowledgement())
-        app.keepalive.add(sink, app.server.spawn)
-        await sink.serve(receive)
-    finally:
-        sink.closed = True
-        bus.detach(sink)
-        app.listen_streams.discard(sink)
-        app.keepalive.discard(sink)
+
+    await app.hold_stream(sink, receive, subscription.resources, acknowledge)
     if app.closing:
         await writer.final(jsonrpc.result(message["id"], subscription.final_result()))
     else:

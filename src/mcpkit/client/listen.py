@@ -82,7 +82,7 @@ class Subscription:
 
     async def __aenter__(self) -> Subscription:
         try:
-            if self._client.era == "modern":
+            if self._client._has("subscriptions/listen"):  # else session notifications
                 await self._open_modern()
             else:
                 await self._open_legacy()
@@ -106,7 +106,7 @@ class Subscription:
         # Exit order (LIFO): stop the pump, then close the transport's stream.
         tg: TaskGroup = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.callback(tg.cancel_scope.cancel)
-        timeout = self._client.options.timeout
+        timeout = self._client.options.timeouts.timeout
         with anyio.fail_after(timeout) if timeout else contextlib.nullcontext():
             try:
                 first = await source.__anext__()

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import anyio
 import sniffio
-from anyio.abc import Process, TaskGroup
+from anyio.abc import Process
 
 from ..runtime.endpoint import Endpoint
 from ..types.jsonrpc import RequestId
@@ -86,7 +86,6 @@ class StdioTransport(EndpointClientTransport):
         self.server_key = "stdio:" + shlex.join(self.command) + (f" (in {cwd})" if cwd else "")
         super().__init__()
         self._process: Process | None = None
-        self._tg: TaskGroup | None = None
         self._stderr_tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._junk_lines = 0
         self._last_junk = ""
@@ -151,28 +150,15 @@ class StdioTransport(EndpointClientTransport):
             endpoint = Endpoint(
                 self._write, self._serve_request, self._notification, max_line=self.max_line
             )
-        endpoint.reply_to_invalid = False
         endpoint.on_invalid = self._junk
         if isinstance(endpoint, PipeEndpoint):
             endpoint.explain = self._explain
-        self._endpoint = endpoint
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._tg.start_soon(self._read_stdout, endpoint)
+        tg = await self._open(endpoint)
+        tg.start_soon(self._read_stdout, endpoint)
         if self._process.stderr is not None:
-            self._tg.start_soon(self._read_stderr)
-        self._tg.start_soon(self._watch_exit)
+            tg.start_soon(self._read_stderr)
+        tg.start_soon(self._watch_exit)
         return self
-
-    async def __aexit__(self, *exc: object) -> bool | None:
-        tg, self._tg = self._tg, None
-        if tg is None:
-            return None
-        with anyio.CancelScope(shield=True):
-            await self._shutdown()
-        tg.cancel_scope.cancel()
-        await tg.__aexit__(None, None, None)
-        return None
 
     async def _shutdown(self) -> None:
         process = self._process

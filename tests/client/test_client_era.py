@@ -14,10 +14,17 @@ import httpx
 import pytest
 from client_support import INITIALIZED, FakeTransport, client_for, legacy_server
 
-from mcpkit.client import Client, ClientError, ClientOptions, ServerError, SessionExpiredError
+from mcpkit.client import (
+    Client,
+    ClientError,
+    ClientOptions,
+    HttpOptions,
+    ServerError,
+    SessionExpiredError,
+    TimeoutOptions,
+)
 from mcpkit.client.era import LEGACY, MODERN, pinned, sse_fallback_allowed
 from mcpkit.client.errors import VersionNegotiationError
-from mcpkit.client.options import HttpOptions, TimeoutOptions
 from mcpkit.transports.client_http import HttpTransport
 from mcpkit.transports.client_http_era import LEGACY_WIRE, MODERN_WIRE, request_headers, wire_era
 from mcpkit.transports.client_stdio import StdioTransport

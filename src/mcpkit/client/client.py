@@ -33,17 +33,9 @@ from ..transports.client_base import ClientTransport
 from ..types.errors import HEADER_MISMATCH, McpError
 from ..types.unset import UNSET, Unset
 from ..types.versions import Era
+from . import callbacks as cb
 from .cache import ResultCache
-from .callbacks import (
-    Callbacks,
-    ElicitationHandler,
-    LogHandler,
-    NotificationHandler,
-    ProgressCallback,
-    RootsProvider,
-    SamplingHandler,
-    UrlElicitationHandler,
-)
+from .callbacks import Callbacks, ProgressCallback
 from .errors import (
     ClientError,
     ConnectError,
@@ -89,13 +81,13 @@ class Client(InboundHandling):
         target: str | Sequence[str] | ClientTransport | ServedServer,
         *,
         options: ClientOptions | None = None,
-        elicitation: ElicitationHandler | None = None,
-        url_elicitation: UrlElicitationHandler | None = None,
-        sampling: SamplingHandler | None = None,
+        elicitation: cb.ElicitationHandler | None = None,
+        url_elicitation: cb.UrlElicitationHandler | None = None,
+        sampling: cb.SamplingHandler | None = None,
         sampling_tools: bool = False,
-        roots: RootsProvider | None = None,
-        on_log: LogHandler | None = None,
-        on_notification: NotificationHandler | None = None,
+        roots: cb.RootsProvider | None = None,
+        on_log: cb.LogHandler | None = None,
+        on_notification: cb.NotificationHandler | None = None,
         **overrides: Any,
     ) -> None:
         opts = options or ClientOptions()

@@ -145,30 +145,39 @@ class EndpointClientTransport:
         headers: dict[str, str] | None = None,
         request_id: RequestId | None = None,
     ) -> Coroutine[Any, Any, dict[str, Any]]:
-        return self._request(method, params, timeout, max_timeout, on_progress, request_id)
+        endpoint = self._require()
+        sent = endpoint.request(
+            method,
+            params,
+            timeout=timeout,
+            max_timeout=max_timeout,
+            request_id=request_id,
+            on_progress=on_progress,
+        )
+        if self._explains_itself(endpoint):
+            return sent  # no coroutine of ours per call
+        return self._guarded(sent, endpoint, method, timeout, max_timeout)
 
-    async def _request(
+    def _explains_itself(self, endpoint: Endpoint) -> bool:
+        """Whether ``endpoint`` is open and puts its failures into words itself (through
+        :meth:`_explain`), so a request may go straight to it; else :meth:`_guarded` does
+        that here."""
+        return False
+
+    async def _guarded(
         self,
+        sent: Coroutine[Any, Any, dict[str, Any]],
+        endpoint: Endpoint,
         method: str,
-        params: dict[str, Any] | None,
         timeout: float | None,
         max_timeout: float | None,
-        on_progress: ProgressHandler | None,
-        request_id: RequestId | None,
     ) -> dict[str, Any]:
-        endpoint = self._require()
         if endpoint.closed is not None:
+            sent.close()  # never started
             raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
         started = time.monotonic()
         try:
-            return await endpoint.request(
-                method,
-                params,
-                timeout=timeout,
-                max_timeout=max_timeout,
-                request_id=request_id,
-                on_progress=on_progress,
-            )
+            return await sent
         except McpError as exc:
             raise await self._explain(
                 exc, method, timeout, max_timeout, time.monotonic() - started

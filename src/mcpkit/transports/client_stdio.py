@@ -30,19 +30,17 @@ import shlex
 import signal
 import subprocess
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import suppress
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 import sniffio
 from anyio.abc import Process
 
 from ..runtime.endpoint import Endpoint
-from ..types.jsonrpc import RequestId
 from .client_base import (
     ConnectionClosedError,
-    ProgressHandler,
     ServerStartupError,
 )
 from .client_endpoint import EndpointClientTransport
@@ -312,29 +310,8 @@ class StdioTransport(EndpointClientTransport):
         )
 
     # ------------------------------------------------------------------ outbound
-    def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        *,
-        timeout: float | None,
-        max_timeout: float | None = None,
-        on_progress: ProgressHandler | None = None,
-        headers: dict[str, str] | None = None,
-        request_id: RequestId | None = None,
-    ) -> Coroutine[Any, Any, dict[str, Any]]:
-        endpoint = self._endpoint
-        if isinstance(endpoint, PipeEndpoint) and endpoint.closed is None:
-            # It reports failures through _explain itself: no coroutine of ours per call.
-            return endpoint.request(
-                method,
-                params,
-                timeout=timeout,
-                max_timeout=max_timeout,
-                request_id=request_id,
-                on_progress=on_progress,
-            )
-        return self._request(method, params, timeout, max_timeout, on_progress, request_id)
+    def _explains_itself(self, endpoint: Endpoint) -> bool:
+        return isinstance(endpoint, PipeEndpoint) and endpoint.closed is None
 
     # ------------------------------------------------------------------ diagnostics
     async def _closed_detail(self, doing: str) -> str:

@@ -1,4 +1,5 @@
-"""Helpers for the client tests: paths, free ports, starting and stopping real servers.
+"""Helpers for the client tests: paths, free ports, starting and stopping real servers, and
+a scripted transport for the client's own rules (:class:`FakeTransport`).
 
 A module with a unique name (not ``conftest``): several test directories have a
 ``conftest.py``, so ``from conftest import ...`` would depend on which one was loaded last.
@@ -11,9 +12,14 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from mcpkit.client import Client
+from mcpkit.client.options import EraCache
+from mcpkit.transports.client_base import MessageStream
 
 CLIENT_TESTS = Path(__file__).resolve().parent
 TESTS = CLIENT_TESTS.parent
@@ -90,3 +96,93 @@ def pid_alive(pid: int) -> bool:
         with contextlib.suppress(OSError):
             return stat.read_text().split(") ", 1)[1][0] != "Z"
     return True
+
+
+Responder = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+DISCOVERED: dict[str, Any] = {
+    "resultType": "complete",
+    "supportedVersions": ["2026-07-28", "2025-11-25"],
+    "capabilities": {"tools": {"listChanged": True}},
+    "ttlMs": 0,
+    "cacheScope": "private",
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}},
+}
+INITIALIZED: dict[str, Any] = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"tools": {}, "logging": {}, "resources": {"subscribe": True}},
+    "serverInfo": {"name": "legacy", "version": "1"},
+}
+
+
+class FakeTransport:
+    """A transport whose server is a coroutine: (method, params) -> result or raise.
+
+    ``sent`` records every request and notification, ``headers`` the extra headers of
+    each, in order."""
+
+    def __init__(self, respond: Responder, kind: str = "stdio") -> None:
+        self.respond = respond
+        self.kind = kind
+        self.server_key = f"fake:{id(self)}"
+        self.sent: list[tuple[str, dict[str, Any] | None]] = []
+        self.headers: list[dict[str, str] | None] = []
+        self.legacy_version: str | None = None
+
+    async def __aenter__(self) -> FakeTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def set_handlers(self, on_request: Any, on_notification: Any) -> None:
+        pass
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        headers: dict[str, str] | None = None,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        self.sent.append((method, params))
+        self.headers.append(headers)
+        return await self.respond(method, params or {})
+
+    async def notify(
+        self, method: str, params: Any = None, *, headers: dict[str, str] | None = None
+    ) -> None:
+        self.sent.append((method, params))
+        self.headers.append(headers)
+
+    def listen(
+        self, params: dict[str, Any], *, headers: dict[str, str] | None = None
+    ) -> contextlib.AbstractAsyncContextManager[MessageStream]:
+        raise AssertionError("the scripted server has no listen stream")
+
+    async def legacy_session_started(self, version: str) -> None:
+        self.legacy_version = version
+
+    def describe(self) -> str:
+        return "a fake server"
+
+
+def legacy_server(discover_failure: BaseException | None) -> Responder:
+    """A server that answers ``server/discover`` (``discover_failure`` None) or fails it
+    with ``discover_failure`` and then answers ``initialize``."""
+
+    async def respond(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "server/discover":
+            if discover_failure is None:
+                return DISCOVERED
+            raise discover_failure
+        if method == "initialize":
+            return INITIALIZED
+        return {"content": []}
+
+    return respond
+
+
+def client_for(respond: Responder, kind: str = "stdio", **kw: Any) -> Client:
+    """A client of the scripted server, with an era cache of its own."""
+    return Client(FakeTransport(respond, kind), era_cache=EraCache(), **kw)

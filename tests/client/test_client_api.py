@@ -15,6 +15,11 @@ import mcpkit.client
 SRC = Path(mcpkit.client.__file__).resolve().parents[1]
 
 PUBLIC = {
+    "FeatureOptions",
+    "HttpOptions",
+    "ProcessOptions",
+    "ProtocolOptions",
+    "TimeoutOptions",
     "CallToolResult",
     "Client",
     "ClientError",

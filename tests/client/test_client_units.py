@@ -7,14 +7,18 @@ A scripted in-memory transport stands in for the server so each rule is checked 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from client_support import (
+    DISCOVERED,
+    INITIALIZED,
+    client_for,
+    legacy_server,
+)
 
 from mcpkit.cli.client_cmds import UsageError, parse_pairs
 from mcpkit.client import (
-    Client,
     ClientError,
     ConnectError,
     HttpStatusError,
@@ -29,77 +33,8 @@ from mcpkit.client import (
 from mcpkit.client.callbacks import Callbacks
 from mcpkit.client.errors import unwrap
 from mcpkit.client.mrtr import continue_with_input
-from mcpkit.client.options import EraCache
 
 pytestmark = pytest.mark.anyio
-
-Responder = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
-DISCOVERED = {
-    "resultType": "complete",
-    "supportedVersions": ["2026-07-28", "2025-11-25"],
-    "capabilities": {"tools": {"listChanged": True}},
-    "ttlMs": 0,
-    "cacheScope": "private",
-    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}},
-}
-INITIALIZED = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {"tools": {}},
-    "serverInfo": {"name": "legacy", "version": "1"},
-}
-
-
-class FakeTransport:
-    """A transport whose server is a coroutine: (method, params) -> result or raise."""
-
-    def __init__(self, respond: Responder, kind: str = "stdio") -> None:
-        self.respond = respond
-        self.kind = kind
-        self.server_key = f"fake:{id(self)}"
-        self.sent: list[tuple[str, dict[str, Any] | None]] = []
-        self.legacy_version: str | None = None
-
-    async def __aenter__(self) -> FakeTransport:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-    def set_handlers(self, on_request: Any, on_notification: Any) -> None:
-        pass
-
-    async def request(
-        self, method: str, params: dict[str, Any] | None, **kw: Any
-    ) -> dict[str, Any]:
-        self.sent.append((method, params))
-        return await self.respond(method, params or {})
-
-    async def notify(self, method: str, params: Any = None, **kw: Any) -> None:
-        self.sent.append((method, params))
-
-    async def legacy_session_started(self, version: str) -> None:
-        self.legacy_version = version
-
-    def describe(self) -> str:
-        return "a fake server"
-
-
-def legacy_server(discover_failure: BaseException | None) -> Responder:
-    async def respond(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method == "server/discover":
-            if discover_failure is None:
-                return DISCOVERED
-            raise discover_failure
-        if method == "initialize":
-            return INITIALIZED
-        return {"content": []}
-
-    return respond
-
-
-def client_for(respond: Responder, kind: str = "stdio", **kw: Any) -> Client:
-    return Client(FakeTransport(respond, kind), era_cache=EraCache(), **kw)
-
 
 # --------------------------------------------------------------------------- era probe
 
@@ -360,9 +295,13 @@ def test_capabilities_follow_callbacks() -> None:
     def handler(p: Any) -> Any:
         return p
 
-    assert Callbacks().capabilities("modern") == {}
-    assert Callbacks(elicitation=handler).capabilities("modern") == {"elicitation": {"form": {}}}
-    assert Callbacks(url_elicitation=handler).capabilities("modern") == {"elicitation": {"url": {}}}
+    assert Callbacks().capabilities(roots_list_changed=False) == {}
+    assert Callbacks(elicitation=handler).capabilities(roots_list_changed=False) == {
+        "elicitation": {"form": {}}
+    }
+    assert Callbacks(url_elicitation=handler).capabilities(roots_list_changed=False) == {
+        "elicitation": {"url": {}}
+    }
     both = Callbacks(
         elicitation=handler,
         url_elicitation=handler,
@@ -370,12 +309,12 @@ def test_capabilities_follow_callbacks() -> None:
         sampling_tools=True,
         roots=[],
     )
-    assert both.capabilities("modern") == {
+    assert both.capabilities(roots_list_changed=False) == {
         "elicitation": {"form": {}, "url": {}},
         "sampling": {"tools": {}},
         "roots": {},
     }
-    assert both.capabilities("legacy")["roots"] == {"listChanged": True}
+    assert both.capabilities(roots_list_changed=True)["roots"] == {"listChanged": True}
 
 
 async def test_callback_answers_are_checked() -> None:

@@ -61,7 +61,15 @@ from .models import (
     prompt_ref,
     resource_ref,
 )
-from .options import ClientOptions, EraCache
+from .options import (
+    ClientOptions,
+    EraCache,
+    FeatureOptions,
+    HttpOptions,
+    ProcessOptions,
+    ProtocolOptions,
+    TimeoutOptions,
+)
 from .tasks import Task, TaskCancelled
 
 __all__ = [
@@ -79,7 +87,9 @@ __all__ = [
     "ElicitResult",
     "ElicitationHandler",
     "EraCache",
+    "FeatureOptions",
     "GetPromptResult",
+    "HttpOptions",
     "HttpStatusError",
     "Implementation",
     "InputRequestError",
@@ -87,8 +97,10 @@ __all__ = [
     "LogHandler",
     "Notification",
     "NotificationHandler",
+    "ProcessOptions",
     "ProgressCallback",
     "Prompt",
+    "ProtocolOptions",
     "ProtocolViolationError",
     "ReadResourceResult",
     "RequestTimeoutError",
@@ -105,6 +117,7 @@ __all__ = [
     "Subscription",
     "Task",
     "TaskCancelled",
+    "TimeoutOptions",
     "TooManyInputRounds",
     "Tool",
     "ToolError",

@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..types.versions import Era
 from .errors import InputRequestError
 from .models import CreateMessageResult, ElicitResult, Notification, Root
 
@@ -65,8 +64,9 @@ class Callbacks:
     on_log: LogHandler | None = None
     on_notification: NotificationHandler | None = None
 
-    def capabilities(self, era: Era) -> dict[str, Any]:
-        """Client capabilities for the era (legacy roots announce ``listChanged``)."""
+    def capabilities(self, *, roots_list_changed: bool) -> dict[str, Any]:
+        """Client capabilities; roots announce ``listChanged`` where the era has
+        ``notifications/roots/list_changed`` (legacy)."""
         caps: dict[str, Any] = {}
         if self.elicitation is not None or self.url_elicitation is not None:
             modes: dict[str, Any] = {}
@@ -78,7 +78,7 @@ class Callbacks:
         if self.sampling is not None:
             caps["sampling"] = {"tools": {}} if self.sampling_tools else {}
         if self.roots is not None:
-            caps["roots"] = {"listChanged": True} if era == "legacy" else {}
+            caps["roots"] = {"listChanged": True} if roots_list_changed else {}
         return caps
 
     async def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,6 @@ that explains them.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -34,17 +33,9 @@ from ..transports.client_base import ClientTransport
 from ..types.errors import HEADER_MISMATCH, McpError
 from ..types.unset import UNSET, Unset
 from ..types.versions import Era
+from . import callbacks as cb
 from .cache import ResultCache
-from .callbacks import (
-    Callbacks,
-    ElicitationHandler,
-    LogHandler,
-    NotificationHandler,
-    ProgressCallback,
-    RootsProvider,
-    SamplingHandler,
-    UrlElicitationHandler,
-)
+from .callbacks import Callbacks, ProgressCallback
 from .errors import (
     ClientError,
     ConnectError,
@@ -90,30 +81,27 @@ class Client(InboundHandling):
         target: str | Sequence[str] | ClientTransport | ServedServer,
         *,
         options: ClientOptions | None = None,
-        elicitation: ElicitationHandler | None = None,
-        url_elicitation: UrlElicitationHandler | None = None,
-        sampling: SamplingHandler | None = None,
+        elicitation: cb.ElicitationHandler | None = None,
+        url_elicitation: cb.UrlElicitationHandler | None = None,
+        sampling: cb.SamplingHandler | None = None,
         sampling_tools: bool = False,
-        roots: RootsProvider | None = None,
-        on_log: LogHandler | None = None,
-        on_notification: NotificationHandler | None = None,
+        roots: cb.RootsProvider | None = None,
+        on_log: cb.LogHandler | None = None,
+        on_notification: cb.NotificationHandler | None = None,
         **overrides: Any,
     ) -> None:
         opts = options or ClientOptions()
         if overrides:
-            opts = dataclasses.replace(opts, **overrides)
+            opts = opts.replace(**overrides)
         self.options = opts
         self.callbacks = Callbacks(
             elicitation, url_elicitation, sampling, sampling_tools, roots, on_log, on_notification
         )
         self.transport = transport_for(target, opts)
         self.session = Session(self.transport, opts, self.callbacks)
+        cache = opts.features.cache
         self.cache: ResultCache | None = (
-            opts.cache
-            if isinstance(opts.cache, ResultCache)
-            else ResultCache()
-            if opts.cache
-            else None
+            cache if isinstance(cache, ResultCache) else ResultCache() if cache else None
         )
         self._owner = object()  # identifies this client's private cache entries
         self._tool_headers: dict[str, tuple[HeaderParam, ...]] = {}
@@ -239,39 +227,44 @@ class Client(InboundHandling):
 
     async def discover(self) -> DiscoverResult:
         """``server/discover`` (2026-07-28 only)."""
-        self._need("modern", "server/discover")
+        self._need("server/discover")
         return cast(DiscoverResult, await self.request("server/discover"))
 
     async def ping(self, *, timeout: float | Unset | None = UNSET) -> None:
         """Check the server is alive: ``ping`` on legacy; on 2026-07-28 (which removed
         ping) a ``server/discover`` round trip."""
-        method = "ping" if self.era == "legacy" else "server/discover"
+        method = "ping" if self._has("ping") else "server/discover"
         await self.request(method, timeout=timeout)
 
     async def set_logging_level(self, level: str) -> None:
         """Ask for log messages at ``level`` and above (``on_log`` gets them).  Modern: sent
         in every request's ``_meta``; legacy: ``logging/setLevel``."""
         self.session.set_log_level(level)
-        if self.era == "legacy":
+        if self._has("logging/setLevel"):
             await self.request("logging/setLevel", {"level": level})
 
     async def subscribe_resource(self, uri: str) -> None:
         """Legacy ``resources/subscribe`` (on 2026-07-28 use ``listen(resource_uris=...)``)."""
-        self._need("legacy", "resources/subscribe", "use client.listen(resource_uris=[...])")
+        self._need("resources/subscribe", "use client.listen(resource_uris=[...])")
         await self.request("resources/subscribe", {"uri": uri})
 
     async def unsubscribe_resource(self, uri: str) -> None:
         """``resources/unsubscribe`` (2025-11-25 only; on 2026-07-28 leave the ``listen`` block)."""
-        self._need("legacy", "resources/unsubscribe", "leave the client.listen(...) block")
+        self._need("resources/unsubscribe", "leave the client.listen(...) block")
         await self.request("resources/unsubscribe", {"uri": uri})
 
     async def notify_roots_changed(self) -> None:
         """Tell a legacy server the roots changed (2026-07-28 servers ask each time)."""
-        if self.era == "legacy" and self.callbacks.roots is not None:
+        if self.callbacks.roots is not None and self._has("notifications/roots/list_changed"):
             await self.notify("notifications/roots/list_changed")
 
-    def _need(self, era: Era, method: str, hint: str = "") -> None:
-        if self.era != era:
+    def _has(self, method: str) -> bool:
+        """``method`` exists in the negotiated era (False before connecting)."""
+        rules = self.session.rules
+        return rules is not None and rules.offers(method)
+
+    def _need(self, method: str, hint: str = "") -> None:
+        if not self._has(method):
             raise ClientError(
                 f"{method} does not exist in protocol {self.protocol_version or '(none)'}"
                 + (f"; {hint}" if hint else "")
@@ -371,7 +364,7 @@ class Client(InboundHandling):
         """Call a tool, returning the :class:`Task` when the server runs it as one
         (``await task`` for the result) or the result when it answered at once.  Needs
         ``tasks=True``."""
-        if not self.options.tasks:
+        if not self.options.features.tasks:
             raise ClientError("start_tool_task needs Client(..., tasks=True)")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
@@ -392,7 +385,8 @@ class Client(InboundHandling):
     def _param_headers(
         self, name: str, arguments: Mapping[str, Any] | None
     ) -> dict[str, str] | None:
-        if self.transport.kind != "http" or self.era != "modern":
+        rules = self.session.rules
+        if self.transport.kind != "http" or rules is None or not rules.param_headers:
             return None
         params = self._tool_headers.get(name, ())
         return expected_param_headers(params, arguments) if params else {}
@@ -548,8 +542,8 @@ class Client(InboundHandling):
                 result,
                 send,
                 self.callbacks,
-                self.options.max_input_rounds,
-                allow_task=self.options.tasks and method == "tools/call",
+                self.options.features.max_input_rounds,
+                allow_task=self.options.features.tasks and method == "tools/call",
             )
         except BaseExceptionGroup as group:
             raise unwrap(group) from None

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -233,18 +233,11 @@ class ClientGroup:
         self._tools, items = self._index(cast(list[tuple[str, list[Any]]], listings), "name")
         return cast(list[Tool], items)
 
-    async def _tool(self, name: str) -> tuple[str, str]:
-        if name not in self._tools:
-            await self.list_tools()
-        if name not in self._tools:
-            raise self._unknown("tool", name)
-        return self._tools[name]
-
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> CallToolResult:
         """Call ``server__tool`` on its server (``kwargs`` as :meth:`Client.call_tool`)."""
-        server, tool = await self._tool(name)
+        server, tool = await self._locate("tool", name)
         return await self.clients[server].call_tool(tool, arguments, **kwargs)
 
     # ------------------------------------------------------------------ prompts
@@ -254,18 +247,25 @@ class ClientGroup:
         self._prompts, items = self._index(cast(list[tuple[str, list[Any]]], listings), "name")
         return cast(list[Prompt], items)
 
-    async def _prompt(self, name: str) -> tuple[str, str]:
-        if name not in self._prompts:
-            await self.list_prompts()
-        if name not in self._prompts:
-            raise self._unknown("prompt", name)
-        return self._prompts[name]
+    async def _locate(self, kind: Literal["tool", "prompt"], name: str) -> tuple[str, str]:
+        """The server and its own name for a namespaced tool or prompt; an unknown name
+        lists once more first (a server may have added it since)."""
+
+        def index() -> dict[str, tuple[str, str]]:
+            return self._tools if kind == "tool" else self._prompts
+
+        if name not in index():
+            await (self.list_tools() if kind == "tool" else self.list_prompts())
+        found = index().get(name)
+        if found is None:
+            raise self._unknown(kind, name)
+        return found
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, **kwargs: Any
     ) -> GetPromptResult:
         """Get ``server__prompt`` from its server (``kwargs`` as :meth:`Client.get_prompt`)."""
-        server, prompt = await self._prompt(name)
+        server, prompt = await self._locate("prompt", name)
         return await self.clients[server].get_prompt(prompt, arguments, **kwargs)
 
     # ------------------------------------------------------------------ resources
@@ -316,7 +316,7 @@ class ClientGroup:
     ) -> CompleteResult:
         """``completion/complete`` for a namespaced prompt or resource template."""
         if ref.get("type") == "ref/prompt":
-            server, prompt = await self._prompt(str(ref.get("name")))
+            server, prompt = await self._locate("prompt", str(ref.get("name")))
             inner = {**ref, "name": prompt}
         else:
             server, uri = self.route_uri(str(ref.get("uri")))

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 
-from ..transports.client_base import MessageStream, ServerError
+from ..transports.client_base import ItemStream, MessageStream, ServerError, item_stream
 from .errors import InvalidResultError
 from .models import Notification
 
@@ -76,13 +76,12 @@ class Subscription:
         self.ended: str | None = None
         self.dropped = 0
         self._stack = contextlib.AsyncExitStack()
-        self._receive: MemoryObjectReceiveStream[Notification] | None = None
-        self._error: BaseException | None = None
+        self._stream: ItemStream[Notification] | None = None
         self._legacy_send: MemoryObjectSendStream[Notification] | None = None
 
     async def __aenter__(self) -> Subscription:
         try:
-            if self._client.era == "modern":
+            if self._client._has("subscriptions/listen"):  # else session notifications
                 await self._open_modern()
             else:
                 await self._open_legacy()
@@ -106,7 +105,7 @@ class Subscription:
         # Exit order (LIFO): stop the pump, then close the transport's stream.
         tg: TaskGroup = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.callback(tg.cancel_scope.cancel)
-        timeout = self._client.options.timeout
+        timeout = self._client.options.timeouts.timeout
         with anyio.fail_after(timeout) if timeout else contextlib.nullcontext():
             try:
                 first = await source.__anext__()
@@ -126,8 +125,8 @@ class Subscription:
                 first.get("method") or "a result",
             )
             pending.append(first)
-        send, self._receive = anyio.create_memory_object_stream[Notification](_BUFFER)
-        self._stack.callback(self._receive.close)
+        send, self._stream = item_stream(Notification, _BUFFER)
+        self._stack.callback(self._stream.close)
         tg.start_soon(self._pump, source, send, pending)
 
     async def _pump(
@@ -146,7 +145,7 @@ class Subscription:
                         return
                 self.ended = "ended by the server"
             except Exception as exc:  # ClientError from the transport: surface it
-                self._error = exc
+                self._fail(exc)
                 self.ended = f"failed: {exc}"
 
     async def _deliver(
@@ -154,7 +153,7 @@ class Subscription:
     ) -> bool:
         if "method" not in message:
             if "error" in message:
-                self._error = ServerError.from_wire(message["error"], method="subscriptions/listen")
+                self._fail(ServerError.from_wire(message["error"], method="subscriptions/listen"))
             self.ended = "ended by the server"
             return False
         params = message.get("params")
@@ -175,7 +174,7 @@ class Subscription:
         if uris and info.supports("resources.subscribe"):
             honoured["resourceSubscriptions"] = uris
         self.filter = honoured
-        send, self._receive = anyio.create_memory_object_stream[Notification](_BUFFER)
+        send, self._stream = item_stream(Notification, _BUFFER)
         self._legacy_send = send
         client._legacy_listeners.add(self)
         self._stack.callback(client._legacy_listeners.discard, self)
@@ -208,11 +207,11 @@ class Subscription:
         return self
 
     async def __anext__(self) -> Notification:
-        if self._receive is None:
+        if self._stream is None:
             raise RuntimeError("use 'async with client.listen(...) as sub' before iterating")
-        try:
-            return await self._receive.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            if self._error is not None:
-                raise self._error from None
-            raise StopAsyncIteration from None
+        return await self._stream.__anext__()
+
+    def _fail(self, error: BaseException) -> None:
+        """The stream ended abnormally: iteration raises ``error`` once the buffer is read."""
+        if self._stream is not None:
+            self._stream.error = error

@@ -7,20 +7,27 @@ maximum (10 min); a stdio server gets 30 s to answer its first request.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
 import shlex
 import sys
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..runtime.contracts import ServedServer
 from ..transports.client_base import ClientTransport
 from ..transports.client_stdio import StderrMode, StdioTransport
 from ..types.versions import LEGACY_VERSIONS, MODERN_VERSIONS, Era, EraChoice
+from .cache import ResultCache
+from .era import sse_fallback_allowed
 from .models import Implementation
+
+if TYPE_CHECKING:
+    import httpx
 
 TraceContextProvider = Callable[[], Mapping[str, str]]
 
@@ -37,11 +44,8 @@ def default_client_info() -> Implementation:
 
 
 @dataclass(slots=True)
-class ClientOptions:
-    """How a :class:`~mcpkit.client.Client` talks to its server.
-
-    Anything here can also be passed to ``Client(...)`` as a keyword argument.
-    """
+class ProtocolOptions:
+    """Who the client says it is and which protocol revisions it may speak."""
 
     #: ``clientInfo`` / ``_meta["io.modelcontextprotocol/clientInfo"]``.
     client_info: Implementation = field(default_factory=default_client_info)
@@ -51,6 +55,18 @@ class ClientOptions:
     protocol_versions: tuple[str, ...] = MODERN_VERSIONS
     #: Legacy revisions we accept from ``initialize``, preferred (requested) first.
     legacy_versions: tuple[str, ...] = LEGACY_VERSIONS
+    #: On the modern era, call ``server/discover`` when connecting (capabilities, info).
+    discover: bool = True
+    #: Where the era of each server is remembered (None: the process-wide one).
+    era_cache: EraCache | None = None
+    #: Merged into the client capabilities derived from the callbacks (e.g. extensions).
+    extra_capabilities: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class TimeoutOptions:
+    """How long the client waits, so that it never hangs."""
+
     #: Seconds per request without an answer (None: wait forever).  Progress restarts it.
     timeout: float | None = 60.0
     #: Progress never extends a request beyond this many seconds.
@@ -59,6 +75,48 @@ class ClientOptions:
     startup_timeout: float = 30.0
     #: How long ``server/discover`` may take before the server is taken for a legacy one.
     probe_timeout: float = 10.0
+
+
+@dataclass(slots=True)
+class HttpOptions:
+    """Streamable HTTP (and HTTP+SSE) settings; ignored by the other transports."""
+
+    #: Extra HTTP headers on every request (e.g. ``Authorization``).
+    headers: dict[str, str] = field(default_factory=dict)
+    #: An ``httpx.Auth`` for every request (e.g. :class:`mcpkit.auth.OAuth`).
+    auth: httpx.Auth | None = None
+    #: Use this ``httpx.AsyncClient`` (not closed by the client).
+    http_client: httpx.AsyncClient | None = None
+    #: Legacy sessions: open the standalone GET stream for server-initiated messages.
+    legacy_get_stream: bool = True
+    #: Speak the 2024-11-05 HTTP+SSE transport to a URL straight away (GET for the
+    #: ``endpoint`` event, then POSTs); without it a URL is tried as Streamable HTTP first
+    #: and falls back to HTTP+SSE when ``initialize`` is refused with 400/404/405.
+    sse: bool = False
+
+
+@dataclass(slots=True)
+class ProcessOptions:
+    """How a stdio server process is started and stopped; ignored by the other transports."""
+
+    #: Environment for a stdio server, on top of ours (see ``inherit_env``).
+    env: Mapping[str, str] | None = None
+    #: Start from this process's environment (False: only ``env``).
+    inherit_env: bool = True
+    #: The server's working directory (None: ours).
+    cwd: str | os.PathLike[str] | None = None
+    #: ``"capture"`` (keep the tail for errors, log at DEBUG), ``"inherit"`` or a callable
+    #: receiving each line.
+    stderr: StderrMode = "capture"
+    #: Seconds between closing stdin, SIGTERM and SIGKILL on shutdown.
+    shutdown_grace: float = 2.0
+
+
+@dataclass(slots=True)
+class FeatureOptions:
+    """What the client does on top of plain requests: caching, tasks, input rounds, logs,
+    tracing."""
+
     #: Bound on multi round-trip (``input_required``) rounds per request.
     max_input_rounds: int = 8
     #: Ask the server for log messages at this level and above (``on_log`` receives them).
@@ -69,41 +127,56 @@ class ClientOptions:
     #: OpenTelemetry CLIENT spans and ``mcp.client.operation.duration`` per request (needs
     #: the ``otel`` extra).  None: as the process default (``mcpkit ... --otel`` sets it).
     telemetry: bool | None = None
-    #: Merged into the client capabilities derived from the callbacks (e.g. extensions).
-    extra_capabilities: dict[str, Any] = field(default_factory=dict)
     #: Cache list results and resource contents per their ``ttlMs``/``cacheScope``.
     #: True: a cache of this client's own; or share a :class:`ResultCache`; False: none.
-    cache: Any = True
+    cache: bool | ResultCache = True
     #: Declare the tasks extension: ``tools/call`` may then come back as a task (followed
     #: to its result by ``call_tool``; ``start_tool_task`` hands you the task itself).
     tasks: bool = False
-    #: Where the era of each server is remembered (None: the process-wide one).
-    era_cache: EraCache | None = None
-    #: On the modern era, call ``server/discover`` when connecting (capabilities, info).
-    discover: bool = True
-    # --- Streamable HTTP
-    #: Extra HTTP headers on every request (e.g. ``Authorization``).
-    headers: dict[str, str] = field(default_factory=dict)
-    #: An ``httpx.Auth`` for every request.
-    auth: Any = None
-    #: Use this ``httpx.AsyncClient`` (not closed by the client).
-    http_client: Any = None
-    #: Legacy sessions: open the standalone GET stream for server-initiated messages.
-    legacy_get_stream: bool = True
-    #: Speak the 2024-11-05 HTTP+SSE transport to a URL straight away (GET for the
-    #: ``endpoint`` event, then POSTs); without it a URL is tried as Streamable HTTP first
-    #: and falls back to HTTP+SSE when ``initialize`` is refused with 400/404/405.
-    sse: bool = False
-    # --- stdio
-    #: Environment for a stdio server, on top of ours (see ``inherit_env``).
-    env: Mapping[str, str] | None = None
-    inherit_env: bool = True
-    cwd: str | os.PathLike[str] | None = None
-    #: ``"capture"`` (keep the tail for errors, log at DEBUG), ``"inherit"`` or a callable
-    #: receiving each line.
-    stderr: StderrMode = "capture"
-    #: Seconds between closing stdin, SIGTERM and SIGKILL on shutdown.
-    shutdown_grace: float = 2.0
+
+
+@dataclass(slots=True)
+class ClientOptions:
+    """How a :class:`~mcpkit.client.Client` talks to its server, in focused groups.
+
+    Users rarely build one: every field of every group can be passed to ``Client(...)``
+    (and ``Client.from_config``) as a keyword argument of the same name, which
+    :meth:`replace` sorts into its group; ``ClientOptions.of(timeout=5)`` does the same.
+    """
+
+    protocol: ProtocolOptions = field(default_factory=ProtocolOptions)
+    timeouts: TimeoutOptions = field(default_factory=TimeoutOptions)
+    http: HttpOptions = field(default_factory=HttpOptions)
+    process: ProcessOptions = field(default_factory=ProcessOptions)
+    features: FeatureOptions = field(default_factory=FeatureOptions)
+
+    @classmethod
+    def of(cls, **settings: Any) -> ClientOptions:
+        """Defaults changed by field name (``timeout=5``, ``headers={...}``)."""
+        return cls().replace(**settings)
+
+    def replace(self, **settings: Any) -> ClientOptions:
+        """A copy with fields changed by name, whichever group holds them (the keyword
+        arguments of ``Client(...)``); an unknown name raises :class:`TypeError`."""
+        changes: dict[str, dict[str, Any]] = {}
+        for name, value in settings.items():
+            group = _group_of().get(name)
+            if group is None:
+                raise TypeError(f"unknown client option {name!r}")
+            changes.setdefault(group, {})[name] = value
+        groups = {g: dataclasses.replace(getattr(self, g), **c) for g, c in changes.items()}
+        return dataclasses.replace(self, **groups)
+
+
+@functools.cache
+def _group_of() -> dict[str, str]:
+    """Which group holds each field name (read off the dataclasses, never listed by hand)."""
+    hints = typing.get_type_hints(ClientOptions)
+    return {
+        member.name: group.name
+        for group in dataclasses.fields(ClientOptions)
+        for member in dataclasses.fields(hints[group.name])
+    }
 
 
 class EraCache:
@@ -173,24 +246,19 @@ def transport_for(
 
         return MemoryTransport(cast(ServedServer, target))
     # --- end in-memory
-    # --- HTTP+SSE (issue #19): asked for explicitly (an ``mcpServers`` "type": "sse").
-    if options.sse and isinstance(target, str) and target.startswith(("http://", "https://")):
-        from ..transports.client_sse import SseTransport
-
-        return SseTransport(
-            target, headers=options.headers, auth=options.auth, http_client=options.http_client
-        )
-    # --- end HTTP+SSE
+    http = options.http
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
+            if http.sse:  # HTTP+SSE (issue #19), asked for explicitly ("type": "sse")
+                return _sse_transport(target, http)
             from ..transports.client_http import HttpTransport  # httpx only when needed
 
             return HttpTransport(
                 target,
-                headers=options.headers,
-                auth=options.auth,
-                http_client=options.http_client,
-                legacy_get_stream=options.legacy_get_stream,
+                headers=http.headers,
+                auth=http.auth,
+                http_client=http.http_client,
+                legacy_get_stream=http.legacy_get_stream,
             )
         command = serve_command(target) or shlex.split(target, posix=os.name != "nt")
     elif isinstance(target, Sequence):
@@ -199,14 +267,21 @@ def transport_for(
         return cast(ClientTransport, target)
     if not command:
         raise ValueError("empty server command")
+    process = options.process
     return StdioTransport(
         command,
-        env=options.env,
-        inherit_env=options.inherit_env,
-        cwd=options.cwd,
-        stderr=options.stderr,
-        shutdown_grace=options.shutdown_grace,
+        env=process.env,
+        inherit_env=process.inherit_env,
+        cwd=process.cwd,
+        stderr=process.stderr,
+        shutdown_grace=process.shutdown_grace,
     )
+
+
+def _sse_transport(url: str, http: HttpOptions) -> ClientTransport:
+    from ..transports.client_sse import SseTransport
+
+    return SseTransport(url, headers=http.headers, auth=http.auth, http_client=http.http_client)
 
 
 def is_served_server(target: object) -> bool:
@@ -232,14 +307,10 @@ def legacy_sse_fallback(
     from ..transports.client_http import HttpTransport
 
     if (
-        options.era == "modern"
+        not sse_fallback_allowed(options.protocol.era)
         or not isinstance(transport, HttpTransport)
         or not isinstance(refused, HttpStatusError)
         or refused.status not in SSE_FALLBACK_STATUSES
     ):
         return None
-    from ..transports.client_sse import SseTransport
-
-    return SseTransport(
-        transport.url, headers=options.headers, auth=options.auth, http_client=options.http_client
-    )
+    return _sse_transport(transport.url, options.http)

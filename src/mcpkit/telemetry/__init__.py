@@ -10,7 +10,7 @@ This package sits below ``server`` and ``client`` (both import it) and imports o
 OpenTelemetry *API*, lazily: without ``opentelemetry-api`` installed nothing here is
 imported by a request.  Spans are opt-in (the server's
 :class:`~mcpkit.server.middleware.telemetry.Telemetry` middleware,
-``ClientOptions(telemetry=True)``), so a process that merely has the API installed
+``Client(..., telemetry=True)``), so a process that merely has the API installed
 (many libraries pull it in) pays nothing.  :func:`configure` sets up the SDK from the
 standard ``OTEL_*`` environment variables for the command line's ``--otel``.
 """

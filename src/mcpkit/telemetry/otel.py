@@ -25,7 +25,7 @@ _NAMED = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
 _api: SimpleNamespace | None = None
 _recording = False
 _next_check = 0.0
-#: Whether clients trace when their options leave it open (``ClientOptions.telemetry``
+#: Whether clients trace when their options leave it open (``FeatureOptions.telemetry``
 #: None): the command line's ``--otel`` turns it on for the gateway's upstream clients.
 _client_default = False
 #: The span context of the last CLIENT span this task sent: the next MRTR round links to it.
@@ -40,7 +40,7 @@ def available() -> bool:
 
 
 def set_client_default(enabled: bool) -> None:
-    """Trace every client whose ``ClientOptions.telemetry`` is None (the default)."""
+    """Trace every client whose ``FeatureOptions.telemetry`` is None (the default)."""
     global _client_default
     _client_default = enabled
 

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..types.errors import McpError
 from ..types.jsonrpc import Message
+
+T = TypeVar("T")
 
 __all__ = [
     "ClientError",
@@ -30,6 +32,7 @@ __all__ = [
     "HttpStatusError",
     "InboundNotificationHandler",
     "InboundRequestHandler",
+    "ItemStream",
     "MessageStream",
     "ProgressHandler",
     "ProtocolViolationError",
@@ -38,6 +41,7 @@ __all__ = [
     "ServerStartupError",
     "SessionExpiredError",
     "TransportError",
+    "item_stream",
     "message_stream",
 ]
 
@@ -144,22 +148,22 @@ class ServerError(ClientError, McpError):
         )
 
 
-class MessageStream:
-    """The messages of one long-lived stream (``subscriptions/listen``), in order.
+class ItemStream(Generic[T]):
+    """The items of one long-lived stream, in order.
 
     Iteration ends when the producer closes its side; if the stream ended abnormally the
     producer first sets :attr:`error`, which iteration then raises instead of ending quietly
     (so a dropped connection is never mistaken for a graceful end).
     """
 
-    def __init__(self, receive: MemoryObjectReceiveStream[Message]) -> None:
+    def __init__(self, receive: MemoryObjectReceiveStream[T]) -> None:
         self._receive = receive
         self.error: BaseException | None = None
 
-    def __aiter__(self) -> MessageStream:
+    def __aiter__(self) -> ItemStream[T]:
         return self
 
-    async def __anext__(self) -> Message:
+    async def __anext__(self) -> T:
         try:
             return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
@@ -168,10 +172,22 @@ class MessageStream:
             raise StopAsyncIteration from None
 
     def close(self) -> None:
+        """Stop receiving: the producer's next send fails, iteration ends."""
         self._receive.close()
 
 
+class MessageStream(ItemStream[Message]):
+    """The messages of one ``subscriptions/listen`` stream, in order (see :class:`ItemStream`)."""
+
+
+def item_stream(item: type[T], buffer: float) -> tuple[MemoryObjectSendStream[T], ItemStream[T]]:
+    """A bounded stream of ``item`` objects: the producer's end and the reader's."""
+    send, receive = anyio.create_memory_object_stream[T](buffer)
+    return send, ItemStream(receive)
+
+
 def message_stream(buffer: float) -> tuple[MemoryObjectSendStream[Message], MessageStream]:
+    """A bounded stream of messages (a listen stream): the producer's end and the reader's."""
     send, receive = anyio.create_memory_object_stream[Message](buffer)
     return send, MessageStream(receive)
 

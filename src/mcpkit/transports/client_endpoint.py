@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..runtime.endpoint import Endpoint, EndpointClosed, RequestTimeout
@@ -53,6 +54,34 @@ class EndpointClientTransport:
         self._on_request: InboundRequestHandler | None = None
         self._on_notification: InboundNotificationHandler | None = None
         self._listeners: dict[RequestId, MemoryObjectSendStream[Message]] = {}
+        self._tg: TaskGroup | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    async def _open(self, endpoint: Endpoint) -> TaskGroup:
+        """Carry our messages over ``endpoint`` from now on; the task group returned (for
+        the reader tasks) is entered here and exited by :meth:`__aexit__`, in the same
+        task and scope as anyio requires."""
+        endpoint.reply_to_invalid = False  # a server's junk is logged, never answered
+        self._endpoint = endpoint
+        tg = self._tg = anyio.create_task_group()
+        await tg.__aenter__()
+        return tg
+
+    async def __aexit__(self, *exc: object) -> bool | None:
+        tg, self._tg = self._tg, None
+        if tg is None:
+            return None
+        with anyio.CancelScope(shield=True):
+            await self._shutdown()
+        tg.cancel_scope.cancel()
+        await tg.__aexit__(None, None, None)
+        return None
+
+    async def _shutdown(self) -> None:
+        """Close the connection (shielded, before the reader tasks are cancelled): by
+        default the endpoint fails whatever is still pending."""
+        if self._endpoint is not None:
+            self._endpoint.close("the client closed the connection")
 
     # ------------------------------------------------------------------ hooks
     async def _closed_detail(self, doing: str) -> str:
@@ -116,30 +145,39 @@ class EndpointClientTransport:
         headers: dict[str, str] | None = None,
         request_id: RequestId | None = None,
     ) -> Coroutine[Any, Any, dict[str, Any]]:
-        return self._request(method, params, timeout, max_timeout, on_progress, request_id)
+        endpoint = self._require()
+        sent = endpoint.request(
+            method,
+            params,
+            timeout=timeout,
+            max_timeout=max_timeout,
+            request_id=request_id,
+            on_progress=on_progress,
+        )
+        if self._explains_itself(endpoint):
+            return sent  # no coroutine of ours per call
+        return self._guarded(sent, endpoint, method, timeout, max_timeout)
 
-    async def _request(
+    def _explains_itself(self, endpoint: Endpoint) -> bool:
+        """Whether ``endpoint`` is open and puts its failures into words itself (through
+        :meth:`_explain`), so a request may go straight to it; else :meth:`_guarded` does
+        that here."""
+        return False
+
+    async def _guarded(
         self,
+        sent: Coroutine[Any, Any, dict[str, Any]],
+        endpoint: Endpoint,
         method: str,
-        params: dict[str, Any] | None,
         timeout: float | None,
         max_timeout: float | None,
-        on_progress: ProgressHandler | None,
-        request_id: RequestId | None,
     ) -> dict[str, Any]:
-        endpoint = self._require()
         if endpoint.closed is not None:
+            sent.close()  # never started
             raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
         started = time.monotonic()
         try:
-            return await endpoint.request(
-                method,
-                params,
-                timeout=timeout,
-                max_timeout=max_timeout,
-                request_id=request_id,
-                on_progress=on_progress,
-            )
+            return await sent
         except McpError as exc:
             raise await self._explain(
                 exc, method, timeout, max_timeout, time.monotonic() - started

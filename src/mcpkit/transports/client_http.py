@@ -39,7 +39,6 @@ import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
 from ..protocol.correlation import note_sent
-from ..protocol.negotiation import modern_version_of
 from ..types import jsonrpc
 from ..types.codec import encode
 from ..types.errors import INTERNAL_ERROR, McpError
@@ -58,13 +57,13 @@ from .client_base import (
     TransportError,
     message_stream,
 )
+from .client_http_era import LEGACY_WIRE, MODERN_WIRE, WireEra, request_headers, wire_era
 from .client_http_wire import (
     Call,
     http_errors,
     is_sse,
     json_answer,
     read_body,
-    request_headers,
     sse_messages,
     started_once,
     unwrap_answer,
@@ -199,7 +198,7 @@ class HttpTransport:
         call = Call(
             request_id,
             method,
-            modern=modern_version_of(params) is not None,
+            wire_era(params),
             timeout=timeout,
             on_progress=on_progress,
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
@@ -210,21 +209,19 @@ class HttpTransport:
             scope.deadline = started + timeout
             limit = max_timeout if max_timeout is not None else timeout * 10
             call.hard_deadline = started + limit
-        if not call.modern:
+        if call.era.routed:
             self._inflight[request_id] = call
         try:
             with scope:
                 answer = await self._exchange(client, message, call, headers)
                 return unwrap_answer(answer, method)
         except anyio.get_cancelled_exc_class():
-            if not call.modern:
-                await self._cancel_legacy(request_id, "the caller cancelled the request")
+            await self._cancel(call, "the caller cancelled the request")
             raise
         finally:
             self._inflight.pop(request_id, None)
         # Only reached when our own deadline fired.
-        if not call.modern:
-            await self._cancel_legacy(request_id, "request timed out")
+        await self._cancel(call, "request timed out")
         hard = (
             call.hard_deadline - started > (timeout or 0.0)
             and anyio.current_time() >= call.hard_deadline - 0.05
@@ -250,7 +247,7 @@ class HttpTransport:
             answer = call.routed
         if answer is not None:
             return answer
-        if call.modern or call.last_event_id is None or self.session_id is None:
+        if not call.era.resumable(call.last_event_id, self.session_id):
             why = f" ({call.broken})" if call.broken else ""
             raise ConnectionClosedError(
                 f"the server closed the response stream of {call.method} before answering"
@@ -289,7 +286,7 @@ class HttpTransport:
             self.session_id = response.headers.get("mcp-session-id") or None
         if (
             status == 404
-            and not call.modern
+            and call.era.session_bound
             and self.session_id is not None
             and call.method != "initialize"
         ):
@@ -327,7 +324,7 @@ class HttpTransport:
                 elif kind is Kind.NOTIFICATION:
                     await self._notification(message, call)
                 else:
-                    self._server_request(message, modern=call.modern)
+                    self._server_request(message, call.era)
         return None
 
     def _route(self, message: Message) -> None:
@@ -379,8 +376,8 @@ class HttpTransport:
                 log.exception("progress callback failed")
 
     # ------------------------------------------------------------------ server -> client
-    def _server_request(self, message: Message, *, modern: bool) -> None:
-        if modern:
+    def _server_request(self, message: Message, era: WireEra) -> None:
+        if not era.serves_requests:
             log.warning(
                 "ignoring %s: 2026-07-28 servers must not send requests", message.get("method")
             )
@@ -433,11 +430,14 @@ class HttpTransport:
         json_answer(response.content, response, what)
         raise HttpStatusError(f"{what}: HTTP {response.status_code}", response.status_code)
 
-    async def _cancel_legacy(self, request_id: RequestId, reason: str) -> None:
+    async def _cancel(self, call: Call, reason: str) -> None:
+        """Tell the server a request is off, where closing its stream does not (legacy)."""
+        if not call.era.cancel_by_notification:
+            return  # the response stream is closed on the way out: that is cancellation
         with anyio.CancelScope(shield=True), anyio.move_on_after(2):
             try:
                 await self.notify(
-                    "notifications/cancelled", {"requestId": request_id, "reason": reason}
+                    "notifications/cancelled", {"requestId": call.request_id, "reason": reason}
                 )
             except (TransportError, ServerError) as exc:
                 log.debug("notifications/cancelled not delivered: %s", exc)
@@ -464,7 +464,7 @@ class HttpTransport:
     ) -> None:
         """The standalone stream for server-initiated messages; reconnects while the
         session lives, slower after each failure."""
-        call = Call(request_id="(GET)", method="GET stream", modern=False)
+        call = Call(request_id="(GET)", method="GET stream", era=LEGACY_WIRE)
         failures = 0
         with scope, started_once(task_status) as started:
             while self.session_id == session_id:
@@ -485,7 +485,7 @@ class HttpTransport:
                             if kind is Kind.NOTIFICATION:
                                 await self._notification(message, None)
                             elif kind is Kind.REQUEST:
-                                self._server_request(message, modern=False)
+                                self._server_request(message, LEGACY_WIRE)
                             else:
                                 self._route(message)
                 except (httpx.HTTPError, ProtocolViolationError) as exc:
@@ -505,7 +505,7 @@ class HttpTransport:
         client = self._http()
         request_id = next(self._ids)
         message = jsonrpc.request(request_id, "subscriptions/listen", params)
-        call = Call(request_id, "subscriptions/listen", modern=True)
+        call = Call(request_id, "subscriptions/listen", MODERN_WIRE)
         send, stream = message_stream(64)
 
         async def run() -> None:

@@ -26,13 +26,10 @@ import httpx
 from anyio.abc import TaskStatus
 from httpx_sse import EventSource, SSEError
 
-from ..protocol import headers as hdr
-from ..protocol.negotiation import modern_version_of
 from ..types import jsonrpc
 from ..types.codec import DecodeError, decode
 from ..types.errors import McpError
 from ..types.jsonrpc import Kind, Message, RequestId
-from ..types.methods import name_param
 from .client_base import (
     ConnectError,
     ConnectionClosedError,
@@ -41,43 +38,7 @@ from .client_base import (
     ProtocolViolationError,
     ServerError,
 )
-
-ACCEPT_BOTH = "application/json, text/event-stream"
-
-
-def request_headers(
-    message: Message,
-    base: dict[str, str],
-    legacy: dict[str, str] | None,
-    extra: dict[str, str] | None,
-) -> dict[str, str]:
-    """The HTTP headers of one POSTed message.
-
-    Modern (``_meta`` names a version): ``MCP-Protocol-Version``, ``Mcp-Method`` and, for
-    the methods that have one, ``Mcp-Name`` (base64 sentinel form when needed); never a
-    session id.  Legacy: the session's headers (``legacy``; None for ``initialize``, which
-    has neither a session nor a negotiated version yet).  ``extra`` (``Mcp-Param-*``, or a
-    version for a notification) goes last.
-    """
-    params = message.get("params")
-    method = message.get("method")
-    version = modern_version_of(params)
-    if isinstance(version, str):
-        out = dict(base)
-        out["MCP-Protocol-Version"] = version
-        if isinstance(method, str):
-            out["Mcp-Method"] = method
-            member = name_param(method)
-            value = params.get(member) if member and isinstance(params, dict) else None
-            if isinstance(value, str):
-                out["Mcp-Name"] = hdr.encode_header_value(value)
-    else:
-        out = dict(legacy if legacy is not None else base)
-    out["Accept"] = ACCEPT_BOTH
-    out["Content-Type"] = "application/json"
-    if extra:
-        out.update(extra)
-    return out
+from .client_http_era import WireEra
 
 
 @contextlib.contextmanager
@@ -103,7 +64,8 @@ class Call:
 
     request_id: RequestId
     method: str
-    modern: bool
+    #: The message's era: which HTTP rules apply to it (:mod:`.client_http_era`).
+    era: WireEra
     timeout: float | None = None
     hard_deadline: float = math.inf
     scope: anyio.CancelScope | None = None

@@ -33,7 +33,6 @@ from urllib.parse import urljoin, urlsplit
 
 import anyio
 import httpx
-from anyio.abc import TaskGroup
 from httpx_sse import EventSource, SSEError, aconnect_sse
 
 from ..runtime.endpoint import Endpoint
@@ -68,7 +67,6 @@ class SseTransport(EndpointClientTransport):
         self._given_client = http_client
         self._client: httpx.AsyncClient | None = None
         self._stack: contextlib.AsyncExitStack | None = None
-        self._tg: TaskGroup | None = None
         self._failure: str | None = None
 
     async def __aenter__(self) -> SseTransport:
@@ -110,24 +108,16 @@ class SseTransport(EndpointClientTransport):
             await stack.aclose()
             raise
         endpoint = Endpoint(self._post, self._serve_request, self._notification)
-        endpoint.reply_to_invalid = False
         endpoint.on_invalid = self._junk
-        self._endpoint = endpoint
         self._stack = stack
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
+        tg = await self._open(endpoint)
         tg.start_soon(self._read, endpoint, events)
         return self
 
     async def __aexit__(self, *exc: object) -> bool | None:
-        tg, self._tg = self._tg, None
-        if tg is None:
+        if self._tg is None:
             return None
-        if self._endpoint is not None:
-            self._endpoint.close("the client closed the connection")
-        tg.cancel_scope.cancel()
-        await tg.__aexit__(None, None, None)  # in the scope it was entered in: no shield
+        await super().__aexit__(*exc)
         if self._stack is not None:  # closing the GET ends the server's session
             with (
                 anyio.CancelScope(shield=True),

@@ -30,19 +30,17 @@ import shlex
 import signal
 import subprocess
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import suppress
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 import sniffio
-from anyio.abc import Process, TaskGroup
+from anyio.abc import Process
 
 from ..runtime.endpoint import Endpoint
-from ..types.jsonrpc import RequestId
 from .client_base import (
     ConnectionClosedError,
-    ProgressHandler,
     ServerStartupError,
 )
 from .client_endpoint import EndpointClientTransport
@@ -86,7 +84,6 @@ class StdioTransport(EndpointClientTransport):
         self.server_key = "stdio:" + shlex.join(self.command) + (f" (in {cwd})" if cwd else "")
         super().__init__()
         self._process: Process | None = None
-        self._tg: TaskGroup | None = None
         self._stderr_tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._junk_lines = 0
         self._last_junk = ""
@@ -151,28 +148,15 @@ class StdioTransport(EndpointClientTransport):
             endpoint = Endpoint(
                 self._write, self._serve_request, self._notification, max_line=self.max_line
             )
-        endpoint.reply_to_invalid = False
         endpoint.on_invalid = self._junk
         if isinstance(endpoint, PipeEndpoint):
             endpoint.explain = self._explain
-        self._endpoint = endpoint
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._tg.start_soon(self._read_stdout, endpoint)
+        tg = await self._open(endpoint)
+        tg.start_soon(self._read_stdout, endpoint)
         if self._process.stderr is not None:
-            self._tg.start_soon(self._read_stderr)
-        self._tg.start_soon(self._watch_exit)
+            tg.start_soon(self._read_stderr)
+        tg.start_soon(self._watch_exit)
         return self
-
-    async def __aexit__(self, *exc: object) -> bool | None:
-        tg, self._tg = self._tg, None
-        if tg is None:
-            return None
-        with anyio.CancelScope(shield=True):
-            await self._shutdown()
-        tg.cancel_scope.cancel()
-        await tg.__aexit__(None, None, None)
-        return None
 
     async def _shutdown(self) -> None:
         process = self._process
@@ -326,29 +310,8 @@ class StdioTransport(EndpointClientTransport):
         )
 
     # ------------------------------------------------------------------ outbound
-    def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        *,
-        timeout: float | None,
-        max_timeout: float | None = None,
-        on_progress: ProgressHandler | None = None,
-        headers: dict[str, str] | None = None,
-        request_id: RequestId | None = None,
-    ) -> Coroutine[Any, Any, dict[str, Any]]:
-        endpoint = self._endpoint
-        if isinstance(endpoint, PipeEndpoint) and endpoint.closed is None:
-            # It reports failures through _explain itself: no coroutine of ours per call.
-            return endpoint.request(
-                method,
-                params,
-                timeout=timeout,
-                max_timeout=max_timeout,
-                request_id=request_id,
-                on_progress=on_progress,
-            )
-        return self._request(method, params, timeout, max_timeout, on_progress, request_id)
+    def _explains_itself(self, endpoint: Endpoint) -> bool:
+        return isinstance(endpoint, PipeEndpoint) and endpoint.closed is None
 
     # ------------------------------------------------------------------ diagnostics
     async def _closed_detail(self, doing: str) -> str:

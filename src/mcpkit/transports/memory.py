@@ -22,7 +22,6 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import anyio
-from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..runtime.contracts import ServedServer
@@ -53,7 +52,6 @@ class MemoryTransport(EndpointClientTransport):
         self.shutdown_grace = shutdown_grace
         name = server.info.get("name", "server") if isinstance(server.info, dict) else "server"
         self.server_key = f"memory:{name}@{id(server):x}"
-        self._tg: TaskGroup | None = None
         self._to_server: MemoryObjectSendStream[bytes] | None = None
         self._server_done = anyio.Event()
         self._server_failure: BaseException | None = None
@@ -65,29 +63,17 @@ class MemoryTransport(EndpointClientTransport):
         served = StdioServer(self.server)
         server_end = Endpoint(_writer(to_client), served.on_request, served.on_notification)
         client_end = Endpoint(self._write, self._serve_request, self._notification)
-        client_end.reply_to_invalid = False
-        self._endpoint = client_end
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
+        tg = await self._open(client_end)
         tg.start_soon(self._run_server, served, server_end, server_in, to_client)
         tg.start_soon(self._run_client, client_end, client_in)
         return self
 
-    async def __aexit__(self, *exc: object) -> bool | None:
-        tg, self._tg = self._tg, None
-        if tg is None:
-            return None
-        with anyio.CancelScope(shield=True):
-            if self._endpoint is not None:
-                self._endpoint.close("the client closed the connection")
-            if self._to_server is not None:
-                self._to_server.close()  # EOF for the server, as closing stdin would be
-            with anyio.move_on_after(self.shutdown_grace):
-                await self._server_done.wait()
-        tg.cancel_scope.cancel()
-        await tg.__aexit__(None, None, None)
-        return None
+    async def _shutdown(self) -> None:
+        await super()._shutdown()
+        if self._to_server is not None:
+            self._to_server.close()  # EOF for the server, as closing stdin would be
+        with anyio.move_on_after(self.shutdown_grace):
+            await self._server_done.wait()
 
     async def _run_server(
         self,

@@ -445,7 +445,7 @@ class StdioProcess(support_servers.StdioProcess):
 
 @contextlib.contextmanager
 def stdio_server(workdir: Path, **env: str) -> Iterator[StdioProcess]:
-    proc = StdioProcess(workdir, **env)
+    proc = StdioProcess(workdir, SERVER_FILE, **env)
     try:
         yield proc
     finally:

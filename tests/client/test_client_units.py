@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from mcpkit.cli.client_cmds import UsageError, parse_pairs
+from mcpkit.cli.client_cmds import parse_pairs
+from mcpkit.cli.exits import UsageError
 from mcpkit.client import (
     Client,
     ClientError,
@@ -22,6 +23,7 @@ from mcpkit.client import (
     InvalidResultError,
     RequestTimeoutError,
     ResultCache,
+    Root,
     ServerError,
     TooManyInputRounds,
     VersionNegotiationError,
@@ -30,6 +32,7 @@ from mcpkit.client.callbacks import Callbacks
 from mcpkit.client.errors import unwrap
 from mcpkit.client.mrtr import continue_with_input
 from mcpkit.client.options import EraCache
+from mcpkit.transports.client_base import ClientTransport
 
 pytestmark = pytest.mark.anyio
 
@@ -98,7 +101,8 @@ def legacy_server(discover_failure: BaseException | None) -> Responder:
 
 
 def client_for(respond: Responder, kind: str = "stdio", **kw: Any) -> Client:
-    return Client(FakeTransport(respond, kind), era_cache=EraCache(), **kw)
+    # the fake covers what these tests drive (no listen stream)
+    return Client(cast(ClientTransport, FakeTransport(respond, kind)), era_cache=EraCache(), **kw)
 
 
 # --------------------------------------------------------------------------- era probe
@@ -217,7 +221,7 @@ async def test_modern_meta_is_complete_and_fresh() -> None:
 
 
 async def test_pagination_follows_cursors_and_stops_loops() -> None:
-    pages = {
+    pages: dict[str | None, dict[str, Any]] = {
         None: {"tools": [{"name": "a"}], "nextCursor": ""},  # "" is a valid cursor
         "": {"tools": [{"name": "b"}], "nextCursor": "c2"},
         "c2": {"tools": [{"name": "c"}]},
@@ -379,10 +383,11 @@ def test_capabilities_follow_callbacks() -> None:
 
 
 async def test_callback_answers_are_checked() -> None:
+    wrong: Any = [{"name": "no uri"}]  # ill-typed on purpose: the runtime check is under test
     bad = Callbacks(
-        elicitation=lambda p: {"action": "yes"},
-        sampling=lambda p: {"text": "x"},
-        roots=[{"name": "no uri"}],
+        elicitation=lambda p: cast(Any, {"action": "yes"}),
+        sampling=lambda p: cast(Any, {"text": "x"}),
+        roots=wrong,
     )
     with pytest.raises(InputRequestError, match="action"):
         await bad.answer("elicitation/create", {"message": "m"})
@@ -393,7 +398,7 @@ async def test_callback_answers_are_checked() -> None:
     with pytest.raises(InputRequestError, match="url-mode"):
         await bad.answer("elicitation/create", {"mode": "url", "url": "https://x"})
 
-    async def roots() -> list[dict[str, Any]]:
+    async def roots() -> list[Root]:
         return [{"uri": "file:///a"}]
 
     good = Callbacks(

@@ -124,9 +124,10 @@ async def test_anything_but_a_modern_answer_falls_back(failure: BaseException) -
     client = client_for(legacy_server(failure))
     async with client:
         assert client.era == "legacy" and client.protocol_version == "2025-11-25"
-    sent = [method for method, _ in client.transport.sent]  # type: ignore[attr-defined]
+    fake = cast(FakeTransport, client.transport)
+    sent = [method for method, _ in fake.sent]
     assert sent[:3] == ["server/discover", "initialize", "notifications/initialized"]
-    assert client.transport.legacy_version == "2025-11-25"  # type: ignore[attr-defined]
+    assert fake.legacy_version == "2025-11-25"
 
 
 @pytest.mark.parametrize(
@@ -209,7 +210,7 @@ async def test_modern_meta_is_complete_and_fresh() -> None:
         elicitation=lambda p: {"action": "decline"},
     ) as client:
         await client.call_tool("x", on_progress=lambda p: None)
-        method, params = client.transport.sent[-1]  # type: ignore[attr-defined]
+        method, params = cast(FakeTransport, client.transport).sent[-1]
     assert method == "tools/call" and params is not None
     meta = params["_meta"]
     assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"

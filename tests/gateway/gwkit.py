@@ -217,12 +217,14 @@ class Reply:
     @property
     def result(self) -> dict[str, Any]:
         assert "result" in self.body, f"expected a result, got HTTP {self.status} {self.body}"
-        return self.body["result"]  # type: ignore[no-any-return]
+        result: dict[str, Any] = self.body["result"]
+        return result
 
     @property
     def error(self) -> dict[str, Any]:
         assert "error" in self.body, f"expected an error, got HTTP {self.status} {self.body}"
-        return self.body["error"]  # type: ignore[no-any-return]
+        error: dict[str, Any] = self.body["error"]
+        return error
 
     def text(self) -> str:
         """The first text block of a tool result."""

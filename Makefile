@@ -32,6 +32,7 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/python tests/typecheck.py  # mypy --strict on tests/ and bench/, each file under the module name it runs as
 	$(BIN)/vulture  # dead code: paths and allow-list in pyproject.toml [tool.vulture]
 
 docs: $(VENV)/.docs-installed  ## the documentation site into site/ (docs/, mkdocs.yml); strict: a broken link or an undocumented public name fails

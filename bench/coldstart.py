@@ -23,7 +23,8 @@ import statistics
 import subprocess
 import time
 
-from .run import OURS, PEERS_DIR, SDK, Run, _pin
+from .contenders import OURS, PEERS_DIR, SDK, _pin
+from .record import Run
 
 DRIVER = PEERS_DIR / "coldstart_driver.py"
 FIRST_ANSWER = "Lambda cold start: import to first tools/call answered"

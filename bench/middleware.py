@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import statistics
 
-from .run import Run
+from .record import Run
 from .variants import REFERENCE, _cpu_per_request, _env
 
 VARIANTS: dict[str, dict[str, str]] = {

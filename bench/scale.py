@@ -47,7 +47,7 @@ CATALOG_SIZES = (10, 1_000, 10_000)
 RECORD_COUNTS = (1_000, 100_000)
 CALLS = 2_000
 GETS = 2_000
-TASKS_CAPS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+TASKS_CAPS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 def _meta(caps: dict[str, Any] | None = None) -> Any:

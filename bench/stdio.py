@@ -27,17 +27,10 @@ import sys
 import time
 from typing import Any
 
-from .run import (
-    FASTMCP,
-    FLOOR,
-    LEGACY,
-    OURS,
-    PEERS_DIR,
-    SDK,
+from .contenders import FASTMCP, FLOOR, LEGACY, OURS, PEERS_DIR, SDK, Proc, _pin
+from .record import Run
+from .targets import (
     SDK_AS_INSTALLED,
-    Proc,
-    Run,
-    _pin,
     as_installed_env,
     measure_as_installed,
     record_as_installed,

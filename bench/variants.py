@@ -37,17 +37,9 @@ import subprocess
 import sys
 from typing import Any
 
-from .run import (
-    OURS,
-    PEERS_DIR,
-    Proc,
-    Run,
-    _pin,
-    fmt,
-    free_port,
-    run_wrk,
-    wait_http,
-)
+from .contenders import OURS, PEERS_DIR, Proc, _pin, free_port
+from .load import run_wrk, wait_http
+from .record import Run, fmt
 from .stdio import _run_json, raw_driver_cmd
 
 REFERENCE = "no middleware"
@@ -163,7 +155,7 @@ def bench_variants(ctx: Run, base: str | None) -> None:
                     got = run_wrk(
                         port, 16, s.duration, ["tools/call", "modern", "echo", "-"], s.client_cpu
                     )
-                    add("http modern-json tools/call c=16 (calls/s)", name, got["rps"])
+                    add("http modern-json tools/call c=16 (calls/s)", name, got.rps)
                 for mode in ("http-call", "stdio"):
                     cpu = _cpu_per_request(mode, env, s.server_cpu, n_cpu)
                     add(f"CPU per request, bench.profile {mode} (µs)", name, cpu)

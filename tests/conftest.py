@@ -7,10 +7,10 @@ subprocess pipes override it with asyncio only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Generator
 
 import pytest
+from pluggy import Result
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -20,7 +20,9 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Result[pytest.TestReport], None]:
     """A failing transport test shows the tail of its server's output (fixtures with an
     ``output_tail()``; the conformance suite attaches its own)."""
     outcome = yield

@@ -177,7 +177,9 @@ def test_server_imports_no_http_library() -> None:
     for path in (SRC / "server").rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            names = []
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:

@@ -12,14 +12,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.run import (
+from bench.contenders import FLOOR, OURS, SDK, make_settings
+from bench.measures import _record_gateway_cpu
+from bench.record import Run
+from bench.run import arguments
+from bench.targets import (
     AS_INSTALLED,
-    FLOOR,
     GATEWAY_CPU,
-    OURS,
-    SDK,
-    Run,
-    _record_gateway_cpu,
+    TargetCheck,
     check_targets,
     record_as_installed,
 )
@@ -31,7 +31,7 @@ OWN = "stdio tools/call sequential, each framework's own client"
 
 
 def _run(rows: dict[str, dict[str, Any]]) -> Run:
-    run = Run(None, {}, "")  # type: ignore[arg-type]
+    run = Run(make_settings(arguments().parse_args(["--quick"])), {}, "")
     for measure, values in rows.items():
         higher = not measure.endswith(("p50", "p99"))
         for name, value in values.items():
@@ -39,13 +39,9 @@ def _run(rows: dict[str, dict[str, Any]]) -> Run:
     return run
 
 
-def _by_target(targets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {t["target"]: t for t in targets}
-
-
-def _find(targets: list[dict[str, Any]], start: str, kind: str) -> dict[str, Any]:
-    hits = [t for t in targets if t["target"].startswith(start) and t["kind"] == kind]
-    assert len(hits) == 1, (start, kind, [t["target"] for t in targets])
+def _find(targets: list[TargetCheck], start: str, kind: str) -> TargetCheck:
+    hits = [t for t in targets if t.target.startswith(start) and t.kind == kind]
+    assert len(hits) == 1, (start, kind, [t.target for t in targets])
     return hits[0]
 
 
@@ -71,11 +67,11 @@ def test_as_installed_rows_pair_our_figure_with_the_sdk_as_installed() -> None:
 
     targets = check_targets(run)
     issue = _find(targets, "HTTP modern JSON tools/call c=16: >= 10x", "issue")
-    assert issue["verdict"] == "met" and issue["ratio"] == pytest.approx(12.0)
+    assert issue.verdict == "met" and issue.ratio == pytest.approx(12.0)
     stricter = _find(targets, "HTTP modern JSON tools/call c=16: >= 10x", "stricter")
-    assert stricter["verdict"] == "NOT met" and stricter["ratio"] == pytest.approx(30000 / 3500)
+    assert stricter.verdict == "NOT met" and stricter.ratio == pytest.approx(30000 / 3500)
     floor = _find(targets, "HTTP modern JSON tools/call c=16: >= 50%", "issue")
-    assert floor["verdict"] == "met" and floor["ratio"] == pytest.approx(0.6)
+    assert floor.verdict == "met" and floor.ratio == pytest.approx(0.6)
 
 
 def test_a_bar_the_floor_itself_misses_is_floor_bound() -> None:
@@ -84,7 +80,7 @@ def test_a_bar_the_floor_itself_misses_is_floor_bound() -> None:
         record_as_installed(run, SEQ, sdk)
         targets = check_targets(run)
         stricter = _find(targets, "stdio: >= 20x the SDK's sequential calls/s, one raw", "stricter")
-        return _find(targets, "stdio: >= 20x", "issue")["verdict"], stricter["verdict"]
+        return _find(targets, "stdio: >= 20x", "issue").verdict, stricter.verdict
 
     assert verdicts(2800.0, 18000.0, 20000.0) == ("floor-bound", "floor-bound")
     # The floor clears the bar, mcpkit does not: plainly not met.
@@ -100,21 +96,19 @@ def test_peer_stack_default_reads_the_plain_rows() -> None:
         }
     )
     targets = check_targets(run, "default")
-    assert _find(targets, "HTTP modern JSON tools/call c=16: >= 10x", "issue")["verdict"] == "met"
-    assert _find(targets, "HTTP modern JSON tools/call c=64", "issue")["verdict"] == "met"
+    assert _find(targets, "HTTP modern JSON tools/call c=16: >= 10x", "issue").verdict == "met"
+    assert _find(targets, "HTTP modern JSON tools/call c=64", "issue").verdict == "met"
     # The same-stack comparison needs a same-stack run.
-    assert _find(targets, "HTTP modern JSON tools/call c=16: >= 10x", "stricter")["verdict"] == (
-        "n/a"
-    )
+    assert _find(targets, "HTTP modern JSON tools/call c=16: >= 10x", "stricter").verdict == ("n/a")
     run = _run({OWN: {OURS: 15000.0, SDK: 700.0, FLOOR: 20000.0}})
     targets = check_targets(run, "default")
     own = _find(targets, "stdio: >= 20x the SDK's sequential calls/s, each", "stricter")
-    assert own["verdict"] == "met"  # still read: both clients run as installed there
+    assert own.verdict == "met"  # still read: both clients run as installed there
     raw = _find(targets, "stdio: >= 20x the SDK's sequential calls/s, one raw", "stricter")
-    assert raw["verdict"] == "n/a"  # the same-stack twin of an issue target
+    assert raw.verdict == "n/a"  # the same-stack twin of an issue target
     # A same-stack run without the as-installed rows (no peers): the issue's HTTP bar is n/a.
     assert (
-        _find(check_targets(run), "HTTP modern JSON tools/call c=16: >= 10x", "issue")["verdict"]
+        _find(check_targets(run), "HTTP modern JSON tools/call c=16: >= 10x", "issue").verdict
         == "n/a"
     )
 
@@ -124,7 +118,7 @@ def test_gateway_cpu_per_call_is_read_against_the_upstreams() -> None:
         run = _run({})
         _record_gateway_cpu(run, "gateway", 16, gateway_s, upstream_s, calls)
         found = _find(check_targets(run), "gateway CPU per forwarded tools/call", "issue")
-        return run.rows[GATEWAY_CPU].values[OURS], found["verdict"]
+        return run.rows[GATEWAY_CPU].values[OURS], found.verdict
 
     assert verdict(2.0, 0.5, 10_000) == (4.0, "NOT met")
     assert verdict(0.6, 0.5, 10_000) == (1.2, "met")
@@ -133,4 +127,4 @@ def test_gateway_cpu_per_call_is_read_against_the_upstreams() -> None:
     assert run.rows["gateway CPU per forwarded tools/call, c=16"].values[OURS] == 200.0
     assert run.rows["gateway upstream's CPU per call it serves, c=16"].values[OURS] == 50.0
     # No gateway row (no wrk, no gateway): not a verdict either way.
-    assert _find(check_targets(_run({})), "gateway CPU", "issue")["verdict"] == "n/a"
+    assert _find(check_targets(_run({})), "gateway CPU", "issue").verdict == "n/a"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import cast
 
 import httptools
 import uvloop
@@ -33,7 +34,7 @@ class Upstream(asyncio.Protocol):
         self.answer: asyncio.Future[bytes] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.parser.feed_data(data)
@@ -73,7 +74,7 @@ class Front(asyncio.Protocol):
         self.body: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.parser.feed_data(data)

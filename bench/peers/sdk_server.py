@@ -31,7 +31,7 @@ else:
 
 
 @mcp.tool()
-async def progress_echo(text: str, ctx: Context) -> str:  # type: ignore[type-arg]
+async def progress_echo(text: str, ctx: Context) -> str:
     """Report one progress notification, then echo the text back."""
     await ctx.report_progress(1, 1)
     return text

@@ -18,8 +18,10 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
+loads: Callable[[bytes], Any]
 try:
     from orjson import loads
 except ImportError:  # pragma: no cover - the bench venv has orjson

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcpkit.client import Client
+from mcpkit.client import Client, ElicitResult
 from support.servers import free_port
 
 HERE = Path(__file__).resolve().parent
@@ -39,7 +39,7 @@ def _server_file(folder: Path, version: str, *, run: str = "") -> Path:
 
 async def _call_until(url: str, expected: str, deadline_s: float = 60) -> str:
     """Call ``hello`` until it answers ``expected`` (the dev server restarts meanwhile)."""
-    last = ""
+    last: str = ""
     with anyio.move_on_after(deadline_s):
         while True:
             try:
@@ -125,7 +125,7 @@ async def test_readme_client_snippet_against_the_readme_server(tmp_path: Path) -
     """The quick start's server file, given to the client as is (it only defines a
     server): the client serves it with `mcpkit serve` instead of failing."""
 
-    async def ask_user(params: dict[str, object]) -> dict[str, object]:
+    async def ask_user(params: dict[str, object]) -> ElicitResult:
         return {"action": "accept", "content": {"name": "Ada"}}
 
     async with Client(str(QUICKSTART), elicitation=ask_user) as client:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,10 @@ def test_each_client_gets_an_entry_at_its_real_location(tmp_path: Path, client: 
 def test_merging_keeps_other_entries_and_settings_and_backs_up(tmp_path: Path) -> None:
     path = tmp_path / ".cursor" / "mcp.json"
     path.parent.mkdir(parents=True)
-    before = {"theme": "dark", "mcpServers": {"other": {"command": "npx", "args": ["x"]}}}
+    before: dict[str, Any] = {
+        "theme": "dark",
+        "mcpServers": {"other": {"command": "npx", "args": ["x"]}},
+    }
     path.write_text(json.dumps(before))
     out = install(tmp_path, "cursor", str(QUICKSTART), "--name", "demo")
     assert out.returncode == 0, out.stderr

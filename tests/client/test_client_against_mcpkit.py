@@ -19,8 +19,11 @@ from client_support import FIXTURE_SERVER, REPO, ServerProcess, fixture_object, 
 
 from mcpkit.client import (
     Client,
+    CreateMessageResult,
+    ElicitResult,
     EraCache,
     Notification,
+    Root,
     ServerError,
     TooManyInputRounds,
     prompt_ref,
@@ -34,7 +37,7 @@ pytestmark = pytest.mark.anyio
 COMBOS = [("memory", "modern"), ("memory", "legacy"), ("http", "modern"), ("http", "legacy")]
 #: The feature sweep also runs over a real stdio process, both eras.
 FEATURE_COMBOS = [*COMBOS, ("stdio", "modern"), ("stdio", "legacy")]
-ROOTS = [{"uri": "file:///work/project", "name": "project"}]
+ROOTS: list[Root] = [{"uri": "file:///work/project", "name": "project"}]
 
 
 def target_for(transport: str, http_server: ServerProcess, backend: str = "asyncio") -> Any:
@@ -49,7 +52,7 @@ class Answers:
     def __init__(self) -> None:
         self.asked: list[tuple[str, dict[str, Any]]] = []
 
-    async def elicit(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(self, params: dict[str, Any]) -> ElicitResult:
         self.asked.append(("elicit", params))
         props = (params.get("requestedSchema") or {}).get("properties") or {}
         content = {
@@ -59,7 +62,7 @@ class Answers:
         }
         return {"action": "accept", "content": content}
 
-    def sample(self, params: dict[str, Any]) -> dict[str, Any]:  # sync on purpose
+    def sample(self, params: dict[str, Any]) -> CreateMessageResult:  # sync on purpose
         self.asked.append(("sample", params))
         return {
             "role": "assistant",

@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -36,6 +36,7 @@ from mcpkit.client import (
     RequestTimeoutError,
     ServerStartupError,
 )
+from mcpkit.transports.client_stdio import StdioTransport
 from support.servers import free_port
 
 pytestmark = pytest.mark.anyio
@@ -187,7 +188,8 @@ async def test_shutdown_escalates(mode: str, least: float, most: float) -> None:
         client = Client(bad(mode), era="modern", shutdown_grace=0.5)
         async with client:
             await client.call_tool("echo")
-            pid = client.transport.pid  # type: ignore[attr-defined]
+            pid = cast(StdioTransport, client.transport).pid
+            assert pid is not None
             started = anyio.current_time()
         elapsed = anyio.current_time() - started
     assert least <= elapsed < most, elapsed
@@ -299,7 +301,9 @@ async def test_listen_raises_when_the_stdio_server_dies() -> None:
         client = Client(serve_command(FIXTURE_SERVER), cwd=REPO, era="modern")
         async with client, client.listen(tools=True) as sub:
             assert sub.filter == {"toolsListChanged": True}
-            os.kill(client.transport.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+            pid = cast(StdioTransport, client.transport).pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
             with pytest.raises(ConnectionClosedError, match="exited with code -9"):
                 async for _ in sub:
                     pass

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -22,6 +22,7 @@ from mcpkit.client.config import ServerConfig, client_options
 from mcpkit.client.config import parse_server as parse_entry
 from mcpkit.host.config import ServerConfig as HostServerConfig
 from mcpkit.host.config import parse_config
+from mcpkit.transports.client_stdio import StdioTransport
 from mcpkit.transports.http import McpHttpApp
 from support.servers import SERVERS_DIR, ThreadServer
 
@@ -169,7 +170,7 @@ async def test_a_server_that_fails_to_start_is_named(
     assert "alpha" not in message and "beta" not in message  # only the culprit is named
     # The servers that did start were closed again: their processes are gone.
     for name in ("alpha", "beta"):
-        process = client.clients[name].transport._process  # type: ignore[attr-defined]
+        process = cast(StdioTransport, client.clients[name].transport)._process
         assert process is not None and process.returncode is not None
 
 

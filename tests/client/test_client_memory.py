@@ -19,7 +19,7 @@ import pytest
 from client_support import fixture_object
 
 from mcpkit import Context, Server
-from mcpkit.client import Client, ConnectionClosedError, Notification, ServerError
+from mcpkit.client import Client, ConnectionClosedError, ElicitResult, Notification, ServerError
 from mcpkit.transports.memory import MemoryTransport
 
 pytestmark = pytest.mark.anyio
@@ -51,7 +51,7 @@ class RecordingTransport(MemoryTransport):
         await super()._write(data)
 
 
-async def name_is_ada(params: dict[str, Any]) -> dict[str, Any]:
+async def name_is_ada(params: dict[str, Any]) -> ElicitResult:
     return {"action": "accept", "content": {"name": "Ada", "ok": True}}
 
 

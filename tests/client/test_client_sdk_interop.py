@@ -22,7 +22,7 @@ import anyio
 import pytest
 from client_support import PEERS, ServerProcess, start_server
 
-from mcpkit.client import Client, prompt_ref
+from mcpkit.client import Client, ElicitResult, prompt_ref
 from support.servers import free_port
 
 try:
@@ -118,7 +118,7 @@ def sdk_target(request: pytest.FixtureRequest, sdk_python: str) -> Any:
     return request.getfixturevalue("sdk_http_server").url
 
 
-async def ask(params: dict[str, Any]) -> dict[str, Any]:
+async def ask(params: dict[str, Any]) -> ElicitResult:
     assert params["message"] == "What is your name?"
     assert params["requestedSchema"]["properties"]["name"]["type"] == "string"
     return {"action": "accept", "content": {"name": "Grace"}}

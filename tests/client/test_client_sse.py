@@ -35,6 +35,8 @@ from support.servers import free_port
 sys.path.insert(0, str(TESTS / "host"))
 from sdk_venv import sdk_python
 
+from mcpkit.client import ElicitResult
+
 pytestmark = pytest.mark.anyio
 
 
@@ -51,7 +53,7 @@ def sse_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProce
     server.stop()
 
 
-async def ask(params: dict[str, Any]) -> dict[str, Any]:
+async def ask(params: dict[str, Any]) -> ElicitResult:
     assert params["message"] == "What is your name?"
     return {"action": "accept", "content": {"name": "Grace"}}
 

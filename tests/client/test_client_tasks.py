@@ -14,7 +14,7 @@ import pytest
 from client_support import fixture_object
 
 from mcpkit import McpError, Server
-from mcpkit.client import Client, Task, TaskCancelled
+from mcpkit.client import Client, ElicitResult, Task, TaskCancelled
 
 SERVER: Server = fixture_object("asyncio")
 
@@ -26,7 +26,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def confirm(params: dict[str, Any]) -> dict[str, Any]:
+async def confirm(params: dict[str, Any]) -> ElicitResult:
     return {"action": "accept", "content": {"confirm": True, "name": "Ada"}}
 
 

@@ -7,7 +7,7 @@ A scripted in-memory transport stands in for the server so each rule is checked 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from client_support import (
@@ -17,7 +17,8 @@ from client_support import (
     legacy_server,
 )
 
-from mcpkit.cli.client_cmds import UsageError, parse_pairs
+from mcpkit.cli.client_cmds import parse_pairs
+from mcpkit.cli.exits import UsageError
 from mcpkit.client import (
     ClientError,
     ConnectError,
@@ -26,6 +27,7 @@ from mcpkit.client import (
     InvalidResultError,
     RequestTimeoutError,
     ResultCache,
+    Root,
     ServerError,
     TooManyInputRounds,
     VersionNegotiationError,
@@ -152,7 +154,7 @@ async def test_modern_meta_is_complete_and_fresh() -> None:
 
 
 async def test_pagination_follows_cursors_and_stops_loops() -> None:
-    pages = {
+    pages: dict[str | None, dict[str, Any]] = {
         None: {"tools": [{"name": "a"}], "nextCursor": ""},  # "" is a valid cursor
         "": {"tools": [{"name": "b"}], "nextCursor": "c2"},
         "c2": {"tools": [{"name": "c"}]},
@@ -318,10 +320,11 @@ def test_capabilities_follow_callbacks() -> None:
 
 
 async def test_callback_answers_are_checked() -> None:
+    wrong: Any = [{"name": "no uri"}]  # ill-typed on purpose: the runtime check is under test
     bad = Callbacks(
-        elicitation=lambda p: {"action": "yes"},
-        sampling=lambda p: {"text": "x"},
-        roots=[{"name": "no uri"}],
+        elicitation=lambda p: cast(Any, {"action": "yes"}),
+        sampling=lambda p: cast(Any, {"text": "x"}),
+        roots=wrong,
     )
     with pytest.raises(InputRequestError, match="action"):
         await bad.answer("elicitation/create", {"message": "m"})
@@ -332,7 +335,7 @@ async def test_callback_answers_are_checked() -> None:
     with pytest.raises(InputRequestError, match="url-mode"):
         await bad.answer("elicitation/create", {"mode": "url", "url": "https://x"})
 
-    async def roots() -> list[dict[str, Any]]:
+    async def roots() -> list[Root]:
         return [{"uri": "file:///a"}]
 
     good = Callbacks(

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from mcpkit import Server
-from mcpkit.client import Client
+from mcpkit.client import Client, ElicitResult
 from mcpkit.server import CallNext, Context, Middleware
 from mcpkit.server.mount import namespace_uri, strip_uri
 
@@ -265,7 +265,7 @@ async def test_elicitation_through_a_mount(era: str) -> None:
     main.mount(child, namespace="c")
     asked: list[str] = []
 
-    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(params: dict[str, Any]) -> ElicitResult:
         asked.append(params["message"])
         return {"action": "accept", "content": {"ok": True}}
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 
 from mcpkit import Server
-from mcpkit.client import Client
+from mcpkit.client import Client, ElicitResult
 from mcpkit.compose import ProxyServer, proxy
 from mcpkit.transports.http import McpHttpApp
 from support.servers import ThreadServer, http_subprocess
@@ -50,7 +50,7 @@ def text(result: Any) -> str:
     return str(result["content"][0]["text"])
 
 
-async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+async def elicit(params: dict[str, Any]) -> ElicitResult:
     return {"action": "accept", "content": {"ok": params["message"] == "Really deploy?"}}
 
 
@@ -246,7 +246,7 @@ async def test_progress_crosses_the_proxy(era: str, upstream: str, modern_http: 
 
 @pytest.mark.parametrize("era", FRONTS)
 async def test_a_dead_stdio_upstream_is_restarted(era: str) -> None:
-    front = proxy(STDIO_LEGACY)
+    front = cast(ProxyServer, proxy(STDIO_LEGACY))
     async with Client(front, era=era) as client:
         with pytest.raises(Exception, match="unavailable"):
             await client.call_tool("die")
@@ -339,7 +339,7 @@ async def test_concurrent_calls_share_one_upstream_connection(
     upstream: str, modern_http: str
 ) -> None:
     target: Any = STDIO_LEGACY if upstream == "stdio-legacy" else modern_http
-    front = proxy(target)
+    front = cast(ProxyServer, proxy(target))
     answers: dict[int, str] = {}
     async with Client(front, era="modern") as one, Client(front, era="legacy") as two:
         connection = front.upstream

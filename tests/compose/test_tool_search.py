@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcpkit import Server
-from mcpkit.client import Client
+from mcpkit.client import Client, ElicitResult
 from mcpkit.server import Context
 from support.inproc import call, legacy, modern
 
@@ -59,7 +59,7 @@ async def test_bm25_search_and_call(era: str) -> None:
     assert len(server.tools) > 290
     server.enable_tool_search(always=["weather_forecast"], max_results=3)
 
-    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(params: dict[str, Any]) -> ElicitResult:
         return {"action": "accept", "content": {}}
 
     async with Client(server, era=era, elicitation=elicit) as client:

@@ -24,7 +24,7 @@ from typing import Any
 
 import anyio
 
-from mcpkit.client import Client, ClientError
+from mcpkit.client import Client, ClientError, CreateMessageResult, ElicitResult, Root
 
 Scenario = Callable[[str], Awaitable[None]]
 SCENARIOS: dict[str, Scenario] = {}
@@ -63,7 +63,7 @@ def schema_defaults(schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def accept_with_defaults(params: dict[str, Any]) -> dict[str, Any]:
+async def accept_with_defaults(params: dict[str, Any]) -> ElicitResult:
     schema = params.get("requestedSchema") or {}
     content = schema_defaults(schema)
     for name, prop in (schema.get("properties") or {}).items():
@@ -72,7 +72,7 @@ async def accept_with_defaults(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": content}
 
 
-async def sample(params: dict[str, Any]) -> dict[str, Any]:
+async def sample(params: dict[str, Any]) -> CreateMessageResult:
     return {
         "role": "assistant",
         "content": {"type": "text", "text": "stub answer"},
@@ -81,14 +81,21 @@ async def sample(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-ROOTS = [{"uri": "file:///tmp/conformance", "name": "conformance"}]
+ROOTS: list[Root] = [{"uri": "file:///tmp/conformance", "name": "conformance"}]
 
 
 def stub_arguments(tool: dict[str, Any]) -> dict[str, Any]:
     """Plausible values for a tool's required arguments."""
     schema = tool.get("inputSchema") or {}
     props = schema.get("properties") or {}
-    values = {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+    values: dict[Any, Any] = {
+        "string": "x",
+        "integer": 1,
+        "number": 1,
+        "boolean": True,
+        "array": [],
+        "object": {},
+    }
     return {
         name: values.get((props.get(name) or {}).get("type"), "x")
         for name in schema.get("required") or []

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Generator
 
 import pytest
 from harness import HarnessError, node_version
+from pluggy import Result
 
 
 def _toolchain_problem() -> str | None:
@@ -42,7 +42,9 @@ def _conformance_toolchain() -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Result[pytest.TestReport], None]:
     """Attach the fixture server's output tail to a failing conformance test's report."""
     outcome = yield
     report = outcome.get_result()

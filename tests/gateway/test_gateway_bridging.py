@@ -19,9 +19,9 @@ import gwkit
 import httpx
 import pytest
 
-from mcpkit.client import Client
+from mcpkit.client import Client, ElicitResult
 
-ELICIT = {"elicitation": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,7 @@ def test_modern_client_without_elicitation_capability_is_told_so(gateway: gwkit.
 async def test_modern_client_multi_round_on_legacy_upstream(gateway: gwkit.Proc) -> None:
     asked: list[str] = []
 
-    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(params: dict[str, Any]) -> ElicitResult:
         asked.append(params["message"])
         if "name" in params["message"]:
             return {"action": "accept", "content": {"name": "Ann"}}
@@ -185,7 +185,7 @@ def test_legacy_client_gets_a_real_elicitation_request_from_a_modern_upstream(
 async def test_legacy_client_multi_round_on_modern_upstream(gateway: gwkit.Proc) -> None:
     asked: list[str] = []
 
-    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(params: dict[str, Any]) -> ElicitResult:
         asked.append(params["message"])
         if "name" in params["message"]:
             return {"action": "accept", "content": {"name": "Cy"}}
@@ -213,7 +213,8 @@ def test_clashing_tool_names_are_all_reachable(gateway: gwkit.Proc) -> None:
 def test_legacy_upstream_is_initialized_once(gateway: gwkit.Proc) -> None:
     def stats() -> dict[str, int]:
         reply = gwkit.call(gateway.url, "tools/call", {"name": "cnt_stats", "arguments": {}})
-        return gwkit.structured(reply)  # type: ignore[no-any-return]
+        counts: dict[str, int] = gwkit.structured(reply)
+        return counts
 
     before = stats()
     assert before["initialize"] == 1, before
@@ -244,11 +245,11 @@ async def test_input_requests_of_a_legacy_stdio_upstream(gateway: gwkit.Proc, er
     tied to a request: with one call in flight the gateway knows whose it is."""
     asked: list[str] = []
 
-    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(params: dict[str, Any]) -> ElicitResult:
         asked.append(params["message"])
         return {"action": "accept", "content": {"name": "Dot"}}
 
-    async with Client(gateway.url, elicitation=elicit, era=era) as client:  # type: ignore[arg-type]
+    async with Client(gateway.url, elicitation=elicit, era=era) as client:
         result = await client.call_tool("sio_ask")
     assert result["content"][0]["text"] == "stdio greets Dot (accept)"
     assert asked == ["stdio asks: what is your name?"]

@@ -149,7 +149,11 @@ def test_probes_follow_the_ready_rule(
         assert gauge(gw) == {"a": 1.0, "b": 1.0, "s": 1.0}
     upstreams["b"].kill()
     for gw in gateways.values():
-        eventually(lambda gw=gw: gauge(gw).get("b") == 0.0)
+
+        def b_is_down(gw: gwkit.Proc = gw) -> bool:
+            return gauge(gw).get("b") == 0.0
+
+        eventually(b_is_down)
         assert gauge(gw)["a"] == 1.0
         live = httpx.get(gw.base + "/livez")
         assert live.status_code == 200  # the process serves: never restart it for upstreams

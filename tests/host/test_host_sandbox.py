@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -140,7 +140,7 @@ def wait_ran(page: Any, frame: Any) -> str:
     """Until the view's script ran, or the frame left the view (a navigation, blocked or not)."""
     for _ in range(300):
         if "/view/" not in frame.url:
-            return frame.url
+            return cast(str, frame.url)
         try:
             if frame.evaluate("document.documentElement.dataset.ran") == "1":
                 return "ran"

@@ -48,8 +48,10 @@ async def test_an_sse_entry_is_connected_with_the_http_sse_transport(sse_url: st
     assert config.servers[0].transport == "sse"
     async with Host(config) as host:
         assert host.servers["old"].state == "ready"
-        assert isinstance(host.servers["old"].client.transport, SseTransport)
-        assert host.servers["old"].client.era == "legacy"
+        client = host.servers["old"].client
+        assert client is not None
+        assert isinstance(client.transport, SseTransport)
+        assert client.era == "legacy"
         names = {tool.qualified_name for tool in await host.list_tools()}
         assert {"old__add", "old__shout"} <= names
         result = await host.call_tool("old__shout", {"text": "legacy"})

@@ -24,6 +24,7 @@ import venv
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -271,7 +272,7 @@ print(json.dumps(bad))
     assert json.loads(done.stdout) == {}
 
 
-def _stdio_exchange(env: Env, lines: list[dict[str, object]]) -> list[dict[str, object]]:
+def _stdio_exchange(env: Env, lines: list[dict[str, object]]) -> list[dict[str, Any]]:
     text = "".join(json.dumps(line) + "\n" for line in lines)
     done = env.run("mcpkit", "serve", "quickstart.py", stdin=text)
     assert done.returncode == 0, done.stderr
@@ -286,7 +287,7 @@ def test_stdio_discover_and_initialize(base: Env) -> None:
     modern = _stdio_exchange(
         base, [{"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}]
     )
-    assert "2026-07-28" in modern[0]["result"]["supportedVersions"]  # type: ignore[index]
+    assert "2026-07-28" in modern[0]["result"]["supportedVersions"]
     legacy = _stdio_exchange(
         base,
         [
@@ -303,8 +304,8 @@ def test_stdio_discover_and_initialize(base: Env) -> None:
         ],
     )
     result = legacy[0]["result"]
-    assert result["serverInfo"]["name"] == "quickstart"  # type: ignore[index]
-    assert result["protocolVersion"] == "2025-11-25"  # type: ignore[index]
+    assert result["serverInfo"]["name"] == "quickstart"
+    assert result["protocolVersion"] == "2025-11-25"
 
 
 def test_list_and_call_over_stdio_and_http(base: Env) -> None:

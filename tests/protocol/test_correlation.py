@@ -26,7 +26,8 @@ def test_register_refuses_an_id_in_flight() -> None:
     out.register(1, "a", "w")
     with pytest.raises(ValueError):
         out.register(1, "b", "w2")
-    assert out.resolve(response(1)).waiter == "w"  # the first is untouched
+    first = out.resolve(response(1))
+    assert first is not None and first.waiter == "w"  # the first is untouched
 
 
 def test_resolve_routes_by_id_and_string_and_integer_ids_differ() -> None:

@@ -200,12 +200,14 @@ class Reply:
     @property
     def error(self) -> dict[str, Any]:
         assert isinstance(self.body, dict) and "error" in self.body, self.describe()
-        return self.body["error"]  # type: ignore[no-any-return]
+        error: dict[str, Any] = self.body["error"]
+        return error
 
     @property
     def result(self) -> dict[str, Any]:
         assert isinstance(self.body, dict) and "result" in self.body, self.describe()
-        return self.body["result"]  # type: ignore[no-any-return]
+        result: dict[str, Any] = self.body["result"]
+        return result
 
     def describe(self) -> str:
         return f"HTTP {self.status} {self.raw[:600]!r}"
@@ -445,7 +447,7 @@ class StdioProcess(support_servers.StdioProcess):
 
 @contextlib.contextmanager
 def stdio_server(workdir: Path, **env: str) -> Iterator[StdioProcess]:
-    proc = StdioProcess(workdir, **env)
+    proc = StdioProcess(workdir, SERVER_FILE, **env)
     try:
         yield proc
     finally:

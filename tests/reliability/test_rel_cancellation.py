@@ -14,7 +14,8 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -32,8 +33,11 @@ from rel_support import (
 
 from mcpkit.client import Client, RequestTimeoutError
 
+if TYPE_CHECKING:
+    from conftest import Rel
 
-def stdio_serving(rel, proc: StdioProcess) -> None:
+
+def stdio_serving(rel: Rel, proc: StdioProcess) -> None:
     nonce = uuid.uuid4().hex
     try:
         answer = proc.request(call_tool(next_id(), "echo", {"nonce": nonce}))
@@ -45,7 +49,7 @@ def stdio_serving(rel, proc: StdioProcess) -> None:
     rel.verified()
 
 
-def http_serving(rel, server: ServerProcess, client: httpx.Client) -> None:
+def http_serving(rel: Rel, server: ServerProcess, client: httpx.Client) -> None:
     assert rel.alive(server), server.log_text()[-2000:]
     nonce = uuid.uuid4().hex
     reply = post(client, server.url, call_tool(next_id(), "echo", {"nonce": nonce}))
@@ -74,7 +78,9 @@ def client() -> Iterator[httpx.Client]:
 # ------------------------------ E1 / E2 stdio
 
 
-def test_e1_cancelled_notification_cancels_the_handler_and_no_response(rel, stdio) -> None:
+def test_e1_cancelled_notification_cancels_the_handler_and_no_response(
+    rel: Rel, stdio: StdioProcess
+) -> None:
     tag = uuid.uuid4().hex[:12]
     rid = next_id()
     stdio.send(call_tool(rid, "slow", {"tag": tag, "seconds": 30}))
@@ -95,7 +101,9 @@ def test_e1_cancelled_notification_cancels_the_handler_and_no_response(rel, stdi
     stdio_serving(rel, stdio)
 
 
-def test_e2_cancel_for_unknown_or_finished_requests_is_ignored(rel, stdio) -> None:
+def test_e2_cancel_for_unknown_or_finished_requests_is_ignored(
+    rel: Rel, stdio: StdioProcess
+) -> None:
     rid = next_id()
     answer = stdio.request(call_tool(rid, "echo", {"nonce": "x"}))
     assert answer["id"] == rid
@@ -107,7 +115,7 @@ def test_e2_cancel_for_unknown_or_finished_requests_is_ignored(rel, stdio) -> No
     stdio_serving(rel, stdio)
 
 
-def test_e2_initialize_cannot_be_cancelled(rel, stdio) -> None:
+def test_e2_initialize_cannot_be_cancelled(rel: Rel, stdio: StdioProcess) -> None:
     init = {
         "jsonrpc": "2.0",
         "id": "init",
@@ -144,7 +152,9 @@ def _open_stream(port: int, message: dict[str, Any], headers: dict[str, str]) ->
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["mid-sse", "before-any-byte"])
-def test_e3_modern_disconnect_cancels_the_handler(rel, http_cli, client, streaming: bool) -> None:
+def test_e3_modern_disconnect_cancels_the_handler(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, streaming: bool
+) -> None:
     tag = uuid.uuid4().hex[:12]
     extra = {"progressToken": "p-" + tag} if streaming else {}
     message = call_tool(next_id(), "slow", {"tag": tag, "seconds": 30}, **extra)
@@ -169,7 +179,9 @@ def test_e3_modern_disconnect_cancels_the_handler(rel, http_cli, client, streami
     http_serving(rel, http_cli, client)
 
 
-def test_e3_legacy_disconnect_does_not_cancel(rel, http_cli, client) -> None:
+def test_e3_legacy_disconnect_does_not_cancel(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     """2025-11-25: disconnecting is not cancellation; the handler runs to its end."""
     headers = {
         "content-type": "application/json",
@@ -209,7 +221,9 @@ def test_e3_legacy_disconnect_does_not_cancel(rel, http_cli, client) -> None:
     http_serving(rel, http_cli, client)
 
 
-def test_e1_legacy_http_cancel_notification(rel, http_cli, client) -> None:
+def test_e1_legacy_http_cancel_notification(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     headers = {
         "content-type": "application/json",
         "accept": "application/json, text/event-stream",
@@ -260,7 +274,7 @@ def serve_argv() -> list[str]:
 
 
 @pytest.mark.anyio
-async def test_e5_client_timeout_fires_and_cancels_on_stdio(rel, tmp_path) -> None:
+async def test_e5_client_timeout_fires_and_cancels_on_stdio(rel: Rel, tmp_path: Path) -> None:
     record = tmp_path / "record.txt"
     record.touch()
     env = {"MCPKIT_SEALING_KEYS": "k", "MCPKIT_REL_RECORD": str(record)}
@@ -292,7 +306,7 @@ async def test_e5_client_timeout_fires_and_cancels_on_stdio(rel, tmp_path) -> No
 
 
 @pytest.mark.anyio
-async def test_e5_client_timeout_cancels_on_http(rel, http_cli) -> None:
+async def test_e5_client_timeout_cancels_on_http(rel: Rel, http_cli: ServerProcess) -> None:
     async with Client(http_cli.url) as client:
         tag = uuid.uuid4().hex[:12]
         started = time.monotonic()
@@ -310,7 +324,7 @@ async def test_e5_client_timeout_cancels_on_http(rel, http_cli) -> None:
 
 @pytest.mark.anyio
 async def test_e6_server_progress_flood_reaches_the_client_and_the_call_completes(
-    rel, tmp_path
+    rel: Rel, tmp_path: Path
 ) -> None:
     seen = 0
 
@@ -330,7 +344,7 @@ async def test_e6_server_progress_flood_reaches_the_client_and_the_call_complete
 
 
 @pytest.mark.slow
-def test_l11_cancellation_race_storm(rel, tmp_path) -> None:
+def test_l11_cancellation_race_storm(rel: Rel, tmp_path: Path) -> None:
     """2,000 calls of 0-20 ms, 80 % of them cancelled 0-20 ms after being sent: every id
     gets at most one answer, carrying its own nonce; no un-cancelled call is lost."""
     count = 2000

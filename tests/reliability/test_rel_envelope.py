@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -29,6 +29,9 @@ from rel_support import (
     post,
     rss_kb,
 )
+
+if TYPE_CHECKING:
+    from conftest import Rel
 
 PARSE, INVALID, NOT_FOUND, PARAMS, INTERNAL = -32700, -32600, -32601, -32602, -32603
 
@@ -151,7 +154,7 @@ def stdio_shared(workdir: Path) -> Iterator[StdioProcess]:
         proc.kill()
 
 
-def http_serving(rel, server: ServerProcess, client: httpx.Client) -> None:
+def http_serving(rel: Rel, server: ServerProcess, client: httpx.Client) -> None:
     assert rel.alive(server), server.log_text()[-2000:]
     nonce = uuid.uuid4().hex
     reply = post(client, server.url, call_tool(next_id(), "echo", {"nonce": nonce}))
@@ -161,7 +164,7 @@ def http_serving(rel, server: ServerProcess, client: httpx.Client) -> None:
     rel.verified()
 
 
-def stdio_serving(rel, proc: StdioProcess) -> None:
+def stdio_serving(rel: Rel, proc: StdioProcess) -> None:
     """The stdio server is up and answers the next valid request (crash/lost recorded)."""
     nonce = uuid.uuid4().hex
     rid = next_id()
@@ -189,7 +192,16 @@ def assert_stdio_error(message: dict[str, Any], code: int, rid: Any) -> None:
 
 
 @pytest.mark.parametrize(("case", "raw", "code", "rid", "status"), CASES, ids=[c[0] for c in CASES])
-def test_envelope_http(rel, http_cli, client, case, raw, code, rid, status) -> None:
+def test_envelope_http(
+    rel: Rel,
+    http_cli: ServerProcess,
+    client: httpx.Client,
+    case: str,
+    raw: bytes,
+    code: int,
+    rid: Any,
+    status: int,
+) -> None:
     body, tag = _materialize(raw)
     headers = modern_headers(call_tool(7, "slow"))
     reply = post(client, http_cli.url, None, headers, raw=body)
@@ -200,7 +212,9 @@ def test_envelope_http(rel, http_cli, client, case, raw, code, rid, status) -> N
 
 
 @pytest.mark.parametrize(("case", "raw", "code", "rid", "status"), CASES, ids=[c[0] for c in CASES])
-def test_envelope_stdio(rel, stdio_shared, case, raw, code, rid, status) -> None:
+def test_envelope_stdio(
+    rel: Rel, stdio_shared: StdioProcess, case: str, raw: bytes, code: int, rid: Any, status: int
+) -> None:
     body, tag = _materialize(raw)
     stdio_shared.send_raw(body + b"\n")
     assert_stdio_error(stdio_shared.recv(), code, rid)
@@ -211,7 +225,11 @@ def test_envelope_stdio(rel, stdio_shared, case, raw, code, rid, status) -> None
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 def test_c13_duplicate_keys_are_invalid_request(
-    rel, http_cli, stdio_shared, client, transport
+    rel: Rel,
+    http_cli: ServerProcess,
+    stdio_shared: StdioProcess,
+    client: httpx.Client,
+    transport: str,
 ) -> None:
     tag = uuid.uuid4().hex[:12]
     body = (
@@ -235,7 +253,7 @@ def test_c13_duplicate_keys_are_invalid_request(
     assert not any(line.endswith(" " + tag) for line in records)
 
 
-def test_c1_crlf_framing_and_blank_lines_on_stdio(rel, stdio_shared) -> None:
+def test_c1_crlf_framing_and_blank_lines_on_stdio(rel: Rel, stdio_shared: StdioProcess) -> None:
     rid = next_id()
     stdio_shared.send_raw(
         b"\r\n\n   \n" + json.dumps(call_tool(rid, "echo", {"nonce": "crlf"})).encode() + b"\r\n"
@@ -248,7 +266,9 @@ def test_c1_crlf_framing_and_blank_lines_on_stdio(rel, stdio_shared) -> None:
 # ------------------------------ C4-C7 ids, params, notifications
 
 
-def test_c4_string_and_integer_ids_are_distinct(rel, http_cli, stdio_shared, client) -> None:
+def test_c4_string_and_integer_ids_are_distinct(
+    rel: Rel, http_cli: ServerProcess, stdio_shared: StdioProcess, client: httpx.Client
+) -> None:
     for rid in ("1", 1, "01", 0, -5, "", "x" * 200):
         reply = post(client, http_cli.url, call_tool(rid, "echo", {"nonce": repr(rid)}))
         assert reply.body["id"] == rid and type(reply.body["id"]) is type(rid)
@@ -264,7 +284,9 @@ def test_c4_string_and_integer_ids_are_distinct(rel, http_cli, stdio_shared, cli
     rel.verified(9)
 
 
-def test_c5_schema_invalid_params_and_unknown_methods(rel, http_cli, stdio_shared, client) -> None:
+def test_c5_schema_invalid_params_and_unknown_methods(
+    rel: Rel, http_cli: ServerProcess, stdio_shared: StdioProcess, client: httpx.Client
+) -> None:
     bad = modern_request(next_id(), "tools/call", {"name": "echo", "arguments": [1]})
     assert_rpc_error(post(client, http_cli.url, bad), 400, PARAMS, bad["id"])
     bad_prompt = modern_request(next_id(), "prompts/get", {"name": "hello", "arguments": 5})
@@ -317,7 +339,13 @@ def test_c5_schema_invalid_params_and_unknown_methods(rel, http_cli, stdio_share
         "call-without-id",
     ],
 )
-def test_c6_notifications_never_get_a_response(rel, http_cli, stdio_shared, client, note) -> None:
+def test_c6_notifications_never_get_a_response(
+    rel: Rel,
+    http_cli: ServerProcess,
+    stdio_shared: StdioProcess,
+    client: httpx.Client,
+    note: dict[str, Any],
+) -> None:
     tag = uuid.uuid4().hex[:12]
     note = json.loads(json.dumps(note).replace(TAG, tag))
     response = client.post(http_cli.url, content=json.dumps(note), headers=modern_headers(note))
@@ -331,7 +359,9 @@ def test_c6_notifications_never_get_a_response(rel, http_cli, stdio_shared, clie
 
 
 @pytest.mark.parametrize("token", [[1], {}])
-def test_c6_progress_with_an_unhashable_token_is_ignored(rel, stdio, token) -> None:
+def test_c6_progress_with_an_unhashable_token_is_ignored(
+    rel: Rel, stdio: StdioProcess, token: Any
+) -> None:
     stdio.send(
         {
             "jsonrpc": "2.0",
@@ -344,7 +374,9 @@ def test_c6_progress_with_an_unhashable_token_is_ignored(rel, stdio, token) -> N
 
 
 @pytest.mark.parametrize("rid", [{}, [1]], ids=["object", "array"])
-def test_c4_error_response_with_an_unhashable_id_on_stdio(rel, stdio, rid) -> None:
+def test_c4_error_response_with_an_unhashable_id_on_stdio(
+    rel: Rel, stdio: StdioProcess, rid: Any
+) -> None:
     """A legacy session with an elicitation pending; the client answers garbage first."""
     init = {
         "jsonrpc": "2.0",
@@ -377,7 +409,9 @@ def test_c4_error_response_with_an_unhashable_id_on_stdio(rel, stdio, rid) -> No
         raise
 
 
-def test_c7_client_response_on_the_modern_path_is_400(rel, http_cli, client) -> None:
+def test_c7_client_response_on_the_modern_path_is_400(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     for message in (
         {"jsonrpc": "2.0", "id": 5, "result": {}},
         {"jsonrpc": "2.0", "id": 5, "error": {"code": 1, "message": "x"}},
@@ -391,7 +425,7 @@ def test_c7_client_response_on_the_modern_path_is_400(rel, http_cli, client) -> 
 # ------------------------------ C8 duplicate in-flight id (stdio)
 
 
-def test_c8_duplicate_in_flight_id_on_stdio(rel, stdio_shared) -> None:
+def test_c8_duplicate_in_flight_id_on_stdio(rel: Rel, stdio_shared: StdioProcess) -> None:
     rid = next_id()
     tag = uuid.uuid4().hex[:12]
     stdio_shared.send(call_tool(rid, "slow", {"tag": tag, "seconds": 0.4}))
@@ -417,10 +451,10 @@ def _wait_record(proc: Any, line: str, timeout: float = 5.0) -> bool:
 # ------------------------------ C9 second initialize (stdio)
 
 
-def test_c9_second_initialize_is_refused_and_changes_nothing(rel, tmp_path) -> None:
+def test_c9_second_initialize_is_refused_and_changes_nothing(rel: Rel, tmp_path: Path) -> None:
     proc = StdioProcess(tmp_path)
     try:
-        init = {
+        init: dict[str, Any] = {
             "jsonrpc": "2.0",
             "id": 1,
             "method": "initialize",
@@ -449,7 +483,9 @@ def test_c9_second_initialize_is_refused_and_changes_nothing(rel, tmp_path) -> N
 # ------------------------------ C14 sizes
 
 
-def test_c14_unknown_top_level_members_are_ignored(rel, http_cli, stdio_shared, client) -> None:
+def test_c14_unknown_top_level_members_are_ignored(
+    rel: Rel, http_cli: ServerProcess, stdio_shared: StdioProcess, client: httpx.Client
+) -> None:
     message = {
         **call_tool(next_id(), "echo", {"nonce": "extra"}),
         "extra": {"a": [1, 2]},
@@ -463,7 +499,7 @@ def test_c14_unknown_top_level_members_are_ignored(rel, http_cli, stdio_shared, 
 
 
 def test_c14_large_payload_under_the_limit_is_processed_with_bounded_memory(
-    rel, http_cli, client
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
 ) -> None:
     payload = "p" * (3_900_000)
     message = call_tool(next_id(), "size", {"data": payload})
@@ -490,7 +526,9 @@ def test_c14_large_payload_under_the_limit_is_processed_with_bounded_memory(
     ],
     ids=["65k-plain", "commas-10k", "slash-commas-10k", "slashes-70k", "query-70k"],
 )
-def test_c15_hostile_resource_uris_are_rejected_fast(rel, stdio_shared, uri) -> None:
+def test_c15_hostile_resource_uris_are_rejected_fast(
+    rel: Rel, stdio_shared: StdioProcess, uri: str
+) -> None:
     rid = next_id()
     started = time.monotonic()
     answer = stdio_shared.request(modern_request(rid, "resources/read", {"uri": uri}))
@@ -511,7 +549,9 @@ def _deep_list(depth: int) -> Any:
     return value
 
 
-def test_c16_deep_value_echoed_in_an_error_http_legacy(rel, http_cli, client) -> None:
+def test_c16_deep_value_echoed_in_an_error_http_legacy(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     """The modern path refuses it at the Mcp-Name check; a legacy session reaches the handler."""
     session = legacy_session(client, http_cli.url)
     message = {
@@ -562,7 +602,7 @@ def legacy_session(client: httpx.Client, url: str) -> str:
     return session
 
 
-def test_c16_deep_value_echoed_in_an_error_stdio(rel, stdio) -> None:
+def test_c16_deep_value_echoed_in_an_error_stdio(rel: Rel, stdio: StdioProcess) -> None:
     rid = next_id()
     stdio.send(modern_request(rid, "prompts/get", {"name": _deep_list(300)}))
     try:
@@ -572,7 +612,7 @@ def test_c16_deep_value_echoed_in_an_error_stdio(rel, stdio) -> None:
         stdio_serving(rel, stdio)
 
 
-def test_c16_deep_tool_result_http(rel, http_cli, client) -> None:
+def test_c16_deep_tool_result_http(rel: Rel, http_cli: ServerProcess, client: httpx.Client) -> None:
     message = call_tool(next_id(), "deep", {"depth": 300})
     reply = post(client, http_cli.url, message)
     try:
@@ -581,7 +621,7 @@ def test_c16_deep_tool_result_http(rel, http_cli, client) -> None:
         http_serving(rel, http_cli, client)
 
 
-def test_c16_deep_tool_result_stdio(rel, stdio) -> None:
+def test_c16_deep_tool_result_stdio(rel: Rel, stdio: StdioProcess) -> None:
     rid = next_id()
     stdio.send(call_tool(rid, "deep", {"depth": 300}))
     try:
@@ -591,7 +631,9 @@ def test_c16_deep_tool_result_stdio(rel, stdio) -> None:
         stdio_serving(rel, stdio)
 
 
-def test_c16_deep_arguments_are_answered(rel, http_cli, stdio_shared, client) -> None:
+def test_c16_deep_arguments_are_answered(
+    rel: Rel, http_cli: ServerProcess, stdio_shared: StdioProcess, client: httpx.Client
+) -> None:
     """1,000-deep arguments (under the parser's limit) to a typed tool: a tool error."""
     rid = next_id()
     template = json.dumps(call_tool(rid, "echo", {"nonce": "NONCE"}))
@@ -609,7 +651,9 @@ def test_c16_deep_arguments_are_answered(rel, http_cli, stdio_shared, client) ->
 # ------------------------------ C12 output re-encoding
 
 
-def test_c12_surrogate_in_a_tool_result_http(rel, http_cli, client) -> None:
+def test_c12_surrogate_in_a_tool_result_http(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     message = call_tool(next_id(), "weird_name")
     reply = post(client, http_cli.url, message)
     try:
@@ -618,7 +662,7 @@ def test_c12_surrogate_in_a_tool_result_http(rel, http_cli, client) -> None:
         http_serving(rel, http_cli, client)
 
 
-def test_c12_surrogate_in_a_tool_result_stdio(rel, stdio) -> None:
+def test_c12_surrogate_in_a_tool_result_stdio(rel: Rel, stdio: StdioProcess) -> None:
     rid = next_id()
     stdio.send(call_tool(rid, "weird_name"))
     try:

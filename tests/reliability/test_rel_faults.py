@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import httpx
@@ -44,7 +44,11 @@ from rel_support import (
 )
 
 from mcpkit.client import Client, ClientError, ConnectionClosedError
+from mcpkit.transports.client_stdio import StdioTransport
 from support.servers import free_port
+
+if TYPE_CHECKING:
+    from conftest import Rel
 
 CYCLES = int(os.environ.get("MCPKIT_KILL_CYCLES", "5"))
 
@@ -62,19 +66,23 @@ def records(path: Path) -> list[str]:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_d5_sigkill_mid_call_fails_every_pending_call_within_500ms(rel, tmp_path) -> None:
+async def test_d5_sigkill_mid_call_fails_every_pending_call_within_500ms(
+    rel: Rel, tmp_path: Path
+) -> None:
     record = tmp_path / "record.txt"
     record.touch()
     env = {"MCPKIT_SEALING_KEYS": "k", "MCPKIT_REL_RECORD": str(record)}
     worst = 0.0
     for cycle in range(CYCLES):
         async with Client(serve_argv(), cwd=tmp_path, env=env, timeout=60) as client:
-            pid = client.transport.pid
+            pid = cast(StdioTransport, client.transport).pid
             assert pid is not None
             tags = [f"{cycle}-{i}-{uuid.uuid4().hex[:6]}" for i in range(10)]
             failures: dict[str, tuple[float, BaseException | None]] = {}
 
-            async def call(tag: str, client: Client = client, failures: dict = failures) -> None:
+            async def call(
+                tag: str, client: Client = client, failures: dict[str, Any] = failures
+            ) -> None:
                 try:
                     await client.call_tool("slow", {"tag": tag, "seconds": 30, "progress": False})
                     failures[tag] = (time.monotonic(), None)
@@ -107,7 +115,9 @@ async def test_d5_sigkill_mid_call_fails_every_pending_call_within_500ms(rel, tm
 
 
 @pytest.mark.anyio
-async def test_client_cancelled_mid_stream_cancels_the_handler_http(rel, http_cli) -> None:
+async def test_client_cancelled_mid_stream_cancels_the_handler_http(
+    rel: Rel, http_cli: ServerProcess
+) -> None:
     baseline = fd_count(http_cli.pid)
     async with Client(http_cli.url, timeout=60) as client:
         tag = uuid.uuid4().hex[:12]
@@ -130,7 +140,9 @@ async def test_client_cancelled_mid_stream_cancels_the_handler_http(rel, http_cl
 
 
 @pytest.mark.anyio
-async def test_client_cancelled_mid_call_cancels_the_handler_stdio(rel, tmp_path) -> None:
+async def test_client_cancelled_mid_call_cancels_the_handler_stdio(
+    rel: Rel, tmp_path: Path
+) -> None:
     record = tmp_path / "record.txt"
     record.touch()
     env = {"MCPKIT_SEALING_KEYS": "k", "MCPKIT_REL_RECORD": str(record)}
@@ -160,7 +172,7 @@ def _refused(port: int) -> bool:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_l6_sigterm_with_100_calls_in_flight(rel, tmp_path) -> None:
+async def test_l6_sigterm_with_100_calls_in_flight(rel: Rel, tmp_path: Path) -> None:
     server = ServerProcess.cli(tmp_path)
     try:
         tags = [f"t{i}-{uuid.uuid4().hex[:6]}" for i in range(100)]
@@ -216,7 +228,7 @@ async def test_l6_sigterm_with_100_calls_in_flight(rel, tmp_path) -> None:
         server.kill()
 
 
-def test_l6_sigterm_exit_code_is_zero(rel, tmp_path) -> None:
+def test_l6_sigterm_exit_code_is_zero(rel: Rel, tmp_path: Path) -> None:
     server = ServerProcess.cli(tmp_path)
     try:
         server.signal(signal.SIGTERM)
@@ -227,7 +239,7 @@ def test_l6_sigterm_exit_code_is_zero(rel, tmp_path) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_l6_sigterm_ends_open_listen_streams_cleanly(rel, tmp_path) -> None:
+async def test_l6_sigterm_ends_open_listen_streams_cleanly(rel: Rel, tmp_path: Path) -> None:
     server = ServerProcess.cli(tmp_path)
     try:
         endings: list[Any] = []
@@ -354,7 +366,7 @@ def redis_outage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     data = tmp_path / "redis-data"
     data.mkdir()
     url = f"redis://127.0.0.1:{port}/0"
-    caps = {"extensions": {TASKS: {}}}
+    caps: dict[str, Any] = {"extensions": {TASKS: {}}}
     seen: dict[str, Any] = {"outage": [], "stateless_during": None}
     with contextlib.ExitStack() as stack:
         redis_proc = stack.enter_context(persistent_redis(services, data, port))
@@ -419,7 +431,9 @@ def redis_outage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_redis_down_requests_fail_cleanly_and_succeed_after(rel, redis_outage) -> None:
+def test_redis_down_requests_fail_cleanly_and_succeed_after(
+    rel: Rel, redis_outage: dict[str, Any]
+) -> None:
     seen = redis_outage
     assert seen["before_completed"]
     for status, body in seen["outage"]:
@@ -439,7 +453,7 @@ def test_redis_down_requests_fail_cleanly_and_succeed_after(rel, redis_outage) -
 
 
 @pytest.mark.slow
-def test_redis_restart_loses_no_task(rel, redis_outage) -> None:
+def test_redis_restart_loses_no_task(rel: Rel, redis_outage: dict[str, Any]) -> None:
     finals = redis_outage["finals"]
     lost = [label for label, r in finals.items() if r.get("status") != "completed"]
     rel.lost(len(lost))
@@ -517,7 +531,7 @@ LINGER_ZERO = b"\x01\x00\x00\x00\x00\x00\x00\x00"
 
 @pytest.mark.anyio
 async def test_l12_connection_reset_mid_sse_surfaces_or_retries_within_the_timeout(
-    rel, http_cli
+    rel: Rel, http_cli: ServerProcess
 ) -> None:
     proxy = FaultyProxy(http_cli.port, reset_on=b"notifications/progress")
     async with anyio.create_task_group() as tg:
@@ -547,7 +561,9 @@ async def test_l12_connection_reset_mid_sse_surfaces_or_retries_within_the_timeo
 
 
 @pytest.mark.anyio
-async def test_l12_slow_network_500ms_per_chunk_still_answers(rel, http_cli) -> None:
+async def test_l12_slow_network_500ms_per_chunk_still_answers(
+    rel: Rel, http_cli: ServerProcess
+) -> None:
     proxy = FaultyProxy(http_cli.port, delay=0.5)
     async with anyio.create_task_group() as tg:
         await tg.start(proxy.serve)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -29,6 +31,9 @@ from rel_support import (
     status_of,
 )
 
+if TYPE_CHECKING:
+    from conftest import Rel
+
 INVALID_REQUEST = -32600
 HEADER_MISMATCH = -32020
 
@@ -39,7 +44,7 @@ def client() -> Iterator[httpx.Client]:
         yield c
 
 
-def tagged_call() -> tuple[str, dict]:
+def tagged_call() -> tuple[str, dict[str, Any]]:
     """A tools/call whose handler leaves a trace when (if) it runs."""
     tag = uuid.uuid4().hex[:12]
     return tag, call_tool(next_id(), "slow", {"tag": tag, "seconds": 0})
@@ -49,7 +54,7 @@ def handler_ran(server: ServerProcess, tag: str) -> bool:
     return any(line.endswith(" " + tag) for line in server.records())
 
 
-def still_serving(rel, server: ServerProcess, client: httpx.Client) -> None:
+def still_serving(rel: Rel, server: ServerProcess, client: httpx.Client) -> None:
     """The process is up and the next valid request succeeds."""
     assert rel.alive(server), server.log_text()[-2000:]
     nonce = uuid.uuid4().hex
@@ -62,7 +67,7 @@ def still_serving(rel, server: ServerProcess, client: httpx.Client) -> None:
 
 
 def rejected(
-    rel,
+    rel: Rel,
     server: ServerProcess,
     client: httpx.Client,
     status: int,
@@ -70,7 +75,7 @@ def rejected(
     *,
     tag: str,
     reply: Reply,
-    rid="absent",
+    rid: Any = "absent",
 ) -> None:
     assert_rpc_error(reply, status, code, rid)
     assert not handler_ran(server, tag), (
@@ -83,7 +88,9 @@ def rejected(
 # ------------------------------ A1-A4 Host/Origin
 
 
-def test_a1_foreign_origin_is_403_before_the_body_is_parsed(rel, http_cli, client) -> None:
+def test_a1_foreign_origin_is_403_before_the_body_is_parsed(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     tag, message = tagged_call()
     reply = post(
         client, http_cli.url, message, modern_headers(message, origin="http://evil.example.com")
@@ -103,7 +110,9 @@ def test_a1_foreign_origin_is_403_before_the_body_is_parsed(rel, http_cli, clien
 @pytest.mark.parametrize(
     "host", ["evil.example.com", "evil.example.com:80", "127.0.0.1.evil.com", "localhost.evil.com"]
 )
-def test_a2_foreign_host_is_403(rel, http_cli, client, host: str) -> None:
+def test_a2_foreign_host_is_403(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, host: str
+) -> None:
     """Decision (README): a rejected Host gets 403 + JSON-RPC -32600 (not 421)."""
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, host=host))
@@ -121,7 +130,9 @@ def test_a2_foreign_host_is_403(rel, http_cli, client, host: str) -> None:
         "https://127.0.0.1.evil.com",
     ],
 )
-def test_a3_null_or_unparseable_origin_is_403(rel, http_cli, client, origin: str) -> None:
+def test_a3_null_or_unparseable_origin_is_403(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, origin: str
+) -> None:
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, origin=origin))
     rejected(rel, http_cli, client, 403, INVALID_REQUEST, tag=tag, reply=reply)
@@ -130,7 +141,9 @@ def test_a3_null_or_unparseable_origin_is_403(rel, http_cli, client, origin: str
 @pytest.mark.parametrize(
     "origin", [None, "http://localhost:5173", "http://127.0.0.1", "http://[::1]:8080"]
 )
-def test_a3_no_origin_or_loopback_origin_is_accepted(rel, http_cli, client, origin) -> None:
+def test_a3_no_origin_or_loopback_origin_is_accepted(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, origin: str | None
+) -> None:
     nonce = uuid.uuid4().hex
     message = call_tool(next_id(), "echo", {"nonce": nonce})
     reply = post(client, http_cli.url, message, modern_headers(message, origin=origin))
@@ -141,13 +154,17 @@ def test_a3_no_origin_or_loopback_origin_is_accepted(rel, http_cli, client, orig
 @pytest.mark.parametrize(
     "host", ["localhost:80.evil.com", "localhost:abc", "127.0.0.1:80.evil.com"]
 )
-def test_a4_host_port_must_be_numeric(rel, http_cli, client, host: str) -> None:
+def test_a4_host_port_must_be_numeric(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, host: str
+) -> None:
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, host=host))
     rejected(rel, http_cli, client, 403, INVALID_REQUEST, tag=tag, reply=reply)
 
 
-def test_a4_origin_port_must_be_numeric(rel, http_cli, client) -> None:
+def test_a4_origin_port_must_be_numeric(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     tag, message = tagged_call()
     reply = post(
         client,
@@ -159,7 +176,9 @@ def test_a4_origin_port_must_be_numeric(rel, http_cli, client) -> None:
 
 
 @pytest.mark.parametrize("host", ["localhost:8000", "127.0.0.1", "[::1]:9", "LOCALHOST:1"])
-def test_a4_loopback_hosts_with_any_numeric_port_are_accepted(rel, http_cli, client, host) -> None:
+def test_a4_loopback_hosts_with_any_numeric_port_are_accepted(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, host: str
+) -> None:
     message = call_tool(next_id(), "echo", {"nonce": "h"})
     reply = post(client, http_cli.url, message, modern_headers(message, host=host))
     assert reply.status == 200, reply.describe()
@@ -178,7 +197,9 @@ def test_a4_loopback_hosts_with_any_numeric_port_are_accepted(rel, http_cli, cli
         "text/html",
     ],
 )
-def test_a6_cors_simple_content_types_are_415(rel, http_cli, client, ctype: str) -> None:
+def test_a6_cors_simple_content_types_are_415(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, ctype: str
+) -> None:
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, content_type=ctype))
     rejected(rel, http_cli, client, 415, INVALID_REQUEST, tag=tag, reply=reply)
@@ -187,13 +208,17 @@ def test_a6_cors_simple_content_types_are_415(rel, http_cli, client, ctype: str)
 @pytest.mark.parametrize(
     "ctype", ["text/plain; charset=json", "application/x-www-form-urlencoded; x=json"]
 )
-def test_a6_cors_simple_types_with_json_parameter_are_415(rel, http_cli, client, ctype) -> None:
+def test_a6_cors_simple_types_with_json_parameter_are_415(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, ctype: str
+) -> None:
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, content_type=ctype))
     rejected(rel, http_cli, client, 415, INVALID_REQUEST, tag=tag, reply=reply)
 
 
-def test_a6_listen_without_sse_accept_is_406(rel, http_cli, client) -> None:
+def test_a6_listen_without_sse_accept_is_406(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     message = modern_request(
         next_id(), "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
     )
@@ -203,7 +228,9 @@ def test_a6_listen_without_sse_accept_is_406(rel, http_cli, client) -> None:
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH"])
-def test_a7_other_methods_without_a_session_are_405(rel, http_cli, client, method: str) -> None:
+def test_a7_other_methods_without_a_session_are_405(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, method: str
+) -> None:
     response = client.request(method, http_cli.url, headers={"accept": "text/event-stream"})
     assert response.status_code == 405, response.text
     assert "POST" in response.headers["allow"]
@@ -211,7 +238,9 @@ def test_a7_other_methods_without_a_session_are_405(rel, http_cli, client, metho
     still_serving(rel, http_cli, client)
 
 
-def test_a7_modern_only_server_answers_get_and_delete_405_allow_post(rel, workdir, client) -> None:
+def test_a7_modern_only_server_answers_get_and_delete_405_allow_post(
+    rel: Rel, workdir: Path, client: httpx.Client
+) -> None:
     server = ServerProcess.cli(workdir, "--no-legacy")
     try:
         for method in ("GET", "DELETE"):
@@ -228,7 +257,9 @@ def test_a7_modern_only_server_answers_get_and_delete_405_allow_post(rel, workdi
 # ------------------------------ A8-A10 sizes and framing
 
 
-def test_a8_declared_oversized_body_is_413_before_reading(rel, http_cli, client) -> None:
+def test_a8_declared_oversized_body_is_413_before_reading(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     head = (
         b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: 5242880\r\n\r\n"
@@ -239,7 +270,9 @@ def test_a8_declared_oversized_body_is_413_before_reading(rel, http_cli, client)
     still_serving(rel, http_cli, client)
 
 
-def test_a8_streamed_oversized_body_is_413_with_bounded_memory(rel, http_cli, client) -> None:
+def test_a8_streamed_oversized_body_is_413_with_bounded_memory(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     limit = 4 * 1024 * 1024
     before = rss_kb(http_cli.pid)
 
@@ -257,7 +290,7 @@ def test_a8_streamed_oversized_body_is_413_with_bounded_memory(rel, http_cli, cl
     still_serving(rel, http_cli, client)
 
 
-def test_a8_one_byte_chunks_hit_the_limit(rel, workdir, client) -> None:
+def test_a8_one_byte_chunks_hit_the_limit(rel: Rel, workdir: Path, client: httpx.Client) -> None:
     """Chunked transfer, one byte per chunk, against a 4 KiB limit: 413 at the limit."""
     server = ServerProcess.launcher(workdir, "--max-body", "4096")
     try:
@@ -284,7 +317,9 @@ def test_a8_one_byte_chunks_hit_the_limit(rel, workdir, client) -> None:
     ],
     ids=["cl-not-a-number", "cl-negative", "cl-duplicate", "cl-and-te", "te-not-chunked-last"],
 )
-def test_a9_bad_framing_is_400_and_closes(rel, http_cli, client, framing: bytes) -> None:
+def test_a9_bad_framing_is_400_and_closes(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, framing: bytes
+) -> None:
     tag = uuid.uuid4().hex[:12]
     body = json.dumps(call_tool(1, "slow", {"tag": tag, "seconds": 0})).encode()
     data = (
@@ -305,7 +340,9 @@ def test_a9_bad_framing_is_400_and_closes(rel, http_cli, client, framing: bytes)
     [b"X-Big: " + b"a" * 20000 + b"\r\n", b"".join(b"X-H%d: v\r\n" % i for i in range(200))],
     ids=["20KiB-header", "200-headers"],
 )
-def test_a10_oversized_headers_are_rejected_and_closed(rel, http_cli, client, headers) -> None:
+def test_a10_oversized_headers_are_rejected_and_closed(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client, headers: bytes
+) -> None:
     tag = uuid.uuid4().hex[:12]
     message = call_tool(1, "slow", {"tag": tag, "seconds": 0})
     body = json.dumps(message).encode()
@@ -327,13 +364,17 @@ def test_a10_oversized_headers_are_rejected_and_closed(rel, http_cli, client, he
 # ------------------------------ A11-A12 MCP headers
 
 
-def test_a11_method_header_differs_from_body(rel, http_cli, client) -> None:
+def test_a11_method_header_differs_from_body(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, mcp_method="tools/list"))
     rejected(rel, http_cli, client, 400, HEADER_MISMATCH, tag=tag, reply=reply, rid=message["id"])
 
 
-def test_a11_two_method_headers_are_refused(rel, http_cli, client) -> None:
+def test_a11_two_method_headers_are_refused(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     tag, message = tagged_call()
     headers = modern_headers(message, mcp_method=None)
     pairs = [*headers.items(), ("mcp-method", "tools/list"), ("mcp-method", "tools/call")]
@@ -341,7 +382,9 @@ def test_a11_two_method_headers_are_refused(rel, http_cli, client) -> None:
     rejected(rel, http_cli, client, 400, HEADER_MISMATCH, tag=tag, reply=reply, rid=message["id"])
 
 
-def test_a11_raw_non_ascii_name_header_is_refused(rel, http_cli, client) -> None:
+def test_a11_raw_non_ascii_name_header_is_refused(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     tag, message = tagged_call()
     body = json.dumps(message).encode()
     lines = b"".join(
@@ -362,7 +405,9 @@ def test_a11_raw_non_ascii_name_header_is_refused(rel, http_cli, client) -> None
     still_serving(rel, http_cli, client)
 
 
-def test_a11_cr_in_name_header_is_refused_at_http_level(rel, http_cli, client) -> None:
+def test_a11_cr_in_name_header_is_refused_at_http_level(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     tag, message = tagged_call()
     body = json.dumps(message).encode()
     lines = b"".join(
@@ -381,7 +426,9 @@ def test_a11_cr_in_name_header_is_refused_at_http_level(rel, http_cli, client) -
     still_serving(rel, http_cli, client)
 
 
-def test_a11_surrounding_whitespace_in_name_header_is_accepted(rel, http_cli, client) -> None:
+def test_a11_surrounding_whitespace_in_name_header_is_accepted(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     """HTTP optional whitespace around a value is not part of it (RFC 9110 5.5)."""
     message = call_tool(next_id(), "echo", {"nonce": "ws"})
     body = json.dumps(message).encode()
@@ -401,7 +448,9 @@ def test_a11_surrounding_whitespace_in_name_header_is_accepted(rel, http_cli, cl
     rel.verified()
 
 
-def test_a11_base64_name_header_is_decoded(rel, http_cli, client) -> None:
+def test_a11_base64_name_header_is_decoded(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     message = call_tool(next_id(), "echo", {"nonce": "b64"})
     reply = post(
         client, http_cli.url, message, modern_headers(message, mcp_name="=?base64?ZWNobw==?=")
@@ -412,7 +461,9 @@ def test_a11_base64_name_header_is_decoded(rel, http_cli, client) -> None:
     rel.verified(2)
 
 
-def test_a12_unsupported_future_version_is_32022_with_supported(rel, http_cli, client) -> None:
+def test_a12_unsupported_future_version_is_32022_with_supported(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     tag = uuid.uuid4().hex[:12]
     message = call_tool(next_id(), "slow", {"tag": tag, "seconds": 0}, version="2099-01-01")
     reply = post(
@@ -422,7 +473,9 @@ def test_a12_unsupported_future_version_is_32022_with_supported(rel, http_cli, c
     assert reply.error["data"] == {"supported": ["2026-07-28"], "requested": "2099-01-01"}
 
 
-def test_a12_old_unknown_version_header_is_400(rel, http_cli, client) -> None:
+def test_a12_old_unknown_version_header_is_400(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     """Decision (README): an unknown version older than 2025-11-25 goes to the legacy path,
     which answers 400 / -32600 (the 2025 rule: invalid MCP-Protocol-Version -> 400)."""
     tag = uuid.uuid4().hex[:12]
@@ -441,20 +494,26 @@ def test_a12_old_unknown_version_header_is_400(rel, http_cli, client) -> None:
     rejected(rel, http_cli, client, 400, INVALID_REQUEST, tag=tag, reply=reply, rid=message["id"])
 
 
-def test_a12_version_header_differs_from_meta(rel, http_cli, client) -> None:
+def test_a12_version_header_differs_from_meta(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     tag, message = tagged_call()
     message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2099-01-01"
     reply = post(client, http_cli.url, message, modern_headers(message))
     rejected(rel, http_cli, client, 400, HEADER_MISMATCH, tag=tag, reply=reply, rid=message["id"])
 
 
-def test_a12_missing_version_header_on_a_modern_body(rel, http_cli, client) -> None:
+def test_a12_missing_version_header_on_a_modern_body(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     tag, message = tagged_call()
     reply = post(client, http_cli.url, message, modern_headers(message, mcp_protocol_version=None))
     rejected(rel, http_cli, client, 400, HEADER_MISMATCH, tag=tag, reply=reply, rid=message["id"])
 
 
-def test_a12_missing_method_or_name_header(rel, http_cli, client) -> None:
+def test_a12_missing_method_or_name_header(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     for drop in ("mcp_method", "mcp_name"):
         tag, message = tagged_call()
         reply = post(client, http_cli.url, message, modern_headers(message, **{drop: None}))
@@ -463,7 +522,7 @@ def test_a12_missing_method_or_name_header(rel, http_cli, client) -> None:
         )
 
 
-def test_unknown_path_is_404_json(rel, http_cli, client) -> None:
+def test_unknown_path_is_404_json(rel: Rel, http_cli: ServerProcess, client: httpx.Client) -> None:
     response = client.post(
         http_cli.url.replace("/mcp", "/other"),
         content=b"{}",
@@ -473,7 +532,9 @@ def test_unknown_path_is_404_json(rel, http_cli, client) -> None:
     still_serving(rel, http_cli, client)
 
 
-def test_rejections_are_not_echoed_raw_into_the_log(rel, http_cli, client) -> None:
+def test_rejections_are_not_echoed_raw_into_the_log(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     """Hostile header values and bodies never reach the server log verbatim."""
     marker = "\x1b[31mEVIL-" + uuid.uuid4().hex
     message = call_tool(next_id(), "echo", {"nonce": "x"})
@@ -483,7 +544,9 @@ def test_rejections_are_not_echoed_raw_into_the_log(rel, http_cli, client) -> No
     still_serving(rel, http_cli, client)
 
 
-def test_a12_old_unknown_version_in_meta_is_32022(rel, http_cli, client) -> None:
+def test_a12_old_unknown_version_in_meta_is_32022(
+    rel: Rel, http_cli: ServerProcess, client: httpx.Client
+) -> None:
     """A request that names its version in ``_meta`` is a modern one whatever the version:
     an unknown one (even older than 2025-11-25) is -32022 with the supported list."""
     tag = uuid.uuid4().hex[:12]

@@ -25,7 +25,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -50,6 +50,9 @@ from rel_support import (
 
 from mcpkit.client import Client
 
+if TYPE_CHECKING:
+    from conftest import Rel
+
 SOAK_SECONDS = float(os.environ.get("MCPKIT_SOAK_SECONDS", "60"))
 LEGACY_HEADERS = {
     "content-type": "application/json",
@@ -67,7 +70,7 @@ def server(workdir: Path) -> Iterator[ServerProcess]:
         proc.stop()
 
 
-def serving(rel, proc: ServerProcess) -> None:
+def serving(rel: Rel, proc: ServerProcess) -> None:
     assert rel.alive(proc), proc.log_text()[-2000:]
     nonce = uuid.uuid4().hex
     with httpx.Client(timeout=10) as client:
@@ -83,7 +86,7 @@ def serving(rel, proc: ServerProcess) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_l1_1000_concurrent_clients_all_with_id_1(rel, server) -> None:
+async def test_l1_1000_concurrent_clients_all_with_id_1(rel: Rel, server: ServerProcess) -> None:
     """1,000 connections, each POSTing tools/call with id 1 and its own nonce while all
     are in flight (the tool sleeps 0.5 s): each must get its own nonce back."""
     count = 1000
@@ -133,7 +136,7 @@ async def test_l1_1000_concurrent_clients_all_with_id_1(rel, server) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_l1_many_stdio_clients_with_overlapping_ids(rel, tmp_path) -> None:
+async def test_l1_many_stdio_clients_with_overlapping_ids(rel: Rel, tmp_path: Path) -> None:
     clients, calls = 8, 50
     argv = [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
     misrouted = lost = 0
@@ -172,7 +175,9 @@ async def test_l1_many_stdio_clients_with_overlapping_ids(rel, tmp_path) -> None
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_l3_10000_abandoned_legacy_sessions_stay_capped_and_are_reaped(rel, tmp_path) -> None:
+async def test_l3_10000_abandoned_legacy_sessions_stay_capped_and_are_reaped(
+    rel: Rel, tmp_path: Path
+) -> None:
     """10,000 initialize requests, never followed up, against a cap of 200 sessions that
     idle out after 0.5 s: the count never exceeds the cap, refusals are 503 + Retry-After,
     and once idle every abandoned session is reaped (lazily: at the latest by the first
@@ -334,7 +339,7 @@ class Soak:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_l2_soak_flat_rss_and_clean_resources(rel, tmp_path) -> None:
+async def test_l2_soak_flat_rss_and_clean_resources(rel: Rel, tmp_path: Path) -> None:
     proc = ServerProcess.cli(tmp_path)
     try:
         soak = Soak(proc, seed=20261129)
@@ -361,13 +366,13 @@ async def test_l2_soak_flat_rss_and_clean_resources(rel, tmp_path) -> None:
         # every handler that started and was then cancelled or disconnected has cleaned up
         # (a client that gives up within 10-100 ms may do so before its request reached a
         # handler on a loaded machine: such a call has nothing to clean up)
-        def started() -> list[str]:
+        def started_tags() -> list[str]:
             records = set(proc.records())
             return [t for t in soak.tags if f"start {t}" in records]
 
         assert wait_for(
-            lambda: all(f"cleanup {t}" in set(proc.records()) for t in started()), 10
-        ), [t for t in started() if f"cleanup {t}" not in set(proc.records())][:5]
+            lambda: all(f"cleanup {t}" in set(proc.records()) for t in started_tags()), 10
+        ), [t for t in started_tags() if f"cleanup {t}" not in set(proc.records())][:5]
         fds_settled = wait_for(lambda: fd_count(proc.pid) <= baseline_fds + 4, 15)
         total = sum(soak.counts.values())
         rel.lost(soak.lost)
@@ -398,7 +403,7 @@ async def test_l2_soak_flat_rss_and_clean_resources(rel, tmp_path) -> None:
 @pytest.mark.anyio
 @pytest.mark.slow
 async def test_l7_slow_header_and_slow_body_clients_cannot_exhaust_the_server(
-    rel, tmp_path
+    rel: Rel, tmp_path: Path
 ) -> None:
     proc = ServerProcess.cli(tmp_path)  # defaults: header deadline 10 s, body deadline 30 s
     try:
@@ -488,6 +493,7 @@ async def test_l7_slow_header_and_slow_body_clients_cannot_exhaust_the_server(
                     nonce = uuid.uuid4().hex
                     message = call_tool(next_id(), "echo", {"nonce": nonce})
                     began = time.monotonic()
+                    response: httpx.Response | httpx.HTTPError
                     try:
                         response = await c.post(
                             proc.url, json=message, headers=modern_headers(message)
@@ -531,7 +537,7 @@ async def test_l7_slow_header_and_slow_body_clients_cannot_exhaust_the_server(
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_l8_concurrent_large_bodies_bounded_memory(rel, server) -> None:
+async def test_l8_concurrent_large_bodies_bounded_memory(rel: Rel, server: ServerProcess) -> None:
     baseline = rss_kb(server.pid)
     payload = "L" * 3_900_000
     results: list[str] = []
@@ -579,7 +585,9 @@ async def test_l8_concurrent_large_bodies_bounded_memory(rel, server) -> None:
 
 
 @pytest.mark.anyio
-async def test_l13_client_that_never_reads_its_listen_stream(rel, server) -> None:
+async def test_l13_client_that_never_reads_its_listen_stream(
+    rel: Rel, server: ServerProcess
+) -> None:
     before = rss_kb(server.pid)
     message = modern_request(
         "never-read", "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
@@ -611,7 +619,9 @@ async def test_l13_client_that_never_reads_its_listen_stream(rel, server) -> Non
 
 
 @pytest.mark.anyio
-async def test_l14_cpu_bound_sync_tool_does_not_stall_other_requests(rel, server) -> None:
+async def test_l14_cpu_bound_sync_tool_does_not_stall_other_requests(
+    rel: Rel, server: ServerProcess
+) -> None:
     worst = 0.0
     async with httpx.AsyncClient(timeout=30) as client:
 

@@ -20,8 +20,8 @@ import os
 import string
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -38,10 +38,13 @@ from mcpkit.server.uritemplate import MAX_URI_LENGTH, TemplateError, UriTemplate
 from mcpkit.types.codec import DecodeError, decode, encode
 from mcpkit.types.errors import HEADER_MISMATCH, McpError
 
+if TYPE_CHECKING:
+    from conftest import Rel
+
 #: The Hypothesis profile registered in conftest.py (``MCPKIT_HYPOTHESIS_PROFILE`` picks it).
 PROFILE = settings.get_profile(os.environ.get("MCPKIT_HYPOTHESIS_PROFILE", "reliability"))
 
-text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+text = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=60)
 json_scalars = (
     st.none()
     | st.booleans()
@@ -90,7 +93,7 @@ def assert_linear(work_once: int, work_twice: int, slack: int = 60) -> None:
 
 @PROFILE
 @given(json_values)
-def test_codec_round_trips_and_never_emits_a_raw_newline(rel, value: Any) -> None:
+def test_codec_round_trips_and_never_emits_a_raw_newline(rel: Rel, value: Any) -> None:
     data = encode(value)
     assert b"\n" not in data and b"\r" not in data
     assert decode(data) == value
@@ -104,7 +107,7 @@ def test_codec_round_trips_and_never_emits_a_raw_newline(rel, value: Any) -> Non
 @example(b"9" * 5000)
 @example(b'"\\ud800"')
 @example(b"\xef\xbb\xbf{}")
-def test_codec_decode_arbitrary_bytes_raises_only_decode_error(rel, data: bytes) -> None:
+def test_codec_decode_arbitrary_bytes_raises_only_decode_error(rel: Rel, data: bytes) -> None:
     with contextlib.suppress(DecodeError):
         decode(data)
     rel.verified()
@@ -121,7 +124,9 @@ def test_codec_decode_arbitrary_bytes_raises_only_decode_error(rel, data: bytes)
     ],
     ids=["nesting", "escapes", "numbers", "long-string", "whitespace"],
 )
-def test_codec_decode_time_is_linear_generous_bound(rel, build) -> None:
+def test_codec_decode_time_is_linear_generous_bound(
+    rel: Rel, build: Callable[[int], bytes]
+) -> None:
     for n in (1 << 20, 4 << 20):
         data = build(n)
         started = time.perf_counter()
@@ -141,7 +146,7 @@ def test_codec_decode_time_is_linear_generous_bound(rel, build) -> None:
 @example("=?base64?SGk=?=")
 @example("tab\there")
 @example("ünïcödé")
-def test_header_value_encoding_round_trips_as_visible_ascii(rel, value: str) -> None:
+def test_header_value_encoding_round_trips_as_visible_ascii(rel: Rel, value: str) -> None:
     wire = hdr.encode_header_value(value)
     assert all(0x20 <= ord(ch) <= 0x7E for ch in wire), wire
     assert wire == wire.strip(" \t")
@@ -154,7 +159,7 @@ def test_header_value_encoding_round_trips_as_visible_ascii(rel, value: str) -> 
 @example("=?base64?!!!?=")
 @example("=?base64?/w==?=")
 @example("a\r\nb")
-def test_header_value_decoding_raises_only_value_error(rel, raw: str) -> None:
+def test_header_value_decoding_raises_only_value_error(rel: Rel, raw: str) -> None:
     try:
         out = hdr.decode_header_value(raw)
     except ValueError:
@@ -191,7 +196,7 @@ methods = (
     param_headers=st.booleans(),
 )
 def test_header_validation_raises_only_header_mismatch(
-    rel, headers, method, params, has_id, param_headers
+    rel: Rel, headers: dict[str, str], method: str, params: Any, has_id: bool, param_headers: bool
 ) -> None:
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
     if params is not None:
@@ -246,7 +251,7 @@ def schemas(depth: int = 4) -> st.SearchStrategy[Any]:
 
 @PROFILE
 @given(schemas())
-def test_header_annotation_scan_raises_only_invalid_annotation(rel, schema: Any) -> None:
+def test_header_annotation_scan_raises_only_invalid_annotation(rel: Rel, schema: Any) -> None:
     try:
         found = hdr.header_params(schema)
     except hdr.InvalidHeaderAnnotation:
@@ -256,7 +261,7 @@ def test_header_annotation_scan_raises_only_invalid_annotation(rel, schema: Any)
     rel.verified()
 
 
-def test_header_annotation_scan_of_a_deep_schema(rel) -> None:
+def test_header_annotation_scan_of_a_deep_schema(rel: Rel) -> None:
     deep: Any = []
     for _ in range(1000):
         deep = [deep]
@@ -266,7 +271,7 @@ def test_header_annotation_scan_of_a_deep_schema(rel) -> None:
 
 @PROFILE
 @given(st.text(alphabet=string.printable, min_size=1, max_size=200))
-def test_header_decoding_work_is_linear(rel, value: str) -> None:
+def test_header_decoding_work_is_linear(rel: Rel, value: str) -> None:
     once = hdr.encode_header_value(value)
     twice = hdr.encode_header_value(value * 2)
     assert_linear(
@@ -279,7 +284,7 @@ def test_header_decoding_work_is_linear(rel, value: str) -> None:
 # ------------------------------ SSE encoder vs httpx-sse
 
 no_breaks = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"),
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n\x00"),
     max_size=40,
 )
 
@@ -300,7 +305,9 @@ def parse_sse(raw: bytes) -> list[Any]:
 @example(data="\n\n", event_id=None, event="message", retry=None)
 @example(data="data: injected\n\nevent: evil", event_id=None, event="message", retry=None)
 @example(data=" leading", event_id=" x", event=" y", retry=None)
-def test_sse_encoding_round_trips_through_httpx_sse(rel, data, event_id, event, retry) -> None:
+def test_sse_encoding_round_trips_through_httpx_sse(
+    rel: Rel, data: str, event_id: str | None, event: str | None, retry: int | None
+) -> None:
     raw = encode_event(data.encode(), event_id=event_id, event=event, retry_ms=retry)
     events = parse_sse(raw)
     assert len(events) == 1, (raw, events)
@@ -314,7 +321,7 @@ def test_sse_encoding_round_trips_through_httpx_sse(rel, data, event_id, event, 
 
 @PROFILE
 @given(json_values)
-def test_sse_of_a_codec_payload_is_one_data_line(rel, value: Any) -> None:
+def test_sse_of_a_codec_payload_is_one_data_line(rel: Rel, value: Any) -> None:
     payload = encode({"jsonrpc": "2.0", "id": 1, "result": {"v": value}})
     raw = encode_event(payload, event_id="s1-x-1")
     # one data line (the payload may itself contain the text "data:": count lines)
@@ -329,7 +336,7 @@ def test_sse_of_a_codec_payload_is_one_data_line(rel, value: Any) -> None:
 @given(
     st.from_regex(r"\As[0-9]{1,4}-[A-Za-z0-9_-]{6}-[0-9]{1,6}\Z"), st.none() | st.integers(0, 10**6)
 )
-def test_sse_priming_event_carries_id_and_retry(rel, event_id: str, retry: int | None) -> None:
+def test_sse_priming_event_carries_id_and_retry(rel: Rel, event_id: str, retry: int | None) -> None:
     (got,) = parse_sse(priming_event(event_id, retry))
     assert got.id == event_id and got.retry == retry and got.data == ""
     rel.verified()
@@ -337,7 +344,7 @@ def test_sse_priming_event_carries_id_and_retry(rel, event_id: str, retry: int |
 
 @PROFILE
 @given(text.filter(bool))
-def test_sse_encoding_work_is_linear(rel, data: str) -> None:
+def test_sse_encoding_work_is_linear(rel: Rel, data: str) -> None:
     once, twice = data.encode(), (data * 2).encode()
     assert_linear(
         line_events(lambda: encode_event(once, event_id="1")),
@@ -353,7 +360,7 @@ values = st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_
 
 
 @st.composite
-def templates_with_values(draw: Any) -> tuple[str, dict[str, str]]:
+def templates_with_values(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
     used: set[str] = set()
 
     def fresh() -> str:
@@ -409,7 +416,9 @@ def expand(template: str, values_: dict[str, str]) -> str:
 @given(templates_with_values())
 @example(("res://{id}", {"id": "42"}))
 @example(("file:///{+path}", {"path": "a/b/c"}))
-def test_uri_template_match_round_trips_an_expansion(rel, case: tuple[str, dict[str, str]]) -> None:
+def test_uri_template_match_round_trips_an_expansion(
+    rel: Rel, case: tuple[str, dict[str, str]]
+) -> None:
     template, expected = case
     compiled = UriTemplate.compile(template)
     assert compiled.match(expand(template, expected)) == expected, (
@@ -426,7 +435,7 @@ def test_uri_template_match_round_trips_an_expansion(rel, case: tuple[str, dict[
 @example("x{?a}y")
 @example("{/id*}")
 @example("{" + "a," * 300 + "a}")
-def test_uri_template_compile_raises_only_template_error(rel, template: str) -> None:
+def test_uri_template_compile_raises_only_template_error(rel: Rel, template: str) -> None:
     with contextlib.suppress(TemplateError):
         UriTemplate.compile(template)
     rel.verified()
@@ -447,7 +456,7 @@ TEMPLATES = [
 @given(st.sampled_from(TEMPLATES), st.text(max_size=300))
 @example("a://{/x}{/y}", "a://" + "/" + "," * 200)
 @example("files://{+path}", "files://" + "%" * 250)
-def test_uri_template_match_never_raises(rel, template: str, uri: str) -> None:
+def test_uri_template_match_never_raises(rel: Rel, template: str, uri: str) -> None:
     compiled = UriTemplate.compile(template)
     found = compiled.match(uri)
     assert found is None or set(found) <= set(compiled.variables)
@@ -456,7 +465,7 @@ def test_uri_template_match_never_raises(rel, template: str, uri: str) -> None:
 
 @PROFILE
 @given(st.sampled_from(TEMPLATES), st.text(alphabet="/,.;=?&#%41a", min_size=1, max_size=200))
-def test_uri_template_match_work_is_linear(rel, template: str, uri: str) -> None:
+def test_uri_template_match_work_is_linear(rel: Rel, template: str, uri: str) -> None:
     compiled = UriTemplate.compile(template)
     prefix = template.split("{")[0]
     once, twice = prefix + uri, prefix + uri * 2
@@ -467,7 +476,7 @@ def test_uri_template_match_work_is_linear(rel, template: str, uri: str) -> None
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
-def test_uri_template_hostile_uris_generous_time_bound(rel, template: str) -> None:
+def test_uri_template_hostile_uris_generous_time_bound(rel: Rel, template: str) -> None:
     compiled = UriTemplate.compile(template)
     prefix = template.split("{")[0]
     for body in (
@@ -527,7 +536,9 @@ frames = st.lists(
 @given(frames, st.lists(st.integers(0, 2000), max_size=20), st.integers(1, 64))
 @example(b"x" * 64 + b"\r\n", [10, 64], 64)
 @example(b"abc\r\r\n", [], 5)
-def test_line_framer_matches_the_reference_for_any_chunking(rel, data, cuts, max_line) -> None:
+def test_line_framer_matches_the_reference_for_any_chunking(
+    rel: Rel, data: bytes, cuts: list[int], max_line: int
+) -> None:
     framer = LineFramer(max_line)
     got: list[Any] = []
     for piece in chunked(data, cuts):
@@ -542,7 +553,7 @@ def test_line_framer_matches_the_reference_for_any_chunking(rel, data, cuts, max
 
 @PROFILE
 @given(frames.filter(bool), st.integers(1, 16))
-def test_line_framer_work_is_linear(rel, data: bytes, chunk: int) -> None:
+def test_line_framer_work_is_linear(rel: Rel, data: bytes, chunk: int) -> None:
     def run(payload: bytes) -> None:
         framer = LineFramer(256)
         for i in range(0, len(payload), chunk):
@@ -552,7 +563,7 @@ def test_line_framer_work_is_linear(rel, data: bytes, chunk: int) -> None:
     rel.verified()
 
 
-def test_line_framer_one_byte_chunks_generous_time_bound(rel) -> None:
+def test_line_framer_one_byte_chunks_generous_time_bound(rel: Rel) -> None:
     """256 KiB without a newline, one byte at a time, then 256 KiB of short lines: a
     quadratic buffer (copying the partial line on every chunk) would take minutes."""
     framer = LineFramer()
@@ -622,7 +633,7 @@ async def _route(ids: list[Any], feed: list[dict[str, Any]], cuts: list[int]) ->
     endpoint.reply_to_invalid = False
     send, receive = anyio.create_memory_object_stream[bytes](math.inf)
 
-    async def chunks():
+    async def chunks() -> AsyncIterator[bytes]:
         async with receive:
             async for chunk in receive:
                 yield chunk
@@ -662,7 +673,9 @@ async def _route(ids: list[Any], feed: list[dict[str, Any]], cuts: list[int]) ->
     [],
 )
 @example([1], [{"jsonrpc": "2.0", "id": True, "result": {"for": True, "type": "bool"}}], [])
-def test_endpoint_never_resolves_a_waiter_with_another_ids_response(rel, ids, feed, cuts) -> None:
+def test_endpoint_never_resolves_a_waiter_with_another_ids_response(
+    rel: Rel, ids: list[Any], feed: list[dict[str, Any]], cuts: list[int]
+) -> None:
     outcomes = anyio.run(_route, ids, feed, cuts)
     misrouted = 0
     for rid in ids:
@@ -693,13 +706,13 @@ def test_endpoint_never_resolves_a_waiter_with_another_ids_response(rel, ids, fe
     ],
     ids=["error-object-id", "error-array-id", "progress-array-token"],
 )
-def test_endpoint_survives_unhashable_ids(rel, line: dict[str, Any]) -> None:
+def test_endpoint_survives_unhashable_ids(rel: Rel, line: dict[str, Any]) -> None:
     feed = [line, {"jsonrpc": "2.0", "id": 1, "result": {"for": 1, "type": "int"}}]
     outcomes = anyio.run(_route, [1], feed, [])
     assert outcomes[(int, 1)] == ("result", {"for": 1, "type": "int"})
 
 
-def test_json_module_agrees_with_the_codec_on_framing(rel) -> None:
+def test_json_module_agrees_with_the_codec_on_framing(rel: Rel) -> None:
     """Sanity for the helpers above: what the test feeds is what the endpoint reads."""
     message = {"jsonrpc": "2.0", "id": "1", "result": {}}
     assert json.loads(encode(message)) == message

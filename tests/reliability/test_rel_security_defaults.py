@@ -19,7 +19,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -28,7 +28,6 @@ from rel_support import (
     ServerProcess,
     base_env,
     call_tool,
-    free_port,
     listening_addresses,
     modern_headers,
     next_id,
@@ -37,6 +36,10 @@ from rel_support import (
 
 from mcpkit import Server
 from mcpkit.client import Client, ServerError
+from support.servers import free_port
+
+if TYPE_CHECKING:
+    from conftest import Rel
 
 LOOPBACK_V4 = "0100007F"  # 127.0.0.1 as /proc/net/tcp writes it
 ANY_V4 = "00000000"
@@ -45,7 +48,7 @@ ANY_V4 = "00000000"
 # ------------------------------ A5 bind address
 
 
-def test_a5_default_bind_is_loopback_only(rel, tmp_path) -> None:
+def test_a5_default_bind_is_loopback_only(rel: Rel, tmp_path: Path) -> None:
     server = ServerProcess.cli(tmp_path)
     try:
         assert listening_addresses(server.port) == {LOOPBACK_V4}
@@ -58,7 +61,9 @@ def test_a5_default_bind_is_loopback_only(rel, tmp_path) -> None:
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", ""])
-def test_a5_non_loopback_bind_without_allow_remote_exits_2(rel, tmp_path, host: str) -> None:
+def test_a5_non_loopback_bind_without_allow_remote_exits_2(
+    rel: Rel, tmp_path: Path, host: str
+) -> None:
     port = free_port()
     argv = [
         sys.executable,
@@ -81,7 +86,7 @@ def test_a5_non_loopback_bind_without_allow_remote_exits_2(rel, tmp_path, host: 
     assert listening_addresses(port) == set()
 
 
-def test_a5_allow_remote_starts_and_still_checks_origin(rel, tmp_path) -> None:
+def test_a5_allow_remote_starts_and_still_checks_origin(rel: Rel, tmp_path: Path) -> None:
     server = ServerProcess.cli(tmp_path, "--host", "0.0.0.0", "--allow-remote")
     try:
         assert listening_addresses(server.port) == {ANY_V4}
@@ -100,7 +105,7 @@ def test_a5_allow_remote_starts_and_still_checks_origin(rel, tmp_path) -> None:
         server.stop()
 
 
-def test_a5_localhost_is_a_loopback_bind(rel, tmp_path) -> None:
+def test_a5_localhost_is_a_loopback_bind(rel: Rel, tmp_path: Path) -> None:
     server = ServerProcess.cli(tmp_path, "--host", "localhost")
     try:
         assert listening_addresses(server.port) <= {LOOPBACK_V4, "00000000000000000000000001000000"}
@@ -147,26 +152,26 @@ def _register(kind: str, icons: list[dict[str, Any]]) -> None:
 
 @pytest.mark.parametrize("kind", ["server", "tool", "resource", "template", "prompt"])
 @pytest.mark.parametrize("src", [s for s in UNSAFE_ICONS if not s.startswith("data:image/svg")])
-def test_icons_with_unsafe_schemes_are_refused(rel, kind: str, src: str) -> None:
+def test_icons_with_unsafe_schemes_are_refused(rel: Rel, kind: str, src: str) -> None:
     with pytest.raises(ValueError):
         _register(kind, [{"src": src, "mimeType": "image/png"}])
 
 
 @pytest.mark.parametrize("kind", ["server", "tool", "resource", "template", "prompt"])
 @pytest.mark.parametrize("src", SAFE_ICONS)
-def test_icons_with_safe_schemes_are_accepted(rel, kind: str, src: str) -> None:
+def test_icons_with_safe_schemes_are_accepted(rel: Rel, kind: str, src: str) -> None:
     _register(kind, [{"src": src, "mimeType": "image/png", "sizes": ["48x48"]}])
 
 
 @pytest.mark.parametrize("kind", ["server", "tool"])
-def test_icon_entries_must_be_objects_with_a_string_src(rel, kind: str) -> None:
+def test_icon_entries_must_be_objects_with_a_string_src(rel: Rel, kind: str) -> None:
     for icons in ([{"src": None}], [{"mimeType": "image/png"}], ["https://example.com/i.png"]):
         with pytest.raises(ValueError):
             _register(kind, icons)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "data:text/html,x"])
-def test_website_url_must_be_http(rel, url: str) -> None:
+def test_website_url_must_be_http(rel: Rel, url: str) -> None:
     with pytest.raises(ValueError):
         Server("x", website_url=url)
 
@@ -240,7 +245,11 @@ def _ref_server(tmp_path: Path, base: str) -> Path:
     return path
 
 
-CALLS = [("by_ref", {"x": "a"}), ("by_base", {"y": "b"}), ("by_meta", {"z": 1})]
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("by_ref", {"x": "a"}),
+    ("by_base", {"y": "b"}),
+    ("by_meta", {"z": 1}),
+]
 
 
 async def _list_and_call(client: Client, base: str, hits: list[str]) -> list[Any]:
@@ -271,7 +280,9 @@ def _acceptable(outcomes: list[Any]) -> None:
 
 
 @pytest.mark.anyio
-async def test_c16_network_refs_are_never_fetched_http(rel, tmp_path, ref_target) -> None:
+async def test_c16_network_refs_are_never_fetched_http(
+    rel: Rel, tmp_path: Path, ref_target: tuple[str, list[str]]
+) -> None:
     base, hits = ref_target
     server = ServerProcess.cli(tmp_path, target=_ref_server(tmp_path, base))
     try:
@@ -283,7 +294,9 @@ async def test_c16_network_refs_are_never_fetched_http(rel, tmp_path, ref_target
 
 
 @pytest.mark.anyio
-async def test_c16_network_refs_are_never_fetched_stdio(rel, tmp_path, ref_target) -> None:
+async def test_c16_network_refs_are_never_fetched_stdio(
+    rel: Rel, tmp_path: Path, ref_target: tuple[str, list[str]]
+) -> None:
     base, hits = ref_target
     target = _ref_server(tmp_path, base)
     argv = [sys.executable, "-m", "mcpkit", "serve", str(target), "--state", "memory:"]

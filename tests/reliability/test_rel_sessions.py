@@ -14,12 +14,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 from rel_support import (
     LEGACY,
+    Reply,
     ServerProcess,
     call_tool,
     modern_headers,
@@ -28,6 +29,9 @@ from rel_support import (
     sse_data,
     wait_for,
 )
+
+if TYPE_CHECKING:
+    from conftest import Rel
 
 INVALID = -32600
 
@@ -113,7 +117,7 @@ def client() -> Iterator[httpx.Client]:
         yield c
 
 
-def serving(rel, server: ServerProcess, client: httpx.Client) -> None:
+def serving(rel: Rel, server: ServerProcess, client: httpx.Client) -> None:
     assert rel.alive(server), server.log_text()[-2000:]
     nonce = uuid.uuid4().hex
     message = call_tool(next_id(), "echo", {"nonce": nonce})
@@ -131,7 +135,9 @@ def ran(server: ServerProcess, tag: str) -> bool:
 # ------------------------------ authentication
 
 
-def test_no_token_is_401_and_nothing_runs(rel, auth_server, client) -> None:
+def test_no_token_is_401_and_nothing_runs(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     tag = uuid.uuid4().hex[:12]
     message = call_tool(next_id(), "slow", {"tag": tag, "seconds": 0})
     reply = post(client, auth_server.url, message)
@@ -144,7 +150,9 @@ def test_no_token_is_401_and_nothing_runs(rel, auth_server, client) -> None:
 # ------------------------------ B1
 
 
-def test_b1_missing_or_unknown_session(rel, auth_server, client) -> None:
+def test_b1_missing_or_unknown_session(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     open_session(client, auth_server.url, ALICE)
     tag = uuid.uuid4().hex[:12]
     message = {
@@ -166,7 +174,9 @@ def test_b1_missing_or_unknown_session(rel, auth_server, client) -> None:
 # ------------------------------ B2 principal binding
 
 
-def test_b2_session_of_another_principal_is_404(rel, auth_server, client) -> None:
+def test_b2_session_of_another_principal_is_404(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     session = open_session(client, auth_server.url, ALICE)
     tag = uuid.uuid4().hex[:12]
     message = {
@@ -198,7 +208,9 @@ def test_b2_session_of_another_principal_is_404(rel, auth_server, client) -> Non
     serving(rel, auth_server, client)
 
 
-def test_b2_foreign_session_answer_is_identical_to_unknown(rel, auth_server, client) -> None:
+def test_b2_foreign_session_answer_is_identical_to_unknown(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     session = open_session(client, auth_server.url, ALICE)
     message = {"jsonrpc": "2.0", "id": 8, "method": "tools/list"}
     s1, foreign, _ = legacy_call(client, auth_server.url, session, message, BOB)
@@ -206,7 +218,9 @@ def test_b2_foreign_session_answer_is_identical_to_unknown(rel, auth_server, cli
     assert (s1, foreign) == (s2, unknown)
 
 
-def test_handles_are_bound_to_the_principal(rel, auth_server, client) -> None:
+def test_handles_are_bound_to_the_principal(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     mint = call_tool(next_id(), "mint")
     made = post(client, auth_server.url, mint, {**modern_headers(mint), **ALICE}).result
     handle = made["structuredContent"]["handle"]
@@ -221,8 +235,10 @@ def test_handles_are_bound_to_the_principal(rel, auth_server, client) -> None:
     rel.verified(3)
 
 
-def test_request_state_is_bound_to_tool_and_principal(rel, auth_server, client) -> None:
-    caps = {"elicitation": {}}
+def test_request_state_is_bound_to_tool_and_principal(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
+    caps: dict[str, Any] = {"elicitation": {}}
     first_call = call_tool(next_id(), "ask", caps=caps)
     first = post(
         client, auth_server.url, first_call, {**modern_headers(first_call), **ALICE}
@@ -231,7 +247,7 @@ def test_request_state_is_bound_to_tool_and_principal(rel, auth_server, client) 
     state = first["requestState"]
     answers = {"word": {"action": "accept", "content": {"word": "kiwi"}}}
 
-    def retry(tool: str, token: Any, who: dict[str, str]):
+    def retry(tool: str, token: Any, who: dict[str, str]) -> tuple[dict[str, Any], Reply]:
         message = call_tool(next_id(), tool, caps=caps)
         message["params"].update({"requestState": token, "inputResponses": answers})
         return message, post(client, auth_server.url, message, {**modern_headers(message), **who})
@@ -257,7 +273,7 @@ def test_request_state_is_bound_to_tool_and_principal(rel, auth_server, client) 
 
 
 def test_b3_session_ids_are_unique_unpredictable_and_visible_ascii(
-    rel, auth_server, client
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
 ) -> None:
     ids = [open_session(client, auth_server.url, ALICE) for _ in range(300)]
     assert len(set(ids)) == len(ids)
@@ -277,7 +293,7 @@ def test_b3_session_ids_are_unique_unpredictable_and_visible_ascii(
     ids=["control-char", "10KB", "non-ascii", "path"],
 )
 def test_b3_hostile_session_ids_are_refused_without_echo(
-    rel, auth_server, client, value: bytes
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client, value: bytes
 ) -> None:
     message = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).encode()
     head = (
@@ -303,7 +319,9 @@ def test_b3_hostile_session_ids_are_refused_without_echo(
 # ------------------------------ B4 / B5 caps
 
 
-def test_b4_session_cap_is_503_with_retry_after(rel, workdir, client) -> None:
+def test_b4_session_cap_is_503_with_retry_after(
+    rel: Rel, workdir: Path, client: httpx.Client
+) -> None:
     server = ServerProcess.launcher(workdir, "--max-sessions", "3", "--idle", "600")
     try:
         for _ in range(3):
@@ -318,7 +336,7 @@ def test_b4_session_cap_is_503_with_retry_after(rel, workdir, client) -> None:
         server.stop()
 
 
-def serving_plain(rel, server: ServerProcess, client: httpx.Client) -> None:
+def serving_plain(rel: Rel, server: ServerProcess, client: httpx.Client) -> None:
     assert rel.alive(server)
     nonce = uuid.uuid4().hex
     reply = post(client, server.url, call_tool(next_id(), "echo", {"nonce": nonce}))
@@ -326,7 +344,9 @@ def serving_plain(rel, server: ServerProcess, client: httpx.Client) -> None:
     rel.verified()
 
 
-def test_b5_half_open_initialize_reserves_no_slot(rel, workdir, client) -> None:
+def test_b5_half_open_initialize_reserves_no_slot(
+    rel: Rel, workdir: Path, client: httpx.Client
+) -> None:
     server = ServerProcess.launcher(workdir, "--max-sessions", "2", "--idle", "600")
     sockets: list[socket.socket] = []
     try:
@@ -365,7 +385,9 @@ def test_b5_half_open_initialize_reserves_no_slot(rel, workdir, client) -> None:
 # ------------------------------ B6 lifecycle
 
 
-def test_b6_delete_then_404_and_second_get_stream_409(rel, auth_server, client) -> None:
+def test_b6_delete_then_404_and_second_get_stream_409(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     session = open_session(client, auth_server.url, ALICE)
     with client.stream(
         "GET", auth_server.url, headers=legacy_headers(session, accept="text/event-stream", **ALICE)
@@ -383,7 +405,9 @@ def test_b6_delete_then_404_and_second_get_stream_409(rel, auth_server, client) 
     serving(rel, auth_server, client)
 
 
-def test_b6_foreign_last_event_id_replays_nothing(rel, auth_server, client) -> None:
+def test_b6_foreign_last_event_id_replays_nothing(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     alice = open_session(client, auth_server.url, ALICE)
     bob = open_session(client, auth_server.url, BOB)
     message = {
@@ -420,7 +444,9 @@ def test_b6_foreign_last_event_id_replays_nothing(rel, auth_server, client) -> N
 # ------------------------------ C8 / C9 on HTTP sessions
 
 
-def test_c8_duplicate_in_flight_id_on_a_session_is_409(rel, auth_server, client) -> None:
+def test_c8_duplicate_in_flight_id_on_a_session_is_409(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     session = open_session(client, auth_server.url, ALICE)
     tag = uuid.uuid4().hex[:12]
     slow = {
@@ -458,7 +484,9 @@ def test_c8_duplicate_in_flight_id_on_a_session_is_409(rel, auth_server, client)
     )
 
 
-def test_c8_duplicate_in_flight_id_never_cross_wires(rel, auth_server, client) -> None:
+def test_c8_duplicate_in_flight_id_never_cross_wires(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     """Whatever the status, the duplicate never gets the first call's answer and vice versa."""
     session = open_session(client, auth_server.url, ALICE)
     tag = uuid.uuid4().hex[:12]
@@ -493,7 +521,9 @@ def test_c8_duplicate_in_flight_id_never_cross_wires(rel, auth_server, client) -
     rel.verified(2)
 
 
-def test_c9_second_initialize_on_a_session_is_refused(rel, auth_server, client) -> None:
+def test_c9_second_initialize_on_a_session_is_refused(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     session = open_session(client, auth_server.url, ALICE, version="2025-06-18")
     again = {
         "jsonrpc": "2.0",
@@ -519,7 +549,9 @@ def test_c9_second_initialize_on_a_session_is_refused(rel, auth_server, client) 
     rel.verified(2)
 
 
-def test_b6_last_event_id_with_a_non_ascii_digit(rel, auth_server, client) -> None:
+def test_b6_last_event_id_with_a_non_ascii_digit(
+    rel: Rel, auth_server: ServerProcess, client: httpx.Client
+) -> None:
     session = open_session(client, auth_server.url, ALICE)
     listed = {"jsonrpc": "2.0", "id": 13, "method": "tools/list"}
     legacy_call(client, auth_server.url, session, listed, ALICE)  # creates stream s1

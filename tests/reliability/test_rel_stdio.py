@@ -17,7 +17,7 @@ import textwrap
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import pytest
@@ -40,6 +40,10 @@ from mcpkit.client import (
     RequestTimeoutError,
     ServerStartupError,
 )
+from mcpkit.transports.client_stdio import StdioTransport
+
+if TYPE_CHECKING:
+    from conftest import Rel
 
 HOSTILE = HERE / "servers" / "hostile_server.py"
 
@@ -56,7 +60,7 @@ def client_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def stdio_serving(rel, proc: StdioProcess) -> None:
+def stdio_serving(rel: Rel, proc: StdioProcess) -> None:
     nonce = uuid.uuid4().hex
     try:
         answer = proc.request(call_tool(next_id(), "echo", {"nonce": nonce}))
@@ -72,7 +76,7 @@ def stdio_serving(rel, proc: StdioProcess) -> None:
 
 
 @pytest.mark.slow
-def test_d1_64mib_line_is_dropped_with_bounded_memory(rel, stdio) -> None:
+def test_d1_64mib_line_is_dropped_with_bounded_memory(rel: Rel, stdio: StdioProcess) -> None:
     stdio_serving(rel, stdio)
     before = rss_kb(stdio.pid)
     piece = b"z" * (1 << 20)
@@ -87,7 +91,7 @@ def test_d1_64mib_line_is_dropped_with_bounded_memory(rel, stdio) -> None:
     stdio_serving(rel, stdio)
 
 
-def test_d1_line_just_under_the_cap_is_processed(rel, stdio) -> None:
+def test_d1_line_just_under_the_cap_is_processed(rel: Rel, stdio: StdioProcess) -> None:
     rid = next_id()
     payload = "q" * (4 * 1024 * 1024)
     stdio.send(call_tool(rid, "size", {"data": payload}))
@@ -99,7 +103,7 @@ def test_d1_line_just_under_the_cap_is_processed(rel, stdio) -> None:
 # ------------------------------ D2 / D3 / D8
 
 
-def test_d2_d8_prints_and_child_output_never_reach_the_wire(rel, stdio) -> None:
+def test_d2_d8_prints_and_child_output_never_reach_the_wire(rel: Rel, stdio: StdioProcess) -> None:
     for tool in ("junk_print", "child_echo"):
         rid = next_id()
         stdio.send(call_tool(rid, tool))
@@ -124,7 +128,7 @@ def test_d2_d8_prints_and_child_output_never_reach_the_wire(rel, stdio) -> None:
         '"}\n{"jsonrpc":"2.0","id":1,"result":{}}',
     ],
 )
-def test_d3_every_output_line_is_one_json_object(rel, stdio, text: str) -> None:
+def test_d3_every_output_line_is_one_json_object(rel: Rel, stdio: StdioProcess, text: str) -> None:
     rid = next_id()
     stdio.send(call_tool(rid, "echo", {"nonce": text}))
     line = stdio.recv_line()
@@ -135,12 +139,12 @@ def test_d3_every_output_line_is_one_json_object(rel, stdio, text: str) -> None:
 
 
 @pytest.mark.anyio
-async def test_d2_client_skips_junk_lines_from_the_server(rel, tmp_path) -> None:
+async def test_d2_client_skips_junk_lines_from_the_server(rel: Rel, tmp_path: Path) -> None:
     async with Client([sys.executable, str(HOSTILE), "junk"], cwd=tmp_path, timeout=10) as client:
         for i in range(20):
             result = await client.call_tool("echo", {"nonce": f"n{i}"})
             assert result["content"][0]["text"] == f"n{i}"
-        assert client.transport._junk_lines >= 20
+        assert cast(StdioTransport, client.transport)._junk_lines >= 20
     rel.verified(20)
 
 
@@ -148,7 +152,7 @@ async def test_d2_client_skips_junk_lines_from_the_server(rel, tmp_path) -> None
 
 
 @pytest.mark.parametrize("busy", [False, True], ids=["idle", "call-in-flight"])
-def test_d4_stdin_eof_exits_zero_within_2s(rel, tmp_path, busy: bool) -> None:
+def test_d4_stdin_eof_exits_zero_within_2s(rel: Rel, tmp_path: Path, busy: bool) -> None:
     proc = StdioProcess(tmp_path)
     try:
         stdio_serving(rel, proc)
@@ -171,7 +175,9 @@ def test_d4_stdin_eof_exits_zero_within_2s(rel, tmp_path, busy: bool) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_d4_server_ignoring_eof_and_sigterm_is_killed_with_its_tree(rel, tmp_path) -> None:
+async def test_d4_server_ignoring_eof_and_sigterm_is_killed_with_its_tree(
+    rel: Rel, tmp_path: Path
+) -> None:
     child_file = tmp_path / "child.pid"
     client = Client(
         [sys.executable, str(HOSTILE), "stubborn"],
@@ -181,7 +187,7 @@ async def test_d4_server_ignoring_eof_and_sigterm_is_killed_with_its_tree(rel, t
         shutdown_grace=2.0,
     )
     await client.connect()
-    server_pid = client.transport.pid
+    server_pid = cast(StdioTransport, client.transport).pid
     assert server_pid is not None
     with anyio.fail_after(10):
         while not child_file.exists() or not child_file.read_text():
@@ -227,7 +233,7 @@ def _cpu_ticks(pid: int) -> int:
 
 
 @pytest.mark.slow
-def test_d6_killed_client_leaves_no_server_behind(rel, tmp_path) -> None:
+def test_d6_killed_client_leaves_no_server_behind(rel: Rel, tmp_path: Path) -> None:
     client = subprocess.Popen(
         [sys.executable, "-c", CLIENT_SCRIPT, *serve_argv()],
         cwd=tmp_path,
@@ -259,7 +265,7 @@ def test_d6_killed_client_leaves_no_server_behind(rel, tmp_path) -> None:
 
 
 @pytest.mark.anyio
-async def test_d7_stderr_flood_does_not_deadlock(rel, tmp_path) -> None:
+async def test_d7_stderr_flood_does_not_deadlock(rel: Rel, tmp_path: Path) -> None:
     seen: list[str] = []
     async with Client(
         serve_argv(), cwd=tmp_path, env=client_env(tmp_path), timeout=60, stderr=seen.append
@@ -274,7 +280,7 @@ async def test_d7_stderr_flood_does_not_deadlock(rel, tmp_path) -> None:
 
 
 @pytest.mark.anyio
-async def test_d7_server_that_never_reads_stdin_times_out(rel, tmp_path) -> None:
+async def test_d7_server_that_never_reads_stdin_times_out(rel: Rel, tmp_path: Path) -> None:
     async with Client(
         [sys.executable, str(HOSTILE), "deaf"], cwd=tmp_path, timeout=1.0, shutdown_grace=0.5
     ) as client:
@@ -289,7 +295,7 @@ async def test_d7_server_that_never_reads_stdin_times_out(rel, tmp_path) -> None
 
 
 @pytest.mark.anyio
-async def test_d8_missing_executable_fails_within_1s(rel, tmp_path) -> None:
+async def test_d8_missing_executable_fails_within_1s(rel: Rel, tmp_path: Path) -> None:
     started = time.monotonic()
     with pytest.raises(ServerStartupError) as info:
         async with Client([str(tmp_path / "no-such-server")], cwd=tmp_path):
@@ -299,7 +305,9 @@ async def test_d8_missing_executable_fails_within_1s(rel, tmp_path) -> None:
 
 
 @pytest.mark.anyio
-async def test_d8_server_that_exits_at_once_fails_fast_with_its_stderr(rel, tmp_path) -> None:
+async def test_d8_server_that_exits_at_once_fails_fast_with_its_stderr(
+    rel: Rel, tmp_path: Path
+) -> None:
     started = time.monotonic()
     with pytest.raises(ClientError) as info:
         async with Client(
@@ -315,7 +323,9 @@ async def test_d8_server_that_exits_at_once_fails_fast_with_its_stderr(rel, tmp_
 
 
 @pytest.mark.anyio
-async def test_h4_huge_unterminated_line_from_the_server_is_bounded(rel, tmp_path) -> None:
+async def test_h4_huge_unterminated_line_from_the_server_is_bounded(
+    rel: Rel, tmp_path: Path
+) -> None:
     async with Client(
         [sys.executable, str(HOSTILE), "huge"], cwd=tmp_path, timeout=3.0, shutdown_grace=0.5
     ) as client:
@@ -328,7 +338,9 @@ async def test_h4_huge_unterminated_line_from_the_server_is_bounded(rel, tmp_pat
 
 
 @pytest.mark.anyio
-async def test_h5_stray_and_duplicate_responses_never_reach_a_caller(rel, tmp_path) -> None:
+async def test_h5_stray_and_duplicate_responses_never_reach_a_caller(
+    rel: Rel, tmp_path: Path
+) -> None:
     async with Client([sys.executable, str(HOSTILE), "stray"], cwd=tmp_path, timeout=10) as client:
         misrouted = 0
         for i in range(30):
@@ -341,7 +353,7 @@ async def test_h5_stray_and_duplicate_responses_never_reach_a_caller(rel, tmp_pa
 
 
 @pytest.mark.anyio
-async def test_h3_deeply_nested_tool_schema_from_the_server(rel, tmp_path) -> None:
+async def test_h3_deeply_nested_tool_schema_from_the_server(rel: Rel, tmp_path: Path) -> None:
     async with Client(
         [sys.executable, str(HOSTILE), "deep-schema"], cwd=tmp_path, timeout=10
     ) as client:
@@ -353,7 +365,7 @@ async def test_h3_deeply_nested_tool_schema_from_the_server(rel, tmp_path) -> No
 
 
 @pytest.mark.anyio
-async def test_e6_progress_flood_from_the_server_is_survived(rel, tmp_path) -> None:
+async def test_e6_progress_flood_from_the_server_is_survived(rel: Rel, tmp_path: Path) -> None:
     seen = 0
 
     def count(_: dict[str, Any]) -> None:
@@ -371,7 +383,7 @@ async def test_e6_progress_flood_from_the_server_is_survived(rel, tmp_path) -> N
 # ------------------------------ stdin/stdout as files
 
 
-def test_stdio_server_with_stdin_and_stdout_redirected_to_files(rel, tmp_path) -> None:
+def test_stdio_server_with_stdin_and_stdout_redirected_to_files(rel: Rel, tmp_path: Path) -> None:
     requests = tmp_path / "in.jsonl"
     requests.write_text(json.dumps(call_tool(1, "echo", {"nonce": "file"})) + "\n")
     out = tmp_path / "out.jsonl"
@@ -394,7 +406,7 @@ def test_stdio_server_with_stdin_and_stdout_redirected_to_files(rel, tmp_path) -
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_l5_sequential_calls_across_the_pipe_buffer_size(rel, tmp_path) -> None:
+async def test_l5_sequential_calls_across_the_pipe_buffer_size(rel: Rel, tmp_path: Path) -> None:
     sizes = [1, 100, 4095, 65535, 65536, 65537, 200_000, 1 << 20, 8 << 20]
     count = int(os.environ.get("MCPKIT_L5_CALLS", "3000"))
     async with Client(serve_argv(), cwd=tmp_path, env=client_env(tmp_path), timeout=60) as client:

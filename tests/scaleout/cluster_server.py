@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from mcpkit import Context
+from mcpkit import Context, Server
 
 _spec = importlib.util.spec_from_file_location(
     "_conformance_fixture", Path(__file__).resolve().parents[1] / "conformance" / "server.py"
@@ -14,7 +14,7 @@ _spec = importlib.util.spec_from_file_location(
 assert _spec is not None and _spec.loader is not None
 _fixture = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fixture)
-server = _fixture.server
+server: Server = _fixture.server
 
 
 @server.tool

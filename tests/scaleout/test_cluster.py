@@ -16,7 +16,7 @@ from conftest import Cluster
 
 pytestmark = pytest.mark.anyio
 
-TASK_CAPS = {"elicitation": {}, "extensions": {TASKS: {}}}
+TASK_CAPS: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
 
 
 @pytest.fixture
@@ -141,7 +141,7 @@ async def test_task_of_a_killed_replica_resolves(cluster: Cluster) -> None:
 
 
 async def test_mrtr_rounds_on_different_replicas(cluster: Cluster) -> None:
-    caps = {"elicitation": {}}
+    caps: dict[str, Any] = {"elicitation": {}}
     name = "test_input_required_result_multi_round"
     async with httpx.AsyncClient(timeout=30) as client:
         first = (

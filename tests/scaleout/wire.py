@@ -35,12 +35,14 @@ class Reply:
     @property
     def result(self) -> dict[str, Any]:
         assert "result" in self.body, f"expected a result, got {self.body}"
-        return self.body["result"]  # type: ignore[no-any-return]
+        result: dict[str, Any] = self.body["result"]
+        return result
 
     @property
     def error(self) -> dict[str, Any]:
         assert "error" in self.body, f"expected an error, got {self.body}"
-        return self.body["error"]  # type: ignore[no-any-return]
+        error: dict[str, Any] = self.body["error"]
+        return error
 
 
 def headers_for(method: str, params: dict[str, Any]) -> dict[str, str]:
@@ -70,7 +72,7 @@ async def call(
         "POST", url, headers=headers_for(method, params), content=json.dumps(body)
     ) as response:
         if response.headers.get("content-type", "").startswith("text/event-stream"):
-            notes = []
+            notes: list[dict[str, Any]] = []
             async for event in EventSource(response).aiter_sse():
                 if not event.data:
                     continue

@@ -21,12 +21,14 @@ import anyio
 import httpx
 import pytest
 import redis
-from services import Replica, _start, free_port, stop, wait_port
+from services import Replica, _start, stop
 from wire import TASKS, call
+
+from support.servers import free_port, wait_port
 
 TARGET = "tests/scaleout/worker_server.py"
 LEASE_S = "2"
-TASK_CAPS = {"elicitation": {}, "extensions": {TASKS: {}}}
+TASK_CAPS: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
 TERMINAL = {"completed", "failed", "cancelled"}
 
 

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from mcpkit import Audio, Image, Server
-from mcpkit.server import File
 from mcpkit.server.files import DirectoryResource, FileResource, TextResource
 from support.inproc import call, call_error, legacy, modern
+
+if TYPE_CHECKING:  # the lazy public name is typed ``object`` (mcpkit.server.__getattr__)
+    from mcpkit.server.files import File
+else:
+    from mcpkit.server import File
 
 pytestmark = pytest.mark.anyio
 

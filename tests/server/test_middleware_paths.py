@@ -22,7 +22,7 @@ from support.mcp import initialize_request, legacy_request, modern_headers, mode
 from support.servers import SERVERS_DIR, ProcessServer, StdioProcess, http_subprocess
 
 FIXTURE = SERVERS_DIR / "middleware_server.py"
-TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 #: What the middleware sees for ``echo {"text": "hi"}``: on_request, then on_call_tool,
 #: then the tool, then the result travelling back out through both hooks.
@@ -138,7 +138,7 @@ def test_mrtr_round_trip_runs_the_chain_each_round(http: tuple[ProcessServer, Mc
     workdir = workdir_of(server)
     before = len(read_events(workdir))
     args = {"text": "hi", "confirm": True}
-    caps = {"elicitation": {"form": {}}}
+    caps: dict[str, Any] = {"elicitation": {"form": {}}}
     first = client.modern("tools/call", {"name": "echo", "arguments": args}, capabilities=caps)
     assert first.result["resultType"] == "input_required"
     (key,) = first.result["inputRequests"]

@@ -35,8 +35,8 @@ def _function(params: list[tuple[str, type, Any]]) -> Any:
     def fn(**kwargs: Any) -> str:
         return "ok"
 
-    fn.__signature__ = inspect.Signature(
-        [  # type: ignore[attr-defined]
+    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
             inspect.Parameter(
                 name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind, default=default
             )

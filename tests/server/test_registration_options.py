@@ -104,7 +104,11 @@ def json_server() -> Server:
 @pytest.mark.parametrize("era", ERAS)
 async def test_json_strings_for_object_and_array_parameters(era: Any) -> None:
     server = json_server()
-    args = {"point": '{"x": 1, "y": 2}', "tags": '["a", "b"]', "options": '{"k": 3}'}
+    args: dict[str, Any] = {
+        "point": '{"x": 1, "y": 2}',
+        "tags": '["a", "b"]',
+        "options": '{"k": 3}',
+    }
     result = await call(server, "tools/call", {"name": "place", "arguments": args}, era())
     assert text_of(result) == "1,2 ['a', 'b'] {'k': 3}"
     # Real objects still work, and the JSON form must still validate.

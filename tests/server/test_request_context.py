@@ -33,7 +33,7 @@ def structured(result: dict[str, Any]) -> dict[str, Any]:
 def test_stdio_has_no_headers_on_either_era(tmp_path: Path) -> None:
     proc = StdioProcess(FIXTURE, tmp_path)
     try:
-        caps = {"roots": {}}
+        caps: dict[str, Any] = {"roots": {}}
         proc.send(modern_request("m-1", "tools/call", {"name": "whoami"}, capabilities=caps))
         info = structured(proc.recv()["result"])
         assert info == {

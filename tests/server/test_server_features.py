@@ -343,14 +343,15 @@ async def test_empty_server_has_no_feature_capabilities() -> None:
     assert not {"tools", "prompts", "resources", "completions"} & set(caps)
     assert discover["supportedVersions"][0] == "2026-07-28"
     assert "2025-11-25" in discover["supportedVersions"]
-    for method, params in [
+    unserved: list[tuple[str, dict[str, Any]]] = [
         ("tools/list", {}),
         ("tools/call", {"name": "x"}),
         ("prompts/list", {}),
         ("resources/list", {}),
         ("resources/read", {"uri": "test://x"}),
         ("completion/complete", {"ref": {}, "argument": {}}),
-    ]:
+    ]
+    for method, params in unserved:
         await call_error(server, method, params, code=-32601)
         await call_error(server, method, params, legacy(), code=-32601)
 

@@ -20,8 +20,8 @@ from support.schema import LEGACY, MODERN, validate_outgoing
 pytestmark = pytest.mark.anyio
 
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-ELICIT = {"elicitation": {}}
-ALL_CAPS = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
+ALL_CAPS: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
 
 
 def make_server(keyring: Keyring | None = None) -> Server:
@@ -53,7 +53,8 @@ def make_server(keyring: Keyring | None = None) -> Server:
     @server.tool
     async def url_consent(ctx: Context) -> str:
         answer = await ctx.elicit_url("Sign in", "https://example.com/consent", key="u")
-        return answer["action"]
+        action: str = answer["action"]
+        return action
 
     @server.tool
     async def everything(ctx: Context) -> str:
@@ -201,7 +202,7 @@ async def test_several_input_requests_in_one_round() -> None:
 
 async def test_sampling_and_roots_rounds() -> None:
     server = make_server()
-    caps = {"sampling": {}, "roots": {}}
+    caps: dict[str, Any] = {"sampling": {}, "roots": {}}
     first = await first_round(server, "sample", caps)
     params = first["inputRequests"]["q"]["params"]
     assert params["maxTokens"] == 20
@@ -369,7 +370,7 @@ async def test_missing_client_capability_is_32021(
 
 async def test_url_elicitation_when_declared() -> None:
     server = make_server()
-    caps = {"elicitation": {"url": {}}}
+    caps: dict[str, Any] = {"elicitation": {"url": {}}}
     first = await first_round(server, "url_consent", caps)
     params = first["inputRequests"]["u"]["params"]
     assert params == {"mode": "url", "message": "Sign in", "url": "https://example.com/consent"}

@@ -18,7 +18,7 @@ from support.inproc import call, call_error, legacy, modern, text_of
 
 pytestmark = pytest.mark.anyio
 
-FORM = {"elicitation": {"form": {}}}
+FORM: dict[str, Any] = {"elicitation": {"form": {}}}
 
 
 class Booking(BaseModel):

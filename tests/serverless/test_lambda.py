@@ -23,7 +23,7 @@ from mcpkit import Context, Server
 from mcpkit.serverless import ServerlessError, lambda_handler
 
 KEY_ENV = "MCPKIT_SEALING_KEYS"
-ELICIT = {"elicitation": {"form": {}}}
+ELICIT: dict[str, Any] = {"elicitation": {"form": {}}}
 
 
 def make_server(lifespans: list[str] | None = None) -> Server:

@@ -141,14 +141,14 @@ _FORMATS = FormatChecker(formats=())
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S*$")
 
 
-@_FORMATS.checks("byte", raises=(binascii.Error, ValueError))
+@_FORMATS.checks("byte", raises=(binascii.Error, ValueError))  # type: ignore[untyped-decorator]
 def _is_base64(value: object) -> bool:
     if isinstance(value, str):
         base64.b64decode(value, validate=True)
     return True
 
 
-@_FORMATS.checks("uri")
+@_FORMATS.checks("uri")  # type: ignore[untyped-decorator]
 def _is_uri(value: object) -> bool:
     return not isinstance(value, str) or _URI.match(value) is not None
 

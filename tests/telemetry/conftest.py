@@ -52,7 +52,8 @@ def spans(otel_providers: Any) -> Iterator[InMemorySpanExporter]:
 
 @pytest.fixture
 def metric_reader(otel_providers: Any) -> InMemoryMetricReader:
-    return otel_providers[1]  # type: ignore[no-any-return]
+    reader: InMemoryMetricReader = otel_providers[1]
+    return reader
 
 
 @pytest.fixture

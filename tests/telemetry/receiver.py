@@ -74,7 +74,7 @@ class Receiver:
 
     def spans(self) -> list[tuple[str, Any]]:
         """(service.name, span) for every span received so far."""
-        out = []
+        out: list[tuple[str, Any]] = []
         with self.lock:
             for request in self.traces:
                 for rs in request.resource_spans:

@@ -122,9 +122,10 @@ async def test_processes_export_one_trace_over_otlp_http(tmp_path: Path, spans: 
 
         names = wait_for(
             lambda: (
-                (n := rx.metric_names())
-                and {"mcp.server.operation.duration", "mcp.client.operation.duration"} <= n
-                and n
+                n
+                if {"mcp.server.operation.duration", "mcp.client.operation.duration"}
+                <= (n := rx.metric_names())
+                else None
             ),
             "the duration histograms",
         )

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from mcpkit import Server
-from mcpkit.client import Client, EraCache
+from mcpkit.client import Client, ElicitResult, EraCache
 from mcpkit.gateway.config import parse_config
 from mcpkit.gateway.server import GatewayServer
 from mcpkit.server import Context
@@ -114,6 +114,7 @@ async def test_tools_call_is_one_trace_through_the_gateway(spans: Any, era: str)
         "tools/call add",
         SpanKind.SERVER,
     )
+    assert gw_server.parent is not None and up_server.parent is not None
     assert gw_server.parent.is_remote and up_server.parent.is_remote  # via params._meta
     for span in (top, gw_server, gw_client, up_server):
         attrs = dict(span.attributes or {})
@@ -174,7 +175,7 @@ async def test_jsonrpc_error_sets_error_type_and_status(spans: Any) -> None:
         assert "nope" in (span.status.description or "")
 
 
-async def accept(params: dict[str, Any]) -> dict[str, Any]:
+async def accept(params: dict[str, Any]) -> ElicitResult:
     return {"action": "accept", "content": {"ok": True}}
 
 
@@ -272,7 +273,9 @@ async def test_task_background_work_is_linked_to_the_call(spans: Any, metric_rea
     work = only(finished, "tools/call slow task", SpanKind.INTERNAL)
     assert work.parent is None  # its own trace: it outlives the call
     assert [link.context.span_id for link in work.links] == [created[0].context.span_id]
-    assert work.attributes["mcpkit.task.id"].startswith("task_")
+    assert work.attributes is not None
+    task_id = work.attributes["mcpkit.task.id"]
+    assert isinstance(task_id, str) and task_id.startswith("task_")
     assert finished_tasks(metric_reader).get("completed", 0) == before + 1
 
 
@@ -290,7 +293,7 @@ async def test_the_handshake_has_its_client_and_server_span(
     client = only(finished, method, SpanKind.CLIENT)
     server = only(finished, method, SpanKind.SERVER)
     assert parent_of(server) == client.context.span_id
-    assert server.attributes["mcp.method.name"] == method
+    assert server.attributes is not None and server.attributes["mcp.method.name"] == method
 
 
 async def test_task_through_the_gateway_links_to_the_calls_trace(spans: Any) -> None:

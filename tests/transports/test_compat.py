@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
 from mcpkit.runtime import compat
 
@@ -117,12 +118,12 @@ def test_uvicorns_own_send_is_recognised_and_a_wrapper_is_not(http: str) -> None
 
     seen: dict[str, bool] = {}
 
-    async def app(scope: dict, receive: object, send: object) -> None:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
 
-        async def wrapped(message: dict) -> None:
-            await send(message)  # type: ignore[operator]
+        async def wrapped(message: Message) -> None:
+            await send(message)
 
         seen["own"] = compat.send_steps_anywhere(send)
         seen["wrapped"] = compat.send_steps_anywhere(wrapped)

@@ -96,7 +96,9 @@ def post(port: int, body: bytes) -> bytes:
     )
 
 
-async def test_keep_alive_connections_are_reused(upstream_factory) -> None:
+async def test_keep_alive_connections_are_reused(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     upstream = await upstream_factory(echo)
     pool = http11.Http11Pool()
     for n in range(20):
@@ -108,7 +110,9 @@ async def test_keep_alive_connections_are_reused(upstream_factory) -> None:
     pool.close()
 
 
-async def test_concurrent_requests_each_get_their_own_answer(upstream_factory) -> None:
+async def test_concurrent_requests_each_get_their_own_answer(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     async def slow_echo(body: bytes, writer: asyncio.StreamWriter) -> bool:
         await asyncio.sleep(0.01)
         writer.write(json_answer(body))
@@ -130,7 +134,9 @@ async def test_concurrent_requests_each_get_their_own_answer(upstream_factory) -
     pool.close()
 
 
-async def test_answer_split_across_writes_and_chunked_streaming(upstream_factory) -> None:
+async def test_answer_split_across_writes_and_chunked_streaming(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     async def chunked(body: bytes, writer: asyncio.StreamWriter) -> bool:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n")
         await writer.drain()
@@ -154,7 +160,9 @@ async def test_answer_split_across_writes_and_chunked_streaming(upstream_factory
     pool.close()
 
 
-async def test_body_delimited_by_close(upstream_factory) -> None:
+async def test_body_delimited_by_close(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     async def close_delimited(body: bytes, writer: asyncio.StreamWriter) -> bool:
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n" + body)
         await writer.drain()
@@ -170,7 +178,9 @@ async def test_body_delimited_by_close(upstream_factory) -> None:
     pool.close()
 
 
-async def test_connection_closed_while_idle_is_replaced_without_error(upstream_factory) -> None:
+async def test_connection_closed_while_idle_is_replaced_without_error(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     async def answer_then_close(body: bytes, writer: asyncio.StreamWriter) -> bool:
         writer.write(json_answer(body))  # announces keep-alive...
         await writer.drain()
@@ -187,7 +197,9 @@ async def test_connection_closed_while_idle_is_replaced_without_error(upstream_f
     pool.close()
 
 
-async def test_stale_connection_with_unseen_close_is_retried_once(upstream_factory) -> None:
+async def test_stale_connection_with_unseen_close_is_retried_once(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     """The race a readability probe cannot close either: the server drops the idle
     connection just as we reuse it.  It never saw the request, so it is sent again."""
     first = True
@@ -212,7 +224,9 @@ async def test_stale_connection_with_unseen_close_is_retried_once(upstream_facto
     pool.close()
 
 
-async def test_abandoned_response_closes_the_connection(upstream_factory) -> None:
+async def test_abandoned_response_closes_the_connection(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     async def endless(body: bytes, writer: asyncio.StreamWriter) -> bool:
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
@@ -243,7 +257,9 @@ async def test_abandoned_response_closes_the_connection(upstream_factory) -> Non
     pool.close()
 
 
-async def test_cancelled_request_closes_the_connection(upstream_factory) -> None:
+async def test_cancelled_request_closes_the_connection(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     async def never(body: bytes, writer: asyncio.StreamWriter) -> bool:
         return True  # no answer; back to reading, where the client's close shows
 
@@ -260,7 +276,9 @@ async def test_cancelled_request_closes_the_connection(upstream_factory) -> None
     pool.close()
 
 
-async def test_read_timeout_and_size_limit(upstream_factory) -> None:
+async def test_read_timeout_and_size_limit(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     async def stall(body: bytes, writer: asyncio.StreamWriter) -> bool:
         if body == b"big":
             writer.write(json_answer(b"x" * 5000))
@@ -280,7 +298,9 @@ async def test_read_timeout_and_size_limit(upstream_factory) -> None:
     pool.close()
 
 
-async def test_refused_connection_and_garbage_answers(upstream_factory) -> None:
+async def test_refused_connection_and_garbage_answers(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     pool = http11.Http11Pool()
     upstream = await upstream_factory(echo)
     assert upstream.server is not None
@@ -300,7 +320,9 @@ async def test_refused_connection_and_garbage_answers(upstream_factory) -> None:
     pool.close()
 
 
-async def test_httpx_client_on_the_transport(upstream_factory) -> None:
+async def test_httpx_client_on_the_transport(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
     """POSTs take the pool; other methods go to httpx's own transport."""
 
     async def any_method(body: bytes, writer: asyncio.StreamWriter) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+from starlette.types import Message
 
 from mcpkit import Server
 from mcpkit.transports.http import HttpOptions, McpHttpApp
@@ -42,7 +43,7 @@ async def post(app: McpHttpApp, pieces: list[tuple[float, bytes]], gone: bool = 
     message = modern_request(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
     body = b"".join(piece for _, piece in pieces)
     queue = list(pieces)
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
     async def receive() -> dict[str, Any]:
         if not queue:
@@ -54,7 +55,7 @@ async def post(app: McpHttpApp, pieces: list[tuple[float, bytes]], gone: bool = 
             return {"type": "http.disconnect"}
         return {"type": "http.request", "body": piece, "more_body": bool(queue)}
 
-    async def send(event: dict[str, Any]) -> None:
+    async def send(event: Message) -> None:
         sent.append(event)
 
     async with app.lifespan_context():

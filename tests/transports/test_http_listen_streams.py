@@ -159,7 +159,7 @@ def test_a_client_that_goes_away_frees_its_stream(
 ) -> None:
     app, server = served
     http = McpHttp(server.url, server.alive)
-    bus = app.server.bus  # type: ignore[attr-defined]
+    bus = app.server.bus
     socks = [
         open_listen(server.port, {"notifications": {"toolsListChanged": True}}) for _ in range(10)
     ]

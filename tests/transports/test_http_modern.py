@@ -227,7 +227,8 @@ def test_bad_params_are_400_invalid_params(
 
 
 def test_invalid_log_level_is_400_invalid_params(client: McpHttp) -> None:
-    message = client.modern_request("tools/list", **{"io.modelcontextprotocol/logLevel": "chatty"})
+    level: dict[str, Any] = {"io.modelcontextprotocol/logLevel": "chatty"}
+    message = client.modern_request("tools/list", **level)
     expect_error(
         client.post_json(message, modern_headers(message)), 400, -32602, request_id=message["id"]
     )
@@ -488,17 +489,15 @@ def test_no_progress_token_gives_plain_json(client: McpHttp) -> None:
 
 
 def test_log_messages_only_when_the_request_asks(client: McpHttp) -> None:
-    reply = client.modern(
-        "tools/call", {"name": "test_logging_tool"}, **{"io.modelcontextprotocol/logLevel": "info"}
-    )
+    info: dict[str, Any] = {"io.modelcontextprotocol/logLevel": "info"}
+    reply = client.modern("tools/call", {"name": "test_logging_tool"}, **info)
     assert reply.response.headers["content-type"].startswith("text/event-stream")
     assert [n["method"] for n in reply.notifications] == ["notifications/message"]
     assert reply.notifications[0]["params"]["level"] == "info"
     quiet = client.modern("tools/call", {"name": "test_logging_tool"})
     assert quiet.response.headers["content-type"].startswith("application/json")
-    above = client.modern(
-        "tools/call", {"name": "test_logging_tool"}, **{"io.modelcontextprotocol/logLevel": "error"}
-    )
+    error: dict[str, Any] = {"io.modelcontextprotocol/logLevel": "error"}
+    above = client.modern("tools/call", {"name": "test_logging_tool"}, **error)
     assert above.notifications == []
 
 
@@ -506,7 +505,7 @@ def test_log_messages_only_when_the_request_asks(client: McpHttp) -> None:
 
 
 def test_input_required_round_trip(client: McpHttp) -> None:
-    caps = {"elicitation": {}}
+    caps: dict[str, Any] = {"elicitation": {}}
     first = client.modern(
         "tools/call", {"name": "test_input_required_result_elicitation"}, capabilities=caps
     )

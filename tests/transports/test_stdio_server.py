@@ -111,12 +111,8 @@ def test_progress_notifications_then_result(modern: StdioProcess) -> None:
 
 
 def test_logging_only_when_asked(modern: StdioProcess) -> None:
-    message = modern_request(
-        4,
-        "tools/call",
-        {"name": "test_logging_tool"},
-        **{"io.modelcontextprotocol/logLevel": "debug"},
-    )
+    level: dict[str, Any] = {"io.modelcontextprotocol/logLevel": "debug"}
+    message = modern_request(4, "tools/call", {"name": "test_logging_tool"}, **level)
     _, others = exchange(modern, message)
     assert [n["method"] for n in others] == ["notifications/message"]
     _, quiet = exchange(modern, modern_request(5, "tools/call", {"name": "test_logging_tool"}))
@@ -124,7 +120,7 @@ def test_logging_only_when_asked(modern: StdioProcess) -> None:
 
 
 def test_input_required_round_trip(modern: StdioProcess) -> None:
-    caps = {"elicitation": {}}
+    caps: dict[str, Any] = {"elicitation": {}}
     params = {"name": "test_input_required_result_multi_round"}
     first, _ = exchange(modern, modern_request(6, "tools/call", params, capabilities=caps))
     assert first["result"]["resultType"] == "input_required"
@@ -319,7 +315,7 @@ def test_crlf_blank_lines_and_split_writes(modern: StdioProcess) -> None:
 
 
 def test_notifications_get_no_answer(modern: StdioProcess) -> None:
-    for note in [
+    notes: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "method": "notifications/unknown"},
         {
             "jsonrpc": "2.0",
@@ -333,7 +329,8 @@ def test_notifications_get_no_answer(modern: StdioProcess) -> None:
             "params": {"progressToken": "unknown", "progress": 1},
         },
         {"jsonrpc": "2.0", "id": "stray", "result": {}},
-    ]:
+    ]
+    for note in notes:
         modern.send(note)
     response, others = exchange(modern, modern_request(19, "tools/list"))
     assert others == [] and "result" in response

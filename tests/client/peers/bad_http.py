@@ -20,8 +20,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
 
 MODERN = "2026-07-28"
 DISCOVER = {
@@ -34,8 +38,8 @@ DISCOVER = {
 STATE = {"sessions": 0, "expired_once": False}
 
 
-async def body_of(receive) -> bytes:
-    data = b""
+async def body_of(receive: Receive) -> bytes:
+    data: bytes = b""
     while True:
         message = await receive()
         data += message.get("body", b"")
@@ -44,7 +48,11 @@ async def body_of(receive) -> bytes:
 
 
 async def respond(
-    send, status: int, body: bytes, ctype: str = "application/json", headers: list | None = None
+    send: Send,
+    status: int,
+    body: bytes,
+    ctype: str = "application/json",
+    headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     await send(
         {
@@ -56,7 +64,7 @@ async def respond(
     await send({"type": "http.response.body", "body": body})
 
 
-async def app(scope, receive, send) -> None:
+async def app(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["type"] != "http":
         return
     path = scope["path"]
@@ -117,7 +125,7 @@ async def app(scope, receive, send) -> None:
         await respond(send, 404, b"not found", "text/plain")
 
 
-async def legacy(send, rid, method, headers) -> None:
+async def legacy(send: Send, rid: Any, method: Any, headers: dict[bytes, bytes]) -> None:
     if method == "server/discover":
         await respond(send, 400, b"Bad Request: No valid session ID provided", "text/plain")
         return
@@ -138,8 +146,8 @@ async def legacy(send, rid, method, headers) -> None:
     if rid is None:
         await respond(send, 202, b"")
         return
-    sid = headers.get(b"mcp-session-id", b"").decode()
-    if method == "tools/call" and sid == "session-1" and not STATE["expired_once"]:
+    session = headers.get(b"mcp-session-id", b"").decode()
+    if method == "tools/call" and session == "session-1" and not STATE["expired_once"]:
         STATE["expired_once"] = True
         gone = {"jsonrpc": "2.0", "error": {"code": -32001, "message": "Session not found"}}
         await respond(send, 404, json.dumps(gone).encode())
@@ -147,7 +155,7 @@ async def legacy(send, rid, method, headers) -> None:
     if method == "tools/list":
         result = {"tools": [{"name": "who", "inputSchema": {"type": "object"}}]}
     else:
-        result = {"content": [{"type": "text", "text": f"served by {sid}"}]}
+        result = {"content": [{"type": "text", "text": f"served by {session}"}]}
     await respond(send, 200, json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode())
 
 

@@ -25,23 +25,24 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 MODE = sys.argv[1]
 ARG = sys.argv[2] if len(sys.argv) > 2 else ""
 MODERN = "2026-07-28"
 
 
-def send(message: dict) -> None:
+def send(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
 
-def result(rid, value: dict) -> None:
+def result(rid: Any, value: dict[str, Any]) -> None:
     send({"jsonrpc": "2.0", "id": rid, "result": value})
 
 
-def error(rid, code: int, message: str, data=None) -> None:
-    err = {"code": code, "message": message}
+def error(rid: Any, code: int, message: str, data: Any = None) -> None:
+    err: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         err["data"] = data
     send({"jsonrpc": "2.0", "id": rid, "error": err})

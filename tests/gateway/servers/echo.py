@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 
 from mcpkit import Context, Server
+from mcpkit.types.versions import Era
 
 NAME = os.environ.get("ECHO_NAME", "echo")
 
@@ -30,7 +31,7 @@ class CountingServer(Server):
         super().__init__(*args, **kwargs)
         self.counts: Counter[str] = Counter()
 
-    def capabilities(self, era: str = "modern") -> dict[str, Any]:
+    def capabilities(self, era: Era = "modern") -> dict[str, Any]:
         if era == "legacy":  # asked only while answering initialize
             self.counts["initialize"] += 1
         return super().capabilities(era)

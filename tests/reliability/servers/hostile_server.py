@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "plain"
 OUT = sys.stdout.buffer
@@ -34,7 +35,7 @@ def send(message: object) -> None:
     OUT.flush()
 
 
-def answer(message: dict) -> dict | None:
+def answer(message: dict[str, Any]) -> dict[str, Any] | None:
     method = message.get("method")
     rid = message.get("id")
     if rid is None:

@@ -14,7 +14,7 @@ import contextlib
 import contextvars
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Protocol
 
 import anyio
@@ -28,7 +28,7 @@ from ..types.codec import DecodeError, DuplicateKeyError, decode, encode_message
 from ..types.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
 from ..types.jsonrpc import Kind, Message, RequestId
 from .contracts import ON_READER, SCOPED
-from .stepping import Resumed, new_task
+from .stepping import EAGER, Resumed, new_task
 
 log = logging.getLogger("mcpkit.endpoint")
 
@@ -77,12 +77,13 @@ class _Unscoped:
     :meth:`cancel` cancels while the handler is still inside.  Like a cancel scope, leaving
     swallows the cancellation it caused."""
 
-    __slots__ = ("_inside", "cancel_called", "task")
+    __slots__ = ("_cancelled_task", "_inside", "cancel_called", "task")
 
     def __init__(self) -> None:
         self.cancel_called = False
-        self.task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[Any] | None = None
         self._inside = False
+        self._cancelled_task = False
 
     def __enter__(self) -> _Unscoped:
         self._inside = True
@@ -94,11 +95,16 @@ class _Unscoped:
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
         self._inside = False
-        return (
+        swallow = (
             self.cancel_called
             and exc_type is not None
             and issubclass(exc_type, asyncio.CancelledError)
         )
+        if swallow and self._cancelled_task and self.task is not None:
+            # As asyncio.timeout does: the task may go on (the reader that served this
+            # request on Python 3.11), so it must not stay marked as being cancelled.
+            self.task.uncancel()
+        return swallow
 
     def cancel(self) -> None:
         self.cancel_called = True
@@ -110,6 +116,7 @@ class _Unscoped:
 
     def _cancel_task(self) -> None:
         if self._inside and self.task is not None:
+            self._cancelled_task = True
             self.task.cancel()
 
 
@@ -137,6 +144,13 @@ class Endpoint:
         self.outgoing: Outgoing[_Waiter] = Outgoing(id_start)
         self.incoming: Incoming[anyio.CancelScope | _Unscoped] = Incoming()
         self._framer = LineFramer(max_line)
+        #: The input and the lines of its current chunk not handled yet: state of the
+        #: reading loop rather than of one task, since on Python 3.11 a reader task may
+        #: keep a request it started and hand reading on (:meth:`_serve_here`).
+        self._input: AsyncIterator[bytes] | None = None
+        self._lines: Iterator[bytes | Overflow] = iter(())
+        self._reading: asyncio.Task[None] | None = None
+        self._input_ended: asyncio.Event | None = None
         self._write_lock = anyio.Lock()
         self._uncancellable: set[RequestId] = set()
         self._tg: TaskGroup | None = None
@@ -245,22 +259,43 @@ class Endpoint:
         """Process input until EOF; then fail whatever is pending."""
         if sniffio.current_async_library() == "asyncio":
             self._native = set()
+            self._input_ended = asyncio.Event()
+        self._input = chunks
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            reason = "the peer closed the stream"
             try:
-                try:
-                    async for chunk in chunks:
-                        for line in self._framer.feed(chunk):
-                            await self._line(line, tg)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                    reason = f"read failed: {exc}"
-                if self.drain_on_eof:
-                    await self._drain(reason)
-                self.close(reason)
+                if not await self._read() and self._input_ended is not None:
+                    # This task served a request that waited; another task read on.
+                    await self._input_ended.wait()
             finally:
                 await self._join_native()
             tg.cancel_scope.cancel()
+
+    async def _read(self) -> bool:
+        """Handle input until EOF, then drain and close: True.  False when this task
+        started a request that waited, served it to its end, and another task read on
+        (:meth:`_serve_here`)."""
+        assert self._input is not None and self._tg is not None
+        tg = self._tg
+        reason = "the peer closed the stream"
+        try:
+            while True:
+                for line in self._lines:
+                    if await self._line(line, tg):
+                        return False
+                try:
+                    chunk = await self._input.__anext__()
+                except StopAsyncIteration:
+                    break
+                self._lines = iter(self._framer.feed(chunk))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            reason = f"read failed: {exc}"
+        if self.drain_on_eof:
+            await self._drain(reason)
+        self.close(reason)
+        if self._input_ended is not None:
+            self._input_ended.set()
+        return True
 
     def _start_request(self, message: Message, scope: anyio.CancelScope, tg: TaskGroup) -> None:
         """Serve one request concurrently with reading.  On asyncio a plain task (joined by
@@ -305,7 +340,30 @@ class Endpoint:
             native.add(task)
             task.add_done_callback(native.discard)
 
-    async def _guarded(self, serving: Awaitable[None]) -> None:
+    async def _serve_here(self, message: Message, handle: _Unscoped) -> bool:
+        """What :meth:`_start_own_task` does on Python 3.11, where a task cannot start
+        eagerly: serve the request in this (reader) task, in a copy of its context.  Most
+        requests end in that first step.  One that waits keeps this task, so whatever its
+        first step tied to the current task (a cancel scope, a lock, ``asyncio.timeout``)
+        stays with the task that finishes it, and a new task reads on.  True when this
+        task handed reading on."""
+        context = contextvars.copy_context()
+        coro = self._serve(message, handle)
+        try:
+            yielded = context.run(coro.send, None)
+        except StopIteration:
+            return False
+        handle.task = asyncio.current_task()
+        native = self._native
+        assert native is not None
+        reader = asyncio.get_running_loop().create_task(self._guarded(self._read()))
+        self._reading = reader
+        native.add(reader)
+        reader.add_done_callback(native.discard)
+        await Resumed(coro, yielded, context)
+        return True
+
+    async def _guarded(self, serving: Awaitable[object]) -> None:
         try:
             await serving
         except Exception as exc:
@@ -320,6 +378,8 @@ class Endpoint:
         native = self._native
         if not native:
             return
+        if self._reading is not None:  # a reader task still waiting for input
+            self._reading.cancel()
         for scope in self.incoming.all():
             scope.cancel()
         with anyio.CancelScope(shield=True):
@@ -355,21 +415,23 @@ class Endpoint:
         for scope in self.incoming.all():
             scope.cancel()
 
-    async def _line(self, line: bytes | Overflow, tg: TaskGroup) -> None:
+    async def _line(self, line: bytes | Overflow, tg: TaskGroup) -> bool:
+        """Handle one input line; True when this task keeps a request that waited and
+        no longer reads (:meth:`_serve_here`)."""
         if isinstance(line, Overflow):
             failure = McpError(INVALID_REQUEST, f"Message too large ({line.size} bytes)")
             await self._invalid(b"", failure.message, None, failure)
-            return
+            return False
         try:
             message = decode(line)
         except DuplicateKeyError as exc:
             failure = McpError(INVALID_REQUEST, f"Invalid Request: {exc}")
             await self._invalid(line, failure.message, None, failure)
-            return
+            return False
         except DecodeError as exc:
             failure = McpError(PARSE_ERROR, f"Parse error: {exc}")
             await self._invalid(line, failure.message, None, failure)
-            return
+            return False
         try:
             kind = jsonrpc.classify(message)
         except McpError as err:
@@ -377,7 +439,7 @@ class Endpoint:
             if isinstance(rid, bool) or not isinstance(rid, (str, int)):
                 rid = None
             await self._invalid(line, err.message, rid, err)
-            return
+            return False
         if kind is Kind.REQUEST:
             native = self._native
             starts = self.starts_inline
@@ -388,9 +450,11 @@ class Endpoint:
                     await self._refuse_duplicate(message["id"])
                 elif mode == ON_READER and self.SEND_IS_TASK_FREE:
                     self._start_inline(message, handle, native)
-                else:
+                elif EAGER:
                     self._start_own_task(message, handle, native)
-                return
+                else:
+                    return await self._serve_here(message, handle)
+                return False
             scope = anyio.CancelScope()
             if self._register(message, scope):
                 self._start_request(message, scope, tg)
@@ -403,8 +467,9 @@ class Endpoint:
             if pending is None:
                 if self.on_stray is not None:
                     self.on_stray(message)
-                return
+                return False
             settle(pending.waiter, kind, message)
+        return False
 
     def _register(self, message: Message, handle: anyio.CancelScope | _Unscoped) -> bool:
         """Track an incoming request; False for a duplicate of one in flight (the caller

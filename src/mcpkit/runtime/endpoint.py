@@ -73,9 +73,10 @@ class _Waiter:
 class _Unscoped:
     """What :meth:`Endpoint._serve` needs of a cancel scope, for a request started inline
     (see :attr:`Endpoint.starts_inline`): nothing can cancel it during its first step (the
-    reader is busy running it); once it waits, it runs in an asyncio task of its own, which
-    :meth:`cancel` cancels while the handler is still inside.  Like a cancel scope, leaving
-    swallows the cancellation it caused."""
+    reader is busy running it); once it waits, it runs in an asyncio task (its own, or on
+    Python 3.11 the reader that started it), which :meth:`cancel` cancels while the
+    handler is still inside.  Like a cancel scope, leaving swallows the cancellation it
+    caused."""
 
     __slots__ = ("_cancelled_task", "_inside", "cancel_called", "task")
 
@@ -173,7 +174,9 @@ class Endpoint:
         #: tools, see ``ToolEntry.inline``).  It answers with a start mode
         #: (``runtime.contracts.start_mode``; True means ON_READER): ON_READER is honoured
         #: only when :attr:`SEND_IS_TASK_FREE` (else it is OWN_TASK); OWN_TASK runs the
-        #: request in a plain task cancelled natively, without an anyio cancel scope.
+        #: request, from its first step, in the task that finishes it (its own, started
+        #: eagerly, on 3.12+; the reader's on 3.11, see :meth:`_serve_here`), cancelled
+        #: natively, without an anyio cancel scope.
         self.starts_inline: Callable[[Message], int] | None = None
         #: At EOF, let requests already received finish (for up to EOF_DRAIN_S) before
         #: cancelling them: a server whose client wrote its last request and closed its

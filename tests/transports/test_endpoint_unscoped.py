@@ -1,4 +1,4 @@
-"""The endpoint's scope-less request handle (``runtime.endpoint._Unscoped``): a request
+"""The endpoint's scope-less request handle (``runtime.stepping.Unscoped``): a request
 started without an anyio cancel scope is cancelled natively, with ``Task.cancel``.  On
 Python 3.11 the task may be the reader that started the request, which goes on after it
 (waiting for the end of input), so the handle undoes the cancellation it caused, as
@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from mcpkit.runtime.endpoint import _Unscoped
+from mcpkit.runtime.stepping import Unscoped
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,7 @@ def anyio_backend() -> str:
 
 
 async def test_a_cancelled_request_leaves_its_task_not_cancelling() -> None:
-    handle = _Unscoped()
+    handle = Unscoped()
     reached: list[str] = []
 
     async def request() -> int:
@@ -42,7 +42,7 @@ async def test_a_cancelled_request_leaves_its_task_not_cancelling() -> None:
 
 
 async def test_a_cancellation_it_did_not_cause_is_not_undone() -> None:
-    handle = _Unscoped()
+    handle = Unscoped()
     started = asyncio.Event()
 
     async def request() -> None:

@@ -28,7 +28,7 @@ from ..types.codec import DecodeError, DuplicateKeyError, decode, encode_message
 from ..types.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
 from ..types.jsonrpc import Kind, Message, RequestId
 from .contracts import ON_READER, SCOPED
-from .stepping import EAGER, Resumed, new_task
+from .stepping import EAGER, Resumed, Unscoped, new_task
 
 log = logging.getLogger("mcpkit.endpoint")
 
@@ -70,57 +70,6 @@ class _Waiter:
         self.timeout = math.inf
 
 
-class _Unscoped:
-    """What :meth:`Endpoint._serve` needs of a cancel scope, for a request started inline
-    (see :attr:`Endpoint.starts_inline`): nothing can cancel it during its first step (the
-    reader is busy running it); once it waits, it runs in an asyncio task (its own, or on
-    Python 3.11 the reader that started it), which :meth:`cancel` cancels while the
-    handler is still inside.  Like a cancel scope, leaving swallows the cancellation it
-    caused."""
-
-    __slots__ = ("_cancelled_task", "_inside", "cancel_called", "task")
-
-    def __init__(self) -> None:
-        self.cancel_called = False
-        self.task: asyncio.Task[Any] | None = None
-        self._inside = False
-        self._cancelled_task = False
-
-    def __enter__(self) -> _Unscoped:
-        self._inside = True
-        if self.cancel_called and self.task is not None:
-            # Cancelled before its task's first step (both lines came in one read):
-            # deliver it now, as a cancel scope cancelled before it is entered does.
-            self.task.cancel()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
-        self._inside = False
-        swallow = (
-            self.cancel_called
-            and exc_type is not None
-            and issubclass(exc_type, asyncio.CancelledError)
-        )
-        if swallow and self._cancelled_task and self.task is not None:
-            # As asyncio.timeout does: the task may go on (the reader that served this
-            # request on Python 3.11), so it must not stay marked as being cancelled.
-            self.task.uncancel()
-        return swallow
-
-    def cancel(self) -> None:
-        self.cancel_called = True
-        if self._inside and self.task is not None:
-            # On the next loop pass, not now: a task cancelled before its first step never
-            # runs, and the request's own code (its finally blocks, our bookkeeping) would
-            # never see the cancellation.  Its first step was scheduled before this.
-            self.task.get_loop().call_soon(self._cancel_task)
-
-    def _cancel_task(self) -> None:
-        if self._inside and self.task is not None:
-            self._cancelled_task = True
-            self.task.cancel()
-
-
 class Endpoint:
     """Reads from ``chunks``, writes with ``write``; call :meth:`run` inside a task group."""
 
@@ -143,7 +92,7 @@ class Endpoint:
         self.on_request = on_request
         self.on_notification = on_notification
         self.outgoing: Outgoing[_Waiter] = Outgoing(id_start)
-        self.incoming: Incoming[anyio.CancelScope | _Unscoped] = Incoming()
+        self.incoming: Incoming[anyio.CancelScope | Unscoped] = Incoming()
         self._framer = LineFramer(max_line)
         #: The input and the lines of its current chunk not handled yet: state of the
         #: reading loop rather than of one task, since on Python 3.11 a reader task may
@@ -313,7 +262,7 @@ class Endpoint:
         task.add_done_callback(native.discard)
 
     def _start_inline(
-        self, message: Message, handle: _Unscoped, native: set[asyncio.Task[None]]
+        self, message: Message, handle: Unscoped, native: set[asyncio.Task[None]]
     ) -> None:
         """Serve one request on the reader until it first suspends (most never do), in a
         copy of the reader's context, as a task would; if it waits, finish it in a task."""
@@ -331,7 +280,7 @@ class Endpoint:
         task.add_done_callback(native.discard)
 
     def _start_own_task(
-        self, message: Message, handle: _Unscoped, native: set[asyncio.Task[None]]
+        self, message: Message, handle: Unscoped, native: set[asyncio.Task[None]]
     ) -> None:
         """Serve one request in a plain asyncio task from its first step, with no cancel
         scope (``handle`` cancels the task natively).  On Python 3.12+ the task starts
@@ -343,7 +292,7 @@ class Endpoint:
             native.add(task)
             task.add_done_callback(native.discard)
 
-    async def _serve_here(self, message: Message, handle: _Unscoped) -> bool:
+    async def _serve_here(self, message: Message, handle: Unscoped) -> bool:
         """What :meth:`_start_own_task` does on Python 3.11, where a task cannot start
         eagerly: serve the request in this (reader) task, in a copy of its context.  Most
         requests end in that first step.  One that waits keeps this task, so whatever its
@@ -448,7 +397,7 @@ class Endpoint:
             starts = self.starts_inline
             mode = starts(message) if native is not None and starts is not None else SCOPED
             if mode and native is not None:  # ON_READER or OWN_TASK: no anyio cancel scope
-                handle = _Unscoped()
+                handle = Unscoped()
                 if not self._register(message, handle):
                     await self._refuse_duplicate(message["id"])
                 elif mode == ON_READER and self.SEND_IS_TASK_FREE:
@@ -474,7 +423,7 @@ class Endpoint:
             settle(pending.waiter, kind, message)
         return False
 
-    def _register(self, message: Message, handle: anyio.CancelScope | _Unscoped) -> bool:
+    def _register(self, message: Message, handle: anyio.CancelScope | Unscoped) -> bool:
         """Track an incoming request; False for a duplicate of one in flight (the caller
         refuses it)."""
         rid = message["id"]
@@ -529,7 +478,7 @@ class Endpoint:
             except Exception:
                 log.exception("notification handler failed for %s", method)
 
-    async def _serve(self, message: Message, scope: anyio.CancelScope | _Unscoped) -> None:
+    async def _serve(self, message: Message, scope: anyio.CancelScope | Unscoped) -> None:
         rid = message["id"]
         reply: Message | None = None
         with scope:

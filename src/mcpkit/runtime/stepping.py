@@ -4,6 +4,7 @@ Hot-path trick shared by the HTTP transport and the stdio endpoint: most request
 really suspend (a plain ``def`` tool returns at once), so they need no task, watcher or
 cancel scope of their own.  :func:`run_until_suspended` runs the first step;
 only a coroutine that does wait is finished with ``await Resumed(coro, yielded)``.
+:class:`Unscoped` is what such a request has instead of a cancel scope.
 """
 
 from __future__ import annotations
@@ -110,3 +111,58 @@ class Resumed(Generic[T]):
                     value = send(sent)
                 except StopIteration as stop:
                     return stop.value  # type: ignore[no-any-return]
+
+
+class Unscoped:
+    """What ``Endpoint._serve`` needs of a cancel scope, for a request started inline
+    (see ``Endpoint.starts_inline``): nothing can cancel it during its first step (the
+    reader is busy running it); once it waits, it runs in an asyncio task (its own, or on
+    Python 3.11 the reader that started it), which :meth:`cancel` cancels while the
+    handler is still inside.  Like a cancel scope, leaving swallows the cancellation it
+    caused."""
+
+    __slots__ = ("_cancelled_task", "_inside", "cancel_called", "task")
+
+    def __init__(self) -> None:
+        self.cancel_called = False
+        self.task: asyncio.Task[Any] | None = None
+        self._inside = False
+        self._cancelled_task = False
+
+    def __enter__(self) -> Unscoped:
+        self._inside = True
+        if self.cancel_called and self.task is not None:
+            # Cancelled before its task's first step (both lines came in one read):
+            # deliver it now, as a cancel scope cancelled before it is entered does.
+            self._cancelled_task = True
+            self.task.cancel()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
+        self._inside = False
+        swallow = (
+            self.cancel_called
+            and exc_type is not None
+            and issubclass(exc_type, asyncio.CancelledError)
+        )
+        if swallow and self._cancelled_task and self.task is not None:
+            # As asyncio.timeout does: the task may go on (the reader that served this
+            # request on Python 3.11), so it must not stay marked as being cancelled.
+            self.task.uncancel()
+        return swallow
+
+    def cancel(self) -> None:
+        """Cancel the request (``notifications/cancelled``, the end of input): its task,
+        once the request runs in one; a request still in its first step sees it as soon
+        as it is entered or waits."""
+        self.cancel_called = True
+        if self._inside and self.task is not None:
+            # On the next loop pass, not now: a task cancelled before its first step never
+            # runs, and the request's own code (its finally blocks, our bookkeeping) would
+            # never see the cancellation.  Its first step was scheduled before this.
+            self.task.get_loop().call_soon(self._cancel_task)
+
+    def _cancel_task(self) -> None:
+        if self._inside and self.task is not None:
+            self._cancelled_task = True
+            self.task.cancel()

@@ -5,22 +5,29 @@ task, cancelled natively when the client goes away), so it must still run all in
 task and one context, and still be cancellable while the middleware waits.
 
 The server is ``servers/waiting_middleware.py`` under ``mcpkit serve`` in a real
-subprocess (real pipes; a real socket on 127.0.0.1).  Its middleware resets a context
-variable with its token and releases an anyio lock after waiting, both of which fail
-in another context or task, and reports whether the task changed.
+subprocess (real pipes; a real socket on 127.0.0.1), and in memory (``Client(server)``,
+the stdio code path over the plain endpoint).  Its middleware resets a context variable
+with its token and releases an anyio lock after waiting, both of which fail in another
+context or task, can wait inside ``asyncio.timeout`` (which cancels the task it was
+entered in), and reports whether the task changed.  On Python 3.11 such a call is served
+in the reader task that started it, and reading goes on in a new task.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import anyio
 import orjson
 import pytest
 
+from mcpkit.client import Client
 from support.httpclient import LegacySessionClient, McpHttp
 from support.mcp import initialize_request, legacy_request, modern_headers, modern_request
 from support.servers import ProcessServer, StdioProcess, http_subprocess
@@ -90,8 +97,92 @@ def test_stdio_cancel_reaches_a_waiting_middleware(tmp_path: Path) -> None:
         reply = proc.recv()
         assert reply["id"] == 2
         assert reply["result"]["content"][0]["text"] == expected("after")
+        # The task the cancelled call ran in (on 3.11 the reader that read it, which
+        # then waits for the end of input) is not left marked as cancelled: a timeout
+        # entered in it still fires, and the server still ends cleanly at EOF.
+        proc.send(modern_request(3, "tools/call", probe("timed", timeout=True)))
+        assert proc.recv()["result"]["content"][0]["text"] == expected("timed") + " timed_out=True"
+        proc.close_stdin()
+        assert proc.process.wait(timeout=20) == 0, proc.stderr_tail()
+        assert "Traceback" not in proc.stderr_tail(200)
     finally:
         proc.stop()
+
+
+def test_stdio_asyncio_timeout_entered_before_the_first_wait_expires_in_its_request(
+    tmp_path: Path,
+) -> None:
+    # asyncio.timeout cancels the task it was entered in: had the first step run on one
+    # task and the rest on another, it would cancel the wrong one (the reader).
+    proc = StdioProcess(FIXTURE, tmp_path)
+    try:
+        for rid in range(1, 5):  # overlapping, interleaved with calls that do not time out
+            proc.send(modern_request(rid, "tools/call", probe(f"t{rid}", timeout=True)))
+            proc.send(modern_request(rid + 10, "tools/call", probe(f"p{rid}")))
+        texts = {}
+        for _ in range(8):
+            reply = proc.recv()
+            texts[reply["id"]] = reply["result"]["content"][0]["text"]
+        assert texts == {
+            **{rid: expected(f"t{rid}") + " timed_out=True" for rid in range(1, 5)},
+            **{rid + 10: expected(f"p{rid}") for rid in range(1, 5)},
+        }
+        proc.send(modern_request(20, "tools/call", probe("after")))
+        assert proc.recv()["result"]["content"][0]["text"] == expected("after")
+    finally:
+        proc.stop()
+
+
+def test_stdio_reading_goes_on_while_a_call_waits_and_eof_ends_it(tmp_path: Path) -> None:
+    proc = StdioProcess(FIXTURE, tmp_path)
+    try:
+        proc.send(modern_request(1, "tools/call", probe("held", hold=True)))
+        wait_for_line(tmp_path, "holding held")
+        # The held call keeps the task that read it (and the middleware's lock, so these
+        # are not tool calls); the next lines are still read and answered.
+        for rid in (2, 3):
+            proc.send(modern_request(rid, "tools/list", {}))
+        replies = [proc.recv(), proc.recv()]
+        assert sorted(r["id"] for r in replies) == [2, 3]
+        assert all(r["result"]["tools"][0]["name"] == "probe" for r in replies)
+        # End of input: the held call is cancelled (in its own task) and the server exits.
+        proc.close_stdin()
+        assert proc.process.wait(timeout=20) == 0, proc.stderr_tail()
+        wait_for_line(tmp_path, "cancelled held")
+        assert "Traceback" not in proc.stderr_tail(200)
+    finally:
+        proc.stop()
+
+
+def load_fixture_server() -> Any:
+    spec = importlib.util.spec_from_file_location("waiting_middleware_memory", FIXTURE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.server
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the fixture's middleware is asyncio's
+async def test_in_memory_overlapping_calls_stay_in_one_task_and_context(
+    anyio_backend: str,
+) -> None:
+    server = load_fixture_server()
+    texts: dict[int, str] = {}
+    async with Client(server) as client:
+
+        async def one(i: int) -> None:
+            result = await client.call_tool("probe", {"text": f"c{i}", "timeout": i % 2 == 0})
+            texts[i] = str(result["content"][0]["text"])
+
+        async with anyio.create_task_group() as tg:
+            for i in range(10):
+                tg.start_soon(one, i)
+        again = await client.call_tool("probe", {"text": "last"})
+    assert texts == {
+        i: expected(f"c{i}") + (" timed_out=True" if i % 2 == 0 else "") for i in range(10)
+    }
+    assert again["content"][0]["text"] == expected("last")
 
 
 @pytest.fixture(scope="module")

@@ -103,10 +103,12 @@ def called_tool(server: ServedServer, message: dict[str, Any]) -> Any | None:
 #: How a transport may start a request (:func:`start_mode`).  ``SCOPED``: in an anyio
 #: cancel scope of its own, the general way.  ``ON_READER``: one step on the reader, no task
 #: and no scope (it moves to a task only if it waits; see ``Endpoint.starts_inline``).
-#: ``OWN_TASK``: in a plain asyncio task of its own from its first step, cancelled
-#: natively (``Task.cancel``) instead of through a scope.  Over HTTP, where each request
-#: has a task of its own already, ON_READER and OWN_TASK both run in it without a scope:
-#: cancelled through the exchange's interruptible block, or natively.
+#: ``OWN_TASK``: from its first step in the task that will finish it, cancelled natively
+#: (``Task.cancel``) instead of through a scope: a plain asyncio task of its own started
+#: eagerly (Python 3.12+), or on 3.11 the reader task that read it, which hands reading
+#: on to a new task if the request waits (``Endpoint._serve_here``).  Over HTTP, where
+#: each request has a task of its own already, ON_READER and OWN_TASK both run in it
+#: without a scope: cancelled through the exchange's interruptible block, or natively.
 SCOPED, ON_READER, OWN_TASK = 0, 1, 2
 
 
@@ -116,8 +118,8 @@ def start_mode(server: ServedServer, message: dict[str, Any]) -> int:
     ``exchange.interruptible()``.  When no middleware that may wait wraps it
     (``Server.runs_inline``) it may even start on the reader; when one does, the
     middleware may enter scopes, take locks or set context variables before it first
-    waits, which must happen in the task the request finishes in, so it gets a task of
-    its own, but still no scope: an anyio scope in a fresh task costs ~5 µs, a task ~1."""
+    waits, which must happen in the task the request finishes in (:data:`OWN_TASK`), but
+    still needs no scope: an anyio scope in a fresh task costs ~5 µs."""
     tool = called_tool(server, message)
     if tool is None or not tool.inline:
         return SCOPED

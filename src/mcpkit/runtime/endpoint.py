@@ -14,7 +14,7 @@ import contextlib
 import contextvars
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Protocol
 
 import anyio
@@ -28,7 +28,7 @@ from ..types.codec import DecodeError, DuplicateKeyError, decode, encode_message
 from ..types.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
 from ..types.jsonrpc import Kind, Message, RequestId
 from .contracts import ON_READER, SCOPED
-from .stepping import Resumed, new_task
+from .stepping import EAGER, Resumed, Unscoped, new_task
 
 log = logging.getLogger("mcpkit.endpoint")
 
@@ -70,49 +70,6 @@ class _Waiter:
         self.timeout = math.inf
 
 
-class _Unscoped:
-    """What :meth:`Endpoint._serve` needs of a cancel scope, for a request started inline
-    (see :attr:`Endpoint.starts_inline`): nothing can cancel it during its first step (the
-    reader is busy running it); once it waits, it runs in an asyncio task of its own, which
-    :meth:`cancel` cancels while the handler is still inside.  Like a cancel scope, leaving
-    swallows the cancellation it caused."""
-
-    __slots__ = ("_inside", "cancel_called", "task")
-
-    def __init__(self) -> None:
-        self.cancel_called = False
-        self.task: asyncio.Task[None] | None = None
-        self._inside = False
-
-    def __enter__(self) -> _Unscoped:
-        self._inside = True
-        if self.cancel_called and self.task is not None:
-            # Cancelled before its task's first step (both lines came in one read):
-            # deliver it now, as a cancel scope cancelled before it is entered does.
-            self.task.cancel()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
-        self._inside = False
-        return (
-            self.cancel_called
-            and exc_type is not None
-            and issubclass(exc_type, asyncio.CancelledError)
-        )
-
-    def cancel(self) -> None:
-        self.cancel_called = True
-        if self._inside and self.task is not None:
-            # On the next loop pass, not now: a task cancelled before its first step never
-            # runs, and the request's own code (its finally blocks, our bookkeeping) would
-            # never see the cancellation.  Its first step was scheduled before this.
-            self.task.get_loop().call_soon(self._cancel_task)
-
-    def _cancel_task(self) -> None:
-        if self._inside and self.task is not None:
-            self.task.cancel()
-
-
 class Endpoint:
     """Reads from ``chunks``, writes with ``write``; call :meth:`run` inside a task group."""
 
@@ -135,8 +92,15 @@ class Endpoint:
         self.on_request = on_request
         self.on_notification = on_notification
         self.outgoing: Outgoing[_Waiter] = Outgoing(id_start)
-        self.incoming: Incoming[anyio.CancelScope | _Unscoped] = Incoming()
+        self.incoming: Incoming[anyio.CancelScope | Unscoped] = Incoming()
         self._framer = LineFramer(max_line)
+        #: The input and the lines of its current chunk not handled yet: state of the
+        #: reading loop rather than of one task, since on Python 3.11 a reader task may
+        #: keep a request it started and hand reading on (:meth:`_serve_here`).
+        self._input: AsyncIterator[bytes] | None = None
+        self._lines: Iterator[bytes | Overflow] = iter(())
+        self._reading: asyncio.Task[None] | None = None
+        self._input_ended: asyncio.Event | None = None
         self._write_lock = anyio.Lock()
         self._uncancellable: set[RequestId] = set()
         self._tg: TaskGroup | None = None
@@ -159,7 +123,9 @@ class Endpoint:
         #: tools, see ``ToolEntry.inline``).  It answers with a start mode
         #: (``runtime.contracts.start_mode``; True means ON_READER): ON_READER is honoured
         #: only when :attr:`SEND_IS_TASK_FREE` (else it is OWN_TASK); OWN_TASK runs the
-        #: request in a plain task cancelled natively, without an anyio cancel scope.
+        #: request, from its first step, in the task that finishes it (its own, started
+        #: eagerly, on 3.12+; the reader's on 3.11, see :meth:`_serve_here`), cancelled
+        #: natively, without an anyio cancel scope.
         self.starts_inline: Callable[[Message], int] | None = None
         #: At EOF, let requests already received finish (for up to EOF_DRAIN_S) before
         #: cancelling them: a server whose client wrote its last request and closed its
@@ -245,22 +211,43 @@ class Endpoint:
         """Process input until EOF; then fail whatever is pending."""
         if sniffio.current_async_library() == "asyncio":
             self._native = set()
+            self._input_ended = asyncio.Event()
+        self._input = chunks
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            reason = "the peer closed the stream"
             try:
-                try:
-                    async for chunk in chunks:
-                        for line in self._framer.feed(chunk):
-                            await self._line(line, tg)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                    reason = f"read failed: {exc}"
-                if self.drain_on_eof:
-                    await self._drain(reason)
-                self.close(reason)
+                if not await self._read() and self._input_ended is not None:
+                    # This task served a request that waited; another task read on.
+                    await self._input_ended.wait()
             finally:
                 await self._join_native()
             tg.cancel_scope.cancel()
+
+    async def _read(self) -> bool:
+        """Handle input until EOF, then drain and close: True.  False when this task
+        started a request that waited, served it to its end, and another task read on
+        (:meth:`_serve_here`)."""
+        assert self._input is not None and self._tg is not None
+        tg = self._tg
+        reason = "the peer closed the stream"
+        try:
+            while True:
+                for line in self._lines:
+                    if await self._line(line, tg):
+                        return False
+                try:
+                    chunk = await self._input.__anext__()
+                except StopAsyncIteration:
+                    break
+                self._lines = iter(self._framer.feed(chunk))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            reason = f"read failed: {exc}"
+        if self.drain_on_eof:
+            await self._drain(reason)
+        self.close(reason)
+        if self._input_ended is not None:
+            self._input_ended.set()
+        return True
 
     def _start_request(self, message: Message, scope: anyio.CancelScope, tg: TaskGroup) -> None:
         """Serve one request concurrently with reading.  On asyncio a plain task (joined by
@@ -275,7 +262,7 @@ class Endpoint:
         task.add_done_callback(native.discard)
 
     def _start_inline(
-        self, message: Message, handle: _Unscoped, native: set[asyncio.Task[None]]
+        self, message: Message, handle: Unscoped, native: set[asyncio.Task[None]]
     ) -> None:
         """Serve one request on the reader until it first suspends (most never do), in a
         copy of the reader's context, as a task would; if it waits, finish it in a task."""
@@ -293,7 +280,7 @@ class Endpoint:
         task.add_done_callback(native.discard)
 
     def _start_own_task(
-        self, message: Message, handle: _Unscoped, native: set[asyncio.Task[None]]
+        self, message: Message, handle: Unscoped, native: set[asyncio.Task[None]]
     ) -> None:
         """Serve one request in a plain asyncio task from its first step, with no cancel
         scope (``handle`` cancels the task natively).  On Python 3.12+ the task starts
@@ -305,7 +292,30 @@ class Endpoint:
             native.add(task)
             task.add_done_callback(native.discard)
 
-    async def _guarded(self, serving: Awaitable[None]) -> None:
+    async def _serve_here(self, message: Message, handle: Unscoped) -> bool:
+        """What :meth:`_start_own_task` does on Python 3.11, where a task cannot start
+        eagerly: serve the request in this (reader) task, in a copy of its context.  Most
+        requests end in that first step.  One that waits keeps this task, so whatever its
+        first step tied to the current task (a cancel scope, a lock, ``asyncio.timeout``)
+        stays with the task that finishes it, and a new task reads on.  True when this
+        task handed reading on."""
+        context = contextvars.copy_context()
+        coro = self._serve(message, handle)
+        try:
+            yielded = context.run(coro.send, None)
+        except StopIteration:
+            return False
+        handle.task = asyncio.current_task()
+        native = self._native
+        assert native is not None
+        reader = asyncio.get_running_loop().create_task(self._guarded(self._read()))
+        self._reading = reader
+        native.add(reader)
+        reader.add_done_callback(native.discard)
+        await Resumed(coro, yielded, context)
+        return True
+
+    async def _guarded(self, serving: Awaitable[object]) -> None:
         try:
             await serving
         except Exception as exc:
@@ -320,6 +330,8 @@ class Endpoint:
         native = self._native
         if not native:
             return
+        if self._reading is not None:  # a reader task still waiting for input
+            self._reading.cancel()
         for scope in self.incoming.all():
             scope.cancel()
         with anyio.CancelScope(shield=True):
@@ -355,21 +367,23 @@ class Endpoint:
         for scope in self.incoming.all():
             scope.cancel()
 
-    async def _line(self, line: bytes | Overflow, tg: TaskGroup) -> None:
+    async def _line(self, line: bytes | Overflow, tg: TaskGroup) -> bool:
+        """Handle one input line; True when this task keeps a request that waited and
+        no longer reads (:meth:`_serve_here`)."""
         if isinstance(line, Overflow):
             failure = McpError(INVALID_REQUEST, f"Message too large ({line.size} bytes)")
             await self._invalid(b"", failure.message, None, failure)
-            return
+            return False
         try:
             message = decode(line)
         except DuplicateKeyError as exc:
             failure = McpError(INVALID_REQUEST, f"Invalid Request: {exc}")
             await self._invalid(line, failure.message, None, failure)
-            return
+            return False
         except DecodeError as exc:
             failure = McpError(PARSE_ERROR, f"Parse error: {exc}")
             await self._invalid(line, failure.message, None, failure)
-            return
+            return False
         try:
             kind = jsonrpc.classify(message)
         except McpError as err:
@@ -377,20 +391,22 @@ class Endpoint:
             if isinstance(rid, bool) or not isinstance(rid, (str, int)):
                 rid = None
             await self._invalid(line, err.message, rid, err)
-            return
+            return False
         if kind is Kind.REQUEST:
             native = self._native
             starts = self.starts_inline
             mode = starts(message) if native is not None and starts is not None else SCOPED
             if mode and native is not None:  # ON_READER or OWN_TASK: no anyio cancel scope
-                handle = _Unscoped()
+                handle = Unscoped()
                 if not self._register(message, handle):
                     await self._refuse_duplicate(message["id"])
                 elif mode == ON_READER and self.SEND_IS_TASK_FREE:
                     self._start_inline(message, handle, native)
-                else:
+                elif EAGER:
                     self._start_own_task(message, handle, native)
-                return
+                else:
+                    return await self._serve_here(message, handle)
+                return False
             scope = anyio.CancelScope()
             if self._register(message, scope):
                 self._start_request(message, scope, tg)
@@ -403,10 +419,11 @@ class Endpoint:
             if pending is None:
                 if self.on_stray is not None:
                     self.on_stray(message)
-                return
+                return False
             settle(pending.waiter, kind, message)
+        return False
 
-    def _register(self, message: Message, handle: anyio.CancelScope | _Unscoped) -> bool:
+    def _register(self, message: Message, handle: anyio.CancelScope | Unscoped) -> bool:
         """Track an incoming request; False for a duplicate of one in flight (the caller
         refuses it)."""
         rid = message["id"]
@@ -461,7 +478,7 @@ class Endpoint:
             except Exception:
                 log.exception("notification handler failed for %s", method)
 
-    async def _serve(self, message: Message, scope: anyio.CancelScope | _Unscoped) -> None:
+    async def _serve(self, message: Message, scope: anyio.CancelScope | Unscoped) -> None:
         rid = message["id"]
         reply: Message | None = None
         with scope:

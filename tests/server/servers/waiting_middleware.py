@@ -7,7 +7,9 @@ lock (released afterwards, which fails in any other task), a cancel scope, and t
 current task itself.  So a transport that ran its first step on one task and finished it
 on another fails the request.  With ``{"hold": true}`` in the arguments it waits in the
 middleware (not in the tool) until cancelled, writing ``holding <text>`` and then
-``cancelled <text>`` to ``waiting-events.txt`` in the working directory."""
+``cancelled <text>`` to ``waiting-events.txt`` in the working directory.  With
+``{"timeout": true}`` its first wait is inside ``asyncio.timeout(0.05)`` (bound to the
+current task when entered), which must expire in this request: ``timed_out=True``."""
 
 from __future__ import annotations
 
@@ -37,6 +39,13 @@ class TaskBound(Middleware):
         seen_before = CURRENT.get()  # None unless a variable leaked from another request
         token = CURRENT.set(text)
         task = asyncio.current_task()
+        timed_out = None
+        if arguments.get("timeout"):
+            try:
+                async with asyncio.timeout(0.05):  # cancels the task it was entered in
+                    await asyncio.sleep(30)
+            except TimeoutError:
+                timed_out = True
         try:
             with anyio.move_on_after(60):
                 async with self.lock:
@@ -55,6 +64,8 @@ class TaskBound(Middleware):
         CURRENT.reset(token)  # ValueError if the request changed context
         content = result["content"][0]
         content["text"] += f" same_task={same_task} leaked={seen_before}"
+        if timed_out is not None:
+            content["text"] += f" timed_out={timed_out}"
         return result
 
 
@@ -62,6 +73,6 @@ server = Server("waiting-middleware", "0.0.1", middleware=[TaskBound()])
 
 
 @server.tool(inline=True)
-def probe(text: str, hold: bool = False) -> str:
+def probe(text: str, hold: bool = False, timeout: bool = False) -> str:
     """A plain ``def`` on the loop: it sees the middleware's context variable."""
     return f"{text} var={CURRENT.get()}"

@@ -55,10 +55,11 @@ class Middleware:
     #: middleware declaring False, such a call keeps the one-step path: stdio starts it
     #: on the reader and moves it to a task only if it waits, which would leave a scope,
     #: lock or context variable the hook took behind on the reader.  True (the safe
-    #: default) gives the call a plain task of its own from its first step instead (still
-    #: no anyio cancel scope; eager, so no loop pass, on Python 3.12+); over HTTP it
-    #: runs in the request's task either way.  The difference is about 1 µs
-    #: of CPU per call on Python 3.12 and 3-4 µs on 3.11 (docs/middleware-cost.md).
+    #: default) runs the call from its first step in the task that finishes it instead
+    #: (still no anyio cancel scope): over stdio a plain task of its own started eagerly
+    #: on Python 3.12+, or on 3.11 the reader task itself, which hands reading on to a new
+    #: task only if the call waits; over HTTP the request's task either way.  The
+    #: difference is under 1 µs of CPU per call (docs/middleware-cost.md).
     waits: bool = True
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:

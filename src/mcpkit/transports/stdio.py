@@ -75,7 +75,9 @@ class StdioServer:
         of a tool that runs in one step (a plain ``def``, see ``ToolEntry.inline``) starts
         on the endpoint's reader: the path from here to the tool enters no cancel scope,
         and the tool can only wait on an awaitable it returns, behind a checkpoint.  With
-        middleware that may wait around it, it gets a plain task of its own (no scope).
+        middleware that may wait around it, it runs in a task that is its own from its
+        first step (no scope): an eager task on Python 3.12+, and on 3.11 the reader task
+        that read it, with reading handed on to a new task if the call waits.
         Anything else (an unknown name too: a relaying server may forward it) takes a task
         and a cancel scope."""
         return start_mode(self.server, message)

@@ -42,6 +42,7 @@ from ..types.errors import INVALID_REQUEST, McpError
 from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
+from .direct import DirectCalls, replay_body
 from .front import PROBES, Cors, probe
 from .middleware import FORBIDDEN, RATE_LIMITED
 from .policy import Caller
@@ -76,6 +77,7 @@ class GatewayApp:
             self.views[view.path] = (view.name, endpoint)
         self.config_path = config_path
         self.watch = watch
+        self.direct = DirectCalls(self)
         self.install(config, GatewayAuthenticator(config.auth, config.base_dir))
 
     def install(self, config: GatewayConfig, authenticator: GatewayAuthenticator) -> None:
@@ -243,6 +245,11 @@ class GatewayApp:
                     self._record(principal, method, name, refused.outcome, started)
                     await send_error(send, refused.status, refused.error, None, refused.headers)
                     return
+                if method == "tools/call" and name is not None and endpoint is self.mcp:
+                    replay = await self.direct.serve(receive, send, headers, principal, name)
+                    if replay is None:
+                        return  # answered by the direct path
+                    receive = replay
         await endpoint(scope, receive, send)
 
     async def _check_scopes(
@@ -266,16 +273,7 @@ class GatewayApp:
             message = None  # the transport answers the parse error
         method, name = _method_name(message)
         self.authenticator.check_call(principal, message)
-        sent = False
-
-        async def replay() -> Any:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return replay, method, name
+        return replay_body(body, receive), method, name
 
     async def _peek(self, receive: Receive) -> tuple[str | None, str | None]:
         """Method and name of a refused request's body, for the audit log (best effort)."""

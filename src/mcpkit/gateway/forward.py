@@ -46,6 +46,7 @@ from ..types.codec import DecodeError, decode, encode
 from ..types.errors import McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import name_param
+from ..types.versions import META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION
 
 __all__ = ["FastLane", "ResultTooLarge"]
 
@@ -119,9 +120,14 @@ class FastLane:
         headers: dict[str, str] | None = None,
         progress: ProgressRelay | None = None,
         limit: int = MAX_ANSWER_BYTES,
+        bare: bool = False,
     ) -> dict[str, Any]:
         """One request; the upstream's result, or its error raised (:class:`ResultTooLarge`
-        past ``limit`` bytes, read no further).  In a CLIENT span when the client traces."""
+        past ``limit`` bytes, read no further).  In a CLIENT span when the client traces.
+
+        ``bare``: ``meta`` carries the front client's capabilities and no span of ours is
+        current (the gateway's direct path), so the client's own ``_meta`` is reduced to
+        what identifies it, not rebuilt (capabilities, trace context) and overridden."""
         if getattr(client.session, "traced", False):
             return await telemetry.traced(
                 method,
@@ -138,10 +144,11 @@ class FastLane:
                     headers=headers,
                     progress=progress,
                     limit=limit,
+                    bare=False,
                 ),
             )
         return await self._request(
-            client, method, params, meta, headers=headers, progress=progress, limit=limit
+            client, method, params, meta, headers=headers, progress=progress, limit=limit, bare=bare
         )
 
     async def _request(
@@ -154,10 +161,21 @@ class FastLane:
         headers: dict[str, str] | None,
         progress: ProgressRelay | None,
         limit: int,
+        bare: bool,
     ) -> dict[str, Any]:
         token = f"gw-{next(self._tokens)}" if progress is not None else None
-        own = client.session.meta(token)
-        own.update(meta)
+        if bare:
+            session = client.session
+            own = {
+                META_PROTOCOL_VERSION: session.version,
+                META_CLIENT_INFO: session.options.client_info,
+                **meta,
+            }
+            if session.log_level is not None:
+                own.setdefault(META_LOG_LEVEL, session.log_level)
+        else:
+            own = client.session.meta(token)
+            own.update(meta)
         if getattr(client.session, "traced", False):  # our CLIENT span parents the upstream
             own.update(telemetry.inject())
         wire = dict(params)

@@ -282,26 +282,8 @@ class McpHttpApp:
             await send_error(send, 406, failure)
             return
         # -- end 406
-        # No cancel scope here: the body is nearly always there already (a scope is entered
-        # only for a body that has to be waited for), and the modern handler opens its own
-        # only when it needs one (see handle_modern).
-        try:
-            body = await read_body_now(
-                receive,
-                self.options.max_body_bytes,
-                headers.get("content-length"),
-                self.options.body_timeout_s,
-            )
-        except BodyTooLarge:
-            limit = self.options.max_body_bytes
-            failure = McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
-            await send_error(send, 413, failure)
-            return
-        except ClientGone:
-            return
-        except BodyTimeout:
-            failure = McpError(INVALID_REQUEST, "Request Timeout: the body arrived too slowly")
-            await send_error(send, 408, failure, headers=[(b"connection", b"close")])
+        body = await read_post_body(self.options, headers, receive, send)
+        if body is None:
             return
         await self._route(body, headers, receive, send, principal)
 
@@ -403,6 +385,30 @@ class McpHttpApp:
         if self._lifespan_cm is not None:
             cm, self._lifespan_cm = self._lifespan_cm, None
             await cm.__aexit__(None, None, None)
+
+
+async def read_post_body(
+    options: HttpOptions, headers: dict[str, str], receive: Receive, send: Send
+) -> bytes | None:
+    """A POST's body, or None once the refusal was sent (413, 408) or the client left.
+    Shared by the ordinary path and the gateway's direct one, so both refuse alike."""
+    # No cancel scope here: the body is nearly always there already (a scope is entered
+    # only for a body that has to be waited for), and the modern handler opens its own
+    # only when it needs one (see handle_modern).
+    try:
+        return await read_body_now(
+            receive, options.max_body_bytes, headers.get("content-length"), options.body_timeout_s
+        )
+    except BodyTooLarge:
+        limit = options.max_body_bytes
+        failure = McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+        await send_error(send, 413, failure)
+    except ClientGone:
+        pass
+    except BodyTimeout:
+        failure = McpError(INVALID_REQUEST, "Request Timeout: the body arrived too slowly")
+        await send_error(send, 408, failure, headers=[(b"connection", b"close")])
+    return None
 
 
 def create_app(server: ServedServer, options: HttpOptions | None = None, **kw: Any) -> McpHttpApp:

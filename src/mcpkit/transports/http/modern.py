@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import Coroutine
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -40,6 +40,8 @@ from .stream import ResponseWriter, StreamSink, send_json_answer
 
 if TYPE_CHECKING:
     from .app import McpHttpApp
+
+_T = TypeVar("_T")
 
 
 class ModernExchange(CancellableExchange):
@@ -186,7 +188,7 @@ async def _answer(
         done, value = run_until_suspended(coro)
         if not done:
             if scope is NATIVE:
-                value = await _finish_native(app, coro, value, receive)
+                value = await finish_native(app, coro, value, receive)
             else:
                 value = await _finish_watched(app, coro, value, receive, scope or exchange)
         return jsonrpc.result(request_id, value), 200, None
@@ -203,11 +205,11 @@ WATCH_AFTER_S = 0.05
 
 async def _finish_watched(
     app: McpHttpApp,
-    coro: Coroutine[Any, Any, dict[str, Any]],
+    coro: Coroutine[Any, Any, _T],
     yielded: Any,
     receive: Receive,
     target: anyio.CancelScope | ModernExchange | TaskCanceller,
-) -> dict[str, Any]:
+) -> _T:
     try:
         loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
     except RuntimeError:
@@ -244,9 +246,12 @@ async def _finish_watched(
 NATIVE: Any = object()
 
 
-async def _finish_native(
-    app: McpHttpApp, coro: Coroutine[Any, Any, dict[str, Any]], yielded: Any, receive: Receive
-) -> dict[str, Any]:
+async def finish_native(
+    app: McpHttpApp, coro: Coroutine[Any, Any, _T], yielded: Any, receive: Receive
+) -> _T:
+    """Finish ``coro`` (suspended once, on ``yielded``) in this request's own task, which a
+    client going away cancels natively; :class:`Interrupted` then.  Also the gateway's
+    direct path (its forwarded calls always wait on the upstream)."""
     target = TaskCanceller()
     try:
         value = await _finish_watched(app, coro, yielded, receive, target)

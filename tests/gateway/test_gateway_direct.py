@@ -150,7 +150,7 @@ def test_front_meta_reaches_the_upstream_as_on_the_full_path(
     gateways: tuple[Gateway, Gateway],
 ) -> None:
     trace = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
-    caps = {"elicitation": {}}
+    caps: dict[str, Any] = {"elicitation": {}}
     on = gateways[0]
     before = on.direct_calls()
     seen = [
@@ -257,7 +257,7 @@ def test_requests_the_direct_path_leaves_alone_still_work(
     gateways: tuple[Gateway, Gateway],
 ) -> None:
     # A task-augmented call (the client declares the tasks extension).
-    tasks = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    tasks: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
     reply = both(gateways, lambda g: g.call("e_whoami", caps=tasks), direct=False)
     assert reply.text() == "e"
     # An MRTR round: the first call is plain (direct); its resume is not.

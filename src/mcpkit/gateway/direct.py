@@ -36,7 +36,6 @@ from ..compose.bridge import passed_meta
 from ..protocol import headers as hdr
 from ..protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
 from ..runtime.exchange import Interrupted
-from ..runtime.stepping import run_until_suspended
 from ..server.tasks import declares_tasks
 from ..transports.http.app import HttpOptions, read_post_body
 from ..transports.http.asgi import Receive, Send
@@ -87,13 +86,13 @@ class DirectCalls:
         request_id, params, meta = request
         if server.metrics.enabled:
             server.metrics.direct.inc()
+        # Awaited whole (a forwarded call always waits on its upstream), watched for the
+        # client going away.
         coro = self._answer(upstream, who, name, original, tool, request_id, params, meta)
-        done, answer = run_until_suspended(coro)
-        if not done:
-            try:
-                answer = await finish_native(app.mcp, coro, answer, receive)
-            except Interrupted:
-                return None  # the client went away: the upstream call was cancelled
+        try:
+            answer = await finish_native(app.mcp, coro, receive)
+        except Interrupted:
+            return None  # the client went away: the upstream call was cancelled
         await send_json_answer(send, *answer)
         return None
 

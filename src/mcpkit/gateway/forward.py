@@ -23,7 +23,7 @@ import contextlib
 import functools
 import itertools
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -110,7 +110,7 @@ class FastLane:
         self._ids = itertools.count(1)
         self._tokens = itertools.count(1)
 
-    async def request(
+    def request(
         self,
         client: Client,
         method: str,
@@ -121,15 +121,17 @@ class FastLane:
         progress: ProgressRelay | None = None,
         limit: int = MAX_ANSWER_BYTES,
         bare: bool = False,
-    ) -> dict[str, Any]:
-        """One request; the upstream's result, or its error raised (:class:`ResultTooLarge`
-        past ``limit`` bytes, read no further).  In a CLIENT span when the client traces.
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        """One request, to await: the upstream's result, or its error raised
+        (:class:`ResultTooLarge` past ``limit`` bytes, read no further).  In a CLIENT span
+        when the client traces.  (A plain function: the coroutine it returns is the
+        request's own, one frame less on every resumption of a forwarded call.)
 
         ``bare``: ``meta`` carries the front client's capabilities and no span of ours is
         current (the gateway's direct path), so the client's own ``_meta`` is reduced to
         what identifies it, not rebuilt (capabilities, trace context) and overridden."""
         if getattr(client.session, "traced", False):
-            return await telemetry.traced(
+            return telemetry.traced(
                 method,
                 params,
                 client.transport.server_key,
@@ -147,7 +149,7 @@ class FastLane:
                     bare=False,
                 ),
             )
-        return await self._request(
+        return self._request(
             client, method, params, meta, headers=headers, progress=progress, limit=limit, bare=bare
         )
 

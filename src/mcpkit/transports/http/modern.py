@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -188,9 +188,10 @@ async def _answer(
         done, value = run_until_suspended(coro)
         if not done:
             if scope is NATIVE:
-                value = await finish_native(app, coro, value, receive)
+                value = await finish_native(app, Resumed(coro, value), receive)
             else:
-                value = await _finish_watched(app, coro, value, receive, scope or exchange)
+                target = scope or exchange
+                value = await _finish_watched(app, Resumed(coro, value), receive, target)
         return jsonrpc.result(request_id, value), 200, None
     except McpError as err:
         return jsonrpc.error(request_id, err), err.http_status, err.http_headers
@@ -205,8 +206,7 @@ WATCH_AFTER_S = 0.05
 
 async def _finish_watched(
     app: McpHttpApp,
-    coro: Coroutine[Any, Any, _T],
-    yielded: Any,
+    rest: Awaitable[_T],
     receive: Receive,
     target: anyio.CancelScope | ModernExchange | TaskCanceller,
 ) -> _T:
@@ -228,7 +228,7 @@ async def _finish_watched(
 
         timer = loop.call_later(WATCH_AFTER_S, start)
         try:
-            return await Resumed(coro, yielded)
+            return await rest
         finally:
             timer.cancel()
             if watcher is not None:
@@ -237,7 +237,7 @@ async def _finish_watched(
     if app.server._tg is not None:
         app.server.spawn(partial(_watch, receive, target, stop))
     try:
-        return await Resumed(coro, yielded)
+        return await rest
     finally:
         stop.cancel()
 
@@ -246,15 +246,14 @@ async def _finish_watched(
 NATIVE: Any = object()
 
 
-async def finish_native(
-    app: McpHttpApp, coro: Coroutine[Any, Any, _T], yielded: Any, receive: Receive
-) -> _T:
-    """Finish ``coro`` (suspended once, on ``yielded``) in this request's own task, which a
-    client going away cancels natively; :class:`Interrupted` then.  Also the gateway's
-    direct path (its forwarded calls always wait on the upstream)."""
+async def finish_native(app: McpHttpApp, rest: Awaitable[_T], receive: Receive) -> _T:
+    """Await ``rest`` (a handler's :class:`Resumed` remainder, or a whole coroutine) in
+    this request's own task, which a client going away cancels natively;
+    :class:`Interrupted` then.  Also the gateway's direct path (its forwarded calls
+    always wait on the upstream, so it awaits them whole)."""
     target = TaskCanceller()
     try:
-        value = await _finish_watched(app, coro, yielded, receive, target)
+        value = await _finish_watched(app, rest, receive, target)
     except asyncio.CancelledError:
         if target.settle():
             raise Interrupted from None  # the client went away: answer nobody

@@ -104,14 +104,16 @@ class DirectCalls:
         server = self.app.server
         config = server.config
         accept = headers.get("accept")
+        options = self.app.mcp.options
         if (
             not config.direct_calls
+            or not options.modern
             or config.guardrails
             or server.middleware
             or who.view is not None
             or headers.get("content-type") != "application/json"
             or (accept is not None and ("application/json" not in accept or "q=" in accept))
-            or not _declared_within(headers.get("content-length"), self.app.mcp.options)
+            or not _declared_within(headers.get("content-length"), options)
         ):
             return None
         tool = server._proxy_tools.get(name)

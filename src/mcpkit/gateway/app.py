@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from ..auth.resource_server import ProtectedResource
+from ..auth.resource_server import ProtectedResource, replay_body
 from ..protocol.headers import METHOD, NAME, decode_header_value
 from ..transports.http.app import HttpOptions, McpHttpApp
 from ..transports.http.asgi import (
@@ -42,7 +42,7 @@ from ..types.errors import INVALID_REQUEST, McpError
 from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
-from .direct import DirectCalls, replay_body
+from .direct import DirectCalls
 from .front import PROBES, Cors, probe
 from .middleware import FORBIDDEN, RATE_LIMITED
 from .policy import Caller

@@ -30,8 +30,9 @@ checks would refuse (the server's path gives the refusal, so it stays one answer
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..auth.resource_server import replay_body
 from ..compose.bridge import passed_meta
 from ..protocol import headers as hdr
 from ..protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
@@ -53,10 +54,22 @@ from .upstream import Upstream
 if TYPE_CHECKING:
     from .app import GatewayApp
 
-__all__ = ["DirectCalls", "replay_body"]
+__all__ = ["DirectCalls"]
 
 METHOD = "tools/call"
 Answer = tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None]
+
+
+class _Call(NamedTuple):
+    """One call the direct path took: where it goes and what it says."""
+
+    upstream: Upstream
+    who: Caller
+    name: str
+    original: str
+    tool: ProxyTool
+    params: dict[str, Any]
+    meta: RequestMeta
 
 
 class DirectCalls:
@@ -79,16 +92,15 @@ class DirectCalls:
         body = await read_post_body(app.mcp.options, headers, receive, send)
         if body is None:
             return None
-        replay = replay_body(body, receive)
         request = self._request(body, headers, name, tool)
         if request is None:
-            return replay
+            return replay_body(body, receive)
         request_id, params, meta = request
         if server.metrics.enabled:
             server.metrics.direct.inc()
         # Awaited whole (a forwarded call always waits on its upstream), watched for the
         # client going away.
-        coro = self._answer(upstream, who, name, original, tool, request_id, params, meta)
+        coro = self._answer(_Call(upstream, who, name, original, tool, params, meta), request_id)
         try:
             answer = await finish_native(app.mcp, coro, receive)
         except Interrupted:
@@ -162,37 +174,20 @@ class DirectCalls:
             return None
         return message["id"], params, meta
 
-    async def _answer(
-        self,
-        upstream: Upstream,
-        who: Caller,
-        name: str,
-        original: str,
-        tool: ProxyTool,
-        request_id: Any,
-        params: dict[str, Any],
-        meta: RequestMeta,
-    ) -> Answer:
+    async def _answer(self, call: _Call, request_id: Any) -> Answer:
         server = self.app.server
-        call = partial(self._forward, upstream, who, name, original, tool, params, meta)
         try:
-            result = await audited(server, METHOD, lambda: who, lambda: name, call)
+            result = await audited(
+                server, METHOD, lambda: call.who, lambda: call.name, partial(self._forward, call)
+            )
         except McpError as err:
             return jsonrpc.error(request_id, err), err.http_status, err.http_headers
         server.modern_result(result)
         return jsonrpc.result(request_id, result), 200, None
 
-    async def _forward(
-        self,
-        upstream: Upstream,
-        who: Caller,
-        name: str,
-        original: str,
-        tool: ProxyTool,
-        params: dict[str, Any],
-        meta: RequestMeta,
-    ) -> dict[str, Any]:
+    async def _forward(self, call: _Call) -> dict[str, Any]:
         """The server's path minus its dispatch: the policy layers, then the routing."""
+        upstream, who, name, original, tool, params, meta = call
         server = self.app.server
         check_access(server, who, METHOD, name, params)
         if server.limiter.rules:
@@ -219,18 +214,3 @@ def _declared_within(declared: str | None, options: HttpOptions) -> bool:
     """A body of known length within the limit (else the server's path reads it, and
     refuses it when it is too large)."""
     return declared is not None and declared.isdigit() and int(declared) <= options.max_body_bytes
-
-
-def replay_body(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that gives ``body`` (already read) again, then the connection's own
-    messages: the server's path reads the request as if nobody had."""
-    sent = False
-
-    async def replay() -> Any:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

@@ -36,6 +36,7 @@ from ..transports.http.asgi import (
     read_body,
     send_bytes,
     send_error,
+    serve_lifespan,
 )
 from ..types.codec import decode
 from ..types.errors import INVALID_REQUEST, McpError
@@ -165,19 +166,7 @@ class GatewayApp:
                 await self.server.stop_upstreams()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        message = await receive()
-        if message["type"] != "lifespan.startup":
-            return
-        cm = self.running()
-        try:
-            await cm.__aenter__()
-        except Exception as exc:
-            await send({"type": "lifespan.startup.failed", "message": repr(exc)})
-            return
-        await send({"type": "lifespan.startup.complete"})
-        message = await receive()
-        await cm.__aexit__(None, None, None)
-        await send({"type": "lifespan.shutdown.complete"})
+        await serve_lifespan(self.running(), receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":

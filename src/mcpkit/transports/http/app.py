@@ -42,6 +42,7 @@ from .asgi import (
     header_map,
     read_body_now,
     send_error,
+    serve_lifespan,
 )
 from .modern import handle_modern
 from .security import HostPolicy
@@ -143,20 +144,7 @@ class McpHttpApp:
             stream.cancel()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        message = await receive()
-        if message["type"] != "lifespan.startup":
-            return
-        cm = self.lifespan_context()
-        try:
-            await cm.__aenter__()
-        except Exception as exc:  # report, as the ASGI spec asks
-            await send({"type": "lifespan.startup.failed", "message": repr(exc)})
-            return
-        await send({"type": "lifespan.startup.complete"})
-        message = await receive()
-        if message["type"] == "lifespan.shutdown":
-            await cm.__aexit__(None, None, None)
-            await send({"type": "lifespan.shutdown.complete"})
+        await serve_lifespan(self.lifespan_context(), receive, send)
 
     async def _ensure_started(self) -> None:
         """Mounted without lifespan events: start the server (lifespan, background work)

@@ -39,7 +39,13 @@ from .principal import Principal
 from .urls import well_known_url
 from .verifiers import InvalidToken, TokenVerifier
 
-__all__ = ["PRINCIPAL_SCOPE_KEY", "AuthFailure", "BearerAuth", "ProtectedResource"]
+__all__ = [
+    "PRINCIPAL_SCOPE_KEY",
+    "AuthFailure",
+    "BearerAuth",
+    "ProtectedResource",
+    "replay_body",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -286,7 +292,7 @@ class ProtectedResource:
             except AuthFailure as failure:
                 await self._refuse(send, failure)
                 return
-            receive = _replay(chunks, receive)
+            receive = replay_body(b"".join(chunks), receive)
         inner = dict(scope)
         inner["headers"] = [(k, v) for k, v in headers if k.lower() != b"authorization"]
         inner[PRINCIPAL_SCOPE_KEY] = principal
@@ -338,8 +344,10 @@ class ProtectedResource:
         await _send_json(send, failure.status, body, headers)
 
 
-def _replay(chunks: list[bytes], receive: Receive) -> Receive:
-    body = b"".join(chunks)
+def replay_body(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``body`` (already read) again, then the connection's own
+    messages: the app behind reads the request as if nobody had (also the gateway's, which
+    reads a body to decide on it before its endpoint does)."""
     sent = False
 
     async def replay() -> Message:

@@ -25,12 +25,13 @@ from typing import Any
 
 import anyio
 
+from ..protocol.negotiation import RequestMeta
 from ..server.context import Context
 from ..server.mrtr import NeedInput
 from ..types.errors import INTERNAL_ERROR, McpError
 from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL
 
-__all__ = ["FrontCall", "Fronts", "forwarded_meta", "progress_relay"]
+__all__ = ["FrontCall", "Fronts", "forwarded_meta", "passed_meta", "progress_relay"]
 
 TRACE_KEYS = ("traceparent", "tracestate", "baggage")
 log = logging.getLogger("mcpkit.compose")
@@ -148,16 +149,23 @@ def forwarded_meta(ctx: Context, *, capabilities: bool, tasks: bool = False) -> 
     """What of the front request's ``_meta`` travels upstream: the W3C trace context, the
     log level and (on a modern-to-modern pass-through) the front client's capabilities,
     so the upstream asks only for input the front client can give."""
+    level = ctx.meta.log_level or (ctx.session.log_level if ctx.session is not None else None)
+    return passed_meta(ctx.params.get("_meta"), ctx.meta, level, capabilities, tasks)
+
+
+def passed_meta(
+    front: Any, request: RequestMeta, level: str | None, capabilities: bool, tasks: bool
+) -> dict[str, Any]:
+    """:func:`forwarded_meta` from the parsed request alone (no :class:`Context`): the
+    gateway's direct path has none."""
     meta: dict[str, Any] = {}
-    front = ctx.params.get("_meta")
     if isinstance(front, dict):
         meta.update({k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)})
-    level = ctx.meta.log_level or (ctx.session.log_level if ctx.session is not None else None)
     if level is not None:
         meta[META_LOG_LEVEL] = level
     if capabilities:
         # The tasks extension only where tasks/* are passed through to the same upstream.
-        caps = dict(ctx.meta.client_capabilities)
+        caps = dict(request.client_capabilities)
         if not tasks:
             caps.pop("extensions", None)
         meta[META_CLIENT_CAPABILITIES] = caps

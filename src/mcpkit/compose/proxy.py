@@ -58,7 +58,13 @@ from ..types.methods import METHODS
 from ..types.versions import TASKS_EXTENSION, Era
 from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay
 
-__all__ = ["ProxyServer", "UpstreamUnavailable", "client_for", "proxy"]
+__all__ = [
+    "ProxyServer",
+    "UpstreamUnavailable",
+    "client_for",
+    "legacy_subscription",
+    "proxy",
+]
 
 log = logging.getLogger("mcpkit.compose")
 
@@ -274,14 +280,7 @@ class ProxyServer(Server):
             tg.start_soon(self._legacy_subscription, client, uri, wanted)
 
     async def _legacy_subscription(self, client: Client, uri: str, wanted: bool) -> None:
-        try:
-            if wanted:
-                await client.subscribe_resource(uri)
-            else:
-                await client.unsubscribe_resource(uri)
-        except ClientError as exc:
-            log.info("proxy %s: resources/%ssubscribe %s: %s", self.name,
-                     "" if wanted else "un", uri, exc)  # fmt: skip
+        await legacy_subscription(client, uri, wanted, f"proxy {self.name}", log)
 
     def _notified(self, note: Any) -> None:
         kind = _CHANGED.get(note.method)
@@ -505,3 +504,18 @@ def proxy(target: Any, *, name: str | None = None, **options: Any) -> Server:
             front.mount(ProxyServer(entry, name=str(key)), namespace=str(key))
         return front
     return ProxyServer(target, name=name or "proxy", **options)
+
+
+async def legacy_subscription(
+    client: Client, uri: str, wanted: bool, who: str, logger: logging.Logger
+) -> None:
+    """``resources/subscribe`` (or ``unsubscribe``) of ``uri`` at a legacy upstream, for a
+    proxy or a gateway upstream (``who`` names it in the line a refusal leaves in
+    ``logger``, the caller's own)."""
+    try:
+        if wanted:
+            await client.subscribe_resource(uri)
+        else:
+            await client.unsubscribe_resource(uri)
+    except ClientError as exc:
+        logger.info("%s: resources/%ssubscribe %s: %s", who, "" if wanted else "un", uri, exc)

@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from ..auth.resource_server import ProtectedResource
+from ..auth.resource_server import ProtectedResource, replay_body
 from ..protocol.headers import METHOD, NAME, decode_header_value
 from ..transports.http.app import HttpOptions, McpHttpApp
 from ..transports.http.asgi import (
@@ -36,12 +36,14 @@ from ..transports.http.asgi import (
     read_body,
     send_bytes,
     send_error,
+    serve_lifespan,
 )
 from ..types.codec import decode
 from ..types.errors import INVALID_REQUEST, McpError
 from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
+from .direct import DirectCalls
 from .front import PROBES, Cors, probe
 from .middleware import FORBIDDEN, RATE_LIMITED
 from .policy import Caller
@@ -76,6 +78,7 @@ class GatewayApp:
             self.views[view.path] = (view.name, endpoint)
         self.config_path = config_path
         self.watch = watch
+        self.direct = DirectCalls(self)
         self.install(config, GatewayAuthenticator(config.auth, config.base_dir))
 
     def install(self, config: GatewayConfig, authenticator: GatewayAuthenticator) -> None:
@@ -163,19 +166,7 @@ class GatewayApp:
                 await self.server.stop_upstreams()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        message = await receive()
-        if message["type"] != "lifespan.startup":
-            return
-        cm = self.running()
-        try:
-            await cm.__aenter__()
-        except Exception as exc:
-            await send({"type": "lifespan.startup.failed", "message": repr(exc)})
-            return
-        await send({"type": "lifespan.startup.complete"})
-        message = await receive()
-        await cm.__aexit__(None, None, None)
-        await send({"type": "lifespan.shutdown.complete"})
+        await serve_lifespan(self.running(), receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -243,6 +234,11 @@ class GatewayApp:
                     self._record(principal, method, name, refused.outcome, started)
                     await send_error(send, refused.status, refused.error, None, refused.headers)
                     return
+                if method == "tools/call" and name is not None and endpoint is self.mcp:
+                    replay = await self.direct.serve(receive, send, headers, principal, name)
+                    if replay is None:
+                        return  # answered by the direct path
+                    receive = replay
         await endpoint(scope, receive, send)
 
     async def _check_scopes(
@@ -266,16 +262,7 @@ class GatewayApp:
             message = None  # the transport answers the parse error
         method, name = _method_name(message)
         self.authenticator.check_call(principal, message)
-        sent = False
-
-        async def replay() -> Any:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return replay, method, name
+        return replay_body(body, receive), method, name
 
     async def _peek(self, receive: Receive) -> tuple[str | None, str | None]:
         """Method and name of a refused request's body, for the audit log (best effort)."""

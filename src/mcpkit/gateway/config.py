@@ -162,6 +162,9 @@ class GatewayConfig:
     servers: tuple[VirtualServer, ...] = ()
     #: ``[[guardrail]]``: built when loaded, run on every request (see :mod:`.guardrails`).
     guardrails: tuple[Any, ...] = field(default=(), compare=False)
+    #: ``[gateway] direct_calls``: plain 2026-07-28 ``tools/call`` POSTs take the direct
+    #: path (:mod:`.direct`); false sends every request through the server's path.
+    direct_calls: bool = True
 
     def view(self, name: str) -> VirtualServer | None:
         """The virtual server (``[[server]]``) named ``name``, or None."""
@@ -446,6 +449,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         result_caps=caps,
         servers=servers,
         guardrails=guardrails,
+        direct_calls=bool(gateway.get("direct_calls", True)),
     )
 
 

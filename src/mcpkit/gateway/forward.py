@@ -23,8 +23,8 @@ import contextlib
 import functools
 import itertools
 import re
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import httpx
@@ -46,6 +46,7 @@ from ..types.codec import DecodeError, decode, encode
 from ..types.errors import McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import name_param
+from ..types.versions import META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION
 
 __all__ = ["FastLane", "ResultTooLarge"]
 
@@ -69,6 +70,17 @@ class ResultTooLarge(McpError):
             f"{limit} bytes: raise max_result_bytes or result_caps to allow it)",
             {"limit": limit, **({"size": size} if size is not None else {})},
         )
+
+
+class _Pending(NamedTuple):
+    """One request in flight on the lane: what its answer is read against."""
+
+    method: str
+    request_id: int
+    token: str | None
+    progress: ProgressRelay | None
+    deadline: asyncio.Timeout
+    limit: int
 
 
 class FastLane:
@@ -109,7 +121,7 @@ class FastLane:
         self._ids = itertools.count(1)
         self._tokens = itertools.count(1)
 
-    async def request(
+    def request(
         self,
         client: Client,
         method: str,
@@ -119,11 +131,18 @@ class FastLane:
         headers: dict[str, str] | None = None,
         progress: ProgressRelay | None = None,
         limit: int = MAX_ANSWER_BYTES,
-    ) -> dict[str, Any]:
-        """One request; the upstream's result, or its error raised (:class:`ResultTooLarge`
-        past ``limit`` bytes, read no further).  In a CLIENT span when the client traces."""
+        bare: bool = False,
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        """One request, to await: the upstream's result, or its error raised
+        (:class:`ResultTooLarge` past ``limit`` bytes, read no further).  In a CLIENT span
+        when the client traces.  (A plain function: the coroutine it returns is the
+        request's own, one frame less on every resumption of a forwarded call.)
+
+        ``bare``: ``meta`` carries the front client's capabilities and no span of ours is
+        current (the gateway's direct path), so the client's own ``_meta`` is reduced to
+        what identifies it, not rebuilt (capabilities, trace context) and overridden."""
         if getattr(client.session, "traced", False):
-            return await telemetry.traced(
+            return telemetry.traced(
                 method,
                 params,
                 client.transport.server_key,
@@ -138,10 +157,11 @@ class FastLane:
                     headers=headers,
                     progress=progress,
                     limit=limit,
+                    bare=False,
                 ),
             )
-        return await self._request(
-            client, method, params, meta, headers=headers, progress=progress, limit=limit
+        return self._request(
+            client, method, params, meta, headers=headers, progress=progress, limit=limit, bare=bare
         )
 
     async def _request(
@@ -154,10 +174,21 @@ class FastLane:
         headers: dict[str, str] | None,
         progress: ProgressRelay | None,
         limit: int,
+        bare: bool,
     ) -> dict[str, Any]:
         token = f"gw-{next(self._tokens)}" if progress is not None else None
-        own = client.session.meta(token)
-        own.update(meta)
+        if bare:
+            session = client.session
+            own = {
+                META_PROTOCOL_VERSION: session.version,
+                META_CLIENT_INFO: session.options.client_info,
+                **meta,
+            }
+            if session.log_level is not None:
+                own.setdefault(META_LOG_LEVEL, session.log_level)
+        else:
+            own = client.session.meta(token)
+            own.update(meta)
         if getattr(client.session, "traced", False):  # our CLIENT span parents the upstream
             own.update(telemetry.inject())
         wire = dict(params)
@@ -170,10 +201,27 @@ class FastLane:
         # scope with a deadline costs per call.
         deadline = asyncio.timeout(self.timeout)
         try:
-            async with deadline:
-                return await self._exchange(
-                    data, method, request_id, token, progress, deadline, limit
-                )
+            async with deadline:  # (the exchange inline: one frame less on each wake-up)
+                try:
+                    response = await self.pool.request(
+                        self.host, self.port, data, connect_timeout=self.connect_timeout
+                    )
+                except httpx.ConnectError as exc:
+                    raise ConnectError(f"cannot connect to {self.url} ({method}): {exc}") from None
+                except httpx.HTTPError as exc:
+                    raise ConnectionClosedError(
+                        f"the connection to {self.url} failed while sending {method}: {exc}"
+                    ) from None
+                try:
+                    pending = _Pending(method, request_id, token, progress, deadline, limit)
+                    return await self._answer(response, pending)
+                except httpx.HTTPError as exc:
+                    raise ConnectionClosedError(
+                        f"the connection to {self.url} failed while reading the answer to "
+                        f"{method}: {exc}"
+                    ) from None
+                finally:
+                    await response.aclose()
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -197,59 +245,25 @@ class FastLane:
         lines.append(f"content-length: {length}\r\n\r\n")
         return self._request_line + self._fixed + "".join(lines).encode("latin-1")
 
-    async def _exchange(
-        self,
-        data: bytes,
-        method: str,
-        request_id: int,
-        token: str | None,
-        progress: ProgressRelay | None,
-        deadline: asyncio.Timeout,
-        limit: int,
-    ) -> dict[str, Any]:
+    async def _answer(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
+        """The result in ``response`` (JSON, or an SSE stream), or its error raised."""
+        method, limit = pending.method, pending.limit
+        kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
+        if response.status == 200 and kind == b"text/event-stream":
+            return await self._read_sse(response, pending)
         try:
-            response = await self.pool.request(
-                self.host, self.port, data, connect_timeout=self.connect_timeout
-            )
-        except httpx.ConnectError as exc:
-            raise ConnectError(f"cannot connect to {self.url} ({method}): {exc}") from None
-        except httpx.HTTPError as exc:
-            raise ConnectionClosedError(
-                f"the connection to {self.url} failed while sending {method}: {exc}"
-            ) from None
-        try:
-            kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
-            if response.status == 200 and kind == b"text/event-stream":
-                return await self._read_sse(
-                    response, method, request_id, token, progress, deadline, limit
-                )
-            try:
-                body = await response.read(limit)
-            except ValueError:
-                raise ResultTooLarge(method, limit) from None
-            answer = body_answer(
-                body, response.status, method, f"HTTP {response.status} from {self.url}"
-            )
-            if answer is None:
-                raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
-            return unwrap_answer(answer, method)
-        except httpx.HTTPError as exc:
-            raise ConnectionClosedError(
-                f"the connection to {self.url} failed while reading the answer to {method}: {exc}"
-            ) from None
-        finally:
-            await response.aclose()
+            body = await response.read(limit)
+        except ValueError:
+            raise ResultTooLarge(method, limit) from None
+        answer = body_answer(
+            body, response.status, method, f"HTTP {response.status} from {self.url}"
+        )
+        if answer is None:
+            raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
+        return unwrap_answer(answer, method)
 
-    async def _read_sse(
-        self,
-        response: RawResponse,
-        method: str,
-        request_id: int,
-        token: str | None,
-        progress: ProgressRelay | None,
-        deadline: asyncio.Timeout,
-        limit: int,
-    ) -> dict[str, Any]:
+    async def _read_sse(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
+        method, request_id, token, progress, deadline, limit = pending
         async with contextlib.aclosing(sse_events(response.chunks())) as events:
             async for event in events:
                 if not event.data.strip():

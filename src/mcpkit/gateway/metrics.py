@@ -68,6 +68,11 @@ class Metrics:
             ["upstream"],
             registry=self._registry,
         )
+        self.direct = Counter(
+            "mcp_gateway_direct_calls_total",
+            "tools/call requests taken by the direct path (the rest take the server's path)",
+            registry=self._registry,
+        )
         self.reloads = Counter(
             "mcp_gateway_config_reloads_total",
             "Configuration reloads by result (applied or rejected)",

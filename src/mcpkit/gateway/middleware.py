@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,17 @@ if TYPE_CHECKING:
     from ..server.context import Context
     from .server import GatewayServer
 
-__all__ = ["FORBIDDEN", "RATE_LIMITED", "UNAUTHENTICATED", "PolicyError", "policy", "served_by"]
+__all__ = [
+    "FORBIDDEN",
+    "RATE_LIMITED",
+    "UNAUTHENTICATED",
+    "PolicyError",
+    "audited",
+    "check_access",
+    "check_limits",
+    "policy",
+    "served_by",
+]
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -93,53 +104,72 @@ def _name(ctx: Context) -> str | None:
     return name if isinstance(name, str) else None
 
 
+async def audited(
+    gateway: GatewayServer,
+    method: str,
+    who: Callable[[], Caller],
+    name: Callable[[], str | None],
+    call: Callable[[], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Run one request's policy and routing (``call``) and write its audit line and
+    metrics sample, whatever the outcome; an unexpected exception becomes -32603
+    "Gateway error" (logged with its traceback).  ``who`` and ``name`` are read at the
+    end, after the inner layers settled them.  Shared by the :class:`Audit` layer and the
+    direct path (:mod:`.direct`), so both record a request the same way."""
+    started = time.perf_counter()
+    record = _Record()
+    token = _record.set(record)
+    outcome = "ok"
+    try:
+        result = await call()
+        if result.get("resultType") == "input_required":
+            outcome = "input_required"
+        return result
+    except PolicyError as err:
+        outcome = err.outcome
+        raise
+    except McpError as err:
+        outcome = getattr(err, "outcome", f"error:{err.code}")  # guardrail:<name>
+        raise
+    except NeedInput:
+        outcome = "input_required"
+        raise
+    except Exception as exc:
+        outcome = f"error:{INTERNAL_ERROR}"
+        log.exception("gateway error on %s", method)
+        raise McpError(INTERNAL_ERROR, f"Gateway error: {type(exc).__name__}") from exc
+    finally:
+        _record.reset(token)
+        seconds = time.perf_counter() - started
+        audit = gateway.audit
+        if audit.enabled:
+            extra = {"rule": record.rule} if record.rule is not None else {}
+            audit.record(
+                principal=who().name,
+                method=method,
+                name=name(),
+                upstream=record.upstream,
+                outcome=outcome,
+                latency_ms=seconds * 1000,
+                **extra,
+            )
+        gateway.metrics.observe(method, record.upstream, outcome, seconds)
+
+
 class Audit(Middleware):
-    """One audit line and one metrics sample per request, whatever its outcome; an
-    unexpected exception becomes -32603 "Gateway error" (logged with its traceback)."""
+    """One audit line and one metrics sample per request (:func:`audited`)."""
 
     def __init__(self, gateway: GatewayServer) -> None:
         self.gateway = gateway
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        method = ctx.method
-        started = time.perf_counter()
-        record = _Record()
-        token = _record.set(record)
-        outcome = "ok"
-        try:
-            result = await call_next(ctx)
-            if result.get("resultType") == "input_required":
-                outcome = "input_required"
-            return result
-        except PolicyError as err:
-            outcome = err.outcome
-            raise
-        except McpError as err:
-            outcome = getattr(err, "outcome", f"error:{err.code}")  # guardrail:<name>
-            raise
-        except NeedInput:
-            outcome = "input_required"
-            raise
-        except Exception as exc:
-            outcome = f"error:{INTERNAL_ERROR}"
-            log.exception("gateway error on %s", method)
-            raise McpError(INTERNAL_ERROR, f"Gateway error: {type(exc).__name__}") from exc
-        finally:
-            _record.reset(token)
-            seconds = time.perf_counter() - started
-            audit = self.gateway.audit
-            if audit.enabled:
-                extra = {"rule": record.rule} if record.rule is not None else {}
-                audit.record(
-                    principal=_who(ctx).name,
-                    method=method,
-                    name=_name(ctx),
-                    upstream=record.upstream,
-                    outcome=outcome,
-                    latency_ms=seconds * 1000,
-                    **extra,
-                )
-            self.gateway.metrics.observe(method, record.upstream, outcome, seconds)
+        return await audited(
+            self.gateway,
+            ctx.method,
+            lambda: _who(ctx),
+            lambda: _name(ctx),
+            lambda: call_next(ctx),
+        )
 
 
 class AppNames(Middleware):
@@ -185,34 +215,58 @@ async def _lists(upstream: AnyUpstream, name: str) -> bool:
         return False
 
 
-class Access(Middleware):
+def check_access(
+    gateway: GatewayServer, who: Caller, method: str, name: str | None, params: dict[str, Any]
+) -> None:
     """A virtual server's allow-list, then the first matching ``[[rule]]`` (its CEL
-    conditions see the token's claims and the call's arguments)."""
+    conditions see the token's claims and the call's arguments); the deciding rule goes
+    to the audit line.  Raises the refusal."""
+    view = gateway.config.view(who.view) if who.view is not None else None
+    if view is not None and not views.allows(view, method, params):
+        raise invalid_params(f"Unknown name: {name}", {"name": name})  # not here
+    arguments = params.get("arguments") if method in ("tools/call", "prompts/get") else None
+    allowed, reason, rule = gateway.authorizer.decide(
+        who, method, name, arguments if isinstance(arguments, dict) else {}
+    )
+    record = _record.get()
+    if record is not None:
+        record.rule = rule
+    if not allowed:
+        raise PolicyError(
+            FORBIDDEN,
+            f"Forbidden: {method}{' ' + name if name else ''} "
+            f"is not allowed for {who.name} ({reason})",
+            403,
+            "denied",
+        )
+
+
+async def check_limits(gateway: GatewayServer, who: Caller, method: str, name: str | None) -> None:
+    """Count the request against ``[[rate_limit]]``; raises the refusal (429)."""
+    limiter = gateway.limiter
+    if not limiter.rules:  # (no [[rate_limit]]: nothing to count, every call)
+        return
+    verdict = await limiter.check(who.name, method, name)
+    if not verdict.allowed:
+        raise PolicyError(
+            RATE_LIMITED,
+            f"Rate limit exceeded: rule {verdict.rule!r} ({verdict.limit})",
+            429,
+            f"rate_limited:{verdict.rule}",
+            {"rule": verdict.rule, "limit": verdict.limit, "retryAfter": verdict.retry_after_s},
+            [(b"retry-after", str(verdict.retry_after_s).encode())],
+        )
+
+
+class Access(Middleware):
+    """:func:`check_access` on every routed request."""
 
     def __init__(self, gateway: GatewayServer) -> None:
         self.gateway = gateway
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         who = ctx.principal = _who(ctx)
-        method, params, name = ctx.method, ctx.params, _name(ctx)
-        view = self.gateway.config.view(who.view) if who.view is not None else None
-        if view is not None and not views.allows(view, method, params):
-            raise invalid_params(f"Unknown name: {name}", {"name": name})  # not here
-        arguments = params.get("arguments") if method in ("tools/call", "prompts/get") else None
-        allowed, reason, rule = self.gateway.authorizer.decide(
-            who, method, name, arguments if isinstance(arguments, dict) else {}
-        )
-        record = _record.get()
-        if record is not None:
-            record.rule = rule
-        if not allowed:
-            raise PolicyError(
-                FORBIDDEN,
-                f"Forbidden: {method}{' ' + name if name else ''} "
-                f"is not allowed for {who.name} ({reason})",
-                403,
-                "denied",
-            )
+        check_access(self.gateway, who, ctx.method, _name(ctx), ctx.params)
         return await call_next(ctx)
 
 
@@ -224,19 +278,8 @@ class Limits(Middleware):
         self.gateway = gateway
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        limiter = self.gateway.limiter
-        if not limiter.rules:  # (no [[rate_limit]]: nothing to count, every call)
-            return await call_next(ctx)
-        verdict = await limiter.check(_who(ctx).name, ctx.method, _name(ctx))
-        if not verdict.allowed:
-            raise PolicyError(
-                RATE_LIMITED,
-                f"Rate limit exceeded: rule {verdict.rule!r} ({verdict.limit})",
-                429,
-                f"rate_limited:{verdict.rule}",
-                {"rule": verdict.rule, "limit": verdict.limit, "retryAfter": verdict.retry_after_s},
-                [(b"retry-after", str(verdict.retry_after_s).encode())],
-            )
+        if self.gateway.limiter.rules:
+            await check_limits(self.gateway, _who(ctx), ctx.method, _name(ctx))
         return await call_next(ctx)
 
 

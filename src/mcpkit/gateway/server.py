@@ -325,48 +325,24 @@ class GatewayServer(Server):
         client = upstream.live()
         progress = progress_relay(ctx)
         if ctx.meta.era == "modern" and client.era == "modern":
-            headers = None
+            tool = None
             if method == "tools/call":
                 original = str(params.get("name", ""))
                 tool = self._proxy_tools.get(upstream.prefix + original) or (
                     await self._proxy_tool(upstream, original)
                 )
-                if tool is not None and tool.header_params:
-                    headers = expected_param_headers(tool.header_params, params.get("arguments"))
-            lane = upstream.lane
-            passed = forwarded_meta(ctx, capabilities=True, tasks=True)
-            if lane is not None:
-                try:
-                    answer = await upstream.call(
-                        lambda c: lane.request(
-                            c,
-                            method,
-                            _clean(params),
-                            passed,
-                            headers=headers,
-                            progress=progress,
-                            limit=limit,
-                        ),
-                        FrontCall(ctx),
-                        safe=safe,
-                    )
-                    return self._retag(upstream, strip_server_info(answer))
-                except McpError as exc:
-                    if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
-                        raise
-                    # the client path negotiates another version and retries
-            answer = await upstream.call(
-                lambda c: c.request(
-                    method,
-                    _clean(params),
-                    meta=passed,
-                    headers=headers,
-                    on_progress=progress,
-                ),
-                FrontCall(ctx),
+            return await self.pass_through(
+                upstream,
+                method,
+                params,
+                forwarded_meta(ctx, capabilities=True, tasks=True),
+                headers=param_headers(tool, params),
+                progress=progress,
+                limit=limit,
+                what=what,
+                front=FrontCall(ctx),
                 safe=safe,
             )
-            return self._retag(upstream, strip_server_info(_capped(answer, what, limit)))
         meta = forwarded_meta(ctx, capabilities=False) or None
 
         async def run(c: Any) -> dict[str, Any]:
@@ -396,6 +372,58 @@ class GatewayServer(Server):
         # MRTR rounds sealed with the gateway's keys (the proxy's way, one implementation).
         binding = "\0".join(("gateway", method, upstream.name, str(target)))
         return await server_handlers._with_input(self, ctx, binding, once)
+
+    async def pass_through(
+        self,
+        upstream: AnyUpstream,
+        method: str,
+        params: dict[str, Any],
+        passed: dict[str, Any],
+        *,
+        headers: dict[str, str] | None,
+        progress: Any,
+        limit: int,
+        what: str,
+        front: FrontCall | None,
+        safe: bool,
+        bare: bool = False,
+    ) -> dict[str, Any]:
+        """A modern front call to a modern upstream, passed through untouched
+        (``inputRequests``, ``requestState`` and task results flow both ways) with the
+        front's ``passed`` meta: over the fast lane when the upstream has one, else (or
+        when the upstream refuses the lane's version) through the client.  The server's
+        path and the direct path (:mod:`.direct`: ``front=None``, ``bare``, see
+        :meth:`.forward.FastLane.request`) both forward here."""
+        lane = upstream.lane
+        if lane is not None:
+            try:
+                answer = await upstream.call(
+                    lambda c: lane.request(
+                        c,
+                        method,
+                        _clean(params),
+                        passed,
+                        headers=headers,
+                        progress=progress,
+                        limit=limit,
+                        bare=bare,
+                    ),
+                    front,
+                    safe=safe,
+                )
+                return self._retag(upstream, strip_server_info(answer))
+            except McpError as exc:
+                if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
+                    raise
+                # the client path negotiates another version and retries
+        answer = await upstream.call(
+            lambda c: c.request(
+                method, _clean(params), meta=passed, headers=headers, on_progress=progress
+            ),
+            front,
+            safe=safe,
+        )
+        return self._retag(upstream, strip_server_info(_capped(answer, what, limit)))
 
     async def _retry_safe(self, upstream: AnyUpstream, method: str, params: dict[str, Any]) -> bool:
         """Whether a replica failure mid-call may be retried on another replica: reads,
@@ -439,6 +467,13 @@ class GatewayServer(Server):
         ):
             result["taskId"] = f"{upstream.name}{TASK_SEPARATOR}{task_id}"
         return result
+
+
+def param_headers(tool: ProxyTool | None, params: dict[str, Any]) -> dict[str, str] | None:
+    """The ``Mcp-Param-*`` headers the upstream's tool declares, for these arguments."""
+    if tool is None or not tool.header_params:
+        return None
+    return expected_param_headers(tool.header_params, params.get("arguments"))
 
 
 def _clean(params: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import anyio
 
 from ..client import Client
 from ..compose.bridge import FrontCall, Fronts
-from ..compose.proxy import UpstreamUnavailable
+from ..compose.proxy import UpstreamUnavailable, legacy_subscription
 from ..transports import http11
 from ..transports.client_base import (
     ClientError,
@@ -275,19 +275,7 @@ class Upstream:
             tg.start_soon(self._legacy_subscription, client, uri, wanted)
 
     async def _legacy_subscription(self, client: Client, uri: str, wanted: bool) -> None:
-        try:
-            if wanted:
-                await client.subscribe_resource(uri)
-            else:
-                await client.unsubscribe_resource(uri)
-        except ClientError as exc:
-            log.info(
-                "upstream %s: resources/%ssubscribe %s: %s",
-                self.name,
-                "" if wanted else "un",
-                uri,
-                exc,
-            )
+        await legacy_subscription(client, uri, wanted, f"upstream {self.name}", log)
 
     async def _listen(self, client: Client, want: dict[str, bool]) -> None:
         while True:

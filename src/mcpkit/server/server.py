@@ -527,13 +527,19 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             log.exception("error handling %s", method)
             raise McpError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}") from exc
         if meta.era == "modern":
-            result.setdefault("resultType", "complete")
-            own = result.get("_meta")
-            if own is None:
-                result["_meta"] = self.result_meta
-            elif isinstance(own, dict) and META_SERVER_INFO not in own:
-                result["_meta"] = {**own, META_SERVER_INFO: self.info}
+            self.modern_result(result)
         return result
+
+    def modern_result(self, result: dict[str, Any]) -> None:
+        """Give a modern answer its own fields: ``resultType`` and this server's
+        ``serverInfo`` in ``_meta`` (also the gateway's direct path, which answers
+        without dispatching)."""
+        result.setdefault("resultType", "complete")
+        own = result.get("_meta")
+        if own is None:
+            result["_meta"] = self.result_meta
+        elif isinstance(own, dict) and META_SERVER_INFO not in own:
+            result["_meta"] = {**own, META_SERVER_INFO: self.info}
 
     async def dispatch_notification(
         self, message: Message, *, session: Any = None, principal: Any = None

@@ -273,44 +273,38 @@ class Http11Pool:
         connect_timeout: float | None = None,
         read_timeout: float | None = None,
     ) -> RawResponse:
-        """Write one serialized request (``data``) and read the response's head."""
+        """Write one serialized request (``data``) and read the response's head.
+
+        (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
         await self._slots.acquire()
+        key = (host, port)
         try:
-            return await self._exchange((host, port), data, connect_timeout, read_timeout)
+            for attempt in (0, 1):
+                conn = self._checkout(key)
+                reused = conn is not None
+                if conn is None:
+                    conn = await self._connect(key, connect_timeout)
+                try:
+                    if conn.transport is None or conn.closed:
+                        raise httpx.WriteError("connection closed")
+                    conn.transport.write(data)
+                    while not conn.headers_done and not conn.closed:
+                        await conn.wait(read_timeout)
+                except BaseException:
+                    conn.close()
+                    raise
+                if not conn.headers_done:
+                    conn.close()
+                    if reused and attempt == 0 and not conn.received_any:
+                        continue  # closed while idle: the server never saw the request
+                    raise httpx.RemoteProtocolError(
+                        "the server closed the connection without answering"
+                    )
+                return RawResponse(self, conn, read_timeout)
+            raise AssertionError("unreachable")  # pragma: no cover
         except BaseException:
             self._slots.release()
             raise
-
-    async def _exchange(
-        self,
-        key: tuple[str, int],
-        data: bytes,
-        connect_timeout: float | None,
-        read_timeout: float | None,
-    ) -> RawResponse:
-        for attempt in (0, 1):
-            conn = self._checkout(key)
-            reused = conn is not None
-            if conn is None:
-                conn = await self._connect(key, connect_timeout)
-            try:
-                if conn.transport is None or conn.closed:
-                    raise httpx.WriteError("connection closed")
-                conn.transport.write(data)
-                while not conn.headers_done and not conn.closed:
-                    await conn.wait(read_timeout)
-            except BaseException:
-                conn.close()
-                raise
-            if not conn.headers_done:
-                conn.close()
-                if reused and attempt == 0 and not conn.received_any:
-                    continue  # closed while idle: the server never saw the request
-                raise httpx.RemoteProtocolError(
-                    "the server closed the connection without answering"
-                )
-            return RawResponse(self, conn, read_timeout)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _checkout(self, key: tuple[str, int]) -> _Connection | None:
         idle = self._idle.get(key)

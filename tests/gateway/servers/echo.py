@@ -144,3 +144,16 @@ async def nap(seconds: float = 0.0) -> str:
     """Sleep, then say which upstream answered (idempotent: safe to retry elsewhere)."""
     await anyio.sleep(seconds)
     return NAME
+
+
+@server.tool
+async def hold(key: str, seconds: float = 30.0) -> str:
+    """Wait ``seconds``, counting ``held:<key>``; a wait cut short by a cancellation (the
+    caller went away) counts ``cancelled:<key>`` (read with ``stats``)."""
+    server.counts[f"held:{key}"] += 1
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        server.counts[f"cancelled:{key}"] += 1
+        raise
+    return key

@@ -42,6 +42,7 @@ from .asgi import (
     header_map,
     read_body_now,
     send_error,
+    serve_lifespan,
 )
 from .modern import handle_modern
 from .security import HostPolicy
@@ -171,20 +172,7 @@ class McpHttpApp:
             self.keepalive.discard(sink)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        message = await receive()
-        if message["type"] != "lifespan.startup":
-            return
-        cm = self.lifespan_context()
-        try:
-            await cm.__aenter__()
-        except Exception as exc:  # report, as the ASGI spec asks
-            await send({"type": "lifespan.startup.failed", "message": repr(exc)})
-            return
-        await send({"type": "lifespan.startup.complete"})
-        message = await receive()
-        if message["type"] == "lifespan.shutdown":
-            await cm.__aexit__(None, None, None)
-            await send({"type": "lifespan.shutdown.complete"})
+        await serve_lifespan(self.lifespan_context(), receive, send)
 
     async def _ensure_started(self) -> None:
         """Mounted without lifespan events: start the server (lifespan, background work)
@@ -310,26 +298,8 @@ class McpHttpApp:
             await send_error(send, 406, failure)
             return
         # -- end 406
-        # No cancel scope here: the body is nearly always there already (a scope is entered
-        # only for a body that has to be waited for), and the modern handler opens its own
-        # only when it needs one (see handle_modern).
-        try:
-            body = await read_body_now(
-                receive,
-                self.options.max_body_bytes,
-                headers.get("content-length"),
-                self.options.body_timeout_s,
-            )
-        except BodyTooLarge:
-            limit = self.options.max_body_bytes
-            failure = McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
-            await send_error(send, 413, failure)
-            return
-        except ClientGone:
-            return
-        except BodyTimeout:
-            failure = McpError(INVALID_REQUEST, "Request Timeout: the body arrived too slowly")
-            await send_error(send, 408, failure, headers=[(b"connection", b"close")])
+        body = await read_post_body(self.options, headers, receive, send)
+        if body is None:
             return
         await self._route(body, headers, receive, send, principal)
 
@@ -431,6 +401,30 @@ class McpHttpApp:
         if self._lifespan_cm is not None:
             cm, self._lifespan_cm = self._lifespan_cm, None
             await cm.__aexit__(None, None, None)
+
+
+async def read_post_body(
+    options: HttpOptions, headers: dict[str, str], receive: Receive, send: Send
+) -> bytes | None:
+    """A POST's body, or None once the refusal was sent (413, 408) or the client left.
+    Shared by the ordinary path and the gateway's direct one, so both refuse alike."""
+    # No cancel scope here: the body is nearly always there already (a scope is entered
+    # only for a body that has to be waited for), and the modern handler opens its own
+    # only when it needs one (see handle_modern).
+    try:
+        return await read_body_now(
+            receive, options.max_body_bytes, headers.get("content-length"), options.body_timeout_s
+        )
+    except BodyTooLarge:
+        limit = options.max_body_bytes
+        failure = McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+        await send_error(send, 413, failure)
+    except ClientGone:
+        pass
+    except BodyTimeout:
+        failure = McpError(INVALID_REQUEST, "Request Timeout: the body arrived too slowly")
+        await send_error(send, 408, failure, headers=[(b"connection", b"close")])
+    return None
 
 
 def create_app(server: ServedServer, options: HttpOptions | None = None, **kw: Any) -> McpHttpApp:

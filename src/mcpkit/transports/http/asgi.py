@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -286,3 +287,23 @@ def accepts_an_answer(accept: str | None) -> bool:
         if quality > 0:
             return True
     return False
+
+
+async def serve_lifespan(
+    context: AbstractAsyncContextManager[Any], receive: Receive, send: Send
+) -> None:
+    """An ASGI lifespan scope: ``context`` entered at startup, left at shutdown; a
+    failure to start is reported, as the ASGI spec asks (the MCP app and the gateway)."""
+    message = await receive()
+    if message["type"] != "lifespan.startup":
+        return
+    try:
+        await context.__aenter__()
+    except Exception as exc:
+        await send({"type": "lifespan.startup.failed", "message": repr(exc)})
+        return
+    await send({"type": "lifespan.startup.complete"})
+    message = await receive()
+    if message["type"] == "lifespan.shutdown":
+        await context.__aexit__(None, None, None)
+        await send({"type": "lifespan.shutdown.complete"})

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -40,6 +40,8 @@ from .stream import ResponseWriter, StreamSink, send_json_answer
 
 if TYPE_CHECKING:
     from .app import McpHttpApp
+
+_T = TypeVar("_T")
 
 
 class ModernExchange(CancellableExchange):
@@ -186,9 +188,10 @@ async def _answer(
         done, value = run_until_suspended(coro)
         if not done:
             if scope is NATIVE:
-                value = await _finish_native(app, coro, value, receive)
+                value = await finish_native(app, Resumed(coro, value), receive)
             else:
-                value = await _finish_watched(app, coro, value, receive, scope or exchange)
+                target = scope or exchange
+                value = await _finish_watched(app, Resumed(coro, value), receive, target)
         return jsonrpc.result(request_id, value), 200, None
     except McpError as err:
         return jsonrpc.error(request_id, err), err.http_status, err.http_headers
@@ -203,11 +206,10 @@ WATCH_AFTER_S = 0.05
 
 async def _finish_watched(
     app: McpHttpApp,
-    coro: Coroutine[Any, Any, dict[str, Any]],
-    yielded: Any,
+    rest: Awaitable[_T],
     receive: Receive,
     target: anyio.CancelScope | ModernExchange | TaskCanceller,
-) -> dict[str, Any]:
+) -> _T:
     try:
         loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
     except RuntimeError:
@@ -226,7 +228,7 @@ async def _finish_watched(
 
         timer = loop.call_later(WATCH_AFTER_S, start)
         try:
-            return await Resumed(coro, yielded)
+            return await rest
         finally:
             timer.cancel()
             if watcher is not None:
@@ -235,7 +237,7 @@ async def _finish_watched(
     if app.server._tg is not None:
         app.server.spawn(partial(_watch, receive, target, stop))
     try:
-        return await Resumed(coro, yielded)
+        return await rest
     finally:
         stop.cancel()
 
@@ -244,12 +246,14 @@ async def _finish_watched(
 NATIVE: Any = object()
 
 
-async def _finish_native(
-    app: McpHttpApp, coro: Coroutine[Any, Any, dict[str, Any]], yielded: Any, receive: Receive
-) -> dict[str, Any]:
+async def finish_native(app: McpHttpApp, rest: Awaitable[_T], receive: Receive) -> _T:
+    """Await ``rest`` (a handler's :class:`Resumed` remainder, or a whole coroutine) in
+    this request's own task, which a client going away cancels natively;
+    :class:`Interrupted` then.  Also the gateway's direct path (its forwarded calls
+    always wait on the upstream, so it awaits them whole)."""
     target = TaskCanceller()
     try:
-        value = await _finish_watched(app, coro, yielded, receive, target)
+        value = await _finish_watched(app, rest, receive, target)
     except asyncio.CancelledError:
         if target.settle():
             raise Interrupted from None  # the client went away: answer nobody

@@ -181,7 +181,7 @@ class FastLane:
             session = client.session
             own = {
                 META_PROTOCOL_VERSION: session.version,
-                META_CLIENT_INFO: session.options.client_info,
+                META_CLIENT_INFO: session.options.protocol.client_info,
                 **meta,
             }
             if session.log_level is not None:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import unittest.mock
 from pathlib import Path
 
 import pytest
@@ -54,9 +55,12 @@ def test_the_readme_command_works_without_the_venv_on_path(tmp_path: Path) -> No
         k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")
     }
     env["PATH"] = path
-    env["MCPKIT_TRUST_FILE"] = trusted_env(REPO / "examples" / "host.json", tmp_path)[
-        "MCPKIT_TRUST_FILE"
-    ]
+    # The host resolves "python" to its own interpreter: the script's shebang, which may
+    # name the venv's python3 where this test runs under its python (both links to one).
+    interpreter = mcpkit.read_text().splitlines()[0].removeprefix("#!").strip()
+    with unittest.mock.patch.object(sys, "executable", interpreter):
+        trust = trusted_env(REPO / "examples" / "host.json", tmp_path)
+    env["MCPKIT_TRUST_FILE"] = trust["MCPKIT_TRUST_FILE"]
     system = shutil.which("python", path=path) or shutil.which("python3", path=path)
     if system is not None:  # the precondition that made this fail before
         probe = subprocess.run([system, "-c", "import mcpkit"], env=env, capture_output=True)
@@ -73,5 +77,5 @@ def test_the_readme_command_works_without_the_venv_on_path(tmp_path: Path) -> No
     out = run.stdout
     assert run.returncode == 0, run.stderr
     assert "dice: ready" in out and "quickstart: ready" in out, out + run.stderr
-    assert f"{sys.executable} examples/app_server.py  ('python' is this host's own)" in out
+    assert f"{interpreter} examples/app_server.py  ('python' is this host's own)" in out
     assert "'mcpkit' is this host's own" in out

@@ -97,7 +97,7 @@ class DirectCalls:
             return replay_body(body, receive)
         request_id, params, meta = request
         if server.metrics.enabled:
-            server.metrics.direct.inc()
+            server.metrics.direct_calls += 1
         # Awaited whole (a forwarded call always waits on its upstream), watched for the
         # client going away.
         coro = self._answer(_Call(upstream, who, name, original, tool, params, meta), request_id)

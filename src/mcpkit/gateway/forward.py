@@ -256,7 +256,7 @@ class FastLane:
         except ValueError:
             raise ResultTooLarge(method, limit) from None
         answer = body_answer(
-            body, response.status, method, f"HTTP {response.status} from {self.url}"
+            body, response.status, method, f"HTTP {response.status} from {self.url}", relayed=True
         )
         if answer is None:
             raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")

@@ -192,13 +192,14 @@ class DirectCalls:
         check_access(server, who, METHOD, name, params)
         if server.limiter.rules:
             await check_limits(server, who, METHOD, name)
-        forwarded = {**params, "name": original}
+        passed = passed_meta(params.get("_meta"), meta, None, True, True)
+        params["name"] = original  # (the request's own, decoded here: renamed in place)
         result = await server.pass_through(
             upstream,
             METHOD,
-            forwarded,
-            passed_meta(params.get("_meta"), meta, None, True, True),
-            headers=param_headers(tool, forwarded),
+            params,
+            passed,
+            headers=param_headers(tool, params),
             progress=None,
             limit=server.config.result_cap(name),
             what=f"{METHOD} {name}",

@@ -53,6 +53,7 @@ __all__ = ["FastLane", "ResultTooLarge"]
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")  # CTLs but HTAB; non-latin-1
+_HEADS_MAX = 1024
 ProgressRelay = Callable[[dict[str, Any]], Awaitable[None]]
 LogRelay = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -119,6 +120,9 @@ class FastLane:
         self._request_line = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n"
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
         self._ids = itertools.count(1)
+        #: (version, method, name) -> the request's head up to its own headers: the same
+        #: few tools are called over and over (bounded: names are the clients').
+        self._heads: dict[tuple[str, str, str | None], bytes] = {}
         self._tokens = itertools.count(1)
 
     def request(
@@ -235,15 +239,21 @@ class FastLane:
         extra: dict[str, str] | None,
         length: int,
     ) -> bytes:
-        lines = [f"mcp-protocol-version: {client_version(meta)}\r\nmcp-method: {method}\r\n"]
         member = name_param(method)
         value = params.get(member) if member else None
-        if isinstance(value, str):
-            lines.append(f"mcp-name: {hdr.encode_header_value(value)}\r\n")
+        key = (client_version(meta), method, value if isinstance(value, str) else None)
+        head = self._heads.get(key)
+        if head is None:  # the request line, fixed and routing headers, kept per call shape
+            text = f"mcp-protocol-version: {key[0]}\r\nmcp-method: {method}\r\n"
+            if key[2] is not None:
+                text += f"mcp-name: {hdr.encode_header_value(key[2])}\r\n"
+            head = self._request_line + self._fixed + text.encode("latin-1")
+            if len(self._heads) >= _HEADS_MAX:
+                self._heads.clear()
+            self._heads[key] = head
         if extra:
-            lines.extend(f"{k}: {v}\r\n" for k, v in extra.items())
-        lines.append(f"content-length: {length}\r\n\r\n")
-        return self._request_line + self._fixed + "".join(lines).encode("latin-1")
+            head += "".join(f"{k}: {v}\r\n" for k, v in extra.items()).encode("latin-1")
+        return head + b"content-length: %d\r\n\r\n" % length
 
     async def _answer(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
         """The result in ``response`` (JSON, or an SSE stream), or its error raised."""

@@ -227,7 +227,7 @@ class RawResponse:
     def header(self, name: bytes) -> bytes | None:
         """The first value of header ``name`` (lower case)."""
         for key, value in self.headers:
-            if key.lower() == name:
+            if key == name or key.lower() == name:  # (servers mostly send lower case)
                 return value
         return None
 

@@ -132,10 +132,15 @@ class DirectCalls:
         if tool is None:
             return None  # not listed yet, or an MCP App's own name: the server's path
         # name_owner's answer when it needs no listing: exactly one upstream's prefix fits.
-        fits = [u for u in server.upstreams if name.startswith(u.prefix)]
-        if len(fits) != 1:
+        upstream = None
+        for each in server.upstreams:
+            if name.startswith(each.prefix):
+                if upstream is not None:
+                    return None
+                upstream = each
+        if upstream is None:
             return None
-        upstream, original = fits[0], name[len(fits[0].prefix) :]
+        original = name[len(upstream.prefix) :]
         if not isinstance(upstream, Upstream) or upstream.lane is None:
             return None  # replicas, https://, stdio, openapi, [upstream.oauth]
         client = upstream.client

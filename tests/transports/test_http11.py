@@ -381,6 +381,6 @@ async def test_max_connections_bounds_the_connections_in_use(
     with pytest.raises(asyncio.CancelledError):
         await cancelled
     # Every slot came back: two more at once still go through, on the kept connections.
-    assert await asyncio.gather(one(7), one(8)) == [b"7", b"8"]
+    assert list(await asyncio.gather(one(7), one(8))) == [b"7", b"8"]
     assert upstream.connections == 2
     pool.close()

@@ -64,6 +64,7 @@ class Deadlines:
         return deadline
 
     def leave(self, deadline: Deadline) -> None:
+        """The call ended (answered, failed or cancelled): no longer swept."""
         self._calls.pop(deadline, None)
 
     def _sweep(self) -> None:

@@ -57,10 +57,12 @@ class Deadlines:
         task = asyncio.current_task(loop)
         assert task is not None
         deadline = Deadline(task, loop.time() + self.timeout)
-        self._calls[deadline] = None
-        if self._handle is None or self._loop is not loop:
-            self._loop = loop
+        if self._loop is not loop:  # (a lane used from another loop: tests, restarts)
+            self._calls = {d: None for d in self._calls if d.task.get_loop() is loop}
+            self._loop, self._handle = loop, None
+        if self._handle is None:
             self._handle = loop.call_later(self.tick, self._sweep)
+        self._calls[deadline] = None
         return deadline
 
     def leave(self, deadline: Deadline) -> None:

@@ -226,7 +226,7 @@ class FastLane:
                     f"{method}: {exc}"
                 ) from None
             finally:
-                await response.aclose()
+                response.close()
         except asyncio.CancelledError:
             if deadline is None or not deadline.timed_out():
                 raise

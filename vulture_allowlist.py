@@ -24,6 +24,8 @@ _.on_header
 _.on_body
 _.on_message_complete
 _.writelines
+# prometheus_client's collector protocol (gateway/metrics.py)
+_.collect
 # uvicorn's server hook, overridden to keep signals for the host page and the test client
 _.capture_signals
 # pytest plugin hooks and fixture (testing/plugin.py, entry point pytest11)

@@ -239,6 +239,25 @@ def test_client_disconnect_cancels_the_upstream_call(
             _wait_for(upstreams["e"], f"held:{key}")
         _wait_for(upstreams["e"], f"cancelled:{key}")
         assert gateway.direct_calls() == before + taken
+        # The audit line says the call was cancelled, not that it went through.
+        assert _audited(gateway, "e_hold") == {
+            "principal": "anonymous",
+            "method": "tools/call",
+            "name": "e_hold",
+            "upstream": None,
+            "outcome": "cancelled",
+        }
+    assert 'outcome="cancelled"' in httpx.get(gateways[0].proc.base + "/metrics").text
+
+
+def _audited(gateway: Gateway, name: str, timeout: float = 10.0) -> dict[str, Any]:
+    """The gateway's last audit line once it is about ``name`` (the line of a cancelled
+    call is written as the cancellation unwinds, after the upstream saw it)."""
+    deadline = time.monotonic() + timeout
+    while (entry := gateway.last_audit())["name"] != name:
+        assert time.monotonic() < deadline, entry
+        time.sleep(0.05)
+    return entry
 
 
 def _wait_for(upstream: gwkit.Proc, count: str, timeout: float = 10.0) -> None:

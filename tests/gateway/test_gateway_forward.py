@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mcpkit.gateway.forward import FastLane
-from mcpkit.transports.client_base import HttpStatusError, ServerError
+from mcpkit.transports.client_base import HttpStatusError, RequestTimeoutError, ServerError
 from mcpkit.transports.http11 import Http11Pool
 
 pytestmark = pytest.mark.anyio
@@ -176,3 +176,61 @@ def test_headers_that_cannot_be_sent_are_refused() -> None:
             FastLane("http://127.0.0.1:1/mcp", Http11Pool(), headers=bad, timeout=1)
     with pytest.raises(ValueError):
         FastLane("https://example.com/mcp", Http11Pool(), headers={}, timeout=1)
+
+
+async def _paced(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """An upstream that never answers ``hang``, and answers ``paced`` as an SSE stream
+    with a progress notification every 0.1 s for 0.6 s before its result."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.startswith(b"content-length")
+        )
+        body = json.loads(await reader.readexactly(length))
+        if body["params"]["name"] == "hang":
+            await asyncio.sleep(30)
+            return
+        token = body["params"]["_meta"]["progressToken"]
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+        )
+        for step in range(6):
+            await asyncio.sleep(0.1)
+            note = {"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": step}}  # fmt: skip
+            writer.write(b"data: " + json.dumps(note).encode() + b"\n\n")
+        done = {"jsonrpc": "2.0", "id": body["id"], "result": {"content": []}}
+        writer.write(b"data: " + json.dumps(done).encode() + b"\n\n")
+        await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def test_the_upstream_deadline_and_progress_extending_it() -> None:
+    """The lane's deadlines (one timer per lane, ``gateway/deadlines.py``): a call past
+    its timeout raises RequestTimeoutError; progress keeps a longer call alive; a call
+    cancelled by someone else is cancelled, not timed out."""
+    server = await asyncio.start_server(_paced, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    lane = FastLane(f"http://127.0.0.1:{port}/mcp", Http11Pool(), headers={}, timeout=0.3)
+
+    async def relay(params: dict[str, Any]) -> None:
+        pass
+
+    try:
+        with pytest.raises(RequestTimeoutError):
+            await lane.request(CLIENT, "tools/call", {"name": "hang"}, {})
+        paced = lane.request(CLIENT, "tools/call", {"name": "paced"}, {}, progress=relay)
+        assert await paced == {"content": []}  # 0.6 s, with progress every 0.1 s
+        other = asyncio.create_task(lane.request(CLIENT, "tools/call", {"name": "hang"}, {}))
+        await asyncio.sleep(0.05)
+        other.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await other
+        assert other.cancelled()
+    finally:
+        server.close()

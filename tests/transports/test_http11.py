@@ -343,3 +343,44 @@ async def test_httpx_client_on_the_transport(
         assert upstream.connections == 1
         assert all(r.startswith(b"POST /mcp HTTP/1.1\r\n") for r in upstream.requests)
         assert b'{"a":1}' in upstream.requests[0]
+
+
+async def test_max_connections_bounds_the_connections_in_use(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """Requests beyond ``max_connections`` wait their turn in order; a waiter cancelled
+    before its turn, or just as a slot is handed to it, leaves no slot lost."""
+    release = asyncio.Event()
+    in_flight = [0, 0]  # now, most at once
+
+    async def held(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        in_flight[0] += 1
+        in_flight[1] = max(in_flight)
+        await release.wait()
+        in_flight[0] -= 1
+        writer.write(json_answer(body))
+        return True
+
+    upstream = await upstream_factory(held)
+    pool = http11.Http11Pool(max_connections=2)
+
+    async def one(n: int) -> bytes:
+        response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
+        return await response.read(1000)
+
+    first = [asyncio.create_task(one(n)) for n in range(5)]
+    cancelled = asyncio.create_task(one(99))
+    while len(upstream.requests) < 2:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    assert len(upstream.requests) == 2  # the other four wait for a slot
+    cancelled.cancel()
+    release.set()
+    assert await asyncio.gather(*first) == [b"%d" % n for n in range(5)]
+    assert in_flight[1] == 2
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    # Every slot came back: two more at once still go through, on the kept connections.
+    assert list(await asyncio.gather(one(7), one(8))) == [b"7", b"8"]
+    assert upstream.connections == 2
+    pool.close()

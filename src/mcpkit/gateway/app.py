@@ -46,7 +46,7 @@ from .config import GatewayConfig
 from .direct import DirectCalls
 from .front import PROBES, Cors, probe
 from .middleware import FORBIDDEN, RATE_LIMITED
-from .policy import Caller
+from .policy import ANONYMOUS, Caller
 from .reload import run_reloader
 from .server import GatewayServer
 
@@ -86,6 +86,8 @@ class GatewayApp:
         metadata, CORS.  Synchronous, so a reload swaps it with the rest in one step."""
         self.config = config
         self.authenticator = authenticator
+        #: No auth configured: every POST is the anonymous caller's, known without a call.
+        self._anonymous = config.auth.mode == "none"
         bearer = authenticator.bearer
         #: Only its metadata endpoint is used: authentication is done in __call__, where
         #: refusals are also audited and counted.
@@ -116,11 +118,16 @@ class GatewayApp:
         return principal
 
     def _endpoint(self, path: str) -> tuple[str | None, McpHttpApp]:
-        found = self.views.get(path) or self.views.get(path.rstrip("/"))
+        views = self.views
+        if not views:  # (the usual gateway: no [[server]])
+            return None, self.mcp
+        found = views.get(path) or views.get(path.rstrip("/"))
         return found if found is not None else (None, self.mcp)
 
     def _in_view(self, principal: Caller, scope: Scope) -> Caller:
         """The principal, marked with the virtual server its request came in on."""
+        if not self.views:
+            return principal
         view, _ = self._endpoint(scope.get("path", ""))
         return principal if view is None else dataclasses.replace(principal, view=view)
 
@@ -205,14 +212,19 @@ class GatewayApp:
             method = headers.get(METHOD)
             name = _header_name(headers.get(NAME))
             started = time.perf_counter()
-            try:
-                principal = await self.authenticator(scope, headers)
-            except Rejection as rejection:
-                if method is None:  # a legacy client: what it asked for is in the body
-                    method, name = await self._peek(receive)
-                self._record(None, method, name, "unauthenticated", started)
-                await send_error(send, rejection.status, rejection.error, None, rejection.headers)
-                return
+            if self._anonymous:
+                principal = ANONYMOUS
+            else:
+                try:
+                    principal = await self.authenticator(scope, headers)
+                except Rejection as rejection:
+                    if method is None:  # a legacy client: what it asked for is in the body
+                        method, name = await self._peek(receive)
+                    self._record(None, method, name, "unauthenticated", started)
+                    await send_error(
+                        send, rejection.status, rejection.error, None, rejection.headers
+                    )
+                    return
             principal = self._in_view(principal, scope)
             scope[_PRINCIPAL] = principal
             if self.authenticator.has_call_scopes:
@@ -229,7 +241,9 @@ class GatewayApp:
                     return
             if method is not None:
                 try:
-                    await self._precheck(principal, method, name)
+                    self._precheck(principal, method, name)
+                    if self.server.limiter.rules:
+                        await self._prelimit(principal, method, name)
                 except _Refused as refused:
                     self._record(principal, method, name, refused.outcome, started)
                     await send_error(send, refused.status, refused.error, None, refused.headers)
@@ -273,9 +287,10 @@ class GatewayApp:
             return None, None
         return _method_name(message)
 
-    async def _precheck(self, principal: Caller, method: str, name: str | None) -> None:
+    def _precheck(self, principal: Caller, method: str, name: str | None) -> None:
         """Refuse early on what the headers say (the transport checks them against the
-        body afterwards; the dispatcher then decides and counts on the body's values)."""
+        body afterwards; the dispatcher then decides and counts on the body's values);
+        :meth:`_prelimit` then, when there are ``[[rate_limit]]`` rules."""
         allowed, reason, _ = self.server.authorizer.decide(principal, method, name)
         if not allowed:
             raise _Refused(
@@ -285,9 +300,10 @@ class GatewayApp:
                 ),
                 outcome="denied",
             )
+
+    async def _prelimit(self, principal: Caller, method: str, name: str | None) -> None:
+        """Refuse early when the headers' call is already over a rate limit (429)."""
         limiter = self.server.limiter
-        if not limiter.rules:
-            return
         for rule, item in limiter.applicable(method, name):
             identity = (
                 rule.name,

@@ -97,7 +97,7 @@ class DirectCalls:
             return replay_body(body, receive)
         request_id, params, meta = request
         if server.metrics.enabled:
-            server.metrics.direct.inc()
+            server.metrics.direct_calls += 1
         # Awaited whole (a forwarded call always waits on its upstream), watched for the
         # client going away.
         coro = self._answer(_Call(upstream, who, name, original, tool, params, meta), request_id)
@@ -132,10 +132,15 @@ class DirectCalls:
         if tool is None:
             return None  # not listed yet, or an MCP App's own name: the server's path
         # name_owner's answer when it needs no listing: exactly one upstream's prefix fits.
-        fits = [u for u in server.upstreams if name.startswith(u.prefix)]
-        if len(fits) != 1:
+        upstream = None
+        for each in server.upstreams:
+            if name.startswith(each.prefix):
+                if upstream is not None:
+                    return None
+                upstream = each
+        if upstream is None:
             return None
-        upstream, original = fits[0], name[len(fits[0].prefix) :]
+        original = name[len(upstream.prefix) :]
         if not isinstance(upstream, Upstream) or upstream.lane is None:
             return None  # replicas, https://, stdio, openapi, [upstream.oauth]
         client = upstream.client
@@ -192,13 +197,14 @@ class DirectCalls:
         check_access(server, who, METHOD, name, params)
         if server.limiter.rules:
             await check_limits(server, who, METHOD, name)
-        forwarded = {**params, "name": original}
+        passed = passed_meta(params.get("_meta"), meta, None, True, True)
+        params["name"] = original  # (the request's own, decoded here: renamed in place)
         result = await server.pass_through(
             upstream,
             METHOD,
-            forwarded,
-            passed_meta(params.get("_meta"), meta, None, True, True),
-            headers=param_headers(tool, forwarded),
+            params,
+            passed,
+            headers=param_headers(tool, params),
             progress=None,
             limit=server.config.result_cap(name),
             what=f"{METHOD} {name}",

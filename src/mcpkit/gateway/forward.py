@@ -47,12 +47,14 @@ from ..types.errors import McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import name_param
 from ..types.versions import META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION
+from .deadlines import Deadline, Deadlines
 
 __all__ = ["FastLane", "ResultTooLarge"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")  # CTLs but HTAB; non-latin-1
+_HEADS_MAX = 1024
 ProgressRelay = Callable[[dict[str, Any]], Awaitable[None]]
 LogRelay = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -79,7 +81,7 @@ class _Pending(NamedTuple):
     request_id: int
     token: str | None
     progress: ProgressRelay | None
-    deadline: asyncio.Timeout
+    deadline: Deadline | None
     limit: int
 
 
@@ -119,6 +121,11 @@ class FastLane:
         self._request_line = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n"
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
         self._ids = itertools.count(1)
+        #: The calls' upstream deadlines (one timer for the lane: :mod:`.deadlines`).
+        self._deadlines = Deadlines(timeout) if timeout is not None else None
+        #: (version, method, name) -> the request's head up to its own headers: the same
+        #: few tools are called over and over (bounded: names are the clients').
+        self._heads: dict[tuple[str, str, str | None], bytes] = {}
         self._tokens = itertools.count(1)
 
     def request(
@@ -197,34 +204,35 @@ class FastLane:
         note_sent(request_id)
         body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
         data = self._head(method, params, own, headers, len(body)) + body
-        # asyncio's own timeout (the pool runs on asyncio only): a third of what an anyio
-        # scope with a deadline costs per call.
-        deadline = asyncio.timeout(self.timeout)
-        try:
-            async with deadline:  # (the exchange inline: one frame less on each wake-up)
-                try:
-                    response = await self.pool.request(
-                        self.host, self.port, data, connect_timeout=self.connect_timeout
-                    )
-                except httpx.ConnectError as exc:
-                    raise ConnectError(f"cannot connect to {self.url} ({method}): {exc}") from None
-                except httpx.HTTPError as exc:
-                    raise ConnectionClosedError(
-                        f"the connection to {self.url} failed while sending {method}: {exc}"
-                    ) from None
-                try:
-                    pending = _Pending(method, request_id, token, progress, deadline, limit)
-                    return await self._answer(response, pending)
-                except httpx.HTTPError as exc:
-                    raise ConnectionClosedError(
-                        f"the connection to {self.url} failed while reading the answer to "
-                        f"{method}: {exc}"
-                    ) from None
-                finally:
-                    await response.aclose()
-        except TimeoutError:
-            if not deadline.expired():
+        deadlines = self._deadlines
+        deadline = deadlines.enter() if deadlines is not None else None
+        try:  # (the exchange inline: one frame less on each wake-up)
+            try:
+                response = await self.pool.request(
+                    self.host, self.port, data, connect_timeout=self.connect_timeout
+                )
+            except httpx.ConnectError as exc:
+                raise ConnectError(f"cannot connect to {self.url} ({method}): {exc}") from None
+            except httpx.HTTPError as exc:
+                raise ConnectionClosedError(
+                    f"the connection to {self.url} failed while sending {method}: {exc}"
+                ) from None
+            try:
+                pending = _Pending(method, request_id, token, progress, deadline, limit)
+                return await self._answer(response, pending)
+            except httpx.HTTPError as exc:
+                raise ConnectionClosedError(
+                    f"the connection to {self.url} failed while reading the answer to "
+                    f"{method}: {exc}"
+                ) from None
+            finally:
+                response.close()
+        except asyncio.CancelledError:
+            if deadline is None or not deadline.timed_out():
                 raise
+        finally:
+            if deadlines is not None and deadline is not None:
+                deadlines.leave(deadline)
         raise RequestTimeoutError(method, self.timeout or 0.0)
 
     def _head(
@@ -235,15 +243,21 @@ class FastLane:
         extra: dict[str, str] | None,
         length: int,
     ) -> bytes:
-        lines = [f"mcp-protocol-version: {client_version(meta)}\r\nmcp-method: {method}\r\n"]
         member = name_param(method)
         value = params.get(member) if member else None
-        if isinstance(value, str):
-            lines.append(f"mcp-name: {hdr.encode_header_value(value)}\r\n")
+        key = (client_version(meta), method, value if isinstance(value, str) else None)
+        head = self._heads.get(key)
+        if head is None:  # the request line, fixed and routing headers, kept per call shape
+            text = f"mcp-protocol-version: {key[0]}\r\nmcp-method: {method}\r\n"
+            if key[2] is not None:
+                text += f"mcp-name: {hdr.encode_header_value(key[2])}\r\n"
+            head = self._request_line + self._fixed + text.encode("latin-1")
+            if len(self._heads) >= _HEADS_MAX:
+                self._heads.clear()
+            self._heads[key] = head
         if extra:
-            lines.extend(f"{k}: {v}\r\n" for k, v in extra.items())
-        lines.append(f"content-length: {length}\r\n\r\n")
-        return self._request_line + self._fixed + "".join(lines).encode("latin-1")
+            head += "".join(f"{k}: {v}\r\n" for k, v in extra.items()).encode("latin-1")
+        return head + b"content-length: %d\r\n\r\n" % length
 
     async def _answer(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
         """The result in ``response`` (JSON, or an SSE stream), or its error raised."""
@@ -256,7 +270,7 @@ class FastLane:
         except ValueError:
             raise ResultTooLarge(method, limit) from None
         answer = body_answer(
-            body, response.status, method, f"HTTP {response.status} from {self.url}"
+            body, response.status, method, f"HTTP {response.status} from {self.url}", relayed=True
         )
         if answer is None:
             raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
@@ -287,8 +301,8 @@ class FastLane:
                 params = jsonrpc.params_of(message)
                 if message["method"] == "notifications/progress":
                     if progress is not None and params.get("progressToken") == token:
-                        if self.timeout is not None:  # progress keeps a slow call alive
-                            deadline.reschedule(asyncio.get_running_loop().time() + self.timeout)
+                        if deadline is not None:  # progress keeps a slow call alive
+                            deadline.extend(self.timeout or 0.0)
                         await progress(params)
                 elif message["method"] == "notifications/message" and self.on_log is not None:
                     await self.on_log(params)

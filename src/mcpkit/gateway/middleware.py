@@ -138,6 +138,11 @@ async def audited(
         outcome = f"error:{INTERNAL_ERROR}"
         log.exception("gateway error on %s", method)
         raise McpError(INTERNAL_ERROR, f"Gateway error: {type(exc).__name__}") from exc
+    except BaseException:
+        # The request's task or scope was cancelled (the client went away, the gateway is
+        # stopping): no answer went out, so the line must not say "ok".
+        outcome = "cancelled"
+        raise
     finally:
         _record.reset(token)
         seconds = time.perf_counter() - started

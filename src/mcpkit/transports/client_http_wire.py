@@ -27,7 +27,7 @@ from anyio.abc import TaskStatus
 from httpx_sse import EventSource, SSEError
 
 from ..types import jsonrpc
-from ..types.codec import DecodeError, decode
+from ..types.codec import DecodeError, decode, decode_relayed
 from ..types.errors import McpError
 from ..types.jsonrpc import Kind, Message, RequestId
 from .client_base import (
@@ -106,17 +106,21 @@ def json_answer(body: bytes, response: httpx.Response, method: str) -> Message |
     return body_answer(body, status, method, where)
 
 
-def body_answer(body: bytes, status: int, method: str, where: str) -> Message | None:
+def body_answer(
+    body: bytes, status: int, method: str, where: str, *, relayed: bool = False
+) -> Message | None:
     """:func:`json_answer` for a body read some other way (``where`` names status and
-    URL in error messages)."""
+    URL in error messages).  ``relayed``: the caller passes the answer on re-encoded (the
+    gateway's fast lane), so it is read without the repeated-member check
+    (:func:`~mcpkit.types.codec.decode_relayed`)."""
     if not body.strip():
         if status >= 400:
             raise HttpStatusError(f"{method}: {where}", status)
         return None
-    snippet = body[:300].decode("utf-8", "replace")
     try:
-        message = decode(body)
+        message = decode_relayed(body) if relayed else decode(body)
     except DecodeError:
+        snippet = _snippet(body)
         if status >= 400:
             raise HttpStatusError(f"{method}: {where}: {snippet}", status, snippet) from None
         raise ProtocolViolationError(
@@ -126,9 +130,15 @@ def body_answer(body: bytes, status: int, method: str, where: str) -> Message | 
         if "error" in message:
             raise ServerError.from_wire(message["error"], method=method, http_status=status)
         return message
+    snippet = _snippet(body)
     if status >= 400:
         raise HttpStatusError(f"{method}: {where}: {snippet}", status, snippet)
     raise ProtocolViolationError(f"the answer to {method} is not a JSON-RPC response: {snippet!r}")
+
+
+def _snippet(body: bytes) -> str:
+    """The start of a body an error message quotes (decoded only when one is raised)."""
+    return body[:300].decode("utf-8", "replace")
 
 
 async def sse_messages(

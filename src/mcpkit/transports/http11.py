@@ -175,6 +175,39 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
 
 
+class _Slots:
+    """The pool's bound on connections in use: a counter, and the requests waiting for a
+    slot in arrival order (what ``anyio.Semaphore`` does, without its cancel scope and
+    task lookups on every acquire: see :meth:`Http11Pool.request`)."""
+
+    __slots__ = ("free", "waiters")
+
+    def __init__(self, size: int) -> None:
+        self.free = size
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    async def wait(self) -> None:
+        """Until a releasing request hands this one its slot."""
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed over as we were cancelled: pass it on
+            else:
+                self.waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.free += 1
+
+
 class RawResponse:
     """One response off the pool: status and headers now, the body as it arrives.
 
@@ -194,7 +227,7 @@ class RawResponse:
     def header(self, name: bytes) -> bytes | None:
         """The first value of header ``name`` (lower case)."""
         for key, value in self.headers:
-            if key.lower() == name:
+            if key == name or key.lower() == name:  # (servers mostly send lower case)
                 return value
         return None
 
@@ -237,6 +270,11 @@ class RawResponse:
         return body
 
     async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Done with the response: a body not read to its end closes its connection.
+        (Synchronous: the fast lane calls it after every answer, no coroutine needed.)"""
         conn, self._conn = self._conn, None
         if conn is not None:  # not read to the end: the connection is unusable
             conn.close()
@@ -260,7 +298,7 @@ class Http11Pool:
         if httptools is None:
             raise RuntimeError("Http11Pool needs httptools (pip install 'mcpkit[fast]')")
         self._idle: dict[tuple[str, int], deque[_Connection]] = {}
-        self._slots = anyio.Semaphore(max_connections)
+        self._slots = _Slots(max_connections)
         self._max_idle = max_idle
         self._closed = False
 
@@ -276,9 +314,19 @@ class Http11Pool:
         """Write one serialized request (``data``) and read the response's head.
 
         (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
-        await self._slots.acquire()
+        slots = self._slots
+        free = slots.free > 0 and not slots.waiters
+        if free:
+            slots.free -= 1
+        else:
+            await slots.wait()
         key = (host, port)
         try:
+            if free:
+                # The one step anyio's Semaphore.acquire made here, kept: requests that
+                # arrive together then write together, and the upstream reads them in one
+                # wake-up (without it the upstream spent ~4% more CPU per call, measured).
+                await asyncio.sleep(0)
             for attempt in (0, 1):
                 conn = self._checkout(key)
                 reused = conn is not None

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["DecodeError", "decode", "encode", "encode_message", "encode_str"]
+__all__ = ["DecodeError", "decode", "decode_relayed", "encode", "encode_message", "encode_str"]
 
 
 class DecodeError(ValueError):
@@ -44,6 +44,20 @@ def decode(data: bytes | bytearray | memoryview | str) -> Any:
         if not canonical:
             _refuse_duplicates(data)
     return value
+
+
+def decode_relayed(data: bytes | bytearray | memoryview | str) -> Any:
+    """:func:`decode` without the repeated-member check, for a message its reader passes
+    on re-encoded (an upstream's answer, as the gateway forwards it).
+
+    The check exists so that two parsers cannot read one message two ways.  A relayed
+    message is read once, here, and what goes on is the re-encoding of that reading (a
+    repeated member cannot survive it), so there is nothing to refuse; skipping it saves
+    the check's re-encode of every forwarded answer (issue #20)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(str(exc)) from None
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

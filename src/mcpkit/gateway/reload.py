@@ -149,29 +149,11 @@ class Reloader:
             try:
                 prepared = prepare(self.app.config, self.path)
             except Exception as exc:
-                message = str(exc).replace("\n", " ")
-                # One line on stderr, like the gateway's start-up line (not also a log
-                # record: with no logging configured, Python would print it a second time).
-                print(
-                    f"mcpkit gateway: config reload rejected, keeping the running config: "
-                    f"{message}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                if metrics.enabled:
-                    metrics.reloads.labels("rejected").inc()
-                return False
+                return self._rejected(exc)
             try:
                 started, retired = await apply(self.app, prepared)
-            except NameClash as exc:
-                print(
-                    f"mcpkit gateway: config reload rejected, keeping the running config: {exc}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                if metrics.enabled:
-                    metrics.reloads.labels("rejected").inc()
-                return False
+            except NameClash as exc:  # (apply stopped what it started: the old set stays)
+                return self._rejected(exc)
             if metrics.enabled:
                 metrics.reloads.labels("applied").inc()
             print(
@@ -181,6 +163,21 @@ class Reloader:
                 flush=True,
             )
             return True
+
+    def _rejected(self, exc: Exception) -> bool:
+        """Say why a reload was refused, in one line on stderr like the gateway's start-up
+        line (not also a log record: with no logging configured, Python would print it a
+        second time), and count it."""
+        message = str(exc).replace("\n", " ")
+        print(
+            f"mcpkit gateway: config reload rejected, keeping the running config: {message}",
+            file=sys.stderr,
+            flush=True,
+        )
+        metrics = self.app.server.metrics
+        if metrics.enabled:
+            metrics.reloads.labels("rejected").inc()
+        return False
 
     async def on_sighup(self) -> None:
         with anyio.open_signal_receiver(signal.SIGHUP) as signals:

@@ -27,9 +27,9 @@ run: $(VENV)/.run-installed  ## serve the example server over HTTP on 127.0.0.1:
 
 # The suite runs on pytest-xdist workers, one test file at a time per worker (a file's tests
 # stay together and in order, sharing their module fixtures).  Much of its time is spent
-# waiting on processes and sockets, so a worker per core leaves the cores idle: measured on
-# 2 cores, see tests/README.md.  `make test TEST_WORKERS=0` runs it in one process.
-TEST_WORKERS ?= 3
+# waiting on processes and sockets, so a worker per core leaves the cores idle: on 2 cores
+# four workers beat three and two (tests/README.md).  TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 4
 
 test: $(VENV)/.dev-installed  ## the whole test suite (needs node/npm for the conformance tests)
 	$(BIN)/python -m compileall -q -j 0 src tests  # once, not in each of the suite's processes

@@ -25,8 +25,15 @@ $(VENV)/.docs-installed: $(BIN)/python pyproject.toml
 run: $(VENV)/.run-installed  ## serve the example server over HTTP on 127.0.0.1:$(PORT)
 	$(BIN)/mcpkit serve examples/quickstart.py --http --port $(PORT)
 
+# The suite runs on pytest-xdist workers, one test file at a time per worker (a file's tests
+# stay together and in order, sharing their module fixtures).  Much of its time is spent
+# waiting on processes and sockets, so a worker per core leaves the cores idle: on 2 cores
+# four workers beat three and two (tests/README.md).  TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 4
+
 test: $(VENV)/.dev-installed  ## the whole test suite (needs node/npm for the conformance tests)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m compileall -q -j 0 src tests  # once, not in each of the suite's processes
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests bench

@@ -19,6 +19,15 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return backend
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding a ``slow`` test run first, each file's tests still together and in
+    order.  ``make test`` hands whole files to its workers in collection order, so a
+    minute-long file collected last (the wheel installs, the README's ``pip`` block) kept
+    one worker busy after the others had finished."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: order kept within
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]

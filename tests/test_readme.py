@@ -227,7 +227,13 @@ def _redis(port_in_text: str | None) -> Iterator[int | None]:
 # --------------------------------------------------------------------------- the blocks
 
 
-@pytest.mark.parametrize("block", blocks(), ids=lambda b: f"{b.document}:{b.line}-{b.kind}")
+def block_params() -> list[object]:
+    """Every block; ``pip`` blocks (a fresh virtualenv installing the checkout, about a
+    minute) are marked ``slow`` so that this file is scheduled among the first."""
+    return [pytest.param(b, marks=pytest.mark.slow) if b.kind == "pip" else b for b in blocks()]
+
+
+@pytest.mark.parametrize("block", block_params(), ids=lambda b: f"{b.document}:{b.line}-{b.kind}")
 def test_readme_block(block: Block, scratch: Path) -> None:
     kind, rest = block.kind, block.how[len(block.kind) :].strip()
     if kind == "skip:":

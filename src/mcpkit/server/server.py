@@ -19,7 +19,7 @@ import anyio
 from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import Keyring
 from ..runtime.changes import PROMPTS, RESOURCES, TOOLS, ChangeBus
-from ..runtime.exchange import Exchange
+from ..runtime.exchange import NULL_EXCHANGE, Exchange
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
@@ -556,8 +556,6 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             meta = session.meta_for(params)
         else:
             meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
-        from ..runtime.exchange import NULL_EXCHANGE
-
         ctx = Context(
             self,
             meta,
@@ -578,8 +576,6 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None
     ) -> dict[str, Any]:
         """In-process dispatch (no transport): handy for tests and embedding."""
-        from ..runtime.exchange import NULL_EXCHANGE
-
         message = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params or {}}
         if meta is None:
             meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])

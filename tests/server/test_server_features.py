@@ -217,6 +217,11 @@ async def test_prompts_get_messages() -> None:
         {},
         {"name": "with_args"},  # missing required argument
         {"name": "with_args", "arguments": ["x"]},
+        # Not an object, for a prompt that needs no argument: refused as tools/call refuses
+        # them, not read as "no arguments".
+        {"name": "simple", "arguments": []},
+        {"name": "simple", "arguments": ""},
+        {"name": "simple", "arguments": 0},
     ],
 )
 async def test_prompts_get_errors(params: dict[str, Any]) -> None:

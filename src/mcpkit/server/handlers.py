@@ -124,9 +124,7 @@ def table(server: Server) -> dict[str, Handler]:
             prompt = None
         if prompt is None:
             raise invalid_params(f"Unknown prompt: {name}", {"name": name})
-        arguments = ctx.params.get("arguments") or {}
-        if not isinstance(arguments, dict):
-            raise invalid_params("prompts/get arguments must be an object")
+        arguments = object_param(ctx.params, "arguments", "prompts/get arguments must be an object")
         try:
             kwargs = prompt.arguments.validate(arguments)
         except validation_error() as exc:

@@ -14,9 +14,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from mcpkit import Server
+from mcpkit.protocol.sse import KEEPALIVE_SECONDS
 from mcpkit.transports.http import HttpOptions, McpHttpApp
 from mcpkit.transports.http.sessions import MAX_STREAMS_PER_SESSION
 from support.httpclient import LegacySessionClient, McpHttp, expect_error
@@ -152,6 +154,33 @@ def test_delete_ends_the_session(client: McpHttp, session: LegacySessionClient) 
     expect_error(again, 404, -32600, LEGACY)
     get = client.http.get(client.url, headers=session.headers(Accept="text/event-stream"))
     expect_error(get, 404, -32600, LEGACY)
+    client.assert_healthy()
+
+
+def test_delete_ends_the_sessions_open_get_stream(
+    client: McpHttp, session: LegacySessionClient
+) -> None:
+    """A session that is gone (DELETE here; evicted or dropped by another replica alike)
+    closes its standalone GET stream instead of leaving it open on a forgotten session."""
+    ended = threading.Event()
+    with client.http.stream(
+        "GET", client.url, headers=session.headers(Accept="text/event-stream")
+    ) as stream:
+        assert stream.status_code == 200
+
+        def read_to_the_end() -> None:
+            try:
+                for _ in stream.iter_lines():
+                    pass
+            except httpx.HTTPError:
+                pass
+            ended.set()
+
+        threading.Thread(target=read_to_the_end, daemon=True).start()
+        response = client.http.delete(client.url, headers=session.headers())
+        assert response.status_code == 200
+        # Before it ended only at the next keep-alive tick (when writing found it gone).
+        assert ended.wait(KEEPALIVE_SECONDS / 2), "the deleted session's GET stream stayed open"
     client.assert_healthy()
 
 

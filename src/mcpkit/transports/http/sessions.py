@@ -136,10 +136,16 @@ class HttpSession:
         return log
 
     def close_local(self) -> None:
+        """The session is gone here (deleted, evicted, expired or dropped by another
+        replica): fail what waits on the client, cancel what runs for it, end its
+        standalone GET stream and mark it closed."""
         for pending in self.outgoing.drain():
             pending.waiter.fail(McpError(INTERNAL_ERROR, "session closed"))
         for scope in self.incoming.all():
             scope.cancel()
+        if self.pushed is not None:
+            self.pushed.cancel()
+        self.legacy.close()
 
 
 class SessionStore:

@@ -26,6 +26,17 @@ PEER_PINS = ("mcp==2.3.0", "fastmcp==4.2.3", "uvicorn[standard]==0.54.0", "mangu
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
+#: The bench's ``initialize`` request (stdio cold start, the HTTP legacy handshake).
+LEGACY_INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": LEGACY,
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"},
+    },
+}
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},

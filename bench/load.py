@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .contenders import LEGACY, LUA, META, MODERN, Proc, _pin
+from .contenders import LEGACY, LEGACY_INITIALIZE, LUA, META, MODERN, OURS, Proc, _pin, free_port
+from .record import Run
 
 
 def post(
@@ -56,16 +57,7 @@ def wait_http(port: int, proc: Proc, timeout: float = 60.0) -> None:
 
 def legacy_session(port: int) -> str:
     """initialize + notifications/initialized; returns the Mcp-Session-Id."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": LEGACY,
-            "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "0"},
-        },
-    }
+    init = LEGACY_INITIALIZE
     status, headers, body = post(port, init, {"MCP-Protocol-Version": LEGACY})
     sid = headers.get("mcp-session-id")
     if status != 200 or not sid:
@@ -134,3 +126,18 @@ def run_wrk(port: int, conc: int, duration: float, args: list[str], cpu: int | N
         p99_ms=fields["p99_us"] / 1000,
         errors=errors,
     )
+
+
+def serve_ours_http(ctx: Run, env: dict[str, str] | None = None) -> tuple[Proc, int]:
+    """mcpkit's HTTP server (modern JSON answers) on a free port, output discarded; the
+    caller waits for it (:func:`wait_http`) and stops it."""
+    port = free_port()
+    proc = Proc(
+        ctx.contenders[OURS].http_cmd("modern-json", port),
+        ctx.settings.server_cpu,
+        ctx.workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    return proc, port

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .contenders import OURS, PEERS_DIR, SDK, Contender, Proc, Settings, _pin, free_port
-from .load import WrkRun, legacy_session, probe_content_type, run_wrk, wait_http
+from .load import WrkRun, legacy_session, probe_content_type, run_wrk, serve_ours_http, wait_http
 from .record import Run
 from .targets import (
     GATEWAY_CPU,
@@ -149,14 +149,7 @@ def bench_rss(ctx: Run) -> None:
         return
     s = ctx.settings
     first, second = s.rss_calls
-    port = free_port()
-    proc = Proc(
-        ctx.contenders[OURS].http_cmd("modern-json", port),
-        s.server_cpu,
-        ctx.workdir,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc, port = serve_ours_http(ctx)
     try:
         wait_http(port, proc)
         wrk_args = ["tools/call", "modern", "echo", "-"]

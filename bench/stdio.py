@@ -27,7 +27,7 @@ import sys
 import time
 from typing import Any
 
-from .contenders import FASTMCP, FLOOR, LEGACY, OURS, PEERS_DIR, SDK, Proc, _pin
+from .contenders import FASTMCP, FLOOR, LEGACY_INITIALIZE, OURS, PEERS_DIR, SDK, Proc, _pin
 from .record import Run
 from .targets import (
     SDK_AS_INSTALLED,
@@ -50,16 +50,7 @@ def _initialize_time(cmd: list[str], cpu: int | None, cwd: str) -> float:
     )
     assert proc.popen.stdin is not None and proc.popen.stdout is not None
     try:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LEGACY,
-                "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "0"},
-            },
-        }
+        init = LEGACY_INITIALIZE
         os.write(proc.popen.stdin.fileno(), json.dumps(init).encode() + b"\n")
         buffer = b""
         while True:

@@ -37,8 +37,8 @@ import subprocess
 import sys
 from typing import Any
 
-from .contenders import OURS, PEERS_DIR, Proc, _pin, free_port
-from .load import run_wrk, wait_http
+from .contenders import OURS, PEERS_DIR, Proc, _pin
+from .load import run_wrk, serve_ours_http, wait_http
 from .record import Run, fmt
 from .stdio import _run_json, raw_driver_cmd
 
@@ -104,16 +104,7 @@ def bench_variants(ctx: Run, base: str | None) -> None:
     try:
         if have_wrk:
             for name, extra in table.items():
-                port = free_port()
-                proc = Proc(
-                    ctx.contenders[OURS].http_cmd("modern-json", port),
-                    s.server_cpu,
-                    ctx.workdir,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    env=_env(extra),
-                )
-                servers[name] = (proc, port)
+                servers[name] = serve_ours_http(ctx, _env(extra))
             for proc, port in servers.values():
                 wait_http(port, proc)
                 if s.warmup:

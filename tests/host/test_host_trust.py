@@ -36,6 +36,30 @@ def test_the_trust_key_is_the_exact_launch_but_not_secret_values(tmp_path: Path)
     assert store.reset() == 1 and store.needs_trust(base)
 
 
+def test_one_interpreter_spelled_three_ways_is_one_trust(tmp_path: Path) -> None:
+    """A venv's python, python3 and python3.X are one file: trusting the launch under one
+    spelling trusts it under the others, but never a python that is another file."""
+    venv, other = tmp_path / "venv" / "bin", tmp_path / "other" / "bin"
+    venv.mkdir(parents=True)
+    other.mkdir(parents=True)
+    (venv / "python").write_text("#!/bin/sh\n")
+    (venv / "python3").symlink_to("python")
+    (venv / "python3.11").symlink_to("python3")
+    (other / "python").write_text("#!/bin/sh\n")
+    (other / "python3").write_text("#!/bin/sh\n")  # a different file from other/python
+
+    def launch(program: Path | str) -> ServerConfig:
+        return ServerConfig(name="s", command=(str(program), "server.py"))
+
+    store = TrustStore(tmp_path / "t.json")
+    store.trust(launch(venv / "python3"))
+    assert not store.needs_trust(launch(venv / "python"))
+    assert not store.needs_trust(launch(venv / "python3.11"))
+    assert store.needs_trust(launch(other / "python"))
+    assert trust_key(launch(other / "python3")) != trust_key(launch(other / "python"))
+    assert trust_key(launch("python3")) != trust_key(launch("python"))  # relative: as given
+
+
 def host(config: Path, env: dict[str, str], typed: str) -> str:
     run = subprocess.run(
         [sys.executable, "-m", "mcpkit.cli.main", "host", "--config", str(config)],

@@ -6,7 +6,11 @@ start a command it has not seen, the person confirms it (in the terminal or the 
 like VS Code's "trust this server" step.  What is trusted is the exact launch: the command
 and its arguments, the *names* of the environment variables it gets (not their values,
 which are often secrets that rotate) and the working directory.  Change any of them and
-the person is asked again.
+the person is asked again.  One spelling is forgiven: a virtualenv's ``python``,
+``python3`` and ``python3.X`` are one interpreter, so an absolute path to any of them is
+keyed as the ``python`` beside it when both are the same file.  Otherwise a host started
+as ``.venv/bin/python3`` (whose bare ``python`` becomes that path) would ask again for a
+server trusted from ``.venv/bin/mcpkit`` (whose interpreter is ``.venv/bin/python``).
 
 Trust is remembered per user in a JSON file: ``$MCPKIT_TRUST_FILE``, else
 ``$XDG_CONFIG_HOME/mcpkit/trusted-servers.json`` (``~/.config`` by default).
@@ -18,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -33,8 +39,27 @@ def default_trust_file() -> Path:
 
 def trust_key(config: ServerConfig) -> str:
     """What a person approves when they trust a stdio server (see the module doc)."""
-    seen = {"command": list(config.command), "env": sorted(config.env), "cwd": config.cwd or ""}
+    command = list(config.command)
+    if command:
+        command[0] = _interpreter_spelling(command[0])
+    seen = {"command": command, "env": sorted(config.env), "cwd": config.cwd or ""}
     return hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()
+
+
+_PYTHON_NAME = re.compile(r"python(3(\.\d+)?)?")
+
+
+def _interpreter_spelling(program: str) -> str:
+    """``/venv/bin/python3.11`` -> ``/venv/bin/python`` when that is the same file; any
+    other program as given (a relative name, or a ``python`` that is another file)."""
+    path = Path(program)
+    if not path.is_absolute() or not _PYTHON_NAME.fullmatch(path.name):
+        return program
+    plain = path.with_name("python")
+    try:
+        return str(plain) if plain != path and os.path.samefile(plain, path) else program
+    except OSError:
+        return program
 
 
 class TrustStore:

@@ -395,32 +395,42 @@ def create_app(web: WebHost) -> Starlette:
     async def no_icon(request: Request) -> Response:
         return Response(status_code=204)
 
+    # The page's API under /api/, by method; every route needs the page's token (guarded).
+    reads = {
+        "state": state,
+        "tools": tools,
+        "resources": list_resources,
+        "prompts": list_prompts,
+        "audit": audit,
+        "logs": logs,
+        "events": events,
+    }
+    actions = {
+        "servers": add_server,
+        "servers/{name}/restart": server_action,
+        "servers/{name}/trust": server_action,
+        "servers/{name}/logout": server_action,
+        "tools/call": call_tool,
+        "calls/cancel": cancel_call,
+        "resources/read": read_resource,
+        "prompts/get": get_prompt,
+        "prompts/complete": complete_prompt,
+        "apps/open": open_app,
+        "apps/message": app_message,
+        "apps/context": app_context,
+        "apps/log": app_log,
+        "answer": answer,
+        "permissions": permissions,
+        "chat": chat,
+    }
     routes = [
         Route("/", guarded(index)),
         Route("/favicon.ico", no_icon),
-        Route("/api/state", guarded(state)),
-        Route("/api/servers", guarded(add_server), methods=["POST"]),
         Route("/api/servers/{name}", guarded(server_action), methods=["DELETE"]),
-        Route("/api/servers/{name}/restart", guarded(server_action), methods=["POST"]),
-        Route("/api/servers/{name}/trust", guarded(server_action), methods=["POST"]),
-        Route("/api/servers/{name}/logout", guarded(server_action), methods=["POST"]),
-        Route("/api/tools", guarded(tools)),
-        Route("/api/tools/call", guarded(call_tool), methods=["POST"]),
-        Route("/api/calls/cancel", guarded(cancel_call), methods=["POST"]),
-        Route("/api/resources", guarded(list_resources)),
-        Route("/api/resources/read", guarded(read_resource), methods=["POST"]),
-        Route("/api/prompts", guarded(list_prompts)),
-        Route("/api/prompts/get", guarded(get_prompt), methods=["POST"]),
-        Route("/api/prompts/complete", guarded(complete_prompt), methods=["POST"]),
-        Route("/api/apps/open", guarded(open_app), methods=["POST"]),
-        Route("/api/apps/message", guarded(app_message), methods=["POST"]),
-        Route("/api/apps/context", guarded(app_context), methods=["POST"]),
-        Route("/api/answer", guarded(answer), methods=["POST"]),
-        Route("/api/permissions", guarded(permissions), methods=["POST"]),
-        Route("/api/chat", guarded(chat), methods=["POST"]),
-        Route("/api/audit", guarded(audit)),
-        Route("/api/logs", guarded(logs)),
-        Route("/api/apps/log", guarded(app_log), methods=["POST"]),
-        Route("/api/events", guarded(events)),
+        *(Route(f"/api/{path}", guarded(handler)) for path, handler in reads.items()),
+        *(
+            Route(f"/api/{path}", guarded(handler), methods=["POST"])
+            for path, handler in actions.items()
+        ),
     ]
     return Starlette(routes=routes)

@@ -1,7 +1,8 @@
 """The keyword options of ``Server.tool`` and ``Server.prompt``, written once for their
 ``@overload``s: bare ``@server.tool`` returns the function, ``@server.tool(...)`` returns a
 decorator, and either way the decorated function keeps its own type for mypy and editors.
-Imported only by type checkers; the methods themselves list the same keywords."""
+Imported only by type checkers; :func:`~mcpkit.server.registry.make_tool` and
+:func:`~mcpkit.server.registry.make_prompt` take the same keywords, with their defaults."""
 
 from __future__ import annotations
 

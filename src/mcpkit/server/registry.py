@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -181,26 +181,48 @@ class ToolEntry:
         return {"content": to_content_blocks(value)}
 
 
+def check_tool_options(
+    timeout: float | None, inline: bool, task: TaskSupport, task_start: TaskStart
+) -> None:
+    """Refuse options that cannot work together, when ``Server.tool(...)`` is called
+    (before any function is decorated)."""
+    if timeout is not None and timeout <= 0:
+        raise ValueError("timeout must be a positive number of seconds")
+    if inline and timeout is not None:
+        raise ValueError("an inline tool cannot be timed out: it runs to its end")
+    if task not in ("forbidden", "optional", "required"):
+        raise ValueError("task must be 'forbidden', 'optional' or 'required'")
+    if task_start not in ("auto", "manual"):
+        raise ValueError("task_start must be 'auto' or 'manual'")
+
+
 def make_tool(
     fn: Fn,
     context_type: type,
     *,
-    name: str | None,
-    title: str | None,
-    description: str | None,
-    annotations: dict[str, Any] | None,
-    input_schema: dict[str, Any] | None,
-    output_schema: dict[str, Any] | None,
-    structured_output: bool | None,
-    meta: dict[str, Any] | None,
-    icons: list[dict[str, Any]] | None,
-    execution: dict[str, Any] | None = None,
-    task_support: TaskSupport = "forbidden",
-    task_manual: bool = False,
-    threaded: bool = False,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    annotations: dict[str, Any] | None = None,
+    input_schema: dict[str, Any] | None = None,
+    output_schema: dict[str, Any] | None = None,
+    structured_output: bool | None = None,
+    meta: dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    task: TaskSupport = "forbidden",
+    task_start: TaskStart = "auto",
+    threaded: bool = True,
+    inline: bool = False,
+    timeout: float | None = None,
+    tags: Iterable[str] | None = None,
 ) -> ToolEntry:
+    """The entry ``Server.tool`` registers; the keywords (and their defaults) are the
+    options of ``ToolOptions``, listed once here."""
     from ..protocol.headers import header_params
     from .docstrings import add_descriptions, describe
+    from .visibility import check_tags
+
+    check_icons(icons)
 
     tool_name = name or fn.__name__
     arguments = ArgumentModel(fn, context_type, title=tool_name.title().replace("_", ""))
@@ -225,7 +247,6 @@ def make_tool(
             "outputSchema": out_schema,
             "annotations": annotations,
             "icons": icons,
-            "execution": execution,
             "_meta": meta,
         }
     )
@@ -243,10 +264,48 @@ def make_tool(
         context_param=arguments.context_param,
         accepts=None if arguments.accepts_kwargs else frozenset(arguments.field_names),
         coroutine=inspect.iscoroutinefunction(fn),
-        task_support=task_support,
-        task_manual=task_manual,
-        threaded=threaded,
+        task_support=task,
+        task_manual=task_start == "manual",
+        # A timeout can only abandon a call that runs in a worker thread.
+        threaded=(threaded and not inline) or timeout is not None,
+        timeout=timeout,
+        tags=check_tags(tags),
     )
+
+
+def make_prompt(
+    fn: Fn,
+    context_type: type,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    meta: dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    tags: Iterable[str] | None = None,
+) -> PromptEntry:
+    """The entry ``Server.prompt`` registers: its string parameters are the prompt's
+    arguments; the keywords are the options of ``PromptOptions``."""
+    from .docstrings import add_descriptions, describe
+    from .visibility import check_tags
+
+    prompt_name = name or fn.__name__
+    check_elicit_calls(fn)
+    model = ArgumentModel(fn, context_type, title=prompt_name.title())
+    doc_text, doc_params = describe(fn)
+    add_descriptions(model.schema, doc_params)
+    check_icons(icons)
+    wire: dict[str, Any] = {"name": prompt_name}
+    for key, value in (
+        ("title", title),
+        ("description", description or doc_text),
+        ("icons", icons),
+        ("_meta", meta),
+    ):
+        if value:
+            wire[key] = value
+    wire["arguments"] = prompt_arguments(model)
+    return PromptEntry(prompt_name, fn, wire, model, tags=check_tags(tags))
 
 
 def _compile_schema(schema: dict[str, Any]) -> Any:

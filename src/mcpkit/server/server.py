@@ -34,7 +34,6 @@ from ..types.versions import (
 from . import handlers
 from .composition import Composition
 from .context import Context
-from .docstrings import add_descriptions, describe
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
 from .notices import ChangeNotices
@@ -43,14 +42,13 @@ from .registry import (
     Fn,
     PromptEntry,
     ResourceEntry,
-    TaskStart,
-    TaskSupport,
     TemplateEntry,
     ToolEntry,
     check_elicit_calls,
     check_icons,
+    check_tool_options,
+    make_prompt,
     make_tool,
-    prompt_arguments,
 )
 from .schema import ArgumentModel
 from .uritemplate import UriTemplate, is_template
@@ -165,27 +163,10 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     def tool(self, fn: F, /, **options: Unpack[ToolOptions]) -> F: ...
     @overload
     def tool(self, fn: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
-    def tool(
-        self,
-        fn: F | None = None,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: dict[str, Any] | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        structured_output: bool | None = None,
-        meta: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        task: TaskSupport = "forbidden",
-        task_start: TaskStart = "auto",
-        threaded: bool = True,
-        inline: bool = False,
-        timeout: float | None = None,
-        tags: Iterable[str] | None = None,
-    ) -> F | Callable[[F], F]:
-        """Register a function as a tool.  Use bare (``@server.tool``) or with options.
+    def tool(self, fn: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
+        """Register a function as a tool.  Use bare (``@server.tool``) or with options
+        (:class:`~mcpkit.server.options.ToolOptions`; their defaults:
+        :func:`~mcpkit.server.registry.make_tool`).
 
         The input schema comes from the type hints (or ``input_schema``); a parameter
         annotated ``Context`` receives the request context.  Returning a ``dict``, a
@@ -209,38 +190,19 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         added on first use).  A plain ``def`` tool with a timeout runs in a worker thread,
         the only way it can be abandoned; the thread itself runs on to its end.
         """
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
-        if inline and timeout is not None:
-            raise ValueError("an inline tool cannot be timed out: it runs to its end")
-        if task not in ("forbidden", "optional", "required"):
-            raise ValueError("task must be 'forbidden', 'optional' or 'required'")
-        if task_start not in ("auto", "manual"):
-            raise ValueError("task_start must be 'auto' or 'manual'")
+        check_tool_options(
+            options.get("timeout"),
+            options.get("inline", False),
+            options.get("task", "forbidden"),
+            options.get("task_start", "auto"),
+        )
 
         def register(func: F) -> F:
             check_elicit_calls(func)
-            entry = make_tool(
-                func,
-                Context,
-                name=name,
-                title=title,
-                description=description,
-                annotations=annotations,
-                input_schema=input_schema,
-                output_schema=output_schema,
-                structured_output=structured_output,
-                meta=meta,
-                icons=check_icons(icons),
-                task_support=task,
-                task_manual=task_start == "manual",
-                threaded=(threaded and not inline) or timeout is not None,
-            )
-            entry.timeout = timeout
-            entry.tags = check_tags(tags)
-            if timeout is not None:
+            entry = make_tool(func, Context, **options)
+            if entry.timeout is not None:
                 self._ensure_timeouts()
-            if task != "forbidden":
+            if entry.task_support != "forbidden":
                 self._task_tools = True
             self._check_duplicate("tool", entry.name, entry.name in self.tools)
             self.tools[entry.name] = entry
@@ -343,39 +305,15 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     @overload
     def prompt(self, fn: None = None, /, **options: Unpack[PromptOptions]) -> Callable[[F], F]: ...
     def prompt(
-        self,
-        fn: F | None = None,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        meta: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        tags: Iterable[str] | None = None,
+        self, fn: F | None = None, /, **options: Unpack[PromptOptions]
     ) -> F | Callable[[F], F]:
-        """Register a prompt; its string parameters are the prompt's arguments."""
+        """Register a prompt; its string parameters are the prompt's arguments (options:
+        :class:`~mcpkit.server.options.PromptOptions`)."""
 
         def register(func: F) -> F:
-            prompt_name = name or func.__name__
-            check_elicit_calls(func)
-            model = ArgumentModel(func, Context, title=prompt_name.title())
-            doc_text, doc_params = describe(func)
-            add_descriptions(model.schema, doc_params)
-            check_icons(icons)
-            wire: dict[str, Any] = {"name": prompt_name}
-            for key, value in (
-                ("title", title),
-                ("description", description or doc_text),
-                ("icons", icons),
-                ("_meta", meta),
-            ):
-                if value:
-                    wire[key] = value
-            wire["arguments"] = prompt_arguments(model)
-            self._check_duplicate("prompt", prompt_name, prompt_name in self.prompts)
-            self.prompts[prompt_name] = PromptEntry(
-                prompt_name, func, wire, model, tags=check_tags(tags)
-            )
+            entry = make_prompt(func, Context, **options)
+            self._check_duplicate("prompt", entry.name, entry.name in self.prompts)
+            self.prompts[entry.name] = entry
             self._changed(PROMPTS)
             return func
 

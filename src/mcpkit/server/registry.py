@@ -15,7 +15,8 @@ from typing import Any, Literal
 from ..types.errors import INTERNAL_ERROR, McpError
 from .content import blocks, is_content, json_text, to_content_blocks
 from .schema import ArgumentModel, output_schema_for, validation_error
-from .uritemplate import UriTemplate
+from .uritemplate import UriTemplate, is_template
+from .visibility import check_tags
 
 Fn = Callable[..., Any]
 #: ``@server.tool(task=...)``: may a call run as a durable task (tasks extension)?
@@ -220,7 +221,6 @@ def make_tool(
     options of ``ToolOptions``, listed once here."""
     from ..protocol.headers import header_params
     from .docstrings import add_descriptions, describe
-    from .visibility import check_tags
 
     check_icons(icons)
 
@@ -287,7 +287,6 @@ def make_prompt(
     """The entry ``Server.prompt`` registers: its string parameters are the prompt's
     arguments; the keywords are the options of ``PromptOptions``."""
     from .docstrings import add_descriptions, describe
-    from .visibility import check_tags
 
     prompt_name = name or fn.__name__
     check_elicit_calls(fn)
@@ -350,6 +349,52 @@ class TemplateEntry:
     param_names: tuple[str, ...] = ()
     ttl_ms: int | None = None
     tags: frozenset[str] = frozenset()
+
+
+def make_resource(
+    fn: Fn,
+    context_type: type,
+    uri: str,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    mime_type: str | None = None,
+    size: int | None = None,
+    annotations: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    ttl_ms: int | None = None,
+    listed: bool = True,
+    tags: Iterable[str] | None = None,
+) -> ResourceEntry | TemplateEntry:
+    """The entry ``Server.resource`` registers: a template when ``uri`` has
+    ``{variables}``; the keywords are the options of ``ResourceOptions``."""
+
+    model = ArgumentModel(fn, context_type, title="Resource")
+    doc = inspect.getdoc(fn)
+    listing = {
+        "name": name or fn.__name__,
+        "title": title,
+        "description": description or (doc.strip() if doc else None),
+        "mimeType": mime_type,
+        "annotations": annotations,
+        "icons": icons,
+        "_meta": meta,
+    }
+    check_icons(icons)
+    if is_template(uri):
+        compiled = UriTemplate.compile(uri)
+        wire = {"uriTemplate": uri, **_drop_none(listing)}
+        context, params = model.context_param, model.field_names
+        return TemplateEntry(
+            compiled, fn, wire, mime_type, context, params, ttl_ms, check_tags(tags)
+        )
+    wire = {"uri": uri, **_drop_none(listing)}
+    if size is not None:
+        wire["size"] = size
+    context = model.context_param
+    return ResourceEntry(uri, fn, wire, mime_type, context, ttl_ms, listed, check_tags(tags))
 
 
 def resource_contents(

@@ -39,7 +39,6 @@ from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wra
 from .notices import ChangeNotices
 from .registry import (
     Completer,
-    Fn,
     PromptEntry,
     ResourceEntry,
     TemplateEntry,
@@ -48,14 +47,13 @@ from .registry import (
     check_icons,
     check_tool_options,
     make_prompt,
+    make_resource,
     make_tool,
 )
-from .schema import ArgumentModel
-from .uritemplate import UriTemplate, is_template
-from .visibility import Visibility, VisibilityControls, check_tags
+from .visibility import Visibility, VisibilityControls
 
 if TYPE_CHECKING:
-    from .options import PromptOptions, ToolOptions
+    from .options import PromptOptions, ResourceOptions, ToolOptions
 
 __all__ = ["Server"]
 
@@ -227,74 +225,25 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         if self.tools.pop(name, None) is not None:
             self._changed(TOOLS)
 
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        size: int | None = None,
-        annotations: dict[str, Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        ttl_ms: int | None = None,
-        listed: bool = True,
-        tags: Iterable[str] | None = None,
-    ) -> Callable[[F], F]:
-        """Register a resource (or a resource template when ``uri`` has ``{variables}``).
+    def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
+        """Register a resource (or a resource template when ``uri`` has ``{variables}``);
+        options: :class:`~mcpkit.server.options.ResourceOptions`.
 
         The function returns ``str`` (text), ``bytes`` (blob) or content dicts; template
         variables arrive as keyword arguments.
         """
 
         def register(func: F) -> F:
-            model = ArgumentModel(func, Context, title="Resource")
-            base: dict[str, Any] = {
-                "name": name or func.__name__,
-                "title": title,
-                "description": description or _doc(func),
-                "mimeType": mime_type,
-                "annotations": annotations,
-                "icons": icons,
-                "_meta": meta,
-            }
-            check_icons(icons)
-            if is_template(uri):
-                compiled = UriTemplate.compile(uri)
-                wire = {"uriTemplate": uri, **{k: v for k, v in base.items() if v is not None}}
+            entry = make_resource(func, Context, uri, **options)
+            if isinstance(entry, TemplateEntry):
                 same = [t for t in self.templates if t.wire["uriTemplate"] == uri]
                 self._check_duplicate("resource template", uri, bool(same))
                 for old in same:
                     self.templates.remove(old)
-                self.templates.append(
-                    TemplateEntry(
-                        compiled,
-                        func,
-                        wire,
-                        mime_type,
-                        model.context_param,
-                        model.field_names,
-                        ttl_ms,
-                        check_tags(tags),
-                    )
-                )
+                self.templates.append(entry)
             else:
-                wire = {"uri": uri, **{k: v for k, v in base.items() if v is not None}}
-                if size is not None:
-                    wire["size"] = size
                 self._check_duplicate("resource", uri, uri in self.resources)
-                self.resources[uri] = ResourceEntry(
-                    uri,
-                    func,
-                    wire,
-                    mime_type,
-                    model.context_param,
-                    ttl_ms,
-                    listed,
-                    check_tags(tags),
-                )
+                self.resources[uri] = entry
             self._changed(RESOURCES)
             return func
 
@@ -523,10 +472,3 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
 async def _nothing(ctx: Context) -> dict[str, Any]:
     """The innermost step of a notification's chain: the transport already acted on it."""
     return {}
-
-
-def _doc(fn: Fn) -> str | None:
-    import inspect
-
-    doc = inspect.getdoc(fn)
-    return doc.strip() if doc else None

@@ -31,7 +31,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from .host import Host, ToolCancelled, ToolDenied
-from .models.base import Message, Model, ModelReply, StreamingModel
+from .models.base import Message, Model, ModelReply, Sinks, StreamingModel
 from .search import SEARCH_TOOL, search_tools
 
 __all__ = [
@@ -300,13 +300,10 @@ class Conversation:
     async def _ask_model(self, tools: list[dict[str, Any]]) -> ModelReply:
         """One model step; streamed as ``assistant_delta`` events when the model can."""
         if self.stream and isinstance(self.model, StreamingModel):
-            return await self.model.stream_reply(
-                self.messages,
-                tools,
-                self.system_prompt(),
-                lambda text: self._emit("assistant_delta", {"text": text}),
-                self._partial_input,
+            to = Sinks(
+                lambda text: self._emit("assistant_delta", {"text": text}), self._partial_input
             )
+            return await self.model.stream_reply(self.messages, tools, self.system_prompt(), to)
         return await self.model.reply(self.messages, tools, self.system_prompt())
 
     def system_prompt(self) -> str | None:

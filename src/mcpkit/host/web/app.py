@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -52,27 +53,24 @@ _PAGE_HEADERS = {
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+@dataclass(eq=False)
 class WebHost:
-    """The state behind the page: the host, its web interaction, the chat."""
+    """The state behind the page: the host, its web interaction, the chat (with ``model``,
+    when there is one).  ``token`` guards the page's API (default: a random one)."""
 
-    def __init__(
-        self,
-        host: Host,
-        interaction: WebInteraction,
-        *,
-        model: Model | None = None,
-        system: str | None = None,
-        token: str | None = None,
-    ) -> None:
-        self.host = host
-        self.interaction = interaction
-        self.model = model
-        self.token = token or secrets.token_urlsafe(32)
-        self.allowed_hosts: set[str] = set()
-        self.sandbox = Sandbox()
+    host: Host
+    interaction: WebInteraction
+    _: KW_ONLY
+    model: Model | None = None
+    system: str | None = None
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    allowed_hosts: set[str] = field(default_factory=set, init=False)
+    sandbox: Sandbox = field(default_factory=Sandbox, init=False)
+
+    def __post_init__(self) -> None:
         self.chat = (
-            Conversation(host, model, system=system, on_event=self._chat_event)
-            if model is not None
+            Conversation(self.host, self.model, system=self.system, on_event=self._chat_event)
+            if self.model is not None
             else None
         )
         self._chat_lock = anyio.Lock()

@@ -10,13 +10,16 @@ import base64
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from ..types.errors import INTERNAL_ERROR, McpError
 from .content import blocks, is_content, json_text, to_content_blocks
 from .schema import ArgumentModel, output_schema_for, validation_error
 from .uritemplate import UriTemplate, is_template
 from .visibility import check_tags
+
+if TYPE_CHECKING:
+    from .options import PromptOptions, ResourceOptions
 
 Fn = Callable[..., Any]
 #: ``@server.tool(task=...)``: may a call run as a durable task (tasks extension)?
@@ -273,38 +276,28 @@ def make_tool(
     )
 
 
-def make_prompt(
-    fn: Fn,
-    context_type: type,
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    meta: dict[str, Any] | None = None,
-    icons: list[dict[str, Any]] | None = None,
-    tags: Iterable[str] | None = None,
-) -> PromptEntry:
+def make_prompt(fn: Fn, context_type: type, **options: Unpack[PromptOptions]) -> PromptEntry:
     """The entry ``Server.prompt`` registers: its string parameters are the prompt's
-    arguments; the keywords are the options of ``PromptOptions``."""
+    arguments; every option defaults to None (unset)."""
     from .docstrings import add_descriptions, describe
 
-    prompt_name = name or fn.__name__
+    prompt_name = options.get("name") or fn.__name__
     check_elicit_calls(fn)
     model = ArgumentModel(fn, context_type, title=prompt_name.title())
     doc_text, doc_params = describe(fn)
     add_descriptions(model.schema, doc_params)
-    check_icons(icons)
+    icons = check_icons(options.get("icons"))
     wire: dict[str, Any] = {"name": prompt_name}
     for key, value in (
-        ("title", title),
-        ("description", description or doc_text),
+        ("title", options.get("title")),
+        ("description", options.get("description") or doc_text),
         ("icons", icons),
-        ("_meta", meta),
+        ("_meta", options.get("meta")),
     ):
         if value:
             wire[key] = value
     wire["arguments"] = prompt_arguments(model)
-    return PromptEntry(prompt_name, fn, wire, model, tags=check_tags(tags))
+    return PromptEntry(prompt_name, fn, wire, model, tags=check_tags(options.get("tags")))
 
 
 def _compile_schema(schema: dict[str, Any]) -> Any:
@@ -352,49 +345,34 @@ class TemplateEntry:
 
 
 def make_resource(
-    fn: Fn,
-    context_type: type,
-    uri: str,
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    mime_type: str | None = None,
-    size: int | None = None,
-    annotations: dict[str, Any] | None = None,
-    meta: dict[str, Any] | None = None,
-    icons: list[dict[str, Any]] | None = None,
-    ttl_ms: int | None = None,
-    listed: bool = True,
-    tags: Iterable[str] | None = None,
+    fn: Fn, context_type: type, uri: str, **options: Unpack[ResourceOptions]
 ) -> ResourceEntry | TemplateEntry:
     """The entry ``Server.resource`` registers: a template when ``uri`` has
-    ``{variables}``; the keywords are the options of ``ResourceOptions``."""
-
+    ``{variables}``.  Every option defaults to None (unset), but ``listed`` to True."""
     model = ArgumentModel(fn, context_type, title="Resource")
     doc = inspect.getdoc(fn)
+    mime_type = options.get("mime_type")
     listing = {
-        "name": name or fn.__name__,
-        "title": title,
-        "description": description or (doc.strip() if doc else None),
+        "name": options.get("name") or fn.__name__,
+        "title": options.get("title"),
+        "description": options.get("description") or (doc.strip() if doc else None),
         "mimeType": mime_type,
-        "annotations": annotations,
-        "icons": icons,
-        "_meta": meta,
+        "annotations": options.get("annotations"),
+        "icons": check_icons(options.get("icons")),
+        "_meta": options.get("meta"),
     }
-    check_icons(icons)
+    ttl_ms = options.get("ttl_ms")
     if is_template(uri):
         compiled = UriTemplate.compile(uri)
+        tags = check_tags(options.get("tags"))
         wire = {"uriTemplate": uri, **_drop_none(listing)}
         context, params = model.context_param, model.field_names
-        return TemplateEntry(
-            compiled, fn, wire, mime_type, context, params, ttl_ms, check_tags(tags)
-        )
+        return TemplateEntry(compiled, fn, wire, mime_type, context, params, ttl_ms, tags)
     wire = {"uri": uri, **_drop_none(listing)}
-    if size is not None:
+    if (size := options.get("size")) is not None:
         wire["size"] = size
-    context = model.context_param
-    return ResourceEntry(uri, fn, wire, mime_type, context, ttl_ms, listed, check_tags(tags))
+    listed, tags = options.get("listed", True), check_tags(options.get("tags"))
+    return ResourceEntry(uri, fn, wire, mime_type, model.context_param, ttl_ms, listed, tags)
 
 
 def resource_contents(

@@ -1,7 +1,9 @@
 """The keyword options of ``Server.tool``, ``Server.prompt`` and ``Server.resource``,
 written once.  ``tool`` and ``prompt`` take them in their ``@overload``s too: bare
 ``@server.tool`` returns the function, ``@server.tool(...)`` returns a decorator, and
-either way the decorated function keeps its own type for mypy and editors.  Imported only by type checkers.  :func:`~mcpkit.server.registry.make_tool` takes the
+either way the decorated function keeps its own type for mypy and editors.
+
+Imported only by type checkers.  :func:`~mcpkit.server.registry.make_tool` takes the
 tool's options with their defaults; :func:`~mcpkit.server.registry.make_prompt` and
 :func:`~mcpkit.server.registry.make_resource` read theirs from the mapping (every one
 unset is None, but a resource's ``listed``, True)."""

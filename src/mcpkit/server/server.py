@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, Unpack, overload
 
 import anyio
 
@@ -37,6 +37,7 @@ from .context import Context
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
 from .notices import ChangeNotices
+from .options import PromptOptions, ResourceOptions, ToolOptions
 from .registry import (
     Completer,
     PromptEntry,
@@ -51,9 +52,6 @@ from .registry import (
     make_tool,
 )
 from .visibility import Visibility, VisibilityControls
-
-if TYPE_CHECKING:
-    from .options import PromptOptions, ResourceOptions, ToolOptions
 
 __all__ = ["Server"]
 
@@ -188,6 +186,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         added on first use).  A plain ``def`` tool with a timeout runs in a worker thread,
         the only way it can be abandoned; the thread itself runs on to its end.
         """
+        _known_keywords("tool", options, ToolOptions)
         check_tool_options(
             options.get("timeout"),
             options.get("inline", False),
@@ -232,6 +231,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         The function returns ``str`` (text), ``bytes`` (blob) or content dicts; template
         variables arrive as keyword arguments.
         """
+        _known_keywords("resource", options, ResourceOptions)
 
         def register(func: F) -> F:
             entry = make_resource(func, Context, uri, **options)
@@ -258,6 +258,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     ) -> F | Callable[[F], F]:
         """Register a prompt; its string parameters are the prompt's arguments (options:
         :class:`~mcpkit.server.options.PromptOptions`)."""
+        _known_keywords("prompt", options, PromptOptions)
 
         def register(func: F) -> F:
             entry = make_prompt(func, Context, **options)
@@ -472,3 +473,11 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
 async def _nothing(ctx: Context) -> dict[str, Any]:
     """The innermost step of a notification's chain: the transport already acted on it."""
     return {}
+
+
+def _known_keywords(method: str, options: Mapping[str, Any], typed: Any) -> None:
+    """Refuse a keyword the options TypedDict ``typed`` does not name when the method is
+    called, as a signature listing them would (not later, at decoration)."""
+    for key in options:
+        if key not in typed.__optional_keys__:
+            raise TypeError(f"Server.{method}() got an unexpected keyword argument {key!r}")

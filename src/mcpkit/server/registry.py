@@ -86,10 +86,16 @@ class ToolError(Exception):
 
 
 @dataclass(slots=True)
-class ToolEntry:
-    name: str
+class Entry:
+    """What every registration keeps: its function, and its entry in the list results."""
+
     fn: Fn
     wire: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ToolEntry(Entry):
+    name: str
     arguments: ArgumentModel | None
     output_adapter: Any = None
     wrapped_output: bool = False
@@ -297,7 +303,7 @@ def make_prompt(fn: Fn, context_type: type, **options: Unpack[PromptOptions]) ->
         if value:
             wire[key] = value
     wire["arguments"] = prompt_arguments(model)
-    return PromptEntry(prompt_name, fn, wire, model, tags=check_tags(options.get("tags")))
+    return PromptEntry(fn, wire, prompt_name, model, tags=check_tags(options.get("tags")))
 
 
 def _compile_schema(schema: dict[str, Any]) -> Any:
@@ -321,10 +327,8 @@ def _compile_schema(schema: dict[str, Any]) -> Any:
 
 
 @dataclass(slots=True)
-class ResourceEntry:
+class ResourceEntry(Entry):
     uri: str
-    fn: Fn
-    wire: dict[str, Any]
     mime_type: str | None
     context_param: str | None
     ttl_ms: int | None = None
@@ -333,10 +337,8 @@ class ResourceEntry:
 
 
 @dataclass(slots=True)
-class TemplateEntry:
+class TemplateEntry(Entry):
     template: UriTemplate
-    fn: Fn
-    wire: dict[str, Any]
     mime_type: str | None
     context_param: str | None
     param_names: tuple[str, ...] = ()
@@ -367,12 +369,12 @@ def make_resource(
         tags = check_tags(options.get("tags"))
         wire = {"uriTemplate": uri, **_drop_none(listing)}
         context, params = model.context_param, model.field_names
-        return TemplateEntry(compiled, fn, wire, mime_type, context, params, ttl_ms, tags)
+        return TemplateEntry(fn, wire, compiled, mime_type, context, params, ttl_ms, tags)
     wire = {"uri": uri, **_drop_none(listing)}
     if (size := options.get("size")) is not None:
         wire["size"] = size
     listed, tags = options.get("listed", True), check_tags(options.get("tags"))
-    return ResourceEntry(uri, fn, wire, mime_type, model.context_param, ttl_ms, listed, tags)
+    return ResourceEntry(fn, wire, uri, mime_type, model.context_param, ttl_ms, listed, tags)
 
 
 def resource_contents(
@@ -410,10 +412,8 @@ def resource_contents(
 
 
 @dataclass(slots=True)
-class PromptEntry:
+class PromptEntry(Entry):
     name: str
-    fn: Fn
-    wire: dict[str, Any]
     arguments: ArgumentModel
     required: tuple[str, ...] = field(default_factory=tuple)
     tags: frozenset[str] = frozenset()

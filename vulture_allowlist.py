@@ -85,6 +85,7 @@ validate_request_headers  # protocol.headers: the whole check, for any caller
 TESTED_ANYIO_MAJOR  # runtime.compat: the pin pyproject is tested against
 CollectingExchange  # runtime.exchange: the in-process exchange of tests and mcpkit.testing
 _.enable_tool_search  # server.Server
+_.transform_tool
 _.remove_tool
 _.add_resource
 _.client_supports  # server.Context

@@ -46,6 +46,9 @@ LAYERS: dict[str, int] = {
     # flow.  It imports only types; the HTTP app takes its policy (``McpHttpApp(auth=)``),
     # and the gateway and cli use it, so it sits beside protocol.
     "auth": 1,
+    # The ASGI body loop that transports.http and auth.resource_server share (asgi.py):
+    # below both, it imports nothing of mcpkit.
+    "asgi": 1,
     # Function-platform adapters around the HTTP app (Lambda, Cloud Functions, Cloud Run).
     "serverless": 7,
     "cli": 8,

@@ -24,6 +24,7 @@ from mcpkit.host import Host, HostConfig, Permission
 from mcpkit.host.loop import Conversation
 from mcpkit.host.models import ModelError
 from mcpkit.host.models.anthropic import AnthropicModel
+from mcpkit.host.models.base import Sinks
 from mcpkit.host.models.openai import OpenAIModel
 
 pytestmark = pytest.mark.anyio
@@ -138,7 +139,7 @@ async def test_a_refused_stream_is_one_clear_error(serve: Any) -> None:
             [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
             [],
             None,
-            lambda text: None,
+            Sinks(lambda text: None),
         )
 
 

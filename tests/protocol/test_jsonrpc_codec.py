@@ -208,3 +208,22 @@ def test_encode_never_emits_raw_newlines(value: Any) -> None:
 
 def test_encode_is_compact_utf8() -> None:
     assert encode({"a": [1, 2], "b": "é"}) == '{"a":[1,2],"b":"é"}'.encode()
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ({"jsonrpc": "1.0", "id": 7, "method": "x"}, 7),
+        ({"jsonrpc": "1.0", "id": "a", "method": "x"}, "a"),
+        ({"jsonrpc": "2.0", "id": True, "method": "x"}, None),
+        ({"jsonrpc": "2.0", "id": 1.5, "method": "x"}, None),
+        ({"jsonrpc": "2.0", "method": 3}, None),
+        ([{"jsonrpc": "2.0", "id": 1, "method": "x"}], None),
+    ],
+)
+def test_a_refused_message_is_answered_with_its_own_id_only_when_valid(
+    message: Any, expected: Any
+) -> None:
+    with pytest.raises(McpError):
+        jsonrpc.classify(message)
+    assert jsonrpc.answerable_id(message) == expected

@@ -228,3 +228,13 @@ async def test_plain_def_tools_run_in_a_worker_thread_unless_inline(era: Any) ->
     assert server.runs_inline(server.tools["where_inline"])
     with pytest.raises(ValueError):
         server.tool(inline=True, timeout=1.0)(lambda: None)
+
+
+@pytest.mark.parametrize("method", ["tool", "prompt", "resource"])
+def test_an_unknown_option_is_refused_when_the_decorator_is_made(method: str) -> None:
+    server = Server("keywords")
+    register = getattr(server, method)
+    args = ("note://x",) if method == "resource" else ()
+    with pytest.raises(TypeError, match=rf"Server\.{method}\(\) got an unexpected keyword"):
+        register(*args, nmae="typo")
+    assert not (server.tools or server.prompts or server.resources)

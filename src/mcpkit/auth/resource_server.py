@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMappi
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..asgi import BodyTooLarge, ClientGone, read_chunks
 from ..types.codec import DecodeError, decode, encode
 from .challenge import format_challenge
 from .principal import Principal
@@ -227,10 +228,6 @@ class BearerAuth:
         return ProtectedResource(app, self, max_body_bytes=max_body_bytes)
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 class ProtectedResource:
     """ASGI wrapper: metadata endpoint + authentication in front of an app."""
 
@@ -273,16 +270,16 @@ class ProtectedResource:
             return
         if method == "POST" and self.auth.has_call_scopes:
             try:
-                chunks = await self._read_body(receive)
-            except _BodyTooLarge:
+                chunks = await read_chunks(receive, self.max_body_bytes)
+            except ClientGone:
+                return
+            except BodyTooLarge:
                 await _send_json(
                     send,
                     413,
                     {"error": "invalid_request", "error_description": "request body too large"},
                 )
                 return
-            if chunks is None:
-                return  # client went away
             try:
                 message = decode(b"".join(chunks))
             except DecodeError:
@@ -302,22 +299,6 @@ class ProtectedResource:
         if self.protected_paths is None:
             return True
         return any(path == p or path.rstrip("/") == p.rstrip("/") for p in self.protected_paths)
-
-    async def _read_body(self, receive: Receive) -> list[bytes] | None:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            if chunk:
-                size += len(chunk)
-                if size > self.max_body_bytes:
-                    raise _BodyTooLarge
-                chunks.append(chunk)
-            if not message.get("more_body", False):
-                return chunks
 
     async def _metadata(self, method: str, send: Send) -> None:
         cors = [(b"access-control-allow-origin", b"*")]

@@ -112,7 +112,25 @@ def _refuse_sender_constrained(claims: Mapping[str, Any]) -> None:
         raise InvalidToken("a sender-constrained token cannot be used as a bearer token")
 
 
-class JwtVerifier:
+class _Remote:
+    """A verifier that asks the authorization server over HTTP (the JWKS, or the
+    introspection endpoint): through the ``http_client`` it was given, else one of its own
+    made on first use; :meth:`aclose` closes it."""
+
+    _http: httpx.AsyncClient | None
+
+    async def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=10.0, follow_redirects=False, trust_env=False)
+        return self._http
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        if self._http is not None:
+            await self._http.aclose()
+
+
+class JwtVerifier(_Remote):
     """Verify JWT access tokens issued by one authorization server for this resource."""
 
     def __init__(
@@ -153,11 +171,6 @@ class JwtVerifier:
         return jwk.KeySet.import_key_set(dict(jwks))
 
     # ------------------------------------------------------------------ keys
-    async def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = httpx.AsyncClient(timeout=10.0, follow_redirects=False, trust_env=False)
-        return self._http
-
     async def _discover_jwks_uri(self) -> str:
         from .client.metadata import as_metadata_urls
 
@@ -285,13 +298,8 @@ class JwtVerifier:
             expires_at=float(exp) if isinstance(exp, (int, float)) else None,
         )
 
-    async def aclose(self) -> None:
-        """Close the HTTP client that fetches the JWKS."""
-        if self._http is not None:
-            await self._http.aclose()
 
-
-class IntrospectionVerifier:
+class IntrospectionVerifier(_Remote):
     """Ask the authorization server whether a token is active (RFC 7662)."""
 
     def __init__(
@@ -321,11 +329,6 @@ class IntrospectionVerifier:
         self.max_cache = max_cache
         self._http = http_client
         self._cache: dict[str, tuple[float, Principal]] = {}
-
-    async def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = httpx.AsyncClient(timeout=10.0, follow_redirects=False, trust_env=False)
-        return self._http
 
     async def verify(self, token: str) -> Principal:
         """Ask the introspection endpoint (answers cached briefly, by the token's hash); the
@@ -394,8 +397,3 @@ class IntrospectionVerifier:
             issuer=data.get("iss") if isinstance(data.get("iss"), str) else self.issuer,
             expires_at=float(exp) if isinstance(exp, (int, float)) else None,
         )
-
-    async def aclose(self) -> None:
-        """Close the HTTP client that calls the introspection endpoint."""
-        if self._http is not None:
-            await self._http.aclose()

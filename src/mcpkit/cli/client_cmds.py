@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from . import output
-from .command import add_command
+from .command import add_command, add_list_option
 from .exits import EXIT_CODES_HELP, EXIT_CONNECTION, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 from .terminal import TerminalUI
 
@@ -98,22 +98,13 @@ def _options(parser: argparse.ArgumentParser, default: Any = None) -> None:
     parser.add_argument(
         "--timeout", type=float, default=d(60.0), help="seconds per request (default 60)"
     )
-    parser.add_argument(
-        "-H",
-        "--header",
-        action="append",
-        default=d([]),
-        metavar="'NAME: VALUE'",
-        help="extra HTTP header (repeatable)",
-    )
-    parser.add_argument(
-        "-e",
-        "--env",
-        action="append",
-        default=d([]),
-        metavar="KEY=VALUE",
-        help="environment variable for a stdio server (repeatable)",
-    )
+    for flags, metavar, what in (
+        (("-H", "--header"), "'NAME: VALUE'", "extra HTTP header"),
+        (("-e", "--env"), "KEY=VALUE", "environment variable for a stdio server"),
+    ):
+        add_list_option(
+            parser, *flags, metavar=metavar, default=default, help=f"{what} (repeatable)"
+        )
     parser.add_argument(
         "--no-input",
         action="store_true",

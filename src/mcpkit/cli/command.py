@@ -1,17 +1,38 @@
 """How every ``mcpkit`` subcommand presents itself, written once: its one-line help, its
 description, and an epilog of example command lines (then any notes) printed as laid
-out here, not re-wrapped."""
+out here, not re-wrapped.
+
+A command module ends with its :class:`Command`: what it is, which arguments it takes
+and what it runs; :func:`register` turns that into a subparser, the same way for every
+command (see ``main.build_parser``)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import TypeAlias
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
-__all__ = ["Subcommands", "add_command"]
+__all__ = ["Command", "Subcommands", "add_command", "add_list_option", "register"]
 
 #: The ``add_subparsers()`` object each command module adds itself to.
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+@dataclass(frozen=True)
+class Command:
+    """What ``mcpkit --help`` and ``mcpkit NAME --help`` say about one subcommand.
+
+    ``notes`` may be a function when what it says is only known when the parser is built
+    (``install`` lists the config paths under the current home folder)."""
+
+    name: str
+    help: str
+    description: str
+    examples: Sequence[str]
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    notes: str | Callable[[], str] = ""
 
 
 def add_command(
@@ -36,4 +57,39 @@ def add_command(
         usage=usage,
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def register(sub: Subcommands, command: Command) -> None:
+    """Add ``command`` with its arguments; parsing it selects ``command.run``."""
+    notes = command.notes() if callable(command.notes) else command.notes
+    parser = add_command(
+        sub,
+        command.name,
+        help=command.help,
+        description=command.description,
+        examples=command.examples,
+        notes=notes,
+    )
+    command.arguments(parser)
+    parser.set_defaults(func=command.run)
+
+
+def add_list_option(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    *flags: str,
+    help: str,
+    metavar: str | None = None,
+    dest: str | None = None,
+    default: Any = None,
+) -> None:
+    """An option that may be given many times, each value appended to a list (empty when
+    it is not given; ``default`` replaces that list, e.g. with ``argparse.SUPPRESS``)."""
+    parser.add_argument(
+        *flags,
+        action="append",
+        default=[] if default is None else default,
+        metavar=metavar,
+        dest=dest,
+        help=help,
     )

@@ -17,32 +17,18 @@ import sys
 from pathlib import Path
 
 from ..types.extras import require
-from .command import Subcommands, add_command
+from .command import Command, add_list_option
 from .exits import EXIT_OK, EXIT_USAGE
 
 
-def add_parser(sub: Subcommands) -> None:
-    p = add_command(
-        sub,
-        "dev",
-        help="serve over HTTP with reload on file change (needs the 'cli' extra)",
-        description="Serve a server file over Streamable HTTP and restart it when a file "
-        "under its folder changes.",
-        examples=["mcpkit dev demo.py", "mcpkit dev demo.py:server --port 9000 --watch src/"],
-        notes="With npx on PATH it also prints the MCP Inspector command to open the server in.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", help="path/to/file.py[:name] or package.module[:name]")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--path", default="/mcp", help="endpoint path (default /mcp)")
-    p.add_argument(
-        "--watch",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="folder to watch (repeatable; default: the file's folder)",
+    add_list_option(
+        p, "--watch", metavar="DIR", help="folder to watch (repeatable; default: the file's folder)"
     )
     p.add_argument("--state", default="memory:", help="state backend URL (default memory:)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,3 +88,15 @@ _WATCHED = (".json", ".toml", ".yaml", ".yml", ".html", ".md", ".sql")
 def _changed(changes: set[tuple[object, str]]) -> None:
     names = sorted({Path(path).name for _, path in changes})
     print(f"mcpkit dev: {', '.join(names[:5])} changed; restarting", file=sys.stderr, flush=True)
+
+
+COMMAND = Command(
+    "dev",
+    help="serve over HTTP with reload on file change (needs the 'cli' extra)",
+    description="Serve a server file over Streamable HTTP and restart it when a file "
+    "under its folder changes.",
+    examples=["mcpkit dev demo.py", "mcpkit dev demo.py:server --port 9000 --watch src/"],
+    notes="With npx on PATH it also prints the MCP Inspector command to open the server in.",
+    arguments=add_arguments,
+    run=run,
+)

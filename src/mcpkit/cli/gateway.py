@@ -5,26 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .command import Subcommands, add_command
+from .command import Command, add_list_option
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
 from .observability import uvicorn_log_config
 
 
-def add_parser(sub: Subcommands) -> None:
-    p = add_command(
-        sub,
-        "gateway",
-        help="front many MCP servers with one policy-enforcing endpoint",
-        description="Serve one MCP endpoint in front of the upstreams of a TOML file, with "
-        "authentication, rules, rate limits and audit (needs the 'gateway' extra).",
-        examples=[
-            "mcpkit gateway examples/gateway.toml --port 8080   # /mcp, /metrics, /livez, /readyz",
-            "mcpkit gateway gateway.toml --watch               # reload when the file changes",
-            "mcpkit gateway gateway.toml --stdio               # the same front over stdio",
-            "kill -HUP <pid>                                   # reload the config",
-        ],
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="gateway TOML file (see examples/gateway.toml)")
     p.add_argument("--stdio", action="store_true", help="serve the front over stdio")
     p.add_argument("--host", default="127.0.0.1")
@@ -34,16 +21,14 @@ def add_parser(sub: Subcommands) -> None:
         action="store_true",
         help="allow binding a non-loopback address (the config should enable auth)",
     )
-    p.add_argument(
+    add_list_option(
+        p,
         "--allowed-host",
-        action="append",
-        default=[],
         help="extra Host header to accept, e.g. the DNS name behind a load balancer",
     )
-    p.add_argument(
+    add_list_option(
+        p,
         "--allowed-origin",
-        action="append",
-        default=[],
         help="extra browser Origin to accept (see [gateway] cors_origins for CORS headers)",
     )
     p.add_argument(
@@ -53,7 +38,6 @@ def add_parser(sub: Subcommands) -> None:
     )
     p.add_argument("--log-level", default="warning")
     add_observability(p, metrics=False)  # (the gateway always serves /metrics)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,3 +99,19 @@ def run(args: argparse.Namespace) -> int:
     )
     serve_uvicorn(app, args.host, args.port, log_level=args.log_level, **uvicorn_log_config(args))
     return 0
+
+
+COMMAND = Command(
+    "gateway",
+    help="front many MCP servers with one policy-enforcing endpoint",
+    description="Serve one MCP endpoint in front of the upstreams of a TOML file, with "
+    "authentication, rules, rate limits and audit (needs the 'gateway' extra).",
+    examples=[
+        "mcpkit gateway examples/gateway.toml --port 8080   # /mcp, /metrics, /livez, /readyz",
+        "mcpkit gateway gateway.toml --watch               # reload when the file changes",
+        "mcpkit gateway gateway.toml --stdio               # the same front over stdio",
+        "kill -HUP <pid>                                   # reload the config",
+    ],
+    arguments=add_arguments,
+    run=run,
+)

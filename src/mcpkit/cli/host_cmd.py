@@ -5,27 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .command import Subcommands, add_command
+from .command import Command
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
 
 
-def add_parser(sub: Subcommands) -> None:
-    p = add_command(
-        sub,
-        "host",
-        help="connect MCP servers to a model, in a terminal or a web page",
-        description="Run an MCP host: servers from an mcpServers JSON file, "
-        "a permission policy, and a model loop.",
-        examples=[
-            "mcpkit host --config examples/host.json          # terminal",
-            "mcpkit host --web --config examples/host.json    # local page",
-            "mcpkit host --web --model anthropic:claude-sonnet-4-5",
-            "mcpkit host --reset-trust    # forget trusted server commands",
-        ],
-        notes="A bare python, python3 or mcpkit command in the config runs "
-        "with this host's own interpreter.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", help="JSON file in the common mcpServers shape")
     p.add_argument(
         "--web",
@@ -53,7 +38,6 @@ def add_parser(sub: Subcommands) -> None:
     )
     p.add_argument("--log-level", default="warning")
     add_observability(p, metrics=False)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,3 +105,21 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+COMMAND = Command(
+    "host",
+    help="connect MCP servers to a model, in a terminal or a web page",
+    description="Run an MCP host: servers from an mcpServers JSON file, "
+    "a permission policy, and a model loop.",
+    examples=[
+        "mcpkit host --config examples/host.json          # terminal",
+        "mcpkit host --web --config examples/host.json    # local page",
+        "mcpkit host --web --model anthropic:claude-sonnet-4-5",
+        "mcpkit host --reset-trust    # forget trusted server commands",
+    ],
+    notes="A bare python, python3 or mcpkit command in the config runs "
+    "with this host's own interpreter.",
+    arguments=add_arguments,
+    run=run,
+)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types.extras import require
-from .command import Subcommands, add_command
+from .command import Command, add_list_option
 from .exits import EXIT_OK, EXIT_USAGE
 from .target import TargetError, load_server
 
@@ -76,20 +76,18 @@ class InstallError(Exception):
     pass
 
 
-def add_parser(sub: Subcommands) -> None:
+def _notes() -> str:
+    """Where each host keeps its servers, under the home folder of the moment."""
     where = "".join(f"  {name:<15} {host.path()}\n" for name, host in HOSTS.items())
-    p = add_command(
-        sub,
-        "install",
-        help="add a server to Claude Desktop, Claude Code, Cursor, VS Code, ...",
-        description="Add a server file or module to a desktop host's MCP configuration "
-        "(merged with what is there; a backup is kept).",
-        examples=_EXAMPLES,
-        notes="where each client keeps its servers (on this machine):\n"
+    return (
+        "where each client keeps its servers (on this machine):\n"
         + where
         + "\nexit status: 0 ok, 2 bad usage or a config file that "
-        "cannot be merged safely (nothing is written then).",
+        "cannot be merged safely (nothing is written then)."
     )
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "client",
         choices=[*HOSTS, "json"],
@@ -102,20 +100,15 @@ def add_parser(sub: Subcommands) -> None:
         help="the server, as `mcpkit serve` takes it: demo.py[:name] or pkg.mod:name",
     )
     p.add_argument("--name", help="the entry's name (default: the server's own name)")
-    p.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="environment variable for the server (repeatable)",
+    add_list_option(
+        p, "--env", metavar="KEY=VALUE", help="environment variable for the server (repeatable)"
     )
     p.add_argument("--env-file", metavar="FILE", help="read KEY=VALUE lines (a .env file)")
-    p.add_argument(
+    add_list_option(
+        p,
         "--with",
-        dest="with_packages",
-        action="append",
-        default=[],
         metavar="PKG",
+        dest="with_packages",
         help="pip-install PKG into this interpreter first",
     )
     p.add_argument(
@@ -128,7 +121,6 @@ def add_parser(sub: Subcommands) -> None:
         default=sys.executable,
         help="interpreter that runs the server (default: this one, %(default)s)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -260,3 +252,15 @@ def merge_entry(path: Path, key: str, name: str, entry: dict[str, Any]) -> tuple
         shutil.copymode(path, scratch)
     os.replace(scratch, path)
     return replaced, backup
+
+
+COMMAND = Command(
+    "install",
+    help="add a server to Claude Desktop, Claude Code, Cursor, VS Code, ...",
+    description="Add a server file or module to a desktop host's MCP configuration "
+    "(merged with what is there; a backup is kept).",
+    examples=_EXAMPLES,
+    notes=_notes,
+    arguments=add_arguments,
+    run=run,
+)

@@ -8,6 +8,7 @@ import sys
 
 from ..types.extras import MissingExtra
 from . import client_cmds, dev, gateway, host_cmd, install, serve, worker
+from .command import register
 from .exits import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, EXIT_USAGE
 
 _EXAMPLES = """\
@@ -41,13 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    serve.add_parser(sub)
-    dev.add_parser(sub)
+    # The order of `mcpkit --help`'s command list; list, call, read, prompt and inspect
+    # share their options and come from one table (client_cmds).
+    register(sub, serve.COMMAND)
+    register(sub, dev.COMMAND)
     client_cmds.add_parsers(sub)
-    install.add_parser(sub)
-    gateway.add_parser(sub)
-    host_cmd.add_parser(sub)
-    worker.add_parser(sub)
+    for module in (install, gateway, host_cmd, worker):
+        register(sub, module.COMMAND)
     return parser
 
 

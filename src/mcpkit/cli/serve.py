@@ -8,28 +8,14 @@ from functools import partial
 from typing import Any
 
 from ..types.extras import require
-from .command import Subcommands, add_command
+from .command import Command, add_list_option
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
 from .observability import uvicorn_log_config, with_metrics
 from .target import TargetError, load_server
 
 
-def add_parser(sub: Subcommands) -> None:
-    p = add_command(
-        sub,
-        "serve",
-        help="serve an MCP server over stdio or HTTP",
-        description="Serve a server file or module over stdio (what desktop hosts launch) "
-        "or Streamable HTTP.",
-        examples=[
-            "mcpkit serve demo.py",
-            "mcpkit serve demo.py:server --http --port 8000",
-            "mcpkit serve pkg.module:app --http --state redis://127.0.0.1:6379/0",
-        ],
-        notes="TARGET without :NAME serves the module's `server`, `mcp` or `app` variable (or "
-        "its only Server).",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", nargs="?", help="path/to/file.py[:name] or package.module[:name]")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -44,8 +30,8 @@ def add_parser(sub: Subcommands) -> None:
     p.add_argument(
         "--no-modern", action="store_true", help="serve only the legacy (<= 2025-11-25) protocol"
     )
-    p.add_argument("--allowed-host", action="append", default=[], help="extra Host to accept")
-    p.add_argument("--allowed-origin", action="append", default=[], help="extra Origin to accept")
+    add_list_option(p, "--allowed-host", help="extra Host to accept")
+    add_list_option(p, "--allowed-origin", help="extra Origin to accept")
     p.add_argument(
         "--state",
         default=None,
@@ -78,9 +64,7 @@ def add_parser(sub: Subcommands) -> None:
         help="this server's canonical URL, the tokens' audience (default: http://HOST:PORT/PATH)",
     )
     auth.add_argument("--auth-jwks", help="JWKS URL (default: from the issuer's metadata)")
-    auth.add_argument(
-        "--auth-scope", action="append", default=[], help="scope every request needs (repeatable)"
-    )
+    add_list_option(auth, "--auth-scope", help="scope every request needs (repeatable)")
     # --- OpenAPI import (mcpkit.compose, issue #18) ------------------------------------
     api = p.add_argument_group("OpenAPI import (instead of TARGET)")
     api.add_argument(
@@ -90,15 +74,13 @@ def add_parser(sub: Subcommands) -> None:
         "(file or http(s) URL) describes, one tool per operation",
     )
     api.add_argument("--base-url", help="where the API is (default: the document's servers[0])")
-    api.add_argument(
+    add_list_option(
+        api,
         "--api-header",
-        action="append",
-        default=[],
         metavar="NAME:VALUE",
         help="header sent to the API with every request, e.g. an API key (repeatable)",
     )
     # --- end OpenAPI import --------------------------------------------------------------
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -227,3 +209,20 @@ def _openapi_server(args: argparse.Namespace) -> Any:
 
 
 # --- end OpenAPI import ------------------------------------------------------------------
+
+
+COMMAND = Command(
+    "serve",
+    help="serve an MCP server over stdio or HTTP",
+    description="Serve a server file or module over stdio (what desktop hosts launch) "
+    "or Streamable HTTP.",
+    examples=[
+        "mcpkit serve demo.py",
+        "mcpkit serve demo.py:server --http --port 8000",
+        "mcpkit serve pkg.module:app --http --state redis://127.0.0.1:6379/0",
+    ],
+    notes="TARGET without :NAME serves the module's `server`, `mcp` or `app` variable (or "
+    "its only Server).",
+    arguments=add_arguments,
+    run=run,
+)

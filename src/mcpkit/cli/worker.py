@@ -16,27 +16,13 @@ import sys
 from typing import Any
 
 from ..types.extras import require
-from .command import Subcommands, add_command
+from .command import Command
 from .target import TargetError, load_server
 
 _REDIS = ("redis://", "rediss://", "unix://")
 
 
-def add_parser(sub: Subcommands) -> None:
-    p = add_command(
-        sub,
-        "worker",
-        help="run queued task-backed tool calls (Redis)",
-        description="Run the task-backed tool calls that replicas started with "
-        "`mcpkit serve --task-workers external` queue in Redis.",
-        examples=[
-            "mcpkit worker app.py --state redis://127.0.0.1:6379/0",
-            "mcpkit worker app.py --state redis://127.0.0.1:6379/0 --concurrency 32 --grace 60",
-            "mcpkit worker --stats --state redis://127.0.0.1:6379/0",
-        ],
-        notes="Tools annotated idempotentHint (or readOnlyHint) run again on another worker "
-        "when theirs dies (at least once); any other tool runs at most once and fails clearly.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "target", nargs="?", help="the server the replicas serve: path/to/file.py[:name]"
     )
@@ -53,7 +39,6 @@ def add_parser(sub: Subcommands) -> None:
     p.add_argument("--name", help="consumer name in the group (default host-pid-random)")
     p.add_argument("--stats", action="store_true", help="print the queue depth as JSON and exit")
     p.add_argument("--log-level", default="info")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,3 +102,20 @@ async def _stats(url: str) -> dict[str, Any]:
         return stats
     finally:
         await backend.aclose()
+
+
+COMMAND = Command(
+    "worker",
+    help="run queued task-backed tool calls (Redis)",
+    description="Run the task-backed tool calls that replicas started with "
+    "`mcpkit serve --task-workers external` queue in Redis.",
+    examples=[
+        "mcpkit worker app.py --state redis://127.0.0.1:6379/0",
+        "mcpkit worker app.py --state redis://127.0.0.1:6379/0 --concurrency 32 --grace 60",
+        "mcpkit worker --stats --state redis://127.0.0.1:6379/0",
+    ],
+    notes="Tools annotated idempotentHint (or readOnlyHint) run again on another worker "
+    "when theirs dies (at least once); any other tool runs at most once and fails clearly.",
+    arguments=add_arguments,
+    run=run,
+)

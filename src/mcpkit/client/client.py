@@ -24,7 +24,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, expected_param_headers
 from ..protocol.headers import header_params as parse_header_params
@@ -60,7 +60,7 @@ from .models import (
 )
 from .mrtr import continue_with_input
 from .options import ClientOptions, legacy_sse_fallback, transport_for
-from .session import Session
+from .session import RequestOptions, Session
 from .tasks import Task, TaskStatusCallback
 from .typed import tool_result
 
@@ -205,21 +205,13 @@ class Client(InboundHandling):
 
     # ------------------------------------------------------------------ generic
     async def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | Unset | None = UNSET,
-        on_progress: ProgressCallback | None = None,
-        meta: Mapping[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
+        self, method: str, params: dict[str, Any] | None = None, **options: Unpack[RequestOptions]
     ) -> dict[str, Any]:
-        """Any request, raw (no MRTR loop, no cache): the escape hatch.  ``headers`` are
-        extra HTTP headers (e.g. ``Mcp-Param-*`` a proxy computed itself)."""
+        """Any request, raw (no MRTR loop, no cache): the escape hatch.  The options are
+        :class:`~mcpkit.client.session.RequestOptions`; ``headers`` are extra HTTP headers
+        (e.g. ``Mcp-Param-*`` a proxy computed itself)."""
         with error_boundary():
-            return await self.session.request(
-                method, params, timeout=timeout, on_progress=on_progress, meta=meta, headers=headers
-            )
+            return await self.session.request(method, params, **options)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification to the server (no answer comes back)."""

@@ -52,13 +52,12 @@ _FLAG_CAPS = {
 def build_filter(
     tools: bool, prompts: bool, resources: bool, resource_uris: Sequence[str]
 ) -> dict[str, Any]:
-    wanted: dict[str, Any] = {}
-    if tools:
-        wanted["toolsListChanged"] = True
-    if prompts:
-        wanted["promptsListChanged"] = True
-    if resources:
-        wanted["resourcesListChanged"] = True
+    asked = {
+        "toolsListChanged": tools,
+        "promptsListChanged": prompts,
+        "resourcesListChanged": resources,
+    }
+    wanted: dict[str, Any] = {flag: True for flag, on in asked.items() if on}
     if resource_uris:
         wanted["resourceSubscriptions"] = list(resource_uris)
     return wanted

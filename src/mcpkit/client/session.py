@@ -30,7 +30,7 @@ import importlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import anyio
 
@@ -69,6 +69,20 @@ log = logging.getLogger("mcpkit.client")
 #: that reports progress keeps a long call alive past the timeout.
 _PROGRESS_BY_DEFAULT = frozenset({"tools/call"})
 _TRACE_KEYS = ("traceparent", "tracestate", "baggage")
+
+
+class RequestOptions(TypedDict, total=False):
+    """The options of one raw request (:meth:`Session.request`, ``Client.request``).
+
+    ``timeout``: seconds without an answer (progress restarts it; unset: the client's
+    ``timeouts.timeout``, None: wait forever); ``on_progress``: receives each
+    ``notifications/progress`` of the request; ``meta``: extra ``params._meta`` entries;
+    ``headers``: extra HTTP headers for this request."""
+
+    timeout: float | Unset | None
+    on_progress: ProgressHandler | None
+    meta: Mapping[str, Any] | None
+    headers: dict[str, str] | None
 
 
 class Session:
@@ -219,14 +233,7 @@ class Session:
         self.log_level = level
 
     async def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | Unset | None = UNSET,
-        on_progress: ProgressHandler | None = None,
-        meta: Mapping[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
+        self, method: str, params: dict[str, Any] | None = None, **options: Unpack[RequestOptions]
     ) -> dict[str, Any]:
         """One request in the negotiated era (raises :class:`ClientError` subclasses)."""
         if self.rules is None:
@@ -238,29 +245,19 @@ class Session:
                 self.transport.server_key,
                 self.version,
                 getattr(self.transport, "session_id", None),
-                functools.partial(
-                    self._send,
-                    method,
-                    params,
-                    timeout=timeout,
-                    on_progress=on_progress,
-                    meta=meta,
-                    headers=headers,
-                ),
+                functools.partial(self._send, method, params, **options),
             )
-        return await self._send(
-            method, params, timeout=timeout, on_progress=on_progress, meta=meta, headers=headers
-        )
+        return await self._send(method, params, **options)
 
     async def _send(
         self,
         method: str,
         params: dict[str, Any] | None,
         *,
-        timeout: float | Unset | None,
-        on_progress: ProgressHandler | None,
-        meta: Mapping[str, Any] | None,
-        headers: dict[str, str] | None,
+        timeout: float | Unset | None = UNSET,
+        on_progress: ProgressHandler | None = None,
+        meta: Mapping[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         base = params or {}
         base_meta = base.get("_meta")

@@ -27,10 +27,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from .host import Host, ToolCancelled, ToolDenied
-from .models.base import Message, Model, ModelReply, StreamingModel
+from .models.base import Message, Model, ModelReply, Sinks, StreamingModel
 from .search import SEARCH_TOOL, search_tools
 
 __all__ = [
@@ -189,37 +190,35 @@ def _same_json(text: str, value: Any) -> bool:
         return False
 
 
+@dataclass(eq=False)
 class Conversation:
-    def __init__(
-        self,
-        host: Host,
-        model: Model,
-        *,
-        system: str | None = None,
-        max_steps: int = 12,
-        on_event: EventSink | None = None,
-        max_tool_output_tokens: int | None = None,
-        stream: bool = True,
-    ) -> None:
-        self.host = host
-        self.model = model
-        self.system = system
-        self.max_steps = max_steps
-        #: Ask a :class:`StreamingModel` to stream its text (``assistant_delta`` events).
-        self.stream = stream
-        self.max_tool_output_tokens = (
-            max_tool_output_tokens
-            if max_tool_output_tokens is not None
-            else host.config.max_tool_output_tokens
-        )
-        self.messages: list[Message] = []
+    """One chat between a person and ``model`` over ``host``'s tools (see the module's
+    description): :meth:`send` runs a turn, up to ``max_steps`` model replies, and every
+    step is reported to ``on_event``."""
+
+    host: Host
+    model: Model
+    _: KW_ONLY
+    system: str | None = None
+    max_steps: int = 12
+    on_event: EventSink | None = None
+    #: One tool result's cap in estimated tokens (None: the host config's).
+    max_tool_output_tokens: int | None = None
+    #: Ask a :class:`StreamingModel` to stream its text (``assistant_delta`` events).
+    stream: bool = True
+    messages: list[Message] = field(default_factory=list, init=False)
+    #: Tools the model loaded with the search tool (deferred loading).
+    loaded: set[str] = field(default_factory=set, init=False)
+
+    def __post_init__(self) -> None:
+        if self.max_tool_output_tokens is None:
+            self.max_tool_output_tokens = self.host.config.max_tool_output_tokens
+        self._output_cap: int = self.max_tool_output_tokens
         self._pending: list[dict[str, Any]] = []
-        #: Tools the model loaded with the search tool (deferred loading).
-        self.loaded: set[str] = set()
         #: ``ui/update-model-context`` per app view, waiting for the next turn (the spec:
         #: each update overwrites the view's previous one; only the last is sent).
         self._app_context: dict[str, dict[str, Any]] = {}
-        self._emit = on_event or (lambda kind, data: None)
+        self._emit = self.on_event or (lambda kind, data: None)
 
     @property
     def has_pending(self) -> bool:
@@ -301,13 +300,10 @@ class Conversation:
     async def _ask_model(self, tools: list[dict[str, Any]]) -> ModelReply:
         """One model step; streamed as ``assistant_delta`` events when the model can."""
         if self.stream and isinstance(self.model, StreamingModel):
-            return await self.model.stream_reply(
-                self.messages,
-                tools,
-                self.system_prompt(),
-                lambda text: self._emit("assistant_delta", {"text": text}),
-                self._partial_input,
+            to = Sinks(
+                lambda text: self._emit("assistant_delta", {"text": text}), self._partial_input
             )
+            return await self.model.stream_reply(self.messages, tools, self.system_prompt(), to)
         return await self.model.reply(self.messages, tools, self.system_prompt())
 
     def system_prompt(self) -> str | None:
@@ -447,7 +443,7 @@ class Conversation:
         except Exception as exc:
             return [{"type": "text", "text": f"The tool call failed: {exc}"}], True, None
         blocks, is_error = result_blocks(result)
-        return cap_blocks(blocks, self.max_tool_output_tokens), is_error, dict(result)
+        return cap_blocks(blocks, self._output_cap), is_error, dict(result)
 
 
 def sampler_for(model: Model) -> Callable[[dict[str, Any]], Any]:

@@ -387,10 +387,7 @@ class Endpoint:
         try:
             kind = jsonrpc.classify(message)
         except McpError as err:
-            rid = message.get("id") if isinstance(message, dict) else None
-            if isinstance(rid, bool) or not isinstance(rid, (str, int)):
-                rid = None
-            await self._invalid(line, err.message, rid, err)
+            await self._invalid(line, err.message, jsonrpc.answerable_id(message), err)
             return False
         if kind is Kind.REQUEST:
             native = self._native

@@ -61,17 +61,10 @@ class Composition:
         describe, default or hide its arguments (``args={"old": {"name": ..., "hide":
         True, "default": ...}}``), or ``wrap`` its calls.  See
         :mod:`mcpkit.server.transform`."""
-        from .transform import transform_tool
+        from .transform import ToolTransform, install
 
-        return transform_tool(
-            cast("Server", self),
-            name,
-            new_name=new_name,
-            title=title,
-            description=description,
-            args=args,
-            wrap=wrap,
-        )
+        rule = ToolTransform(name, new_name or name, title, description, dict(args or {}), wrap)
+        return install(cast("Server", self), rule)
 
     def enable_tool_search(
         self, *, strategy: str = "bm25", always: Iterable[str] = (), max_results: int = 8

@@ -92,13 +92,12 @@ def table(server: Server) -> dict[str, Handler]:
         )
 
     async def tasks_method(ctx: Context) -> dict[str, Any]:
-        message = {"method": ctx.method, "params": ctx.params}
         if not any(t.task_support != "forbidden" for t in server.tools.values()):
             from ..types.errors import method_not_found
 
             raise method_not_found(ctx.method)
         answer: dict[str, Any] = await server.tasks.dispatch(
-            message, ctx.meta, ctx.exchange, principal=ctx.principal
+            ctx.method, ctx.params, ctx.meta, ctx.principal
         )
         return answer
 

@@ -1,7 +1,12 @@
-"""The keyword options of ``Server.tool`` and ``Server.prompt``, written once for their
-``@overload``s: bare ``@server.tool`` returns the function, ``@server.tool(...)`` returns a
-decorator, and either way the decorated function keeps its own type for mypy and editors.
-Imported only by type checkers; the methods themselves list the same keywords."""
+"""The keyword options of ``Server.tool``, ``Server.prompt`` and ``Server.resource``,
+written once.  ``tool`` and ``prompt`` take them in their ``@overload``s too: bare
+``@server.tool`` returns the function, ``@server.tool(...)`` returns a decorator, and
+either way the decorated function keeps its own type for mypy and editors.
+
+Imported only by type checkers.  :func:`~mcpkit.server.registry.make_tool` takes the
+tool's options with their defaults; :func:`~mcpkit.server.registry.make_prompt` and
+:func:`~mcpkit.server.registry.make_resource` read theirs from the mapping (every one
+unset is None, but a resource's ``listed``, True)."""
 
 from __future__ import annotations
 
@@ -18,6 +23,14 @@ class PromptOptions(TypedDict, total=False):
     meta: dict[str, Any] | None
     icons: list[dict[str, Any]] | None
     tags: Iterable[str] | None
+
+
+class ResourceOptions(PromptOptions, total=False):
+    mime_type: str | None
+    size: int | None
+    annotations: dict[str, Any] | None
+    ttl_ms: int | None
+    listed: bool
 
 
 class ToolOptions(PromptOptions, total=False):

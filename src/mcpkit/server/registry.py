@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import base64
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from ..types.errors import INTERNAL_ERROR, McpError
 from .content import blocks, is_content, json_text, to_content_blocks
 from .schema import ArgumentModel, output_schema_for, validation_error
-from .uritemplate import UriTemplate
+from .uritemplate import UriTemplate, is_template
+from .visibility import check_tags
+
+if TYPE_CHECKING:
+    from .options import PromptOptions, ResourceOptions
 
 Fn = Callable[..., Any]
 #: ``@server.tool(task=...)``: may a call run as a durable task (tasks extension)?
@@ -82,10 +86,16 @@ class ToolError(Exception):
 
 
 @dataclass(slots=True)
-class ToolEntry:
-    name: str
+class Entry:
+    """What every registration keeps: its function, and its entry in the list results."""
+
     fn: Fn
     wire: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ToolEntry(Entry):
+    name: str
     arguments: ArgumentModel | None
     output_adapter: Any = None
     wrapped_output: bool = False
@@ -181,26 +191,47 @@ class ToolEntry:
         return {"content": to_content_blocks(value)}
 
 
+def check_tool_options(
+    timeout: float | None, inline: bool, task: TaskSupport, task_start: TaskStart
+) -> None:
+    """Refuse options that cannot work together, when ``Server.tool(...)`` is called
+    (before any function is decorated)."""
+    if timeout is not None and timeout <= 0:
+        raise ValueError("timeout must be a positive number of seconds")
+    if inline and timeout is not None:
+        raise ValueError("an inline tool cannot be timed out: it runs to its end")
+    if task not in ("forbidden", "optional", "required"):
+        raise ValueError("task must be 'forbidden', 'optional' or 'required'")
+    if task_start not in ("auto", "manual"):
+        raise ValueError("task_start must be 'auto' or 'manual'")
+
+
 def make_tool(
     fn: Fn,
     context_type: type,
     *,
-    name: str | None,
-    title: str | None,
-    description: str | None,
-    annotations: dict[str, Any] | None,
-    input_schema: dict[str, Any] | None,
-    output_schema: dict[str, Any] | None,
-    structured_output: bool | None,
-    meta: dict[str, Any] | None,
-    icons: list[dict[str, Any]] | None,
-    execution: dict[str, Any] | None = None,
-    task_support: TaskSupport = "forbidden",
-    task_manual: bool = False,
-    threaded: bool = False,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    annotations: dict[str, Any] | None = None,
+    input_schema: dict[str, Any] | None = None,
+    output_schema: dict[str, Any] | None = None,
+    structured_output: bool | None = None,
+    meta: dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    task: TaskSupport = "forbidden",
+    task_start: TaskStart = "auto",
+    threaded: bool = True,
+    inline: bool = False,
+    timeout: float | None = None,
+    tags: Iterable[str] | None = None,
 ) -> ToolEntry:
+    """The entry ``Server.tool`` registers; the keywords (and their defaults) are the
+    options of ``ToolOptions``, listed once here."""
     from ..protocol.headers import header_params
     from .docstrings import add_descriptions, describe
+
+    check_icons(icons)
 
     tool_name = name or fn.__name__
     arguments = ArgumentModel(fn, context_type, title=tool_name.title().replace("_", ""))
@@ -225,7 +256,6 @@ def make_tool(
             "outputSchema": out_schema,
             "annotations": annotations,
             "icons": icons,
-            "execution": execution,
             "_meta": meta,
         }
     )
@@ -243,10 +273,37 @@ def make_tool(
         context_param=arguments.context_param,
         accepts=None if arguments.accepts_kwargs else frozenset(arguments.field_names),
         coroutine=inspect.iscoroutinefunction(fn),
-        task_support=task_support,
-        task_manual=task_manual,
-        threaded=threaded,
+        task_support=task,
+        task_manual=task_start == "manual",
+        # A timeout can only abandon a call that runs in a worker thread.
+        threaded=(threaded and not inline) or timeout is not None,
+        timeout=timeout,
+        tags=check_tags(tags),
     )
+
+
+def make_prompt(fn: Fn, context_type: type, **options: Unpack[PromptOptions]) -> PromptEntry:
+    """The entry ``Server.prompt`` registers: its string parameters are the prompt's
+    arguments; every option defaults to None (unset)."""
+    from .docstrings import add_descriptions, describe
+
+    prompt_name = options.get("name") or fn.__name__
+    check_elicit_calls(fn)
+    model = ArgumentModel(fn, context_type, title=prompt_name.title())
+    doc_text, doc_params = describe(fn)
+    add_descriptions(model.schema, doc_params)
+    icons = check_icons(options.get("icons"))
+    wire: dict[str, Any] = {"name": prompt_name}
+    for key, value in (
+        ("title", options.get("title")),
+        ("description", options.get("description") or doc_text),
+        ("icons", icons),
+        ("_meta", options.get("meta")),
+    ):
+        if value:
+            wire[key] = value
+    wire["arguments"] = prompt_arguments(model)
+    return PromptEntry(fn, wire, prompt_name, model, tags=check_tags(options.get("tags")))
 
 
 def _compile_schema(schema: dict[str, Any]) -> Any:
@@ -270,10 +327,8 @@ def _compile_schema(schema: dict[str, Any]) -> Any:
 
 
 @dataclass(slots=True)
-class ResourceEntry:
+class ResourceEntry(Entry):
     uri: str
-    fn: Fn
-    wire: dict[str, Any]
     mime_type: str | None
     context_param: str | None
     ttl_ms: int | None = None
@@ -282,15 +337,44 @@ class ResourceEntry:
 
 
 @dataclass(slots=True)
-class TemplateEntry:
+class TemplateEntry(Entry):
     template: UriTemplate
-    fn: Fn
-    wire: dict[str, Any]
     mime_type: str | None
     context_param: str | None
     param_names: tuple[str, ...] = ()
     ttl_ms: int | None = None
     tags: frozenset[str] = frozenset()
+
+
+def make_resource(
+    fn: Fn, context_type: type, uri: str, **options: Unpack[ResourceOptions]
+) -> ResourceEntry | TemplateEntry:
+    """The entry ``Server.resource`` registers: a template when ``uri`` has
+    ``{variables}``.  Every option defaults to None (unset), but ``listed`` to True."""
+    model = ArgumentModel(fn, context_type, title="Resource")
+    doc = inspect.getdoc(fn)
+    mime_type = options.get("mime_type")
+    listing = {
+        "name": options.get("name") or fn.__name__,
+        "title": options.get("title"),
+        "description": options.get("description") or (doc.strip() if doc else None),
+        "mimeType": mime_type,
+        "annotations": options.get("annotations"),
+        "icons": check_icons(options.get("icons")),
+        "_meta": options.get("meta"),
+    }
+    ttl_ms = options.get("ttl_ms")
+    if is_template(uri):
+        compiled = UriTemplate.compile(uri)
+        tags = check_tags(options.get("tags"))
+        wire = {"uriTemplate": uri, **_drop_none(listing)}
+        context, params = model.context_param, model.field_names
+        return TemplateEntry(fn, wire, compiled, mime_type, context, params, ttl_ms, tags)
+    wire = {"uri": uri, **_drop_none(listing)}
+    if (size := options.get("size")) is not None:
+        wire["size"] = size
+    listed, tags = options.get("listed", True), check_tags(options.get("tags"))
+    return ResourceEntry(fn, wire, uri, mime_type, model.context_param, ttl_ms, listed, tags)
 
 
 def resource_contents(
@@ -328,10 +412,8 @@ def resource_contents(
 
 
 @dataclass(slots=True)
-class PromptEntry:
+class PromptEntry(Entry):
     name: str
-    fn: Fn
-    wire: dict[str, Any]
     arguments: ArgumentModel
     required: tuple[str, ...] = field(default_factory=tuple)
     tags: frozenset[str] = frozenset()

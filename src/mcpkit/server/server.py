@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, Unpack, overload
 
 import anyio
 
@@ -34,30 +34,24 @@ from ..types.versions import (
 from . import handlers
 from .composition import Composition
 from .context import Context
-from .docstrings import add_descriptions, describe
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
 from .notices import ChangeNotices
+from .options import PromptOptions, ResourceOptions, ToolOptions
 from .registry import (
     Completer,
-    Fn,
     PromptEntry,
     ResourceEntry,
-    TaskStart,
-    TaskSupport,
     TemplateEntry,
     ToolEntry,
     check_elicit_calls,
     check_icons,
+    check_tool_options,
+    make_prompt,
+    make_resource,
     make_tool,
-    prompt_arguments,
 )
-from .schema import ArgumentModel
-from .uritemplate import UriTemplate, is_template
-from .visibility import Visibility, VisibilityControls, check_tags
-
-if TYPE_CHECKING:
-    from .options import PromptOptions, ToolOptions
+from .visibility import Visibility, VisibilityControls
 
 __all__ = ["Server"]
 
@@ -165,27 +159,10 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     def tool(self, fn: F, /, **options: Unpack[ToolOptions]) -> F: ...
     @overload
     def tool(self, fn: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
-    def tool(
-        self,
-        fn: F | None = None,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: dict[str, Any] | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        structured_output: bool | None = None,
-        meta: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        task: TaskSupport = "forbidden",
-        task_start: TaskStart = "auto",
-        threaded: bool = True,
-        inline: bool = False,
-        timeout: float | None = None,
-        tags: Iterable[str] | None = None,
-    ) -> F | Callable[[F], F]:
-        """Register a function as a tool.  Use bare (``@server.tool``) or with options.
+    def tool(self, fn: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
+        """Register a function as a tool.  Use bare (``@server.tool``) or with options
+        (:class:`~mcpkit.server.options.ToolOptions`; their defaults:
+        :func:`~mcpkit.server.registry.make_tool`).
 
         The input schema comes from the type hints (or ``input_schema``); a parameter
         annotated ``Context`` receives the request context.  Returning a ``dict``, a
@@ -209,38 +186,20 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         added on first use).  A plain ``def`` tool with a timeout runs in a worker thread,
         the only way it can be abandoned; the thread itself runs on to its end.
         """
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
-        if inline and timeout is not None:
-            raise ValueError("an inline tool cannot be timed out: it runs to its end")
-        if task not in ("forbidden", "optional", "required"):
-            raise ValueError("task must be 'forbidden', 'optional' or 'required'")
-        if task_start not in ("auto", "manual"):
-            raise ValueError("task_start must be 'auto' or 'manual'")
+        _known_keywords("tool", options, ToolOptions)
+        check_tool_options(
+            options.get("timeout"),
+            options.get("inline", False),
+            options.get("task", "forbidden"),
+            options.get("task_start", "auto"),
+        )
 
         def register(func: F) -> F:
             check_elicit_calls(func)
-            entry = make_tool(
-                func,
-                Context,
-                name=name,
-                title=title,
-                description=description,
-                annotations=annotations,
-                input_schema=input_schema,
-                output_schema=output_schema,
-                structured_output=structured_output,
-                meta=meta,
-                icons=check_icons(icons),
-                task_support=task,
-                task_manual=task_start == "manual",
-                threaded=(threaded and not inline) or timeout is not None,
-            )
-            entry.timeout = timeout
-            entry.tags = check_tags(tags)
-            if timeout is not None:
+            entry = make_tool(func, Context, **options)
+            if entry.timeout is not None:
                 self._ensure_timeouts()
-            if task != "forbidden":
+            if entry.task_support != "forbidden":
                 self._task_tools = True
             self._check_duplicate("tool", entry.name, entry.name in self.tools)
             self.tools[entry.name] = entry
@@ -265,74 +224,26 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         if self.tools.pop(name, None) is not None:
             self._changed(TOOLS)
 
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        size: int | None = None,
-        annotations: dict[str, Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        ttl_ms: int | None = None,
-        listed: bool = True,
-        tags: Iterable[str] | None = None,
-    ) -> Callable[[F], F]:
-        """Register a resource (or a resource template when ``uri`` has ``{variables}``).
+    def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
+        """Register a resource (or a resource template when ``uri`` has ``{variables}``);
+        options: :class:`~mcpkit.server.options.ResourceOptions`.
 
         The function returns ``str`` (text), ``bytes`` (blob) or content dicts; template
         variables arrive as keyword arguments.
         """
+        _known_keywords("resource", options, ResourceOptions)
 
         def register(func: F) -> F:
-            model = ArgumentModel(func, Context, title="Resource")
-            base: dict[str, Any] = {
-                "name": name or func.__name__,
-                "title": title,
-                "description": description or _doc(func),
-                "mimeType": mime_type,
-                "annotations": annotations,
-                "icons": icons,
-                "_meta": meta,
-            }
-            check_icons(icons)
-            if is_template(uri):
-                compiled = UriTemplate.compile(uri)
-                wire = {"uriTemplate": uri, **{k: v for k, v in base.items() if v is not None}}
+            entry = make_resource(func, Context, uri, **options)
+            if isinstance(entry, TemplateEntry):
                 same = [t for t in self.templates if t.wire["uriTemplate"] == uri]
                 self._check_duplicate("resource template", uri, bool(same))
                 for old in same:
                     self.templates.remove(old)
-                self.templates.append(
-                    TemplateEntry(
-                        compiled,
-                        func,
-                        wire,
-                        mime_type,
-                        model.context_param,
-                        model.field_names,
-                        ttl_ms,
-                        check_tags(tags),
-                    )
-                )
+                self.templates.append(entry)
             else:
-                wire = {"uri": uri, **{k: v for k, v in base.items() if v is not None}}
-                if size is not None:
-                    wire["size"] = size
                 self._check_duplicate("resource", uri, uri in self.resources)
-                self.resources[uri] = ResourceEntry(
-                    uri,
-                    func,
-                    wire,
-                    mime_type,
-                    model.context_param,
-                    ttl_ms,
-                    listed,
-                    check_tags(tags),
-                )
+                self.resources[uri] = entry
             self._changed(RESOURCES)
             return func
 
@@ -343,39 +254,16 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     @overload
     def prompt(self, fn: None = None, /, **options: Unpack[PromptOptions]) -> Callable[[F], F]: ...
     def prompt(
-        self,
-        fn: F | None = None,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        meta: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        tags: Iterable[str] | None = None,
+        self, fn: F | None = None, /, **options: Unpack[PromptOptions]
     ) -> F | Callable[[F], F]:
-        """Register a prompt; its string parameters are the prompt's arguments."""
+        """Register a prompt; its string parameters are the prompt's arguments (options:
+        :class:`~mcpkit.server.options.PromptOptions`)."""
+        _known_keywords("prompt", options, PromptOptions)
 
         def register(func: F) -> F:
-            prompt_name = name or func.__name__
-            check_elicit_calls(func)
-            model = ArgumentModel(func, Context, title=prompt_name.title())
-            doc_text, doc_params = describe(func)
-            add_descriptions(model.schema, doc_params)
-            check_icons(icons)
-            wire: dict[str, Any] = {"name": prompt_name}
-            for key, value in (
-                ("title", title),
-                ("description", description or doc_text),
-                ("icons", icons),
-                ("_meta", meta),
-            ):
-                if value:
-                    wire[key] = value
-            wire["arguments"] = prompt_arguments(model)
-            self._check_duplicate("prompt", prompt_name, prompt_name in self.prompts)
-            self.prompts[prompt_name] = PromptEntry(
-                prompt_name, func, wire, model, tags=check_tags(tags)
-            )
+            entry = make_prompt(func, Context, **options)
+            self._check_duplicate("prompt", entry.name, entry.name in self.prompts)
+            self.prompts[entry.name] = entry
             self._changed(PROMPTS)
             return func
 
@@ -587,8 +475,9 @@ async def _nothing(ctx: Context) -> dict[str, Any]:
     return {}
 
 
-def _doc(fn: Fn) -> str | None:
-    import inspect
-
-    doc = inspect.getdoc(fn)
-    return doc.strip() if doc else None
+def _known_keywords(method: str, options: Mapping[str, Any], typed: Any) -> None:
+    """Refuse a keyword the options TypedDict ``typed`` does not name when the method is
+    called, as a signature listing them would (not later, at decoration)."""
+    for key in options:
+        if key not in typed.__optional_keys__:
+            raise TypeError(f"Server.{method}() got an unexpected keyword argument {key!r}")

@@ -38,7 +38,7 @@ import anyio
 
 from ..protocol.negotiation import RequestMeta
 from ..runtime.changes import ChangeEvent
-from ..runtime.exchange import NULL_EXCHANGE, Exchange
+from ..runtime.exchange import NULL_EXCHANGE
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params, missing_capability
 from ..types.versions import TASKS_EXTENSION
@@ -317,16 +317,9 @@ class TaskManager:
 
     # ------------------------------------------------------------------ tasks/*
     async def dispatch(
-        self,
-        message: dict[str, Any],
-        meta: RequestMeta,
-        exchange: Exchange,
-        *,
-        session: Any = None,
-        principal: Any = None,
+        self, method: str, params: dict[str, Any], meta: RequestMeta, principal: Any
     ) -> dict[str, Any]:
-        method = message["method"]
-        params = message.get("params") or {}
+        """Answer a ``tasks/*`` request of ``principal`` (its own tasks only)."""
         if not declares_tasks(meta):
             raise tasks_required_error()
         record = await self._load(params.get("taskId"), principal)

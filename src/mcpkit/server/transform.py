@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .context import Context
     from .server import Server
 
-__all__ = ["ToolTransform", "transform_tool"]
+__all__ = ["ToolTransform", "install"]
 
 Handler = Callable[["Context"], Awaitable[dict[str, Any]]]
 Call = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -53,6 +53,15 @@ class ToolTransform:
     description: str | None = None
     args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     wrap: Wrapper | None = None
+
+    def __post_init__(self) -> None:
+        for old, spec in self.args.items():
+            unknown = set(spec) - _ARG_KEYS
+            if unknown:
+                raise ValueError(f"argument {old!r}: unknown keys {sorted(unknown)}")
+        shown = [str(s.get("name", old)) for old, s in self.args.items() if not s.get("hide")]
+        if len(shown) != len(set(shown)):
+            raise ValueError(f"two arguments of {self.source!r} would have the same name")
 
     def reshape(self, wire: dict[str, Any]) -> dict[str, Any]:
         """The tool's listing entry, transformed."""
@@ -116,31 +125,14 @@ class ToolTransform:
         return out
 
 
-def transform_tool(
-    server: Server,
-    name: str,
-    *,
-    new_name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    args: Mapping[str, Mapping[str, Any]] | None = None,
-    wrap: Wrapper | None = None,
-) -> ToolTransform:
-    args = dict(args or {})
-    for old, spec in args.items():
-        unknown = set(spec) - _ARG_KEYS
-        if unknown:
-            raise ValueError(f"argument {old!r}: unknown keys {sorted(unknown)}")
-    names = [str(spec.get("name", old)) for old, spec in args.items() if not spec.get("hide")]
-    if len(names) != len(set(names)):
-        raise ValueError(f"two arguments of {name!r} would have the same name")
-    target = new_name or name
+def install(server: Server, rule: ToolTransform) -> ToolTransform:
+    """Apply ``rule`` on ``server`` (in place of an earlier rule for the same tool), unless
+    another rule already produces a tool of its name."""
     for other in server.tool_transforms.values():
-        if other.name == target and other.source != name:
-            raise ValueError(f"another transform already produces a tool named {target!r}")
-    server.tool_transforms.pop(name, None)
-    rule = ToolTransform(name, target, title, description, args, wrap)
-    server.tool_transforms[name] = rule
+        if other.name == rule.name and other.source != rule.source:
+            raise ValueError(f"another transform already produces a tool named {rule.name!r}")
+    server.tool_transforms.pop(rule.source, None)
+    server.tool_transforms[rule.source] = rule
     from .layers import rebuild
 
     rebuild(server)

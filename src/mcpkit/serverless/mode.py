@@ -50,6 +50,7 @@ from ..transports.http.asgi import (
     send_error,
 )
 from ..transports.http.security import LOOPBACK_HOSTS, HostPolicy
+from ..types import jsonrpc
 from ..types.codec import DecodeError, decode
 from ..types.errors import INVALID_REQUEST, McpError
 
@@ -227,7 +228,5 @@ class BufferedResponses:
         with contextlib.suppress(BodyTooLarge, BodyTimeout, ClientGone, DecodeError):
             limit = self.app.options.max_body_bytes
             message = decode(await read_body_now(receive, limit, None, 5.0))
-            candidate = message.get("id") if isinstance(message, dict) else None
-            if isinstance(candidate, (str, int)) and not isinstance(candidate, bool):
-                request_id = candidate
+            request_id = jsonrpc.answerable_id(message)
         await send_error(send, 400, McpError(INVALID_REQUEST, LISTEN_REFUSAL), request_id)

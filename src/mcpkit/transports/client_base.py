@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Required, TypedDict, TypeVar, Unpack
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -200,6 +200,19 @@ InboundRequestHandler = Callable[[Message], Awaitable[dict[str, Any]]]
 InboundNotificationHandler = Callable[[Message], Awaitable[None]]
 
 
+class SendOptions(TypedDict, total=False):
+    """How one request is sent (:meth:`ClientTransport.request`), beside its method and
+    params: ``timeout``, seconds without an answer (None: none; progress restarts it);
+    ``max_timeout``, the bound progress cannot push it past (None: the transport's
+    own); ``on_progress``, called with the request's ``notifications/progress`` params;
+    ``headers``, extra HTTP headers for this request (ignored off HTTP)."""
+
+    timeout: Required[float | None]
+    max_timeout: float | None
+    on_progress: ProgressHandler | None
+    headers: dict[str, str] | None
+
+
 class ClientTransport(Protocol):
     """One connection to one server, for both eras.
 
@@ -224,14 +237,7 @@ class ClientTransport(Protocol):
         """Where server->client requests and unsolicited notifications go."""
 
     async def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        *,
-        timeout: float | None,
-        max_timeout: float | None = None,
-        on_progress: ProgressHandler | None = None,
-        headers: dict[str, str] | None = None,
+        self, method: str, params: dict[str, Any] | None, **options: Unpack[SendOptions]
     ) -> dict[str, Any]:
         """Send one request with a fresh id and return its result.
 

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 from anyio.abc import TaskGroup
@@ -35,8 +35,8 @@ from .client_base import (
     InboundNotificationHandler,
     InboundRequestHandler,
     MessageStream,
-    ProgressHandler,
     RequestTimeoutError,
+    SendOptions,
     ServerError,
     message_stream,
 )
@@ -44,6 +44,13 @@ from .client_base import (
 log = logging.getLogger("mcpkit.client.stream")
 
 _LISTEN_BUFFER = 1024
+
+
+class EndpointSendOptions(SendOptions, total=False):
+    """:class:`SendOptions`, and the ``request_id`` to use (default: the endpoint's next;
+    ``listen`` picks its own first, to route the stream's messages by it)."""
+
+    request_id: RequestId | None
 
 
 class EndpointClientTransport:
@@ -135,24 +142,18 @@ class EndpointClientTransport:
         return self._endpoint
 
     def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        *,
-        timeout: float | None,
-        max_timeout: float | None = None,
-        on_progress: ProgressHandler | None = None,
-        headers: dict[str, str] | None = None,
-        request_id: RequestId | None = None,
+        self, method: str, params: dict[str, Any] | None, **options: Unpack[EndpointSendOptions]
     ) -> Coroutine[Any, Any, dict[str, Any]]:
         endpoint = self._require()
+        timeout = options["timeout"]
+        max_timeout = options.get("max_timeout")
         sent = endpoint.request(
             method,
             params,
             timeout=timeout,
             max_timeout=max_timeout,
-            request_id=request_id,
-            on_progress=on_progress,
+            request_id=options.get("request_id"),
+            on_progress=options.get("on_progress"),
         )
         if self._explains_itself(endpoint):
             return sent  # no coroutine of ours per call

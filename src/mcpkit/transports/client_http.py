@@ -32,7 +32,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 import httpx
@@ -49,9 +49,9 @@ from .client_base import (
     InboundNotificationHandler,
     InboundRequestHandler,
     MessageStream,
-    ProgressHandler,
     ProtocolViolationError,
     RequestTimeoutError,
+    SendOptions,
     ServerError,
     SessionExpiredError,
     TransportError,
@@ -181,15 +181,10 @@ class HttpTransport:
 
     # ------------------------------------------------------------------ requests
     async def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        *,
-        timeout: float | None,
-        max_timeout: float | None = None,
-        on_progress: ProgressHandler | None = None,
-        headers: dict[str, str] | None = None,
+        self, method: str, params: dict[str, Any] | None, **options: Unpack[SendOptions]
     ) -> dict[str, Any]:
+        timeout = options["timeout"]
+        max_timeout = options.get("max_timeout")
         client = self._http()
         request_id = next(self._ids)
         note_sent(request_id)
@@ -200,7 +195,7 @@ class HttpTransport:
             method,
             wire_era(params),
             timeout=timeout,
-            on_progress=on_progress,
+            on_progress=options.get("on_progress"),
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
         )
         started = anyio.current_time()
@@ -213,7 +208,7 @@ class HttpTransport:
             self._inflight[request_id] = call
         try:
             with scope:
-                answer = await self._exchange(client, message, call, headers)
+                answer = await self._exchange(client, message, call, options.get("headers"))
                 return unwrap_answer(answer, method)
         except anyio.get_cancelled_exc_class():
             await self._cancel(call, "the caller cancelled the request")

@@ -72,6 +72,13 @@ def _valid_id(value: Any) -> bool:
     return (isinstance(value, (str, int))) and not isinstance(value, bool)
 
 
+def answerable_id(message: Any) -> RequestId | None:
+    """The id to answer a message :func:`classify` refused with: its own when it has a
+    valid one, else None (JSON-RPC's null id for a request that cannot be identified)."""
+    request_id = message.get("id") if isinstance(message, dict) else None
+    return request_id if _valid_id(request_id) else None
+
+
 def request(request_id: RequestId, method: str, params: dict[str, Any] | None = None) -> Message:
     message: Message = {"jsonrpc": "2.0", "id": request_id, "method": method}
     if params is not None:

@@ -86,6 +86,15 @@ class ClientCredentialsOptions(ClientCredentials, AuthOptions, total=False):
     """:class:`ClientCredentialsAuth`'s keywords: the credentials and the options."""
 
 
+class TokenExchangeOptions(ClientCredentialsOptions, total=False):
+    """:class:`TokenExchangeAuth`'s keywords: the client's own, and ``audience`` (the
+    exchanged tokens' audience, default: none asked for) and ``max_subjects`` (callers
+    whose tokens are kept, default 1024)."""
+
+    audience: str | None
+    max_subjects: int
+
+
 class JwtBearerOptions(OptionalClient, AuthOptions, total=False):
     """:class:`JwtBearerAuth`'s keywords: the optional client and the options."""
 
@@ -380,21 +389,16 @@ class TokenExchangeAuth(OAuthAuth):
     :class:`~mcpkit.auth.client.TokenError` from the request that needed the token."""
 
     def __init__(
-        self,
-        subject_token: SubjectSource,
-        client_id: str,
-        *,
-        audience: str | None = None,
-        max_subjects: int = 1024,
-        **options: Unpack[ClientCredentialsOptions],
+        self, subject_token: SubjectSource, client_id: str, **options: Unpack[TokenExchangeOptions]
     ) -> None:
+        audience = options.pop("audience", None)
+        self.max_subjects = options.pop("max_subjects", 1024)
         grant = ClientCredentialsGrant
         credentials = self._with_grant(options, ClientCredentials, grant, client_id)
         self.subject_token = subject_token
         self.exchange = TokenExchangeGrant(
             subject_token, client_id, audience=audience, **credentials
         )
-        self.max_subjects = max_subjects
         self._subjects: OrderedDict[str, OAuthEngine] = OrderedDict()
 
     def _engine_for(self, request: httpx.Request) -> OAuthEngine:

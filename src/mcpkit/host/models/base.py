@@ -102,13 +102,11 @@ class StreamingModel(Protocol):
     name: str
 
     async def stream_reply(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        system: str | None,
-        on_text: Callable[[str], None],
-        on_tool_input: ToolInputSink | None = None,
-    ) -> ModelReply: ...
+        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None, to: Sinks
+    ) -> ModelReply:
+        """:meth:`Model.reply`, handing its text and tool-call arguments to ``to`` as they
+        arrive."""
+        ...
 
 
 def api_key(variable: str) -> str:
@@ -222,19 +220,14 @@ class HttpModel:
         return self.read_reply(data)
 
     async def stream_reply(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        system: str | None,
-        on_text: Callable[[str], None],
-        on_tool_input: ToolInputSink | None = None,
+        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None, to: Sinks
     ) -> ModelReply:
         """The same request with ``"stream": true``, its events read by the adapter."""
         body = {**self.request_body(messages, tools, system), "stream": True}
         body.update(self.stream_options)
         url = self.base_url + self.endpoint
         events = post_sse(self._http, url, body, self._headers, self._timeout, self.api)
-        return await self.read_stream(events, Sinks(on_text, on_tool_input))
+        return await self.read_stream(events, to)
 
 
 async def post_json(

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .base import Message, ModelReply, ToolCall, ToolInputSink
+from .base import Message, ModelReply, Sinks, ToolCall
 
 __all__ = ["ScriptedModel"]
 
@@ -73,22 +73,17 @@ class ScriptedModel:
         return self._reply(self.steps.pop(0), messages)
 
     async def stream_reply(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        system: str | None,
-        on_text: Callable[[str], None],
-        on_tool_input: ToolInputSink | None = None,
+        self, messages: list[Message], tools: list[dict[str, Any]], system: str | None, to: Sinks
     ) -> ModelReply:
         """:meth:`reply`, with its text handed out word by word and each tool call's
         arguments in two halves of their JSON (how a demo streams)."""
         reply = await self.reply(messages, tools, system)
         if reply.text:
             for i, word in enumerate(reply.text.split(" ")):
-                on_text(word if i == 0 else " " + word)
-        if on_tool_input is not None:
+                to.on_text(word if i == 0 else " " + word)
+        if to.on_tool_input is not None:
             for call in reply.tool_calls:
                 encoded = json.dumps(call.arguments)
-                on_tool_input(call.id, call.name, encoded[: len(encoded) // 2])
-                on_tool_input(call.id, call.name, encoded)
+                to.on_tool_input(call.id, call.name, encoded[: len(encoded) // 2])
+                to.on_tool_input(call.id, call.name, encoded)
         return reply

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -52,27 +53,24 @@ _PAGE_HEADERS = {
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+@dataclass(eq=False)
 class WebHost:
-    """The state behind the page: the host, its web interaction, the chat."""
+    """The state behind the page: the host, its web interaction, the chat (with ``model``,
+    when there is one).  ``token`` guards the page's API (default: a random one)."""
 
-    def __init__(
-        self,
-        host: Host,
-        interaction: WebInteraction,
-        *,
-        model: Model | None = None,
-        system: str | None = None,
-        token: str | None = None,
-    ) -> None:
-        self.host = host
-        self.interaction = interaction
-        self.model = model
-        self.token = token or secrets.token_urlsafe(32)
-        self.allowed_hosts: set[str] = set()
-        self.sandbox = Sandbox()
+    host: Host
+    interaction: WebInteraction
+    _: KW_ONLY
+    model: Model | None = None
+    system: str | None = None
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    allowed_hosts: set[str] = field(default_factory=set, init=False)
+    sandbox: Sandbox = field(default_factory=Sandbox, init=False)
+
+    def __post_init__(self) -> None:
         self.chat = (
-            Conversation(host, model, system=system, on_event=self._chat_event)
-            if model is not None
+            Conversation(self.host, self.model, system=self.system, on_event=self._chat_event)
+            if self.model is not None
             else None
         )
         self._chat_lock = anyio.Lock()
@@ -395,32 +393,42 @@ def create_app(web: WebHost) -> Starlette:
     async def no_icon(request: Request) -> Response:
         return Response(status_code=204)
 
+    # The page's API under /api/, by method; every route needs the page's token (guarded).
+    reads = {
+        "state": state,
+        "tools": tools,
+        "resources": list_resources,
+        "prompts": list_prompts,
+        "audit": audit,
+        "logs": logs,
+        "events": events,
+    }
+    actions = {
+        "servers": add_server,
+        "servers/{name}/restart": server_action,
+        "servers/{name}/trust": server_action,
+        "servers/{name}/logout": server_action,
+        "tools/call": call_tool,
+        "calls/cancel": cancel_call,
+        "resources/read": read_resource,
+        "prompts/get": get_prompt,
+        "prompts/complete": complete_prompt,
+        "apps/open": open_app,
+        "apps/message": app_message,
+        "apps/context": app_context,
+        "apps/log": app_log,
+        "answer": answer,
+        "permissions": permissions,
+        "chat": chat,
+    }
     routes = [
         Route("/", guarded(index)),
         Route("/favicon.ico", no_icon),
-        Route("/api/state", guarded(state)),
-        Route("/api/servers", guarded(add_server), methods=["POST"]),
         Route("/api/servers/{name}", guarded(server_action), methods=["DELETE"]),
-        Route("/api/servers/{name}/restart", guarded(server_action), methods=["POST"]),
-        Route("/api/servers/{name}/trust", guarded(server_action), methods=["POST"]),
-        Route("/api/servers/{name}/logout", guarded(server_action), methods=["POST"]),
-        Route("/api/tools", guarded(tools)),
-        Route("/api/tools/call", guarded(call_tool), methods=["POST"]),
-        Route("/api/calls/cancel", guarded(cancel_call), methods=["POST"]),
-        Route("/api/resources", guarded(list_resources)),
-        Route("/api/resources/read", guarded(read_resource), methods=["POST"]),
-        Route("/api/prompts", guarded(list_prompts)),
-        Route("/api/prompts/get", guarded(get_prompt), methods=["POST"]),
-        Route("/api/prompts/complete", guarded(complete_prompt), methods=["POST"]),
-        Route("/api/apps/open", guarded(open_app), methods=["POST"]),
-        Route("/api/apps/message", guarded(app_message), methods=["POST"]),
-        Route("/api/apps/context", guarded(app_context), methods=["POST"]),
-        Route("/api/answer", guarded(answer), methods=["POST"]),
-        Route("/api/permissions", guarded(permissions), methods=["POST"]),
-        Route("/api/chat", guarded(chat), methods=["POST"]),
-        Route("/api/audit", guarded(audit)),
-        Route("/api/logs", guarded(logs)),
-        Route("/api/apps/log", guarded(app_log), methods=["POST"]),
-        Route("/api/events", guarded(events)),
+        *(Route(f"/api/{path}", guarded(handler)) for path, handler in reads.items()),
+        *(
+            Route(f"/api/{path}", guarded(handler), methods=["POST"])
+            for path, handler in actions.items()
+        ),
     ]
     return Starlette(routes=routes)

@@ -337,10 +337,7 @@ class McpHttpApp:
         try:
             kind = jsonrpc.classify(message)
         except McpError as err:
-            request_id = message.get("id") if isinstance(message, dict) else None
-            if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
-                request_id = None
-            await send_error(send, 400, err, request_id)
+            await send_error(send, 400, err, jsonrpc.answerable_id(message))
             return
         header_version = headers.get(hdr.PROTOCOL_VERSION)
         # Modern: a header newer than every legacy revision, or a request whose _meta names

@@ -9,6 +9,12 @@ from typing import Any
 
 import anyio
 
+# BodyTooLarge and ClientGone are named here too for this package's modules and the
+# gateway and serverless adapters, which catch them around read_body_now.
+from ...asgi import BodyTooLarge as BodyTooLarge
+from ...asgi import ClientGone as ClientGone
+from ...asgi import Receive as Receive
+from ...asgi import read_chunks
 from ...runtime.compat import new_cancel_scope
 from ...runtime.exchange import Exchange
 from ...runtime.stepping import Resumed, run_until_suspended
@@ -17,7 +23,6 @@ from ...types.codec import encode
 from ...types.errors import McpError
 
 Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -134,14 +139,6 @@ class Rejection(Exception):
         self.headers = headers or []
 
 
-class BodyTooLarge(Exception):
-    pass
-
-
-class ClientGone(Exception):
-    pass
-
-
 class BodyTimeout(Exception):
     pass
 
@@ -188,20 +185,7 @@ async def _read_body(receive: Receive, limit: int, declared: str | None) -> byte
                 raise BodyTooLarge
         except ValueError:
             pass
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone
-        chunk = message.get("body", b"")
-        if chunk:
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLarge
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
+    chunks = await read_chunks(receive, limit)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "RATE_LIMITED",
     "UNAUTHENTICATED",
     "PolicyError",
+    "Record",
     "audited",
     "check_access",
     "check_limits",
@@ -74,15 +75,15 @@ class PolicyError(McpError):
         self.outcome = outcome
 
 
-@dataclass
-class _Record:
+@dataclass(slots=True)
+class Record:
     """What the inner layers learn for the audit line: the deciding rule, the upstream."""
 
     upstream: str | None = None
     rule: str | None = None
 
 
-_record: contextvars.ContextVar[_Record | None] = contextvars.ContextVar(
+_record: contextvars.ContextVar[Record | None] = contextvars.ContextVar(
     "mcpkit_gateway_record", default=None
 )
 
@@ -110,15 +111,22 @@ async def audited(
     who: Callable[[], Caller],
     name: Callable[[], str | None],
     call: Callable[[], Awaitable[dict[str, Any]]],
+    record: Record | None = None,
 ) -> dict[str, Any]:
     """Run one request's policy and routing (``call``) and write its audit line and
     metrics sample, whatever the outcome; an unexpected exception becomes -32603
     "Gateway error" (logged with its traceback).  ``who`` and ``name`` are read at the
     end, after the inner layers settled them.  Shared by the :class:`Audit` layer and the
-    direct path (:mod:`.direct`), so both record a request the same way."""
+    direct path (:mod:`.direct`), so both record a request the same way.
+
+    The inner layers of the middleware chain find the :class:`Record` in a context
+    variable; the direct path, which calls them itself, passes its own ``record`` and
+    hands it on (no context variable set and reset per call)."""
     started = time.perf_counter()
-    record = _Record()
-    token = _record.set(record)
+    token = None
+    if record is None:
+        record = Record()
+        token = _record.set(record)
     outcome = "ok"
     try:
         result = await call()
@@ -144,7 +152,8 @@ async def audited(
         outcome = "cancelled"
         raise
     finally:
-        _record.reset(token)
+        if token is not None:
+            _record.reset(token)
         seconds = time.perf_counter() - started
         audit = gateway.audit
         if audit.enabled:
@@ -221,11 +230,16 @@ async def _lists(upstream: AnyUpstream, name: str) -> bool:
 
 
 def check_access(
-    gateway: GatewayServer, who: Caller, method: str, name: str | None, params: dict[str, Any]
+    gateway: GatewayServer,
+    who: Caller,
+    method: str,
+    name: str | None,
+    params: dict[str, Any],
+    record: Record | None = None,
 ) -> None:
     """A virtual server's allow-list, then the first matching ``[[rule]]`` (its CEL
     conditions see the token's claims and the call's arguments); the deciding rule goes
-    to the audit line.  Raises the refusal."""
+    to the audit line (``record``, else the current request's).  Raises the refusal."""
     view = gateway.config.view(who.view) if who.view is not None else None
     if view is not None and not views.allows(view, method, params):
         raise invalid_params(f"Unknown name: {name}", {"name": name})  # not here
@@ -233,7 +247,8 @@ def check_access(
     allowed, reason, rule = gateway.authorizer.decide(
         who, method, name, arguments if isinstance(arguments, dict) else {}
     )
-    record = _record.get()
+    if record is None:
+        record = _record.get()
     if record is not None:
         record.rule = rule
     if not allowed:

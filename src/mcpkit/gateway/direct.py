@@ -68,7 +68,6 @@ if TYPE_CHECKING:
 __all__ = ["DirectCalls"]
 
 METHOD = "tools/call"
-Answer = tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None]
 Route = tuple[Upstream, str, ProxyTool]
 #: The members of a call this path takes; any other (``task``, ``requestState``,
 #: ``inputResponses``...) sends it to the server's path.
@@ -102,25 +101,36 @@ class DirectCalls:
         if request is None:
             return replay_body(body, receive)
         request_id, params, passed = request
-        metrics = app.server.metrics
+        server = app.server
+        metrics = server.metrics
         if metrics.enabled:
             metrics.direct_calls += 1
+        record = Record()
+        forward = partial(self._forward, route, who, name, params, passed, record)
         # Awaited whole (a forwarded call always waits on its upstream), watched for the
-        # client going away.
+        # client going away; in this frame, as each frame more is resumed on every wake-up.
         watches = self._watches
         watch = watches.enter(receive)
         try:
             try:
-                answer = await self._answer(route, who, name, params, passed, request_id)
+                result = await audited(server, METHOD, lambda: who, lambda: name, forward, record)
             finally:
                 watches.leave(watch)
+        except McpError as err:
+            if watch.settle():
+                return None
+            await send_json_answer(
+                send, jsonrpc.error(request_id, err), err.http_status, err.http_headers
+            )
+            return None
         except asyncio.CancelledError:
             if watch.settle():
                 return None  # the client went away: the upstream call was cancelled
             raise
         if watch.settle():
             return None  # the call swallowed the cancellation; the client is gone anyway
-        await send_json_answer(send, *answer)
+        server.modern_result(result)
+        await send_json_answer(send, jsonrpc.result(request_id, result))
         return None
 
     def _route(self, headers: dict[str, str], who: Caller, name: str) -> Route | None:
@@ -219,25 +229,6 @@ class DirectCalls:
             passed.update({k: v for k in TRACE_KEYS if isinstance(v := meta.get(k), str)})
         passed[META_CLIENT_CAPABILITIES] = caps
         return request_id, params, passed
-
-    async def _answer(
-        self,
-        route: Route,
-        who: Caller,
-        name: str,
-        params: dict[str, Any],
-        passed: dict[str, Any],
-        request_id: Any,
-    ) -> Answer:
-        server = self.app.server
-        record = Record()
-        forward = partial(self._forward, route, who, name, params, passed, record)
-        try:
-            result = await audited(server, METHOD, lambda: who, lambda: name, forward, record)
-        except McpError as err:
-            return jsonrpc.error(request_id, err), err.http_status, err.http_headers
-        server.modern_result(result)
-        return jsonrpc.result(request_id, result), 200, None
 
     async def _forward(
         self,

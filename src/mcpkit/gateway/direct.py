@@ -15,8 +15,9 @@ serves it with the same functions as the server's path, called directly:
   and ``_meta`` only; a ``_meta`` of the version the header names, the client's
   capabilities and info and the trace context only), so that what it accepts is what the
   server's checks accept, without building what they build;
-* the policy: :func:`.middleware.audited` around :func:`.middleware.check_access` and
-  :func:`.middleware.check_limits` (the same audit line, metrics and refusals);
+* the policy: :func:`.middleware.check_access` and :func:`.middleware.check_limits`,
+  recorded as :func:`.middleware.audited` records them (its :func:`~.middleware.failed`
+  and :func:`~.middleware.finish`: the same audit line, metrics and refusals);
 * the forwarding: :meth:`.server.GatewayServer.pass_through` (the fast lane with its
   answer-size cap and upstream timeout, retagging, ``serverInfo`` stripped), then the
   answer's own fields (:meth:`~mcpkit.server.Server.modern_result`);
@@ -37,7 +38,7 @@ checks would refuse (the server's path gives the refusal, so it stays one answer
 from __future__ import annotations
 
 import asyncio
-from functools import partial
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..auth.resource_server import replay_body
@@ -56,7 +57,7 @@ from ..types.versions import (
     TASKS_EXTENSION,
 )
 from .deadlines import Watches
-from .middleware import Record, audited, check_access, check_limits
+from .middleware import Record, check_access, check_limits, failed, finish
 from .policy import Caller
 from .routing import ProxyTool
 from .server import param_headers
@@ -105,32 +106,58 @@ class DirectCalls:
         metrics = server.metrics
         if metrics.enabled:
             metrics.direct_calls += 1
+        upstream, original, tool = route
         record = Record()
-        forward = partial(self._forward, route, who, name, params, passed, record)
-        # Awaited whole (a forwarded call always waits on its upstream), watched for the
-        # client going away; in this frame, as each frame more is resumed on every wake-up.
+        outcome = "ok"
+        started = time.perf_counter()
+        # The server's path minus its dispatch, in this one frame (each frame more is
+        # resumed on every wake-up): the policy layers (as ``middleware.audited`` runs
+        # them), the routing, the answer.  Awaited whole (a forwarded call always waits
+        # on its upstream), watched for the client going away.
         watches = self._watches
         watch = watches.enter(receive)
         try:
             try:
-                result = await audited(server, METHOD, lambda: who, lambda: name, forward, record)
+                check_access(server, who, METHOD, name, params, record)
+                if server.limiter.rules:
+                    await check_limits(server, who, METHOD, name)
+                params["name"] = original  # (the request's own, decoded here: renamed in place)
+                result = await server.pass_through(
+                    upstream,
+                    METHOD,
+                    params,
+                    passed,
+                    headers=param_headers(tool, params),
+                    progress=None,
+                    limit=server.config.result_cap(name),
+                    what=f"{METHOD} {name}",
+                    front=None,
+                    safe=False,
+                    bare=True,
+                )
+                record.upstream = upstream.name
+                if result.get("resultType") == "input_required":
+                    outcome = "input_required"
             finally:
                 watches.leave(watch)
-        except McpError as err:
-            if watch.settle():
-                return None
-            await send_json_answer(
-                send, jsonrpc.error(request_id, err), err.http_status, err.http_headers
-            )
-            return None
-        except asyncio.CancelledError:
-            if watch.settle():
-                return None  # the client went away: the upstream call was cancelled
-            raise
+        except BaseException as exc:
+            outcome, error = failed(METHOD, exc)
+            finish(server, METHOD, who, name, record, outcome, started)
+            if error is None:
+                if not isinstance(exc, McpError):
+                    if isinstance(exc, asyncio.CancelledError) and watch.settle():
+                        return None  # the client went away: the upstream call was cancelled
+                    raise
+                error = exc
+            answer = jsonrpc.error(request_id, error)
+            status, extra = error.http_status, error.http_headers
+        else:
+            finish(server, METHOD, who, name, record, outcome, started)
+            server.modern_result(result)
+            answer, status, extra = jsonrpc.result(request_id, result), 200, None
         if watch.settle():
             return None  # the call swallowed the cancellation; the client is gone anyway
-        server.modern_result(result)
-        await send_json_answer(send, jsonrpc.result(request_id, result))
+        await send_json_answer(send, answer, status, extra)
         return None
 
     def _route(self, headers: dict[str, str], who: Caller, name: str) -> Route | None:
@@ -229,38 +256,6 @@ class DirectCalls:
             passed.update({k: v for k in TRACE_KEYS if isinstance(v := meta.get(k), str)})
         passed[META_CLIENT_CAPABILITIES] = caps
         return request_id, params, passed
-
-    async def _forward(
-        self,
-        route: Route,
-        who: Caller,
-        name: str,
-        params: dict[str, Any],
-        passed: dict[str, Any],
-        record: Record,
-    ) -> dict[str, Any]:
-        """The server's path minus its dispatch: the policy layers, then the routing."""
-        upstream, original, tool = route
-        server = self.app.server
-        check_access(server, who, METHOD, name, params, record)
-        if server.limiter.rules:
-            await check_limits(server, who, METHOD, name)
-        params["name"] = original  # (the request's own, decoded here: renamed in place)
-        result = await server.pass_through(
-            upstream,
-            METHOD,
-            params,
-            passed,
-            headers=param_headers(tool, params),
-            progress=None,
-            limit=server.config.result_cap(name),
-            what=f"{METHOD} {name}",
-            front=None,
-            safe=False,
-            bare=True,
-        )
-        record.upstream = upstream.name
-        return result
 
 
 def _declared_within(declared: str | None, options: HttpOptions) -> bool:

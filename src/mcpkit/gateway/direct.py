@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from ..auth.resource_server import replay_body
 from ..compose.bridge import TRACE_KEYS
 from ..protocol import headers as hdr
-from ..transports.http.app import HttpOptions, read_post_body
+from ..transports.http.app import read_post_body
 from ..transports.http.asgi import Receive, Send
 from ..transports.http.stream import send_json_answer
 from ..types import jsonrpc
@@ -107,6 +107,7 @@ class DirectCalls:
         if metrics.enabled:
             metrics.direct_calls += 1
         upstream, original, tool = route
+        config = server.config
         record = Record()
         outcome = "ok"
         started = time.perf_counter()
@@ -127,9 +128,11 @@ class DirectCalls:
                     METHOD,
                     params,
                     passed,
-                    headers=param_headers(tool, params),
+                    headers=param_headers(tool, params) if tool.header_params else None,
                     progress=None,
-                    limit=server.config.result_cap(name),
+                    limit=config.result_cap(name)
+                    if config.result_caps
+                    else config.max_result_bytes,
                     what=f"{METHOD} {name}",
                     front=None,
                     safe=False,
@@ -175,8 +178,12 @@ class DirectCalls:
             or who.view is not None
             or headers.get("content-type") != "application/json"
             or (accept is not None and ("application/json" not in accept or "q=" in accept))
-            or not _declared_within(headers.get("content-length"), options)
         ):
+            return None
+        # A body of known length within the limit (else the server's path reads it, and
+        # refuses it when it is too large).
+        declared = headers.get("content-length")
+        if declared is None or not declared.isdigit() or int(declared) > options.max_body_bytes:
             return None
         tool = server._proxy_tools.get(name)
         if tool is None:
@@ -256,9 +263,3 @@ class DirectCalls:
             passed.update({k: v for k in TRACE_KEYS if isinstance(v := meta.get(k), str)})
         passed[META_CLIENT_CAPABILITIES] = caps
         return request_id, params, passed
-
-
-def _declared_within(declared: str | None, options: HttpOptions) -> bool:
-    """A body of known length within the limit (else the server's path reads it, and
-    refuses it when it is too large)."""
-    return declared is not None and declared.isdigit() and int(declared) <= options.max_body_bytes

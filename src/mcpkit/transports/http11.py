@@ -226,8 +226,12 @@ class RawResponse:
 
     def header(self, name: bytes) -> bytes | None:
         """The first value of header ``name`` (lower case)."""
-        for key, value in self.headers:
-            if key == name or key.lower() == name:  # (servers mostly send lower case)
+        headers = self.headers
+        for key, value in headers:
+            if key == name:  # (servers mostly send lower case)
+                return value
+        for key, value in headers:
+            if key.lower() == name:
                 return value
         return None
 

@@ -45,7 +45,7 @@ from ..types import jsonrpc
 from ..types.codec import DecodeError, decode, encode
 from ..types.errors import McpError
 from ..types.jsonrpc import Kind
-from ..types.methods import name_param
+from ..types.methods import METHODS
 from ..types.versions import META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION
 from .deadlines import Deadline, Deadlines
 
@@ -55,6 +55,8 @@ MAX_ANSWER_BYTES = 64 * 1024 * 1024
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")  # CTLs but HTAB; non-latin-1
 _HEADS_MAX = 1024
+#: Method -> its ``Mcp-Name`` member (``types.methods.name_param``, as one lookup).
+_NAME_PARAMS = {method: spec.name_param for method, spec in METHODS.items()}
 ProgressRelay = Callable[[dict[str, Any]], Awaitable[None]]
 LogRelay = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -196,8 +198,8 @@ class FastLane:
         else:
             own = client.session.meta(token)
             own.update(meta)
-        if getattr(client.session, "traced", False):  # our CLIENT span parents the upstream
-            own.update(telemetry.inject())
+            if getattr(client.session, "traced", False):  # our CLIENT span parents upstream
+                own.update(telemetry.inject())
         wire = dict(params)
         wire["_meta"] = own
         request_id = next(self._ids)
@@ -243,9 +245,14 @@ class FastLane:
         extra: dict[str, str] | None,
         length: int,
     ) -> bytes:
-        member = name_param(method)
+        member = _NAME_PARAMS.get(method)
         value = params.get(member) if member else None
-        key = (client_version(meta), method, value if isinstance(value, str) else None)
+        version = meta.get(META_PROTOCOL_VERSION, "")
+        key = (
+            version if type(version) is str else str(version),
+            method,
+            value if isinstance(value, str) else None,
+        )
         head = self._heads.get(key)
         if head is None:  # the request line, fixed and routing headers, kept per call shape
             text = f"mcp-protocol-version: {key[0]}\r\nmcp-method: {method}\r\n"
@@ -310,7 +317,3 @@ class FastLane:
             f"{self.url} closed the response stream of {method} before answering; "
             f"the request is lost (re-issue it to retry)"
         )
-
-
-def client_version(meta: dict[str, Any]) -> str:
-    return str(meta.get("io.modelcontextprotocol/protocolVersion", ""))

@@ -102,15 +102,15 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     # httptools callbacks ---------------------------------------------------------
-    def on_message_begin(self) -> None:
-        self.reset()
-
     def reset(self) -> None:
         """Ready for the next response (called before the request is written: the
-        previous response's flags must not answer for the next one)."""
+        previous response's flags must not answer for the next one; and as a response
+        begins, after an interim 1xx one)."""
         self.headers = []
         self.headers_done = False
         self.complete = False
+
+    on_message_begin = reset  # (the same, one call less per response)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value))

@@ -220,6 +220,11 @@ class FastLane:
                     f"the connection to {self.url} failed while sending {method}: {exc}"
                 ) from None
             try:
+                # Most answers are JSON that came whole with their head: read at once,
+                # without the reading coroutines.
+                whole = None if _streamed(response) else response.read_now(limit)
+                if whole is not None:
+                    return self._result(whole, response.status, method)
                 pending = _Pending(method, request_id, token, progress, deadline, limit)
                 return await self._answer(response, pending)
             except httpx.HTTPError as exc:
@@ -269,16 +274,17 @@ class FastLane:
     async def _answer(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
         """The result in ``response`` (JSON, or an SSE stream), or its error raised."""
         method, limit = pending.method, pending.limit
-        kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
-        if response.status == 200 and kind == b"text/event-stream":
+        if _streamed(response):
             return await self._read_sse(response, pending)
         try:
             body = await response.read(limit)
         except ValueError:
             raise ResultTooLarge(method, limit) from None
-        answer = body_answer(
-            body, response.status, method, f"HTTP {response.status} from {self.url}", relayed=True
-        )
+        return self._result(body, response.status, method)
+
+    def _result(self, body: bytes, status: int, method: str) -> dict[str, Any]:
+        """The result in a JSON answer's ``body``, or its error raised."""
+        answer = body_answer(body, status, method, f"HTTP {status} from {self.url}", relayed=True)
         if answer is None:
             raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
         return unwrap_answer(answer, method)
@@ -317,3 +323,9 @@ class FastLane:
             f"{self.url} closed the response stream of {method} before answering; "
             f"the request is lost (re-issue it to retry)"
         )
+
+
+def _streamed(response: RawResponse) -> bool:
+    """Whether the answer is an SSE stream (else a JSON body)."""
+    kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
+    return response.status == 200 and kind == b"text/event-stream"

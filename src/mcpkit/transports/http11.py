@@ -254,14 +254,21 @@ class RawResponse:
         self._conn = None
         self._pool._release(conn)
 
+    def read_now(self, limit: int) -> bytes | None:
+        """The whole body when it is here already, in one piece and within ``limit``
+        bytes (the usual small answer: no coroutine needed), else None (:meth:`read` it)."""
+        conn = self._conn
+        if conn is None or not conn.complete or len(conn.pending) != 1 or conn.buffered > limit:
+            return None
+        body = conn.take()[0]
+        self._conn = None
+        self._pool._release(conn)
+        return body
+
     async def read(self, limit: int) -> bytes:
         """The whole body; :class:`ValueError` past ``limit`` bytes."""
-        conn = self._conn
-        if conn is not None and conn.complete and len(conn.pending) == 1:
-            body = conn.take()[0]  # the usual case: the answer came in one piece
-            self._conn = None
-            self._pool._release(conn)
-        else:
+        body = self.read_now(limit)
+        if body is None:
             parts = bytearray()
             async for chunk in self.chunks():
                 parts += chunk

@@ -312,8 +312,10 @@ class Http11Pool:
         self._slots = _Slots(max_connections)
         self._max_idle = max_idle
         self._closed = False
-        #: Requests to write at the end of the loop's current step (:meth:`_write_soon`).
+        #: Requests to write at the end of the loop's current step (:meth:`_write_soon`),
+        #: and the loop that will write them (None: none held).
         self._writes: list[tuple[_Connection, bytes]] = []
+        self._flushing: asyncio.AbstractEventLoop | None = None
 
     async def request(
         self,
@@ -376,13 +378,17 @@ class Http11Pool:
         keeps that timing without the step, which resumed every coroutine of a forwarded
         call once more.  A connection closed meanwhile (the request was cancelled) is
         not written to."""
-        writes = self._writes
-        if not writes:
-            asyncio.get_running_loop().call_soon(self._flush_writes)
-        writes.append((conn, data))
+        loop = asyncio.get_running_loop()
+        if self._flushing is not loop:  # the first write of this step
+            # (Writes still held for another loop are dropped: it stopped before its step
+            # ended, and its requests with it.  A pool is used from one loop at a time.)
+            self._writes = []
+            self._flushing = loop
+            loop.call_soon(self._flush_writes)
+        self._writes.append((conn, data))
 
     def _flush_writes(self) -> None:
-        writes, self._writes = self._writes, []
+        writes, self._writes, self._flushing = self._writes, [], None
         for conn, data in writes:
             if not conn.closed and conn.transport is not None:
                 conn.transport.write(data)

@@ -320,3 +320,100 @@ def test_upstream_down(gateways: tuple[Gateway, Gateway], upstreams: dict[str, g
     # Once the gateway knows (the call above failed): the server's path answers for both.
     reply = both(gateways, lambda g: g.call("d_whoami"), direct=False)
     assert reply.error["code"] == first[0].error["code"]
+
+
+def _raw(
+    gateway: Gateway, message: dict[str, Any] | str, version: str = gwkit.MODERN
+) -> gwkit.Reply:
+    """One ``tools/call`` of ``e_whoami`` as it is given (a dict, or the body's own text)."""
+    headers = gwkit.modern_headers("tools/call", "e_whoami")
+    headers["mcp-protocol-version"] = version
+    body = message if isinstance(message, str) else json.dumps(message)
+    response = httpx.post(gateway.proc.url, headers=headers, content=body, timeout=30)
+    return gwkit._reply(response)
+
+
+def _message(**changes: Any) -> dict[str, Any]:
+    """A plain call of ``e_whoami``; ``changes`` replace (None: drop) top-level members,
+    ``params__X`` members of params and ``meta__X`` members of ``_meta``."""
+    meta = gwkit.meta()
+    params: dict[str, Any] = {"name": "e_whoami", "arguments": {}, "_meta": meta}
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+    for key, value in changes.items():
+        where, member = (
+            (meta, key[6:])
+            if key.startswith("meta__")
+            else (params, key[8:])
+            if key.startswith("params__")
+            else (message, key)
+        )
+        member = member.replace("_SLASH_", "/")
+        if value is None:
+            where.pop(member, None)
+        else:
+            where[member] = value
+    return message
+
+
+PV = "meta__io.modelcontextprotocol_SLASH_protocolVersion"
+CAPS = "meta__io.modelcontextprotocol_SLASH_clientCapabilities"
+INFO = "meta__io.modelcontextprotocol_SLASH_clientInfo"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"id": "a string id"},
+        {"params__arguments": None},
+        {INFO: None},
+        {INFO: "not an object"},  # (read by neither path)
+        {"meta__traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+        {"meta__tracestate": 5},  # (not a string: not passed on, by either path)
+    ],
+)
+def test_plain_shapes_take_the_direct_path(
+    gateways: tuple[Gateway, Gateway], changes: dict[str, Any]
+) -> None:
+    reply = both(gateways, lambda g: _raw(g, _message(**changes)), direct=True)
+    assert reply.text() == "e"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"extra": 1},  # a member the envelope does not have
+        {"id": 1.5},
+        {"id": True},
+        {"id": None},
+        {"jsonrpc": "1.0"},
+        {"params": [1]},
+        {"params__foo": 1},
+        {"params__arguments": [1, 2]},
+        {"params__name": "e_pid"},  # not the tool Mcp-Name names
+        {"params___meta": None},
+        {PV: "2025-11-25"},  # not the header's version
+        {PV: 20260728},
+        {CAPS: None},
+        {CAPS: []},
+        {"meta__io.modelcontextprotocol_SLASH_logLevel": "info"},
+        {"meta__progressToken": "p"},
+        {"meta__other": 1},
+    ],
+)
+def test_other_shapes_take_the_servers_path(
+    gateways: tuple[Gateway, Gateway], changes: dict[str, Any]
+) -> None:
+    both(gateways, lambda g: _raw(g, _message(**changes)), direct=False)
+
+
+def test_unsupported_version_and_repeated_members_take_the_servers_path(
+    gateways: tuple[Gateway, Gateway],
+) -> None:
+    version = "2099-01-01"
+    reply = both(gateways, lambda g: _raw(g, _message(**{PV: version}), version), direct=False)
+    assert reply.status == 400
+    text = json.dumps(_message())
+    repeated = text.replace('"id": 7,', '"id": 7, "id": 8,')
+    assert repeated != text
+    reply = both(gateways, lambda g: _raw(g, repeated), direct=False)
+    assert reply.error["code"] == -32600

@@ -201,7 +201,7 @@ class GatewayApp:
                     await self.cors.preflight(origin, headers, send)
                     return
                 send = self.cors.wrap(origin, send)
-        _, endpoint = self._endpoint(path)
+        endpoint = self._endpoint(path)[1] if self.views else self.mcp
         policy = endpoint.options.host_policy
         if (
             scope.get("method") == "POST"
@@ -225,7 +225,8 @@ class GatewayApp:
                         send, rejection.status, rejection.error, None, rejection.headers
                     )
                     return
-            principal = self._in_view(principal, scope)
+            if self.views:
+                principal = self._in_view(principal, scope)
             scope[_PRINCIPAL] = principal
             if self.authenticator.has_call_scopes:
                 try:
@@ -291,7 +292,10 @@ class GatewayApp:
         """Refuse early on what the headers say (the transport checks them against the
         body afterwards; the dispatcher then decides and counts on the body's values);
         :meth:`_prelimit` then, when there are ``[[rate_limit]]`` rules."""
-        allowed, reason, _ = self.server.authorizer.decide(principal, method, name)
+        authorizer = self.server.authorizer
+        allowed, reason, _ = (
+            authorizer.decide(principal, method, name) if authorizer.rules else authorizer.default
+        )
         if not allowed:
             raise _Refused(
                 403,

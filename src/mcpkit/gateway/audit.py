@@ -26,11 +26,9 @@ class AuditLog:
             self._file = sys.stderr.buffer
         elif path:
             self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - lives as long as we do
-
-    @property
-    def enabled(self) -> bool:
-        """Whether lines are written (callers skip gathering a line's fields if not)."""
-        return self._file is not None
+        #: Whether lines are written (callers skip gathering a line's fields if not; an
+        #: attribute, not a property: asked on every request).
+        self.enabled = self._file is not None
 
     def record(
         self,
@@ -63,3 +61,4 @@ class AuditLog:
         if self._file is not None and self._file is not sys.stderr.buffer:
             self._file.close()
         self._file = None
+        self.enabled = False

@@ -45,7 +45,7 @@ from ..types import jsonrpc
 from ..types.codec import DecodeError, decode, encode
 from ..types.errors import McpError
 from ..types.jsonrpc import Kind
-from ..types.methods import name_param
+from ..types.methods import METHODS
 from ..types.versions import META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION
 from .deadlines import Deadline, Deadlines
 
@@ -55,6 +55,8 @@ MAX_ANSWER_BYTES = 64 * 1024 * 1024
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")  # CTLs but HTAB; non-latin-1
 _HEADS_MAX = 1024
+#: Method -> its ``Mcp-Name`` member (``types.methods.name_param``, as one lookup).
+_NAME_PARAMS = {method: spec.name_param for method, spec in METHODS.items()}
 ProgressRelay = Callable[[dict[str, Any]], Awaitable[None]]
 LogRelay = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -196,8 +198,8 @@ class FastLane:
         else:
             own = client.session.meta(token)
             own.update(meta)
-        if getattr(client.session, "traced", False):  # our CLIENT span parents the upstream
-            own.update(telemetry.inject())
+            if getattr(client.session, "traced", False):  # our CLIENT span parents upstream
+                own.update(telemetry.inject())
         wire = dict(params)
         wire["_meta"] = own
         request_id = next(self._ids)
@@ -218,6 +220,11 @@ class FastLane:
                     f"the connection to {self.url} failed while sending {method}: {exc}"
                 ) from None
             try:
+                # Most answers are JSON that came whole with their head: read at once,
+                # without the reading coroutines.
+                whole = None if _streamed(response) else response.read_now(limit)
+                if whole is not None:
+                    return self._result(whole, response.status, method)
                 pending = _Pending(method, request_id, token, progress, deadline, limit)
                 return await self._answer(response, pending)
             except httpx.HTTPError as exc:
@@ -243,9 +250,14 @@ class FastLane:
         extra: dict[str, str] | None,
         length: int,
     ) -> bytes:
-        member = name_param(method)
+        member = _NAME_PARAMS.get(method)
         value = params.get(member) if member else None
-        key = (client_version(meta), method, value if isinstance(value, str) else None)
+        version = meta.get(META_PROTOCOL_VERSION, "")
+        key = (
+            version if type(version) is str else str(version),
+            method,
+            value if isinstance(value, str) else None,
+        )
         head = self._heads.get(key)
         if head is None:  # the request line, fixed and routing headers, kept per call shape
             text = f"mcp-protocol-version: {key[0]}\r\nmcp-method: {method}\r\n"
@@ -262,16 +274,17 @@ class FastLane:
     async def _answer(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
         """The result in ``response`` (JSON, or an SSE stream), or its error raised."""
         method, limit = pending.method, pending.limit
-        kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
-        if response.status == 200 and kind == b"text/event-stream":
+        if _streamed(response):
             return await self._read_sse(response, pending)
         try:
             body = await response.read(limit)
         except ValueError:
             raise ResultTooLarge(method, limit) from None
-        answer = body_answer(
-            body, response.status, method, f"HTTP {response.status} from {self.url}", relayed=True
-        )
+        return self._result(body, response.status, method)
+
+    def _result(self, body: bytes, status: int, method: str) -> dict[str, Any]:
+        """The result in a JSON answer's ``body``, or its error raised."""
+        answer = body_answer(body, status, method, f"HTTP {status} from {self.url}", relayed=True)
         if answer is None:
             raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
         return unwrap_answer(answer, method)
@@ -312,5 +325,7 @@ class FastLane:
         )
 
 
-def client_version(meta: dict[str, Any]) -> str:
-    return str(meta.get("io.modelcontextprotocol/protocolVersion", ""))
+def _streamed(response: RawResponse) -> bool:
+    """Whether the answer is an SSE stream (else a JSON body)."""
+    kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
+    return response.status == 200 and kind == b"text/event-stream"

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from typing import Any
 
 #: The latency histogram's upper bounds, in seconds (+Inf is added).
+#: At most this many (method, upstream, outcome) kept by :meth:`Metrics.observe`.
+_SERIES_MAX = 1024
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
@@ -48,6 +50,8 @@ class Metrics:
         self._requests: dict[tuple[str, str, str], _Series] = {}
         self._latency: dict[tuple[str, str], _Series] = {}
         self._bounds = (*map(float, BUCKETS), float("inf"))
+        #: (method, upstream, outcome) as given -> what :meth:`observe` adds to.
+        self._series: dict[tuple[str, str | None, str], tuple[_Series, _Series, str | None]] = {}
         #: tools/call requests the direct path took (and when it first took one).
         self.direct_calls = 0
         self._direct_created = time.time()
@@ -85,20 +89,36 @@ class Metrics:
         """Count one request and its latency (in the event loop's thread)."""
         if not self.enabled:
             return
-        label = upstream or "-"
-        kind = outcome.split(":", 1)[0]
-        counted = self._requests.get((method, label, kind))
-        if counted is None:
-            counted = self._requests[(method, label, kind)] = _Series(0)
+        series = self._series.get((method, upstream, outcome))
+        if series is None:
+            series = self._new_series(method, upstream, outcome)
+        counted, timed, rule = series
         counted.count += 1
-        timed = self._latency.get((method, label))
-        if timed is None:
-            timed = self._latency[(method, label)] = _Series(len(self._bounds))
         timed.count += 1
         timed.sum += seconds
         timed.buckets[bisect_left(self._bounds, seconds)] += 1
-        if kind == "rate_limited":
-            self.rate_limited.labels(outcome.split(":", 1)[1]).inc()
+        if rule is not None:
+            self.rate_limited.labels(rule).inc()
+
+    def _new_series(
+        self, method: str, upstream: str | None, outcome: str
+    ) -> tuple[_Series, _Series, str | None]:
+        """The series one (method, upstream, outcome) adds to, and the rule of a
+        ``rate_limited:<rule>`` outcome; found once, then kept (bounded: outcomes are
+        few, but error codes are the upstreams')."""
+        label = upstream or "-"
+        kind, _, rule = outcome.partition(":")
+        counted = self._requests.get((method, label, kind))
+        if counted is None:
+            counted = self._requests[(method, label, kind)] = _Series(0)
+        timed = self._latency.get((method, label))
+        if timed is None:
+            timed = self._latency[(method, label)] = _Series(len(self._bounds))
+        series = (counted, timed, rule if kind == "rate_limited" else None)
+        if len(self._series) >= _SERIES_MAX:
+            self._series.clear()
+        self._series[(method, upstream, outcome)] = series
+        return series
 
     def families(self, which: str) -> Iterator[Any]:
         """The metric families of the plain counters, as ``prometheus_client``'s own

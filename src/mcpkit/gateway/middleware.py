@@ -43,9 +43,12 @@ __all__ = [
     "RATE_LIMITED",
     "UNAUTHENTICATED",
     "PolicyError",
+    "Record",
     "audited",
     "check_access",
     "check_limits",
+    "failed",
+    "finish",
     "policy",
     "served_by",
 ]
@@ -74,15 +77,15 @@ class PolicyError(McpError):
         self.outcome = outcome
 
 
-@dataclass
-class _Record:
+@dataclass(slots=True)
+class Record:
     """What the inner layers learn for the audit line: the deciding rule, the upstream."""
 
     upstream: str | None = None
     rule: str | None = None
 
 
-_record: contextvars.ContextVar[_Record | None] = contextvars.ContextVar(
+_record: contextvars.ContextVar[Record | None] = contextvars.ContextVar(
     "mcpkit_gateway_record", default=None
 )
 
@@ -114,10 +117,11 @@ async def audited(
     """Run one request's policy and routing (``call``) and write its audit line and
     metrics sample, whatever the outcome; an unexpected exception becomes -32603
     "Gateway error" (logged with its traceback).  ``who`` and ``name`` are read at the
-    end, after the inner layers settled them.  Shared by the :class:`Audit` layer and the
-    direct path (:mod:`.direct`), so both record a request the same way."""
+    end, after the inner layers settled them.  The :class:`Audit` layer's; the direct
+    path (:mod:`.direct`), which has no inner layers to hear from, does the same in its
+    own frame with the same parts (:func:`failed`, :func:`finish`)."""
     started = time.perf_counter()
-    record = _Record()
+    record = Record()
     token = _record.set(record)
     outcome = "ok"
     try:
@@ -125,40 +129,61 @@ async def audited(
         if result.get("resultType") == "input_required":
             outcome = "input_required"
         return result
-    except PolicyError as err:
-        outcome = err.outcome
-        raise
-    except McpError as err:
-        outcome = getattr(err, "outcome", f"error:{err.code}")  # guardrail:<name>
-        raise
-    except NeedInput:
-        outcome = "input_required"
-        raise
-    except Exception as exc:
-        outcome = f"error:{INTERNAL_ERROR}"
-        log.exception("gateway error on %s", method)
-        raise McpError(INTERNAL_ERROR, f"Gateway error: {type(exc).__name__}") from exc
-    except BaseException:
-        # The request's task or scope was cancelled (the client went away, the gateway is
-        # stopping): no answer went out, so the line must not say "ok".
-        outcome = "cancelled"
+    except BaseException as exc:
+        outcome, error = failed(method, exc)
+        if error is not None:
+            raise error from exc
         raise
     finally:
         _record.reset(token)
-        seconds = time.perf_counter() - started
-        audit = gateway.audit
-        if audit.enabled:
-            extra = {"rule": record.rule} if record.rule is not None else {}
-            audit.record(
-                principal=who().name,
-                method=method,
-                name=name(),
-                upstream=record.upstream,
-                outcome=outcome,
-                latency_ms=seconds * 1000,
-                **extra,
-            )
-        gateway.metrics.observe(method, record.upstream, outcome, seconds)
+        finish(gateway, method, who(), name(), record, outcome, started)
+
+
+def failed(method: str, exc: BaseException) -> tuple[str, McpError | None]:
+    """The audit outcome of a request that raised ``exc``, and the error to answer
+    instead when it is not one of the gateway's own (logged with its traceback: call
+    this in the ``except`` block)."""
+    if isinstance(exc, PolicyError):
+        return exc.outcome, None
+    if isinstance(exc, McpError):
+        return getattr(exc, "outcome", f"error:{exc.code}"), None  # guardrail:<name>
+    if isinstance(exc, NeedInput):
+        return "input_required", None
+    if isinstance(exc, Exception):
+        log.exception("gateway error on %s", method)
+        return f"error:{INTERNAL_ERROR}", McpError(
+            INTERNAL_ERROR, f"Gateway error: {type(exc).__name__}"
+        )
+    # The request's task or scope was cancelled (the client went away, the gateway is
+    # stopping): no answer went out, so the line must not say "ok".
+    return "cancelled", None
+
+
+def finish(
+    gateway: GatewayServer,
+    method: str,
+    who: Caller,
+    name: str | None,
+    record: Record,
+    outcome: str,
+    started: float,
+) -> None:
+    """Write a request's audit line and metrics sample (``started``: its
+    ``perf_counter``)."""
+    seconds = time.perf_counter() - started
+    audit = gateway.audit
+    if audit.enabled:
+        extra = {"rule": record.rule} if record.rule is not None else {}
+        audit.record(
+            principal=who.name,
+            method=method,
+            name=name,
+            upstream=record.upstream,
+            outcome=outcome,
+            latency_ms=seconds * 1000,
+            **extra,
+        )
+    gateway.metrics.observe(method, record.upstream, outcome, seconds)
 
 
 class Audit(Middleware):
@@ -221,19 +246,29 @@ async def _lists(upstream: AnyUpstream, name: str) -> bool:
 
 
 def check_access(
-    gateway: GatewayServer, who: Caller, method: str, name: str | None, params: dict[str, Any]
+    gateway: GatewayServer,
+    who: Caller,
+    method: str,
+    name: str | None,
+    params: dict[str, Any],
+    record: Record | None = None,
 ) -> None:
     """A virtual server's allow-list, then the first matching ``[[rule]]`` (its CEL
     conditions see the token's claims and the call's arguments); the deciding rule goes
-    to the audit line.  Raises the refusal."""
+    to the audit line (``record``, else the current request's).  Raises the refusal."""
     view = gateway.config.view(who.view) if who.view is not None else None
     if view is not None and not views.allows(view, method, params):
         raise invalid_params(f"Unknown name: {name}", {"name": name})  # not here
-    arguments = params.get("arguments") if method in ("tools/call", "prompts/get") else None
-    allowed, reason, rule = gateway.authorizer.decide(
-        who, method, name, arguments if isinstance(arguments, dict) else {}
-    )
-    record = _record.get()
+    authorizer = gateway.authorizer
+    if not authorizer.rules:  # (no [[rule]]: default_effect, every call)
+        allowed, reason, rule = authorizer.default
+    else:
+        arguments = params.get("arguments") if method in ("tools/call", "prompts/get") else None
+        allowed, reason, rule = authorizer.decide(
+            who, method, name, arguments if isinstance(arguments, dict) else {}
+        )
+    if record is None:
+        record = _record.get()
     if record is not None:
         record.rule = rule
     if not allowed:

@@ -96,8 +96,9 @@ class Authorizer:
     def __init__(self, rules: tuple[Rule, ...], default_effect: str = "allow") -> None:
         self.rules = rules
         self.default_effect = default_effect
-        #: Asked twice per call (the front's early check, then the Access layer).
-        self._default = Decision(default_effect == "allow", f"default {default_effect}", None)
+        #: The decision without a matching rule (asked twice per call: the front's early
+        #: check, then the Access layer).
+        self.default = Decision(default_effect == "allow", f"default {default_effect}", None)
 
     def decide(
         self,
@@ -126,7 +127,7 @@ class Authorizer:
             ):
                 continue
             return Decision(rule.effect == "allow", f"rule {rule.name!r} {rule.effect}", rule.name)
-        return self._default
+        return self.default
 
     @staticmethod
     def _holds(

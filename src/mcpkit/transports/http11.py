@@ -102,15 +102,15 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     # httptools callbacks ---------------------------------------------------------
-    def on_message_begin(self) -> None:
-        self.reset()
-
     def reset(self) -> None:
         """Ready for the next response (called before the request is written: the
-        previous response's flags must not answer for the next one)."""
+        previous response's flags must not answer for the next one; and as a response
+        begins, after an interim 1xx one)."""
         self.headers = []
         self.headers_done = False
         self.complete = False
+
+    on_message_begin = reset  # (the same, one call less per response)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value))
@@ -226,8 +226,12 @@ class RawResponse:
 
     def header(self, name: bytes) -> bytes | None:
         """The first value of header ``name`` (lower case)."""
-        for key, value in self.headers:
-            if key == name or key.lower() == name:  # (servers mostly send lower case)
+        headers = self.headers
+        for key, value in headers:
+            if key == name:  # (servers mostly send lower case)
+                return value
+        for key, value in headers:
+            if key.lower() == name:
                 return value
         return None
 
@@ -250,14 +254,21 @@ class RawResponse:
         self._conn = None
         self._pool._release(conn)
 
+    def read_now(self, limit: int) -> bytes | None:
+        """The whole body when it is here already, in one piece and within ``limit``
+        bytes (the usual small answer: no coroutine needed), else None (:meth:`read` it)."""
+        conn = self._conn
+        if conn is None or not conn.complete or len(conn.pending) != 1 or conn.buffered > limit:
+            return None
+        body = conn.take()[0]
+        self._conn = None
+        self._pool._release(conn)
+        return body
+
     async def read(self, limit: int) -> bytes:
         """The whole body; :class:`ValueError` past ``limit`` bytes."""
-        conn = self._conn
-        if conn is not None and conn.complete and len(conn.pending) == 1:
-            body = conn.take()[0]  # the usual case: the answer came in one piece
-            self._conn = None
-            self._pool._release(conn)
-        else:
+        body = self.read_now(limit)
+        if body is None:
             parts = bytearray()
             async for chunk in self.chunks():
                 parts += chunk
@@ -301,6 +312,10 @@ class Http11Pool:
         self._slots = _Slots(max_connections)
         self._max_idle = max_idle
         self._closed = False
+        #: Requests to write at the end of the loop's current step (:meth:`_write_soon`),
+        #: and the loop that will write them (None: none held).
+        self._writes: list[tuple[_Connection, bytes]] = []
+        self._flushing: asyncio.AbstractEventLoop | None = None
 
     async def request(
         self,
@@ -322,11 +337,6 @@ class Http11Pool:
             await slots.wait()
         key = (host, port)
         try:
-            if free:
-                # The one step anyio's Semaphore.acquire made here, kept: requests that
-                # arrive together then write together, and the upstream reads them in one
-                # wake-up (without it the upstream spent ~4% more CPU per call, measured).
-                await asyncio.sleep(0)
             for attempt in (0, 1):
                 conn = self._checkout(key)
                 reused = conn is not None
@@ -335,7 +345,10 @@ class Http11Pool:
                 try:
                     if conn.transport is None or conn.closed:
                         raise httpx.WriteError("connection closed")
-                    conn.transport.write(data)
+                    if free:
+                        self._write_soon(conn, data)
+                    else:
+                        conn.transport.write(data)
                     while not conn.headers_done and not conn.closed:
                         await conn.wait(read_timeout)
                 except BaseException:
@@ -353,6 +366,32 @@ class Http11Pool:
         except BaseException:
             self._slots.release()
             raise
+
+    def _write_soon(self, conn: _Connection, data: bytes) -> None:
+        """Write ``data`` at the end of this step of the loop, with the other requests
+        made in it.
+
+        What anyio's ``Semaphore.acquire`` did here, a step of the requesting task
+        (``sleep(0)``), had a use kept on purpose: requests that arrive together write
+        together, and the upstream reads them in one wake-up (without it the upstream
+        spent ~4% more CPU per call, measured in issue #20).  Deferring the writes instead
+        keeps that timing without the step, which resumed every coroutine of a forwarded
+        call once more.  A connection closed meanwhile (the request was cancelled) is
+        not written to."""
+        loop = asyncio.get_running_loop()
+        if self._flushing is not loop:  # the first write of this step
+            # (Writes still held for another loop are dropped: it stopped before its step
+            # ended, and its requests with it.  A pool is used from one loop at a time.)
+            self._writes = []
+            self._flushing = loop
+            loop.call_soon(self._flush_writes)
+        self._writes.append((conn, data))
+
+    def _flush_writes(self) -> None:
+        writes, self._writes, self._flushing = self._writes, [], None
+        for conn, data in writes:
+            if not conn.closed and conn.transport is not None:
+                conn.transport.write(data)
 
     def _checkout(self, key: tuple[str, int]) -> _Connection | None:
         idle = self._idle.get(key)

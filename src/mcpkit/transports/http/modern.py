@@ -249,8 +249,8 @@ NATIVE: Any = object()
 async def finish_native(app: McpHttpApp, rest: Awaitable[_T], receive: Receive) -> _T:
     """Await ``rest`` (a handler's :class:`Resumed` remainder, or a whole coroutine) in
     this request's own task, which a client going away cancels natively;
-    :class:`Interrupted` then.  Also the gateway's direct path (its forwarded calls
-    always wait on the upstream, so it awaits them whole)."""
+    :class:`Interrupted` then.  (The gateway's direct path watches its calls the same
+    way with one timer for all of them: ``mcpkit.gateway.deadlines.Watches``.)"""
     target = TaskCanceller()
     try:
         value = await _finish_watched(app, rest, receive, target)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..auth.resource_server import replay_body
 from ..compose.bridge import passed_meta
+from ..compose.upstream import Upstream
 from ..protocol import headers as hdr
 from ..protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
 from ..runtime.exchange import Interrupted
@@ -49,7 +50,6 @@ from .middleware import audited, check_access, check_limits, served_by
 from .policy import Caller
 from .routing import ProxyTool
 from .server import param_headers
-from .upstream import Upstream
 
 if TYPE_CHECKING:
     from .app import GatewayApp

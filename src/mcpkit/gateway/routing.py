@@ -11,10 +11,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ..compose.replicas import AnyUpstream
 from ..protocol.headers import InvalidHeaderAnnotation, header_params
 from ..server.uritemplate import TemplateError, UriTemplate
 from ..types.errors import INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND, McpError
-from .replicas import AnyUpstream
 
 __all__ = [
     "NameClash",

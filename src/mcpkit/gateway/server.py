@@ -28,6 +28,8 @@ from typing import Any, cast
 import anyio
 
 from ..compose.bridge import FrontCall, forwarded_meta, progress_relay
+from ..compose.lane import ResultTooLarge
+from ..compose.replicas import AnyUpstream, retry_safe
 from ..protocol.headers import expected_param_headers
 from ..runtime.changes import ChangeEvent
 from ..server import handlers as server_handlers
@@ -47,14 +49,12 @@ from ..types.versions import META_SERVER_INFO, TASKS_EXTENSION
 from . import views
 from .audit import AuditLog
 from .config import GatewayConfig
-from .credentials import acting_for
-from .forward import ResultTooLarge
+from .credentials import acting_for, connect
 from .guardrails import run_guarded
 from .metrics import Metrics
 from .middleware import policy, served_by
 from .policy import Authorizer, Caller
 from .ratelimit import RateLimiter
-from .replicas import AnyUpstream, make_upstream
 from .routing import ProxyTool, check_names, name_owner, resource_owner
 
 log = logging.getLogger("mcpkit.gateway")
@@ -85,7 +85,7 @@ class GatewayServer(Server):
         super().__init__(config.name, "1.0.0", state=config.state)
         self.config = config
         self.upstreams = [
-            make_upstream(u, self._upstream_changed, cache=config.cache) for u in config.upstreams
+            connect(u, self._upstream_changed, cache=config.cache) for u in config.upstreams
         ]
         self.authorizer = Authorizer(config.rules, config.default_effect)
         self.limiter = RateLimiter(config.rate_limits, config.state)
@@ -120,7 +120,7 @@ class GatewayServer(Server):
         for upstream in self.upstreams:
             # Serve without an upstream that is slow to come up (it joins when it does),
             # rather than delaying the others or giving up on it.
-            with anyio.move_on_after(max(5.0, upstream.config.timeout_s)):
+            with anyio.move_on_after(max(5.0, upstream.timeout)):
                 await upstream.first_attempt.wait()
         # Two upstreams offering one name (several without a prefix...): refuse to start.
         await check_names(self.upstreams)
@@ -426,15 +426,11 @@ class GatewayServer(Server):
         return self._retag(upstream, strip_server_info(_capped(answer, what, limit)))
 
     async def _retry_safe(self, upstream: AnyUpstream, method: str, params: dict[str, Any]) -> bool:
-        """Whether a replica failure mid-call may be retried on another replica: reads,
-        and tools that say repeating them is harmless (idempotent or read-only)."""
-        if method != "tools/call":
-            return True  # resources/read, prompts/get
-        tool = await self._proxy_tool(upstream, str(params.get("name", "")))
-        notes = tool.wire.get("annotations") if tool is not None else None
-        if not isinstance(notes, dict):
-            return False
-        return notes.get("idempotentHint") is True or notes.get("readOnlyHint") is True
+        """Whether a replica failure mid-call may be retried on another replica."""
+        tool = None
+        if method == "tools/call":
+            tool = await self._proxy_tool(upstream, str(params.get("name", "")))
+        return retry_safe(method, tool.wire if tool is not None else None)
 
     async def tool_definition(self, name: str) -> dict[str, Any] | None:
         """The upstream's definition of the (namespaced) tool ``name``, for guardrails."""

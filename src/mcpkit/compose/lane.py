@@ -1,6 +1,7 @@
-"""The gateway's fast lane: a 2026-07-28 call forwarded to a 2026-07-28 HTTP upstream.
+"""The fast lane: a 2026-07-28 call forwarded to a 2026-07-28 HTTP upstream (by a proxy
+or the gateway).
 
-A modern call through the gateway needs nothing of the client stack but the wire: no
+A modern call through a proxy needs nothing of the client stack but the wire: no
 session, no server->client requests (input comes back as an ``InputRequiredResult``,
 which passes through untouched), no resumption (closing the stream cancels).  So it
 skips httpx and the client's per-request machinery and goes straight onto a pooled
@@ -68,8 +69,8 @@ class ResultTooLarge(McpError):
         seen = f"{size} bytes" if size is not None else "more"
         super().__init__(
             -32603,
-            f"The upstream answer to {what} is too large ({seen}; the gateway passes at most "
-            f"{limit} bytes: raise max_result_bytes or result_caps to allow it)",
+            f"The upstream answer to {what} is too large ({seen}; at most {limit} bytes "
+            "pass: raise max_result_bytes or result_caps to allow it)",
             {"limit": limit, **({"size": size} if size is not None else {})},
         )
 

@@ -303,31 +303,19 @@ class GatewayApp:
 
     async def _prelimit(self, principal: Caller, method: str, name: str | None) -> None:
         """Refuse early when the headers' call is already over a rate limit (429)."""
-        limiter = self.server.limiter
-        for rule, item in limiter.applicable(method, name):
-            identity = (
-                rule.name,
-                method,
-                name or "",
-                principal.name if rule.per == "principal" else "*",
+        verdict = await self.server.limiter.check(principal.name, method, name, charge=False)
+        if not verdict.allowed:
+            retry = verdict.retry_after_s
+            raise _Refused(
+                429,
+                McpError(
+                    RATE_LIMITED,
+                    f"Rate limit exceeded: rule {verdict.rule!r} ({verdict.limit})",
+                    {"rule": verdict.rule, "limit": verdict.limit, "retryAfter": retry},
+                ),
+                [(b"retry-after", str(retry).encode())],
+                outcome=f"rate_limited:{verdict.rule}",
             )
-            strategy = limiter._strategy()
-            if not await strategy.test(item, *identity):
-                verdict = await limiter._refusal(strategy, rule, item, identity)
-                raise _Refused(
-                    429,
-                    McpError(
-                        RATE_LIMITED,
-                        f"Rate limit exceeded: rule {rule.name!r} ({rule.limit})",
-                        {
-                            "rule": rule.name,
-                            "limit": rule.limit,
-                            "retryAfter": verdict.retry_after_s,
-                        },
-                    ),
-                    [(b"retry-after", str(verdict.retry_after_s).encode())],
-                    outcome=f"rate_limited:{rule.name}",
-                )
 
 
 def _method_name(message: Any) -> tuple[str | None, str | None]:

@@ -35,8 +35,8 @@ from .auth import GatewayAuthenticator
 from .config import ConfigError, GatewayConfig, load_config
 from .credentials import connect
 from .policy import Authorizer
-from .ratelimit import RateLimiter
 from .routing import NameClash, check_names
+from .server import rate_limiter
 
 if TYPE_CHECKING:
     from .app import GatewayApp
@@ -104,7 +104,7 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     )
     limiter = server.limiter
     if new.rate_limits != server.config.rate_limits:
-        limiter = RateLimiter(new.rate_limits, new.state)
+        limiter = rate_limiter(new)
     old_audit = server.audit
     audit = prepared.audit or old_audit
     # ---- the swap: no await from here to the end of the block

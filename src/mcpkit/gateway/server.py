@@ -35,6 +35,7 @@ from ..runtime.changes import ChangeEvent
 from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains, wrap
+from ..server.middleware.ratelimit import RateLimit, RateRule
 from ..server.mount import strip_server_info
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
@@ -54,7 +55,6 @@ from .guardrails import run_guarded
 from .metrics import Metrics
 from .middleware import policy, served_by
 from .policy import Authorizer, Caller
-from .ratelimit import RateLimiter
 from .routing import ProxyTool, check_names, name_owner, resource_owner
 
 log = logging.getLogger("mcpkit.gateway")
@@ -88,7 +88,7 @@ class GatewayServer(Server):
             connect(u, self._upstream_changed, cache=config.cache) for u in config.upstreams
         ]
         self.authorizer = Authorizer(config.rules, config.default_effect)
-        self.limiter = RateLimiter(config.rate_limits, config.state)
+        self.limiter = rate_limiter(config)
         self.audit = AuditLog(config.audit_log)
         self.metrics = Metrics(config.metrics)
         self.private = config.auth.mode != "none"
@@ -463,6 +463,15 @@ class GatewayServer(Server):
         ):
             result["taskId"] = f"{upstream.name}{TASK_SEPARATOR}{task_id}"
         return result
+
+
+def rate_limiter(config: GatewayConfig) -> RateLimit:
+    """``[[rate_limit]]`` as the server's one limiter, its counts in the gateway's Redis
+    state (shared by every gateway process) or in memory."""
+    rules = [RateRule(r.limit, r.methods, r.names, r.per, r.name) for r in config.rate_limits]
+    shared = config.state.startswith(("redis://", "rediss://"))
+    url = config.state if shared else "memory://"
+    return RateLimit(*rules, storage_url=url, key_prefix="mcpkit-gw")
 
 
 def param_headers(tool: ProxyTool | None, params: dict[str, Any]) -> dict[str, str] | None:

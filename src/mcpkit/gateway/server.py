@@ -35,7 +35,7 @@ from ..runtime.changes import ChangeEvent
 from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains, wrap
-from ..server.middleware.ratelimit import RateLimit, RateRule
+from ..server.middleware.ratelimit import RateLimit
 from ..server.mount import strip_server_info
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
@@ -51,7 +51,6 @@ from . import views
 from .audit import AuditLog
 from .config import GatewayConfig
 from .credentials import acting_for, connect
-from .guardrails import run_guarded
 from .metrics import Metrics
 from .middleware import policy, served_by
 from .policy import Authorizer, Caller
@@ -210,8 +209,17 @@ class GatewayServer(Server):
             who.subject_token if isinstance(who, Caller) else None
         )
         try:
-            if self.config.guardrails:  # read per request: a reload swaps them
-                result, upstream = await run_guarded(self.config.guardrails, ctx, self._route)
+            guards = self.config.guardrails  # read per request: a reload swaps them
+            if guards:
+                # The route reads ctx.params as the guardrails left them.
+                served: list[str | None] = [None]
+
+                async def route(inner: Context) -> dict[str, Any]:
+                    result, served[0] = await self._route(inner, inner.method, inner.params)
+                    return result
+
+                result = await wrap(route, ctx.method, guards)(ctx)
+                upstream = served[0]
             else:
                 result, upstream = await self._route(ctx, ctx.method, ctx.params)
         finally:
@@ -468,10 +476,9 @@ class GatewayServer(Server):
 def rate_limiter(config: GatewayConfig) -> RateLimit:
     """``[[rate_limit]]`` as the server's one limiter, its counts in the gateway's Redis
     state (shared by every gateway process) or in memory."""
-    rules = [RateRule(r.limit, r.methods, r.names, r.per, r.name) for r in config.rate_limits]
     shared = config.state.startswith(("redis://", "rediss://"))
     url = config.state if shared else "memory://"
-    return RateLimit(*rules, storage_url=url, key_prefix="mcpkit-gw")
+    return RateLimit(*config.rate_limits, storage_url=url, key_prefix="mcpkit-gw")
 
 
 def param_headers(tool: ProxyTool | None, params: dict[str, Any]) -> dict[str, str] | None:

@@ -40,10 +40,10 @@ from ..transports.client_base import (
     ProtocolViolationError,
     RequestTimeoutError,
 )
-from ..transports.client_http_wire import body_answer, unwrap_answer
+from ..transports.client_http_wire import body_answer, event_message, unwrap_answer
 from ..transports.http11 import Http11Pool, RawResponse
 from ..types import jsonrpc
-from ..types.codec import DecodeError, decode, encode
+from ..types.codec import encode
 from ..types.errors import McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import name_param
@@ -285,14 +285,7 @@ class FastLane:
                     continue
                 if len(event.data) > limit:
                     raise ResultTooLarge(method, limit, len(event.data))
-                try:
-                    message = decode(event.data)
-                    kind = jsonrpc.classify(message)
-                except (DecodeError, McpError) as exc:
-                    raise ProtocolViolationError(
-                        f"{self.url} sent an event that is not JSON-RPC on the stream of "
-                        f"{method} ({exc})"
-                    ) from None
+                kind, message = event_message(event.data, self.url, method)
                 if kind in (Kind.RESULT, Kind.ERROR):
                     if message.get("id") == request_id or kind is Kind.ERROR:
                         return unwrap_answer(message, method)

@@ -34,14 +34,9 @@ import anyio
 
 from ..client import Client
 from ..client.errors import ClientError
+from ..server.mount import LISTS
+from ..transports import client_base as wire
 from ..transports import http11
-from ..transports.client_base import (
-    ConnectError,
-    ConnectionClosedError,
-    RequestTimeoutError,
-    ServerError,
-    TransportError,
-)
 from ..types.errors import INTERNAL_ERROR, McpError
 from .bridge import FrontCall, Fronts
 from .lane import FastLane
@@ -50,11 +45,10 @@ __all__ = ["Upstream", "UpstreamUnavailable", "connection_target"]
 
 log = logging.getLogger("mcpkit.compose")
 
+#: Kind (tools, prompts, resources, templates) -> (its list method, its result member).
 LISTINGS = {
-    "tools": ("tools/list", "tools"),
-    "prompts": ("prompts/list", "prompts"),
-    "resources": ("resources/list", "resources"),
-    "templates": ("resources/templates/list", "resourceTemplates"),
+    ("templates" if member == "resourceTemplates" else member): (method, member)
+    for method, (member, _) in LISTS.items()
 }
 #: How long a list without ``ttlMs`` (a legacy upstream's) is reused, at most.
 LEGACY_LIST_TTL_S = 60.0
@@ -374,7 +368,7 @@ class Upstream:
                     ) as sub:
                         async for note in sub:
                             self._handle_change(note.method, note.params)
-                except ServerError as exc:  # it answered, but will not stream: live without
+                except wire.ServerError as exc:  # it answered, but will not stream: live without
                     log.info("upstream %s refused subscriptions/listen: %s", self.name, exc)
                     return
                 except Exception as exc:
@@ -391,11 +385,11 @@ class Upstream:
             await anyio.sleep(interval)
             try:
                 await client.ping(timeout=max(interval, 5.0))
-            except ServerError:
+            except wire.ServerError:
                 continue  # an error answer is still an answer
-            except RequestTimeoutError as exc:
+            except wire.RequestTimeoutError as exc:
                 log.warning("upstream %s is slow to answer: %s", self.name, exc)
-            except (TransportError, OSError) as exc:
+            except (wire.TransportError, OSError) as exc:
                 self._fail(client, f"health check failed: {exc}")
                 return
 
@@ -450,11 +444,11 @@ class Upstream:
             return await fn(client)
         except McpError:
             raise
-        except RequestTimeoutError as exc:  # (a TimeoutError, hence an OSError: not dead)
+        except wire.RequestTimeoutError as exc:  # (a TimeoutError, hence an OSError: not dead)
             raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
         except (
-            ConnectError,
-            ConnectionClosedError,
+            wire.ConnectError,
+            wire.ConnectionClosedError,
             ConnectionError,
             OSError,
             anyio.BrokenResourceError,

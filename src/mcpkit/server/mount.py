@@ -63,7 +63,8 @@ __all__ = ["Mount", "NameClash", "check_names", "namespace_uri", "strip_uri"]
 log = logging.getLogger("mcpkit.server")
 Handler = Callable[["Context"], Awaitable[dict[str, Any]]]
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_LISTS = {
+#: List method -> (its result member, the key naming an item).
+LISTS = _LISTS = {
     "tools/list": ("tools", "name"),
     "prompts/list": ("prompts", "name"),
     "resources/list": ("resources", "uri"),

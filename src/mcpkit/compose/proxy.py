@@ -47,16 +47,15 @@ from ..protocol.headers import (
     expected_param_headers,
     header_params,
 )
-from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains
 from ..server.mount import strip_server_info
 from ..server.server import Server
 from ..transports.client_base import ServerError
-from ..types.errors import INTERNAL_ERROR, UNSUPPORTED_PROTOCOL_VERSION, McpError, invalid_params
+from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError, invalid_params
 from ..types.methods import METHODS
 from ..types.versions import TASKS_EXTENSION, Era
-from .bridge import FrontCall, forwarded_meta, progress_relay
+from .bridge import FrontCall, bridged_call, forwarded_meta, progress_relay
 from .replicas import AnyUpstream, make_upstream, retry_safe
 from .upstream import UpstreamUnavailable
 
@@ -180,9 +179,11 @@ class ProxyServer(Server):
         front: FrontCall | None = None,
         *,
         safe: bool = True,
+        shape: bool = True,
     ) -> dict[str, Any]:
         """Run ``run(client)`` on the upstream (another replica's when ``safe`` and one
-        fails); client-side failures become the front's errors."""
+        fails); client-side failures become the front's errors; the answer ``shape``d
+        for the front."""
         await self.client()
         try:
             result: dict[str, Any] = await self.link.call(run, front, safe=safe)
@@ -190,7 +191,7 @@ class ProxyServer(Server):
             # The upstream's error, as the proxy's own: a ServerError read from stdio has
             # no HTTP status, which an HTTP front needs (it would fail to answer).
             raise McpError(exc.code, exc.message, exc.data) from None
-        return self._shape(ctx, strip_server_info(dict(result)))
+        return self._shape(ctx, strip_server_info(dict(result))) if shape else result
 
     def _shape(self, ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
         """An upstream answer in the front's era: a legacy front gets no modern fields; a
@@ -264,34 +265,17 @@ class ProxyServer(Server):
         if ctx.meta.era == "modern" and client.era == "modern":
             # The same protocol on both sides: the upstream's own MRTR rounds pass through.
             return await self._pass_through(ctx, tool, progress, safe)
-        meta = forwarded_meta(ctx, capabilities=False) or None
-
-        async def once(c: Client) -> dict[str, Any]:
-            if method == "tools/call":
-                arguments = params.get("arguments")
-                return dict(
-                    await c.call_tool(str(target), arguments, on_progress=progress, meta=meta)
-                )
-            if method == "prompts/get":
-                return dict(await c.get_prompt(str(target), params.get("arguments"), meta=meta))
-            return dict(await c.read_resource(str(target), refresh=True, meta=meta))
-
-        async def run() -> dict[str, Any]:
-            front = FrontCall(ctx)
-            result: dict[str, Any] | None = None
-            with front.scope:
-                result = await self._upstream(ctx, once, front, safe=safe)
-            if front.failure is not None:
-                raise front.failure
-            if front.need is not None:
-                raise front.need
-            if result is None:
-                raise McpError(INTERNAL_ERROR, f"the upstream call {method} was cancelled")
-            return result
-
-        # A modern front on a legacy upstream: the proxy's own sealed MRTR rounds.
-        binding = f"proxy\0{self.name}\0{method}\0{target}"
-        return await server_handlers._with_input(self, ctx, binding, run)
+        # Otherwise through the client, with the proxy's own sealed MRTR rounds.
+        return await bridged_call(
+            self,
+            ctx,
+            method,
+            params,
+            lambda fn, front, safe: self._upstream(ctx, fn, front, safe=safe, shape=False),
+            binding=f"proxy\0{self.name}\0{method}\0{target}",
+            safe=safe,
+            finish=lambda result: self._shape(ctx, strip_server_info(dict(result))),
+        )
 
     async def _pass_through(
         self,

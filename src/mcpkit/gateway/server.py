@@ -27,12 +27,11 @@ from typing import Any, cast
 
 import anyio
 
-from ..compose.bridge import FrontCall, forwarded_meta, progress_relay
+from ..compose.bridge import FrontCall, bridged_call, forwarded_meta, progress_relay
 from ..compose.lane import ResultTooLarge
 from ..compose.replicas import AnyUpstream, retry_safe
 from ..protocol.headers import expected_param_headers
 from ..runtime.changes import ChangeEvent
-from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains, wrap
 from ..server.middleware.ratelimit import RateLimit
@@ -351,35 +350,18 @@ class GatewayServer(Server):
                 front=FrontCall(ctx),
                 safe=safe,
             )
-        meta = forwarded_meta(ctx, capabilities=False) or None
-
-        async def run(c: Any) -> dict[str, Any]:
-            arguments = params.get("arguments")
-            if method == "tools/call":
-                return dict(
-                    await c.call_tool(params["name"], arguments, on_progress=progress, meta=meta)
-                )
-            if method == "prompts/get":
-                return dict(await c.get_prompt(params["name"], arguments, meta=meta))
-            return dict(await c.read_resource(params["uri"], refresh=True, meta=meta))
-
-        async def once() -> dict[str, Any]:
-            front = FrontCall(ctx)
-            result: dict[str, Any] | None = None
-            with front.scope:
-                result = await upstream.call(run, front, safe=safe)
-            if front.failure is not None:
-                raise front.failure
-            if front.need is not None:
-                raise front.need
-            if result is None:  # cancelled for another reason
-                raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
-            return strip_server_info(_capped(result, what, limit))
-
         # A modern front client on a bridged call: the gateway asks its input itself, in
-        # MRTR rounds sealed with the gateway's keys (the proxy's way, one implementation).
-        binding = "\0".join(("gateway", method, upstream.name, str(target)))
-        return await server_handlers._with_input(self, ctx, binding, once)
+        # MRTR rounds sealed with the gateway's keys.
+        return await bridged_call(
+            self,
+            ctx,
+            method,
+            params,
+            lambda fn, front, safe: upstream.call(fn, front, safe=safe),
+            binding="\0".join(("gateway", method, upstream.name, str(target))),
+            safe=safe,
+            finish=lambda result: strip_server_info(_capped(result, what, limit)),
+        )
 
     async def pass_through(
         self,

@@ -64,6 +64,7 @@ __all__ = ["ProxyServer", "UpstreamUnavailable", "proxy"]
 log = logging.getLogger("mcpkit.compose")
 
 _LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+_KINDS = dict(zip(_LISTS, ("tools", "prompts", "resources", "templates"), strict=True))
 #: The calls that name a target and may come back ``input_required`` (the table's ``mrtr``).
 _CALLS = tuple(name for name, spec in METHODS.items() if spec.mrtr)
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
@@ -77,7 +78,13 @@ class ProxyServer(Server):
     ``timeout`` (seconds per upstream request), ``headers``, ``env``, ``era``,
     ``health_interval`` (seconds between pings, 0 for none) and ``auth`` (an
     ``httpx.Auth`` for the upstream, e.g. :mod:`mcpkit.auth.client`'s) configure the
-    upstream connection; the other options are the :class:`~mcpkit.server.Server`'s."""
+    upstream connection.  ``shared_lists``: lists come whole from the connection's cache
+    (fetched once for every caller, kept until the upstream's ``ttlMs`` runs out or it
+    says the list changed; empty while it is down) instead of page by page from the
+    upstream.  The other options are the :class:`~mcpkit.server.Server`'s.
+
+    When the proxy stops (its parent stops, or it is unmounted at run time) the calls in
+    flight finish on its upstream first (at most ``timeout``), then it disconnects."""
 
     def __init__(
         self,
@@ -85,9 +92,11 @@ class ProxyServer(Server):
         *,
         name: str = "proxy",
         connect_timeout: float = 30.0,
+        shared_lists: bool = False,
         **options: Any,
     ) -> None:
         link = {k: options.pop(k) for k in _LINK_OPTIONS if k in options}
+        self.shared_lists = shared_lists
         super().__init__(name, lifespan=_upstream_lifespan, **options)
         self.connect_timeout = connect_timeout
         #: The upstream connection (or replica set) every request goes through.
@@ -210,6 +219,8 @@ class ProxyServer(Server):
 
     # ------------------------------------------------------------------ handlers
     async def _list(self, ctx: Context) -> dict[str, Any]:
+        if self.shared_lists:
+            return await self._shared_list(ctx)
         cursor = ctx.params.get("cursor")
         params = {"cursor": cursor} if cursor is not None else None
         meta = forwarded_meta(ctx, capabilities=False) or None
@@ -217,6 +228,22 @@ class ProxyServer(Server):
         if ctx.method == "tools/list":
             self._learn_tools(result.get("tools"))
         return result
+
+    async def _shared_list(self, ctx: Context) -> dict[str, Any]:
+        """The whole list from the connection's cache (see ``shared_lists``); an upstream
+        that is down or cannot list leaves it empty rather than failing it."""
+        kind = _KINDS[ctx.method]
+        items: list[dict[str, Any]] = []
+        if self.link.client is not None:
+            try:
+                items = await self.link.listing(kind)
+            except McpError as exc:
+                log.warning("proxy %s: %s failed: %s", self.name, ctx.method, exc)
+        if kind == "tools":
+            self._learn_tools(items)
+        ttl, scope = self.link.freshness(kind) if items else (0, "public")
+        member = "resourceTemplates" if kind == "templates" else kind
+        return self._shape(ctx, {member: items, "ttlMs": ttl, "cacheScope": scope})
 
     async def _complete(self, ctx: Context) -> dict[str, Any]:
         params = {k: v for k, v in ctx.params.items() if k != "_meta"}
@@ -336,7 +363,7 @@ async def _upstream_lifespan(server: Any) -> AsyncIterator[None]:
         yield
     finally:
         with anyio.CancelScope(shield=True):
-            await link.stop(15)
+            await link.retire(grace=0.0)  # calls in flight finish first
 
 
 def proxy(target: Any, *, name: str | None = None, **options: Any) -> Server:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from mcpkit import Server
@@ -122,3 +123,16 @@ def test_prefix_and_namespace_checks() -> None:
     main.mount(support(), prefix="")
     with pytest.raises(ValueError, match="already mounted"):
         main.mount(support(), prefix="x_")  # (the namespace defaults to the child's name)
+
+
+async def test_a_server_that_ran_before_its_first_mount_stops() -> None:
+    """Mounted at run time into a server that had no mount when it started: stopping the
+    server stops the child too (its task used to keep the parent running)."""
+    main = Server("main")
+    with anyio.fail_after(10):
+        async with main.running():
+            main.mount(support(), prefix="")
+            assert (
+                text(await main.call("tools/call", {"name": "ticket", "arguments": {"text": "a"}}))
+                == "ticket: a"
+            )

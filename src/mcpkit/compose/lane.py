@@ -50,7 +50,7 @@ from ..types.methods import name_param
 from ..types.versions import META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION
 from .deadlines import Deadline, Deadlines
 
-__all__ = ["FastLane", "ResultTooLarge"]
+__all__ = ["FastLane", "ResultTooLarge", "capped"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
@@ -308,3 +308,13 @@ class FastLane:
 
 def client_version(meta: dict[str, Any]) -> str:
     return str(meta.get("io.modelcontextprotocol/protocolVersion", ""))
+
+
+def capped(result: dict[str, Any], what: str, limit: int) -> dict[str, Any]:
+    """The answer-size cap on the paths that hand over a parsed result (client, bridged,
+    stdio): measured as the JSON it is re-sent as.  The fast lane stops reading at the
+    cap itself, so its answers are already within it."""
+    size = len(encode(result))
+    if size > limit:
+        raise ResultTooLarge(what, limit, size)
+    return result

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -56,6 +56,7 @@ from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError, invalid_param
 from ..types.methods import METHODS
 from ..types.versions import TASKS_EXTENSION, Era
 from .bridge import FrontCall, bridged_call, forwarded_meta, progress_relay
+from .lane import MAX_ANSWER_BYTES, capped
 from .replicas import AnyUpstream, make_upstream, retry_safe
 from .upstream import UpstreamUnavailable
 
@@ -84,25 +85,43 @@ class ProxyServer(Server):
     upstream.  The other options are the :class:`~mcpkit.server.Server`'s.
 
     When the proxy stops (its parent stops, or it is unmounted at run time) the calls in
-    flight finish on its upstream first (at most ``timeout``), then it disconnects."""
+    flight finish on its upstream first (at most ``timeout``), then it disconnects.
+
+    For an owner that keeps its connections itself (the gateway): ``link`` is a running
+    :class:`~mcpkit.compose.upstream.Upstream` (or replica set) to forward through instead
+    of a ``target`` (the proxy then neither starts nor stops it, nor relays its changes),
+    ``result_cap(name)`` the most bytes an answer about ``name`` may have, and
+    ``on_served(proxy_name)`` is called when a call, completion or task request was
+    answered."""
 
     def __init__(
         self,
-        target: Any,
+        target: Any = None,
         *,
         name: str = "proxy",
         connect_timeout: float = 30.0,
         shared_lists: bool = False,
+        link: AnyUpstream | None = None,
+        result_cap: Callable[[str], int] | None = None,
+        on_served: Callable[[str], None] | None = None,
         **options: Any,
     ) -> None:
-        link = {k: options.pop(k) for k in _LINK_OPTIONS if k in options}
+        link_options = {k: options.pop(k) for k in _LINK_OPTIONS if k in options}
         self.shared_lists = shared_lists
         super().__init__(name, lifespan=_upstream_lifespan, **options)
         self.connect_timeout = connect_timeout
+        self._owns_link = link is None
         #: The upstream connection (or replica set) every request goes through.
-        self.link: AnyUpstream = make_upstream(name, target, on_change=self._relay, **link)
-        self._started = False
-        self.bus.on_interest = self.link.watch
+        self.link: AnyUpstream = (
+            link
+            if link is not None
+            else make_upstream(name, target, on_change=self._relay, **link_options)
+        )
+        self._started = link is not None
+        self._cap = result_cap
+        self._on_served = on_served
+        if self._owns_link:
+            self.bus.on_interest = self.link.watch
         #: Upstream tool -> its definition (``x-mcp-header`` arguments, annotations).
         self._upstream_tools: dict[str, tuple[tuple[HeaderParam, ...], dict[str, Any]]] = {}
         forwarding = {m: self._list for m in _LISTS}
@@ -248,7 +267,13 @@ class ProxyServer(Server):
     async def _complete(self, ctx: Context) -> dict[str, Any]:
         params = {k: v for k, v in ctx.params.items() if k != "_meta"}
         meta = forwarded_meta(ctx, capabilities=False) or None
-        return await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+        result = await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+        return self._served(result)
+
+    def _served(self, result: dict[str, Any]) -> dict[str, Any]:
+        if self._on_served is not None:
+            self._on_served(self.name)
+        return result
 
     async def _tool(self, name: str) -> tuple[tuple[HeaderParam, ...], dict[str, Any]] | None:
         """The upstream's tool ``name``: its ``x-mcp-header`` arguments and definition,
@@ -276,9 +301,10 @@ class ProxyServer(Server):
             raise invalid_params("Unknown task", {"taskId": ctx.params.get("taskId")})
         params = {k: v for k, v in ctx.params.items() if k != "_meta"}
         meta = forwarded_meta(ctx, capabilities=True, tasks=True)
-        return await self._upstream(
+        result = await self._upstream(
             ctx, lambda c: c.request(ctx.method, params, meta=meta), safe=False
         )
+        return self._served(result)
 
     async def _call(self, ctx: Context) -> dict[str, Any]:
         client = await self.client()
@@ -289,11 +315,20 @@ class ProxyServer(Server):
         if method == "tools/call" and (self.link.url is not None or self.link.replicated):
             tool = await self._tool(str(target))  # (its headers, its retry safety)
         safe = self.link.replicated and retry_safe(method, tool[1] if tool else None)
+        limit = self._cap(str(target)) if self._cap is not None else MAX_ANSWER_BYTES
+        what = f"{method} {target}"
         if ctx.meta.era == "modern" and client.era == "modern":
             # The same protocol on both sides: the upstream's own MRTR rounds pass through.
-            return await self._pass_through(ctx, tool, progress, safe)
+            result = await self._pass_through(ctx, tool, progress, safe, limit, what)
+            return self._served(result)
+
+        def finish(result: dict[str, Any]) -> dict[str, Any]:
+            if self._cap is not None:
+                result = capped(result, what, limit)
+            return self._shape(ctx, strip_server_info(dict(result)))
+
         # Otherwise through the client, with the proxy's own sealed MRTR rounds.
-        return await bridged_call(
+        result = await bridged_call(
             self,
             ctx,
             method,
@@ -301,8 +336,9 @@ class ProxyServer(Server):
             lambda fn, front, safe: self._upstream(ctx, fn, front, safe=safe, shape=False),
             binding=f"proxy\0{self.name}\0{method}\0{target}",
             safe=safe,
-            finish=lambda result: self._shape(ctx, strip_server_info(dict(result))),
+            finish=finish,
         )
+        return self._served(result)
 
     async def _pass_through(
         self,
@@ -310,9 +346,12 @@ class ProxyServer(Server):
         tool: tuple[tuple[HeaderParam, ...], dict[str, Any]] | None,
         progress: Any,
         safe: bool,
+        limit: int,
+        what: str,
     ) -> dict[str, Any]:
         """A modern call to a modern upstream, untouched: over the fast lane when the
-        upstream has one (and accepts its version), else through the client."""
+        upstream has one (and accepts its version), else through the client; an answer
+        over ``limit`` bytes is refused (:class:`~mcpkit.compose.lane.ResultTooLarge`)."""
         method = ctx.method
         params = {k: v for k, v in ctx.params.items() if k != "_meta"}
         passed = forwarded_meta(ctx, capabilities=True, tasks=True)
@@ -320,24 +359,28 @@ class ProxyServer(Server):
         if tool is not None and tool[0] and self.link.url is not None:
             headers = expected_param_headers(tool[0], params.get("arguments"))
         lane = self.link.lane
+        front = FrontCall(ctx)  # (the upstream's log messages reach the front client)
         if lane is not None:
             try:
                 return await self._upstream(
                     ctx,
                     lambda c: lane.request(
-                        c, method, params, passed, headers=headers, progress=progress
+                        c, method, params, passed, headers=headers, progress=progress, limit=limit
                     ),
+                    front,
                     safe=safe,
                 )
             except McpError as exc:
                 if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                     raise
                 # the client path negotiates another version and retries
-        return await self._upstream(
+        result = await self._upstream(
             ctx,
             lambda c: c.request(method, params, meta=passed, on_progress=progress, headers=headers),
+            front,
             safe=safe,
         )
+        return capped(result, what, limit) if self._cap is not None else result
 
 
 @contextlib.asynccontextmanager
@@ -346,6 +389,9 @@ async def _upstream_lifespan(server: Any) -> AsyncIterator[None]:
     there) and close it gracefully when the proxy stops."""
     proxy: ProxyServer = server
     link = proxy.link
+    if not proxy._owns_link:  # (its owner runs it)
+        yield
+        return
 
     async def keep() -> None:
         # Shielded: the proxy's task group is cancelled before its lifespan ends, and a

@@ -116,6 +116,10 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     server.private = new.auth.mode != "none"
     server.cache_scope = "private" if server.private else "public"
     server._proxy_tools.clear()
+    for upstream in retired:  # (a replaced upstream keeps its name: out first, then in)
+        server.composed.unmount(upstream.name)
+    for upstream in started:
+        server.composed.add(upstream)
     app.install(new, prepared.authenticator)
     # ---- end of the swap
     if audit is not old_audit:

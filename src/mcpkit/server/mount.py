@@ -75,6 +75,8 @@ _MAX_PAGES = 1000
 TASK_SEPARATOR = "~"
 #: Servers whose lifespan already starts their mounted children.
 _hooked: weakref.WeakSet[Server] = weakref.WeakSet()
+#: Running lifespans (their exit stacks) that stop the children mounted at run time.
+_cleaned: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 @dataclass(eq=False)
@@ -147,12 +149,15 @@ def mount(
     entry._relay = relay
     child.bus.add_relay(relay)
     first = not parent.mounts
+    hooked = parent in _hooked  # (its running lifespan, if any, stops the children)
     parent.mounts.append(entry)
     if first:
         _hook_lifespan(parent)
         _hook_interest(parent)
         rebuild(parent)
     if parent._tg is not None:  # mounted while the parent runs: start the child now
+        if not hooked:
+            _stop_on_exit(parent)
         _start(entry)
     _announce(parent, child)
     return entry
@@ -273,6 +278,17 @@ def _hook_lifespan(parent: Server) -> None:
                 await _stop_all(parent)
 
     parent._lifespan = composed
+
+
+def _stop_on_exit(parent: Server) -> None:
+    """A parent that runs since before its first mount has a lifespan without
+    :func:`_hook_lifespan`'s cleanup: stop its children when that lifespan ends too
+    (else their tasks, shielded, would keep the parent from stopping; they stop before
+    the parent's own lifespan ends, not after as for a parent hooked before it ran)."""
+    stack = getattr(parent, "_lifespan_stack", None)
+    if stack is not None and stack not in _cleaned:
+        _cleaned.add(stack)
+        stack.push_async_callback(_stop_all, parent)
 
 
 async def _stop_all(parent: Server) -> None:

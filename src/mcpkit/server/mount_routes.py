@@ -97,7 +97,19 @@ async def _owner(entries: list[Mount], ctx: Context, uri: str) -> Mount | None:
                 return entry
         except TemplateError:
             continue
+    if uri.startswith("ui://"):  # an MCP App's view need not be listed: its tool names it
+        for entry in entries:
+            if any(_view_of(t) == uri for t in await _child_list(entry, "tools/list", ctx)):
+                return entry
     return None
+
+
+def _view_of(tool: dict[str, Any]) -> str | None:
+    """The ``ui://`` view a tool names (``_meta.ui.resourceUri``), if any."""
+    meta = tool.get("_meta")
+    ui = meta.get("ui") if isinstance(meta, dict) else None
+    uri = ui.get("resourceUri") if isinstance(ui, dict) else None
+    return uri if isinstance(uri, str) and uri.startswith("ui://") else None
 
 
 async def _route_uri(parent: Server, ctx: Context, uri: str) -> tuple[Mount, str] | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..compose.replicas import AnyUpstream
 from ..protocol.headers import InvalidHeaderAnnotation, header_params
+from ..server.mount_routes import view_of
 from ..server.uritemplate import TemplateError, UriTemplate
 from ..types.errors import INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND, McpError
 
@@ -69,7 +70,7 @@ async def resource_owner(
             return upstream
     if uri.startswith("ui://"):  # an App's view need not be listed: its tool names it
         for upstream in live:
-            if any(_view_of(t) == uri for t in await _listing(upstream, "tools")):
+            if any(view_of(t) == uri for t in await _listing(upstream, "tools")):
                 return upstream
     # -32602 since 2026-07-28; legacy clients know "resource not found" as -32002.
     code = INVALID_PARAMS if era == "modern" else LEGACY_RESOURCE_NOT_FOUND
@@ -108,20 +109,12 @@ async def name_owner(
     return fits[0], name[len(fits[0].prefix) :]
 
 
-def _view_of(tool: dict[str, Any]) -> str | None:
-    """The ``ui://`` view a tool names (``_meta.ui.resourceUri``), if any."""
-    meta = tool.get("_meta")
-    ui = meta.get("ui") if isinstance(meta, dict) else None
-    uri = ui.get("resourceUri") if isinstance(ui, dict) else None
-    return uri if isinstance(uri, str) and uri.startswith("ui://") else None
-
-
 def _serves_apps(tools: list[dict[str, Any]], resources: list[dict[str, Any]]) -> bool:
     """An upstream with an MCP App: a ``ui://`` resource, or a tool naming one as its
     view (a view need not be listed)."""
     if any(str(r.get("uri", "")).startswith("ui://") for r in resources):
         return True
-    return any(_view_of(t) is not None for t in tools)
+    return any(view_of(t) is not None for t in tools)
 
 
 async def app_owners(upstreams: Sequence[AnyUpstream], name: str) -> list[AnyUpstream]:

@@ -36,7 +36,7 @@ from ..runtime.changes import ChangeEvent
 from ..server.context import Context
 from ..server.middleware import build_chains, wrap
 from ..server.middleware.ratelimit import RateLimit
-from ..server.mount import strip_server_info
+from ..server.mount import merge_capabilities, strip_server_info
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
 from ..types.errors import (
@@ -44,7 +44,7 @@ from ..types.errors import (
     McpError,
     invalid_params,
 )
-from ..types.versions import META_SERVER_INFO, TASKS_EXTENSION
+from ..types.versions import META_SERVER_INFO, Era
 from . import views
 from .audit import AuditLog
 from .config import GatewayConfig
@@ -238,26 +238,9 @@ class GatewayServer(Server):
         return found
 
     # ------------------------------------------------------------------ capabilities
-    def capabilities(self, era: str = "modern") -> dict[str, Any]:
-        """The merge of the upstreams' capabilities: what some upstream offers, the front offers."""
-        caps: dict[str, Any] = {"logging": {}}
-        subscribe = False
-        for upstream in self.upstreams:
-            theirs = upstream.capabilities
-            for key in ("tools", "prompts"):
-                if key in theirs:
-                    caps[key] = {"listChanged": True}
-            if "resources" in theirs:
-                caps["resources"] = {"listChanged": True}
-                subscribe = subscribe or bool(theirs["resources"].get("subscribe"))
-            if "completions" in theirs:
-                caps["completions"] = {}
-            extensions = theirs.get("extensions") if era == "modern" else None
-            if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
-                caps.setdefault("extensions", {})[TASKS_EXTENSION] = {}
-        if subscribe:
-            caps["resources"]["subscribe"] = True
-        return caps
+    def capabilities(self, era: Era = "modern") -> dict[str, Any]:
+        """What some upstream offers, the front offers (the mounted proxies' merge)."""
+        return merge_capabilities(self.composed, {"logging": {}}, era)
 
     def has_capability(self, path: str) -> bool:
         """Every routed method reaches the router, which answers for what the upstreams

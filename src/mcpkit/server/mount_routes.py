@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .context import Context
     from .server import Server
 
-__all__ = ["check_names", "layer"]
+__all__ = ["check_names", "layer", "view_of"]
 
 log = logging.getLogger("mcpkit.server")
 
@@ -99,12 +99,12 @@ async def _owner(entries: list[Mount], ctx: Context, uri: str) -> Mount | None:
             continue
     if uri.startswith("ui://"):  # an MCP App's view need not be listed: its tool names it
         for entry in entries:
-            if any(_view_of(t) == uri for t in await _child_list(entry, "tools/list", ctx)):
+            if any(view_of(t) == uri for t in await _child_list(entry, "tools/list", ctx)):
                 return entry
     return None
 
 
-def _view_of(tool: dict[str, Any]) -> str | None:
+def view_of(tool: dict[str, Any]) -> str | None:
     """The ``ui://`` view a tool names (``_meta.ui.resourceUri``), if any."""
     meta = tool.get("_meta")
     ui = meta.get("ui") if isinstance(meta, dict) else None

@@ -4,8 +4,11 @@ the ordinary transports.
 
 Every request takes the server's one dispatch path.  The routed methods (``ROUTED``) are
 handlers wrapped in the gateway's policy middleware (:mod:`.middleware`: audit and
-metrics, then authorization, then rate limits), and route by namespace prefix or by which
-upstream serves a URI.  Era bridging (the proxy's, :mod:`mcpkit.compose.bridge`):
+metrics, then authorization, then rate limits), then its guardrails, and are answered
+through :class:`Upstreams`: a server with one :class:`~mcpkit.compose.ProxyServer` per
+upstream, mounted under its prefix with its URIs kept, so the mounts route by prefix, by
+the upstream listing a name, by the upstream serving a URI.  Era bridging (the proxy's,
+:mod:`mcpkit.compose.bridge`):
 
 * modern client, modern upstream: ``tools/call``/``prompts/get``/``resources/read`` are
   passed through untouched (``inputRequests``, ``requestState`` and task results flow
@@ -142,6 +145,7 @@ class GatewayServer(Server):
         #: The upstreams composed: one mounted proxy each (see :class:`Upstreams`).
         self.composed = Upstreams(self)
         self._composed_stop = anyio.Event()
+        self._composed_started = False
         self._composed_done = anyio.Event()
         self.bus.on_interest = self._resource_interest
         # The routed methods run the gateway's policy (audit, access, limits) and then the
@@ -174,6 +178,7 @@ class GatewayServer(Server):
     async def _run_composed(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Run the composition for as long as the gateway serves, its proxies mounted once
         it runs (their connections are the gateway's, started and checked above)."""
+        self._composed_started = True
         try:
             with anyio.CancelScope(shield=True):  # ended by stop_upstreams, not cancelled
                 async with self.composed.running():
@@ -187,8 +192,8 @@ class GatewayServer(Server):
     async def stop_upstreams(self) -> None:
         """Close every upstream client gracefully (stdio servers get stdin EOF)."""
         with anyio.CancelScope(shield=True):
-            if self.composed.mounts or self._composed_done.is_set():
-                self._composed_stop.set()
+            self._composed_stop.set()
+            if self._composed_started:
                 await self._composed_done.wait()
             async with anyio.create_task_group() as tg:
                 for upstream in self.upstreams:
@@ -230,12 +235,6 @@ class GatewayServer(Server):
             return
         if uri in self.bus.watched():  # (still wanted after the lookup)
             upstream.watch(uri, True)
-
-    async def _by_prefix(self, name: str, kind: str = "tools") -> tuple[AnyUpstream, str]:
-        found = await name_owner(self.upstreams, name, kind)
-        if found is None:
-            raise invalid_params(f"Unknown name: {name}", {"name": name})
-        return found
 
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: Era = "modern") -> dict[str, Any]:
@@ -357,8 +356,10 @@ class GatewayServer(Server):
 
     async def tool_definition(self, name: str) -> dict[str, Any] | None:
         """The upstream's definition of the (namespaced) tool ``name``, for guardrails."""
-        upstream, original = await self._by_prefix(name)
-        tool = await self._proxy_tool(upstream, original)
+        found = await name_owner(self.upstreams, name)
+        if found is None:
+            raise invalid_params(f"Unknown name: {name}", {"name": name})
+        tool = await self._proxy_tool(*found)
         return None if tool is None else tool.wire
 
     async def _proxy_tool(self, upstream: AnyUpstream, original: str) -> ProxyTool | None:

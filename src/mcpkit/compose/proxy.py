@@ -120,8 +120,7 @@ class ProxyServer(Server):
         self._started = link is not None
         self._cap = result_cap
         self._on_served = on_served
-        if self._owns_link:
-            self.bus.on_interest = self.link.watch
+        self.bus.on_interest = self.link.watch
         #: Upstream tool -> its definition (``x-mcp-header`` arguments, annotations).
         self._upstream_tools: dict[str, tuple[tuple[HeaderParam, ...], dict[str, Any]]] = {}
         forwarding = {m: self._list for m in _LISTS}

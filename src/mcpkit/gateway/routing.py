@@ -1,5 +1,6 @@
-"""Which upstream serves a resource URI (reads, completions, subscriptions), and what
-the front knows of an upstream's tool.
+"""Which upstream serves a name (the App names of :mod:`.middleware`, guardrails' tool
+lookups), the clash check of a set of upstreams, and what the front knows of an
+upstream's tool.  (Requests are routed by the mounts of :class:`.server.Upstreams`.)
 
 Pure questions about the upstreams' listings, kept out of :mod:`.server` so the gateway's
 request routing there stays about policy and forwarding.
@@ -14,8 +15,7 @@ from typing import Any
 from ..compose.replicas import AnyUpstream
 from ..protocol.headers import InvalidHeaderAnnotation, header_params
 from ..server.mount_routes import view_of
-from ..server.uritemplate import TemplateError, UriTemplate
-from ..types.errors import INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND, McpError
+from ..types.errors import McpError
 
 __all__ = [
     "NameClash",
@@ -23,7 +23,6 @@ __all__ = [
     "app_owners",
     "check_names",
     "name_owner",
-    "resource_owner",
 ]
 
 log = logging.getLogger("mcpkit.gateway")
@@ -45,36 +44,6 @@ class ProxyTool:
             self.header_params = header_params(schema) if isinstance(schema, dict) else ()
         except InvalidHeaderAnnotation:
             self.header_params = ()
-
-
-async def resource_owner(
-    upstreams: Sequence[AnyUpstream], uri: str, era: str = "modern"
-) -> AnyUpstream:
-    """The upstream serving ``uri``: one listing it, else one whose template is ``uri``
-    (a completion reference names the template itself), else one whose template
-    matches it.  An upstream that cannot list is passed over, not fatal."""
-    live = [u for u in upstreams if u.client is not None]
-    for upstream in live:
-        if any(r.get("uri") == uri for r in await _listing(upstream, "resources")):
-            return upstream
-    templates = [(u, t) for u in live for t in await _listing(u, "templates")]
-    for upstream, template in templates:
-        if template.get("uriTemplate") == uri:
-            return upstream
-    for upstream, template in templates:
-        try:
-            compiled = UriTemplate.compile(str(template.get("uriTemplate", "")))
-        except TemplateError:
-            continue
-        if compiled.match(uri) is not None:
-            return upstream
-    if uri.startswith("ui://"):  # an App's view need not be listed: its tool names it
-        for upstream in live:
-            if any(view_of(t) == uri for t in await _listing(upstream, "tools")):
-                return upstream
-    # -32602 since 2026-07-28; legacy clients know "resource not found" as -32002.
-    code = INVALID_PARAMS if era == "modern" else LEGACY_RESOURCE_NOT_FOUND
-    raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
 
 
 async def _listing(upstream: AnyUpstream, kind: str) -> list[dict[str, Any]]:

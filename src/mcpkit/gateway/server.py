@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from functools import partial
 from typing import Any, cast
 
 import anyio
@@ -55,7 +54,7 @@ from .credentials import acting_for, connect
 from .metrics import Metrics
 from .middleware import policy, served_by
 from .policy import Authorizer, Caller
-from .routing import ProxyTool, check_names, name_owner, resource_owner
+from .routing import ProxyTool, check_names, name_owner
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -220,21 +219,8 @@ class GatewayServer(Server):
 
     def _resource_interest(self, uri: str, wanted: bool) -> None:
         """A front client started or stopped watching ``uri`` (listen stream or legacy
-        subscription): subscribe at the upstream that serves it, or drop it everywhere."""
-        if not wanted:
-            for upstream in self.upstreams:
-                upstream.watch(uri, False)
-        elif self._tg is not None:
-            self.spawn(partial(self._watch_upstream, uri))
-
-    async def _watch_upstream(self, uri: str) -> None:
-        try:
-            upstream = await resource_owner(self.upstreams, uri)
-        except McpError:
-            log.info("no upstream serves %s: not subscribing", uri)
-            return
-        if uri in self.bus.watched():  # (still wanted after the lookup)
-            upstream.watch(uri, True)
+        subscription): the composition watches it at the upstream that serves it."""
+        self.composed.bus.want((uri,), wanted)
 
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: Era = "modern") -> dict[str, Any]:

@@ -45,6 +45,7 @@ import re
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -227,20 +228,34 @@ def _start(entry: Mount) -> None:
 def _hook_interest(parent: Server) -> None:
     """Someone watching ``data://x/config`` on the parent watches ``data://config`` on the
     child mounted as ``x``: a child that relays another server's resources (a proxy)
-    subscribes upstream only to what is watched."""
+    subscribes upstream only to what is watched.  A kept URI (``keep_uris``) is watched
+    at the child serving it, found by listing (in the background)."""
     before = parent.bus.on_interest
+    #: Kept URIs watched, and the child watching each.
+    owners: dict[str, Mount] = {}
+
+    async def watch_at_owner(uri: str) -> None:
+        from .mount_routes import owner_of
+
+        entry = await owner_of(parent, uri)
+        if entry is not None and uri in parent.bus.watched() and uri not in owners:
+            owners[uri] = entry
+            entry.child.bus.want((uri,), True)
 
     def interest(uri: str, wanted: bool) -> None:
         if before is not None:
             before(uri, wanted)
         for entry in _ordered(parent):
-            if entry.keep_uris:  # (the owner is found by listing: every such child hears)
-                entry.child.bus.want((uri,), wanted)
-                continue
-            inner = strip_uri(entry.namespace, uri)
+            inner = None if entry.keep_uris else strip_uri(entry.namespace, uri)
             if inner is not None:
                 entry.child.bus.want((inner,), wanted)
                 return
+        if not wanted:
+            owner = owners.pop(uri, None)
+            if owner is not None:
+                owner.child.bus.want((uri,), False)
+        elif parent._tg is not None and any(m.keep_uris for m in parent.mounts):
+            parent.spawn(partial(watch_at_owner, uri))
 
     parent.bus.on_interest = interest
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .context import Context
     from .server import Server
 
-__all__ = ["check_names", "layer", "view_of"]
+__all__ = ["check_names", "layer", "owner_of", "view_of"]
 
 log = logging.getLogger("mcpkit.server")
 
@@ -76,7 +76,12 @@ async def _by_prefix(
     return fits[0] if fits else None
 
 
-async def _owner(entries: list[Mount], ctx: Context, uri: str) -> Mount | None:
+async def owner_of(parent: Server, uri: str) -> Mount | None:
+    """The ``keep_uris`` child of ``parent`` serving ``uri`` (asked as the parent)."""
+    return await _owner([m for m in _ordered(parent) if m.keep_uris], None, uri)
+
+
+async def _owner(entries: list[Mount], ctx: Context | None, uri: str) -> Mount | None:
     """The ``keep_uris`` child serving ``uri``: one listing it, else one with that
     template (a completion names the template itself), else one whose template
     matches it."""

@@ -94,6 +94,9 @@ class ProxyServer(Server):
     ``on_served(proxy_name)`` is called when a call, completion or task request was
     answered."""
 
+    #: What a name clash among mounts calls it (:func:`mcpkit.server.mount.check_names`).
+    role = "upstream"
+
     def __init__(
         self,
         target: Any = None,

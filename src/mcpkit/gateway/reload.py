@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..compose.replicas import AnyUpstream
+from ..server.mount import NameClash
 from .audit import AuditLog
 from .auth import GatewayAuthenticator
 from .config import ConfigError, GatewayConfig, load_config
 from .credentials import connect
 from .policy import Authorizer
-from .routing import NameClash, check_names
 from .server import rate_limiter
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
         with anyio.move_on_after(max(5.0, upstream.timeout)):
             await upstream.first_attempt.wait()
     try:  # two upstreams offering one name: refused like at start, the old set stays
-        await check_names(upstreams)
+        await server.check_names(upstreams)
     except NameClash:
         for upstream in started:
             tg.start_soon(upstream.stop)

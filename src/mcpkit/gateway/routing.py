@@ -1,6 +1,6 @@
 """Which upstream serves a name (the App names of :mod:`.middleware`, guardrails' tool
-lookups), the clash check of a set of upstreams, and what the front knows of an
-upstream's tool.  (Requests are routed by the mounts of :class:`.server.Upstreams`.)
+lookups), and what the front knows of an upstream's tool.  (Requests are routed by the
+mounts of :class:`.server.Upstreams`.)
 
 Pure questions about the upstreams' listings, kept out of :mod:`.server` so the gateway's
 request routing there stays about policy and forwarding.
@@ -18,10 +18,8 @@ from ..server.mount_routes import view_of
 from ..types.errors import McpError
 
 __all__ = [
-    "NameClash",
     "ProxyTool",
     "app_owners",
-    "check_names",
     "name_owner",
 ]
 
@@ -100,38 +98,3 @@ async def app_owners(upstreams: Sequence[AnyUpstream], name: str) -> list[AnyUps
         if _serves_apps(tools, await _listing(upstream, "resources")):
             found.append(upstream)
     return found
-
-
-class NameClash(ValueError):
-    """Two upstreams offer the same front name (a tool, prompt, resource or template)."""
-
-
-async def check_names(upstreams: Sequence[AnyUpstream]) -> None:
-    """Refuse a set of upstreams in which two offer the same name to the front: a call
-    could not tell which one is meant.  Checked on the connected upstreams' lists when
-    several upstreams share the front unprefixed (``prefix = ""``); distinct prefixes
-    keep tool and prompt names apart, and resource URIs there go to the first upstream
-    listing them, as they always have."""
-    if len(upstreams) < 2 or all(u.prefix for u in upstreams):
-        return
-    kinds = (
-        ("tools", "tool", "name", True),
-        ("prompts", "prompt", "name", True),
-        ("resources", "resource", "uri", False),
-        ("templates", "resource template", "uriTemplate", False),
-    )
-    for kind, label, key, prefixed in kinds:
-        owners: dict[str, str] = {}
-        for upstream in upstreams:
-            if upstream.client is None:
-                continue
-            for item in await _listing(upstream, kind):
-                name = str(item.get(key, ""))
-                front = upstream.prefix + name if prefixed else name
-                other = owners.setdefault(front, upstream.name)
-                if other != upstream.name:
-                    raise NameClash(
-                        f"{label} {front!r} is offered by both upstream {other!r} and "
-                        f"upstream {upstream.name!r}; give one of them a prefix "
-                        "(or a different one)"
-                    )

@@ -38,7 +38,7 @@ from ..runtime.changes import ChangeEvent
 from ..server.context import Context
 from ..server.middleware import build_chains, wrap
 from ..server.middleware.ratelimit import RateLimit
-from ..server.mount import merge_capabilities, strip_server_info
+from ..server.mount import check_names, merge_capabilities, strip_server_info
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
 from ..types.errors import (
@@ -54,7 +54,7 @@ from .credentials import acting_for, connect
 from .metrics import Metrics
 from .middleware import policy, served_by
 from .policy import Authorizer, Caller
-from .routing import ProxyTool, check_names, name_owner
+from .routing import ProxyTool, name_owner
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -171,8 +171,21 @@ class GatewayServer(Server):
             with anyio.move_on_after(max(5.0, upstream.timeout)):
                 await upstream.first_attempt.wait()
         # Two upstreams offering one name (several without a prefix...): refuse to start.
-        await check_names(self.upstreams)
+        await self.check_names(self.upstreams)
         await tg.start(self._run_composed)
+
+    async def check_names(self, upstreams: list[AnyUpstream]) -> None:
+        """Refuse (:class:`~mcpkit.server.mount.NameClash`, naming both) a set of upstreams
+        in which two offer one front name, when several share the front unprefixed
+        (``prefix = ""``): distinct prefixes keep tool and prompt names apart, and a
+        resource URI there goes to the first upstream listing it.  The check of
+        :func:`mcpkit.server.mount.check_names`, on a composition of ``upstreams``."""
+        if len(upstreams) < 2 or all(u.prefix for u in upstreams):
+            return
+        scratch = Upstreams(self)  # (not running: it starts nothing)
+        for upstream in upstreams:
+            scratch.add(upstream)
+        await check_names(scratch)
 
     async def _run_composed(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Run the composition for as long as the gateway serves, its proxies mounted once

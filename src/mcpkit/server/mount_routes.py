@@ -145,7 +145,7 @@ async def check_names(parent: Server) -> None:
             for item in await _child_list(entry, method, None):
                 name = str(item.get(key, ""))
                 front = entry.prefix + name if key == "name" else entry.front_uri(name)
-                owner = f"mount {entry.namespace!r}"
+                owner = f"{getattr(entry.child, 'role', 'mount')} {entry.namespace!r}"
                 other = owners.setdefault(front, owner)
                 if other != owner:
                     raise NameClash(

@@ -274,12 +274,9 @@ class GatewayServer(Server):
             # next call's Mcp-Param-* headers against the tool's definition, learnt here.
             with contextlib.suppress(McpError):
                 await self.tool_definition(name)
-        message = {"jsonrpc": "2.0", "id": ctx.request_id, "method": method, "params": ctx.params}
-        result = strip_server_info(
-            await self.composed.dispatch(
-                message, ctx.meta, ctx.exchange, session=ctx.session, principal=ctx.principal
-            )
-        )
+        # The composition's handler for the method, on this request's context: its mounts
+        # need nothing of a dispatch of their own (each proxy gets one).
+        result = await self.composed._chains[method](ctx)
         return self._visible(ctx, method, result) if method in LIST_KINDS else result
 
     def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:

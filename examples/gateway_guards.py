@@ -7,7 +7,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from mcpkit import Context
-from mcpkit.gateway.guardrails import Guardrail
+from mcpkit.server.middleware.guardrails import Guardrail
 
 
 class ReadOnly(Guardrail):

@@ -234,19 +234,25 @@ async def test_list_changed_crosses_the_mount_legacy() -> None:
         assert names == ["own", "kid_late"]
 
 
-async def test_resource_updates_are_namespaced() -> None:
+@pytest.mark.parametrize(
+    ("options", "front_uri"),
+    [({}, "data://w/config"), ({"prefix": "", "keep_uris": True}, "data://config")],
+    ids=["namespaced", "kept"],
+)
+async def test_resource_updates_are_namespaced(options: dict[str, Any], front_uri: str) -> None:
+    """Updates come back under the URI the parent serves (``keep_uris``: the child's)."""
     child = weather()
     main = Server("main")
-    main.mount(child, namespace="w")
+    main.mount(child, namespace="w", **options)
     async with (
         Client(main, era="modern") as client,
-        client.listen(resource_uris=["data://w/config"]) as sub,
+        client.listen(resource_uris=[front_uri]) as sub,
     ):
         child.notify_resource_updated("data://config")
         with anyio.fail_after(5):
             async for note in sub:
                 assert note.method == "notifications/resources/updated"
-                assert note.params["uri"] == "data://w/config"
+                assert note.params["uri"] == front_uri
                 break
 
 

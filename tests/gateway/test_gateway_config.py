@@ -8,14 +8,14 @@ from pathlib import Path
 import gwkit
 import pytest
 
-from mcpkit.gateway.config import ConfigError, load_config, parse_config
+from mcpkit.gateway.config import ConfigError, load_config, parse_config, parse_rate
 
 
 def test_example_config_parses() -> None:
     config = load_config(gwkit.ROOT / "examples" / "gateway.toml")
     assert [u.name for u in config.upstreams] == ["demo", "jobs"]
     assert config.auth.mode == "bearer"
-    assert config.rate_limits[1].amount == 5 and config.rate_limits[1].window_s == 600
+    assert parse_rate(config.rate_limits[1].limit, "rate_limit[1]") == (5, 600)
 
 
 def test_guide_config_parses(tmp_path: Path) -> None:

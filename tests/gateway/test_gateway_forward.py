@@ -1,4 +1,4 @@
-"""The gateway's fast lane (mcpkit.gateway.forward) against a real socket.
+"""The gateway's fast lane (mcpkit.compose.lane) against a real socket.
 
 A small asyncio server on 127.0.0.1 records the exact bytes the lane sends and answers
 what each test needs: JSON, a JSON-RPC error, a bare HTTP error, or an SSE stream with
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit.gateway.forward import FastLane
+from mcpkit.compose.lane import FastLane
 from mcpkit.transports.client_base import HttpStatusError, RequestTimeoutError, ServerError
 from mcpkit.transports.http11 import Http11Pool
 
@@ -211,7 +211,7 @@ async def _paced(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 
 
 async def test_the_upstream_deadline_and_progress_extending_it() -> None:
-    """The lane's deadlines (one timer per lane, ``gateway/deadlines.py``): a call past
+    """The lane's deadlines (one timer per lane, ``compose/deadlines.py``): a call past
     its timeout raises RequestTimeoutError; progress keeps a longer call alive; a call
     cancelled by someone else is cancelled, not timed out."""
     server = await asyncio.start_server(_paced, "127.0.0.1", 0)

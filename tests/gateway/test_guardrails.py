@@ -25,7 +25,7 @@ GUARDED = "tests/gateway/servers/guarded.py"
 API_KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c"  # what servers/guarded.py leaks
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 USER_GUARDS = '''
-from mcpkit.gateway.guardrails import Guardrail
+from mcpkit.server.middleware.guardrails import Guardrail
 
 
 class NoDeletes(Guardrail):
@@ -180,7 +180,7 @@ def config_with(*guardrails: dict[str, Any], base: Path | None = None) -> Any:
         ({"kind": "antivirus"}, "kind must be one of tool_poisoning, redact_secrets"),
         ({"kind": "tool_poisoning", "class": "x:Y"}, "exactly one of kind or class"),
         ({"class": "no_such_module:Guard"}, "no_such_module:Guard: cannot import it"),
-        ({"class": "json:JSONDecoder"}, "is not a mcpkit.gateway.guardrails.Guardrail"),
+        ({"class": "json:JSONDecoder"}, "is not a mcpkit.server.middleware.guardrails.Guardrail"),
         ({"class": "not a path"}, "must be 'module:ClassName'"),
     ],
 )

@@ -21,17 +21,26 @@ from __future__ import annotations
 
 import contextvars
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
 from ..protocol.negotiation import RequestMeta
+from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.mrtr import NeedInput
 from ..types.errors import INTERNAL_ERROR, McpError
 from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL
 
-__all__ = ["FrontCall", "Fronts", "forwarded_meta", "passed_meta", "progress_relay"]
+__all__ = [
+    "FrontCall",
+    "Fronts",
+    "bridged_call",
+    "forwarded_meta",
+    "passed_meta",
+    "progress_relay",
+]
 
 TRACE_KEYS = ("traceparent", "tracestate", "baggage")
 log = logging.getLogger("mcpkit.compose")
@@ -183,3 +192,52 @@ def progress_relay(ctx: Context) -> Any:
             await ctx.report_progress(progress, update.get("total"), update.get("message"))
 
     return forward
+
+
+#: How a bridged call reaches its upstream: ``call(fn, front, safe)`` runs ``fn(client)``.
+UpstreamCall = Callable[[Any, "FrontCall", bool], Awaitable[dict[str, Any]]]
+
+
+async def bridged_call(
+    server: Any,
+    ctx: Context,
+    method: str,
+    params: dict[str, Any],
+    call: UpstreamCall,
+    *,
+    binding: str,
+    safe: bool,
+    finish: Callable[[dict[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
+    """A ``tools/call``, ``prompts/get`` or ``resources/read`` (``params`` as the upstream
+    names its target) run through the upstream's client, its input requests asked of the
+    front client: a legacy front gets real requests, a modern one ``input_required`` in
+    MRTR rounds sealed with ``server``'s keys under ``binding`` (the retry replays the
+    upstream call).  ``finish`` shapes the upstream's answer.  The proxy's way and the
+    gateway's, one implementation."""
+    progress = progress_relay(ctx)
+    meta = forwarded_meta(ctx, capabilities=False) or None
+    target = params.get("uri") if method == "resources/read" else params.get("name")
+
+    async def once(c: Any) -> dict[str, Any]:
+        if method == "tools/call":
+            arguments = params.get("arguments")
+            return dict(await c.call_tool(str(target), arguments, on_progress=progress, meta=meta))
+        if method == "prompts/get":
+            return dict(await c.get_prompt(str(target), params.get("arguments"), meta=meta))
+        return dict(await c.read_resource(str(target), refresh=True, meta=meta))
+
+    async def run() -> dict[str, Any]:
+        front = FrontCall(ctx)
+        result: dict[str, Any] | None = None
+        with front.scope:
+            result = finish(await call(once, front, safe))
+        if front.failure is not None:
+            raise front.failure
+        if front.need is not None:
+            raise front.need
+        if result is None:  # cancelled for another reason
+            raise McpError(INTERNAL_ERROR, f"the upstream call {method} {target} was cancelled")
+        return result
+
+    return await server_handlers._with_input(server, ctx, binding, run)

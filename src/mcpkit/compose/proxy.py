@@ -4,124 +4,128 @@ request to another MCP server, whatever era each side speaks.
 Why here and not ``Server.proxy``: a proxy is a server *and* a client, and ``server/``
 may import neither ``client/`` nor the transports (tests/test_architecture.py).  So the
 proxy lives in :mod:`mcpkit.compose`, at the host/gateway rank, and returns a plain
-``Server`` subclass that mounts, serves and takes middleware like any other.
+``Server`` subclass that mounts, serves and takes middleware like any other.  The gateway
+forwards through the same pieces (:mod:`.upstream`, :mod:`.replicas`, :mod:`.lane`).
 
 * One upstream connection per proxy (one stdio process, one legacy session, one HTTP
-  connection pool), opened by the proxy's lifespan and shared by every front request;
-  mounting a proxy starts it with its parent.
+  connection pool), kept by :class:`~mcpkit.compose.upstream.Upstream`: opened by the
+  proxy's lifespan, shared by every front request, health-checked, reconnected (a stdio
+  server restarted) with backoff; meanwhile calls fail at once with
+  :class:`UpstreamUnavailable` (503).  Mounting a proxy starts it with its parent.
+* Replicas: ``proxy(["http://a/mcp", "http://b/mcp"])`` spreads calls round robin over
+  the connected replicas and retries a call that is safe to repeat (lists, reads,
+  prompts, tools annotated ``idempotentHint``/``readOnlyHint``) on another one.
 * Both eras both ways: a modern front on a modern upstream is passed through untouched
-  (``inputRequests``/``requestState`` belong to the upstream and flow back and forth);
-  any other pairing runs the call through the client and asks the upstream's input of
-  the front client (see :mod:`.bridge`).
+  (``inputRequests``/``requestState`` belong to the upstream and flow back and forth),
+  over the raw HTTP/1.1 fast lane for an ``http://`` upstream; any other pairing runs the
+  call through the client and asks the upstream's input of the front client (see
+  :mod:`.bridge`).
 * Lists are fetched page by page as the front asks; an upstream's list changes (legacy
   notifications, a modern listen stream) become the proxy's own.
-
-* A dead upstream (a call fails to reach it) is reconnected, a stdio server restarted,
-  with backoff; meanwhile calls fail at once with :class:`UpstreamUnavailable` (503).
-
 * Resource subscriptions: the upstream is subscribed to (legacy ``resources/subscribe``,
   or the resource set of its listen stream) only for what some front client watches.
-
 * Tasks (the 2026 tasks extension) of a modern upstream, for a modern front: advertised,
   started and followed (``tasks/*``) by pass-through.
-
 * ``Mcp-Param-*`` headers (``x-mcp-header`` arguments) computed for an HTTP upstream.
 
-Not done: tasks across eras, the gateway's raw HTTP fast lane.
+Not done: tasks across eras.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
 
 from ..client import Client
-from ..client.errors import ClientError
 from ..protocol.headers import (
     HeaderParam,
     InvalidHeaderAnnotation,
     expected_param_headers,
     header_params,
 )
-from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains
 from ..server.mount import strip_server_info
 from ..server.server import Server
-from ..transports.client_base import ConnectError, ConnectionClosedError, ServerError
-from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
+from ..transports.client_base import ServerError
+from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError, invalid_params
 from ..types.methods import METHODS
 from ..types.versions import TASKS_EXTENSION, Era
-from .bridge import FrontCall, Fronts, forwarded_meta, progress_relay
+from .bridge import FrontCall, bridged_call, forwarded_meta, progress_relay
+from .lane import MAX_ANSWER_BYTES, capped
+from .replicas import AnyUpstream, make_upstream, retry_safe
+from .upstream import UpstreamUnavailable
 
-__all__ = [
-    "ProxyServer",
-    "UpstreamUnavailable",
-    "client_for",
-    "legacy_subscription",
-    "proxy",
-]
+__all__ = ["ProxyServer", "UpstreamUnavailable", "proxy"]
 
 log = logging.getLogger("mcpkit.compose")
 
 _LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+_KINDS = dict(zip(_LISTS, ("tools", "prompts", "resources", "templates"), strict=True))
 #: The calls that name a target and may come back ``input_required`` (the table's ``mrtr``).
 _CALLS = tuple(name for name, spec in METHODS.items() if spec.mrtr)
-_CHANGED = {
-    "notifications/tools/list_changed": "tools",
-    "notifications/prompts/list_changed": "prompts",
-    "notifications/resources/list_changed": "resources",
-}
 _MODERN_ONLY = ("resultType", "ttlMs", "cacheScope")
-
-
-class UpstreamUnavailable(McpError):
-    """The upstream cannot be reached (HTTP 503 at the front)."""
-
-    def __init__(self, name: str, detail: str) -> None:
-        super().__init__(
-            INTERNAL_ERROR,
-            f"Upstream {name!r} is unavailable: {detail}",
-            {"upstream": name},
-            http_status=503,
-            http_headers=[(b"retry-after", b"1")],
-        )
+#: Options of :class:`ProxyServer` that are its upstream connection's.
+_LINK_OPTIONS = ("timeout", "headers", "env", "era", "health_interval", "auth")
 
 
 class ProxyServer(Server):
-    """A server whose every answer comes from one upstream (see :func:`proxy`)."""
+    """A server whose every answer comes from one upstream (see :func:`proxy`).
+
+    ``timeout`` (seconds per upstream request), ``headers``, ``env``, ``era``,
+    ``health_interval`` (seconds between pings, 0 for none) and ``auth`` (an
+    ``httpx.Auth`` for the upstream, e.g. :mod:`mcpkit.auth.client`'s) configure the
+    upstream connection.  ``shared_lists``: lists come whole from the connection's cache
+    (fetched once for every caller, kept until the upstream's ``ttlMs`` runs out or it
+    says the list changed; empty while it is down) instead of page by page from the
+    upstream.  The other options are the :class:`~mcpkit.server.Server`'s.
+
+    When the proxy stops (its parent stops, or it is unmounted at run time) the calls in
+    flight finish on its upstream first (at most ``timeout``), then it disconnects.
+
+    For an owner that keeps its connections itself (the gateway): ``link`` is a running
+    :class:`~mcpkit.compose.upstream.Upstream` (or replica set) to forward through instead
+    of a ``target`` (the proxy then neither starts nor stops it, nor relays its changes),
+    ``result_cap(name)`` the most bytes an answer about ``name`` may have, and
+    ``on_served(proxy_name)`` is called when a call, completion or task request was
+    answered."""
+
+    #: What a name clash among mounts calls it (:func:`mcpkit.server.mount.check_names`).
+    role = "upstream"
 
     def __init__(
         self,
-        target: Any,
+        target: Any = None,
         *,
         name: str = "proxy",
         connect_timeout: float = 30.0,
+        shared_lists: bool = False,
+        link: AnyUpstream | None = None,
+        result_cap: Callable[[str], int] | None = None,
+        on_served: Callable[[str], None] | None = None,
         **options: Any,
     ) -> None:
+        link_options = {k: options.pop(k) for k in _LINK_OPTIONS if k in options}
+        self.shared_lists = shared_lists
         super().__init__(name, lifespan=_upstream_lifespan, **options)
         self.connect_timeout = connect_timeout
-        self.fronts = Fronts(name)
-        self._target = target
-        #: The connected upstream client while the proxy runs.
-        self.upstream: Client | None = None
-        self.error: str | None = "not started"
-        self._ready: anyio.Event | None = None
-        self._stop: anyio.Event | None = None
-        self._stopped: anyio.Event | None = None
-        #: Set to end the current connection (the proxy stops, or the upstream died).
-        self._wake = anyio.Event()
-        #: Resource URIs someone downstream watches: subscribed to at the upstream.
-        self.watched: set[str] = set()
-        self._listen_scope: anyio.CancelScope | None = None
-        self._conn_tg: Any = None
-        self.bus.on_interest = self._interest
-        #: Upstream tool -> its ``x-mcp-header`` arguments (see :meth:`_param_headers`).
-        self._header_params: dict[str, tuple[HeaderParam, ...]] = {}
+        self._owns_link = link is None
+        #: The upstream connection (or replica set) every request goes through.
+        self.link: AnyUpstream = (
+            link
+            if link is not None
+            else make_upstream(name, target, on_change=self._relay, **link_options)
+        )
+        self._started = link is not None
+        self._cap = result_cap
+        self._on_served = on_served
+        self.bus.on_interest = self.link.watch
+        #: Upstream tool -> its definition (``x-mcp-header`` arguments, annotations).
+        self._upstream_tools: dict[str, tuple[tuple[HeaderParam, ...], dict[str, Any]]] = {}
         forwarding = {m: self._list for m in _LISTS}
         forwarding.update({m: self._call for m in _CALLS})
         forwarding["completion/complete"] = self._complete
@@ -130,20 +134,31 @@ class ProxyServer(Server):
         self._handlers.update(forwarding)
         self._chains = build_chains(self._handlers, self.middleware)
 
+    @property
+    def upstream(self) -> Client | None:
+        """The connected upstream client (None while it is down)."""
+        return self.link.client
+
+    @property
+    def error(self) -> str | None:
+        """Why the upstream is not connected (None while it is)."""
+        return self.link.error
+
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: Era = "modern") -> dict[str, Any]:
         """What the upstream offers, as this proxy serves it: list changes are relayed,
-        resource subscriptions and the tasks extension are not."""
+        resource subscriptions too when the upstream has them, and the tasks extension
+        to a modern front from a modern upstream."""
         caps: dict[str, Any] = {"logging": {}}
-        client = self.upstream
-        theirs = dict(client.server_info.capabilities) if client is not None else {}
+        theirs = self.link.capabilities
         for key in ("tools", "prompts", "resources"):
             if key in theirs:
                 caps[key] = {"listChanged": True}
-        if self._subscribable():
+        if self.link.subscribable() and "resources" in caps:
             caps["resources"]["subscribe"] = True
         if "completions" in theirs:
             caps["completions"] = {}
+        client = self.link.client
         if era == "modern" and client is not None and client.era == "modern":
             extensions = theirs.get("extensions")
             if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
@@ -154,175 +169,59 @@ class ProxyServer(Server):
             merge_capabilities(self, caps, era)
         return caps
 
-    def _subscribable(self) -> bool:
-        client = self.upstream
-        caps = client.server_info.capabilities if client is not None else {}
-        return bool((caps.get("resources") or {}).get("subscribe"))
-
     def has_capability(self, path: str) -> bool:
         """While the upstream is down every method reaches its handler, which says so
         (503) instead of a misleading "method not found"."""
-        if self.upstream is None:
+        if self.link.client is None:
             return True
         return super().has_capability(path)
 
     # ------------------------------------------------------------------ upstream
-    def _make_client(self) -> Client:
-        target = self._target
-        if isinstance(target, Client):
-            # A client given ready-made: its input requests and notifications come here.
-            callbacks = self.fronts.callbacks()
-            for key in ("elicitation", "url_elicitation", "sampling", "roots", "on_log"):
-                setattr(target.callbacks, key, callbacks[key])
-            target.callbacks.on_notification = self._notified
-            return target
-        return client_for(target, self.fronts.callbacks(), self._notified)
-
-    async def _keep_upstream(self) -> None:
-        """Keep the upstream connected until the proxy stops; reconnect (restart a stdio
-        server) with backoff when a call finds it dead.  Meanwhile calls fail at once
-        with :class:`UpstreamUnavailable`.  A ``Client`` given as the target is used once."""
-        ready, stop, stopped = self._ready, self._stop, self._stopped
-        assert ready is not None and stop is not None and stopped is not None
-        delay = 0.5
-        try:
-            while not stop.is_set():
-                self._wake = anyio.Event()
-                try:
-                    # Shielded: the proxy's task group is cancelled before its lifespan
-                    # ends, and a client closed under cancellation kills its stdio server
-                    # only after the grace periods.  ``stop`` (or ``_wake``) ends it instead.
-                    with anyio.CancelScope(shield=True):
-                        await self._run_client(ready)
-                    delay = 0.5
-                except Exception as exc:
-                    self.error = str(exc) or type(exc).__name__
-                    log.warning("proxy %s: upstream failed: %s", self.name, self.error)
-                self.upstream = None
-                ready.set()
-                if isinstance(self._target, Client):
-                    break
-                with anyio.move_on_after(delay):
-                    await stop.wait()
-                delay = min(delay * 2, 10.0)
-        finally:
-            self.upstream = None
-            if self.error is None:
-                self.error = "stopped"
-            ready.set()
-            stopped.set()
-
-    async def _run_client(self, ready: anyio.Event) -> None:
-        wake = self._wake
-        async with self._make_client() as client:
-            self.upstream, self.error = client, None
+    def _relay(self, name: str, kind: str, uri: str | None) -> None:
+        """The upstream's changes become the proxy's own."""
+        if kind == "resource":
+            if uri is not None:
+                self.notify_resource_updated(uri)
+        elif kind == "all":
             self.notify_tools_changed()
             self.notify_prompts_changed()
             self.notify_resources_changed()
-            ready.set()
-            async with anyio.create_task_group() as tg:
-                self._conn_tg = tg
-                if client.era == "modern":
-                    tg.start_soon(self._listen, client)
-                elif self._subscribable():
-                    for uri in sorted(self.watched):
-                        tg.start_soon(self._legacy_subscription, client, uri, True)
-                await wake.wait()
-                self._conn_tg = None
-                tg.cancel_scope.cancel()
-            self.upstream = None  # before the client closes: no new call may pick it
-
-    def _dead(self, client: Client, reason: str) -> None:
-        """A call found ``client`` dead: reconnect (unless it was already replaced)."""
-        if client is self.upstream:
-            log.warning("proxy %s: upstream lost (%s); reconnecting", self.name, reason)
-            self.error = reason
-            self.upstream = None
-            self._wake.set()
-
-    async def _listen(self, client: Client) -> None:
-        """A modern upstream's changes: one listen stream, reopened when the set of
-        watched resources changes."""
-        caps = client.server_info.capabilities
-        tools, prompts, resources = (
-            bool((caps.get(k) or {}).get("listChanged")) for k in ("tools", "prompts", "resources")
-        )
-        while True:
-            uris = sorted(self.watched) if self._subscribable() else []
-            if not (tools or prompts or resources or uris):
-                return
-            scope = self._listen_scope = anyio.CancelScope()
-            with scope:
-                try:
-                    async with client.listen(
-                        tools=tools, prompts=prompts, resources=resources, resource_uris=uris
-                    ) as sub:
-                        async for note in sub:
-                            self._notified(note)
-                except ClientError as exc:
-                    log.info("proxy %s: no listen stream from the upstream: %s", self.name, exc)
-                return
-            # cancelled by _interest(): listen again with the new resource set
-
-    def _interest(self, uri: str, wanted: bool) -> None:
-        """A front client started (stopped) watching ``uri``: subscribe at the upstream."""
-        if wanted:
-            self.watched.add(uri)
         else:
-            self.watched.discard(uri)
-        client, tg = self.upstream, self._conn_tg
-        if client is None or tg is None or not self._subscribable():
-            return  # (re)connecting: the new connection starts from self.watched
-        if client.era == "modern":
-            if self._listen_scope is not None:
-                self._listen_scope.cancel()
-        else:
-            tg.start_soon(self._legacy_subscription, client, uri, wanted)
-
-    async def _legacy_subscription(self, client: Client, uri: str, wanted: bool) -> None:
-        await legacy_subscription(client, uri, wanted, f"proxy {self.name}", log)
-
-    def _notified(self, note: Any) -> None:
-        kind = _CHANGED.get(note.method)
-        if kind is not None:
             self._changed(kind)
-        elif note.method == "notifications/resources/updated":
-            uri = note.params.get("uri")
-            if isinstance(uri, str):
-                self.notify_resource_updated(uri)
 
     async def client(self) -> Client:
         """The connected upstream client (waits for the first connection)."""
-        client = self.upstream
-        if client is not None:
-            return client
-        if self._ready is None:
-            raise UpstreamUnavailable(
-                self.name, "the proxy is not running (serve it, or `async with proxy.running()`)"
-            )
-        with anyio.move_on_after(self.connect_timeout):
-            await self._ready.wait()
-        if self.upstream is None:
-            raise UpstreamUnavailable(self.name, self.error or "not connected")
-        return self.upstream
+        link = self.link
+        if link.client is None:
+            if not self._started:
+                raise UpstreamUnavailable(
+                    self.name,
+                    "the proxy is not running (serve it, or `async with proxy.running()`)",
+                )
+            with anyio.move_on_after(self.connect_timeout):
+                await link.first_attempt.wait()
+        return link.live()
 
-    async def _upstream(self, ctx: Context, run: Any) -> dict[str, Any]:
-        """Run ``run(client)``; client-side failures become the front's errors."""
-        client = await self.client()
+    async def _upstream(
+        self,
+        ctx: Context,
+        run: Any,
+        front: FrontCall | None = None,
+        *,
+        safe: bool = True,
+        shape: bool = True,
+    ) -> dict[str, Any]:
+        """Run ``run(client)`` on the upstream (another replica's when ``safe`` and one
+        fails); client-side failures become the front's errors; the answer ``shape``d
+        for the front."""
+        await self.client()
         try:
-            result: dict[str, Any] = await run(client)
+            result: dict[str, Any] = await self.link.call(run, front, safe=safe)
         except ServerError as exc:
             # The upstream's error, as the proxy's own: a ServerError read from stdio has
             # no HTTP status, which an HTTP front needs (it would fail to answer).
             raise McpError(exc.code, exc.message, exc.data) from None
-        except McpError:
-            raise
-        except (ConnectError, ConnectionClosedError, OSError) as exc:
-            self._dead(client, str(exc) or type(exc).__name__)
-            raise UpstreamUnavailable(self.name, str(exc) or type(exc).__name__) from None
-        except ClientError as exc:
-            raise UpstreamUnavailable(self.name, str(exc)) from None
-        return self._shape(ctx, strip_server_info(dict(result)))
+        return self._shape(ctx, strip_server_info(dict(result))) if shape else result
 
     def _shape(self, ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
         """An upstream answer in the front's era: a legacy front gets no modern fields; a
@@ -341,44 +240,61 @@ class ProxyServer(Server):
 
     # ------------------------------------------------------------------ handlers
     async def _list(self, ctx: Context) -> dict[str, Any]:
+        if self.shared_lists:
+            return await self._shared_list(ctx)
         cursor = ctx.params.get("cursor")
         params = {"cursor": cursor} if cursor is not None else None
         meta = forwarded_meta(ctx, capabilities=False) or None
         result = await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
         if ctx.method == "tools/list":
-            self._learn_headers(result.get("tools"))
+            self._learn_tools(result.get("tools"))
         return result
+
+    async def _shared_list(self, ctx: Context) -> dict[str, Any]:
+        """The whole list from the connection's cache (see ``shared_lists``); an upstream
+        that is down or cannot list leaves it empty rather than failing it."""
+        kind = _KINDS[ctx.method]
+        items: list[dict[str, Any]] = []
+        if self.link.client is not None:
+            try:
+                items = await self.link.listing(kind)
+            except McpError as exc:
+                log.warning("proxy %s: %s failed: %s", self.name, ctx.method, exc)
+        if kind == "tools":
+            self._learn_tools(items)
+        ttl, scope = self.link.freshness(kind) if items else (0, "public")
+        member = "resourceTemplates" if kind == "templates" else kind
+        return self._shape(ctx, {member: items, "ttlMs": ttl, "cacheScope": scope})
 
     async def _complete(self, ctx: Context) -> dict[str, Any]:
         params = {k: v for k, v in ctx.params.items() if k != "_meta"}
         meta = forwarded_meta(ctx, capabilities=False) or None
-        return await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+        result = await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+        return self._served(result)
 
-    async def _param_headers(
-        self, client: Client, method: str, params: dict[str, Any]
-    ) -> dict[str, str] | None:
-        """The ``Mcp-Param-*`` headers an HTTP upstream expects with this call (its
-        tool's ``x-mcp-header`` arguments), from its tool list (fetched once if needed)."""
-        name = params.get("name")
-        if method != "tools/call" or client.transport.kind != "http" or not isinstance(name, str):
-            return None
-        if name not in self._header_params:
+    def _served(self, result: dict[str, Any]) -> dict[str, Any]:
+        if self._on_served is not None:
+            self._on_served(self.name)
+        return result
+
+    async def _tool(self, name: str) -> tuple[tuple[HeaderParam, ...], dict[str, Any]] | None:
+        """The upstream's tool ``name``: its ``x-mcp-header`` arguments and definition,
+        from its tool list (fetched once if needed)."""
+        if name not in self._upstream_tools:
             try:
-                self._learn_headers(await client.list_tools())
-            except ClientError:
+                self._learn_tools(await self.link.listing("tools"))
+            except McpError:
                 return None
-        found = self._header_params.get(name)
-        arguments = params.get("arguments")
-        return expected_param_headers(found, arguments) if found else None
+        return self._upstream_tools.get(name)
 
-    def _learn_headers(self, tools: Any) -> None:
+    def _learn_tools(self, tools: Any) -> None:
         for tool in tools if isinstance(tools, list) else ():
             schema = tool.get("inputSchema") if isinstance(tool, dict) else None
             if isinstance(schema, dict) and isinstance(tool.get("name"), str):
                 try:
-                    self._header_params[tool["name"]] = header_params(schema)
+                    self._upstream_tools[tool["name"]] = (header_params(schema), tool)
                 except InvalidHeaderAnnotation:
-                    self._header_params.pop(tool["name"], None)
+                    self._upstream_tools.pop(tool["name"], None)
 
     async def _task(self, ctx: Context) -> dict[str, Any]:
         """``tasks/*`` of a task the (modern) upstream started: passed through."""
@@ -387,56 +303,86 @@ class ProxyServer(Server):
             raise invalid_params("Unknown task", {"taskId": ctx.params.get("taskId")})
         params = {k: v for k, v in ctx.params.items() if k != "_meta"}
         meta = forwarded_meta(ctx, capabilities=True, tasks=True)
-        return await self._upstream(ctx, lambda c: c.request(ctx.method, params, meta=meta))
+        result = await self._upstream(
+            ctx, lambda c: c.request(ctx.method, params, meta=meta), safe=False
+        )
+        return self._served(result)
 
     async def _call(self, ctx: Context) -> dict[str, Any]:
         client = await self.client()
         progress = progress_relay(ctx)
-        if ctx.meta.era == "modern" and client.era == "modern":
-            # The same protocol on both sides: the upstream's own MRTR rounds pass through.
-            params = {k: v for k, v in ctx.params.items() if k != "_meta"}
-            passed = forwarded_meta(ctx, capabilities=True, tasks=True)
-            headers = await self._param_headers(client, ctx.method, params)
-            return await self._upstream(
-                ctx,
-                lambda c: c.request(
-                    ctx.method, params, meta=passed, on_progress=progress, headers=headers
-                ),
-            )
         method, params = ctx.method, ctx.params
         target = params.get("uri") if method == "resources/read" else params.get("name")
-        meta = forwarded_meta(ctx, capabilities=False) or None
+        tool = None
+        if method == "tools/call" and (self.link.url is not None or self.link.replicated):
+            tool = await self._tool(str(target))  # (its headers, its retry safety)
+        safe = self.link.replicated and retry_safe(method, tool[1] if tool else None)
+        limit = self._cap(str(target)) if self._cap is not None else MAX_ANSWER_BYTES
+        what = f"{method} {target}"
+        if ctx.meta.era == "modern" and client.era == "modern":
+            # The same protocol on both sides: the upstream's own MRTR rounds pass through.
+            result = await self._pass_through(ctx, tool, progress, safe, limit, what)
+            return self._served(result)
 
-        async def once(c: Client) -> dict[str, Any]:
-            if method == "tools/call":
-                arguments = params.get("arguments")
-                return dict(
-                    await c.call_tool(str(target), arguments, on_progress=progress, meta=meta)
-                )
-            if method == "prompts/get":
-                return dict(await c.get_prompt(str(target), params.get("arguments"), meta=meta))
-            return dict(await c.read_resource(str(target), refresh=True, meta=meta))
+        def finish(result: dict[str, Any]) -> dict[str, Any]:
+            if self._cap is not None:
+                result = capped(result, what, limit)
+            return self._shape(ctx, strip_server_info(dict(result)))
 
-        async def run() -> dict[str, Any]:
-            front = FrontCall(ctx)
-            token = self.fronts.enter(front)
-            result: dict[str, Any] | None = None
+        # Otherwise through the client, with the proxy's own sealed MRTR rounds.
+        result = await bridged_call(
+            self,
+            ctx,
+            method,
+            params,
+            lambda fn, front, safe: self._upstream(ctx, fn, front, safe=safe, shape=False),
+            binding=f"proxy\0{self.name}\0{method}\0{target}",
+            safe=safe,
+            finish=finish,
+        )
+        return self._served(result)
+
+    async def _pass_through(
+        self,
+        ctx: Context,
+        tool: tuple[tuple[HeaderParam, ...], dict[str, Any]] | None,
+        progress: Any,
+        safe: bool,
+        limit: int,
+        what: str,
+    ) -> dict[str, Any]:
+        """A modern call to a modern upstream, untouched: over the fast lane when the
+        upstream has one (and accepts its version), else through the client; an answer
+        over ``limit`` bytes is refused (:class:`~mcpkit.compose.lane.ResultTooLarge`)."""
+        method = ctx.method
+        params = {k: v for k, v in ctx.params.items() if k != "_meta"}
+        passed = forwarded_meta(ctx, capabilities=True, tasks=True)
+        headers = None
+        if tool is not None and tool[0] and self.link.url is not None:
+            headers = expected_param_headers(tool[0], params.get("arguments"))
+        lane = self.link.lane
+        front = FrontCall(ctx)  # (the upstream's log messages reach the front client)
+        if lane is not None:
             try:
-                with front.scope:
-                    result = await self._upstream(ctx, once)
-            finally:
-                self.fronts.leave(front, token)
-            if front.failure is not None:
-                raise front.failure
-            if front.need is not None:
-                raise front.need
-            if result is None:
-                raise McpError(INTERNAL_ERROR, f"the upstream call {method} was cancelled")
-            return result
-
-        # A modern front on a legacy upstream: the proxy's own sealed MRTR rounds.
-        binding = f"proxy\0{self.name}\0{method}\0{target}"
-        return await server_handlers._with_input(self, ctx, binding, run)
+                return await self._upstream(
+                    ctx,
+                    lambda c: lane.request(
+                        c, method, params, passed, headers=headers, progress=progress, limit=limit
+                    ),
+                    front,
+                    safe=safe,
+                )
+            except McpError as exc:
+                if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
+                    raise
+                # the client path negotiates another version and retries
+        result = await self._upstream(
+            ctx,
+            lambda c: c.request(method, params, meta=passed, on_progress=progress, headers=headers),
+            front,
+            safe=safe,
+        )
+        return capped(result, what, limit) if self._cap is not None else result
 
 
 @contextlib.asynccontextmanager
@@ -444,53 +390,41 @@ async def _upstream_lifespan(server: Any) -> AsyncIterator[None]:
     """Connect the upstream in a task of the proxy's (its client's task groups live
     there) and close it gracefully when the proxy stops."""
     proxy: ProxyServer = server
-    proxy._ready, proxy._stop, proxy._stopped = anyio.Event(), anyio.Event(), anyio.Event()
-    proxy.spawn(proxy._keep_upstream)
+    link = proxy.link
+    if not proxy._owns_link:  # (its owner runs it)
+        yield
+        return
+
+    async def keep() -> None:
+        # Shielded: the proxy's task group is cancelled before its lifespan ends, and a
+        # client closed under cancellation kills its stdio server only after the grace
+        # periods.  ``stop`` ends it instead.
+        with anyio.CancelScope(shield=True):
+            await link.run()
+
+    proxy._started = True
+    proxy.spawn(keep)
     # Serve once the upstream answered (or failed): its capabilities are the proxy's.
     with anyio.move_on_after(proxy.connect_timeout):
-        await proxy._ready.wait()
+        await link.first_attempt.wait()
     try:
         yield
     finally:
         with anyio.CancelScope(shield=True):
-            proxy._stop.set()
-            proxy._wake.set()
-            with anyio.move_on_after(15):
-                await proxy._stopped.wait()
-
-
-# ---------------------------------------------------------------------- targets
-
-
-def client_for(entry: Any, callbacks: Mapping[str, Any], on_notification: Any) -> Client:
-    """A :class:`Client` for a URL, a command line (string or argv list) or one
-    ``mcpServers`` entry (``{"command", "args", "env"}`` or ``{"url", "headers"}``)."""
-    options: dict[str, Any] = {**callbacks, "on_notification": on_notification}
-    if isinstance(entry, Mapping):
-        if "url" in entry:
-            if entry.get("headers"):
-                options["headers"] = dict(entry["headers"])
-            return Client(str(entry["url"]), **options)
-        if "command" in entry:
-            argv = [str(entry["command"]), *(str(a) for a in entry.get("args") or ())]
-            if entry.get("env"):
-                options["env"] = {str(k): str(v) for k, v in entry["env"].items()}
-            return Client(argv, **options)
-        raise ValueError(f"an mcpServers entry needs 'url' or 'command', not {sorted(entry)}")
-    if isinstance(entry, str) or (
-        isinstance(entry, Sequence) and all(isinstance(a, str) for a in entry)
-    ):
-        return Client(entry, **options)
-    raise TypeError(f"cannot proxy {type(entry).__name__}: give a URL, a command or a Client")
+            await link.retire(grace=0.0)  # calls in flight finish first
 
 
 def proxy(target: Any, *, name: str | None = None, **options: Any) -> Server:
-    """A server forwarding everything to ``target``: a URL (``http://...``), a command
-    line (``"python server.py"`` or an argv list), a :class:`~mcpkit.client.Client`, or
-    an ``mcpServers`` dict.  With several ``mcpServers`` the result is a server with one
-    proxy mounted per entry, under the entry's name (``github_create_issue``).
+    """A server forwarding everything to ``target``: a URL (``http://...``), several
+    URLs of one server's replicas (``["http://a/mcp", "http://b/mcp"]``: round robin
+    with failover), a command line (``"python server.py"`` or an argv list), a
+    :class:`~mcpkit.client.Client`, or an ``mcpServers`` dict.  With several
+    ``mcpServers`` the result is a server with one proxy mounted per entry, under the
+    entry's name (``github_create_issue``).
 
-    ``options`` go to :class:`~mcpkit.server.Server` (``cache_ttl_ms``, ``middleware``...).
+    ``options`` go to :class:`ProxyServer` (``timeout``, ``headers``, ``auth``,
+    ``health_interval``...) and :class:`~mcpkit.server.Server` (``cache_ttl_ms``,
+    ``middleware``...).
     """
     if isinstance(target, Mapping) and "mcpServers" in target:
         servers = target["mcpServers"]
@@ -504,18 +438,3 @@ def proxy(target: Any, *, name: str | None = None, **options: Any) -> Server:
             front.mount(ProxyServer(entry, name=str(key)), namespace=str(key))
         return front
     return ProxyServer(target, name=name or "proxy", **options)
-
-
-async def legacy_subscription(
-    client: Client, uri: str, wanted: bool, who: str, logger: logging.Logger
-) -> None:
-    """``resources/subscribe`` (or ``unsubscribe``) of ``uri`` at a legacy upstream, for a
-    proxy or a gateway upstream (``who`` names it in the line a refusal leaves in
-    ``logger``, the caller's own)."""
-    try:
-        if wanted:
-            await client.subscribe_resource(uri)
-        else:
-            await client.unsubscribe_resource(uri)
-    except ClientError as exc:
-        logger.info("%s: resources/%ssubscribe %s: %s", who, "" if wanted else "un", uri, exc)

@@ -24,20 +24,9 @@ import anyio
 
 from ..auth.resource_server import ProtectedResource, replay_body
 from ..protocol.headers import METHOD, NAME, decode_header_value
+from ..transports.http import asgi
 from ..transports.http.app import HttpOptions, McpHttpApp
-from ..transports.http.asgi import (
-    BodyTooLarge,
-    ClientGone,
-    Receive,
-    Rejection,
-    Scope,
-    Send,
-    header_map,
-    read_body,
-    send_bytes,
-    send_error,
-    serve_lifespan,
-)
+from ..transports.http.asgi import Receive, Scope, Send
 from ..types.codec import decode
 from ..types.errors import INVALID_REQUEST, McpError
 from ..types.methods import METHODS
@@ -108,7 +97,7 @@ class GatewayApp:
         started = time.perf_counter()
         try:
             principal = await self.authenticator(scope, headers)
-        except Rejection:
+        except asgi.Rejection:
             # Only GET/DELETE (legacy streams) get here unauthenticated: POSTs were
             # authenticated, and their refusals recorded, in __call__.
             self._record(None, f"HTTP {scope.get('method', '?')}", None, "unauthenticated", started)
@@ -173,7 +162,7 @@ class GatewayApp:
                 await self.server.stop_upstreams()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        await serve_lifespan(self.running(), receive, send)
+        await asgi.serve_lifespan(self.running(), receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -185,7 +174,7 @@ class GatewayApp:
         if path == "/metrics":
             up = {u.name: u.client is not None for u in self.server.upstreams}
             body, content_type = self.server.metrics.render(up)
-            await send_bytes(send, 200, body, [(b"content-type", content_type.encode())])
+            await asgi.send_bytes(send, 200, body, [(b"content-type", content_type.encode())])
             return
         if path in PROBES:
             await probe(path, self.config, self.server.upstreams, send)
@@ -193,7 +182,7 @@ class GatewayApp:
         if self.metadata is not None and path in self.metadata.auth.metadata_paths:
             await self.metadata(scope, receive, send)
             return
-        headers = header_map(scope)
+        headers = asgi.header_map(scope)
         if self.cors is not None:
             origin = self.cors.origin(headers)
             if origin is not None:
@@ -217,11 +206,11 @@ class GatewayApp:
             else:
                 try:
                     principal = await self.authenticator(scope, headers)
-                except Rejection as rejection:
+                except asgi.Rejection as rejection:
                     if method is None:  # a legacy client: what it asked for is in the body
                         method, name = await self._peek(receive)
                     self._record(None, method, name, "unauthenticated", started)
-                    await send_error(
+                    await asgi.send_error(
                         send, rejection.status, rejection.error, None, rejection.headers
                     )
                     return
@@ -233,10 +222,10 @@ class GatewayApp:
                     receive, method, name = await self._check_scopes(principal, receive)
                 except _BodyGone:
                     return
-                except Rejection as rejection:
+                except asgi.Rejection as rejection:
                     outcome = "insufficient_scope" if rejection.status == 403 else "too_large"
                     self._record(principal, method, name, outcome, started)
-                    await send_error(
+                    await asgi.send_error(
                         send, rejection.status, rejection.error, None, rejection.headers
                     )
                     return
@@ -247,7 +236,9 @@ class GatewayApp:
                         await self._prelimit(principal, method, name)
                 except _Refused as refused:
                     self._record(principal, method, name, refused.outcome, started)
-                    await send_error(send, refused.status, refused.error, None, refused.headers)
+                    await asgi.send_error(
+                        send, refused.status, refused.error, None, refused.headers
+                    )
                     return
                 if method == "tools/call" and name is not None and endpoint is self.mcp:
                     replay = await self.direct.serve(receive, send, headers, principal, name)
@@ -264,12 +255,12 @@ class GatewayApp:
         done when ``[auth.tool_scopes]`` is configured (it costs a body copy)."""
         limit = self.mcp.options.max_body_bytes
         try:
-            body = await read_body(receive, limit, None)
-        except BodyTooLarge:  # the same answer the transport gives
-            raise Rejection(
+            body = await asgi.read_body(receive, limit, None)
+        except asgi.BodyTooLarge:  # the same answer the transport gives
+            raise asgi.Rejection(
                 413, McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
             ) from None
-        except ClientGone:
+        except asgi.ClientGone:
             raise _BodyGone from None
         try:
             message: Any = decode(body)
@@ -282,7 +273,7 @@ class GatewayApp:
     async def _peek(self, receive: Receive) -> tuple[str | None, str | None]:
         """Method and name of a refused request's body, for the audit log (best effort)."""
         try:
-            body = await read_body(receive, self.mcp.options.max_body_bytes, None)
+            body = await asgi.read_body(receive, self.mcp.options.max_body_bytes, None)
             message = decode(body)
         except Exception:
             return None, None
@@ -307,31 +298,19 @@ class GatewayApp:
 
     async def _prelimit(self, principal: Caller, method: str, name: str | None) -> None:
         """Refuse early when the headers' call is already over a rate limit (429)."""
-        limiter = self.server.limiter
-        for rule, item in limiter.applicable(method, name):
-            identity = (
-                rule.name,
-                method,
-                name or "",
-                principal.name if rule.per == "principal" else "*",
+        verdict = await self.server.limiter.check(principal.name, method, name, charge=False)
+        if not verdict.allowed:
+            retry = verdict.retry_after_s
+            raise _Refused(
+                429,
+                McpError(
+                    RATE_LIMITED,
+                    f"Rate limit exceeded: rule {verdict.rule!r} ({verdict.limit})",
+                    {"rule": verdict.rule, "limit": verdict.limit, "retryAfter": retry},
+                ),
+                [(b"retry-after", str(retry).encode())],
+                outcome=f"rate_limited:{verdict.rule}",
             )
-            strategy = limiter._strategy()
-            if not await strategy.test(item, *identity):
-                verdict = await limiter._refusal(strategy, rule, item, identity)
-                raise _Refused(
-                    429,
-                    McpError(
-                        RATE_LIMITED,
-                        f"Rate limit exceeded: rule {rule.name!r} ({rule.limit})",
-                        {
-                            "rule": rule.name,
-                            "limit": rule.limit,
-                            "retryAfter": verdict.retry_after_s,
-                        },
-                    ),
-                    [(b"retry-after", str(verdict.retry_after_s).encode())],
-                    outcome=f"rate_limited:{rule.name}",
-                )
 
 
 def _method_name(message: Any) -> tuple[str | None, str | None]:
@@ -352,7 +331,7 @@ class _BodyGone(Exception):
     """The client went away while the body was read for a scope check."""
 
 
-class _Refused(Rejection):
+class _Refused(asgi.Rejection):
     """A fast-path refusal, with the outcome the audit log records for it."""
 
     def __init__(

@@ -16,6 +16,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from ..server.middleware.ratelimit import RateRule
 from ..types.errors import ConfigError as ConfigError  # gateway.config is where users import it
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -109,17 +110,6 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class RateLimitRule:
-    name: str
-    limit: str  # "10/minute"
-    amount: int
-    window_s: int
-    methods: tuple[str, ...] = ("*",)
-    names: tuple[str, ...] = ("*",)
-    per: str = "principal"  # principal | global
-
-
-@dataclass(frozen=True)
 class VirtualServer:
     """A second endpoint (``path``) exposing a chosen subset of the merged lists: glob
     patterns over the namespaced tool and prompt names and over resource URIs (templates
@@ -144,7 +134,7 @@ class GatewayConfig:
     auth: AuthConfig = field(default_factory=AuthConfig)
     rules: tuple[Rule, ...] = ()
     default_effect: str = "allow"
-    rate_limits: tuple[RateLimitRule, ...] = ()
+    rate_limits: tuple[RateRule, ...] = ()
     state: str = "memory:"
     audit_log: str | None = None
     metrics: bool = True
@@ -160,7 +150,8 @@ class GatewayConfig:
     result_caps: dict[str, int] = field(default_factory=dict)
     #: ``[[server]]``: virtual servers on their own paths (see :mod:`.views`).
     servers: tuple[VirtualServer, ...] = ()
-    #: ``[[guardrail]]``: built when loaded, run on every request (see :mod:`.guardrails`).
+    #: ``[[guardrail]]``: built when loaded, run on every request
+    #: (:mod:`mcpkit.server.middleware.guardrails`).
     guardrails: tuple[Any, ...] = field(default=(), compare=False)
     #: ``[gateway] direct_calls``: plain 2026-07-28 ``tools/call`` POSTs take the direct
     #: path (:mod:`.direct`); false sends every request through the server's path.
@@ -392,16 +383,14 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         limit = item.get("limit")
         if not isinstance(limit, str):
             raise ConfigError(f"{where}.limit must be a string like '10/minute'")
-        amount, window = parse_rate(limit, where)
+        parse_rate(limit, where)  # (a clear error here; the limiter counts with `limits`)
         per = item.get("per", "principal")
         if per not in ("principal", "global"):
             raise ConfigError(f"{where}.per must be principal or global")
         limits.append(
-            RateLimitRule(
+            RateRule(
                 name=name,
                 limit=limit,
-                amount=amount,
-                window_s=window,
                 methods=_strings(item.get("methods"), f"{where}.methods"),
                 names=_strings(item.get("names"), f"{where}.names"),
                 per=per,
@@ -428,9 +417,14 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         str(k): _size(v, f"result_caps.{k}") for k, v in (data.get("result_caps") or {}).items()
     }
     servers = _parse_servers(data.get("server") or data.get("servers") or [])
-    from .guardrails import parse_guardrails
+    from ..server.middleware.guardrails import build_guardrails
 
-    guardrails = parse_guardrails(data.get("guardrail") or data.get("guardrails") or [], base_dir)
+    try:
+        guardrails = build_guardrails(
+            data.get("guardrail") or data.get("guardrails") or [], base_dir
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     return GatewayConfig(
         upstreams=tuple(upstreams),
         auth=auth,

@@ -1,4 +1,6 @@
-"""Credentials the gateway presents *to* an upstream (never the front caller's token as is).
+"""How the gateway connects an ``[[upstream]]`` (:func:`connect`, a
+:mod:`mcpkit.compose.upstream` connection), and the credentials it presents *to* the
+upstream (never the front caller's token as is).
 
 Static headers are sent as configured.  ``[upstream.auth]`` (or its older spelling
 ``[upstream.oauth]``) chooses a ``kind``, each an ``httpx.Auth`` of ``mcpkit.auth.client``:
@@ -29,8 +31,10 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from ..compose.replicas import AnyUpstream, make_upstream
+from ..compose.upstream import OnChange
 from ..types.errors import INTERNAL_ERROR, McpError
-from .config import ConfigError, UpstreamOAuth
+from .config import ConfigError, UpstreamConfig, UpstreamOAuth
 
 #: The access token of the caller an upstream request is made for (None: the gateway's
 #: own request).  Set around a front request's routing; read by ``token_exchange``.
@@ -48,6 +52,46 @@ def own_identity() -> Iterator[None]:
         yield
     finally:
         acting_for.reset(token)
+
+
+def connect(config: UpstreamConfig, on_change: OnChange, *, cache: bool) -> AnyUpstream:
+    """The connection (or replica set) of one ``[[upstream]]``: its URL(s), command or
+    (``kind = "openapi"``) the REST API as an MCP server in this process, reached through
+    an in-memory client so it is routed, policed, cached and bridged like any other."""
+    target: Any = list(config.replicas) or config.url or list(config.command)
+    if config.kind == "openapi":
+        from ..compose.openapi import from_openapi
+
+        assert config.spec is not None  # (the config checks it)
+        target = from_openapi(
+            config.spec,
+            base_url=config.base_url,
+            headers=dict(config.headers),
+            name=config.name,
+            timeout=config.timeout_s,
+        )
+    era = config.era
+    auth = None
+    if config.oauth is not None and config.url:
+        auth = upstream_auth(config.oauth, config.url)
+        if config.oauth.kind == "token_exchange":  # a legacy session has one owner
+            era = "modern"
+    return make_upstream(
+        config.name,
+        target,
+        on_change=on_change,
+        timeout=config.timeout_s,
+        era=era,
+        headers=config.headers,
+        env=config.env,
+        health_interval=config.health_interval,
+        cache=cache,
+        auth=auth,
+        auth_error=credentials_error if auth is not None else None,
+        shared=own_identity,
+        prefix=config.prefix,
+        source=config,
+    )
 
 
 def read_private_key(path: str) -> Any:

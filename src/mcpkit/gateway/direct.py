@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..auth.resource_server import replay_body
 from ..compose.bridge import TRACE_KEYS
+from ..compose.upstream import Upstream
 from ..protocol import headers as hdr
 from ..transports.http.app import read_post_body
 from ..transports.http.asgi import Receive, Send
@@ -61,7 +62,6 @@ from .middleware import Record, check_access, check_limits, failed, finish
 from .policy import Caller
 from .routing import ProxyTool
 from .server import param_headers
-from .upstream import Upstream
 
 if TYPE_CHECKING:
     from .app import GatewayApp

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..compose.replicas import AnyUpstream
 from ..transports.http.asgi import Send, send_bytes, send_json
 from .config import GatewayConfig
-from .replicas import AnyUpstream
 
 PROBES = ("/livez", "/readyz", "/healthz")
 _ALLOW_METHODS = b"GET, POST, DELETE, OPTIONS"

@@ -25,13 +25,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..compose.replicas import AnyUpstream
 from ..server.middleware import CallNext, Middleware
 from ..server.mrtr import NeedInput
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
 from ..types.methods import METHODS
 from . import views
 from .policy import ANONYMOUS, Caller
-from .replicas import AnyUpstream
 from .routing import app_owners, name_owner
 
 if TYPE_CHECKING:

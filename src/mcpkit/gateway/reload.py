@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..compose.replicas import AnyUpstream
+from ..server.mount import NameClash
 from .audit import AuditLog
 from .auth import GatewayAuthenticator
 from .config import ConfigError, GatewayConfig, load_config
+from .credentials import connect
 from .policy import Authorizer
-from .ratelimit import RateLimiter
-from .replicas import AnyUpstream, make_upstream
-from .routing import NameClash, check_names
+from .server import rate_limiter
 
 if TYPE_CHECKING:
     from .app import GatewayApp
@@ -76,10 +77,10 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     started: list[AnyUpstream] = []
     for wanted in new.upstreams:
         have = current.get(wanted.name)
-        if have is not None and have.config == wanted and have.cache == new.cache:
+        if have is not None and have.source == wanted and have.cache == new.cache:
             upstreams.append(have)
         else:
-            fresh = make_upstream(wanted, server._upstream_changed, cache=new.cache)
+            fresh = connect(wanted, server._upstream_changed, cache=new.cache)
             upstreams.append(fresh)
             started.append(fresh)
     kept = {id(u) for u in upstreams}
@@ -88,10 +89,10 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     for upstream in started:
         tg.start_soon(upstream.run)
     for upstream in started:  # as at start-up: a slow one joins when it is up
-        with anyio.move_on_after(max(5.0, upstream.config.timeout_s)):
+        with anyio.move_on_after(max(5.0, upstream.timeout)):
             await upstream.first_attempt.wait()
     try:  # two upstreams offering one name: refused like at start, the old set stays
-        await check_names(upstreams)
+        await server.check_names(upstreams)
     except NameClash:
         for upstream in started:
             tg.start_soon(upstream.stop)
@@ -103,7 +104,7 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     )
     limiter = server.limiter
     if new.rate_limits != server.config.rate_limits:
-        limiter = RateLimiter(new.rate_limits, new.state)
+        limiter = rate_limiter(new)
     old_audit = server.audit
     audit = prepared.audit or old_audit
     # ---- the swap: no await from here to the end of the block
@@ -115,6 +116,10 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     server.private = new.auth.mode != "none"
     server.cache_scope = "private" if server.private else "public"
     server._proxy_tools.clear()
+    for upstream in retired:  # (a replaced upstream keeps its name: out first, then in)
+        server.composed.unmount(upstream.name)
+    for upstream in started:
+        server.composed.add(upstream)
     app.install(new, prepared.authenticator)
     # ---- end of the swap
     if audit is not old_audit:

@@ -1,5 +1,6 @@
-"""Which upstream serves a resource URI (reads, completions, subscriptions), and what
-the front knows of an upstream's tool.
+"""Which upstream serves a name (the App names of :mod:`.middleware`, guardrails' tool
+lookups), and what the front knows of an upstream's tool.  (Requests are routed by the
+mounts of :class:`.server.Upstreams`.)
 
 Pure questions about the upstreams' listings, kept out of :mod:`.server` so the gateway's
 request routing there stays about policy and forwarding.
@@ -11,18 +12,15 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ..compose.replicas import AnyUpstream
 from ..protocol.headers import InvalidHeaderAnnotation, header_params
-from ..server.uritemplate import TemplateError, UriTemplate
-from ..types.errors import INVALID_PARAMS, LEGACY_RESOURCE_NOT_FOUND, McpError
-from .replicas import AnyUpstream
+from ..server.mount_routes import view_of
+from ..types.errors import McpError
 
 __all__ = [
-    "NameClash",
     "ProxyTool",
     "app_owners",
-    "check_names",
     "name_owner",
-    "resource_owner",
 ]
 
 log = logging.getLogger("mcpkit.gateway")
@@ -44,36 +42,6 @@ class ProxyTool:
             self.header_params = header_params(schema) if isinstance(schema, dict) else ()
         except InvalidHeaderAnnotation:
             self.header_params = ()
-
-
-async def resource_owner(
-    upstreams: Sequence[AnyUpstream], uri: str, era: str = "modern"
-) -> AnyUpstream:
-    """The upstream serving ``uri``: one listing it, else one whose template is ``uri``
-    (a completion reference names the template itself), else one whose template
-    matches it.  An upstream that cannot list is passed over, not fatal."""
-    live = [u for u in upstreams if u.client is not None]
-    for upstream in live:
-        if any(r.get("uri") == uri for r in await _listing(upstream, "resources")):
-            return upstream
-    templates = [(u, t) for u in live for t in await _listing(u, "templates")]
-    for upstream, template in templates:
-        if template.get("uriTemplate") == uri:
-            return upstream
-    for upstream, template in templates:
-        try:
-            compiled = UriTemplate.compile(str(template.get("uriTemplate", "")))
-        except TemplateError:
-            continue
-        if compiled.match(uri) is not None:
-            return upstream
-    if uri.startswith("ui://"):  # an App's view need not be listed: its tool names it
-        for upstream in live:
-            if any(_view_of(t) == uri for t in await _listing(upstream, "tools")):
-                return upstream
-    # -32602 since 2026-07-28; legacy clients know "resource not found" as -32002.
-    code = INVALID_PARAMS if era == "modern" else LEGACY_RESOURCE_NOT_FOUND
-    raise McpError(code, f"Resource not found: {uri}", {"uri": uri})
 
 
 async def _listing(upstream: AnyUpstream, kind: str) -> list[dict[str, Any]]:
@@ -108,20 +76,12 @@ async def name_owner(
     return fits[0], name[len(fits[0].prefix) :]
 
 
-def _view_of(tool: dict[str, Any]) -> str | None:
-    """The ``ui://`` view a tool names (``_meta.ui.resourceUri``), if any."""
-    meta = tool.get("_meta")
-    ui = meta.get("ui") if isinstance(meta, dict) else None
-    uri = ui.get("resourceUri") if isinstance(ui, dict) else None
-    return uri if isinstance(uri, str) and uri.startswith("ui://") else None
-
-
 def _serves_apps(tools: list[dict[str, Any]], resources: list[dict[str, Any]]) -> bool:
     """An upstream with an MCP App: a ``ui://`` resource, or a tool naming one as its
     view (a view need not be listed)."""
     if any(str(r.get("uri", "")).startswith("ui://") for r in resources):
         return True
-    return any(_view_of(t) is not None for t in tools)
+    return any(view_of(t) is not None for t in tools)
 
 
 async def app_owners(upstreams: Sequence[AnyUpstream], name: str) -> list[AnyUpstream]:
@@ -138,38 +98,3 @@ async def app_owners(upstreams: Sequence[AnyUpstream], name: str) -> list[AnyUps
         if _serves_apps(tools, await _listing(upstream, "resources")):
             found.append(upstream)
     return found
-
-
-class NameClash(ValueError):
-    """Two upstreams offer the same front name (a tool, prompt, resource or template)."""
-
-
-async def check_names(upstreams: Sequence[AnyUpstream]) -> None:
-    """Refuse a set of upstreams in which two offer the same name to the front: a call
-    could not tell which one is meant.  Checked on the connected upstreams' lists when
-    several upstreams share the front unprefixed (``prefix = ""``); distinct prefixes
-    keep tool and prompt names apart, and resource URIs there go to the first upstream
-    listing them, as they always have."""
-    if len(upstreams) < 2 or all(u.prefix for u in upstreams):
-        return
-    kinds = (
-        ("tools", "tool", "name", True),
-        ("prompts", "prompt", "name", True),
-        ("resources", "resource", "uri", False),
-        ("templates", "resource template", "uriTemplate", False),
-    )
-    for kind, label, key, prefixed in kinds:
-        owners: dict[str, str] = {}
-        for upstream in upstreams:
-            if upstream.client is None:
-                continue
-            for item in await _listing(upstream, kind):
-                name = str(item.get(key, ""))
-                front = upstream.prefix + name if prefixed else name
-                other = owners.setdefault(front, upstream.name)
-                if other != upstream.name:
-                    raise NameClash(
-                        f"{label} {front!r} is offered by both upstream {other!r} and "
-                        f"upstream {upstream.name!r}; give one of them a prefix "
-                        "(or a different one)"
-                    )

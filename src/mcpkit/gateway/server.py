@@ -4,8 +4,11 @@ the ordinary transports.
 
 Every request takes the server's one dispatch path.  The routed methods (``ROUTED``) are
 handlers wrapped in the gateway's policy middleware (:mod:`.middleware`: audit and
-metrics, then authorization, then rate limits), and route by namespace prefix or by which
-upstream serves a URI.  Era bridging (the proxy's, :mod:`mcpkit.compose.bridge`):
+metrics, then authorization, then rate limits), then its guardrails, and are answered
+through :class:`Upstreams`: a server with one :class:`~mcpkit.compose.ProxyServer` per
+upstream, mounted under its prefix with its URIs kept, so the mounts route by prefix, by
+the upstream listing a name, by the upstream serving a URI.  Era bridging (the proxy's,
+:mod:`mcpkit.compose.bridge`):
 
 * modern client, modern upstream: ``tools/call``/``prompts/get``/``resources/read`` are
   passed through untouched (``inputRequests``, ``requestState`` and task results flow
@@ -22,40 +25,36 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from functools import partial
 from typing import Any, cast
 
 import anyio
 
-from ..compose.bridge import FrontCall, forwarded_meta, progress_relay
+from ..compose.bridge import FrontCall
+from ..compose.lane import capped
+from ..compose.proxy import ProxyServer
+from ..compose.replicas import AnyUpstream
 from ..protocol.headers import expected_param_headers
 from ..runtime.changes import ChangeEvent
-from ..server import handlers as server_handlers
 from ..server.context import Context
 from ..server.middleware import build_chains, wrap
-from ..server.mount import strip_server_info
+from ..server.middleware.ratelimit import RateLimit
+from ..server.mount import check_names, merge_capabilities, strip_server_info
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
-from ..types.codec import encode
 from ..types.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
     invalid_params,
-    method_not_found,
 )
-from ..types.versions import META_SERVER_INFO, TASKS_EXTENSION
+from ..types.versions import META_SERVER_INFO, Era
 from . import views
 from .audit import AuditLog
 from .config import GatewayConfig
-from .credentials import acting_for
-from .forward import ResultTooLarge
-from .guardrails import run_guarded
+from .credentials import acting_for, connect
 from .metrics import Metrics
 from .middleware import policy, served_by
 from .policy import Authorizer, Caller
-from .ratelimit import RateLimiter
-from .replicas import AnyUpstream, make_upstream
-from .routing import ProxyTool, check_names, name_owner, resource_owner
+from .routing import ProxyTool, name_owner
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -77,6 +76,50 @@ ROUTED = (
 )
 
 
+#: The list methods and the kinds of what they list.
+LIST_KINDS = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "templates",
+}
+
+
+class Upstreams(Server):
+    """The gateway's upstreams as one server: a :class:`~mcpkit.compose.ProxyServer` per
+    ``[[upstream]]`` over its connection, mounted under its ``prefix`` with its resource
+    URIs kept (:meth:`~mcpkit.server.Server.mount`).  The gateway answers its routed
+    methods through it, inside its policy."""
+
+    def __init__(self, gateway: GatewayServer) -> None:
+        config = gateway.config
+        super().__init__(f"{config.name}-upstreams", "1.0.0", state=config.state)
+        self.gateway = gateway
+        self.page_size = 2**31 - 1  # (the merged lists in one page, as the gateway gives them)
+        self.cache_ttl_ms = 10_000 if config.cache else 0
+        self.cache_scope = gateway.cache_scope
+
+    def add(self, upstream: AnyUpstream) -> None:
+        """Mount a proxy over ``upstream`` (its connection is the gateway's)."""
+        gateway = self.gateway
+        prefix = upstream.prefix
+        proxy = ProxyServer(
+            name=upstream.name,
+            link=upstream,
+            shared_lists=True,
+            result_cap=lambda name: gateway.config.result_cap(prefix + name),
+            on_served=served_by,
+            state=gateway.config.state,
+        )
+        proxy.cache_ttl_ms, proxy.cache_scope = self.cache_ttl_ms, self.cache_scope
+        self.mount(proxy, namespace=upstream.name, prefix=prefix, keep_uris=True)
+
+    def has_capability(self, path: str) -> bool:
+        """Every method reaches the mounts: an upstream that is down or lacks a kind
+        leaves its part out (see :meth:`GatewayServer.has_capability`)."""
+        return True
+
+
 class GatewayServer(Server):
     """The gateway as an MCP server: its handlers authorize, rate-limit, route to an upstream
     and audit, so every transport and both eras serve it like any other server."""
@@ -85,10 +128,10 @@ class GatewayServer(Server):
         super().__init__(config.name, "1.0.0", state=config.state)
         self.config = config
         self.upstreams = [
-            make_upstream(u, self._upstream_changed, cache=config.cache) for u in config.upstreams
+            connect(u, self._upstream_changed, cache=config.cache) for u in config.upstreams
         ]
         self.authorizer = Authorizer(config.rules, config.default_effect)
-        self.limiter = RateLimiter(config.rate_limits, config.state)
+        self.limiter = rate_limiter(config)
         self.audit = AuditLog(config.audit_log)
         self.metrics = Metrics(config.metrics)
         self.private = config.auth.mode != "none"
@@ -98,6 +141,11 @@ class GatewayServer(Server):
         #: What the HTTP transport reads of a called tool (its ``Mcp-Param-*`` headers,
         #: that it waits on the network): the upstreams' tools as the front names them.
         self.tools = cast("dict[str, Any]", self._proxy_tools)
+        #: The upstreams composed: one mounted proxy each (see :class:`Upstreams`).
+        self.composed = Upstreams(self)
+        self._composed_stop = anyio.Event()
+        self._composed_started = False
+        self._composed_done = anyio.Event()
         self.bus.on_interest = self._resource_interest
         # The routed methods run the gateway's policy (audit, access, limits) and then the
         # routing; middleware the operator adds (telemetry...) wraps all of it.
@@ -120,14 +168,45 @@ class GatewayServer(Server):
         for upstream in self.upstreams:
             # Serve without an upstream that is slow to come up (it joins when it does),
             # rather than delaying the others or giving up on it.
-            with anyio.move_on_after(max(5.0, upstream.config.timeout_s)):
+            with anyio.move_on_after(max(5.0, upstream.timeout)):
                 await upstream.first_attempt.wait()
         # Two upstreams offering one name (several without a prefix...): refuse to start.
-        await check_names(self.upstreams)
+        await self.check_names(self.upstreams)
+        await tg.start(self._run_composed)
+
+    async def check_names(self, upstreams: list[AnyUpstream]) -> None:
+        """Refuse (:class:`~mcpkit.server.mount.NameClash`, naming both) a set of upstreams
+        in which two offer one front name, when several share the front unprefixed
+        (``prefix = ""``): distinct prefixes keep tool and prompt names apart, and a
+        resource URI there goes to the first upstream listing it.  The check of
+        :func:`mcpkit.server.mount.check_names`, on a composition of ``upstreams``."""
+        if len(upstreams) < 2 or all(u.prefix for u in upstreams):
+            return
+        scratch = Upstreams(self)  # (not running: it starts nothing)
+        for upstream in upstreams:
+            scratch.add(upstream)
+        await check_names(scratch)
+
+    async def _run_composed(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run the composition for as long as the gateway serves, its proxies mounted once
+        it runs (their connections are the gateway's, started and checked above)."""
+        self._composed_started = True
+        try:
+            with anyio.CancelScope(shield=True):  # ended by stop_upstreams, not cancelled
+                async with self.composed.running():
+                    for upstream in self.upstreams:
+                        self.composed.add(upstream)
+                    task_status.started()
+                    await self._composed_stop.wait()
+        finally:
+            self._composed_done.set()
 
     async def stop_upstreams(self) -> None:
         """Close every upstream client gracefully (stdio servers get stdin EOF)."""
         with anyio.CancelScope(shield=True):
+            self._composed_stop.set()
+            if self._composed_started:
+                await self._composed_done.wait()
             async with anyio.create_task_group() as tg:
                 for upstream in self.upstreams:
                     tg.start_soon(upstream.stop)
@@ -153,49 +232,13 @@ class GatewayServer(Server):
 
     def _resource_interest(self, uri: str, wanted: bool) -> None:
         """A front client started or stopped watching ``uri`` (listen stream or legacy
-        subscription): subscribe at the upstream that serves it, or drop it everywhere."""
-        if not wanted:
-            for upstream in self.upstreams:
-                upstream.watch(uri, False)
-        elif self._tg is not None:
-            self.spawn(partial(self._watch_upstream, uri))
-
-    async def _watch_upstream(self, uri: str) -> None:
-        try:
-            upstream = await resource_owner(self.upstreams, uri)
-        except McpError:
-            log.info("no upstream serves %s: not subscribing", uri)
-            return
-        if uri in self.bus.watched():  # (still wanted after the lookup)
-            upstream.watch(uri, True)
-
-    async def _by_prefix(self, name: str, kind: str = "tools") -> tuple[AnyUpstream, str]:
-        found = await name_owner(self.upstreams, name, kind)
-        if found is None:
-            raise invalid_params(f"Unknown name: {name}", {"name": name})
-        return found
+        subscription): the composition watches it at the upstream that serves it."""
+        self.composed.bus.want((uri,), wanted)
 
     # ------------------------------------------------------------------ capabilities
-    def capabilities(self, era: str = "modern") -> dict[str, Any]:
-        """The merge of the upstreams' capabilities: what some upstream offers, the front offers."""
-        caps: dict[str, Any] = {"logging": {}}
-        subscribe = False
-        for upstream in self.upstreams:
-            theirs = upstream.capabilities
-            for key in ("tools", "prompts"):
-                if key in theirs:
-                    caps[key] = {"listChanged": True}
-            if "resources" in theirs:
-                caps["resources"] = {"listChanged": True}
-                subscribe = subscribe or bool(theirs["resources"].get("subscribe"))
-            if "completions" in theirs:
-                caps["completions"] = {}
-            extensions = theirs.get("extensions") if era == "modern" else None
-            if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
-                caps.setdefault("extensions", {})[TASKS_EXTENSION] = {}
-        if subscribe:
-            caps["resources"]["subscribe"] = True
-        return caps
+    def capabilities(self, era: Era = "modern") -> dict[str, Any]:
+        """What some upstream offers, the front offers (the mounted proxies' merge)."""
+        return merge_capabilities(self.composed, {"logging": {}}, era)
 
     def has_capability(self, path: str) -> bool:
         """Every routed method reaches the router, which answers for what the upstreams
@@ -210,168 +253,50 @@ class GatewayServer(Server):
             who.subject_token if isinstance(who, Caller) else None
         )
         try:
-            if self.config.guardrails:  # read per request: a reload swaps them
-                result, upstream = await run_guarded(self.config.guardrails, ctx, self._route)
-            else:
-                result, upstream = await self._route(ctx, ctx.method, ctx.params)
+            guards = self.config.guardrails  # read per request: a reload swaps them
+            if guards:
+                # The route reads ctx.params as the guardrails left them.
+                return await wrap(self._route, ctx.method, guards)(ctx)
+            return await self._route(ctx)
         finally:
             acting_for.reset(subject)
-        served_by(upstream)
-        return result
 
-    async def _route(
-        self, ctx: Context, method: str, params: dict[str, Any]
-    ) -> tuple[dict[str, Any], str | None]:
-        if method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
-            return await self._aggregate(ctx, method), None
-        if method in ("tools/call", "prompts/get"):
-            upstream, original = await self._by_prefix(
-                str(params.get("name", "")), "tools" if method == "tools/call" else "prompts"
-            )
-            return await self._forward(
-                ctx, upstream, method, {**params, "name": original}
-            ), upstream.name
-        if method == "resources/read":
-            uri = str(params.get("uri", ""))
-            upstream = await resource_owner(self.upstreams, uri, ctx.meta.era)
-            return await self._forward(ctx, upstream, method, params), upstream.name
-        if method == "completion/complete":
-            ref = params.get("ref") or {}
-            if ref.get("type") == "ref/prompt":
-                upstream, original = await self._by_prefix(str(ref.get("name", "")), "prompts")
-                forwarded = {**params, "ref": {**ref, "name": original}}
-            else:
-                uri = str(ref.get("uri", ""))
-                upstream = await resource_owner(self.upstreams, uri, ctx.meta.era)
-                forwarded = params
-            trace = forwarded_meta(ctx, capabilities=False) or None
-            answer = await upstream.call(
-                lambda c: c.request(method, _clean(forwarded), meta=trace), safe=True
-            )
-            return strip_server_info(answer), upstream.name
-        if method in ("tasks/get", "tasks/update", "tasks/cancel"):
-            if not declares_tasks(ctx.meta):
-                raise tasks_required_error()
-            task_id = str(params.get("taskId", ""))
-            owner, _, inner = task_id.partition(TASK_SEPARATOR)
-            owned = next((u for u in self.upstreams if u.name == owner), None)
-            if owned is None or not inner:
-                raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
-            upstream = owned
-            meta = forwarded_meta(ctx, capabilities=True, tasks=True)
-            answer = await upstream.call(
-                lambda c: c.request(method, {**_clean(params), "taskId": inner}, meta=meta)
-            )
-            return self._retag(upstream, strip_server_info(answer)), upstream.name
-        raise method_not_found(method)
+    async def _route(self, ctx: Context) -> dict[str, Any]:
+        """Answer through the composition (the mounts route by prefix, by the upstream
+        listing a name, by the upstream serving a URI, by a task's upstream); lists are
+        then cut to what this caller may see."""
+        method = ctx.method
+        if method.startswith("tasks/") and not declares_tasks(ctx.meta):
+            raise tasks_required_error()
+        name = ctx.params.get("name")
+        if method == "tools/call" and isinstance(name, str) and name not in self._proxy_tools:
+            # Called without a listing (or after a list change): the transport checks the
+            # next call's Mcp-Param-* headers against the tool's definition, learnt here.
+            with contextlib.suppress(McpError):
+                await self.tool_definition(name)
+        # The composition's handler for the method, on this request's context: its mounts
+        # need nothing of a dispatch of their own (each proxy gets one).
+        result = await self.composed._chains[method](ctx)
+        return self._visible(ctx, method, result) if method in LIST_KINDS else result
 
-    async def _aggregate(self, ctx: Context, method: str) -> dict[str, Any]:
-        kind = {
-            "tools/list": "tools",
-            "prompts/list": "prompts",
-            "resources/list": "resources",
-            "resources/templates/list": "templates",
-        }[method]
-        member = {"templates": "resourceTemplates"}.get(kind, kind)
-        items: list[dict[str, Any]] = []
-        ttl_ms = self.cache_ttl_ms if self.config.cache else 0
-        scope = self.cache_scope
+    def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A merged list as this caller may see it: what the rules allow and its virtual
+        server shows; the tools are remembered for the transport and the direct path."""
+        kind = LIST_KINDS[method]
+        member = "resourceTemplates" if kind == "templates" else kind
         who = ctx.principal
         view = self.config.view(who.view) if isinstance(who, Caller) and who.view else None
-        for upstream in self.upstreams:
-            if upstream.client is None:
+        call = {"tools": "tools/call", "prompts": "prompts/get"}.get(kind, "resources/read")
+        key = {"resources": "uri", "templates": "uriTemplate"}.get(kind, "name")
+        items = []
+        for item in result.get(member) or ():
+            if not self.authorizer.decide(who, call, str(item.get(key))).allowed:
                 continue
-            try:
-                listing = await upstream.listing(kind)
-            except McpError as exc:
-                log.warning("upstream %s: %s failed: %s", upstream.name, method, exc)
-                continue
-            # The merged list is stale as soon as any part of it is; private if any part is.
-            remaining, their_scope = upstream.freshness(kind)
-            ttl_ms = min(ttl_ms, remaining)
-            if their_scope == "private":
-                scope = "private"
-            for item in listing:
-                if kind in ("tools", "prompts"):
-                    item = {**item, "name": upstream.prefix + str(item.get("name", ""))}
-                    call = "tools/call" if kind == "tools" else "prompts/get"
-                    if not self.authorizer.decide(ctx.principal, call, item["name"]).allowed:
-                        continue
-                    if kind == "tools":
-                        self._proxy_tools[item["name"]] = ProxyTool(item)
-                else:  # resources by URI, templates by their uriTemplate: same rules
-                    uri = item.get("uri") if kind == "resources" else item.get("uriTemplate")
-                    if not self.authorizer.decide(
-                        ctx.principal, "resources/read", str(uri)
-                    ).allowed:
-                        continue
-                if view is not None and not views.keep(view, kind, item):
-                    continue
+            if kind == "tools":
+                self._proxy_tools[item["name"]] = ProxyTool(item)
+            if view is None or views.keep(view, kind, item):
                 items.append(item)
-        result: dict[str, Any] = {member: items}
-        if ctx.meta.era == "modern":
-            result["ttlMs"] = ttl_ms
-            result["cacheScope"] = scope
-        return result
-
-    async def _forward(
-        self, ctx: Context, upstream: AnyUpstream, method: str, params: dict[str, Any]
-    ) -> dict[str, Any]:
-        target = params.get("uri") if method == "resources/read" else params.get("name")
-        front_name = str(target) if method == "resources/read" else upstream.prefix + str(target)
-        limit = self.config.result_cap(front_name)
-        what = f"{method} {front_name}"
-        safe = upstream.replicated and await self._retry_safe(upstream, method, params)
-        client = upstream.live()
-        progress = progress_relay(ctx)
-        if ctx.meta.era == "modern" and client.era == "modern":
-            tool = None
-            if method == "tools/call":
-                original = str(params.get("name", ""))
-                tool = self._proxy_tools.get(upstream.prefix + original) or (
-                    await self._proxy_tool(upstream, original)
-                )
-            return await self.pass_through(
-                upstream,
-                method,
-                params,
-                forwarded_meta(ctx, capabilities=True, tasks=True),
-                headers=param_headers(tool, params),
-                progress=progress,
-                limit=limit,
-                what=what,
-                front=FrontCall(ctx),
-                safe=safe,
-            )
-        meta = forwarded_meta(ctx, capabilities=False) or None
-
-        async def run(c: Any) -> dict[str, Any]:
-            arguments = params.get("arguments")
-            if method == "tools/call":
-                return dict(
-                    await c.call_tool(params["name"], arguments, on_progress=progress, meta=meta)
-                )
-            if method == "prompts/get":
-                return dict(await c.get_prompt(params["name"], arguments, meta=meta))
-            return dict(await c.read_resource(params["uri"], refresh=True, meta=meta))
-
-        async def once() -> dict[str, Any]:
-            front = FrontCall(ctx)
-            result: dict[str, Any] | None = None
-            with front.scope:
-                result = await upstream.call(run, front, safe=safe)
-            if front.failure is not None:
-                raise front.failure
-            if front.need is not None:
-                raise front.need
-            if result is None:  # cancelled for another reason
-                raise McpError(-32603, f"upstream {upstream.name} call was cancelled")
-            return strip_server_info(_capped(result, what, limit))
-
-        # A modern front client on a bridged call: the gateway asks its input itself, in
-        # MRTR rounds sealed with the gateway's keys (the proxy's way, one implementation).
-        binding = "\0".join(("gateway", method, upstream.name, str(target)))
-        return await server_handlers._with_input(self, ctx, binding, once)
+        return {**result, member: items}
 
     async def pass_through(
         self,
@@ -423,23 +348,14 @@ class GatewayServer(Server):
             front,
             safe=safe,
         )
-        return self._retag(upstream, strip_server_info(_capped(answer, what, limit)))
-
-    async def _retry_safe(self, upstream: AnyUpstream, method: str, params: dict[str, Any]) -> bool:
-        """Whether a replica failure mid-call may be retried on another replica: reads,
-        and tools that say repeating them is harmless (idempotent or read-only)."""
-        if method != "tools/call":
-            return True  # resources/read, prompts/get
-        tool = await self._proxy_tool(upstream, str(params.get("name", "")))
-        notes = tool.wire.get("annotations") if tool is not None else None
-        if not isinstance(notes, dict):
-            return False
-        return notes.get("idempotentHint") is True or notes.get("readOnlyHint") is True
+        return self._retag(upstream, strip_server_info(capped(answer, what, limit)))
 
     async def tool_definition(self, name: str) -> dict[str, Any] | None:
         """The upstream's definition of the (namespaced) tool ``name``, for guardrails."""
-        upstream, original = await self._by_prefix(name)
-        tool = await self._proxy_tool(upstream, original)
+        found = await name_owner(self.upstreams, name)
+        if found is None:
+            raise invalid_params(f"Unknown name: {name}", {"name": name})
+        tool = await self._proxy_tool(*found)
         return None if tool is None else tool.wire
 
     async def _proxy_tool(self, upstream: AnyUpstream, original: str) -> ProxyTool | None:
@@ -469,6 +385,14 @@ class GatewayServer(Server):
         return result
 
 
+def rate_limiter(config: GatewayConfig) -> RateLimit:
+    """``[[rate_limit]]`` as the server's one limiter, its counts in the gateway's Redis
+    state (shared by every gateway process) or in memory."""
+    shared = config.state.startswith(("redis://", "rediss://"))
+    url = config.state if shared else "memory://"
+    return RateLimit(*config.rate_limits, storage_url=url, key_prefix="mcpkit-gw")
+
+
 def param_headers(tool: ProxyTool | None, params: dict[str, Any]) -> dict[str, str] | None:
     """The ``Mcp-Param-*`` headers the upstream's tool declares, for these arguments."""
     if tool is None or not tool.header_params:
@@ -489,13 +413,3 @@ def _own_server_info_out(result: dict[str, Any]) -> dict[str, Any]:
 
 def _clean(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k != "_meta"}
-
-
-def _capped(result: dict[str, Any], what: str, limit: int) -> dict[str, Any]:
-    """The answer-size cap on the paths that hand over a parsed result (client, bridged,
-    stdio): measured as the JSON it is re-sent as.  The fast lane stops reading at the
-    cap itself, so its answers are already within it."""
-    size = len(encode(result))
-    if size > limit:
-        raise ResultTooLarge(what, limit, size)
-    return result

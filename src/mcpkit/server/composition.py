@@ -32,14 +32,24 @@ class Composition:
         self.tool_transforms = {}
         self.tool_search = None
 
-    def mount(self, other: Server, namespace: str) -> Mount:
+    def mount(
+        self,
+        other: Server,
+        namespace: str | None = None,
+        *,
+        prefix: str | None = None,
+        keep_uris: bool = False,
+    ) -> Mount:
         """Serve ``other``'s tools, prompts, resources and templates under ``namespace``
         (``x_tool``, ``data://x/config``), live: its later changes show here, its
-        middleware runs inside this server's, and this server's lifespan runs it.  See
-        :mod:`mcpkit.server.mount`."""
+        middleware runs inside this server's, and this server's lifespan runs it.
+        ``prefix`` names tools and prompts with an explicit prefix (``""``: none; the
+        namespace then defaults to ``other.name``), ``keep_uris`` keeps resource URIs as
+        they are, routed by which mount serves them; a name two mounts would share is
+        refused at start.  See :mod:`mcpkit.server.mount`."""
         from .mount import mount
 
-        return mount(cast("Server", self), other, namespace)
+        return mount(cast("Server", self), other, namespace, prefix=prefix, keep_uris=keep_uris)
 
     def unmount(self, which: Server | str) -> None:
         """Remove a mount, by namespace or by the mounted server (at run time too)."""

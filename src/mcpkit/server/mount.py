@@ -21,8 +21,17 @@ and gain the namespace as the first segment after it: ``data://config`` becomes
 ``urn:isbn:1`` becomes ``urn:x/isbn:1``.  The mapping is reversible (strip the segment),
 so a read is routed by the URI alone, also for templates (``data://x/items/{id}``).
 
+Naming options (what a gateway's ``[[upstream]]`` needs): ``prefix="gh_"`` gives tool and
+prompt names an explicit prefix instead of ``{namespace}_``, and ``prefix=""`` none at all;
+several children may share one prefix (``""``), and a name then goes to the child that
+lists it.  ``keep_uris=True`` leaves the child's resource URIs as they are, and a read
+(or a completion, a subscription) goes to the child that lists the URI or has a template
+matching it.  Names two children would both offer under one front name are refused
+when the parent starts (:class:`NameClash`, naming both), as soon as a mount uses either
+option; :func:`check_names` runs the same check at any time.
+
 Precedence: the parent's own registrations win, then the most recently mounted child
-whose namespace matches (the longest namespace first when one is a prefix of another).
+whose prefix matches (the longest prefix first when one is a prefix of another).
 A task started by a mounted tool is named ``{namespace}~{id}`` here, and ``tasks/get``,
 ``tasks/update`` and ``tasks/cancel`` are routed back to the child by that name (task
 status notifications on a listen stream are not relayed: poll with ``tasks/get``).
@@ -44,19 +53,19 @@ import anyio
 from ..protocol.naming import namespace_uri, strip_uri
 from ..runtime.changes import RESOURCE_UPDATED, RESOURCES, ChangeEvent
 from ..types.versions import META_SERVER_INFO, Era
-from . import handlers as _handlers
 from .layers import rebuild
 
 if TYPE_CHECKING:
     from .context import Context
     from .server import Server
 
-__all__ = ["Mount", "namespace_uri", "strip_uri"]
+__all__ = ["Mount", "NameClash", "check_names", "namespace_uri", "strip_uri"]
 
 log = logging.getLogger("mcpkit.server")
 Handler = Callable[["Context"], Awaitable[dict[str, Any]]]
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_LISTS = {
+#: List method -> (its result member, the key naming an item).
+LISTS = _LISTS = {
     "tools/list": ("tools", "name"),
     "prompts/list": ("prompts", "name"),
     "resources/list": ("resources", "uri"),
@@ -67,6 +76,8 @@ _MAX_PAGES = 1000
 TASK_SEPARATOR = "~"
 #: Servers whose lifespan already starts their mounted children.
 _hooked: weakref.WeakSet[Server] = weakref.WeakSet()
+#: Running lifespans (their exit stacks) that stop the children mounted at run time.
+_cleaned: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 @dataclass(eq=False)
@@ -81,17 +92,42 @@ class Mount:
     _stop: anyio.Event | None = field(default=None, repr=False)
     _done: anyio.Event | None = field(default=None, repr=False)
     _started: anyio.Event | None = field(default=None, repr=False)
+    #: An explicit tool/prompt name prefix (``""`` for none); None: ``{namespace}_``.
+    name_prefix: str | None = None
+    #: Resource URIs as the child has them, routed by which child serves them.
+    keep_uris: bool = False
 
     @property
     def prefix(self) -> str:
-        return self.namespace + "_"
+        return self.namespace + "_" if self.name_prefix is None else self.name_prefix
 
     def inner_name(self, name: str) -> str | None:
         return name[len(self.prefix) :] if name.startswith(self.prefix) else None
 
+    def front_uri(self, uri: str) -> str:
+        """The child's ``uri`` as the parent serves it."""
+        return uri if self.keep_uris else namespace_uri(self.namespace, uri)
 
-def mount(parent: Server, child: Server, namespace: str) -> Mount:
+
+class NameClash(ValueError):
+    """Two mounted children (or a child and the parent) offer the same front name."""
+
+
+def mount(
+    parent: Server,
+    child: Server,
+    namespace: str | None = None,
+    *,
+    prefix: str | None = None,
+    keep_uris: bool = False,
+) -> Mount:
     """Attach ``child`` under ``namespace`` (see :meth:`Server.mount`)."""
+    if namespace is None:
+        if prefix is None:
+            raise ValueError("mount needs a namespace (or an explicit prefix)")
+        namespace = child.name
+    if prefix is not None and not isinstance(prefix, str):
+        raise ValueError(f"prefix must be a string, not {prefix!r}")
     if child is parent:
         raise ValueError("a server cannot be mounted into itself")
     if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
@@ -102,26 +138,27 @@ def mount(parent: Server, child: Server, namespace: str) -> Mount:
         raise ValueError(f"mounting {child.name!r} here would make a cycle")
     if any(m.namespace == namespace for m in parent.mounts):
         raise ValueError(f"namespace {namespace!r} is already mounted on {parent.name!r}")
-    entry = Mount(parent, child, namespace)
+    entry = Mount(parent, child, namespace, name_prefix=prefix, keep_uris=keep_uris)
 
     def relay(event: ChangeEvent) -> None:
         if event.kind == RESOURCE_UPDATED:
             if event.uri is not None:
-                parent.bus.publish(
-                    ChangeEvent(RESOURCE_UPDATED, namespace_uri(namespace, event.uri))
-                )
+                parent.bus.publish(ChangeEvent(RESOURCE_UPDATED, entry.front_uri(event.uri)))
         elif event.kind in ("tools", "prompts", RESOURCES):
             parent._changed(event.kind)
 
     entry._relay = relay
     child.bus.add_relay(relay)
     first = not parent.mounts
+    hooked = parent in _hooked  # (its running lifespan, if any, stops the children)
     parent.mounts.append(entry)
     if first:
         _hook_lifespan(parent)
         _hook_interest(parent)
         rebuild(parent)
     if parent._tg is not None:  # mounted while the parent runs: start the child now
+        if not hooked:
+            _stop_on_exit(parent)
         _start(entry)
     _announce(parent, child)
     return entry
@@ -191,17 +228,34 @@ def _start(entry: Mount) -> None:
 def _hook_interest(parent: Server) -> None:
     """Someone watching ``data://x/config`` on the parent watches ``data://config`` on the
     child mounted as ``x``: a child that relays another server's resources (a proxy)
-    subscribes upstream only to what is watched."""
+    subscribes upstream only to what is watched.  A kept URI (``keep_uris``) is watched
+    at the child serving it, found by listing (in the background)."""
     before = parent.bus.on_interest
+    #: Kept URIs watched, and the child watching each.
+    owners: dict[str, Mount] = {}
+
+    async def watch_at_owner(uri: str) -> None:
+        from .mount_routes import owner_of
+
+        entry = await owner_of(parent, uri)
+        if entry is not None and uri in parent.bus.watched() and uri not in owners:
+            owners[uri] = entry
+            entry.child.bus.want((uri,), True)
 
     def interest(uri: str, wanted: bool) -> None:
         if before is not None:
             before(uri, wanted)
         for entry in _ordered(parent):
-            inner = strip_uri(entry.namespace, uri)
+            inner = None if entry.keep_uris else strip_uri(entry.namespace, uri)
             if inner is not None:
                 entry.child.bus.want((inner,), wanted)
                 return
+        if not wanted:
+            owner = owners.pop(uri, None)
+            if owner is not None:
+                owner.child.bus.want((uri,), False)
+        elif parent._tg is not None and any(m.keep_uris for m in parent.mounts):
+            parent.spawn(partial(watch_at_owner, uri))
 
     parent.bus.on_interest = interest
 
@@ -220,6 +274,14 @@ def _hook_lifespan(parent: Server) -> None:
         for entry in list(parent.mounts):  # serve once every child is up (or failed)
             if entry._started is not None:
                 await entry._started.wait()
+        stopped = False
+        try:
+            if any(m.name_prefix is not None or m.keep_uris for m in parent.mounts):
+                await check_names(parent)  # two owners of one name: refuse to start
+        except BaseException:
+            stopped = True
+            await _stop_all(parent)
+            raise
         try:
             if user is None:
                 yield None
@@ -227,13 +289,29 @@ def _hook_lifespan(parent: Server) -> None:
                 async with user(server) as value:
                     yield value
         finally:
-            with anyio.CancelScope(shield=True):
-                for entry in list(parent.mounts):
-                    if entry._stop is not None and entry._done is not None:
-                        entry._stop.set()
-                        await entry._done.wait()
+            if not stopped:
+                await _stop_all(parent)
 
     parent._lifespan = composed
+
+
+def _stop_on_exit(parent: Server) -> None:
+    """A parent that runs since before its first mount has a lifespan without
+    :func:`_hook_lifespan`'s cleanup: stop its children when that lifespan ends too
+    (else their tasks, shielded, would keep the parent from stopping; they stop before
+    the parent's own lifespan ends, not after as for a parent hooked before it ran)."""
+    stack = getattr(parent, "_lifespan_stack", None)
+    if stack is not None and stack not in _cleaned:
+        _cleaned.add(stack)
+        stack.push_async_callback(_stop_all, parent)
+
+
+async def _stop_all(parent: Server) -> None:
+    with anyio.CancelScope(shield=True):
+        for entry in list(parent.mounts):
+            if entry._stop is not None and entry._done is not None:
+                entry._stop.set()
+                await entry._done.wait()
 
 
 def _reaches(server: Server, target: Server) -> bool:
@@ -252,9 +330,9 @@ def _announce(parent: Server, child: Server) -> None:
 
 
 def _ordered(parent: Server) -> list[Mount]:
-    """Most recent first, longest namespace first (so ``a-b`` wins over ``a``)."""
+    """Most recent first, longest prefix first (so ``a-b_`` wins over ``a_``)."""
     recent = list(reversed(parent.mounts))
-    return sorted(recent, key=lambda m: -len(m.namespace))
+    return sorted(recent, key=lambda m: -len(m.prefix))
 
 
 def strip_server_info(result: dict[str, Any]) -> dict[str, Any]:
@@ -268,8 +346,15 @@ def strip_server_info(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-async def _forward(entry: Mount, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    message = {"jsonrpc": "2.0", "id": ctx.request_id, "method": ctx.method, "params": params}
+async def _forward(
+    entry: Mount, ctx: Context, params: dict[str, Any], method: str | None = None
+) -> dict[str, Any]:
+    message = {
+        "jsonrpc": "2.0",
+        "id": ctx.request_id,
+        "method": method or ctx.method,
+        "params": params,
+    }
     result = await entry.child.dispatch(
         message, ctx.meta, ctx.exchange, session=ctx.session, principal=ctx.principal
     )
@@ -306,145 +391,15 @@ async def _all_pages(
 
 
 def layer(parent: Server, own: dict[str, Handler]) -> dict[str, Handler]:
-    """The mount-aware handlers around ``own``; they consult ``parent.mounts`` per
-    request (see :mod:`.layers` for the order of layers)."""
+    """The mount-aware handlers around ``own`` (see :mod:`.mount_routes`)."""
+    from .mount_routes import layer as routes
 
-    def lister(method: str) -> Handler:
-        member, key = _LISTS[method]
-        original = own[method]
-
-        async def handler(ctx: Context) -> dict[str, Any]:
-            base = dict(ctx.params)
-
-            async def mine(params: dict[str, Any]) -> dict[str, Any]:
-                ctx.params = params
-                return await original(ctx)
-
-            items, _ = await _all_pages(mine, base, member)
-            ttl = parent.cache_ttl_ms
-            scope = parent.cache_scope
-            for entry in parent.mounts:
-                kind = "resources" if member == "resourceTemplates" else member
-                if not entry.child.has_capability(kind):
-                    continue
-                theirs, last = await _all_pages(partial(_forward, entry, ctx), base, member)
-                if isinstance(last.get("ttlMs"), int):
-                    ttl = min(ttl, last["ttlMs"])
-                if last.get("cacheScope") == "private":
-                    scope = "private"
-                for item in theirs:
-                    if not isinstance(item, dict) or not isinstance(item.get(key), str):
-                        continue
-                    renamed = (
-                        entry.prefix + item[key]
-                        if key == "name"
-                        else namespace_uri(entry.namespace, item[key])
-                    )
-                    items.append({**item, key: renamed})
-            ctx.params = base
-            result = _handlers._page(parent, ctx, member, items)
-            if "ttlMs" in result:
-                result["ttlMs"], result["cacheScope"] = ttl, scope
-            return result
-
-        return handler
-
-    def by_name(method: str, registry: Callable[[], dict[str, Any]]) -> Handler:
-        original = own[method]
-        kind = method.partition("/")[0]
-
-        async def handler(ctx: Context) -> dict[str, Any]:
-            name = ctx.params.get("name")
-            if isinstance(name, str) and name not in registry():
-                for entry in _ordered(parent):
-                    inner = entry.inner_name(name)
-                    if inner is not None and entry.child.has_capability(kind):
-                        return await _forward(entry, ctx, {**ctx.params, "name": inner})
-            return await original(ctx)
-
-        return handler
-
-    read_original = own["resources/read"]
-
-    def own_uri(uri: str) -> bool:
-        return uri in parent.resources or any(
-            t.template.match(uri) is not None for t in parent.templates
-        )
-
-    async def read(ctx: Context) -> dict[str, Any]:
-        uri = ctx.params.get("uri")
-        if isinstance(uri, str) and not own_uri(uri):
-            for entry in _ordered(parent):
-                inner = strip_uri(entry.namespace, uri)
-                if inner is not None and entry.child.has_capability("resources"):
-                    result = await _forward(entry, ctx, {**ctx.params, "uri": inner})
-                    return _rename_contents(entry, result)
-        return await read_original(ctx)
-
-    complete_original = own["completion/complete"]
-
-    async def complete(ctx: Context) -> dict[str, Any]:
-        ref = ctx.params.get("ref")
-        if isinstance(ref, dict):
-            for entry in _ordered(parent):
-                if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
-                    if ref["name"] in parent.prompts:
-                        break
-                    inner = entry.inner_name(ref["name"])
-                    renamed = {**ref, "name": inner}
-                elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
-                    if own_uri(ref["uri"]) or any(
-                        t.wire["uriTemplate"] == ref["uri"] for t in parent.templates
-                    ):
-                        break
-                    inner = strip_uri(entry.namespace, ref["uri"])
-                    renamed = {**ref, "uri": inner}
-                else:
-                    break
-                if inner is None:
-                    continue
-                if not entry.child.has_capability("completions"):
-                    return {"completion": {"values": [], "total": 0, "hasMore": False}}
-                return await _forward(entry, ctx, {**ctx.params, "ref": renamed})
-        return await complete_original(ctx)
-
-    wrapped: dict[str, Handler] = {m: lister(m) for m in _LISTS}
-    wrapped["tools/call"] = by_name("tools/call", lambda: parent.tools)
-    wrapped["prompts/get"] = by_name("prompts/get", lambda: parent.prompts)
-    wrapped["resources/read"] = read
-    wrapped["completion/complete"] = complete
-
-    def task_method(method: str) -> Handler:
-        original = own[method]
-
-        async def handler(ctx: Context) -> dict[str, Any]:
-            task_id = ctx.params.get("taskId")
-            if isinstance(task_id, str) and TASK_SEPARATOR in task_id:
-                namespace, _, inner = task_id.partition(TASK_SEPARATOR)
-                entry = next((m for m in parent.mounts if m.namespace == namespace), None)
-                if entry is not None:
-                    return await _forward(entry, ctx, {**ctx.params, "taskId": inner})
-            return await original(ctx)
-
-        return handler
-
-    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
-        if method in own:
-            wrapped[method] = task_method(method)
-    return wrapped
+    return routes(parent, own)
 
 
-def _rename_contents(entry: Mount, result: dict[str, Any]) -> dict[str, Any]:
-    """The contents of a read carry the URI the client asked for."""
-    contents = result.get("contents")
-    if isinstance(contents, list):
-        result = {
-            **result,
-            "contents": [
-                {**c, "uri": namespace_uri(entry.namespace, c["uri"])}
-                if isinstance(c, dict) and isinstance(c.get("uri"), str)
-                else c
-                for c in contents
-            ],
-        }
-    return result
+async def check_names(parent: Server) -> None:
+    """Refuse (:class:`NameClash`, naming both owners) when two mounted children, or a
+    child and ``parent`` itself, offer the same front name (see :mod:`.mount_routes`)."""
+    from .mount_routes import check_names as check
+
+    await check(parent)

@@ -141,6 +141,18 @@ def _snippet(body: bytes) -> str:
     return body[:300].decode("utf-8", "replace")
 
 
+def event_message(data: str, sender: str, method: str, detail: str = "") -> tuple[Kind, Message]:
+    """One SSE event's JSON-RPC message and its kind; anything else is the ``sender``'s
+    protocol violation on the stream of ``method``."""
+    try:
+        message = decode(data)
+        return jsonrpc.classify(message), message
+    except (DecodeError, McpError) as exc:
+        raise ProtocolViolationError(
+            f"{sender} sent an event that is not JSON-RPC on the stream of {method} ({exc}){detail}"
+        ) from None
+
+
 async def sse_messages(
     response: httpx.Response, call: Call, limit: int
 ) -> AsyncGenerator[tuple[Kind, Message], None]:
@@ -160,15 +172,7 @@ async def sse_messages(
                 continue
             if len(data) > limit:
                 raise ProtocolViolationError(f"SSE event larger than {limit} bytes")
-            try:
-                message = decode(data)
-                kind = jsonrpc.classify(message)
-            except (DecodeError, McpError) as exc:
-                raise ProtocolViolationError(
-                    f"the server sent an event that is not JSON-RPC on the stream of "
-                    f"{call.method} ({exc}): {data[:200]!r}"
-                ) from None
-            yield kind, message
+            yield event_message(data, "the server", call.method, f": {data[:200]!r}")
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
         call.broken = f"connection dropped: {exc or type(exc).__name__}"
     except SSEError as exc:

@@ -1,4 +1,5 @@
-"""Rate limiting through the ``limits`` library (moving window), as the gateway does.
+"""Rate limiting through the ``limits`` library (moving window): the one limiter, used
+by any server as middleware and by the gateway for its ``[[rate_limit]]`` rules.
 
 A rule has the gateway's shape: a rate (``"10/minute"``, ``"100 per 5 minutes"``), the
 methods and names (tool, prompt or resource) it applies to as glob patterns, and whether
@@ -7,6 +8,10 @@ each principal gets its own budget (``per="principal"``) or all callers share on
 ``Retry-After``).  The counting lives in ``limits``' storage: memory by default, or a
 Redis URL (``storage_url="redis://..."``) so every replica shares the budgets.
 Needs ``pip install 'mcpkit[gateway]'`` (or ``limits`` alone).
+
+The key uses the name from the *body*, which the HTTP transport checked against the
+``Mcp-Name`` header before, so a spoofed header is refused (-32020) before it can be
+counted under the wrong name.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from . import CallNext, Middleware
 if TYPE_CHECKING:
     from ..context import Context
 
-__all__ = ["RATE_LIMITED", "RateLimit", "RateRule"]
+__all__ = ["RATE_LIMITED", "RateLimit", "RateRule", "Verdict"]
 
 #: The gateway's code for a refused request (an implementation-defined server error).
 RATE_LIMITED = -31029
@@ -43,10 +48,32 @@ class RateRule:
     name: str = ""
 
 
-class RateLimit(Middleware):
-    """Count every request against the rules that match it; refuse when one is spent."""
+@dataclass(frozen=True)
+class Verdict:
+    """What :meth:`RateLimit.check` decided: allowed, or the exhausted rule and when to
+    retry."""
 
-    def __init__(self, *rules: RateRule | str, storage_url: str = "memory://") -> None:
+    allowed: bool
+    rule: str | None = None
+    retry_after_s: int = 0
+    limit: str | None = None
+
+
+_ALLOWED = Verdict(True)
+
+
+class RateLimit(Middleware):
+    """Count every request against the rules that match it; refuse when one is spent.
+
+    ``key_prefix`` names the counters in a networked storage (two limiters sharing one
+    Redis keep apart)."""
+
+    def __init__(
+        self,
+        *rules: RateRule | str,
+        storage_url: str = "memory://",
+        key_prefix: str = "mcpkit-srv",
+    ) -> None:
         try:
             from limits import parse, storage, strategies
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -67,7 +94,7 @@ class RateLimit(Middleware):
         self._memory = storage_url.startswith("memory")
         #: In memory the count is a plain call; a networked storage waits on a thread.
         self.waits = not self._memory
-        options = {} if self._memory else {"key_prefix": "mcpkit-srv"}
+        options = {} if self._memory else {"key_prefix": key_prefix}
         store = storage.storage_from_string(storage_url, **options)
         self._limiter = strategies.MovingWindowRateLimiter(store)
 
@@ -75,37 +102,49 @@ class RateLimit(Middleware):
         method = ctx.method
         spec = METHODS.get(method)
         raw = ctx.params.get(spec.name_param) if spec is not None and spec.name_param else None
-        name = raw if isinstance(raw, str) else ""
         who = "" if ctx.principal is None else str(ctx.principal)
+        verdict = await self.check(who, method, raw if isinstance(raw, str) else None)
+        if not verdict.allowed:
+            retry = verdict.retry_after_s
+            raise McpError(
+                RATE_LIMITED,
+                f"Rate limit exceeded: rule {verdict.rule!r} ({verdict.limit}); retry in {retry} s",
+                {"rule": verdict.rule, "limit": verdict.limit, "retryAfter": retry},
+                http_status=429,
+                http_headers=[(b"retry-after", str(retry).encode())],
+            )
+        return await call_next(ctx)
+
+    async def check(
+        self, principal: str, method: str, name: str | None, *, charge: bool = True
+    ) -> Verdict:
+        """Count one request of ``principal`` against every matching rule; the first
+        exhausted rule wins.  Every matching rule is tested before any is charged: a
+        request refused by one rule does not use up another's budget.  ``charge=False``
+        only tests (an early refusal on what a request's headers say)."""
         charged = []
         for rule, item in self.rules:
             if not any(fnmatchcase(method, p) for p in rule.methods):
                 continue
-            if rule.names != ("*",) and not any(fnmatchcase(name, p) for p in rule.names):
+            if rule.names != ("*",) and (
+                name is None or not any(fnmatchcase(name, p) for p in rule.names)
+            ):
                 continue
-            key = (rule.name, method, name, who if rule.per == "principal" else "*")
+            key = (rule.name, method, name or "", principal if rule.per == "principal" else "*")
             if not await self._call(self._limiter.test, item, key):
-                await self._refuse(rule, item, key)
+                return await self._refusal(rule, item, key)
             charged.append((rule, item, key))
-        # Every matching rule is tested before any is charged: a request refused by one
-        # rule does not use up another's budget.
-        for rule, item, key in charged:
+        for rule, item, key in charged if charge else ():
             if not await self._call(self._limiter.hit, item, key):
-                await self._refuse(rule, item, key)
-        return await call_next(ctx)
+                return await self._refusal(rule, item, key)
+        return _ALLOWED
 
     async def _call(self, fn: Any, item: Any, key: tuple[str, ...]) -> Any:
         if self._memory:
             return fn(item, *key)
         return await anyio.to_thread.run_sync(lambda: fn(item, *key))
 
-    async def _refuse(self, rule: RateRule, item: Any, key: tuple[str, ...]) -> None:
+    async def _refusal(self, rule: RateRule, item: Any, key: tuple[str, ...]) -> Verdict:
         stats = await self._call(self._limiter.get_window_stats, item, key)
         retry = max(1, math.ceil(stats.reset_time - time.time()))
-        raise McpError(
-            RATE_LIMITED,
-            f"Rate limit exceeded: rule {rule.name!r} ({rule.limit}); retry in {retry} s",
-            {"rule": rule.name, "limit": rule.limit, "retryAfter": retry},
-            http_status=429,
-            http_headers=[(b"retry-after", str(retry).encode())],
-        )
+        return Verdict(False, rule.name, retry, rule.limit)

@@ -1,80 +1,157 @@
-"""One upstream MCP server behind the gateway: a pooled client, its listings, its health.
+"""One upstream MCP server: a pooled client, its listings, its health.
 
-Each upstream gets exactly one long-lived :class:`~mcpkit.client.Client` (one legacy session
-or one stdio process), never one per call.  A dead stdio server is restarted with backoff;
-while an upstream is down its requests fail at once with a clear error and the other
-upstreams keep serving.  Listings are cached until the upstream's ``ttlMs`` runs out or it
-says its list changed (legacy notification or modern listen stream).
+The one connection manager behind both :func:`~mcpkit.compose.proxy` and the gateway's
+``[[upstream]]`` entries.  Each upstream gets exactly one long-lived
+:class:`~mcpkit.client.Client` (one legacy session, one HTTP pool or one stdio process),
+never one per call.  A dead upstream is reconnected (a stdio server restarted) with
+backoff; while it is down its requests fail at once with :class:`UpstreamUnavailable`
+(503) and whatever else the owner serves keeps serving.  Health checks (a ping every
+``health_interval`` seconds) find a server that died while idle.  Listings are cached
+until the upstream's ``ttlMs`` runs out or it says its list changed (legacy notification
+or modern listen stream); resources someone downstream watches are subscribed to there.
+
+An ``http://`` upstream also gets the 2026-07-28 fast lane (:mod:`.lane`): raw pooled
+HTTP/1.1 for modern calls, and the client's own traffic on the same pool.
+
+Credentials are hooks, so that the owner decides what identity a request carries:
+``auth`` (an ``httpx.Auth``, e.g. :mod:`mcpkit.auth.client`'s client-credentials or
+token-exchange flows), ``auth_error`` (an OAuth failure as the caller's error) and
+``shared`` (a context in which a request is made for nobody in particular: listings,
+cached for every caller).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
 
 import anyio
 
 from ..client import Client
-from ..compose.bridge import FrontCall, Fronts
-from ..compose.proxy import UpstreamUnavailable, legacy_subscription
+from ..client.errors import ClientError
+from ..server.mount import LISTS
+from ..transports import client_base as wire
 from ..transports import http11
-from ..transports.client_base import (
-    ClientError,
-    ConnectError,
-    ConnectionClosedError,
-    RequestTimeoutError,
-    ServerError,
-    TransportError,
-)
 from ..types.errors import INTERNAL_ERROR, McpError
-from .config import UpstreamConfig
-from .credentials import credentials_error, own_identity, upstream_auth
-from .forward import FastLane
+from .bridge import FrontCall, Fronts
+from .lane import FastLane
 
-log = logging.getLogger("mcpkit.gateway")
+__all__ = ["Upstream", "UpstreamUnavailable", "connection_target"]
 
+log = logging.getLogger("mcpkit.compose")
+
+#: Kind (tools, prompts, resources, templates) -> (its list method, its result member).
 LISTINGS = {
-    "tools": ("tools/list", "tools"),
-    "prompts": ("prompts/list", "prompts"),
-    "resources": ("resources/list", "resources"),
-    "templates": ("resources/templates/list", "resourceTemplates"),
+    ("templates" if member == "resourceTemplates" else member): (method, member)
+    for method, (member, _) in LISTS.items()
 }
 #: How long a list without ``ttlMs`` (a legacy upstream's) is reused, at most.
 LEGACY_LIST_TTL_S = 60.0
-_CHANGED = {
+CHANGED = {
     "notifications/tools/list_changed": "tools",
     "notifications/prompts/list_changed": "prompts",
     "notifications/resources/list_changed": "resources",
 }
+#: (upstream name, what changed: tools/prompts/resources/all/resource, the resource URI)
+OnChange = Callable[[str, str, str | None], None]
+_CALLBACKS = ("elicitation", "url_elicitation", "sampling", "roots", "on_log")
+
+
+class UpstreamUnavailable(McpError):
+    """The upstream cannot be reached (HTTP 503 at the front)."""
+
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(
+            INTERNAL_ERROR,
+            f"Upstream {name!r} is unavailable: {detail}",
+            {"upstream": name},
+            http_status=503,
+            http_headers=[(b"retry-after", b"1")],
+        )
+
+
+def connection_target(target: Any) -> tuple[Any, dict[str, str], dict[str, str]]:
+    """What a :class:`Client` connects to for ``target`` (a URL, a command line as a string
+    or an argv list, an in-process server, a ready-made ``Client``, or one
+    ``mcpServers`` entry ``{"command", "args", "env"}`` / ``{"url", "headers"}``), with
+    the entry's headers and environment."""
+    if isinstance(target, Mapping):
+        if "url" in target:
+            headers = {str(k): str(v) for k, v in (target.get("headers") or {}).items()}
+            return str(target["url"]), headers, {}
+        if "command" in target:
+            argv = [str(target["command"]), *(str(a) for a in target.get("args") or ())]
+            env = {str(k): str(v) for k, v in (target.get("env") or {}).items()}
+            return argv, {}, env
+        raise ValueError(f"an mcpServers entry needs 'url' or 'command', not {sorted(target)}")
+    if isinstance(target, str):
+        return target, {}, {}
+    if isinstance(target, Sequence) and all(isinstance(a, str) for a in target):
+        return list(target), {}, {}
+    from ..server.server import Server
+
+    if isinstance(target, (Client, Server)):
+        return target, {}, {}
+    raise TypeError(f"cannot proxy {type(target).__name__}: give a URL, a command or a Client")
 
 
 class Upstream:
+    """One upstream server, kept connected while :meth:`run` runs (see the module)."""
+
+    #: See :class:`~mcpkit.compose.replicas.ReplicaSet` (``safe`` is its retry flag).
+    replicated = False
+
     def __init__(
         self,
-        config: UpstreamConfig,
-        on_change: Callable[[str, str, str | None], None],
+        name: str,
+        target: Any,
         *,
+        on_change: OnChange | None = None,
+        timeout: float = 30.0,
+        era: str = "auto",
+        headers: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        health_interval: float = 10.0,
         cache: bool = True,
+        auth: Any = None,
+        auth_error: Callable[[str, Exception], McpError | None] | None = None,
+        shared: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+        prefix: str = "",
+        source: Any = None,
     ) -> None:
-        self.config = config
+        self.name = name
+        self.target, own_headers, own_env = connection_target(target)
+        self.headers = {**own_headers, **(headers or {})}
+        self.env = {**own_env, **(env or {})}
+        #: The URL of an HTTP upstream (None: stdio, in-process).
+        self.url = self.target if isinstance(self.target, str) and "://" in self.target else None
+        self.timeout = timeout
+        self.era = era
+        self.health_interval = health_interval
         self.cache = cache
-        self.name = config.name
-        self.prefix = config.prefix
+        self._auth = auth
+        self._auth_error = auth_error
+        self._shared = shared
+        #: The prefix its owner serves its names under (a gateway's ``prefix``).
+        self.prefix = prefix
+        #: What the owner built it from (a gateway compares it on reload).
+        self.source = source
         self.client: Client | None = None
         self.error: str | None = "not started"
-        self._on_change = on_change
+        self._on_change = on_change or (lambda name, kind, uri: None)
         #: kind -> (expiry on the monotonic clock, items, the upstream's cacheScope)
         self._listings: dict[str, tuple[float, list[dict[str, Any]], str]] = {}
-        #: Calls in flight (``None`` for the gateway's own, e.g. listings): a retired
+        #: Calls in flight (``None`` for the owner's own, e.g. listings): a retired
         #: upstream stops once none is left.
         self._inflight: list[FrontCall | None] = []
         #: Front requests with a call in flight: the upstream's input requests and log
-        #: messages find their way back through them (the proxy's bridge, see
-        #: :mod:`mcpkit.compose.bridge`).
-        self.fronts = Fronts(config.name)
+        #: messages find their way back through them (see :mod:`.bridge`).
+        self.fronts = Fronts(name)
         self._restart = anyio.Event()
         self._stopping = anyio.Event()
         self._stopped = anyio.Event()
@@ -83,36 +160,37 @@ class Upstream:
         self.first_attempt = anyio.Event()
         self.capabilities: dict[str, Any] = {}
         self._http: Any = None
-        #: The 2026-07-28 fast lane, for an http:// upstream (see .forward).
+        #: The 2026-07-28 fast lane, for an http:// upstream (see .lane).
         self.lane: FastLane | None = None
         #: Resource URIs someone downstream wants updates of (see :meth:`watch`).
         self.watched: set[str] = set()
         self._tg: Any = None
         self._listen_scope: anyio.CancelScope | None = None
-        #: ``[upstream.oauth]``: one token cache for the life of this entry (see .credentials)
-        self._auth: Any = None
 
     # ------------------------------------------------------------------ lifecycle
     def _make_client(self) -> Client:
-        target: Any = self.config.url or list(self.config.command)
-        if self.config.kind == "openapi":
-            target = self._api_server()
-        kwargs: dict[str, Any] = {"timeout": self.config.timeout_s}
-        if self.config.era != "auto":
-            kwargs["era"] = self.config.era
-        if self.config.headers:
-            kwargs["headers"] = dict(self.config.headers)
-        if self.config.env:
-            kwargs["env"] = dict(self.config.env)
-        if self.config.oauth is not None and self.config.url:
+        target = self.target
+        if isinstance(target, Client):
+            # A client given ready-made (used once): its input requests and
+            # notifications come here.
+            callbacks = self.fronts.callbacks()
+            for key in _CALLBACKS:
+                setattr(target.callbacks, key, callbacks[key])
+            target.callbacks.on_notification = self._notified
+            return target
+        kwargs: dict[str, Any] = {"timeout": self.timeout}
+        if self.era != "auto":
+            kwargs["era"] = self.era
+        if self.headers:
+            kwargs["headers"] = dict(self.headers)
+        if self.env:
+            kwargs["env"] = dict(self.env)
+        url = self.url
+        if self._auth is not None:
             # Tokens come from an httpx.Auth: the client's own httpx client carries it
             # (the raw fast lane and the shared pool would not), at some CPU per call.
-            if self._auth is None:
-                self._auth = upstream_auth(self.config.oauth, self.config.url)
             kwargs["auth"] = self._auth
-            if self.config.oauth.kind == "token_exchange":  # a legacy session has one owner
-                kwargs["era"] = "modern"
-        elif self.config.url and self.config.url.startswith("http://") and http11.available():
+        elif url is not None and url.startswith("http://") and http11.available():
             # Modern calls take the fast lane (raw pooled HTTP/1.1); the rest of the
             # client's traffic rides pooled connections parsed by httptools too: httpx's
             # default pool costs ~1 ms of CPU per forwarded call under load.
@@ -121,31 +199,15 @@ class Upstream:
             kwargs["http_client"] = self._http
             try:
                 self.lane = FastLane(
-                    self.config.url,
+                    url,
                     pool,
-                    headers=dict(self.config.headers),
-                    timeout=self.config.timeout_s,
+                    headers=dict(self.headers),
+                    timeout=self.timeout,
                     on_log=self.fronts.log,
                 )
             except ValueError as exc:  # httpx will say what is wrong, call by call
                 log.warning("upstream %s: no fast lane: %s", self.name, exc)
         return Client(target, on_notification=self._notified, **self.fronts.callbacks(), **kwargs)
-
-    def _api_server(self) -> Any:
-        """An ``openapi`` upstream: the REST API as an MCP server in this process
-        (:func:`mcpkit.compose.from_openapi`), reached through an in-memory client so it
-        is routed, policed, cached and bridged like any other upstream."""
-        from ..compose.openapi import from_openapi
-
-        config = self.config
-        assert config.spec is not None  # (the config checks it)
-        return from_openapi(
-            config.spec,
-            base_url=config.base_url,
-            headers=dict(config.headers),
-            name=config.name,
-            timeout=config.timeout_s,
-        )
 
     async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """Keep the upstream connected until :meth:`stop` (or cancelled); reconnect or
@@ -192,6 +254,8 @@ class Upstream:
                     started = True
                     self.first_attempt.set()
                     task_status.started()
+                if isinstance(self.target, Client):
+                    break  # (a ready-made client connects once)
                 with anyio.move_on_after(delay):
                     await self._stopping.wait()
                 delay = min(delay * 2, 10.0)
@@ -215,7 +279,7 @@ class Upstream:
         upstream): calls that started on it finish on it.  ``grace`` covers a call that
         picked this upstream but has not reached :meth:`call` yet; ``timeout`` (default:
         the upstream's request timeout) bounds the wait."""
-        limit = self.config.timeout_s if timeout is None else timeout
+        limit = self.timeout if timeout is None else timeout
         with anyio.move_on_after(limit):
             while True:
                 while self._inflight:
@@ -245,7 +309,7 @@ class Upstream:
             else:
                 for uri in sorted(self.watched):
                     tg.start_soon(self._legacy_subscription, client, uri, True)
-            if self.config.health_interval > 0:
+            if self.health_interval > 0:
                 tg.start_soon(self._check_health, client)
             await restart.wait()
             self._tg = None
@@ -275,7 +339,20 @@ class Upstream:
             tg.start_soon(self._legacy_subscription, client, uri, wanted)
 
     async def _legacy_subscription(self, client: Client, uri: str, wanted: bool) -> None:
-        await legacy_subscription(client, uri, wanted, f"upstream {self.name}", log)
+        """``resources/subscribe`` (or ``unsubscribe``) of ``uri`` at a legacy upstream."""
+        try:
+            if wanted:
+                await client.subscribe_resource(uri)
+            else:
+                await client.unsubscribe_resource(uri)
+        except ClientError as exc:
+            log.info(
+                "upstream %s: resources/%ssubscribe %s: %s",
+                self.name,
+                "" if wanted else "un",
+                uri,
+                exc,
+            )
 
     async def _listen(self, client: Client, want: dict[str, bool]) -> None:
         while True:
@@ -291,7 +368,7 @@ class Upstream:
                     ) as sub:
                         async for note in sub:
                             self._handle_change(note.method, note.params)
-                except ServerError as exc:  # it answered, but will not stream: live without
+                except wire.ServerError as exc:  # it answered, but will not stream: live without
                     log.info("upstream %s refused subscriptions/listen: %s", self.name, exc)
                     return
                 except Exception as exc:
@@ -303,16 +380,16 @@ class Upstream:
             # cancelled by watch(): listen again with the new resource set
 
     async def _check_health(self, client: Client) -> None:
-        interval = self.config.health_interval
+        interval = self.health_interval
         while True:
             await anyio.sleep(interval)
             try:
                 await client.ping(timeout=max(interval, 5.0))
-            except ServerError:
+            except wire.ServerError:
                 continue  # an error answer is still an answer
-            except RequestTimeoutError as exc:
+            except wire.RequestTimeoutError as exc:
                 log.warning("upstream %s is slow to answer: %s", self.name, exc)
-            except (TransportError, OSError) as exc:
+            except (wire.TransportError, OSError) as exc:
                 self._fail(client, f"health check failed: {exc}")
                 return
 
@@ -330,7 +407,7 @@ class Upstream:
         self._handle_change(note.method, note.params)
 
     def _handle_change(self, method: str, params: dict[str, Any]) -> None:
-        kind = _CHANGED.get(method)
+        kind = CHANGED.get(method)
         if kind is not None:
             self._listings.pop(kind, None)
             if kind == "resources":
@@ -345,7 +422,7 @@ class Upstream:
             raise UpstreamUnavailable(self.name, self.error or "not connected")
         return self.client
 
-    #: See :class:`~mcpkit.gateway.replicas.ReplicaSet` (``safe`` is its retry flag).
+    #: See :class:`~mcpkit.compose.replicas.ReplicaSet` (``safe`` is its retry flag).
     replicated = False
 
     async def call(
@@ -367,11 +444,11 @@ class Upstream:
             return await fn(client)
         except McpError:
             raise
-        except RequestTimeoutError as exc:  # (a TimeoutError, hence an OSError: not dead)
+        except wire.RequestTimeoutError as exc:  # (a TimeoutError, hence an OSError: not dead)
             raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
         except (
-            ConnectError,
-            ConnectionClosedError,
+            wire.ConnectError,
+            wire.ConnectionClosedError,
             ConnectionError,
             OSError,
             anyio.BrokenResourceError,
@@ -382,7 +459,8 @@ class Upstream:
         except ClientError as exc:
             raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
         except Exception as exc:  # an OAuth failure of [upstream.auth], as the caller's error
-            converted = credentials_error(self.name, exc) if self._auth is not None else None
+            hook = self._auth_error
+            converted = hook(self.name, exc) if hook is not None else None
             if converted is None:
                 raise
             raise converted from None
@@ -404,7 +482,7 @@ class Upstream:
         scope = "public"
         for _ in range(100):
             params = {"cursor": cursor} if cursor else None
-            with own_identity():  # cached for every caller: never one caller's view
+            with self._shared():  # cached for every caller: never one caller's view
                 page = await self.call(partial(_request, method=method, params=params))
             items = page.get(member) or []
             page_items.extend(i for i in items if isinstance(i, dict))

@@ -1,14 +1,16 @@
-"""Guardrails: code the gateway runs on every request and every answer, which may refuse
+"""Guardrails: code a server runs on every request and every answer, which may refuse
 the request, redact the answer or annotate it.
 
-A guardrail is a :class:`mcpkit.server.Middleware` (so it also works in front of an
-ordinary server) with two simpler hooks: :meth:`Guardrail.check_request` (before the
-upstream is called: refuse with :meth:`Guardrail.refuse`, or replace ``ctx.params``) and
-:meth:`Guardrail.check_answer` (after: return the answer to pass on, changed or not).
-Refusals are JSON-RPC errors with the guardrail's code and name, recorded in the audit
-line as ``guardrail:<name>``; other calls are not affected.
+A guardrail is a :class:`mcpkit.server.Middleware` (``Server(middleware=[...])`` on any
+server, a proxy's first of all) with two simpler hooks: :meth:`Guardrail.check_request`
+(before the handler or upstream is called: refuse with :meth:`Guardrail.refuse`, or
+replace ``ctx.params``) and :meth:`Guardrail.check_answer` (after: return the answer to
+pass on, changed or not).  Refusals are JSON-RPC errors with the guardrail's code and
+name (the gateway's audit line records them as ``guardrail:<name>``); other calls are
+not affected.
 
-Configured in the gateway's TOML, in order (the first is the outermost layer)::
+The gateway builds them from its TOML with :func:`build_guardrails`, in order (the first
+is the outermost layer)::
 
     [[guardrail]]
     kind = "tool_poisoning"       # built in: flag (default) or hide suspicious tools
@@ -22,9 +24,9 @@ Configured in the gateway's TOML, in order (the first is the outermost layer)::
     class = "my_guards:NoDeletes" # your own Guardrail subclass; other keys are its kwargs
     code = -32050
 
-Everything is checked when the config is loaded (an unknown kind, a regex that does not
-compile, a class that cannot be imported or built is a config error naming the
-guardrail), so a live reload with a broken guardrail keeps the old config.
+Everything is checked when they are built (an unknown kind, a regex that does not
+compile, a class that cannot be imported or built is a ``ValueError`` naming the
+guardrail), so a gateway's live reload with a broken guardrail keeps the old config.
 
 Answers are seen as parsed JSON on every path: the fast lane to a 2026-07-28 upstream
 decodes each answer once and hands the guardrails that result.  A path that forwarded
@@ -38,18 +40,17 @@ import importlib
 import logging
 import re
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..protocol.poisoning import tool_flags
-from ..server.middleware import CallNext, Middleware, wrap
-from ..types.errors import McpError
-from .config import ConfigError
+from ...protocol.poisoning import tool_flags
+from ...types.errors import McpError
+from . import CallNext, Middleware
 
 if TYPE_CHECKING:
-    from ..server.context import Context
+    from ..context import Context
 
 __all__ = [
     "GUARDRAIL_REFUSED",
@@ -57,12 +58,11 @@ __all__ = [
     "GuardrailRefusal",
     "SecretRedaction",
     "ToolPoisoning",
-    "parse_guardrails",
+    "build_guardrails",
     "reads_answers",
-    "run_guarded",
 ]
 
-log = logging.getLogger("mcpkit.gateway")
+log = logging.getLogger("mcpkit.server")
 
 #: The default code of a guardrail's refusal (outside the JSON-RPC/MCP reserved range,
 #: next to the gateway's -31001 unauthenticated, -31003 forbidden, -31029 rate limited).
@@ -73,7 +73,6 @@ META_KEY = "io.mcpkit.gateway/guardrails"
 _PLUMBING = frozenset(
     {"requestState", "resultType", "taskId", "nextCursor", "cursor", "mimeType", "blob", "uri"}
 )
-Route = Callable[["Context", str, dict[str, Any]], Awaitable[tuple[dict[str, Any], str | None]]]
 
 
 class GuardrailRefusal(McpError):
@@ -139,15 +138,27 @@ def _name_of(ctx: Context) -> str | None:
     return value if isinstance(value, str) else None
 
 
+async def _definition(ctx: Context, name: str) -> dict[str, Any] | None:
+    """The called tool's definition: the server's ``tool_definition(name)`` when it has
+    one (a gateway asks its upstream), else its own registered tool's."""
+    lookup = getattr(ctx.server, "tool_definition", None)
+    if lookup is not None:
+        found: dict[str, Any] | None = await lookup(name)
+        return found
+    entry = ctx.server.tools.get(name)
+    wire = getattr(entry, "wire", None)
+    return wire if isinstance(wire, dict) else None
+
+
 # --------------------------------------------------------------------------- built-ins
 
 
 class ToolPoisoning(Guardrail):
-    """Upstream tools whose definitions try to instruct the model or hide text (the
+    """Tools whose definitions try to instruct the model or hide text (the
     detector the host uses, :func:`mcpkit.protocol.poisoning.tool_flags`).
 
     ``action = "flag"`` (default) keeps the tool and annotates it: its ``_meta`` gets
-    ``{"io.mcpkit.gateway/guardrails": {<name>: [reasons]}}`` and the gateway logs one
+    ``{"io.mcpkit.gateway/guardrails": {<name>: [reasons]}}`` and the server logs one
     warning per tool.  ``action = "hide"`` leaves it out of ``tools/list`` and refuses
     calls to it, also from a client that never listed."""
 
@@ -176,8 +187,7 @@ class ToolPoisoning(Guardrail):
         if self.action != "hide" or ctx.method != "tools/call":
             return
         name = _name_of(ctx)
-        lookup = getattr(ctx.server, "tool_definition", None)
-        tool = await lookup(name) if lookup is not None and name is not None else None
+        tool = await _definition(ctx, name) if name is not None else None
         flags = self._flags(tool) if tool is not None else []
         if flags:
             self.refuse(
@@ -273,55 +283,42 @@ BUILT_IN: dict[str, type[Guardrail]] = {
 # --------------------------------------------------------------------------- wiring
 
 
-async def run_guarded(
-    guards: Sequence[Guardrail], ctx: Context, route: Route
-) -> tuple[dict[str, Any], str | None]:
-    """``route`` (the gateway's: request -> result and upstream name) inside the
-    guardrails' layers; the route reads ``ctx.params`` as the guardrails left them."""
-    upstream: list[str | None] = [None]
-
-    async def handler(inner: Context) -> dict[str, Any]:
-        result, upstream[0] = await route(inner, inner.method, inner.params)
-        return result
-
-    result = await wrap(handler, ctx.method, guards)(ctx)
-    return result, upstream[0]
-
-
 def reads_answers(guards: Sequence[Middleware], method: str, name: str | None) -> bool:
     """Whether some guardrail needs the parsed answer (see the module docstring)."""
     return any(not isinstance(g, Guardrail) or g.reads_answers(method, name) for g in guards)
 
 
-def parse_guardrails(items: Any, base_dir: Path | None) -> tuple[Guardrail, ...]:
-    """``[[guardrail]]`` tables -> built guardrails (config errors name the table)."""
+def build_guardrails(items: Any, base_dir: Path | None = None) -> tuple[Guardrail, ...]:
+    """Guardrail tables (``{"kind": ...}`` or ``{"class": "module:Name"}``, the other
+    keys their arguments) -> built guardrails; a ``ValueError`` names the bad table.
+    ``class`` modules are imported from ``sys.path`` or ``base_dir``."""
     if not isinstance(items, list):
-        raise ConfigError("[[guardrail]] must be an array of tables")
+        raise ValueError("[[guardrail]] must be an array of tables")
     out: list[Guardrail] = []
     for index, item in enumerate(items):
         where = f"guardrail[{index}]"
         if not isinstance(item, dict):
-            raise ConfigError(f"{where} must be a table")
+            raise ValueError(f"{where} must be a table")
         options = dict(item)
         kind, path = options.pop("kind", None), options.pop("class", None)
         name = options.pop("name", None)
         if (kind is None) == (path is None):
-            raise ConfigError(f"{where} needs exactly one of kind or class")
+            raise ValueError(f"{where} needs exactly one of kind or class")
         if kind is not None:
             cls = BUILT_IN.get(kind)
             if cls is None:
-                raise ConfigError(f"{where}.kind must be one of {', '.join(BUILT_IN)}")
+                raise ValueError(f"{where}.kind must be one of {', '.join(BUILT_IN)}")
         else:
             cls = _load_class(path, where, base_dir)
         label = name or kind or cls.__name__
         if not isinstance(label, str) or not label:
-            raise ConfigError(f"{where}.name must be a non-empty string")
+            raise ValueError(f"{where}.name must be a non-empty string")
         if any(g.name == label for g in out):
-            raise ConfigError(f"{where}: another guardrail is named {label!r} (set name)")
+            raise ValueError(f"{where}: another guardrail is named {label!r} (set name)")
         try:
             guard = cls(**options)
         except Exception as exc:
-            raise ConfigError(f"{where} ({label}): {exc}") from None
+            raise ValueError(f"{where} ({label}): {exc}") from None
         guard.name = label
         out.append(guard)
     return tuple(out)
@@ -330,7 +327,7 @@ def parse_guardrails(items: Any, base_dir: Path | None) -> tuple[Guardrail, ...]
 def _load_class(path: Any, where: str, base_dir: Path | None) -> type[Guardrail]:
     """``module:Name``, importable from ``sys.path`` or the config file's folder."""
     if not isinstance(path, str) or not re.fullmatch(r"[\w.]+:[\w.]+", path):
-        raise ConfigError(f"{where}.class must be 'module:ClassName', got {path!r}")
+        raise ValueError(f"{where}.class must be 'module:ClassName', got {path!r}")
     module_name, _, attr = path.partition(":")
     folder = str(base_dir) if base_dir is not None else None
     added = folder is not None and folder not in sys.path
@@ -341,10 +338,12 @@ def _load_class(path: Any, where: str, base_dir: Path | None) -> type[Guardrail]
         for part in attr.split("."):
             target = getattr(target, part)
     except Exception as exc:
-        raise ConfigError(f"{where}.class {path}: cannot import it ({exc})") from None
+        raise ValueError(f"{where}.class {path}: cannot import it ({exc})") from None
     finally:
         if added:
             sys.path.remove(str(folder))
     if not (isinstance(target, type) and issubclass(target, Guardrail)):
-        raise ConfigError(f"{where}.class {path} is not a mcpkit.gateway.guardrails.Guardrail")
+        raise ValueError(
+            f"{where}.class {path} is not a mcpkit.server.middleware.guardrails.Guardrail"
+        )
     return target

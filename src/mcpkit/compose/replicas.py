@@ -1,8 +1,9 @@
-"""Failover across replicas: one upstream served by several URLs (``url = [a, b]``).
+"""Failover across replicas: one upstream served by several URLs (``proxy([a, b])``, or a
+gateway's ``url = [a, b]``).
 
-Each replica is an ordinary :class:`~mcpkit.gateway.upstream.Upstream` with its own
+Each replica is an ordinary :class:`~mcpkit.compose.upstream.Upstream` with its own
 connection, health checks and reconnect loop; this class presents them as one upstream
-to the rest of the gateway.  Calls go round robin over the replicas that are connected
+to its owner (a proxy, a gateway).  Calls go round robin over the replicas that are connected
 (the health checks take a dead one out of the rotation and put it back when it answers
 again).  When a replica fails *during* a call that is safe to repeat (lists, reads,
 prompts, completions, and tools annotated ``idempotentHint`` or ``readOnlyHint``), the
@@ -16,20 +17,19 @@ replicated upstream is forwarded through the client path rather than the raw fas
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
 
 from ..client import Client
-from ..compose.proxy import UpstreamUnavailable
-from .config import UpstreamConfig
-from .upstream import Upstream
+from .upstream import Upstream, UpstreamUnavailable
 
-log = logging.getLogger("mcpkit.gateway")
+__all__ = ["AnyUpstream", "ReplicaSet", "make_upstream", "replica_urls", "retry_safe"]
+
+log = logging.getLogger("mcpkit.compose")
 
 
 class ReplicaSet:
@@ -37,21 +37,15 @@ class ReplicaSet:
     #: Replicas take the client path (see the module docstring).
     lane = None
 
-    def __init__(
-        self,
-        config: UpstreamConfig,
-        on_change: Callable[[str, str, str | None], None],
-        *,
-        cache: bool = True,
-    ) -> None:
-        self.config = config
-        self.cache = cache
-        self.name = config.name
-        self.prefix = config.prefix
-        self.replicas = [
-            Upstream(dataclasses.replace(config, url=url, replicas=()), on_change, cache=cache)
-            for url in config.replicas
-        ]
+    def __init__(self, name: str, urls: Sequence[str], **options: Any) -> None:
+        """``options`` are each replica's (see :class:`~mcpkit.compose.upstream.Upstream`)."""
+        self.name = name
+        self.replicas = [Upstream(name, url, **options) for url in urls]
+        first = self.replicas[0]
+        self.cache, self.prefix, self.source = first.cache, first.prefix, first.source
+        self.timeout = first.timeout
+        #: The first replica's URL (they are one server).
+        self.url = first.url
         self._turn = itertools.count()
         self.first_attempt = anyio.Event()
 
@@ -73,7 +67,7 @@ class ReplicaSet:
     def error(self) -> str | None:
         if self.client is not None:
             return None
-        return "; ".join(f"{r.config.url}: {r.error}" for r in self.replicas)
+        return "; ".join(f"{r.url}: {r.error}" for r in self.replicas)
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -103,14 +97,14 @@ class ReplicaSet:
             try:
                 return await replica.call(fn, front)
             except UpstreamUnavailable as exc:
-                tried.append(f"{replica.config.url}: {exc.message}")
+                tried.append(f"{replica.url}: {exc.message}")
                 if not safe:
                     raise
                 log.warning(
                     "upstream %s: replica %s failed during a call; retrying it on another "
                     "replica (%s)",
                     self.name,
-                    replica.config.url,
+                    replica.url,
                     exc.message,
                 )
         raise UpstreamUnavailable(
@@ -172,14 +166,36 @@ class ReplicaSet:
                 tg.start_soon(replica.retire, grace, timeout)
 
 
-#: What the gateway routes to: one connection, or a set of replicas.
+#: What a proxy or a gateway forwards to: one connection, or a set of replicas.
 AnyUpstream = Upstream | ReplicaSet
 
 
-def make_upstream(
-    config: UpstreamConfig, on_change: Callable[[str, str, str | None], None], *, cache: bool
-) -> AnyUpstream:
-    """An :class:`Upstream`, or a :class:`ReplicaSet` when the config lists replicas."""
-    if config.replicas:
-        return ReplicaSet(config, on_change, cache=cache)
-    return Upstream(config, on_change, cache=cache)
+def replica_urls(target: Any) -> list[str] | None:
+    """The replica URLs when ``target`` is a list of several ``http(s)://`` URLs (a list
+    of other strings is a command line)."""
+    if (
+        isinstance(target, (list, tuple))
+        and len(target) > 1
+        and all(isinstance(t, str) and t.startswith(("http://", "https://")) for t in target)
+    ):
+        return list(target)
+    return None
+
+
+def make_upstream(name: str, target: Any, **options: Any) -> AnyUpstream:
+    """An :class:`Upstream`, or a :class:`ReplicaSet` when ``target`` lists replicas."""
+    urls = replica_urls(target)
+    if urls is not None:
+        return ReplicaSet(name, urls, **options)
+    return Upstream(name, target, **options)
+
+
+def retry_safe(method: str, tool: dict[str, Any] | None) -> bool:
+    """Whether a replica failure mid-call may be retried on another replica: reads,
+    and tools that say repeating them is harmless (idempotent or read-only)."""
+    if method != "tools/call":
+        return True  # resources/read, prompts/get
+    notes = tool.get("annotations") if tool is not None else None
+    if not isinstance(notes, dict):
+        return False
+    return notes.get("idempotentHint") is True or notes.get("readOnlyHint") is True

@@ -1,6 +1,7 @@
-"""The gateway's fast lane: a 2026-07-28 call forwarded to a 2026-07-28 HTTP upstream.
+"""The fast lane: a 2026-07-28 call forwarded to a 2026-07-28 HTTP upstream (by a proxy
+or the gateway).
 
-A modern call through the gateway needs nothing of the client stack but the wire: no
+A modern call through a proxy needs nothing of the client stack but the wire: no
 session, no server->client requests (input comes back as an ``InputRequiredResult``,
 which passes through untouched), no resumption (closing the stream cancels).  So it
 skips httpx and the client's per-request machinery and goes straight onto a pooled
@@ -39,17 +40,17 @@ from ..transports.client_base import (
     ProtocolViolationError,
     RequestTimeoutError,
 )
-from ..transports.client_http_wire import body_answer, unwrap_answer
+from ..transports.client_http_wire import body_answer, event_message, unwrap_answer
 from ..transports.http11 import Http11Pool, RawResponse
 from ..types import jsonrpc
-from ..types.codec import DecodeError, decode, encode
+from ..types.codec import encode
 from ..types.errors import McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import METHODS
 from ..types.versions import META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION
 from .deadlines import Deadline, Deadlines
 
-__all__ = ["FastLane", "ResultTooLarge"]
+__all__ = ["FastLane", "ResultTooLarge", "capped"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
@@ -70,8 +71,8 @@ class ResultTooLarge(McpError):
         seen = f"{size} bytes" if size is not None else "more"
         super().__init__(
             -32603,
-            f"The upstream answer to {what} is too large ({seen}; the gateway passes at most "
-            f"{limit} bytes: raise max_result_bytes or result_caps to allow it)",
+            f"The upstream answer to {what} is too large ({seen}; at most {limit} bytes "
+            "pass: raise max_result_bytes or result_caps to allow it)",
             {"limit": limit, **({"size": size} if size is not None else {})},
         )
 
@@ -297,14 +298,7 @@ class FastLane:
                     continue
                 if len(event.data) > limit:
                     raise ResultTooLarge(method, limit, len(event.data))
-                try:
-                    message = decode(event.data)
-                    kind = jsonrpc.classify(message)
-                except (DecodeError, McpError) as exc:
-                    raise ProtocolViolationError(
-                        f"{self.url} sent an event that is not JSON-RPC on the stream of "
-                        f"{method} ({exc})"
-                    ) from None
+                kind, message = event_message(event.data, self.url, method)
                 if kind in (Kind.RESULT, Kind.ERROR):
                     if message.get("id") == request_id or kind is Kind.ERROR:
                         return unwrap_answer(message, method)
@@ -329,3 +323,13 @@ def _streamed(response: RawResponse) -> bool:
     """Whether the answer is an SSE stream (else a JSON body)."""
     kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
     return response.status == 200 and kind == b"text/event-stream"
+
+
+def capped(result: dict[str, Any], what: str, limit: int) -> dict[str, Any]:
+    """The answer-size cap on the paths that hand over a parsed result (client, bridged,
+    stdio): measured as the JSON it is re-sent as.  The fast lane stops reading at the
+    cap itself, so its answers are already within it."""
+    size = len(encode(result))
+    if size > limit:
+        raise ResultTooLarge(what, limit, size)
+    return result

@@ -1,4 +1,4 @@
-"""The direct path's watch for clients going away (``gateway/deadlines.py``: ``Watches``).
+"""The direct path's watch for clients going away (``compose/deadlines.py``: ``Watches``).
 
 One timer looks at the calls in flight and gives a watcher (a task reading the request's
 ``receive``) only to those still waiting after ``WATCH_AFTER_S``: a call that ends sooner
@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import MutableMapping
 from typing import Any
 
-from mcpkit.gateway.deadlines import WATCH_AFTER_S, Watches
+from mcpkit.compose.deadlines import WATCH_AFTER_S, Watches
 
 
 class Client:

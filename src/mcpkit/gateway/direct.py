@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..auth.resource_server import replay_body
 from ..compose.bridge import TRACE_KEYS
+from ..compose.deadlines import Watches
 from ..compose.upstream import Upstream
 from ..protocol import headers as hdr
 from ..transports.http.app import read_post_body
@@ -57,7 +58,6 @@ from ..types.versions import (
     META_PROTOCOL_VERSION,
     TASKS_EXTENSION,
 )
-from .deadlines import Watches
 from .middleware import Record, check_access, check_limits, failed, finish
 from .policy import Caller
 from .routing import ProxyTool

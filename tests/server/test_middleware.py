@@ -294,6 +294,38 @@ async def test_rate_limit_budgets_are_per_principal() -> None:
     assert refused.value.code == RATE_LIMITED
 
 
+async def test_rate_limit_on_redis_is_shared_and_asyncio_counts_without_a_thread(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two limiters (two replicas) on one real Redis share a budget.  On asyncio the
+    counting uses limits' async Redis client, so no check waits on a worker thread; under
+    trio the synchronous client runs on one."""
+    from support.servers import redis_server
+
+    hops: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append("thread")
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    with redis_server() as port:
+        url = f"redis://127.0.0.1:{port}"
+        rule = RateRule("3/minute", methods=("tools/call",))
+        one, two = (RateLimit(rule, storage_url=url, key_prefix="t") for _ in range(2))
+        assert (await one.check("alice", "tools/call", "echo")).allowed
+        assert (await two.check("alice", "tools/call", "echo")).allowed
+        assert (await one.check("alice", "tools/call", "echo")).allowed
+        refused = await two.check("alice", "tools/call", "echo")
+        assert not refused.allowed and refused.retry_after_s >= 1
+        assert (await two.check("bob", "tools/call", "echo")).allowed  # per principal
+    if anyio_backend == "asyncio":
+        assert hops == []
+    else:
+        assert hops
+
+
 @pytest.mark.parametrize("era", ERAS)
 async def test_timing_logs_one_structured_line_per_request(
     era: Any, caplog: pytest.LogCaptureFixture

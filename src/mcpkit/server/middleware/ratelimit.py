@@ -23,6 +23,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import sniffio
 
 from ...types.errors import McpError
 from ...types.methods import METHODS
@@ -88,15 +89,26 @@ class RateLimit(Middleware):
                 raise ValueError("per must be 'principal' or 'global'")
             named = rule if rule.name else RateRule(**{**rule.__dict__, "name": f"rule{index}"})
             self.rules.append((named, parse(rule.limit)))
-        # The synchronous strategy: its memory storage never blocks and works on asyncio
-        # and trio alike (limits' async memory storage needs asyncio); a networked
-        # storage's calls go to a worker thread, off the event loop.
+        # Memory: the synchronous strategy, a plain call that never blocks, on asyncio and
+        # trio alike (limits' async memory storage needs asyncio).  A networked storage:
+        # limits' async Redis client on asyncio (what the gateway runs on: no thread hop
+        # per check); under trio, or another storage, the synchronous client on a thread.
         self._memory = storage_url.startswith("memory")
-        #: In memory the count is a plain call; a networked storage waits on a thread.
+        #: In memory the count is a plain call; a networked storage waits on the network.
         self.waits = not self._memory
         options = {} if self._memory else {"key_prefix": key_prefix}
-        store = storage.storage_from_string(storage_url, **options)
-        self._limiter = strategies.MovingWindowRateLimiter(store)
+        self._limiter = strategies.MovingWindowRateLimiter(
+            storage.storage_from_string(storage_url, **options)
+        )
+        self._async_limiter: Any = None
+        if storage_url.startswith(("redis://", "rediss://")):  # redis-py's asyncio client
+            from limits.aio import strategies as aio_strategies
+
+            self._async_limiter = aio_strategies.MovingWindowRateLimiter(
+                storage.storage_from_string(
+                    "async+" + storage_url, implementation="redispy", **options
+                )
+            )
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         method = ctx.method
@@ -131,20 +143,23 @@ class RateLimit(Middleware):
             ):
                 continue
             key = (rule.name, method, name or "", principal if rule.per == "principal" else "*")
-            if not await self._call(self._limiter.test, item, key):
+            if not await self._call("test", item, key):
                 return await self._refusal(rule, item, key)
             charged.append((rule, item, key))
         for rule, item, key in charged if charge else ():
-            if not await self._call(self._limiter.hit, item, key):
+            if not await self._call("hit", item, key):
                 return await self._refusal(rule, item, key)
         return _ALLOWED
 
-    async def _call(self, fn: Any, item: Any, key: tuple[str, ...]) -> Any:
+    async def _call(self, what: str, item: Any, key: tuple[str, ...]) -> Any:
         if self._memory:
-            return fn(item, *key)
+            return getattr(self._limiter, what)(item, *key)
+        if self._async_limiter is not None and sniffio.current_async_library() == "asyncio":
+            return await getattr(self._async_limiter, what)(item, *key)
+        fn = getattr(self._limiter, what)
         return await anyio.to_thread.run_sync(lambda: fn(item, *key))
 
     async def _refusal(self, rule: RateRule, item: Any, key: tuple[str, ...]) -> Verdict:
-        stats = await self._call(self._limiter.get_window_stats, item, key)
+        stats = await self._call("get_window_stats", item, key)
         retry = max(1, math.ceil(stats.reset_time - time.time()))
         return Verdict(False, rule.name, retry, rule.limit)

@@ -19,7 +19,8 @@ serves it with the same functions as the server's path, called directly:
   recorded as :func:`.middleware.audited` records them (its :func:`~.middleware.failed`
   and :func:`~.middleware.finish`: the same audit line, metrics and refusals);
 * the forwarding: :func:`mcpkit.compose.lane.pass_through` (the fast lane with its
-  answer-size cap and upstream timeout, retagging, ``serverInfo`` stripped), then the
+  answer-size cap and upstream timeout, ``serverInfo`` stripped), task ids retagged
+  (:meth:`.server.GatewayServer.retag`), then the
   answer's own fields (:meth:`~mcpkit.server.Server.modern_result`);
 * a client that goes away cancels the request's task, which closes the upstream
   connection: the upstream's handler is cancelled too.  Watched as every mcpkit HTTP

@@ -25,7 +25,7 @@ import functools
 import itertools
 import re
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import httpx
@@ -34,6 +34,7 @@ from ..client import Client, telemetry
 from ..protocol import headers as hdr
 from ..protocol.correlation import note_sent
 from ..runtime.compat import sse_events
+from ..server.mount import strip_server_info
 from ..transports.client_base import (
     ConnectError,
     ConnectionClosedError,
@@ -44,13 +45,22 @@ from ..transports.client_http_wire import body_answer, event_message, unwrap_ans
 from ..transports.http11 import Http11Pool, RawResponse
 from ..types import jsonrpc
 from ..types.codec import encode
-from ..types.errors import McpError
+from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import METHODS
-from ..types.versions import META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION
+from ..types.versions import (
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+)
 from .deadlines import Deadline, Deadlines
 
-__all__ = ["FastLane", "ResultTooLarge", "capped"]
+if TYPE_CHECKING:
+    from .bridge import FrontCall
+    from .replicas import AnyUpstream
+
+__all__ = ["FastLane", "ResultTooLarge", "capped", "pass_through"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
@@ -332,4 +342,70 @@ def capped(result: dict[str, Any], what: str, limit: int) -> dict[str, Any]:
     size = len(encode(result))
     if size > limit:
         raise ResultTooLarge(what, limit, size)
+    return result
+
+
+async def pass_through(
+    upstream: AnyUpstream,
+    method: str,
+    params: dict[str, Any],
+    passed: dict[str, Any],
+    *,
+    headers: dict[str, str] | None,
+    progress: ProgressRelay | None,
+    limit: int,
+    what: str | None,
+    front: FrontCall | None,
+    safe: bool,
+    bare: bool = False,
+) -> dict[str, Any]:
+    """A modern front call to a modern upstream, passed through untouched
+    (``inputRequests``, ``requestState`` and task results flow both ways) with the front's
+    ``passed`` meta: over the fast lane when the upstream has one, else (or when the
+    upstream refuses the lane's version) through the client.  The answer comes without the
+    upstream's server info.  Over ``limit`` bytes it is refused: the lane stops reading
+    there; the client's answer is measured (:func:`capped`) unless ``what`` is None (no
+    cap was configured, the client's own message limit holds).  A proxy's call and the
+    gateway's direct path (``front=None``, ``bare``, see :meth:`FastLane.request`) both
+    forward here; ``params`` may hold the front's ``_meta``, which is never sent on."""
+    lane = upstream.lane
+    if lane is not None:
+        try:
+            answer = await upstream.call(
+                lambda c: lane.request(
+                    c,
+                    method,
+                    params,  # (the lane sends a copy with its own _meta in)
+                    passed,
+                    headers=headers,
+                    progress=progress,
+                    limit=limit,
+                    bare=bare,
+                ),
+                front,
+                safe=safe,
+            )
+            return _own_server_info_out(answer)
+        except McpError as exc:
+            if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
+                raise
+            # the client path negotiates another version and retries
+    clean = {k: v for k, v in params.items() if k != "_meta"}
+    answer = await upstream.call(
+        lambda c: c.request(method, clean, meta=passed, headers=headers, on_progress=progress),
+        front,
+        safe=safe,
+    )
+    answer = strip_server_info(answer)
+    return answer if what is None else capped(answer, what, limit)
+
+
+def _own_server_info_out(result: dict[str, Any]) -> dict[str, Any]:
+    """:func:`~mcpkit.server.mount.strip_server_info` in place, for a fast-lane answer:
+    freshly decoded and nobody else's, so its ``_meta`` need not be copied."""
+    meta = result.get("_meta")
+    if isinstance(meta, dict) and META_SERVER_INFO in meta:
+        del meta[META_SERVER_INFO]
+        if not meta:
+            del result["_meta"]
     return result

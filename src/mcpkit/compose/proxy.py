@@ -52,11 +52,11 @@ from ..server.middleware import build_chains
 from ..server.mount import strip_server_info
 from ..server.server import Server
 from ..transports.client_base import ServerError
-from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError, invalid_params
+from ..types.errors import McpError, invalid_params
 from ..types.methods import METHODS
 from ..types.versions import TASKS_EXTENSION, Era
 from .bridge import FrontCall, bridged_call, forwarded_meta, progress_relay
-from .lane import MAX_ANSWER_BYTES, capped
+from .lane import MAX_ANSWER_BYTES, capped, pass_through
 from .replicas import AnyUpstream, make_upstream, retry_safe
 from .upstream import UpstreamUnavailable
 
@@ -351,38 +351,29 @@ class ProxyServer(Server):
         limit: int,
         what: str,
     ) -> dict[str, Any]:
-        """A modern call to a modern upstream, untouched: over the fast lane when the
-        upstream has one (and accepts its version), else through the client; an answer
-        over ``limit`` bytes is refused (:class:`~mcpkit.compose.lane.ResultTooLarge`)."""
-        method = ctx.method
-        params = {k: v for k, v in ctx.params.items() if k != "_meta"}
-        passed = forwarded_meta(ctx, capabilities=True, tasks=True)
+        """A modern call to a modern upstream, untouched (:func:`.lane.pass_through`); an
+        answer over ``limit`` bytes is refused (:class:`~mcpkit.compose.lane.ResultTooLarge`),
+        the upstream's errors become the proxy's own (see :meth:`_upstream`)."""
+        params = ctx.params
         headers = None
         if tool is not None and tool[0] and self.link.url is not None:
             headers = expected_param_headers(tool[0], params.get("arguments"))
-        lane = self.link.lane
-        front = FrontCall(ctx)  # (the upstream's log messages reach the front client)
-        if lane is not None:
-            try:
-                return await self._upstream(
-                    ctx,
-                    lambda c: lane.request(
-                        c, method, params, passed, headers=headers, progress=progress, limit=limit
-                    ),
-                    front,
-                    safe=safe,
-                )
-            except McpError as exc:
-                if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
-                    raise
-                # the client path negotiates another version and retries
-        result = await self._upstream(
-            ctx,
-            lambda c: c.request(method, params, meta=passed, on_progress=progress, headers=headers),
-            front,
-            safe=safe,
-        )
-        return capped(result, what, limit) if self._cap is not None else result
+        try:
+            result = await pass_through(
+                self.link,
+                ctx.method,
+                params,
+                forwarded_meta(ctx, capabilities=True, tasks=True),
+                headers=headers,
+                progress=progress,
+                limit=limit,
+                what=what if self._cap is not None else None,
+                front=FrontCall(ctx),  # (the upstream's log messages reach the front client)
+                safe=safe,
+            )
+        except ServerError as exc:
+            raise McpError(exc.code, exc.message, exc.data) from None
+        return self._shape(ctx, result)
 
 
 @contextlib.asynccontextmanager

@@ -18,8 +18,9 @@ serves it with the same functions as the server's path, called directly:
 * the policy: :func:`.middleware.check_access` and :func:`.middleware.check_limits`,
   recorded as :func:`.middleware.audited` records them (its :func:`~.middleware.failed`
   and :func:`~.middleware.finish`: the same audit line, metrics and refusals);
-* the forwarding: :meth:`.server.GatewayServer.pass_through` (the fast lane with its
-  answer-size cap and upstream timeout, retagging, ``serverInfo`` stripped), then the
+* the forwarding: :func:`mcpkit.compose.lane.pass_through` (the fast lane with its
+  answer-size cap and upstream timeout, ``serverInfo`` stripped), task ids retagged
+  (:meth:`.server.GatewayServer.retag`), then the
   answer's own fields (:meth:`~mcpkit.server.Server.modern_result`);
 * a client that goes away cancels the request's task, which closes the upstream
   connection: the upstream's handler is cancelled too.  Watched as every mcpkit HTTP
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from ..auth.resource_server import replay_body
 from ..compose.bridge import TRACE_KEYS
 from ..compose.deadlines import Watches
+from ..compose.lane import pass_through
 from ..compose.upstream import Upstream
 from ..protocol import headers as hdr
 from ..transports.http.app import read_post_body
@@ -123,7 +125,7 @@ class DirectCalls:
                 if server.limiter.rules:
                     await check_limits(server, who, METHOD, name)
                 params["name"] = original  # (the request's own, decoded here: renamed in place)
-                result = await server.pass_through(
+                answer = await pass_through(
                     upstream,
                     METHOD,
                     params,
@@ -138,6 +140,7 @@ class DirectCalls:
                     safe=False,
                     bare=True,
                 )
+                result = server.retag(upstream, answer)
                 record.upstream = upstream.name
                 if result.get("resultType") == "input_required":
                     outcome = "input_required"

@@ -29,8 +29,6 @@ from typing import Any, cast
 
 import anyio
 
-from ..compose.bridge import FrontCall
-from ..compose.lane import capped
 from ..compose.proxy import ProxyServer
 from ..compose.replicas import AnyUpstream
 from ..protocol.headers import expected_param_headers
@@ -38,15 +36,11 @@ from ..runtime.changes import ChangeEvent
 from ..server.context import Context
 from ..server.middleware import build_chains, wrap
 from ..server.middleware.ratelimit import RateLimit
-from ..server.mount import check_names, merge_capabilities, strip_server_info
+from ..server.mount import TASK_SEPARATOR, check_names, merge_capabilities
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
-from ..types.errors import (
-    UNSUPPORTED_PROTOCOL_VERSION,
-    McpError,
-    invalid_params,
-)
-from ..types.versions import META_SERVER_INFO, Era
+from ..types.errors import McpError, invalid_params
+from ..types.versions import Era
 from . import views
 from .audit import AuditLog
 from .config import GatewayConfig
@@ -58,7 +52,6 @@ from .routing import ProxyTool, name_owner
 
 log = logging.getLogger("mcpkit.gateway")
 
-TASK_SEPARATOR = "~"
 #: What the gateway routes to its upstreams (everything else is the server's own).
 ROUTED = (
     "server/discover",
@@ -298,58 +291,6 @@ class GatewayServer(Server):
                 items.append(item)
         return {**result, member: items}
 
-    async def pass_through(
-        self,
-        upstream: AnyUpstream,
-        method: str,
-        params: dict[str, Any],
-        passed: dict[str, Any],
-        *,
-        headers: dict[str, str] | None,
-        progress: Any,
-        limit: int,
-        what: str,
-        front: FrontCall | None,
-        safe: bool,
-        bare: bool = False,
-    ) -> dict[str, Any]:
-        """A modern front call to a modern upstream, passed through untouched
-        (``inputRequests``, ``requestState`` and task results flow both ways) with the
-        front's ``passed`` meta: over the fast lane when the upstream has one, else (or
-        when the upstream refuses the lane's version) through the client.  The server's
-        path and the direct path (:mod:`.direct`: ``front=None``, ``bare``, see
-        :meth:`.forward.FastLane.request`) both forward here."""
-        lane = upstream.lane
-        if lane is not None:
-            try:
-                answer = await upstream.call(
-                    lambda c: lane.request(
-                        c,
-                        method,
-                        params,  # (the lane sends a copy with its own _meta in)
-                        passed,
-                        headers=headers,
-                        progress=progress,
-                        limit=limit,
-                        bare=bare,
-                    ),
-                    front,
-                    safe=safe,
-                )
-                return self._retag(upstream, _own_server_info_out(answer))
-            except McpError as exc:
-                if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
-                    raise
-                # the client path negotiates another version and retries
-        answer = await upstream.call(
-            lambda c: c.request(
-                method, _clean(params), meta=passed, headers=headers, on_progress=progress
-            ),
-            front,
-            safe=safe,
-        )
-        return self._retag(upstream, strip_server_info(capped(answer, what, limit)))
-
     async def tool_definition(self, name: str) -> dict[str, Any] | None:
         """The upstream's definition of the (namespaced) tool ``name``, for guardrails."""
         found = await name_owner(self.upstreams, name)
@@ -373,8 +314,9 @@ class GatewayServer(Server):
                 tool = self._proxy_tools[name] = ProxyTool({**wire, "name": name})
         return tool
 
-    def _retag(self, upstream: AnyUpstream, result: dict[str, Any]) -> dict[str, Any]:
-        """Task ids name their upstream so tasks/* can be routed back."""
+    def retag(self, upstream: AnyUpstream, result: dict[str, Any]) -> dict[str, Any]:
+        """Task ids name their upstream so tasks/* can be routed back (the direct path's
+        answers: a mounted proxy's are retagged by the mount)."""
         task_id = result.get("taskId")
         if (
             isinstance(task_id, str)
@@ -398,18 +340,3 @@ def param_headers(tool: ProxyTool | None, params: dict[str, Any]) -> dict[str, s
     if tool is None or not tool.header_params:
         return None
     return expected_param_headers(tool.header_params, params.get("arguments"))
-
-
-def _own_server_info_out(result: dict[str, Any]) -> dict[str, Any]:
-    """:func:`~mcpkit.server.mount.strip_server_info` in place, for a fast-lane answer:
-    freshly decoded and nobody else's, so its ``_meta`` need not be copied."""
-    meta = result.get("_meta")
-    if isinstance(meta, dict) and META_SERVER_INFO in meta:
-        del meta[META_SERVER_INFO]
-        if not meta:
-            del result["_meta"]
-    return result
-
-
-def _clean(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if k != "_meta"}

@@ -194,17 +194,23 @@ class Endpoint:
                 with anyio.move_on_after(remaining if remaining != math.inf else None):
                     await waiter.done.wait()
         except BaseException:
-            if self.outgoing.forget(rid) is not None and self.closed is None:
-                with (
-                    anyio.CancelScope(shield=True),
-                    anyio.move_on_after(1),
-                    contextlib.suppress(Exception),
-                ):
-                    await self.notify("notifications/cancelled", {"requestId": rid})
+            await self._abandon(rid)
             raise
         if waiter.error is not None:
             raise waiter.error
         return waiter.value or {}
+
+    async def _abandon(self, rid: RequestId) -> None:
+        """A request given up on (its timeout, a cancellation, a failed write): forgotten,
+        and the peer told with ``notifications/cancelled`` while the endpoint is open (at
+        most a second, shielded: the caller may be cancelled already)."""
+        if self.outgoing.forget(rid) is not None and self.closed is None:
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(1),
+                contextlib.suppress(Exception),
+            ):
+                await self.notify("notifications/cancelled", {"requestId": rid})
 
     # ------------------------------------------------------------------ receiving
     async def run(self, chunks: AsyncIterator[bytes]) -> None:

@@ -16,7 +16,6 @@ import stat
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -412,13 +411,7 @@ class PipeEndpoint(Endpoint):
                 if waiter.expired:
                     raise RequestTimeout(method, timeout or 0)
             except BaseException:
-                if outgoing.forget(rid) is not None and self.closed is None:
-                    with (
-                        anyio.CancelScope(shield=True),
-                        anyio.move_on_after(1),
-                        suppress(Exception),
-                    ):
-                        await self.notify("notifications/cancelled", {"requestId": rid})
+                await self._abandon(rid)
                 raise
             if waiter.error is not None:
                 raise waiter.error

@@ -47,6 +47,26 @@ class Middleware:
     ``ctx`` is the request's :class:`~mcpkit.server.Context` (``ctx.method``,
     ``ctx.params``, ``ctx.era``, ``ctx.principal``, ``ctx.request_id``); ``call_next(ctx)``
     runs the rest of the chain and returns the result dict (or raises ``McpError``).
+
+    The hooks, each ``async def hook(self, ctx, call_next) -> dict``:
+
+    - ``on_request``: every request, before its operation hook.
+    - ``on_call_tool``: around ``tools/call`` (``ctx.params['name']``, ``['arguments']``):
+      change the params before ``call_next``, the result after, or answer without
+      calling it.
+    - ``on_read_resource``: around ``resources/read`` (``ctx.params['uri']``).
+    - ``on_get_prompt``: around ``prompts/get`` (``ctx.params['name']``,
+      ``['arguments']``).
+    - ``on_list_tools``, ``on_list_resources``, ``on_list_resource_templates``,
+      ``on_list_prompts``: may filter ``result['tools']``, ``['resources']``,
+      ``['resourceTemplates']``, ``['prompts']`` (copy the list: the server caches it).
+    - ``on_complete``: around ``completion/complete``.
+    - ``on_notification``: a notification from the client
+      (``notifications/initialized``, ``notifications/cancelled``, ...); the result is
+      ignored.
+
+    In the base class they are one function under every name: a hook a subclass leaves
+    alone is still that function, which is how :func:`wrap` knows to add no layer for it.
     """
 
     #: Whether a hook may wait on something other than ``call_next`` (I/O, a sleep, a
@@ -63,46 +83,12 @@ class Middleware:
     waits: bool = True
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        """Every request, before its operation hook."""
+        """Pass the request on unchanged (every hook of the base class; see the class)."""
         return await call_next(ctx)
 
-    async def on_call_tool(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        """Around ``tools/call`` (``ctx.params['name']``, ``['arguments']``): change the params
-        before ``call_next``, the result after, or answer without calling it."""
-        return await call_next(ctx)
-
-    async def on_read_resource(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        """Around ``resources/read`` (``ctx.params['uri']``)."""
-        return await call_next(ctx)
-
-    async def on_get_prompt(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        """Around ``prompts/get`` (``ctx.params['name']``, ``['arguments']``)."""
-        return await call_next(ctx)
-
-    async def on_list_tools(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        """May filter ``result["tools"]`` (copy the list: the server caches it)."""
-        return await call_next(ctx)
-
-    async def on_list_resources(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        """May filter ``result['resources']`` (copy the list: the server caches it)."""
-        return await call_next(ctx)
-
-    async def on_list_resource_templates(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        """May filter ``result['resourceTemplates']`` (copy the list: the server caches it)."""
-        return await call_next(ctx)
-
-    async def on_list_prompts(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        """May filter ``result['prompts']`` (copy the list: the server caches it)."""
-        return await call_next(ctx)
-
-    async def on_complete(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        """Around ``completion/complete``."""
-        return await call_next(ctx)
-
-    async def on_notification(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        """A notification from the client (``notifications/initialized``,
-        ``notifications/cancelled``, ...); the result is ignored."""
-        return await call_next(ctx)
+    on_call_tool = on_read_resource = on_get_prompt = on_request
+    on_list_tools = on_list_resources = on_list_resource_templates = on_list_prompts = on_request
+    on_complete = on_notification = on_request
 
 
 def _overrides(middleware: Middleware, hook: str) -> bool:

@@ -264,6 +264,11 @@ def test_spoofed_mcp_name_is_rejected_and_not_counted(gateway: gwkit.Proc, mint:
 def test_audit_log_records_each_outcome(gateway: gwkit.Proc, mint: Minter, log_dir: Path) -> None:
     gwkit.call(gateway.url, "tools/list")  # 401
     gwkit.call(gateway.url, "tools/list", token="garbage")  # 401
+    session = gwkit.LegacySession(gateway.url)  # a legacy initialize without a token: 401
+    try:
+        _assert_login_challenge(session.initialize())
+    finally:
+        session.close()
     gwkit.call(gateway.url, "tools/call", {"name": "test_error_handling"}, token=mint("audit-a"))
     frank = mint("audit-frank")
     for _ in range(LIMIT + 1):
@@ -277,7 +282,7 @@ def test_audit_log_records_each_outcome(gateway: gwkit.Proc, mint: Minter, log_d
     assert len(unauthenticated) >= 2
     assert all(e["principal"] is None for e in unauthenticated)
     assert any(e["method"] == "tools/list" for e in unauthenticated)
-    # The legacy initialize refused in test_missing_token_is_401 is there with its method.
+    # The legacy initialize refused above is there with its method.
     assert any(e["method"] == "initialize" for e in unauthenticated)
     denied = [e for e in entries if e["outcome"] == "denied" and e["principal"] == "audit-a"]
     assert [(e["method"], e["name"]) for e in denied] == [("tools/call", "test_error_handling")]

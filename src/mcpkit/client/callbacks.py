@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..transports.client_base import ProgressHandler
 from .errors import InputRequestError
 from .models import CreateMessageResult, ElicitResult, Notification, Root
 
@@ -37,8 +38,10 @@ LogHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
 NotificationHandler = Callable[[Notification], Awaitable[None] | None]
 """Any other server notification (legacy list changes, resource updates, ...)."""
 
-ProgressCallback = Callable[[dict[str, Any]], Awaitable[None] | None]
-"""``notifications/progress`` params (``progress``, ``total``, ``message``) of one request."""
+ProgressCallback = ProgressHandler
+"""``notifications/progress`` params (``progress``, ``total``, ``message``) of one request:
+the transports' :data:`~mcpkit.transports.client_base.ProgressHandler`, under the client's
+public name (one definition)."""
 
 _ACTIONS = ("accept", "decline", "cancel")
 

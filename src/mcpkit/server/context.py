@@ -14,7 +14,7 @@ from ..runtime.exchange import Exchange
 from ..types.errors import invalid_params, missing_capability
 from ..types.jsonrpc import RequestId
 from ..types.methods import INPUT_REQUEST_CAPABILITY
-from ..types.versions import LOG_LEVEL_RANK
+from ..types.versions import LOG_LEVEL_RANK, Era
 from .mrtr import InputRound, NeedInput
 from .request import RequestInfo
 
@@ -117,7 +117,7 @@ class Context:
         return self.meta.protocol_version
 
     @property
-    def era(self) -> str:
+    def era(self) -> Era:
         return self.meta.era
 
     @property

@@ -232,8 +232,10 @@ class FastLane:
                 ) from None
             try:
                 # Most answers are JSON that came whole with their head: read at once,
-                # without the reading coroutines.
-                whole = None if _streamed(response) else response.read_now(limit)
+                # without the reading coroutines (the usual exact content type needs no
+                # parsing to tell it from an SSE stream).
+                plain = response.header(b"content-type") == b"application/json"
+                whole = response.read_now(limit) if plain or not _streamed(response) else None
                 if whole is not None:
                     return self._result(whole, response.status, method)
                 pending = _Pending(method, request_id, token, progress, deadline, limit)

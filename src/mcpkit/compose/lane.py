@@ -151,16 +151,18 @@ class FastLane:
         headers: dict[str, str] | None = None,
         progress: ProgressRelay | None = None,
         limit: int = MAX_ANSWER_BYTES,
-        bare: bool = False,
+        bare: Deadline | None = None,
     ) -> Coroutine[Any, Any, dict[str, Any]]:
         """One request, to await: the upstream's result, or its error raised
         (:class:`ResultTooLarge` past ``limit`` bytes, read no further).  In a CLIENT span
         when the client traces.  (A plain function: the coroutine it returns is the
         request's own, one frame less on every resumption of a forwarded call.)
 
-        ``bare``: ``meta`` carries the front client's capabilities and no span of ours is
-        current (the gateway's direct path), so the client's own ``_meta`` is reduced to
-        what identifies it, not rebuilt (capabilities, trace context) and overridden."""
+        ``bare``: the gateway's direct path's registration of the call (its
+        :class:`~.deadlines.Watch`), which serves as its deadline; ``meta`` then carries
+        the front client's capabilities and no span of ours is current, so the client's own
+        ``_meta`` is reduced to what identifies it, not rebuilt (capabilities, trace
+        context) and overridden."""
         if getattr(client.session, "traced", False):
             return telemetry.traced(
                 method,
@@ -177,7 +179,7 @@ class FastLane:
                     headers=headers,
                     progress=progress,
                     limit=limit,
-                    bare=False,
+                    bare=None,
                 ),
             )
         return self._request(
@@ -194,10 +196,10 @@ class FastLane:
         headers: dict[str, str] | None,
         progress: ProgressRelay | None,
         limit: int,
-        bare: bool,
+        bare: Deadline | None,
     ) -> dict[str, Any]:
         token = f"gw-{next(self._tokens)}" if progress is not None else None
-        if bare:
+        if bare is not None:
             session = client.session
             own = {
                 META_PROTOCOL_VERSION: session.version,
@@ -218,7 +220,7 @@ class FastLane:
         body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
         data = self._head(method, params, own, headers, len(body)) + body
         deadlines = self._deadlines
-        deadline = deadlines.enter() if deadlines is not None else None
+        deadline = deadlines.enter(bare) if deadlines is not None else None
         try:  # (the exchange inline: one frame less on each wake-up)
             try:
                 response = await self.pool.request(
@@ -359,7 +361,7 @@ async def pass_through(
     what: str | None,
     front: FrontCall | None,
     safe: bool,
-    bare: bool = False,
+    bare: Deadline | None = None,
 ) -> dict[str, Any]:
     """A modern front call to a modern upstream, passed through untouched
     (``inputRequests``, ``requestState`` and task results flow both ways) with the front's
@@ -368,7 +370,7 @@ async def pass_through(
     upstream's server info.  Over ``limit`` bytes it is refused: the lane stops reading
     there; the client's answer is measured (:func:`capped`) unless ``what`` is None (no
     cap was configured, the client's own message limit holds).  A proxy's call and the
-    gateway's direct path (``front=None``, ``bare``, see :meth:`FastLane.request`) both
+    gateway's direct path (``front=None``, ``bare`` its watch, see :meth:`FastLane.request`) both
     forward here; ``params`` may hold the front's ``_meta``, which is never sent on."""
     lane = upstream.lane
     if lane is not None:

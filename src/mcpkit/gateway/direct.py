@@ -26,7 +26,7 @@ serves it with the same functions as the server's path, called directly:
   connection: the upstream's handler is cancelled too.  Watched as every mcpkit HTTP
   request is (``transports.http.modern.finish_native``: a watcher once the call has
   waited 50 ms), by one timer for all the calls in flight (:class:`.deadlines.Watches`)
-  rather than one armed and cancelled per call.
+  rather than one armed and cancelled per call; the watch is the lane's deadline too.
 
 Anything else takes the server's path, with the body replayed when it was already read:
 another method or era, a task-augmented call or an MRTR resume, a progress token or log
@@ -138,7 +138,7 @@ class DirectCalls:
                     what=f"{METHOD} {name}",
                     front=None,
                     safe=False,
-                    bare=True,
+                    bare=watch,
                 )
                 result = server.retag(upstream, answer)
                 record.upstream = upstream.name

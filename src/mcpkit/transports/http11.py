@@ -166,9 +166,6 @@ class _Connection(asyncio.Protocol):
         if self.error is not None:
             raise self.error
 
-    def reusable(self) -> bool:
-        return self.keep_alive and not self.closed and self.error is None
-
     def close(self) -> None:
         self.closed = True
         if self.transport is not None:
@@ -422,7 +419,13 @@ class Http11Pool:
 
     def _release(self, conn: _Connection) -> None:
         self._slots.release()
-        if self._closed or not conn.complete or not conn.reusable():
+        if (  # (done, and reusable: kept alive, not closed, no error)
+            self._closed
+            or not conn.complete
+            or not conn.keep_alive
+            or conn.closed
+            or conn.error is not None
+        ):
             conn.close()
             return
         idle = self._idle.setdefault(conn.key, deque())

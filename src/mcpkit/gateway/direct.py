@@ -204,7 +204,10 @@ class DirectCalls:
         if not isinstance(upstream, Upstream) or upstream.lane is None:
             return None  # replicas, https://, stdio, openapi, [upstream.oauth]
         client = upstream.client
-        if client is None or client.era != "modern" or getattr(client.session, "traced", False):
+        if client is None:
+            return None
+        session = client.session  # (its era read without the two properties)
+        if session.rules is None or session.rules.name != "modern" or session.traced:
             return None
         return upstream, original, tool
 

@@ -389,7 +389,14 @@ async def pass_through(
                 front,
                 safe=safe,
             )
-            return _own_server_info_out(answer)
+            # The server info out, in place: a lane answer is freshly decoded and
+            # nobody else's, so its ``_meta`` need not be copied (``strip_server_info``).
+            meta = answer.get("_meta")
+            if isinstance(meta, dict) and META_SERVER_INFO in meta:
+                del meta[META_SERVER_INFO]
+                if not meta:
+                    del answer["_meta"]
+            return answer
         except McpError as exc:
             if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise
@@ -402,14 +409,3 @@ async def pass_through(
     )
     answer = strip_server_info(answer)
     return answer if what is None else capped(answer, what, limit)
-
-
-def _own_server_info_out(result: dict[str, Any]) -> dict[str, Any]:
-    """:func:`~mcpkit.server.mount.strip_server_info` in place, for a fast-lane answer:
-    freshly decoded and nobody else's, so its ``_meta`` need not be copied."""
-    meta = result.get("_meta")
-    if isinstance(meta, dict) and META_SERVER_INFO in meta:
-        del meta[META_SERVER_INFO]
-        if not meta:
-            del result["_meta"]
-    return result

@@ -232,14 +232,15 @@ class FastLane:
                 raise ConnectionClosedError(
                     f"the connection to {self.url} failed while sending {method}: {exc}"
                 ) from None
+            # Most answers are JSON that came whole with their head: read at once,
+            # without the reading coroutines (the usual exact content type needs no
+            # parsing to tell it from an SSE stream), and the connection is back in the
+            # pool already (nothing to close).
+            plain = response.header(b"content-type") == b"application/json"
+            whole = response.read_now(limit) if plain or not _streamed(response) else None
+            if whole is not None:
+                return self._result(whole, response.status, method)
             try:
-                # Most answers are JSON that came whole with their head: read at once,
-                # without the reading coroutines (the usual exact content type needs no
-                # parsing to tell it from an SSE stream).
-                plain = response.header(b"content-type") == b"application/json"
-                whole = response.read_now(limit) if plain or not _streamed(response) else None
-                if whole is not None:
-                    return self._result(whole, response.status, method)
                 pending = _Pending(method, request_id, token, progress, deadline, limit)
                 return await self._answer(response, pending)
             except httpx.HTTPError as exc:

@@ -375,9 +375,12 @@ async def pass_through(
     forward here; ``params`` may hold the front's ``_meta``, which is never sent on."""
     lane = upstream.lane
     if lane is not None:
+        # The direct path (``bare``) takes only upstreams whose client does not trace:
+        # no span to open, the request's own coroutine straight away.
+        send = lane.request if bare is None else lane._request
         try:
-            answer = await upstream.call(
-                lambda c: lane.request(
+            answer: dict[str, Any] = await upstream.call(
+                lambda c: send(
                     c,
                     method,
                     params,  # (the lane sends a copy with its own _meta in)

@@ -424,7 +424,11 @@ class Http11Pool:
         return conn
 
     def _release(self, conn: _Connection) -> None:
-        self._slots.release()
+        slots = self._slots
+        if slots.waiters:
+            slots.release()
+        else:  # (nobody waits for a slot, the usual case: release() without its call)
+            slots.free += 1
         if (  # (done, and reusable: kept alive, not closed, no error)
             self._closed
             or not conn.complete

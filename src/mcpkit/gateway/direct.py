@@ -140,7 +140,8 @@ class DirectCalls:
                     safe=False,
                     bare=watch,
                 )
-                result = server.retag(upstream, answer)
+                # (retag: only an answer with a task id has one to name its upstream in)
+                result = server.retag(upstream, answer) if "taskId" in answer else answer
                 record.upstream = upstream.name
                 if result.get("resultType") == "input_required":
                     outcome = "input_required"

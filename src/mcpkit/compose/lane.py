@@ -216,7 +216,8 @@ class FastLane:
         wire = dict(params)
         wire["_meta"] = own
         request_id = next(self._ids)
-        note_sent(request_id)
+        if bare is None:  # (only a traced client's span collects the ids: never bare)
+            note_sent(request_id)
         body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
         data = self._head(method, params, own, headers, len(body)) + body
         deadlines = self._deadlines

@@ -15,7 +15,8 @@ The direct path (:mod:`.direct`) watches for its client going away the same way
 task, as every mcpkit HTTP request does (``transports.http.modern``), but rather than a
 loop timer armed and cancelled per call (~3 µs), one timer ticks every 25 ms while calls
 are in flight and starts the watchers of those that have waited long enough: 50 to 75 ms
-after they started, never sooner.
+after they started, never sooner.  Such a call's :class:`Watch` is its lane deadline too
+(:meth:`Deadlines.enter` takes it): the call's task is looked up once, not twice.
 """
 
 from __future__ import annotations
@@ -68,12 +69,19 @@ class Deadlines:
         self._handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def enter(self) -> Deadline:
-        """The current task's deadline, from now; :meth:`leave` it when the call ends."""
+    def enter(self, call: Deadline | None = None) -> Deadline:
+        """The current task's deadline, from now; :meth:`leave` it when the call ends.
+        ``call``: the current task's call as registered already (the direct path's
+        :class:`Watch`), which becomes the deadline instead of a new one."""
         loop = asyncio.get_running_loop()
-        task = asyncio.current_task(loop)
-        assert task is not None
-        deadline = Deadline(task, loop.time() + self.timeout)
+        if call is None:
+            task = asyncio.current_task(loop)
+            assert task is not None
+            deadline = Deadline(task, loop.time() + self.timeout)
+        else:
+            deadline = call
+            deadline.when = loop.time() + self.timeout
+            deadline.cancelling = call.task.cancelling()
         if self._loop is not loop:  # (a lane used from another loop: tests, restarts)
             self._calls = {d: None for d in self._calls if d.task.get_loop() is loop}
             self._loop, self._handle = loop, None
@@ -97,16 +105,20 @@ class Deadlines:
         self._handle = loop.call_later(self.tick, self._sweep) if self._calls else None
 
 
-class Watch:
+class Watch(Deadline):
     """One call whose client may go away: its task, its ``receive``, since when it waits,
     and its watcher once it has one.  The watcher cancels the task (as
     :class:`~mcpkit.transports.http.asgi.TaskCanceller` does, and :meth:`settle` tells the
-    same way whether the cancellation was the watch's)."""
+    same way whether the cancellation was the watch's).  A :class:`Deadline` too, not yet
+    entered: the lane's, once the call reaches its lane (:meth:`Deadlines.enter`)."""
 
-    __slots__ = ("called", "receive", "since", "task", "watcher")
+    __slots__ = ("called", "receive", "since", "watcher")
 
     def __init__(self, task: asyncio.Task[Any], receive: Receive, since: float) -> None:
         self.task = task
+        self.when = float("inf")
+        self.cancelling = 0
+        self.expired = False
         self.receive = receive
         self.since = since
         self.called = False

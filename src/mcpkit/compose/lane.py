@@ -151,16 +151,18 @@ class FastLane:
         headers: dict[str, str] | None = None,
         progress: ProgressRelay | None = None,
         limit: int = MAX_ANSWER_BYTES,
-        bare: bool = False,
+        bare: Deadline | None = None,
     ) -> Coroutine[Any, Any, dict[str, Any]]:
         """One request, to await: the upstream's result, or its error raised
         (:class:`ResultTooLarge` past ``limit`` bytes, read no further).  In a CLIENT span
         when the client traces.  (A plain function: the coroutine it returns is the
         request's own, one frame less on every resumption of a forwarded call.)
 
-        ``bare``: ``meta`` carries the front client's capabilities and no span of ours is
-        current (the gateway's direct path), so the client's own ``_meta`` is reduced to
-        what identifies it, not rebuilt (capabilities, trace context) and overridden."""
+        ``bare``: the gateway's direct path's registration of the call (its
+        :class:`~.deadlines.Watch`), which serves as its deadline; ``meta`` then carries
+        the front client's capabilities and no span of ours is current, so the client's own
+        ``_meta`` is reduced to what identifies it, not rebuilt (capabilities, trace
+        context) and overridden."""
         if getattr(client.session, "traced", False):
             return telemetry.traced(
                 method,
@@ -177,7 +179,7 @@ class FastLane:
                     headers=headers,
                     progress=progress,
                     limit=limit,
-                    bare=False,
+                    bare=None,
                 ),
             )
         return self._request(
@@ -194,10 +196,10 @@ class FastLane:
         headers: dict[str, str] | None,
         progress: ProgressRelay | None,
         limit: int,
-        bare: bool,
+        bare: Deadline | None,
     ) -> dict[str, Any]:
         token = f"gw-{next(self._tokens)}" if progress is not None else None
-        if bare:
+        if bare is not None:
             session = client.session
             own = {
                 META_PROTOCOL_VERSION: session.version,
@@ -214,11 +216,12 @@ class FastLane:
         wire = dict(params)
         wire["_meta"] = own
         request_id = next(self._ids)
-        note_sent(request_id)
+        if bare is None:  # (only a traced client's span collects the ids: never bare)
+            note_sent(request_id)
         body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
         data = self._head(method, params, own, headers, len(body)) + body
         deadlines = self._deadlines
-        deadline = deadlines.enter() if deadlines is not None else None
+        deadline = deadlines.enter(bare) if deadlines is not None else None
         try:  # (the exchange inline: one frame less on each wake-up)
             try:
                 response = await self.pool.request(
@@ -230,12 +233,15 @@ class FastLane:
                 raise ConnectionClosedError(
                     f"the connection to {self.url} failed while sending {method}: {exc}"
                 ) from None
+            # Most answers are JSON that came whole with their head: read at once,
+            # without the reading coroutines (the usual exact content type needs no
+            # parsing to tell it from an SSE stream), and the connection is back in the
+            # pool already (nothing to close).
+            plain = response.header(b"content-type") == b"application/json"
+            whole = response.read_now(limit) if plain or not _streamed(response) else None
+            if whole is not None:
+                return self._result(whole, response.status, method)
             try:
-                # Most answers are JSON that came whole with their head: read at once,
-                # without the reading coroutines.
-                whole = None if _streamed(response) else response.read_now(limit)
-                if whole is not None:
-                    return self._result(whole, response.status, method)
                 pending = _Pending(method, request_id, token, progress, deadline, limit)
                 return await self._answer(response, pending)
             except httpx.HTTPError as exc:
@@ -357,7 +363,7 @@ async def pass_through(
     what: str | None,
     front: FrontCall | None,
     safe: bool,
-    bare: bool = False,
+    bare: Deadline | None = None,
 ) -> dict[str, Any]:
     """A modern front call to a modern upstream, passed through untouched
     (``inputRequests``, ``requestState`` and task results flow both ways) with the front's
@@ -366,13 +372,16 @@ async def pass_through(
     upstream's server info.  Over ``limit`` bytes it is refused: the lane stops reading
     there; the client's answer is measured (:func:`capped`) unless ``what`` is None (no
     cap was configured, the client's own message limit holds).  A proxy's call and the
-    gateway's direct path (``front=None``, ``bare``, see :meth:`FastLane.request`) both
+    gateway's direct path (``front=None``, ``bare`` its watch, see :meth:`FastLane.request`) both
     forward here; ``params`` may hold the front's ``_meta``, which is never sent on."""
     lane = upstream.lane
     if lane is not None:
+        # The direct path (``bare``) takes only upstreams whose client does not trace:
+        # no span to open, the request's own coroutine straight away.
+        send = lane.request if bare is None else lane._request
         try:
-            answer = await upstream.call(
-                lambda c: lane.request(
+            answer: dict[str, Any] = await upstream.call(
+                lambda c: send(
                     c,
                     method,
                     params,  # (the lane sends a copy with its own _meta in)
@@ -385,7 +394,14 @@ async def pass_through(
                 front,
                 safe=safe,
             )
-            return _own_server_info_out(answer)
+            # The server info out, in place: a lane answer is freshly decoded and
+            # nobody else's, so its ``_meta`` need not be copied (``strip_server_info``).
+            meta = answer.get("_meta")
+            if isinstance(meta, dict) and META_SERVER_INFO in meta:
+                del meta[META_SERVER_INFO]
+                if not meta:
+                    del answer["_meta"]
+            return answer
         except McpError as exc:
             if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise
@@ -398,14 +414,3 @@ async def pass_through(
     )
     answer = strip_server_info(answer)
     return answer if what is None else capped(answer, what, limit)
-
-
-def _own_server_info_out(result: dict[str, Any]) -> dict[str, Any]:
-    """:func:`~mcpkit.server.mount.strip_server_info` in place, for a fast-lane answer:
-    freshly decoded and nobody else's, so its ``_meta`` need not be copied."""
-    meta = result.get("_meta")
-    if isinstance(meta, dict) and META_SERVER_INFO in meta:
-        del meta[META_SERVER_INFO]
-        if not meta:
-            del result["_meta"]
-    return result

@@ -437,7 +437,9 @@ class Upstream:
         Errors the upstream answered with pass through as they are; failures to reach it
         become :class:`UpstreamUnavailable`; other client-side failures (timeouts, invalid
         answers) an internal error naming the upstream."""
-        client = self.live()
+        client = self.client  # (live(), inline: once per forwarded call)
+        if client is None:
+            raise UpstreamUnavailable(self.name, self.error or "not connected")
         token = self.fronts.enter(front) if front is not None else None
         self._inflight.append(front)
         try:

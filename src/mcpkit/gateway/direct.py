@@ -26,7 +26,7 @@ serves it with the same functions as the server's path, called directly:
   connection: the upstream's handler is cancelled too.  Watched as every mcpkit HTTP
   request is (``transports.http.modern.finish_native``: a watcher once the call has
   waited 50 ms), by one timer for all the calls in flight (:class:`.deadlines.Watches`)
-  rather than one armed and cancelled per call.
+  rather than one armed and cancelled per call; the watch is the lane's deadline too.
 
 Anything else takes the server's path, with the body replayed when it was already read:
 another method or era, a task-augmented call or an MRTR resume, a progress token or log
@@ -138,9 +138,10 @@ class DirectCalls:
                     what=f"{METHOD} {name}",
                     front=None,
                     safe=False,
-                    bare=True,
+                    bare=watch,
                 )
-                result = server.retag(upstream, answer)
+                # (retag: only an answer with a task id has one to name its upstream in)
+                result = server.retag(upstream, answer) if "taskId" in answer else answer
                 record.upstream = upstream.name
                 if result.get("resultType") == "input_required":
                     outcome = "input_required"
@@ -204,7 +205,10 @@ class DirectCalls:
         if not isinstance(upstream, Upstream) or upstream.lane is None:
             return None  # replicas, https://, stdio, openapi, [upstream.oauth]
         client = upstream.client
-        if client is None or client.era != "modern" or getattr(client.session, "traced", False):
+        if client is None:
+            return None
+        session = client.session  # (its era read without the two properties)
+        if session.rules is None or session.rules.name != "modern" or session.traced:
             return None
         return upstream, original, tool
 

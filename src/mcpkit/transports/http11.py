@@ -90,7 +90,9 @@ class _Connection(asyncio.Protocol):
         if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
             self.paused = True
             self.transport.pause_reading()
-        self._wake()
+        waiter = self.waiter  # (_wake, inline: once per read of the socket)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def eof_received(self) -> bool:
         self.closed = True
@@ -165,9 +167,6 @@ class _Connection(asyncio.Protocol):
             self.waiter = None
         if self.error is not None:
             raise self.error
-
-    def reusable(self) -> bool:
-        return self.keep_alive and not self.closed and self.error is None
 
     def close(self) -> None:
         self.closed = True
@@ -260,7 +259,11 @@ class RawResponse:
         conn = self._conn
         if conn is None or not conn.complete or len(conn.pending) != 1 or conn.buffered > limit:
             return None
-        body = conn.take()[0]
+        body = conn.pending[0]  # (take(), inline)
+        conn.pending, conn.buffered = [], 0
+        if conn.paused and conn.transport is not None and not conn.closed:
+            conn.paused = False
+            conn.transport.resume_reading()
         self._conn = None
         self._pool._release(conn)
         return body
@@ -403,7 +406,7 @@ class Http11Pool:
             if conn.closed or now - conn.idle_since > MAX_IDLE_S:
                 conn.close()
                 continue
-            conn.reset()
+            conn.headers, conn.headers_done, conn.complete = [], False, False  # (reset())
             conn.received_any = False
             return conn
         return None
@@ -421,8 +424,18 @@ class Http11Pool:
         return conn
 
     def _release(self, conn: _Connection) -> None:
-        self._slots.release()
-        if self._closed or not conn.complete or not conn.reusable():
+        slots = self._slots
+        if slots.waiters:
+            slots.release()
+        else:  # (nobody waits for a slot, the usual case: release() without its call)
+            slots.free += 1
+        if (  # (done, and reusable: kept alive, not closed, no error)
+            self._closed
+            or not conn.complete
+            or not conn.keep_alive
+            or conn.closed
+            or conn.error is not None
+        ):
             conn.close()
             return
         idle = self._idle.setdefault(conn.key, deque())

@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md, the public API, and what ``import mcpkit`` costs.
+"""The layering of docs/architecture.md, the public API, and what ``import mcpkit`` costs.
 
 Layers, lowest first (a module may import only its own layer and lower ones):
 
@@ -42,9 +42,9 @@ LAYERS: dict[str, int] = {
     "gateway": 7,
     # Composition (issue #18): proxies, transforms, OpenAPI import; a server and a client.
     "compose": 7,
-    # Not in DESIGN.md's list: the OAuth resource-server policy and the client-side OAuth
-    # flow.  It imports only types; the HTTP app takes its policy (``McpHttpApp(auth=)``),
-    # and the gateway and cli use it, so it sits beside protocol.
+    # The OAuth resource-server policy and the client-side OAuth flow: it imports only
+    # types; the HTTP app takes its policy (``McpHttpApp(auth=)``), and the gateway and cli
+    # use it, so it sits beside protocol.
     "auth": 1,
     # The ASGI body loop that transports.http and auth.resource_server share (asgi.py):
     # below both, it imports nothing of mcpkit.
@@ -134,7 +134,8 @@ def _params() -> list[object]:
         if name in KNOWN_VIOLATIONS:
             marks.append(
                 pytest.mark.xfail(
-                    strict=True, reason=f"BUG (DESIGN.md layering): {KNOWN_VIOLATIONS[name]}"
+                    strict=True,
+                    reason=f"BUG (layering of docs/architecture.md): {KNOWN_VIOLATIONS[name]}",
                 )
             )
         out.append(pytest.param(path, id=name, marks=marks))

@@ -1,16 +1,20 @@
 """The client's public surface and its place in the layers.
 
 ``mcpkit.client.__all__`` is the promise (a change to it should be deliberate), and the
-import rules of DESIGN.md hold: the client imports transports and below, never the server,
-host or gateway; the client transports never import the client.
+import rules of docs/architecture.md hold: the client imports transports and below, never
+the server, host or gateway; the client transports never import the client.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 from pathlib import Path
 
 import mcpkit.client
+from mcpkit.client.options import ProcessOptions
+from mcpkit.transports.client_stdio import StdioTransport
 
 SRC = Path(mcpkit.client.__file__).resolve().parents[1]
 
@@ -78,6 +82,16 @@ def test_public_names() -> None:
     assert issubclass(mcpkit.client.ServerError, mcpkit.client.ClientError)
     assert issubclass(mcpkit.client.ServerError, mcpkit.McpError)
     assert issubclass(mcpkit.client.RequestTimeoutError, TimeoutError)
+
+
+def test_process_options_are_the_stdio_transports_arguments() -> None:
+    """A client's ProcessOptions reach StdioTransport field by field, by name: each field
+    must be a keyword argument of the transport, with the same default."""
+    arguments = inspect.signature(StdioTransport).parameters
+    for option in dataclasses.fields(ProcessOptions):
+        assert option.name in arguments, option.name
+        assert arguments[option.name].kind is inspect.Parameter.KEYWORD_ONLY
+        assert arguments[option.name].default == option.default, option.name
 
 
 def imports_of(path: Path) -> set[str]:

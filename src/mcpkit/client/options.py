@@ -97,7 +97,9 @@ class HttpOptions:
 
 @dataclass(slots=True)
 class ProcessOptions:
-    """How a stdio server process is started and stopped; ignored by the other transports."""
+    """How a stdio server process is started and stopped; ignored by the other transports.
+    Each field is the :class:`~mcpkit.transports.client_stdio.StdioTransport` keyword
+    argument of the same name, with the same default."""
 
     #: Environment for a stdio server, on top of ours (see ``inherit_env``).
     env: Mapping[str, str] | None = None
@@ -267,15 +269,13 @@ def transport_for(
         return cast(ClientTransport, target)
     if not command:
         raise ValueError("empty server command")
-    process = options.process
-    return StdioTransport(
-        command,
-        env=process.env,
-        inherit_env=process.inherit_env,
-        cwd=process.cwd,
-        stderr=process.stderr,
-        shutdown_grace=process.shutdown_grace,
-    )
+    return StdioTransport(command, **_transport_arguments(options.process))
+
+
+def _transport_arguments(process: ProcessOptions) -> dict[str, Any]:
+    """The process options as :class:`StdioTransport`'s keyword arguments: each field is one
+    of them, by the same name (tests/client/test_client_api.py holds the two together)."""
+    return {option.name: getattr(process, option.name) for option in dataclasses.fields(process)}
 
 
 def _sse_transport(url: str, http: HttpOptions) -> ClientTransport:

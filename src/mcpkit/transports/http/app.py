@@ -63,7 +63,7 @@ class HttpAuth(Protocol):
     """What the app needs of an authentication policy (:class:`mcpkit.auth.BearerAuth`).
 
     The app takes the policy rather than the policy building the app, so ``mcpkit.auth``
-    imports nothing of the transports or the server (the layering of DESIGN.md)."""
+    imports nothing of the transports or the server (the layering in docs/architecture.md)."""
 
     @property
     def path(self) -> str: ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -21,6 +21,9 @@ from ...runtime.stepping import Resumed, run_until_suspended
 from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import McpError
+
+if TYPE_CHECKING:
+    from .stream import ResponseWriter
 
 Scope = MutableMapping[str, Any]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -52,6 +55,16 @@ class CancellableExchange(Exchange):
         self._cancelled = True
         if self.scope is not None:
             self.scope.cancel()
+
+    if TYPE_CHECKING:
+
+        @property
+        def writer(self) -> ResponseWriter:
+            """The response the request's messages to the client go on (each era's
+            exchange keeps its own)."""
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
 
 
 class TaskCanceller:

@@ -49,6 +49,7 @@ _SESSION_ID = hdr.SESSION_ID.encode()
 
 class LegacyExchange(CancellableExchange):
     __slots__ = ("app", "headers", "session", "writer")
+    writer: ResponseWriter  # the response stream this request's messages go on
 
     def __init__(self, app: McpHttpApp, session: HttpSession, writer: ResponseWriter) -> None:
         CancellableExchange.__init__(self)  # not super(): one per request, this is cheaper
@@ -56,9 +57,6 @@ class LegacyExchange(CancellableExchange):
         self.session = session
         self.writer = writer
         self.headers: Mapping[str, str] = Exchange.headers  # set per request
-
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
-        await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def request(
         self, method: str, params: dict[str, Any], timeout: float | None = None

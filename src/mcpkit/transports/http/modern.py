@@ -79,9 +79,6 @@ class ModernExchange(CancellableExchange):
         else:
             await self._writer.final(message, status, headers)
 
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
-        await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
-
 
 #: The writer of an exchange answered without one: done, so it sends nothing more.
 _ANSWERED = ResponseWriter(None, False)  # type: ignore[arg-type]

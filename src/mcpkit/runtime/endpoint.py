@@ -571,15 +571,7 @@ class Endpoint:
         self._tg.start_soon(fn, *args)
 
 
-class Deadlines(Protocol):
-    """The deadline fields of a pending request's waiter (this module's and stdio's)."""
-
-    timeout: float
-    deadline: float
-    hard_deadline: float
-
-
-def arm(waiter: Deadlines, now: float, timeout: float, max_timeout: float | None) -> None:
+def arm(waiter: Waiter, now: float, timeout: float, max_timeout: float | None) -> None:
     """Start a request's clock: progress moves ``deadline`` on by ``timeout`` each time,
     never past ``hard_deadline`` (``max_timeout``, or ten timeouts when none is given)."""
     waiter.timeout = timeout

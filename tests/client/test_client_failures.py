@@ -151,6 +151,21 @@ async def test_stdio_server_exiting_mid_request() -> None:
     assert "tools/call" in message
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_stdio_request_after_the_server_exited_was_never_sent(anyio_backend: str) -> None:
+    """asyncio's pipe endpoint and the shared one (trio) word a closed connection alike:
+    a request it cut off was pending, one made after it was never sent."""
+    with anyio.fail_after(10):
+        async with Client(bad("exit-mid"), era="modern") as client:
+            with pytest.raises(ConnectionClosedError) as pending:
+                await client.call_tool("echo", timeout=30)
+            with pytest.raises(ConnectionClosedError) as unsent:
+                await client.call_tool("echo", timeout=30)
+    assert "exited with code 3 while tools/call was pending" in str(pending.value)
+    assert "exited with code 3 while sending tools/call" in str(unsent.value)
+    assert "worker pool exhausted" in str(unsent.value)
+
+
 async def test_stdio_server_that_never_answers() -> None:
     with anyio.fail_after(10):
         started = anyio.current_time()

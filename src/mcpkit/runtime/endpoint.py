@@ -14,6 +14,7 @@ import contextlib
 import contextvars
 import logging
 import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Protocol
 
@@ -46,10 +47,12 @@ NotificationHandler = Callable[[Message, "Endpoint"], Awaitable[None]]
 class EndpointClosed(McpError):
     """The endpoint's stream ended while a request was pending, on either role.  The
     client turns it into the public ``ConnectionClosedError`` (``transports/client_endpoint``)
-    with what it knows of why; the two names are two layers' views of one event."""
+    with what it knows of why; the two names are two layers' views of one event.
+    ``unsent``: the stream had ended before the request was written."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, *, unsent: bool = False) -> None:
         super().__init__(INTERNAL_ERROR, f"Connection closed: {detail}")
+        self.unsent = unsent
 
 
 class RequestTimeout(McpError):
@@ -57,17 +60,41 @@ class RequestTimeout(McpError):
         super().__init__(INTERNAL_ERROR, f"Request {method} timed out after {seconds:g}s")
 
 
-class _Waiter:
+class Done(Protocol):
+    """How a pending request learns that its answer came (or that it never will):
+    ``anyio.Event`` for the shared endpoint, a future for stdio's (``transports/stdio_io``).
+    The reader, :meth:`Endpoint.close` and the deadline sweep call ``set``; what
+    ``wait`` returns is true when the request's deadline passed first."""
+
+    def set(self) -> None: ...
+
+    def is_set(self) -> bool: ...
+
+    def wait(self) -> Awaitable[bool | None]: ...
+
+
+#: Puts a request's failure into the owner's words: called with the error (an
+#: :class:`McpError`: an error answer, :class:`RequestTimeout`, :class:`EndpointClosed`;
+#: or the stream's own error when a write broke), the method, its timeout and
+#: max_timeout and the seconds since the request started; returns what
+#: :meth:`Endpoint.request` raises instead.
+Explain = Callable[[Exception, str, float | None, float | None, float], Awaitable[BaseException]]
+
+
+class Waiter:
+    """One pending request: what the reader, :meth:`Endpoint.close` and progress handling
+    read and write.  Its ``done`` is made by the endpoint (:attr:`Endpoint._new_done`)."""
+
     __slots__ = ("deadline", "done", "error", "hard_deadline", "progress", "timeout", "value")
 
-    def __init__(self) -> None:
-        self.done = anyio.Event()
+    def __init__(
+        self, done: Done, progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None
+    ) -> None:
+        self.done = done
+        self.progress = progress
         self.value: dict[str, Any] | None = None
         self.error: McpError | None = None
-        self.progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None
-        self.deadline = math.inf
-        self.hard_deadline = math.inf
-        self.timeout = math.inf
+        self.deadline = self.hard_deadline = self.timeout = math.inf
 
 
 class Endpoint:
@@ -91,7 +118,7 @@ class Endpoint:
         self._write = write
         self.on_request = on_request
         self.on_notification = on_notification
-        self.outgoing: Outgoing[_Waiter] = Outgoing(id_start)
+        self.outgoing: Outgoing[Waiter] = Outgoing(id_start)
         self.incoming: Incoming[anyio.CancelScope | Unscoped] = Incoming()
         self._framer = LineFramer(max_line)
         #: The input and the lines of its current chunk not handled yet: state of the
@@ -133,6 +160,13 @@ class Endpoint:
         #: Open ``subscriptions/listen`` streams end at once.  Off for clients.
         self.drain_on_eof = False
         self._streams: set[RequestId] = set()
+        #: How :meth:`request` puts a failure into the owner's words (see :data:`Explain`);
+        #: None: it raises the endpoint's own error.
+        self.explain: Explain | None = None
+        #: What a request's waiter is told its answer came with, and the clock its
+        #: deadlines are kept on: a subclass with a cheaper way to wait sets its own.
+        self._new_done: Callable[[], Done] = anyio.Event
+        self._clock: Callable[[], float] = anyio.current_time
 
     # ------------------------------------------------------------------ sending
     async def send(self, message: Message) -> None:
@@ -165,40 +199,63 @@ class Endpoint:
         on_progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None,
     ) -> dict[str, Any]:
         """Send a request and wait for its result (raises :class:`McpError` on an error
-        response, :class:`RequestTimeout`, or :class:`EndpointClosed`).
+        response, :class:`RequestTimeout`, or :class:`EndpointClosed`; or what
+        :attr:`explain` makes of them).
 
         Progress notifications for the request extend ``timeout`` (never past
         ``max_timeout``).  On timeout or cancellation a ``notifications/cancelled`` is sent.
+        How the request is written and waited for is :meth:`_exchange`'s part.
         """
-        if self.closed is not None:
-            raise EndpointClosed(self.closed)
-        rid = request_id if request_id is not None else self.outgoing.next_id()
-        waiter = _Waiter()
-        waiter.progress = on_progress
-        self.outgoing.register(rid, method, waiter, progress_token_of(params))
-        if timeout is not None:
-            arm(waiter, anyio.current_time(), timeout, max_timeout)
+        started = time.monotonic()
         try:
-            # The deadline covers the write too: a peer that stopped reading must not
-            # block a request forever on a full pipe.
-            limit = min(waiter.deadline, waiter.hard_deadline) - anyio.current_time()
+            if self.closed is not None:
+                raise EndpointClosed(self.closed, unsent=True)
+            outgoing = self.outgoing
+            rid = request_id if request_id is not None else outgoing.next_id()
+            waiter = Waiter(self._new_done(), on_progress)
+            outgoing.register(rid, method, waiter, progress_token_of(params))
+            if timeout is not None:
+                arm(waiter, self._clock(), timeout, max_timeout)
             try:
-                with anyio.fail_after(limit if limit != math.inf else None):
-                    await self.send(jsonrpc.request(rid, method, params))
-            except TimeoutError:
-                raise RequestTimeout(method, timeout or 0) from None
-            while not waiter.done.is_set():
-                remaining = min(waiter.deadline, waiter.hard_deadline) - anyio.current_time()
-                if remaining <= 0:
+                if await self._exchange(jsonrpc.request(rid, method, params), waiter):
                     raise RequestTimeout(method, timeout or 0)
-                with anyio.move_on_after(remaining if remaining != math.inf else None):
-                    await waiter.done.wait()
-        except BaseException:
-            await self._abandon(rid)
-            raise
-        if waiter.error is not None:
-            raise waiter.error
-        return waiter.value or {}
+            except BaseException:
+                await self._abandon(rid)
+                raise
+            if waiter.error is not None:
+                raise waiter.error
+            return waiter.value or {}
+        except (McpError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            explain = self.explain
+            if explain is None:
+                raise
+            raise await explain(
+                exc, method, timeout, max_timeout, time.monotonic() - started
+            ) from None
+
+    def _exchange(self, message: Message, waiter: Waiter) -> Awaitable[bool | None]:
+        """Write a registered request and wait until its ``waiter`` is done or its deadline
+        passes: what the result is true for.  Returns the awaitable rather than being a
+        coroutine, so that a subclass may hand back its waiter's future as it is."""
+        return self._send_and_wait(message, waiter)
+
+    async def _send_and_wait(self, message: Message, waiter: Waiter) -> bool:
+        # The deadline covers the write too: a peer that stopped reading must not
+        # block a request forever on a full pipe.
+        limit = min(waiter.deadline, waiter.hard_deadline) - anyio.current_time()
+        try:
+            with anyio.fail_after(limit if limit != math.inf else None):
+                await self.send(message)
+        except TimeoutError:
+            return True
+        done = waiter.done
+        while not done.is_set():
+            remaining = min(waiter.deadline, waiter.hard_deadline) - anyio.current_time()
+            if remaining <= 0:
+                return True
+            with anyio.move_on_after(remaining if remaining != math.inf else None):
+                await done.wait()
+        return False
 
     async def _abandon(self, rid: RequestId) -> None:
         """A request given up on (its timeout, a cancellation, a failed write): forgotten,
@@ -514,15 +571,7 @@ class Endpoint:
         self._tg.start_soon(fn, *args)
 
 
-class Deadlines(Protocol):
-    """The deadline fields of a pending request's waiter (this module's and stdio's)."""
-
-    timeout: float
-    deadline: float
-    hard_deadline: float
-
-
-def arm(waiter: Deadlines, now: float, timeout: float, max_timeout: float | None) -> None:
+def arm(waiter: Waiter, now: float, timeout: float, max_timeout: float | None) -> None:
     """Start a request's clock: progress moves ``deadline`` on by ``timeout`` each time,
     never past ``hard_deadline`` (``max_timeout``, or ten timeouts when none is given)."""
     waiter.timeout = timeout
@@ -530,7 +579,7 @@ def arm(waiter: Deadlines, now: float, timeout: float, max_timeout: float | None
     waiter.hard_deadline = now + (max_timeout if max_timeout is not None else timeout * 10)
 
 
-def settle(waiter: _Waiter, kind: Kind, message: Message) -> None:
+def settle(waiter: Waiter, kind: Kind, message: Message) -> None:
     """Hand a response to the request waiting for it (a non-object result is wrapped)."""
     if kind is Kind.RESULT:
         result = message["result"]

@@ -17,7 +17,6 @@ request gets a :class:`ConnectionClosedError` with :meth:`_closed_detail`).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any, Unpack
@@ -69,6 +68,7 @@ class EndpointClientTransport:
         the reader tasks) is entered here and exited by :meth:`__aexit__`, in the same
         task and scope as anyio requires."""
         endpoint.reply_to_invalid = False  # a server's junk is logged, never answered
+        endpoint.explain = self._explain
         self._endpoint = endpoint
         tg = self._tg = anyio.create_task_group()
         await tg.__aenter__()
@@ -144,60 +144,32 @@ class EndpointClientTransport:
     def request(
         self, method: str, params: dict[str, Any] | None, **options: Unpack[EndpointSendOptions]
     ) -> Coroutine[Any, Any, dict[str, Any]]:
-        endpoint = self._require()
-        timeout = options["timeout"]
-        max_timeout = options.get("max_timeout")
-        sent = endpoint.request(
+        # The endpoint's own coroutine, no wrapper of ours per call: it puts its failures
+        # into our words through :meth:`_explain` (set as its ``explain`` by :meth:`_open`).
+        return self._require().request(
             method,
             params,
-            timeout=timeout,
-            max_timeout=max_timeout,
+            timeout=options["timeout"],
+            max_timeout=options.get("max_timeout"),
             request_id=options.get("request_id"),
             on_progress=options.get("on_progress"),
         )
-        if self._explains_itself(endpoint):
-            return sent  # no coroutine of ours per call
-        return self._guarded(sent, endpoint, method, timeout, max_timeout)
-
-    def _explains_itself(self, endpoint: Endpoint) -> bool:
-        """Whether ``endpoint`` is open and puts its failures into words itself (through
-        :meth:`_explain`), so a request may go straight to it; else :meth:`_guarded` does
-        that here."""
-        return False
-
-    async def _guarded(
-        self,
-        sent: Coroutine[Any, Any, dict[str, Any]],
-        endpoint: Endpoint,
-        method: str,
-        timeout: float | None,
-        max_timeout: float | None,
-    ) -> dict[str, Any]:
-        if endpoint.closed is not None:
-            sent.close()  # never started
-            raise ConnectionClosedError(await self._closed_detail(f"sending {method}"))
-        started = time.monotonic()
-        try:
-            return await sent
-        except McpError as exc:
-            raise await self._explain(
-                exc, method, timeout, max_timeout, time.monotonic() - started
-            ) from None
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            # A write failed: the subclass's writer broke the stream (and recorded why).
-            raise ConnectionClosedError(await self._closed_detail(f"sending {method}")) from None
 
     async def _explain(
         self,
-        exc: McpError,
+        exc: Exception,
         method: str,
         timeout: float | None,
         max_timeout: float | None,
         elapsed: float,
     ) -> BaseException:
-        """The client error for a request's failure on the endpoint."""
+        """The client error for a request's failure on the endpoint (its ``explain``)."""
         if isinstance(exc, EndpointClosed):
-            return ConnectionClosedError(await self._closed_detail(f"{method} was pending"))
+            doing = f"sending {method}" if exc.unsent else f"{method} was pending"
+            return ConnectionClosedError(await self._closed_detail(doing))
+        if not isinstance(exc, McpError):
+            # A write failed: the subclass's writer broke the stream (and recorded why).
+            return ConnectionClosedError(await self._closed_detail(f"sending {method}"))
         if isinstance(exc, RequestTimeout):
             hard = (
                 max_timeout is not None

@@ -149,8 +149,6 @@ class StdioTransport(EndpointClientTransport):
                 self._write, self._serve_request, self._notification, max_line=self.max_line
             )
         endpoint.on_invalid = self._junk
-        if isinstance(endpoint, PipeEndpoint):
-            endpoint.explain = self._explain
         tg = await self._open(endpoint)
         tg.start_soon(self._read_stdout, endpoint)
         if self._process.stderr is not None:
@@ -308,10 +306,6 @@ class StdioTransport(EndpointClientTransport):
             why,
             self._last_junk,
         )
-
-    # ------------------------------------------------------------------ outbound
-    def _explains_itself(self, endpoint: Endpoint) -> bool:
-        return isinstance(endpoint, PipeEndpoint) and endpoint.closed is None
 
     # ------------------------------------------------------------------ diagnostics
     async def _closed_detail(self, doing: str) -> str:

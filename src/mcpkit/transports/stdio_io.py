@@ -13,7 +13,6 @@ import logging
 import math
 import os
 import stat
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -21,13 +20,11 @@ from typing import Any
 import anyio
 import sniffio
 
-from ..protocol.correlation import progress_token_of
 from ..protocol.framing import DEFAULT_MAX_LINE, frame
-from ..runtime.endpoint import Endpoint, EndpointClosed, RequestTimeout, arm, settle
-from ..types import jsonrpc
+from ..runtime.endpoint import Done, Endpoint, Waiter, settle
 from ..types.codec import DecodeError, decode, encode_message
 from ..types.errors import McpError
-from ..types.jsonrpc import Kind, Message, RequestId, classify
+from ..types.jsonrpc import Kind, Message, classify
 
 log = logging.getLogger("mcpkit.endpoint")
 
@@ -166,45 +163,22 @@ class _ReadProtocol(asyncio.Protocol):
         self._endpoint._ended(exc)
 
 
-class _Waiter:
-    """One pending request: the fields the endpoint's reader, ``close`` and progress
-    handling read and write, and whether its deadline passed.  It is its own ``done``
-    (what they call: ``set``), resolved through a plain asyncio future: an
-    ``anyio.Event`` costs more than the round trip."""
+class _Done(asyncio.Future[bool]):
+    """A stdio request's :class:`~mcpkit.runtime.endpoint.Done`: a plain asyncio future
+    (an ``anyio.Event`` costs more than the round trip), resolved False by ``set`` (the
+    answer came, or the endpoint closed) and True by the deadline sweep."""
 
-    __slots__ = (
-        "deadline",
-        "error",
-        "expired",
-        "future",
-        "hard_deadline",
-        "progress",
-        "timeout",
-        "value",
-    )
-
-    def __init__(
-        self,
-        future: asyncio.Future[None],
-        progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None,
-    ) -> None:
-        self.future = future
-        self.progress = progress
-        self.value: dict[str, Any] | None = None
-        self.error: McpError | None = None
-        self.deadline = self.hard_deadline = self.timeout = math.inf
-        self.expired = False
-
-    @property
-    def done(self) -> _Waiter:  # not an attribute: a cycle would leave every request to the gc
-        return self
+    __slots__ = ()
 
     def set(self) -> None:
-        if not self.future.done():
-            self.future.set_result(None)
+        if not self.done():
+            self.set_result(False)
 
     def is_set(self) -> bool:
-        return self.future.done()
+        return self.done()
+
+    def wait(self) -> _Done:
+        return self
 
 
 class PipeEndpoint(Endpoint):
@@ -214,7 +188,9 @@ class PipeEndpoint(Endpoint):
     only past its high-water mark does a writer wait), so writes need no lock: each message
     goes out whole and in order.  A request waits on a plain future resolved by the reader;
     deadlines are kept by one loop timer for all requests (see :meth:`_watch`) instead of
-    anyio cancel scopes: the same semantics for a fraction of the cost per call.  Requests the
+    anyio cancel scopes: the same semantics for a fraction of the cost per call.  What
+    differs from the shared endpoint's :meth:`~Endpoint.request` is that part only:
+    :meth:`_exchange`, the waiter's future and the loop's clock.  Requests the
     owner's ``starts_inline`` picks may start on the reader (nothing in :meth:`send` belongs
     to a task).
     """
@@ -245,14 +221,8 @@ class PipeEndpoint(Endpoint):
         self._reader: asyncio.ReadTransport | None = None
         self._sweep_timer: asyncio.TimerHandle | None = None
         self._sweep_at = math.inf
-        #: How the owner reports a request that failed with an :class:`McpError` (error
-        #: answer, timeout, connection closed): called with the error, the method, its
-        #: timeout and max_timeout and the seconds since the request started; returns what
-        #: :meth:`request` raises instead.  Saves the owner a coroutine of its own per call.
-        self.explain: (
-            Callable[[McpError, str, float | None, float | None, float], Awaitable[BaseException]]
-            | None
-        ) = None
+        self._new_done = _Done  # a future of the running loop
+        self._clock = self._loop.time  # = anyio.current_time(), on a cheaper path
 
     # ------------------------------------------------------------------ reading
     async def open_reader(self, fd: int) -> AsyncIterator[bytes]:
@@ -376,63 +346,31 @@ class PipeEndpoint(Endpoint):
         if self._write_now(message):
             await self._flush()
 
-    async def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        max_timeout: float | None = None,
-        request_id: RequestId | None = None,
-        on_progress: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None,
-    ) -> dict[str, Any]:
-        started = time.monotonic()
-        try:
-            if self.closed is not None:
-                raise EndpointClosed(self.closed)
-            outgoing = self.outgoing
-            rid = request_id if request_id is not None else outgoing.next_id()
-            future: asyncio.Future[None] = self._loop.create_future()
-            waiter = _Waiter(future, on_progress)
-            outgoing.register(rid, method, waiter, progress_token_of(params))  # type: ignore[arg-type]
-            if timeout is not None:
-                # self._loop.time() = anyio.current_time(), which progress extends it by
-                arm(waiter, self._loop.time(), timeout, max_timeout)
-                when = min(waiter.deadline, waiter.hard_deadline)
-                if when < self._sweep_at:
-                    self._watch(when)
-            try:
-                # The deadline covers the write too: a peer that stopped reading must not
-                # block a request forever on a full pipe.
-                if self._write_now(jsonrpc.request(rid, method, params)):
-                    await self._flush_or_done(future)
-                if not future.done():
-                    await future
-                if waiter.expired:
-                    raise RequestTimeout(method, timeout or 0)
-            except BaseException:
-                await self._abandon(rid)
-                raise
-            if waiter.error is not None:
-                raise waiter.error
-            return waiter.value or {}
-        except McpError as exc:
-            if self.explain is None:
-                raise
-            raise await self.explain(
-                exc, method, timeout, max_timeout, time.monotonic() - started
-            ) from None
+    def _exchange(self, message: Message, waiter: Waiter) -> Awaitable[bool | None]:
+        """Write now and hand back the waiter's future (resolved by the reader, or True by
+        :meth:`_sweep`); only a full pipe makes a coroutine of it (:meth:`_flush_or_done`)."""
+        when = min(waiter.deadline, waiter.hard_deadline)
+        if when < self._sweep_at:
+            self._watch(when)
+        # The deadline covers the write too: a peer that stopped reading must not
+        # block a request forever on a full pipe.
+        if self._write_now(message):
+            return self._flush_or_done(waiter.done)
+        return waiter.done.wait()
 
-    async def _flush_or_done(self, future: asyncio.Future[None]) -> None:
-        """Wait for the pipe to drain, or for the request to end first (its deadline)."""
+    async def _flush_or_done(self, done: Done) -> bool | None:
+        """Wait for the pipe to drain, or for the request to end first (its deadline);
+        then for the request."""
+        waiting = asyncio.ensure_future(done.wait())
         flush = asyncio.ensure_future(self._flush())
         try:
-            await asyncio.wait((flush, future), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((flush, waiting), return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not flush.done():
                 flush.cancel()
         if flush.done() and not flush.cancelled():
             flush.result()  # the write's own error
+        return await waiting
 
     def _watch(self, when: float) -> None:
         """Make sure a sweep runs by ``when``.  One timer for every request, moved only for
@@ -453,12 +391,12 @@ class PipeEndpoint(Endpoint):
         nearest = math.inf
         for pending in self.outgoing.pending():
             waiter = pending.waiter
-            if not isinstance(waiter, _Waiter) or waiter.expired:
+            done = waiter.done
+            if not isinstance(done, _Done) or done.done():
                 continue
             limit = min(waiter.deadline, waiter.hard_deadline)  # progress moves it on
             if limit <= now:
-                waiter.expired = True
-                waiter.done.set()
+                done.set_result(True)
             elif limit < nearest:
                 nearest = limit
         if nearest != math.inf:

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpkit.runtime.endpoint import EndpointClosed, RequestTimeout
+from mcpkit.runtime.pending import EndpointClosed, RequestTimeout
 from mcpkit.transports.stdio_io import PipeEndpoint, PipeWriter
 
 pytestmark = pytest.mark.anyio

@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 from mcpkit.protocol import headers as hdr
 from mcpkit.protocol.framing import LineFramer, Overflow
 from mcpkit.protocol.sse import encode_event, priming_event
-from mcpkit.runtime.endpoint import Endpoint, EndpointClosed
+from mcpkit.runtime.endpoint import Endpoint
+from mcpkit.runtime.pending import EndpointClosed
 from mcpkit.server.uritemplate import MAX_URI_LENGTH, TemplateError, UriTemplate
 from mcpkit.types.codec import DecodeError, decode, encode
 from mcpkit.types.errors import HEADER_MISMATCH, McpError

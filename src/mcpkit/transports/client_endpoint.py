@@ -25,7 +25,8 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ..runtime.endpoint import Endpoint, EndpointClosed, RequestTimeout
+from ..runtime.endpoint import Endpoint
+from ..runtime.pending import EndpointClosed, RequestTimeout
 from ..types.errors import McpError, method_not_found
 from ..types.jsonrpc import Message, RequestId
 from ..types.versions import META_SUBSCRIPTION_ID

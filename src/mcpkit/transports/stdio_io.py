@@ -21,7 +21,8 @@ import anyio
 import sniffio
 
 from ..protocol.framing import DEFAULT_MAX_LINE, frame
-from ..runtime.endpoint import Done, Endpoint, Waiter, settle
+from ..runtime.endpoint import Endpoint
+from ..runtime.pending import Done, Waiter, settle
 from ..types.codec import DecodeError, decode, encode_message
 from ..types.errors import McpError
 from ..types.jsonrpc import Kind, Message, classify
@@ -164,7 +165,7 @@ class _ReadProtocol(asyncio.Protocol):
 
 
 class _Done(asyncio.Future[bool]):
-    """A stdio request's :class:`~mcpkit.runtime.endpoint.Done`: a plain asyncio future
+    """A stdio request's :class:`~mcpkit.runtime.pending.Done`: a plain asyncio future
     (an ``anyio.Event`` costs more than the round trip), resolved False by ``set`` (the
     answer came, or the endpoint closed) and True by the deadline sweep."""
 

@@ -183,6 +183,11 @@ def reply_messages(response: httpx.Response) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- schema checks
 
 
+def first_text(result: dict[str, Any]) -> str:
+    """The text of the first content block of a tool result."""
+    return str(result["content"][0]["text"])
+
+
 def check_messages(
     revision: str, messages: Iterable[dict[str, Any]], request_method: str | None = None
 ) -> None:

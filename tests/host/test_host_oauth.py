@@ -11,7 +11,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -19,7 +18,7 @@ from hostkit import REPO, web_host
 
 from mcpkit.auth.client import FileTokenStore
 from mcpkit.host import Host, HostConfig, Interaction, Permission, ServerConfig
-from support.servers import ThreadServer
+from support.servers import serve_app
 
 sys.path.insert(0, str(REPO / "examples" / "auth"))
 from local_as import LocalAuthorizationServer
@@ -27,21 +26,14 @@ from protected_server import build_app
 
 
 @contextmanager
-def serve(make_app: Any) -> Iterator[tuple[str, Any]]:
-    """An ASGI app on uvicorn in a thread, on a free port of 127.0.0.1; (base URL, app)."""
-    with ThreadServer(make_app=make_app, lifespan="auto") as running:
-        yield running.base, running.app
-
-
-@contextmanager
 def protected(token_ttl_s: int = 3600) -> Iterator[tuple[str, LocalAuthorizationServer]]:
     """(the MCP server's URL, the authorization server)."""
     with (
-        serve(lambda base: LocalAuthorizationServer(base, token_ttl_s=token_ttl_s)) as (
+        serve_app(lambda base: LocalAuthorizationServer(base, token_ttl_s=token_ttl_s)) as (
             issuer,
             authz,
         ),
-        serve(lambda base: build_app(issuer, base + "/mcp")) as (mcp, _),
+        serve_app(lambda base: build_app(issuer, base + "/mcp")) as (mcp, _),
     ):
         yield mcp + "/mcp", authz
 

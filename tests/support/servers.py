@@ -300,6 +300,15 @@ class ThreadServer:
         self.stop()
 
 
+@contextlib.contextmanager
+def serve_app(make_app: Callable[[str], Any]) -> Iterator[tuple[str, Any]]:
+    """``make_app(base_url)`` served by a :class:`ThreadServer` (lifespan run when the app
+    has one); yields ``(base URL, app)``.  For apps that must know their own URL: an OAuth
+    authorization server, a protected resource."""
+    with ThreadServer(make_app=make_app, lifespan="auto") as running:
+        yield running.base, running.app
+
+
 # --------------------------------------------------------------------------- stdio subprocess
 
 

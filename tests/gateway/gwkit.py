@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -39,16 +37,6 @@ RUNNING: list[Proc] = []
 
 
 # ---------------------------------------------------------------------------- processes
-
-
-def need(binary: str) -> None:
-    """Skip without ``binary``; in CI (CI=true) its absence is a failure."""
-    import pytest
-
-    if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{binary} is required in CI (CI=true)")
-        pytest.skip(f"{binary} is not installed")
 
 
 @dataclass

@@ -18,6 +18,8 @@ import gwkit
 import httpx
 import pytest
 
+from support.servers import need
+
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "scaleout"))
 
 PER_USER = 50
@@ -50,7 +52,7 @@ per = "global"
 
 @pytest.fixture(scope="module")
 def gateways(log_dir: Path, stack: list[gwkit.Proc]) -> Iterator[list[gwkit.Proc]]:
-    gwkit.need("redis-server")
+    need("redis-server")
     from services import redis_server
 
     with ExitStack() as cleanup:

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from services import Replica, redis_server
+from services import Replica
 from wire import call, headers_for, meta
 from workers_support import (
     TASK_CAPS,
@@ -26,7 +26,6 @@ from workers_support import (
     create,
     external_replica,
     get,
-    need,
     queue_stats,
     record,
     runs,
@@ -41,13 +40,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    need("redis-server")
-    with redis_server() as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

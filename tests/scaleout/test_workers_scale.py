@@ -25,12 +25,13 @@ from workers_support import (
     create,
     external_replica,
     get,
-    need,
     queue_stats,
     runs,
     start_worker,
     wait_until,
 )
+
+from support.servers import need
 
 pytestmark = pytest.mark.anyio
 

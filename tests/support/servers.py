@@ -133,6 +133,15 @@ def wait_port(
         time.sleep(0.05)
 
 
+def need(binary: str) -> None:
+    """Skip the test without ``binary`` (on PATH or in /usr/sbin); in CI (``CI=true``), where
+    ``.ci/run`` installs every tool the suite uses, its absence is a failure instead."""
+    if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{binary} is required in CI (CI=true; .ci/run installs it)")
+        pytest.skip(f"{binary} is not installed")
+
+
 @contextlib.contextmanager
 def redis_server() -> Iterator[int]:
     """A real ``redis-server`` on a free 127.0.0.1 port, nothing persisted; yields the port.

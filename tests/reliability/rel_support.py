@@ -17,15 +17,20 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 import support.servers as support_servers
+from support.mcp import sse_json
 from support.servers import free_port, kill_group, spawn, wait_port
+
+if TYPE_CHECKING:
+    from conftest import Rel
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -49,6 +54,11 @@ _ids = itertools.count(1000)
 
 def next_id() -> int:
     return next(_ids)
+
+
+def serve_argv() -> list[str]:
+    """``mcpkit serve rel_server.py`` over stdio, as a client's command."""
+    return [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
 
 
 def base_env(**extra: str) -> dict[str, str]:
@@ -165,30 +175,6 @@ def modern_headers(message: dict[str, Any] | None, **overrides: str | None) -> d
     return h
 
 
-def sse_data(text: str) -> list[dict[str, Any]]:
-    """JSON messages in an SSE body (our own tiny parser: data lines joined per event)."""
-    out: list[dict[str, Any]] = []
-    data: list[str] = []
-    for line in text.replace("\r\n", "\n").split("\n"):
-        if line == "":
-            if data:
-                joined = "\n".join(data)
-                if joined.strip():
-                    out.append(json.loads(joined))
-                data = []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            data.append(value)
-    if data and "\n".join(data).strip():
-        out.append(json.loads("\n".join(data)))
-    return out
-
-
 @dataclass
 class Reply:
     status: int
@@ -219,7 +205,7 @@ def to_reply(response: httpx.Response) -> Reply:
     body: Any = None
     notes: list[dict[str, Any]] = []
     if ctype.startswith("text/event-stream"):
-        messages = sse_data(raw.decode("utf-8", "replace"))
+        messages = sse_json(raw.decode("utf-8", "replace"))
         for message in messages:
             if "id" in message and ("result" in message or "error" in message):
                 body = message
@@ -330,6 +316,10 @@ class ServerProcess:
 
     def records(self) -> list[str]:
         return self.record.read_text().splitlines()
+
+    def ran(self, tag: str) -> bool:
+        """Whether a ``slow`` call tagged ``tag`` reached its handler (a record line)."""
+        return any(line.endswith(" " + tag) for line in self.records())
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
@@ -443,6 +433,44 @@ class StdioProcess(support_servers.StdioProcess):
         kill_group(self.process, signal.SIGKILL, grace=10.0)
         self.close_stdin()
         self._stderr.close()
+
+
+# ------------------------------ still serving (after an attack or a fault)
+
+
+def http_serving(
+    rel: Rel,
+    server: ServerProcess,
+    client: httpx.Client | None = None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """The HTTP server is up and answers the next valid request (a crash or a lost request
+    goes to the ledger).  ``headers`` are added to the modern ones (a token)."""
+    assert rel.alive(server), server.log_text()[-2000:]
+    nonce = uuid.uuid4().hex
+    message = call_tool(next_id(), "echo", {"nonce": nonce})
+    with contextlib.ExitStack() as stack:
+        http = client or stack.enter_context(httpx.Client(timeout=10))
+        reply = post(http, server.url, message, {**modern_headers(message), **(headers or {})})
+    if reply.status != 200 or not isinstance(reply.body, dict) or "result" not in reply.body:
+        rel.lost()
+    assert reply.status == 200 and reply.result["content"][0]["text"] == nonce, reply.describe()
+    rel.verified()
+
+
+def stdio_serving(rel: Rel, proc: StdioProcess) -> None:
+    """The stdio server is up and answers the next valid request (crash/lost recorded)."""
+    nonce = uuid.uuid4().hex
+    try:
+        answer = proc.request(call_tool(next_id(), "echo", {"nonce": nonce}))
+    except (AssertionError, OSError) as exc:
+        if rel.alive(proc, grace=2):
+            rel.lost()
+        raise AssertionError(
+            f"stdio server not serving ({exc!r}); stderr:\n{proc.stderr()}"
+        ) from None
+    assert answer["result"]["content"][0]["text"] == nonce
+    rel.verified()
 
 
 @contextlib.contextmanager

@@ -8,12 +8,10 @@ from __future__ import annotations
 import json
 import random
 import socket
-import sys
 import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,41 +20,20 @@ import httpx
 import pytest
 from rel_support import (
     LEGACY,
-    SERVER_FILE,
     ServerProcess,
     StdioProcess,
     call_tool,
+    http_serving,
     modern_headers,
     next_id,
-    post,
+    serve_argv,
+    stdio_serving,
 )
 
 from mcpkit.client import Client, RequestTimeoutError
 
 if TYPE_CHECKING:
     from conftest import Rel
-
-
-def stdio_serving(rel: Rel, proc: StdioProcess) -> None:
-    nonce = uuid.uuid4().hex
-    try:
-        answer = proc.request(call_tool(next_id(), "echo", {"nonce": nonce}))
-    except (AssertionError, OSError):
-        if rel.alive(proc, grace=2):
-            rel.lost()
-        raise
-    assert answer["result"]["content"][0]["text"] == nonce
-    rel.verified()
-
-
-def http_serving(rel: Rel, server: ServerProcess, client: httpx.Client) -> None:
-    assert rel.alive(server), server.log_text()[-2000:]
-    nonce = uuid.uuid4().hex
-    reply = post(client, server.url, call_tool(next_id(), "echo", {"nonce": nonce}))
-    if reply.status != 200:
-        rel.lost()
-    assert reply.status == 200 and reply.result["content"][0]["text"] == nonce, reply.describe()
-    rel.verified()
 
 
 def record_time(proc: Any, line: str, timeout: float) -> float | None:
@@ -67,12 +44,6 @@ def record_time(proc: Any, line: str, timeout: float) -> float | None:
             return time.monotonic()
         time.sleep(0.005)
     return None
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=15) as c:
-        yield c
 
 
 # ------------------------------ E1 / E2 stdio
@@ -267,10 +238,6 @@ def test_e1_legacy_http_cancel_notification(
 
 
 # ------------------------------ E5 client timeouts
-
-
-def serve_argv() -> list[str]:
-    return [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
 
 
 @pytest.mark.anyio

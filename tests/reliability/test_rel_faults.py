@@ -32,29 +32,25 @@ import pytest
 from anyio.abc import SocketAttribute
 from rel_support import (
     ROOT,
-    SERVER_FILE,
     ServerProcess,
     call_tool,
     fd_count,
     modern_headers,
     modern_request,
     next_id,
-    sse_data,
+    serve_argv,
     wait_for,
 )
 
 from mcpkit.client import Client, ClientError, ConnectionClosedError
 from mcpkit.transports.client_stdio import StdioTransport
+from support.mcp import sse_json
 from support.servers import free_port
 
 if TYPE_CHECKING:
     from conftest import Rel
 
 CYCLES = int(os.environ.get("MCPKIT_KILL_CYCLES", "5"))
-
-
-def serve_argv() -> list[str]:
-    return [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
 
 
 def records(path: Path) -> list[str]:
@@ -264,7 +260,7 @@ async def test_l6_sigterm_ends_open_listen_streams_cleanly(rel: Rel, tmp_path: P
                             text += chunk
                 except Exception as exc:
                     text += f"\n<<{type(exc).__name__}>>"
-                messages = sse_data(text.split("\n<<")[0]) if text else []
+                messages = sse_json(text.split("\n<<")[0]) if text else []
                 endings.append((i, messages[-1] if messages else None, time.monotonic()))
 
             async with anyio.create_task_group() as tg:
@@ -345,7 +341,7 @@ def _call(
     response = client.post(url, json=message, headers=modern_headers(message))
     text = response.text
     if response.headers.get("content-type", "").startswith("text/event-stream"):
-        body = [m for m in sse_data(text) if "id" in m][-1]
+        body = [m for m in sse_json(text) if "id" in m][-1]
     else:
         body = json.loads(text)
     assert body.get("id") == message["id"], body

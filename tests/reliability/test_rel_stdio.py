@@ -23,7 +23,6 @@ import anyio
 import pytest
 from rel_support import (
     HERE,
-    SERVER_FILE,
     StdioProcess,
     base_env,
     call_tool,
@@ -31,6 +30,8 @@ from rel_support import (
     next_id,
     pid_alive,
     rss_kb,
+    serve_argv,
+    stdio_serving,
     wait_for,
 )
 
@@ -48,28 +49,12 @@ if TYPE_CHECKING:
 HOSTILE = HERE / "servers" / "hostile_server.py"
 
 
-def serve_argv() -> list[str]:
-    return [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
-
-
 def client_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {
         "MCPKIT_SEALING_KEYS": "reliability-suite-key",
         "MCPKIT_REL_RECORD": str(tmp_path / "client-record.txt"),
         **extra,
     }
-
-
-def stdio_serving(rel: Rel, proc: StdioProcess) -> None:
-    nonce = uuid.uuid4().hex
-    try:
-        answer = proc.request(call_tool(next_id(), "echo", {"nonce": nonce}))
-    except (AssertionError, OSError):
-        if rel.alive(proc, grace=2):
-            rel.lost()
-        raise
-    assert answer["result"]["content"][0]["text"] == nonce
-    rel.verified()
 
 
 # ------------------------------ D1

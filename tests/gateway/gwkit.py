@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from support.mcp import sse_json
 from support.servers import free_port as free_port  # the gateway tests reach it as gwkit.free_port
 from support.servers import kill_group, spawn
 from support.servers import wait_port as support_wait_port
@@ -219,18 +220,10 @@ class Reply:
         return str(self.result["content"][0]["text"])
 
 
-def sse_messages(text: str) -> list[dict[str, Any]]:
-    out = []
-    for line in text.splitlines():
-        if line.startswith("data:") and line[5:].strip():
-            out.append(json.loads(line[5:].strip()))
-    return out
-
-
 def _reply(response: httpx.Response) -> Reply:
     kind = response.headers.get("content-type", "")
     if kind.startswith("text/event-stream"):
-        messages = sse_messages(response.text)
+        messages = sse_json(response.text)
         final = [m for m in messages if "id" in m and ("result" in m or "error" in m)]
         notes = [m for m in messages if m not in final]
         return Reply(response.status_code, response.headers, final[-1] if final else {}, notes)

@@ -100,11 +100,3 @@ async def legacy(
     if session is not None:
         h["mcp-session-id"] = session
     return await client.post(url, headers=h, content=json.dumps(message))
-
-
-def sse_messages(text: str) -> list[dict[str, Any]]:
-    out = []
-    for line in text.splitlines():
-        if line.startswith("data:") and line[5:].strip():
-            out.append(json.loads(line[5:].strip()))
-    return out

@@ -170,6 +170,12 @@ def sse_messages(events: Iterable[SseEvent]) -> list[dict[str, Any]]:
     return out
 
 
+def sse_json(text: str) -> list[dict[str, Any]]:
+    """The JSON messages of a complete SSE body, whatever their event name (events without
+    data, such as priming events, skipped).  ``sse_messages`` is the strict reading."""
+    return [json.loads(event.data) for event in parse_sse(text) if event.data.strip()]
+
+
 def reply_messages(response: httpx.Response) -> list[dict[str, Any]]:
     """Every JSON-RPC message in a (fully read) POST reply, JSON or SSE."""
     content_type = response.headers.get("content-type", "")

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import gwkit
 import httpx
 import pytest
+
+from support.waits import eventually
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +47,6 @@ def call_tool(gateway: gwkit.Proc, tool: str) -> gwkit.Reply:
 def health(gateway: gwkit.Proc) -> tuple[int, dict[str, str]]:
     response = httpx.get(gateway.base + "/healthz", timeout=5)
     return response.status_code, response.json()["upstreams"]
-
-
-def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
-        time.sleep(0.1)
 
 
 def pid_of(gateway: gwkit.Proc) -> int | None:

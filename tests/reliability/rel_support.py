@@ -341,15 +341,6 @@ class ServerProcess:
         kill_group(self.proc, signal.SIGTERM, grace=15.0)
 
 
-def wait_for(predicate: Any, timeout: float, interval: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
-
-
 class StdioProcess(support_servers.StdioProcess):
     """The reliability server over real pipes (``tests/support``'s driver), with the tool
     records of this suite and lenient reads: a test here may look at any line."""

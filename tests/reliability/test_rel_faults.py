@@ -39,13 +39,13 @@ from rel_support import (
     modern_request,
     next_id,
     serve_argv,
-    wait_for,
 )
 
 from mcpkit.client import Client, ClientError, ConnectionClosedError
 from mcpkit.transports.client_stdio import StdioTransport
 from support.mcp import sse_json
 from support.servers import free_port
+from support.waits import poll
 
 if TYPE_CHECKING:
     from conftest import Rel
@@ -128,7 +128,7 @@ async def test_client_cancelled_mid_stream_cancels_the_handler_http(
         assert f"cancel {tag}" in http_cli.records()
         assert time.monotonic() - gone < 1.0
         assert (await client.call_tool("echo", {"nonce": "next"}))["content"][0]["text"] == "next"
-    assert wait_for(lambda: fd_count(http_cli.pid) <= baseline + 1, 5), (
+    assert poll(lambda: fd_count(http_cli.pid) <= baseline + 1, 5), (
         f"server fds {fd_count(http_cli.pid)} vs baseline {baseline}"
     )
     assert "Traceback" not in http_cli.log_text()
@@ -384,7 +384,7 @@ def redis_outage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
         before = task(0.1, "before")
         assert before is not None
-        seen["before_completed"] = wait_for(
+        seen["before_completed"] = poll(
             lambda: _status(client, replica.url, before, caps) == "completed", 10
         )
         during = task(1.5, "during")  # finishes while Redis is down
@@ -404,18 +404,16 @@ def redis_outage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         stack.enter_context(persistent_redis(services, data, port))
         finals: dict[str, Any] = {}
         for label, task_id in (("before", before), ("during", during), ("after", after)):
-            wait_for(
-                lambda t=task_id: (
-                    _status(client, replica.url, t, caps) in ("completed", "failed", "cancelled")
-                ),
-                20,
-                interval=0.2,
-            )
+
+            def settled(t: str = task_id) -> bool:
+                return _status(client, replica.url, t, caps) in ("completed", "failed", "cancelled")
+
+            poll(settled, 20, interval=0.2)
             _, body = _call(client, replica.url, "tasks/get", {"taskId": task_id}, caps)
             finals[label] = body.get("result", body)
         seen["finals"] = finals
         fresh = task(0.1, "fresh")
-        seen["fresh_completed"] = fresh is not None and wait_for(
+        seen["fresh_completed"] = fresh is not None and poll(
             lambda: _status(client, replica.url, fresh, caps) == "completed", 10
         )
         seen["stateless_after"] = _call(
@@ -549,7 +547,7 @@ async def test_l12_connection_reset_mid_sse_surfaces_or_retries_within_the_timeo
             if not isinstance(outcome, ClientError):
                 assert outcome["content"][0]["text"] == f"done {tag}"  # re-issued, new id
             # the server saw the first stream die and cancelled its handler
-            assert wait_for(lambda: f"cancel {tag}" in http_cli.records(), 2)
+            assert poll(lambda: f"cancel {tag}" in http_cli.records(), 2)
             again = await client.call_tool("echo", {"nonce": "after-reset"})
             assert again["content"][0]["text"] == "after-reset"
         tg.cancel_scope.cancel()

@@ -45,10 +45,10 @@ from rel_support import (
     pipelined,
     read_response,
     rss_kb,
-    wait_for,
 )
 
 from mcpkit.client import Client
+from support.waits import poll
 
 if TYPE_CHECKING:
     from conftest import Rel
@@ -359,10 +359,10 @@ async def test_l2_soak_flat_rss_and_clean_resources(rel: Rel, tmp_path: Path) ->
             records = set(proc.records())
             return [t for t in soak.tags if f"start {t}" in records]
 
-        assert wait_for(
+        assert poll(
             lambda: all(f"cleanup {t}" in set(proc.records()) for t in started_tags()), 10
         ), [t for t in started_tags() if f"cleanup {t}" not in set(proc.records())][:5]
-        fds_settled = wait_for(lambda: fd_count(proc.pid) <= baseline_fds + 4, 15)
+        fds_settled = poll(lambda: fd_count(proc.pid) <= baseline_fds + 4, 15)
         total = sum(soak.counts.values())
         rel.lost(soak.lost)
         rel.misrouted(soak.misrouted)

@@ -27,10 +27,10 @@ from rel_support import (
     modern_headers,
     next_id,
     post,
-    wait_for,
 )
 
 from support.mcp import sse_json
+from support.waits import poll
 
 if TYPE_CHECKING:
     from conftest import Rel
@@ -449,7 +449,7 @@ def test_c8_duplicate_in_flight_id_on_a_session_is_409(
     thread = threading.Thread(target=run_first)
     thread.start()
     try:
-        assert wait_for(lambda: f"start {tag}" in auth_server.records(), 5)
+        assert poll(lambda: f"start {tag}" in auth_server.records(), 5)
         dup = {
             "jsonrpc": "2.0",
             "id": 42,
@@ -489,7 +489,7 @@ def test_c8_duplicate_in_flight_id_never_cross_wires(
 
     thread = threading.Thread(target=run_first)
     thread.start()
-    assert wait_for(lambda: f"start {tag}" in auth_server.records(), 5)
+    assert poll(lambda: f"start {tag}" in auth_server.records(), 5)
     dup = {
         "jsonrpc": "2.0",
         "id": 43,

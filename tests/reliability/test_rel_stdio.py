@@ -32,7 +32,6 @@ from rel_support import (
     rss_kb,
     serve_argv,
     stdio_serving,
-    wait_for,
 )
 
 from mcpkit.client import (
@@ -42,6 +41,7 @@ from mcpkit.client import (
     ServerStartupError,
 )
 from mcpkit.transports.client_stdio import StdioTransport
+from support.waits import poll
 
 if TYPE_CHECKING:
     from conftest import Rel
@@ -144,7 +144,7 @@ def test_d4_stdin_eof_exits_zero_within_2s(rel: Rel, tmp_path: Path, busy: bool)
         if busy:
             tag = uuid.uuid4().hex[:12]
             proc.send(call_tool(next_id(), "slow", {"tag": tag, "seconds": 30}))
-            assert wait_for(lambda: f"start {tag}" in proc.records(), 5)
+            assert poll(lambda: f"start {tag}" in proc.records(), 5)
         started = time.monotonic()
         proc.close_stdin()
         code = proc.proc.wait(10)
@@ -183,7 +183,7 @@ async def test_d4_server_ignoring_eof_and_sigterm_is_killed_with_its_tree(
     elapsed = time.monotonic() - started
     # close stdin -> 2 s -> SIGTERM -> 2 s -> SIGKILL (whole group)
     assert 3.5 <= elapsed <= 8.0, f"shutdown took {elapsed:.2f}s"
-    assert wait_for(lambda: not pid_alive(server_pid) and not pid_alive(child_pid), 3), (
+    assert poll(lambda: not pid_alive(server_pid) and not pid_alive(child_pid), 3), (
         f"left behind: server {pid_alive(server_pid)}, tool child {pid_alive(child_pid)}"
     )
 
@@ -234,7 +234,7 @@ def test_d6_killed_client_leaves_no_server_behind(rel: Rel, tmp_path: Path) -> N
         assert pid_alive(server_pid)
         os.kill(client.pid, signal.SIGKILL)
         client.wait(5)
-        gone = wait_for(lambda: not pid_alive(server_pid), 2.5)
+        gone = poll(lambda: not pid_alive(server_pid), 2.5)
         if not gone:
             before = _cpu_ticks(server_pid)
             time.sleep(1)

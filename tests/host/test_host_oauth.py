@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hostkit import REPO, web_host
+from hostkit import REPO, chromium, web_host
 
 from mcpkit.auth.client import FileTokenStore
 from mcpkit.host import Host, HostConfig, Interaction, Permission, ServerConfig
@@ -100,36 +100,16 @@ def test_no_oauth_for_a_server_with_its_own_authorization_header() -> None:
     assert not wants_oauth(ServerConfig(name="a", command=("python", "s.py")))
 
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
 def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed")
     shots = Path("/tmp/host-shots")
     shots.mkdir(parents=True, exist_ok=True)
-    with protected() as (url, authz), playwright_api.sync_playwright() as p:
+    with protected() as (url, authz):
         config = {"mcpServers": {"prot": {"url": url, "permission": "allow"}}}
         tokens = tmp_path / "tokens.json"
-        with web_host(config, tmp_path, env={"MCPKIT_TOKEN_FILE": str(tokens)}) as page_url:
-            context = p.chromium.launch_persistent_context(
-                str(tmp_path / "profile"),
-                executable_path=CHROMIUM,
-                args=FLAGS,
-                headless=True,
-                viewport={"width": 1400, "height": 900},
-            )
+        with (
+            web_host(config, tmp_path, env={"MCPKIT_TOKEN_FILE": str(tokens)}) as page_url,
+            chromium(tmp_path / "profile") as context,
+        ):
             page = context.new_page()
             page.set_default_timeout(20_000)
             page.goto(page_url)
@@ -152,4 +132,3 @@ def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
             page.click("[data-testid='logout:prot']")
             page.wait_for_selector("[data-testid='login:prot']")
             assert FileTokenStore(tokens).get_tokens(url) is None
-            context.close()

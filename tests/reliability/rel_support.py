@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 import support.servers as support_servers
-from support.mcp import sse_json
+from support.mcp import modern_headers, sse_json
 from support.servers import free_port, kill_group, spawn, wait_port
 
 if TYPE_CHECKING:
@@ -38,15 +38,6 @@ SERVER_FILE = HERE / "servers" / "rel_server.py"
 LAUNCHER = HERE / "servers" / "launch_http.py"
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
-ACCEPT_BOTH = "application/json, text/event-stream"
-NAME_PARAM = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 STARTUP_S = 30.0
 
 _ids = itertools.count(1000)
@@ -150,29 +141,6 @@ def call_tool(
     rid: Any, name: str, arguments: dict[str, Any] | None = None, **kw: Any
 ) -> dict[str, Any]:
     return modern_request(rid, "tools/call", {"name": name, "arguments": arguments or {}}, **kw)
-
-
-def modern_headers(message: dict[str, Any] | None, **overrides: str | None) -> dict[str, str]:
-    """The headers a correct 2026-07-28 client sends for ``message``; ``overrides`` replace
-    (or, with None, remove) individual ones (names with ``_`` for ``-``)."""
-    h = {
-        "content-type": "application/json",
-        "accept": ACCEPT_BOTH,
-        "mcp-protocol-version": MODERN,
-    }
-    if message is not None and "method" in message and "id" in message:
-        h["mcp-method"] = message["method"]
-        member = NAME_PARAM.get(message["method"])
-        params = message.get("params") or {}
-        if member is not None and isinstance(params.get(member), str):
-            h["mcp-name"] = params[member]
-    for key, value in overrides.items():
-        name = key.replace("_", "-").lower()
-        if value is None:
-            h.pop(name, None)
-        else:
-            h[name] = value
-    return h
 
 
 @dataclass

@@ -24,13 +24,13 @@ from rel_support import (
     StdioProcess,
     call_tool,
     http_serving,
-    modern_headers,
     next_id,
     serve_argv,
     stdio_serving,
 )
 
 from mcpkit.client import Client, RequestTimeoutError
+from support.mcp import modern_headers
 
 if TYPE_CHECKING:
     from conftest import Rel

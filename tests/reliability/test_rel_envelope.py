@@ -24,13 +24,14 @@ from rel_support import (
     call_tool,
     http_serving,
     hwm_kb,
-    modern_headers,
     modern_request,
     next_id,
     post,
     rss_kb,
     stdio_serving,
 )
+
+from support.mcp import modern_headers
 
 if TYPE_CHECKING:
     from conftest import Rel

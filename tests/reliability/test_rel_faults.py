@@ -35,7 +35,6 @@ from rel_support import (
     ServerProcess,
     call_tool,
     fd_count,
-    modern_headers,
     modern_request,
     next_id,
     serve_argv,
@@ -43,7 +42,7 @@ from rel_support import (
 
 from mcpkit.client import Client, ClientError, ConnectionClosedError
 from mcpkit.transports.client_stdio import StdioTransport
-from support.mcp import sse_json
+from support.mcp import modern_headers, sse_json
 from support.servers import free_port
 from support.waits import poll
 

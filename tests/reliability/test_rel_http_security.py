@@ -23,7 +23,6 @@ from rel_support import (
     call_tool,
     http_serving,
     hwm_kb,
-    modern_headers,
     modern_request,
     next_id,
     post,
@@ -31,6 +30,8 @@ from rel_support import (
     rss_kb,
     status_of,
 )
+
+from support.mcp import modern_headers
 
 if TYPE_CHECKING:
     from conftest import Rel

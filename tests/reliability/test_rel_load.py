@@ -39,7 +39,6 @@ from rel_support import (
     http_request,
     http_serving,
     hwm_kb,
-    modern_headers,
     modern_request,
     next_id,
     pipelined,
@@ -48,6 +47,7 @@ from rel_support import (
 )
 
 from mcpkit.client import Client
+from support.mcp import modern_headers
 from support.waits import poll
 
 if TYPE_CHECKING:

@@ -24,12 +24,11 @@ from rel_support import (
     ServerProcess,
     call_tool,
     http_serving,
-    modern_headers,
     next_id,
     post,
 )
 
-from support.mcp import sse_json
+from support.mcp import modern_headers, sse_json
 from support.waits import poll
 
 if TYPE_CHECKING:

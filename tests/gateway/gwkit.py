@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from support.mcp import sse_json
+from support.mcp import modern_headers, sse_json
 from support.servers import free_port as free_port  # the gateway tests reach it as gwkit.free_port
 from support.servers import kill_group, spawn
 from support.servers import wait_port as support_wait_port
@@ -231,22 +231,6 @@ def _reply(response: httpx.Response) -> Reply:
     return Reply(response.status_code, response.headers, body)
 
 
-def modern_headers(
-    method: str, name: str | None = None, token: str | None = None
-) -> dict[str, str]:
-    h = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": MODERN,
-        "mcp-method": method,
-    }
-    if name is not None:
-        h["mcp-name"] = name
-    if token is not None:
-        h["authorization"] = f"Bearer {token}"
-    return h
-
-
 def call(
     url: str,
     method: str,
@@ -263,12 +247,14 @@ def call(
     overrides ``Mcp-Name``, to spoof it)."""
     params = dict(params or {})
     params["_meta"] = meta(caps, **(extra_meta or {}))
-    name = params.get("name") if method in ("tools/call", "prompts/get") else params.get("uri")
-    if header_name is not None:
-        name = header_name
-    h = modern_headers(method, name if isinstance(name, str) else None, token)
-    h.update(headers or {})
     body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
+    overrides: dict[str, str | None] = {}
+    if header_name is not None:
+        overrides["Mcp-Name"] = header_name
+    if token is not None:
+        overrides["Authorization"] = f"Bearer {token}"
+    overrides.update(headers or {})
+    h = modern_headers(body, **overrides)
     sender = client or httpx
     response = sender.post(url, headers=h, content=json.dumps(body), timeout=30)
     return _reply(response)

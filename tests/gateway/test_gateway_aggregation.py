@@ -25,6 +25,7 @@ import httpx
 import pytest
 
 from mcpkit.client import Client, prompt_ref, resource_ref
+from support.mcp import modern_headers
 
 PREFIXES = ("conf_", "alpha_", "beta_", "zeta_")
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -163,7 +164,7 @@ async def listen(url: str, **flags: Any) -> AsyncIterator[tuple[dict[str, Any], 
         http.stream(
             "POST",
             url,
-            headers=gwkit.modern_headers("subscriptions/listen"),
+            headers=modern_headers(body),
             content=json.dumps(body),
         ) as response,
     ):

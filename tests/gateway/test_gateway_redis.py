@@ -18,6 +18,7 @@ import gwkit
 import httpx
 import pytest
 
+from support.mcp import modern_headers
 from support.servers import need
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "scaleout"))
@@ -88,7 +89,9 @@ async def burst(
         }
         async with limiter:
             response = await http.post(
-                gateway.url, headers=gwkit.modern_headers("tools/call", tool, token), json=body
+                gateway.url,
+                headers=modern_headers(body, Authorization=f"Bearer {token}"),
+                json=body,
             )
         statuses[response.status_code] += 1
 

@@ -22,6 +22,7 @@ import gwkit
 import httpx
 import pytest
 
+from support.mcp import modern_headers
 from support.waits import eventually
 
 CALLERS = 4
@@ -121,7 +122,7 @@ class Listener:
         assert self.ready.wait(10)
 
     def _run(self, url: str, body: dict[str, Any]) -> None:
-        headers = gwkit.modern_headers("subscriptions/listen")
+        headers = modern_headers(body)
         try:
             with self._http.stream("POST", url, headers=headers, content=json.dumps(body)) as r:
                 for line in r.iter_lines():

@@ -19,7 +19,7 @@ import anyio
 import httpx
 import pytest
 from services import Replica
-from wire import call, headers_for, meta
+from wire import call, meta
 from workers_support import (
     TASK_CAPS,
     TERMINAL,
@@ -33,6 +33,8 @@ from workers_support import (
     wait_status,
     wait_until,
 )
+
+from support.mcp import modern_headers
 
 pytestmark = pytest.mark.anyio
 
@@ -85,12 +87,12 @@ async def test_worker_sees_headers_but_never_credentials(
     replica: Replica, redis_url: str, log_dir: Path
 ) -> None:
     params = {"name": "whoami", "arguments": {}, "_meta": meta(TASK_CAPS)}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     headers = {
-        **headers_for("tools/call", params),
+        **modern_headers(body),
         "x-tenant": "acme",
         "authorization": "Bearer not-for-workers",
     }
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     worker = start_worker(redis_url, log_dir, "whoami")
     try:
         async with httpx.AsyncClient(timeout=30) as client:
@@ -126,7 +128,7 @@ async def test_listen_on_a_replica_hears_a_task_finish_on_a_worker(
                 async with client.stream(
                     "POST",
                     replica.url,
-                    headers=headers_for("subscriptions/listen", params),
+                    headers=modern_headers(body),
                     content=json.dumps(body),
                 ) as stream:
                     async for line in stream.aiter_lines():

@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
+from support.mcp import modern_headers
+
 TASKS = "io.modelcontextprotocol/tasks"
 _ids = itertools.count(1)
 
@@ -45,19 +47,6 @@ class Reply:
         return error
 
 
-def headers_for(method: str, params: dict[str, Any]) -> dict[str, str]:
-    h = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": method,
-    }
-    name = params.get("name") or params.get("uri") or params.get("taskId")
-    if name is not None:
-        h["mcp-name"] = str(name)
-    return h
-
-
 async def call(
     client: httpx.AsyncClient,
     url: str,
@@ -69,7 +58,7 @@ async def call(
     params["_meta"] = meta(caps)
     body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
     async with client.stream(
-        "POST", url, headers=headers_for(method, params), content=json.dumps(body)
+        "POST", url, headers=modern_headers(body), content=json.dumps(body)
     ) as response:
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             notes: list[dict[str, Any]] = []

@@ -44,6 +44,12 @@ class Cluster:
         return "\n\n".join(f"--- replica {r.port}\n{r.tail()}" for r in self.replicas)
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """Real processes, Redis clients and nginx: asyncio only."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="module", params=["memory", "sqlite", "redis"])
 def cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

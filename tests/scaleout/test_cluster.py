@@ -20,11 +20,6 @@ pytestmark = pytest.mark.anyio
 TASK_CAPS: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def _wait_status(
     client: httpx.AsyncClient, cluster: Cluster, task_id: str, wanted: set[str], start: int = 1
 ) -> dict[str, Any]:

@@ -15,11 +15,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def queue(redis_url: str, request: pytest.FixtureRequest) -> AsyncIterator[TaskQueue]:
     backend = RedisBackend(redis_url, prefix=f"{request.node.name}:")
     yield TaskQueue.of(backend)

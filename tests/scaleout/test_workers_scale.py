@@ -40,11 +40,6 @@ SECONDS = 1.0
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def stack() -> Iterator[ExitStack]:
     with ExitStack() as stack:
         yield stack

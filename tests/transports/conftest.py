@@ -1,9 +1,11 @@
 """Fixtures shared by the transport tests: the conformance fixture server as a real
-``mcpkit serve --http`` process (one per module), and a raw HTTP client to it."""
+``mcpkit serve --http`` process (one per module; a module may serve its own app as
+``server`` instead), and a raw HTTP client to it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Protocol
 
 import pytest
 
@@ -21,9 +23,18 @@ def server(
         yield running
 
 
+class Served(Protocol):
+    """A server under test: a process (``ProcessServer``) or a thread (``ThreadServer``)."""
+
+    url: str
+
+    def alive(self) -> bool: ...
+
+
 @pytest.fixture
-def client(server: ProcessServer) -> Iterator[McpHttp]:
-    """A raw MCP-over-HTTP client of ``server`` (closed after the test)."""
+def client(server: Served) -> Iterator[McpHttp]:
+    """A raw MCP-over-HTTP client of ``server``, the module's own or the process above
+    (closed after the test)."""
     http = McpHttp(server.url, server.alive)
     yield http
     http.close()

@@ -22,7 +22,6 @@ from client_support import (
     SLOW_SERVER,
     ServerProcess,
     fixture_object,
-    pid_alive,
     serve_command,
 )
 
@@ -37,7 +36,7 @@ from mcpkit.client import (
     ServerStartupError,
 )
 from mcpkit.transports.client_stdio import StdioTransport
-from support.servers import free_port
+from support.servers import free_port, pid_alive
 
 pytestmark = pytest.mark.anyio
 

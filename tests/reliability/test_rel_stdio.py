@@ -28,7 +28,6 @@ from rel_support import (
     call_tool,
     hwm_kb,
     next_id,
-    pid_alive,
     rss_kb,
     serve_argv,
     stdio_serving,
@@ -41,6 +40,7 @@ from mcpkit.client import (
     ServerStartupError,
 )
 from mcpkit.transports.client_stdio import StdioTransport
+from support.servers import pid_alive
 from support.waits import poll
 
 if TYPE_CHECKING:

@@ -133,6 +133,25 @@ def wait_port(
         time.sleep(0.05)
 
 
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (exited, not yet reaped): whether a
+    process a test meant to stop, or to leave running, really is gone or there."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()  # gone since os.kill (where /proc exists)
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
 def need(binary: str) -> None:
     """Skip the test without ``binary`` (on PATH or in /usr/sbin); in CI (``CI=true``), where
     ``.ci/run`` installs every tool the suite uses, its absence is a failure instead."""

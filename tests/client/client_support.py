@@ -50,11 +50,6 @@ def fixture_object(backend: str, script: Path = FIXTURE_SERVER) -> Any:
     return _OBJECTS[key]
 
 
-def serve_command(script: Path, *extra: str) -> list[str]:
-    """argv that serves an mcpkit server script over stdio (or HTTP with extra args)."""
-    return [sys.executable, "-m", "mcpkit", "serve", str(script), *extra]
-
-
 @dataclass
 class ServerProcess:
     url: str

@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from client_support import FIXTURE_SERVER, REPO, ServerProcess, serve_command
+from client_support import FIXTURE_SERVER, REPO, ServerProcess
 
-from support.servers import free_port
+from support.servers import free_port, serve_argv
 
-SERVER_ARGV = serve_command(FIXTURE_SERVER)
+SERVER_ARGV = serve_argv(FIXTURE_SERVER)
 
 
 def mcpkit(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

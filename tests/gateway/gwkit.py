@@ -24,7 +24,7 @@ import httpx
 
 from support.mcp import modern_headers, sse_json
 from support.servers import free_port as free_port  # the gateway tests reach it as gwkit.free_port
-from support.servers import kill_group, spawn
+from support.servers import kill_group, serve_argv, spawn
 from support.servers import wait_port as support_wait_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,7 +99,7 @@ def _spawn(name: str, cmd: list[str], log_dir: Path, env: dict[str, str], port: 
 
 def serve_command(target: str, *flags: str) -> list[str]:
     """``mcpkit serve`` over stdio (for a stdio upstream's ``command``)."""
-    return [sys.executable, "-m", "mcpkit", "serve", target, "--state", "memory:", *flags]
+    return serve_argv(target, "--state", "memory:", *flags)
 
 
 def spawn_upstream(name: str, log_dir: Path, target: str = ECHO, *flags: str, **env: str) -> Proc:

@@ -27,7 +27,7 @@ import httpx
 
 import support.servers as support_servers
 from support.mcp import modern_headers, sse_json
-from support.servers import free_port, kill_group, spawn, wait_port
+from support.servers import free_port, kill_group, serve_argv, spawn, wait_port
 
 if TYPE_CHECKING:
     from conftest import Rel
@@ -47,9 +47,9 @@ def next_id() -> int:
     return next(_ids)
 
 
-def serve_argv() -> list[str]:
+def rel_server_argv() -> list[str]:
     """``mcpkit serve rel_server.py`` over stdio, as a client's command."""
-    return [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
+    return serve_argv(SERVER_FILE, "--state", "memory:")
 
 
 def base_env(**extra: str) -> dict[str, str]:

@@ -25,7 +25,7 @@ from rel_support import (
     call_tool,
     http_serving,
     next_id,
-    serve_argv,
+    rel_server_argv,
     stdio_serving,
 )
 
@@ -245,7 +245,7 @@ async def test_e5_client_timeout_fires_and_cancels_on_stdio(rel: Rel, tmp_path: 
     record = tmp_path / "record.txt"
     record.touch()
     env = {"MCPKIT_SEALING_KEYS": "k", "MCPKIT_REL_RECORD": str(record)}
-    async with Client(serve_argv(), cwd=tmp_path, env=env, max_timeout=1.0) as client:
+    async with Client(rel_server_argv(), cwd=tmp_path, env=env, max_timeout=1.0) as client:
         tag = uuid.uuid4().hex[:12]
         started = time.monotonic()
         with pytest.raises(RequestTimeoutError) as info:
@@ -299,7 +299,7 @@ async def test_e6_server_progress_flood_reaches_the_client_and_the_call_complete
         nonlocal seen
         seen += 1
 
-    async with Client(serve_argv(), cwd=tmp_path, env={"MCPKIT_SEALING_KEYS": "k"}) as client:
+    async with Client(rel_server_argv(), cwd=tmp_path, env={"MCPKIT_SEALING_KEYS": "k"}) as client:
         with anyio.fail_after(30):
             result = await client.call_tool("progress_flood", {"count": 10_000}, on_progress=count)
         assert result["content"][0]["text"] == "flooded 10000"

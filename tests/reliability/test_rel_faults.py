@@ -37,7 +37,7 @@ from rel_support import (
     fd_count,
     modern_request,
     next_id,
-    serve_argv,
+    rel_server_argv,
 )
 
 from mcpkit.client import Client, ClientError, ConnectionClosedError
@@ -69,7 +69,7 @@ async def test_d5_sigkill_mid_call_fails_every_pending_call_within_500ms(
     env = {"MCPKIT_SEALING_KEYS": "k", "MCPKIT_REL_RECORD": str(record)}
     worst = 0.0
     for cycle in range(CYCLES):
-        async with Client(serve_argv(), cwd=tmp_path, env=env, timeout=60) as client:
+        async with Client(rel_server_argv(), cwd=tmp_path, env=env, timeout=60) as client:
             pid = cast(StdioTransport, client.transport).pid
             assert pid is not None
             tags = [f"{cycle}-{i}-{uuid.uuid4().hex[:6]}" for i in range(10)]
@@ -101,7 +101,7 @@ async def test_d5_sigkill_mid_call_fails_every_pending_call_within_500ms(
             assert worst < 0.5, f"pending calls failed {worst:.3f}s after SIGKILL"
             rel.lost(0)
     # and a fresh client against a fresh process works at once
-    async with Client(serve_argv(), cwd=tmp_path, env=env) as client:
+    async with Client(rel_server_argv(), cwd=tmp_path, env=env) as client:
         assert (await client.call_tool("echo", {"nonce": "back"}))["content"][0]["text"] == "back"
     rel.verified(CYCLES * 10 + 1)
 
@@ -141,7 +141,7 @@ async def test_client_cancelled_mid_call_cancels_the_handler_stdio(
     record = tmp_path / "record.txt"
     record.touch()
     env = {"MCPKIT_SEALING_KEYS": "k", "MCPKIT_REL_RECORD": str(record)}
-    async with Client(serve_argv(), cwd=tmp_path, env=env, timeout=60) as client:
+    async with Client(rel_server_argv(), cwd=tmp_path, env=env, timeout=60) as client:
         tag = uuid.uuid4().hex[:12]
         with anyio.move_on_after(0.5):
             await client.call_tool("slow", {"tag": tag, "seconds": 30})

@@ -19,7 +19,6 @@ import json
 import os
 import random
 import statistics
-import sys
 import time
 import uuid
 from collections import Counter
@@ -32,7 +31,6 @@ import httpx
 import pytest
 from rel_support import (
     LEGACY,
-    SERVER_FILE,
     ServerProcess,
     call_tool,
     fd_count,
@@ -43,6 +41,7 @@ from rel_support import (
     next_id,
     pipelined,
     read_response,
+    rel_server_argv,
     rss_kb,
 )
 
@@ -127,7 +126,7 @@ async def test_l1_1000_concurrent_clients_all_with_id_1(rel: Rel, server: Server
 @pytest.mark.slow
 async def test_l1_many_stdio_clients_with_overlapping_ids(rel: Rel, tmp_path: Path) -> None:
     clients, calls = 8, 50
-    argv = [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
+    argv = rel_server_argv()
     misrouted = lost = 0
 
     async def one_client(k: int) -> None:

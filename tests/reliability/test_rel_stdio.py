@@ -28,8 +28,8 @@ from rel_support import (
     call_tool,
     hwm_kb,
     next_id,
+    rel_server_argv,
     rss_kb,
-    serve_argv,
     stdio_serving,
 )
 
@@ -220,7 +220,7 @@ def _cpu_ticks(pid: int) -> int:
 @pytest.mark.slow
 def test_d6_killed_client_leaves_no_server_behind(rel: Rel, tmp_path: Path) -> None:
     client = subprocess.Popen(
-        [sys.executable, "-c", CLIENT_SCRIPT, *serve_argv()],
+        [sys.executable, "-c", CLIENT_SCRIPT, *rel_server_argv()],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -253,7 +253,7 @@ def test_d6_killed_client_leaves_no_server_behind(rel: Rel, tmp_path: Path) -> N
 async def test_d7_stderr_flood_does_not_deadlock(rel: Rel, tmp_path: Path) -> None:
     seen: list[str] = []
     async with Client(
-        serve_argv(), cwd=tmp_path, env=client_env(tmp_path), timeout=60, stderr=seen.append
+        rel_server_argv(), cwd=tmp_path, env=client_env(tmp_path), timeout=60, stderr=seen.append
     ) as client:
         with anyio.fail_after(60):
             result = await client.call_tool("shout", {"nbytes": 16 * 1024 * 1024})
@@ -374,7 +374,7 @@ def test_stdio_server_with_stdin_and_stdout_redirected_to_files(rel: Rel, tmp_pa
     out = tmp_path / "out.jsonl"
     with requests.open("rb") as stdin, out.open("wb") as stdout:
         proc = subprocess.run(
-            serve_argv(),
+            rel_server_argv(),
             stdin=stdin,
             stdout=stdout,
             stderr=subprocess.PIPE,
@@ -394,7 +394,9 @@ def test_stdio_server_with_stdin_and_stdout_redirected_to_files(rel: Rel, tmp_pa
 async def test_l5_sequential_calls_across_the_pipe_buffer_size(rel: Rel, tmp_path: Path) -> None:
     sizes = [1, 100, 4095, 65535, 65536, 65537, 200_000, 1 << 20, 8 << 20]
     count = int(os.environ.get("MCPKIT_L5_CALLS", "3000"))
-    async with Client(serve_argv(), cwd=tmp_path, env=client_env(tmp_path), timeout=60) as client:
+    async with Client(
+        rel_server_argv(), cwd=tmp_path, env=client_env(tmp_path), timeout=60
+    ) as client:
         started = time.monotonic()
         misrouted = 0
         for i in range(count):

@@ -50,6 +50,11 @@ def free_port() -> int:
         return port
 
 
+def serve_argv(target: str | Path, *args: str) -> list[str]:
+    """``mcpkit serve TARGET ARGS...`` as a user types it, run by this interpreter."""
+    return [sys.executable, "-m", "mcpkit", "serve", str(target), *args]
+
+
 def subprocess_env(**extra: str) -> dict[str, str]:
     """Environment for server subprocesses: shared sealing keys (no key file written into
     the working tree) and unbuffered output so a crash shows its last words."""
@@ -229,7 +234,7 @@ def http_subprocess(
 ) -> Iterator[ProcessServer]:
     port = free_port()
     output = output_dir / "server-output.log"
-    cmd = [sys.executable, "-m", "mcpkit", "serve", str(target), "--http", "--port", str(port)]
+    cmd = serve_argv(target, "--http", "--port", str(port))
     cmd += list(args)
     process = spawn(cmd, output, env=subprocess_env(), cwd=output_dir)
     server = ProcessServer(f"http://127.0.0.1:{port}/mcp", port, process, output)
@@ -355,7 +360,7 @@ class StdioProcess:
         self.stderr_path = workdir / stderr_name
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcpkit", "serve", str(target), *args],
+            serve_argv(target, *args),
             cwd=workdir,
             env=env or subprocess_env(),
             stdin=subprocess.PIPE,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 import support.servers as support_servers
-from support.mcp import modern_headers, sse_json
+from support.mcp import modern_headers, modern_request, sse_json
 from support.servers import free_port, kill_group, serve_argv, spawn, wait_port
 
 if TYPE_CHECKING:
@@ -103,28 +103,6 @@ def listening_addresses(port: int) -> set[str]:
 
 
 # ------------------------------ messages
-
-
-def meta(caps: dict[str, Any] | None = None, version: str = MODERN, **extra: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": caps if caps is not None else {},
-        "io.modelcontextprotocol/clientInfo": {"name": "reliability-suite", "version": "1"},
-    }
-    out.update(extra)
-    return out
-
-
-def modern_request(
-    rid: Any,
-    method: str,
-    params: dict[str, Any] | None = None,
-    caps: dict[str, Any] | None = None,
-    **meta_extra: Any,
-) -> dict[str, Any]:
-    p = dict(params or {})
-    p["_meta"] = meta(caps, **meta_extra)
-    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": p}
 
 
 def call_tool(

@@ -24,14 +24,13 @@ from rel_support import (
     call_tool,
     http_serving,
     hwm_kb,
-    modern_request,
     next_id,
     post,
     rss_kb,
     stdio_serving,
 )
 
-from support.mcp import modern_headers
+from support.mcp import modern_headers, modern_request
 
 if TYPE_CHECKING:
     from conftest import Rel

@@ -35,14 +35,13 @@ from rel_support import (
     ServerProcess,
     call_tool,
     fd_count,
-    modern_request,
     next_id,
     rel_server_argv,
 )
 
 from mcpkit.client import Client, ClientError, ConnectionClosedError
 from mcpkit.transports.client_stdio import StdioTransport
-from support.mcp import modern_headers, sse_json
+from support.mcp import modern_headers, modern_request, sse_json
 from support.servers import free_port
 from support.waits import poll
 
@@ -336,7 +335,7 @@ def _call(
     params: dict[str, Any],
     caps: dict[str, Any] | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    message = modern_request(next_id(), method, params, caps=caps)
+    message = modern_request(next_id(), method, params, capabilities=caps)
     response = client.post(url, json=message, headers=modern_headers(message))
     text = response.text
     if response.headers.get("content-type", "").startswith("text/event-stream"):

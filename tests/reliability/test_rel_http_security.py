@@ -23,7 +23,6 @@ from rel_support import (
     call_tool,
     http_serving,
     hwm_kb,
-    modern_request,
     next_id,
     post,
     raw_http,
@@ -31,7 +30,7 @@ from rel_support import (
     status_of,
 )
 
-from support.mcp import modern_headers
+from support.mcp import modern_headers, modern_request
 
 if TYPE_CHECKING:
     from conftest import Rel

@@ -37,7 +37,6 @@ from rel_support import (
     http_request,
     http_serving,
     hwm_kb,
-    modern_request,
     next_id,
     pipelined,
     read_response,
@@ -46,7 +45,7 @@ from rel_support import (
 )
 
 from mcpkit.client import Client
-from support.mcp import modern_headers
+from support.mcp import modern_headers, modern_request
 from support.waits import poll
 
 if TYPE_CHECKING:

@@ -221,7 +221,7 @@ def test_request_state_is_bound_to_tool_and_principal(
     rel: Rel, auth_server: ServerProcess, client: httpx.Client
 ) -> None:
     caps: dict[str, Any] = {"elicitation": {}}
-    first_call = call_tool(next_id(), "ask", caps=caps)
+    first_call = call_tool(next_id(), "ask", capabilities=caps)
     first = post(
         client, auth_server.url, first_call, {**modern_headers(first_call), **ALICE}
     ).result
@@ -230,7 +230,7 @@ def test_request_state_is_bound_to_tool_and_principal(
     answers = {"word": {"action": "accept", "content": {"word": "kiwi"}}}
 
     def retry(tool: str, token: Any, who: dict[str, str]) -> tuple[dict[str, Any], Reply]:
-        message = call_tool(next_id(), tool, caps=caps)
+        message = call_tool(next_id(), tool, capabilities=caps)
         message["params"].update({"requestState": token, "inputResponses": answers})
         return message, post(client, auth_server.url, message, {**modern_headers(message), **who})
 

@@ -19,7 +19,7 @@ import anyio
 import httpx
 import pytest
 from services import Replica
-from wire import call, meta
+from wire import call
 from workers_support import (
     TASK_CAPS,
     TERMINAL,
@@ -34,7 +34,7 @@ from workers_support import (
     wait_until,
 )
 
-from support.mcp import modern_headers
+from support.mcp import modern_headers, modern_meta
 
 pytestmark = pytest.mark.anyio
 
@@ -81,7 +81,7 @@ async def test_replica_queues_and_a_worker_runs_the_task(
 async def test_worker_sees_headers_but_never_credentials(
     replica: Replica, redis_url: str, log_dir: Path
 ) -> None:
-    params = {"name": "whoami", "arguments": {}, "_meta": meta(TASK_CAPS)}
+    params = {"name": "whoami", "arguments": {}, "_meta": modern_meta(TASK_CAPS)}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     headers = {
         **modern_headers(body),
@@ -111,7 +111,7 @@ async def test_listen_on_a_replica_hears_a_task_finish_on_a_worker(
     try:
         async with httpx.AsyncClient(timeout=30) as client:
             task_id = await create(client, replica.url, "job_once", label="heard", seconds=1)
-            params = {"notifications": {"taskIds": [task_id]}, "_meta": meta(TASK_CAPS)}
+            params = {"notifications": {"taskIds": [task_id]}, "_meta": modern_meta(TASK_CAPS)}
             body = {
                 "jsonrpc": "2.0",
                 "id": "listen-w",

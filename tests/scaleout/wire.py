@@ -14,18 +14,10 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
-from support.mcp import modern_headers
+from support.mcp import modern_headers, modern_meta
 
 TASKS = "io.modelcontextprotocol/tasks"
 _ids = itertools.count(1)
-
-
-def meta(caps: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": caps if caps is not None else {},
-        "io.modelcontextprotocol/clientInfo": {"name": "scaleout-test", "version": "1"},
-    }
 
 
 @dataclass
@@ -55,7 +47,7 @@ async def call(
     caps: dict[str, Any] | None = None,
 ) -> Reply:
     params = dict(params or {})
-    params["_meta"] = meta(caps)
+    params["_meta"] = modern_meta(caps)
     body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
     async with client.stream(
         "POST", url, headers=modern_headers(body), content=json.dumps(body)

@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
-import subprocess
-import sys
 
 import pytest
 from client_support import FIXTURE_SERVER, REPO, ServerProcess
 
-from support.servers import free_port, serve_argv
+from support.servers import free_port, run_mcpkit, serve_argv
+
+#: The command line as a person types it, from the repository root.
+mcpkit = functools.partial(run_mcpkit, cwd=REPO)
+
 
 SERVER_ARGV = serve_argv(FIXTURE_SERVER)
-
-
-def mcpkit(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcpkit", *args],
-        cwd=REPO,
-        text=True,
-        capture_output=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
 
 
 def test_list_stdio_command_line_as_one_argument() -> None:

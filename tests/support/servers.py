@@ -55,6 +55,23 @@ def serve_argv(target: str | Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "mcpkit", "serve", str(target), *args]
 
 
+def run_mcpkit(
+    *args: str, cwd: Path, stdin: str | None = None, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    """``mcpkit ARGS...`` run to its end in ``cwd``, as a person types it; output captured
+    as text (``stdin``: what they type, else nothing)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit", *args],
+        cwd=cwd,
+        text=True,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def subprocess_env(**extra: str) -> dict[str, str]:
     """Environment for server subprocesses: shared sealing keys (no key file written into
     the working tree) and unbuffered output so a crash shows its last words."""

@@ -260,6 +260,11 @@ def call(
     return _reply(response)
 
 
+def call_tool(gateway: Proc, tool: str, **arguments: Any) -> Reply:
+    """``tools/call`` of ``tool`` through ``gateway`` (see :func:`call`)."""
+    return call(gateway.url, "tools/call", {"name": tool, "arguments": arguments})
+
+
 class LegacySession:
     """A raw 2025-11-25 session: initialize, initialized, then requests."""
 

@@ -23,6 +23,7 @@ import anyio
 import gwkit
 import httpx
 import pytest
+from gwkit import call_tool
 
 from mcpkit.client import Client, prompt_ref, resource_ref
 from support.mcp import modern_headers
@@ -51,10 +52,6 @@ def gateway(config: str, log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
     gw = gwkit.start_gateway("gateway", log_dir, config)
     stack.append(gw)
     return gw
-
-
-def call_tool(gateway: gwkit.Proc, tool: str, **arguments: Any) -> gwkit.Reply:
-    return gwkit.call(gateway.url, "tools/call", {"name": tool, "arguments": arguments})
 
 
 def stats(gateway: gwkit.Proc, upstream: str) -> dict[str, int]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import gwkit
 import httpx
 import pytest
+from gwkit import call_tool
 
 from support.waits import eventually
 
@@ -38,10 +39,6 @@ def gateway(upstreams: dict[str, gwkit.Proc], log_dir: Path, stack: list[gwkit.P
     gw = gwkit.start_gateway("gateway", log_dir, config)
     stack.append(gw)
     return gw
-
-
-def call_tool(gateway: gwkit.Proc, tool: str) -> gwkit.Reply:
-    return gwkit.call(gateway.url, "tools/call", {"name": tool, "arguments": {}})
 
 
 def health(gateway: gwkit.Proc) -> tuple[int, dict[str, str]]:

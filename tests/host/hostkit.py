@@ -33,6 +33,8 @@ PEERS = HERE / "peers"
 REPO = HERE.parents[1]
 #: Debian's Chromium (``.ci/run`` installs it; Playwright never downloads a browser here).
 CHROMIUM = "/usr/bin/chromium"
+#: Where the browser tests leave their screenshots (outside the repository).
+SHOTS = Path("/tmp/host-shots")
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import REPO, SERVERS, playwright, web_host
-
-SHOTS = Path("/tmp/host-shots")
+from hostkit import REPO, SERVERS, SHOTS, playwright, web_host
 
 playwright()  # skips the module without Playwright or Chromium
 

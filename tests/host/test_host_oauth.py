@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hostkit import REPO, chromium, web_host
+from hostkit import REPO, SHOTS, chromium, web_host
 
 from mcpkit.auth.client import FileTokenStore
 from mcpkit.host import Host, HostConfig, Interaction, Permission, ServerConfig
@@ -101,8 +101,7 @@ def test_no_oauth_for_a_server_with_its_own_authorization_header() -> None:
 
 
 def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
-    shots = Path("/tmp/host-shots")
-    shots.mkdir(parents=True, exist_ok=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
     with protected() as (url, authz):
         config = {"mcpServers": {"prot": {"url": url, "permission": "allow"}}}
         tokens = tmp_path / "tokens.json"
@@ -114,7 +113,7 @@ def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
             page.set_default_timeout(20_000)
             page.goto(page_url)
             login = page.wait_for_selector("[data-testid='login:prot']")
-            page.screenshot(path=str(shots / "oauth-01-login-needed.png"))
+            page.screenshot(path=str(SHOTS / "oauth-01-login-needed.png"))
             with context.expect_page() as popup_info:
                 login.click()
             popup = popup_info.value
@@ -126,7 +125,7 @@ def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
             page.click("[data-testid='tool:prot:whoami']")
             page.click("[data-testid=call-tool]")
             page.wait_for_selector("#result pre.structured:has-text('demo-user')")
-            page.screenshot(path=str(shots / "oauth-02-logged-in.png"))
+            page.screenshot(path=str(SHOTS / "oauth-02-logged-in.png"))
             assert grants(authz) == ["authorization_code"]
             assert FileTokenStore(tokens).get_tokens(url) is not None
             page.click("[data-testid='logout:prot']")

@@ -15,14 +15,11 @@ import http.server
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, cast
 
 import httpx
 import pytest
-from hostkit import SERVERS, playwright, web_host
-
-SHOTS = Path("/tmp/host-shots")
+from hostkit import SERVERS, SHOTS, playwright, web_host
 
 playwright_api = playwright()
 

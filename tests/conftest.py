@@ -2,12 +2,13 @@
 
 ``anyio_backend`` runs async tests on asyncio and trio by default (the protocol core and
 the server framework are backend-neutral); transport modules that need uvicorn or
-subprocess pipes override it with asyncio only.
+subprocess pipes override it with asyncio only.  ``redis_url`` is a real Redis for the
+folders that need one (state backends, scale-out, serverless, telemetry, the wheel).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 
 import pytest
 from pluggy import Result
@@ -17,6 +18,17 @@ from pluggy import Result
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     backend: str = request.param
     return backend
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    """A real ``redis-server`` for the module's tests, as a URL (skipped without Redis,
+    failed in CI: ``support.servers.need``)."""
+    from support.servers import need, redis_server
+
+    need("redis-server")
+    with redis_server() as port:
+        yield f"redis://127.0.0.1:{port}/0"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 
 async def time_calls(call: Callable[[], Awaitable[object]], n: int) -> None:
@@ -30,3 +31,13 @@ async def time_calls(call: Callable[[], Awaitable[object]], n: int) -> None:
         ),
         flush=True,
     )
+
+
+async def time_echo(server: Any, n: int) -> None:
+    """:func:`time_calls` on ``server.call_tool("echo", ...)``, the in-process call of the
+    official SDK's ``MCPServer`` and of FastMCP alike."""
+
+    async def call() -> object:
+        return await server.call_tool("echo", {"text": "hello world"})
+
+    await time_calls(call, n)

@@ -37,15 +37,6 @@ async def progress_echo(text: str, ctx: Context) -> str:
     return text
 
 
-async def _inproc(n: int) -> None:
-    from _inproc import time_calls
-
-    async def call() -> object:
-        return await mcp.call_tool("echo", {"text": "hello world"})
-
-    await time_calls(call, n)
-
-
 def main() -> None:
     mode = sys.argv[1]
     if mode == "http":
@@ -62,8 +53,9 @@ def main() -> None:
         mcp.run()
     elif mode == "inproc":
         import anyio
+        from _inproc import time_echo
 
-        anyio.run(_inproc, int(sys.argv[2]))
+        anyio.run(time_echo, mcp, int(sys.argv[2]))
     else:
         raise SystemExit(f"unknown mode {mode}")
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from auth_helpers import LocalAuthorizationServer, Stack, serve
+from auth_helpers import LocalAuthorizationServer, Stack
+
+from support.servers import serve_app
 
 
 @pytest.fixture(scope="module")
 def local_as() -> Iterator[LocalAuthorizationServer]:
-    with serve(lambda base: LocalAuthorizationServer(base)) as (_, app):
+    with serve_app(lambda base: LocalAuthorizationServer(base)) as (_, app):
         yield app
 
 
@@ -20,7 +22,7 @@ def local_as() -> Iterator[LocalAuthorizationServer]:
 def stack(local_as: LocalAuthorizationServer) -> Iterator[Stack]:
     import protected_server
 
-    with serve(lambda base: protected_server.build_app(local_as.issuer, f"{base}/mcp")) as (
+    with serve_app(lambda base: protected_server.build_app(local_as.issuer, f"{base}/mcp")) as (
         base,
         app,
     ):

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from auth_helpers import LocalAuthorizationServer, Stack, serve
+from auth_helpers import LocalAuthorizationServer, Stack
 
 from mcpkit.auth.client import (
     AuthorizationError,
@@ -22,6 +22,7 @@ from mcpkit.auth.client import (
     UrlPolicy,
 )
 from mcpkit.client import Client
+from support.servers import serve_app
 
 LOCAL = UrlPolicy.local_development()
 REDIRECT = "http://127.0.0.1:53682/callback"
@@ -228,7 +229,10 @@ def test_refuses_an_authorization_server_without_pkce_s256(
     local_as: LocalAuthorizationServer,
 ) -> None:
     cls = _variant(local_as, metadata={"code_challenge_methods_supported": None})
-    with serve(lambda base: cls(base)) as (issuer, authz), serve(_protected_for(issuer)) as (b, _):
+    with (
+        serve_app(lambda base: cls(base)) as (issuer, authz),
+        serve_app(_protected_for(issuer)) as (b, _),
+    ):
         with pytest.raises(DiscoveryError, match="S256"):
             _try(f"{b}/mcp", interactive())
         assert not [p for m, path, p in authz.log if path == "/authorize"]
@@ -238,7 +242,10 @@ def test_rejects_a_mismatched_iss_before_redeeming_the_code(
     local_as: LocalAuthorizationServer,
 ) -> None:
     cls = _variant(local_as, iss="https://evil.example.com")
-    with serve(lambda base: cls(base)) as (issuer, authz), serve(_protected_for(issuer)) as (b, _):
+    with (
+        serve_app(lambda base: cls(base)) as (issuer, authz),
+        serve_app(_protected_for(issuer)) as (b, _),
+    ):
         with pytest.raises(AuthorizationError, match="RFC 9207"):
             _try(f"{b}/mcp", interactive())
         assert not [p for m, path, p in authz.log if path == "/token"]
@@ -259,7 +266,7 @@ def test_rejects_metadata_for_another_resource(stack: Stack) -> None:
         return McpHttpApp(Server("x"), auth=auth)
 
     stack.authz.log.clear()
-    with serve(make) as (base, _), pytest.raises(DiscoveryError, match="not for"):
+    with serve_app(make) as (base, _), pytest.raises(DiscoveryError, match="not for"):
         _try(f"{base}/mcp", interactive())
     assert authorize_requests(stack.authz) == []
 
@@ -295,7 +302,7 @@ def test_tokens_are_never_sent_to_another_origin(fresh: Stack) -> None:
             assert (await _post(http, fresh.mcp_url, "whoami")).status_code == 200
             assert (await http.get(elsewhere)).status_code == 401
 
-    with serve(lambda base: other) as (base, _):
+    with serve_app(lambda base: other) as (base, _):
         anyio.run(run, f"{base}/steal")
     assert seen == [None]
     assert len(authorize_requests(fresh.authz)) == 1  # and the 401 there starts nothing
@@ -332,7 +339,7 @@ def test_a_server_that_rejects_every_token_does_not_cause_a_loop(stack: Stack) -
         return McpHttpApp(Server("grumpy"), auth=auth)
 
     stack.authz.log.clear()
-    with serve(make) as (base, _), pytest.raises(AuthorizationError, match="still answers 401"):
+    with serve_app(make) as (base, _), pytest.raises(AuthorizationError, match="still answers 401"):
         _try(f"{base}/mcp", interactive())
     assert len(authorize_requests(stack.authz)) == 1
 

@@ -8,13 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
-from auth_helpers import Stack, serve
+from auth_helpers import Stack
 from joserfc.jwk import ECKey
 
 from mcpkit.auth import BearerAuth, IntrospectionVerifier, JwtVerifier, Principal
 from mcpkit.auth.challenge import parse_challenges
 from mcpkit.server import Context, Server
 from mcpkit.transports.http import McpHttpApp
+from support.servers import serve_app
 
 MODERN = "2026-07-28"
 META = {
@@ -267,7 +268,7 @@ def test_introspection_verifier(stack: Stack) -> None:
         verifier.audiences = (f"{base}/mcp",)
         return McpHttpApp(server, auth=auth)
 
-    with serve(make) as (base, _):
+    with serve_app(make) as (base, _):
         url = f"{base}/mcp"
         token = stack.authz.mint(audience=url, scope="mcp", subject="carol", client_id="c9")
         response = call(url, token, "tools/call", name="me", arguments={})

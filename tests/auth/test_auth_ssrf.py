@@ -8,7 +8,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from auth_helpers import serve
 
 from mcpkit.auth.challenge import parse_challenges
 from mcpkit.auth.client import (
@@ -21,6 +20,7 @@ from mcpkit.auth.client import (
 )
 from mcpkit.auth.client.metadata import as_metadata_urls, prm_urls, resource_matches
 from mcpkit.auth.client.ssrf import guarded_async_client, guarded_client, next_hop
+from support.servers import serve_app
 
 PROD = UrlPolicy()
 DEV = UrlPolicy.local_development()
@@ -108,7 +108,7 @@ def test_each_redirect_hop_is_checked() -> None:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"{}"})
 
-    with serve(lambda base: app) as (base, _), guarded_client(DEV) as client:
+    with serve_app(lambda base: app) as (base, _), guarded_client(DEV) as client:
         with pytest.raises(SsrfBlocked):
             next_hop(client.get(f"{base}/a"), DEV)
         hop = next_hop(client.get(f"{base}/b"), DEV)
@@ -126,7 +126,7 @@ def test_response_size_is_capped() -> None:
 
     policy = UrlPolicy(allow_loopback=True, max_response_bytes=4000)
     with (
-        serve(lambda base: app) as (base, _),
+        serve_app(lambda base: app) as (base, _),
         guarded_client(policy) as client,
         pytest.raises(SsrfBlocked, match="exceeds"),
     ):

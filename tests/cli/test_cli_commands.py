@@ -6,6 +6,7 @@ which the client launches as ``python -m mcpkit serve TARGET`` over stdio.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -15,27 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from support.servers import free_port, http_subprocess
+from support.servers import free_port, http_subprocess, run_mcpkit
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
+
+#: The command line as a person types it, in this folder unless a test says where.
+mcpkit = functools.partial(run_mcpkit, cwd=HERE)
 FIXTURE = HERE / "cli_server.py"
 QUICKSTART = REPO / "examples" / "quickstart.py"
-
-
-def mcpkit(
-    *args: str, stdin: str | None = None, cwd: Path = HERE, timeout: float = 90
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcpkit", *args],
-        cwd=cwd,
-        text=True,
-        input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        capture_output=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")

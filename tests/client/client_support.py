@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -51,11 +50,6 @@ def fixture_object(backend: str, script: Path = FIXTURE_SERVER) -> Any:
     return _OBJECTS[key]
 
 
-def serve_command(script: Path, *extra: str) -> list[str]:
-    """argv that serves an mcpkit server script over stdio (or HTTP with extra args)."""
-    return [sys.executable, "-m", "mcpkit", "serve", str(script), *extra]
-
-
 @dataclass
 class ServerProcess:
     url: str
@@ -81,21 +75,6 @@ def start_server(
         server.stop()
         raise
     return server
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie still "exists": check its state where /proc is available.
-    stat = Path(f"/proc/{pid}/stat")
-    if stat.exists():
-        with contextlib.suppress(OSError):
-            return stat.read_text().split(") ", 1)[1][0] != "Z"
-    return True
 
 
 Responder = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]

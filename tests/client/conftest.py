@@ -17,11 +17,10 @@ from client_support import (
     PEERS,
     SLOW_SERVER,
     ServerProcess,
-    serve_command,
     start_server,
 )
 
-from support.servers import free_port
+from support.servers import free_port, serve_argv
 
 
 @pytest.fixture
@@ -33,7 +32,7 @@ def anyio_backend() -> str:
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """Our conformance fixture server over Streamable HTTP (both eras)."""
     port = free_port()
-    argv = serve_command(FIXTURE_SERVER, "--http", "--port", str(port))
+    argv = serve_argv(FIXTURE_SERVER, "--http", "--port", str(port))
     server = start_server(
         argv,
         port,
@@ -47,7 +46,7 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
 @pytest.fixture(scope="session")
 def slow_http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     port = free_port()
-    argv = serve_command(SLOW_SERVER, "--http", "--port", str(port))
+    argv = serve_argv(SLOW_SERVER, "--http", "--port", str(port))
     server = start_server(
         argv,
         port,

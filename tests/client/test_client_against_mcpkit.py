@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from client_support import FIXTURE_SERVER, REPO, ServerProcess, fixture_object, serve_command
+from client_support import FIXTURE_SERVER, REPO, ServerProcess, fixture_object
 
 from mcpkit.client import (
     Client,
@@ -31,6 +31,7 @@ from mcpkit.client import (
 from mcpkit.transports.client_http import HttpTransport
 from mcpkit.transports.memory import MemoryTransport
 from support.schema import validate_definition
+from support.servers import serve_argv
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +44,7 @@ ROOTS: list[Root] = [{"uri": "file:///work/project", "name": "project"}]
 def target_for(transport: str, http_server: ServerProcess, backend: str = "asyncio") -> Any:
     if transport == "memory":
         return fixture_object(backend)
-    return serve_command(FIXTURE_SERVER) if transport == "stdio" else http_server.url
+    return serve_argv(FIXTURE_SERVER) if transport == "stdio" else http_server.url
 
 
 class Answers:

@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
-import subprocess
-import sys
 
 import pytest
-from client_support import FIXTURE_SERVER, REPO, ServerProcess, serve_command
+from client_support import FIXTURE_SERVER, REPO, ServerProcess
 
-from support.servers import free_port
+from support.servers import free_port, run_mcpkit, serve_argv
 
-SERVER_ARGV = serve_command(FIXTURE_SERVER)
+#: The command line as a person types it, from the repository root.
+mcpkit = functools.partial(run_mcpkit, cwd=REPO)
 
 
-def mcpkit(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcpkit", *args],
-        cwd=REPO,
-        text=True,
-        capture_output=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+SERVER_ARGV = serve_argv(FIXTURE_SERVER)
 
 
 def test_list_stdio_command_line_as_one_argument() -> None:

@@ -22,8 +22,6 @@ from client_support import (
     SLOW_SERVER,
     ServerProcess,
     fixture_object,
-    pid_alive,
-    serve_command,
 )
 
 from mcpkit.client import (
@@ -37,7 +35,7 @@ from mcpkit.client import (
     ServerStartupError,
 )
 from mcpkit.transports.client_stdio import StdioTransport
-from support.servers import free_port
+from support.servers import free_port, pid_alive, serve_argv
 
 pytestmark = pytest.mark.anyio
 
@@ -313,7 +311,7 @@ async def test_http_legacy_fallback_and_session_expiry(bad_http_server: ServerPr
 
 async def test_listen_raises_when_the_stdio_server_dies() -> None:
     with anyio.fail_after(15):
-        client = Client(serve_command(FIXTURE_SERVER), cwd=REPO, era="modern")
+        client = Client(serve_argv(FIXTURE_SERVER), cwd=REPO, era="modern")
         async with client, client.listen(tools=True) as sub:
             assert sub.filter == {"toolsListChanged": True}
             pid = cast(StdioTransport, client.transport).pid

@@ -30,11 +30,6 @@ CONFIG_SERVER = SERVERS_DIR / "config_server.py"
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # stdio subprocesses and a uvicorn thread
-
-
 def text_of(result: Any) -> str:
     return "".join(b["text"] for b in result["content"] if b.get("type") == "text")
 

@@ -22,14 +22,8 @@ from mcpkit import Context, Server
 from mcpkit.client import Client, ConnectionClosedError, ElicitResult, Notification, ServerError
 from mcpkit.transports.memory import MemoryTransport
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """No process or socket here, so both backends (tests/client defaults to asyncio)."""
-    backend: str = request.param
-    return backend
+# No process or socket here, so both backends (tests/client defaults to asyncio).
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])]
 
 
 @pytest.fixture

@@ -9,13 +9,7 @@ where a missing interop test is a failure.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -23,77 +17,18 @@ import pytest
 from client_support import PEERS, ServerProcess, start_server
 
 from mcpkit.client import Client, ElicitResult, prompt_ref
+from support import sdk_venv
 from support.servers import free_port
-
-try:
-    import fcntl
-except ImportError:  # Windows: installs are not serialized there
-    fcntl = None  # type: ignore[assignment]
 
 pytestmark = pytest.mark.anyio
 
-SDK_VERSION = "2.3.0"
-CACHE = Path(os.environ.get("MCPKIT_TEST_CACHE") or Path.home() / ".cache" / "mcpkit-tests")
-VENV = CACHE / f"sdk-mcp-{SDK_VERSION}"
 SDK_SERVER = PEERS / "sdk_server.py"
-
-
-def _venv_python() -> Path:
-    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
-@contextlib.contextmanager
-def _install_lock() -> Iterator[None]:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".sdk-install.lock", "w") as handle:
-        if fcntl is not None:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-
-
-def _install() -> str | None:
-    """Create the venv and pip install the SDK; the problem in words, or None."""
-    if VENV.exists():
-        shutil.rmtree(VENV)  # a half-finished earlier attempt
-    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, timeout=120)
-    proc = subprocess.run(
-        [
-            str(_venv_python()),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            f"mcp=={SDK_VERSION}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    if proc.returncode != 0:
-        lines = [line for line in proc.stderr.splitlines() if line.strip()]
-        return lines[-1] if lines else f"pip exited with {proc.returncode}"
-    return None
 
 
 @pytest.fixture(scope="session")
 def sdk_python() -> str:
-    marker = VENV / ".installed"
-    if not marker.exists():
-        with _install_lock():
-            if not marker.exists():
-                try:
-                    problem = _install()
-                except (OSError, subprocess.SubprocessError) as exc:
-                    problem = str(exc)
-                if problem is not None:
-                    why = f"cannot install mcp=={SDK_VERSION} from PyPI: {problem}"
-                    if os.environ.get("CI", "").lower() == "true":
-                        pytest.fail(f"{why} (CI=true: the interop test must run)")
-                    pytest.skip(why)
-                marker.write_text(SDK_VERSION)
-    return str(_venv_python())
+    """The SDK's interpreter (``support/sdk_venv.py``: installed once, cached)."""
+    return str(sdk_venv.sdk_python())
 
 
 @pytest.fixture(scope="module")

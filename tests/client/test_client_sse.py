@@ -1,7 +1,7 @@
 """The 2024-11-05 HTTP+SSE client transport against the official SDK's ``sse_app()``.
 
 The server is ``peers/sdk_server.py --sse``, run by the official MCP Python SDK (a test
-peer in its own cached venv, see ``tests/host/sdk_venv.py``) on a real socket: GET
+peer in its own cached venv, see ``tests/support/sdk_venv.py``) on a real socket: GET
 ``/sse`` gives an ``endpoint`` event, POSTs to ``/messages/?session_id=...`` are answered
 on the stream.  ``Client(url)`` finds it the way the spec's backwards-compatibility
 section says: the POST of ``initialize`` is refused (405), so the client GETs the same URL
@@ -24,18 +24,15 @@ from mcpkit.client import (
     Client,
     ConnectError,
     ConnectionClosedError,
+    ElicitResult,
     HttpStatusError,
     ProtocolViolationError,
     VersionNegotiationError,
     prompt_ref,
 )
 from mcpkit.transports.client_sse import SseTransport
+from support.sdk_venv import sdk_python
 from support.servers import free_port
-
-sys.path.insert(0, str(TESTS / "host"))
-from sdk_venv import sdk_python
-
-from mcpkit.client import ElicitResult
 
 pytestmark = pytest.mark.anyio
 

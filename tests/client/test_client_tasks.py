@@ -21,11 +21,6 @@ SERVER: Server = fixture_object("asyncio")
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def confirm(params: dict[str, Any]) -> ElicitResult:
     return {"action": "accept", "content": {"confirm": True, "name": "Ada"}}
 

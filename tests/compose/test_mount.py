@@ -16,6 +16,7 @@ from mcpkit import Server
 from mcpkit.client import Client, ElicitResult
 from mcpkit.server import CallNext, Context, Middleware
 from mcpkit.server.mount import namespace_uri, strip_uri
+from support.mcp import first_text
 
 pytestmark = pytest.mark.anyio
 
@@ -63,10 +64,6 @@ def news() -> Server:
     return server
 
 
-def text(result: Any) -> str:
-    return str(result["content"][0]["text"])
-
-
 @pytest.mark.parametrize("era", ERAS)
 async def test_clashing_names_live_side_by_side(era: str) -> None:
     main = Server("main")
@@ -80,11 +77,14 @@ async def test_clashing_names_live_side_by_side(era: str) -> None:
     async with Client(main, era=era) as client:
         names = sorted(t["name"] for t in await client.list_tools())
         assert names == ["lookup", "news_lookup", "weather_lookup"]
-        assert text(await client.call_tool("weather_lookup", {"city": "Oslo"})) == "sunny in Oslo"
-        assert text(await client.call_tool("news_lookup", {"topic": "mcp"})) == (
+        assert (
+            first_text(await client.call_tool("weather_lookup", {"city": "Oslo"}))
+            == "sunny in Oslo"
+        )
+        assert first_text(await client.call_tool("news_lookup", {"topic": "mcp"})) == (
             "headlines about mcp"
         )
-        assert text(await client.call_tool("lookup", {"x": "1"})) == "own 1"
+        assert first_text(await client.call_tool("lookup", {"x": "1"})) == "own 1"
         uris = sorted(r["uri"] for r in await client.list_resources())
         assert uris == ["data://news/config", "data://weather/config"]
         read = await client.read_resource("data://news/config")
@@ -166,7 +166,7 @@ async def test_middleware_of_both_servers_runs(era: str) -> None:
     main.mount(child, namespace="math")
     async with Client(main, era=era) as client:
         assert [t["name"] for t in await client.list_tools()] == ["math_add"]
-        assert text(await client.call_tool("math_add", {"a": 2, "b": 3})) == "5"
+        assert first_text(await client.call_tool("math_add", {"a": 2, "b": 3})) == "5"
     # the parent's middleware sees the namespaced name, the child's its own, nested
     assert log == ["parent>math_add", "child>add", "child<", "parent<"]
 
@@ -198,7 +198,7 @@ async def test_list_changed_crosses_the_mount_modern() -> None:
             assert await next_change(sub) == "notifications/tools/list_changed"
             names = [t["name"] for t in await client.list_tools(refresh=True)]
             assert names == ["own", "kid_late"]
-            assert text(await client.call_tool("kid_late")) == "late"
+            assert first_text(await client.call_tool("kid_late")) == "late"
             child.remove_tool("late")
             assert await next_change(sub) == "notifications/tools/list_changed"
             assert [t["name"] for t in await client.list_tools(refresh=True)] == ["own"]
@@ -277,7 +277,7 @@ async def test_elicitation_through_a_mount(era: str) -> None:
 
     async with Client(main, era=era, elicitation=elicit) as client:
         result = await client.call_tool("c_confirm", {"action": "deploy"})
-    assert text(result) == "deploy: accept {'ok': True}"
+    assert first_text(result) == "deploy: accept {'ok': True}"
     assert asked == ["Really deploy?"]
 
 
@@ -295,7 +295,7 @@ async def test_nested_mounts_and_unmount_at_run_time(era: str) -> None:
     top.mount(middle, namespace="m")
     async with Client(top, era=era) as client:
         assert [t["name"] for t in await client.list_tools()] == ["own", "m_w_lookup"]
-        assert text(await client.call_tool("m_w_lookup", {"city": "Kyiv"})) == "sunny in Kyiv"
+        assert first_text(await client.call_tool("m_w_lookup", {"city": "Kyiv"})) == "sunny in Kyiv"
         read = await client.read_resource("data://m/w/config")
         assert read["contents"][0]["text"] == "weather-config"
         done = await client.complete({"type": "ref/prompt", "name": "m_w_forecast"}, "city", "o")
@@ -389,8 +389,8 @@ async def test_a_mounted_task_tool_is_followed_to_its_result() -> None:
         assert task.id.startswith("kid~")
         with anyio.fail_after(10):
             result = await task
-        assert text(result) == "crunched 7"
+        assert first_text(result) == "crunched 7"
         # and call_tool follows the task by itself
-        assert text(await client.call_tool("kid_crunch", {"n": 8})) == "crunched 8"
+        assert first_text(await client.call_tool("kid_crunch", {"n": 8})) == "crunched 8"
         with pytest.raises(Exception, match="nope"):
             await client.request("tasks/get", {"taskId": "kid~nope"})

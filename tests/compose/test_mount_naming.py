@@ -13,6 +13,7 @@ import pytest
 from mcpkit import Server
 from mcpkit.client import Client
 from mcpkit.server.mount import NameClash, check_names
+from support.mcp import first_text
 
 pytestmark = pytest.mark.anyio
 
@@ -59,17 +60,13 @@ def front(bill: str, help: str) -> Server:
     return main
 
 
-def text(result: Any) -> str:
-    return str(result["content"][0]["text"])
-
-
 @pytest.mark.parametrize("era", ERAS)
 async def test_an_empty_prefix_shared_by_two_mounts(era: str) -> None:
     async with Client(front("", ""), era=era) as client:
         assert sorted(t["name"] for t in await client.list_tools()) == ["invoice", "ticket"]
         # each call reaches the mount that lists the name (both prefixes fit)
-        assert text(await client.call_tool("invoice", {"text": "ada"})) == "invoice: ada"
-        assert text(await client.call_tool("ticket", {"text": "x"})) == "ticket: x"
+        assert first_text(await client.call_tool("invoice", {"text": "ada"})) == "invoice: ada"
+        assert first_text(await client.call_tool("ticket", {"text": "x"})) == "ticket: x"
         prompt = await client.get_prompt("support_sorry", {"who": "Bo"})
         assert prompt["messages"][0]["content"]["text"] == "Sorry from support, Bo."
 
@@ -86,7 +83,7 @@ async def test_kept_uris_are_routed_by_owner(era: str) -> None:
         assert faq["contents"][0]["text"] == "support-content"
         one = await client.read_resource("bill://invoices/7")  # by template match
         assert one["contents"][0]["text"] == "#7"
-        assert text(await client.call_tool("bill_invoice", {"text": "c"})) == "invoice: c"
+        assert first_text(await client.call_tool("bill_invoice", {"text": "c"})) == "invoice: c"
         done = await client.complete(
             {"type": "ref/resource", "uri": "bill://invoices/{number}"}, "number", "10"
         )
@@ -133,6 +130,8 @@ async def test_a_server_that_ran_before_its_first_mount_stops() -> None:
         async with main.running():
             main.mount(support(), prefix="")
             assert (
-                text(await main.call("tools/call", {"name": "ticket", "arguments": {"text": "a"}}))
+                first_text(
+                    await main.call("tools/call", {"name": "ticket", "arguments": {"text": "a"}})
+                )
                 == "ticket: a"
             )

@@ -20,7 +20,7 @@ from mcpkit import Server
 from mcpkit.client import Client
 from mcpkit.compose import GET_AS_RESOURCES, Route, from_asgi, from_openapi
 from support.inproc import call, legacy, modern
-from support.servers import ThreadServer
+from support.mcp import first_text
 
 sys.path.insert(0, str(Path(__file__).parent / "servers"))
 shop_api = pytest.importorskip("shop_api")  # needs fastapi (the dev extra)
@@ -42,16 +42,6 @@ def _fresh_items() -> Iterator[None]:
     shop_api.ITEMS.update(saved)
 
 
-@pytest.fixture(scope="module")
-def shop_url() -> Iterator[str]:
-    with ThreadServer(shop_api.app) as served:
-        yield f"http://127.0.0.1:{served.port}"
-
-
-def text(result: Any) -> str:
-    return str(result["content"][0]["text"])
-
-
 async def exercise(server: Server, era: str) -> None:
     async with Client(server, era=era) as client:
         tools = {t["name"]: t for t in await client.list_tools()}
@@ -67,7 +57,7 @@ async def exercise(server: Server, era: str) -> None:
         assert got["structuredContent"]["tags"] == ["detailed"]
         missing = await client.call_tool("get_item", {"item_id": 99})
         assert missing.get("isError") is True
-        assert "HTTP 404" in text(missing) and "no item 99" in text(missing)
+        assert "HTTP 404" in first_text(missing) and "no item 99" in first_text(missing)
 
         listed = await client.call_tool("list_items", {"category": "toys"})
         assert [i["name"] for i in listed["structuredContent"]["result"]] == ["yoyo"]
@@ -82,8 +72,8 @@ async def exercise(server: Server, era: str) -> None:
         assert shop_api.ITEMS[3].size.height == 2.5  # the nested body reached the API
 
         refused = await client.call_tool("order", {"item_id": 1, "quantity": 5})
-        assert refused.get("isError") is True and "HTTP 422" in text(refused)
-        assert "at most 3" in text(refused)
+        assert refused.get("isError") is True and "HTTP 422" in first_text(refused)
+        assert "at most 3" in first_text(refused)
         ok = await client.call_tool("order", {"item_id": 1, "quantity": 2})
         assert ok["structuredContent"] == {"item_id": 1, "quantity": 2}
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mcpkit.client import Client
-from support.servers import ThreadServer
 
 sys.path.insert(0, str(Path(__file__).parent / "servers"))
 shop_api = pytest.importorskip("shop_api")  # needs fastapi (the dev extra)
@@ -23,12 +21,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def shop_url() -> Iterator[str]:
-    with ThreadServer(shop_api.app) as served:
-        yield f"http://127.0.0.1:{served.port}"
 
 
 async def test_serve_openapi_file_over_stdio(tmp_path: Path, shop_url: str) -> None:

@@ -18,6 +18,7 @@ from mcpkit import Server
 from mcpkit.client import Client, ElicitResult
 from mcpkit.compose import ProxyServer, proxy
 from mcpkit.transports.http import McpHttpApp
+from support.mcp import first_text
 from support.servers import ThreadServer, http_subprocess
 
 pytestmark = pytest.mark.anyio
@@ -46,10 +47,6 @@ def modern_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield upstream.url
 
 
-def text(result: Any) -> str:
-    return str(result["content"][0]["text"])
-
-
 async def elicit(params: dict[str, Any]) -> ElicitResult:
     return {"action": "accept", "content": {"ok": params["message"] == "Really deploy?"}}
 
@@ -60,8 +57,8 @@ async def exercise(front: Server | str, era: str, upstream_era: str) -> None:
     async with Client(front, era=era, elicitation=elicit) as client:
         names = {t["name"] for t in await client.list_tools()}
         assert {"echo", "era", "confirm", "grow"} <= names
-        assert text(await client.call_tool("echo", {"text": "hi", "times": 2})) == "hi hi"
-        assert text(await client.call_tool("era")) == upstream_era
+        assert first_text(await client.call_tool("echo", {"text": "hi", "times": 2})) == "hi hi"
+        assert first_text(await client.call_tool("era")) == upstream_era
         bad = await client.call_tool("echo", {"times": "x"})
         assert bad.get("isError") is True
         with pytest.raises(Exception, match="Unknown tool"):
@@ -78,7 +75,7 @@ async def exercise(front: Server | str, era: str, upstream_era: str) -> None:
         assert done["completion"]["values"] == ["ada", "alan"]
         # input requested by the upstream, answered by the front client
         result = await client.call_tool("confirm", {"action": "deploy"})
-        assert text(result) == "deploy: accept {'ok': True}"
+        assert first_text(result) == "deploy: accept {'ok': True}"
 
 
 @pytest.mark.parametrize("era", FRONTS)
@@ -179,18 +176,18 @@ async def test_upstream_list_changes_reach_the_front(
         await client.list_tools()
         if era == "modern":
             async with client.listen(tools=True) as sub:
-                assert text(await client.call_tool("grow", {"name": tool})) == "grown"
+                assert first_text(await client.call_tool("grow", {"name": tool})) == "grown"
                 with anyio.fail_after(10):
                     async for note in sub:
                         assert note.method == "notifications/tools/list_changed"
                         break
         else:
-            assert text(await client.call_tool("grow", {"name": tool})) == "grown"
+            assert first_text(await client.call_tool("grow", {"name": tool})) == "grown"
             with anyio.fail_after(10):
                 await changed.wait()
         names = {t["name"] for t in await client.list_tools(refresh=True)}
         assert tool in names
-        assert text(await client.call_tool(tool)) == f"I am {tool}"
+        assert first_text(await client.call_tool(tool)) == f"I am {tool}"
 
 
 @pytest.mark.parametrize("era", FRONTS)
@@ -205,12 +202,12 @@ async def test_mcp_servers_dict_is_a_multi_server_proxy(era: str, modern_http: s
     async with Client(front, era=era, elicitation=elicit) as client:
         names = {t["name"] for t in await client.list_tools()}
         assert {"old_echo", "new_echo", "old_confirm", "new_confirm"} <= names
-        assert text(await client.call_tool("old_era")) == "legacy"
-        assert text(await client.call_tool("new_era")) == "modern"
+        assert first_text(await client.call_tool("old_era")) == "legacy"
+        assert first_text(await client.call_tool("new_era")) == "modern"
         result = await client.call_tool("old_confirm", {"action": "deploy"})
-        assert text(result) == "deploy: accept {'ok': True}"
+        assert first_text(result) == "deploy: accept {'ok': True}"
         result = await client.call_tool("new_confirm", {"action": "deploy"})
-        assert text(result) == "deploy: accept {'ok': True}"
+        assert first_text(result) == "deploy: accept {'ok': True}"
         read = await client.read_resource("data://new/items/3")
         assert read["contents"][0]["text"] == "item:3"
 
@@ -219,7 +216,7 @@ async def test_a_client_as_target() -> None:
     front = proxy(Client(STDIO_LEGACY))
     async with Client(front, era="modern", elicitation=elicit) as client:
         result = await client.call_tool("confirm", {"action": "deploy"})
-        assert text(result) == "deploy: accept {'ok': True}"
+        assert first_text(result) == "deploy: accept {'ok': True}"
 
 
 async def test_an_unreachable_upstream_is_a_clear_error() -> None:
@@ -240,7 +237,7 @@ async def test_progress_crosses_the_proxy(era: str, upstream: str, modern_http: 
 
     async with Client(proxy(target), era=era) as client:
         result = await client.call_tool("slow", {"steps": 3}, on_progress=on_progress)
-    assert text(result) == "done"
+    assert first_text(result) == "done"
     assert seen == [(1, "step 1"), (2, "step 2"), (3, "step 3")]
 
 
@@ -260,7 +257,7 @@ async def test_a_dead_stdio_upstream_is_restarted(era: str) -> None:
                 except Exception as exc:
                     assert "unavailable" in str(exc)
                     await anyio.sleep(0.1)
-        assert text(result) == "back"
+        assert first_text(result) == "back"
 
 
 @pytest.mark.parametrize("upstream", ["stdio-legacy", "http-modern"])
@@ -320,18 +317,18 @@ async def test_tasks_of_a_modern_upstream_pass_through(modern_http: str) -> None
         assert task.id.startswith("up~")
         with anyio.fail_after(20):
             result = await task
-        assert text(result) == "crunched 3"
+        assert first_text(result) == "crunched 3"
     async with Client(proxy(STDIO_LEGACY), era="modern", tasks=True) as client:
         # a legacy upstream has no 2026 tasks: the call simply answers
         assert "extensions" not in client.server_info.capabilities
-        assert text(await client.call_tool("crunch", {"n": 4})) == "crunched 4"
+        assert first_text(await client.call_tool("crunch", {"n": 4})) == "crunched 4"
 
 
 @pytest.mark.parametrize("era", FRONTS)
 async def test_mcp_param_headers_reach_an_http_upstream(era: str, modern_http: str) -> None:
     async with Client(proxy(modern_http), era=era) as client:
         result = await client.call_tool("regional", {"region": "eu-west"})
-    assert text(result) == "region eu-west, header eu-west"
+    assert first_text(result) == "region eu-west, header eu-west"
 
 
 @pytest.mark.parametrize("upstream", ["stdio-legacy", "http-modern"])
@@ -347,7 +344,7 @@ async def test_concurrent_calls_share_one_upstream_connection(
 
         async def ask(n: int) -> None:
             client = one if n % 2 else two
-            answers[n] = text(await client.call_tool("echo", {"text": f"n{n}"}))
+            answers[n] = first_text(await client.call_tool("echo", {"text": f"n{n}"}))
 
         async with anyio.create_task_group() as tg:
             for n in range(30):

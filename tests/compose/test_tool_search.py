@@ -13,6 +13,7 @@ from mcpkit import Server
 from mcpkit.client import Client, ElicitResult
 from mcpkit.server import Context
 from support.inproc import call, legacy, modern
+from support.mcp import first_text
 
 pytestmark = pytest.mark.anyio
 ERAS = ["modern", "legacy"]
@@ -49,10 +50,6 @@ def catalog() -> Server:
     return server
 
 
-def text(result: Any) -> str:
-    return str(result["content"][0]["text"])
-
-
 @pytest.mark.parametrize("era", ERAS)
 async def test_bm25_search_and_call(era: str) -> None:
     server = catalog()
@@ -74,18 +71,18 @@ async def test_bm25_search_and_call(era: str) -> None:
         done = await client.call_tool(
             "call_tool", {"name": "approve_payroll_v3", "arguments": {"ref": "p-1"}}
         )
-        assert text(done) == "approve_payroll_v3(p-1)"
+        assert first_text(done) == "approve_payroll_v3(p-1)"
         # a found tool can also be called directly
-        assert text(await client.call_tool("archive_ticket_v1", {"ref": "t"})) == (
+        assert first_text(await client.call_tool("archive_ticket_v1", {"ref": "t"})) == (
             "archive_ticket_v1(t)"
         )
         unknown = await client.call_tool("call_tool", {"name": "nope"})
-        assert unknown.get("isError") is True and "Unknown tool" in text(unknown)
+        assert unknown.get("isError") is True and "Unknown tool" in first_text(unknown)
         # input requests of a tool called through call_tool (MRTR or a legacy request)
         wired = await client.call_tool(
             "call_tool", {"name": "confirm_wire_transfer", "arguments": {"amount": 5}}
         )
-        assert text(wired) == "wire 5: accept"
+        assert first_text(wired) == "wire 5: accept"
 
 
 @pytest.mark.parametrize("meta", [modern(), legacy()], ids=ERAS)
@@ -101,7 +98,7 @@ async def test_regex_search_and_schema(meta: Any) -> None:
     bad = await call(
         server, "tools/call", {"name": "search_tools", "arguments": {"query": "("}}, meta
     )
-    assert bad.get("isError") is True and "regular expression" in text(bad)
+    assert bad.get("isError") is True and "regular expression" in first_text(bad)
 
 
 async def test_search_covers_mounted_and_transformed_tools() -> None:
@@ -119,7 +116,7 @@ async def test_search_covers_mounted_and_transformed_tools() -> None:
         done = await client.call_tool(
             "call_tool", {"name": "forecast", "arguments": {"place": "Oslo"}}
         )
-        assert text(done) == "Sunny in Oslo"
+        assert first_text(done) == "Sunny in Oslo"
 
 
 def test_bad_strategy() -> None:

@@ -15,6 +15,7 @@ from mcpkit.client import Client
 from mcpkit.compose import proxy
 from mcpkit.server import CallNext, Context, Middleware
 from support.inproc import call, legacy, modern
+from support.mcp import first_text
 
 pytestmark = pytest.mark.anyio
 
@@ -36,10 +37,6 @@ def recorder() -> tuple[Server, list[dict[str, Any]]]:
         return f"{query}/{limit}/{lang}"
 
     return server, seen
-
-
-def text(result: Any) -> str:
-    return str(result["content"][0]["text"])
 
 
 def reshape(server: Server, name: str = "search") -> None:
@@ -68,7 +65,7 @@ async def test_own_tool_renamed_and_hidden_args_reach_it(era: str) -> None:
         assert props["q"]["description"] == "What to look for"
         assert props["limit"]["default"] == 5
         assert tool["inputSchema"]["required"] == ["q"]
-        assert text(await client.call_tool("find", {"q": "mcp"})) == "mcp/5/en"
+        assert first_text(await client.call_tool("find", {"q": "mcp"})) == "mcp/5/en"
         # a hidden argument cannot be set by the caller
         await client.call_tool("find", {"q": "x", "limit": 2, "api_key": "mine", "lang": "fr"})
         with pytest.raises(Exception, match="Unknown tool"):
@@ -86,7 +83,7 @@ async def test_transformed_list_is_valid_mcp(meta: Any) -> None:
     listed = await call(server, "tools/list", {}, meta)  # schema-checked by the helper
     assert [t["name"] for t in listed["tools"]] == ["find"]
     done = await call(server, "tools/call", {"name": "find", "arguments": {"q": "a"}}, meta)
-    assert text(done) == "a/5/en"
+    assert first_text(done) == "a/5/en"
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -97,7 +94,7 @@ async def test_transform_of_a_mounted_tool(era: str) -> None:
     reshape(main, "docs_search")
     async with Client(main, era=era) as client:
         assert [t["name"] for t in await client.list_tools()] == ["find"]
-        assert text(await client.call_tool("find", {"q": "z", "limit": 1})) == "z/1/en"
+        assert first_text(await client.call_tool("find", {"q": "z", "limit": 1})) == "z/1/en"
     assert seen == [{"query": "z", "limit": 1, "api_key": "secret-key", "lang": "en"}]
 
 
@@ -128,7 +125,7 @@ async def test_wrap_validates_and_post_processes(era: str) -> None:
         if len(arguments.get("q", "")) < 2:
             raise ToolError("q must have at least 2 characters")
         result = await forward(arguments)
-        return {"content": [{"type": "text", "text": text(result).upper()}]}
+        return {"content": [{"type": "text", "text": first_text(result).upper()}]}
 
     server.transform_tool(
         "search", new_name="find", args={"query": {"name": "q"}, "limit": {"default": 1}},
@@ -137,8 +134,8 @@ async def test_wrap_validates_and_post_processes(era: str) -> None:
     async with Client(server, era=era) as client:
         refused = await client.call_tool("find", {"q": "a"})
         assert refused.get("isError") is True
-        assert "at least 2" in text(refused)
-        assert text(await client.call_tool("find", {"q": "abc"})) == "ABC/1/EN"
+        assert "at least 2" in first_text(refused)
+        assert first_text(await client.call_tool("find", {"q": "abc"})) == "ABC/1/EN"
     assert [s["query"] for s in seen] == ["abc"]
 
 
@@ -156,7 +153,7 @@ async def test_transform_of_a_proxied_tool(era: str, tmp_path: Path, monkeypatch
         assert "echo" not in tools
         assert set(tools["shout"]["inputSchema"]["properties"]) == {"message"}
         result = await client.call_tool("shout", {"message": "hey", "times": 1})
-        assert text(result) == "hey hey hey"  # the upstream got text= and times=3
+        assert first_text(result) == "hey hey hey"  # the upstream got text= and times=3
 
 
 def test_transform_rules() -> None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,8 +22,9 @@ from typing import Any
 
 import httpx
 
+from support.mcp import modern_headers, sse_json
 from support.servers import free_port as free_port  # the gateway tests reach it as gwkit.free_port
-from support.servers import kill_group, spawn
+from support.servers import kill_group, serve_argv, spawn
 from support.servers import wait_port as support_wait_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,16 +38,6 @@ RUNNING: list[Proc] = []
 
 
 # ---------------------------------------------------------------------------- processes
-
-
-def need(binary: str) -> None:
-    """Skip without ``binary``; in CI (CI=true) its absence is a failure."""
-    import pytest
-
-    if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{binary} is required in CI (CI=true)")
-        pytest.skip(f"{binary} is not installed")
 
 
 @dataclass
@@ -110,7 +99,7 @@ def _spawn(name: str, cmd: list[str], log_dir: Path, env: dict[str, str], port: 
 
 def serve_command(target: str, *flags: str) -> list[str]:
     """``mcpkit serve`` over stdio (for a stdio upstream's ``command``)."""
-    return [sys.executable, "-m", "mcpkit", "serve", target, "--state", "memory:", *flags]
+    return serve_argv(target, "--state", "memory:", *flags)
 
 
 def spawn_upstream(name: str, log_dir: Path, target: str = ECHO, *flags: str, **env: str) -> Proc:
@@ -231,39 +220,15 @@ class Reply:
         return str(self.result["content"][0]["text"])
 
 
-def sse_messages(text: str) -> list[dict[str, Any]]:
-    out = []
-    for line in text.splitlines():
-        if line.startswith("data:") and line[5:].strip():
-            out.append(json.loads(line[5:].strip()))
-    return out
-
-
 def _reply(response: httpx.Response) -> Reply:
     kind = response.headers.get("content-type", "")
     if kind.startswith("text/event-stream"):
-        messages = sse_messages(response.text)
+        messages = sse_json(response.text)
         final = [m for m in messages if "id" in m and ("result" in m or "error" in m)]
         notes = [m for m in messages if m not in final]
         return Reply(response.status_code, response.headers, final[-1] if final else {}, notes)
     body = response.json() if response.content else {}
     return Reply(response.status_code, response.headers, body)
-
-
-def modern_headers(
-    method: str, name: str | None = None, token: str | None = None
-) -> dict[str, str]:
-    h = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": MODERN,
-        "mcp-method": method,
-    }
-    if name is not None:
-        h["mcp-name"] = name
-    if token is not None:
-        h["authorization"] = f"Bearer {token}"
-    return h
 
 
 def call(
@@ -282,15 +247,22 @@ def call(
     overrides ``Mcp-Name``, to spoof it)."""
     params = dict(params or {})
     params["_meta"] = meta(caps, **(extra_meta or {}))
-    name = params.get("name") if method in ("tools/call", "prompts/get") else params.get("uri")
-    if header_name is not None:
-        name = header_name
-    h = modern_headers(method, name if isinstance(name, str) else None, token)
-    h.update(headers or {})
     body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
+    overrides: dict[str, str | None] = {}
+    if header_name is not None:
+        overrides["Mcp-Name"] = header_name
+    if token is not None:
+        overrides["Authorization"] = f"Bearer {token}"
+    overrides.update(headers or {})
+    h = modern_headers(body, **overrides)
     sender = client or httpx
     response = sender.post(url, headers=h, content=json.dumps(body), timeout=30)
     return _reply(response)
+
+
+def call_tool(gateway: Proc, tool: str, **arguments: Any) -> Reply:
+    """``tools/call`` of ``tool`` through ``gateway`` (see :func:`call`)."""
+    return call(gateway.url, "tools/call", {"name": tool, "arguments": arguments})
 
 
 class LegacySession:

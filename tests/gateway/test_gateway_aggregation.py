@@ -23,8 +23,10 @@ import anyio
 import gwkit
 import httpx
 import pytest
+from gwkit import call_tool
 
 from mcpkit.client import Client, prompt_ref, resource_ref
+from support.mcp import modern_headers
 
 PREFIXES = ("conf_", "alpha_", "beta_", "zeta_")
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -50,10 +52,6 @@ def gateway(config: str, log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
     gw = gwkit.start_gateway("gateway", log_dir, config)
     stack.append(gw)
     return gw
-
-
-def call_tool(gateway: gwkit.Proc, tool: str, **arguments: Any) -> gwkit.Reply:
-    return gwkit.call(gateway.url, "tools/call", {"name": tool, "arguments": arguments})
 
 
 def stats(gateway: gwkit.Proc, upstream: str) -> dict[str, int]:
@@ -163,7 +161,7 @@ async def listen(url: str, **flags: Any) -> AsyncIterator[tuple[dict[str, Any], 
         http.stream(
             "POST",
             url,
-            headers=gwkit.modern_headers("subscriptions/listen"),
+            headers=modern_headers(body),
             content=json.dumps(body),
         ) as response,
     ):

@@ -9,13 +9,15 @@ from pathlib import Path
 import gwkit
 import pytest
 
+from support.servers import need
+
 pytestmark = pytest.mark.conformance
 
 
 @pytest.fixture(scope="module")
 def front(log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
-    gwkit.need("node")
-    gwkit.need("npm")
+    need("node")
+    need("npm")
     upstream = gwkit.start_upstream("fixture", log_dir, gwkit.CONFORMANCE)
     stack.append(upstream)
     config = '[gateway]\nstate = "memory:"\n' + gwkit.toml_upstream("fixture", url=upstream.url)

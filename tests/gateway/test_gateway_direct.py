@@ -22,6 +22,8 @@ import gwkit
 import httpx
 import pytest
 
+from support.mcp import modern_headers
+
 POLICY = """
 [gateway]
 audit_log = "{audit}"
@@ -215,21 +217,18 @@ def test_client_disconnect_cancels_the_upstream_call(
 ) -> None:
     for gateway, key, taken in zip(gateways, ("gone-direct", "gone-full"), (1, 0), strict=True):
         before = gateway.direct_calls()
-        body = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {
-                    "name": "e_hold",
-                    "arguments": {"key": key, "seconds": 4},
-                    "_meta": gwkit.meta(),
-                },
-            }
-        ).encode()
-        head = "".join(
-            f"{k}: {v}\r\n" for k, v in gwkit.modern_headers("tools/call", "e_hold").items()
-        )
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "e_hold",
+                "arguments": {"key": key, "seconds": 4},
+                "_meta": gwkit.meta(),
+            },
+        }
+        body = json.dumps(message).encode()
+        head = "".join(f"{k}: {v}\r\n" for k, v in modern_headers(message).items())
         request = (
             f"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{gateway.proc.port}\r\n{head}"
             f"content-length: {len(body)}\r\n\r\n"
@@ -326,8 +325,9 @@ def _raw(
     gateway: Gateway, message: dict[str, Any] | str, version: str = gwkit.MODERN
 ) -> gwkit.Reply:
     """One ``tools/call`` of ``e_whoami`` as it is given (a dict, or the body's own text)."""
-    headers = gwkit.modern_headers("tools/call", "e_whoami")
-    headers["mcp-protocol-version"] = version
+    headers = modern_headers(
+        None, Mcp_Method="tools/call", Mcp_Name="e_whoami", MCP_Protocol_Version=version
+    )
     body = message if isinstance(message, str) else json.dumps(message)
     response = httpx.post(gateway.proc.url, headers=headers, content=body, timeout=30)
     return gwkit._reply(response)

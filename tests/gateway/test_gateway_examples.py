@@ -18,11 +18,12 @@ import gwkit
 import httpx
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
-from auth_helpers import LocalAuthorizationServer, serve
+from auth_helpers import LocalAuthorizationServer
 
 from mcpkit.auth.client import HeadlessRedirectHandler, OAuthClientAuth, UrlPolicy
 from mcpkit.client import Client
 from mcpkit.gateway.config import load_config
+from support.servers import serve_app
 
 BARE_PATH = "/usr/local/bin:/usr/bin:/bin"
 LOCAL = UrlPolicy.local_development()
@@ -86,7 +87,7 @@ def test_the_example_serves_its_tools_without_an_activated_venv(
 
 
 def test_the_oauth_example_logs_a_client_in(log_dir: Path, stack: list[gwkit.Proc]) -> None:
-    with serve(lambda base: LocalAuthorizationServer(base)) as (issuer, authz):
+    with serve_app(lambda base: LocalAuthorizationServer(base)) as (issuer, authz):
         port = gwkit.free_port()
         base = f"http://127.0.0.1:{port}"
         launcher = Path(sys.executable).parent / "mcpkit"

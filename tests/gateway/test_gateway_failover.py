@@ -10,16 +10,15 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import gwkit
 import httpx
 import pytest
 
 from mcpkit.gateway.config import ConfigError, parse_config
+from support.waits import eventually
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +43,6 @@ def gateway(replicas: list[gwkit.Proc], log_dir: Path, stack: list[gwkit.Proc]) 
 def nap(gw: gwkit.Proc, seconds: float = 0.0, client: httpx.Client | None = None) -> str:
     params = {"name": "rep_nap", "arguments": {"seconds": seconds}}
     return gwkit.call(gw.url, "tools/call", params, client=client).text()
-
-
-def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.1)
-    return value
 
 
 def test_calls_go_round_robin(gateway: gwkit.Proc) -> None:

@@ -25,11 +25,6 @@ pytestmark = pytest.mark.anyio
 MODERN = "2026-07-28"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Recorder:
     def __init__(self, answer: Callable[[dict[str, Any]], bytes]) -> None:
         self.answer = answer

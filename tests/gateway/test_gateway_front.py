@@ -7,14 +7,14 @@ in their ``ready`` rule.  Upstream ``b`` is killed half-way to show what each pr
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gwkit
 import httpx
 import pytest
+
+from support.waits import eventually
 
 CAP = 2000  # bytes an up_blob answer may have
 BROWSER = "https://app.example.com"
@@ -53,14 +53,6 @@ def gateways(
         out[rule] = gwkit.start_gateway(f"gw-{rule}", log_dir, config, flags=flags)
     stack.extend(out.values())
     return out
-
-
-def eventually(check: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.1)
-    return value
 
 
 def gauge(gw: gwkit.Proc) -> dict[str, float]:

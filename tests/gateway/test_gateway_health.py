@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import gwkit
 import httpx
 import pytest
+from gwkit import call_tool
+
+from support.waits import eventually
 
 
 @pytest.fixture(scope="module")
@@ -41,23 +41,9 @@ def gateway(upstreams: dict[str, gwkit.Proc], log_dir: Path, stack: list[gwkit.P
     return gw
 
 
-def call_tool(gateway: gwkit.Proc, tool: str) -> gwkit.Reply:
-    return gwkit.call(gateway.url, "tools/call", {"name": tool, "arguments": {}})
-
-
 def health(gateway: gwkit.Proc) -> tuple[int, dict[str, str]]:
     response = httpx.get(gateway.base + "/healthz", timeout=5)
     return response.status_code, response.json()["upstreams"]
-
-
-def eventually(check: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
-        time.sleep(0.1)
 
 
 def pid_of(gateway: gwkit.Proc) -> int | None:

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
-from auth_helpers import LocalAuthorizationServer, serve
+from auth_helpers import LocalAuthorizationServer
 
 from mcpkit.auth.challenge import parse_challenges
 from mcpkit.auth.client import (
@@ -30,6 +30,7 @@ from mcpkit.auth.client import (
     UrlPolicy,
 )
 from mcpkit.client import Client
+from support.servers import serve_app
 
 LOCAL = UrlPolicy.local_development()
 REDIRECT = "http://127.0.0.1:53682/callback"
@@ -38,7 +39,7 @@ ADMIN_TOOL = "up_pid"
 
 @pytest.fixture(scope="module")
 def authz() -> Iterator[LocalAuthorizationServer]:
-    with serve(lambda base: LocalAuthorizationServer(base)) as (_, app):
+    with serve_app(lambda base: LocalAuthorizationServer(base)) as (_, app):
         app.add_client("robot", "s3cret")
         yield app
 

@@ -18,6 +18,9 @@ import gwkit
 import httpx
 import pytest
 
+from support.mcp import modern_headers
+from support.servers import need
+
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "scaleout"))
 
 PER_USER = 50
@@ -50,7 +53,7 @@ per = "global"
 
 @pytest.fixture(scope="module")
 def gateways(log_dir: Path, stack: list[gwkit.Proc]) -> Iterator[list[gwkit.Proc]]:
-    gwkit.need("redis-server")
+    need("redis-server")
     from services import redis_server
 
     with ExitStack() as cleanup:
@@ -86,7 +89,9 @@ async def burst(
         }
         async with limiter:
             response = await http.post(
-                gateway.url, headers=gwkit.modern_headers("tools/call", tool, token), json=body
+                gateway.url,
+                headers=modern_headers(body, Authorization=f"Bearer {token}"),
+                json=body,
             )
         statuses[response.status_code] += 1
 

@@ -14,7 +14,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,9 @@ from typing import Any
 import gwkit
 import httpx
 import pytest
+
+from support.mcp import modern_headers
+from support.waits import eventually
 
 CALLERS = 4
 
@@ -40,14 +42,6 @@ def config(upstreams: dict[str, gwkit.Proc], *names: str, audit: Path | None = N
     return head + "".join(
         gwkit.toml_upstream(n, url=upstreams[n].url, prefix=f"{n}_") for n in names
     )
-
-
-def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.1)
-    return value
 
 
 def tool_names(gw: gwkit.Proc) -> set[str]:
@@ -128,7 +122,7 @@ class Listener:
         assert self.ready.wait(10)
 
     def _run(self, url: str, body: dict[str, Any]) -> None:
-        headers = gwkit.modern_headers("subscriptions/listen")
+        headers = modern_headers(body)
         try:
             with self._http.stream("POST", url, headers=headers, content=json.dumps(body)) as r:
                 for line in r.iter_lines():

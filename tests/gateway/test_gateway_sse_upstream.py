@@ -7,16 +7,13 @@ transport by the spec's fallback (POST ``initialize`` refused with 405, then GET
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import gwkit
 import pytest
 
 from mcpkit.client import Client
-
-sys.path.insert(0, str(gwkit.ROOT / "tests" / "host"))
-from sdk_venv import sdk_python
+from support.sdk_venv import sdk_python
 
 SDK_SERVER = gwkit.ROOT / "tests" / "client" / "peers" / "sdk_server.py"
 

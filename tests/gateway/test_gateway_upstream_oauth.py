@@ -18,14 +18,15 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
-from auth_helpers import LocalAuthorizationServer, serve
+from auth_helpers import LocalAuthorizationServer
 
 from mcpkit.gateway.config import ConfigError, parse_config
+from support.servers import serve_app
 
 
 @pytest.fixture(scope="module")
 def authz() -> Iterator[LocalAuthorizationServer]:
-    with serve(lambda base: LocalAuthorizationServer(base)) as (_, app):
+    with serve_app(lambda base: LocalAuthorizationServer(base)) as (_, app):
         app.add_client("gateway", "gw-secret")
         yield app
 

@@ -11,7 +11,6 @@ import os
 import signal
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import httpx
 import pytest
 
 from mcpkit.gateway.config import ConfigError, parse_config
+from support.waits import eventually
 
 GUARDED = "tests/gateway/servers/guarded.py"
 API_KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c"  # what servers/guarded.py leaks
@@ -250,12 +250,6 @@ def test_a_reload_swaps_guardrails_and_a_broken_one_keeps_the_old(
 
     def leaked() -> bool:
         return API_KEY in json.dumps(tool(gw, "fast_config_dump").result)
-
-    def eventually(check: Any) -> None:
-        deadline = time.monotonic() + 20
-        while not check():
-            assert time.monotonic() < deadline, "timed out"
-            time.sleep(0.05)
 
     assert not leaked()
     path.write_text(head + redacting.replace("[a-z0-9]+", "[a-z0-9+"))  # does not compile

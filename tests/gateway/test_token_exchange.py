@@ -23,10 +23,11 @@ import pytest
 from joserfc import jwt
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
-from auth_helpers import LocalAuthorizationServer, serve
+from auth_helpers import LocalAuthorizationServer
 
 from mcpkit.auth.client import TokenExchangeAuth, UrlPolicy
 from mcpkit.gateway.config import ConfigError, parse_config
+from support.servers import serve_app
 
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
@@ -96,7 +97,7 @@ class ExchangingAS(LocalAuthorizationServer):
 
 @pytest.fixture(scope="module")
 def authz() -> Iterator[ExchangingAS]:
-    with serve(lambda base: ExchangingAS(base)) as (_, app):
+    with serve_app(lambda base: ExchangingAS(base)) as (_, app):
         app.add_client("gateway", "gw-secret")
         yield app
 

@@ -1,4 +1,5 @@
-"""Helpers for the host tests: server configs for real processes, a scripted person."""
+"""Helpers for the host tests: server configs for real processes, a scripted person, and
+Debian's Chromium through Playwright for the web page."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from mcpkit.host import (
     ConsentDecision,
@@ -28,6 +31,52 @@ HERE = Path(__file__).resolve().parent
 SERVERS = HERE / "servers"
 PEERS = HERE / "peers"
 REPO = HERE.parents[1]
+#: Debian's Chromium (``.ci/run`` installs it; Playwright never downloads a browser here).
+CHROMIUM = "/usr/bin/chromium"
+#: Where the browser tests leave their screenshots (outside the repository).
+SHOTS = Path("/tmp/host-shots")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def playwright() -> Any:
+    """Playwright's sync API, once Debian's Chromium is known to be there.  Skips without
+    either (the whole module when called at its import); in CI, where ``.ci/run`` installs
+    both, a missing Chromium is an error."""
+    api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI") == "true":
+            raise RuntimeError(f"{CHROMIUM} is missing: .ci/run must install chromium")
+        pytest.skip(
+            f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True
+        )
+    return api
+
+
+@contextlib.contextmanager
+def chromium(profile: Path) -> Iterator[Any]:
+    """A headless Chromium (a Playwright persistent context, 1400x900) with its profile in
+    ``profile``; closed on the way out."""
+    with playwright().sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=CHROMIUM,
+            args=CHROMIUM_FLAGS,
+            headless=True,
+            viewport={"width": 1400, "height": 900},
+        )
+        try:
+            yield context
+        finally:
+            context.close()
 
 
 def stdio_server(

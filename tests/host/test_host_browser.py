@@ -9,33 +9,17 @@ step land in ``test-artifacts/host-web/`` at the repository root.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import REPO, SERVERS, web_host
+from hostkit import REPO, SERVERS, playwright, web_host
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts" / "host-web"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI") == "true":
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run must install chromium")
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+playwright()  # skips the module without Playwright or Chromium
 
 
 @pytest.fixture(scope="module")
@@ -63,23 +47,9 @@ def host_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with playwright_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")),
-            executable_path=CHROMIUM,
-            args=FLAGS,
-            headless=True,
-            viewport={"width": 1400, "height": 900},
-        )
-        yield context
-        context.close()
-
-
 @pytest.fixture
 def page(browser: Any, host_url: str) -> Iterator[Any]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page()
     page.set_default_timeout(15_000)
     page.goto(host_url)

@@ -11,15 +11,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from hostkit import REPO, web_host
+from hostkit import REPO, SHOTS, chromium, web_host
 
 from mcpkit.auth.client import FileTokenStore
 from mcpkit.host import Host, HostConfig, Interaction, Permission, ServerConfig
-from support.servers import ThreadServer
+from support.servers import serve_app
 
 sys.path.insert(0, str(REPO / "examples" / "auth"))
 from local_as import LocalAuthorizationServer
@@ -27,21 +26,14 @@ from protected_server import build_app
 
 
 @contextmanager
-def serve(make_app: Any) -> Iterator[tuple[str, Any]]:
-    """An ASGI app on uvicorn in a thread, on a free port of 127.0.0.1; (base URL, app)."""
-    with ThreadServer(make_app=make_app, lifespan="auto") as running:
-        yield running.base, running.app
-
-
-@contextmanager
 def protected(token_ttl_s: int = 3600) -> Iterator[tuple[str, LocalAuthorizationServer]]:
     """(the MCP server's URL, the authorization server)."""
     with (
-        serve(lambda base: LocalAuthorizationServer(base, token_ttl_s=token_ttl_s)) as (
+        serve_app(lambda base: LocalAuthorizationServer(base, token_ttl_s=token_ttl_s)) as (
             issuer,
             authz,
         ),
-        serve(lambda base: build_app(issuer, base + "/mcp")) as (mcp, _),
+        serve_app(lambda base: build_app(issuer, base + "/mcp")) as (mcp, _),
     ):
         yield mcp + "/mcp", authz
 
@@ -108,41 +100,20 @@ def test_no_oauth_for_a_server_with_its_own_authorization_header() -> None:
     assert not wants_oauth(ServerConfig(name="a", command=("python", "s.py")))
 
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
 def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is not installed")
-    shots = Path("/tmp/host-shots")
-    shots.mkdir(parents=True, exist_ok=True)
-    with protected() as (url, authz), playwright_api.sync_playwright() as p:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with protected() as (url, authz):
         config = {"mcpServers": {"prot": {"url": url, "permission": "allow"}}}
         tokens = tmp_path / "tokens.json"
-        with web_host(config, tmp_path, env={"MCPKIT_TOKEN_FILE": str(tokens)}) as page_url:
-            context = p.chromium.launch_persistent_context(
-                str(tmp_path / "profile"),
-                executable_path=CHROMIUM,
-                args=FLAGS,
-                headless=True,
-                viewport={"width": 1400, "height": 900},
-            )
+        with (
+            web_host(config, tmp_path, env={"MCPKIT_TOKEN_FILE": str(tokens)}) as page_url,
+            chromium(tmp_path / "profile") as context,
+        ):
             page = context.new_page()
             page.set_default_timeout(20_000)
             page.goto(page_url)
             login = page.wait_for_selector("[data-testid='login:prot']")
-            page.screenshot(path=str(shots / "oauth-01-login-needed.png"))
+            page.screenshot(path=str(SHOTS / "oauth-01-login-needed.png"))
             with context.expect_page() as popup_info:
                 login.click()
             popup = popup_info.value
@@ -154,10 +125,9 @@ def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
             page.click("[data-testid='tool:prot:whoami']")
             page.click("[data-testid=call-tool]")
             page.wait_for_selector("#result pre.structured:has-text('demo-user')")
-            page.screenshot(path=str(shots / "oauth-02-logged-in.png"))
+            page.screenshot(path=str(SHOTS / "oauth-02-logged-in.png"))
             assert grants(authz) == ["authorization_code"]
             assert FileTokenStore(tokens).get_tokens(url) is not None
             page.click("[data-testid='logout:prot']")
             page.wait_for_selector("[data-testid='login:prot']")
             assert FileTokenStore(tokens).get_tokens(url) is None
-            context.close()

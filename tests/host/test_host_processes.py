@@ -15,9 +15,9 @@ from pathlib import Path
 import anyio
 import pytest
 from hostkit import PEERS, ScriptedPerson, calls, stdio_server
-from sdk_venv import sdk_python
 
 from mcpkit.host import ConsentDecision, Host, HostConfig, Permission, ToolDenied
+from support.sdk_venv import sdk_python
 
 pytestmark = pytest.mark.anyio
 

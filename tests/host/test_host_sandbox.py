@@ -15,29 +15,13 @@ import http.server
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, cast
 
 import httpx
 import pytest
-from hostkit import SERVERS, web_host
+from hostkit import SERVERS, SHOTS, playwright, web_host
 
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path("/tmp/host-shots")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+playwright_api = playwright()
 
 
 class Listener:
@@ -101,23 +85,9 @@ def host_url(tmp_path_factory: pytest.TempPathFactory, listener: Listener) -> It
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with playwright_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")),
-            executable_path=CHROMIUM,
-            args=FLAGS,
-            headless=True,
-            viewport={"width": 1400, "height": 900},
-        )
-        yield context
-        context.close()
-
-
 @pytest.fixture
 def page(browser: Any, host_url: str, listener: Listener) -> Iterator[Any]:
+    SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page()
     page.set_default_timeout(15_000)
     page.goto(host_url)

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sdk_venv import sdk_python
 
 from mcpkit.host import Host, HostConfig, Permission
 from mcpkit.host.config import ConfigError, parse_server
@@ -20,6 +19,7 @@ CLIENT_TESTS = Path(__file__).resolve().parents[1] / "client"
 sys.path.insert(0, str(CLIENT_TESTS))
 from client_support import ServerProcess, start_server  # noqa: E402
 
+from support.sdk_venv import sdk_python  # noqa: E402
 from support.servers import free_port  # noqa: E402
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.servers import free_port, kill_group, redis_server, tail
+from support.servers import free_port, kill_group, tail
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "examples" / "quickstart.py"
@@ -380,12 +380,6 @@ def test_a_missing_extra_is_named_in_one_line(base: Env, args: tuple[str, ...], 
 
 
 # --------------------------------------------------------------------------- each extra alone
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    with redis_server() as port:
-        yield f"redis://127.0.0.1:{port}/0"
 
 
 def test_extra_redis_serves_on_a_real_redis(

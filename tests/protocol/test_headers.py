@@ -19,16 +19,13 @@ from mcpkit.protocol.headers import (
     validate_request_headers,
 )
 from mcpkit.types.errors import HEADER_MISMATCH, McpError
+from support.mcp import b64_sentinel
 
 MODERN = "2026-07-28"
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-
-
-def b64(text: str) -> str:
-    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
 
 
 # --------------------------------------------------------------------------- value encoding
@@ -39,9 +36,9 @@ def b64(text: str) -> str:
     [
         ("=?base64?SGVsbG8=?=", "Hello"),  # conformance: valid sentinel
         ("=?base64??=", ""),
-        (b64("héllo wörld"), "héllo wörld"),
-        (b64(" padded "), " padded "),
-        (b64("=?base64?SGVsbG8=?="), "=?base64?SGVsbG8=?="),
+        (b64_sentinel("héllo wörld"), "héllo wörld"),
+        (b64_sentinel(" padded "), " padded "),
+        (b64_sentinel("=?base64?SGVsbG8=?="), "=?base64?SGVsbG8=?="),
         ("plain-value", "plain-value"),
         ("with inner space", "with inner space"),
         (
@@ -109,7 +106,7 @@ def test_plain_values_are_sent_as_is(value: Any, header: str) -> None:
 )
 def test_unsafe_values_are_base64_encoded(value: str) -> None:
     header = encode_header_value(value)
-    assert header == b64(value)
+    assert header == b64_sentinel(value)
     assert decode_header_value(header) == value
 
 
@@ -255,8 +252,8 @@ def test_expected_param_headers() -> None:
         "Mcp-Param-Flag": "false",
     }
     assert expected_param_headers(params, {"region": "ü", "deep": {"v": " x"}}) == {
-        "Mcp-Param-Region": b64("ü"),
-        "Mcp-Param-Deep": b64(" x"),
+        "Mcp-Param-Region": b64_sentinel("ü"),
+        "Mcp-Param-Deep": b64_sentinel(" x"),
     }
     assert expected_param_headers(params, {"region": None}) == {}
     assert expected_param_headers(params, None) == {}
@@ -303,7 +300,7 @@ def test_valid_headers_pass() -> None:
         request("resources/read", {"uri": "file:///a b.txt"}),
     )
     validate_request_headers(
-        headers_for("prompts/get", b64("grüße")), request("prompts/get", {"name": "grüße"})
+        headers_for("prompts/get", b64_sentinel("grüße")), request("prompts/get", {"name": "grüße"})
     )
 
 
@@ -346,7 +343,7 @@ def test_name_header_is_required_and_must_match(method: str, member: str) -> Non
     expect_mismatch(headers_for(method, "other"), message, "Mcp-Name")
     expect_mismatch(headers_for(method, "Thing"), message, "Mcp-Name")
     validate_request_headers(headers_for(method, "thing"), message)
-    validate_request_headers(headers_for(method, b64("thing")), message)
+    validate_request_headers(headers_for(method, b64_sentinel("thing")), message)
 
 
 def test_name_header_with_bad_base64_or_raw_non_ascii() -> None:
@@ -410,5 +407,5 @@ def test_param_header_mismatches(
 
 
 def test_encoded_param_header_matches_decoded_value() -> None:
-    headers = headers_for("tools/call", "t", **{"mcp-param-region": b64("Zürich ")})
+    headers = headers_for("tools/call", "t", **{"mcp-param-region": b64_sentinel("Zürich ")})
     validate_request_headers(headers, call({"region": "Zürich "}), _PARAMS)

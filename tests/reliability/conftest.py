@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
@@ -178,6 +179,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 def anyio_backend() -> str:
     """Real processes, pipes and uvicorn: asyncio only."""
     return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[httpx.Client]:
+    """One HTTP client for a module's requests to its servers."""
+    with httpx.Client(timeout=15) as c:
+        yield c
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,20 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 import support.servers as support_servers
-from support.servers import free_port, kill_group, spawn, wait_port
+from support.mcp import modern_headers, modern_request, sse_json
+from support.servers import free_port, kill_group, serve_argv, spawn, wait_port
+
+if TYPE_CHECKING:
+    from conftest import Rel
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -33,15 +38,6 @@ SERVER_FILE = HERE / "servers" / "rel_server.py"
 LAUNCHER = HERE / "servers" / "launch_http.py"
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
-ACCEPT_BOTH = "application/json, text/event-stream"
-NAME_PARAM = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 STARTUP_S = 30.0
 
 _ids = itertools.count(1000)
@@ -49,6 +45,11 @@ _ids = itertools.count(1000)
 
 def next_id() -> int:
     return next(_ids)
+
+
+def rel_server_argv() -> list[str]:
+    """``mcpkit serve rel_server.py`` over stdio, as a client's command."""
+    return serve_argv(SERVER_FILE, "--state", "memory:")
 
 
 def base_env(**extra: str) -> dict[str, str]:
@@ -84,16 +85,6 @@ def fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            state = fh.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 def listening_addresses(port: int) -> set[str]:
     """Local addresses with a LISTEN socket on ``port`` (from /proc/net/tcp{,6})."""
     found: set[str] = set()
@@ -114,79 +105,10 @@ def listening_addresses(port: int) -> set[str]:
 # ------------------------------ messages
 
 
-def meta(caps: dict[str, Any] | None = None, version: str = MODERN, **extra: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": caps if caps is not None else {},
-        "io.modelcontextprotocol/clientInfo": {"name": "reliability-suite", "version": "1"},
-    }
-    out.update(extra)
-    return out
-
-
-def modern_request(
-    rid: Any,
-    method: str,
-    params: dict[str, Any] | None = None,
-    caps: dict[str, Any] | None = None,
-    **meta_extra: Any,
-) -> dict[str, Any]:
-    p = dict(params or {})
-    p["_meta"] = meta(caps, **meta_extra)
-    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": p}
-
-
 def call_tool(
     rid: Any, name: str, arguments: dict[str, Any] | None = None, **kw: Any
 ) -> dict[str, Any]:
     return modern_request(rid, "tools/call", {"name": name, "arguments": arguments or {}}, **kw)
-
-
-def modern_headers(message: dict[str, Any] | None, **overrides: str | None) -> dict[str, str]:
-    """The headers a correct 2026-07-28 client sends for ``message``; ``overrides`` replace
-    (or, with None, remove) individual ones (names with ``_`` for ``-``)."""
-    h = {
-        "content-type": "application/json",
-        "accept": ACCEPT_BOTH,
-        "mcp-protocol-version": MODERN,
-    }
-    if message is not None and "method" in message and "id" in message:
-        h["mcp-method"] = message["method"]
-        member = NAME_PARAM.get(message["method"])
-        params = message.get("params") or {}
-        if member is not None and isinstance(params.get(member), str):
-            h["mcp-name"] = params[member]
-    for key, value in overrides.items():
-        name = key.replace("_", "-").lower()
-        if value is None:
-            h.pop(name, None)
-        else:
-            h[name] = value
-    return h
-
-
-def sse_data(text: str) -> list[dict[str, Any]]:
-    """JSON messages in an SSE body (our own tiny parser: data lines joined per event)."""
-    out: list[dict[str, Any]] = []
-    data: list[str] = []
-    for line in text.replace("\r\n", "\n").split("\n"):
-        if line == "":
-            if data:
-                joined = "\n".join(data)
-                if joined.strip():
-                    out.append(json.loads(joined))
-                data = []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            data.append(value)
-    if data and "\n".join(data).strip():
-        out.append(json.loads("\n".join(data)))
-    return out
 
 
 @dataclass
@@ -219,7 +141,7 @@ def to_reply(response: httpx.Response) -> Reply:
     body: Any = None
     notes: list[dict[str, Any]] = []
     if ctype.startswith("text/event-stream"):
-        messages = sse_data(raw.decode("utf-8", "replace"))
+        messages = sse_json(raw.decode("utf-8", "replace"))
         for message in messages:
             if "id" in message and ("result" in message or "error" in message):
                 body = message
@@ -331,6 +253,10 @@ class ServerProcess:
     def records(self) -> list[str]:
         return self.record.read_text().splitlines()
 
+    def ran(self, tag: str) -> bool:
+        """Whether a ``slow`` call tagged ``tag`` reached its handler (a record line)."""
+        return any(line.endswith(" " + tag) for line in self.records())
+
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
 
@@ -349,15 +275,6 @@ class ServerProcess:
 
     def stop(self) -> None:
         kill_group(self.proc, signal.SIGTERM, grace=15.0)
-
-
-def wait_for(predicate: Any, timeout: float, interval: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
 
 
 class StdioProcess(support_servers.StdioProcess):
@@ -443,6 +360,44 @@ class StdioProcess(support_servers.StdioProcess):
         kill_group(self.process, signal.SIGKILL, grace=10.0)
         self.close_stdin()
         self._stderr.close()
+
+
+# ------------------------------ still serving (after an attack or a fault)
+
+
+def http_serving(
+    rel: Rel,
+    server: ServerProcess,
+    client: httpx.Client | None = None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """The HTTP server is up and answers the next valid request (a crash or a lost request
+    goes to the ledger).  ``headers`` are added to the modern ones (a token)."""
+    assert rel.alive(server), server.log_text()[-2000:]
+    nonce = uuid.uuid4().hex
+    message = call_tool(next_id(), "echo", {"nonce": nonce})
+    with contextlib.ExitStack() as stack:
+        http = client or stack.enter_context(httpx.Client(timeout=10))
+        reply = post(http, server.url, message, {**modern_headers(message), **(headers or {})})
+    if reply.status != 200 or not isinstance(reply.body, dict) or "result" not in reply.body:
+        rel.lost()
+    assert reply.status == 200 and reply.result["content"][0]["text"] == nonce, reply.describe()
+    rel.verified()
+
+
+def stdio_serving(rel: Rel, proc: StdioProcess) -> None:
+    """The stdio server is up and answers the next valid request (crash/lost recorded)."""
+    nonce = uuid.uuid4().hex
+    try:
+        answer = proc.request(call_tool(next_id(), "echo", {"nonce": nonce}))
+    except (AssertionError, OSError) as exc:
+        if rel.alive(proc, grace=2):
+            rel.lost()
+        raise AssertionError(
+            f"stdio server not serving ({exc!r}); stderr:\n{proc.stderr()}"
+        ) from None
+    assert answer["result"]["content"][0]["text"] == nonce
+    rel.verified()
 
 
 @contextlib.contextmanager

@@ -8,12 +8,10 @@ from __future__ import annotations
 import json
 import random
 import socket
-import sys
 import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,41 +20,20 @@ import httpx
 import pytest
 from rel_support import (
     LEGACY,
-    SERVER_FILE,
     ServerProcess,
     StdioProcess,
     call_tool,
-    modern_headers,
+    http_serving,
     next_id,
-    post,
+    rel_server_argv,
+    stdio_serving,
 )
 
 from mcpkit.client import Client, RequestTimeoutError
+from support.mcp import modern_headers
 
 if TYPE_CHECKING:
     from conftest import Rel
-
-
-def stdio_serving(rel: Rel, proc: StdioProcess) -> None:
-    nonce = uuid.uuid4().hex
-    try:
-        answer = proc.request(call_tool(next_id(), "echo", {"nonce": nonce}))
-    except (AssertionError, OSError):
-        if rel.alive(proc, grace=2):
-            rel.lost()
-        raise
-    assert answer["result"]["content"][0]["text"] == nonce
-    rel.verified()
-
-
-def http_serving(rel: Rel, server: ServerProcess, client: httpx.Client) -> None:
-    assert rel.alive(server), server.log_text()[-2000:]
-    nonce = uuid.uuid4().hex
-    reply = post(client, server.url, call_tool(next_id(), "echo", {"nonce": nonce}))
-    if reply.status != 200:
-        rel.lost()
-    assert reply.status == 200 and reply.result["content"][0]["text"] == nonce, reply.describe()
-    rel.verified()
 
 
 def record_time(proc: Any, line: str, timeout: float) -> float | None:
@@ -67,12 +44,6 @@ def record_time(proc: Any, line: str, timeout: float) -> float | None:
             return time.monotonic()
         time.sleep(0.005)
     return None
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=15) as c:
-        yield c
 
 
 # ------------------------------ E1 / E2 stdio
@@ -269,16 +240,12 @@ def test_e1_legacy_http_cancel_notification(
 # ------------------------------ E5 client timeouts
 
 
-def serve_argv() -> list[str]:
-    return [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
-
-
 @pytest.mark.anyio
 async def test_e5_client_timeout_fires_and_cancels_on_stdio(rel: Rel, tmp_path: Path) -> None:
     record = tmp_path / "record.txt"
     record.touch()
     env = {"MCPKIT_SEALING_KEYS": "k", "MCPKIT_REL_RECORD": str(record)}
-    async with Client(serve_argv(), cwd=tmp_path, env=env, max_timeout=1.0) as client:
+    async with Client(rel_server_argv(), cwd=tmp_path, env=env, max_timeout=1.0) as client:
         tag = uuid.uuid4().hex[:12]
         started = time.monotonic()
         with pytest.raises(RequestTimeoutError) as info:
@@ -332,7 +299,7 @@ async def test_e6_server_progress_flood_reaches_the_client_and_the_call_complete
         nonlocal seen
         seen += 1
 
-    async with Client(serve_argv(), cwd=tmp_path, env={"MCPKIT_SEALING_KEYS": "k"}) as client:
+    async with Client(rel_server_argv(), cwd=tmp_path, env={"MCPKIT_SEALING_KEYS": "k"}) as client:
         with anyio.fail_after(30):
             result = await client.call_tool("progress_flood", {"count": 10_000}, on_progress=count)
         assert result["content"][0]["text"] == "flooded 10000"

@@ -22,13 +22,15 @@ from rel_support import (
     StdioProcess,
     assert_rpc_error,
     call_tool,
+    http_serving,
     hwm_kb,
-    modern_headers,
-    modern_request,
     next_id,
     post,
     rss_kb,
+    stdio_serving,
 )
+
+from support.mcp import modern_headers, modern_request
 
 if TYPE_CHECKING:
     from conftest import Rel
@@ -140,44 +142,12 @@ def _materialize(raw: bytes) -> tuple[bytes, str]:
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=15) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def stdio_shared(workdir: Path) -> Iterator[StdioProcess]:
     proc = StdioProcess(workdir)
     try:
         yield proc
     finally:
         proc.kill()
-
-
-def http_serving(rel: Rel, server: ServerProcess, client: httpx.Client) -> None:
-    assert rel.alive(server), server.log_text()[-2000:]
-    nonce = uuid.uuid4().hex
-    reply = post(client, server.url, call_tool(next_id(), "echo", {"nonce": nonce}))
-    if reply.status != 200:
-        rel.lost()
-    assert reply.status == 200 and reply.result["content"][0]["text"] == nonce, reply.describe()
-    rel.verified()
-
-
-def stdio_serving(rel: Rel, proc: StdioProcess) -> None:
-    """The stdio server is up and answers the next valid request (crash/lost recorded)."""
-    nonce = uuid.uuid4().hex
-    rid = next_id()
-    try:
-        answer = proc.request(call_tool(rid, "echo", {"nonce": nonce}))
-    except (AssertionError, OSError) as exc:
-        if rel.alive(proc, grace=2):
-            rel.lost()
-        raise AssertionError(
-            f"stdio server not serving ({exc!r}); stderr:\n{proc.stderr()}"
-        ) from None
-    assert answer["result"]["content"][0]["text"] == nonce
-    rel.verified()
 
 
 def assert_stdio_error(message: dict[str, Any], code: int, rid: Any) -> None:

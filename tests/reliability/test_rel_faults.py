@@ -32,29 +32,23 @@ import pytest
 from anyio.abc import SocketAttribute
 from rel_support import (
     ROOT,
-    SERVER_FILE,
     ServerProcess,
     call_tool,
     fd_count,
-    modern_headers,
-    modern_request,
     next_id,
-    sse_data,
-    wait_for,
+    rel_server_argv,
 )
 
 from mcpkit.client import Client, ClientError, ConnectionClosedError
 from mcpkit.transports.client_stdio import StdioTransport
+from support.mcp import modern_headers, modern_request, sse_json
 from support.servers import free_port
+from support.waits import poll
 
 if TYPE_CHECKING:
     from conftest import Rel
 
 CYCLES = int(os.environ.get("MCPKIT_KILL_CYCLES", "5"))
-
-
-def serve_argv() -> list[str]:
-    return [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
 
 
 def records(path: Path) -> list[str]:
@@ -74,7 +68,7 @@ async def test_d5_sigkill_mid_call_fails_every_pending_call_within_500ms(
     env = {"MCPKIT_SEALING_KEYS": "k", "MCPKIT_REL_RECORD": str(record)}
     worst = 0.0
     for cycle in range(CYCLES):
-        async with Client(serve_argv(), cwd=tmp_path, env=env, timeout=60) as client:
+        async with Client(rel_server_argv(), cwd=tmp_path, env=env, timeout=60) as client:
             pid = cast(StdioTransport, client.transport).pid
             assert pid is not None
             tags = [f"{cycle}-{i}-{uuid.uuid4().hex[:6]}" for i in range(10)]
@@ -106,7 +100,7 @@ async def test_d5_sigkill_mid_call_fails_every_pending_call_within_500ms(
             assert worst < 0.5, f"pending calls failed {worst:.3f}s after SIGKILL"
             rel.lost(0)
     # and a fresh client against a fresh process works at once
-    async with Client(serve_argv(), cwd=tmp_path, env=env) as client:
+    async with Client(rel_server_argv(), cwd=tmp_path, env=env) as client:
         assert (await client.call_tool("echo", {"nonce": "back"}))["content"][0]["text"] == "back"
     rel.verified(CYCLES * 10 + 1)
 
@@ -132,7 +126,7 @@ async def test_client_cancelled_mid_stream_cancels_the_handler_http(
         assert f"cancel {tag}" in http_cli.records()
         assert time.monotonic() - gone < 1.0
         assert (await client.call_tool("echo", {"nonce": "next"}))["content"][0]["text"] == "next"
-    assert wait_for(lambda: fd_count(http_cli.pid) <= baseline + 1, 5), (
+    assert poll(lambda: fd_count(http_cli.pid) <= baseline + 1, 5), (
         f"server fds {fd_count(http_cli.pid)} vs baseline {baseline}"
     )
     assert "Traceback" not in http_cli.log_text()
@@ -146,7 +140,7 @@ async def test_client_cancelled_mid_call_cancels_the_handler_stdio(
     record = tmp_path / "record.txt"
     record.touch()
     env = {"MCPKIT_SEALING_KEYS": "k", "MCPKIT_REL_RECORD": str(record)}
-    async with Client(serve_argv(), cwd=tmp_path, env=env, timeout=60) as client:
+    async with Client(rel_server_argv(), cwd=tmp_path, env=env, timeout=60) as client:
         tag = uuid.uuid4().hex[:12]
         with anyio.move_on_after(0.5):
             await client.call_tool("slow", {"tag": tag, "seconds": 30})
@@ -264,7 +258,7 @@ async def test_l6_sigterm_ends_open_listen_streams_cleanly(rel: Rel, tmp_path: P
                             text += chunk
                 except Exception as exc:
                     text += f"\n<<{type(exc).__name__}>>"
-                messages = sse_data(text.split("\n<<")[0]) if text else []
+                messages = sse_json(text.split("\n<<")[0]) if text else []
                 endings.append((i, messages[-1] if messages else None, time.monotonic()))
 
             async with anyio.create_task_group() as tg:
@@ -341,11 +335,11 @@ def _call(
     params: dict[str, Any],
     caps: dict[str, Any] | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    message = modern_request(next_id(), method, params, caps=caps)
+    message = modern_request(next_id(), method, params, capabilities=caps)
     response = client.post(url, json=message, headers=modern_headers(message))
     text = response.text
     if response.headers.get("content-type", "").startswith("text/event-stream"):
-        body = [m for m in sse_data(text) if "id" in m][-1]
+        body = [m for m in sse_json(text) if "id" in m][-1]
     else:
         body = json.loads(text)
     assert body.get("id") == message["id"], body
@@ -388,7 +382,7 @@ def redis_outage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
         before = task(0.1, "before")
         assert before is not None
-        seen["before_completed"] = wait_for(
+        seen["before_completed"] = poll(
             lambda: _status(client, replica.url, before, caps) == "completed", 10
         )
         during = task(1.5, "during")  # finishes while Redis is down
@@ -408,18 +402,16 @@ def redis_outage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         stack.enter_context(persistent_redis(services, data, port))
         finals: dict[str, Any] = {}
         for label, task_id in (("before", before), ("during", during), ("after", after)):
-            wait_for(
-                lambda t=task_id: (
-                    _status(client, replica.url, t, caps) in ("completed", "failed", "cancelled")
-                ),
-                20,
-                interval=0.2,
-            )
+
+            def settled(t: str = task_id) -> bool:
+                return _status(client, replica.url, t, caps) in ("completed", "failed", "cancelled")
+
+            poll(settled, 20, interval=0.2)
             _, body = _call(client, replica.url, "tasks/get", {"taskId": task_id}, caps)
             finals[label] = body.get("result", body)
         seen["finals"] = finals
         fresh = task(0.1, "fresh")
-        seen["fresh_completed"] = fresh is not None and wait_for(
+        seen["fresh_completed"] = fresh is not None and poll(
             lambda: _status(client, replica.url, fresh, caps) == "completed", 10
         )
         seen["stateless_after"] = _call(
@@ -553,7 +545,7 @@ async def test_l12_connection_reset_mid_sse_surfaces_or_retries_within_the_timeo
             if not isinstance(outcome, ClientError):
                 assert outcome["content"][0]["text"] == f"done {tag}"  # re-issued, new id
             # the server saw the first stream die and cancelled its handler
-            assert wait_for(lambda: f"cancel {tag}" in http_cli.records(), 2)
+            assert poll(lambda: f"cancel {tag}" in http_cli.records(), 2)
             again = await client.call_tool("echo", {"nonce": "after-reset"})
             assert again["content"][0]["text"] == "after-reset"
         tg.cancel_scope.cancel()

@@ -21,15 +21,16 @@ from rel_support import (
     assert_rpc_error,
     body_of,
     call_tool,
+    http_serving,
     hwm_kb,
-    modern_headers,
-    modern_request,
     next_id,
     post,
     raw_http,
     rss_kb,
     status_of,
 )
+
+from support.mcp import modern_headers, modern_request
 
 if TYPE_CHECKING:
     from conftest import Rel
@@ -38,32 +39,10 @@ INVALID_REQUEST = -32600
 HEADER_MISMATCH = -32020
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=15) as c:
-        yield c
-
-
 def tagged_call() -> tuple[str, dict[str, Any]]:
     """A tools/call whose handler leaves a trace when (if) it runs."""
     tag = uuid.uuid4().hex[:12]
     return tag, call_tool(next_id(), "slow", {"tag": tag, "seconds": 0})
-
-
-def handler_ran(server: ServerProcess, tag: str) -> bool:
-    return any(line.endswith(" " + tag) for line in server.records())
-
-
-def still_serving(rel: Rel, server: ServerProcess, client: httpx.Client) -> None:
-    """The process is up and the next valid request succeeds."""
-    assert rel.alive(server), server.log_text()[-2000:]
-    nonce = uuid.uuid4().hex
-    reply = post(client, server.url, call_tool(next_id(), "echo", {"nonce": nonce}))
-    if reply.status != 200 or reply.body is None or "result" not in reply.body:
-        rel.lost()
-    assert reply.status == 200, reply.describe()
-    assert reply.result["content"][0]["text"] == nonce
-    rel.verified()
 
 
 def rejected(
@@ -78,11 +57,9 @@ def rejected(
     rid: Any = "absent",
 ) -> None:
     assert_rpc_error(reply, status, code, rid)
-    assert not handler_ran(server, tag), (
-        f"the handler ran although the request was rejected ({tag})"
-    )
+    assert not server.ran(tag), f"the handler ran although the request was rejected ({tag})"
     rel.verified()
-    still_serving(rel, server, client)
+    http_serving(rel, server, client)
 
 
 # ------------------------------ A1-A4 Host/Origin
@@ -224,7 +201,7 @@ def test_a6_listen_without_sse_accept_is_406(
     )
     reply = post(client, http_cli.url, message, modern_headers(message, accept="application/json"))
     assert_rpc_error(reply, 406, INVALID_REQUEST, message["id"])
-    still_serving(rel, http_cli, client)
+    http_serving(rel, http_cli, client)
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH"])
@@ -235,7 +212,7 @@ def test_a7_other_methods_without_a_session_are_405(
     assert response.status_code == 405, response.text
     assert "POST" in response.headers["allow"]
     assert response.json()["error"]["code"] == INVALID_REQUEST
-    still_serving(rel, http_cli, client)
+    http_serving(rel, http_cli, client)
 
 
 def test_a7_modern_only_server_answers_get_and_delete_405_allow_post(
@@ -249,7 +226,7 @@ def test_a7_modern_only_server_answers_get_and_delete_405_allow_post(
             )
             assert response.status_code == 405 and response.headers["allow"] == "POST"
             assert response.json()["error"]["code"] == INVALID_REQUEST
-        still_serving(rel, server, client)
+        http_serving(rel, server, client)
     finally:
         server.stop()
 
@@ -267,7 +244,7 @@ def test_a8_declared_oversized_body_is_413_before_reading(
     raw, _ = raw_http(http_cli.port, head + b'{"jsonrpc":"2.0"', timeout=3)
     assert status_of(raw) == 413, raw[:300]
     assert json.loads(body_of(raw))["error"]["code"] == INVALID_REQUEST
-    still_serving(rel, http_cli, client)
+    http_serving(rel, http_cli, client)
 
 
 def test_a8_streamed_oversized_body_is_413_with_bounded_memory(
@@ -287,7 +264,7 @@ def test_a8_streamed_oversized_body_is_413_with_bounded_memory(
     assert response.json()["error"]["code"] == INVALID_REQUEST
     growth = hwm_kb(http_cli.pid) - before
     assert growth < 2 * limit // 1024, f"peak RSS grew {growth} KiB for a {limit} byte limit"
-    still_serving(rel, http_cli, client)
+    http_serving(rel, http_cli, client)
 
 
 def test_a8_one_byte_chunks_hit_the_limit(rel: Rel, workdir: Path, client: httpx.Client) -> None:
@@ -301,7 +278,7 @@ def test_a8_one_byte_chunks_hit_the_limit(rel: Rel, workdir: Path, client: httpx
         )
         raw, _ = raw_http(server.port, head + body, timeout=5)
         assert status_of(raw) == 413, raw[:300]
-        still_serving(rel, server, client)
+        http_serving(rel, server, client)
     finally:
         server.stop()
 
@@ -331,8 +308,8 @@ def test_a9_bad_framing_is_400_and_closes(
     raw, closed = raw_http(http_cli.port, data, timeout=3)
     assert status_of(raw) == 400, raw[:300]
     assert closed, "the connection stays open after a framing error"
-    assert not handler_ran(http_cli, tag)
-    still_serving(rel, http_cli, client)
+    assert not http_cli.ran(tag)
+    http_serving(rel, http_cli, client)
 
 
 @pytest.mark.parametrize(
@@ -357,8 +334,8 @@ def test_a10_oversized_headers_are_rejected_and_closed(
     raw, closed = raw_http(http_cli.port, data, timeout=3)
     assert status_of(raw) in (400, 431), raw[:300]
     assert closed
-    assert not handler_ran(http_cli, tag)
-    still_serving(rel, http_cli, client)
+    assert not http_cli.ran(tag)
+    http_serving(rel, http_cli, client)
 
 
 # ------------------------------ A11-A12 MCP headers
@@ -401,8 +378,8 @@ def test_a11_raw_non_ascii_name_header_is_refused(
     assert status_of(raw) == 400, raw[:300]
     reply = json.loads(body_of(raw))
     assert reply["error"]["code"] == HEADER_MISMATCH and reply["id"] == message["id"]
-    assert not handler_ran(http_cli, tag)
-    still_serving(rel, http_cli, client)
+    assert not http_cli.ran(tag)
+    http_serving(rel, http_cli, client)
 
 
 def test_a11_cr_in_name_header_is_refused_at_http_level(
@@ -422,8 +399,8 @@ def test_a11_cr_in_name_header_is_refused_at_http_level(
     )
     raw, closed = raw_http(http_cli.port, data, timeout=3)
     assert status_of(raw) == 400 and closed, raw[:300]
-    assert not handler_ran(http_cli, tag)
-    still_serving(rel, http_cli, client)
+    assert not http_cli.ran(tag)
+    http_serving(rel, http_cli, client)
 
 
 def test_a11_surrounding_whitespace_in_name_header_is_accepted(
@@ -529,7 +506,7 @@ def test_unknown_path_is_404_json(rel: Rel, http_cli: ServerProcess, client: htt
         headers={"content-type": "application/json"},
     )
     assert response.status_code == 404 and response.json()["error"]["code"] == INVALID_REQUEST
-    still_serving(rel, http_cli, client)
+    http_serving(rel, http_cli, client)
 
 
 def test_rejections_are_not_echoed_raw_into_the_log(
@@ -541,7 +518,7 @@ def test_rejections_are_not_echoed_raw_into_the_log(
     post(client, http_cli.url, message, modern_headers(message, origin="http://evil.example.com"))
     post(client, http_cli.url, None, modern_headers(None), raw=('{"jsonrpc":' + marker).encode())
     assert "\x1b[31m" not in http_cli.log_text()
-    still_serving(rel, http_cli, client)
+    http_serving(rel, http_cli, client)
 
 
 def test_a12_old_unknown_version_in_meta_is_32022(

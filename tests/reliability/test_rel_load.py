@@ -19,7 +19,6 @@ import json
 import os
 import random
 import statistics
-import sys
 import time
 import uuid
 from collections import Counter
@@ -32,23 +31,22 @@ import httpx
 import pytest
 from rel_support import (
     LEGACY,
-    SERVER_FILE,
     ServerProcess,
     call_tool,
     fd_count,
     http_request,
+    http_serving,
     hwm_kb,
-    modern_headers,
-    modern_request,
     next_id,
     pipelined,
-    post,
     read_response,
+    rel_server_argv,
     rss_kb,
-    wait_for,
 )
 
 from mcpkit.client import Client
+from support.mcp import modern_headers, modern_request
+from support.waits import poll
 
 if TYPE_CHECKING:
     from conftest import Rel
@@ -68,17 +66,6 @@ def server(workdir: Path) -> Iterator[ServerProcess]:
         yield proc
     finally:
         proc.stop()
-
-
-def serving(rel: Rel, proc: ServerProcess) -> None:
-    assert rel.alive(proc), proc.log_text()[-2000:]
-    nonce = uuid.uuid4().hex
-    with httpx.Client(timeout=10) as client:
-        reply = post(client, proc.url, call_tool(next_id(), "echo", {"nonce": nonce}))
-    if reply.status != 200:
-        rel.lost()
-    assert reply.status == 200 and reply.result["content"][0]["text"] == nonce, reply.describe()
-    rel.verified()
 
 
 # ------------------------------ L1
@@ -131,14 +118,14 @@ async def test_l1_1000_concurrent_clients_all_with_id_1(rel: Rel, server: Server
     rel.verified(count - len(lost))
     assert not lost, [outcome[i] for i in lost[:3]]
     assert not misrouted
-    serving(rel, server)
+    http_serving(rel, server)
 
 
 @pytest.mark.anyio
 @pytest.mark.slow
 async def test_l1_many_stdio_clients_with_overlapping_ids(rel: Rel, tmp_path: Path) -> None:
     clients, calls = 8, 50
-    argv = [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
+    argv = rel_server_argv()
     misrouted = lost = 0
 
     async def one_client(k: int) -> None:
@@ -239,7 +226,7 @@ async def test_l3_10000_abandoned_legacy_sessions_stay_capped_and_are_reaped(
         assert again.status == 200
         assert after_reap == 1, f"{after_reap} sessions left after the idle time"
         assert (end_rss - start_rss) / 1024 < 40, f"RSS grew {(end_rss - start_rss) / 1024:.0f} MiB"
-        serving(rel, proc)
+        http_serving(rel, proc)
     finally:
         proc.stop()
 
@@ -370,10 +357,10 @@ async def test_l2_soak_flat_rss_and_clean_resources(rel: Rel, tmp_path: Path) ->
             records = set(proc.records())
             return [t for t in soak.tags if f"start {t}" in records]
 
-        assert wait_for(
+        assert poll(
             lambda: all(f"cleanup {t}" in set(proc.records()) for t in started_tags()), 10
         ), [t for t in started_tags() if f"cleanup {t}" not in set(proc.records())][:5]
-        fds_settled = wait_for(lambda: fd_count(proc.pid) <= baseline_fds + 4, 15)
+        fds_settled = poll(lambda: fd_count(proc.pid) <= baseline_fds + 4, 15)
         total = sum(soak.counts.values())
         rel.lost(soak.lost)
         rel.misrouted(soak.misrouted)
@@ -392,7 +379,7 @@ async def test_l2_soak_flat_rss_and_clean_resources(rel: Rel, tmp_path: Path) ->
         assert growth_kb < max(10 * 1024, 0.15 * statistics.median(warm)), summary
         assert fds_settled, f"fds {fd_count(proc.pid)} vs baseline {baseline_fds}"
         assert "Traceback" not in proc.log_text(), proc.log_text()[-3000:]
-        serving(rel, proc)
+        http_serving(rel, proc)
     finally:
         proc.stop()
 
@@ -527,7 +514,7 @@ async def test_l7_slow_header_and_slow_body_clients_cannot_exhaust_the_server(
             assert json.loads(raw.partition(b"\r\n\r\n")[2])["error"]["code"] == -32600
             assert 28 <= took <= 36, took
         assert keepalive_at and 14 <= keepalive_at[0] <= 20, keepalive_at
-        serving(rel, proc)
+        http_serving(rel, proc)
     finally:
         proc.stop()
 
@@ -578,7 +565,7 @@ async def test_l8_concurrent_large_bodies_bounded_memory(rel: Rel, server: Serve
     assert results == ["3900000"] * 20
     assert all(r.startswith(b"HTTP/1.1 413") for r in rejected), [r[:40] for r in rejected]
     assert peak_growth_mib < 600, f"peak RSS grew {peak_growth_mib:.0f} MiB"
-    serving(rel, server)
+    http_serving(rel, server)
 
 
 # ------------------------------ L13 / L14
@@ -615,7 +602,7 @@ async def test_l13_client_that_never_reads_its_listen_stream(
     finally:
         await stream.aclose()
     rel.verified(5)
-    serving(rel, server)
+    http_serving(rel, server)
 
 
 @pytest.mark.anyio

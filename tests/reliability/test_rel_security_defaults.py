@@ -29,13 +29,13 @@ from rel_support import (
     base_env,
     call_tool,
     listening_addresses,
-    modern_headers,
     next_id,
     post,
 )
 
 from mcpkit import Server
 from mcpkit.client import Client, ServerError
+from support.mcp import modern_headers
 from support.servers import free_port
 
 if TYPE_CHECKING:

@@ -23,12 +23,13 @@ from rel_support import (
     Reply,
     ServerProcess,
     call_tool,
-    modern_headers,
+    http_serving,
     next_id,
     post,
-    sse_data,
-    wait_for,
 )
+
+from support.mcp import modern_headers, sse_json
+from support.waits import poll
 
 if TYPE_CHECKING:
     from conftest import Rel
@@ -94,7 +95,7 @@ def legacy_call(
     )
     body: dict[str, Any] | None = None
     if response.headers.get("content-type", "").startswith("text/event-stream"):
-        for item in sse_data(response.text):
+        for item in sse_json(response.text):
             if "id" in item and ("result" in item or "error" in item):
                 body = item
     elif response.content:
@@ -111,27 +112,6 @@ def auth_server(workdir: Path) -> Iterator[ServerProcess]:
         server.stop()
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=15) as c:
-        yield c
-
-
-def serving(rel: Rel, server: ServerProcess, client: httpx.Client) -> None:
-    assert rel.alive(server), server.log_text()[-2000:]
-    nonce = uuid.uuid4().hex
-    message = call_tool(next_id(), "echo", {"nonce": nonce})
-    reply = post(client, server.url, message, {**modern_headers(message), **ALICE})
-    if reply.status != 200:
-        rel.lost()
-    assert reply.status == 200 and reply.result["content"][0]["text"] == nonce, reply.describe()
-    rel.verified()
-
-
-def ran(server: ServerProcess, tag: str) -> bool:
-    return any(line.endswith(" " + tag) for line in server.records())
-
-
 # ------------------------------ authentication
 
 
@@ -143,8 +123,8 @@ def test_no_token_is_401_and_nothing_runs(
     reply = post(client, auth_server.url, message)
     assert reply.status == 401 and reply.error["code"] == INVALID, reply.describe()
     assert reply.headers["www-authenticate"].startswith("Bearer")
-    assert not ran(auth_server, tag)
-    serving(rel, auth_server, client)
+    assert not auth_server.ran(tag)
+    http_serving(rel, auth_server, client, ALICE)
 
 
 # ------------------------------ B1
@@ -167,8 +147,8 @@ def test_b1_missing_or_unknown_session(
     )
     status, body, _ = legacy_call(client, auth_server.url, "no-such-session", message, ALICE)
     assert status == 404 and body is not None and body["error"]["code"] == INVALID
-    assert not ran(auth_server, tag)
-    serving(rel, auth_server, client)
+    assert not auth_server.ran(tag)
+    http_serving(rel, auth_server, client, ALICE)
 
 
 # ------------------------------ B2 principal binding
@@ -187,7 +167,7 @@ def test_b2_session_of_another_principal_is_404(
     }
     status, body, _ = legacy_call(client, auth_server.url, session, message, BOB)
     assert status == 404 and body is not None and body["error"]["code"] == INVALID
-    assert not ran(auth_server, tag)
+    assert not auth_server.ran(tag)
     for method in ("GET", "DELETE"):
         response = client.request(
             method,
@@ -205,7 +185,7 @@ def test_b2_session_of_another_principal_is_404(
     status, body, _ = legacy_call(client, auth_server.url, session, ok, ALICE)
     assert status == 200 and body is not None and body["result"]["content"][0]["text"] == "mine"
     rel.verified(4)
-    serving(rel, auth_server, client)
+    http_serving(rel, auth_server, client, ALICE)
 
 
 def test_b2_foreign_session_answer_is_identical_to_unknown(
@@ -241,7 +221,7 @@ def test_request_state_is_bound_to_tool_and_principal(
     rel: Rel, auth_server: ServerProcess, client: httpx.Client
 ) -> None:
     caps: dict[str, Any] = {"elicitation": {}}
-    first_call = call_tool(next_id(), "ask", caps=caps)
+    first_call = call_tool(next_id(), "ask", capabilities=caps)
     first = post(
         client, auth_server.url, first_call, {**modern_headers(first_call), **ALICE}
     ).result
@@ -250,7 +230,7 @@ def test_request_state_is_bound_to_tool_and_principal(
     answers = {"word": {"action": "accept", "content": {"word": "kiwi"}}}
 
     def retry(tool: str, token: Any, who: dict[str, str]) -> tuple[dict[str, Any], Reply]:
-        message = call_tool(next_id(), tool, caps=caps)
+        message = call_tool(next_id(), tool, capabilities=caps)
         message["params"].update({"requestState": token, "inputResponses": answers})
         return message, post(client, auth_server.url, message, {**modern_headers(message), **who})
 
@@ -315,7 +295,7 @@ def test_b3_hostile_session_ids_are_refused_without_echo(
     status = int(data.split(b" ", 2)[1])
     assert status in (400, 404, 431), data[:300]  # 431: a value over the 8 KiB limit
     assert value not in data or len(value) < 4
-    serving(rel, auth_server, client)
+    http_serving(rel, auth_server, client, ALICE)
 
 
 # ------------------------------ B4 / B5 caps
@@ -404,7 +384,7 @@ def test_b6_delete_then_404_and_second_get_stream_409(
     message = {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
     status, body, _ = legacy_call(client, auth_server.url, session, message, ALICE)
     assert status == 404 and body is not None and body["error"]["code"] == INVALID
-    serving(rel, auth_server, client)
+    http_serving(rel, auth_server, client, ALICE)
 
 
 def test_b6_foreign_last_event_id_replays_nothing(
@@ -440,7 +420,7 @@ def test_b6_foreign_last_event_id_replays_nothing(
         )
         assert "alice-secret" not in replay.text, last
         assert replay.status_code in (200, 404)
-    serving(rel, auth_server, client)
+    http_serving(rel, auth_server, client, ALICE)
 
 
 # ------------------------------ C8 / C9 on HTTP sessions
@@ -468,7 +448,7 @@ def test_c8_duplicate_in_flight_id_on_a_session_is_409(
     thread = threading.Thread(target=run_first)
     thread.start()
     try:
-        assert wait_for(lambda: f"start {tag}" in auth_server.records(), 5)
+        assert poll(lambda: f"start {tag}" in auth_server.records(), 5)
         dup = {
             "jsonrpc": "2.0",
             "id": 42,
@@ -508,7 +488,7 @@ def test_c8_duplicate_in_flight_id_never_cross_wires(
 
     thread = threading.Thread(target=run_first)
     thread.start()
-    assert wait_for(lambda: f"start {tag}" in auth_server.records(), 5)
+    assert poll(lambda: f"start {tag}" in auth_server.records(), 5)
     dup = {
         "jsonrpc": "2.0",
         "id": 43,
@@ -570,4 +550,4 @@ def test_b6_last_event_id_with_a_non_ascii_digit(
     try:
         assert data.split(b" ", 2)[1] in (b"400", b"404"), data[:200]
     finally:
-        serving(rel, auth_server, client)
+        http_serving(rel, auth_server, client, ALICE)

@@ -23,15 +23,14 @@ import anyio
 import pytest
 from rel_support import (
     HERE,
-    SERVER_FILE,
     StdioProcess,
     base_env,
     call_tool,
     hwm_kb,
     next_id,
-    pid_alive,
+    rel_server_argv,
     rss_kb,
-    wait_for,
+    stdio_serving,
 )
 
 from mcpkit.client import (
@@ -41,15 +40,13 @@ from mcpkit.client import (
     ServerStartupError,
 )
 from mcpkit.transports.client_stdio import StdioTransport
+from support.servers import pid_alive
+from support.waits import poll
 
 if TYPE_CHECKING:
     from conftest import Rel
 
 HOSTILE = HERE / "servers" / "hostile_server.py"
-
-
-def serve_argv() -> list[str]:
-    return [sys.executable, "-m", "mcpkit", "serve", str(SERVER_FILE), "--state", "memory:"]
 
 
 def client_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -58,18 +55,6 @@ def client_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "MCPKIT_REL_RECORD": str(tmp_path / "client-record.txt"),
         **extra,
     }
-
-
-def stdio_serving(rel: Rel, proc: StdioProcess) -> None:
-    nonce = uuid.uuid4().hex
-    try:
-        answer = proc.request(call_tool(next_id(), "echo", {"nonce": nonce}))
-    except (AssertionError, OSError):
-        if rel.alive(proc, grace=2):
-            rel.lost()
-        raise
-    assert answer["result"]["content"][0]["text"] == nonce
-    rel.verified()
 
 
 # ------------------------------ D1
@@ -159,7 +144,7 @@ def test_d4_stdin_eof_exits_zero_within_2s(rel: Rel, tmp_path: Path, busy: bool)
         if busy:
             tag = uuid.uuid4().hex[:12]
             proc.send(call_tool(next_id(), "slow", {"tag": tag, "seconds": 30}))
-            assert wait_for(lambda: f"start {tag}" in proc.records(), 5)
+            assert poll(lambda: f"start {tag}" in proc.records(), 5)
         started = time.monotonic()
         proc.close_stdin()
         code = proc.proc.wait(10)
@@ -198,7 +183,7 @@ async def test_d4_server_ignoring_eof_and_sigterm_is_killed_with_its_tree(
     elapsed = time.monotonic() - started
     # close stdin -> 2 s -> SIGTERM -> 2 s -> SIGKILL (whole group)
     assert 3.5 <= elapsed <= 8.0, f"shutdown took {elapsed:.2f}s"
-    assert wait_for(lambda: not pid_alive(server_pid) and not pid_alive(child_pid), 3), (
+    assert poll(lambda: not pid_alive(server_pid) and not pid_alive(child_pid), 3), (
         f"left behind: server {pid_alive(server_pid)}, tool child {pid_alive(child_pid)}"
     )
 
@@ -235,7 +220,7 @@ def _cpu_ticks(pid: int) -> int:
 @pytest.mark.slow
 def test_d6_killed_client_leaves_no_server_behind(rel: Rel, tmp_path: Path) -> None:
     client = subprocess.Popen(
-        [sys.executable, "-c", CLIENT_SCRIPT, *serve_argv()],
+        [sys.executable, "-c", CLIENT_SCRIPT, *rel_server_argv()],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -249,7 +234,7 @@ def test_d6_killed_client_leaves_no_server_behind(rel: Rel, tmp_path: Path) -> N
         assert pid_alive(server_pid)
         os.kill(client.pid, signal.SIGKILL)
         client.wait(5)
-        gone = wait_for(lambda: not pid_alive(server_pid), 2.5)
+        gone = poll(lambda: not pid_alive(server_pid), 2.5)
         if not gone:
             before = _cpu_ticks(server_pid)
             time.sleep(1)
@@ -268,7 +253,7 @@ def test_d6_killed_client_leaves_no_server_behind(rel: Rel, tmp_path: Path) -> N
 async def test_d7_stderr_flood_does_not_deadlock(rel: Rel, tmp_path: Path) -> None:
     seen: list[str] = []
     async with Client(
-        serve_argv(), cwd=tmp_path, env=client_env(tmp_path), timeout=60, stderr=seen.append
+        rel_server_argv(), cwd=tmp_path, env=client_env(tmp_path), timeout=60, stderr=seen.append
     ) as client:
         with anyio.fail_after(60):
             result = await client.call_tool("shout", {"nbytes": 16 * 1024 * 1024})
@@ -389,7 +374,7 @@ def test_stdio_server_with_stdin_and_stdout_redirected_to_files(rel: Rel, tmp_pa
     out = tmp_path / "out.jsonl"
     with requests.open("rb") as stdin, out.open("wb") as stdout:
         proc = subprocess.run(
-            serve_argv(),
+            rel_server_argv(),
             stdin=stdin,
             stdout=stdout,
             stderr=subprocess.PIPE,
@@ -409,7 +394,9 @@ def test_stdio_server_with_stdin_and_stdout_redirected_to_files(rel: Rel, tmp_pa
 async def test_l5_sequential_calls_across_the_pipe_buffer_size(rel: Rel, tmp_path: Path) -> None:
     sizes = [1, 100, 4095, 65535, 65536, 65537, 200_000, 1 << 20, 8 << 20]
     count = int(os.environ.get("MCPKIT_L5_CALLS", "3000"))
-    async with Client(serve_argv(), cwd=tmp_path, env=client_env(tmp_path), timeout=60) as client:
+    async with Client(
+        rel_server_argv(), cwd=tmp_path, env=client_env(tmp_path), timeout=60
+    ) as client:
         started = time.monotonic()
         misrouted = 0
         for i in range(count):

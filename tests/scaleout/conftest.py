@@ -7,8 +7,6 @@ processes sharing a real redis-server, behind a real nginx doing round-robin).
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -21,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
 
 from services import Replica, nginx_round_robin, redis_server, start_replica
+
+from support.servers import need
 
 TARGET = "tests/scaleout/cluster_server.py"
 
@@ -44,11 +44,10 @@ class Cluster:
         return "\n\n".join(f"--- replica {r.port}\n{r.tail()}" for r in self.replicas)
 
 
-def _need(binary: str) -> None:
-    if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{binary} is required in CI (.ci/run installs it)")
-        pytest.skip(f"{binary} is not installed")
+@pytest.fixture
+def anyio_backend() -> str:
+    """Real processes, Redis clients and nginx: asyncio only."""
+    return "asyncio"
 
 
 @pytest.fixture(scope="module", params=["memory", "sqlite", "redis"])
@@ -63,8 +62,8 @@ def cluster(
         elif backend == "sqlite":
             state, count = f"sqlite:///{log_dir}/state.db", 2
         else:
-            _need("redis-server")
-            _need("nginx")
+            need("redis-server")
+            need("nginx")
             state, count = stack.enter_context(redis_server()), 3
         replicas = []
         for _ in range(count):

@@ -10,18 +10,14 @@ import anyio
 import httpx
 import pytest
 from harness import run_server_suite
-from wire import TASKS, call, legacy, sse_messages
+from wire import TASKS, call, legacy
 
 from conftest import Cluster
+from support.mcp import sse_json
 
 pytestmark = pytest.mark.anyio
 
 TASK_CAPS: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def _wait_status(
@@ -325,7 +321,7 @@ async def test_legacy_session_through_round_robin(cluster: Cluster) -> None:
             client, urls[2], {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session
         )
         names = [
-            t["name"] for t in (sse_messages(listed.text) or [listed.json()])[-1]["result"]["tools"]
+            t["name"] for t in (sse_json(listed.text) or [listed.json()])[-1]["result"]["tools"]
         ]
         assert "test_sampling" in names
 

@@ -3,29 +3,15 @@ rely on, one at a time."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
-from services import redis_server
-from workers_support import need
 
 from mcpkit.state.queue import QueueFull, TaskQueue
 from mcpkit.state.redis import RedisBackend
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    need("redis-server")
-    with redis_server() as url:
-        yield url
 
 
 @pytest.fixture

@@ -18,15 +18,14 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from services import Replica, redis_server
-from wire import call, headers_for, meta
+from services import Replica
+from wire import call
 from workers_support import (
     TASK_CAPS,
     TERMINAL,
     create,
     external_replica,
     get,
-    need,
     queue_stats,
     record,
     runs,
@@ -35,19 +34,9 @@ from workers_support import (
     wait_until,
 )
 
+from support.mcp import modern_headers, modern_meta
+
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    need("redis-server")
-    with redis_server() as url:
-        yield url
 
 
 @pytest.fixture(scope="module")
@@ -92,13 +81,13 @@ async def test_replica_queues_and_a_worker_runs_the_task(
 async def test_worker_sees_headers_but_never_credentials(
     replica: Replica, redis_url: str, log_dir: Path
 ) -> None:
-    params = {"name": "whoami", "arguments": {}, "_meta": meta(TASK_CAPS)}
+    params = {"name": "whoami", "arguments": {}, "_meta": modern_meta(TASK_CAPS)}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     headers = {
-        **headers_for("tools/call", params),
+        **modern_headers(body),
         "x-tenant": "acme",
         "authorization": "Bearer not-for-workers",
     }
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     worker = start_worker(redis_url, log_dir, "whoami")
     try:
         async with httpx.AsyncClient(timeout=30) as client:
@@ -122,7 +111,7 @@ async def test_listen_on_a_replica_hears_a_task_finish_on_a_worker(
     try:
         async with httpx.AsyncClient(timeout=30) as client:
             task_id = await create(client, replica.url, "job_once", label="heard", seconds=1)
-            params = {"notifications": {"taskIds": [task_id]}, "_meta": meta(TASK_CAPS)}
+            params = {"notifications": {"taskIds": [task_id]}, "_meta": modern_meta(TASK_CAPS)}
             body = {
                 "jsonrpc": "2.0",
                 "id": "listen-w",
@@ -134,7 +123,7 @@ async def test_listen_on_a_replica_hears_a_task_finish_on_a_worker(
                 async with client.stream(
                     "POST",
                     replica.url,
-                    headers=headers_for("subscriptions/listen", params),
+                    headers=modern_headers(body),
                     content=json.dumps(body),
                 ) as stream:
                     async for line in stream.aiter_lines():

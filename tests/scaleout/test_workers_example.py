@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 from services import ROOT, redis_server
-from workers_support import external_replica, need, queue_stats, start_worker
+from workers_support import external_replica, queue_stats, start_worker
+
+from support.servers import need
 
 EXAMPLE = "examples/task_workers.py"
 

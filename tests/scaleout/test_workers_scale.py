@@ -25,22 +25,18 @@ from workers_support import (
     create,
     external_replica,
     get,
-    need,
     queue_stats,
     runs,
     start_worker,
     wait_until,
 )
 
+from support.servers import need
+
 pytestmark = pytest.mark.anyio
 
 TASKS = 200
 SECONDS = 1.0
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

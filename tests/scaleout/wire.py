@@ -14,16 +14,10 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
+from support.mcp import modern_headers, modern_meta
+
 TASKS = "io.modelcontextprotocol/tasks"
 _ids = itertools.count(1)
-
-
-def meta(caps: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": caps if caps is not None else {},
-        "io.modelcontextprotocol/clientInfo": {"name": "scaleout-test", "version": "1"},
-    }
 
 
 @dataclass
@@ -45,19 +39,6 @@ class Reply:
         return error
 
 
-def headers_for(method: str, params: dict[str, Any]) -> dict[str, str]:
-    h = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": method,
-    }
-    name = params.get("name") or params.get("uri") or params.get("taskId")
-    if name is not None:
-        h["mcp-name"] = str(name)
-    return h
-
-
 async def call(
     client: httpx.AsyncClient,
     url: str,
@@ -66,10 +47,10 @@ async def call(
     caps: dict[str, Any] | None = None,
 ) -> Reply:
     params = dict(params or {})
-    params["_meta"] = meta(caps)
+    params["_meta"] = modern_meta(caps)
     body = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
     async with client.stream(
-        "POST", url, headers=headers_for(method, params), content=json.dumps(body)
+        "POST", url, headers=modern_headers(body), content=json.dumps(body)
     ) as response:
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             notes: list[dict[str, Any]] = []
@@ -100,11 +81,3 @@ async def legacy(
     if session is not None:
         h["mcp-session-id"] = session
     return await client.post(url, headers=h, content=json.dumps(message))
-
-
-def sse_messages(text: str) -> list[dict[str, Any]]:
-    out = []
-    for line in text.splitlines():
-        if line.startswith("data:") and line[5:].strip():
-            out.append(json.loads(line[5:].strip()))
-    return out

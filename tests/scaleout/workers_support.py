@@ -8,8 +8,6 @@ see what ran where, and talk to the replicas over HTTP with :mod:`wire`.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +17,6 @@ from typing import Any
 
 import anyio
 import httpx
-import pytest
 import redis
 from services import Replica, _start, stop
 from wire import TASKS, call
@@ -30,16 +27,6 @@ TARGET = "tests/scaleout/worker_server.py"
 LEASE_S = "2"
 TASK_CAPS: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
 TERMINAL = {"completed", "failed", "cancelled"}
-
-
-def need(binary: str) -> None:
-    """Skip without ``binary`` (fail in CI, where .ci/run installs it).  Not imported from
-    conftest: several test folders have a ``conftest`` module, and a run of more than one
-    folder would import the wrong one."""
-    if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{binary} is required in CI (.ci/run installs it)")
-        pytest.skip(f"{binary} is not installed")
 
 
 def external_replica(state: str, log_dir: Path, *extra: str, target: str = TARGET) -> Replica:

@@ -16,6 +16,8 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+from support.mcp import modern_headers
+
 MODERN = "2026-07-28"
 SHAPES = ("rest_v1", "http_v2", "function_url")
 HOSTS = {
@@ -46,19 +48,6 @@ def meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
     }
 
 
-def modern_headers(message: dict[str, Any]) -> dict[str, str]:
-    headers = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": MODERN,
-        "mcp-method": message["method"],
-    }
-    name = (message.get("params") or {}).get("name")
-    if name:
-        headers["mcp-name"] = name
-    return headers
-
-
 def event(
     shape: str,
     body: bytes | str | dict[str, Any] | None,
@@ -70,6 +59,8 @@ def event(
 ) -> dict[str, Any]:
     host = host or HOSTS[shape]
     heads = {"host": host, "x-forwarded-proto": "https", "x-forwarded-port": "443", **headers}
+    if shape != "rest_v1":  # payload 2.0 lower-cases header names; REST v1 keeps the client's
+        heads = {name.lower(): value for name, value in heads.items()}
     text = json.dumps(body) if isinstance(body, dict) else body
     if isinstance(text, bytes):
         text = text.decode()
@@ -135,10 +126,9 @@ def event(
 
 
 def request_event(shape: str, message: dict[str, Any], **headers: str) -> dict[str, Any]:
-    """A modern (2026-07-28) MCP request as one POST event."""
-    heads = modern_headers(message)
-    heads.update({k.replace("_", "-"): v for k, v in headers.items()})
-    return event(shape, message, heads)
+    """A modern (2026-07-28) MCP request as one POST event (``headers`` override the
+    correct ones, ``_`` for ``-``)."""
+    return event(shape, message, modern_headers(message, **headers))
 
 
 class Reply:

@@ -17,10 +17,11 @@ import pytest
 
 pytest.importorskip("mangum")
 
-from events import SHAPES, Reply, context, event, meta, modern_headers, request_event
+from events import SHAPES, Reply, context, event, meta, request_event
 
 from mcpkit import Context, Server
 from mcpkit.serverless import ServerlessError, lambda_handler
+from support.mcp import modern_headers
 
 KEY_ENV = "MCPKIT_SEALING_KEYS"
 ELICIT: dict[str, Any] = {"elicitation": {"form": {}}}
@@ -212,8 +213,7 @@ def test_sse_only_client_gets_the_whole_stream_in_one_body() -> None:
             "_meta": {**meta(), "progressToken": "t1"},
         },
     }
-    headers = modern_headers(message)
-    headers["accept"] = "text/event-stream"
+    headers = modern_headers(message, Accept="text/event-stream")
     reply = Reply(handler(event("rest_v1", message, headers), context()))
     assert reply.status == 200
     assert reply.headers["content-type"] == "text/event-stream"
@@ -269,7 +269,7 @@ def test_foreign_host_is_refused_and_custom_domains_are_configurable(
 
 def test_bad_input_gets_an_error_and_the_container_keeps_serving() -> None:
     handler = lambda_handler(make_server())
-    headers = modern_headers({"method": "tools/call"})
+    headers = modern_headers(None, Mcp_Method="tools/call")
     reply = Reply(handler(event("function_url", "{not json", headers), context()))
     assert reply.status == 400
     assert reply.json()["error"]["code"] == -32700

@@ -9,13 +9,10 @@ a real one on 127.0.0.1, started for this module.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from support.servers import redis_server
 
 pytest.importorskip("mangum")
 pytest.importorskip("redis")
@@ -28,12 +25,6 @@ from mcpkit import Context, Server
 from mcpkit.serverless import lambda_handler
 
 LEGACY = "2025-11-25"
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    with redis_server() as port:
-        yield f"redis://127.0.0.1:{port}/0"
 
 
 def make_server(url: str) -> Server:

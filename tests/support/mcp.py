@@ -19,8 +19,16 @@ from support.schema import LEGACY, MODERN, validate_outgoing
 CLIENT_INFO = {"name": "mcpkit-tests", "version": "0.0.1"}
 ACCEPT_BOTH = "application/json, text/event-stream"
 
-#: Params member mirrored in the Mcp-Name header (2026-07-28 Streamable HTTP).
-NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: Params member mirrored in the Mcp-Name header (2026-07-28 Streamable HTTP; the tasks
+#: extension names the task).
+NAME_PARAM = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 def modern_meta(
@@ -88,16 +96,19 @@ def header_text(value: str) -> str:
     return value if plain else b64_sentinel(value)
 
 
-def modern_headers(message: dict[str, Any], **overrides: str | None) -> dict[str, str]:
-    """The headers a correct 2026-07-28 client sends with ``message``.
+def modern_headers(message: dict[str, Any] | None, **overrides: str | None) -> dict[str, str]:
+    """The headers a correct 2026-07-28 client sends with ``message`` (None: a body that is
+    not a request, only the constant headers).
 
-    ``overrides`` replace (or, with None, drop) headers; names use ``_`` for ``-``.
+    ``overrides`` replace (or, with None, drop) headers, whatever their case; names use
+    ``_`` for ``-``.
     """
     headers = {
         "Accept": ACCEPT_BOTH,
         "Content-Type": "application/json",
         "MCP-Protocol-Version": MODERN,
     }
+    message = message or {}
     method = message.get("method")
     if "id" in message and isinstance(method, str):
         headers["Mcp-Method"] = method
@@ -170,6 +181,12 @@ def sse_messages(events: Iterable[SseEvent]) -> list[dict[str, Any]]:
     return out
 
 
+def sse_json(text: str) -> list[dict[str, Any]]:
+    """The JSON messages of a complete SSE body, whatever their event name (events without
+    data, such as priming events, skipped).  ``sse_messages`` is the strict reading."""
+    return [json.loads(event.data) for event in parse_sse(text) if event.data.strip()]
+
+
 def reply_messages(response: httpx.Response) -> list[dict[str, Any]]:
     """Every JSON-RPC message in a (fully read) POST reply, JSON or SSE."""
     content_type = response.headers.get("content-type", "")
@@ -181,6 +198,11 @@ def reply_messages(response: httpx.Response) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- schema checks
+
+
+def first_text(result: dict[str, Any]) -> str:
+    """The text of the first content block of a tool result."""
+    return str(result["content"][0]["text"])
 
 
 def check_messages(

@@ -50,6 +50,28 @@ def free_port() -> int:
         return port
 
 
+def serve_argv(target: str | Path, *args: str) -> list[str]:
+    """``mcpkit serve TARGET ARGS...`` as a user types it, run by this interpreter."""
+    return [sys.executable, "-m", "mcpkit", "serve", str(target), *args]
+
+
+def run_mcpkit(
+    *args: str, cwd: Path, stdin: str | None = None, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    """``mcpkit ARGS...`` run to its end in ``cwd``, as a person types it; output captured
+    as text (``stdin``: what they type, else nothing)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit", *args],
+        cwd=cwd,
+        text=True,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def subprocess_env(**extra: str) -> dict[str, str]:
     """Environment for server subprocesses: shared sealing keys (no key file written into
     the working tree) and unbuffered output so a crash shows its last words."""
@@ -133,6 +155,34 @@ def wait_port(
         time.sleep(0.05)
 
 
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (exited, not yet reaped): whether a
+    process a test meant to stop, or to leave running, really is gone or there."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()  # gone since os.kill (where /proc exists)
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def need(binary: str) -> None:
+    """Skip the test without ``binary`` (on PATH or in /usr/sbin); in CI (``CI=true``), where
+    ``.ci/run`` installs every tool the suite uses, its absence is a failure instead."""
+    if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{binary} is required in CI (CI=true; .ci/run installs it)")
+        pytest.skip(f"{binary} is not installed")
+
+
 @contextlib.contextmanager
 def redis_server() -> Iterator[int]:
     """A real ``redis-server`` on a free 127.0.0.1 port, nothing persisted; yields the port.
@@ -201,7 +251,7 @@ def http_subprocess(
 ) -> Iterator[ProcessServer]:
     port = free_port()
     output = output_dir / "server-output.log"
-    cmd = [sys.executable, "-m", "mcpkit", "serve", str(target), "--http", "--port", str(port)]
+    cmd = serve_argv(target, "--http", "--port", str(port))
     cmd += list(args)
     process = spawn(cmd, output, env=subprocess_env(), cwd=output_dir)
     server = ProcessServer(f"http://127.0.0.1:{port}/mcp", port, process, output)
@@ -300,6 +350,15 @@ class ThreadServer:
         self.stop()
 
 
+@contextlib.contextmanager
+def serve_app(make_app: Callable[[str], Any]) -> Iterator[tuple[str, Any]]:
+    """``make_app(base_url)`` served by a :class:`ThreadServer` (lifespan run when the app
+    has one); yields ``(base URL, app)``.  For apps that must know their own URL: an OAuth
+    authorization server, a protected resource."""
+    with ThreadServer(make_app=make_app, lifespan="auto") as running:
+        yield running.base, running.app
+
+
 # --------------------------------------------------------------------------- stdio subprocess
 
 
@@ -318,7 +377,7 @@ class StdioProcess:
         self.stderr_path = workdir / stderr_name
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcpkit", "serve", str(target), *args],
+            serve_argv(target, *args),
             cwd=workdir,
             env=env or subprocess_env(),
             stdin=subprocess.PIPE,

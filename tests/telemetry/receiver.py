@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import gzip
 import threading
-import time
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
@@ -99,15 +97,3 @@ class Receiver:
                 for sm in rm.scope_metrics
                 for m in sm.metrics
             }
-
-
-def wait_for(check: Callable[[], T | None], what: str, timeout: float = 20.0) -> T:
-    """Poll ``check`` until it returns something (exports are batched and periodic)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)

@@ -64,14 +64,6 @@ async def test_durations_and_listeners(spans: Any, metric_reader: Any) -> None:
         assert all("error.type" not in p.attributes for p in calls)
 
 
-@pytest.fixture
-def redis_url() -> Any:
-    from support.servers import redis_server
-
-    with redis_server() as port:
-        yield f"redis://127.0.0.1:{port}/0"
-
-
 async def test_task_queue_depth(spans: Any, metric_reader: Any, redis_url: str) -> None:
     """A replica that queues task work for ``mcpkit worker`` processes reports how many
     tasks wait in the queue (no worker runs here, so every task waits)."""

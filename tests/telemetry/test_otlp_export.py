@@ -21,10 +21,11 @@ import httpx
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.trace import SpanKind
-from receiver import Receiver, wait_for
+from receiver import Receiver
 
 from mcpkit.client import Client, EraCache
 from support.servers import free_port, kill_group, spawn, subprocess_env, wait_http
+from support.waits import eventually
 
 pytestmark = pytest.mark.anyio
 CALC = Path(__file__).resolve().parent / "servers" / "calc.py"
@@ -107,7 +108,7 @@ async def test_processes_export_one_trace_over_otlp_http(tmp_path: Path, spans: 
             ]
             return found if len(found) == 3 else None
 
-        found = wait_for(in_trace, "the gateway's and upstream's spans")
+        found = eventually(in_trace, what="the gateway's and upstream's spans")
         kinds = {(svc, s.kind): s for svc, s in found}
         gw_server = kinds["otel-gateway", ProtoSpan.SPAN_KIND_SERVER]
         gw_client = kinds["otel-gateway", ProtoSpan.SPAN_KIND_CLIENT]
@@ -120,14 +121,14 @@ async def test_processes_export_one_trace_over_otlp_http(tmp_path: Path, spans: 
         assert attrs["gen_ai.tool.name"].string_value == "add"
         assert attrs["server.port"].int_value == up_port
 
-        names = wait_for(
+        names = eventually(
             lambda: (
                 n
                 if {"mcp.server.operation.duration", "mcp.client.operation.duration"}
                 <= (n := rx.metric_names())
                 else None
             ),
-            "the duration histograms",
+            what="the duration histograms",
         )
         assert "mcp.server.operation.duration" in names
         scrape = httpx.get(f"http://127.0.0.1:{gw_port}/metrics", timeout=5).text
@@ -217,7 +218,7 @@ async def test_host_traces_its_calls_and_logs_json_with_their_ids(
             found = {(svc, s.kind): s for svc, s in rx.spans() if s.name == "tools/call add"}
             return found if len(found) == 2 else None
 
-        found = wait_for(call_spans, "the host's and the upstream's spans")
+        found = eventually(call_spans, what="the host's and the upstream's spans")
     host_span = found["otel-host", ProtoSpan.SPAN_KIND_CLIENT]
     up_span = found["otel-upstream", ProtoSpan.SPAN_KIND_SERVER]
     assert up_span.trace_id == host_span.trace_id
@@ -267,7 +268,7 @@ async def test_stdio_server_exports_its_legacy_session(tmp_path: Path, spans: An
         ) as client:
             result = await client.call_tool("add", {"a": 1, "b": 1})
             assert result["content"][0]["text"] == "2"
-            wait_for(
+            eventually(
                 lambda: gauge(rx, "mcpkit.server.sessions.active", "2025-11-25") == 1,
-                "the sessions gauge at 1",
+                what="the sessions gauge at 1",
             )

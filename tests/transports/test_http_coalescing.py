@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,7 +19,7 @@ from mcpkit.transports.http import McpHttpApp
 from mcpkit.transports.http.server import _Coalescing, protocol_classes
 from support.httpclient import McpHttp
 from support.mcp import modern_headers, modern_request
-from support.servers import ProcessServer, ThreadServer, http_subprocess
+from support.servers import ProcessServer, ThreadServer
 
 
 class RecordingTransport:
@@ -122,12 +121,6 @@ def test_the_rest_of_the_transport_is_the_real_one() -> None:
 
 
 # ------------------------------------------------------------------ a real server process
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessServer]:
-    with http_subprocess(tmp_path_factory.mktemp("coalescing")) as running:
-        yield running
 
 
 def write_syscalls(pid: int) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -31,22 +30,9 @@ from support.mcp import (
     reply_messages,
 )
 from support.schema import LEGACY, validate_outgoing
-from support.servers import ProcessServer, ThreadServer, http_subprocess
+from support.servers import ThreadServer
 
 SAMPLING_ANSWER = {"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "m"}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessServer]:
-    with http_subprocess(tmp_path_factory.mktemp("http-legacy")) as running:
-        yield running
-
-
-@pytest.fixture
-def client(server: ProcessServer) -> Iterator[McpHttp]:
-    http = McpHttp(server.url, server.alive)
-    yield http
-    http.close()
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from mcpkit.transports.http import HttpOptions, McpHttpApp
 from support.httpclient import LegacySessionClient, McpHttp
 from support.mcp import modern_headers, modern_request
 from support.servers import ThreadServer
+from support.waits import eventually
 
 WAIT = 10.0  # generous upper bound for "it happens", never a performance claim
 INTERVAL = 0.6  # the keep-alive interval these servers use
@@ -116,13 +117,6 @@ def read_until(sock: socket.socket, marker: bytes, buffer: bytes = b"") -> tuple
     return head + marker, rest
 
 
-def wait_for(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
 def call(http: McpHttp, name: str, arguments: dict[str, Any] | None = None) -> None:
     reply = http.modern("tools/call", {"name": name, "arguments": arguments or {}})
     assert reply.status == 200, reply
@@ -169,12 +163,14 @@ def test_a_client_that_goes_away_frees_its_stream(
             read_until(sock, b"notifications/subscriptions/acknowledged")
         for sock in socks[10:]:
             read_until(sock, b":\r\n\r\n")
-        wait_for(lambda: bus.listener_count == 15, "15 streams attached")
+        eventually(lambda: bus.listener_count == 15, WAIT, "15 streams attached")
         assert len(app.listen_streams) == 15
         for sock in socks:
             sock.close()
-        wait_for(lambda: bus.listener_count == 0, "every stream detached")
-        wait_for(lambda: not app.listen_streams and not app.keepalive.sinks, "all forgotten")
+        eventually(lambda: bus.listener_count == 0, WAIT, "every stream detached")
+        eventually(
+            lambda: not app.listen_streams and not app.keepalive.sinks, WAIT, "all forgotten"
+        )
         http.assert_healthy()
     finally:
         for sock in socks:
@@ -211,4 +207,4 @@ def test_a_client_that_stops_reading_holds_up_nobody_and_loses_nothing(
         stalled.close()
         reader.close()
         http.close()
-    wait_for(lambda: not app.listen_streams, "both streams freed")
+    eventually(lambda: not app.listen_streams, WAIT, "both streams freed")

@@ -10,7 +10,6 @@ still succeeds; every JSON-RPC message the server emits is validated against the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,23 +19,10 @@ import pytest
 from support.httpclient import McpHttp, expect_error
 from support.mcp import ACCEPT_BOTH, b64_sentinel, modern_headers, modern_request
 from support.schema import MODERN, validate_outgoing
-from support.servers import ProcessServer, http_subprocess
+from support.servers import ProcessServer
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessServer]:
-    with http_subprocess(tmp_path_factory.mktemp("http-modern")) as running:
-        yield running
-
-
-@pytest.fixture
-def client(server: ProcessServer) -> Iterator[McpHttp]:
-    http = McpHttp(server.url, server.alive)
-    yield http
-    http.close()
 
 
 def json_headers(**extra: str) -> dict[str, str]:

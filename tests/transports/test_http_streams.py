@@ -111,16 +111,9 @@ def recorder() -> Recorder:
 
 
 @pytest.fixture
-def running(recorder: Recorder) -> Iterator[ThreadServer]:
+def server(recorder: Recorder) -> Iterator[ThreadServer]:
     with ThreadServer(make_app(recorder)) as server:
         yield server
-
-
-@pytest.fixture
-def client(running: ThreadServer) -> Iterator[McpHttp]:
-    http = McpHttp(running.url, running.alive)
-    yield http
-    http.close()
 
 
 def raw_post(port: int, message: dict[str, Any], headers: dict[str, str]) -> socket.socket:
@@ -138,10 +131,10 @@ def raw_post(port: int, message: dict[str, Any], headers: dict[str, str]) -> soc
 
 
 def test_modern_disconnect_before_any_output_cancels_the_handler(
-    running: ThreadServer, recorder: Recorder, client: McpHttp
+    server: ThreadServer, recorder: Recorder, client: McpHttp
 ) -> None:
     message = modern_request(1, "tools/call", {"name": "slow", "arguments": {"seconds": 30}})
-    sock = raw_post(running.port, message, modern_headers(message))
+    sock = raw_post(server.port, message, modern_headers(message))
     assert recorder.started.wait(WAIT)
     sock.close()
     assert recorder.cancelled.wait(WAIT), "closing the connection did not cancel the handler"
@@ -150,10 +143,10 @@ def test_modern_disconnect_before_any_output_cancels_the_handler(
 
 
 def test_modern_disconnect_cancels_what_a_plain_tool_returned_to_await(
-    running: ThreadServer, recorder: Recorder, client: McpHttp
+    server: ThreadServer, recorder: Recorder, client: McpHttp
 ) -> None:
     message = modern_request(1, "tools/call", {"name": "slow_plain", "arguments": {"seconds": 30}})
-    sock = raw_post(running.port, message, modern_headers(message))
+    sock = raw_post(server.port, message, modern_headers(message))
     assert recorder.started.wait(WAIT)
     sock.close()
     assert recorder.cancelled.wait(WAIT), "closing the connection did not cancel the handler"
@@ -183,13 +176,13 @@ def test_progress_after_a_plain_json_answer_is_dropped(client: McpHttp) -> None:
 
 
 def test_modern_disconnect_mid_sse_cancels_the_handler(
-    running: ThreadServer, recorder: Recorder, client: McpHttp
+    server: ThreadServer, recorder: Recorder, client: McpHttp
 ) -> None:
     message = modern_request(
         2, "tools/call", {"name": "slow", "arguments": {"seconds": 30}}, progressToken="p"
     )
     with client.http.stream(
-        "POST", running.url, content=json.dumps(message), headers=modern_headers(message)
+        "POST", server.url, content=json.dumps(message), headers=modern_headers(message)
     ) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         for event in iter_sse(response.iter_lines()):
@@ -202,11 +195,11 @@ def test_modern_disconnect_mid_sse_cancels_the_handler(
 
 
 def test_legacy_disconnect_is_not_cancellation(
-    running: ThreadServer, recorder: Recorder, client: McpHttp
+    server: ThreadServer, recorder: Recorder, client: McpHttp
 ) -> None:
     session = LegacySessionClient(client)
     message = legacy_request(3, "tools/call", {"name": "slow", "arguments": {"seconds": 0.3}})
-    sock = raw_post(running.port, message, session.headers())
+    sock = raw_post(server.port, message, session.headers())
     assert recorder.started.wait(WAIT)
     sock.close()
     assert recorder.finished.wait(WAIT), "a 2025-11-25 request must survive a disconnect"
@@ -215,7 +208,7 @@ def test_legacy_disconnect_is_not_cancellation(
 
 
 def test_legacy_notifications_cancelled_mid_stream_sends_no_response(
-    running: ThreadServer, recorder: Recorder, client: McpHttp
+    server: ThreadServer, recorder: Recorder, client: McpHttp
 ) -> None:
     session = LegacySessionClient(client)
     message = legacy_request(
@@ -224,7 +217,7 @@ def test_legacy_notifications_cancelled_mid_stream_sends_no_response(
         {"name": "slow", "arguments": {"seconds": 30}, "_meta": {"progressToken": "p"}},
     )
     with client.http.stream(
-        "POST", running.url, content=json.dumps(message), headers=session.headers()
+        "POST", server.url, content=json.dumps(message), headers=session.headers()
     ) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         assert recorder.started.wait(WAIT)
@@ -253,13 +246,13 @@ def _read_http_response(sock: socket.socket) -> bytes:
 
 @pytest.mark.parametrize("tool", ["slow", "slow_plain"])  # slow_plain: no cancel scope
 def test_legacy_notifications_cancelled_before_output_is_not_a_500(
-    running: ThreadServer, recorder: Recorder, client: McpHttp, tool: str
+    server: ThreadServer, recorder: Recorder, client: McpHttp, tool: str
 ) -> None:
     session = LegacySessionClient(client)
     message = legacy_request(
         "to-cancel", "tools/call", {"name": tool, "arguments": {"seconds": 30}}
     )
-    sock = raw_post(running.port, message, {**session.headers(), "Connection": "close"})
+    sock = raw_post(server.port, message, {**session.headers(), "Connection": "close"})
     try:
         assert recorder.started.wait(WAIT)
         note = {
@@ -278,7 +271,7 @@ def test_legacy_notifications_cancelled_before_output_is_not_a_500(
 
 
 def test_legacy_inline_tool_returning_an_awaitable_is_answered(
-    running: ThreadServer, recorder: Recorder, client: McpHttp
+    server: ThreadServer, recorder: Recorder, client: McpHttp
 ) -> None:
     session = LegacySessionClient(client)
     reply = session.request("tools/call", {"name": "slow_plain", "arguments": {"seconds": 0.01}})

@@ -1,10 +1,10 @@
-"""The official MCP Python SDK in a cached virtualenv, shared with the client's interop test.
+"""The official MCP Python SDK in a cached virtualenv, for every test that runs it as a peer.
 
-The venv, its ``.installed`` marker and the install lock are the ones
-``tests/client/test_client_sdk_interop.py`` uses (``~/.cache/mcpkit-tests/sdk-mcp-2.3.0``,
-override the folder with ``MCPKIT_TEST_CACHE``), so the SDK is downloaded once for both
-suites, never into the project's own venv.  Without PyPI the tests that need it are skipped
-with pip's reason, except in CI (``CI=true``), where that is a failure.
+One venv, ``.installed`` marker and install lock for the client, host and gateway tests
+(``~/.cache/mcpkit-tests/sdk-mcp-2.3.0``, override the folder with ``MCPKIT_TEST_CACHE``),
+so the SDK is downloaded once, never into the project's own venv.  Without PyPI the tests
+that need it are skipped with pip's reason, except in CI (``CI=true``), where that is a
+failure.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -41,7 +40,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.servers import free_port, redis_server, tail
+from support.servers import free_port, kill_group, redis_server, spawn, tail
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -169,20 +168,17 @@ def _bash(
 def _background(
     commands: list[str], cwd: Path, env: dict[str, str], ports: list[int], log: Path
 ) -> Iterator[None]:
-    procs = []
-    with log.open("wb") as sink:
-        for command in commands:
-            procs.append(
-                subprocess.Popen(
-                    ["bash", "-c", f"exec {command}"],
-                    cwd=cwd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=sink,
-                    stderr=sink,
-                    start_new_session=True,
-                )
-            )
+    procs = [
+        spawn(
+            ["bash", "-c", f"exec {command}"],
+            log,
+            env=env,
+            inherit_env=False,
+            cwd=cwd,
+            append=index > 0,
+        )
+        for index, command in enumerate(commands)
+    ]
     try:
         for port in ports:
             deadline = time.monotonic() + 180  # `make run` may first install into .venv
@@ -198,14 +194,7 @@ def _background(
         yield
     finally:
         for proc in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
+            kill_group(proc, grace=15)
 
 
 def _free_ports(body: str, ports: list[str]) -> tuple[str, dict[str, int]]:

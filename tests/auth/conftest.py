@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from auth_helpers import LocalAuthorizationServer, Stack
+from authkit import LocalAuthorizationServer, Stack
 
 from support.servers import serve_app
 

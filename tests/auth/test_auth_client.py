@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from auth_helpers import LocalAuthorizationServer, Stack
+from authkit import LocalAuthorizationServer, Stack
 
 from mcpkit.auth.client import (
     AuthorizationError,

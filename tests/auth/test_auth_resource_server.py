@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from auth_helpers import Stack
+from authkit import Stack
 from joserfc.jwk import ECKey
 
 from mcpkit.auth import BearerAuth, IntrospectionVerifier, JwtVerifier, Principal

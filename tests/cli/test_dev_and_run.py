@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from mcpkit.client import Client, ElicitResult
-from support.servers import free_port
+from support.servers import free_port, kill_group, spawn
 
 HERE = Path(__file__).resolve().parent
 QUICKSTART = HERE.parent.parent / "examples" / "quickstart.py"
@@ -58,12 +58,9 @@ async def test_dev_serves_and_restarts_when_the_file_changes(tmp_path: Path) -> 
     path = _server_file(tmp_path, "1")
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpkit", "dev", str(path), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        cwd=tmp_path,
+    log = tmp_path.parent / f"{tmp_path.name}-dev.log"  # outside the watched folder
+    proc = spawn(
+        [sys.executable, "-m", "mcpkit", "dev", str(path), "--port", str(port)], log, cwd=tmp_path
     )
     try:
         assert await _call_until(url, "hello from 1") == "hello from 1"
@@ -73,9 +70,8 @@ async def test_dev_serves_and_restarts_when_the_file_changes(tmp_path: Path) -> 
         await anyio.sleep(2.5)  # past watchfiles' debounce
         assert await _call_until(url, "hello from 2") == "hello from 2"
     finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=30)
-    text = err.decode()
+        kill_group(proc, grace=30)
+    text = log.read_text()
     assert f"serving {path} at {url}" in text
     assert "demo.py changed; restarting" in text
     assert "server.log" not in text
@@ -95,18 +91,13 @@ async def test_server_run_over_http(tmp_path: Path) -> None:
     path = _server_file(
         tmp_path, "4", run=(f"if __name__ == '__main__':\n    server.run('http', port={port})\n")
     )
-    proc = subprocess.Popen(
-        [sys.executable, str(path)],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    log = tmp_path.parent / f"{tmp_path.name}-run.log"
+    proc = spawn([sys.executable, str(path)], log, cwd=tmp_path)
     try:
         url = f"http://127.0.0.1:{port}/mcp"
         assert await _call_until(url, "hello from 4", 30) == "hello from 4"
     finally:
-        proc.terminate()
-        proc.wait(10)
+        kill_group(proc, grace=10)
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])

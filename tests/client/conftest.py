@@ -3,7 +3,7 @@
 Servers are started the way a user starts them (``python -m mcpkit serve ...``); HTTP
 ones bind 127.0.0.1 on a free port and are shared per session (starting Python is the
 slow part).  Tests run on asyncio (spawning processes and serving uvicorn); the few that
-are cheap to repeat also run on trio.  Helpers live in ``client_support.py``.
+are cheap to repeat also run on trio.  Helpers live in ``clientkit.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from client_support import (
+from clientkit import (
     FIXTURE_SERVER,
     PEERS,
     SLOW_SERVER,

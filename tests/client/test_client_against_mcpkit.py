@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from client_support import FIXTURE_SERVER, REPO, ServerProcess, fixture_object
+from clientkit import FIXTURE_SERVER, REPO, ServerProcess, fixture_object
 
 from mcpkit.client import (
     Client,

@@ -7,7 +7,7 @@ import json
 import shlex
 
 import pytest
-from client_support import FIXTURE_SERVER, REPO, ServerProcess
+from clientkit import FIXTURE_SERVER, REPO, ServerProcess
 
 from support.servers import free_port, run_mcpkit, serve_argv
 

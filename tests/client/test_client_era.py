@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from client_support import INITIALIZED, FakeTransport, client_for, legacy_server
+from clientkit import INITIALIZED, FakeTransport, client_for, legacy_server
 
 from mcpkit.client import (
     Client,

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import anyio
 import pytest
-from client_support import (
+from clientkit import (
     FIXTURE_SERVER,
     PEERS,
     REPO,

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from client_support import fixture_object
+from clientkit import fixture_object
 
 from mcpkit import Context, Server
 from mcpkit.client import Client, ConnectionClosedError, ElicitResult, Notification, ServerError

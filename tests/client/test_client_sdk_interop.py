@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from client_support import PEERS, ServerProcess, start_server
+from clientkit import PEERS, ServerProcess, start_server
 
 from mcpkit.client import Client, ElicitResult, prompt_ref
 from support import sdk_venv

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from client_support import PEERS, TESTS, ServerProcess, start_server
+from clientkit import PEERS, TESTS, ServerProcess, start_server
 
 from mcpkit.client import (
     Client,

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from client_support import fixture_object
+from clientkit import fixture_object
 
 from mcpkit import McpError, Server
 from mcpkit.client import Client, ElicitResult, Task, TaskCancelled

@@ -10,7 +10,7 @@ import re
 from typing import Any, cast
 
 import pytest
-from client_support import (
+from clientkit import (
     DISCOVERED,
     INITIALIZED,
     client_for,

@@ -18,7 +18,7 @@ import gwkit
 import httpx
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
-from auth_helpers import LocalAuthorizationServer
+from authkit import LocalAuthorizationServer
 
 from mcpkit.auth.client import HeadlessRedirectHandler, OAuthClientAuth, UrlPolicy
 from mcpkit.client import Client

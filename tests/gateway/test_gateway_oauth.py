@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
-from auth_helpers import LocalAuthorizationServer
+from authkit import LocalAuthorizationServer
 
 from mcpkit.auth.challenge import parse_challenges
 from mcpkit.auth.client import (

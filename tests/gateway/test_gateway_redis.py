@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import anyio
@@ -19,7 +18,6 @@ import httpx
 import pytest
 
 from support.mcp import modern_headers
-from support.servers import need
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "scaleout"))
 
@@ -52,23 +50,18 @@ per = "global"
 
 
 @pytest.fixture(scope="module")
-def gateways(log_dir: Path, stack: list[gwkit.Proc]) -> Iterator[list[gwkit.Proc]]:
-    need("redis-server")
-    from services import redis_server
-
-    with ExitStack() as cleanup:
-        redis = cleanup.enter_context(redis_server())
-        upstream = gwkit.start_upstream("shared", log_dir)
-        stack.append(upstream)
-        tokens = "\n".join(f'"{token}" = "{who}"' for who, token in TOKENS.items())
-        config = CONFIG.format(
-            redis=redis, tokens=tokens, per_user=PER_USER, global_=GLOBAL
-        ) + gwkit.toml_upstream("shared", url=upstream.url)
-        pair = [gwkit.start_gateway(f"gateway{i}", log_dir, config) for i in (1, 2)]
-        stack.extend(pair)
-        yield pair
-        for gw in pair:
-            gw.stop()
+def gateways(log_dir: Path, stack: list[gwkit.Proc], redis_url: str) -> Iterator[list[gwkit.Proc]]:
+    upstream = gwkit.start_upstream("shared", log_dir)
+    stack.append(upstream)
+    tokens = "\n".join(f'"{token}" = "{who}"' for who, token in TOKENS.items())
+    config = CONFIG.format(
+        redis=redis_url, tokens=tokens, per_user=PER_USER, global_=GLOBAL
+    ) + gwkit.toml_upstream("shared", url=upstream.url)
+    pair = [gwkit.start_gateway(f"gateway{i}", log_dir, config) for i in (1, 2)]
+    stack.extend(pair)
+    yield pair
+    for gw in pair:
+        gw.stop()
 
 
 async def burst(

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
-from auth_helpers import LocalAuthorizationServer
+from authkit import LocalAuthorizationServer
 
 from mcpkit.gateway.config import ConfigError, parse_config
 from support.servers import serve_app

@@ -23,7 +23,7 @@ import pytest
 from joserfc import jwt
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
-from auth_helpers import LocalAuthorizationServer
+from authkit import LocalAuthorizationServer
 
 from mcpkit.auth.client import TokenExchangeAuth, UrlPolicy
 from mcpkit.gateway.config import ConfigError, parse_config

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 
 CLIENT_TESTS = Path(__file__).resolve().parents[1] / "client"
 sys.path.insert(0, str(CLIENT_TESTS))
-from client_support import ServerProcess, start_server  # noqa: E402
+from clientkit import ServerProcess, start_server  # noqa: E402
 
 from support.sdk_venv import sdk_python  # noqa: E402
 from support.servers import free_port  # noqa: E402

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.servers import free_port, kill_group, tail
+from support.servers import free_port, kill_group, spawn, wait_http
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "examples" / "quickstart.py"
@@ -100,27 +100,14 @@ class Env:
     def background(self, *args: str, port: int, path: str = "/") -> Iterator[str]:
         """Start a long-running command of the venv; yield once ``port`` answers HTTP."""
         log = self.work / f"bg-{port}.log"
-        with log.open("wb") as sink:
-            proc = subprocess.Popen(
-                [str(self.bin / args[0]), *args[1:]],
-                cwd=self.work,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=sink,
-                stderr=sink,
-                start_new_session=True,
-            )
+        argv = [str(self.bin / args[0]), *args[1:]]
+        proc = spawn(argv, log, env=self.env, inherit_env=False, cwd=self.work)
         base = f"http://127.0.0.1:{port}"
         try:
-            for _ in range(300):
-                if proc.poll() is not None:
-                    pytest.fail(f"{args} exited with {proc.returncode}:\n{tail(log)}")
-                with contextlib.suppress(httpx.HTTPError):
-                    httpx.get(base + path, timeout=1.0)
-                    break
-                subprocess.run(["sleep", "0.1"], check=False)
-            else:
-                pytest.fail(f"{args} did not answer on {port}:\n{tail(log)}")
+            try:
+                wait_http(base + path, proc, log, timeout=60)
+            except RuntimeError as exc:
+                pytest.fail(f"{args}: {exc}")
             yield base
         finally:
             kill_group(proc)

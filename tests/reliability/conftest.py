@@ -38,7 +38,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from rel_support import ServerProcess, StdioProcess  # noqa: E402
+from relkit import ServerProcess, StdioProcess  # noqa: E402
 
 # ------------------------------ hypothesis
 

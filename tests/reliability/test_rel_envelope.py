@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from rel_support import (
+from relkit import (
     ServerProcess,
     StdioProcess,
     assert_rpc_error,

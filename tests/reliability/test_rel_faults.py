@@ -30,7 +30,7 @@ import anyio
 import httpx
 import pytest
 from anyio.abc import SocketAttribute
-from rel_support import (
+from relkit import (
     ROOT,
     ServerProcess,
     call_tool,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from rel_support import (
+from relkit import (
     Reply,
     ServerProcess,
     assert_rpc_error,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx
 import pytest
-from rel_support import (
+from relkit import (
     LEGACY,
     ServerProcess,
     call_tool,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from rel_support import (
+from relkit import (
     SERVER_FILE,
     ServerProcess,
     base_env,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import pytest
-from rel_support import (
+from relkit import (
     HERE,
     StdioProcess,
     base_env,

@@ -18,9 +18,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from services import Replica
-from wire import call
-from workers_support import (
+from scalekit import (
     TASK_CAPS,
     TERMINAL,
     create,
@@ -33,6 +31,8 @@ from workers_support import (
     wait_status,
     wait_until,
 )
+from services import Replica
+from wire import call
 
 from support.mcp import modern_headers, modern_meta
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scalekit import external_replica, queue_stats, start_worker
 from services import ROOT, redis_server
-from workers_support import external_replica, queue_stats, start_worker
 
 from support.servers import need
 

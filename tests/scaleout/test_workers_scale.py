@@ -19,8 +19,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from services import nginx_round_robin, redis_server
-from workers_support import (
+from scalekit import (
     TERMINAL,
     create,
     external_replica,
@@ -30,6 +29,7 @@ from workers_support import (
     start_worker,
     wait_until,
 )
+from services import nginx_round_robin, redis_server
 
 from support.servers import need
 

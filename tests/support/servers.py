@@ -2,8 +2,8 @@
 
 * :func:`spawn`, :func:`wait_port`, :func:`kill_group` and :func:`free_port`: the one way
   the suite starts a process (its own process group, output in a log file), waits for its
-  port and stops it with all its children.  The kits of each folder (``client_support``,
-  ``gwkit``, ``rel_support``, ``scaleout/services``) build their fixtures on these.
+  port and stops it with all its children.  The kits of each folder (``clientkit``,
+  ``gwkit``, ``relkit``, ``scaleout/services``) build their fixtures on these.
 * :func:`http_subprocess` starts ``python -m mcpkit serve TARGET --http`` exactly as a user
   would, on a free port, waits until it answers HTTP, and kills its whole process group at
   the end.  A failure to start shows the tail of its output.
@@ -111,17 +111,19 @@ def spawn(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     append: bool = False,
+    inherit_env: bool = True,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` as a user would: in its own process group (so :func:`kill_group`
     takes its children too), stdin closed, stdout and stderr into ``log``, our environment
-    plus ``env``, in ``cwd`` (the repository by default).  The one place the suite starts
-    a long-running process; the folder kits (``gwkit``, ``rel_support``, ``services``,
-    ``client_support``) build their fixtures on it."""
+    plus ``env`` (``env`` alone with ``inherit_env=False``: a fresh venv's), in ``cwd``
+    (the repository by default).  The one place the suite starts a long-running process;
+    the folder kits (``gwkit``, ``relkit``, ``services``, ``clientkit``) build their
+    fixtures on it."""
     with open(log, "ab" if append else "wb") as sink:
         return subprocess.Popen(
             list(argv),
             cwd=cwd or REPO_ROOT,
-            env={**os.environ, **(env or {})},
+            env={**(os.environ if inherit_env else {}), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,

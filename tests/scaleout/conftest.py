@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,30 +17,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
 
-from services import Replica, nginx_round_robin, redis_server, start_replica
+from services import TARGET, Cluster, nginx_round_robin, redis_server, start_replica
 
 from support.servers import need
-
-TARGET = "tests/scaleout/cluster_server.py"
-
-
-@dataclass
-class Cluster:
-    backend: str
-    state: str
-    replicas: list[Replica]
-    front: str
-    log_dir: Path
-
-    def replica(self, index: int) -> str:
-        return self.replicas[index % len(self.replicas)].url
-
-    def spawn(self) -> Replica:
-        """One more replica on the same state (the caller kills it)."""
-        return start_replica(self.state, self.log_dir, TARGET)
-
-    def logs(self) -> str:
-        return "\n\n".join(f"--- replica {r.port}\n{r.tail()}" for r in self.replicas)
 
 
 @pytest.fixture

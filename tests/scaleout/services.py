@@ -141,3 +141,28 @@ def nginx_round_robin(ports: Sequence[int]) -> Iterator[int]:
             yield port
         finally:
             stop(proc, signal.SIGQUIT)
+
+
+TARGET = "tests/scaleout/cluster_server.py"
+
+
+@dataclass
+class Cluster:
+    """Replicas sharing one state backend, and the URL in front of them (the ``cluster``
+    fixture of conftest.py)."""
+
+    backend: str
+    state: str
+    replicas: list[Replica]
+    front: str
+    log_dir: Path
+
+    def replica(self, index: int) -> str:
+        return self.replicas[index % len(self.replicas)].url
+
+    def spawn(self) -> Replica:
+        """One more replica on the same state (the caller kills it)."""
+        return start_replica(self.state, self.log_dir, TARGET)
+
+    def logs(self) -> str:
+        return "\n\n".join(f"--- replica {r.port}\n{r.tail()}" for r in self.replicas)

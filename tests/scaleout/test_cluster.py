@@ -10,9 +10,9 @@ import anyio
 import httpx
 import pytest
 from harness import run_server_suite
+from services import Cluster
 from wire import TASKS, call, legacy
 
-from conftest import Cluster
 from support.mcp import sse_json
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,7 @@ change event to the notification for this subscription (or to nothing when the c
 did not opt in).
 
 A fan-out renders each event once: every subscription's notification is the same bytes
-but for its subscription id, so :meth:`Subscription.encode` splices the id into one
+but for its subscription id, so :meth:`ServedSubscription.encode` splices the id into one
 encoding shared by all of them (a legacy notification has no id at all and is the same
 bytes for every session: :func:`legacy_encoded`).
 """
@@ -92,8 +92,9 @@ def _modern_note(event: ChangeEvent, meta: dict[str, Any]) -> Message | None:
     return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
-class Subscription:
-    """One listen request's honoured filter."""
+class ServedSubscription:
+    """One listen request's honoured filter, as the server serves it (the client's handle
+    on a listen is :class:`mcpkit.client.listen.Subscription`)."""
 
     __slots__ = ("_id_json", "filter", "kinds", "listen_id", "resources", "task_ids")
 

@@ -49,7 +49,7 @@ import anyio
 
 from ..protocol.negotiation import parse_modern_meta
 from ..runtime.exchange import Exchange
-from ..state.queue import Entry, QueueFull
+from ..state.queue import QueuedEntry, QueueFull
 from ..types.errors import INTERNAL_ERROR, McpError
 from .context import Context
 from .middleware.ratelimit import RATE_LIMITED
@@ -216,7 +216,7 @@ class Worker:
             for entry in entries:
                 self._start(jobs, entry)
 
-    def _start(self, jobs: Any, entry: Entry) -> None:
+    def _start(self, jobs: Any, entry: QueuedEntry) -> None:
         if entry.id in self.active:
             return
         self.active[entry.id] = None
@@ -265,7 +265,7 @@ class Worker:
                 handle.drop()
 
     # ------------------------------------------------------------------ one entry
-    async def _take(self, entry: Entry) -> None:
+    async def _take(self, entry: QueuedEntry) -> None:
         queue = self.manager.queue
         try:
             try:
@@ -365,7 +365,7 @@ class Worker:
         ctx._task = handle
         return ctx
 
-    async def _settle_dropped(self, entry: Entry, record: dict[str, Any]) -> None:
+    async def _settle_dropped(self, entry: QueuedEntry, record: dict[str, Any]) -> None:
         """A tool we stopped: at a graceful stop, requeue it (re-runnable) or fail it;
         when another worker took it over, leave it to them."""
         queue = self.manager.queue

@@ -75,7 +75,7 @@ class QueueFull(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
+class QueuedEntry:
     """One stream entry: its id and the task it carries."""
 
     id: str
@@ -86,14 +86,14 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _entries(raw: Any) -> list[Entry]:
+def _entries(raw: Any) -> list[QueuedEntry]:
     out = []
     for entry_id, fields in raw or []:
         if not fields:  # deleted since it was delivered
             continue
         task = fields.get(b"task", fields.get("task"))
         if task is not None:
-            out.append(Entry(_text(entry_id), _text(task)))
+            out.append(QueuedEntry(_text(entry_id), _text(task)))
     return out
 
 
@@ -158,18 +158,18 @@ class TaskQueue:
         await self.redis.zrem(self._owner_key(owner), task_id)
 
     # ------------------------------------------------------------------ consumer side
-    async def read(self, consumer: str, count: int, block_ms: int) -> list[Entry]:
+    async def read(self, consumer: str, count: int, block_ms: int) -> list[QueuedEntry]:
         """New entries for ``consumer`` (at most ``count``; waits up to ``block_ms``)."""
         await self.ensure_group()
         reply = await self.redis.xreadgroup(
             GROUP, consumer, {self.stream: ">"}, count=count, block=block_ms
         )
-        out: list[Entry] = []
+        out: list[QueuedEntry] = []
         for _stream, raw in reply or []:
             out.extend(_entries(raw))
         return out
 
-    async def reclaim(self, consumer: str, min_idle_ms: int, count: int) -> list[Entry]:
+    async def reclaim(self, consumer: str, min_idle_ms: int, count: int) -> list[QueuedEntry]:
         """Entries idle for ``min_idle_ms`` (their worker stopped touching them), now
         held by ``consumer`` (``XAUTOCLAIM``)."""
         await self.ensure_group()

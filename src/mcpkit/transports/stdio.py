@@ -22,7 +22,7 @@ from ..runtime.contracts import ServedServer, start_mode
 from ..runtime.endpoint import Endpoint
 from ..runtime.exchange import Exchange
 from ..runtime.legacy_session import SESSION_HOLDERS, LegacySession
-from ..runtime.listen import Subscription, legacy_notification_for
+from ..runtime.listen import ServedSubscription, legacy_notification_for
 from ..types.errors import McpError, method_not_found
 from ..types.jsonrpc import Message
 from ..types.methods import METHODS
@@ -104,7 +104,7 @@ class StdioServer:
         return result
 
     async def _listen(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
-        subscription = Subscription(self.server, message["id"], message.get("params") or {})
+        subscription = ServedSubscription(self.server, message["id"], message.get("params") or {})
         with self.server.bus.listen(resources=subscription.resources) as listener:
             await endpoint.send(subscription.acknowledgement())
             while True:

@@ -38,7 +38,7 @@ from .asgi import (
     send_error,
     watch_disconnect,
 )
-from .sessions import HttpSession, StreamLog, Waiter
+from .sessions import HttpSession, ReplyWaiter, StreamLog
 from .stream import SSE_HEADERS, ResponseWriter, StreamSink, send_json_answer
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class LegacyExchange(CancellableExchange):
     ) -> dict[str, Any]:
         outgoing = self.session.outgoing
         request_id = f"{self.app.instance_id}-{outgoing.next_id()}"
-        waiter = Waiter()
+        waiter = ReplyWaiter()
         outgoing.register(request_id, method, waiter)
         message = jsonrpc.request(request_id, method, params)
         delivered = await self.writer.message(message)

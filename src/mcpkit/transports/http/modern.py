@@ -23,7 +23,7 @@ from ...protocol.negotiation import RequestMeta, check_modern_version, parse_mod
 from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import called_tool
 from ...runtime.exchange import Interrupted
-from ...runtime.listen import Subscription
+from ...runtime.listen import ServedSubscription
 from ...runtime.stepping import Resumed, on_asyncio, run_until_suspended
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
@@ -295,7 +295,7 @@ async def _listen(
     The stream is this task parked in ``receive()`` and a :class:`StreamSink` the bus
     writes events to (no helper task, buffer or timer of its own)."""
     try:
-        subscription = Subscription(app.server, message["id"], message.get("params") or {})
+        subscription = ServedSubscription(app.server, message["id"], message.get("params") or {})
     except McpError as err:
         await writer.final(jsonrpc.error(message["id"], err), err.http_status)
         return

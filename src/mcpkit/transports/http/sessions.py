@@ -62,7 +62,7 @@ class StreamLog(EventLog):
         return [(s, d) for s, d in self.events if s > seq]
 
 
-class Waiter:
+class ReplyWaiter:
     """Where the answer to one server->client request arrives."""
 
     __slots__ = ("done", "error", "value")
@@ -113,7 +113,7 @@ class HttpSession:
 
     def __init__(self, legacy: LegacySession) -> None:
         self.legacy = legacy
-        self.outgoing: Outgoing[Waiter] = Outgoing()
+        self.outgoing: Outgoing[ReplyWaiter] = Outgoing()
         #: Requests being handled, by id: what ``notifications/cancelled`` cancels.
         self.incoming: Incoming[Cancellable] = Incoming()
         self.streams: OrderedDict[str, StreamLog] = OrderedDict()

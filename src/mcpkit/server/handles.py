@@ -29,7 +29,7 @@ class HandleError(ToolError):
 class Handles:
     __slots__ = ("backend", "owner")
 
-    def __init__(self, backend: StateBackend, principal: Any) -> None:
+    def __init__(self, backend: StateBackend, principal: object) -> None:
         self.backend = backend
         self.owner = "" if principal is None else str(principal)
 

@@ -19,6 +19,7 @@ from .uritemplate import UriTemplate, is_template
 from .visibility import check_tags
 
 if TYPE_CHECKING:
+    from ..protocol.headers import HeaderParam
     from .options import PromptOptions, ResourceOptions
 
 Fn = Callable[..., Any]
@@ -100,7 +101,7 @@ class ToolEntry(Entry):
     output_adapter: Any = None
     wrapped_output: bool = False
     has_output_schema: bool = False
-    header_params: tuple[Any, ...] = ()
+    header_params: tuple[HeaderParam, ...] = ()
     #: May the call run as a task (tasks extension)?
     task_support: TaskSupport = "forbidden"
     #: The tool calls ``ctx.start_task()`` itself after gathering input synchronously.

@@ -272,7 +272,7 @@ class McpHttpApp:
             await send_error(send, 405, failure, headers=[(b"allow", allow)])
 
     async def _post(
-        self, headers: dict[str, str], receive: Receive, send: Send, principal: Any
+        self, headers: dict[str, str], receive: Receive, send: Send, principal: object
     ) -> None:
         content_type = headers.get("content-type", "")
         media = content_type
@@ -323,7 +323,7 @@ class McpHttpApp:
         headers: dict[str, str],
         receive: Receive,
         send: Send,
-        principal: Any,
+        principal: object,
     ) -> None:
         try:
             message = decode(body)

@@ -310,7 +310,7 @@ class Client(InboundHandling):
         timeout: float | Unset | None = UNSET,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
-        result_type: Any = None,
+        result_type: object = None,
         raise_on_error: bool = False,
         on_task: TaskStatusCallback | None = None,
     ) -> CallToolResult:

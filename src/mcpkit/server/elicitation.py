@@ -22,6 +22,7 @@ import ast
 import dataclasses
 import enum
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, get_args, get_origin
 
@@ -187,7 +188,7 @@ def _source_of(code: Any) -> str | None:
     return "".join(lines[code.co_firstlineno - 1 : max(ends)])
 
 
-def check_elicited_types(fn: Any) -> None:
+def check_elicited_types(fn: Callable[..., object]) -> None:
     """Refuse, at registration, a type that elicitation cannot express, when the function
     names it directly in a ``ctx.elicit(message, Type)`` call (best effort: the source
     is read and the name resolved in the function's globals and closure; a type chosen

@@ -62,7 +62,7 @@ __all__ = ["Server"]
 
 log = logging.getLogger("mcpkit.server")
 _new_object = object.__new__
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
@@ -78,7 +78,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         instructions: str | None = None,
         website_url: str | None = None,
         icons: list[dict[str, Any]] | None = None,
-        lifespan: Callable[[Server], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+        lifespan: Callable[[Server], contextlib.AbstractAsyncContextManager[object]] | None = None,
         page_size: int = 100,
         cache_ttl_ms: int = 60_000,
         cache_scope: str = "public",

@@ -8,7 +8,7 @@ registrations and answers no requests.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 import anyio
@@ -117,7 +117,7 @@ class ServerRuntime:
             )
         return self._tasks
 
-    def spawn(self, fn: Callable[[], Any]) -> None:
+    def spawn(self, fn: Callable[[], Awaitable[object]]) -> None:
         """Run ``fn()`` in the background for as long as the server runs (task workers)."""
         if self._tg is None:
             raise RuntimeError(

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import signal
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from typing import Any, cast
 
 HEADER_TIMEOUT_S = 10.0
@@ -80,7 +80,7 @@ class _Coalescing:
 
     __slots__ = ("_flush_soon", "_pending", "_transport")
 
-    def __init__(self, transport: Any) -> None:
+    def __init__(self, transport: asyncio.Transport) -> None:
         self._transport = transport
         self._pending: list[bytes] | None = None
         self._flush_soon = asyncio.get_running_loop().call_soon
@@ -101,7 +101,7 @@ class _Coalescing:
             self._pending = None
             self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
 
-    def writelines(self, chunks: Any) -> None:
+    def writelines(self, chunks: Iterable[bytes]) -> None:
         for chunk in chunks:
             self.write(chunk)
 
@@ -130,7 +130,7 @@ class _Coalescing:
         return getattr(self._transport, name)
 
 
-def _coalescing(transport: Any) -> asyncio.Transport:
+def _coalescing(transport: asyncio.Transport) -> asyncio.Transport:
     """``transport`` behind a :class:`_Coalescing` (a transport by duck typing: what it does
     not wrap is the real transport's own)."""
     return cast(asyncio.Transport, _Coalescing(transport))

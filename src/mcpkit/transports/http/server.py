@@ -85,7 +85,7 @@ class _Coalescing:
         self._pending: list[bytes] | None = None
         self._flush_soon = asyncio.get_running_loop().call_soon
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         if type(data) is not bytes:  # a bytearray or memoryview may change before the flush
             data = bytes(data)
         pending = self._pending
@@ -101,7 +101,7 @@ class _Coalescing:
             self._pending = None
             self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
 
-    def writelines(self, chunks: Iterable[bytes]) -> None:
+    def writelines(self, chunks: Iterable[bytes | bytearray | memoryview]) -> None:
         for chunk in chunks:
             self.write(chunk)
 

@@ -56,7 +56,7 @@ from ..types.errors import McpError, invalid_params
 from ..types.methods import METHODS
 from ..types.versions import TASKS_EXTENSION, Era
 from .bridge import FrontCall, bridged_call, forwarded_meta, progress_relay
-from .lane import MAX_ANSWER_BYTES, capped, pass_through
+from .lane import MAX_ANSWER_BYTES, ProgressRelay, capped, pass_through
 from .replicas import AnyUpstream, make_upstream, retry_safe
 from .upstream import UpstreamUnavailable
 
@@ -287,7 +287,7 @@ class ProxyServer(Server):
                 return None
         return self._upstream_tools.get(name)
 
-    def _learn_tools(self, tools: Any) -> None:
+    def _learn_tools(self, tools: object) -> None:
         for tool in tools if isinstance(tools, list) else ():
             schema = tool.get("inputSchema") if isinstance(tool, dict) else None
             if isinstance(schema, dict) and isinstance(tool.get("name"), str):
@@ -346,7 +346,7 @@ class ProxyServer(Server):
         self,
         ctx: Context,
         tool: tuple[tuple[HeaderParam, ...], dict[str, Any]] | None,
-        progress: Any,
+        progress: ProgressRelay | None,
         safe: bool,
         limit: int,
         what: str,

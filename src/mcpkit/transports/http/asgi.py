@@ -244,7 +244,7 @@ async def send_empty(
     await send_bytes(send, status, b"", headers)
 
 
-async def watch_disconnect(receive: Receive, scope: Any) -> None:
+async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
     """Cancel ``scope`` when the client goes away (run beside a handler or stream)."""
     while True:
         message = await receive()
@@ -287,7 +287,7 @@ def accepts_an_answer(accept: str | None) -> bool:
 
 
 async def serve_lifespan(
-    context: AbstractAsyncContextManager[Any], receive: Receive, send: Send
+    context: AbstractAsyncContextManager[object], receive: Receive, send: Send
 ) -> None:
     """An ASGI lifespan scope: ``context`` entered at startup, left at shutdown; a
     failure to start is reported, as the ASGI spec asks (the MCP app and the gateway)."""

@@ -118,7 +118,7 @@ class GatewayAuthenticator:
                 return Caller(who["principal"], tuple(who.get("groups", ())))
         raise _bearer_challenge("invalid_token", "unknown token")
 
-    def check_call(self, principal: Caller, message: Any) -> None:
+    def check_call(self, principal: Caller, message: object) -> None:
         """403 ``insufficient_scope`` when the body calls a tool that needs more scopes."""
         if self.bearer is None:
             return
@@ -160,5 +160,5 @@ def needed_met(principal: Caller, needed: Sequence[str]) -> bool:
     return set(needed) <= principal.scopes
 
 
-def _strings(values: Any) -> tuple[str, ...]:
+def _strings(values: object) -> tuple[str, ...]:
     return tuple(str(v) for v in values) if isinstance(values, (list, tuple)) else ()

@@ -37,7 +37,7 @@ from ..types.errors import INTERNAL_ERROR, McpError
 from .config import ConfigError, UpstreamConfig, UpstreamOAuth
 
 if TYPE_CHECKING:
-    import httpx
+    from ..auth.client import OAuthAuth
 
 #: The access token of the caller an upstream request is made for (None: the gateway's
 #: own request).  Set around a front request's routing; read by ``token_exchange``.
@@ -111,7 +111,7 @@ def read_private_key(path: str) -> Any:
     return key
 
 
-def upstream_auth(oauth: UpstreamOAuth, url: str) -> httpx.Auth:
+def upstream_auth(oauth: UpstreamOAuth, url: str) -> OAuthAuth:
     """The ``httpx.Auth`` for one upstream (needs the ``auth`` extra: joserfc)."""
     from ..auth.client import (
         ClientCredentialsAuth,

@@ -82,8 +82,9 @@ _COMMANDS: dict[str, tuple[str, str, list[str]]] = {
 }
 
 
-#: A subcommand: its parsed arguments in, the exit status out.
-Command = Callable[[argparse.Namespace], Awaitable[int]]
+if TYPE_CHECKING:
+    #: A subcommand: its parsed arguments in, the exit status out.
+    Command = Callable[[argparse.Namespace], Awaitable[int]]
 
 
 def _options(parser: argparse.ArgumentParser, default: object = None) -> None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -205,7 +205,7 @@ class ProxyServer(Server):
     async def _upstream(
         self,
         ctx: Context,
-        run: Any,
+        run: Callable[[Client], Awaitable[dict[str, Any]]],
         front: FrontCall | None = None,
         *,
         safe: bool = True,

@@ -128,7 +128,7 @@ class Upstream:
         cache: bool = True,
         auth: httpx.Auth | None = None,
         auth_error: Callable[[str, Exception], McpError | None] | None = None,
-        shared: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+        shared: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
         prefix: str = "",
         source: Any = None,
     ) -> None:

@@ -267,7 +267,7 @@ class Context:
         max_tokens: int = 1000,
         system_prompt: str | None = None,
         key: str | None = None,
-        **extra: Any,
+        **extra: object,
     ) -> dict[str, Any]:
         """Ask the client's model for a completion (``sampling/createMessage``)."""
         if isinstance(messages, str):

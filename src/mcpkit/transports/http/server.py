@@ -14,7 +14,12 @@ import contextlib
 import signal
 import threading
 from collections.abc import Generator, Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import socket
+
+    import uvicorn
 
 HEADER_TIMEOUT_S = 10.0
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -231,7 +236,7 @@ def protocol_classes() -> dict[str, type]:
     return classes
 
 
-def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> Any:
+def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> uvicorn.Config:
     import uvicorn
 
     classes = protocol_classes()
@@ -290,7 +295,7 @@ def server_class() -> type:
             if first and closer is not None and self._loop is not None:
                 self._loop.call_soon_threadsafe(closer)
 
-        async def serve(self, sockets: Any = None) -> None:
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
             self._loop = asyncio.get_running_loop()
             await super().serve(sockets)
 

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, cast
 if TYPE_CHECKING:
     import socket
 
-    import uvicorn
 
 HEADER_TIMEOUT_S = 10.0
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -236,7 +235,7 @@ def protocol_classes() -> dict[str, type]:
     return classes
 
 
-def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> uvicorn.Config:
+def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> Any:
     import uvicorn
 
     classes = protocol_classes()

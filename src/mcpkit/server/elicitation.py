@@ -24,6 +24,7 @@ import enum
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import CodeType
 from typing import Any, Generic, Literal, TypeVar, get_args, get_origin
 
 from ..types.errors import invalid_params
@@ -63,7 +64,7 @@ class Cancelled:
     action: Literal["cancel"] = "cancel"
 
 
-def _is_structured(kind: Any) -> bool:
+def _is_structured(kind: object) -> bool:
     from pydantic import BaseModel
 
     if isinstance(kind, type) and issubclass(kind, BaseModel):
@@ -101,7 +102,7 @@ def elicitation_schema(kind: Any) -> tuple[dict[str, Any], bool]:
     return result, wrapped
 
 
-def _scalar_like(kind: Any) -> bool:
+def _scalar_like(kind: object) -> bool:
     if kind in (str, int, float, bool):
         return True
     if get_origin(kind) is Literal:
@@ -173,7 +174,7 @@ def outcome(kind: Any, wrapped: bool, answer: dict[str, Any]) -> Any:
 _STATIC_NODES = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.Constant, ast.Load)
 
 
-def _source_of(code: Any) -> str | None:
+def _source_of(code: CodeType) -> str | None:
     """The function's source from the line cache and its code's own line span.
 
     ``inspect.getsource`` finds the block by mapping the file to a module (a scan of

@@ -73,7 +73,7 @@ class ArgumentModel:
         "schema",
     )
 
-    def __init__(self, fn: Callable[..., Any], context_type: type, *, title: str) -> None:
+    def __init__(self, fn: Callable[..., object], context_type: type, *, title: str) -> None:
         hints = typing.get_type_hints(fn, include_extras=True)
         #: Kept for the return annotation (``output_schema_for``): resolved once per tool.
         self.hints = hints

@@ -355,7 +355,7 @@ async def _send_bytes(
 
 
 async def _send_json(
-    send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None
+    send: Send, status: int, payload: object, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     await _send_bytes(
         send, status, encode(payload), [(b"content-type", b"application/json"), *(headers or [])]

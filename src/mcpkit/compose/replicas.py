@@ -181,7 +181,7 @@ class ReplicaSet:
 AnyUpstream = Upstream | ReplicaSet
 
 
-def replica_urls(target: Any) -> list[str] | None:
+def replica_urls(target: object) -> list[str] | None:
     """The replica URLs when ``target`` is a list of several ``http(s)://`` URLs (a list
     of other strings is a command line)."""
     if (

@@ -221,7 +221,7 @@ async def send_bytes(
 async def send_json(
     send: Send,
     status: int,
-    payload: Any,
+    payload: object,
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     await send_bytes(send, status, encode(payload), JSON_HEADERS + (headers or []))
@@ -231,7 +231,7 @@ async def send_error(
     send: Send,
     status: int,
     err: McpError,
-    request_id: Any = None,
+    request_id: jsonrpc.RequestId | None = None,
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """A JSON-RPC error body a client can show, with an HTTP status a proxy understands."""

@@ -34,6 +34,7 @@ from ..types.errors import INTERNAL_ERROR, McpError
 from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL
 
 if TYPE_CHECKING:
+    from ..server.server import Server
     from .lane import ProgressRelay
 
 __all__ = [
@@ -202,7 +203,7 @@ UpstreamCall = Callable[[Any, "FrontCall", bool], Awaitable[dict[str, Any]]]
 
 
 async def bridged_call(
-    server: Any,
+    server: Server,
     ctx: Context,
     method: str,
     params: dict[str, Any],

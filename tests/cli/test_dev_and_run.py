@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from mcpkit.client import Client, ElicitResult
+from mcpkit.types.versions import EraChoice
 from support.servers import free_port, kill_group, spawn
 
 HERE = Path(__file__).resolve().parent
@@ -102,7 +103,7 @@ async def test_server_run_over_http(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 async def test_client_takes_a_server_file_or_module(
-    tmp_path: Path, era: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, era: EraChoice, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _server_file(tmp_path, "5")
     monkeypatch.chdir(tmp_path)

@@ -30,6 +30,7 @@ from mcpkit.client import (
 )
 from mcpkit.transports.client_http import HttpTransport
 from mcpkit.transports.memory import MemoryTransport
+from mcpkit.types.versions import EraChoice
 from support.schema import validate_definition
 from support.servers import serve_argv
 
@@ -71,7 +72,7 @@ class Answers:
             "model": "test-model",
         }
 
-    def client(self, target: Any, era: str, **kw: Any) -> Client:
+    def client(self, target: Any, era: EraChoice, **kw: Any) -> Client:
         return Client(
             target,
             era=era,
@@ -84,7 +85,7 @@ class Answers:
 
 
 @pytest.fixture(params=COMBOS, ids=[f"{t}-{e}" for t, e in COMBOS])
-def combo(request: pytest.FixtureRequest, http_server: ServerProcess) -> tuple[Any, str]:
+def combo(request: pytest.FixtureRequest, http_server: ServerProcess) -> tuple[Any, EraChoice]:
     transport, era = request.param
     return target_for(transport, http_server), era
 
@@ -92,7 +93,7 @@ def combo(request: pytest.FixtureRequest, http_server: ServerProcess) -> tuple[A
 @pytest.mark.parametrize(
     ("transport", "era"), FEATURE_COMBOS, ids=[f"{t}-{e}" for t, e in FEATURE_COMBOS]
 )
-async def test_features(transport: str, era: str, http_server: ServerProcess) -> None:
+async def test_features(transport: str, era: EraChoice, http_server: ServerProcess) -> None:
     target = target_for(transport, http_server)
     with anyio.fail_after(30):
         async with Client(target, era=era, cwd=REPO) as client:
@@ -143,7 +144,7 @@ async def test_features(transport: str, era: str, http_server: ServerProcess) ->
                 assert "2026-07-28" in discovered["supportedVersions"]
 
 
-async def test_input_callbacks(combo: tuple[Any, str]) -> None:
+async def test_input_callbacks(combo: tuple[Any, EraChoice]) -> None:
     """MRTR on the modern era, server->client requests on legacy: same callbacks."""
     target, era = combo
     answers = Answers()
@@ -169,7 +170,7 @@ async def test_input_callbacks(combo: tuple[Any, str]) -> None:
     assert kinds.count("elicit") >= 5 and kinds.count("sample") == 2
 
 
-async def test_progress_and_logs(combo: tuple[Any, str]) -> None:
+async def test_progress_and_logs(combo: tuple[Any, EraChoice]) -> None:
     target, era = combo
     logs: list[dict[str, Any]] = []
     progress: list[dict[str, Any]] = []

@@ -8,6 +8,8 @@ users write them: flat keyword arguments of ``Client(...)``.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any
 
 import httpx
@@ -25,6 +27,7 @@ from mcpkit.client import (
 )
 from mcpkit.client.era import LEGACY, MODERN, pinned, sse_fallback_allowed
 from mcpkit.client.errors import VersionNegotiationError
+from mcpkit.client.options import ClientSettings
 from mcpkit.transports.client_http import HttpTransport
 from mcpkit.transports.client_http_era import LEGACY_WIRE, MODERN_WIRE, request_headers, wire_era
 from mcpkit.transports.client_stdio import StdioTransport
@@ -177,7 +180,24 @@ def test_flat_keywords_land_in_their_groups() -> None:
     assert again.protocol.era == "legacy" and again.timeouts.timeout is None
     assert options.timeouts.timeout == 5  # replace copies
     with pytest.raises(TypeError, match="unknown client option 'timout'"):
-        ClientOptions.of(timout=5)
+        ClientOptions.of(timout=5)  # type: ignore[call-arg]  # the typo is the test
+
+
+def test_client_settings_name_every_option_once() -> None:
+    """``ClientSettings`` (the typed keywords of ``Client(...)``) lists exactly the fields
+    of the option groups, each with the same annotation, so a new option cannot be
+    forgotten by the type checker."""
+    groups = dataclasses.fields(ClientOptions)
+    hints = typing.get_type_hints(ClientOptions)
+    fields = {
+        member.name: member.type for g in groups for member in dataclasses.fields(hints[g.name])
+    }
+    # Both are the source text (``from __future__ import annotations``); the TypedDict
+    # keeps it wrapped in a ForwardRef.
+    keywords = {
+        k: getattr(v, "__forward_arg__", v) for k, v in ClientSettings.__annotations__.items()
+    }
+    assert keywords == fields
 
 
 def test_client_keywords_reach_the_transport() -> None:
@@ -191,4 +211,4 @@ def test_client_keywords_reach_the_transport() -> None:
     assert isinstance(stdio.transport, StdioTransport)
     assert stdio.options.process.cwd == "/tmp" and stdio.options.process.shutdown_grace == 1
     with pytest.raises(TypeError):
-        Client("python server.py", no_such_option=1)
+        Client("python server.py", no_such_option=1)  # type: ignore[call-arg]  # deliberate

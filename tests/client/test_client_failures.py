@@ -35,6 +35,7 @@ from mcpkit.client import (
     ServerStartupError,
 )
 from mcpkit.transports.client_stdio import StdioTransport
+from mcpkit.types.versions import EraChoice
 from support.servers import free_port, pid_alive, serve_argv
 
 pytestmark = pytest.mark.anyio
@@ -54,7 +55,8 @@ SLOW_TARGETS = ["memory-modern", "memory-legacy", "http-modern", "http-legacy"]
 
 
 def slow_client(kind: str, server: ServerProcess, **kw: Any) -> Client:
-    transport, era = kind.split("-")
+    transport, era_name = kind.split("-")
+    era: EraChoice = "legacy" if era_name == "legacy" else "modern"
     target = fixture_object("asyncio", SLOW_SERVER) if transport == "memory" else server.url
     return Client(target, cwd=REPO, era=era, **kw)
 

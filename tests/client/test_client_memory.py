@@ -21,6 +21,7 @@ from clientkit import fixture_object
 from mcpkit import Context, Server
 from mcpkit.client import Client, ConnectionClosedError, ElicitResult, Notification, ServerError
 from mcpkit.transports.memory import MemoryTransport
+from mcpkit.types.versions import EraChoice
 
 # No process or socket here, so both backends (tests/client defaults to asyncio).
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])]
@@ -50,7 +51,7 @@ async def name_is_ada(params: dict[str, Any]) -> ElicitResult:
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy", "auto"])
-async def test_each_era_lists_and_calls(era: str, fixture_server: Server) -> None:
+async def test_each_era_lists_and_calls(era: EraChoice, fixture_server: Server) -> None:
     async with Client(fixture_server, era=era) as client:
         assert client.era == ("legacy" if era == "legacy" else "modern")
         assert client.transport.kind == "memory"
@@ -164,7 +165,7 @@ def _blocking_server() -> tuple[Server, dict[str, anyio.Event]]:
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
-async def test_cancelling_a_call_cancels_the_handler(era: str) -> None:
+async def test_cancelling_a_call_cancels_the_handler(era: EraChoice) -> None:
     server, events = _blocking_server()
     transport = RecordingTransport(server)
     async with Client(transport, era=era) as client:

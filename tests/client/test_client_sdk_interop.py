@@ -17,6 +17,7 @@ import pytest
 from clientkit import PEERS, ServerProcess, start_server
 
 from mcpkit.client import Client, ElicitResult, prompt_ref
+from mcpkit.types.versions import EraChoice
 from support import sdk_venv
 from support.servers import free_port
 
@@ -60,7 +61,7 @@ async def ask(params: dict[str, Any]) -> ElicitResult:
 
 
 @pytest.mark.parametrize("era", ["auto", "legacy"])
-async def test_sdk_server(sdk_target: Any, era: str) -> None:
+async def test_sdk_server(sdk_target: Any, era: EraChoice) -> None:
     with anyio.fail_after(60):
         async with Client(sdk_target, era=era, elicitation=ask) as client:
             expected = "modern" if era == "auto" else "legacy"

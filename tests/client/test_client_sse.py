@@ -31,6 +31,7 @@ from mcpkit.client import (
     prompt_ref,
 )
 from mcpkit.transports.client_sse import SseTransport
+from mcpkit.types.versions import EraChoice
 from support.sdk_venv import sdk_python
 from support.servers import free_port
 
@@ -57,7 +58,7 @@ async def ask(params: dict[str, Any]) -> ElicitResult:
 
 @pytest.mark.parametrize("era", ["auto", "legacy"])
 async def test_auto_falls_back_to_http_sse_and_everything_works(
-    sse_server: ServerProcess, era: str
+    sse_server: ServerProcess, era: EraChoice
 ) -> None:
     async with Client(sse_server.url, era=era, elicitation=ask) as client:
         assert isinstance(client.transport, SseTransport)

@@ -16,6 +16,7 @@ from mcpkit import Server
 from mcpkit.client import Client, ElicitResult
 from mcpkit.server import CallNext, Context, Middleware
 from mcpkit.server.mount import namespace_uri, strip_uri
+from mcpkit.types.versions import EraChoice
 from support.mcp import first_text
 
 pytestmark = pytest.mark.anyio
@@ -65,7 +66,7 @@ def news() -> Server:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_clashing_names_live_side_by_side(era: str) -> None:
+async def test_clashing_names_live_side_by_side(era: EraChoice) -> None:
     main = Server("main")
 
     @main.tool
@@ -104,7 +105,7 @@ async def test_clashing_names_live_side_by_side(era: str) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_unknown_names_are_unknown(era: str) -> None:
+async def test_unknown_names_are_unknown(era: EraChoice) -> None:
     main = Server("main")
     main.mount(weather(), namespace="weather")
     async with Client(main, era=era) as client:
@@ -117,7 +118,7 @@ async def test_unknown_names_are_unknown(era: str) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_completions_route_to_the_child(era: str) -> None:
+async def test_completions_route_to_the_child(era: EraChoice) -> None:
     main = Server("main")
     main.mount(weather(), namespace="weather")
     async with Client(main, era=era) as client:
@@ -150,7 +151,7 @@ class Recorder(Middleware):
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_middleware_of_both_servers_runs(era: str) -> None:
+async def test_middleware_of_both_servers_runs(era: EraChoice) -> None:
     log: list[str] = []
     child = Server("child", middleware=[Recorder("child", log)])
 
@@ -257,7 +258,7 @@ async def test_resource_updates_are_namespaced(options: dict[str, Any], front_ur
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_elicitation_through_a_mount(era: str) -> None:
+async def test_elicitation_through_a_mount(era: EraChoice) -> None:
     child = Server("child")
 
     @child.tool
@@ -282,7 +283,7 @@ async def test_elicitation_through_a_mount(era: str) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_nested_mounts_and_unmount_at_run_time(era: str) -> None:
+async def test_nested_mounts_and_unmount_at_run_time(era: EraChoice) -> None:
     leaf = weather()
     middle = Server("middle")
     middle.mount(leaf, namespace="w")

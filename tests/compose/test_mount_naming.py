@@ -13,6 +13,7 @@ import pytest
 from mcpkit import Server
 from mcpkit.client import Client
 from mcpkit.server.mount import NameClash, check_names
+from mcpkit.types.versions import EraChoice
 from support.mcp import first_text
 
 pytestmark = pytest.mark.anyio
@@ -61,7 +62,7 @@ def front(bill: str, help: str) -> Server:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_an_empty_prefix_shared_by_two_mounts(era: str) -> None:
+async def test_an_empty_prefix_shared_by_two_mounts(era: EraChoice) -> None:
     async with Client(front("", ""), era=era) as client:
         assert sorted(t["name"] for t in await client.list_tools()) == ["invoice", "ticket"]
         # each call reaches the mount that lists the name (both prefixes fit)
@@ -72,7 +73,7 @@ async def test_an_empty_prefix_shared_by_two_mounts(era: str) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_kept_uris_are_routed_by_owner(era: str) -> None:
+async def test_kept_uris_are_routed_by_owner(era: EraChoice) -> None:
     async with Client(front("bill_", "help_"), era=era) as client:
         uris = sorted(r["uri"] for r in await client.list_resources())
         assert uris == ["bill://config", "help://faq"]  # as the children have them

@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from mcpkit import Server
 from mcpkit.client import Client
 from mcpkit.compose import GET_AS_RESOURCES, Route, from_asgi, from_openapi
+from mcpkit.types.versions import EraChoice
 from support.inproc import call, legacy, modern
 from support.mcp import first_text
 
@@ -42,7 +43,7 @@ def _fresh_items() -> Iterator[None]:
     shop_api.ITEMS.update(saved)
 
 
-async def exercise(server: Server, era: str) -> None:
+async def exercise(server: Server, era: EraChoice) -> None:
     async with Client(server, era=era) as client:
         tools = {t["name"]: t for t in await client.list_tools()}
         assert set(tools) == {"get_item", "list_items", "create_item", "order", "echo", "reset"}
@@ -89,12 +90,12 @@ async def exercise(server: Server, era: str) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_from_asgi_in_process(era: str) -> None:
+async def test_from_asgi_in_process(era: EraChoice) -> None:
     await exercise(from_asgi(shop_api.app, headers={"x-api-key": "key-123"}), era)
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_from_openapi_over_real_http(era: str, shop_url: str) -> None:
+async def test_from_openapi_over_real_http(era: EraChoice, shop_url: str) -> None:
     spec = shop_api.app.openapi()
     server = from_openapi(spec, base_url=shop_url, headers={"X-Api-Key": "key-123"})
     assert server.name == "Shop" and server.version == "2.0.0"

@@ -18,6 +18,7 @@ from mcpkit import Server
 from mcpkit.client import Client, ElicitResult
 from mcpkit.compose import ProxyServer, proxy
 from mcpkit.transports.http import McpHttpApp
+from mcpkit.types.versions import EraChoice
 from support.mcp import first_text
 from support.servers import ThreadServer, http_subprocess
 
@@ -51,7 +52,7 @@ async def elicit(params: dict[str, Any]) -> ElicitResult:
     return {"action": "accept", "content": {"ok": params["message"] == "Really deploy?"}}
 
 
-async def exercise(front: Server | str, era: str, upstream_era: str) -> None:
+async def exercise(front: Server | str, era: EraChoice, upstream_era: str) -> None:
     """Every kind of request through the proxy, from a front client of ``era`` (in
     memory, or over HTTP when ``front`` is a URL)."""
     async with Client(front, era=era, elicitation=elicit) as client:
@@ -79,20 +80,20 @@ async def exercise(front: Server | str, era: str, upstream_era: str) -> None:
 
 
 @pytest.mark.parametrize("era", FRONTS)
-async def test_proxy_of_a_legacy_stdio_server(era: str) -> None:
+async def test_proxy_of_a_legacy_stdio_server(era: EraChoice) -> None:
     front = proxy(STDIO_LEGACY)
     assert isinstance(front, ProxyServer)
     await exercise(front, era, "legacy")
 
 
 @pytest.mark.parametrize("era", FRONTS)
-async def test_proxy_of_a_modern_http_server(era: str, modern_http: str) -> None:
+async def test_proxy_of_a_modern_http_server(era: EraChoice, modern_http: str) -> None:
     front = proxy(modern_http)
     await exercise(front, era, "modern")
 
 
 @pytest.mark.parametrize("era", FRONTS)
-async def test_a_proxy_served_over_http(era: str) -> None:
+async def test_a_proxy_served_over_http(era: EraChoice) -> None:
     """The whole stack: an HTTP front (both eras) -> proxy -> a legacy stdio upstream."""
     with ThreadServer(McpHttpApp(proxy(STDIO_LEGACY))) as served:
         await exercise(served.url, era, "legacy")
@@ -159,7 +160,7 @@ async def next_note(notes: list[str], changed: anyio.Event) -> None:
 @pytest.mark.parametrize("upstream", ["stdio-legacy", "http-modern"])
 @pytest.mark.parametrize("era", FRONTS)
 async def test_upstream_list_changes_reach_the_front(
-    era: str, upstream: str, modern_http: str
+    era: EraChoice, upstream: str, modern_http: str
 ) -> None:
     target: Any = STDIO_LEGACY if upstream == "stdio-legacy" else modern_http
     front = proxy(target)
@@ -191,7 +192,7 @@ async def test_upstream_list_changes_reach_the_front(
 
 
 @pytest.mark.parametrize("era", FRONTS)
-async def test_mcp_servers_dict_is_a_multi_server_proxy(era: str, modern_http: str) -> None:
+async def test_mcp_servers_dict_is_a_multi_server_proxy(era: EraChoice, modern_http: str) -> None:
     config = {
         "mcpServers": {
             "old": {"command": STDIO_LEGACY[0], "args": STDIO_LEGACY[1:]},
@@ -228,7 +229,7 @@ async def test_an_unreachable_upstream_is_a_clear_error() -> None:
 
 @pytest.mark.parametrize("upstream", ["stdio-legacy", "http-modern"])
 @pytest.mark.parametrize("era", FRONTS)
-async def test_progress_crosses_the_proxy(era: str, upstream: str, modern_http: str) -> None:
+async def test_progress_crosses_the_proxy(era: EraChoice, upstream: str, modern_http: str) -> None:
     target: Any = STDIO_LEGACY if upstream == "stdio-legacy" else modern_http
     seen: list[tuple[float, str]] = []
 
@@ -242,7 +243,7 @@ async def test_progress_crosses_the_proxy(era: str, upstream: str, modern_http: 
 
 
 @pytest.mark.parametrize("era", FRONTS)
-async def test_a_dead_stdio_upstream_is_restarted(era: str) -> None:
+async def test_a_dead_stdio_upstream_is_restarted(era: EraChoice) -> None:
     front = cast(ProxyServer, proxy(STDIO_LEGACY))
     async with Client(front, era=era) as client:
         with pytest.raises(Exception, match="unavailable"):
@@ -263,7 +264,7 @@ async def test_a_dead_stdio_upstream_is_restarted(era: str) -> None:
 @pytest.mark.parametrize("upstream", ["stdio-legacy", "http-modern"])
 @pytest.mark.parametrize("era", FRONTS)
 async def test_resource_updates_cross_a_mounted_proxy(
-    era: str, upstream: str, modern_http: str
+    era: EraChoice, upstream: str, modern_http: str
 ) -> None:
     """Watching ``data://up/config`` on the front subscribes ``data://config`` upstream
     (through the mount and the proxy); the upstream's update comes back namespaced."""
@@ -325,7 +326,7 @@ async def test_tasks_of_a_modern_upstream_pass_through(modern_http: str) -> None
 
 
 @pytest.mark.parametrize("era", FRONTS)
-async def test_mcp_param_headers_reach_an_http_upstream(era: str, modern_http: str) -> None:
+async def test_mcp_param_headers_reach_an_http_upstream(era: EraChoice, modern_http: str) -> None:
     async with Client(proxy(modern_http), era=era) as client:
         result = await client.call_tool("regional", {"region": "eu-west"})
     assert first_text(result) == "region eu-west, header eu-west"

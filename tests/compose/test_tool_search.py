@@ -12,6 +12,7 @@ import pytest
 from mcpkit import Server
 from mcpkit.client import Client, ElicitResult
 from mcpkit.server import Context
+from mcpkit.types.versions import EraChoice
 from support.inproc import call, legacy, modern
 from support.mcp import first_text
 
@@ -51,7 +52,7 @@ def catalog() -> Server:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_bm25_search_and_call(era: str) -> None:
+async def test_bm25_search_and_call(era: EraChoice) -> None:
     server = catalog()
     assert len(server.tools) > 290
     server.enable_tool_search(always=["weather_forecast"], max_results=3)

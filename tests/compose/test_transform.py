@@ -14,6 +14,7 @@ from mcpkit import Server, ToolError
 from mcpkit.client import Client
 from mcpkit.compose import proxy
 from mcpkit.server import CallNext, Context, Middleware
+from mcpkit.types.versions import EraChoice
 from support.inproc import call, legacy, modern
 from support.mcp import first_text
 
@@ -53,7 +54,7 @@ def reshape(server: Server, name: str = "search") -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_own_tool_renamed_and_hidden_args_reach_it(era: str) -> None:
+async def test_own_tool_renamed_and_hidden_args_reach_it(era: EraChoice) -> None:
     server, seen = recorder()
     reshape(server)
     async with Client(server, era=era) as client:
@@ -87,7 +88,7 @@ async def test_transformed_list_is_valid_mcp(meta: Any) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_transform_of_a_mounted_tool(era: str) -> None:
+async def test_transform_of_a_mounted_tool(era: EraChoice) -> None:
     child, seen = recorder()
     main = Server("main")
     main.mount(child, namespace="docs")
@@ -118,7 +119,7 @@ async def test_middleware_sees_the_new_name() -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_wrap_validates_and_post_processes(era: str) -> None:
+async def test_wrap_validates_and_post_processes(era: EraChoice) -> None:
     server, seen = recorder()
 
     async def guard(arguments: dict[str, Any], forward: Any) -> dict[str, Any]:
@@ -140,7 +141,9 @@ async def test_wrap_validates_and_post_processes(era: str) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_transform_of_a_proxied_tool(era: str, tmp_path: Path, monkeypatch: Any) -> None:
+async def test_transform_of_a_proxied_tool(
+    era: EraChoice, tmp_path: Path, monkeypatch: Any
+) -> None:
     monkeypatch.chdir(tmp_path)
     front = proxy(STDIO_LEGACY)
     front.transform_tool(

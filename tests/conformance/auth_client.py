@@ -42,6 +42,7 @@ from mcpkit.auth.client import (
     OAuthError,
     UrlPolicy,
 )
+from mcpkit.types.versions import EraChoice
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -190,7 +191,7 @@ async def run_with_mcpkit_client(server_url: str, auth: OAuthAuth, version: str)
     """The same calls through :class:`mcpkit.client.Client` with ``auth=``."""
     from mcpkit.client import Client
 
-    era = "modern" if version == MODERN else "legacy"
+    era: EraChoice = "modern" if version == MODERN else "legacy"
     async with Client(server_url, auth=auth, era=era) as client:
         tools = await client.list_tools()
         if tools:

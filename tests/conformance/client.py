@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 
 from mcpkit.client import Client, ClientError, CreateMessageResult, ElicitResult, Root
+from mcpkit.types.versions import EraChoice
 
 Scenario = Callable[[str], Awaitable[None]]
 SCENARIOS: dict[str, Scenario] = {}
@@ -46,7 +47,7 @@ def context() -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
-def era() -> str:
+def era() -> EraChoice:
     return "auto" if PROTOCOL_VERSION >= "2026-07-28" else "legacy"
 
 

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from mcpkit.client import Client, ElicitResult
+from mcpkit.types.versions import EraChoice
 
 ELICIT: dict[str, Any] = {"elicitation": {}}
 
@@ -240,7 +241,9 @@ def test_legacy_upstream_is_initialized_once(gateway: gwkit.Proc) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("era", ["modern", "legacy"])
-async def test_input_requests_of_a_legacy_stdio_upstream(gateway: gwkit.Proc, era: str) -> None:
+async def test_input_requests_of_a_legacy_stdio_upstream(
+    gateway: gwkit.Proc, era: EraChoice
+) -> None:
     """A legacy stdio upstream's elicitation/create arrives on the process's stdout, not
     tied to a request: with one call in flight the gateway knows whose it is."""
     asked: list[str] = []

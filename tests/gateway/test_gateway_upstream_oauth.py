@@ -20,6 +20,7 @@ import pytest
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
 from authkit import LocalAuthorizationServer
 
+from mcpkit.auth.client.grants import ClientCredentialsGrant
 from mcpkit.gateway.config import ConfigError, parse_config
 from support.servers import serve_app
 
@@ -130,6 +131,7 @@ def test_private_key_jwt_keys_are_read_at_load(tmp_path: Path) -> None:
         oauth = parse_config(data, tmp_path).upstreams[0].oauth
         assert oauth is not None and oauth.private_key_file == str(tmp_path / name)
         grant = upstream_auth(oauth, "https://up.example/mcp").grant
+        assert isinstance(grant, ClientCredentialsGrant) and grant.private_key is not None
         assertion = sign_client_assertion(
             grant.private_key, client_id="gw", audience="https://as.example", alg=grant.signing_alg
         )

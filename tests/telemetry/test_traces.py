@@ -24,6 +24,7 @@ from mcpkit.gateway.server import GatewayServer
 from mcpkit.server import Context
 from mcpkit.server.middleware.telemetry import Telemetry
 from mcpkit.testing import serve_http
+from mcpkit.types.versions import EraChoice
 
 pytestmark = pytest.mark.anyio
 VERSION = {"modern": "2026-07-28", "legacy": "2025-11-25"}
@@ -90,7 +91,7 @@ def only(spans: list[ReadableSpan], name: str, kind: SpanKind) -> ReadableSpan:
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
-async def test_tools_call_is_one_trace_through_the_gateway(spans: Any, era: str) -> None:
+async def test_tools_call_is_one_trace_through_the_gateway(spans: Any, era: EraChoice) -> None:
     async with stack(era) as url, Client(url, era=era, era_cache=EraCache()) as client:
         spans.clear()  # connecting (discover / initialize) has spans of its own
         result = await client.call_tool("add", {"a": 2, "b": 3})
@@ -149,7 +150,7 @@ async def test_tools_call_is_one_trace_through_the_gateway(spans: Any, era: str)
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
-async def test_a_failing_tool_marks_every_span(spans: Any, era: str) -> None:
+async def test_a_failing_tool_marks_every_span(spans: Any, era: EraChoice) -> None:
     async with stack(era) as url, Client(url, era=era, era_cache=EraCache()) as client:
         spans.clear()
         result = await client.call_tool("broken")
@@ -283,7 +284,7 @@ async def test_task_background_work_is_linked_to_the_call(spans: Any, metric_rea
     ("era", "method"), [("modern", "server/discover"), ("legacy", "initialize")]
 )
 async def test_the_handshake_has_its_client_and_server_span(
-    spans: Any, era: str, method: str
+    spans: Any, era: EraChoice, method: str
 ) -> None:
     async with serve_http(make_upstream()) as url:
         spans.clear()

@@ -22,14 +22,15 @@ from support.mcp import modern_headers, modern_request
 from support.servers import ProcessServer, ThreadServer
 
 
-class RecordingTransport:
+class RecordingTransport(asyncio.Transport):
     """Records what reaches the real transport, in order."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.events: list[Any] = []
         self.closed = False
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         self.events.append(bytes(data))
 
     def close(self) -> None:

@@ -66,7 +66,7 @@ class Principal:
         return hash(self.key)
 
     @staticmethod
-    def scopes_from(value: Any) -> frozenset[str]:
+    def scopes_from(value: object) -> frozenset[str]:
         """Scopes from a ``scope`` string (RFC 9068/7662) or a ``scp`` list."""
         if isinstance(value, str):
             return frozenset(value.split())

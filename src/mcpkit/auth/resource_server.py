@@ -191,7 +191,7 @@ class BearerAuth:
             missing = " ".join(principal.missing_scopes(needed))
             raise AuthFailure(403, "insufficient_scope", f"missing scope: {missing}", wanted)
 
-    def scopes_for_call(self, message: Any) -> list[str]:
+    def scopes_for_call(self, message: object) -> list[str]:
         """Extra scopes one JSON-RPC body needs (``tools/call`` by tool, or by method)."""
         items = message if isinstance(message, list) else [message]
         needed: list[str] = []
@@ -355,7 +355,7 @@ async def _send_bytes(
 
 
 async def _send_json(
-    send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None
+    send: Send, status: int, payload: object, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     await _send_bytes(
         send, status, encode(payload), [(b"content-type", b"application/json"), *(headers or [])]

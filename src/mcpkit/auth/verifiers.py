@@ -74,7 +74,7 @@ def _audiences(value: str | Sequence[str]) -> tuple[str, ...]:
     return out
 
 
-def _aud_matches(aud: Any, accepted: tuple[str, ...]) -> bool:
+def _aud_matches(aud: object, accepted: tuple[str, ...]) -> bool:
     if isinstance(aud, str):
         return aud in accepted
     if isinstance(aud, list):

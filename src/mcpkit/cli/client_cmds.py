@@ -16,7 +16,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -82,8 +82,13 @@ _COMMANDS: dict[str, tuple[str, str, list[str]]] = {
 }
 
 
-def _options(parser: argparse.ArgumentParser, default: Any = None) -> None:
-    def d(value: Any) -> Any:
+if TYPE_CHECKING:
+    #: A subcommand: its parsed arguments in, the exit status out.
+    Command = Callable[[argparse.Namespace], Awaitable[int]]
+
+
+def _options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    def d(value: object) -> object:
         return value if default is None else default
 
     parser.add_argument(
@@ -145,7 +150,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         p.set_defaults(func=_runner(runners[name]), command_name=name)
 
 
-def _runner(coro_fn: Any) -> Any:
+def _runner(coro_fn: Command) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         return _run(coro_fn, args)
 
@@ -227,7 +232,7 @@ def _client(target: str | list[str], args: argparse.Namespace, ui: TerminalUI) -
     )
 
 
-def _run(coro_fn: Any, args: argparse.Namespace) -> int:
+def _run(coro_fn: Command, args: argparse.Namespace) -> int:
     from ..client import (
         ClientError,
         RequestTimeoutError,
@@ -427,7 +432,7 @@ def parse_pairs(pairs: list[str], schema: dict[str, Any], owner: str = "") -> di
     return out
 
 
-def _type_of(prop: Any) -> Any:
+def _type_of(prop: object) -> Any:
     if not isinstance(prop, dict):
         return None
     kind = prop.get("type")
@@ -443,7 +448,7 @@ def _type_of(prop: Any) -> Any:
     return kind
 
 
-def convert(key: str, text: str, kind: Any) -> Any:
+def convert(key: str, text: str, kind: object) -> Any:
     """``text`` as the JSON type ``kind``; a wrong value names the field and the type."""
     if kind == "string":
         return text

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 __all__ = ["Command", "Subcommands", "add_command", "add_list_option", "register"]
 
@@ -81,7 +81,7 @@ def add_list_option(
     help: str,
     metavar: str | None = None,
     dest: str | None = None,
-    default: Any = None,
+    default: object = None,
 ) -> None:
     """An option that may be given many times, each value appended to a list (empty when
     it is not given; ``default`` replaces that list, e.g. with ``argparse.SUPPRESS``)."""

@@ -11,7 +11,7 @@ import sys
 from typing import Any, TextIO
 
 
-def emit_json(value: Any, *, sort_keys: bool = False) -> None:
+def emit_json(value: object, *, sort_keys: bool = False) -> None:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys) + "\n"
     sys.stdout.flush()
     sys.stdout.buffer.write(text.encode("utf-8"))

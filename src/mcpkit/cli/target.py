@@ -45,7 +45,7 @@ def load_server(target: str) -> Server:
     )
 
 
-def _as_server(obj: Any, label: str) -> Server:
+def _as_server(obj: object, label: str) -> Server:
     if isinstance(obj, Server):
         return obj
     if callable(obj):

@@ -46,7 +46,7 @@ public name (one definition)."""
 _ACTIONS = ("accept", "decline", "cancel")
 
 
-async def call_maybe_async(fn: Callable[..., Awaitable[T] | T], *args: Any) -> T:
+async def call_maybe_async(fn: Callable[..., Awaitable[T] | T], *args: object) -> T:
     """Call a sync or async callback."""
     outcome = fn(*args)
     if inspect.isawaitable(outcome):

@@ -59,7 +59,7 @@ from .models import (
     Tool,
 )
 from .mrtr import continue_with_input
-from .options import ClientOptions, legacy_sse_fallback, transport_for
+from .options import ClientOptions, ClientSettings, legacy_sse_fallback, transport_for
 from .session import RequestOptions, Session
 from .tasks import Task, TaskStatusCallback
 from .typed import tool_result
@@ -88,7 +88,7 @@ class Client(InboundHandling):
         roots: cb.RootsProvider | None = None,
         on_log: cb.LogHandler | None = None,
         on_notification: cb.NotificationHandler | None = None,
-        **overrides: Any,
+        **overrides: Unpack[ClientSettings],
     ) -> None:
         opts = options or ClientOptions()
         if overrides:
@@ -310,7 +310,7 @@ class Client(InboundHandling):
         timeout: float | Unset | None = UNSET,
         on_progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
-        result_type: Any = None,
+        result_type: object = None,
         raise_on_error: bool = False,
         on_task: TaskStatusCallback | None = None,
     ) -> CallToolResult:

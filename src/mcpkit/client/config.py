@@ -123,7 +123,7 @@ def _expand(value: str, where: str) -> str:
     return _VAR.sub(sub, value)
 
 
-def str_map(value: Any, where: str, *, expand: bool) -> dict[str, str]:
+def str_map(value: object, where: str, *, expand: bool) -> dict[str, str]:
     """An object of strings (numbers and booleans written as strings), ``${VAR}`` expanded
     when ``expand``; a :class:`ConfigError` naming ``where`` otherwise."""
     if value is None:
@@ -167,13 +167,13 @@ def _argv(item: dict[str, Any], command: Any, where: str) -> tuple[str, ...]:
     return (*head, *(str(a) for a in args))
 
 
-def check_name(name: Any) -> None:
+def check_name(name: object) -> None:
     """Server names become the namespace of their tools, so they must be safe in one."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigError(f"mcpServers.{name}: a server name must match {_NAME.pattern}")
 
 
-def parse_server(name: str, item: Any) -> ServerConfig:
+def parse_server(name: str, item: object) -> ServerConfig:
     """One ``mcpServers`` entry: how to reach the server (other keys are ignored here)."""
     where = f"mcpServers.{name}"
     check_name(name)
@@ -217,7 +217,7 @@ def parse_server(name: str, item: Any) -> ServerConfig:
     )
 
 
-def server_entries(data: Any) -> dict[Any, Any]:
+def server_entries(data: object) -> dict[Any, Any]:
     """The ``mcpServers`` object of a configuration (``servers`` is accepted too, as some
     hosts write it), not yet parsed."""
     if not isinstance(data, dict):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..transports.client_base import (
     ClientError,
@@ -27,6 +27,9 @@ from ..transports.client_base import (
     SessionExpiredError,
     TransportError,
 )
+
+if TYPE_CHECKING:
+    from .models import CallToolResult
 
 __all__ = [
     "ClientError",
@@ -59,7 +62,7 @@ class ToolError(ClientError):
     a model or a person; ``result`` is the whole result.  (Not :class:`mcpkit.ToolError`,
     which a *server's* tool raises to produce such a result.)"""
 
-    def __init__(self, name: str, result: Any) -> None:
+    def __init__(self, name: str, result: CallToolResult) -> None:
         self.tool = name
         self.result = result
         content = result.get("content") if isinstance(result, dict) else None

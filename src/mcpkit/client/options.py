@@ -16,7 +16,7 @@ import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast
 
 from ..runtime.contracts import ServedServer
 from ..transports.client_base import ClientTransport
@@ -137,6 +137,40 @@ class FeatureOptions:
     tasks: bool = False
 
 
+class ClientSettings(TypedDict, total=False):
+    """The keyword arguments of ``Client(...)``, ``ClientOptions.of`` and
+    :meth:`ClientOptions.replace`: every field of every option group, by name (a test
+    keeps this list equal to the groups' fields)."""
+
+    client_info: Implementation
+    era: EraChoice
+    protocol_versions: tuple[str, ...]
+    legacy_versions: tuple[str, ...]
+    discover: bool
+    era_cache: EraCache | None
+    extra_capabilities: dict[str, Any]
+    timeout: float | None
+    max_timeout: float | None
+    startup_timeout: float
+    probe_timeout: float
+    headers: dict[str, str]
+    auth: httpx.Auth | None
+    http_client: httpx.AsyncClient | None
+    legacy_get_stream: bool
+    sse: bool
+    env: Mapping[str, str] | None
+    inherit_env: bool
+    cwd: str | os.PathLike[str] | None
+    stderr: StderrMode
+    shutdown_grace: float
+    max_input_rounds: int
+    log_level: str | None
+    trace_context: TraceContextProvider | None
+    telemetry: bool | None
+    cache: bool | ResultCache
+    tasks: bool
+
+
 @dataclass(slots=True)
 class ClientOptions:
     """How a :class:`~mcpkit.client.Client` talks to its server, in focused groups.
@@ -153,11 +187,11 @@ class ClientOptions:
     features: FeatureOptions = field(default_factory=FeatureOptions)
 
     @classmethod
-    def of(cls, **settings: Any) -> ClientOptions:
+    def of(cls, **settings: Unpack[ClientSettings]) -> ClientOptions:
         """Defaults changed by field name (``timeout=5``, ``headers={...}``)."""
         return cls().replace(**settings)
 
-    def replace(self, **settings: Any) -> ClientOptions:
+    def replace(self, **settings: Unpack[ClientSettings]) -> ClientOptions:
         """A copy with fields changed by name, whichever group holds them (the keyword
         arguments of ``Client(...)``); an unknown name raises :class:`TypeError`."""
         changes: dict[str, dict[str, Any]] = {}

@@ -13,14 +13,17 @@ tool and the first problem, never a pydantic traceback.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 from .errors import InvalidResultError, ToolError
 from .models import CallToolResult
 
 
 @functools.lru_cache(maxsize=256)
-def _adapter(result_type: Any) -> Any:
+def _adapter(result_type: Any) -> TypeAdapter[Any]:
     from pydantic import TypeAdapter
 
     return TypeAdapter(_compatible(result_type))
@@ -46,7 +49,7 @@ def _compatible(annotation: Any) -> Any:
 
 
 def tool_result(
-    name: str, wire: dict[str, Any], result_type: Any = None, raise_on_error: bool = False
+    name: str, wire: dict[str, Any], result_type: object = None, raise_on_error: bool = False
 ) -> CallToolResult:
     """Wrap a wire result; fill :attr:`CallToolResult.data`; raise :class:`ToolError`."""
     result = CallToolResult(wire)
@@ -79,7 +82,7 @@ def tool_result(
     return result
 
 
-def _name(result_type: Any) -> str:
+def _name(result_type: object) -> str:
     return getattr(result_type, "__name__", None) or repr(result_type)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -32,6 +32,10 @@ from ..server.context import Context
 from ..server.mrtr import NeedInput
 from ..types.errors import INTERNAL_ERROR, McpError
 from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL
+
+if TYPE_CHECKING:
+    from ..server.server import Server
+    from .lane import ProgressRelay
 
 __all__ = [
     "FrontCall",
@@ -163,7 +167,7 @@ def forwarded_meta(ctx: Context, *, capabilities: bool, tasks: bool = False) -> 
 
 
 def passed_meta(
-    front: Any, request: RequestMeta, level: str | None, capabilities: bool, tasks: bool
+    front: object, request: RequestMeta, level: str | None, capabilities: bool, tasks: bool
 ) -> dict[str, Any]:
     """:func:`forwarded_meta` from the parsed request alone (no :class:`Context`): the
     gateway's direct path has none."""
@@ -181,7 +185,7 @@ def passed_meta(
     return meta
 
 
-def progress_relay(ctx: Context) -> Any:
+def progress_relay(ctx: Context) -> ProgressRelay | None:
     """Relay the upstream's progress to the front client (when it asked for progress)."""
     if ctx.meta.progress_token is None:
         return None
@@ -199,7 +203,7 @@ UpstreamCall = Callable[[Any, "FrontCall", bool], Awaitable[dict[str, Any]]]
 
 
 async def bridged_call(
-    server: Any,
+    server: Server,
     ctx: Context,
     method: str,
     params: dict[str, Any],

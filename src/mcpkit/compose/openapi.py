@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,7 +238,7 @@ def _json_media(content: Any) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def _body(doc: Document, op: Operation, body: Any) -> None:
+def _body(doc: Document, op: Operation, body: object) -> None:
     body = doc.deref(body)
     if not isinstance(body, dict):
         return
@@ -270,7 +270,7 @@ def _body(doc: Document, op: Operation, body: Any) -> None:
     op.arguments.append(Argument(name, "body", name, schema, required, body.get("description")))
 
 
-def _output(doc: Document, op: Operation, responses: Any) -> None:
+def _output(doc: Document, op: Operation, responses: object) -> None:
     if not isinstance(responses, dict):
         return
     for status, response in sorted(responses.items(), key=lambda kv: str(kv[0])):
@@ -351,7 +351,7 @@ class ApiCaller:
         return await self.client.send(self.request(op, arguments))
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -368,7 +368,7 @@ def _answer(response: httpx.Response) -> tuple[Any, str]:
     return None, text
 
 
-def _tool_fn(caller: ApiCaller, op: Operation) -> Any:
+def _tool_fn(caller: ApiCaller, op: Operation) -> Callable[..., Awaitable[ToolResult]]:
     async def call(**arguments: Any) -> ToolResult:
         try:
             response = await caller.call(op, arguments)
@@ -390,10 +390,12 @@ def _tool_fn(caller: ApiCaller, op: Operation) -> Any:
     return call
 
 
-def _reader_fn(caller: ApiCaller, op: Operation, names: list[str]) -> Any:
+def _reader_fn(
+    caller: ApiCaller, op: Operation, names: list[str]
+) -> Callable[..., Awaitable[object]]:
     """A resource (template) function whose parameters are the template's variables."""
 
-    async def read(**values: Any) -> Any:
+    async def read(**values: str | None) -> object:
         by_name = {a.name: a for a in op.arguments}
         arguments = {k: v for k, v in values.items() if k in by_name and v is not None}
         response = await caller.call(op, arguments)
@@ -482,7 +484,7 @@ def from_openapi(
         if not url:
             raise ValueError("base_url is needed: the document names no servers")
         client = httpx.AsyncClient(base_url=url, timeout=timeout, follow_redirects=False)
-    info: Any = document.get("info")
+    info: object = document.get("info")
     if not isinstance(info, dict):
         info = {}
     server = Server(

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -56,7 +56,7 @@ from ..types.errors import McpError, invalid_params
 from ..types.methods import METHODS
 from ..types.versions import TASKS_EXTENSION, Era
 from .bridge import FrontCall, bridged_call, forwarded_meta, progress_relay
-from .lane import MAX_ANSWER_BYTES, capped, pass_through
+from .lane import MAX_ANSWER_BYTES, ProgressRelay, capped, pass_through
 from .replicas import AnyUpstream, make_upstream, retry_safe
 from .upstream import UpstreamUnavailable
 
@@ -205,7 +205,7 @@ class ProxyServer(Server):
     async def _upstream(
         self,
         ctx: Context,
-        run: Any,
+        run: Callable[[Client], Awaitable[dict[str, Any]]],
         front: FrontCall | None = None,
         *,
         safe: bool = True,
@@ -287,7 +287,7 @@ class ProxyServer(Server):
                 return None
         return self._upstream_tools.get(name)
 
-    def _learn_tools(self, tools: Any) -> None:
+    def _learn_tools(self, tools: object) -> None:
         for tool in tools if isinstance(tools, list) else ():
             schema = tool.get("inputSchema") if isinstance(tool, dict) else None
             if isinstance(schema, dict) and isinstance(tool.get("name"), str):
@@ -346,7 +346,7 @@ class ProxyServer(Server):
         self,
         ctx: Context,
         tool: tuple[tuple[HeaderParam, ...], dict[str, Any]] | None,
-        progress: Any,
+        progress: ProgressRelay | None,
         safe: bool,
         limit: int,
         what: str,

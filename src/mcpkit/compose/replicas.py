@@ -20,12 +20,19 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
 from ..client import Client
 from .upstream import Upstream, UpstreamUnavailable
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskStatus
+
+    from .bridge import FrontCall
+
+T = TypeVar("T")
 
 __all__ = ["AnyUpstream", "ReplicaSet", "make_upstream", "replica_urls", "retry_safe"]
 
@@ -88,8 +95,12 @@ class ReplicaSet:
 
     # ------------------------------------------------------------------ calls
     async def call(
-        self, fn: Callable[[Client], Awaitable[Any]], front: Any = None, *, safe: bool = False
-    ) -> Any:
+        self,
+        fn: Callable[[Client], Awaitable[T]],
+        front: FrontCall | None = None,
+        *,
+        safe: bool = False,
+    ) -> T:
         """``fn`` on the next connected replica; on a replica failure, again on the next
         one when ``safe``."""
         tried: list[str] = []
@@ -135,7 +146,7 @@ class ReplicaSet:
             replica.watch(uri, wanted)
 
     # ------------------------------------------------------------------ lifecycle
-    async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
             for replica in self.replicas:
                 tg.start_soon(replica.run)
@@ -170,7 +181,7 @@ class ReplicaSet:
 AnyUpstream = Upstream | ReplicaSet
 
 
-def replica_urls(target: Any) -> list[str] | None:
+def replica_urls(target: object) -> list[str] | None:
     """The replica URLs when ``target`` is a list of several ``http(s)://`` URLs (a list
     of other strings is a command line)."""
     if (

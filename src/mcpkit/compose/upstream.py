@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -40,6 +40,14 @@ from ..transports import http11
 from ..types.errors import INTERNAL_ERROR, McpError
 from .bridge import FrontCall, Fronts
 from .lane import FastLane
+
+if TYPE_CHECKING:
+    import httpx
+    from anyio.abc import TaskGroup, TaskStatus
+
+    from ..client.models import Notification
+
+T = TypeVar("T")
 
 __all__ = ["Upstream", "UpstreamUnavailable", "connection_target"]
 
@@ -118,9 +126,9 @@ class Upstream:
         env: Mapping[str, str] | None = None,
         health_interval: float = 10.0,
         cache: bool = True,
-        auth: Any = None,
+        auth: httpx.Auth | None = None,
         auth_error: Callable[[str, Exception], McpError | None] | None = None,
-        shared: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+        shared: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
         prefix: str = "",
         source: Any = None,
     ) -> None:
@@ -159,12 +167,12 @@ class Upstream:
         #: Set once the first connection attempt succeeded or failed.
         self.first_attempt = anyio.Event()
         self.capabilities: dict[str, Any] = {}
-        self._http: Any = None
+        self._http: httpx.AsyncClient | None = None
         #: The 2026-07-28 fast lane, for an http:// upstream (see .lane).
         self.lane: FastLane | None = None
         #: Resource URIs someone downstream wants updates of (see :meth:`watch`).
         self.watched: set[str] = set()
-        self._tg: Any = None
+        self._tg: TaskGroup | None = None
         self._listen_scope: anyio.CancelScope | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -209,7 +217,7 @@ class Upstream:
                 log.warning("upstream %s: no fast lane: %s", self.name, exc)
         return Client(target, on_notification=self._notified, **self.fronts.callbacks(), **kwargs)
 
-    async def run(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Keep the upstream connected until :meth:`stop` (or cancelled); reconnect or
         restart it with backoff when it fails."""
         delay = 0.5
@@ -403,7 +411,7 @@ class Upstream:
             log.warning("upstream %s: %s; reconnecting", self.name, reason)
             self.mark_dead(reason)
 
-    def _notified(self, note: Any) -> None:
+    def _notified(self, note: Notification) -> None:
         self._handle_change(note.method, note.params)
 
     def _handle_change(self, method: str, params: dict[str, Any]) -> None:
@@ -427,11 +435,11 @@ class Upstream:
 
     async def call(
         self,
-        fn: Callable[[Client], Awaitable[Any]],
+        fn: Callable[[Client], Awaitable[T]],
         front: FrontCall | None = None,
         *,
         safe: bool = False,
-    ) -> Any:
+    ) -> T:
         """Run ``fn(client)``; a transport failure marks the upstream for restart.
 
         Errors the upstream answered with pass through as they are; failures to reach it

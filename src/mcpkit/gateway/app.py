@@ -313,7 +313,7 @@ class GatewayApp:
             )
 
 
-def _method_name(message: Any) -> tuple[str | None, str | None]:
+def _method_name(message: object) -> tuple[str | None, str | None]:
     """The method and tool/prompt name or URI of one JSON-RPC request body."""
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
         return None, None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO
 
 from ..types.codec import encode
 
@@ -39,7 +39,7 @@ class AuditLog:
         upstream: str | None,
         outcome: str,
         latency_ms: float,
-        **extra: Any,
+        **extra: object,
     ) -> None:
         if self._file is None:
             return

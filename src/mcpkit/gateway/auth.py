@@ -30,7 +30,7 @@ from ..auth.challenge import format_challenge
 from ..auth.principal import Principal
 from ..auth.resource_server import AuthFailure, BearerAuth
 from ..auth.verifiers import IntrospectionVerifier, JwtVerifier, TokenVerifier
-from ..transports.http.asgi import Rejection
+from ..transports.http.asgi import Rejection, Scope
 from ..types.codec import decode
 from ..types.errors import McpError
 from .config import AuthConfig
@@ -98,7 +98,7 @@ class GatewayAuthenticator:
         """Whether a request's body must be read to know the scopes it needs."""
         return self.bearer is not None and self.bearer.has_call_scopes
 
-    async def __call__(self, scope: Any, headers: dict[str, str]) -> Caller:
+    async def __call__(self, scope: Scope, headers: dict[str, str]) -> Caller:
         if self.config.mode == "none":
             return ANONYMOUS
         if self.bearer is not None:
@@ -118,7 +118,7 @@ class GatewayAuthenticator:
                 return Caller(who["principal"], tuple(who.get("groups", ())))
         raise _bearer_challenge("invalid_token", "unknown token")
 
-    def check_call(self, principal: Caller, message: Any) -> None:
+    def check_call(self, principal: Caller, message: object) -> None:
         """403 ``insufficient_scope`` when the body calls a tool that needs more scopes."""
         if self.bearer is None:
             return
@@ -160,5 +160,5 @@ def needed_met(principal: Caller, needed: Sequence[str]) -> bool:
     return set(needed) <= principal.scopes
 
 
-def _strings(values: Any) -> tuple[str, ...]:
+def _strings(values: object) -> tuple[str, ...]:
     return tuple(str(v) for v in values) if isinstance(values, (list, tuple)) else ()

@@ -171,7 +171,7 @@ class GatewayConfig:
         return self.max_result_bytes
 
 
-def _strings(value: Any, where: str) -> tuple[str, ...]:
+def _strings(value: object, where: str) -> tuple[str, ...]:
     if value is None:
         return ("*",)
     if isinstance(value, str):
@@ -181,7 +181,7 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     raise ConfigError(f"{where} must be a string or a list of strings")
 
 
-def _seconds(value: Any, where: str) -> float:
+def _seconds(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise ConfigError(f"{where} must be a number of seconds >= 0")
     return float(value)
@@ -468,7 +468,7 @@ def _openapi_source(
     return spec, base_url
 
 
-def _parse_servers(items: Any) -> tuple[VirtualServer, ...]:
+def _parse_servers(items: object) -> tuple[VirtualServer, ...]:
     if not isinstance(items, list):
         raise ConfigError("[[server]] must be an array of tables")
     out: list[VirtualServer] = []
@@ -507,7 +507,7 @@ def own_interpreter(command: list[str]) -> list[str]:
     return list(command)
 
 
-def _size(value: Any, where: str) -> int:
+def _size(value: object, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"{where}.max_result_bytes must be a positive number of bytes")
     return value

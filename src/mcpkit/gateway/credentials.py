@@ -29,12 +29,15 @@ import json
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..compose.replicas import AnyUpstream, make_upstream
 from ..compose.upstream import OnChange
 from ..types.errors import INTERNAL_ERROR, McpError
 from .config import ConfigError, UpstreamConfig, UpstreamOAuth
+
+if TYPE_CHECKING:
+    from ..auth.client import OAuthAuth
 
 #: The access token of the caller an upstream request is made for (None: the gateway's
 #: own request).  Set around a front request's routing; read by ``token_exchange``.
@@ -108,7 +111,7 @@ def read_private_key(path: str) -> Any:
     return key
 
 
-def upstream_auth(oauth: UpstreamOAuth, url: str) -> Any:
+def upstream_auth(oauth: UpstreamOAuth, url: str) -> OAuthAuth:
     """The ``httpx.Auth`` for one upstream (needs the ``auth`` extra: joserfc)."""
     from ..auth.client import (
         ClientCredentialsAuth,

@@ -70,7 +70,7 @@ class PolicyError(McpError):
         message: str,
         status: int,
         outcome: str,
-        data: Any = None,
+        data: object = None,
         headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         super().__init__(code, message, data, http_status=status, http_headers=headers)

@@ -33,7 +33,7 @@ log = logging.getLogger("mcpkit.gateway")
 CEL_VARIABLES = frozenset({"principal", "groups", "jwt", "method", "name", "args"})
 
 
-def compile_condition(text: Any, where: str) -> tuple[Any, bool]:
+def compile_condition(text: object, where: str) -> tuple[Any, bool]:
     """Compile a CEL condition once, at load: a syntax error or an unknown variable is a
     config error naming the rule, not a surprise at the first matching request."""
     if not isinstance(text, str) or not text.strip():

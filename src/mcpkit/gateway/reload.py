@@ -25,7 +25,7 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -39,6 +39,8 @@ from .policy import Authorizer
 from .server import rate_limiter
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from .app import GatewayApp
 
 _FIXED = ("state", "name", "metrics")
@@ -198,7 +200,7 @@ class Reloader:
                 await self.reload()
 
 
-def run_reloader(app: GatewayApp, path: str | Path, *, watch: bool, tg: Any) -> Reloader:
+def run_reloader(app: GatewayApp, path: str | Path, *, watch: bool, tg: TaskGroup) -> Reloader:
     """Start the SIGHUP listener (and the file watcher) in ``tg``."""
     reloader = Reloader(app, path)
     if hasattr(signal, "SIGHUP"):

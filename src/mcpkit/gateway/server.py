@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -50,6 +50,9 @@ from .middleware import policy, served_by
 from .policy import Authorizer, Caller
 from .routing import ProxyTool, name_owner
 
+if TYPE_CHECKING:
+    from anyio.abc import TaskStatus
+
 log = logging.getLogger("mcpkit.gateway")
 
 #: What the gateway routes to its upstreams (everything else is the server's own).
@@ -67,7 +70,6 @@ ROUTED = (
     "tasks/update",
     "tasks/cancel",
 )
-
 
 #: The list methods and the kinds of what they list.
 LIST_KINDS = {
@@ -180,7 +182,9 @@ class GatewayServer(Server):
             scratch.add(upstream)
         await check_names(scratch)
 
-    async def _run_composed(self, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+    async def _run_composed(
+        self, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Run the composition for as long as the gateway serves, its proxies mounted once
         it runs (their connections are the gateway's, started and checked above)."""
         self._composed_started = True

@@ -18,7 +18,7 @@ from .config import VirtualServer
 _BY_METHOD = {"tools/call": "tools", "prompts/get": "prompts", "resources/read": "resources"}
 
 
-def _named(patterns: tuple[str, ...], value: Any) -> bool:
+def _named(patterns: tuple[str, ...], value: object) -> bool:
     return isinstance(value, str) and any(fnmatchcase(value, p) for p in patterns)
 
 

@@ -139,7 +139,7 @@ def parse_server(name: str, item: Any) -> ServerConfig:
     )
 
 
-def _parse_model(raw: Any) -> ModelConfig | None:
+def _parse_model(raw: object) -> ModelConfig | None:
     if raw is None:
         return None
     if isinstance(raw, str):  # "anthropic:claude-sonnet-4-5"

@@ -23,7 +23,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -52,6 +52,8 @@ from .policy import (
 )
 from .tools import HostTool, ToolIndex, exposed_name
 from .trust import TrustStore
+
+T = TypeVar("T")
 
 __all__ = ["Host", "Interaction", "ToolCancelled", "ToolDenied"]
 
@@ -255,11 +257,9 @@ class Host(ServerRequests):
             receive.close()
 
     # ------------------------------------------------------------------ listings
-    async def _each(
-        self, fn: Callable[[ServerConnection], Awaitable[Any]]
-    ) -> list[tuple[str, Any]]:
+    async def _each(self, fn: Callable[[ServerConnection], Awaitable[T]]) -> list[tuple[str, T]]:
         """``fn`` on every ready server; a failing server is skipped, not fatal."""
-        out: list[tuple[str, Any]] = []
+        out: list[tuple[str, T]] = []
         for name, conn in list(self.servers.items()):
             if conn.state != "ready":
                 continue

@@ -183,7 +183,7 @@ def result_blocks(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], bool
     return blocks, bool(result.get("isError"))
 
 
-def _same_json(text: str, value: Any) -> bool:
+def _same_json(text: str, value: object) -> bool:
     try:
         return bool(json.loads(text) == value)
     except ValueError:

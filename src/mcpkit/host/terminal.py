@@ -36,7 +36,7 @@ HELP = """commands:
 anything else is sent to the model (when one is configured)"""
 
 
-def clean(text: Any) -> str:
+def clean(text: object) -> str:
     """Untrusted text, safe to print: control characters (ANSI escapes...) made visible."""
     return "".join(
         ch if ch in "\n\t" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text)

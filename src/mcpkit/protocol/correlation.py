@@ -153,7 +153,7 @@ def cancelled_request_id(params: dict[str, Any]) -> RequestId | None:
     return None
 
 
-def _is_id(value: Any) -> bool:
+def _is_id(value: object) -> bool:
     """A usable id or progress token: a string or an integer (never a bool, a float, or an
     unhashable JSON object/array, which a hostile peer may send)."""
     return isinstance(value, (str, int)) and not isinstance(value, bool)

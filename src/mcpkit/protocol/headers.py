@@ -157,7 +157,7 @@ def _has_misplaced_annotation(node: Any, *, chained: bool, root: bool = False) -
     return False
 
 
-def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
+def _lookup(arguments: object, path: tuple[str, ...]) -> Any:
     node = arguments
     for key in path:
         if not isinstance(node, Mapping):
@@ -264,7 +264,7 @@ def check_param_headers(
             raise header_mismatch(f"Mcp-Param-{param.header} does not match the argument value")
 
 
-def _same_value(text: str, value: Any) -> bool:
+def _same_value(text: str, value: object) -> bool:
     if isinstance(value, bool):
         return text == ("true" if value else "false")
     if isinstance(value, int):

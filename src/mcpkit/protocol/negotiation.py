@@ -111,11 +111,13 @@ def legacy_progress_token(params: dict[str, Any] | None) -> str | int | None:
     return None
 
 
-def _valid_token(token: Any) -> bool:
+def _valid_token(token: object) -> bool:
     return (isinstance(token, (str, int))) and not isinstance(token, bool)
 
 
-def negotiate_legacy_version(requested: Any, supported: tuple[str, ...] = LEGACY_VERSIONS) -> str:
+def negotiate_legacy_version(
+    requested: object, supported: tuple[str, ...] = LEGACY_VERSIONS
+) -> str:
     """The version an ``initialize`` response carries for a requested version."""
     if isinstance(requested, str) and requested in supported:
         return requested

@@ -14,9 +14,34 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..types.versions import Era
 
 if TYPE_CHECKING:
+    from ..protocol.headers import HeaderParam
     from ..protocol.negotiation import RequestMeta
     from .changes import ChangeBus
     from .exchange import Exchange
+    from .legacy_session import LegacySession
+
+
+class CalledTool(Protocol):
+    """What a transport reads of a registered tool before dispatch (``ToolEntry``): how
+    it may start, the headers it mirrors, and the tags visibility rules match."""
+
+    @property
+    def inline(self) -> bool: ...
+
+    @property
+    def tags(self) -> frozenset[str]: ...
+
+    @property
+    def header_params(self) -> tuple[HeaderParam, ...]: ...
+
+
+class ToolVisibility(Protocol):
+    """Which tools callers see (``server.visibility``): rules apply only when active."""
+
+    @property
+    def active(self) -> bool: ...
+
+    def shown(self, name: str, tags: frozenset[str]) -> bool: ...
 
 
 class Dispatcher(Protocol):
@@ -29,8 +54,8 @@ class Dispatcher(Protocol):
         meta: RequestMeta,
         exchange: Exchange,
         *,
-        session: Any = None,
-        principal: Any = None,
+        session: LegacySession | None = None,
+        principal: object = None,
         local: Callable[[Any], Awaitable[dict[str, Any]]] | None = None,
     ) -> dict[str, Any]: ...
 
@@ -58,31 +83,39 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
 
     modern_versions: tuple[str, ...]
     bus: ChangeBus
-    #: Which tools callers see (``server.visibility``: ``active``, ``shown(name, tags)``).
-    visibility: Any
     #: Dispatch runs an inline tool's call in one step (``Server.runs_inline``).
     inline_calls: bool
-    _tg: Any
-    _lifespan: Any
 
     @property
-    def tools(self) -> Mapping[str, Any]: ...
+    def visibility(self) -> ToolVisibility:
+        """Which tools callers see (``server.visibility``)."""
+
+    @property
+    def _tg(self) -> object:
+        """The running task group, None outside ``running()``; transports only test it."""
+
+    @property
+    def tools(self) -> Mapping[str, CalledTool]: ...
 
     @property
     def state(self) -> Any: ...
 
     def running(self) -> contextlib.AbstractAsyncContextManager[Any]: ...
 
-    def spawn(self, fn: Callable[[], Any]) -> None: ...
+    def spawn(self, fn: Callable[[], Awaitable[object]]) -> None: ...
 
-    def runs_inline(self, tool: Any) -> bool: ...
+    def runs_inline(self, tool: CalledTool | None) -> bool: ...
 
     async def dispatch_notification(
-        self, message: dict[str, Any], *, session: Any = None, principal: Any = None
+        self,
+        message: dict[str, Any],
+        *,
+        session: LegacySession | None = None,
+        principal: object = None,
     ) -> None: ...
 
 
-def called_tool(server: ServedServer, message: dict[str, Any]) -> Any | None:
+def called_tool(server: ServedServer, message: dict[str, Any]) -> CalledTool | None:
     """The registered tool a ``tools/call`` request names; None for any other method, or a
     name that is missing, not a string, not registered or hidden from every caller (so
     the transport's header checks treat a hidden tool as the unknown one it answers as)."""
@@ -90,7 +123,9 @@ def called_tool(server: ServedServer, message: dict[str, Any]) -> Any | None:
         return None
     params = message.get("params")
     name = params.get("name") if isinstance(params, dict) else None
-    tool = server.tools.get(name) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        return None
+    tool = server.tools.get(name)
     if (
         tool is not None
         and server.visibility.active

@@ -54,7 +54,7 @@ class LegacySession:
         "subscriptions",
     )
 
-    def __init__(self, session_id: str | None = None, principal: Any = None) -> None:
+    def __init__(self, session_id: str | None = None, principal: object = None) -> None:
         self.id = session_id or secrets.token_urlsafe(24)
         self.lifecycle = Lifecycle()
         self.protocol_version: str = LATEST_LEGACY

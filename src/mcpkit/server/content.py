@@ -10,7 +10,10 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    import os
 
 from ..types.codec import encode_str
 
@@ -57,7 +60,10 @@ _MAGIC = (
 
 
 def _media(
-    data: bytes | str | None, path: Any, mime_type: str | None, default: str
+    data: bytes | str | None,
+    path: str | os.PathLike[str] | None,
+    mime_type: str | None,
+    default: str,
 ) -> tuple[str, str]:
     """(base64 data, MIME type) from ``data`` or the file at ``path``; the type is the
     given one, else guessed from the file name, else sniffed from the bytes."""
@@ -92,7 +98,7 @@ class _Media:
     mime_type: str | None = None
     annotations: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
-    path: Any = None
+    path: str | os.PathLike[str] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """The content block as JSON: the bytes in base64, the MIME type given, from the file
@@ -186,7 +192,7 @@ def _extras(
     return out
 
 
-def is_content(value: Any) -> bool:
+def is_content(value: object) -> bool:
     return isinstance(value, _CONTENT_TYPES) or (
         isinstance(value, dict) and isinstance(value.get("type"), str) and _looks_like_block(value)
     )
@@ -223,7 +229,7 @@ def to_content_blocks(value: Any) -> list[dict[str, Any]]:
     return [{"type": "text", "text": json_text(value)}]
 
 
-def json_text(value: Any) -> str:
+def json_text(value: object) -> str:
     try:
         return encode_str(value)
     except TypeError:

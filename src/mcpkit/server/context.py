@@ -21,7 +21,9 @@ from .request import RequestInfo
 if TYPE_CHECKING:
     from ..runtime.legacy_session import LegacySession
     from .elicitation import Accepted, Cancelled, Declined
+    from .handles import Handles
     from .server import Server
+    from .tasks import TaskHandle
 
 __all__ = ["Context"]
 
@@ -73,7 +75,7 @@ class Context:
         self.principal = principal
         self._round = input_round
         self._last_progress: float | None = None
-        self._task: Any = None
+        self._task: TaskHandle | None = None
 
     # ----- facts about the request
     # ``_request`` and ``_exception`` are left unset until used (reading an unset slot
@@ -160,7 +162,7 @@ class Context:
             params["message"] = message
         await self.exchange.notify("notifications/progress", params)
 
-    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+    async def log(self, level: str, data: object, logger: str | None = None) -> None:
         """``notifications/message`` at ``level`` if the client's level lets it through.
 
         Modern: only when the request carried a log level.  Legacy: the session's
@@ -177,19 +179,19 @@ class Context:
             params["logger"] = logger
         await self.exchange.notify("notifications/message", params)
 
-    async def debug(self, data: Any, logger: str | None = None) -> None:
+    async def debug(self, data: object, logger: str | None = None) -> None:
         """Send a ``debug`` log message to the client (see :meth:`log`)."""
         await self.log("debug", data, logger)
 
-    async def info(self, data: Any, logger: str | None = None) -> None:
+    async def info(self, data: object, logger: str | None = None) -> None:
         """Send an ``info`` log message to the client (see :meth:`log`)."""
         await self.log("info", data, logger)
 
-    async def warning(self, data: Any, logger: str | None = None) -> None:
+    async def warning(self, data: object, logger: str | None = None) -> None:
         """Send a ``warning`` log message to the client (see :meth:`log`)."""
         await self.log("warning", data, logger)
 
-    async def error(self, data: Any, logger: str | None = None) -> None:
+    async def error(self, data: object, logger: str | None = None) -> None:
         """Send an ``error`` log message to the client (see :meth:`log`)."""
         await self.log("error", data, logger)
 
@@ -265,7 +267,7 @@ class Context:
         max_tokens: int = 1000,
         system_prompt: str | None = None,
         key: str | None = None,
-        **extra: Any,
+        **extra: object,
     ) -> dict[str, Any]:
         """Ask the client's model for a completion (``sampling/createMessage``)."""
         if isinstance(messages, str):
@@ -378,7 +380,7 @@ class Context:
         return self._task.task_id if self._task is not None and self._task.started else None
 
     @property
-    def handles(self) -> Any:
+    def handles(self) -> Handles:
         """Mint and resolve opaque, expiring handles bound to this caller (see
         :class:`mcpkit.server.handles.Handles`)."""
         from .handles import Handles
@@ -391,7 +393,7 @@ class Context:
         await self.exchange.close_stream(retry_ms)
 
 
-def _checked_answer(key: str, answer: Any) -> dict[str, Any]:
+def _checked_answer(key: str, answer: object) -> dict[str, Any]:
     if not isinstance(answer, dict):
         raise invalid_params(f"inputResponses[{key!r}] must be an object")
     return answer

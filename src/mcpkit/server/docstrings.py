@@ -19,7 +19,7 @@ __all__ = ["describe"]
 _MARKERS = ("Args:", "Arguments:", "Parameters\n", ":param ", "Keyword Args:")
 
 
-def describe(fn: Callable[..., Any]) -> tuple[str | None, dict[str, str]]:
+def describe(fn: Callable[..., object]) -> tuple[str | None, dict[str, str]]:
     """(the description without its parameter section, {parameter: description})."""
     doc = inspect.getdoc(fn)
     if not doc:

@@ -22,7 +22,9 @@ import ast
 import dataclasses
 import enum
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from types import CodeType
 from typing import Any, Generic, Literal, TypeVar, get_args, get_origin
 
 from ..types.errors import invalid_params
@@ -62,7 +64,7 @@ class Cancelled:
     action: Literal["cancel"] = "cancel"
 
 
-def _is_structured(kind: Any) -> bool:
+def _is_structured(kind: object) -> bool:
     from pydantic import BaseModel
 
     if isinstance(kind, type) and issubclass(kind, BaseModel):
@@ -100,7 +102,7 @@ def elicitation_schema(kind: Any) -> tuple[dict[str, Any], bool]:
     return result, wrapped
 
 
-def _scalar_like(kind: Any) -> bool:
+def _scalar_like(kind: object) -> bool:
     if kind in (str, int, float, bool):
         return True
     if get_origin(kind) is Literal:
@@ -172,7 +174,7 @@ def outcome(kind: Any, wrapped: bool, answer: dict[str, Any]) -> Any:
 _STATIC_NODES = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.Constant, ast.Load)
 
 
-def _source_of(code: Any) -> str | None:
+def _source_of(code: CodeType) -> str | None:
     """The function's source from the line cache and its code's own line span.
 
     ``inspect.getsource`` finds the block by mapping the file to a module (a scan of
@@ -187,7 +189,7 @@ def _source_of(code: Any) -> str | None:
     return "".join(lines[code.co_firstlineno - 1 : max(ends)])
 
 
-def check_elicited_types(fn: Any) -> None:
+def check_elicited_types(fn: Callable[..., object]) -> None:
     """Refuse, at registration, a type that elicitation cannot express, when the function
     names it directly in a ``ctx.elicit(message, Type)`` call (best effort: the source
     is read and the name resolved in the function's globals and closure; a type chosen

@@ -15,7 +15,7 @@ import mimetypes
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from .content import EmbeddedResource
@@ -26,6 +26,13 @@ if TYPE_CHECKING:
 __all__ = ["DirectoryResource", "File", "FileResource", "TextResource", "guess_mime"]
 
 _TEXT_TYPES = ("application/json", "application/xml", "application/yaml", "application/toml")
+
+
+class ResourceObject(Protocol):
+    """What ``server.add_resource`` takes: an object that registers itself (the classes
+    here, or an application's own)."""
+
+    def register(self, server: Server) -> None: ...
 
 
 def guess_mime(path: str | os.PathLike[str], default: str = "application/octet-stream") -> str:

@@ -8,7 +8,7 @@ import binascii
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
     from .server import Server
+
+T = TypeVar("T")
 
 Handler = Callable[[Context], Awaitable[dict[str, Any]]]
 
@@ -309,7 +311,7 @@ async def _call_tool(
     return tool.result_from(value)
 
 
-async def _interruptible(ctx: Context, awaitable: Any) -> Any:
+async def _interruptible(ctx: Context, awaitable: Awaitable[T]) -> T:
     """Await what an inline tool returned, in a block the transport can cancel (the
     transport opened no cancel scope for an inline tool: see ``ToolEntry.inline``).
 
@@ -364,7 +366,7 @@ def _encode_cursor(offset: int) -> str:
     return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: Any) -> int:
+def _decode_cursor(cursor: object) -> int:
     if cursor is None or cursor == "":
         return 0
     if not isinstance(cursor, str) or len(cursor) > 64:

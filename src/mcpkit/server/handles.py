@@ -29,14 +29,14 @@ class HandleError(ToolError):
 class Handles:
     __slots__ = ("backend", "owner")
 
-    def __init__(self, backend: StateBackend, principal: Any) -> None:
+    def __init__(self, backend: StateBackend, principal: object) -> None:
         self.backend = backend
         self.owner = "" if principal is None else str(principal)
 
     def _key(self, handle: str) -> str:
         return f"handle:{handle}"
 
-    async def mint(self, kind: str, data: Any, ttl_s: float = 3600.0) -> str:
+    async def mint(self, kind: str, data: object, ttl_s: float = 3600.0) -> str:
         """A fresh handle like ``bsk_Qm9...`` holding ``data`` (JSON) for ``ttl_s`` seconds."""
         if not _PREFIX.match(kind):
             raise ValueError("handle kinds are short lower-case words, e.g. 'bsk'")
@@ -45,7 +45,7 @@ class Handles:
         await self.backend.set_json(self._key(handle), record, ttl_s)
         return handle
 
-    async def _record(self, handle: Any, kind: str | None) -> dict[str, Any]:
+    async def _record(self, handle: object, kind: str | None) -> dict[str, Any]:
         if not isinstance(handle, str) or "_" not in handle or len(handle) > 80:
             raise HandleError(f"Invalid handle: {handle!r}")
         record = await self.backend.get_json(self._key(handle))
@@ -55,11 +55,11 @@ class Handles:
             raise HandleError(f"Handle {handle} is not a {kind} handle")
         return record  # type: ignore[no-any-return]
 
-    async def get(self, handle: Any, kind: str | None = None) -> Any:
+    async def get(self, handle: str, kind: str | None = None) -> Any:
         return (await self._record(handle, kind))["data"]
 
     async def update(
-        self, handle: Any, change: Callable[[Any], Any], kind: str | None = None
+        self, handle: str, change: Callable[[Any], Any], kind: str | None = None
     ) -> Any:
         """Atomically replace the data with ``change(data)``; returns the new data.  The
         expiry restarts (a handle in use stays alive)."""
@@ -74,6 +74,6 @@ class Handles:
         new = await self.backend.update_json(self._key(handle), apply, record.get("ttl"))
         return new["data"]
 
-    async def drop(self, handle: Any, kind: str | None = None) -> None:
+    async def drop(self, handle: str, kind: str | None = None) -> None:
         await self._record(handle, kind)
         await self.backend.delete(self._key(handle))

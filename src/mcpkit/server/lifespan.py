@@ -8,8 +8,8 @@ registrations and answers no requests.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, Literal, Self, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Self, TypedDict, Unpack, cast
 
 import anyio
 import anyio.lowlevel
@@ -21,10 +21,24 @@ if TYPE_CHECKING:
     from .server import Server
     from .tasks import TaskManager
 
-__all__ = ["DEFAULT_STATE_URL", "ServerRuntime"]
+__all__ = ["DEFAULT_STATE_URL", "RunOptions", "ServerRuntime"]
 
 #: ``mcpkit serve`` and :meth:`ServerRuntime.run` keep state here unless told otherwise.
 DEFAULT_STATE_URL = "sqlite:///.mcpkit/state.db"
+
+
+class RunOptions(TypedDict, total=False):
+    """What :meth:`ServerRuntime.run` passes to the launcher
+    (:func:`mcpkit.transports.launch.serve`, same names and defaults) for HTTP."""
+
+    host: str
+    port: int
+    path: str
+    legacy: bool
+    modern: bool
+    allowed_hosts: Sequence[str]
+    allowed_origins: Sequence[str]
+    log_level: str
 
 
 class ServerRuntime:
@@ -88,11 +102,12 @@ class ServerRuntime:
         if self._state is None and self._state_url is None:
             self.state = DEFAULT_STATE_URL
 
-    def run(self, transport: Literal["stdio", "http"] = "stdio", **options: Any) -> None:
+    def run(
+        self, transport: Literal["stdio", "http"] = "stdio", **options: Unpack[RunOptions]
+    ) -> None:
         """Serve in the foreground, as ``mcpkit serve`` would: ``python demo.py`` works.
 
-        ``transport="http"`` takes ``host``, ``port``, ``path``, ``legacy``, ``modern``,
-        ``allowed_hosts``, ``allowed_origins`` and ``log_level`` (see
+        ``transport="http"`` takes the :class:`RunOptions` (see
         :func:`mcpkit.transports.launch.serve`).  The state backend defaults to SQLite, as
         on the command line.
         """
@@ -117,7 +132,7 @@ class ServerRuntime:
             )
         return self._tasks
 
-    def spawn(self, fn: Callable[[], Any]) -> None:
+    def spawn(self, fn: Callable[[], Awaitable[object]]) -> None:
         """Run ``fn()`` in the background for as long as the server runs (task workers)."""
         if self._tg is None:
             raise RuntimeError(

@@ -77,7 +77,7 @@ TASK_SEPARATOR = "~"
 #: Servers whose lifespan already starts their mounted children.
 _hooked: weakref.WeakSet[Server] = weakref.WeakSet()
 #: Running lifespans (their exit stacks) that stop the children mounted at run time.
-_cleaned: weakref.WeakSet[Any] = weakref.WeakSet()
+_cleaned: weakref.WeakSet[contextlib.AsyncExitStack] = weakref.WeakSet()
 
 
 @dataclass(eq=False)
@@ -376,7 +376,7 @@ async def _all_pages(
     member: str,
 ) -> tuple[list[Any], dict[str, Any]]:
     items: list[Any] = []
-    cursor: Any = None
+    cursor: object = None
     last: dict[str, Any] = {}
     for _ in range(_MAX_PAGES):
         params = {k: v for k, v in base.items() if k != "cursor"}

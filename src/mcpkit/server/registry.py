@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import base64
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Unpack
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Unpack
 
 from ..types.errors import INTERNAL_ERROR, McpError
 from .content import blocks, is_content, json_text, to_content_blocks
@@ -19,9 +19,12 @@ from .uritemplate import UriTemplate, is_template
 from .visibility import check_tags
 
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+    from ..protocol.headers import HeaderParam
     from .options import PromptOptions, ResourceOptions
 
-Fn = Callable[..., Any]
+Fn = Callable[..., object]
 #: ``@server.tool(task=...)``: may a call run as a durable task (tasks extension)?
 TaskSupport = Literal["forbidden", "optional", "required"]
 #: ``@server.tool(task_start=...)``: "manual" tools call ``ctx.start_task()`` themselves.
@@ -53,9 +56,9 @@ class ToolResult:
 
     def __init__(
         self,
-        content: Any = None,
+        content: object = None,
         *,
-        structured: Any = None,
+        structured: object = None,
         is_error: bool = False,
         meta: dict[str, Any] | None = None,
     ) -> None:
@@ -97,10 +100,10 @@ class Entry:
 class ToolEntry(Entry):
     name: str
     arguments: ArgumentModel | None
-    output_adapter: Any = None
+    output_adapter: TypeAdapter[Any] | None = None
     wrapped_output: bool = False
     has_output_schema: bool = False
-    header_params: tuple[Any, ...] = ()
+    header_params: tuple[HeaderParam, ...] = ()
     #: May the call run as a task (tasks extension)?
     task_support: TaskSupport = "forbidden"
     #: The tool calls ``ctx.start_task()`` itself after gathering input synchronously.
@@ -320,7 +323,7 @@ def _compile_schema(schema: dict[str, Any]) -> Any:
     missing: Any = NoSuchResource
     registry: Any = Registry
 
-    def refuse(uri: str) -> Any:
+    def refuse(uri: str) -> NoReturn:
         raise missing(ref=uri)  # never fetch a schema over the network
 
     return Draft202012Validator(schema, registry=registry(retrieve=refuse))
@@ -454,7 +457,9 @@ def prompt_arguments(arguments: ArgumentModel) -> list[dict[str, Any]]:
     return out
 
 
-Completer = Callable[..., Awaitable[Any] | Any]
+#: ``fn(ref, argument, context)``: a list of strings or a ``completion`` dict, or an
+#: awaitable of one.
+Completer = Callable[..., object]
 
 
 SAFE_ICON_MIME = (
@@ -486,7 +491,7 @@ def check_icons(icons: list[dict[str, Any]] | None) -> list[dict[str, Any]] | No
     return icons
 
 
-def check_elicit_calls(func: Any) -> None:
+def check_elicit_calls(func: Callable[..., object]) -> None:
     """``elicitation.check_elicited_types``, imported only for a function that elicits."""
     code = getattr(func, "__code__", None)
     if code is not None and "elicit" not in code.co_names:

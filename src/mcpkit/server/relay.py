@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -19,13 +19,15 @@ from ..state.base import StateBackend
 from ..types.codec import DecodeError, decode, encode
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from .server import Server
 
 CHANNEL = "changes"
 log = logging.getLogger("mcpkit.relay")
 
 
-async def start_relay(server: Server, backend: StateBackend, tg: Any) -> None:
+async def start_relay(server: Server, backend: StateBackend, tg: TaskGroup) -> None:
     origin = secrets.token_hex(8)
     outbox_send, outbox_recv = anyio.create_memory_object_stream[bytes](1024)
 

@@ -39,7 +39,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _is_context(annotation: Any, context_type: type) -> bool:
+def _is_context(annotation: object, context_type: type) -> bool:
     if annotation is context_type:
         return True
     origin = get_origin(annotation)
@@ -73,7 +73,7 @@ class ArgumentModel:
         "schema",
     )
 
-    def __init__(self, fn: Callable[..., Any], context_type: type, *, title: str) -> None:
+    def __init__(self, fn: Callable[..., object], context_type: type, *, title: str) -> None:
         hints = typing.get_type_hints(fn, include_extras=True)
         #: Kept for the return annotation (``output_schema_for``): resolved once per tool.
         self.hints = hints
@@ -292,7 +292,7 @@ def strip_titles(schema: Any) -> Any:
     return schema
 
 
-def _is_object_type(annotation: Any) -> bool:
+def _is_object_type(annotation: object) -> bool:
     if annotation in (dict, typing.Dict):  # noqa: UP006
         return True
     origin = get_origin(annotation)
@@ -372,13 +372,13 @@ def _pydantic_compatible(annotation: Any) -> Any:
     return rebuilt
 
 
-def _is_result_type(annotation: Any) -> bool:
+def _is_result_type(annotation: object) -> bool:
     from .registry import ToolResult
 
     return isinstance(annotation, type) and issubclass(annotation, ToolResult)
 
 
-def _is_content_annotation(annotation: Any) -> bool:
+def _is_content_annotation(annotation: object) -> bool:
     from .content import Audio, EmbeddedResource, Image, ResourceLink, Text
 
     content_types = (Text, Image, Audio, EmbeddedResource, ResourceLink)

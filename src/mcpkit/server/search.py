@@ -132,7 +132,7 @@ def layer(server: Server, inner: dict[str, Handler]) -> dict[str, Handler]:
         method, params = ctx.method, ctx.params
         ctx.method = "tools/list"  # (a mounted child is asked with the method on ctx)
         items: list[dict[str, Any]] = []
-        cursor: Any = None
+        cursor: object = None
         try:
             for _ in range(_MAX_PAGES):
                 ctx.params = {} if cursor is None else {"cursor": cursor}

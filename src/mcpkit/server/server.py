@@ -12,7 +12,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 import anyio
 
@@ -53,11 +53,16 @@ from .registry import (
 )
 from .visibility import Visibility, VisibilityControls
 
+if TYPE_CHECKING:
+    from ..runtime.contracts import CalledTool
+    from ..runtime.legacy_session import LegacySession
+    from .files import ResourceObject
+
 __all__ = ["Server"]
 
 log = logging.getLogger("mcpkit.server")
 _new_object = object.__new__
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
@@ -73,7 +78,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         instructions: str | None = None,
         website_url: str | None = None,
         icons: list[dict[str, Any]] | None = None,
-        lifespan: Callable[[Server], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+        lifespan: Callable[[Server], contextlib.AbstractAsyncContextManager[object]] | None = None,
         page_size: int = 100,
         cache_ttl_ms: int = 60_000,
         cache_scope: str = "public",
@@ -269,7 +274,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
 
         return register(fn) if fn is not None else register
 
-    def add_resource(self, resource: Any) -> None:
+    def add_resource(self, resource: ResourceObject) -> None:
         """Register a resource object (:mod:`mcpkit.server.files`: ``TextResource``,
         ``FileResource``, ``DirectoryResource``)."""
         resource.register(self)
@@ -300,7 +305,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         if not any(isinstance(m, ToolTimeout) for m in self.middleware):
             self.add_middleware(ToolTimeout())
 
-    def runs_inline(self, tool: Any) -> bool:
+    def runs_inline(self, tool: CalledTool | None) -> bool:
         """Whether :meth:`dispatch` of a call of ``tool`` runs to its end in one step and
         may start on a transport's reader, without a task or cancel scope of its own:
         the tool is inline and no middleware that may wait (``Middleware.waits``) wraps
@@ -357,8 +362,8 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         meta: RequestMeta,
         exchange: Exchange,
         *,
-        session: Any = None,
-        principal: Any = None,
+        session: LegacySession | None = None,
+        principal: object = None,
         local: CallNext | None = None,
     ) -> dict[str, Any]:
         """Answer one request: the one path every transport, era and mode takes.  It runs
@@ -430,7 +435,11 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             result["_meta"] = {**own, META_SERVER_INFO: self.info}
 
     async def dispatch_notification(
-        self, message: Message, *, session: Any = None, principal: Any = None
+        self,
+        message: Message,
+        *,
+        session: LegacySession | None = None,
+        principal: object = None,
     ) -> None:
         """A notification from the client, through the middleware's ``on_notification``
         (transports call this after their own handling, e.g. of cancellation).  Nothing

@@ -125,7 +125,7 @@ class TaskManager:
     def _ttl_s(self) -> float:
         return self.ttl_ms / 1000 + 60
 
-    async def _load(self, task_id: Any, ctx_principal: Any) -> dict[str, Any]:
+    async def _load(self, task_id: object, ctx_principal: object) -> dict[str, Any]:
         if not isinstance(task_id, str) or not task_id:
             raise invalid_params("taskId must be a non-empty string")
         record = await self.backend.get_json(self._key(task_id))
@@ -157,7 +157,7 @@ class TaskManager:
             wake.set()
         self.server.bus.publish(ChangeEvent(TASK_EVENT, record["taskId"], detailed(record)))
 
-    def new_record(self, task_id: str, principal: Any) -> dict[str, Any]:
+    def new_record(self, task_id: str, principal: object) -> dict[str, Any]:
         """A fresh ``working`` record (the caller adds a lease or the queued request)."""
         now = _now_iso()
         return {
@@ -317,7 +317,7 @@ class TaskManager:
 
     # ------------------------------------------------------------------ tasks/*
     async def dispatch(
-        self, method: str, params: dict[str, Any], meta: RequestMeta, principal: Any
+        self, method: str, params: dict[str, Any], meta: RequestMeta, principal: object
     ) -> dict[str, Any]:
         """Answer a ``tasks/*`` request of ``principal`` (its own tasks only)."""
         if not declares_tasks(meta):
@@ -381,7 +381,7 @@ class TaskManager:
 class TaskHandle:
     """The running side of one task: heartbeats, cancellation, input inside the task."""
 
-    def __init__(self, manager: TaskManager, task_id: str, principal: Any) -> None:
+    def __init__(self, manager: TaskManager, task_id: str, principal: object) -> None:
         self.manager = manager
         self.task_id = task_id
         self.principal = principal
@@ -516,5 +516,5 @@ def _cancel(record: dict[str, Any]) -> None:
         record["cancelRequested"] = True
 
 
-def _owner(principal: Any) -> str:
+def _owner(principal: object) -> str:
     return "" if principal is None else str(principal)

@@ -147,7 +147,7 @@ def layer(server: Server, inner: dict[str, Handler]) -> dict[str, Handler]:
     async def tools_list(ctx: Context) -> dict[str, Any]:
         base = dict(ctx.params)
         items: list[Any] = []
-        cursor: Any = None
+        cursor: object = None
         last: dict[str, Any] = {}
         for _ in range(_MAX_PAGES):
             ctx.params = {k: v for k, v in base.items() if k != "cursor"}

@@ -56,6 +56,9 @@ from .middleware.ratelimit import RATE_LIMITED
 from .tasks import _PUBLIC, TERMINAL, TaskHandle, TaskManager
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from .registry import ToolEntry
     from .server import Server
 
 __all__ = ["Worker", "enqueue", "reruns"]
@@ -71,7 +74,7 @@ STOPPED_ERROR = (
 )
 
 
-def reruns(tool: Any) -> bool:
+def reruns(tool: ToolEntry | None) -> bool:
     """Whether a task of ``tool`` may run again after its worker died: annotated
     ``idempotentHint`` or ``readOnlyHint`` true (the gateway retries the same tools)."""
     notes = tool.wire.get("annotations") if tool is not None else None
@@ -152,7 +155,7 @@ class Worker:
         grace_s: float = 30.0,
         name: str | None = None,
         block_ms: int = 1000,
-        restore_principal: Callable[[str], Any] | None = None,
+        restore_principal: Callable[[str], object] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -167,7 +170,7 @@ class Worker:
         self.active: dict[str, TaskHandle | None] = {}
         self._freed = anyio.Event()
         self._handing_back = False
-        self._jobs: Any = None  # the task group running entries, once run() made it
+        self._jobs: TaskGroup | None = None  # the task group running entries, once run() made it
         server.task_workers = "external"
         server._tasks = None  # a manager made before now would run tasks in-process
 
@@ -200,7 +203,7 @@ class Worker:
                 await queue.forget(self.name)
             log.info("worker %s: stopped", self.name)
 
-    async def _take_new(self, jobs: Any) -> None:
+    async def _take_new(self, jobs: TaskGroup) -> None:
         queue = self.manager.queue
         while not self.stopping.is_set():
             free = self.concurrency - len(self.active)
@@ -216,7 +219,7 @@ class Worker:
             for entry in entries:
                 self._start(jobs, entry)
 
-    def _start(self, jobs: Any, entry: QueuedEntry) -> None:
+    def _start(self, jobs: TaskGroup, entry: QueuedEntry) -> None:
         if entry.id in self.active:
             return
         self.active[entry.id] = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..types.codec import decode, encode
@@ -83,14 +83,14 @@ class StateBackend(abc.ABC):
         raw = await self.get(key)
         return None if raw is None else decode(raw)
 
-    async def set_json(self, key: str, value: Any, ttl_s: float | None = None) -> None:
+    async def set_json(self, key: str, value: object, ttl_s: float | None = None) -> None:
         """Store a JSON value under ``key`` (encoded with the one codec)."""
         await self.set(key, encode(value), ttl_s)
 
     async def update_json(
         self,
         key: str,
-        change: Any,
+        change: Callable[[Any], Any],
         ttl_s: float | None = None,
         attempts: int = 50,
     ) -> Any:

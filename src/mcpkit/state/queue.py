@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import StateBackend
 
 __all__ = ["QueueFull", "TaskQueue"]
 
@@ -82,7 +85,7 @@ class QueuedEntry:
     task_id: str
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -113,7 +116,7 @@ class TaskQueue:
         self._group_ready = False
 
     @classmethod
-    def of(cls, backend: Any, horizon_s: float = 3660.0) -> TaskQueue:
+    def of(cls, backend: StateBackend, horizon_s: float = 3660.0) -> TaskQueue:
         """The queue beside a :class:`~mcpkit.state.redis.RedisBackend`'s keys."""
         client = getattr(backend, "client", None)
         if client is None:

@@ -162,7 +162,7 @@ def request_attributes(
     method: str,
     params: Mapping[str, Any],
     *,
-    request_id: Any = None,
+    request_id: object = None,
     protocol_version: str | None = None,
     session_id: str | None = None,
 ) -> dict[str, Any]:
@@ -241,7 +241,7 @@ def link_to(value: str, attributes: Mapping[str, Any]) -> Any:
     return otel.trace.Link(context, attributes) if context.is_valid else None
 
 
-def fail(span: Any, error_type: str, message: str | None = None, code: Any = None) -> None:
+def fail(span: Any, error_type: str, message: str | None = None, code: object = None) -> None:
     """Mark ``span`` failed as the conventions say: ``error.type``, status ERROR with the
     JSON-RPC error message, ``rpc.response.status_code`` when there is a code."""
     otel = api()

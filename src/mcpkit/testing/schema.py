@@ -108,7 +108,7 @@ def _validator(revision: str, definition: str) -> Validator:
     return cls({"$ref": f"{uri}#/$defs/{definition}"}, registry=registry, format_checker=_FORMATS)
 
 
-def assert_valid(instance: Any, definition: str, revision: str = MODERN) -> None:
+def assert_valid(instance: object, definition: str, revision: str = MODERN) -> None:
     """Raise ``AssertionError`` listing every violation unless ``instance`` validates
     against ``#/$defs/<definition>`` of ``revision``'s schema."""
     errors = sorted(_validator(revision, definition).iter_errors(instance), key=relevance)
@@ -126,7 +126,7 @@ def assert_valid(instance: Any, definition: str, revision: str = MODERN) -> None
     )
 
 
-def assert_valid_result(method: str, result: Any, revision: str = MODERN) -> None:
+def assert_valid_result(method: str, result: object, revision: str = MODERN) -> None:
     """Check the result of a ``method`` request (e.g. what ``client.call_tool`` returned)
     against the schema of ``revision`` (``client.protocol_version`` for a legacy client is
     checked against 2025-11-25, the one legacy schema shipped)."""

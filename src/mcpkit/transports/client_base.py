@@ -109,7 +109,7 @@ class ServerError(ClientError, McpError):
         self,
         code: int,
         message: str,
-        data: Any = None,
+        data: object = None,
         *,
         method: str | None = None,
         http_status: int | None = None,

@@ -33,7 +33,7 @@ from urllib.parse import urljoin, urlsplit
 
 import anyio
 import httpx
-from httpx_sse import EventSource, SSEError, aconnect_sse
+from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
 from ..runtime.endpoint import Endpoint
 from .client_base import ConnectError, HttpStatusError, ProtocolViolationError
@@ -127,7 +127,7 @@ class SseTransport(EndpointClientTransport):
                 await self._stack.aclose()
         return None
 
-    async def _handshake(self, source: EventSource, events: AsyncIterator[Any]) -> str:
+    async def _handshake(self, source: EventSource, events: AsyncIterator[ServerSentEvent]) -> str:
         response = source.response
         if response.status_code != 200:
             body = (await response.aread()).decode("utf-8", "replace")[:500]
@@ -158,7 +158,7 @@ class SseTransport(EndpointClientTransport):
             )
         return str(target)
 
-    async def _read(self, endpoint: Endpoint, events: AsyncIterator[Any]) -> None:
+    async def _read(self, endpoint: Endpoint, events: AsyncIterator[ServerSentEvent]) -> None:
         async def lines() -> AsyncIterator[bytes]:
             try:
                 async for event in events:

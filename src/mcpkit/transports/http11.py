@@ -29,10 +29,13 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
+
+if TYPE_CHECKING:
+    import ssl
 
 httptools: Any
 try:  # the `fast` extra; without it callers keep httpx's default transport
@@ -466,10 +469,10 @@ class _Body(httpx.AsyncByteStream):
         await self._response.aclose()
 
 
-_SSL_CONTEXT: list[Any] = []
+_SSL_CONTEXT: list[ssl.SSLContext] = []
 
 
-def shared_ssl_context() -> Any:
+def shared_ssl_context() -> ssl.SSLContext:
     """httpx's default certificate-verifying context, made once per process.
 
     httpx builds a new one for every client or transport created with ``verify=True``,

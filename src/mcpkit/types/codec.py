@@ -81,12 +81,12 @@ def _refuse_duplicates(data: bytes | bytearray | memoryview | str) -> None:
         return  # orjson accepted it; the stdlib's limits differ: not our question here
 
 
-def encode(value: Any) -> bytes:
+def encode(value: object) -> bytes:
     """Serialize to compact UTF-8 JSON with no embedded newlines (safe for stdio framing)."""
     return orjson.dumps(value)
 
 
-def encode_str(value: Any) -> str:
+def encode_str(value: object) -> str:
     """Like :func:`encode` but returns ``str`` (for headers and SSE text)."""
     return orjson.dumps(value).decode()
 

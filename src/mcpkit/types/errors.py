@@ -75,7 +75,7 @@ class ConfigError(ValueError):
     offending key.  One class for every role's config, so the command line catches one."""
 
 
-def invalid_params(message: str, data: Any = None) -> McpError:
+def invalid_params(message: str, data: object = None) -> McpError:
     return McpError(INVALID_PARAMS, message, data)
 
 
@@ -98,7 +98,7 @@ def header_mismatch(detail: str) -> McpError:
     return McpError(HEADER_MISMATCH, f"Header mismatch: {detail}")
 
 
-def unsupported_version(requested: Any, supported: list[str]) -> McpError:
+def unsupported_version(requested: object, supported: list[str]) -> McpError:
     return McpError(
         UNSUPPORTED_PROTOCOL_VERSION,
         "Unsupported protocol version",

@@ -27,7 +27,7 @@ def _invalid(detail: str) -> McpError:
     return McpError(INVALID_REQUEST, f"Invalid Request: {detail}")
 
 
-def classify(message: Any) -> Kind:
+def classify(message: object) -> Kind:
     """Validate the JSON-RPC envelope and return its kind, or raise -32600.
 
     Batches (JSON arrays) were removed in 2025-06-18 and are rejected here.
@@ -68,11 +68,11 @@ def classify(message: Any) -> Kind:
     raise _invalid('no "method", "result" or "error" member')
 
 
-def _valid_id(value: Any) -> bool:
+def _valid_id(value: object) -> bool:
     return (isinstance(value, (str, int))) and not isinstance(value, bool)
 
 
-def answerable_id(message: Any) -> RequestId | None:
+def answerable_id(message: object) -> RequestId | None:
     """The id to answer a message :func:`classify` refused with: its own when it has a
     valid one, else None (JSON-RPC's null id for a request that cannot be identified)."""
     request_id = message.get("id") if isinstance(message, dict) else None

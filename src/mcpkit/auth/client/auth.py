@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import ssl
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
@@ -72,14 +73,14 @@ class AuthOptions(EngineOptions, total=False):
     verification of the discovery and token requests, as httpx takes it)."""
 
     server_url: str | None
-    verify: Any
+    verify: ssl.SSLContext | bool
 
 
 class OAuthClientOptions(Registration, EngineOptions, total=False):
     """:class:`OAuthClientAuth`'s keywords: the client's registration and the options
     (``server_url`` is its first argument)."""
 
-    verify: Any
+    verify: ssl.SSLContext | bool
 
 
 class ClientCredentialsOptions(ClientCredentials, AuthOptions, total=False):
@@ -130,7 +131,7 @@ class OAuthAuth(httpx.Auth):
         grant: Grant,
         *,
         server_url: str | None = None,
-        verify: Any = True,
+        verify: ssl.SSLContext | bool = True,
         **options: Unpack[EngineOptions],
     ) -> None:
         self.grant = grant
@@ -314,7 +315,7 @@ class OAuthAuth(httpx.Auth):
         return _parameters(answer)
 
 
-def _parameters(answer: Any) -> Mapping[str, str]:
+def _parameters(answer: object) -> Mapping[str, str]:
     if not isinstance(answer, Mapping):
         raise AuthorizationError("the redirect handler returned no parameters")
     return answer

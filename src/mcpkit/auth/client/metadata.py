@@ -95,7 +95,7 @@ def as_metadata_urls(issuer: str) -> list[str]:
     ]
 
 
-def _strings(value: Any) -> list[str] | None:
+def _strings(value: object) -> list[str] | None:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return list(value)
     return None
@@ -109,7 +109,7 @@ class ResourceMetadata:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_resource_metadata(doc: Any, server_url: str) -> ResourceMetadata:
+def parse_resource_metadata(doc: object, server_url: str) -> ResourceMetadata:
     if not isinstance(doc, dict):
         raise DiscoveryError("protected resource metadata is not a JSON object")
     resource = doc.get("resource")
@@ -148,7 +148,7 @@ class AuthServerMetadata:
         return "S256" in (self.code_challenge_methods_supported or [])
 
 
-def parse_as_metadata(doc: Any, issuer: str) -> AuthServerMetadata:
+def parse_as_metadata(doc: object, issuer: str) -> AuthServerMetadata:
     if not isinstance(doc, dict):
         raise DiscoveryError("authorization server metadata is not a JSON object")
     found = doc.get("issuer")

@@ -103,7 +103,7 @@ class WebHost:
         return f"http://127.0.0.1:{port}/?token={self.token}"
 
 
-def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+def _error(status: int, message: str, **extra: object) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 

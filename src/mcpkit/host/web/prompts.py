@@ -47,7 +47,7 @@ class WebInteraction(Interaction):
             self._emit("prompt_done", {"id": qid})
         return question.answer
 
-    def answer(self, qid: str, answer: Any) -> bool:
+    def answer(self, qid: str, answer: object) -> bool:
         question = self.pending.get(qid)
         if question is None or question.done.is_set():
             return False

@@ -31,7 +31,7 @@ class ResponseCache(Middleware):
         self.ttl_s = ttl_s
         self.prefix = prefix
 
-    def _key(self, ctx: Context, kind: str, *parts: Any) -> str:
+    def _key(self, ctx: Context, kind: str, *parts: object) -> str:
         who = "" if ctx.principal is None else str(ctx.principal)
         digest = hashlib.sha256(encode([kind, ctx.era, who, *parts])).hexdigest()
         return f"{self.prefix}{kind}:{digest}"

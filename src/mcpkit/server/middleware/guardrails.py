@@ -78,7 +78,7 @@ _PLUMBING = frozenset(
 class GuardrailRefusal(McpError):
     """A request a guardrail refused: the caller's JSON-RPC error."""
 
-    def __init__(self, guardrail: str, message: str, code: int, data: Any = None) -> None:
+    def __init__(self, guardrail: str, message: str, code: int, data: object = None) -> None:
         payload = {"guardrail": guardrail, **(data if isinstance(data, dict) else {})}
         super().__init__(code, message, payload)
         self.guardrail = guardrail
@@ -118,7 +118,7 @@ class Guardrail(Middleware):
         result = await call_next(ctx)
         return await self.check_answer(ctx, result)
 
-    def refuse(self, message: str, *, code: int | None = None, data: Any = None) -> NoReturn:
+    def refuse(self, message: str, *, code: int | None = None, data: object = None) -> NoReturn:
         """Refuse the request: the caller gets ``message`` with ``code`` (default
         :attr:`code`) and ``data`` (plus ``{"guardrail": name}``)."""
         raise GuardrailRefusal(self.name, message, self.code if code is None else code, data)
@@ -288,7 +288,7 @@ def reads_answers(guards: Sequence[Middleware], method: str, name: str | None) -
     return any(not isinstance(g, Guardrail) or g.reads_answers(method, name) for g in guards)
 
 
-def build_guardrails(items: Any, base_dir: Path | None = None) -> tuple[Guardrail, ...]:
+def build_guardrails(items: object, base_dir: Path | None = None) -> tuple[Guardrail, ...]:
     """Guardrail tables (``{"kind": ...}`` or ``{"class": "module:Name"}``, the other
     keys their arguments) -> built guardrails; a ``ValueError`` names the bad table.
     ``class`` modules are imported from ``sys.path`` or ``base_dir``."""
@@ -324,7 +324,7 @@ def build_guardrails(items: Any, base_dir: Path | None = None) -> tuple[Guardrai
     return tuple(out)
 
 
-def _load_class(path: Any, where: str, base_dir: Path | None) -> type[Guardrail]:
+def _load_class(path: object, where: str, base_dir: Path | None) -> type[Guardrail]:
     """``module:Name``, importable from ``sys.path`` or the config file's folder."""
     if not isinstance(path, str) or not re.fullmatch(r"[\w.]+:[\w.]+", path):
         raise ValueError(f"{where}.class must be 'module:ClassName', got {path!r}")

@@ -30,6 +30,8 @@ from ...types.methods import METHODS
 from . import CallNext, Middleware
 
 if TYPE_CHECKING:
+    from limits import RateLimitItem
+
     from ..context import Context
 
 __all__ = ["RATE_LIMITED", "RateLimit", "RateRule", "Verdict"]
@@ -81,7 +83,7 @@ class RateLimit(Middleware):
             raise ImportError(
                 "RateLimit needs the limits library: pip install 'mcpkit[gateway]'"
             ) from exc
-        self.rules: list[tuple[RateRule, Any]] = []
+        self.rules: list[tuple[RateRule, RateLimitItem]] = []
         for index, rule in enumerate(rules):
             if isinstance(rule, str):
                 rule = RateRule(rule)
@@ -151,7 +153,7 @@ class RateLimit(Middleware):
                 return await self._refusal(rule, item, key)
         return _ALLOWED
 
-    async def _call(self, what: str, item: Any, key: tuple[str, ...]) -> Any:
+    async def _call(self, what: str, item: RateLimitItem, key: tuple[str, ...]) -> Any:
         if self._memory:
             return getattr(self._limiter, what)(item, *key)
         if self._async_limiter is not None and sniffio.current_async_library() == "asyncio":
@@ -159,7 +161,7 @@ class RateLimit(Middleware):
         fn = getattr(self._limiter, what)
         return await anyio.to_thread.run_sync(lambda: fn(item, *key))
 
-    async def _refusal(self, rule: RateRule, item: Any, key: tuple[str, ...]) -> Verdict:
+    async def _refusal(self, rule: RateRule, item: RateLimitItem, key: tuple[str, ...]) -> Verdict:
         stats = await self._call("get_window_stats", item, key)
         retry = max(1, math.ceil(stats.reset_time - time.time()))
         return Verdict(False, rule.name, retry, rule.limit)

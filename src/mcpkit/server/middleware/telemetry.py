@@ -58,6 +58,7 @@ from . import CallNext, Middleware, keeps_fast_path
 
 if TYPE_CHECKING:
     from ..context import Context
+    from ..server import Server
 
 __all__ = ["Telemetry"]
 
@@ -76,13 +77,13 @@ class Telemetry(Middleware):
         self.waits = otel.recording()
         self.queue_sample_s = queue_sample_s
 
-    def _start_sampling(self, server: Any) -> None:
+    def _start_sampling(self, server: Server) -> None:
         try:
             server.spawn(partial(self._sample_queue, server))
         except RuntimeError:  # not running (a direct server.call): nothing to sample for
             _SERVERS.discard(server)  # try again on a later request
 
-    async def _sample_queue(self, server: Any) -> None:
+    async def _sample_queue(self, server: Server) -> None:
         queue = server.tasks.queue
         while True:
             try:
@@ -199,11 +200,11 @@ class Telemetry(Middleware):
 
 
 #: Servers that traced a request, for the listeners gauge (read at collection time).
-_SERVERS: weakref.WeakSet[Any] = weakref.WeakSet()
+_SERVERS: weakref.WeakSet[Server] = weakref.WeakSet()
 #: Protocol versions of legacy sessions seen so far: each reports 0 once its last closes.
 _SESSION_VERSIONS: set[str] = set()
 #: server -> (waiting, running), the last sample of its task queue.
-_QUEUES: weakref.WeakKeyDictionary[Any, tuple[int, int]] = weakref.WeakKeyDictionary()
+_QUEUES: weakref.WeakKeyDictionary[Server, tuple[int, int]] = weakref.WeakKeyDictionary()
 _gauges: list[Any] = []
 
 

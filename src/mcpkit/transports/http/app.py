@@ -49,13 +49,15 @@ from .security import HostPolicy
 from .stream import KeepAlive, StreamSink
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .sessions import SessionStore
 
 RESPONSES_CHANNEL = "legacy-responses"
 log = logging.getLogger("mcpkit.http")
 
 #: ``authenticate(scope, headers) -> principal``; raise :class:`~.asgi.Rejection` to refuse.
-Authenticator = Callable[[Scope, dict[str, str]], Awaitable[Any]]
+Authenticator = Callable[[Scope, dict[str, str]], Awaitable[object]]
 ASGICall = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
@@ -68,7 +70,7 @@ class HttpAuth(Protocol):
     @property
     def path(self) -> str: ...
 
-    async def principal_of(self, scope: Scope, headers: dict[str, str]) -> Any: ...
+    async def principal_of(self, scope: Scope, headers: dict[str, str]) -> object: ...
 
     def wrap(self, app: ASGICall, *, max_body_bytes: int | None = None) -> ASGICall: ...
 
@@ -124,7 +126,7 @@ class McpHttpApp:
             self.authenticate = auth.principal_of
             self._guarded = auth.wrap(self._serve, max_body_bytes=self.options.max_body_bytes)
         self._lifespan_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
-        self._host_task: Any = None
+        self._host_task: asyncio.Task[None] | None = None
         self._entered = False
 
     # ------------------------------------------------------------------ lifespan
@@ -272,7 +274,7 @@ class McpHttpApp:
             await send_error(send, 405, failure, headers=[(b"allow", allow)])
 
     async def _post(
-        self, headers: dict[str, str], receive: Receive, send: Send, principal: Any
+        self, headers: dict[str, str], receive: Receive, send: Send, principal: object
     ) -> None:
         content_type = headers.get("content-type", "")
         media = content_type
@@ -323,7 +325,7 @@ class McpHttpApp:
         headers: dict[str, str],
         receive: Receive,
         send: Send,
-        principal: Any,
+        principal: object,
     ) -> None:
         try:
             message = decode(body)

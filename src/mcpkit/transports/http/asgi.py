@@ -221,7 +221,7 @@ async def send_bytes(
 async def send_json(
     send: Send,
     status: int,
-    payload: Any,
+    payload: object,
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     await send_bytes(send, status, encode(payload), JSON_HEADERS + (headers or []))
@@ -231,7 +231,7 @@ async def send_error(
     send: Send,
     status: int,
     err: McpError,
-    request_id: Any = None,
+    request_id: jsonrpc.RequestId | None = None,
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """A JSON-RPC error body a client can show, with an HTTP status a proxy understands."""
@@ -244,7 +244,7 @@ async def send_empty(
     await send_bytes(send, status, b"", headers)
 
 
-async def watch_disconnect(receive: Receive, scope: Any) -> None:
+async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
     """Cancel ``scope`` when the client goes away (run beside a handler or stream)."""
     while True:
         message = await receive()
@@ -287,7 +287,7 @@ def accepts_an_answer(accept: str | None) -> bool:
 
 
 async def serve_lifespan(
-    context: AbstractAsyncContextManager[Any], receive: Receive, send: Send
+    context: AbstractAsyncContextManager[object], receive: Receive, send: Send
 ) -> None:
     """An ASGI lifespan scope: ``context`` entered at startup, left at shutdown; a
     failure to start is reported, as the ASGI spec asks (the MCP app and the gateway)."""

@@ -91,7 +91,7 @@ async def handle_legacy_post(
     kind: jsonrpc.Kind,
     headers: dict[str, str],
     send: Send,
-    principal: Any,
+    principal: object,
 ) -> None:
     store = app.sessions
     session_id = headers.get(hdr.SESSION_ID)
@@ -244,7 +244,7 @@ async def _answer(
 
 
 async def handle_legacy_get(
-    app: McpHttpApp, headers: dict[str, str], receive: Receive, send: Send, principal: Any
+    app: McpHttpApp, headers: dict[str, str], receive: Receive, send: Send, principal: object
 ) -> None:
     """Resume a stream (``Last-Event-ID``) or open the session's standalone stream."""
     session = await _session_or_answer(app, headers, send, principal)
@@ -333,7 +333,7 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
 
 
 async def _session_or_answer(
-    app: McpHttpApp, headers: dict[str, str], send: Send, principal: Any
+    app: McpHttpApp, headers: dict[str, str], send: Send, principal: object
 ) -> HttpSession | None:
     """The session a GET/DELETE names, or None after answering 400 (no id) / 404 (unknown,
     expired, or another principal's: a session id is never a credential)."""
@@ -350,7 +350,7 @@ async def _session_or_answer(
 
 
 async def handle_legacy_delete(
-    app: McpHttpApp, headers: dict[str, str], send: Send, principal: Any
+    app: McpHttpApp, headers: dict[str, str], send: Send, principal: object
 ) -> None:
     session = await _session_or_answer(app, headers, send, principal)
     if session is not None:

@@ -92,7 +92,7 @@ async def handle_modern(
     headers: dict[str, str],
     receive: Receive,
     send: Send,
-    principal: Any,
+    principal: object,
     scope: anyio.CancelScope | None = None,
 ) -> None:
     """Answer one 2026-07-28 POST.  ``scope``: a cancel scope the caller entered for this
@@ -166,7 +166,7 @@ async def _answer(
     meta: RequestMeta,
     exchange: ModernExchange,
     receive: Receive,
-    principal: Any,
+    principal: object,
     scope: anyio.CancelScope | None,
 ) -> tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None:
     """The response message, HTTP status and extra headers for one modern request, or

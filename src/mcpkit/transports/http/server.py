@@ -13,8 +13,12 @@ import asyncio
 import contextlib
 import signal
 import threading
-from collections.abc import Generator
-from typing import Any, cast
+from collections.abc import Generator, Iterable
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import socket
+
 
 HEADER_TIMEOUT_S = 10.0
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -80,12 +84,12 @@ class _Coalescing:
 
     __slots__ = ("_flush_soon", "_pending", "_transport")
 
-    def __init__(self, transport: Any) -> None:
+    def __init__(self, transport: asyncio.Transport) -> None:
         self._transport = transport
         self._pending: list[bytes] | None = None
         self._flush_soon = asyncio.get_running_loop().call_soon
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         if type(data) is not bytes:  # a bytearray or memoryview may change before the flush
             data = bytes(data)
         pending = self._pending
@@ -101,7 +105,7 @@ class _Coalescing:
             self._pending = None
             self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
 
-    def writelines(self, chunks: Any) -> None:
+    def writelines(self, chunks: Iterable[bytes | bytearray | memoryview]) -> None:
         for chunk in chunks:
             self.write(chunk)
 
@@ -130,7 +134,7 @@ class _Coalescing:
         return getattr(self._transport, name)
 
 
-def _coalescing(transport: Any) -> asyncio.Transport:
+def _coalescing(transport: asyncio.Transport) -> asyncio.Transport:
     """``transport`` behind a :class:`_Coalescing` (a transport by duck typing: what it does
     not wrap is the real transport's own)."""
     return cast(asyncio.Transport, _Coalescing(transport))
@@ -290,7 +294,7 @@ def server_class() -> type:
             if first and closer is not None and self._loop is not None:
                 self._loop.call_soon_threadsafe(closer)
 
-        async def serve(self, sockets: Any = None) -> None:
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
             self._loop = asyncio.get_running_loop()
             await super().serve(sockets)
 

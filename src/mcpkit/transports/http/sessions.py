@@ -210,7 +210,7 @@ class SessionStore:
         self._sessions.move_to_end(session_id)
         return session
 
-    async def create(self, principal: Any) -> HttpSession | None:
+    async def create(self, principal: object) -> HttpSession | None:
         now = time.monotonic()
         if len(self._sessions) >= self.max_sessions or now - self._last_reap > 5.0:
             self.reap(now)

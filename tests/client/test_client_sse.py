@@ -161,12 +161,21 @@ async def test_server_death_fails_pending_requests_clearly(
         server.stop()
 
 
-async def _serve_endpoint_event(data: str) -> Any:
-    """A real socket server whose SSE stream announces ``data`` as its endpoint."""
+async def _serve_endpoint_event(data: str, seen: list[tuple[str, str | None]] | None = None) -> Any:
+    """A real socket server whose SSE stream announces ``data`` as its endpoint; it
+    accepts POSTs with 202 and notes each request's method and Authorization in ``seen``."""
     import uvicorn
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
+            return
+        if seen is not None:
+            headers = dict(scope["headers"])
+            authorization = headers.get(b"authorization")
+            seen.append((scope["method"], authorization.decode() if authorization else None))
+        if scope["method"] == "POST":
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
             return
         await send(
             {
@@ -210,3 +219,23 @@ async def test_an_endpoint_on_another_origin_is_refused() -> None:
             async with SseTransport(url):
                 pass
         server.should_exit = True
+
+
+async def test_a_given_client_keeps_its_own_auth() -> None:
+    """Without ``auth=``, the stream and the POSTs go out with the given client's own auth
+    (a per-request ``auth=None`` turns an httpx client's auth off)."""
+    seen: list[tuple[str, str | None]] = []
+    server, url = await _serve_endpoint_event("/messages?session_id=1", seen)
+    expected = httpx.BasicAuth("ada", "secret")._auth_header
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        with anyio.fail_after(10):
+            while not server.started:
+                await anyio.sleep(0.01)
+        async with (
+            httpx.AsyncClient(auth=httpx.BasicAuth("ada", "secret")) as http,
+            SseTransport(url, http_client=http) as transport,
+        ):
+            await transport.notify("notifications/initialized")
+        server.should_exit = True
+    assert seen == [("GET", expected), ("POST", expected)]

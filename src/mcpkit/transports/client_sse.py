@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import anyio
@@ -53,7 +52,7 @@ class SseTransport(EndpointClientTransport):
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
-        auth: Any = None,
+        auth: httpx.Auth | None = None,
         http_client: httpx.AsyncClient | None = None,
         connect_timeout: float = 10.0,
     ) -> None:
@@ -61,6 +60,9 @@ class SseTransport(EndpointClientTransport):
         self.url = url
         self.headers = dict(headers or {})
         self.auth = auth
+        #: What each request passes as httpx's ``auth``: ours when given, else the client's
+        #: own (a per-request ``auth=None`` would turn a given client's auth off).
+        self._request_auth = auth if auth is not None else httpx.USE_CLIENT_DEFAULT
         self.connect_timeout = connect_timeout
         self.server_key = "sse:" + url
         self.messages_url: str | None = None
@@ -89,7 +91,7 @@ class SseTransport(EndpointClientTransport):
                         "GET",
                         self.url,
                         headers=self.headers,
-                        auth=self.auth,
+                        auth=self._request_auth,
                         timeout=httpx.Timeout(30.0, read=None),
                     )
                 )
@@ -180,7 +182,7 @@ class SseTransport(EndpointClientTransport):
             response = await client.post(
                 url,
                 content=data,
-                auth=self.auth,
+                auth=self._request_auth,
                 headers={**self.headers, "Content-Type": "application/json"},
             )
         except httpx.HTTPError as exc:

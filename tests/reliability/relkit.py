@@ -217,19 +217,7 @@ class ServerProcess:
     ) -> ServerProcess:
         """``python -m mcpkit serve TARGET --http`` exactly as a user runs it."""
         port = free_port()
-        argv = [
-            sys.executable,
-            "-m",
-            "mcpkit",
-            "serve",
-            str(target),
-            "--http",
-            "--port",
-            str(port),
-            "--state",
-            "memory:",
-            *args,
-        ]
+        argv = serve_argv(target, "--http", "--port", str(port), "--state", "memory:", *args)
         return cls(argv, port, workdir, base_env(**env))
 
     @classmethod

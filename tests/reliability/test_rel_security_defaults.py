@@ -36,7 +36,7 @@ from relkit import (
 from mcpkit import Server
 from mcpkit.client import Client, ServerError
 from support.mcp import modern_headers
-from support.servers import free_port
+from support.servers import free_port, serve_argv
 
 if TYPE_CHECKING:
     from conftest import Rel
@@ -65,20 +65,9 @@ def test_a5_non_loopback_bind_without_allow_remote_exits_2(
     rel: Rel, tmp_path: Path, host: str
 ) -> None:
     port = free_port()
-    argv = [
-        sys.executable,
-        "-m",
-        "mcpkit",
-        "serve",
-        str(SERVER_FILE),
-        "--http",
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--state",
-        "memory:",
-    ]
+    argv = serve_argv(
+        SERVER_FILE, "--http", "--host", host, "--port", str(port), "--state", "memory:"
+    )
     proc = subprocess.run(argv, cwd=tmp_path, env=base_env(), capture_output=True, timeout=30)
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-500:])
     message = proc.stderr.decode()

@@ -18,10 +18,8 @@ from typing import Any
 import anyio
 import httpx
 import redis
-from services import Replica, _start, stop
+from services import Replica, _start, start_replica, stop
 from wire import TASKS, call
-
-from support.servers import free_port, wait_port
 
 TARGET = "tests/scaleout/worker_server.py"
 LEASE_S = "2"
@@ -31,33 +29,9 @@ TERMINAL = {"completed", "failed", "cancelled"}
 
 def external_replica(state: str, log_dir: Path, *extra: str, target: str = TARGET) -> Replica:
     """A replica that only queues task work (``--task-workers external``)."""
-    # services.start_replica takes no extra arguments; the same command, with the flag.
-    port = free_port()
-    log = log_dir / f"replica-{port}.log"
-    proc = _start(
-        [
-            sys.executable,
-            "-m",
-            "mcpkit",
-            "serve",
-            target,
-            "--http",
-            "--port",
-            str(port),
-            "--state",
-            state,
-            "--task-workers",
-            "external",
-            *extra,
-        ],
-        log,
-        {"MCPKIT_TASK_LEASE_S": LEASE_S},
+    return start_replica(
+        state, log_dir, target, "--task-workers", "external", *extra, MCPKIT_TASK_LEASE_S=LEASE_S
     )
-    try:
-        wait_port(port, proc)
-    except RuntimeError as exc:
-        raise RuntimeError(f"{exc}\n{log.read_text(errors='replace')[-3000:]}") from None
-    return Replica(port, proc, log)
 
 
 @dataclass

@@ -11,13 +11,12 @@ import contextlib
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.servers import free_port, kill_group, spawn, wait_port
+from support.servers import free_port, kill_group, serve_argv, spawn, wait_port
 from support.servers import redis_server as shared_redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,25 +63,14 @@ class Replica:
         stop(self.proc, signal.SIGKILL)
 
 
-def start_replica(state: str, log_dir: Path, target: str = FIXTURE, **env: str) -> Replica:
+def start_replica(
+    state: str, log_dir: Path, target: str = FIXTURE, *extra: str, **env: str
+) -> Replica:
+    """``mcpkit serve TARGET --http`` on ``state``, with ``extra`` arguments and ``env``."""
     port = free_port()
     log = log_dir / f"replica-{port}.log"
-    proc = _start(
-        [
-            sys.executable,
-            "-m",
-            "mcpkit",
-            "serve",
-            target,
-            "--http",
-            "--port",
-            str(port),
-            "--state",
-            state,
-        ],
-        log,
-        {"MCPKIT_TASK_LEASE_S": "2", **env},
-    )
+    argv = serve_argv(target, "--http", "--port", str(port), "--state", state, *extra)
+    proc = _start(argv, log, {"MCPKIT_TASK_LEASE_S": "2", **env})
     try:
         wait_port(port, proc)
     except RuntimeError as exc:

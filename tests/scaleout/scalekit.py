@@ -21,6 +21,8 @@ import redis
 from services import Replica, _start, start_replica, stop
 from wire import TASKS, call
 
+from support.servers import tail
+
 TARGET = "tests/scaleout/worker_server.py"
 LEASE_S = "2"
 TASK_CAPS: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
@@ -45,10 +47,7 @@ class WorkerProc:
         return self.proc.pid
 
     def tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return tail(self.log, lines)
 
     def kill(self) -> None:
         stop(self.proc, signal.SIGKILL)

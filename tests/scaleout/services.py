@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.servers import free_port, kill_group, serve_argv, spawn, wait_port
+from support.servers import free_port, kill_group, serve_argv, spawn, tail, wait_port
 from support.servers import redis_server as shared_redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,10 +54,7 @@ class Replica:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return tail(self.log, lines)
 
     def kill(self) -> None:
         stop(self.proc, signal.SIGKILL)

@@ -193,7 +193,7 @@ def _openapi_server(args: argparse.Namespace) -> Any:
     """The server for ``--openapi SPEC`` (a file, or a URL fetched once at startup)."""
     import httpx
 
-    from ..compose import from_openapi
+    from ..compose.openapi import from_openapi, operator_spec_policy
 
     headers: dict[str, str] = {}
     for item in args.api_header:
@@ -202,8 +202,11 @@ def _openapi_server(args: argparse.Namespace) -> Any:
             raise TargetError(f"--api-header takes NAME:VALUE, not {item!r}")
         headers[name.strip()] = value.strip()
     spec: Any = args.openapi
+    # The address the operator typed is theirs to choose (an API on this machine);
+    # redirects from it are checked against that choice.
+    policy = operator_spec_policy(spec) if spec.startswith(("http://", "https://")) else None
     try:
-        return from_openapi(spec, base_url=args.base_url, headers=headers)
+        return from_openapi(spec, base_url=args.base_url, headers=headers, spec_policy=policy)
     except (OSError, ValueError, httpx.HTTPError) as exc:
         raise TargetError(f"cannot serve the OpenAPI document {args.openapi}: {exc}") from None
 

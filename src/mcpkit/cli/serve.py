@@ -7,6 +7,7 @@ import sys
 from functools import partial
 from typing import Any
 
+from ..server.lifespan import StateStartupError
 from ..types.extras import require
 from .command import Command, add_list_option
 from .observability import add_arguments as add_observability
@@ -35,8 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--state",
         default=None,
-        help="state backend URL: memory:, sqlite:///path.db (default sqlite:///.mcpkit/state.db), "
-        "redis://host:port/0",
+        help="state backend URL: memory:, sqlite:///path.db, redis://host:port/0 (default: "
+        "memory: over stdio; with --http SQLite in the per-user data directory, "
+        "e.g. ~/.local/share/mcpkit/servers/NAME/state.db, private to you)",
     )
     p.add_argument("--log-level", default="warning")
     # -- task workers (issue #23; cli/worker.py) --
@@ -107,8 +109,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.state:
         server.state = args.state
-    else:
-        server.use_default_state()
+    try:
+        server.open_state("stdio" if claimed is not None else "http")
+    except StateStartupError as exc:
+        print(f"mcpkit serve: {exc}", file=sys.stderr)
+        return 2
     # -- task workers (issue #23) --
     if args.task_workers == "external":
         if not (args.state or "").startswith(("redis://", "rediss://", "unix://")):

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux paths and
 
 
 @pytest.fixture
-def data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private HOME and XDG_DATA_HOME for this test and the processes it starts, under
     the usual umask (files 0644 unless the code asks otherwise)."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

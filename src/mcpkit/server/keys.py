@@ -46,17 +46,14 @@ def load_key_file(path: Path) -> Keyring:
         if not path.exists():
             _create_key_file(path)
         check_key_file(path)
-        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
+        return Keyring.from_file(path)  # (it exists: only read)
     except (InsecureKeyFile, StateLocationError):
         raise
     except OSError as exc:
-        raise StateLocationError(
-            f"cannot use the sealing key file {path}: {exc.strerror or exc}"
-        ) from None
-    secrets_list = [ln for ln in lines if ln]
-    if not secrets_list:
-        raise StateLocationError(f"the sealing key file {path} holds no key")
-    return Keyring.from_secrets(secrets_list)
+        why = exc.strerror or str(exc)
+        raise StateLocationError(f"cannot use the sealing key file {path}: {why}") from None
+    except ValueError:  # an empty file
+        raise StateLocationError(f"the sealing key file {path} holds no key") from None
 
 
 def check_key_file(path: Path) -> None:

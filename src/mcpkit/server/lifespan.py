@@ -85,6 +85,10 @@ class ServerRuntime:
             self._keyring = Keyring.from_env() or self._file_keyring()
         return self._keyring
 
+    @keyring.setter
+    def keyring(self, value: Keyring) -> None:
+        self._keyring = value
+
     def _file_keyring(self) -> Keyring:
         from ..state.base import StateLocationError
         from .keys import default_key_file, load_key_file
@@ -99,10 +103,6 @@ class ServerRuntime:
         info = getattr(self, "info", None)
         name = info.get("name") if isinstance(info, dict) else None
         return str(name or "mcpkit")
-
-    @keyring.setter
-    def keyring(self, value: Keyring) -> None:
-        self._keyring = value
 
     # ------------------------------------------------------------------ state
     @property

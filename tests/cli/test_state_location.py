@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,3 +155,24 @@ def test_a_sealing_key_file_of_another_user_is_refused(
     os.chown(path, 65534, 65534)  # nobody
     with pytest.raises(PermissionError, match="belongs to uid 65534"):
         _ = Server("shared").keyring
+
+
+def test_server_run_with_an_unusable_state_exits_with_one_line(work: Path) -> None:
+    script = work / "demo.py"
+    script.write_text(
+        "from mcpkit import Server\n"
+        "server = Server('demo', state='sqlite:////proc/mcpkit/state.db')\n"
+        "server.run()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=work,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("demo: cannot use the state database /proc/mcpkit/state.db")
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr

@@ -35,6 +35,7 @@ Resources are ``openapi://{name}``; templates ``openapi://{name}/{a}/{b}{?q}``.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import ipaddress
 import re
@@ -60,6 +61,8 @@ LOCATIONS = ("path", "query", "header", "cookie")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _IDENT = re.compile(r"[^A-Za-z0-9_]+")
 MAX_BODY_TEXT = 20_000
+#: The largest description fetched from a URL (big public APIs publish several MB).
+MAX_DESCRIPTION_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -167,7 +170,13 @@ def load_spec(
 def fetch_description(url: str, policy: UrlPolicy) -> str:
     """The text at ``url``, through the SSRF-guarded client: every hop's address is
     checked against ``policy`` (redirects are followed by hand, GET only, each checked
-    again), the body is capped by the policy."""
+    again).  Descriptions are large: the body may reach :data:`MAX_DESCRIPTION_BYTES`
+    and the fetch 30 s, whatever smaller limits the policy sets for discovery."""
+    policy = dataclasses.replace(
+        policy,
+        max_response_bytes=max(policy.max_response_bytes, MAX_DESCRIPTION_BYTES),
+        timeout_s=max(policy.timeout_s, 30.0),
+    )
     with guarded_client(policy) as client:
         target = httpx.URL(url)
         for _ in range(policy.max_redirects + 1):

@@ -7,8 +7,7 @@ it is readable (a ``select`` plus async-library detection per connection), so th
 one request grows with the concurrency.  Measured here at 16 concurrent calls: ~1.5 ms of
 CPU per forwarded call, 4% of a direct call's throughput.
 
-This transport keeps httpx's client API (auth, headers, SSE decoding by httpx-sse, the
-error types our client maps) and replaces only the wire: POSTs to ``http://`` URLs go
+This transport keeps httpx's client API (auth, headers, the error types our client maps) and replaces only the wire: POSTs to ``http://`` URLs go
 over pooled keep-alive connections, written with one ``send`` and parsed by httptools
 (the C parser uvicorn uses).  A connection is reused only after its previous response
 was read to the end; the connection is an asyncio protocol, so a server closing it while
@@ -272,9 +271,17 @@ class RawResponse:
         return body
 
     async def read(self, limit: int) -> bytes:
-        """The whole body; :class:`ValueError` past ``limit`` bytes."""
+        """The whole body; :class:`ValueError` past ``limit`` bytes: at once when its
+        ``Content-Length`` says so (the body left unread, its connection closed), else as
+        soon as the bytes read pass it."""
         body = self.read_now(limit)
         if body is None:
+            declared = self.header(b"content-length")
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                self.close()
+                raise ValueError(
+                    f"response larger than {limit} bytes (Content-Length {declared!r})"
+                )
             parts = bytearray()
             async for chunk in self.chunks():
                 parts += chunk

@@ -92,3 +92,40 @@ async def test_the_pooled_transport_refuses_a_declared_length_over_the_limit(
         assert await anyio.to_thread.run_sync(flood.ended.wait, 30)
     pool.close()
     assert flood.abandoned == 1 and flood.sent < BOUND
+
+
+@pytest.mark.skipif(not available(), reason="httptools is not installed")
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_pooled_transport_refuses_an_endless_response_head(anyio_backend: str) -> None:
+    # A head that never ends (one header value growing slowly): refused at the head limit.
+    sent = 0
+    ended = anyio.Event()
+
+    async def endless_head(stream: anyio.abc.SocketStream) -> None:
+        nonlocal sent
+        try:
+            await stream.receive()
+            await stream.send(b"HTTP/1.1 200 OK\r\nx-endless: ")
+            while sent < CAP:
+                await stream.send(b"a" * 16384)
+                sent += 16384
+                await anyio.sleep(0.002)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+        finally:
+            ended.set()
+            await stream.aclose()
+
+    pool = Http11Pool()
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, endless_head)
+        request = b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}"
+        with pytest.raises(httpx.RemoteProtocolError, match="head is larger than 102400 bytes"):
+            await pool.request("127.0.0.1", port, request)
+        with anyio.fail_after(30):
+            await ended.wait()
+        tg.cancel_scope.cancel()
+    pool.close()
+    assert sent < BOUND, f"the server sent {sent} bytes of head before the client left"

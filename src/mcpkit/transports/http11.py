@@ -49,6 +49,9 @@ __all__ = ["Http11Pool", "Http11Transport", "RawResponse", "available", "pooled_
 MAX_IDLE_S = 4.0
 #: Buffered, unread response bytes above which we stop reading the socket.
 HIGH_WATER = 256 * 1024
+#: The most a response's status line and headers may hold (httpx's own transport allows
+#: as much); a head still open past it is refused and its connection closed.
+MAX_HEAD_BYTES = 100 * 1024
 
 
 def available() -> bool:
@@ -73,6 +76,8 @@ class _Connection(asyncio.Protocol):
         self.buffered = 0
         self.paused = False
         self.received_any = False
+        #: Bytes read while the current response's head is not complete.
+        self.head_size = 0
         self.closed = False
         self.error: Exception | None = None
         self.waiter: asyncio.Future[None] | None = None
@@ -89,6 +94,13 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             self.error = httpx.RemoteProtocolError(f"invalid HTTP response: {exc}")
             self._abort()
+        if not self.headers_done:  # (counted as it arrives: httptools would keep it all)
+            self.head_size += len(data)
+            if self.head_size > MAX_HEAD_BYTES and self.error is None:
+                self.error = httpx.RemoteProtocolError(
+                    f"the response head is larger than {MAX_HEAD_BYTES} bytes"
+                )
+                self._abort()
         if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
             self.paused = True
             self.transport.pause_reading()
@@ -418,6 +430,7 @@ class Http11Pool:
                 continue
             conn.headers, conn.headers_done, conn.complete = [], False, False  # (reset())
             conn.received_any = False
+            conn.head_size = 0
             return conn
         return None
 

@@ -116,12 +116,12 @@ class Flood:
 
 
 async def _read_request(receive: Receive) -> bytes:
-    body = b""
+    parts: list[bytes] = []
     while True:
         message = await receive()
-        body += message.get("body", b"")
+        parts.append(message.get("body", b""))
         if not message.get("more_body"):
-            return body
+            return b"".join(parts)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -7,15 +7,17 @@ it is readable (a ``select`` plus async-library detection per connection), so th
 one request grows with the concurrency.  Measured here at 16 concurrent calls: ~1.5 ms of
 CPU per forwarded call, 4% of a direct call's throughput.
 
-This transport keeps httpx's client API (auth, headers, the error types our client maps) and replaces only the wire: POSTs to ``http://`` URLs go
-over pooled keep-alive connections, written with one ``send`` and parsed by httptools
-(the C parser uvicorn uses).  A connection is reused only after its previous response
-was read to the end; the connection is an asyncio protocol, so a server closing it while
-idle is seen as it happens (no readability probe per request), and one idle for longer
-than servers usually keep them is dropped unused.  A request whose reused connection
-turns out closed before any byte of the answer is retried once on a fresh one (the
-server closed it idle, so it never saw the request).  Everything else (``https://``, other methods:
-the long GET streams, DELETE) goes to httpx's own transport.
+This transport keeps httpx's client API (auth, headers, the error types our client maps)
+and replaces only the wire: POSTs to ``http://`` URLs go over pooled keep-alive
+connections, written with one ``send`` and parsed by httptools (the C parser uvicorn uses);
+a response head is bounded as it arrives (:data:`MAX_HEAD_BYTES`).  A connection is reused
+only after its previous response was read to the end; the connection is an asyncio
+protocol, so a server closing it while idle is seen as it happens (no readability probe per
+request), and one idle for longer than servers usually keep them is dropped unused.  A
+request whose reused connection turns out closed before any byte of the answer is retried
+once on a fresh one (the server closed it idle, so it never saw the request).  Everything
+else (``https://``, other methods: the long GET streams, DELETE) goes to httpx's own
+transport.
 
 Cancellation and timeouts close the connection: in the 2026-07-28 era closing the
 response stream *is* how a client cancels a request.  asyncio only (the gateway runs on

@@ -12,14 +12,12 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mcpkit import Server
 from mcpkit.client import Client, ClientError
 from mcpkit.transports.client_base import MessageTooLargeError
 from mcpkit.transports.client_http import HttpTransport
 from mcpkit.transports.client_sse import SseTransport
-from mcpkit.transports.http import McpHttpApp
 from mcpkit.types.versions import EraChoice
-from support.flood import Flood
+from support.flood import Flood, flooded_upstream
 from support.servers import ThreadServer
 
 pytestmark = pytest.mark.anyio
@@ -29,23 +27,9 @@ CAP = 32 * LIMIT
 BOUND = 10 * LIMIT
 
 
-def _upstream() -> McpHttpApp:
-    server = Server("flooded")
-
-    @server.tool()
-    def hello(name: str) -> str:
-        return f"hello {name}"
-
-    @server.tool()
-    def flood() -> str:  # answered by Flood, never reached
-        return ""
-
-    return McpHttpApp(server)
-
-
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 async def test_an_endless_tool_answer_fails_the_call_and_the_client_goes_on(era: EraChoice) -> None:
-    flood = Flood("sse", cap=CAP, inner=_upstream())
+    flood = Flood("sse", cap=CAP, inner=flooded_upstream())
     with ThreadServer(flood, lifespan="on") as server:
         transport = HttpTransport(server.url, max_message_bytes=LIMIT)
         async with Client(transport, era=era) as client:

@@ -17,9 +17,7 @@ from typing import Any
 import gwkit
 import pytest
 
-from mcpkit import Server
-from mcpkit.transports.http import McpHttpApp
-from support.flood import Flood
+from support.flood import Flood, flooded_upstream
 from support.servers import ThreadServer
 
 CAP = 1024 * 1024  # the gateway's max_result_bytes
@@ -27,23 +25,9 @@ SENT_CAP = 32 * CAP  # what the upstream sends when nobody stops it
 BOUND = 10 * CAP
 
 
-def _upstream() -> McpHttpApp:
-    server = Server("flooded")
-
-    @server.tool()
-    def hello(name: str) -> str:
-        return f"hello {name}"
-
-    @server.tool()
-    def flood() -> str:  # answered by Flood, never reached
-        return ""
-
-    return McpHttpApp(server)
-
-
 @pytest.fixture(scope="module")
 def flooded(log_dir: Path, stack: list[gwkit.Proc]) -> Iterator[tuple[gwkit.Proc, Flood]]:
-    flood = Flood("sse", cap=SENT_CAP, inner=_upstream())
+    flood = Flood("sse", cap=SENT_CAP, inner=flooded_upstream())
     with ThreadServer(flood, lifespan="on") as upstream:
         config = f'[gateway]\nstate = "memory:"\nmax_result_bytes = {CAP}\n' + gwkit.toml_upstream(
             "f", url=upstream.url, prefix="f_"

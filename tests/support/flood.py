@@ -13,7 +13,7 @@ body announcing its full ``cap`` in ``Content-Length``), ``"chunked"`` (a JSON b
 a length) or ``"legacy-sse"`` (a 2024-11-05 HTTP+SSE server: the GET stream's ``endpoint``
 event, then a ``message`` event that never ends).  ``inner``: an ASGI app that answers
 every request except a ``tools/call`` of ``tool`` (a gateway's upstream must list its tools
-first).
+first): :func:`flooded_upstream` is a real one with a ``hello`` tool beside ``flood``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from typing import Any
 
 import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcpkit import Server
+from mcpkit.transports.http import McpHttpApp
 
 #: The start of a JSON-RPC result whose text never ends.
 OPEN_RESULT = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"'
@@ -113,6 +116,22 @@ class Flood:
             tg.cancel_scope.cancel()
         self.ended.set()
         # Returning with the body unfinished: uvicorn drops the connection mid-line.
+
+
+def flooded_upstream() -> McpHttpApp:
+    """A real mcpkit server over HTTP with the tools ``hello`` (answers ``hello NAME``) and
+    ``flood`` (its answer is :class:`Flood`'s: the server's own is never reached)."""
+    server = Server("flooded")
+
+    @server.tool()
+    def hello(name: str) -> str:
+        return f"hello {name}"
+
+    @server.tool()
+    def flood() -> str:
+        return ""
+
+    return McpHttpApp(server)
 
 
 async def _read_request(receive: Receive) -> bytes:

@@ -52,6 +52,21 @@ async def test_client_abandons_an_endless_answer_at_its_limit(shape: str) -> Non
     assert info.value.limit == LIMIT
 
 
+async def test_a_listen_stream_ends_with_the_error_at_its_limit() -> None:
+    flood = Flood("sse", cap=CAP)
+    with ThreadServer(flood, lifespan="off") as server:
+        async with (
+            HttpTransport(server.url, max_message_bytes=LIMIT) as transport,
+            transport.listen({"notifications": {"toolsListChanged": True}, **MODERN}) as stream,
+        ):
+            with pytest.raises(MessageTooLargeError, match=f"max_message_bytes .{LIMIT} bytes"):
+                async for _ in stream:
+                    pass
+            assert await anyio.to_thread.run_sync(flood.ended.wait, 30)
+    assert flood.sent < BOUND, f"the server sent {flood.sent} bytes before the client left"
+    assert flood.abandoned == 1
+
+
 @pytest.mark.skipif(not available(), reason="httptools is not installed")
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_over_the_pooled_transport_too(anyio_backend: str) -> None:

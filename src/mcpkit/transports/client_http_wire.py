@@ -123,9 +123,8 @@ async def body_start(response: httpx.Response, size: int) -> bytes:
 def declared_length(value: str | None) -> int | None:
     """A ``Content-Length`` header's value as a number (None: absent or not a number;
     httpx itself refuses a malformed one as it reads)."""
-    if value is None or not value.strip().isdigit():
-        return None
-    return int(value)
+    text = value.strip() if value is not None else ""
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def too_large(what: str, limit: int, detail: str = "") -> MessageTooLargeError:

@@ -1,7 +1,10 @@
 """Gateway configuration: a TOML file (see ``examples/gateway.toml``).
 
 Parsed once into frozen dataclasses; every mistake is reported with the key path that
-caused it, at start-up, not at the first request.
+caused it, at start-up (and on reload, and by ``mcpkit gateway --check``), not at the
+first request.  The file is strict: it is checked against the typed schema of
+:mod:`.schema` first, so an unknown key or table, or a key TOML moved into the table above
+it, is an error naming it rather than a setting silently ignored.
 """
 
 from __future__ import annotations
@@ -120,6 +123,16 @@ class VirtualServer:
     tools: tuple[str, ...] = ()
     prompts: tuple[str, ...] = ()
     resources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GatewayRateRule(RateRule):
+    """A ``[[rate_limit]]`` rule as the gateway's file gives it: a :class:`RateRule` and
+    what to do when the state store holding the counters cannot be reached."""
+
+    #: ``"deny"`` (the default: fail closed, the request is refused) or ``"allow"`` (the
+    #: request goes on uncounted).
+    on_state_error: str = "deny"
 
 
 RESERVED_PATHS = ("/metrics", "/livez", "/readyz", "/healthz")
@@ -256,8 +269,10 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
     """Check a parsed TOML document and build the config; ``${VAR}`` values are expanded once,
     and relative paths resolve against ``base_dir``."""
     from .credentials import upstream_credentials
+    from .schema import check
 
     data = _expand_tree(data, "")
+    check(data)
     raw_upstreams = data.get("upstream") or data.get("upstreams")
     if isinstance(raw_upstreams, dict):
         raw_upstreams = [{"name": k, **v} for k, v in raw_upstreams.items()]
@@ -388,12 +403,13 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         if per not in ("principal", "global"):
             raise ConfigError(f"{where}.per must be principal or global")
         limits.append(
-            RateRule(
+            GatewayRateRule(
                 name=name,
                 limit=limit,
                 methods=_strings(item.get("methods"), f"{where}.methods"),
                 names=_strings(item.get("names"), f"{where}.names"),
                 per=per,
+                on_state_error=item.get("on_state_error", "deny"),
             )
         )
     default_effect = data.get("default_effect", "allow")

@@ -172,6 +172,7 @@ def test_a_misspelt_rule_key_is_refused_naming_it_and_the_key_meant(tmp_path: Pa
             "groups",
         ),
     ],
+    ids=["table-gatway", "upstream-prefx", "rate-limit-method", "token-group"],
 )
 def test_unknown_keys_and_tables_are_refused_with_a_hint(
     tmp_path: Path, text: str, named: str, meant: str

@@ -335,3 +335,84 @@ def test_the_library_auth_alone_sync_and_bounded(upstream: gwkit.Proc, authz: Ex
         assert seen(http, "grace")["sub"] == "grace"
         assert len(exchanges(authz)) == before + 3  # exchanged again
         assert seen(http, None)["jti"] == own["jti"]  # the own token is still cached
+
+
+# ---------------------------------------------------------------------------- pinned
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[ExchangingAS]:
+    """The authorization server a hostile upstream names: it would answer like a real one
+    and its request log keeps everything it is sent."""
+    with serve_app(lambda base: ExchangingAS(base)) as (_, app):
+        app.add_client("gateway", "gw-secret")  # (it would accept the gateway's secret)
+        yield app
+
+
+@pytest.fixture(scope="module")
+def pinned_gateway(
+    authz: ExchangingAS,
+    hostile: ExchangingAS,
+    upstream: gwkit.Proc,
+    log_dir: Path,
+    stack: list[gwkit.Proc],
+) -> gwkit.Proc:
+    """A gateway in front of the honest upstream (its issuer and token endpoint pinned in
+    the file) and of one whose protected-resource metadata names the hostile server."""
+    evil = gwkit.start_upstream("evil", log_dir, IDENTITY, "--auth-issuer", hostile.issuer)
+    stack.append(evil)
+    port = gwkit.free_port()
+    config = f"""
+[gateway]
+state = "memory:"
+audit_log = "-"
+ready = ["ident"]
+
+[auth]
+mode = "jwt"
+issuer = "{authz.issuer}"
+resource = "http://127.0.0.1:{port}/mcp"
+scopes = ["mcp"]
+
+[[upstream]]
+name = "ident"
+url = "{upstream.url}"
+prefix = "id_"
+[upstream.auth]
+kind = "token_exchange"
+client_id = "gateway"
+client_secret = "${{GW_SECRET}}"
+issuer = "{authz.issuer}"
+token_endpoint = "{authz.issuer}/token"
+allow_loopback = true
+
+[[upstream]]
+name = "evil"
+url = "{evil.url}"
+prefix = "evil_"
+[upstream.auth]
+kind = "token_exchange"                 # issuer: the front's own, by default
+client_id = "gateway"
+client_secret = "${{GW_SECRET}}"
+allow_loopback = true
+"""
+    gw = gwkit.start_gateway("pinned", log_dir, config, port=port, GW_SECRET="gw-secret")
+    stack.append(gw)
+    return gw
+
+
+def test_credentials_never_go_to_an_authorization_server_an_upstream_names(
+    pinned_gateway: gwkit.Proc,
+    authz: ExchangingAS,
+    hostile: ExchangingAS,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for server in (authz, hostile):  # (tokens for this gateway, exchangeable at both)
+        monkeypatch.setattr(server, "exchangeable", pinned_gateway.url)
+    alice = caller_token(authz, "alice")
+    refused = gwkit.call(pinned_gateway.url, "tools/call", {"name": "evil_token_info"}, token=alice)
+    assert refused.error["code"] != 0
+    honest = gwkit.call(pinned_gateway.url, "tools/call", {"name": "id_token_info"}, token=alice)
+    assert gwkit.structured(honest)["sub"] == "alice"  # the pinned issuer keeps working
+    assert hostile.log == []  # not even its metadata was asked for
+    print(refused.error, pinned_gateway.tail())

@@ -14,7 +14,7 @@ import re
 import shlex
 import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,12 @@ class UpstreamOAuth:
     #: Let discovery reach loopback addresses (a local authorization server in tests and
     #: development); the default refuses loopback and private addresses (SSRF guard).
     allow_loopback: bool = False
+    #: The one authorization server the credentials (and callers' tokens) are sent to,
+    #: whatever the upstream's metadata names (``token_exchange`` default: the front's
+    #: own ``[auth] issuer``; None: the one the upstream names).
+    issuer: str | None = None
+    #: The one token endpoint they are posted to (None: the issuer's own).
+    token_endpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -363,6 +369,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             f"upstream {exchanging[0]}: token_exchange needs auth.mode = 'jwt' (the callers' "
             "OAuth access tokens are what is exchanged)"
         )
+    upstreams = [_pinned_to_front(u, auth.issuer) for u in upstreams]
     rules = []
     for index, item in enumerate(data.get("rule") or data.get("rules") or []):
         where = f"rule[{index}]"
@@ -461,6 +468,15 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         guardrails=guardrails,
         direct_calls=bool(gateway.get("direct_calls", True)),
     )
+
+
+def _pinned_to_front(upstream: UpstreamConfig, front_issuer: str | None) -> UpstreamConfig:
+    """A ``token_exchange`` upstream without its own ``issuer`` exchanges callers' tokens
+    at the front's issuer (the one that issued them), never where the upstream points."""
+    oauth = upstream.oauth
+    if oauth is None or oauth.kind != "token_exchange" or oauth.issuer is not None:
+        return upstream
+    return replace(upstream, oauth=replace(oauth, issuer=front_issuer))
 
 
 def _openapi_source(

@@ -411,8 +411,12 @@ def test_credentials_never_go_to_an_authorization_server_an_upstream_names(
         monkeypatch.setattr(server, "exchangeable", pinned_gateway.url)
     alice = caller_token(authz, "alice")
     refused = gwkit.call(pinned_gateway.url, "tools/call", {"name": "evil_token_info"}, token=alice)
-    assert refused.error["code"] != 0
+    error = refused.error
+    assert error["code"] == -32603 and error["data"]["upstream"] == "evil", error
+    assert hostile.issuer in error["message"] and "nothing was sent" in error["message"], error
     honest = gwkit.call(pinned_gateway.url, "tools/call", {"name": "id_token_info"}, token=alice)
     assert gwkit.structured(honest)["sub"] == "alice"  # the pinned issuer keeps working
-    assert hostile.log == []  # not even its metadata was asked for
-    print(refused.error, pinned_gateway.tail())
+    assert hostile.log == []  # nothing reached it: no secret, no token, not even a GET
+    log = pinned_gateway.tail(400)
+    assert "evil_token_info" in log and hostile.issuer in log  # audited and logged...
+    assert "gw-secret" not in log and alice not in log  # ...with no secret in the lines

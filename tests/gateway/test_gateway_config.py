@@ -205,7 +205,10 @@ def test_every_shipped_gateway_file_loads_strictly() -> None:
         load_config(file)  # (raises, naming the file's key, on anything unknown)
 
 
-def test_every_config_block_of_the_gateway_guide_loads_strictly(tmp_path: Path) -> None:
+def test_every_config_block_of_the_gateway_guide_loads_strictly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CRM_EXCHANGE_SECRET", "s3cret")
     guide = (gwkit.ROOT / "docs" / "guides" / "gateway.md").read_text()
     blocks = re.findall(r"```toml\n(.*?)```", guide, re.S)
     assert len(blocks) >= 2

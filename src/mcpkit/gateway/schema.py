@@ -195,7 +195,9 @@ class GatewayFile(_Table):
 
 def check(data: dict[str, Any]) -> None:
     """Raise a :class:`ConfigError` naming every unknown, misplaced or mistyped key."""
-    check_document(GatewayFile, _upstreams_as_list(data), secret_tables=[("auth", "tokens")])
+    check_document(
+        GatewayFile, _upstreams_as_list(data), secret_tables=[("auth", "tokens")], toml=True
+    )
 
 
 def _upstreams_as_list(data: dict[str, Any]) -> dict[str, Any]:

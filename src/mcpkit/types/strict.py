@@ -1,13 +1,14 @@
-"""Strict configuration documents: a parsed file checked against a pydantic model whose
-models forbid unknown keys, every mistake reported with its dotted path.
+"""Strict configuration documents: a parsed file (TOML or JSON) checked against a
+pydantic model whose models forbid unknown keys, every mistake reported with its path.
 
 :func:`check_document` validates and raises one :class:`~mcpkit.types.errors.ConfigError`
 listing every mistake, one per line: the key's path as the file spells it
 (``rule[0].principal``), and for an unknown key the closest known one (``did you mean
-'principals'?``).  A key that is unknown where it stands but known in an enclosing table,
-or any key of a free-form table (tokens, headers, environment) that an enclosing table
-knows, is named as misplaced: in TOML every ``key = value`` after a ``[table]`` header
-belongs to that table, so a top-level key written below one silently moves into it.
+'principals'?``).  In a TOML document, a key that is unknown where it stands but known in
+an enclosing table, or any key of a free-form table (tokens, headers, environment) that
+an enclosing table knows, is named as misplaced: in TOML every ``key = value`` after a
+``[table]`` header belongs to that table, so a top-level key written below one silently
+moves into it.
 
 pydantic is imported when a document is checked, not when this module is.
 """
@@ -172,18 +173,18 @@ def _redacted(loc: Loc, secret_tables: Sequence[Loc]) -> Loc:
     return loc
 
 
-def _describe(root: type[BaseModel], error: Any, secret_tables: Sequence[Loc]) -> str:
+def _describe(root: type[BaseModel], error: Any, secret_tables: Sequence[Loc], toml: bool) -> str:
     loc: Loc = _redacted(tuple(error["loc"]), secret_tables)
     if error["type"] == "extra_forbidden":
         key, where = loc[-1], loc[:-1]
-        if isinstance(key, str):
+        if toml and isinstance(key, str):
             reason = _misplaced(root, where, key)
             if reason is not None:
                 return reason
         model = _model_at(root, where) if where else root
         hint = suggest(str(key), keys_of(model)) if model is not None else ""
         value = error.get("input")
-        what = "table" if isinstance(value, (dict, list)) and _tables(value) else "key"
+        what = "table" if toml and _tables(value) else "key"
         shown = f"[{dotted(loc)}]" if what == "table" else dotted(loc)
         return f"unknown {what} {shown}{hint}"
     message = str(error["msg"])
@@ -199,18 +200,24 @@ def _tables(value: object) -> bool:
 
 
 def check_document(
-    model: type[BaseModel], data: object, *, secret_tables: Sequence[Loc] = ()
+    model: type[BaseModel],
+    data: object,
+    *,
+    secret_tables: Sequence[Loc] = (),
+    toml: bool = False,
 ) -> None:
     """Validate ``data`` against ``model``: a :class:`ConfigError` listing every unknown,
     misplaced or mistyped key, one per line, each with its dotted path.  The keys of the
-    ``secret_tables`` (credentials) are shown cut short."""
+    ``secret_tables`` (credentials) are shown cut short.  ``toml``: the document is TOML,
+    where a key can land in the table above it, so such keys are looked for and named."""
     from pydantic import ValidationError
 
-    problems = misplaced_keys(model, data)
+    problems = misplaced_keys(model, data) if toml else []
     try:
         model.model_validate(data)
     except ValidationError as exc:
-        problems += [_describe(model, e, secret_tables) for e in exc.errors(include_url=False)]
+        errors = exc.errors(include_url=False)
+        problems += [_describe(model, e, secret_tables, toml) for e in errors]
     unique = list(dict.fromkeys(problems))
     if unique:
         raise ConfigError("\n".join(unique))

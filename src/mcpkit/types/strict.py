@@ -95,7 +95,7 @@ def _model_at(root: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
     return models[0] if models else None
 
 
-def keys_of(model: type[BaseModel]) -> list[str]:
+def _keys_of(model: type[BaseModel]) -> list[str]:
     """The keys a table of ``model`` takes (each field's alias, else its name)."""
     return [info.alias or name for name, info in model.model_fields.items()]
 
@@ -107,7 +107,7 @@ def _misplaced(root: type[BaseModel], loc: Loc, key: str) -> str | None:
         if isinstance(loc[depth], int):
             continue  # (an array item is not a table a key could have escaped to)
         model = _model_at(root, outer)
-        if model is None or key not in keys_of(model):
+        if model is None or key not in _keys_of(model):
             continue
         fix = f"move it up into [{dotted(outer)}]" if outer else "move it above the first [table]"
         home = f"a key of [{dotted(outer)}]" if outer else "a top-level key"
@@ -150,7 +150,7 @@ def _lookup(data: Any, loc: Loc) -> Any:
     return data
 
 
-def misplaced_keys(root: type[BaseModel], data: object) -> list[str]:
+def _misplaced_keys(root: type[BaseModel], data: object) -> list[str]:
     """Keys of free-form tables that an enclosing table knows: the TOML trap of a
     top-level key written below a ``[table]`` header (``default_effect`` after
     ``[auth.tokens]`` becomes a token)."""
@@ -182,7 +182,7 @@ def _describe(root: type[BaseModel], error: Any, secret_tables: Sequence[Loc], t
             if reason is not None:
                 return reason
         model = _model_at(root, where) if where else root
-        hint = suggest(str(key), keys_of(model)) if model is not None else ""
+        hint = suggest(str(key), _keys_of(model)) if model is not None else ""
         value = error.get("input")
         what = "table" if toml and _tables(value) else "key"
         shown = f"[{dotted(loc)}]" if what == "table" else dotted(loc)
@@ -212,7 +212,7 @@ def check_document(
     where a key can land in the table above it, so such keys are looked for and named."""
     from pydantic import ValidationError
 
-    problems = misplaced_keys(model, data) if toml else []
+    problems = _misplaced_keys(model, data) if toml else []
     try:
         model.model_validate(data)
     except ValidationError as exc:

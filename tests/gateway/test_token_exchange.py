@@ -461,14 +461,15 @@ def test_credentials_never_go_to_an_authorization_server_an_upstream_names(
         monkeypatch.setattr(server, "exchangeable", pinned_gateway.url)
     alice = caller_token(authz, "alice")
     refused = gwkit.call(pinned_gateway.url, "tools/call", {"name": "evil_token_info"}, token=alice)
-    error = refused.error
+    assert hostile.log == []  # nothing reached it: no secret, no token, not even a GET
+    error = refused.error  # (the upstream never connected: why is in the log)
     assert error["code"] == -32603 and error["data"]["upstream"] == "evil", error
-    assert hostile.issuer in error["message"] and "nothing was sent" in error["message"], error
     honest = gwkit.call(pinned_gateway.url, "tools/call", {"name": "id_token_info"}, token=alice)
     assert gwkit.structured(honest)["sub"] == "alice"  # the pinned issuer keeps working
-    assert hostile.log == []  # nothing reached it: no secret, no token, not even a GET
     log = pinned_gateway.tail(400)
-    assert "evil_token_info" in log and hostile.issuer in log  # audited and logged...
+    assert "evil_token_info" in log  # audited...
+    refusals = [x for x in log.splitlines() if "not the pinned issuer" in x]
+    assert refusals and all(hostile.issuer in x for x in refusals)  # ...and logged
     assert "gw-secret" not in log and alice not in log  # ...with no secret in the lines
 
 
@@ -483,10 +484,10 @@ def test_an_upstream_that_names_another_server_after_connecting_gets_nothing(
     listed = gwkit.call(pinned_gateway.url, "tools/list", token=bob)
     assert "turn_whoami" in {t["name"] for t in listed.result["tools"]}  # connected, as itself
     refused = gwkit.call(pinned_gateway.url, "tools/call", {"name": "turn_whoami"}, token=bob)
+    assert hostile.log == []  # neither the gateway's secret nor bob's token went there
     error = refused.error
     assert error["code"] == -32603 and "none were sent" in error["message"], error
     assert error["data"] == {"upstream": "turn", "authorizationServer": hostile.issuer}
-    assert hostile.log == []
     log = pinned_gateway.tail(400)
     audit = [json.loads(x) for x in log.splitlines() if x.startswith("{") and "turn_whoami" in x]
     assert [a["outcome"] for a in audit if a["method"] == "tools/call"] == ["credentials_withheld"]

@@ -493,3 +493,31 @@ def test_an_upstream_that_names_another_server_after_connecting_gets_nothing(
     assert [a["outcome"] for a in audit if a["method"] == "tools/call"] == ["credentials_withheld"]
     warned = [x for x in log.splitlines() if "upstream 'turn' names authorization server" in x]
     assert warned and all(bob not in x and "gw-secret" not in x for x in warned)
+
+
+def test_token_exchange_is_pinned_to_the_fronts_issuer_unless_told() -> None:
+    front = {"mode": "jwt", "issuer": "https://as.example", "resource": "https://gw.example/mcp"}
+    secret = {"client_id": "g", "client_secret": "s"}
+    config = parse_config(
+        {
+            "auth": front,
+            "upstream": [
+                {"name": "a", "url": "https://a/mcp", "auth": {"kind": "token_exchange", **secret}},
+                {
+                    "name": "b",
+                    "url": "https://b/mcp",
+                    "auth": {"kind": "token_exchange", "issuer": "https://other.example", **secret},
+                },
+                {"name": "c", "url": "https://c/mcp", "oauth": secret},
+            ],
+        }
+    )
+    a, b, c = (u.oauth for u in config.upstreams)
+    assert a is not None and a.issuer == "https://as.example"
+    assert b is not None and b.issuer == "https://other.example"
+    assert c is not None and c.issuer is None  # client credentials: pinned only when told
+    with pytest.raises(ConfigError, match=r"upstream\[0\].auth.token_endpoint must be an http"):
+        bad = {"kind": "token_exchange", "token_endpoint": "as.example/token", **secret}
+        parse_config(
+            {"auth": front, "upstream": [{"name": "a", "url": "https://a/mcp", "auth": bad}]}
+        )

@@ -38,7 +38,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def _workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # the proxy's sealing key file lands here
+    monkeypatch.chdir(tmp_path)  # a relative path a test writes lands in its own folder
 
 
 @pytest.fixture(scope="module")

@@ -127,11 +127,14 @@ class GatewayApp:
         name: str | None,
         outcome: str,
         started: float,
+        rule: str | None = None,
     ) -> None:
-        """Audit and count a request refused before it reached the dispatcher."""
+        """Audit and count a request refused before it reached the dispatcher (``rule``:
+        the policy rule that refused it)."""
         seconds = time.perf_counter() - started
         server = self.server
         who = principal.name if principal is not None else None
+        extra = {"rule": rule} if rule is not None else {}
         server.audit.record(
             principal=who,
             method=method,
@@ -139,6 +142,7 @@ class GatewayApp:
             upstream=None,
             outcome=outcome,
             latency_ms=seconds * 1000,
+            **extra,
         )
         server.metrics.observe(method or "-", None, outcome, seconds)
 
@@ -235,7 +239,7 @@ class GatewayApp:
                     if self.server.limiter.rules:
                         await self._prelimit(principal, method, name)
                 except _Refused as refused:
-                    self._record(principal, method, name, refused.outcome, started)
+                    self._record(principal, method, name, refused.outcome, started, refused.rule)
                     await asgi.send_error(
                         send, refused.status, refused.error, None, refused.headers
                     )
@@ -284,16 +288,13 @@ class GatewayApp:
         body afterwards; the dispatcher then decides and counts on the body's values);
         :meth:`_prelimit` then, when there are ``[[rate_limit]]`` rules."""
         authorizer = self.server.authorizer
-        allowed, reason, _ = (
+        decision = (
             authorizer.decide(principal, method, name) if authorizer.rules else authorizer.default
         )
-        if not allowed:
+        if not decision.allowed:
+            message = f"Forbidden: {method} {name or ''} ({decision.reason})".replace("  ", " ")
             raise _Refused(
-                403,
-                McpError(
-                    FORBIDDEN, f"Forbidden: {method} {name or ''} ({reason})".replace("  ", " ")
-                ),
-                outcome="denied",
+                403, McpError(FORBIDDEN, message), outcome=decision.outcome, rule=decision.rule
             )
 
     async def _prelimit(self, principal: Caller, method: str, name: str | None) -> None:
@@ -341,9 +342,11 @@ class _Refused(asgi.Rejection):
         headers: list[tuple[bytes, bytes]] | None = None,
         *,
         outcome: str,
+        rule: str | None = None,
     ) -> None:
         super().__init__(status, error, headers)
         self.outcome = outcome
+        self.rule = rule
 
 
 def _header_name(raw: str | None) -> str | None:

@@ -1,7 +1,8 @@
 """Audit log: one JSON line per request that reached the policy layer.
 
 Fields: time (ISO 8601 UTC), principal, method, name, upstream, outcome (``ok``,
-``error:<code>``, ``denied``, ``rate_limited:<rule>``, ``unauthenticated``, ``cancelled``
+``error:<code>``, ``denied``, ``rule_error`` (refused because a rule's condition could not
+be evaluated), ``rate_limited:<rule>``, ``unauthenticated``, ``cancelled``
 when the client went away before the answer), latency_ms.
 Lines are written through a small buffer and flushed every line, so a crash loses nothing
 that was logged; the file is opened in append mode so several processes may share it.

@@ -67,15 +67,17 @@ def connect(config: UpstreamConfig, on_change: OnChange, *, cache: bool) -> AnyU
     an in-memory client so it is routed, policed, cached and bridged like any other."""
     target: Any = list(config.replicas) or config.url or list(config.command)
     if config.kind == "openapi":
-        from ..compose.openapi import from_openapi
+        from ..compose.openapi import from_openapi, operator_spec_policy
 
         assert config.spec is not None  # (the config checks it)
+        is_url = config.spec.startswith(("http://", "https://"))
         target = from_openapi(
             config.spec,
             base_url=config.base_url,
             headers=dict(config.headers),
             name=config.name,
             timeout=config.timeout_s,
+            spec_policy=operator_spec_policy(config.spec) if is_url else None,
         )
     era = config.era
     auth = None

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .base import StateBackend
+from .base import StateBackend, StateLocationError, make_private_dirs
 
 T = TypeVar("T")
 POLL_S = 0.05
@@ -72,16 +72,38 @@ def _set_up(conn: sqlite3.Connection, deadline_s: float = 30.0) -> str:
             pause = min(pause * 2, 0.2)
 
 
+def _create_private(path: Path) -> None:
+    """The database file, created readable by this user alone (0600) in folders created
+    0700, before SQLite opens it: SQLite gives its ``-wal`` and ``-shm`` files the mode of
+    the database file, so they are private too.  A file that exists keeps its mode."""
+    make_private_dirs(path.parent)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+
+
+def _connect(path: str) -> tuple[sqlite3.Connection, str]:
+    """An open connection in WAL mode with the schema, and its journal mode; a location
+    that cannot be used is a :class:`StateLocationError` naming it, in one line."""
+    try:
+        if path != ":memory:":
+            _create_private(Path(path))
+        conn = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
+        try:
+            return conn, _set_up(conn)
+        except BaseException:
+            conn.close()
+            raise
+    except StateLocationError as exc:
+        raise StateLocationError(f"cannot use the state database {path}: {exc}") from None
+    except (OSError, sqlite3.Error) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise StateLocationError(f"cannot use the state database {path}: {why}") from None
+
+
 class SQLiteBackend(StateBackend):
     def __init__(self, path: str) -> None:
         self.path = path
         self.url = f"sqlite:///{path}"
-        if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(
-            path, timeout=30, check_same_thread=False, isolation_level=None
-        )
-        mode = _set_up(self._conn)
+        self._conn, mode = _connect(path)
         self._lock = threading.Lock()
         self._subscribers: dict[str, set[MemoryObjectSendStream[bytes]]] = {}
         self._poller_running = False

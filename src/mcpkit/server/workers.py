@@ -285,6 +285,8 @@ class Worker:
                 else:
                     await queue.ack(entry.id)
                 return
+            except StateUnavailable:
+                raise  # not a missing record: the entry stays queued (see below)
             except McpError:  # the record expired or was deleted
                 await queue.ack(entry.id)
                 return
@@ -303,6 +305,8 @@ class Worker:
                 await self._settle_dropped(entry, record)
             else:
                 await queue.ack(entry.id)
+        except StateUnavailable:
+            pass  # an outage its watch logged: the unacknowledged entry is reclaimed later
         except Exception:
             log.exception("worker %s: task %s", self.name, entry.task_id)
         finally:

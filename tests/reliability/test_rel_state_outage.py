@@ -32,7 +32,7 @@ from support.servers import free_port, kill_group, need
 from support.waits import poll
 
 sys.path.insert(0, str(ROOT / "tests" / "gateway"))
-import gwkit  # noqa: E402
+import gwkit
 
 #: The documented code of a request that needed the state store while it was unreachable.
 STATE_UNAVAILABLE = -31050

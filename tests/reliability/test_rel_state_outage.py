@@ -133,6 +133,10 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             json.loads(line) for line in (tmp / "audit.jsonl").read_text().splitlines() if line
         ]
         seen["log_after"] = gateway.tail(20) + "\n" + server.tail(20)
+        seen["back_lines"] = {
+            name: [line for line in proc.tail(400).splitlines() if "reachable again" in line]
+            for name, proc in (("gateway", gateway), ("server", server))
+        }
         yield seen
 
 
@@ -174,3 +178,5 @@ def test_the_outage_is_a_few_log_lines_not_a_flood(outage: dict[str, Any]) -> No
 def test_calls_succeed_once_the_store_is_back(outage: dict[str, Any]) -> None:
     assert outage["recovered"], outage["log_after"]
     assert outage["ready_after"], outage["log_after"]
+    for process, lines in outage["back_lines"].items():  # one line says it is back
+        assert len(lines) == 1, (process, outage["log_after"])

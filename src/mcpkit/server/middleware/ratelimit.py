@@ -19,6 +19,7 @@ counted under the wrong name.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -93,7 +94,8 @@ class RateLimit(Middleware):
                 rule = RateRule(rule)
             if rule.per not in ("principal", "global"):
                 raise ValueError("per must be 'principal' or 'global'")
-            named = rule if rule.name else RateRule(**{**rule.__dict__, "name": f"rule{index}"})
+            # (replace() keeps the rule's own class and fields, on_state_error included)
+            named = rule if rule.name else dataclasses.replace(rule, name=f"rule{index}")
             self.rules.append((named, parse(rule.limit)))
         # Memory: the synchronous strategy, a plain call that never blocks, on asyncio and
         # trio alike (limits' async memory storage needs asyncio).  A networked storage:

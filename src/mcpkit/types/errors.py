@@ -115,9 +115,10 @@ def missing_capability(required: dict[str, Any], what: str = "") -> McpError:
     )
 
 
-#: The code of a request that needed the state store (Redis, SQLite) while it could not be
-#: reached (an implementation-defined server error; answered with HTTP 503).
 STATE_UNAVAILABLE: Final = -31050
+"""The code of a request that needed the state store (Redis, SQLite) while it could not
+be reached: an implementation-defined server error, answered with HTTP 503 and ``data``
+``{"stateStore": kind}``."""
 
 
 class StateUnavailable(McpError):

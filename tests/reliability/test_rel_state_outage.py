@@ -38,7 +38,7 @@ import gwkit
 STATE_UNAVAILABLE = -31050
 OUTAGE_S = 10.0
 MAX_LOG_LINES = 40
-TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 CONFIG = """
 [gateway]

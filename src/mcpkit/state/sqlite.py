@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .base import StateBackend
+from .base import StateBackend, StateUnavailable
 from .watch import watch
 
 T = TypeVar("T")
@@ -292,7 +292,11 @@ class SQLiteBackend(StateBackend):
                     "SELECT id, channel, data FROM events WHERE id > ? ORDER BY id", (last,)
                 ).fetchall()
 
-            rows = await self._run(fetch)
+            try:
+                rows = await self._run(fetch)
+            except StateUnavailable:  # (its watch logged it): subscribers wait it out
+                await self._pause(IDLE_TICK_MAX_S)
+                continue
             for event_id, channel, data in rows:
                 self._last_event = max(self._last_event, event_id)
                 for stream in tuple(self._subscribers.get(channel, ())):
@@ -303,7 +307,8 @@ class SQLiteBackend(StateBackend):
             now = time.time()
             if now - pruned_at > 10:
                 pruned_at = now
-                await self._run(partial(_prune, cutoff=now - EVENT_RETENTION_S))
+                with contextlib.suppress(StateUnavailable):  # pruned at the next round
+                    await self._run(partial(_prune, cutoff=now - EVENT_RETENTION_S))
             await self._pause(tick)
 
     async def _pause(self, seconds: float) -> None:

@@ -25,7 +25,16 @@ from typing import Any
 
 import httpx
 import pytest
-from relkit import ROOT, Reply, assert_rpc_error, call_tool, next_id, persistent_redis, post
+from relkit import (
+    ROOT,
+    Reply,
+    assert_rpc_error,
+    call_tool,
+    next_id,
+    persistent_redis,
+    post,
+    to_reply,
+)
 
 from support.mcp import modern_request
 from support.servers import free_port, kill_group, need
@@ -85,7 +94,7 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     data.mkdir()
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
-    seen: dict[str, Any] = {"calls": [], "tasks": [], "ready": []}
+    seen: dict[str, Any] = {"calls": [], "tasks": [], "legacy": [], "ready": []}
     with contextlib.ExitStack() as stack:
         redis_proc = stack.enter_context(persistent_redis(data, port))
         server = gwkit.start_upstream("srv", tmp, gwkit.CONFORMANCE, "--state", url)
@@ -104,6 +113,9 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         )
         task_id = str(post(http, server.url, message).result["taskId"])
         seen["before"] = _greet(http, gateway)[1]
+        legacy = gwkit.LegacySession(server.url)  # its session lives in Redis
+        stack.callback(legacy.close)
+        assert legacy.initialize().status == 200
 
         kill_group(redis_proc, signal.SIGKILL)
         logged = {"gateway": _lines(gateway.log), "server": _lines(server.log)}
@@ -111,6 +123,9 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         while time.monotonic() < down_until:
             seen["calls"].append(_greet(http, gateway))
             seen["tasks"].append(_task_status(http, server.url, task_id))
+            rid = next_id()
+            listing = {"jsonrpc": "2.0", "id": rid, "method": "tools/list", "params": {}}
+            seen["legacy"].append((rid, to_reply(legacy.post(listing))))
             seen["ready"].append(httpx.get(gateway.base + "/readyz", timeout=10))
             time.sleep(0.2)
         seen["log_lines"] = {
@@ -143,7 +158,7 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 @pytest.mark.slow
 def test_every_answer_during_the_outage_is_json_rpc_with_its_id(outage: dict[str, Any]) -> None:
     assert _ok(outage["before"]), outage["before"].describe()
-    answers = outage["calls"] + outage["tasks"]
+    answers = outage["calls"] + outage["tasks"] + outage["legacy"]
     assert len(outage["calls"]) >= 5
     unavailable = 0
     for rid, reply in answers:

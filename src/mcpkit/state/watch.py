@@ -38,10 +38,6 @@ class StoreWatch:
         self._warned_at = -WARN_EVERY_S
         self._quiet = 0  # outages not warned of since the last warning
 
-    @property
-    def up(self) -> bool:
-        return self.down_since is None
-
     def failed(self, error: BaseException) -> StateUnavailable:
         """Note that a call could not reach the store; the error to raise instead."""
         if self.down_since is None:

@@ -24,6 +24,7 @@ import anyio
 
 from ..auth.resource_server import ProtectedResource, replay_body
 from ..protocol.headers import METHOD, NAME, decode_header_value
+from ..state.base import StateUnavailable
 from ..transports.http import asgi
 from ..transports.http.app import HttpOptions, McpHttpApp
 from ..transports.http.asgi import Receive, Scope, Send
@@ -33,7 +34,7 @@ from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
 from .direct import DirectCalls
-from .front import PROBES, Cors, probe
+from .front import OPERATIONS, Cors, operations
 from .middleware import FORBIDDEN, RATE_LIMITED
 from .policy import ANONYMOUS, Caller
 from .reload import run_reloader
@@ -175,13 +176,8 @@ class GatewayApp:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
-        if path == "/metrics":
-            up = {u.name: u.client is not None for u in self.server.upstreams}
-            body, content_type = self.server.metrics.render(up)
-            await asgi.send_bytes(send, 200, body, [(b"content-type", content_type.encode())])
-            return
-        if path in PROBES:
-            await probe(path, self.config, self.server.upstreams, send)
+        if path in OPERATIONS:
+            await operations(path, scope, self.mcp.options.host_policy, self.server, send)
             return
         if self.metadata is not None and path in self.metadata.auth.metadata_paths:
             await self.metadata(scope, receive, send)
@@ -299,7 +295,10 @@ class GatewayApp:
 
     async def _prelimit(self, principal: Caller, method: str, name: str | None) -> None:
         """Refuse early when the headers' call is already over a rate limit (429)."""
-        verdict = await self.server.limiter.check(principal.name, method, name, charge=False)
+        try:
+            verdict = await self.server.limiter.check(principal.name, method, name, charge=False)
+        except StateUnavailable:
+            return  # the dispatcher answers it, with the request's id, and audits it
         if not verdict.allowed:
             retry = verdict.retry_after_s
             raise _Refused(

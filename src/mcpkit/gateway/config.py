@@ -157,6 +157,9 @@ class GatewayConfig:
     state: str = "memory:"
     audit_log: str | None = None
     metrics: bool = True
+    #: ``[gateway] metrics_token``: /metrics wants it as a bearer token, and /readyz
+    #: gives internal details (why an upstream is down) only to a request carrying it.
+    metrics_token: str | None = None
     cache: bool = True
     name: str = "mcpkit-gateway"
     base_dir: Path = field(default_factory=Path.cwd)
@@ -457,6 +460,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         state=gateway.get("state", data.get("state", "memory:")),
         audit_log=gateway.get("audit_log", data.get("audit_log")),
         metrics=bool(gateway.get("metrics", True)),
+        metrics_token=_metrics_token(gateway.get("metrics_token")),
         cache=bool(gateway.get("cache", True)),
         name=gateway.get("name", "mcpkit-gateway"),
         base_dir=base_dir or Path.cwd(),
@@ -598,3 +602,12 @@ def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any
         introspection_client_id=data.get("introspection_client_id"),
         introspection_client_secret=data.get("introspection_client_secret"),
     )
+
+
+def _metrics_token(value: object) -> str | None:
+    """``[gateway] metrics_token``: a non-empty string, or absent."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError("gateway.metrics_token must be a non-empty string")
+    return value.strip()

@@ -168,6 +168,7 @@ class GatewayTable(_Table):
     cors_origins: list[StrictStr] | None = None
     max_result_bytes: int | None = None
     direct_calls: StrictBool | None = None
+    metrics_token: StrictStr | None = None
 
 
 class GatewayFile(_Table):

@@ -40,7 +40,13 @@ from ..protocol.negotiation import RequestMeta
 from ..runtime.changes import ChangeEvent
 from ..runtime.exchange import NULL_EXCHANGE
 from ..state.base import StateBackend
-from ..types.errors import INTERNAL_ERROR, McpError, invalid_params, missing_capability
+from ..types.errors import (
+    INTERNAL_ERROR,
+    McpError,
+    StateUnavailable,
+    invalid_params,
+    missing_capability,
+)
 from ..types.versions import TASKS_EXTENSION
 from .mrtr import NeedInput
 
@@ -305,15 +311,18 @@ class TaskManager:
             try:
                 await self._update(task_id, change)
                 return
+            except StateUnavailable as exc:  # an outage its watch logged: retry quietly
+                error: Exception = exc
             except McpError:
                 return  # the record is gone (expired or deleted): nothing to finish
             except Exception as exc:
-                if time.monotonic() > deadline:
-                    log.error("task %s: could not store its outcome: %s", task_id, exc)
-                    return
+                error = exc
                 log.warning("task %s: state backend unavailable (%s); retrying", task_id, exc)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+            if time.monotonic() > deadline:
+                log.error("task %s: could not store its outcome: %s", task_id, error)
+                return
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     # ------------------------------------------------------------------ tasks/*
     async def dispatch(
@@ -445,6 +454,8 @@ class TaskHandle:
                         last_beat = now
                         renew = partial(_renew, lease_s=lease_s, runner=self.runner)
                         await self.manager._update(self.task_id, renew)
+                except StateUnavailable:  # an outage its watch logged: keep working
+                    await anyio.sleep(1.0)
                 except McpError:
                     raise
                 except Exception as exc:  # backend outage: keep working, try again
@@ -474,7 +485,8 @@ class TaskHandle:
             try:
                 record = await self.manager.backend.get_json(self.manager._key(self.task_id))
             except Exception as exc:  # backend outage: wait for it
-                log.warning("task %s: state backend unavailable (%s)", self.task_id, exc)
+                if not isinstance(exc, StateUnavailable):  # (that one its watch logged)
+                    log.warning("task %s: state backend unavailable (%s)", self.task_id, exc)
                 await anyio.sleep(1.0)
                 continue
             if record is None:

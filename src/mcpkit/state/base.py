@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..types.codec import decode, encode
+from ..types.errors import STATE_UNAVAILABLE as STATE_UNAVAILABLE
+from ..types.errors import StateUnavailable as StateUnavailable
 
 
 class StateLocationError(OSError):
@@ -64,6 +66,8 @@ class StateBackend(abc.ABC):
     small events between processes."""
 
     url: str = ""
+    #: The kind of store, as errors and probes name it (never the URL).
+    kind: str = "memory"
 
     @abc.abstractmethod
     async def get(self, key: str) -> bytes | None:
@@ -100,6 +104,10 @@ class StateBackend(abc.ABC):
     async def aclose(self) -> None:
         """Release connections and files; the backend is not used after this."""
         return None
+
+    async def ping(self) -> bool:
+        """Whether the store answers now (readiness probes); never raises."""
+        return True
 
     async def reap_expired(self, limit: int = 500) -> int:
         """Delete at most ``limit`` records past their TTL; how many were deleted.

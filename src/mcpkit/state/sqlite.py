@@ -14,6 +14,11 @@ modification times).  While nothing changes, its ticks space out from :data:`POL
 :data:`IDLE_TICK_MAX_S` (a wake-up of an idle process is what costs on a VM); a change
 brings them back to :data:`POLL_S`, and a publish from this process wakes it at once.
 Reading the table on every 50 ms tick cost an idle ``mcpkit serve`` ~0.8% of a core.
+
+A call that finds the database unusable (the file cannot be opened or written, the disk
+is full or failing, the lock is held past the busy timeout) raises
+:class:`~.base.StateUnavailable` and tells the store's watch (:mod:`.watch`); an error in
+a statement is a bug and stays what SQLite raised.
 """
 
 from __future__ import annotations
@@ -32,13 +37,16 @@ from typing import Any, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .base import StateBackend, StateLocationError, make_private_dirs
+from .base import StateBackend, StateLocationError, StateUnavailable, make_private_dirs
+from .watch import watch
 
 T = TypeVar("T")
 POLL_S = 0.05
 IDLE_TICK_MAX_S = 0.4
 IDLE_POLL_S = 2.0
 EVENT_RETENTION_S = 60.0
+#: What SQLite says when the database, not the statement, is the problem.
+_UNAVAILABLE = ("unable to open", "disk i/o", "locked", "readonly", "disk is full", "busy")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires REAL);
@@ -99,10 +107,19 @@ def _connect(path: str) -> tuple[sqlite3.Connection, str]:
         raise StateLocationError(f"cannot use the state database {path}: {why}") from None
 
 
+def unavailable(error: sqlite3.Error) -> bool:
+    """Whether ``error`` says the database cannot be used now (not a bad statement)."""
+    text = str(error).lower()
+    return isinstance(error, sqlite3.OperationalError) and any(m in text for m in _UNAVAILABLE)
+
+
 class SQLiteBackend(StateBackend):
+    kind = "sqlite"
+
     def __init__(self, path: str) -> None:
         self.path = path
         self.url = f"sqlite:///{path}"
+        self.watch = watch(self.kind, path)
         self._conn, mode = _connect(path)
         self._lock = threading.Lock()
         self._subscribers: dict[str, set[MemoryObjectSendStream[bytes]]] = {}
@@ -122,7 +139,21 @@ class SQLiteBackend(StateBackend):
             with self._lock:
                 return fn(self._conn)
 
-        return await anyio.to_thread.run_sync(call)
+        try:
+            found = await anyio.to_thread.run_sync(call)
+        except sqlite3.Error as exc:
+            if unavailable(exc):
+                raise self.watch.failed(exc) from None
+            raise
+        self.watch.answered()
+        return found
+
+    async def ping(self) -> bool:
+        try:
+            await self._run(lambda c: c.execute("SELECT 1 FROM kv LIMIT 1").fetchall())
+        except Exception:
+            return False
+        return True
 
     @staticmethod
     def _expiry(ttl_s: float | None) -> float | None:
@@ -283,7 +314,11 @@ class SQLiteBackend(StateBackend):
                     "SELECT id, channel, data FROM events WHERE id > ? ORDER BY id", (last,)
                 ).fetchall()
 
-            rows = await self._run(fetch)
+            try:
+                rows = await self._run(fetch)
+            except StateUnavailable:  # (its watch logged it): subscribers wait it out
+                await self._pause(IDLE_TICK_MAX_S)
+                continue
             for event_id, channel, data in rows:
                 self._last_event = max(self._last_event, event_id)
                 for stream in tuple(self._subscribers.get(channel, ())):
@@ -294,7 +329,8 @@ class SQLiteBackend(StateBackend):
             now = time.time()
             if now - pruned_at > 10:
                 pruned_at = now
-                await self._run(partial(_prune, cutoff=now - EVENT_RETENTION_S))
+                with contextlib.suppress(StateUnavailable):  # pruned at the next round
+                    await self._run(partial(_prune, cutoff=now - EVENT_RETENTION_S))
             await self._pause(tick)
 
     async def _pause(self, seconds: float) -> None:

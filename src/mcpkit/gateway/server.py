@@ -43,6 +43,7 @@ from ..types.errors import McpError, invalid_params
 from ..types.versions import Era
 from . import views
 from .audit import AuditLog
+from .binding import Bindings, swapped
 from .config import GatewayConfig
 from .credentials import acting_for, connect
 from .metrics import Metrics
@@ -150,6 +151,15 @@ class GatewayServer(Server):
             route = discover if method == "server/discover" else self._routed
             self._handlers[method] = wrap(route, method, layers)
         self._chains = build_chains(self._handlers, self.middleware)
+        self._bindings: Bindings | None = None
+
+    @property
+    def bindings(self) -> Bindings:
+        """Task ids and handles bound to their callers (:mod:`.binding`); made on first
+        use, when the keyring and the state backend are the running server's."""
+        if self._bindings is None:
+            self._bindings = Bindings(self.keyring, self.state)
+        return self._bindings
 
     # ------------------------------------------------------------------ upstreams
     async def start_upstreams(self) -> None:
@@ -271,10 +281,45 @@ class GatewayServer(Server):
             # next call's Mcp-Param-* headers against the tool's definition, learnt here.
             with contextlib.suppress(McpError):
                 await self.tool_definition(name)
+        if method.startswith("tasks/"):
+            return await self._task_method(ctx)
+        if method == "tools/call":
+            return await self._bound_call(ctx)
         # The composition's handler for the method, on this request's context: its mounts
         # need nothing of a dispatch of their own (each proxy gets one).
         result = await self.composed._chains[method](ctx)
         return self._visible(ctx, method, result) if method in LIST_KINDS else result
+
+    async def _bound_call(self, ctx: Context) -> dict[str, Any]:
+        """A forwarded ``tools/call`` with the caller's bindings: another caller's handles
+        in its arguments are swapped for ones that never existed (the upstream answers as
+        for any unknown handle), the handles and the task id of its answer become the
+        caller's (see :mod:`.binding`)."""
+        bindings = self.bindings
+        who = ctx.principal
+        swaps = await bindings.foreign_handles(who, ctx.params.get("arguments"))
+        if swaps:
+            ctx.params = {**ctx.params, "arguments": swapped(ctx.params["arguments"], swaps)}
+        result = await self.composed._chains["tools/call"](ctx)
+        if swaps:
+            result = swapped(result, {new: old for old, new in swaps.items()})
+        await bindings.record_handles(who, result)
+        return bindings.seal_task(who, result) if "taskId" in result else result
+
+    async def _task_method(self, ctx: Context) -> dict[str, Any]:
+        """``tasks/*`` on a front task id: only the caller who got it may name it; anyone
+        else is answered as for an id that does not exist (see :mod:`.binding`)."""
+        front = ctx.params.get("taskId")
+        task_id = self.bindings.open_task(ctx.principal, front)
+        assert isinstance(front, str)  # (open_task accepted it)
+        ctx.params = {**ctx.params, "taskId": task_id}
+        try:
+            result = await self.composed._chains[ctx.method](ctx)
+        except McpError as exc:
+            raise self.bindings.unknown_as_front(front, exc) from None
+        finally:
+            ctx.params = {**ctx.params, "taskId": front}
+        return self.bindings.answered_as_front(front, result)
 
     def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A merged list as this caller may see it: what the rules allow and its virtual

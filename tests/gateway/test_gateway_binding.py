@@ -56,7 +56,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[gwkit.Proc]:
         "beta", url=beta.url, prefix="b_"
     )
     config = CONFIG.format(alice=ALICE, bob=BOB, upstreams=upstreams)
-    gw = gwkit.start_gateway("gw", logs, config, MCPKIT_SEALING_KEYS="binding-tests-key")
+    gw = gwkit.start_gateway(
+        "gw", logs, config, flags=["--log-format", "json"], MCPKIT_SEALING_KEYS="binding-tests-key"
+    )
     try:
         yield gw
     finally:

@@ -39,6 +39,7 @@ from ..server.middleware.ratelimit import RateLimit
 from ..server.mount import TASK_SEPARATOR, check_names, merge_capabilities
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
+from ..server.uri_owners import resettle
 from ..types.errors import McpError, invalid_params
 from ..types.versions import Era
 from . import views
@@ -231,6 +232,8 @@ class GatewayServer(Server):
     def _upstream_changed(self, upstream: str, kind: str, uri: str | None) -> None:
         if kind in ("tools", "all"):
             self._proxy_tools.clear()
+        if kind in ("tools", "resources", "all"):  # (tools name ui:// views)
+            resettle(self.composed, upstream)  # its URIs claimed again: first owner keeps
         for event in ("tools", "prompts", "resources") if kind == "all" else (kind,):
             if event == "resource":
                 self.bus.publish(ChangeEvent("resource", uri))

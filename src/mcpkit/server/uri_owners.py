@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 import weakref
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio

@@ -153,6 +153,44 @@ def test_a_caller_cannot_use_another_callers_handle(gateway: gwkit.Proc) -> None
     assert _call(gateway, ALICE, "a_read_box", handle=handle).text() == "alice's secret"
 
 
+ELICIT: dict[str, Any] = {"elicitation": {}}
+
+
+def _round(gateway: gwkit.Proc, token: str, **more: Any) -> dict[str, Any]:
+    params = {"name": "a_two_words", "arguments": {}, **more}
+    return gwkit.call(gateway.url, "tools/call", params, caps=ELICIT, token=token).body
+
+
+def _answer(word: str, asked: dict[str, Any]) -> dict[str, Any]:
+    key = next(iter(asked["inputRequests"]))
+    return {key: {"action": "accept", "content": {"word": word}}}
+
+
+def test_a_caller_cannot_resume_another_callers_request_state(gateway: gwkit.Proc) -> None:
+    first = _round(gateway, ALICE)["result"]
+    assert first["resultType"] == "input_required", first
+    # her first answer now travels in the state of the second round
+    second = _round(
+        gateway,
+        ALICE,
+        inputResponses=_answer("alice-word", first),
+        requestState=first["requestState"],
+    )["result"]
+    assert second["resultType"] == "input_required", second
+    state = second["requestState"]
+    assert "alice-word" not in state
+    made_up = state[:-6] + ("AAAAAA" if not state.endswith("AAAAAA") else "BBBBBB")
+    foreign = _round(gateway, BOB, inputResponses=_answer("bob", second), requestState=state)
+    unknown = _round(gateway, BOB, inputResponses=_answer("bob", second), requestState=made_up)
+    assert "alice-word" not in str(foreign)
+    assert "result" not in foreign, foreign
+    assert foreign["error"] == unknown["error"]
+    done = _round(gateway, ALICE, inputResponses=_answer("again", second), requestState=state)[
+        "result"
+    ]
+    assert done["content"][0]["text"] == "alice-word again"
+
+
 def _read(gateway: gwkit.Proc, uri: str) -> str:
     reply = gwkit.call(gateway.url, "resources/read", {"uri": uri}, token=ALICE)
     return str(reply.result["contents"][0]["text"])

@@ -19,6 +19,11 @@ cannot tell alice from bob.  The gateway binds what it hands out itself:
   the answer names the original again: the caller gets the upstream's own answer for an
   unknown handle, word for word.  Handles of other shapes are the upstream's to check.
 
+* **Request state** of an upstream's input request (MRTR), passed through: the gateway
+  seals it again for the caller it was handed to, and opens it on the retry.  A state that
+  does not open with the caller's identity (another caller's, tampered) goes on as it
+  is, and is refused as any tampered state is.
+
 Audit lines name a task by a hash of its front id (:func:`audit_name`), never the id.
 """
 
@@ -40,6 +45,8 @@ __all__ = ["Bindings", "audit_name", "unknown_task"]
 
 #: What a front task id is sealed for (with the caller's identity).
 _TASK_BINDING = "mcpkit-gateway-task\0"
+#: What an upstream's request state is sealed for (with the caller's identity).
+_STATE_BINDING = "mcpkit-gateway-state\0"
 #: How long a front task id opens: longer than any upstream keeps a task.
 _TASK_ID_TTL_S = 30 * 24 * 3600.0
 #: An mcpkit handle (``Handles.mint``): a short kind, ``_``, 192 random bits.
@@ -102,6 +109,25 @@ class Bindings:
         if error.code == INVALID_PARAMS and error.message.startswith("Unknown task"):
             return unknown_task(front)
         return error
+
+    # ------------------------------------------------------------------ request state
+    def seal_state(self, who: object, result: dict[str, Any]) -> dict[str, Any]:
+        """An ``InputRequiredResult`` whose ``requestState`` only ``who`` can resume."""
+        state = result.get("requestState")
+        if not isinstance(state, str):
+            return result
+        sealed = self._keyring.seal({"s": state}, _STATE_BINDING + owner_key(who))
+        return {**result, "requestState": sealed}
+
+    def open_state(self, who: object, params: dict[str, Any]) -> dict[str, Any]:
+        """A retry's params with the state sealed for ``who`` opened (anything else is
+        left for the upstream to refuse)."""
+        try:
+            opened = self._keyring.open(params.get("requestState"), _STATE_BINDING + owner_key(who))
+        except InvalidState:
+            return params
+        state = opened.get("s")
+        return {**params, "requestState": state} if isinstance(state, str) else params
 
     # ------------------------------------------------------------------ handles
     def _handle_key(self, handle: str) -> str:

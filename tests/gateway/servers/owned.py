@@ -52,6 +52,17 @@ async def read_box(handle: str, ctx: Context) -> str:
     return str(await ctx.handles.get(handle, "box"))
 
 
+_ASK = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
+
+
+@server.tool
+async def two_words(ctx: Context) -> str:
+    """Ask for two words, one round each (the first answer travels in requestState)."""
+    first = await ctx.elicit("first word?", _ASK)
+    second = await ctx.elicit("second word?", _ASK)
+    return f"{first['content']['word']} {second['content']['word']}"
+
+
 @server.tool
 def claim(uri: str) -> str:
     """Register ``uri`` as a resource of this upstream now (its listeners hear of it)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from ..protocol.sealing import InvalidState, Keyring
@@ -76,6 +76,31 @@ class Bindings:
     def __init__(self, keyring: Keyring, state: StateBackend) -> None:
         self._keyring = keyring
         self._state = state
+
+    async def call(
+        self,
+        who: object,
+        params: dict[str, Any],
+        forward: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """A ``tools/call`` of ``who`` forwarded (``forward(params)``) with its bindings:
+        another caller's handles in its arguments are swapped for ones that never existed
+        (the upstream answers as for any unknown handle) and named again in the answer, a
+        resumed request state is opened for ``who``; the handles, the task id and the
+        request state of the answer become ``who``'s.  Every path that forwards a call
+        (the server's, a direct one) goes through here."""
+        swaps = await self.foreign_handles(who, params.get("arguments"))
+        if swaps:
+            params = {**params, "arguments": swapped(params["arguments"], swaps)}
+        if "requestState" in params:
+            params = self.open_state(who, params)
+        result = await forward(params)
+        if swaps:
+            result = swapped(result, {new: old for old, new in swaps.items()})
+        await self.record_handles(who, result)
+        if "requestState" in result:
+            return self.seal_state(who, result)
+        return self.seal_task(who, result) if "taskId" in result else result
 
     # ------------------------------------------------------------------ task ids
     def seal_task(self, who: object, result: dict[str, Any]) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from ..types.errors import McpError, invalid_params
 from ..types.versions import Era
 from . import views
 from .audit import AuditLog
-from .binding import Bindings, swapped
+from .binding import Bindings
 from .config import GatewayConfig
 from .credentials import acting_for, connect
 from .metrics import Metrics
@@ -294,25 +294,13 @@ class GatewayServer(Server):
         return self._visible(ctx, method, result) if method in LIST_KINDS else result
 
     async def _bound_call(self, ctx: Context) -> dict[str, Any]:
-        """A forwarded ``tools/call`` with the caller's bindings: another caller's handles
-        in its arguments are swapped for ones that never existed (the upstream answers as
-        for any unknown handle), a resumed request state is opened for this caller; the
-        handles, the task id and the request state of its answer become the caller's (see
-        :mod:`.binding`)."""
-        bindings = self.bindings
-        who = ctx.principal
-        swaps = await bindings.foreign_handles(who, ctx.params.get("arguments"))
-        if swaps:
-            ctx.params = {**ctx.params, "arguments": swapped(ctx.params["arguments"], swaps)}
-        if "requestState" in ctx.params:
-            ctx.params = bindings.open_state(who, ctx.params)
-        result = await self.composed._chains["tools/call"](ctx)
-        if swaps:
-            result = swapped(result, {new: old for old, new in swaps.items()})
-        await bindings.record_handles(who, result)
-        if "requestState" in result:
-            return bindings.seal_state(who, result)
-        return bindings.seal_task(who, result) if "taskId" in result else result
+        """A forwarded ``tools/call`` with the caller's bindings (:meth:`.Bindings.call`)."""
+
+        async def forward(params: dict[str, Any]) -> dict[str, Any]:
+            ctx.params = params
+            return await self.composed._chains["tools/call"](ctx)
+
+        return await self.bindings.call(ctx.principal, ctx.params, forward)
 
     async def _task_method(self, ctx: Context) -> dict[str, Any]:
         """``tasks/*`` on a front task id: only the caller who got it may name it; anyone

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from authkit import LocalAuthorizationServer
 
 from mcpkit.auth import BearerAuth, JwtVerifier
-from mcpkit.server import Server
+from mcpkit.cli.target import load_server
 from mcpkit.transports.http import McpHttpApp
 from support.httpclient import McpHttp
 from support.mcp import iter_sse, modern_headers
@@ -23,26 +23,9 @@ from support.waits import eventually
 
 TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
-server = Server("binding-demo")
-_gates: dict[str, anyio.Event] = {}
-
-
-def _gate(key: str) -> anyio.Event:
-    return _gates.setdefault(key, anyio.Event())
-
-
-@server.tool(task="optional")
-async def hold(key: str) -> str:
-    """Finish once ``release(key)`` is called."""
-    await _gate(key).wait()
-    return f"secret of {key}"
-
-
-@server.tool
-def release(key: str) -> str:
-    """Let ``hold(key)`` finish."""
-    _gate(key).set()
-    return "released"
+#: A fixture server (shared with the gateway's binding tests): ``hold(key)`` runs as a
+#: task until ``release(key)``.
+OWNED = Path(__file__).resolve().parents[1] / "servers" / "owned.py"
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +34,7 @@ def protected(local_as: LocalAuthorizationServer) -> Iterator[str]:
         resource = f"{base}/mcp"
         verifier = JwtVerifier(issuer=local_as.issuer, audience=resource)
         auth = BearerAuth(verifier, resource=resource, authorization_servers=[local_as.issuer])
-        return McpHttpApp(server, auth=auth)
+        return McpHttpApp(load_server(str(OWNED)), auth=auth)
 
     with serve_app(build) as (base, _):
         yield f"{base}/mcp"
@@ -123,7 +106,7 @@ def test_listen_does_not_stream_another_callers_task(
                 if params_seen.get("taskId") == his and params_seen.get("status") == "completed":
                     break
         assert [m for m in seen if m.get("params", {}).get("taskId") == hers] == []
-        assert not any("secret of alice-1" in str(m) for m in seen)
+        assert not any("owned finished alice-1" in str(m) for m in seen)
     finally:
         alice.close()
         bob.close()

@@ -1,5 +1,5 @@
 """Callers bound to what they create, and resource URIs kept by their first owner, over
-real HTTP against a gateway process with two upstreams of ``servers/owned.py``.
+real HTTP against a gateway process with two upstreams of ``tests/servers/owned.py``.
 
 alice and bob both hold valid tokens.  The upstreams see the gateway's identity for
 every caller, so the gateway itself binds the task ids and handles it hands out: what
@@ -9,6 +9,7 @@ serving another's URI (or ``ui://`` view) at run time does not take it over.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 
 from support.waits import eventually
 
-OWNED = "tests/gateway/servers/owned.py"
+OWNED = "tests/servers/owned.py"
 TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 ALICE, BOB = "tok-alice-0123456789", "tok-bob-0123456789"
 
@@ -26,6 +27,7 @@ default_effect = "allow"
 
 [gateway]
 state = "memory:"
+audit_log = "{audit}"
 # The direct path (being folded into the handler, after the one policy point) does not
 # call the handle bindings yet: this file tests the server's path.
 direct_calls = false
@@ -55,7 +57,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[gwkit.Proc]:
     upstreams = gwkit.toml_upstream("alpha", url=alpha.url, prefix="a_") + gwkit.toml_upstream(
         "beta", url=beta.url, prefix="b_"
     )
-    config = CONFIG.format(alice=ALICE, bob=BOB, upstreams=upstreams)
+    audit = logs / "audit.jsonl"
+    config = CONFIG.format(alice=ALICE, bob=BOB, upstreams=upstreams, audit=audit)
     gw = gwkit.start_gateway(
         "gw", logs, config, flags=["--log-format", "json"], MCPKIT_SEALING_KEYS="binding-tests-key"
     )
@@ -127,6 +130,18 @@ def test_a_caller_cannot_get_or_cancel_another_callers_task_through_a_virtual_se
     view = gateway.base + "/mcp/v"
     _check_isolated(gateway, view, view, "view-1")
     _check_isolated(gateway, gateway.url, view, "view-2")
+
+
+def test_the_audit_log_names_tasks_by_a_hash(gateway: gwkit.Proc) -> None:
+    hers = _start_task(gateway.url, ALICE, "audit-1")
+    _status(gateway.url, ALICE, hers)
+    _release(gateway, "audit-1")
+    audit = gateway.log.parent / "audit.jsonl"
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    polls = [line for line in lines if line["method"] == "tasks/get"]
+    assert polls, lines[-5:]
+    assert all(str(line["name"]).startswith("sha256:") for line in polls)
+    assert hers not in audit.read_text()
 
 
 def _call(gateway: gwkit.Proc, token: str, tool: str, **arguments: Any) -> gwkit.Reply:

@@ -4,7 +4,7 @@ resource at run time (a later claimant of a URI).
 
 Configured through the environment, so one file serves several upstreams::
 
-    OWNED_NAME=alpha mcpkit serve tests/gateway/servers/owned.py --http --port 9001
+    OWNED_NAME=alpha mcpkit serve tests/servers/owned.py --http --port 9001
 """
 
 from __future__ import annotations

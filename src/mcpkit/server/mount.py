@@ -31,7 +31,9 @@ when the parent starts (:class:`NameClash`, naming both), as soon as a mount use
 option; :func:`check_names` runs the same check at any time.
 
 Precedence: the parent's own registrations win, then the most recently mounted child
-whose prefix matches (the longest prefix first when one is a prefix of another).
+whose prefix matches (the longest prefix first when one is a prefix of another).  A kept
+URI (``keep_uris``), template or ``ui://`` view stays with the first child that offered
+it; a later claimant is refused (:mod:`.uri_owners`).
 A task started by a mounted tool is named ``{namespace}~{id}`` here, and ``tasks/get``,
 ``tasks/update`` and ``tasks/cancel`` are routed back to the child by that name (task
 status notifications on a listen stream are not relayed: poll with ``tasks/get``).

@@ -9,7 +9,8 @@ URI template and per view, the child that offered it first:
   a child announces and when a child is mounted (a reload), for that child;
 * a later claimant of a recorded URI or template, or of a URI a recorded template of
   another child matches, is refused: logged once, left out of the parent's lists, never
-  routed to.  What a child stops offering (or an unmounted child's) is released;
+  routed to.  An owner keeps what it offered until it is unmounted (a reload that
+  removes or replaces it), also while it is down or after it stopped listing it;
 * a ``ui://`` view is routed only to a child whose tool names it (``_meta.ui.resourceUri``),
   the first such child keeping it.
 
@@ -98,10 +99,10 @@ class UriOwners:
         owner = (self.templates if template else self.uris).get(what)
         return owner is None or owner == namespace
 
-    def release(self, namespace: str, keep_uris: set[str], keep_templates: set[str]) -> None:
-        """Drop what ``namespace`` no longer offers (all of it when unmounted)."""
-        for table, keep in ((self.uris, keep_uris), (self.templates, keep_templates)):
-            for what in [w for w, ns in table.items() if ns == namespace and w not in keep]:
+    def release(self, namespace: str) -> None:
+        """Everything ``namespace`` owned is free again (it was unmounted)."""
+        for table in (self.uris, self.templates):
+            for what in [w for w, ns in table.items() if ns == namespace]:
                 del table[what]
         self.refused = {r for r in self.refused if r[0] != namespace}
 
@@ -117,14 +118,19 @@ def owners_of(parent: Server) -> UriOwners:
 
 
 async def _offers(entry: Mount) -> tuple[list[str], list[str]]:
-    """What a kept child offers now: its URIs (listed resources, views its tools name)
-    and its templates.  Asked as the parent (no caller)."""
+    """What a kept child offers now: its URIs (listed resources other than views, views
+    its tools name) and its templates.  Asked as the parent (no caller)."""
     from .mount_routes import _child_list
 
     resources = await _child_list(entry, "resources/list", None)
     templates = await _child_list(entry, "resources/templates/list", None)
     tools = await _child_list(entry, "tools/list", None)
-    uris = [str(r["uri"]) for r in resources if isinstance(r.get("uri"), str)]
+    # A view belongs to a child whose tool names it: listing one is no claim to it.
+    uris = [
+        str(r["uri"])
+        for r in resources
+        if isinstance(r.get("uri"), str) and not str(r["uri"]).startswith("ui://")
+    ]
     uris += [view for t in tools if (view := view_of(t)) is not None]
     texts = [str(t["uriTemplate"]) for t in templates if isinstance(t.get("uriTemplate"), str)]
     return uris, texts
@@ -132,7 +138,6 @@ async def _offers(entry: Mount) -> tuple[list[str], list[str]]:
 
 async def _settle_one(owners: UriOwners, entry: Mount) -> None:
     uris, templates = await _offers(entry)
-    owners.release(entry.namespace, set(uris), set(templates))
     for template in templates:
         owners.claim_template(template, entry.namespace)
     for uri in uris:
@@ -172,4 +177,4 @@ def forget(parent: Server, namespace: str) -> None:
     """An unmounted child's URIs are free again."""
     owners = _registries.get(parent)
     if owners is not None:
-        owners.release(namespace, set(), set())
+        owners.release(namespace)

@@ -245,3 +245,21 @@ def test_ui_views_come_only_from_the_upstream_whose_tool_names_them(
     # a view no tool names is served by nobody
     reply = gwkit.call(gateway.url, "resources/read", {"uri": "ui://beta/extra"}, token=ALICE)
     assert "error" in reply.body, reply.body
+
+
+def test_a_caller_cannot_use_another_callers_legacy_session(gateway: gwkit.Proc) -> None:
+    hers = gwkit.LegacySession(gateway.url, token=ALICE)
+    unknown = gwkit.LegacySession(gateway.url, token=BOB)
+    try:
+        assert hers.initialize().status == 200
+        assert hers.request("tools/list").status == 200
+        his = gwkit.LegacySession(gateway.url, token=BOB)
+        his.session_id = hers.session_id
+        unknown.session_id = "no-such-session"
+        foreign, missing = his.request("tools/list"), unknown.request("tools/list")
+        his.close()
+        assert foreign.status == missing.status == 404
+        assert foreign.body["error"] == missing.body["error"]
+    finally:
+        hers.close()
+        unknown.close()

@@ -56,10 +56,10 @@ def run(args: argparse.Namespace) -> int:
         import anyio
 
         from ..gateway.server import GatewayServer
-        from ..transports.stdio import StdioServer, _claim_stdio
+        from ..transports.stdio import StdioServer, claim_stdio
 
         async def main() -> None:
-            in_fd, out_fd = _claim_stdio()
+            in_fd, out_fd = claim_stdio()
             gateway = GatewayServer(config)
             setup_observability(args, gateway, config.name)
             async with gateway.serving():

@@ -92,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.http:
         # Take the protocol pipes before the target is imported: a print() at import time
         # must land on stderr, not in the protocol stream.
-        from ..transports.stdio import _claim_stdio
+        from ..transports.stdio import claim_stdio
 
-        claimed = _claim_stdio()
+        claimed = claim_stdio()
     try:
         if args.openapi:
             server = _openapi_server(args)

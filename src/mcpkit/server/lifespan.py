@@ -48,7 +48,7 @@ class ServerRuntime:
     _state: StateBackend | None
     _state_url: str | None
     _tasks: TaskManager | None
-    _tg: Any  # not "TaskGroup | None" yet: gateway/reload.py starts work on it unchecked
+    _tg: Any  # an anyio TaskGroup while running, else None; others reach it through spawn()
     _lifespan: Callable[[Any], contextlib.AbstractAsyncContextManager[Any]] | None
     _lifespan_stack: contextlib.AsyncExitStack | None
     _lifespan_users: int

@@ -171,9 +171,12 @@ def test_a_caller_cannot_use_another_callers_handle(gateway: gwkit.Proc) -> None
 ELICIT: dict[str, Any] = {"elicitation": {}}
 
 
-def _round(gateway: gwkit.Proc, token: str, **more: Any) -> dict[str, Any]:
-    params = {"name": "a_two_words", "arguments": {}, **more}
-    return gwkit.call(gateway.url, "tools/call", params, caps=ELICIT, token=token).body
+def _round(
+    gateway: gwkit.Proc, token: str, method: str = "tools/call", **more: Any
+) -> dict[str, Any]:
+    name = "a_two_words" if method == "tools/call" else "a_two_words_prompt"
+    params = {"name": name, "arguments": {}, **more}
+    return gwkit.call(gateway.url, method, params, caps=ELICIT, token=token).body
 
 
 def _answer(word: str, asked: dict[str, Any]) -> dict[str, Any]:
@@ -181,13 +184,23 @@ def _answer(word: str, asked: dict[str, Any]) -> dict[str, Any]:
     return {key: {"action": "accept", "content": {"word": word}}}
 
 
-def test_a_caller_cannot_resume_another_callers_request_state(gateway: gwkit.Proc) -> None:
-    first = _round(gateway, ALICE)["result"]
+def _text_of(method: str, result: dict[str, Any]) -> str:
+    if method == "tools/call":
+        return str(result["content"][0]["text"])
+    return str(result["messages"][0]["content"]["text"])
+
+
+@pytest.mark.parametrize("method", ["tools/call", "prompts/get"])
+def test_a_caller_cannot_resume_another_callers_request_state(
+    gateway: gwkit.Proc, method: str
+) -> None:
+    first = _round(gateway, ALICE, method)["result"]
     assert first["resultType"] == "input_required", first
     # her first answer now travels in the state of the second round
     second = _round(
         gateway,
         ALICE,
+        method,
         inputResponses=_answer("alice-word", first),
         requestState=first["requestState"],
     )["result"]
@@ -195,15 +208,15 @@ def test_a_caller_cannot_resume_another_callers_request_state(gateway: gwkit.Pro
     state = second["requestState"]
     assert "alice-word" not in state
     made_up = state[:-6] + ("AAAAAA" if not state.endswith("AAAAAA") else "BBBBBB")
-    foreign = _round(gateway, BOB, inputResponses=_answer("bob", second), requestState=state)
-    unknown = _round(gateway, BOB, inputResponses=_answer("bob", second), requestState=made_up)
+    bobs = _answer("bob", second)
+    foreign = _round(gateway, BOB, method, inputResponses=bobs, requestState=state)
+    unknown = _round(gateway, BOB, method, inputResponses=bobs, requestState=made_up)
     assert "alice-word" not in str(foreign)
     assert "result" not in foreign, foreign
     assert foreign["error"] == unknown["error"]
-    done = _round(gateway, ALICE, inputResponses=_answer("again", second), requestState=state)[
-        "result"
-    ]
-    assert done["content"][0]["text"] == "alice-word again"
+    theirs = _answer("again", second)
+    done = _round(gateway, ALICE, method, inputResponses=theirs, requestState=state)["result"]
+    assert _text_of(method, done) == "alice-word again"
 
 
 def _read(gateway: gwkit.Proc, uri: str) -> str:

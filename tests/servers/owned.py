@@ -63,6 +63,12 @@ async def two_words(ctx: Context) -> str:
     return f"{first['content']['word']} {second['content']['word']}"
 
 
+@server.prompt
+async def two_words_prompt(ctx: Context) -> str:
+    """The prompt twin of ``two_words``."""
+    return await two_words(ctx)
+
+
 @server.tool
 def claim(uri: str) -> str:
     """Register ``uri`` as a resource of this upstream now (its listeners hear of it)."""

@@ -83,7 +83,8 @@ class Bindings:
         params: dict[str, Any],
         forward: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
     ) -> dict[str, Any]:
-        """A ``tools/call`` of ``who`` forwarded (``forward(params)``) with its bindings:
+        """A ``tools/call`` (``prompts/get``, ``resources/read``: the same, for what
+        they carry) of ``who`` forwarded (``forward(params)``) with its bindings:
         another caller's handles in its arguments are swapped for ones that never existed
         (the upstream answers as for any unknown handle) and named again in the answer, a
         resumed request state is opened for ``who``; the handles, the task id and the

@@ -73,6 +73,10 @@ ROUTED = (
     "tasks/cancel",
 )
 
+#: The methods whose answers may hand a caller something of its own (a task id, a
+#: handle, the request state of an input request): see :mod:`.binding`.
+BOUND = frozenset({"tools/call", "prompts/get", "resources/read"})
+
 #: The list methods and the kinds of what they list.
 LIST_KINDS = {
     "tools/list": "tools",
@@ -286,7 +290,7 @@ class GatewayServer(Server):
                 await self.tool_definition(name)
         if method.startswith("tasks/"):
             return await self._task_method(ctx)
-        if method == "tools/call":
+        if method in BOUND:
             return await self._bound_call(ctx)
         # The composition's handler for the method, on this request's context: its mounts
         # need nothing of a dispatch of their own (each proxy gets one).
@@ -294,11 +298,13 @@ class GatewayServer(Server):
         return self._visible(ctx, method, result) if method in LIST_KINDS else result
 
     async def _bound_call(self, ctx: Context) -> dict[str, Any]:
-        """A forwarded ``tools/call`` with the caller's bindings (:meth:`.Bindings.call`)."""
+        """A forwarded call, prompt or read with the caller's bindings
+        (:meth:`.Bindings.call`)."""
+        handler = self.composed._chains[ctx.method]
 
         async def forward(params: dict[str, Any]) -> dict[str, Any]:
             ctx.params = params
-            return await self.composed._chains["tools/call"](ctx)
+            return await handler(ctx)
 
         return await self.bindings.call(ctx.principal, ctx.params, forward)
 

@@ -225,6 +225,7 @@ def test_no_private_member_is_reached_across_packages() -> None:
         package = layer_of(module_name(path))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names: list[str] = []
+            line = getattr(node, "lineno", 0)
             if isinstance(node, ast.ImportFrom):
                 names = [a.name for a in node.names]
             elif (
@@ -238,7 +239,7 @@ def test_no_private_member_is_reached_across_packages() -> None:
                     continue
                 where = owners.get(name, set())
                 if where and package not in where:
-                    crossings.append(f"{module_name(path)}:{node.lineno} {name} ({sorted(where)})")
+                    crossings.append(f"{module_name(path)}:{line} {name} ({sorted(where)})")
     assert not crossings, "private members reached across packages:\n  " + "\n  ".join(crossings)
 
 

@@ -39,6 +39,7 @@ import anyio
 from ..protocol.negotiation import RequestMeta
 from ..runtime.changes import ChangeEvent
 from ..runtime.exchange import NULL_EXCHANGE
+from ..runtime.listen import owner_key
 from ..state.base import StateBackend
 from ..types.errors import (
     INTERNAL_ERROR,
@@ -161,7 +162,9 @@ class TaskManager:
         wake = self._wakeups.get(record["taskId"])
         if wake is not None:
             wake.set()
-        self.server.bus.publish(ChangeEvent(TASK_EVENT, record["taskId"], detailed(record)))
+        # Addressed to the task's owner: a listen stream delivers it to that caller only.
+        event = ChangeEvent(TASK_EVENT, record["taskId"], detailed(record), record.get("owner"))
+        self.server.bus.publish(event)
 
     def new_record(self, task_id: str, principal: object) -> dict[str, Any]:
         """A fresh ``working`` record (the caller adds a lease or the queued request)."""
@@ -529,4 +532,4 @@ def _cancel(record: dict[str, Any]) -> None:
 
 
 def _owner(principal: object) -> str:
-    return "" if principal is None else str(principal)
+    return owner_key(principal)

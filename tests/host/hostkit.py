@@ -118,11 +118,17 @@ class ScriptedPerson(Interaction):
 
 
 def trusted_env(
-    config: dict[str, Any] | Path, folder: Path, *, trusted: bool = True
+    config: dict[str, Any] | Path,
+    folder: Path,
+    *,
+    trusted: bool = True,
+    cwd: Path | None = None,
+    environ: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """An environment whose trust file (in ``folder``, never the user's) already trusts
-    every server of ``config`` (or none, with ``trusted=False``)."""
-    store = TrustStore(folder / "trusted-servers.json")
+    every server of ``config`` (or none, with ``trusted=False``), as launched by a host
+    running in ``cwd`` (default: this one's) with ``environ`` (default: this one's)."""
+    store = TrustStore(folder / "trusted-servers.json", cwd=cwd, environ=environ)
     if trusted:
         parsed = load_config(config) if isinstance(config, Path) else parse_config(config)
         for server in parsed.servers:
@@ -149,7 +155,9 @@ def web_host(
         path = folder / "mcp.json"
         path.write_text(json.dumps(config))
     env = {
-        **trusted_env(path, folder, trusted=trusted),
+        **trusted_env(
+            path, folder, trusted=trusted, cwd=cwd, environ={**os.environ, **(env or {})}
+        ),
         "MCPKIT_TOKEN_FILE": str(folder / "oauth-tokens.json"),
         **(env or {}),
     }

@@ -183,7 +183,14 @@ class Host(ServerRequests):
             "serverInfo": None,
             "instructions": None,
             "error": "not started: this command has not been trusted yet",
+            "changes": self.trust_changes(name),
         }
+
+    def trust_changes(self, name: str) -> list[str]:
+        """What changed in held-back server ``name``'s launch since it was last trusted
+        (empty when it never was)."""
+        config = self.untrusted.get(name)
+        return self.trust.changes(config) if config is not None and self.trust else []
 
     async def trust_server(self, name: str) -> ServerConnection:
         """The person trusts a held-back server: remember it and start it."""

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -149,6 +150,20 @@ def web_host(
     written to ``folder``, or is a file already); yields the URL it prints (with its
     token) and stops it with SIGINT.  Its servers are trusted beforehand unless
     ``trusted=False``."""
+    with web_host_process(config, folder, *extra, cwd=cwd, trusted=trusted, env=env) as (_, url):
+        yield url
+
+
+@contextlib.contextmanager
+def web_host_process(
+    config: dict[str, Any] | Path,
+    folder: Path,
+    *extra: str,
+    cwd: Path | None = None,
+    trusted: bool = True,
+    env: dict[str, str] | None = None,
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """:func:`web_host`, yielding the process too (its output is ``folder/host.log``)."""
     if isinstance(config, Path):
         path = config
     else:
@@ -179,6 +194,6 @@ def web_host(
             url = found.group(1) if found else None
         if url is None:
             raise RuntimeError(f"mcpkit host --web did not start:\n{tail(log, 60)}")
-        yield url
+        yield proc, url
     finally:
         kill_group(proc, signal.SIGINT, grace=10.0)

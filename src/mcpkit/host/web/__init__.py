@@ -62,15 +62,26 @@ async def run_web(
     sock, sandbox_sock = _listen(port), _listen(sandbox_port)
     bound = sock.getsockname()[1]
     web.bind(bound, sandbox_sock.getsockname()[1])
-    server = _QuietServer(uvicorn.Config(create_app(web), log_level="warning", lifespan="off"))
-    sandbox = _QuietServer(uvicorn.Config(web.sandbox.app(), log_level="warning", lifespan="off"))
+    server = _QuietServer(_server_config(create_app(web)))
+    sandbox = _QuietServer(_server_config(web.sandbox.app()))
     async with host, anyio.create_task_group() as tg:
-        tg.start_soon(_stop_on_signal, (server, sandbox))
+        tg.start_soon(_stop_on_signal, (server, sandbox), interaction)
         tg.start_soon(lambda: sandbox.serve(sockets=[sandbox_sock]))
         on_ready(web.url(bound))
         await server.serve(sockets=[sock])
         sandbox.should_exit = True
         tg.cancel_scope.cancel()
+
+
+#: Seconds open requests (the event stream, a call waiting for the person) get to finish
+#: once the host is asked to stop; then they are cut.
+SHUTDOWN_GRACE = 1.0
+
+
+def _server_config(app: Any) -> uvicorn.Config:
+    return uvicorn.Config(
+        app, log_level="warning", lifespan="off", timeout_graceful_shutdown=SHUTDOWN_GRACE
+    )
 
 
 class _QuietServer(uvicorn.Server):
@@ -83,9 +94,12 @@ class _QuietServer(uvicorn.Server):
         yield
 
 
-async def _stop_on_signal(servers: tuple[Any, ...]) -> None:
+async def _stop_on_signal(servers: tuple[Any, ...], interaction: WebInteraction) -> None:
+    """SIGINT or SIGTERM: every question waiting for the person is declined (so the calls
+    behind them end), the page and the sandbox stop serving, and ``run_web`` returns."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
+            interaction.close()
             for server in servers:
                 server.should_exit = True
             return

@@ -36,6 +36,9 @@ REPO = HERE.parents[1]
 CHROMIUM = "/usr/bin/chromium"
 #: Where the browser tests leave their screenshots (outside the repository).
 SHOTS = Path("/tmp/host-shots")
+#: Screenshots meant to be looked at (the chat, its cards and views, the trust prompt),
+#: under the repository's ignored ``test-artifacts/``.
+ARTIFACTS = REPO / "test-artifacts" / "host"
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",

@@ -75,7 +75,7 @@ async def run_web(
 
 #: Seconds open requests (the event stream, a call waiting for the person) get to finish
 #: once the host is asked to stop; then they are cut.
-SHUTDOWN_GRACE = 1.0
+SHUTDOWN_GRACE = 1
 
 
 def _server_config(app: Any) -> uvicorn.Config:

@@ -321,6 +321,18 @@ def create_app(web: WebHost) -> Starlette:
 
         return JSONResponse({}, background=BackgroundTask(follow_up))
 
+    async def app_open_link(request: Request) -> Response:
+        """``ui/open-link`` from a view: the person is asked, shown the address, and the
+        answer is audited; the page opens it only after a 200."""
+        data = await body(request)
+        url = str(data.get("url") or "")
+        if not url.startswith(("http://", "https://")):
+            raise ValueError("only http(s) links can be opened")
+        server = str(data.get("server"))
+        host.connection(server)  # a known server, or 400
+        await host.authorize_open_link(server, url)
+        return JSONResponse({"url": url})
+
     async def app_context(request: Request) -> Response:
         data = await body(request)
         if web.chat is not None:
@@ -415,6 +427,7 @@ def create_app(web: WebHost) -> Starlette:
         "prompts/complete": complete_prompt,
         "apps/open": open_app,
         "apps/message": app_message,
+        "apps/open-link": app_open_link,
         "apps/context": app_context,
         "apps/log": app_log,
         "answer": answer,

@@ -263,3 +263,20 @@ def test_the_page_asks_again_when_the_working_directory_changed(
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "trust-after-changed-cwd.png"))
         page.close()
+
+
+def test_descriptions_read_as_text_labels_fit_and_a_form_has_one_refusal(page: Any) -> None:
+    """A reStructuredText description shows its words, not its backticks; every tab label
+    fits its button; a form offers one way to refuse (Decline), explained."""
+    listed = page.inner_text("li.tool[data-tool='dice__roll_dice'] .small")
+    assert listed.startswith("Roll count dice with sides sides each") and "`" not in listed
+    for tab in page.query_selector_all(".tabs button"):
+        assert tab.evaluate("b => b.scrollWidth <= b.clientWidth"), tab.inner_text()
+    page.click("li.tool[data-tool='alpha__ask_name']")
+    page.click("#call-button")
+    dialog = page.wait_for_selector(".dialog[data-kind='elicit']")
+    buttons = [b.inner_text() for b in dialog.query_selector_all(".actions button")]
+    assert buttons == ["Decline", "Submit"]
+    assert "Decline tells the server you said no" in dialog.inner_text()
+    page.click("#elicit-decline")
+    page.wait_for_selector("#result:has-text('no name (decline)')")

@@ -177,6 +177,7 @@ def web_host_process(
             path, folder, trusted=trusted, cwd=cwd, environ={**os.environ, **(env or {})}
         ),
         "MCPKIT_TOKEN_FILE": str(folder / "oauth-tokens.json"),
+        "MCPKIT_HOST_DATA": str(folder / "host-data"),
         **(env or {}),
     }
     log = folder / "host.log"

@@ -189,7 +189,7 @@ def test_full_screen_and_app_logs(page: Any) -> None:
     box = proxy_el.bounding_box()
     assert box["height"] > 800  # the whole 900px window, not the 240px inline frame
     page.screenshot(path=str(SHOTS / "chat-05-fullscreen.png"))
-    page.click(".app-title .app-full")
+    page.click("#detail .app-title .app-full")
     view.wait_for_selector("#mode:has-text('mode: inline')")
     assert proxy_el.bounding_box()["height"] < 800
     view.click("#log")

@@ -106,6 +106,8 @@ class Host(ServerRequests):
         self._index = ToolIndex()
         self._tg: anyio.abc.TaskGroup | None = None
         self._subscribers: set[MemoryObjectSendStream[tuple[str, dict[str, Any]]]] = set()
+        #: Called with every event, in the emitting task (a transcript kept on disk).
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         #: Tool calls running now, by the caller's call id, so a person can cancel them.
         self._running: dict[str, anyio.CancelScope] = {}
         #: (server, view, addresses) the person let a view connect to, for this run.
@@ -245,6 +247,8 @@ class Host(ServerRequests):
     def emit(self, kind: str, data: Mapping[str, Any]) -> None:
         """Send a host event (``kind``, ``data``) to every subscriber; a subscriber that is not
         keeping up loses it rather than stalling the host."""
+        for listener in self.listeners:
+            listener(kind, dict(data))
         for send in list(self._subscribers):
             try:
                 send.send_nowait((kind, dict(data)))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
@@ -403,8 +404,17 @@ class Conversation:
                         **({"app": app} if app else {}),
                     },
                 )
+                started = time.monotonic()
                 blocks, is_error, raw = await self._run(call.name, call.arguments, call.id)
-                event = {"id": call.id, "name": call.name, "is_error": is_error, "content": blocks}
+                event = {
+                    "id": call.id,
+                    "name": call.name,
+                    "is_error": is_error,
+                    "content": blocks,
+                    "durationMs": round((time.monotonic() - started) * 1000),
+                }
+                if raw is not None and raw.get("structuredContent") is not None:
+                    event["structured"] = raw["structuredContent"]
                 if call.id in self._refused:
                     self._refused.discard(call.id)
                     event["refused"] = True

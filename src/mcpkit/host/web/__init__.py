@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import socket
+import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,6 +15,7 @@ import uvicorn
 
 from ...auth.client import TokenStore
 from ..config import HostConfig
+from ..conversations import ConversationStore
 from ..host import Host
 from ..loop import sampler_for
 from ..models.base import Model
@@ -21,6 +24,8 @@ from .app import WebHost, create_app
 from .prompts import WebInteraction
 
 __all__ = ["WebHost", "WebInteraction", "create_app", "run_web"]
+
+log = logging.getLogger("mcpkit.host.web")
 
 
 def _listen(port: int) -> socket.socket:
@@ -57,7 +62,11 @@ async def run_web(
         wait=False,
     )  # a log-in may need the page
     web = WebHost(
-        host, interaction, model=model, system=config.model.system if config.model else None
+        host,
+        interaction,
+        model=model,
+        system=config.model.system if config.model else None,
+        store=_open_store(),
     )
     sock, sandbox_sock = _listen(port), _listen(sandbox_port)
     bound = sock.getsockname()[1]
@@ -82,6 +91,16 @@ def _server_config(app: Any) -> uvicorn.Config:
     return uvicorn.Config(
         app, log_level="warning", lifespan="off", timeout_graceful_shutdown=SHUTDOWN_GRACE
     )
+
+
+def _open_store() -> ConversationStore | None:
+    """The person's conversations; a location that cannot be written is one line on
+    stderr, and the page works without keeping them."""
+    try:
+        return ConversationStore()
+    except (OSError, sqlite3.Error) as exc:
+        log.warning("conversations are not kept: %s", exc)
+        return None
 
 
 class _QuietServer(uvicorn.Server):

@@ -53,14 +53,8 @@ def host_url(folder: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def page(browser: Any, host_url: str) -> Iterator[Any]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page()
-    page.set_default_timeout(15_000)
-    page.goto(host_url)
-    page.wait_for_selector("[data-testid='tool:probe:show_probe']")
-    yield page
-    page.close()
+def page(probe_page: Any) -> Any:
+    return probe_page
 
 
 def audit(host_url: str) -> list[dict[str, Any]]:

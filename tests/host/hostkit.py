@@ -11,11 +11,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 
 from mcpkit.host import (
     ConsentDecision,
@@ -98,6 +103,35 @@ def calls(folder: Path, server: str) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
 
+class Transcripts:
+    """A model API answering the n-th streaming request with the n-th transcript of
+    ``fixtures/``, one event per chunk; keeps each request's body and headers."""
+
+    def __init__(self, path: str, files: list[str], status: int = 200) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+
+        async def endpoint(request: Request) -> Response:
+            body = await request.json()
+            self.bodies.append(body)
+            self.headers.append(dict(request.headers))
+            if status != 200:
+                return JSONResponse({"error": {"message": "invalid x-api-key"}}, status_code=status)
+            if body.get("stream") is not True:
+                return JSONResponse({"error": "this fake only streams"}, status_code=400)
+            text = (HERE / "fixtures" / files[len(self.bodies) - 1]).read_text()
+
+            async def events() -> AsyncIterator[bytes]:
+                for event in text.split("\n\n"):
+                    if event.strip():
+                        yield (event + "\n\n").encode()
+                        await anyio.sleep(0)
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+
+        self.app = Starlette(routes=[Route(path, endpoint, methods=["POST"])])
+
+
 class ScriptedPerson(Interaction):
     """Answers like a person would, from rules given by the test; remembers what it saw."""
 
@@ -178,6 +212,8 @@ def web_host_process(
         ),
         "MCPKIT_TOKEN_FILE": str(folder / "oauth-tokens.json"),
         "MCPKIT_HOST_DATA": str(folder / "host-data"),
+        "MCPKIT_HOST_SETTINGS": str(folder / "host-settings.json"),
+        "MCPKIT_KEYRING": "off",
         **(env or {}),
     }
     log = folder / "host.log"

@@ -14,11 +14,12 @@ import anyio
 import uvicorn
 
 from ...auth.client import TokenStore
-from ..config import HostConfig
+from ..config import ConfigError, HostConfig
 from ..conversations import ConversationStore
 from ..host import Host
 from ..loop import sampler_for
-from ..models.base import Model
+from ..models.base import Model, ModelError
+from ..settings import ModelSettings
 from ..trust import TrustStore
 from .app import WebHost, create_app
 from .prompts import WebInteraction
@@ -61,12 +62,18 @@ async def run_web(
         token_store=token_store,
         wait=False,
     )  # a log-in may need the page
+    settings = ModelSettings()
+    if model is None and config.model is None:
+        model = _saved_model(settings)
+        if model is not None:
+            host.sampler = sampler_for(model)
     web = WebHost(
         host,
         interaction,
         model=model,
         system=config.model.system if config.model else None,
         store=_open_store(),
+        settings=settings,
     )
     sock, sandbox_sock = _listen(port), _listen(sandbox_port)
     bound = sock.getsockname()[1]
@@ -91,6 +98,18 @@ def _server_config(app: Any) -> uvicorn.Config:
     return uvicorn.Config(
         app, log_level="warning", lifespan="off", timeout_graceful_shutdown=SHUTDOWN_GRACE
     )
+
+
+def _saved_model(settings: ModelSettings) -> Model | None:
+    """The model chosen on the page last time, if it can still be built."""
+    saved = settings.load()
+    if saved is None:
+        return None
+    try:
+        return settings.build(saved)
+    except (ConfigError, ModelError) as exc:
+        log.warning("the saved model cannot be used: %s", exc)
+        return None
 
 
 def _open_store() -> ConversationStore | None:

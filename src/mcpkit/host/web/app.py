@@ -37,8 +37,9 @@ from ..apps import AppError
 from ..config import ConfigError, parse_server
 from ..connection import ServerUnavailable
 from ..conversations import ConversationStore
+from ..settings import ModelSettings
 from ..host import Host, ToolCancelled, ToolDenied
-from ..loop import Conversation
+from ..loop import Conversation, sampler_for
 from ..models.base import Model, ModelError
 from ..policy import Permission
 from .prompts import WebInteraction
@@ -69,6 +70,8 @@ class WebHost:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     #: Where conversations are kept (None: nothing is kept beyond this run's page).
     store: ConversationStore | None = None
+    #: The model chosen on the page, kept for the next start (None: no settings panel).
+    settings: ModelSettings | None = None
     allowed_hosts: set[str] = field(default_factory=set, init=False)
     sandbox: Sandbox = field(default_factory=Sandbox, init=False)
 
@@ -111,6 +114,16 @@ class WebHost:
         """Keep the model's messages of the current conversation."""
         if self.store is not None and self.current is not None and self.chat is not None:
             self.store.save_messages(self.current, self.chat.messages)
+
+    def use_model(self, model: Model) -> None:
+        """Chat with ``model`` from now on (chosen on the page); the conversation goes on."""
+        messages = list(self.chat.messages) if self.chat is not None else []
+        if self.chat is None and self.store is not None and self.current is not None:
+            messages = self.store.messages(self.current)
+        self.model = model
+        self.chat = Conversation(self.host, model, system=self.system, on_event=self._chat_event)
+        self.chat.messages[:] = messages
+        self.host.sampler = sampler_for(model)
 
     def switch(self, conversation: str) -> None:
         """Show and continue ``conversation`` (its model messages are loaded)."""
@@ -446,6 +459,31 @@ def create_app(web: WebHost) -> Starlette:
         if found is not None and found["title"] == NEW_TITLE:
             store.rename(current, text if len(text) <= 60 else text[:57] + "...")
 
+    async def get_settings(request: Request) -> Response:
+        settings = web.settings
+        if settings is None:
+            return JSONResponse({"available": False})
+        return JSONResponse(
+            {"available": True, "active": web.model.name if web.model else None}
+            | settings.describe()
+        )
+
+    async def save_settings(request: Request) -> Response:
+        """The model chosen on the page: validated, built (a missing key is a 400), kept,
+        and used from the next message on."""
+        settings = web.settings
+        if settings is None:
+            raise ValueError("model settings are not available in this host")
+        data = await body(request)
+        key = data.pop("apiKey", None)
+        if key is not None and not isinstance(key, str):
+            raise ValueError("apiKey must be a string")
+        config = settings.save(data, key)
+        model = settings.build(config)
+        async with web._chat_lock:
+            web.use_model(model)
+        return JSONResponse({"ok": True, "model": model.name})
+
     async def conversations(request: Request) -> Response:
         store = web.store
         return JSONResponse(
@@ -534,6 +572,7 @@ def create_app(web: WebHost) -> Starlette:
         "logs": logs,
         "events": events,
         "conversations": conversations,
+        "settings": get_settings,
         "conversations/current": current_conversation,
     }
     actions = {
@@ -555,6 +594,7 @@ def create_app(web: WebHost) -> Starlette:
         "permissions": permissions,
         "chat": chat,
         "conversations": new_conversation,
+        "settings": save_settings,
         "conversations/{conversation}/open": conversation_action,
         "conversations/{conversation}/rename": conversation_action,
     }

@@ -60,7 +60,8 @@ def first_and_second_run(
         assert api.bodies[0]["model"] == "gpt-test"
 
         shown = page.evaluate(
-            "fetch('/api/settings', {headers: {Authorization: 'Bearer ' + TOKEN}}).then(r => r.text())"
+            "fetch('/api/settings', {headers: {Authorization: 'Bearer ' + TOKEN}})"
+            ".then(r => r.text())"
         )
         assert "sk-local-secret" not in shown and json.loads(shown)["hasKey"] is True
         page.close()

@@ -37,11 +37,11 @@ from ..apps import AppError
 from ..config import ConfigError, parse_server
 from ..connection import ServerUnavailable
 from ..conversations import ConversationStore
-from ..settings import ModelSettings
 from ..host import Host, ToolCancelled, ToolDenied
 from ..loop import Conversation, sampler_for
 from ..models.base import Model, ModelError
 from ..policy import Permission
+from ..settings import ModelSettings
 from .prompts import WebInteraction
 from .sandbox import Sandbox
 

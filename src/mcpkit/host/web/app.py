@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
 from importlib import resources
@@ -46,6 +48,8 @@ from .prompts import WebInteraction
 from .sandbox import Sandbox
 
 __all__ = ["WebHost", "create_app"]
+
+log = logging.getLogger("mcpkit.host.web")
 
 NEW_TITLE = "New conversation"
 _PAGE_HEADERS = {
@@ -108,12 +112,18 @@ class WebHost:
     def keep(self, event: dict[str, Any]) -> None:
         """Append ``event`` to the current conversation's transcript."""
         if self.store is not None and self.current is not None:
-            self.store.append(self.current, event)
+            try:
+                self.store.append(self.current, event)
+            except sqlite3.Error as exc:  # the chat goes on; only keeping it failed
+                log.warning("could not keep a chat event: %s", exc)
 
     def save(self) -> None:
         """Keep the model's messages of the current conversation."""
         if self.store is not None and self.current is not None and self.chat is not None:
-            self.store.save_messages(self.current, self.chat.messages)
+            try:
+                self.store.save_messages(self.current, self.chat.messages)
+            except sqlite3.Error as exc:
+                log.warning("could not keep the conversation: %s", exc)
 
     def use_model(self, model: Model) -> None:
         """Chat with ``model`` from now on (chosen on the page); the conversation goes on."""

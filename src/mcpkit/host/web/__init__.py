@@ -33,6 +33,9 @@ def _listen(port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
+    # Listening before the URL is printed: a browser opened at once queues in the backlog
+    # until the server accepts, rather than being refused.
+    sock.listen(128)
     return sock
 
 

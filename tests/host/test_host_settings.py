@@ -42,6 +42,16 @@ def first_and_second_run(
 
         page.click("#choose-model")
         page.wait_for_selector("[data-testid=settings]")
+        page.select_option("#set-provider", "anthropic")
+        page.click("#set-save")  # no key: refused, and nothing kept
+        page.wait_for_selector("#set-status.error:has-text('Anthropic needs an API key')")
+        assert not (tmp_path / "host-settings.json").exists()
+        refused = page.evaluate(
+            "fetch('/api/settings', {method: 'POST', headers: {Authorization: 'Bearer ' + TOKEN,"
+            " 'Content-Type': 'application/json'}, body: JSON.stringify({provider: 'openai',"
+            " temperature: 1})}).then(async r => [r.status, (await r.json()).error])"
+        )
+        assert refused == [400, "unknown model setting 'temperature'"]
         page.select_option("#set-provider", "openai")
         page.fill("#set-model", "gpt-test")
         page.fill("#set-base-url", base + "/v1")

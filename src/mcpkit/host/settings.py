@@ -119,20 +119,22 @@ class ModelSettings:
             "keyStorage": self.keys.where,
         }
 
-    def save(self, raw: dict[str, Any], api_key: str | None) -> ModelConfig:
-        """Validate and keep a choice from the page (``provider``, ``model``, ``baseUrl``,
-        ``script``); a non-empty ``api_key`` replaces the provider's kept key."""
+    def choose(self, raw: dict[str, Any], api_key: str | None) -> Model:
+        """A choice from the page (``provider``, ``model``, ``baseUrl``, ``script``; an
+        unknown key is an error naming it): the model is built first, and only a choice
+        that builds is kept, with ``api_key`` (when given) replacing the provider's key."""
         unknown = set(raw) - {"provider", "model", "baseUrl", "script"}
         if unknown:
             raise ConfigError(f"unknown model setting {sorted(unknown)[0]!r}")
-        model = {k: v for k, v in raw.items() if v not in (None, "")}
-        config = parse_config({"mcpServers": {}, "model": model}).model
+        chosen = {k: v for k, v in raw.items() if v not in (None, "")}
+        config = parse_config({"mcpServers": {}, "model": chosen}).model
         if config is None:
             raise ConfigError("choose a model provider")
+        model = build_model(config, api_key or self.keys.get(config.provider))
         if api_key:
             self.keys.set(config.provider, api_key)
-        _write_private(self.path, {"model": model})
-        return config
+        _write_private(self.path, {"model": chosen})
+        return model
 
     def build(self, config: ModelConfig) -> Model:
         return build_model(config, self.keys.get(config.provider))

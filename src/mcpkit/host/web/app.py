@@ -488,8 +488,7 @@ def create_app(web: WebHost) -> Starlette:
         key = data.pop("apiKey", None)
         if key is not None and not isinstance(key, str):
             raise ValueError("apiKey must be a string")
-        config = settings.save(data, key)
-        model = settings.build(config)
+        model = settings.choose(data, key)
         async with web._chat_lock:
             web.use_model(model)
         return JSONResponse({"ok": True, "model": model.name})

@@ -25,7 +25,6 @@ __all__ = ["KeyStore", "ModelSettings", "build_model"]
 log = logging.getLogger("mcpkit.host.settings")
 
 _SERVICE = "mcpkit-host"
-PROVIDERS = ("anthropic", "openai", "scripted")
 
 
 def _write_private(path: Path, data: dict[str, Any]) -> None:

@@ -119,8 +119,7 @@ demo_secret_admin = ["admin"]
 def plain(upstream: gwkit.Proc, log_dir: Path, stack: list[gwkit.Proc]) -> Gateway:
     """Static bearer tokens, no tool scopes."""
     audit = log_dir / "plain-audit.jsonl"
-    config = (
-        f"""
+    config = f"""
 [gateway]
 state = "memory:"
 audit_log = "{audit}"
@@ -129,9 +128,7 @@ audit_log = "{audit}"
 mode = "bearer"
 [auth.tokens]
 "token-bob" = "bob"
-"""
-        + gwkit.toml_upstream("demo", url=upstream.url, prefix="demo_")
-    )
+""" + gwkit.toml_upstream("demo", url=upstream.url, prefix="demo_")
     proc = gwkit.start_gateway("plain", log_dir, config)
     stack.append(proc)
     return Gateway(proc, audit)
@@ -166,9 +163,7 @@ def test_tool_scopes_hold_for_an_apps_unprefixed_name(
         # The audit line names the tool as the policy saw it: the resolved name.
         line = eventually(
             lambda before=before: [
-                entry
-                for entry in scoped.audit_lines()[before:]
-                if entry["method"] == "tools/call"
+                entry for entry in scoped.audit_lines()[before:] if entry["method"] == "tools/call"
             ],
             10,
             "the refusal's audit line",
@@ -193,9 +188,7 @@ def test_a_header_body_mismatch_is_refused_with_and_without_tool_scopes(
         "plain": "token-bob",
     }
     for label, gateway in (("scoped", scoped), ("plain", plain)):
-        good = gwkit.call(
-            gateway.url, "tools/call", {"name": "demo_panel"}, token=tokens[label]
-        )
+        good = gwkit.call(gateway.url, "tools/call", {"name": "demo_panel"}, token=tokens[label])
         assert good.status in (200, 429), (label, good.body)  # (panel is rate limited)
         for spoofed in ("demo_secret_admin", "demo_nothing"):
             reply = gwkit.call(
@@ -240,9 +233,7 @@ def test_refusals_before_the_body_carry_id_null(
             assert unauthenticated.json()["id"] is None, unauthenticated.json()
             bad = _raw_post(gateway.url, message, Authorization="Bearer nope", **era_headers)
             assert bad.status_code == 401 and bad.json()["id"] is None
-            foreign = _raw_post(
-                gateway.url, message, Origin="http://evil.example", **era_headers
-            )
+            foreign = _raw_post(gateway.url, message, Origin="http://evil.example", **era_headers)
             assert foreign.status_code == 403 and foreign.json()["id"] is None
     huge = _tools_call("demo_panel", 42)
     huge["params"]["arguments"] = {"pad": "x" * (5 * 1024 * 1024)}

@@ -136,7 +136,7 @@ async def handle_modern(
 
     exchange = ModernExchange(send, headers)
     if method == "subscriptions/listen":
-        await _listen(app, message, exchange.writer, receive)
+        await _listen(app, message, exchange.writer, receive, principal)
         return
     answer: tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None = None
     # Server.runs_inline(tool), spelled out: this is the hot path.
@@ -288,16 +288,27 @@ async def _watch_task(
 
 
 async def _listen(
-    app: McpHttpApp, message: dict[str, Any], writer: ResponseWriter, receive: Receive
+    app: McpHttpApp,
+    message: dict[str, Any],
+    writer: ResponseWriter,
+    receive: Receive,
+    principal: object,
 ) -> None:
     """Hold a listen stream open: acknowledgement first, then matching change events,
     keep-alive comments while idle; ends when the client disconnects or the server stops.
     The stream is this task parked in ``receive()`` and a :class:`StreamSink` the bus
-    writes events to (no helper task, buffer or timer of its own)."""
+    writes events to (no helper task, buffer or timer of its own).
+
+    A server that polices what its callers may watch (the gateway) offers
+    ``admit_listen(resources, principal)``, awaited before the stream opens: it raises
+    the refusal (an :class:`McpError`) for a resource the caller may not read."""
     try:
         subscription = ServedSubscription(app.server, message["id"], message.get("params") or {})
+        admit = getattr(app.server, "admit_listen", None)
+        if admit is not None and subscription.resources:
+            await admit(subscription.resources, principal)
     except McpError as err:
-        await writer.final(jsonrpc.error(message["id"], err), err.http_status)
+        await writer.final(jsonrpc.error(message["id"], err), err.http_status, err.http_headers)
         return
     if not writer._sse_ok:
         failure = McpError(INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream")

@@ -25,7 +25,7 @@ import anyio
 from ..auth.resource_server import ProtectedResource
 from ..protocol.headers import METHOD, NAME, decode_header_value
 from ..transports.http import asgi
-from ..transports.http.app import HttpOptions, McpHttpApp, refuse_body
+from ..transports.http.app import HttpOptions, McpHttpApp, read_post_body
 from ..transports.http.asgi import Receive, Scope, Send
 from ..types.codec import decode
 from ..types.methods import METHODS
@@ -215,17 +215,9 @@ class GatewayApp:
         method = headers.get(METHOD)
         name = _header_name(headers.get(NAME))
         if method is None:
-            options = self.mcp.options
-            try:
-                body = await asgi.read_body_now(
-                    receive,
-                    options.max_body_bytes,
-                    headers.get("content-length"),
-                    options.body_timeout_s,
-                )
-            except (asgi.BodyTooLarge, asgi.ClientGone, asgi.BodyTimeout) as refused:
-                await refuse_body(refused, options, send)
-                return
+            body = await read_post_body(self.mcp.options, headers, receive, send)
+            if body is None:
+                return  # refused (413, 408) or gone
             method, name = _method_name(body)
         self._record(None, method, name, "unauthenticated", started)
         await asgi.send_refusal(send, rejection.status, rejection.error, rejection.headers)

@@ -302,7 +302,7 @@ class GatewayServer(Server):
     def _lane_route(self, ctx: Context, name: str, tool: ProxyTool) -> _LaneRoute | None:
         """The upstream, its own name for the tool and the tool, when this ``tools/call``
         is a plain forwarded call: a 2026-07-28 call in its plainest shape (its name,
-        arguments and ``_meta``; no task, progress token or log level, whose
+        arguments as an object and ``_meta``; no task, progress token or log level, whose
         notifications belong to the front request), of a tool the gateway has listed,
         whose name fits exactly one upstream's prefix, an ``http://`` upstream speaking
         2026-07-28 over its fast lane, untraced.  Anything else is forwarded through the
@@ -314,6 +314,7 @@ class GatewayServer(Server):
             or meta.progress_token is not None
             or meta.log_level is not None
             or not _PLAIN_PARAMS.issuperset(params)
+            or not isinstance(params.get("arguments", _NO_ARGUMENTS), dict)
             or not on_asyncio()
         ):
             return None
@@ -431,6 +432,7 @@ class GatewayServer(Server):
 #: What a plain forwarded call's params hold (:meth:`GatewayServer._lane_route`); any other
 #: member (``task``, ``requestState``, ``inputResponses``...) takes the composition.
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
+_NO_ARGUMENTS: dict[str, Any] = {}
 _LaneRoute = tuple[Upstream, str, ProxyTool]
 
 

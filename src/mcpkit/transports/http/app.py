@@ -425,8 +425,8 @@ async def read_post_body(
     options: HttpOptions, headers: dict[str, str], receive: Receive, send: Send
 ) -> bytes | None:
     """A POST's body, or None once the refusal was sent (413, 408) or the client left: the
-    gateway's direct path reads its body through this (the app inlines the same two steps),
-    so both refuse alike."""
+    gateway's front reads an unauthenticated legacy body through this (the app inlines
+    the same two steps), so both refuse alike."""
     try:
         return await read_body_now(
             receive, options.max_body_bytes, headers.get("content-length"), options.body_timeout_s

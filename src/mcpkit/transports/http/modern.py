@@ -246,8 +246,7 @@ NATIVE: Any = object()
 async def finish_native(app: McpHttpApp, rest: Awaitable[_T], receive: Receive) -> _T:
     """Await ``rest`` (a handler's :class:`Resumed` remainder, or a whole coroutine) in
     this request's own task, which a client going away cancels natively;
-    :class:`Interrupted` then.  (The gateway's direct path watches its calls the same
-    way with one timer for all of them: ``mcpkit.compose.deadlines.Watches``.)"""
+    :class:`Interrupted` then."""
     target = TaskCanceller()
     try:
         value = await _finish_watched(app, rest, receive, target)

@@ -71,9 +71,15 @@ class GatewayApp:
         metadata, CORS.  Synchronous, so a reload swaps it with the rest in one step."""
         self.config = config
         self.authenticator = authenticator
-        self.server.authenticator = authenticator  # (its tool scopes: the policy point's)
+        # Its tool scopes are checked at the policy point (none configured: nothing to ask).
+        self.server.authenticator = authenticator if authenticator.has_call_scopes else None
         #: No auth configured: every POST is the anonymous caller's, known without a call.
         self._anonymous = config.auth.mode == "none"
+        # ...and without virtual servers the endpoint needs no principal at all (dispatch
+        # takes a request without one as the anonymous caller's).
+        hook = None if self._anonymous and not self.views else self._authenticate
+        for endpoint in (self.mcp, *(e for _, e in self.views.values())):
+            endpoint.authenticate = hook
         bearer = authenticator.bearer
         #: Only its metadata endpoint is used: authentication is done in __call__, where
         #: refusals are also audited and counted.
@@ -202,7 +208,7 @@ class GatewayApp:
                 await self._unauthenticated(rejection, headers, receive, send)
                 return
             scope[_PRINCIPAL] = self._in_view(principal, scope)
-        await endpoint(scope, receive, send)
+        await endpoint.serve(scope, receive, send, headers)
 
     async def _unauthenticated(
         self, rejection: asgi.Rejection, headers: dict[str, str], receive: Receive, send: Send

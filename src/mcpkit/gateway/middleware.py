@@ -177,18 +177,18 @@ def finish(
     gateway.metrics.observe(method, record.upstream, outcome, seconds)
 
 
-async def resolve_app_name(gateway: GatewayServer, ctx: Context) -> None:
+async def resolve_app_name(gateway: GatewayServer, ctx: Context, name: str | None) -> str | None:
     """An MCP App calling its own tool by the name it has at its upstream (``roll``
-    rather than ``dice_roll``): the call is renamed to the gateway's name for it before
-    any check sees it, so policy is decided on the name clients see.
+    rather than ``dice_roll``): the call ``name`` is renamed to the gateway's name for it
+    (in ``ctx.params``, and returned) before any check sees it, so policy is decided on
+    the name clients see.
 
     The App's ``tools/call`` reaches the gateway as the host passes it on, with nothing
     naming the App, so the gateway tells by what it serves: a name no upstream offers
     under the front's names, which is a tool of exactly one upstream serving an App
     (a ``ui://`` view).  Two such upstreams are refused, naming both front names."""
-    name = ctx.params.get("name")
-    if not isinstance(name, str) or name in gateway.tools:
-        return
+    if name is None or name in gateway.tools:
+        return name
     upstreams = gateway.upstreams
     found = await name_owner(upstreams, name)
     # Lists are read only for a name that fits no prefix (an error before), or when
@@ -197,14 +197,17 @@ async def resolve_app_name(gateway: GatewayServer, ctx: Context) -> None:
     if found is None or (shared and not await _lists(*found)):
         owners = await app_owners(upstreams, name)
         if len(owners) == 1:
-            ctx.params = {**ctx.params, "name": owners[0].prefix + name}
-        elif owners:
+            resolved = owners[0].prefix + name
+            ctx.params = {**ctx.params, "name": resolved}
+            return resolved
+        if owners:
             choices = " or ".join(repr(u.prefix + name) for u in owners)
             raise invalid_params(
                 f"Tool {name!r} belongs to the Apps of several upstreams "
                 f"({', '.join(u.name for u in owners)}): call {choices}",
                 {"name": name},
             )
+    return name
 
 
 async def _lists(upstream: AnyUpstream, name: str) -> bool:
@@ -272,7 +275,7 @@ def check_scopes(gateway: GatewayServer, who: Caller, method: str, name: str | N
     is refused with a 403 ``insufficient_scope`` step-up challenge (``WWW-Authenticate``
     naming the scopes to ask for), decided on the resolved name."""
     authenticator = gateway.authenticator
-    if authenticator is None or not authenticator.has_call_scopes:
+    if authenticator is None:  # (no [auth.tool_scopes])
         return
     member = "name" if method == "tools/call" else "uri"
     try:
@@ -303,10 +306,10 @@ class Policy(Middleware):
         token = _record.set(record)
         who = ctx.principal = _who(ctx)
         outcome = "ok"
+        name = _name(ctx)
         try:
             if method == "tools/call":
-                await resolve_app_name(gateway, ctx)
-            name = _name(ctx)
+                name = await resolve_app_name(gateway, ctx, name)
             check_access(gateway, who, method, name, ctx.params, record)
             check_scopes(gateway, who, method, name)
             if gateway.limiter.rules:
@@ -322,7 +325,7 @@ class Policy(Middleware):
             raise
         finally:
             _record.reset(token)
-            finish(gateway, method, who, _name(ctx), record, outcome, started)
+            finish(gateway, method, who, name, record, outcome, started)
 
 
 async def admit_listen(gateway: GatewayServer, who: object, uris: Iterable[str]) -> None:

@@ -38,7 +38,6 @@ from ..compose.replicas import AnyUpstream
 from ..compose.upstream import Upstream
 from ..protocol.headers import expected_param_headers
 from ..runtime.changes import ChangeEvent
-from ..runtime.stepping import on_asyncio
 from ..server.context import Context
 from ..server.middleware import build_chains, wrap
 from ..server.middleware.ratelimit import RateLimit
@@ -140,8 +139,8 @@ class GatewayServer(Server):
         self.private = config.auth.mode != "none"
         self.cache_scope = "private" if self.private else "public"
         self.cache_ttl_ms = 10_000
-        #: The front's authenticator (its ``[auth.tool_scopes]`` are checked at the policy
-        #: point); None when served without an HTTP front (stdio).
+        #: The front's authenticator when it has ``[auth.tool_scopes]`` (checked at the
+        #: policy point); None without, or when served without an HTTP front (stdio).
         self.authenticator: GatewayAuthenticator | None = None
         self._proxy_tools: dict[str, ProxyTool] = {}
         #: What the HTTP transport reads of a called tool (its ``Mcp-Param-*`` headers,
@@ -161,6 +160,19 @@ class GatewayServer(Server):
             route = discover if method == "server/discover" else self._routed
             self._handlers[method] = wrap(route, method, layers)
         self._chains = build_chains(self._handlers, self.middleware)
+
+    @property
+    def inline_calls(self) -> bool:
+        """False whatever the operator's middleware: the gateway's policy layer wraps
+        every routed method and may wait (an upstream's listing, a shared rate-limit
+        store), and a forwarded call always waits on its upstream, so no call runs in
+        one step.  Its tools' calls (``ProxyTool.inline``) then run in their request's
+        own task, cancelled natively, without a cancel scope of the transport's."""
+        return False
+
+    @inline_calls.setter
+    def inline_calls(self, _value: bool) -> None:
+        """(What the server base computes from the operator's middleware does not apply.)"""
 
     # ------------------------------------------------------------------ upstreams
     async def start_upstreams(self) -> None:
@@ -261,12 +273,16 @@ class GatewayServer(Server):
 
     # ------------------------------------------------------------------ routing
     async def _routed(self, ctx: Context) -> dict[str, Any]:
+        guards = self.config.guardrails  # read per request: a reload swaps them
+        if ctx.method == "tools/call" and not guards and self.config.direct_calls:
+            route = self._lane_route(ctx)
+            if route is not None:
+                return await self._forward_plain(ctx, route)
         who = ctx.principal
         subject = acting_for.set(  # (for [upstream.auth] token_exchange)
             who.subject_token if isinstance(who, Caller) else None
         )
         try:
-            guards = self.config.guardrails  # read per request: a reload swaps them
             if guards:
                 # The route reads ctx.params as the guardrails left them.
                 return await wrap(self._route, ctx.method, guards)(ctx)
@@ -282,40 +298,37 @@ class GatewayServer(Server):
         if method.startswith("tasks/") and not declares_tasks(ctx.meta):
             raise tasks_required_error()
         name = ctx.params.get("name")
-        if method == "tools/call" and isinstance(name, str):
-            tool = self._proxy_tools.get(name)
-            if tool is not None and self.config.direct_calls:
-                route = self._lane_route(ctx, name, tool)
-                if route is not None:
-                    return await self._forward_plain(ctx, route)
-            elif tool is None:
-                # Called without a listing (or after a list change): the transport checks
-                # the next call's Mcp-Param-* headers against the tool's definition, learnt
-                # here.
-                with contextlib.suppress(McpError):
-                    await self.tool_definition(name)
+        if method == "tools/call" and isinstance(name, str) and name not in self._proxy_tools:
+            # Called without a listing (or after a list change): the transport checks the
+            # next call's Mcp-Param-* headers against the tool's definition, learnt here.
+            with contextlib.suppress(McpError):
+                await self.tool_definition(name)
         # The composition's handler for the method, on this request's context: its mounts
         # need nothing of a dispatch of their own (each proxy gets one).
         result = await self.composed._chains[method](ctx)
         return self._visible(ctx, method, result) if method in LIST_KINDS else result
 
-    def _lane_route(self, ctx: Context, name: str, tool: ProxyTool) -> _LaneRoute | None:
+    def _lane_route(self, ctx: Context) -> _LaneRoute | None:
         """The upstream, its own name for the tool and the tool, when this ``tools/call``
-        is a plain forwarded call: a 2026-07-28 call in its plainest shape (its name,
+        is a plain forwarded call (without guardrails, whose checks and rewrites run
+        around the composition's routing): a 2026-07-28 call in its plainest shape (its name,
         arguments as an object and ``_meta``; no task, progress token or log level, whose
         notifications belong to the front request), of a tool the gateway has listed,
         whose name fits exactly one upstream's prefix, an ``http://`` upstream speaking
-        2026-07-28 over its fast lane, untraced.  Anything else is forwarded through the
-        composition (:meth:`_route`)."""
+        2026-07-28 over its fast lane (asyncio's), untraced.  Anything else is forwarded
+        through the composition (:meth:`_route`)."""
         meta = ctx.meta
         params = ctx.params
+        name = params.get("name")
+        tool = self._proxy_tools.get(name) if isinstance(name, str) else None
         if (
-            meta.era != "modern"
+            tool is None
+            or not isinstance(name, str)
+            or meta.era != "modern"
             or meta.progress_token is not None
             or meta.log_level is not None
             or not _PLAIN_PARAMS.issuperset(params)
             or not isinstance(params.get("arguments", _NO_ARGUMENTS), dict)
-            or not on_asyncio()
         ):
             return None
         extensions = meta.client_capabilities.get("extensions")

@@ -121,11 +121,11 @@ class McpHttpApp:
         #: ``legacy.handle_legacy_post``, imported on the first legacy POST (see _route).
         self._legacy_post: Callable[..., Awaitable[None]] | None = None
         self.authenticate = authenticate
-        #: The auth guard around :meth:`_serve` (None: requests go straight in).
+        #: The auth guard around :meth:`serve` (None: requests go straight in).
         self._guarded: ASGICall | None = None
         if auth is not None:
             self.authenticate = auth.principal_of
-            self._guarded = auth.wrap(self._serve, max_body_bytes=self.options.max_body_bytes)
+            self._guarded = auth.wrap(self.serve, max_body_bytes=self.options.max_body_bytes)
         self._lifespan_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._host_task: asyncio.Task[None] | None = None
         self._entered = False
@@ -222,9 +222,17 @@ class McpHttpApp:
         if self._guarded is not None:
             await self._guarded(scope, receive, send)
         else:
-            await self._serve(scope, receive, send)
+            await self.serve(scope, receive, send)
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def serve(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """The ASGI call without the ``auth=`` guard.  ``headers``: the request's
+        :func:`~.asgi.header_map`, from a front that mapped them already (the gateway's)."""
         kind = scope["type"]
         if kind == "lifespan":
             await self._lifespan(receive, send)
@@ -235,7 +243,8 @@ class McpHttpApp:
         if path != self.options.path and path.rstrip("/") != self.options.path:
             await send_refusal(send, 404, McpError(INVALID_REQUEST, f"Not found: {path}"))
             return
-        headers = header_map(scope)
+        if headers is None:
+            headers = header_map(scope)
         policy = self.options.host_policy
         if not policy.host_ok(headers.get("host")):
             failure = McpError(

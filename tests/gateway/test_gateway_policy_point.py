@@ -17,6 +17,7 @@ import json
 import socket
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -161,13 +162,8 @@ def test_tool_scopes_hold_for_an_apps_unprefixed_name(
         assert challenge.error == "insufficient_scope"
         assert challenge.scopes == ["mcp", "admin"]
         # The audit line names the tool as the policy saw it: the resolved name.
-        line = eventually(
-            lambda before=before: [
-                entry for entry in scoped.audit_lines()[before:] if entry["method"] == "tools/call"
-            ],
-            10,
-            "the refusal's audit line",
-        )[-1]
+        since = partial(_calls_since, scoped, before)
+        line = eventually(since, 10, "the refusal's audit line")[-1]
         assert line["principal"] == "bob"
         assert line["name"] == "demo_secret_admin"
         assert line["outcome"] == "insufficient_scope"
@@ -175,6 +171,10 @@ def test_tool_scopes_hold_for_an_apps_unprefixed_name(
     for name in ("demo_secret_admin", "secret_admin"):
         reply = gwkit.call(scoped.url, "tools/call", {"name": name}, token=admin)
         assert reply.text() == "the admin secret"
+
+
+def _calls_since(gateway: Gateway, before: int) -> list[dict[str, Any]]:
+    return [e for e in gateway.audit_lines()[before:] if e["method"] == "tools/call"]
 
 
 # ---------------------------------------------------------------------------- headers

@@ -54,8 +54,10 @@ def rejected(
     *,
     tag: str,
     reply: Reply,
-    rid: Any = "absent",
+    rid: Any = None,
 ) -> None:
+    """Refused, and the handler did not run; ``rid``: the answer's id (None: refused before
+    the body was read, so ``"id": null``)."""
     assert_rpc_error(reply, status, code, rid)
     assert not server.ran(tag), f"the handler ran although the request was rejected ({tag})"
     rel.verified()
@@ -81,7 +83,7 @@ def test_a1_foreign_origin_is_403_before_the_body_is_parsed(
         modern_headers(None, origin="http://evil.example.com"),
         raw=b'{"jsonrpc":',
     )
-    assert_rpc_error(broken, 403, INVALID_REQUEST)
+    assert_rpc_error(broken, 403, INVALID_REQUEST, None)
 
 
 @pytest.mark.parametrize(

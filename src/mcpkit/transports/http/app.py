@@ -45,7 +45,7 @@ from .asgi import (
     send_refusal,
     serve_lifespan,
 )
-from .modern import handle_modern
+from .modern import NativeCalls, handle_modern
 from .security import HostPolicy
 from .stream import KeepAlive, StreamSink
 
@@ -117,6 +117,8 @@ class McpHttpApp:
         self.listen_streams: set[StreamSink] = set()
         #: The one keep-alive timer of this app's listen and GET streams.
         self.keepalive = KeepAlive(KEEPALIVE_SECONDS)
+        #: The one watch timer of this app's natively cancelled calls.
+        self.native_calls = NativeCalls()
         self.closing = False
         #: ``legacy.handle_legacy_post``, imported on the first legacy POST (see _route).
         self._legacy_post: Callable[..., Awaitable[None]] | None = None

@@ -245,18 +245,78 @@ NATIVE: Any = object()
 
 async def finish_native(app: McpHttpApp, rest: Awaitable[_T], receive: Receive) -> _T:
     """Await ``rest`` (a handler's :class:`Resumed` remainder, or a whole coroutine) in
-    this request's own task, which a client going away cancels natively;
-    :class:`Interrupted` then."""
-    target = TaskCanceller()
+    this request's own task (asyncio), which a client going away cancels natively;
+    :class:`Interrupted` then.  Watched as :func:`_finish_watched` watches, by the app's
+    one timer (:class:`NativeCalls`) rather than one per call."""
+    calls = app.native_calls
+    watch = calls.enter(receive)
     try:
-        value = await _finish_watched(app, rest, receive, target)
+        try:
+            value = await rest
+        finally:
+            calls.leave(watch)
     except asyncio.CancelledError:
-        if target.settle():
+        if watch.settle():
             raise Interrupted from None  # the client went away: answer nobody
         raise
-    if target.settle():  # the handler swallowed our cancellation; the client is gone
+    if watch.settle():  # the handler swallowed our cancellation; the client is gone
         raise Interrupted
     return value
+
+
+class _NativeWatch(TaskCanceller):
+    """One natively cancelled call: its task (cancelled when its client goes away), its
+    ``receive``, since when it waits, and its watcher task once it has one."""
+
+    __slots__ = ("receive", "since", "watcher")
+
+    def __init__(self, receive: Receive, since: float) -> None:
+        TaskCanceller.__init__(self)
+        self.receive = receive
+        self.since = since
+        self.watcher: asyncio.Task[None] | None = None
+
+
+class NativeCalls:
+    """An app's natively cancelled calls in flight, looked at by one timer while
+    there are any: a call still waiting :data:`WATCH_AFTER_S` after it started gets its
+    watcher task at the next tick (so after 1 to 1.5 times that), never sooner."""
+
+    __slots__ = ("_calls", "_handle", "_loop")
+
+    def __init__(self) -> None:
+        self._calls: dict[_NativeWatch, None] = {}  # (an ordered set: oldest first)
+        self._handle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def enter(self, receive: Receive) -> _NativeWatch:
+        """The current task's call, from now; :meth:`leave` it when the call ends."""
+        loop = asyncio.get_running_loop()
+        watch = _NativeWatch(receive, loop.time())
+        if self._loop is not loop:  # (another loop: tests, restarts)
+            self._calls = {w: None for w in self._calls if w.task.get_loop() is loop}
+            self._loop, self._handle = loop, None
+        if self._handle is None:
+            self._handle = loop.call_later(WATCH_AFTER_S / 2, self._sweep)
+        self._calls[watch] = None
+        return watch
+
+    def leave(self, watch: _NativeWatch) -> None:
+        """The call ended: no longer looked at, and its watcher (if any) stopped."""
+        self._calls.pop(watch, None)
+        if watch.watcher is not None:
+            watch.watcher.cancel()
+
+    def _sweep(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        due = loop.time() - WATCH_AFTER_S
+        for watch in self._calls:
+            if watch.since > due:
+                break  # (entered in order: the rest are younger)
+            if watch.watcher is None:
+                watch.watcher = loop.create_task(_watch_task(watch.receive, watch))
+        self._handle = loop.call_later(WATCH_AFTER_S / 2, self._sweep) if self._calls else None
 
 
 async def _watch(

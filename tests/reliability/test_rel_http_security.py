@@ -54,10 +54,8 @@ def rejected(
     *,
     tag: str,
     reply: Reply,
-    rid: Any = None,
+    rid: Any = "absent",
 ) -> None:
-    """Refused, and the handler did not run; ``rid``: the answer's id (None: refused before
-    the body was read, so ``"id": null``)."""
     assert_rpc_error(reply, status, code, rid)
     assert not server.ran(tag), f"the handler ran although the request was rejected ({tag})"
     rel.verified()
@@ -83,7 +81,7 @@ def test_a1_foreign_origin_is_403_before_the_body_is_parsed(
         modern_headers(None, origin="http://evil.example.com"),
         raw=b'{"jsonrpc":',
     )
-    assert_rpc_error(broken, 403, INVALID_REQUEST, None)
+    assert_rpc_error(broken, 403, INVALID_REQUEST)
 
 
 @pytest.mark.parametrize(

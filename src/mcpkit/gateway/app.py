@@ -226,7 +226,7 @@ class GatewayApp:
                 return  # refused (413, 408) or gone
             method, name = _method_name(body)
         self._record(None, method, name, "unauthenticated", started)
-        await asgi.send_refusal(send, rejection.status, rejection.error, rejection.headers)
+        await asgi.send_error(send, rejection.status, rejection.error, None, rejection.headers)
 
 
 def _method_name(body: bytes) -> tuple[str | None, str | None]:

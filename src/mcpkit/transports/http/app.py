@@ -42,7 +42,6 @@ from .asgi import (
     header_map,
     read_body_now,
     send_error,
-    send_refusal,
     serve_lifespan,
 )
 from .modern import NativeCalls, handle_modern
@@ -243,7 +242,7 @@ class McpHttpApp:
             return
         path = scope.get("path", "")
         if path != self.options.path and path.rstrip("/") != self.options.path:
-            await send_refusal(send, 404, McpError(INVALID_REQUEST, f"Not found: {path}"))
+            await send_error(send, 404, McpError(INVALID_REQUEST, f"Not found: {path}"))
             return
         if headers is None:
             headers = header_map(scope)
@@ -252,11 +251,11 @@ class McpHttpApp:
             failure = McpError(
                 INVALID_REQUEST, "Forbidden: Host header not allowed (DNS rebinding protection)"
             )
-            await send_refusal(send, 403, failure)
+            await send_error(send, 403, failure)
             return
         if not policy.origin_ok(headers.get("origin")):
             failure = McpError(INVALID_REQUEST, "Forbidden: Origin not allowed")
-            await send_refusal(send, 403, failure)
+            await send_error(send, 403, failure)
             return
         if not self._entered:  # checked here too: an await costs a coroutine per request
             await self._ensure_started()
@@ -267,7 +266,7 @@ class McpHttpApp:
             try:
                 principal = await self.authenticate(scope, headers)
             except Rejection as rejection:
-                await send_refusal(send, rejection.status, rejection.error, rejection.headers)
+                await send_error(send, rejection.status, rejection.error, None, rejection.headers)
                 return
         method = scope.get("method", "GET")
         if method == "POST":
@@ -283,7 +282,7 @@ class McpHttpApp:
         else:
             allow = b"POST, GET, DELETE" if self.options.legacy else b"POST"
             failure = McpError(INVALID_REQUEST, f"Method Not Allowed: {method}")
-            await send_refusal(send, 405, failure, [(b"allow", allow)])
+            await send_error(send, 405, failure, headers=[(b"allow", allow)])
 
     async def _post(
         self, headers: dict[str, str], receive: Receive, send: Send, principal: object
@@ -297,7 +296,7 @@ class McpHttpApp:
             or (media.startswith("application/") and media.endswith("+json"))
         ):
             failure = McpError(INVALID_REQUEST, "Unsupported Media Type: use application/json")
-            await send_refusal(send, 415, failure)
+            await send_error(send, 415, failure)
             return
         # -- 406 (issue #17): an Accept that admits neither answer form (parsed only
         # when it is not plainly one of them).
@@ -311,7 +310,7 @@ class McpHttpApp:
                 INVALID_REQUEST,
                 "Not Acceptable: accept application/json and text/event-stream",
             )
-            await send_refusal(send, 406, failure)
+            await send_error(send, 406, failure)
             return
         # -- end 406
         # No cancel scope here: the body is nearly always there already (a scope is entered
@@ -455,10 +454,10 @@ async def refuse_body(
     if isinstance(refused, BodyTooLarge):
         limit = options.max_body_bytes
         failure = McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
-        await send_refusal(send, 413, failure)
+        await send_error(send, 413, failure)
     elif isinstance(refused, BodyTimeout):
         failure = McpError(INVALID_REQUEST, "Request Timeout: the body arrived too slowly")
-        await send_refusal(send, 408, failure, [(b"connection", b"close")])
+        await send_error(send, 408, failure, headers=[(b"connection", b"close")])
 
 
 def create_app(server: ServedServer, options: HttpOptions | None = None, **kw: Any) -> McpHttpApp:

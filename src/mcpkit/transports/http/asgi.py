@@ -238,15 +238,6 @@ async def send_error(
     await send_json(send, status, jsonrpc.error(request_id, err), headers)
 
 
-async def send_refusal(
-    send: Send, status: int, err: McpError, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    """A refusal given before the request's body was read (401, a foreign Host or Origin,
-    413, 408...): its id cannot be known, so the error answer says ``"id": null``, as
-    JSON-RPC 2.0 asks of an answer whose request id could not be determined."""
-    await send_json(send, status, {"jsonrpc": "2.0", "id": None, "error": err.to_wire()}, headers)
-
-
 async def send_empty(
     send: Send, status: int, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:

@@ -120,10 +120,6 @@ def served_by(upstream: str | None) -> None:
         record.upstream = upstream
 
 
-def _who(ctx: Context) -> Caller:
-    return ctx.principal if isinstance(ctx.principal, Caller) else ANONYMOUS
-
-
 def _name(ctx: Context) -> str | None:
     spec = METHODS.get(ctx.method)
     name = ctx.params.get(spec.name_param) if spec and spec.name_param else None
@@ -304,14 +300,17 @@ class Policy(Middleware):
         started = time.perf_counter()
         record = Record()
         token = _record.set(record)
-        who = ctx.principal = _who(ctx)
+        who = ctx.principal
+        if not isinstance(who, Caller):
+            who = ctx.principal = ANONYMOUS
         outcome = "ok"
         name = _name(ctx)
         try:
-            if method == "tools/call":
+            if method == "tools/call" and name not in gateway.tools:
                 name = await resolve_app_name(gateway, ctx, name)
             check_access(gateway, who, method, name, ctx.params, record)
-            check_scopes(gateway, who, method, name)
+            if gateway.authenticator is not None:
+                check_scopes(gateway, who, method, name)
             if gateway.limiter.rules:
                 await check_limits(gateway, who, method, name)
             result = await call_next(ctx)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from asyncio import current_task
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -272,12 +272,20 @@ class GatewayServer(Server):
         return True
 
     # ------------------------------------------------------------------ routing
-    async def _routed(self, ctx: Context) -> dict[str, Any]:
-        guards = self.config.guardrails  # read per request: a reload swaps them
-        if ctx.method == "tools/call" and not guards and self.config.direct_calls:
+    def _routed(self, ctx: Context) -> Awaitable[dict[str, Any]]:
+        """The routed methods' handler (inside the policy point): a plain forwarded call
+        onto its upstream's fast lane, anything else through the composition.  (A plain
+        function returning the coroutine that answers: no frame of its own for a call
+        to resume on each wake-up.)"""
+        config = self.config
+        if ctx.method == "tools/call" and not config.guardrails and config.direct_calls:
             route = self._lane_route(ctx)
             if route is not None:
-                return await self._forward_plain(ctx, route)
+                return self._forward_plain(ctx, route)
+        return self._composed_route(ctx)
+
+    async def _composed_route(self, ctx: Context) -> dict[str, Any]:
+        guards = self.config.guardrails  # read per request: a reload swaps them
         who = ctx.principal
         subject = acting_for.set(  # (for [upstream.auth] token_exchange)
             who.subject_token if isinstance(who, Caller) else None

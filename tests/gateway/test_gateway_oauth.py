@@ -10,7 +10,6 @@ starts with no token and must find everything from the gateway's 401.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +29,10 @@ from mcpkit.auth.client import (
     UrlPolicy,
 )
 from mcpkit.client import Client
-from support.servers import serve_app
 
 LOCAL = UrlPolicy.local_development()
 REDIRECT = "http://127.0.0.1:53682/callback"
 ADMIN_TOOL = "up_pid"
-
-
-@pytest.fixture(scope="module")
-def authz() -> Iterator[LocalAuthorizationServer]:
-    with serve_app(lambda base: LocalAuthorizationServer(base)) as (_, app):
-        app.add_client("robot", "s3cret")
-        yield app
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ from mcpkit.gateway.app import GatewayApp
 from mcpkit.gateway.config import load_config
 from mcpkit.transports.http import HttpOptions
 from support.mcp import modern_headers
-from support.servers import ThreadServer, serve_app
+from support.servers import ThreadServer
 from support.waits import eventually
 
 APP = "tests/gateway/servers/admin_app.py"
@@ -63,12 +63,6 @@ def upstream(log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
     demo = gwkit.start_upstream("demo", log_dir, APP)
     stack.append(demo)
     return demo
-
-
-@pytest.fixture(scope="module")
-def authz() -> Iterator[LocalAuthorizationServer]:
-    with serve_app(lambda base: LocalAuthorizationServer(base)) as (_, app):
-        yield app
 
 
 class Gateway:

@@ -184,8 +184,20 @@ async def _answer(
     try:
         done, value = run_until_suspended(coro)
         if not done:
-            if scope is NATIVE:
-                value = await finish_native(app, Resumed(coro, value), receive)
+            if scope is NATIVE:  # watched by the app's one timer (NativeCalls)
+                calls = app.native_calls
+                watch = calls.enter(receive)
+                try:
+                    try:
+                        value = await Resumed(coro, value)
+                    finally:
+                        calls.leave(watch)
+                except asyncio.CancelledError:
+                    if watch.settle():
+                        return None  # the client went away: answer nobody
+                    raise
+                if watch.settle():  # the handler swallowed our cancellation
+                    return None
             else:
                 target = scope or exchange
                 value = await _finish_watched(app, Resumed(coro, value), receive, target)
@@ -241,27 +253,6 @@ async def _finish_watched(
 
 #: Marker for ``_answer``: no scope of ours, a disconnect cancels the task natively.
 NATIVE: Any = object()
-
-
-async def finish_native(app: McpHttpApp, rest: Awaitable[_T], receive: Receive) -> _T:
-    """Await ``rest`` (a handler's :class:`Resumed` remainder, or a whole coroutine) in
-    this request's own task (asyncio), which a client going away cancels natively;
-    :class:`Interrupted` then.  Watched as :func:`_finish_watched` watches, by the app's
-    one timer (:class:`NativeCalls`) rather than one per call."""
-    calls = app.native_calls
-    watch = calls.enter(receive)
-    try:
-        try:
-            value = await rest
-        finally:
-            calls.leave(watch)
-    except asyncio.CancelledError:
-        if watch.settle():
-            raise Interrupted from None  # the client went away: answer nobody
-        raise
-    if watch.settle():  # the handler swallowed our cancellation; the client is gone
-        raise Interrupted
-    return value
 
 
 class _NativeWatch(TaskCanceller):

@@ -20,6 +20,11 @@ sys.path.insert(0, str(HERE.parent / "conformance"))
 
 import gwkit  # noqa: E402
 
+sys.path.insert(0, str(HERE.parent / "auth"))
+from authkit import LocalAuthorizationServer  # noqa: E402
+
+from support.servers import serve_app  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def log_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
@@ -29,6 +34,15 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def authz() -> Iterator[LocalAuthorizationServer]:
+    """The test-double OAuth authorization server of ``examples/auth``, in this process
+    (its request log can be read), with a machine client ``robot`` / ``s3cret``."""
+    with serve_app(lambda base: LocalAuthorizationServer(base)) as (_, app):
+        app.add_client("robot", "s3cret")
+        yield app
 
 
 @pytest.fixture(scope="module")

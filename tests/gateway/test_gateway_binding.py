@@ -28,9 +28,6 @@ default_effect = "allow"
 [gateway]
 state = "memory:"
 audit_log = "{audit}"
-# The direct path (being folded into the handler, after the one policy point) does not
-# call the handle bindings yet: this file tests the server's path.
-direct_calls = false
 
 [auth]
 mode = "bearer"

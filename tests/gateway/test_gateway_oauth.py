@@ -10,7 +10,6 @@ starts with no token and must find everything from the gateway's 401.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +29,10 @@ from mcpkit.auth.client import (
     UrlPolicy,
 )
 from mcpkit.client import Client
-from support.servers import serve_app
 
 LOCAL = UrlPolicy.local_development()
 REDIRECT = "http://127.0.0.1:53682/callback"
 ADMIN_TOOL = "up_pid"
-
-
-@pytest.fixture(scope="module")
-def authz() -> Iterator[LocalAuthorizationServer]:
-    with serve_app(lambda base: LocalAuthorizationServer(base)) as (_, app):
-        app.add_client("robot", "s3cret")
-        yield app
 
 
 @pytest.fixture(scope="module")
@@ -111,11 +102,11 @@ def test_missing_tool_scope_is_a_403_step_up_challenge(
 ) -> None:
     token = machine_token(authz, "mcp", gateway.url)
     assert gwkit.call(gateway.url, "tools/call", {"name": "up_whoami"}, token=token).text() == "up"
-    for header_name in (ADMIN_TOOL, None):  # with and without an Mcp-Name to go by
-        headers = {} if header_name else {"mcp-name": ""}
-        reply = gwkit.call(
-            gateway.url, "tools/call", {"name": ADMIN_TOOL}, token=token, headers=headers
-        )
+    session = gwkit.LegacySession(gateway.url, token=token)  # (no Mcp-Name to go by)
+    assert session.initialize().status == 200
+    legacy = session.request("tools/call", {"name": ADMIN_TOOL})
+    session.close()
+    for reply in (gwkit.call(gateway.url, "tools/call", {"name": ADMIN_TOOL}, token=token), legacy):
         assert reply.status == 403, reply.body
         (challenge,) = parse_challenges(reply.headers["www-authenticate"])
         assert challenge.error == "insufficient_scope"

@@ -169,8 +169,7 @@ def forwarded_meta(ctx: Context, *, capabilities: bool, tasks: bool = False) -> 
 def passed_meta(
     front: object, request: RequestMeta, level: str | None, capabilities: bool, tasks: bool
 ) -> dict[str, Any]:
-    """:func:`forwarded_meta` from the parsed request alone (no :class:`Context`): the
-    gateway's direct path has none."""
+    """:func:`forwarded_meta` from the parsed request alone (no :class:`Context`)."""
     meta: dict[str, Any] = {}
     if isinstance(front, dict):
         meta.update({k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)})

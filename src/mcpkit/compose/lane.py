@@ -167,8 +167,8 @@ class FastLane:
         when the client traces.  (A plain function: the coroutine it returns is the
         request's own, one frame less on every resumption of a forwarded call.)
 
-        ``bare``: the gateway's direct path's registration of the call (its
-        :class:`~.deadlines.Watch`), which serves as its deadline; ``meta`` then carries
+        ``bare``: the gateway's lane shortcut's deadline for the call, not yet entered
+        (:class:`~.deadlines.Deadline`); ``meta`` then carries
         the front client's capabilities and no span of ours is current, so the client's own
         ``_meta`` is reduced to what identifies it, not rebuilt (capabilities, trace
         context) and overridden."""
@@ -383,11 +383,12 @@ async def pass_through(
     upstream's server info.  Over ``limit`` bytes it is refused: the lane stops reading
     there; the client's answer is measured (:func:`capped`) unless ``what`` is None (no
     cap was configured, the client's own message limit holds).  A proxy's call and the
-    gateway's direct path (``front=None``, ``bare`` its watch, see :meth:`FastLane.request`) both
-    forward here; ``params`` may hold the front's ``_meta``, which is never sent on."""
+    gateway's lane shortcut (``front=None``, ``bare`` its deadline, see
+    :meth:`FastLane.request`) both forward here; ``params`` may hold the front's
+    ``_meta``, which is never sent on."""
     lane = upstream.lane
     if lane is not None:
-        # The direct path (``bare``) takes only upstreams whose client does not trace:
+        # The lane shortcut (``bare``) takes only upstreams whose client does not trace:
         # no span to open, the request's own coroutine straight away.
         send = lane.request if bare is None else lane._request
         try:

@@ -3,12 +3,12 @@
 metadata at ``/.well-known/oauth-protected-resource[/path]`` (served by
 :class:`mcpkit.auth.ProtectedResource`, the same code as any protected mcpkit server).
 
-Before the body is read, the fast path uses ``Mcp-Method``/``Mcp-Name`` (2026-07-28
-clients send them) to refuse early: unauthenticated (401), not allowed (403) or already
-over a rate limit (429).  Nothing is *counted* here: the request is counted once, in the
-dispatcher, under the name from the body after the transport checked the headers against
-it, so a spoofed ``Mcp-Name`` is rejected (400/-32020) instead of being charged to
-another tool.
+Authentication is the one check made here, before the body is read: a POST without
+valid credentials gets its 401 and ``WWW-Authenticate`` challenge (audited), and the
+caller it names is handed to the endpoint.  Everything else is decided once, in
+dispatch, by the gateway's policy point (:mod:`.middleware`): after the transport checked
+the ``Mcp-*`` headers against the body, after an App's name was resolved, before any
+forwarding, so no route into the gateway can skip a check.
 """
 
 from __future__ import annotations
@@ -22,21 +22,17 @@ from typing import Any
 
 import anyio
 
-from ..auth.resource_server import ProtectedResource, replay_body
+from ..auth.resource_server import ProtectedResource
 from ..protocol.headers import METHOD, NAME, decode_header_value
-from ..state.base import StateUnavailable
 from ..transports.http import asgi
-from ..transports.http.app import HttpOptions, McpHttpApp
+from ..transports.http.app import HttpOptions, McpHttpApp, read_post_body
 from ..transports.http.asgi import Receive, Scope, Send
 from ..types.codec import decode
-from ..types.errors import INVALID_REQUEST, McpError
 from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
-from .direct import DirectCalls
 from .front import OPERATIONS, Cors, operations
-from .middleware import FORBIDDEN, RATE_LIMITED
-from .policy import ANONYMOUS, Caller
+from .policy import Caller
 from .reload import run_reloader
 from .server import GatewayServer
 
@@ -68,7 +64,6 @@ class GatewayApp:
             self.views[view.path] = (view.name, endpoint)
         self.config_path = config_path
         self.watch = watch
-        self.direct = DirectCalls(self)
         self.install(config, GatewayAuthenticator(config.auth, config.base_dir))
 
     def install(self, config: GatewayConfig, authenticator: GatewayAuthenticator) -> None:
@@ -76,8 +71,15 @@ class GatewayApp:
         metadata, CORS.  Synchronous, so a reload swaps it with the rest in one step."""
         self.config = config
         self.authenticator = authenticator
+        # Its tool scopes are checked at the policy point (none configured: nothing to ask).
+        self.server.authenticator = authenticator if authenticator.has_call_scopes else None
         #: No auth configured: every POST is the anonymous caller's, known without a call.
         self._anonymous = config.auth.mode == "none"
+        # ...and without virtual servers the endpoint needs no principal at all (dispatch
+        # takes a request without one as the anonymous caller's).
+        hook = None if self._anonymous and not self.views else self._authenticate
+        for endpoint in (self.mcp, *(e for _, e in self.views.values())):
+            endpoint.authenticate = hook
         bearer = authenticator.bearer
         #: Only its metadata endpoint is used: authentication is done in __call__, where
         #: refusals are also audited and counted.
@@ -193,128 +195,46 @@ class GatewayApp:
         endpoint = self._endpoint(path)[1] if self.views else self.mcp
         policy = endpoint.options.host_policy
         if (
-            scope.get("method") == "POST"
+            not self._anonymous
+            and scope.get("method") == "POST"
             and path.rstrip("/") == endpoint.options.path
             and policy.host_ok(headers.get("host"))
             and policy.origin_ok(headers.get("origin"))
         ):  # (a bad Host or Origin is the transport's 403, before any token is looked at)
-            method = headers.get(METHOD)
-            name = _header_name(headers.get(NAME))
-            started = time.perf_counter()
-            if self._anonymous:
-                principal = ANONYMOUS
-            else:
-                try:
-                    principal = await self.authenticator(scope, headers)
-                except asgi.Rejection as rejection:
-                    if method is None:  # a legacy client: what it asked for is in the body
-                        method, name = await self._peek(receive)
-                    self._record(None, method, name, "unauthenticated", started)
-                    await asgi.send_error(
-                        send, rejection.status, rejection.error, None, rejection.headers
-                    )
-                    return
-            if self.views:
-                principal = self._in_view(principal, scope)
-            scope[_PRINCIPAL] = principal
-            if self.authenticator.has_call_scopes:
-                try:
-                    receive, method, name = await self._check_scopes(principal, receive)
-                except _BodyGone:
-                    return
-                except asgi.Rejection as rejection:
-                    outcome = "insufficient_scope" if rejection.status == 403 else "too_large"
-                    self._record(principal, method, name, outcome, started)
-                    await asgi.send_error(
-                        send, rejection.status, rejection.error, None, rejection.headers
-                    )
-                    return
-            if method is not None:
-                try:
-                    self._precheck(principal, method, name)
-                    if self.server.limiter.rules:
-                        await self._prelimit(principal, method, name)
-                except _Refused as refused:
-                    self._record(principal, method, name, refused.outcome, started, refused.rule)
-                    await asgi.send_error(
-                        send, refused.status, refused.error, None, refused.headers
-                    )
-                    return
-                if method == "tools/call" and name is not None and endpoint is self.mcp:
-                    replay = await self.direct.serve(receive, send, headers, principal, name)
-                    if replay is None:
-                        return  # answered by the direct path
-                    receive = replay
-        await endpoint(scope, receive, send)
+            try:
+                principal = await self.authenticator(scope, headers)
+            except asgi.Rejection as rejection:
+                await self._unauthenticated(rejection, headers, receive, send)
+                return
+            scope[_PRINCIPAL] = self._in_view(principal, scope)
+        await endpoint.serve(scope, receive, send, headers)
 
-    async def _check_scopes(
-        self, principal: Caller, receive: Receive
-    ) -> tuple[Receive, str | None, str | None]:
-        """Read the body once to find the tool it calls and refuse with a 403 step-up
-        challenge when the token lacks that tool's scopes; then replay the body.  Only
-        done when ``[auth.tool_scopes]`` is configured (it costs a body copy)."""
-        limit = self.mcp.options.max_body_bytes
-        try:
-            body = await asgi.read_body(receive, limit, None)
-        except asgi.BodyTooLarge:  # the same answer the transport gives
-            raise asgi.Rejection(
-                413, McpError(INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
-            ) from None
-        except asgi.ClientGone:
-            raise _BodyGone from None
-        try:
-            message: Any = decode(body)
-        except Exception:
-            message = None  # the transport answers the parse error
-        method, name = _method_name(message)
-        self.authenticator.check_call(principal, message)
-        return replay_body(body, receive), method, name
-
-    async def _peek(self, receive: Receive) -> tuple[str | None, str | None]:
-        """Method and name of a refused request's body, for the audit log (best effort)."""
-        try:
-            body = await asgi.read_body(receive, self.mcp.options.max_body_bytes, None)
-            message = decode(body)
-        except Exception:
-            return None, None
-        return _method_name(message)
-
-    def _precheck(self, principal: Caller, method: str, name: str | None) -> None:
-        """Refuse early on what the headers say (the transport checks them against the
-        body afterwards; the dispatcher then decides and counts on the body's values);
-        :meth:`_prelimit` then, when there are ``[[rate_limit]]`` rules."""
-        authorizer = self.server.authorizer
-        decision = (
-            authorizer.decide(principal, method, name) if authorizer.rules else authorizer.default
-        )
-        if not decision.allowed:
-            message = f"Forbidden: {method} {name or ''} ({decision.reason})".replace("  ", " ")
-            raise _Refused(
-                403, McpError(FORBIDDEN, message), outcome=decision.outcome, rule=decision.rule
-            )
-
-    async def _prelimit(self, principal: Caller, method: str, name: str | None) -> None:
-        """Refuse early when the headers' call is already over a rate limit (429)."""
-        try:
-            verdict = await self.server.limiter.check(principal.name, method, name, charge=False)
-        except StateUnavailable:
-            return  # the dispatcher answers it, with the request's id, and audits it
-        if not verdict.allowed:
-            retry = verdict.retry_after_s
-            raise _Refused(
-                429,
-                McpError(
-                    RATE_LIMITED,
-                    f"Rate limit exceeded: rule {verdict.rule!r} ({verdict.limit})",
-                    {"rule": verdict.rule, "limit": verdict.limit, "retryAfter": retry},
-                ),
-                [(b"retry-after", str(retry).encode())],
-                outcome=f"rate_limited:{verdict.rule}",
-            )
+    async def _unauthenticated(
+        self, rejection: asgi.Rejection, headers: dict[str, str], receive: Receive, send: Send
+    ) -> None:
+        """Answer a POST without valid credentials: 401 with its ``WWW-Authenticate``
+        challenge, audited under what the request asked for.  A 2026-07-28 request says so
+        in its headers and is answered before its body is read; a legacy one's body is
+        read for it, within the transport's size limit and body timeout (413, 408)."""
+        started = time.perf_counter()
+        method = headers.get(METHOD)
+        name = _header_name(headers.get(NAME))
+        if method is None:
+            body = await read_post_body(self.mcp.options, headers, receive, send)
+            if body is None:
+                return  # refused (413, 408) or gone
+            method, name = _method_name(body)
+        self._record(None, method, name, "unauthenticated", started)
+        await asgi.send_error(send, rejection.status, rejection.error, None, rejection.headers)
 
 
-def _method_name(message: object) -> tuple[str | None, str | None]:
-    """The method and tool/prompt name or URI of one JSON-RPC request body."""
+def _method_name(body: bytes) -> tuple[str | None, str | None]:
+    """The method and tool/prompt name or URI of one JSON-RPC request body (best effort:
+    None for what cannot be read)."""
+    try:
+        message: Any = decode(body)
+    except Exception:
+        return None, None
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
         return None, None
     method: str = message["method"]
@@ -327,31 +247,10 @@ def _method_name(message: object) -> tuple[str | None, str | None]:
     return method, name
 
 
-class _BodyGone(Exception):
-    """The client went away while the body was read for a scope check."""
-
-
-class _Refused(asgi.Rejection):
-    """A fast-path refusal, with the outcome the audit log records for it."""
-
-    def __init__(
-        self,
-        status: int,
-        error: McpError,
-        headers: list[tuple[bytes, bytes]] | None = None,
-        *,
-        outcome: str,
-        rule: str | None = None,
-    ) -> None:
-        super().__init__(status, error, headers)
-        self.outcome = outcome
-        self.rule = rule
-
-
 def _header_name(raw: str | None) -> str | None:
     if raw is None:
         return None
     try:
         return decode_header_value(raw)
     except ValueError:
-        return None  # malformed: the transport rejects it with -32020 once the body is read
+        return None  # malformed: audited without a name

@@ -1,19 +1,35 @@
-"""The gateway's policy as :class:`~mcpkit.server.Middleware`: audit and metrics, then
-authorization (virtual servers and ``[[rule]]``), then ``[[rate_limit]]``, around the
-routing to upstreams.
+"""The gateway's one policy point: every routed request is named, checked and audited
+here, in dispatch, whatever route brought it in.
 
-They wrap the gateway's routed methods only (lists, calls, reads, completions, tasks and
-discovery), inside whatever middleware the operator adds (telemetry, timing...), so a
-SERVER span covers a refused request too and parents the upstream's CLIENT span.  A
-legacy session's own methods (``initialize``, ``ping``...) are not policed, as before.
+In order, for each request (:class:`Policy`):
 
-Each reads the gateway's current policy objects at call time (``gateway.authorizer``,
-``gateway.limiter``, ``gateway.audit``), so a config reload that swaps them takes effect
-on the next request without rebuilding any chain.
+1. **named**: an MCP App's ``tools/call`` of its own unprefixed tool name is renamed to
+   the gateway's name for it (:func:`resolve_app_name`); virtual servers and prefixes are
+   the names themselves.  Every later step sees the name clients see.
+2. **checked**: the transport compared the ``Mcp-*`` headers with the body before
+   dispatch (400 / -32020); here a virtual server's allow-list and the first matching
+   ``[[rule]]`` (:func:`check_access`), then ``[auth.tool_scopes]`` (:func:`check_scopes`,
+   a 403 step-up challenge), then ``[[rate_limit]]`` (:func:`check_limits`, 429).  The
+   guardrails run after, around the routing (:mod:`.server`).
+3. **audited**: one audit line and one metrics sample, whatever the outcome
+   (:func:`failed`, :func:`finish`).
 
-Authentication is not here: it answers at the HTTP front (a 401 with its
-``WWW-Authenticate`` challenge, before any MCP message is read, see :mod:`.app`) and
-hands the principal to the dispatcher.
+A ``subscriptions/listen`` stream is held by the transport, not dispatched: its resource
+subscriptions are decided by :func:`admit_listen`, with the same functions on each URI as
+a ``resources/read`` of it, and audited the same way.
+
+The layer wraps the gateway's routed methods only (lists, calls, reads, completions,
+tasks and discovery), inside whatever middleware the operator adds (telemetry,
+timing...), so a SERVER span covers a refused request too and parents the upstream's
+CLIENT span.  A legacy session's own methods (``initialize``, ``ping``...) are not
+policed.  It reads the gateway's current policy objects at call time
+(``gateway.authorizer``, ``gateway.limiter``, ``gateway.audit``,
+``gateway.authenticator``), so a config reload that swaps them takes effect on the next
+request without rebuilding any chain.
+
+Authentication is the one step before dispatch: it answers at the HTTP front (a 401 with
+its ``WWW-Authenticate`` challenge, before the body is read, see :mod:`.app`) and hands
+the caller to the dispatcher.
 """
 
 from __future__ import annotations
@@ -21,13 +37,14 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..compose.replicas import AnyUpstream
 from ..server.middleware import CallNext, Middleware
 from ..server.mrtr import NeedInput
+from ..transports.http.asgi import Rejection
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
 from ..types.methods import METHODS
 from . import views
@@ -42,16 +59,22 @@ __all__ = [
     "FORBIDDEN",
     "RATE_LIMITED",
     "UNAUTHENTICATED",
+    "Policy",
     "PolicyError",
     "Record",
-    "audited",
+    "admit_listen",
     "check_access",
     "check_limits",
+    "check_scopes",
     "failed",
     "finish",
     "policy",
+    "resolve_app_name",
     "served_by",
 ]
+
+#: The method a listen stream's subscriptions are audited under.
+LISTEN = "subscriptions/listen"
 
 log = logging.getLogger("mcpkit.gateway")
 
@@ -97,46 +120,10 @@ def served_by(upstream: str | None) -> None:
         record.upstream = upstream
 
 
-def _who(ctx: Context) -> Caller:
-    return ctx.principal if isinstance(ctx.principal, Caller) else ANONYMOUS
-
-
 def _name(ctx: Context) -> str | None:
     spec = METHODS.get(ctx.method)
     name = ctx.params.get(spec.name_param) if spec and spec.name_param else None
     return name if isinstance(name, str) else None
-
-
-async def audited(
-    gateway: GatewayServer,
-    method: str,
-    who: Callable[[], Caller],
-    name: Callable[[], str | None],
-    call: Callable[[], Awaitable[dict[str, Any]]],
-) -> dict[str, Any]:
-    """Run one request's policy and routing (``call``) and write its audit line and
-    metrics sample, whatever the outcome; an unexpected exception becomes -32603
-    "Gateway error" (logged with its traceback).  ``who`` and ``name`` are read at the
-    end, after the inner layers settled them.  The :class:`Audit` layer's; the direct
-    path (:mod:`.direct`), which has no inner layers to hear from, does the same in its
-    own frame with the same parts (:func:`failed`, :func:`finish`)."""
-    started = time.perf_counter()
-    record = Record()
-    token = _record.set(record)
-    outcome = "ok"
-    try:
-        result = await call()
-        if result.get("resultType") == "input_required":
-            outcome = "input_required"
-        return result
-    except BaseException as exc:
-        outcome, error = failed(method, exc)
-        if error is not None:
-            raise error from exc
-        raise
-    finally:
-        _record.reset(token)
-        finish(gateway, method, who(), name(), record, outcome, started)
 
 
 def failed(method: str, exc: BaseException) -> tuple[str, McpError | None]:
@@ -186,56 +173,37 @@ def finish(
     gateway.metrics.observe(method, record.upstream, outcome, seconds)
 
 
-class Audit(Middleware):
-    """One audit line and one metrics sample per request (:func:`audited`)."""
-
-    def __init__(self, gateway: GatewayServer) -> None:
-        self.gateway = gateway
-
-    async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        return await audited(
-            self.gateway,
-            ctx.method,
-            lambda: _who(ctx),
-            lambda: _name(ctx),
-            lambda: call_next(ctx),
-        )
-
-
-class AppNames(Middleware):
+async def resolve_app_name(gateway: GatewayServer, ctx: Context, name: str | None) -> str | None:
     """An MCP App calling its own tool by the name it has at its upstream (``roll``
-    rather than ``dice_roll``): the call is renamed to the gateway's name for it before
-    any rule or limit sees it, so policy is decided on the name clients see.
+    rather than ``dice_roll``): the call ``name`` is renamed to the gateway's name for it
+    (in ``ctx.params``, and returned) before any check sees it, so policy is decided on
+    the name clients see.
 
     The App's ``tools/call`` reaches the gateway as the host passes it on, with nothing
     naming the App, so the gateway tells by what it serves: a name no upstream offers
     under the front's names, which is a tool of exactly one upstream serving an App
     (a ``ui://`` view).  Two such upstreams are refused, naming both front names."""
-
-    def __init__(self, gateway: GatewayServer) -> None:
-        self.gateway = gateway
-
-    async def on_call_tool(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        name = ctx.params.get("name")
-        gateway = self.gateway
-        if isinstance(name, str) and name not in gateway.tools:
-            upstreams = gateway.upstreams
-            found = await name_owner(upstreams, name)
-            # Lists are read only for a name that fits no prefix (an error before), or
-            # when several upstreams share the front unprefixed: never on the usual path.
-            shared = len(upstreams) > 1 and any(not u.prefix for u in upstreams)
-            if found is None or (shared and not await _lists(*found)):
-                owners = await app_owners(upstreams, name)
-                if len(owners) == 1:
-                    ctx.params = {**ctx.params, "name": owners[0].prefix + name}
-                elif owners:
-                    choices = " or ".join(repr(u.prefix + name) for u in owners)
-                    raise invalid_params(
-                        f"Tool {name!r} belongs to the Apps of several upstreams "
-                        f"({', '.join(u.name for u in owners)}): call {choices}",
-                        {"name": name},
-                    )
-        return await call_next(ctx)
+    if name is None or name in gateway.tools:
+        return name
+    upstreams = gateway.upstreams
+    found = await name_owner(upstreams, name)
+    # Lists are read only for a name that fits no prefix (an error before), or when
+    # several upstreams share the front unprefixed: never on the usual path.
+    shared = len(upstreams) > 1 and any(not u.prefix for u in upstreams)
+    if found is None or (shared and not await _lists(*found)):
+        owners = await app_owners(upstreams, name)
+        if len(owners) == 1:
+            resolved = owners[0].prefix + name
+            ctx.params = {**ctx.params, "name": resolved}
+            return resolved
+        if owners:
+            choices = " or ".join(repr(u.prefix + name) for u in owners)
+            raise invalid_params(
+                f"Tool {name!r} belongs to the Apps of several upstreams "
+                f"({', '.join(u.name for u in owners)}): call {choices}",
+                {"name": name},
+            )
+    return name
 
 
 async def _lists(upstream: AnyUpstream, name: str) -> bool:
@@ -298,31 +266,88 @@ async def check_limits(gateway: GatewayServer, who: Caller, method: str, name: s
         )
 
 
-class Access(Middleware):
-    """:func:`check_access` on every routed request."""
+def check_scopes(gateway: GatewayServer, who: Caller, method: str, name: str | None) -> None:
+    """``[auth.tool_scopes]``: a request whose tool needs scopes the caller's token lacks
+    is refused with a 403 ``insufficient_scope`` step-up challenge (``WWW-Authenticate``
+    naming the scopes to ask for), decided on the resolved name."""
+    authenticator = gateway.authenticator
+    if authenticator is None:  # (no [auth.tool_scopes])
+        return
+    member = "name" if method == "tools/call" else "uri"
+    try:
+        authenticator.check_call(who, {"method": method, "params": {member: name}})
+    except Rejection as refused:
+        raise PolicyError(
+            refused.error.code,
+            refused.error.message,
+            refused.status,
+            "insufficient_scope",
+            headers=refused.headers,
+        ) from None
+
+
+class Policy(Middleware):
+    """The policy point, one layer around every routed method: named, checked, audited
+    (see the module docstring).  One frame for all of it: a forwarded call resumes every
+    frame between its transport and its upstream on each wake-up."""
 
     def __init__(self, gateway: GatewayServer) -> None:
         self.gateway = gateway
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        who = ctx.principal = _who(ctx)
-        check_access(self.gateway, who, ctx.method, _name(ctx), ctx.params)
-        return await call_next(ctx)
+        gateway = self.gateway
+        method = ctx.method
+        started = time.perf_counter()
+        record = Record()
+        token = _record.set(record)
+        who = ctx.principal
+        if not isinstance(who, Caller):
+            who = ctx.principal = ANONYMOUS
+        outcome = "ok"
+        name = _name(ctx)
+        try:
+            if method == "tools/call" and name not in gateway.tools:
+                name = await resolve_app_name(gateway, ctx, name)
+            check_access(gateway, who, method, name, ctx.params, record)
+            if gateway.authenticator is not None:
+                check_scopes(gateway, who, method, name)
+            if gateway.limiter.rules:
+                await check_limits(gateway, who, method, name)
+            result = await call_next(ctx)
+            if result.get("resultType") == "input_required":
+                outcome = "input_required"
+            return result
+        except BaseException as exc:
+            outcome, error = failed(method, exc)
+            if error is not None:
+                raise error from exc
+            raise
+        finally:
+            _record.reset(token)
+            finish(gateway, method, who, name, record, outcome, started)
 
 
-class Limits(Middleware):
-    """``[[rate_limit]]``: counted under the name from the body (the transport checked
-    it against ``Mcp-Name`` before), per principal or shared, in the state backend."""
-
-    def __init__(self, gateway: GatewayServer) -> None:
-        self.gateway = gateway
-
-    async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        if self.gateway.limiter.rules:
-            await check_limits(self.gateway, _who(ctx), ctx.method, _name(ctx))
-        return await call_next(ctx)
+async def admit_listen(gateway: GatewayServer, who: object, uris: Iterable[str]) -> None:
+    """A ``subscriptions/listen`` stream's resource subscriptions, each decided and
+    audited as a ``resources/read`` of its URI would be (:func:`check_access`,
+    :func:`check_scopes`), under the method ``subscriptions/listen``.  The first URI
+    refused refuses the listen."""
+    caller = who if isinstance(who, Caller) else ANONYMOUS
+    for uri in uris:
+        started = time.perf_counter()
+        record = Record()
+        outcome = "ok"
+        try:
+            params = {"uri": uri}
+            check_access(gateway, caller, "resources/read", uri, params, record)
+            check_scopes(gateway, caller, "resources/read", uri)
+        except PolicyError as refused:
+            outcome = refused.outcome
+            raise
+        finally:
+            finish(gateway, LISTEN, caller, uri, record, outcome, started)
 
 
 def policy(gateway: GatewayServer) -> list[Middleware]:
-    """The gateway's layers, outermost first."""
-    return [Audit(gateway), AppNames(gateway), Access(gateway), Limits(gateway)]
+    """The gateway's layers, outermost first: the one policy point."""
+    return [Policy(gateway)]

@@ -10,16 +10,15 @@ resource URI (``resources/read``; templates by their ``uriTemplate``) and the me
 A rule's ``when`` is a CEL expression over ``principal`` (string), ``groups`` (list),
 ``jwt`` (the token's claims; empty without a JWT), ``method``, ``name`` and ``args`` (the
 tool's or prompt's arguments).  It is compiled once when the config is loaded.  When the
-arguments are not known yet (listing tools, or the early check on ``Mcp-*`` headers
-before the body is read) a rule whose condition reads ``args`` cannot be decided: an
-*allow* rule is then taken as matching (some calls may be allowed, so the tool is listed)
-and a *deny* rule as not matching; the call itself is decided with its arguments.  A
-condition that fails to evaluate (``args.path`` on a call without ``path``, a type
-mismatch) fails closed: a deny rule matches, an allow rule does not.  Such a refusal is
-not a deny: its reason says the rule could not be evaluated and why (``rule 'exports'
-could not be evaluated: no such key 'rows'``) and its audit outcome is ``rule_error``,
-so an operator can tell a broken rule from a refused caller.  Write conditions on
-optional arguments with ``has(args.rows) && args.rows > 10000``.
+arguments are not known yet (listing tools) a rule whose condition reads ``args``
+cannot be decided: an *allow* rule is then taken as matching (some calls may be allowed,
+so the tool is listed) and a *deny* rule as not matching; the call itself is decided
+with its arguments.  A condition that fails to evaluate (``args.path`` on a call without
+``path``, a type mismatch) fails closed: a deny rule matches, an allow rule does not.
+Such a refusal is not a deny: its reason says the rule could not be evaluated and why
+(``rule 'exports' could not be evaluated: no such key 'rows'``) and its audit outcome is
+``rule_error``, so an operator can tell a broken rule from a refused caller.  Write
+conditions on optional arguments with ``has(args.rows) && args.rows > 10000``.
 """
 
 from __future__ import annotations
@@ -111,8 +110,7 @@ class Authorizer:
     def __init__(self, rules: tuple[Rule, ...], default_effect: str = "allow") -> None:
         self.rules = rules
         self.default_effect = default_effect
-        #: The decision without a matching rule (asked twice per call: the front's early
-        #: check, then the Access layer).
+        #: The decision without a matching rule (asked on every call without rules).
         self.default = Decision(default_effect == "allow", f"default {default_effect}", None)
 
     def decide(

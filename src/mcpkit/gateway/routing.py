@@ -27,13 +27,15 @@ log = logging.getLogger("mcpkit.gateway")
 
 
 class ProxyTool:
-    """What the HTTP transport needs of a tool: its ``Mcp-Param-*`` parameters, and
-    that it is not ``inline`` (a forwarded call always waits on the upstream)."""
+    """What the transports need of a tool: its ``Mcp-Param-*`` parameters, and that its
+    call needs no cancel scope of the transport's (``inline``)."""
 
     __slots__ = ("header_params", "wire")
 
-    #: Never run without a cancel scope: the forwarded call awaits the network.
-    inline = False
+    #: A forwarded call is cancelled in its request's own task (natively, on asyncio),
+    #: never started on a reader: the gateway's calls always wait (see
+    #: :attr:`.server.GatewayServer.inline_calls`).
+    inline = True
 
     def __init__(self, wire: dict[str, Any]) -> None:
         self.wire = wire

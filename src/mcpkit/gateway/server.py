@@ -24,13 +24,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from asyncio import current_task
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
+from ..compose.bridge import TRACE_KEYS
+from ..compose.deadlines import Deadline
+from ..compose.lane import pass_through
 from ..compose.proxy import ProxyServer
 from ..compose.replicas import AnyUpstream
+from ..compose.upstream import Upstream
 from ..protocol.headers import expected_param_headers
 from ..runtime.changes import ChangeEvent
 from ..server.context import Context
@@ -40,15 +45,17 @@ from ..server.mount import TASK_SEPARATOR, check_names, merge_capabilities
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
 from ..server.uri_owners import resettle
+from ..transports.client_base import ServerError
 from ..types.errors import McpError, invalid_params
-from ..types.versions import Era
+from ..types.versions import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, Era
 from . import views
 from .audit import AuditLog
+from .auth import GatewayAuthenticator
 from .binding import Bindings
 from .config import GatewayConfig
 from .credentials import acting_for, connect
 from .metrics import Metrics
-from .middleware import policy, served_by
+from .middleware import admit_listen, policy, served_by
 from .policy import Authorizer, Caller
 from .routing import ProxyTool, name_owner
 
@@ -138,6 +145,9 @@ class GatewayServer(Server):
         self.private = config.auth.mode != "none"
         self.cache_scope = "private" if self.private else "public"
         self.cache_ttl_ms = 10_000
+        #: The front's authenticator when it has ``[auth.tool_scopes]`` (checked at the
+        #: policy point); None without, or when served without an HTTP front (stdio).
+        self.authenticator: GatewayAuthenticator | None = None
         self._proxy_tools: dict[str, ProxyTool] = {}
         #: What the HTTP transport reads of a called tool (its ``Mcp-Param-*`` headers,
         #: that it waits on the network): the upstreams' tools as the front names them.
@@ -165,6 +175,19 @@ class GatewayServer(Server):
         if self._bindings is None:
             self._bindings = Bindings(self.keyring, self.state)
         return self._bindings
+
+    @property
+    def inline_calls(self) -> bool:
+        """False whatever the operator's middleware: the gateway's policy layer wraps
+        every routed method and may wait (an upstream's listing, a shared rate-limit
+        store), and a forwarded call always waits on its upstream, so no call runs in
+        one step.  Its tools' calls (``ProxyTool.inline``) then run in their request's
+        own task, cancelled natively, without a cancel scope of the transport's."""
+        return False
+
+    @inline_calls.setter
+    def inline_calls(self, _value: bool) -> None:
+        """(What the server base computes from the operator's middleware does not apply.)"""
 
     # ------------------------------------------------------------------ upstreams
     async def start_upstreams(self) -> None:
@@ -244,6 +267,11 @@ class GatewayServer(Server):
             else:
                 self.bus.publish(ChangeEvent(event))
 
+    async def admit_listen(self, resources: Iterable[str], principal: object) -> None:
+        """A listen stream's resource subscriptions pass the policy of a read of each
+        (:func:`.middleware.admit_listen`): raises the refusal."""
+        await admit_listen(self, principal, resources)
+
     def _resource_interest(self, uri: str, wanted: bool) -> None:
         """A front client started or stopped watching ``uri`` (listen stream or legacy
         subscription): the composition watches it at the upstream that serves it."""
@@ -261,13 +289,25 @@ class GatewayServer(Server):
         return True
 
     # ------------------------------------------------------------------ routing
-    async def _routed(self, ctx: Context) -> dict[str, Any]:
+    def _routed(self, ctx: Context) -> Awaitable[dict[str, Any]]:
+        """The routed methods' handler (inside the policy point): a plain forwarded call
+        onto its upstream's fast lane, anything else through the composition.  (A plain
+        function returning the coroutine that answers: no frame of its own for a call
+        to resume on each wake-up.)"""
+        config = self.config
+        if ctx.method == "tools/call" and not config.guardrails and config.direct_calls:
+            route = self._lane_route(ctx)
+            if route is not None:
+                return self._forward_plain(ctx, route)
+        return self._composed_route(ctx)
+
+    async def _composed_route(self, ctx: Context) -> dict[str, Any]:
+        guards = self.config.guardrails  # read per request: a reload swaps them
         who = ctx.principal
         subject = acting_for.set(  # (for [upstream.auth] token_exchange)
             who.subject_token if isinstance(who, Caller) else None
         )
         try:
-            guards = self.config.guardrails  # read per request: a reload swaps them
             if guards:
                 # The route reads ctx.params as the guardrails left them.
                 return await wrap(self._route, ctx.method, guards)(ctx)
@@ -323,9 +363,96 @@ class GatewayServer(Server):
             ctx.params = {**ctx.params, "taskId": front}
         return self.bindings.answered_as_front(front, result)
 
+    def _lane_route(self, ctx: Context) -> _LaneRoute | None:
+        """The upstream, its own name for the tool and the tool, when this ``tools/call``
+        is a plain forwarded call (without guardrails, whose checks and rewrites run
+        around the composition's routing): a 2026-07-28 call in its plainest shape (its name,
+        arguments as an object and ``_meta``; no task, progress token or log level, whose
+        notifications belong to the front request), of a tool the gateway has listed,
+        whose name fits exactly one upstream's prefix, an ``http://`` upstream speaking
+        2026-07-28 over its fast lane (asyncio's), untraced.  Anything else is forwarded
+        through the composition (:meth:`_route`)."""
+        meta = ctx.meta
+        params = ctx.params
+        name = params.get("name")
+        tool = self._proxy_tools.get(name) if isinstance(name, str) else None
+        if (
+            tool is None
+            or not isinstance(name, str)
+            or meta.era != "modern"
+            or meta.progress_token is not None
+            or meta.log_level is not None
+            or not _PLAIN_PARAMS.issuperset(params)
+            or not isinstance(params.get("arguments", _NO_ARGUMENTS), dict)
+        ):
+            return None
+        extensions = meta.client_capabilities.get("extensions")
+        if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+            return None
+        upstream = None
+        for each in self.upstreams:
+            if name.startswith(each.prefix):
+                if upstream is not None:
+                    return None  # several fit: the composition decides
+                upstream = each
+        if not isinstance(upstream, Upstream) or upstream.lane is None:
+            return None  # replicas, https://, stdio, openapi, [upstream.oauth]
+        client = upstream.client
+        if client is None:
+            return None
+        session = client.session
+        if session.rules is None or session.rules.name != "modern" or session.traced:
+            return None
+        return upstream, name[len(upstream.prefix) :], tool
+
+    async def _forward_plain(self, ctx: Context, route: _LaneRoute) -> dict[str, Any]:
+        """A plain forwarded call (:meth:`_lane_route`) straight onto its upstream's fast
+        lane (:func:`mcpkit.compose.lane.pass_through`): what the composition would do
+        for it (the answer-size cap, the upstream's timeout, ``serverInfo`` stripped,
+        task ids retagged, the upstream's errors as the gateway's own), without a
+        dispatch of the mounted proxy.  The policy point ran before, in dispatch."""
+        upstream, original, tool = route
+        params = ctx.params
+        name = params["name"]
+        config = self.config
+        front = params.get("_meta")
+        passed: dict[str, Any] = {}
+        if isinstance(front, dict) and len(front) > 2:
+            passed.update({k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)})
+        passed[META_CLIENT_CAPABILITIES] = ctx.meta.client_capabilities
+        metrics = self.metrics
+        if metrics.enabled:
+            metrics.direct_calls += 1
+
+        async def forward(params: dict[str, Any]) -> dict[str, Any]:
+            try:
+                answer = await pass_through(
+                    upstream,
+                    "tools/call",
+                    {**params, "name": original},
+                    passed,
+                    headers=param_headers(tool, params) if tool.header_params else None,
+                    progress=None,
+                    limit=config.result_cap(name)
+                    if config.result_caps
+                    else config.max_result_bytes,
+                    what=f"tools/call {name}",
+                    front=None,
+                    safe=False,
+                    bare=_deadline(),
+                )
+            except ServerError as exc:
+                raise McpError(exc.code, exc.message, exc.data) from None
+            served_by(upstream.name)
+            return self.retag(upstream, answer) if "taskId" in answer else answer
+
+        # The caller's bindings hold here as on the composed route: handles swapped and
+        # recorded, request state and task ids sealed for the caller (.binding).
+        return await self.bindings.call(ctx.principal, params, forward)
+
     def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A merged list as this caller may see it: what the rules allow and its virtual
-        server shows; the tools are remembered for the transport and the direct path."""
+        server shows; the tools are remembered for the transport and the lane shortcut."""
         kind = LIST_KINDS[method]
         member = "resourceTemplates" if kind == "templates" else kind
         who = ctx.principal
@@ -366,7 +493,7 @@ class GatewayServer(Server):
         return tool
 
     def retag(self, upstream: AnyUpstream, result: dict[str, Any]) -> dict[str, Any]:
-        """Task ids name their upstream so tasks/* can be routed back (the direct path's
+        """Task ids name their upstream so tasks/* can be routed back (the lane shortcut's
         answers: a mounted proxy's are retagged by the mount)."""
         task_id = result.get("taskId")
         if (
@@ -376,6 +503,20 @@ class GatewayServer(Server):
         ):
             result["taskId"] = f"{upstream.name}{TASK_SEPARATOR}{task_id}"
         return result
+
+
+#: What a plain forwarded call's params hold (:meth:`GatewayServer._lane_route`); any other
+#: member (``task``, ``requestState``, ``inputResponses``...) takes the composition.
+_PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
+_NO_ARGUMENTS: dict[str, Any] = {}
+_LaneRoute = tuple[Upstream, str, ProxyTool]
+
+
+def _deadline() -> Deadline:
+    """The current call's upstream deadline, not yet entered: its lane sets it."""
+    task = current_task()
+    assert task is not None  # (only asked on asyncio: see _lane_route)
+    return Deadline(task, 0.0)
 
 
 def rate_limiter(config: GatewayConfig) -> RateLimit:

@@ -425,8 +425,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
 
     def modern_result(self, result: dict[str, Any]) -> None:
         """Give a modern answer its own fields: ``resultType`` and this server's
-        ``serverInfo`` in ``_meta`` (also the gateway's direct path, which answers
-        without dispatching)."""
+        ``serverInfo`` in ``_meta``."""
         result.setdefault("resultType", "complete")
         own = result.get("_meta")
         if own is None:

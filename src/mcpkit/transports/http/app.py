@@ -44,7 +44,7 @@ from .asgi import (
     send_error,
     serve_lifespan,
 )
-from .modern import handle_modern
+from .modern import NativeCalls, handle_modern
 from .security import HostPolicy
 from .stream import KeepAlive, StreamSink
 
@@ -116,15 +116,17 @@ class McpHttpApp:
         self.listen_streams: set[StreamSink] = set()
         #: The one keep-alive timer of this app's listen and GET streams.
         self.keepalive = KeepAlive(KEEPALIVE_SECONDS)
+        #: The one watch timer of this app's natively cancelled calls.
+        self.native_calls = NativeCalls()
         self.closing = False
         #: ``legacy.handle_legacy_post``, imported on the first legacy POST (see _route).
         self._legacy_post: Callable[..., Awaitable[None]] | None = None
         self.authenticate = authenticate
-        #: The auth guard around :meth:`_serve` (None: requests go straight in).
+        #: The auth guard around :meth:`serve` (None: requests go straight in).
         self._guarded: ASGICall | None = None
         if auth is not None:
             self.authenticate = auth.principal_of
-            self._guarded = auth.wrap(self._serve, max_body_bytes=self.options.max_body_bytes)
+            self._guarded = auth.wrap(self.serve, max_body_bytes=self.options.max_body_bytes)
         self._lifespan_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._host_task: asyncio.Task[None] | None = None
         self._entered = False
@@ -221,9 +223,17 @@ class McpHttpApp:
         if self._guarded is not None:
             await self._guarded(scope, receive, send)
         else:
-            await self._serve(scope, receive, send)
+            await self.serve(scope, receive, send)
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def serve(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """The ASGI call without the ``auth=`` guard.  ``headers``: the request's
+        :func:`~.asgi.header_map`, from a front that mapped them already (the gateway's)."""
         kind = scope["type"]
         if kind == "lifespan":
             await self._lifespan(receive, send)
@@ -234,7 +244,8 @@ class McpHttpApp:
         if path != self.options.path and path.rstrip("/") != self.options.path:
             await send_error(send, 404, McpError(INVALID_REQUEST, f"Not found: {path}"))
             return
-        headers = header_map(scope)
+        if headers is None:
+            headers = header_map(scope)
         policy = self.options.host_policy
         if not policy.host_ok(headers.get("host")):
             failure = McpError(
@@ -319,28 +330,27 @@ class McpHttpApp:
             return
         await self._route(body, headers, receive, send, principal)
 
-    async def _route(
+    def _route(
         self,
         body: bytes,
         headers: dict[str, str],
         receive: Receive,
         send: Send,
         principal: object,
-    ) -> None:
+    ) -> Awaitable[None]:
+        """The coroutine that answers a POST's body: the era's handler, or the refusal of a
+        body that is not one request.  (A plain function: no frame of its own for a
+        request to resume on each wake-up.)"""
         try:
             message = decode(body)
         except DuplicateKeyError as exc:
-            failure = McpError(INVALID_REQUEST, f"Invalid Request: {exc}")
-            await send_error(send, 400, failure)
-            return
+            return send_error(send, 400, McpError(INVALID_REQUEST, f"Invalid Request: {exc}"))
         except DecodeError as exc:
-            await send_error(send, 400, McpError(PARSE_ERROR, f"Parse error: {exc}"))
-            return
+            return send_error(send, 400, McpError(PARSE_ERROR, f"Parse error: {exc}"))
         try:
             kind = jsonrpc.classify(message)
         except McpError as err:
-            await send_error(send, 400, err, jsonrpc.answerable_id(message))
-            return
+            return send_error(send, 400, err, jsonrpc.answerable_id(message))
         header_version = headers.get(hdr.PROTOCOL_VERSION)
         # Modern: a header newer than every legacy revision, or a request whose _meta names
         # a protocol version (even an unknown one: it gets -32022, not a legacy refusal).
@@ -350,20 +360,18 @@ class McpHttpApp:
             and modern_version_of(message.get("params")) is not None
         )
         if modern and self.options.modern:
-            await handle_modern(self, message, kind, headers, receive, send, principal)
-        elif self.options.legacy:
+            return handle_modern(self, message, kind, headers, receive, send, principal)
+        if self.options.legacy:
             # Imported on first use and kept: a modern-only app, such as a serverless
-            # function, never loads the session machinery (~8 ms cold), and a function-level
-            # import statement costs ~1 µs on every request even when the module is loaded.
+            # function, never loads the session machinery.
             post = self._legacy_post
             if post is None:
                 from .legacy import handle_legacy_post
 
                 post = self._legacy_post = handle_legacy_post
-            await post(self, message, kind, headers, send, principal)
-        else:
-            failure = McpError(INVALID_REQUEST, "This server speaks only protocol 2026-07-28")
-            await send_error(send, 400, failure, message.get("id"))
+            return post(self, message, kind, headers, send, principal)
+        failure = McpError(INVALID_REQUEST, "This server speaks only protocol 2026-07-28")
+        return send_error(send, 400, failure, message.get("id"))
 
     async def forward_response(self, session_id: str, message: dict[str, Any]) -> None:
         """An answer to a server->client request that another replica is waiting for."""
@@ -426,8 +434,8 @@ async def read_post_body(
     options: HttpOptions, headers: dict[str, str], receive: Receive, send: Send
 ) -> bytes | None:
     """A POST's body, or None once the refusal was sent (413, 408) or the client left: the
-    gateway's direct path reads its body through this (the app inlines the same two steps),
-    so both refuse alike."""
+    gateway's front reads an unauthenticated legacy body through this (the app inlines
+    the same two steps), so both refuse alike."""
     try:
         return await read_body_now(
             receive, options.max_body_bytes, headers.get("content-length"), options.body_timeout_s

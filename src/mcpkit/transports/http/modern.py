@@ -184,8 +184,20 @@ async def _answer(
     try:
         done, value = run_until_suspended(coro)
         if not done:
-            if scope is NATIVE:
-                value = await finish_native(app, Resumed(coro, value), receive)
+            if scope is NATIVE:  # watched by the app's one timer (NativeCalls)
+                calls = app.native_calls
+                watch = calls.enter(receive)
+                try:
+                    try:
+                        value = await Resumed(coro, value)
+                    finally:
+                        calls.leave(watch)
+                except asyncio.CancelledError:
+                    if watch.settle():
+                        return None  # the client went away: answer nobody
+                    raise
+                if watch.settle():  # the handler swallowed our cancellation
+                    return None
             else:
                 target = scope or exchange
                 value = await _finish_watched(app, Resumed(coro, value), receive, target)
@@ -243,21 +255,59 @@ async def _finish_watched(
 NATIVE: Any = object()
 
 
-async def finish_native(app: McpHttpApp, rest: Awaitable[_T], receive: Receive) -> _T:
-    """Await ``rest`` (a handler's :class:`Resumed` remainder, or a whole coroutine) in
-    this request's own task, which a client going away cancels natively;
-    :class:`Interrupted` then.  (The gateway's direct path watches its calls the same
-    way with one timer for all of them: ``mcpkit.compose.deadlines.Watches``.)"""
-    target = TaskCanceller()
-    try:
-        value = await _finish_watched(app, rest, receive, target)
-    except asyncio.CancelledError:
-        if target.settle():
-            raise Interrupted from None  # the client went away: answer nobody
-        raise
-    if target.settle():  # the handler swallowed our cancellation; the client is gone
-        raise Interrupted
-    return value
+class _NativeWatch(TaskCanceller):
+    """One natively cancelled call: its task (cancelled when its client goes away), its
+    ``receive``, since when it waits, and its watcher task once it has one."""
+
+    __slots__ = ("receive", "since", "watcher")
+
+    def __init__(self, receive: Receive, since: float) -> None:
+        TaskCanceller.__init__(self)
+        self.receive = receive
+        self.since = since
+        self.watcher: asyncio.Task[None] | None = None
+
+
+class NativeCalls:
+    """An app's natively cancelled calls in flight, looked at by one timer while
+    there are any: a call still waiting :data:`WATCH_AFTER_S` after it started gets its
+    watcher task at the next tick (so after 1 to 1.5 times that), never sooner."""
+
+    __slots__ = ("_calls", "_handle", "_loop")
+
+    def __init__(self) -> None:
+        self._calls: dict[_NativeWatch, None] = {}  # (an ordered set: oldest first)
+        self._handle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def enter(self, receive: Receive) -> _NativeWatch:
+        """The current task's call, from now; :meth:`leave` it when the call ends."""
+        loop = asyncio.get_running_loop()
+        watch = _NativeWatch(receive, loop.time())
+        if self._loop is not loop:  # (another loop: tests, restarts)
+            self._calls = {w: None for w in self._calls if w.task.get_loop() is loop}
+            self._loop, self._handle = loop, None
+        if self._handle is None:
+            self._handle = loop.call_later(WATCH_AFTER_S / 2, self._sweep)
+        self._calls[watch] = None
+        return watch
+
+    def leave(self, watch: _NativeWatch) -> None:
+        """The call ended: no longer looked at, and its watcher (if any) stopped."""
+        self._calls.pop(watch, None)
+        if watch.watcher is not None:
+            watch.watcher.cancel()
+
+    def _sweep(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        due = loop.time() - WATCH_AFTER_S
+        for watch in self._calls:
+            if watch.since > due:
+                break  # (entered in order: the rest are younger)
+            if watch.watcher is None:
+                watch.watcher = loop.create_task(_watch_task(watch.receive, watch))
+        self._handle = loop.call_later(WATCH_AFTER_S / 2, self._sweep) if self._calls else None
 
 
 async def _watch(
@@ -297,12 +347,19 @@ async def _listen(
     """Hold a listen stream open: acknowledgement first, then matching change events,
     keep-alive comments while idle; ends when the client disconnects or the server stops.
     The stream is this task parked in ``receive()`` and a :class:`StreamSink` the bus
-    writes events to (no helper task, buffer or timer of its own)."""
+    writes events to (no helper task, buffer or timer of its own).
+
+    A server that polices what its callers may watch (the gateway) offers
+    ``admit_listen(resources, principal)``, awaited before the stream opens: it raises
+    the refusal (an :class:`McpError`) for a resource the caller may not read."""
     try:
         params = message.get("params") or {}
         subscription = ServedSubscription(app.server, message["id"], params, principal)
+        admit = getattr(app.server, "admit_listen", None)
+        if admit is not None and subscription.resources:
+            await admit(subscription.resources, principal)
     except McpError as err:
-        await writer.final(jsonrpc.error(message["id"], err), err.http_status)
+        await writer.final(jsonrpc.error(message["id"], err), err.http_status, err.http_headers)
         return
     if not writer._sse_ok:
         failure = McpError(INVALID_REQUEST, "subscriptions/listen needs Accept: text/event-stream")

@@ -239,3 +239,29 @@ def test_the_authorization_step_goes_through_the_redirect_handler(tmp_path: Path
         "call-after-refresh",
     ]
     assert len(opened) == 1 and "code_challenge_method=S256" in opened[0]
+
+
+class MetadataDocumentsForConfidentialClients(LocalAuthorizationServer):
+    """Client ID Metadata Documents but no public clients (no ``"none"`` auth method) and
+    no dynamic registration."""
+
+    def metadata(self) -> dict[str, Any]:
+        doc = super().metadata()
+        del doc["registration_endpoint"]
+        doc["client_id_metadata_document_supported"] = True
+        doc["token_endpoint_auth_methods_supported"] = ["client_secret_basic"]
+        return doc
+
+
+def test_cimd_without_public_clients_fails_for_claude_and_passes_for_chatgpt(
+    tmp_path: Path,
+) -> None:
+    with protected_by(MetadataDocumentsForConfidentialClients) as url:
+        claude_status, claude = doctor(tmp_path, url, "--client", "claude")
+        chatgpt_status, chatgpt = doctor(tmp_path, url, "--client", "chatgpt")
+    assert claude_status == 1
+    assert steps(claude)["registration"]["status"] == "FAIL"
+    assert 'CIMD without "none"' in steps(claude)["registration"]["detail"]
+    assert chatgpt_status == 0, chatgpt
+    assert steps(chatgpt)["registration"]["detail"].endswith("uses Client ID Metadata Document")
+    assert steps(chatgpt)["client"]["status"] == "skip"  # its document is ChatGPT's to host

@@ -394,8 +394,8 @@ class _Walk:
                 "resource-metadata",
                 "FAIL",
                 str(exc),
-                f"serve RFC 9728 metadata (resource, authorization_servers) at "
-                f"{candidates[-2] if len(candidates) > 1 else candidates[0]}",
+                "serve RFC 9728 metadata (resource, authorization_servers) at "
+                f"{prm_urls(self.engine.server_url, None)[0]}",
             )
             return
         servers = ", ".join(self.engine.prm.authorization_servers)

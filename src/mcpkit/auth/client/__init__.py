@@ -25,6 +25,7 @@ from .errors import (
     SsrfBlocked,
     TokenError,
     UntrustedAuthorizationServer,
+    UserInteractionRequired,
 )
 from .ssrf import UrlPolicy, check_address, check_url
 from .store import ClientInfo, FileTokenStore, InMemoryTokenStore, TokenSet, TokenStore
@@ -51,6 +52,7 @@ __all__ = [
     "TokenStore",
     "UntrustedAuthorizationServer",
     "UrlPolicy",
+    "UserInteractionRequired",
     "check_address",
     "check_browser_url",
     "check_url",

@@ -282,22 +282,27 @@ class OAuthAuth(httpx.Auth):
                 op.read()
             else:
                 with self._thread_lock:
-                    reply = self._run(op)
+                    reply = self.run_flow(op)
 
-    def _run(self, flow: Flow[T]) -> T | None:
-        with guarded_client(self.policy, verify=self.verify) as client:
-            io = _Driven(self._io(flow))
-            reply: Any = None
-            while (step := io.next(reply)) is not None:
-                try:
-                    reply = (
-                        client.send(step)
-                        if isinstance(step, httpx.Request)
-                        else self._authorize(step)
-                    )
-                except httpx.HTTPError as exc:
-                    reply = exc
-            return io.result
+    def run_flow(self, flow: Flow[T], client: httpx.Client | None = None) -> T | None:
+        """Run one of the engine's flows (discovery, registration, a grant, a refresh) to
+        its end in this thread: its requests go through ``client`` (default: a guarded
+        client of this auth's policy, closed afterwards; a caller's client stays open),
+        redirects are followed as the flow allows and the user is taken to the
+        authorization URL by the grant's redirect handler.  Errors of the flow propagate."""
+        if client is None:
+            with guarded_client(self.policy, verify=self.verify) as own:
+                return self.run_flow(flow, own)
+        io = _Driven(self._io(flow))
+        reply: Any = None
+        while (step := io.next(reply)) is not None:
+            try:
+                reply = (
+                    client.send(step) if isinstance(step, httpx.Request) else self._authorize(step)
+                )
+            except httpx.HTTPError as exc:
+                reply = exc
+        return io.result
 
     @staticmethod
     def _authorize(step: UserAuthorization) -> Mapping[str, str]:

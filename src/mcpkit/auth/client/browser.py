@@ -26,7 +26,7 @@ import anyio.abc
 import httpx
 
 from ..urls import is_loopback_host
-from .errors import AuthorizationError
+from .errors import AuthorizationError, UserInteractionRequired
 from .ssrf import UrlPolicy, guarded_async_client, guarded_client
 
 __all__ = [
@@ -176,7 +176,7 @@ class HeadlessRedirectHandler:
     def _read(self, response: httpx.Response) -> Mapping[str, str]:
         location = response.headers.get("location")
         if response.status_code not in (301, 302, 303, 307, 308) or not location:
-            raise AuthorizationError(
+            raise UserInteractionRequired(
                 f"the authorization endpoint answered {response.status_code} without a redirect "
                 "(it needs a user: use LoopbackRedirectHandler)"
             )

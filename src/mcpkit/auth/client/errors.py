@@ -11,6 +11,7 @@ __all__ = [
     "SsrfBlocked",
     "TokenError",
     "UntrustedAuthorizationServer",
+    "UserInteractionRequired",
 ]
 
 
@@ -24,6 +25,11 @@ class DiscoveryError(OAuthError):
 
 class AuthorizationError(OAuthError):
     """The authorization step failed (user denied, state/iss mismatch, no code, ...)."""
+
+
+class UserInteractionRequired(AuthorizationError):
+    """The authorization endpoint wants a person (a login or consent page) where a headless
+    handler expected an immediate redirect; nothing was refused yet."""
 
 
 class TokenError(OAuthError):

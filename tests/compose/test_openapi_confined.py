@@ -59,18 +59,16 @@ class Recorder:
         await send({"type": "http.response.body", "body": body})
 
 
-@pytest.fixture
-def api() -> Iterator[tuple[str, Recorder]]:
+def recording_api() -> Iterator[tuple[str, Recorder]]:
+    """A local HTTP server that records every request it is sent: its base URL and log."""
     recorder = Recorder()
     with ThreadServer(recorder) as served:
         yield f"http://127.0.0.1:{served.port}", recorder
 
 
-@pytest.fixture
-def elsewhere() -> Iterator[tuple[str, Recorder]]:
-    recorder = Recorder()
-    with ThreadServer(recorder) as served:
-        yield f"http://127.0.0.1:{served.port}", recorder
+#: The API under test, and another server a confined request must never reach.
+api = pytest.fixture(recording_api, name="api")
+elsewhere = pytest.fixture(recording_api, name="elsewhere")
 
 
 def document(paths: dict[str, Any]) -> dict[str, Any]:

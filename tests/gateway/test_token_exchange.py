@@ -96,11 +96,15 @@ class ExchangingAS(LocalAuthorizationServer):
         return 200, body, {}
 
 
-@pytest.fixture(scope="module")
-def authz() -> Iterator[ExchangingAS]:
+def exchanging_as() -> Iterator[ExchangingAS]:
+    """An authorization server that knows the gateway's client; its request log keeps
+    everything it is sent."""
     with serve_app(lambda base: ExchangingAS(base)) as (_, app):
         app.add_client("gateway", "gw-secret")
         yield app
+
+
+authz = pytest.fixture(exchanging_as, scope="module", name="authz")
 
 
 @pytest.fixture(scope="module")
@@ -341,13 +345,9 @@ def test_the_library_auth_alone_sync_and_bounded(upstream: gwkit.Proc, authz: Ex
 # ---------------------------------------------------------------------------- pinned
 
 
-@pytest.fixture(scope="module")
-def hostile() -> Iterator[ExchangingAS]:
-    """The authorization server a hostile upstream names: it would answer like a real one
-    and its request log keeps everything it is sent."""
-    with serve_app(lambda base: ExchangingAS(base)) as (_, app):
-        app.add_client("gateway", "gw-secret")  # (it would accept the gateway's secret)
-        yield app
+#: The authorization server a hostile upstream names: it would answer like a real one
+#: (it would accept the gateway's secret) and its request log keeps everything it is sent.
+hostile = pytest.fixture(exchanging_as, scope="module", name="hostile")
 
 
 class Turncoat:

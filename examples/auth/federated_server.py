@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 from mcpkit.auth.client import UrlPolicy
 from mcpkit.auth.server import AuthorizationServer, Upstream, github
 from mcpkit.server import Context, Server
+from mcpkit.state import StateBackend
 from mcpkit.transports.http import McpHttpApp
 
 server = Server("federated-demo", instructions="Sign in with GitHub, then ask who you are.")
@@ -52,7 +53,7 @@ def build_app(
     issuer: str,
     upstream: Upstream,
     *,
-    state: str = "sqlite:///.mcpkit/authserver.db",
+    state: StateBackend | str = "sqlite:///.mcpkit/authserver.db",
     **options: Any,
 ) -> McpHttpApp:
     """The MCP server at ``{issuer}/mcp`` with its authorization server at ``issuer``."""

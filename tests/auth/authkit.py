@@ -79,9 +79,8 @@ class Browser:
                     },
                 )
                 continue
-            raise AssertionError(
-                f"sign-in stopped at {response.request.url}: HTTP {response.status_code} {response.text[:300]}"
-            )
+            where = f"{response.request.url}: HTTP {response.status_code}"
+            raise AssertionError(f"sign-in stopped at {where} {response.text[:300]}")
         raise AssertionError("sign-in redirected too many times")
 
     async def aclose(self) -> None:

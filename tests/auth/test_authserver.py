@@ -13,17 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-import anyio
 import httpx
 import pytest
 from authkit import Browser, consent_fields, pkce_pair
 from github_double import CLIENT_ID, CLIENT_SECRET, GitHubDouble
 
 from mcpkit.auth.client import OAuthClientAuth, UrlPolicy
-from mcpkit.auth.server import AuthorizationServer, github
+from mcpkit.auth.server import github
 from mcpkit.client import Client
 from mcpkit.state.memory import MemoryBackend
-from support.mcp import modern_headers, modern_request, reply_messages
+from support.mcp import modern_headers, modern_request
 from support.servers import ThreadServer, serve_app
 
 pytest.importorskip("joserfc")

@@ -7,6 +7,7 @@ provider and brings the code back, as a person would."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,15 @@ import anyio
 import httpx
 import pytest
 from authkit import Browser
-from conformance.harness import HarnessError, collect, ensure_harness, node_command
 from github_double import CLIENT_ID, CLIENT_SECRET, GitHubDouble
 
 from mcpkit.auth.server import github
 from mcpkit.state.memory import MemoryBackend
 from support.servers import ThreadServer, free_port, kill_group, need, serve_app, spawn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+
+from harness import HarnessError, collect, ensure_harness, node_command
 
 pytest.importorskip("joserfc")
 

@@ -105,7 +105,7 @@ async def test_mcpkit_client_signs_in_through_oidc_provider_and_calls_a_tool(
     # provider, then give the AS its issuer (the upstream is only contacted on sign-in).
     with contextlib.ExitStack() as stack:
         holder["issuer"] = "http://127.0.0.1:1"  # a placeholder until the provider runs
-        base, app = stack.enter_context(serve_app(make))
+        base, _app = stack.enter_context(serve_app(make))
         issuer = stack.enter_context(oidc_provider(tmp_path, f"{base}/oauth/callback"))
         holder["upstream"].issuer = issuer
         browser = Browser()

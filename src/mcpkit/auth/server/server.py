@@ -212,9 +212,10 @@ class AuthorizationServer:
 
     async def __call__(self, scope: web.Scope, receive: web.Receive, send: web.Send) -> None:
         """Standalone: only the authorization server's endpoints (404 for anything else)."""
-        if scope["type"] != "http" or not await self.handle(scope, receive, send):
-            if scope["type"] == "http":
-                await web.send_json(send, 404, {"error": "not_found"})
+        if scope["type"] != "http":
+            return  # no lifespan work: state opens on first use
+        if not await self.handle(scope, receive, send):
+            await web.send_json(send, 404, {"error": "not_found"})
 
     async def handle(self, scope: web.Scope, receive: web.Receive, send: web.Send) -> bool:
         """Answer the request when its path is one of this server's; False otherwise."""

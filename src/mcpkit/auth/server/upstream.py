@@ -68,19 +68,6 @@ class Identity:
             out["groups"] = list(self.groups)
         return out
 
-    @classmethod
-    def from_claims(cls, claims: Mapping[str, Any]) -> Identity:
-        """The inverse of :meth:`claims` (stored grants keep the identity as claims)."""
-        groups = claims.get("groups")
-        return cls(
-            subject=str(claims["sub"]),
-            email=claims.get("email"),
-            name=claims.get("name"),
-            groups=tuple(g for g in groups if isinstance(g, str))
-            if isinstance(groups, list)
-            else (),
-        )
-
 
 #: Turns the provider's claims (ID token, merged with userinfo when fetched) into an identity.
 ClaimsMapper = Callable[[Mapping[str, Any]], Identity]
@@ -181,7 +168,8 @@ def _http() -> httpx.AsyncClient:
 
 @dataclass
 class OidcUpstream(Upstream):
-    """An OpenID Connect provider found by discovery at ``{issuer}/.well-known/openid-configuration``."""
+    """An OpenID Connect provider, found by discovery
+    (``{issuer}/.well-known/openid-configuration``)."""
 
     issuer: str = ""
     scopes: Sequence[str] = ("openid", "email", "profile")

@@ -26,7 +26,8 @@ PAGE_HEADERS = [
     (b"x-frame-options", b"DENY"),
     (
         b"content-security-policy",
-        b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+        b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+        b"frame-ancestors 'none'",
     ),
     (b"referrer-policy", b"no-referrer"),
     *NO_STORE,

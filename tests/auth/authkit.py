@@ -5,22 +5,35 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
+
+from support.mcp import modern_headers, modern_request
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "auth"))
 
 from local_as import LocalAuthorizationServer  # noqa: E402
 
-__all__ = ["Browser", "LocalAuthorizationServer", "Stack", "consent_fields", "pkce_pair"]
+__all__ = [
+    "REDIRECT",
+    "Browser",
+    "LocalAuthorizationServer",
+    "Stack",
+    "authorize_url",
+    "call_whoami",
+    "consent_fields",
+    "pkce_pair",
+    "register",
+]
 
 
 @dataclass
@@ -85,6 +98,40 @@ class Browser:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+REDIRECT = "http://127.0.0.1:53682/callback"
+
+
+async def register(http: httpx.AsyncClient, base: str, **extra: Any) -> dict[str, Any]:
+    body = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none", **extra}
+    response = await http.post(f"{base}/register", json=body)
+    assert response.status_code == 201, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def authorize_url(base: str, client_id: str, challenge: str | None, **extra: str) -> str:
+    params = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT,
+        "state": "st-1",
+        "resource": f"{base}/mcp",
+        "scope": "mcp",
+    }
+    if challenge is not None:
+        params.update(code_challenge=challenge, code_challenge_method="S256")
+    params.update(extra)
+    return f"{base}/authorize?{urlencode(params)}"
+
+
+async def call_whoami(http: httpx.AsyncClient, mcp_url: str, access_token: str) -> httpx.Response:
+    message = modern_request(1, "tools/call", {"name": "whoami", "arguments": {}})
+    headers = modern_headers(message)
+    if access_token:
+        headers["Authorization"] = f"Bearer {access_token}"
+    return await http.post(mcp_url, content=json.dumps(message), headers=headers)
 
 
 def consent_fields(page: str) -> dict[str, str]:

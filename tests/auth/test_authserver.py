@@ -11,24 +11,29 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
 import httpx
 import pytest
-from authkit import Browser, consent_fields, pkce_pair
+from authkit import (
+    REDIRECT,
+    Browser,
+    authorize_url,
+    call_whoami,
+    consent_fields,
+    pkce_pair,
+    register,
+)
 from github_double import CLIENT_ID, CLIENT_SECRET, GitHubDouble
 
 from mcpkit.auth.client import OAuthClientAuth, UrlPolicy
 from mcpkit.auth.server import github
 from mcpkit.client import Client
 from mcpkit.state.memory import MemoryBackend
-from support.mcp import modern_headers, modern_request
 from support.servers import ThreadServer, serve_app
 
 pytest.importorskip("joserfc")
 
 LOCAL = UrlPolicy.local_development()
-REDIRECT = "http://127.0.0.1:53682/callback"
 OTHER_RESOURCE = "https://other.example/mcp"
 
 
@@ -81,29 +86,6 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 # --------------------------------------------------------------------------- helpers
 
 
-async def register(http: httpx.AsyncClient, base: str, **extra: Any) -> dict[str, Any]:
-    body = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none", **extra}
-    response = await http.post(f"{base}/register", json=body)
-    assert response.status_code == 201, response.text
-    data: dict[str, Any] = response.json()
-    return data
-
-
-def authorize_url(base: str, client_id: str, challenge: str | None, **extra: str) -> str:
-    params = {
-        "response_type": "code",
-        "client_id": client_id,
-        "redirect_uri": REDIRECT,
-        "state": "st-1",
-        "resource": f"{base}/mcp",
-        "scope": "mcp",
-    }
-    if challenge is not None:
-        params.update(code_challenge=challenge, code_challenge_method="S256")
-    params.update(extra)
-    return f"{base}/authorize?{urlencode(params)}"
-
-
 async def signed_in_code(base: str, client_id: str, challenge: str, **extra: str) -> str:
     browser = Browser(REDIRECT)
     try:
@@ -137,14 +119,6 @@ async def tokens_for(
     assert response.headers["cache-control"] == "no-store"
     data: dict[str, Any] = response.json()
     return data
-
-
-async def call_whoami(http: httpx.AsyncClient, mcp_url: str, access_token: str) -> httpx.Response:
-    message = modern_request(1, "tools/call", {"name": "whoami", "arguments": {}})
-    headers = modern_headers(message)
-    if access_token:
-        headers["Authorization"] = f"Bearer {access_token}"
-    return await http.post(mcp_url, content=json.dumps(message), headers=headers)
 
 
 def _segment(jwt: str, index: int) -> dict[str, Any]:

@@ -353,11 +353,12 @@ class AuthorizationServer:
     def _scopes(self, asked: str | None) -> list[str]:
         if not asked:
             return list(self.scopes)
-        wanted = list(dict.fromkeys(asked.split()))
+        # Refresh tokens come with every grant: a client asking for them by scope is served.
+        wanted = [s for s in dict.fromkeys(asked.split()) if s != "offline_access"]
         unknown = [s for s in wanted if s not in self.scopes]
         if unknown:
             raise _TokenError("invalid_scope", f"unknown scope: {' '.join(unknown)}")
-        return wanted
+        return wanted or list(self.scopes)
 
     def _cookie(self, csrf: str) -> tuple[bytes, bytes]:
         attributes = (
@@ -562,7 +563,8 @@ class AuthorizationServer:
             raise _TokenError(
                 "invalid_target", "the resource differs from the authorization request"
             )
-        await self.store.put("grant", record["grant"], {"revoked": False}, self.refresh_token_ttl_s)
+        if not await self.store.start_grant(record["grant"], self.refresh_token_ttl_s):
+            raise _TokenError("invalid_grant", "the authorization code was already used")
         return await self._issue(client, record["grant"], record, record["scope"])
 
     async def _refresh_grant(self, client: Client, data: dict[str, str]) -> dict[str, Any]:
@@ -579,8 +581,6 @@ class AuthorizationServer:
             raise _TokenError(
                 "invalid_grant", "the refresh token was already used; the grant is revoked"
             )
-        if not await self.store.grant_active(record["grant"]):
-            raise _TokenError("invalid_grant", "the grant was revoked")
         if "resource" in data and self._resource(data["resource"]) != record["resource"]:
             raise _TokenError("invalid_target", "a refresh token is bound to its resource")
         scope = record["scope"]
@@ -589,7 +589,8 @@ class AuthorizationServer:
             if not set(narrower) <= set(scope):
                 raise _TokenError("invalid_scope", "a refresh cannot widen the scope")
             scope = narrower
-        await self.store.put("grant", record["grant"], {"revoked": False}, self.refresh_token_ttl_s)
+        if not await self.store.extend_grant(record["grant"], self.refresh_token_ttl_s):
+            raise _TokenError("invalid_grant", "the grant was revoked")
         return await self._issue(client, record["grant"], record, scope)
 
     async def _issue(

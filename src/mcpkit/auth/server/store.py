@@ -30,6 +30,10 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+class _Inactive(Exception):
+    """The grant is revoked or gone (aborts an update)."""
+
+
 class Store:
     """Typed access to the records above."""
 
@@ -68,6 +72,27 @@ class Store:
             return record, False
         won = await self.backend.cas(full, raw, encode({**record, "used": True}), ttl_s)
         return record, won
+
+    async def start_grant(self, grant_id: str, ttl_s: float) -> bool:
+        """Open a grant; False when its id is taken (a replayed code revoked it first)."""
+        return await self.backend.add(
+            f"{PREFIX}grant:{grant_id}", encode({"revoked": False}), ttl_s
+        )
+
+    async def extend_grant(self, grant_id: str, ttl_s: float) -> bool:
+        """Keep an active grant for ``ttl_s`` more; False when it is revoked or gone (a
+        revocation racing this call wins: the update is a compare-and-set)."""
+
+        def keep(old: Any) -> Any:
+            if not isinstance(old, dict) or old.get("revoked") is not False:
+                raise _Inactive
+            return old
+
+        try:
+            await self.backend.update_json(f"{PREFIX}grant:{grant_id}", keep, ttl_s)
+        except _Inactive:
+            return False
+        return True
 
     async def revoke_grant(self, grant_id: str, ttl_s: float) -> None:
         await self.put("grant", grant_id, {"revoked": True}, ttl_s)

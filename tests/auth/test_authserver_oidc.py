@@ -95,6 +95,7 @@ async def test_mcpkit_client_signs_in_through_oidc_provider_and_calls_a_tool(
             client_secret=CLIENT_SECRET,
             issuer=holder["issuer"],
             scopes=("openid", "email", "profile", "groups"),
+            token_auth="client_secret_basic",  # as the provider's client is registered
         )
         holder["upstream"] = upstream
         return federated_server.build_app(

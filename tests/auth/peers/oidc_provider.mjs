@@ -24,7 +24,7 @@ const provider = new Provider(issuer, {
     redirect_uris: [redirectUri],
     grant_types: ['authorization_code'],
     response_types: ['code'],
-    token_endpoint_auth_method: 'client_secret_post',
+    token_endpoint_auth_method: 'client_secret_basic',
   }],
   features: {
     devInteractions: { enabled: false },

@@ -14,7 +14,7 @@
 Provider settings: ``issuer`` (oidc), ``tenant`` (entra), ``hosted_domain`` (google),
 ``base_url`` and ``realm`` (keycloak), ``domain`` (auth0, okta), ``groups_claim`` (auth0),
 ``authorization_server`` (okta), ``base_url`` and ``api_url`` (github, for Enterprise
-Server).  The file is strict: an unknown or misplaced key is an error naming it.
+Server); for any, ``token_auth`` (``client_secret_post`` or ``client_secret_basic``).  The file is strict: an unknown or misplaced key is an error naming it.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class UpstreamSettings(_Strict):
     domain: str | None = None
     groups_claim: str | None = None
     authorization_server: str | None = None
+    token_auth: Literal["client_secret_post", "client_secret_basic"] | None = None
 
 
 class AuthorizationServerSettings(_Strict):
@@ -118,13 +119,20 @@ def _need(settings: UpstreamSettings, *names: str) -> list[str]:
 
 
 def _upstream(s: UpstreamSettings) -> Upstream:
+    upstream = _provider(s)
+    if s.token_auth is not None:
+        upstream.token_auth = s.token_auth
+    return upstream
+
+
+def _provider(s: UpstreamSettings) -> Upstream:
     secret = _secret(s)
     if s.provider == "oidc":
         (issuer,) = _need(s, "issuer")
-        upstream = OidcUpstream(client_id=s.client_id, client_secret=secret, issuer=issuer)
+        oidc = OidcUpstream(client_id=s.client_id, client_secret=secret, issuer=issuer)
         if s.scopes:
-            upstream.scopes = tuple(s.scopes)
-        return upstream
+            oidc.scopes = tuple(s.scopes)
+        return oidc
     if s.provider == "entra":
         (tenant,) = _need(s, "tenant")
         return entra(tenant, s.client_id, secret, scopes=s.scopes or ())

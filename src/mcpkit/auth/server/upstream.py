@@ -27,6 +27,7 @@ from urllib.parse import urlencode
 import httpx
 
 from ...types.extras import require
+from ..client.clientauth import basic_authorization
 from ..urls import require_secure_url
 
 __all__ = [
@@ -117,6 +118,9 @@ class Upstream:
     #: Extra query parameters for the provider's authorization endpoint.
     authorize_params: Mapping[str, str] = field(default_factory=dict)
     name: str = "identity provider"
+    #: How the client secret reaches the token endpoint: ``client_secret_post`` (in the
+    #: form) or ``client_secret_basic`` (HTTP Basic), as registered at the provider.
+    token_auth: str = "client_secret_post"
 
     async def authorization_url(self, redirect_uri: str, tx: Transaction) -> str:
         """Where to send the user to sign in (PKCE S256, our ``state`` and ``nonce``)."""
@@ -145,11 +149,14 @@ class Upstream:
     async def _token_request(
         self, http: httpx.AsyncClient, endpoint: str, form: dict[str, str]
     ) -> dict[str, Any]:
+        headers = {"Accept": "application/json"}
         form = {**form, "client_id": self.client_id}
-        if self.client_secret is not None:
+        if self.client_secret is not None and self.token_auth == "client_secret_basic":
+            headers["Authorization"] = basic_authorization(self.client_id, self.client_secret)
+        elif self.client_secret is not None:
             form["client_secret"] = self.client_secret
         try:
-            response = await http.post(endpoint, data=form, headers={"Accept": "application/json"})
+            response = await http.post(endpoint, data=form, headers=headers)
             data = response.json()
         except (httpx.HTTPError, ValueError) as exc:
             raise UpstreamError(f"the {self.name} token request failed: {exc}") from None
@@ -459,12 +466,16 @@ def okta(
 ) -> OidcUpstream:
     """An Okta org (``domain`` like ``example.okta.com``), through a custom authorization
     server (``default`` unless named; ``None`` for the org server).  ``groups`` need a
-    *groups* claim on the authorization server (or the app's *Groups claim filter*)."""
+    *groups* claim on the authorization server (or the app's *Groups claim filter*).  The
+    secret goes by HTTP Basic, Okta's default for web apps."""
     path = f"/oauth2/{authorization_server}" if authorization_server else ""
+    # The org server knows a ``groups`` scope; a custom server sends the claim by its rule.
+    groups = () if authorization_server else ("groups",)
     return OidcUpstream(
         client_id=client_id,
         client_secret=client_secret,
         issuer=f"https://{domain}{path}",
-        scopes=("openid", "email", "profile", "groups"),
+        scopes=("openid", "email", "profile", *groups),
+        token_auth="client_secret_basic",
         name="Okta",
     )

@@ -12,7 +12,7 @@ import hashlib
 import json
 import secrets
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, unquote, urlencode
 
 CLIENT_ID = "gh-client"
 CLIENT_SECRET = "gh-secret"
@@ -31,6 +31,8 @@ class GitHubDouble:
         self.codes: dict[str, dict[str, str]] = {}
         self.tokens: set[str] = set()
         self.refused: list[str] = []
+        #: How each token request sent the secret: "post" or "basic".
+        self.secret_by: list[str] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -39,7 +41,7 @@ class GitHubDouble:
         if path == "/login/oauth/authorize":
             await self._authorize(scope, send)
         elif path == "/login/oauth/access_token":
-            await self._token(receive, send)
+            await self._token(scope, receive, send)
         elif path in ("/user", "/user/emails", "/user/orgs"):
             await self._api(scope, path, send)
         else:
@@ -62,7 +64,7 @@ class GitHubDouble:
         )
         await send({"type": "http.response.body", "body": b""})
 
-    async def _token(self, receive: Any, send: Any) -> None:
+    async def _token(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         body = b""
         while True:
             message = await receive()
@@ -70,6 +72,13 @@ class GitHubDouble:
             if not message.get("more_body"):
                 break
         form = dict(parse_qsl(body.decode()))
+        basic = dict(scope["headers"]).get(b"authorization", b"").decode()
+        if basic.startswith("Basic "):
+            user, _, secret = base64.b64decode(basic[6:]).decode().partition(":")
+            form.update(client_id=unquote(user), client_secret=unquote(secret))
+            self.secret_by.append("basic")
+        else:
+            self.secret_by.append("post")
         asked = self.codes.pop(form.get("code", ""), None)
         verifier = form.get("code_verifier", "")
         digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")

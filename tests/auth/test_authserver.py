@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
@@ -575,3 +576,26 @@ async def test_signing_keys_rotate_and_old_tokens_stay_valid(
     assert old_kid in kids and new_kid in kids
     assert (await call_whoami(http, federated.mcp_url, before["access_token"])).status_code == 200
     assert (await call_whoami(http, federated.mcp_url, after["access_token"])).status_code == 200
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("method", ["client_secret_post", "client_secret_basic"])
+async def test_the_upstream_client_secret_goes_as_the_provider_registered_it(
+    federated: Federated, http: httpx.AsyncClient, method: str
+) -> None:
+    from mcpkit.auth.server.upstream import Transaction
+
+    upstream = github(
+        CLIENT_ID, CLIENT_SECRET, base_url=federated.github_base, api_url=federated.github_base
+    )
+    upstream.token_auth = method
+    tx = Transaction.new()
+    callback = "http://127.0.0.1:1/oauth/callback"
+    signed_in = await http.get(await upstream.authorization_url(callback, tx))
+    code = dict(parse_qsl(urlsplit(signed_in.headers["location"]).query))["code"]
+    identity = await upstream.identify(code, callback, tx)
+    assert identity.subject == "4242"
+    assert (
+        federated.github.secret_by[-1]
+        == {"client_secret_post": "post", "client_secret_basic": "basic"}[method]
+    )

@@ -140,6 +140,7 @@ class AuthorizationServer:
     # ------------------------------------------------------------------ state
     @property
     def store(self) -> Store:
+        """The records on the state backend (opened on first use)."""
         if self._store is None:
             backend = open_backend(self._state) if isinstance(self._state, str) else self._state
             self._store = Store(backend)
@@ -149,6 +150,7 @@ class AuthorizationServer:
 
     @property
     def keys(self) -> KeyRing:
+        """The signing keys (on the same backend)."""
         _ = self.store
         assert self._keys is not None
         return self._keys
@@ -204,6 +206,7 @@ class AuthorizationServer:
         )
 
     async def principal_of(self, scope: web.Scope, headers: dict[str, str]) -> object:
+        """The principal the resource-server guard verified (``McpHttpApp`` asks it)."""
         return await self.bearer().principal_of(scope, headers)
 
     def wrap(self, app: web.ASGIApp, *, max_body_bytes: int | None = None) -> _Front:

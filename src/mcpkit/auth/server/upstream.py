@@ -219,6 +219,7 @@ class OidcUpstream(Upstream):
         return str((await self.metadata())["authorization_endpoint"])
 
     async def identify(self, code: str, redirect_uri: str, tx: Transaction) -> Identity:
+        """Exchange ``code`` and read the user from the validated ID token."""
         meta = await self.metadata()
         form = {
             "grant_type": "authorization_code",
@@ -306,6 +307,7 @@ class GitHubUpstream(Upstream):
         return self.base_url.rstrip("/") + "/login/oauth/authorize"
 
     async def identify(self, code: str, redirect_uri: str, tx: Transaction) -> Identity:
+        """Exchange ``code`` and read the user from GitHub's API."""
         endpoint = self.base_url.rstrip("/") + "/login/oauth/access_token"
         form = {
             "grant_type": "authorization_code",

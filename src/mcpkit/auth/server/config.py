@@ -14,7 +14,8 @@
 Provider settings: ``issuer`` (oidc), ``tenant`` (entra), ``hosted_domain`` (google),
 ``base_url`` and ``realm`` (keycloak), ``domain`` (auth0, okta), ``groups_claim`` (auth0),
 ``authorization_server`` (okta), ``base_url`` and ``api_url`` (github, for Enterprise
-Server); for any, ``token_auth`` (``client_secret_post`` or ``client_secret_basic``).  The file is strict: an unknown or misplaced key is an error naming it.
+Server); for any, ``token_auth`` (``client_secret_post`` or ``client_secret_basic``).
+The file is strict: an unknown or misplaced key is an error naming it.
 """
 
 from __future__ import annotations

@@ -135,6 +135,7 @@ class AuthorizationServer:
         }
         self._secure_cookie = parts.scheme == "https"
         self._verifier: JwtVerifier | None = None
+        self._bearer: BearerAuth | None = None
         self._verifier_kids: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ state
@@ -197,6 +198,11 @@ class AuthorizationServer:
 
     def bearer(self) -> BearerAuth:
         """The resource-server policy of the first resource: tokens of this server only."""
+        if self._bearer is None:
+            self._bearer = self._make_bearer()
+        return self._bearer
+
+    def _make_bearer(self) -> BearerAuth:
         return BearerAuth(
             _IssuedTokens(self),
             resource=self.resources[0],
@@ -507,6 +513,8 @@ class AuthorizationServer:
         try:
             client = await self._authenticate_client(scope, data)
             grant_type = data.get("grant_type")
+            if not grant_type:
+                raise _TokenError("invalid_request", "grant_type is required")
             if grant_type not in client.grant_types:
                 raise _TokenError(
                     "unsupported_grant_type", f"grant_type {grant_type!r} is not supported"

@@ -30,6 +30,8 @@ class KeyRing:
         self.backend = backend
         self.rotate_after_s = rotate_after_s
         self.retain_s = retain_s
+        #: The last JWKS built, by the key ids it holds (the public halves never change).
+        self._published: tuple[tuple[str, ...], dict[str, Any]] | None = None
 
     async def _records(self) -> list[dict[str, Any]]:
         """The stored keys, newest last, rotating first when the newest is due."""
@@ -61,13 +63,18 @@ class KeyRing:
     async def public_jwks(self) -> dict[str, Any]:
         """The JWKS document: the public half of every key still in use."""
         jwk = require("joserfc.jwk", "authserver", "the authorization server")
+        records = await self._records()
+        kids = tuple(str(record["jwk"]["kid"]) for record in records)
+        if self._published is not None and self._published[0] == kids:
+            return self._published[1]
         keys = []
-        for record in await self._records():
+        for record in records:
             key = jwk.ECKey.import_key(record["jwk"])
             public = key.as_dict(private=False)
             public.update({"use": "sig", "alg": "ES256", "kid": record["jwk"]["kid"]})
             keys.append(public)
-        return {"keys": keys}
+        self._published = (kids, {"keys": keys})
+        return self._published[1]
 
     async def sign(self, claims: dict[str, Any], *, typ: str) -> str:
         """``claims`` as a compact JWS signed with the current key (``typ`` in the header)."""

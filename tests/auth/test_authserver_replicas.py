@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from authkit import REDIRECT, Browser, authorize_url, call_whoami, pkce_pair, register
@@ -79,3 +80,40 @@ async def test_a_sign_in_crosses_replicas_and_a_code_stays_one_use(
         replay = await http.post(f"{first}/token", data=form)
         assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
         assert (await call_whoami(http, f"{second}/mcp", access)).status_code == 401
+
+
+@pytest.mark.anyio
+async def test_one_code_redeemed_at_both_replicas_at_once_yields_no_usable_token(
+    replicas: tuple[str, str],
+) -> None:
+    first, second = replicas
+    async with httpx.AsyncClient(trust_env=False, timeout=20.0) as http:
+        client = await register(http, first)
+        verifier, challenge = pkce_pair()
+        browser = Browser(REDIRECT)
+        try:
+            answer = await browser.authorize(authorize_url(first, client["client_id"], challenge))
+        finally:
+            await browser.aclose()
+        form = {
+            "grant_type": "authorization_code",
+            "code": answer["code"],
+            "code_verifier": verifier,
+            "redirect_uri": REDIRECT,
+            "client_id": client["client_id"],
+        }
+        replies: list[httpx.Response] = []
+
+        async def redeem(base: str) -> None:
+            replies.append(await http.post(f"{base}/token", data=form))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(redeem, first)
+            group.start_soon(redeem, second)
+        winners = [r for r in replies if r.status_code == 200]
+        assert len(winners) <= 1  # the code is one-use across replicas (cas)
+        assert any(r.json().get("error") == "invalid_grant" for r in replies)
+        # The second redemption is a replay: whatever the first one got is revoked.
+        for won in winners:
+            refused = await call_whoami(http, f"{second}/mcp", won.json()["access_token"])
+            assert refused.status_code == 401

@@ -48,6 +48,10 @@ LAYERS: dict[str, int] = {
     # types; the HTTP app takes its policy (``McpHttpApp(auth=)``), and the gateway and cli
     # use it, so it sits beside protocol.
     "auth": 1,
+    # The OAuth authorization server (mcpkit.auth.server): a sub-package with a rank of its
+    # own, above the state backends its records live on and the resource server it fronts;
+    # the rest of ``auth`` stays beside protocol and never imports it.
+    "auth.server": 5,
     # The ASGI body loop that transports.http and auth.resource_server share (asgi.py):
     # below both, it imports nothing of mcpkit.
     "asgi": 1,
@@ -85,6 +89,8 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1 or parts[1] == "__main__":
         return "<root>"
+    if len(parts) > 2 and f"{parts[1]}.{parts[2]}" in LAYERS:  # a sub-package's own rank
+        return f"{parts[1]}.{parts[2]}"
     return parts[1]
 
 

@@ -67,6 +67,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     auth.add_argument("--auth-jwks", help="JWKS URL (default: from the issuer's metadata)")
     add_list_option(auth, "--auth-scope", help="scope every request needs (repeatable)")
+    auth.add_argument(
+        "--authorization-server",
+        metavar="FILE",
+        help="serve an OAuth authorization server beside the MCP endpoint, users signing in "
+        "at the upstream provider the TOML FILE names (needs the 'authserver' extra)",
+    )
     # --- OpenAPI import (mcpkit.compose, issue #18) ------------------------------------
     api = p.add_argument_group("OpenAPI import (instead of TARGET)")
     api.add_argument(
@@ -139,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         serve(server, "stdio", fds=claimed)
         return 0
     loopback = args.host in LOOPBACK
-    if not loopback and not args.allow_remote and not args.auth_issuer:
+    authenticated = bool(args.auth_issuer or args.authorization_server)
+    if not loopback and not args.allow_remote and not authenticated:
         print(
             f"mcpkit serve: refusing to bind {args.host} without authentication; "
             "pass --allow-remote if a proxy in front of it authenticates",
@@ -147,7 +154,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     make_app: Any = None
-    if args.auth_issuer:
+    if args.authorization_server:
+        make_app = _with_authorization_server(args)
+        if make_app is None:
+            return 2
+    elif args.auth_issuer:
         from ..auth import BearerAuth, JwtVerifier
         from ..transports.http.app import McpHttpApp
 
@@ -234,3 +245,19 @@ COMMAND = Command(
     arguments=add_arguments,
     run=run,
 )
+
+
+def _with_authorization_server(args: argparse.Namespace) -> Any:
+    """``McpHttpApp`` with the authorization server of ``--authorization-server FILE``
+    (None, after saying why, when the file is wrong)."""
+    require("joserfc", "authserver", "--authorization-server")
+    from ..auth.server.config import load_authorization_server
+    from ..transports.http.app import McpHttpApp
+    from ..types.errors import ConfigError
+
+    try:
+        authz = load_authorization_server(args.authorization_server, mcp_path=args.path)
+    except ConfigError as exc:
+        print(f"mcpkit serve: {exc}", file=sys.stderr)
+        return None
+    return partial(McpHttpApp, auth=authz)

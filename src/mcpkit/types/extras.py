@@ -20,6 +20,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "gateway": ("limits", "prometheus_client", "joserfc", "cel"),
     "host": ("starlette",),
     "auth": ("joserfc",),
+    "authserver": ("joserfc",),
     "cli": ("rich", "watchfiles", "dotenv"),
     "serverless": ("mangum", "functions_framework"),
     "otel": ("opentelemetry", "prometheus_client"),

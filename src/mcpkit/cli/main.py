@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..types.extras import MissingExtra
-from . import client_cmds, dev, gateway, host_cmd, install, pack, serve, worker
+from . import client_cmds, dev, gateway, host_cmd, install, pack, publish, serve, worker
 from .command import Parser, Subcommands, register
 from .exits import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, EXIT_USAGE
 
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     register(sub, serve.COMMAND)
     register(sub, dev.COMMAND)
     client_cmds.add_parsers(sub)
-    for module in (install, pack, gateway, host_cmd, worker):
+    for module in (install, pack, publish, gateway, host_cmd, worker):
         register(sub, module.COMMAND)
     return parser
 

@@ -85,10 +85,12 @@ class EvalReport:
 
     @property
     def passed(self) -> int:
+        """How many runs passed the check."""
         return sum(1 for _, _, ok in self.runs if ok)
 
     @property
     def pass_rate(self) -> float:
+        """The share of runs that passed, 0..1."""
         return self.passed / len(self.runs) if self.runs else 0.0
 
     def assert_pass_rate(self, at_least: float) -> None:

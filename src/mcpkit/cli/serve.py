@@ -16,6 +16,7 @@ from .exits import EXIT_CONNECTION, EXIT_USAGE
 from .observability import JsonFormatter, uvicorn_log_config, with_metrics
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
+from .server_card import ServerCardFront, check_card_name, server_card
 from .target import TargetError, UserCodeError, load_server
 
 
@@ -69,6 +70,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     auth.add_argument("--auth-jwks", help="JWKS URL (default: from the issuer's metadata)")
     add_list_option(auth, "--auth-scope", help="scope every request needs (repeatable)")
+    p.add_argument(
+        "--server-card",
+        metavar="NAME",
+        help="serve an MCP Server Card (experimental extension) at PATH/server-card, "
+        "named NAME (reverse DNS: com.example/weather)",
+    )
     # --- OpenAPI import (mcpkit.compose, issue #18) ------------------------------------
     api = p.add_argument_group("OpenAPI import (instead of TARGET)")
     api.add_argument(
@@ -175,6 +182,12 @@ def run(args: argparse.Namespace) -> int:
         make_app = partial(McpHttpApp, auth=auth)
     if args.metrics:
         make_app = with_metrics(make_app)
+    if args.server_card:
+        wrong = check_card_name(args.server_card)
+        if wrong:
+            print(f"mcpkit serve: {wrong}", file=sys.stderr)
+            return EXIT_USAGE
+        make_app = _with_card(make_app, server, args)
     busy = _cannot_listen(args.host, args.port)
     if busy:
         print(f"mcpkit serve: {busy}", file=sys.stderr)
@@ -196,6 +209,25 @@ def run(args: argparse.Namespace) -> int:
         **uvicorn_log_config(args),
     )
     return 0
+
+
+def _with_card(make_app: Any, server: Any, args: argparse.Namespace) -> Any:
+    """``make_app`` (None: the plain MCP app) behind the Server Card's front."""
+    from ..transports.http import McpHttpApp
+
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    url = args.auth_audience or f"http://{shown}:{args.port}{args.path}"
+    versions = [
+        *(server.modern_versions if not args.no_modern else ()),
+        *(server.legacy_versions if not args.no_legacy else ()),
+    ]
+    card = server_card(server, args.server_card, url, versions)
+
+    def make(served: Any, options: Any) -> Any:
+        inner = make_app(served, options) if make_app is not None else McpHttpApp(served, options)
+        return ServerCardFront(inner, args.path, card)
+
+    return make
 
 
 def _cannot_listen(host: str, port: int) -> str | None:

@@ -298,3 +298,20 @@ def test_make_run_prints_a_command_that_works_in_a_new_shell(base: Env) -> None:
         kill_group(proc)
     assert command[0] == str(relative), hint
     assert tried.returncode == 0, tried.stderr
+
+
+def test_publish_validates_with_the_schema_the_wheel_ships(base: Env) -> None:
+    done = base.run(
+        "mcpkit",
+        "publish",
+        "quickstart.py",
+        "--dry-run",
+        "--name",
+        "io.github.example/quickstart",
+        "--remote",
+        "https://example.com/mcp",
+        new_shell=True,
+    )
+    assert done.returncode == 0, done.stderr
+    entry = json.loads((base.work / "server.json").read_text())
+    assert entry["$schema"].endswith("/2025-09-29/server.schema.json")

@@ -70,6 +70,16 @@ _.lifespan_state
 params_type  # types/methods.py: schema names, held to the schemas by a test
 request_refresh_tokens  # auth/client/grants.py: a Registration keyword, read by .get()
 
+# The config files' schemas (gateway/schema.py, host/schema.py): each field is a key
+# pydantic reads from the file; on_state_error is also the rate-limit rule's field
+_.on_state_error
+_.rate_limit
+_.callback_port
+_.base_url_snake
+_.api_key_env_snake
+_.max_tokens_snake
+_.mcp_servers
+
 # --- Public API (documented in README/docs, exercised by tests)
 _.require_tool  # auth.BearerAuth
 _.set_logging_level  # client.Client

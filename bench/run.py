@@ -48,6 +48,7 @@ from .middleware import bench_middleware
 from .record import Run, ratio, table
 from .scale import bench_scale
 from .stdio import bench_stdio
+from .stream_memory import bench_memory
 from .targets import ISSUE, STRICTER, check_targets
 from .variants import bench_variants, variants_table
 
@@ -120,7 +121,7 @@ def arguments() -> argparse.ArgumentParser:
     ap.add_argument(
         "--only",
         help=f"comma-separated sections of {','.join(SECTIONS + EXTRA_SECTIONS)} "
-        "(variants, middleware, scale: only when named)",
+        "(variants, middleware, scale, memory: only when named)",
     )
     ap.add_argument(
         "--ab-base",
@@ -163,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             "variants": lambda r: bench_variants(r, args.ab_base),
             "middleware": lambda r: bench_middleware(r, args.ab_base),
             "scale": bench_scale,  # bench/scale.py (issue #23)
+            "memory": bench_memory,  # bench/stream_memory.py (issue #33)
         }
         with pinned(settings.client_cpu):
             for section, step in steps.items():

@@ -8,6 +8,7 @@ folders that need one (state backends, scale-out, serverless, telemetry, the whe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator
 
 import pytest
@@ -18,6 +19,20 @@ from pluggy import Result
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     backend: str = request.param
     return backend
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _user_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Servers keep their state and sealing key files in the per-user data directory:
+    the suite's (every worker's own, inherited by the processes it starts) is a
+    temporary folder, never the real user's."""
+    saved = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("user-data"))
+    yield
+    if saved is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = saved
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,8 @@
 
 Layers, lowest first (a module may import only its own layer and lower ones):
 
-    types < protocol/auth < runtime < transports < state < server < client < host/gateway < cli
+    types < protocol/auth < runtime < transports < state < server < client < compose
+        < host/gateway/serverless < cli
 
 ``testing`` (and the package root, the public facade) may import anything, and nothing
 below them may import them.  Two extra rules: ``server`` must not import ``transports``
@@ -38,10 +39,11 @@ LAYERS: dict[str, int] = {
     "telemetry": 4,
     "server": 5,
     "client": 6,
-    "host": 7,
-    "gateway": 7,
-    # Composition (issue #18): proxies, transforms, OpenAPI import; a server and a client.
+    # Composition: proxies, transforms, OpenAPI import; built from a server and a client,
+    # and below the roles that use it (the gateway mounts proxies; compose imports no role).
     "compose": 7,
+    "host": 8,
+    "gateway": 8,
     # The OAuth resource-server policy and the client-side OAuth flow: it imports only
     # types; the HTTP app takes its policy (``McpHttpApp(auth=)``), and the gateway and cli
     # use it, so it sits beside protocol.
@@ -50,8 +52,8 @@ LAYERS: dict[str, int] = {
     # below both, it imports nothing of mcpkit.
     "asgi": 1,
     # Function-platform adapters around the HTTP app (Lambda, Cloud Functions, Cloud Run).
-    "serverless": 7,
-    "cli": 8,
+    "serverless": 8,
+    "cli": 9,
     "testing": TOP,
     "<root>": TOP,  # mcpkit/__init__.py and __main__.py
 }
@@ -192,6 +194,53 @@ def test_server_imports_no_http_library() -> None:
                 if name.split(".")[0] in {"httpx", "uvicorn", "starlette", "h11", "httptools"}:
                     offenders.append(f"{path.name}:{node.lineno} {name}")
     assert not offenders
+
+
+def _private_definitions() -> dict[str, set[str]]:
+    """Each ``_name`` (not dunder) defined in src -> the packages that define it: functions,
+    classes, module globals and attributes assigned anywhere."""
+    owners: dict[str, set[str]] = {}
+    for path in MODULES:
+        package = layer_of(module_name(path))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = None
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = node.name
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                name = node.attr
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                name = node.id
+            if name and name.startswith("_") and not name.startswith("__"):
+                owners.setdefault(name, set()).add(package)
+    return owners
+
+
+def test_no_private_member_is_reached_across_packages() -> None:
+    """A package uses another's public names only: a ``_name`` imported from, or read off an
+    object of, another package (one that only other packages define) is a layer crossed
+    through a private door.  ``self``/``cls`` attributes are the class's own."""
+    owners = _private_definitions()
+    crossings = []
+    for path in MODULES:
+        package = layer_of(module_name(path))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            line = getattr(node, "lineno", 0)
+            if isinstance(node, ast.ImportFrom):
+                names = [a.name for a in node.names]
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Load)
+                and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"})
+            ):
+                names = [node.attr]
+            for name in names:
+                if not name.startswith("_") or name.startswith("__"):
+                    continue
+                where = owners.get(name, set())
+                if where and package not in where:
+                    crossings.append(f"{module_name(path)}:{line} {name} ({sorted(where)})")
+    assert not crossings, "private members reached across packages:\n  " + "\n  ".join(crossings)
 
 
 # --------------------------------------------------------------------------- public API

@@ -19,6 +19,7 @@ from mcpkit.auth.client import (
     HeadlessRedirectHandler,
     InMemoryTokenStore,
     OAuthClientAuth,
+    UntrustedAuthorizationServer,
     UrlPolicy,
 )
 from mcpkit.client import Client
@@ -167,6 +168,42 @@ def test_client_credentials(fresh: Stack) -> None:
     assert who["subject"] == "machine-1"
     assert grants(fresh.authz)[0] == "client_credentials"
     assert authorize_requests(fresh.authz) == []
+
+
+def test_pinned_credentials_go_to_no_other_authorization_server(fresh: Stack) -> None:
+    fresh.authz.add_client("machine-2", "machine-secret")
+    elsewhere = "http://127.0.0.1:9/as"  # the only server these credentials may go to
+    auth = ClientCredentialsAuth(
+        "machine-2", client_secret="machine-secret", policy=LOCAL, issuer=elsewhere
+    )
+    with pytest.raises(UntrustedAuthorizationServer, match="not the pinned issuer") as caught:
+        _try(fresh.mcp_url, auth)
+    assert (caught.value.expected, caught.value.found) == (elsewhere, fresh.issuer)
+    assert fresh.authz.log == []  # not even its metadata was fetched
+    endpoint = f"{fresh.issuer}/other-token"
+    auth = ClientCredentialsAuth(
+        "machine-2",
+        client_secret="machine-secret",
+        policy=LOCAL,
+        issuer=fresh.issuer,
+        token_endpoint=endpoint,
+    )
+    with pytest.raises(UntrustedAuthorizationServer, match="not the pinned"):
+        _try(fresh.mcp_url, auth)
+    assert grants(fresh.authz) == []  # the metadata was read; nothing was posted
+
+
+def test_pinned_credentials_work_with_their_own_server(fresh: Stack) -> None:
+    fresh.authz.add_client("machine-3", "machine-secret")
+    auth = ClientCredentialsAuth(
+        "machine-3",
+        client_secret="machine-secret",
+        policy=LOCAL,
+        issuer=fresh.issuer + "/",  # (a trailing slash is the same issuer)
+        token_endpoint=f"{fresh.issuer}/token",
+    )
+    _try(fresh.mcp_url, auth)
+    assert grants(fresh.authz) == ["client_credentials"]
 
 
 def test_concurrent_requests_share_one_authorization(fresh: Stack) -> None:

@@ -83,8 +83,8 @@ async def test_python_demo_py_runs_the_server_over_stdio(tmp_path: Path) -> None
     async with Client([sys.executable, str(path)], cwd=tmp_path) as client:
         result = await client.call_tool("hello")
     assert result["content"][0]["text"] == "hello from 3"
-    # the embedded default backend, as `mcpkit serve` uses
-    assert (tmp_path / ".mcpkit" / "state.db").exists()
+    # over stdio the state is in memory, as with `mcpkit serve`: nothing left in the folder
+    assert not (tmp_path / ".mcpkit").exists()
 
 
 async def test_server_run_over_http(tmp_path: Path) -> None:

@@ -108,6 +108,26 @@ def test_env_file_and_explicit_config_path(tmp_path: Path) -> None:
     assert entry["args"][-1] == f"{QUICKSTART.resolve()}:server"
 
 
+def test_a_new_config_is_private_and_an_existing_one_keeps_its_mode(tmp_path: Path) -> None:
+    """The entry's ``env`` holds secrets: a file install creates is 0600 whatever the
+    umask; a file that was there keeps the mode its owner gave it."""
+    fresh, shared = tmp_path / "new" / "mcp.json", tmp_path / "old" / "mcp.json"
+    shared.parent.mkdir()
+    shared.write_text("{}")
+    shared.chmod(0o640)
+    previous = os.umask(0o022)  # the usual umask: files 0644 unless told otherwise
+    try:
+        for path in (fresh, shared):
+            args = ("--env", "API_KEY=secret", "--config-path", str(path))
+            out = install(tmp_path, "cursor", str(QUICKSTART), *args)
+            assert out.returncode == 0, out.stderr
+    finally:
+        os.umask(previous)
+    assert json.loads(fresh.read_text())["mcpServers"]["quickstart"]["env"]["API_KEY"]
+    assert oct(fresh.stat().st_mode & 0o777) == oct(0o600)
+    assert oct(shared.stat().st_mode & 0o777) == oct(0o640)
+
+
 def test_with_installs_into_the_launching_interpreter(tmp_path: Path) -> None:
     """``--with PKG`` runs pip with the interpreter the entry launches (here a package that
     is already there, so pip only checks it: no network needed)."""

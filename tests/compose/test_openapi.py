@@ -17,6 +17,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from mcpkit import Server
+from mcpkit.auth.client import UrlPolicy
 from mcpkit.client import Client
 from mcpkit.compose import GET_AS_RESOURCES, Route, from_asgi, from_openapi
 from mcpkit.types.versions import EraChoice
@@ -299,7 +300,8 @@ async def test_documents_from_yaml_files_and_urls(tmp_path: Path, shop_url: str)
     path.write_text(yaml.safe_dump(OPENAPI_30))
     listed = await call(from_openapi(path), "tools/list", {}, modern())
     assert {t["name"] for t in listed["tools"]} == {"update_pet", "get_pets", "update_pet_2"}
-    served = from_openapi(f"{shop_url}/openapi.json", base_url=shop_url)
+    local = UrlPolicy.local_development()  # the API is on this machine
+    served = from_openapi(f"{shop_url}/openapi.json", base_url=shop_url, spec_policy=local)
     async with Client(served) as client:
         got = await client.call_tool("get_item", {"item_id": 1})
         assert got["structuredContent"]["name"] == "hammer"

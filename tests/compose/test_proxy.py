@@ -38,7 +38,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def _workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # the proxy's sealing key file lands here
+    monkeypatch.chdir(tmp_path)  # a relative path a test writes lands in its own folder
 
 
 @pytest.fixture(scope="module")
@@ -352,3 +352,21 @@ async def test_concurrent_calls_share_one_upstream_connection(
                 tg.start_soon(ask, n)
         assert front.upstream is connection  # one pooled connection served them all
     assert answers == {n: f"n{n}" for n in range(30)}
+
+
+async def test_a_proxy_serves_many_connections_in_turn_and_at_once() -> None:
+    """The obvious pytest fixture: one proxy object, a client connecting, leaving and
+    connecting again, then two at once.  Each lifespan gets a live upstream."""
+    front = proxy(STDIO_LEGACY)
+
+    async def echo(client: Client, text: str) -> None:
+        assert first_text(await client.call_tool("echo", {"text": text})) == text
+
+    for turn in ("first", "second"):
+        async with Client(front) as client:
+            await echo(client, turn)
+    async with Client(front) as one, Client(front) as two:
+        await echo(one, "one")
+        await echo(two, "two")
+    async with Client(front) as client:
+        await echo(client, "after")

@@ -8,6 +8,7 @@ exist; the upstream is the echo server behind prefix ``e_``.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from mcpkit.gateway.config import ConfigError, parse_config
+from mcpkit.gateway.policy import Authorizer, Caller
 
 ISSUER = "https://idp.cel-tests.invalid/"
 RESOURCE = "https://gateway.cel-tests.invalid/mcp"
@@ -125,6 +127,44 @@ def test_a_condition_that_cannot_be_evaluated_fails_closed(
     assert call(gateway, alice, "e_touch", {"uri": "file:///etc/passwd"}).status == 403
     missing = call(gateway, alice, "e_touch", {})  # args.uri cannot be read: deny matches
     assert missing.status == 403 and "no-etc" in missing.error["message"]
+
+
+def test_an_evaluation_error_is_reported_and_audited_as_one(
+    gateway: gwkit.Proc, key: RSAKey, log_dir: Path
+) -> None:
+    alice = token(key, "alice")
+    denied = call(gateway, alice, "e_touch", {"uri": "file:///etc/passwd"})
+    assert "could not be evaluated" not in denied.error["message"]  # a real deny
+    missing = call(gateway, alice, "e_touch", {})
+    assert missing.status == 403
+    assert "rule 'no-etc' could not be evaluated: no such key 'uri'" in missing.error["message"]
+    # an allow rule that cannot be evaluated: the refusal names it, not the deny after it
+    carol = call(gateway, token(key, "carol"), "e_add_tool", {"name": "x"})
+    assert carol.status == 403
+    assert (
+        "rule 'admins-add-tools' could not be evaluated: no such key 'roles'"
+        in (carol.error["message"])
+    )
+    lines = [json.loads(x) for x in (log_dir / "audit.jsonl").read_text().splitlines()]
+    touches = [(x["outcome"], x.get("rule")) for x in lines if x["name"] == "e_touch"]
+    assert ("denied", "no-etc") in touches
+    assert ("rule_error", "no-etc") in touches
+    adds = [(x["outcome"], x.get("rule")) for x in lines if x["name"] == "e_add_tool"]
+    assert ("rule_error", "admins-add-tools") in adds
+
+
+def test_the_guides_sample_rule_lets_a_call_without_the_argument_through() -> None:
+    guide = Path(__file__).parents[2] / "docs" / "guides" / "gateway.md"
+    when = re.search(r'^when = "(.*)"\s+# CEL', guide.read_text(), re.M)
+    assert when is not None
+    rule = {"name": "exports", "effect": "deny", "methods": ["tools/call"], "when": when[1]}
+    data = {"upstream": [{"name": "a", "url": "http://x/mcp"}], "rule": [rule]}
+    authorizer = Authorizer(parse_config(data).rules)
+    finance = Caller("fin", claims={"roles": ["finance"]})
+    assert authorizer.decide(finance, "tools/call", "fs_export", {}).allowed
+    assert authorizer.decide(finance, "tools/call", "fs_export", {"rows": 10}).allowed
+    assert not authorizer.decide(finance, "tools/call", "fs_export", {"rows": 20000}).allowed
+    assert not authorizer.decide(Caller("bob"), "tools/call", "fs_export", {}).allowed
 
 
 def test_resources_and_templates_are_filtered_by_the_same_rules(

@@ -131,6 +131,13 @@ def _comparable(body: dict[str, Any], sealed: bool) -> dict[str, Any]:
     out = {k: v for k, v in body.items() if k != "id"}
     if sealed:
         assert isinstance(out["result"].pop("requestState"), str)
+    error = out.get("error")
+    data = error.get("data") if isinstance(error, dict) else None
+    if isinstance(error, dict) and isinstance(data, dict) and "correlationId" in data:
+        # a fresh correlation id per answer, the same everywhere else
+        cid = data["correlationId"]
+        message = str(error["message"]).replace(cid, "<cid>")
+        out["error"] = {**error, "message": message, "data": {**data, "correlationId": "<cid>"}}
     return out
 
 

@@ -86,6 +86,16 @@ def test_the_example_serves_its_tools_without_an_activated_venv(
     }  # its virtual server
 
 
+def test_a_top_level_key_of_the_example_is_not_a_bearer_token(
+    log_dir: Path, stack: list[gwkit.Proc]
+) -> None:
+    # `default_effect = ...` written below [auth.tokens] would be a token for principal
+    # "allow"; the strict loader refuses that file, and the shipped one has it on top.
+    gw = start_example("example-keys", "gateway.toml", log_dir, stack)
+    assert gwkit.call(gw.url, "tools/list", token="default_effect").status == 401
+    assert gwkit.call(gw.url, "tools/list", token="dev-token-bob").status == 200
+
+
 def test_the_oauth_example_logs_a_client_in(log_dir: Path, stack: list[gwkit.Proc]) -> None:
     with serve_app(lambda base: LocalAuthorizationServer(base)) as (issuer, authz):
         port = gwkit.free_port()

@@ -163,3 +163,37 @@ def test_probes_follow_the_ready_rule(
     upstreams["b"].restart()
     eventually(lambda: httpx.get(gateways["all"].base + "/readyz").status_code == 200, 30)
     assert gauge(gateways["all"])["b"] == 1.0
+
+
+def test_operations_endpoints_pass_the_host_and_origin_policy(
+    gateways: dict[str, gwkit.Proc],
+) -> None:
+    """``/metrics`` and the probes refuse a foreign Host or Origin (DNS rebinding) with
+    the same 403 as ``/mcp``; the allowed ones still get their answer."""
+    gw = gateways["all"]
+    for path in ("/metrics", "/livez", "/readyz", "/healthz"):
+        evil = httpx.get(gw.base + path, headers={"host": "evil.example"})
+        assert evil.status_code == 403, (path, evil.status_code, evil.text[:200])
+        foreign = httpx.get(gw.base + path, headers={"origin": "https://evil.example"})
+        assert foreign.status_code == 403, (path, foreign.status_code)
+        behind_lb = httpx.get(gw.base + path, headers={"host": "gw.internal.example"})
+        assert behind_lb.status_code in (200, 503), (path, behind_lb.status_code)
+    mcp = gwkit.call(gw.url, "tools/list", headers={"host": "evil.example"})
+    assert mcp.status == 403
+
+
+def test_readiness_tells_no_internal_details(
+    gateways: dict[str, gwkit.Proc], upstreams: dict[str, gwkit.Proc]
+) -> None:
+    """A down upstream is ``down`` on /readyz, without the error text (an internal URL,
+    an errno) that the log keeps."""
+    upstreams["b"].kill()
+    gw = gateways["all"]
+    try:
+        eventually(lambda: httpx.get(gw.base + "/readyz").status_code == 503, 30)
+        body = httpx.get(gw.base + "/readyz").json()
+        assert body["upstreams"]["b"] == "down", body
+        assert str(upstreams["b"].port) not in httpx.get(gw.base + "/readyz").text
+    finally:
+        upstreams["b"].restart()
+        eventually(lambda: httpx.get(gw.base + "/readyz").status_code == 200, 30)

@@ -99,3 +99,38 @@ def test_down_upstream_gets_a_clear_error_while_others_serve(
         web.restart()
     eventually(lambda: health(gateway)[0] == 200, 20, "web reconnected")
     assert call_tool(gateway, "web_whoami").text() == "web"
+
+
+def test_upstream_down_error_is_in_the_callers_terms_and_the_detail_in_the_log(
+    gateway: gwkit.Proc, upstreams: dict[str, gwkit.Proc]
+) -> None:
+    """The caller learns which upstream and what to do, with a correlation id; the
+    internal URL and the errno are in the gateway's log under that id, not in the answer.
+    When the upstream comes back, one line says so."""
+    web = upstreams["web"]
+    assert call_tool(gateway, "web_whoami").text() == "web"
+    web.kill()
+    try:
+        down = call_tool(gateway, "web_whoami")
+        assert down.status == 503, down.body
+        error = down.error
+        answer = str(down.body)
+        for internal in (str(web.port), "127.0.0.1", "http://", "Errno", "refused"):
+            assert internal not in answer, (internal, answer)
+        assert "web" in error["message"] and "retry" in error["message"].lower(), error
+        reference = error["data"]["correlationId"]
+        assert reference and reference in error["message"], error
+
+        def logged_with_detail() -> bool:
+            lines = [line for line in gateway.tail(400).splitlines() if reference in line]
+            return any(str(web.port) in line or "onnect" in line for line in lines)
+
+        eventually(logged_with_detail, 10, "the correlation id with the detail in the log")
+        mark = len(gateway.tail(100_000).splitlines())
+    finally:
+        web.restart()
+    eventually(lambda: health(gateway)[1]["web"] == "up", 20, "web reconnected")
+    assert call_tool(gateway, "web_whoami").text() == "web"
+    since = gateway.tail(100_000).splitlines()[mark:]
+    back = [line for line in since if "web" in line and "back" in line]
+    assert len(back) == 1, since

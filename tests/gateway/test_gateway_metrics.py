@@ -10,9 +10,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from mcpkit.gateway.metrics import BUCKETS, Metrics
 
+#: The MCP semantic conventions' duration boundaries, in seconds (written out here).
+SEMCONV_BOUNDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
+
 SAMPLES = [
     ("tools/call", "bench", "ok", 0.0007),
-    ("tools/call", "bench", "ok", 0.001),  # on a bound: counted in that bucket
+    ("tools/call", "bench", "ok", 0.01),  # on a bound: counted in that bucket
     ("tools/call", "bench", "error:-32603", 0.003),
     ("tools/call", None, "rate_limited:per-user", 0.0001),
     ("tools/list", "other", "ok", 42.0),  # past the last bound: +Inf only
@@ -83,9 +86,17 @@ def test_the_exposition_is_prometheus_clients() -> None:
     body, _ = metrics.render({"bench": True})
     assert _without_created(body) == _without_created(_reference(3))
     assert (
-        'mcp_gateway_request_seconds_bucket{le="0.001",method="tools/call",upstream="bench"} 2.0'
+        'mcp_gateway_request_seconds_bucket{le="0.01",method="tools/call",upstream="bench"} 3.0'
         in (body.decode())
     )
+
+
+def test_latency_buckets_are_the_semconv_ones() -> None:
+    metrics = Metrics()
+    metrics.observe("tools/call", "bench", "ok", 0.004)
+    body, _ = metrics.render({"bench": True})
+    bounds = re.findall(r'mcp_gateway_request_seconds_bucket\{le="([^"]+)"', body.decode())
+    assert bounds == [*(str(float(b)) for b in SEMCONV_BOUNDS), "+Inf"]
 
 
 def test_disabled_metrics_count_nothing() -> None:

@@ -214,4 +214,11 @@ def test_watch_reloads_when_the_file_changes(
     finally:
         listener.close()
     assert "new_whoami" in tool_names(gw)
+    # A misspelt key is refused on reload as at start: the running config stays.
+    typo = '[[rule]]\neffect = "deny"\nmethods = ["tools/call"]\nnmes = ["new_*"]\n'
+    (log_dir / "watcher.toml").write_text(typo + config(upstreams, "keep", "new"))
+    eventually(lambda: reloads(gw).get("rejected") == 1.0)
+    rejected = [line for line in gw.tail(200).splitlines() if "reload rejected" in line]
+    assert len(rejected) == 1 and "rule[0].nmes" in rejected[0], rejected
+    assert "new_whoami" in tool_names(gw) and "keep_whoami" not in tool_names(gw)
     gw.stop()

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hostkit import chromium
+from hostkit import ARTIFACTS, chromium
 
 
 @pytest.fixture
@@ -20,3 +20,16 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Chromium for the module's pages, on a fresh profile."""
     with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
         yield context
+
+
+@pytest.fixture(scope="module")
+def probe_page(browser: Any, host_url: str) -> Iterator[Any]:
+    """The page of the module's ``host_url`` host, once the probe server's tools are listed
+    (for the modules whose host runs ``servers/probe.py``)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page()
+    page.set_default_timeout(15_000)
+    page.goto(host_url)
+    page.wait_for_selector("[data-testid='tool:probe:show_probe']")
+    yield page
+    page.close()

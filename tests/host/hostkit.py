@@ -8,13 +8,19 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 
 from mcpkit.host import (
     ConsentDecision,
@@ -35,6 +41,9 @@ REPO = HERE.parents[1]
 CHROMIUM = "/usr/bin/chromium"
 #: Where the browser tests leave their screenshots (outside the repository).
 SHOTS = Path("/tmp/host-shots")
+#: Screenshots meant to be looked at (the chat, its cards and views, the trust prompt),
+#: under the repository's ignored ``test-artifacts/``.
+ARTIFACTS = REPO / "test-artifacts" / "host"
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -94,6 +103,35 @@ def calls(folder: Path, server: str) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
 
+class Transcripts:
+    """A model API answering the n-th streaming request with the n-th transcript of
+    ``fixtures/``, one event per chunk; keeps each request's body and headers."""
+
+    def __init__(self, path: str, files: list[str], status: int = 200) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+
+        async def endpoint(request: Request) -> Response:
+            body = await request.json()
+            self.bodies.append(body)
+            self.headers.append(dict(request.headers))
+            if status != 200:
+                return JSONResponse({"error": {"message": "invalid x-api-key"}}, status_code=status)
+            if body.get("stream") is not True:
+                return JSONResponse({"error": "this fake only streams"}, status_code=400)
+            text = (HERE / "fixtures" / files[len(self.bodies) - 1]).read_text()
+
+            async def events() -> AsyncIterator[bytes]:
+                for event in text.split("\n\n"):
+                    if event.strip():
+                        yield (event + "\n\n").encode()
+                        await anyio.sleep(0)
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+
+        self.app = Starlette(routes=[Route(path, endpoint, methods=["POST"])])
+
+
 class ScriptedPerson(Interaction):
     """Answers like a person would, from rules given by the test; remembers what it saw."""
 
@@ -118,11 +156,17 @@ class ScriptedPerson(Interaction):
 
 
 def trusted_env(
-    config: dict[str, Any] | Path, folder: Path, *, trusted: bool = True
+    config: dict[str, Any] | Path,
+    folder: Path,
+    *,
+    trusted: bool = True,
+    cwd: Path | None = None,
+    environ: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """An environment whose trust file (in ``folder``, never the user's) already trusts
-    every server of ``config`` (or none, with ``trusted=False``)."""
-    store = TrustStore(folder / "trusted-servers.json")
+    every server of ``config`` (or none, with ``trusted=False``), as launched by a host
+    running in ``cwd`` (default: this one's) with ``environ`` (default: this one's)."""
+    store = TrustStore(folder / "trusted-servers.json", cwd=cwd, environ=environ)
     if trusted:
         parsed = load_config(config) if isinstance(config, Path) else parse_config(config)
         for server in parsed.servers:
@@ -143,14 +187,33 @@ def web_host(
     written to ``folder``, or is a file already); yields the URL it prints (with its
     token) and stops it with SIGINT.  Its servers are trusted beforehand unless
     ``trusted=False``."""
+    with web_host_process(config, folder, *extra, cwd=cwd, trusted=trusted, env=env) as (_, url):
+        yield url
+
+
+@contextlib.contextmanager
+def web_host_process(
+    config: dict[str, Any] | Path,
+    folder: Path,
+    *extra: str,
+    cwd: Path | None = None,
+    trusted: bool = True,
+    env: dict[str, str] | None = None,
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """:func:`web_host`, yielding the process too (its output is ``folder/host.log``)."""
     if isinstance(config, Path):
         path = config
     else:
         path = folder / "mcp.json"
         path.write_text(json.dumps(config))
     env = {
-        **trusted_env(path, folder, trusted=trusted),
+        **trusted_env(
+            path, folder, trusted=trusted, cwd=cwd, environ={**os.environ, **(env or {})}
+        ),
         "MCPKIT_TOKEN_FILE": str(folder / "oauth-tokens.json"),
+        "MCPKIT_HOST_DATA": str(folder / "host-data"),
+        "MCPKIT_HOST_SETTINGS": str(folder / "host-settings.json"),
+        "MCPKIT_KEYRING": "off",
         **(env or {}),
     }
     log = folder / "host.log"
@@ -171,6 +234,6 @@ def web_host(
             url = found.group(1) if found else None
         if url is None:
             raise RuntimeError(f"mcpkit host --web did not start:\n{tail(log, 60)}")
-        yield url
+        yield proc, url
     finally:
         kill_group(proc, signal.SIGINT, grace=10.0)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import REPO, SERVERS, playwright, web_host
+from hostkit import REPO, SERVERS, playwright, trusted_env, web_host
 
 ARTIFACTS = REPO / "test-artifacts" / "host-web"
 
@@ -154,7 +154,7 @@ def test_an_mcp_app_renders_and_calls_a_tool_through_the_host(page: Any) -> None
     shot(page, "06-app-rendered")
     frame.click("#again")  # the app calls tools/call -> the host's policy asks the person
     page.wait_for_selector(".dialog[data-kind='consent'] #approve")
-    assert "An app wants to run roll_dice" in page.inner_text(".dialog")
+    assert "The dice app wants to run roll_dice" in page.inner_text(".dialog")
     shot(page, "07-app-tool-call-consent")
     page.click("#approve")
     page.wait_for_selector(".dialog[data-kind='consent']:has-text('roll_history') #approve")
@@ -236,6 +236,47 @@ def test_a_config_command_runs_only_after_the_person_trusts_it(
         page.close()
     # remembered for this user (here: the test's trust file)
     trusted = json.loads((tmp_path / "trusted-servers.json").read_text())
-    assert [entry["command"] for entry in trusted.values()] == [
+    assert [entry["command"] for entry in trusted["launches"].values()] == [
         f"{sys.executable} {SERVERS / 'beta.py'}"
     ]
+
+
+def test_the_page_asks_again_when_the_working_directory_changed(
+    browser: Any, tmp_path: Path
+) -> None:
+    """``python server.py`` trusted in one folder is asked about again from another, and
+    the page says what changed."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "server.py").write_text((SERVERS / "beta.py").read_text())
+    config = {"mcpServers": {"beta": {"command": sys.executable, "args": ["server.py"]}}}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config))
+    trusted_env(path, tmp_path, cwd=first)  # trusted as run from the first folder
+    with web_host(path, tmp_path, cwd=second, trusted=False) as url:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(url)
+        server = page.wait_for_selector("li.server[data-server='beta']:has(.state-untrusted)")
+        assert f"working directory: {first} -> {second}" in server.inner_text()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "trust-after-changed-cwd.png"))
+        page.close()
+
+
+def test_descriptions_read_as_text_labels_fit_and_a_form_has_one_refusal(page: Any) -> None:
+    """A reStructuredText description shows its words, not its backticks; every tab label
+    fits its button; a form offers one way to refuse (Decline), explained."""
+    listed = page.inner_text("li.tool[data-tool='dice__roll_dice'] .small")
+    assert listed.startswith("Roll count dice with sides sides each") and "`" not in listed
+    for tab in page.query_selector_all(".tabs button"):
+        assert tab.evaluate("b => b.scrollWidth <= b.clientWidth"), tab.inner_text()
+    page.click("li.tool[data-tool='alpha__ask_name']")
+    page.click("#call-button")
+    dialog = page.wait_for_selector(".dialog[data-kind='elicit']")
+    buttons = [b.inner_text() for b in dialog.query_selector_all(".actions button")]
+    assert buttons == ["Decline", "Submit"]
+    assert "Decline tells the server you said no" in dialog.inner_text()
+    page.click("#elicit-decline")
+    page.wait_for_selector("#result:has-text('no name (decline)')")

@@ -110,7 +110,7 @@ def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any, folde
     view.wait_for_selector("#status:has-text('context set')")
     view.click("#say")  # ui/message: the server's permission is ask
     dialog = page.wait_for_selector(".dialog[data-kind='consent']")
-    assert "An app of probe wants to add a message to the chat" in dialog.inner_text()
+    assert "The probe app wants to add a message to the chat" in dialog.inner_text()
     assert "Tell me more about tea" in dialog.inner_text()
     page.screenshot(path=str(SHOTS / "chat-02-ui-message-consent.png"))
     page.click("#approve")
@@ -189,7 +189,7 @@ def test_full_screen_and_app_logs(page: Any) -> None:
     box = proxy_el.bounding_box()
     assert box["height"] > 800  # the whole 900px window, not the 240px inline frame
     page.screenshot(path=str(SHOTS / "chat-05-fullscreen.png"))
-    page.click(".exit-fullscreen")
+    page.click("#detail .app-title .app-full")
     view.wait_for_selector("#mode:has-text('mode: inline')")
     assert proxy_el.bounding_box()["height"] < 800
     view.click("#log")

@@ -59,7 +59,7 @@ def test_the_readme_command_works_without_the_venv_on_path(tmp_path: Path) -> No
     # name the venv's python3 where this test runs under its python (both links to one).
     interpreter = mcpkit.read_text().splitlines()[0].removeprefix("#!").strip()
     with unittest.mock.patch.object(sys, "executable", interpreter):
-        trust = trusted_env(REPO / "examples" / "host.json", tmp_path)
+        trust = trusted_env(REPO / "examples" / "host.json", tmp_path, cwd=REPO, environ=env)
     env["MCPKIT_TRUST_FILE"] = trust["MCPKIT_TRUST_FILE"]
     system = shutil.which("python", path=path) or shutil.which("python3", path=path)
     if system is not None:  # the precondition that made this fail before

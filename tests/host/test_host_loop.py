@@ -97,6 +97,11 @@ async def test_a_scripted_conversation_uses_tools_on_two_servers(tmp_path: Path)
     assert calls(tmp_path, "alpha") == ["add", "echo"]  # the refused note never ran
     assert calls(tmp_path, "beta") == ["weather"]
     assert [k for k, _ in events].count("tool_call") == 4
+    # what the page's call cards show: duration, the structured result, a refusal as such
+    results = {d["id"]: d for k, d in events if k == "tool_result"}
+    assert results["c2"]["structured"] == {"city": "Oslo", "celsius": 21.5}
+    assert all(isinstance(d["durationMs"], int) for d in results.values())
+    assert [i for i, d in results.items() if d.get("refused")] == ["c3"]  # write_note
 
 
 async def test_resources_and_prompts_the_person_attaches(tmp_path: Path) -> None:

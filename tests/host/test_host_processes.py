@@ -208,3 +208,19 @@ async def test_list_changed_refreshes_the_cached_tool_list(tmp_path: Path) -> No
         after = {t.qualified_name for t in await host.list_tools()}
         assert after == before | {"alpha__extra"}
         assert text(await host.call_tool("alpha__extra")) == "extra"
+
+
+async def test_no_warning_for_a_capability_the_server_did_not_declare(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server declaring ``tools`` only (and answering anything else with -32601) is not
+    asked for prompts or resources, so nothing is logged for what it never offered."""
+    config = HostConfig(servers=(stdio_server("bare", "bare.py", tmp_path),))
+    async with Host(config) as host:
+        assert host.servers["bare"].state == "ready"
+        with caplog.at_level("WARNING", logger="mcpkit"):
+            assert await host.list_prompts() == []
+            assert await host.list_resources() == []
+            assert await host.list_resource_templates() == []
+            assert [t.qualified_name for t in await host.list_tools()] == ["bare__hello"]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []

@@ -14,11 +14,7 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
-from hostkit import HERE, calls, stdio_server
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from hostkit import Transcripts, calls, stdio_server
 
 from mcpkit.host import Host, HostConfig, Permission
 from mcpkit.host.loop import Conversation
@@ -28,33 +24,6 @@ from mcpkit.host.models.base import Sinks
 from mcpkit.host.models.openai import OpenAIModel
 
 pytestmark = pytest.mark.anyio
-FIXTURES = HERE / "fixtures"
-
-
-class Transcripts:
-    """Answers the n-th streaming request with the n-th transcript, one event per chunk."""
-
-    def __init__(self, path: str, files: list[str], status: int = 200) -> None:
-        self.bodies: list[dict[str, Any]] = []
-
-        async def endpoint(request: Request) -> Response:
-            body = await request.json()
-            self.bodies.append(body)
-            if status != 200:
-                return JSONResponse({"error": {"message": "invalid x-api-key"}}, status_code=status)
-            if body.get("stream") is not True:
-                return JSONResponse({"error": "this fake only streams"}, status_code=400)
-            text = (FIXTURES / files[len(self.bodies) - 1]).read_text()
-
-            async def events() -> AsyncIterator[bytes]:
-                for event in text.split("\n\n"):
-                    if event.strip():
-                        yield (event + "\n\n").encode()
-                        await anyio.sleep(0)
-
-            return StreamingResponse(events(), media_type="text/event-stream")
-
-        self.app = Starlette(routes=[Route(path, endpoint, methods=["POST"])])
 
 
 @pytest.fixture

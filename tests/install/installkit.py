@@ -33,6 +33,7 @@ class Env:
         self.bin = root / "venv" / "bin"
         self.work = root / "work"
         self.work.mkdir(parents=True, exist_ok=True)
+        self.data = root / "data"
         shutil.copy(QUICKSTART, self.work / "quickstart.py")
 
     @property
@@ -55,6 +56,7 @@ class Env:
         path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p not in ours]
         env["PATH"] = os.pathsep.join(path)
         env["PYTHONUNBUFFERED"] = "1"
+        env["XDG_DATA_HOME"] = str(self.data)  # where servers keep their state
         return env
 
     def run(

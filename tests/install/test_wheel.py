@@ -98,6 +98,7 @@ def test_every_third_party_import_is_declared() -> None:
         "cryptography",
         "jsonschema",
         "referencing",
+        "platformdirs",
     }
     base_names = {
         dep.split(">")[0].split("=")[0].split(";")[0].strip().replace("-", "_")
@@ -207,7 +208,9 @@ def test_list_and_call_over_stdio_and_http(base: Env) -> None:
         assert {t["name"] for t in json.loads(listed.stdout)["tools"]} == {"add", "echo", "greet"}
         called = base.mcpkit("call", f"{url}/mcp", "echo", "text=hi")
         assert (called.returncode, called.stdout) == (0, "hi\n"), called.stderr
-    assert (base.work / ".mcpkit" / "state.db").exists()  # the embedded SQLite default
+    # the embedded SQLite default, in the per-user data directory; nothing in the folder
+    assert (base.data / "mcpkit" / "servers" / "quickstart" / "state.db").exists()
+    assert not (base.work / ".mcpkit").exists()
 
 
 def test_python_client_in_the_base_install(base: Env) -> None:

@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
@@ -100,6 +101,26 @@ def listening_addresses(port: int) -> set[str]:
             if state == "0A" and int(port_hex, 16) == port:
                 found.add(address)
     return found
+
+
+# ------------------------------ Redis that can crash and come back
+
+
+@contextlib.contextmanager
+def persistent_redis(data_dir: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """A real ``redis-server`` on ``port`` keeping its data in ``data_dir`` (append-only,
+    fsync'd on every write): SIGKILL it and enter this again on the same port and
+    directory, and it comes back with what it held."""
+    binary = shutil.which("redis-server")
+    assert binary is not None, "redis-server is not installed"
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+    argv += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(data_dir)]
+    proc = spawn(argv, data_dir / f"redis-{time.monotonic_ns()}.log")
+    try:
+        wait_port(port, proc)
+        yield proc
+    finally:
+        kill_group(proc, grace=10.0)
 
 
 # ------------------------------ messages

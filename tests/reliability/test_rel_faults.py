@@ -18,11 +18,9 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -36,6 +34,7 @@ from relkit import (
     call_tool,
     fd_count,
     next_id,
+    persistent_redis,
     rel_server_argv,
 )
 
@@ -296,35 +295,6 @@ def _services() -> Any:
     return module
 
 
-@contextlib.contextmanager
-def persistent_redis(services: Any, data_dir: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    binary = shutil.which("redis-server")
-    assert binary is not None
-    proc = services._start(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--dir",
-            str(data_dir),
-        ],
-        data_dir / f"redis-{time.monotonic_ns()}.log",
-    )
-    try:
-        services.wait_port(port, proc)
-        yield proc
-    finally:
-        services.stop(proc)
-
-
 TASKS = "io.modelcontextprotocol/tasks"
 
 
@@ -363,7 +333,7 @@ def redis_outage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     caps: dict[str, Any] = {"extensions": {TASKS: {}}}
     seen: dict[str, Any] = {"outage": [], "stateless_during": None}
     with contextlib.ExitStack() as stack:
-        redis_proc = stack.enter_context(persistent_redis(services, data, port))
+        redis_proc = stack.enter_context(persistent_redis(data, port))
         replica = services.start_replica(url, tmp_path, MCPKIT_TASK_LEASE_S="10")
         stack.callback(replica.kill)
         client = stack.enter_context(httpx.Client(timeout=20))
@@ -399,7 +369,7 @@ def redis_outage(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         seen["alive_during"] = replica.proc.poll() is None
         time.sleep(max(0.0, 2.5 - (time.monotonic() - down)))
 
-        stack.enter_context(persistent_redis(services, data, port))
+        stack.enter_context(persistent_redis(data, port))
         finals: dict[str, Any] = {}
         for label, task_id in (("before", before), ("during", during), ("after", after)):
 
@@ -428,9 +398,9 @@ def test_redis_down_requests_fail_cleanly_and_succeed_after(
 ) -> None:
     seen = redis_outage
     assert seen["before_completed"]
-    for status, body in seen["outage"]:
-        assert status == 500 and body["error"]["code"] == -32603, (status, body)
-        assert "message" in body["error"]
+    for status, body in seen["outage"]:  # the state store's own code and 503
+        assert status == 503 and body["error"]["code"] == -31050, (status, body)
+        assert body["error"]["data"] == {"stateStore": "redis"}, body
     status, body = seen["stateless_during"]
     assert status == 200 and body["result"]["content"][0]["text"] == "Hello, outage!"
     assert seen["alive_during"] and seen["alive_after"]

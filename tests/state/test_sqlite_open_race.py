@@ -1,7 +1,8 @@
 """Processes that open one fresh SQLite state file at the same moment all start.
 
-Two stdio servers of one host or ``Client.from_config`` config, started together in one
-folder, open the same ``.mcpkit/state.db``; switching a fresh file to WAL then races, and
+Replicas of one server started together on one machine (``mcpkit serve --http``
+processes) open the same ``state.db`` in its per-user data folder, which each may be the
+first to create; switching a fresh file to WAL then races, and
 SQLite answers the loser "database is locked" at once (no busy wait).  Before the retry in
 ``state/sqlite.py`` some of the openers below died with that error (5 of 80 in a trial run).
 """

@@ -255,7 +255,10 @@ def http_subprocess(
     output = output_dir / "server-output.log"
     cmd = serve_argv(target, "--http", "--port", str(port))
     cmd += list(args)
-    process = spawn(cmd, output, env=subprocess_env(), cwd=output_dir)
+    # Its state in this folder, as the servers started in one folder shared it before they
+    # kept it in the per-user data directory: two started here are replicas of one server.
+    env = subprocess_env(XDG_DATA_HOME=str(output_dir / "user-data"))
+    process = spawn(cmd, output, env=env, cwd=output_dir)
     server = ProcessServer(f"http://127.0.0.1:{port}/mcp", port, process, output)
     try:
         try:

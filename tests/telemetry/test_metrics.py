@@ -15,6 +15,10 @@ from mcpkit.testing import serve_http
 
 pytestmark = pytest.mark.anyio
 
+#: ``mcp.{server,client}.operation.duration`` boundaries per the OTel MCP conventions,
+#: written out here rather than imported from mcpkit.
+SEMCONV_BOUNDS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
+
 
 def points(reader: Any, name: str) -> list[Any]:
     data = reader.get_metrics_data()
@@ -62,6 +66,9 @@ async def test_durations_and_listeners(spans: Any, metric_reader: Any) -> None:
         ]
         assert calls and sum(p.count for p in calls) >= 1, name
         assert all("error.type" not in p.attributes for p in calls)
+        # The MCP semantic conventions' boundaries, in seconds: a call of a few
+        # milliseconds lands in a low bucket, not in the SDK's millisecond-scale ones.
+        assert all(tuple(p.explicit_bounds) == SEMCONV_BOUNDS for p in calls), name
 
 
 async def test_task_queue_depth(spans: Any, metric_reader: Any, redis_url: str) -> None:

@@ -156,8 +156,20 @@ async def test_serve_metrics_is_prometheus_text(tmp_path: Path, spans: Any) -> N
             await client.call_tool("add", {"a": 1, "b": 1})
             await client.call_tool("add", {"a": 1, "b": 2})
         reply = httpx.get(f"{base}/metrics", timeout=5)
+        # /metrics passes the same Host/Origin check as /mcp (DNS rebinding)
+        evil = httpx.get(f"{base}/metrics", headers={"host": "evil.example"}, timeout=5)
+        foreign = httpx.get(f"{base}/metrics", headers={"origin": "https://evil.example"})
+    assert evil.status_code == 403 and foreign.status_code == 403
     assert reply.status_code == 200
     assert reply.headers["content-type"].startswith("text/plain")
+    # the MCP semantic conventions' buckets, in seconds (not the SDK's millisecond ones)
+    bounds = {
+        line.split('le="', 1)[1].split('"', 1)[0]
+        for line in reply.text.splitlines()
+        if line.startswith("mcp_server_operation_duration_seconds_bucket")
+    }
+    semconv = ("0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "30", "60")
+    assert {str(float(b)) for b in (*semconv, "120", "300")} | {"+Inf"} == bounds, bounds
     count = [
         line
         for line in reply.text.splitlines()

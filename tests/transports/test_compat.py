@@ -3,9 +3,6 @@ exactly what the public API gives, on the anyio it was tested with and off async
 
 from __future__ import annotations
 
-import itertools
-from typing import Any
-
 import anyio
 import pytest
 from starlette.types import Message, Receive, Scope, Send
@@ -56,56 +53,6 @@ def test_on_asyncio_answers_as_sniffio_does(anyio_backend: str) -> None:
 
     anyio.run(check, backend=anyio_backend)
     assert not on_asyncio()  # no loop at all
-
-
-# An SSE body cut at awkward places: inside a field name, between CR and LF, inside a
-# multi-byte character, plus comments, ids, retry, multi-line data and an invalid byte.
-SSE_BODY = (
-    b": comment\r\nid: 0\r\nretry: 1000\r\ndata:\r\n\r\n"
-    b'event: message\ndata: {"a": "caf\xc3\xa9"}\ndata: second line\n\n'
-    b"data: bad \xff byte\nid: 7\n\n"
-    b"data: no blank line at the end"
-)
-CUTS = [0, 3, 11, 12, 40, 57, 58, 59, 90, len(SSE_BODY)]
-
-
-async def _chunks() -> Any:
-    for start, end in itertools.pairwise(CUTS):
-        yield SSE_BODY[start:end]
-
-
-def _shape(events: list[Any]) -> list[tuple[str, str, str, int | None]]:
-    return [(e.event, e.data, e.id, e.retry) for e in events]
-
-
-async def test_sse_events_match_httpx_sse_public_event_source(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import httpx
-    from httpx_sse import EventSource
-
-    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=SSE_BODY)
-    public = [e async for e in EventSource(response).aiter_sse()]
-    assert compat._private_sse_decoders() is not None  # the tested httpx-sse is installed
-    shortcut = [e async for e in compat.sse_events(_chunks())]
-    # Without the shortcut (another httpx-sse release): the public route, same events.
-    monkeypatch.setattr(compat, "_sse_decoders", None)
-    fallback = [e async for e in compat.sse_events(_chunks())]
-    assert _shape(shortcut) == _shape(public) == _shape(fallback)
-    assert [e.data for e in public][1:] == ['{"a": "café"}\nsecond line', "bad \ufffd byte"]
-
-
-def test_the_sse_shortcut_is_taken_only_on_the_tested_httpx_sse(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import httpx_sse
-
-    monkeypatch.setattr(compat, "_sse_decoders", False)
-    monkeypatch.setattr(httpx_sse, "__version__", "0.5.0")
-    assert compat._private_sse_decoders() is None
-    monkeypatch.setattr(compat, "_sse_decoders", False)
-    monkeypatch.setattr(httpx_sse, "__version__", "0.4.3")
-    assert compat._private_sse_decoders() is not None
 
 
 @pytest.mark.parametrize("http", ["httptools", "h11"])

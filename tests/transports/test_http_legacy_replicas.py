@@ -17,7 +17,7 @@ from support.servers import ProcessServer, http_subprocess
 
 @pytest.fixture
 def replicas(tmp_path: Path) -> Iterator[tuple[ProcessServer, ProcessServer]]:
-    # The same working directory: both use its .mcpkit/state.db.
+    # One server, one user: both use its state.db in the per-user data directory.
     with http_subprocess(tmp_path) as first, http_subprocess(tmp_path) as second:
         yield first, second
 

@@ -71,14 +71,10 @@ def manifest_for(server: Server, served: str, *, entry_point: str) -> dict[str, 
     serves, relative to the bundle's ``server/`` folder."""
     env = {"PYTHONPATH": "${__dirname}/server/lib:${__dirname}/server"}
     env.update({name: f"${{user_config.{name}}}" for name in server.settings})
-    # A host may start the server in a folder it cannot write, so the SQLite default
-    # (.mcpkit/ under the working folder) gives way to memory unless the code chose.
-    chose_state = getattr(server, "_state_url", None) or getattr(server, "_state", None)
-    state = [] if chose_state else ["--state", "memory:"]
     listing = anyio.run(_listing, server)
     command: dict[str, Any] = {
         "command": "python3",
-        "args": ["-m", "mcpkit", "serve", f"${{__dirname}}/server/{served}", *state],
+        "args": ["-m", "mcpkit", "serve", f"${{__dirname}}/server/{served}"],
         "env": env,
         "platform_overrides": {
             "win32": {

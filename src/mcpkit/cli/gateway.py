@@ -13,6 +13,11 @@ from .observability import uvicorn_log_config
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="gateway TOML file (see examples/gateway.toml)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="check the config and exit: prints 'ok' (exit 0) or every mistake (exit 1)",
+    )
     p.add_argument("--stdio", action="store_true", help="serve the front over stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
@@ -50,16 +55,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        print(f"mcpkit gateway: {exc}", file=sys.stderr)
-        return 2
+        for line in str(exc).splitlines():
+            print(f"mcpkit gateway: {line}", file=sys.stderr)
+        return 1 if args.check else 2
+    if args.check:
+        print("ok")
+        return 0
     if args.stdio:
         import anyio
 
         from ..gateway.server import GatewayServer
-        from ..transports.stdio import StdioServer, _claim_stdio
+        from ..transports.stdio import StdioServer, claim_stdio
 
         async def main() -> None:
-            in_fd, out_fd = _claim_stdio()
+            in_fd, out_fd = claim_stdio()
             gateway = GatewayServer(config)
             setup_observability(args, gateway, config.name)
             async with gateway.serving():
@@ -110,6 +119,7 @@ COMMAND = Command(
         "mcpkit gateway examples/gateway.toml --port 8080   # /mcp, /metrics, /livez, /readyz",
         "mcpkit gateway gateway.toml --watch               # reload when the file changes",
         "mcpkit gateway gateway.toml --stdio               # the same front over stdio",
+        "mcpkit gateway --check gateway.toml               # 'ok', or every mistake (exit 1)",
         "kill -HUP <pid>                                   # reload the config",
     ],
     arguments=add_arguments,

@@ -245,12 +245,22 @@ def merge_entry(path: Path, key: str, name: str, entry: dict[str, Any]) -> tuple
     replaced = name in servers
     servers[name] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
+    _write_private(path, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    return replaced, backup
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` at once (a scratch file renamed over it).  The
+    entries' ``env`` holds secrets, so a file created here is 0600 (owner only) whatever
+    the umask; an existing file keeps its mode."""
     scratch = path.with_name(f".{path.name}.mcpkit-tmp")
-    scratch.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    scratch.unlink(missing_ok=True)  # a leftover of an interrupted run, maybe not ours
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
     if path.exists():
         shutil.copymode(path, scratch)
     os.replace(scratch, path)
-    return replaced, backup
 
 
 COMMAND = Command(

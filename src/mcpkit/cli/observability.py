@@ -18,6 +18,8 @@ import sys
 import time
 from typing import Any
 
+from ..types.errors import INVALID_REQUEST, McpError
+
 __all__ = [
     "JsonFormatter",
     "add_arguments",
@@ -108,22 +110,33 @@ def with_metrics(make_app: Any) -> Any:
 
     def make(server: Any, options: Any) -> Any:
         inner = make_app(server, options) if make_app is not None else McpHttpApp(server, options)
-        return _MetricsFront(inner, metrics)
+        return _MetricsFront(inner, metrics, options.host_policy)
 
     return make
 
 
 class _MetricsFront:
-    """``/metrics`` here, everything else (and the lifespan) to the MCP app.  ``app`` is
-    the inner app, as the server's shutdown looks for it."""
+    """``/metrics`` here, after the Host/Origin check of ``/mcp`` (``policy``: a
+    DNS-rebinding page must not read it either); everything else (and the lifespan) to the
+    MCP app.  ``app`` is the inner app, as the server's shutdown looks for it."""
 
-    def __init__(self, app: Any, metrics: Any) -> None:
+    def __init__(self, app: Any, metrics: Any, policy: Any) -> None:
         self.app = app
         self.metrics = metrics
+        self.policy = policy
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == "/metrics":
-            await self.metrics(scope, receive, send)
+            from ..transports.http.asgi import header_map, send_error
+
+            headers = header_map(scope)
+            if self.policy.host_ok(headers.get("host")) and self.policy.origin_ok(
+                headers.get("origin")
+            ):
+                await self.metrics(scope, receive, send)
+            else:
+                refusal = McpError(INVALID_REQUEST, "Forbidden: Host or Origin not allowed")
+                await send_error(send, 403, refusal)
         else:
             await self.app(scope, receive, send)
 

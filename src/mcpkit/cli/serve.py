@@ -10,6 +10,7 @@ import sys
 from functools import partial
 from typing import Any
 
+from ..server.lifespan import StateStartupError
 from ..types.extras import require
 from .command import Command, add_list_option, mcpkit_command
 from .exits import EXIT_CONNECTION, EXIT_USAGE
@@ -40,8 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--state",
         default=None,
-        help="state backend URL: memory:, sqlite:///path.db (default sqlite:///.mcpkit/state.db), "
-        "redis://host:port/0",
+        help="state backend URL: memory:, sqlite:///path.db, redis://host:port/0 (default: "
+        "memory: over stdio; with --http SQLite in the per-user data directory, "
+        "e.g. ~/.local/share/mcpkit/servers/NAME/state.db, private to you)",
     )
     p.add_argument("--log-level", default="warning")
     # -- task workers (issue #23; cli/worker.py) --
@@ -103,9 +105,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.http:
         # Take the protocol pipes before the target is imported: a print() at import time
         # must land on stderr, not in the protocol stream.
-        from ..transports.stdio import _claim_stdio
+        from ..transports.stdio import claim_stdio
 
-        claimed = _claim_stdio()
+        claimed = claim_stdio()
     try:
         if args.openapi:
             server = _openapi_server(args)
@@ -118,8 +120,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONNECTION if isinstance(exc, UserCodeError) else EXIT_USAGE
     if args.state:
         server.state = args.state
-    else:
-        server.use_default_state()
+    try:
+        server.open_state("stdio" if claimed is not None else "http")
+    except StateStartupError as exc:
+        print(f"mcpkit serve: {exc}", file=sys.stderr)
+        return 2
     # -- task workers (issue #23) --
     if args.task_workers == "external":
         if not (args.state or "").startswith(("redis://", "rediss://", "unix://")):
@@ -268,7 +273,7 @@ def _openapi_server(args: argparse.Namespace) -> Any:
     """The server for ``--openapi SPEC`` (a file, or a URL fetched once at startup)."""
     import httpx
 
-    from ..compose import from_openapi
+    from ..compose.openapi import from_openapi, operator_spec_policy
 
     headers: dict[str, str] = {}
     for item in args.api_header:
@@ -277,8 +282,11 @@ def _openapi_server(args: argparse.Namespace) -> Any:
             raise TargetError(f"--api-header takes NAME:VALUE, not {item!r}")
         headers[name.strip()] = value.strip()
     spec: Any = args.openapi
+    # The address the operator typed is theirs to choose (an API on this machine);
+    # redirects from it are checked against that choice.
+    policy = operator_spec_policy(spec) if spec.startswith(("http://", "https://")) else None
     try:
-        return from_openapi(spec, base_url=args.base_url, headers=headers)
+        return from_openapi(spec, base_url=args.base_url, headers=headers, spec_policy=policy)
     except (OSError, ValueError, httpx.HTTPError) as exc:
         raise TargetError(f"cannot serve the OpenAPI document {args.openapi}: {exc}") from None
 

@@ -12,8 +12,9 @@
 This is the part of a configuration that says *how to reach* each server, so it lives in
 the client layer: :meth:`mcpkit.client.Client.from_config` reads it to open one client per
 server, and the host (:mod:`mcpkit.host.config`) reads it through here and adds its own
-keys (permissions, per-tool rules, OAuth, the model) on top.  Keys either of them does not
-know are left alone, so a file written for another host works here.
+keys (permissions, per-tool rules, OAuth, the model) on top.  Here, keys of an entry that
+say nothing about reaching the server are left alone, so ``Client.from_config`` reads a
+host's file; the host itself refuses keys it does not know (:mod:`mcpkit.host.schema`).
 
 Each entry may also carry ``timeout`` (seconds per request), ``era`` (``auto``, ``modern``
 or ``legacy``), ``cwd`` and ``disabled``.  ``${VAR}`` in ``env`` and ``headers`` is

@@ -244,4 +244,4 @@ async def bridged_call(
             raise McpError(INTERNAL_ERROR, f"the upstream call {method} {target} was cancelled")
         return result
 
-    return await server_handlers._with_input(server, ctx, binding, run)
+    return await server_handlers.with_input(server, ctx, binding, run)

@@ -12,8 +12,12 @@ of gateway CPU per forwarded call, most of it httpx's request/response objects.
 
 The answer is read as the client would: a JSON-RPC error is a :class:`ServerError`
 (passed on as it is), an HTTP error without one a :class:`HttpStatusError`; an SSE
-answer is decoded with httpx-sse (``runtime.compat.sse_events``), its progress relayed to
-the front request and its log messages to the front client.  Anything the lane does not
+answer is decoded as its bytes arrive (``transports.client_http_wire.sse_events``), its
+progress relayed to the front request and its log messages to the front client.  The
+answer-size cap (``limit``) holds inside the decoding: a JSON body whose
+``Content-Length`` passes it is refused unread, an SSE line or event as soon as it passes
+it, and the connection is closed, so an upstream cannot make the gateway hold more than
+the cap plus one chunk for a call.  Anything the lane does not
 cover (legacy upstreams, ``https://``, a version the upstream refuses) takes the client path.
 """
 
@@ -33,7 +37,7 @@ import httpx
 from ..client import Client, telemetry
 from ..protocol import headers as hdr
 from ..protocol.correlation import note_sent
-from ..runtime.compat import sse_events
+from ..protocol.sse import SseLimitError
 from ..server.mount import strip_server_info
 from ..transports.client_base import (
     ConnectError,
@@ -41,7 +45,12 @@ from ..transports.client_base import (
     ProtocolViolationError,
     RequestTimeoutError,
 )
-from ..transports.client_http_wire import body_answer, event_message, unwrap_answer
+from ..transports.client_http_wire import (
+    body_answer,
+    event_message,
+    sse_events,
+    unwrap_answer,
+)
 from ..transports.http11 import Http11Pool, RawResponse
 from ..types import jsonrpc
 from ..types.codec import encode
@@ -308,27 +317,29 @@ class FastLane:
 
     async def _read_sse(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
         method, request_id, token, progress, deadline, limit = pending
-        async with contextlib.aclosing(sse_events(response.chunks())) as events:
-            async for event in events:
-                if not event.data.strip():
-                    continue
-                if len(event.data) > limit:
-                    raise ResultTooLarge(method, limit, len(event.data))
-                kind, message = event_message(event.data, self.url, method)
-                if kind in (Kind.RESULT, Kind.ERROR):
-                    if message.get("id") == request_id or kind is Kind.ERROR:
-                        return unwrap_answer(message, method)
-                    continue
-                if kind is not Kind.NOTIFICATION:
-                    continue  # a modern server asks for input by result, not by request
-                params = jsonrpc.params_of(message)
-                if message["method"] == "notifications/progress":
-                    if progress is not None and params.get("progressToken") == token:
-                        if deadline is not None:  # progress keeps a slow call alive
-                            deadline.extend(self.timeout or 0.0)
-                        await progress(params)
-                elif message["method"] == "notifications/message" and self.on_log is not None:
-                    await self.on_log(params)
+        events = sse_events(response.chunks(), limit)
+        try:
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    if not event.data.strip():
+                        continue
+                    kind, message = event_message(event.data, self.url, method)
+                    if kind in (Kind.RESULT, Kind.ERROR):
+                        if message.get("id") == request_id or kind is Kind.ERROR:
+                            return unwrap_answer(message, method)
+                        continue
+                    if kind is not Kind.NOTIFICATION:
+                        continue  # a modern server asks for input by result, not by request
+                    params = jsonrpc.params_of(message)
+                    if message["method"] == "notifications/progress":
+                        if progress is not None and params.get("progressToken") == token:
+                            if deadline is not None:  # progress keeps a slow call alive
+                                deadline.extend(self.timeout or 0.0)
+                            await progress(params)
+                    elif message["method"] == "notifications/message" and self.on_log is not None:
+                        await self.on_log(params)
+        except SseLimitError:
+            raise ResultTooLarge(method, limit) from None
         raise ConnectionClosedError(
             f"{self.url} closed the response stream of {method} before answering; "
             f"the request is lost (re-issue it to retry)"

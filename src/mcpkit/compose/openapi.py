@@ -15,6 +15,15 @@ Every operation becomes a tool (or, by rule, a resource or resource template):
   operation's own header parameter of the same name is not offered to the model.  The
   MCP caller's credentials are never forwarded: the HTTP client is this module's own.
 
+Requests stay under ``base_url`` (where the API key goes): a path key that is not a plain
+path (an absolute or protocol-relative URL, ``.`` or ``..`` segments) is refused when the
+description is loaded; a path parameter of ``.`` or ``..`` is refused (``/`` and every
+other reserved character in one is percent-encoded), and every request's final URL is
+checked to be under ``base_url`` before it is sent.  A description given as a URL is
+fetched through the SSRF guard of :mod:`mcpkit.auth.client.ssrf` (``spec_policy``;
+default: public ``https`` only, each redirect checked again, never to a private,
+loopback or link-local address unless the policy allows it).
+
 Routing rules (``route_map``), first match wins; an operation no rule matches is a tool::
 
     Route(kind="exclude", tags={"internal"})
@@ -26,7 +35,9 @@ Resources are ``openapi://{name}``; templates ``openapi://{name}/{a}/{b}{?q}``.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import ipaddress
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,18 +47,22 @@ from urllib.parse import quote
 
 import httpx
 
+from ..auth.client.ssrf import UrlPolicy, guarded_client, next_hop
 from ..server.registry import ToolResult
 from ..server.server import Server
 from ..types.codec import DecodeError, decode
+from ..types.errors import invalid_params
 from .openapi_schema import Document, tool_schema
 
-__all__ = ["GET_AS_RESOURCES", "Route", "from_asgi", "from_openapi"]
+__all__ = ["GET_AS_RESOURCES", "Route", "from_asgi", "from_openapi", "operator_spec_policy"]
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 LOCATIONS = ("path", "query", "header", "cookie")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _IDENT = re.compile(r"[^A-Za-z0-9_]+")
 MAX_BODY_TEXT = 20_000
+#: The largest description fetched from a URL (big public APIs publish several MB).
+MAX_DESCRIPTION_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -120,17 +135,22 @@ class Operation:
         return tool_schema(props, [a.name for a in self.arguments if a.required])
 
 
-def load_spec(spec: Mapping[str, Any] | str | Path) -> dict[str, Any]:
+class OutsideBaseUrl(ValueError):
+    """A request would leave the API's base URL (a path parameter of ``.`` or ``..``, or
+    a final URL that is not under ``base_url``); it is not sent."""
+
+
+def load_spec(
+    spec: Mapping[str, Any] | str | Path, policy: UrlPolicy | None = None
+) -> dict[str, Any]:
     """A document given as a dict, JSON text, a JSON or YAML file, or an ``http(s)`` URL
-    (fetched once, now)."""
+    (fetched once, now, through the SSRF guard with ``policy``: default public https)."""
     if isinstance(spec, Mapping):
         return dict(spec)
     text = str(spec)
     yaml_ok = False
     if not isinstance(spec, Path) and text.startswith(("http://", "https://")):
-        response = httpx.get(text, timeout=30.0, follow_redirects=True)
-        response.raise_for_status()
-        text, yaml_ok = response.text, True
+        text, yaml_ok = fetch_description(text, policy or UrlPolicy()), True
     elif isinstance(spec, Path) or not text.lstrip().startswith("{"):
         path = Path(text)
         text = path.read_text(encoding="utf-8")
@@ -147,13 +167,73 @@ def load_spec(spec: Mapping[str, Any] | str | Path) -> dict[str, Any]:
     return loaded
 
 
+def fetch_description(url: str, policy: UrlPolicy) -> str:
+    """The text at ``url``, through the SSRF-guarded client: every hop's address is
+    checked against ``policy`` (redirects are followed by hand, GET only, each checked
+    again).  Descriptions are large: the body may reach :data:`MAX_DESCRIPTION_BYTES`
+    and the fetch 30 s, whatever smaller limits the policy sets for discovery."""
+    policy = dataclasses.replace(
+        policy,
+        max_response_bytes=max(policy.max_response_bytes, MAX_DESCRIPTION_BYTES),
+        timeout_s=max(policy.timeout_s, 30.0),
+    )
+    with guarded_client(policy) as client:
+        target = httpx.URL(url)
+        for _ in range(policy.max_redirects + 1):
+            response = client.get(target)
+            hop = next_hop(response, policy)
+            if hop is None:
+                response.raise_for_status()
+                return response.text
+            target = hop
+    raise httpx.TooManyRedirects(f"{url}: more than {policy.max_redirects} redirects")
+
+
+def operator_spec_policy(url: str) -> UrlPolicy:
+    """The fetch policy for a description URL an operator typed (``mcpkit serve
+    --openapi``, a gateway's ``spec``): the kind of address they named is allowed (a
+    loopback or private address given as such), nothing else that is not public, and
+    link-local (cloud metadata) never; every redirect is checked against it."""
+    host = httpx.URL(url).host.strip("[]").lower()
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        loopback = host == "localhost" or host.endswith(".localhost")
+        return UrlPolicy(allow_loopback=loopback)
+    return UrlPolicy(
+        allow_loopback=address.is_loopback,
+        allow_private=address.is_private and not address.is_loopback,
+    )
+
+
+def check_path_key(path: object) -> str:
+    """An OpenAPI path key, refused (ValueError naming it) unless it is a plain path:
+    one leading ``/``, no scheme or host, no ``.``/``..`` segments, no query or
+    fragment, so that every request goes under ``base_url``."""
+    text = str(path)
+    bad = (
+        not text.startswith("/")
+        or text.startswith("//")
+        or any(c in text for c in "\\?#")
+        or any(segment in (".", "..") for segment in text.split("/"))
+    )
+    if bad:
+        raise ValueError(
+            f"OpenAPI path {text!r} is not a path under the base URL (a path key starts "
+            "with one '/', and has no scheme, host, '.' or '..' segments, query or fragment)"
+        )
+    return text
+
+
 def operations(doc: Document, headers: Iterable[str] = ()) -> list[Operation]:
-    """Every operation of the document, named, with its arguments and output schema."""
+    """Every operation of the document, named, with its arguments and output schema.
+    A path key that is not a plain path is refused (:func:`check_path_key`)."""
     configured = {h.lower() for h in headers}
     taken: set[str] = set()
     out: list[Operation] = []
     paths = doc.spec.get("paths")
     for path, item in (paths if isinstance(paths, dict) else {}).items():
+        check_path_key(path)
         item = doc.deref(item)
         if not isinstance(item, dict):
             continue
@@ -319,7 +399,7 @@ class ApiCaller:
                 continue
             value = arguments[arg.name]
             if arg.location == "path":
-                path = path.replace("{" + arg.wire + "}", quote(_text(value), safe=""))
+                path = path.replace("{" + arg.wire + "}", _segment(arg.name, value))
             elif arg.location == "query":
                 values = value if isinstance(value, list) else [value]
                 query.extend((arg.wire, _text(v)) for v in values)
@@ -339,16 +419,39 @@ class ApiCaller:
             body = {} if has_body else None
         if cookies:
             headers["cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
-        return self.client.build_request(
+        request = self.client.build_request(
             op.method.upper(),
             path,
             params=query or None,
             headers=headers,
             json=body if has_body else None,
         )
+        _check_under(request.url, self.client.base_url)
+        return request
 
     async def call(self, op: Operation, arguments: Mapping[str, Any]) -> httpx.Response:
         return await self.client.send(self.request(op, arguments))
+
+
+def _segment(name: str, value: object) -> str:
+    """A path parameter's value as one path segment: every reserved character (``/``
+    included) percent-encoded; ``.`` and ``..``, which would move the request to another
+    path, refused."""
+    text = _text(value)
+    if text in (".", ".."):
+        raise OutsideBaseUrl(f"path parameter {name!r} cannot be {text!r}")
+    return quote(text, safe="")
+
+
+def _check_under(url: httpx.URL, base: httpx.URL) -> None:
+    """Refuse a request URL that is not under ``base`` (same scheme, host and port, and
+    its path below the base's); no check for a client without a base URL."""
+    if not base.host:
+        return
+    prefix = base.raw_path if base.raw_path.endswith(b"/") else base.raw_path + b"/"
+    same_origin = (url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
+    if not same_origin or not url.raw_path.startswith(prefix):
+        raise OutsideBaseUrl(f"{url} is not under the API's base URL {base}")
 
 
 def _text(value: object) -> str:
@@ -372,6 +475,8 @@ def _tool_fn(caller: ApiCaller, op: Operation) -> Callable[..., Awaitable[ToolRe
     async def call(**arguments: Any) -> ToolResult:
         try:
             response = await caller.call(op, arguments)
+        except OutsideBaseUrl as exc:
+            return ToolResult(f"{op.method.upper()} {op.path} not sent: {exc}", is_error=True)
         except httpx.HTTPError as exc:
             return ToolResult(f"{op.method.upper()} {op.path} failed: {exc}", is_error=True)
         data, text = _answer(response)
@@ -398,7 +503,10 @@ def _reader_fn(
     async def read(**values: str | None) -> object:
         by_name = {a.name: a for a in op.arguments}
         arguments = {k: v for k, v in values.items() if k in by_name and v is not None}
-        response = await caller.call(op, arguments)
+        try:
+            response = await caller.call(op, arguments)
+        except OutsideBaseUrl as exc:
+            raise invalid_params(str(exc)) from None
         if not response.is_success:
             raise LookupError(f"HTTP {response.status_code}")  # answered as not found
         data, text = _answer(response)
@@ -421,7 +529,7 @@ def build(
     route_map: Sequence[Route] = (),
     headers: Mapping[str, str] | None = None,
 ) -> Server:
-    doc = Document(load_spec(spec))
+    doc = Document(load_spec(spec))  # (a URL was fetched by from_openapi)
     caller = ApiCaller(client, headers or {})
     for op in operations(doc, (headers or {}).keys()):
         kind = next((r.kind for r in route_map if r.matches(op)), "tool")
@@ -471,14 +579,18 @@ def from_openapi(
     headers: Mapping[str, str] | None = None,
     name: str | None = None,
     timeout: float = 30.0,
+    spec_policy: UrlPolicy | None = None,
     **options: Any,
 ) -> Server:
     """A server whose tools (resources, templates) call the API ``spec`` describes.
 
     ``base_url``: where the API is (default: the document's first ``servers`` URL);
     ``client``: an ``httpx.AsyncClient`` of your own (its base URL, auth, transport);
-    ``headers``: sent with every request (API keys).  ``options`` go to ``Server``."""
-    document = load_spec(spec)
+    ``headers``: sent with every request (API keys); ``spec_policy``: where a ``spec``
+    given as a URL may be fetched from (default :class:`~mcpkit.auth.client.UrlPolicy`:
+    public https only; ``UrlPolicy.local_development()`` for an API on this machine).
+    ``options`` go to ``Server``."""
+    document = load_spec(spec, spec_policy)
     if client is None:
         url = base_url or _server_url(document)
         if not url:

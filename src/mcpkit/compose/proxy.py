@@ -114,12 +114,9 @@ class ProxyServer(Server):
         super().__init__(name, lifespan=_upstream_lifespan, **options)
         self.connect_timeout = connect_timeout
         self._owns_link = link is None
+        self._link_recipe = (target, link_options)
         #: The upstream connection (or replica set) every request goes through.
-        self.link: AnyUpstream = (
-            link
-            if link is not None
-            else make_upstream(name, target, on_change=self._relay, **link_options)
-        )
+        self.link: AnyUpstream = link if link is not None else self._new_link()
         self._started = link is not None
         self._cap = result_cap
         self._on_served = on_served
@@ -133,6 +130,19 @@ class ProxyServer(Server):
             forwarding[method] = self._task
         self._handlers.update(forwarding)
         self._chains = build_chains(self._handlers, self.middleware)
+
+    def _new_link(self) -> AnyUpstream:
+        target, link_options = self._link_recipe
+        return make_upstream(self.name, target, on_change=self._relay, **link_options)
+
+    def _fresh_link(self) -> AnyUpstream:
+        """The link for a lifespan that starts: a new connection when an earlier lifespan
+        ran (and retired) the current one, so a proxy serves any number of lifespans in
+        turn (a client connecting, leaving and connecting again)."""
+        if self.link.first_attempt.is_set():
+            self.link = self._new_link()
+            self.bus.on_interest = self.link.watch
+        return self.link
 
     @property
     def upstream(self) -> Client | None:
@@ -381,10 +391,10 @@ async def _upstream_lifespan(server: Any) -> AsyncIterator[None]:
     """Connect the upstream in a task of the proxy's (its client's task groups live
     there) and close it gracefully when the proxy stops."""
     proxy: ProxyServer = server
-    link = proxy.link
     if not proxy._owns_link:  # (its owner runs it)
         yield
         return
+    link = proxy._fresh_link()
 
     async def keep() -> None:
         # Shielded: the proxy's task group is cancelled before its lifespan ends, and a

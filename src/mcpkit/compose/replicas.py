@@ -108,15 +108,15 @@ class ReplicaSet:
             try:
                 return await replica.call(fn, front)
             except UpstreamUnavailable as exc:
-                tried.append(f"{replica.url}: {exc.message}")
+                tried.append(f"{replica.url}: {exc.detail} [correlation id {exc.reference}]")
                 if not safe:
                     raise
                 log.warning(
                     "upstream %s: replica %s failed during a call; retrying it on another "
-                    "replica (%s)",
+                    "replica (correlation id %s)",
                     self.name,
                     replica.url,
-                    exc.message,
+                    exc.reference,
                 )
         raise UpstreamUnavailable(
             self.name, "; ".join(tried) or self.error or "no replica is connected"

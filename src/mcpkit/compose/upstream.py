@@ -34,6 +34,7 @@ import anyio
 
 from ..client import Client
 from ..client.errors import ClientError
+from ..server.middleware.masking import correlation_id
 from ..server.mount import LISTS
 from ..transports import client_base as wire
 from ..transports import http11
@@ -71,16 +72,38 @@ _CALLBACKS = ("elicitation", "url_elicitation", "sampling", "roots", "on_log")
 
 
 class UpstreamUnavailable(McpError):
-    """The upstream cannot be reached (HTTP 503 at the front)."""
+    """The upstream cannot be reached (HTTP 503 at the front).
+
+    The caller is told which upstream and what to do, with a correlation id
+    (``data.correlationId``); ``detail`` (an internal URL, an errno) goes to the log under
+    that id and stays on the exception, never in the answer."""
 
     def __init__(self, name: str, detail: str) -> None:
+        reference = correlation_id()
         super().__init__(
             INTERNAL_ERROR,
-            f"Upstream {name!r} is unavailable: {detail}",
-            {"upstream": name},
+            f"Upstream {name!r} is unavailable: it cannot be reached now; retry later "
+            f"(correlation id {reference})",
+            {"upstream": name, "correlationId": reference},
             http_status=503,
             http_headers=[(b"retry-after", b"1")],
         )
+        self.detail = detail
+        self.reference = reference
+        log.warning("upstream %s unavailable [correlation id %s]: %s", name, reference, detail)
+
+
+def upstream_failed(name: str, what: str, detail: object) -> McpError:
+    """A call the upstream did not answer usably (``what``: in the caller's terms, e.g.
+    "it did not answer in time"), as -32603 with a correlation id; ``detail`` is logged
+    under that id."""
+    reference = correlation_id()
+    log.warning("upstream %s failed [correlation id %s]: %s", name, reference, detail)
+    return McpError(
+        INTERNAL_ERROR,
+        f"Upstream {name!r} failed: {what} (correlation id {reference})",
+        {"upstream": name, "correlationId": reference},
+    )
 
 
 def connection_target(target: Any) -> tuple[Any, dict[str, str], dict[str, str]]:
@@ -151,6 +174,8 @@ class Upstream:
         self.source = source
         self.client: Client | None = None
         self.error: str | None = "not started"
+        #: ``time.monotonic()`` when the upstream was found down; None while it serves.
+        self._down_since: float | None = None
         self._on_change = on_change or (lambda name, kind, uri: None)
         #: kind -> (expiry on the monotonic clock, items, the upstream's cacheScope)
         self._listings: dict[str, tuple[float, list[dict[str, Any]], str]] = {}
@@ -233,6 +258,7 @@ class Upstream:
                         info = client.server_info
                         self.client = client
                         self.error = None
+                        self._came_back()
                         self.capabilities = dict(info.capabilities)
                         self._listings.clear()
                         delay = 0.5
@@ -250,6 +276,7 @@ class Upstream:
                 except Exception as exc:
                     if not self._stopping.is_set():
                         self.error = str(exc) or type(exc).__name__
+                        self._went_down()
                         log.warning("upstream %s: %s", self.name, self.error)
                 finally:
                     self.client = None
@@ -403,7 +430,19 @@ class Upstream:
 
     def mark_dead(self, reason: str) -> None:
         self.error = reason
+        self._went_down()
         self._restart.set()
+
+    def _went_down(self) -> None:
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+
+    def _came_back(self) -> None:
+        """Log, once, that an upstream found down serves again."""
+        if self._down_since is not None:
+            outage = time.monotonic() - self._down_since
+            self._down_since = None
+            log.warning("upstream %s is back after %.0f s", self.name, outage)
 
     def _fail(self, client: Client, reason: str) -> None:
         """``client`` failed; restart unless it was already replaced."""
@@ -455,7 +494,7 @@ class Upstream:
         except McpError:
             raise
         except wire.RequestTimeoutError as exc:  # (a TimeoutError, hence an OSError: not dead)
-            raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
+            raise upstream_failed(self.name, "it did not answer in time", exc) from None
         except (
             wire.ConnectError,
             wire.ConnectionClosedError,
@@ -467,7 +506,7 @@ class Upstream:
             self._fail(client, str(exc) or type(exc).__name__)
             raise UpstreamUnavailable(self.name, str(exc) or type(exc).__name__) from None
         except ClientError as exc:
-            raise McpError(INTERNAL_ERROR, f"Upstream {self.name!r} failed: {exc}") from None
+            raise upstream_failed(self.name, "its answer could not be used", exc) from None
         except Exception as exc:  # an OAuth failure of [upstream.auth], as the caller's error
             hook = self._auth_error
             converted = hook(self.name, exc) if hook is not None else None

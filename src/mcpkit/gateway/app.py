@@ -24,6 +24,7 @@ import anyio
 
 from ..auth.resource_server import ProtectedResource, replay_body
 from ..protocol.headers import METHOD, NAME, decode_header_value
+from ..state.base import StateUnavailable
 from ..transports.http import asgi
 from ..transports.http.app import HttpOptions, McpHttpApp
 from ..transports.http.asgi import Receive, Scope, Send
@@ -33,7 +34,7 @@ from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
 from .direct import DirectCalls
-from .front import PROBES, Cors, probe
+from .front import OPERATIONS, Cors, operations
 from .middleware import FORBIDDEN, RATE_LIMITED
 from .policy import ANONYMOUS, Caller
 from .reload import run_reloader
@@ -127,11 +128,14 @@ class GatewayApp:
         name: str | None,
         outcome: str,
         started: float,
+        rule: str | None = None,
     ) -> None:
-        """Audit and count a request refused before it reached the dispatcher."""
+        """Audit and count a request refused before it reached the dispatcher (``rule``:
+        the policy rule that refused it)."""
         seconds = time.perf_counter() - started
         server = self.server
         who = principal.name if principal is not None else None
+        extra = {"rule": rule} if rule is not None else {}
         server.audit.record(
             principal=who,
             method=method,
@@ -139,6 +143,7 @@ class GatewayApp:
             upstream=None,
             outcome=outcome,
             latency_ms=seconds * 1000,
+            **extra,
         )
         server.metrics.observe(method or "-", None, outcome, seconds)
 
@@ -171,13 +176,8 @@ class GatewayApp:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
-        if path == "/metrics":
-            up = {u.name: u.client is not None for u in self.server.upstreams}
-            body, content_type = self.server.metrics.render(up)
-            await asgi.send_bytes(send, 200, body, [(b"content-type", content_type.encode())])
-            return
-        if path in PROBES:
-            await probe(path, self.config, self.server.upstreams, send)
+        if path in OPERATIONS:
+            await operations(path, scope, self.mcp.options.host_policy, self.server, send)
             return
         if self.metadata is not None and path in self.metadata.auth.metadata_paths:
             await self.metadata(scope, receive, send)
@@ -235,7 +235,7 @@ class GatewayApp:
                     if self.server.limiter.rules:
                         await self._prelimit(principal, method, name)
                 except _Refused as refused:
-                    self._record(principal, method, name, refused.outcome, started)
+                    self._record(principal, method, name, refused.outcome, started, refused.rule)
                     await asgi.send_error(
                         send, refused.status, refused.error, None, refused.headers
                     )
@@ -284,21 +284,21 @@ class GatewayApp:
         body afterwards; the dispatcher then decides and counts on the body's values);
         :meth:`_prelimit` then, when there are ``[[rate_limit]]`` rules."""
         authorizer = self.server.authorizer
-        allowed, reason, _ = (
+        decision = (
             authorizer.decide(principal, method, name) if authorizer.rules else authorizer.default
         )
-        if not allowed:
+        if not decision.allowed:
+            message = f"Forbidden: {method} {name or ''} ({decision.reason})".replace("  ", " ")
             raise _Refused(
-                403,
-                McpError(
-                    FORBIDDEN, f"Forbidden: {method} {name or ''} ({reason})".replace("  ", " ")
-                ),
-                outcome="denied",
+                403, McpError(FORBIDDEN, message), outcome=decision.outcome, rule=decision.rule
             )
 
     async def _prelimit(self, principal: Caller, method: str, name: str | None) -> None:
         """Refuse early when the headers' call is already over a rate limit (429)."""
-        verdict = await self.server.limiter.check(principal.name, method, name, charge=False)
+        try:
+            verdict = await self.server.limiter.check(principal.name, method, name, charge=False)
+        except StateUnavailable:
+            return  # the dispatcher answers it, with the request's id, and audits it
         if not verdict.allowed:
             retry = verdict.retry_after_s
             raise _Refused(
@@ -341,9 +341,11 @@ class _Refused(asgi.Rejection):
         headers: list[tuple[bytes, bytes]] | None = None,
         *,
         outcome: str,
+        rule: str | None = None,
     ) -> None:
         super().__init__(status, error, headers)
         self.outcome = outcome
+        self.rule = rule
 
 
 def _header_name(raw: str | None) -> str | None:

@@ -1,7 +1,10 @@
 """Audit log: one JSON line per request that reached the policy layer.
 
-Fields: time (ISO 8601 UTC), principal, method, name, upstream, outcome (``ok``,
-``error:<code>``, ``denied``, ``rate_limited:<rule>``, ``unauthenticated``, ``cancelled``
+Fields: time (ISO 8601 UTC), principal, method, name (of ``tasks/*``: a hash of the
+task id, never the id), upstream, outcome (``ok``, ``error:<code>``, ``denied``,
+``rule_error`` (refused because a rule's condition could not be evaluated),
+``rate_limited:<rule>``, ``state_unavailable``, ``credentials_withheld``,
+``unauthenticated``, ``cancelled``
 when the client went away before the answer), latency_ms.
 Lines are written through a small buffer and flushed every line, so a crash loses nothing
 that was logged; the file is opened in append mode so several processes may share it.
@@ -15,6 +18,7 @@ from datetime import UTC, datetime
 from typing import IO
 
 from ..types.codec import encode
+from .binding import audit_name
 
 
 class AuditLog:
@@ -47,7 +51,7 @@ class AuditLog:
             "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "principal": principal,
             "method": method,
-            "name": name,
+            "name": audit_name(method, name),
             "upstream": upstream,
             "outcome": outcome,
             "latency_ms": round(latency_ms, 3),

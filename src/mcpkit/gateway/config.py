@@ -1,7 +1,10 @@
 """Gateway configuration: a TOML file (see ``examples/gateway.toml``).
 
 Parsed once into frozen dataclasses; every mistake is reported with the key path that
-caused it, at start-up, not at the first request.
+caused it, at start-up (and on reload, and by ``mcpkit gateway --check``), not at the
+first request.  The file is strict: it is checked against the typed schema of
+:mod:`.schema` first, so an unknown key or table, or a key TOML moved into the table above
+it, is an error naming it rather than a setting silently ignored.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import re
 import shlex
 import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,12 @@ class UpstreamOAuth:
     #: Let discovery reach loopback addresses (a local authorization server in tests and
     #: development); the default refuses loopback and private addresses (SSRF guard).
     allow_loopback: bool = False
+    #: The one authorization server the credentials (and callers' tokens) are sent to,
+    #: whatever the upstream's metadata names (``token_exchange`` default: the front's
+    #: own ``[auth] issuer``; None: the one the upstream names).
+    issuer: str | None = None
+    #: The one token endpoint they are posted to (None: the issuer's own).
+    token_endpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +131,16 @@ class VirtualServer:
     resources: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class GatewayRateRule(RateRule):
+    """A ``[[rate_limit]]`` rule as the gateway's file gives it: a :class:`RateRule` and
+    what to do when the state store holding the counters cannot be reached."""
+
+    #: ``"deny"`` (the default: fail closed, the request is refused) or ``"allow"`` (the
+    #: request goes on uncounted).
+    on_state_error: str = "deny"
+
+
 RESERVED_PATHS = ("/metrics", "/livez", "/readyz", "/healthz")
 
 
@@ -138,6 +157,9 @@ class GatewayConfig:
     state: str = "memory:"
     audit_log: str | None = None
     metrics: bool = True
+    #: ``[gateway] metrics_token``: /metrics wants it as a bearer token, and /readyz
+    #: gives internal details (why an upstream is down) only to a request carrying it.
+    metrics_token: str | None = None
     cache: bool = True
     name: str = "mcpkit-gateway"
     base_dir: Path = field(default_factory=Path.cwd)
@@ -256,8 +278,10 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
     """Check a parsed TOML document and build the config; ``${VAR}`` values are expanded once,
     and relative paths resolve against ``base_dir``."""
     from .credentials import upstream_credentials
+    from .schema import check
 
     data = _expand_tree(data, "")
+    check(data)
     raw_upstreams = data.get("upstream") or data.get("upstreams")
     if isinstance(raw_upstreams, dict):
         raw_upstreams = [{"name": k, **v} for k, v in raw_upstreams.items()]
@@ -348,6 +372,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             f"upstream {exchanging[0]}: token_exchange needs auth.mode = 'jwt' (the callers' "
             "OAuth access tokens are what is exchanged)"
         )
+    upstreams = [_pinned_to_front(u, auth.issuer) for u in upstreams]
     rules = []
     for index, item in enumerate(data.get("rule") or data.get("rules") or []):
         where = f"rule[{index}]"
@@ -388,12 +413,13 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         if per not in ("principal", "global"):
             raise ConfigError(f"{where}.per must be principal or global")
         limits.append(
-            RateRule(
+            GatewayRateRule(
                 name=name,
                 limit=limit,
                 methods=_strings(item.get("methods"), f"{where}.methods"),
                 names=_strings(item.get("names"), f"{where}.names"),
                 per=per,
+                on_state_error=item.get("on_state_error", "deny"),
             )
         )
     default_effect = data.get("default_effect", "allow")
@@ -434,6 +460,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         state=gateway.get("state", data.get("state", "memory:")),
         audit_log=gateway.get("audit_log", data.get("audit_log")),
         metrics=bool(gateway.get("metrics", True)),
+        metrics_token=_metrics_token(gateway.get("metrics_token")),
         cache=bool(gateway.get("cache", True)),
         name=gateway.get("name", "mcpkit-gateway"),
         base_dir=base_dir or Path.cwd(),
@@ -445,6 +472,15 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         guardrails=guardrails,
         direct_calls=bool(gateway.get("direct_calls", True)),
     )
+
+
+def _pinned_to_front(upstream: UpstreamConfig, front_issuer: str | None) -> UpstreamConfig:
+    """A ``token_exchange`` upstream without its own ``issuer`` exchanges callers' tokens
+    at the front's issuer (the one that issued them), never where the upstream points."""
+    oauth = upstream.oauth
+    if oauth is None or oauth.kind != "token_exchange" or oauth.issuer is not None:
+        return upstream
+    return replace(upstream, oauth=replace(oauth, issuer=front_issuer))
 
 
 def _openapi_source(
@@ -566,3 +602,12 @@ def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any
         introspection_client_id=data.get("introspection_client_id"),
         introspection_client_secret=data.get("introspection_client_secret"),
     )
+
+
+def _metrics_token(value: object) -> str | None:
+    """``[gateway] metrics_token``: a non-empty string, or absent."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError("gateway.metrics_token must be a non-empty string")
+    return value.strip()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -38,6 +39,9 @@ from .config import ConfigError, UpstreamConfig, UpstreamOAuth
 
 if TYPE_CHECKING:
     from ..auth.client import OAuthAuth
+    from ..auth.client.errors import UntrustedAuthorizationServer
+
+log = logging.getLogger("mcpkit.gateway")
 
 #: The access token of the caller an upstream request is made for (None: the gateway's
 #: own request).  Set around a front request's routing; read by ``token_exchange``.
@@ -63,15 +67,17 @@ def connect(config: UpstreamConfig, on_change: OnChange, *, cache: bool) -> AnyU
     an in-memory client so it is routed, policed, cached and bridged like any other."""
     target: Any = list(config.replicas) or config.url or list(config.command)
     if config.kind == "openapi":
-        from ..compose.openapi import from_openapi
+        from ..compose.openapi import from_openapi, operator_spec_policy
 
         assert config.spec is not None  # (the config checks it)
+        is_url = config.spec.startswith(("http://", "https://"))
         target = from_openapi(
             config.spec,
             base_url=config.base_url,
             headers=dict(config.headers),
             name=config.name,
             timeout=config.timeout_s,
+            spec_policy=operator_spec_policy(config.spec) if is_url else None,
         )
     era = config.era
     auth = None
@@ -129,6 +135,8 @@ def upstream_auth(oauth: UpstreamOAuth, url: str) -> OAuthAuth:
         "store": InMemoryTokenStore(),
         "policy": policy,
         "scopes": list(oauth.scopes) or None,
+        "issuer": oauth.issuer,
+        "token_endpoint": oauth.token_endpoint,
     }
     if oauth.kind == "token_exchange":
         subject = acting_for.get
@@ -140,8 +148,10 @@ def credentials_error(upstream: str, exc: Exception) -> McpError | None:
     """An OAuth failure while calling ``upstream`` as the front caller's error (None: not
     one).  A refusal at the token endpoint (e.g. the caller may not use that upstream)
     is a Forbidden naming the OAuth error; anything else an internal error."""
-    from ..auth.client.errors import OAuthError, TokenError
+    from ..auth.client.errors import OAuthError, TokenError, UntrustedAuthorizationServer
 
+    if isinstance(exc, UntrustedAuthorizationServer):
+        return untrusted_server(upstream, exc)
     if isinstance(exc, TokenError):
         return McpError(
             FORBIDDEN,
@@ -156,6 +166,32 @@ def credentials_error(upstream: str, exc: Exception) -> McpError | None:
             {"upstream": upstream},
         )
     return None
+
+
+class CredentialsWithheld(McpError):
+    """A call refused because the upstream pointed its credentials elsewhere: the
+    caller's error, and ``outcome`` the audit line's."""
+
+    outcome = "credentials_withheld"
+
+
+def untrusted_server(upstream: str, exc: UntrustedAuthorizationServer) -> McpError:
+    """The caller's error (and one warning) for an upstream whose metadata named an
+    authorization server or token endpoint other than the pinned one.  Only URLs are
+    named: no credential, no token."""
+    log.warning(
+        "upstream %r names authorization server %s, not the pinned %s: no credentials or "
+        "caller token were sent",
+        upstream,
+        exc.found,
+        exc.expected,
+    )
+    return CredentialsWithheld(
+        INTERNAL_ERROR,
+        f"Upstream {upstream!r} asks for credentials from {exc.found}, not from the "
+        f"configured authorization server {exc.expected}; none were sent",
+        {"upstream": upstream, "authorizationServer": exc.found},
+    )
 
 
 def upstream_credentials(
@@ -202,6 +238,10 @@ def upstream_credentials(
     audience = data.get("audience")
     if audience is not None and (kind != "token_exchange" or not isinstance(audience, str)):
         raise ConfigError(f"{where}.audience is a string, for kind = 'token_exchange' only")
+    issuer, endpoint = data.get("issuer"), data.get("token_endpoint")
+    for key, value in (("issuer", issuer), ("token_endpoint", endpoint)):
+        if value is not None and not _is_http_url(value):
+            raise ConfigError(f"{where}.{key} must be an http(s) URL, got {value!r}")
     return UpstreamOAuth(
         client_id=client_id,
         kind=kind,
@@ -210,4 +250,10 @@ def upstream_credentials(
         private_key_file=key_file,
         scopes=tuple(scopes),
         allow_loopback=bool(data.get("allow_loopback", False)),
+        issuer=issuer,
+        token_endpoint=endpoint,
     )
+
+
+def _is_http_url(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(("https://", "http://")) and "#" not in value

@@ -19,10 +19,13 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from typing import Any
 
+from ..telemetry.otel import DURATION_BUCKETS
+
 #: At most this many (method, upstream, outcome) kept by :meth:`Metrics.observe`.
 _SERIES_MAX = 1024
-#: The latency histogram's upper bounds, in seconds (+Inf is added).
-BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+#: The latency histogram's upper bounds, in seconds (+Inf is added): the MCP semantic
+#: conventions' duration buckets, the same as the server's and client's OTel histograms.
+BUCKETS = DURATION_BUCKETS
 
 
 class _Series:

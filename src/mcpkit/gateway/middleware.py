@@ -261,23 +261,23 @@ def check_access(
         raise invalid_params(f"Unknown name: {name}", {"name": name})  # not here
     authorizer = gateway.authorizer
     if not authorizer.rules:  # (no [[rule]]: default_effect, every call)
-        allowed, reason, rule = authorizer.default
+        decision = authorizer.default
     else:
         arguments = params.get("arguments") if method in ("tools/call", "prompts/get") else None
-        allowed, reason, rule = authorizer.decide(
+        decision = authorizer.decide(
             who, method, name, arguments if isinstance(arguments, dict) else {}
         )
     if record is None:
         record = _record.get()
     if record is not None:
-        record.rule = rule
-    if not allowed:
+        record.rule = decision.rule
+    if not decision.allowed:
         raise PolicyError(
             FORBIDDEN,
             f"Forbidden: {method}{' ' + name if name else ''} "
-            f"is not allowed for {who.name} ({reason})",
+            f"is not allowed for {who.name} ({decision.reason})",
             403,
-            "denied",
+            decision.outcome,
         )
 
 

@@ -15,7 +15,11 @@ before the body is read) a rule whose condition reads ``args`` cannot be decided
 *allow* rule is then taken as matching (some calls may be allowed, so the tool is listed)
 and a *deny* rule as not matching; the call itself is decided with its arguments.  A
 condition that fails to evaluate (``args.path`` on a call without ``path``, a type
-mismatch) fails closed: a deny rule matches, an allow rule does not.
+mismatch) fails closed: a deny rule matches, an allow rule does not.  Such a refusal is
+not a deny: its reason says the rule could not be evaluated and why (``rule 'exports'
+could not be evaluated: no such key 'rows'``) and its audit outcome is ``rule_error``,
+so an operator can tell a broken rule from a refused caller.  Write conditions on
+optional arguments with ``has(args.rows) && args.rows > 10000``.
 """
 
 from __future__ import annotations
@@ -81,11 +85,22 @@ class Caller:
 ANONYMOUS = Caller("anonymous")
 
 
+#: The audit outcome of a refusal by a rule whose condition could not be evaluated.
+RULE_ERROR = "rule_error"
+
+
 class Decision(NamedTuple):
     allowed: bool
     reason: str
     #: The deciding rule's name (None: ``default_effect``), for the audit line.
     rule: str | None
+    #: The audit outcome of a refusal: ``denied``, or :data:`RULE_ERROR` when a
+    #: condition that could not be evaluated decided it.
+    outcome: str = "denied"
+
+
+class _Unevaluable(Exception):
+    """A rule's condition raised or gave a non-boolean; the message says why."""
 
 
 def _any(patterns: tuple[str, ...], value: str) -> bool:
@@ -107,7 +122,12 @@ class Authorizer:
         name: str | None,
         arguments: dict[str, Any] | None = None,
     ) -> Decision:
-        """The first matching rule's effect; ``arguments=None`` means not known yet."""
+        """The first matching rule's effect; ``arguments=None`` means not known yet.
+
+        A refusal that follows a condition which could not be evaluated (a deny rule's,
+        taken as matching, or an allow rule's, taken as not matching) is reported as that
+        rule's evaluation error, not as a deny."""
+        broken: Decision | None = None
         for rule in self.rules:
             who = (
                 _any(rule.principals, principal.name)
@@ -122,12 +142,22 @@ class Authorizer:
                 continue
             if name is None and rule.names != ("*",):
                 continue
-            if rule.condition is not None and not self._holds(
-                rule, principal, method, name, arguments
-            ):
-                continue
-            return Decision(rule.effect == "allow", f"rule {rule.name!r} {rule.effect}", rule.name)
-        return self.default
+            if rule.condition is not None:
+                try:
+                    holds = self._holds(rule, principal, method, name, arguments)
+                except _Unevaluable as exc:
+                    reason = f"rule {rule.name!r} could not be evaluated: {exc}"
+                    broken = broken or Decision(False, reason, rule.name, RULE_ERROR)
+                    if rule.effect == "allow":
+                        continue  # fails closed: the allow does not match
+                    return broken
+                if not holds:
+                    continue
+            decision = Decision(
+                rule.effect == "allow", f"rule {rule.name!r} {rule.effect}", rule.name
+            )
+            return decision if decision.allowed or broken is None else broken
+        return self.default if self.default.allowed or broken is None else broken
 
     @staticmethod
     def _holds(
@@ -151,8 +181,17 @@ class Authorizer:
             value = rule.condition.execute(context)
         except Exception as exc:
             log.info("rule %s: condition failed (%s): fails closed", rule.name, exc)
-            return rule.effect == "deny"
+            raise _Unevaluable(_evaluation_error(exc)) from None
         if not isinstance(value, bool):
             log.info("rule %s: condition gave %r, not a boolean: fails closed", rule.name, value)
-            return rule.effect == "deny"
+            raise _Unevaluable(f"gave {type(value).__name__}, not a boolean")
         return value
+
+
+def _evaluation_error(exc: Exception) -> str:
+    """Why a condition could not be evaluated, in one short line."""
+    if isinstance(exc, KeyError) and exc.args:
+        return f"no such key {exc.args[0]!r}"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    first = text.split(". ")[0]
+    return first if len(first) <= 200 else first[:197] + "..."

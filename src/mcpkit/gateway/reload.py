@@ -87,9 +87,8 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
             started.append(fresh)
     kept = {id(u) for u in upstreams}
     retired = [u for u in server.upstreams if id(u) not in kept]
-    tg = server._tg
     for upstream in started:
-        tg.start_soon(upstream.run)
+        server.spawn(upstream.run)
     for upstream in started:  # as at start-up: a slow one joins when it is up
         with anyio.move_on_after(max(5.0, upstream.timeout)):
             await upstream.first_attempt.wait()
@@ -97,7 +96,7 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
         await server.check_names(upstreams)
     except NameClash:
         for upstream in started:
-            tg.start_soon(upstream.stop)
+            server.spawn(upstream.stop)
         raise
     old_config = server.config
     policy_changed = (new.rules, new.default_effect) != (
@@ -129,7 +128,7 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     if started or retired or policy_changed:  # what a caller may list changed too
         server._upstream_changed("*", "all", None)
     for upstream in retired:
-        tg.start_soon(upstream.retire)
+        server.spawn(upstream.retire)
     return [u.name for u in started], [u.name for u in retired]
 
 

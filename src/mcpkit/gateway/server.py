@@ -39,10 +39,12 @@ from ..server.middleware.ratelimit import RateLimit
 from ..server.mount import TASK_SEPARATOR, check_names, merge_capabilities
 from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
+from ..server.uri_owners import resettle
 from ..types.errors import McpError, invalid_params
 from ..types.versions import Era
 from . import views
 from .audit import AuditLog
+from .binding import Bindings
 from .config import GatewayConfig
 from .credentials import acting_for, connect
 from .metrics import Metrics
@@ -70,6 +72,10 @@ ROUTED = (
     "tasks/update",
     "tasks/cancel",
 )
+
+#: The methods whose answers may hand a caller something of its own (a task id, a
+#: handle, the request state of an input request): see :mod:`.binding`.
+BOUND = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 #: The list methods and the kinds of what they list.
 LIST_KINDS = {
@@ -150,6 +156,15 @@ class GatewayServer(Server):
             route = discover if method == "server/discover" else self._routed
             self._handlers[method] = wrap(route, method, layers)
         self._chains = build_chains(self._handlers, self.middleware)
+        self._bindings: Bindings | None = None
+
+    @property
+    def bindings(self) -> Bindings:
+        """Task ids and handles bound to their callers (:mod:`.binding`); made on first
+        use, when the keyring and the state backend are the running server's."""
+        if self._bindings is None:
+            self._bindings = Bindings(self.keyring, self.state)
+        return self._bindings
 
     # ------------------------------------------------------------------ upstreams
     async def start_upstreams(self) -> None:
@@ -221,6 +236,8 @@ class GatewayServer(Server):
     def _upstream_changed(self, upstream: str, kind: str, uri: str | None) -> None:
         if kind in ("tools", "all"):
             self._proxy_tools.clear()
+        if kind in ("tools", "resources", "all"):  # (tools name ui:// views)
+            resettle(self.composed, upstream)  # its URIs claimed again: first owner keeps
         for event in ("tools", "prompts", "resources") if kind == "all" else (kind,):
             if event == "resource":
                 self.bus.publish(ChangeEvent("resource", uri))
@@ -271,10 +288,40 @@ class GatewayServer(Server):
             # next call's Mcp-Param-* headers against the tool's definition, learnt here.
             with contextlib.suppress(McpError):
                 await self.tool_definition(name)
+        if method.startswith("tasks/"):
+            return await self._task_method(ctx)
+        if method in BOUND:
+            return await self._bound_call(ctx)
         # The composition's handler for the method, on this request's context: its mounts
         # need nothing of a dispatch of their own (each proxy gets one).
         result = await self.composed._chains[method](ctx)
         return self._visible(ctx, method, result) if method in LIST_KINDS else result
+
+    async def _bound_call(self, ctx: Context) -> dict[str, Any]:
+        """A forwarded call, prompt or read with the caller's bindings
+        (:meth:`.Bindings.call`)."""
+        handler = self.composed._chains[ctx.method]
+
+        async def forward(params: dict[str, Any]) -> dict[str, Any]:
+            ctx.params = params
+            return await handler(ctx)
+
+        return await self.bindings.call(ctx.principal, ctx.params, forward)
+
+    async def _task_method(self, ctx: Context) -> dict[str, Any]:
+        """``tasks/*`` on a front task id: only the caller who got it may name it; anyone
+        else is answered as for an id that does not exist (see :mod:`.binding`)."""
+        front = ctx.params.get("taskId")
+        task_id = self.bindings.open_task(ctx.principal, front)
+        assert isinstance(front, str)  # (open_task accepted it)
+        ctx.params = {**ctx.params, "taskId": task_id}
+        try:
+            result = await self.composed._chains[ctx.method](ctx)
+        except McpError as exc:
+            raise self.bindings.unknown_as_front(front, exc) from None
+        finally:
+            ctx.params = {**ctx.params, "taskId": front}
+        return self.bindings.answered_as_front(front, result)
 
     def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A merged list as this caller may see it: what the rules allow and its virtual

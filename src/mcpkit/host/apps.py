@@ -14,7 +14,11 @@ A tool names its view with ``_meta.ui.resourceUri`` (a ``ui://`` resource of typ
   policy existed).  A header applies before the first byte is parsed.  Without ``csp`` the
   default is restrictive: inline script and style, ``data:`` images, no network.  Domains are
   validated as origins; anything that could smuggle another directive (``;``, quotes,
-  spaces, ``*`` alone, non-http(s) schemes) is dropped.
+  spaces, ``*`` alone, non-http(s) schemes) is dropped.  A ``connectDomains`` entry that
+  names this machine or a private network (loopback, RFC 1918, link-local such as the
+  cloud metadata address ``169.254.169.254``, ``localhost``; any spelling the browser
+  reads as one, ``2852039166`` included) is *withheld* (:attr:`AppDocument.withheld`)
+  until the person grants it by name (:meth:`mcpkit.host.Host.read_app` asks).
 
 The view talks JSON-RPC over ``postMessage``; the page's script is the bridge and sends its
 ``tools/call`` requests back through the host's policy like any other call (see ``web/``).
@@ -23,9 +27,11 @@ The view talks JSON-RPC over ``postMessage``; the page's script is the bridge an
 from __future__ import annotations
 
 import base64
+import ipaddress
 import logging
 import re
-from collections.abc import Mapping, Sequence
+import socket
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +44,7 @@ __all__ = [
     "build_csp",
     "callable_by_app",
     "client_capabilities",
+    "is_private_origin",
     "prepare_app",
     "tool_ui_uri",
     "visible_to_model",
@@ -108,11 +115,38 @@ def _domains(csp: Mapping[str, Any], key: str) -> list[str]:
     return good
 
 
-def build_csp(ui_meta: Mapping[str, Any] | None) -> str:
-    """The Content-Security-Policy for a view, from its ``_meta.ui``."""
+def is_private_origin(origin: str) -> bool:
+    """Whether ``origin`` (a validated CSP source) names this machine or a private or
+    link-local network: ``localhost`` names, and any host the browser reads as such an IP
+    address (``127.1``, ``0x7f.0.0.1`` and ``2130706433`` are 127.0.0.1 to it)."""
+    host = origin.split("://", 1)[-1].rsplit(":", 1)[0].lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(socket.inet_ntoa(socket.inet_aton(host)))
+    except (OSError, ValueError):
+        return False  # a DNS name: not an address the browser reads by itself
+    return not address.is_global
+
+
+def _connect_domains(ui_meta: Mapping[str, Any] | None) -> list[str]:
+    csp = ui_meta.get("csp") if isinstance(ui_meta, Mapping) else None
+    return _domains(csp if isinstance(csp, Mapping) else {}, "connectDomains")
+
+
+def withheld_connect(ui_meta: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The view's ``connectDomains`` that need the person's consent (see the module)."""
+    return tuple(d for d in _connect_domains(ui_meta) if is_private_origin(d))
+
+
+def build_csp(ui_meta: Mapping[str, Any] | None, granted: Collection[str] = ()) -> str:
+    """The Content-Security-Policy for a view, from its ``_meta.ui``; a private
+    ``connectDomains`` entry is in it only when ``granted`` holds it."""
     csp = ui_meta.get("csp") if isinstance(ui_meta, Mapping) else None
     csp = csp if isinstance(csp, Mapping) else {}
-    connect = _domains(csp, "connectDomains")
+    connect = [
+        d for d in _domains(csp, "connectDomains") if d in granted or not is_private_origin(d)
+    ]
     resource = _domains(csp, "resourceDomains")
     frames = _domains(csp, "frameDomains")
     base = _domains(csp, "baseUriDomains")
@@ -150,7 +184,9 @@ def permission_policy(ui_meta: Mapping[str, Any] | None) -> str:
     return "; ".join(feature for key, feature in _PERMISSIONS.items() if _asked(perms, key))
 
 
-def sandbox_capability(ui_meta: Mapping[str, Any] | None) -> dict[str, Any]:
+def sandbox_capability(
+    ui_meta: Mapping[str, Any] | None, granted_private: Collection[str] = ()
+) -> dict[str, Any]:
     """``hostCapabilities.sandbox`` for ``ui/initialize``: what this host actually granted
     (the valid CSP domains, the permissions it delegates), so a view need not guess."""
     csp = ui_meta.get("csp") if isinstance(ui_meta, Mapping) else None
@@ -159,6 +195,9 @@ def sandbox_capability(ui_meta: Mapping[str, Any] | None) -> dict[str, Any]:
         key: _domains(csp, key)
         for key in ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
     }
+    granted["connectDomains"] = [
+        d for d in granted["connectDomains"] if d in granted_private or not is_private_origin(d)
+    ]
     perms = ui_meta.get("permissions") if isinstance(ui_meta, Mapping) else None
     perms = perms if isinstance(perms, Mapping) else {}
     return {
@@ -183,6 +222,8 @@ class AppDocument:
     domain: str | None = None
     #: ``hostCapabilities.sandbox`` (see :func:`sandbox_capability`).
     sandbox: dict[str, Any] = field(default_factory=dict)
+    #: Private ``connectDomains`` the view asked for and was not granted (yet).
+    withheld: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The view's description as the host page receives it."""
@@ -196,8 +237,11 @@ class AppDocument:
         }
 
 
-def prepare_app(uri: str, read_result: Mapping[str, Any]) -> AppDocument:
-    """Turn a ``resources/read`` result for a ``ui://`` URI into a sandboxable document."""
+def prepare_app(
+    uri: str, read_result: Mapping[str, Any], granted: Collection[str] = ()
+) -> AppDocument:
+    """Turn a ``resources/read`` result for a ``ui://`` URI into a sandboxable document;
+    the private ``connectDomains`` in ``granted`` are allowed, the others withheld."""
     if not uri.startswith("ui://"):
         raise AppError(f"{uri!r} is not a ui:// resource")
     contents = read_result.get("contents")
@@ -224,9 +268,10 @@ def prepare_app(uri: str, read_result: Mapping[str, Any]) -> AppDocument:
     return AppDocument(
         uri=uri,
         html=html,
-        csp=build_csp(ui),
+        csp=build_csp(ui, granted),
         allow=permission_policy(ui),
         prefers_border=ui.get("prefersBorder") is not False,
-        sandbox=sandbox_capability(ui),
+        sandbox=sandbox_capability(ui, granted),
+        withheld=tuple(d for d in withheld_connect(ui) if d not in granted),
         domain=domain if isinstance(domain, str) and domain.strip() else None,
     )

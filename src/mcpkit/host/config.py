@@ -18,7 +18,9 @@ is parsed by :mod:`mcpkit.client.config`, which ``Client.from_config`` shares; t
 adds the host's own keys next to it (``permission``, per-tool ``tools``, ``oauth``) and the
 top-level ``permissions``, ``model``, ``roots``, ``auditLog``, ``toolSearch`` and
 ``maxToolOutputTokens`` sections.  Every mistake is reported with the key that caused it,
-when the file is loaded.  The server's status line shows what a bare command resolved to.
+when the file is loaded, and a key the host does not know is one (:mod:`.schema`): ignored,
+a misspelt ``permision`` or another host's ``envFile`` would silently change what runs.
+The server's status line shows what a bare command resolved to.
 """
 
 from __future__ import annotations
@@ -112,7 +114,11 @@ def _permission(value: Any, where: str) -> Permission:
 
 
 def parse_server(name: str, item: Any) -> ServerConfig:
-    """One ``mcpServers`` entry (also used for servers added at run time)."""
+    """One ``mcpServers`` entry (also used for servers added at run time); an unknown key
+    is an error naming it."""
+    from .schema import check_server
+
+    check_server(name, item)
     common = _common.parse_server(name, item)
     where = f"mcpServers.{name}"
     tools = item.get("tools") or {}
@@ -169,8 +175,12 @@ def _parse_model(raw: object) -> ModelConfig | None:
 
 def parse_config(data: Any) -> HostConfig:
     """Build a :class:`HostConfig` from an already parsed ``mcpServers`` document;
-    ``${VAR}`` values come from the environment."""
+    ``${VAR}`` values come from the environment.  Strict: an unknown key anywhere is an
+    error naming its path (see :mod:`.schema`)."""
+    from .schema import check
+
     raw_servers = server_entries(data)
+    check(data)
     servers = tuple(parse_server(name, item) for name, item in raw_servers.items())
     perms = data.get("permissions") or {}
     if not isinstance(perms, dict):

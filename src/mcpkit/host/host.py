@@ -106,8 +106,12 @@ class Host(ServerRequests):
         self._index = ToolIndex()
         self._tg: anyio.abc.TaskGroup | None = None
         self._subscribers: set[MemoryObjectSendStream[tuple[str, dict[str, Any]]]] = set()
+        #: Called with every event, in the emitting task (a transcript kept on disk).
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         #: Tool calls running now, by the caller's call id, so a person can cancel them.
         self._running: dict[str, anyio.CancelScope] = {}
+        #: (server, view, addresses) the person let a view connect to, for this run.
+        self._granted_connect: set[tuple[str, str, tuple[str, ...]]] = set()
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> Host:
@@ -183,7 +187,14 @@ class Host(ServerRequests):
             "serverInfo": None,
             "instructions": None,
             "error": "not started: this command has not been trusted yet",
+            "changes": self.trust_changes(name),
         }
+
+    def trust_changes(self, name: str) -> list[str]:
+        """What changed in held-back server ``name``'s launch since it was last trusted
+        (empty when it never was)."""
+        config = self.untrusted.get(name)
+        return self.trust.changes(config) if config is not None and self.trust else []
 
     async def trust_server(self, name: str) -> ServerConnection:
         """The person trusts a held-back server: remember it and start it."""
@@ -236,6 +247,8 @@ class Host(ServerRequests):
     def emit(self, kind: str, data: Mapping[str, Any]) -> None:
         """Send a host event (``kind``, ``data``) to every subscriber; a subscriber that is not
         keeping up loses it rather than stalling the host."""
+        for listener in self.listeners:
+            listener(kind, dict(data))
         for send in list(self._subscribers):
             try:
                 send.send_nowait((kind, dict(data)))
@@ -257,11 +270,17 @@ class Host(ServerRequests):
             receive.close()
 
     # ------------------------------------------------------------------ listings
-    async def _each(self, fn: Callable[[ServerConnection], Awaitable[T]]) -> list[tuple[str, T]]:
-        """``fn`` on every ready server; a failing server is skipped, not fatal."""
+    async def _each(
+        self, fn: Callable[[ServerConnection], Awaitable[T]], capability: str | None = None
+    ) -> list[tuple[str, T]]:
+        """``fn`` on every ready server (that declared ``capability``, when given: a server
+        without ``prompts`` is not asked for them); a failing server is skipped, not fatal."""
         out: list[tuple[str, T]] = []
         for name, conn in list(self.servers.items()):
             if conn.state != "ready":
+                continue
+            declared = conn.info.capabilities if conn.info else {}
+            if capability is not None and capability not in (declared or {}):
                 continue
             try:
                 out.append((name, await fn(conn)))
@@ -315,17 +334,19 @@ class Host(ServerRequests):
 
     async def list_resources(self) -> list[tuple[str, dict[str, Any]]]:
         """Every server's resources, as ``(server name, resource)`` pairs."""
-        found = await self._each(lambda conn: conn.use(lambda c: c.list_resources()))
+        found = await self._each(lambda conn: conn.use(lambda c: c.list_resources()), "resources")
         return [(name, dict(r)) for name, items in found for r in items]
 
     async def list_resource_templates(self) -> list[tuple[str, dict[str, Any]]]:
         """Every server's resource templates, as ``(server name, template)`` pairs."""
-        found = await self._each(lambda conn: conn.use(lambda c: c.list_resource_templates()))
+        found = await self._each(
+            lambda conn: conn.use(lambda c: c.list_resource_templates()), "resources"
+        )
         return [(name, dict(r)) for name, items in found for r in items]
 
     async def list_prompts(self) -> list[tuple[str, dict[str, Any]]]:
         """Every server's prompts, as ``(server name, prompt)`` pairs."""
-        found = await self._each(lambda conn: conn.use(lambda c: c.list_prompts()))
+        found = await self._each(lambda conn: conn.use(lambda c: c.list_prompts()), "prompts")
         return [(name, dict(p)) for name, items in found for p in items]
 
     async def read_resource(self, server: str, uri: str) -> ReadResourceResult:
@@ -359,8 +380,31 @@ class Host(ServerRequests):
         return [str(v) for v in result["completion"]["values"]][:100]
 
     async def read_app(self, server: str, uri: str) -> AppDocument:
-        """A tool's MCP App view, with its CSP, ready for a sandboxed iframe."""
-        return prepare_app(uri, await self.read_resource(server, uri))
+        """A tool's MCP App view, with its CSP, ready for a sandboxed iframe.  When the view
+        asks to connect to this machine or a private network, the person is asked, shown
+        the addresses; refused, the view opens without them."""
+        result = await self.read_resource(server, uri)
+        doc = prepare_app(uri, result)
+        if not doc.withheld:
+            return doc
+        key = (server, uri, doc.withheld)
+        if key not in self._granted_connect:
+            try:
+                remember = await self._authorize_app_action(
+                    server,
+                    "ui/connect",
+                    {"view": uri, "addresses": list(doc.withheld)},
+                    "The app view asks to connect to these addresses on this machine or "
+                    "your private network (a router, a local service, the cloud metadata "
+                    "address 169.254.169.254). Refuse unless you expect it.",
+                    audit_kind="app-connect",
+                    always_ask=True,
+                )
+            except ToolDenied:
+                return doc  # the view opens, without those addresses
+            if remember:
+                self._granted_connect.add(key)
+        return prepare_app(uri, result, granted=doc.withheld)
 
     # ------------------------------------------------------------------ tool calls
     async def call_tool(
@@ -384,6 +428,18 @@ class Host(ServerRequests):
             raise ToolDenied(qualified_name, "no such tool")
         self._check_caller(tool, origin, app_server)
         by = await self._authorize(tool, args, origin)
+        # The call may run: a page shows the tool's view only from here (never before
+        # the person agreed, and never for a call refused).
+        self.emit(
+            "authorized",
+            {
+                "callId": call_id,
+                "server": tool.server,
+                "tool": qualified_name,
+                "decision": by[0],
+                "by": by[1],
+            },
+        )
         conn = self.connection(tool.server)
         started = time.monotonic()
 
@@ -528,45 +584,67 @@ class Host(ServerRequests):
         (``ui/message``).  The server's permission decides, as for its tools: ``deny``
         refuses, ``ask`` asks the person with the message shown; raises
         :class:`ToolDenied` when refused."""
-        name = f"{server}:ui/message"  # never an exposed tool name (those have no '/')
-        permission = self.policy.permission(server, name)
-        args = {"role": role, "text": text}
-        by = "policy"
-        if permission is Permission.ASK:
-            request = ConsentRequest(
-                server=server,
-                tool="ui/message",
-                qualified_name=name,
-                arguments=args,
-                origin="app",
-                description="The app wants to add this message to the "
-                "conversation (the model will read it).",
-            )
-            raw = await self.interaction.consent(request)
-            decision = raw if isinstance(raw, ConsentDecision) else ConsentDecision(bool(raw))
-            by = "user"
-            if not decision.approved:
-                self.audit.record(
-                    "app-message",
-                    server,
-                    name,
-                    origin="app",
-                    decision="declined",
-                    by=by,
-                    arguments=args,
-                )
-                raise ToolDenied(name, decision.reason or "the user declined")
-        elif permission is Permission.DENY:
-            self.audit.record(
-                "app-message", server, name, origin="app", decision="denied", by=by, arguments=args
-            )
-            raise ToolDenied(name, "denied by policy")
-        self.audit.record(
-            "app-message",
+        await self._authorize_app_action(
             server,
-            name,
-            origin="app",
-            decision="approved" if by == "user" else "allowed",
-            by=by,
-            arguments=args,
+            "ui/message",
+            {"role": role, "text": text},
+            "The app wants to add this message to the conversation (the model will read it).",
+            audit_kind="app-message",
         )
+
+    async def authorize_open_link(self, server: str, url: str) -> None:
+        """An MCP App view of ``server`` wants to open ``url`` (``ui/open-link``): the
+        person is always asked, shown the address (unless the server is denied); the
+        answer is audited.  Raises :class:`ToolDenied` when refused."""
+        await self._authorize_app_action(
+            server,
+            "ui/open-link",
+            {"url": url},
+            "The app wants to open this address in a new browser tab. Check it first.",
+            audit_kind="open-link",
+            always_ask=True,
+        )
+
+    async def _authorize_app_action(
+        self,
+        server: str,
+        action: str,
+        args: dict[str, Any],
+        description: str,
+        *,
+        audit_kind: str,
+        always_ask: bool = False,
+    ) -> bool:
+        """Whether ``server``'s app may do ``action`` (a ``ui/`` method): its permission
+        decides (``always_ask``: ``allow`` asks too); every outcome is audited; raises
+        :class:`ToolDenied` when refused.  True when the person approved and asked to
+        remember it."""
+        name = f"{server}:{action}"  # never an exposed tool name (those have no '/')
+        permission = self.policy.permission(server, name)
+
+        def audit(decision: str, by: str) -> None:
+            self.audit.record(
+                audit_kind, server, name, origin="app", decision=decision, by=by, arguments=args
+            )
+
+        if permission is Permission.DENY:
+            audit("denied", "policy")
+            raise ToolDenied(name, "denied by policy")
+        if permission is Permission.ALLOW and not always_ask:
+            audit("allowed", "policy")
+            return False
+        request = ConsentRequest(
+            server=server,
+            tool=action,
+            qualified_name=name,
+            arguments=args,
+            origin="app",
+            description=description,
+        )
+        raw = await self.interaction.consent(request)
+        decision = raw if isinstance(raw, ConsentDecision) else ConsentDecision(bool(raw))
+        if not decision.approved:
+            audit("declined", "user")
+            raise ToolDenied(name, decision.reason or "the user declined")
+        audit("approved", "user")
+        return decision.remember

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
@@ -218,6 +219,8 @@ class Conversation:
         #: ``ui/update-model-context`` per app view, waiting for the next turn (the spec:
         #: each update overwrites the view's previous one; only the last is sent).
         self._app_context: dict[str, dict[str, Any]] = {}
+        #: Calls of this step the host refused (policy or person), by the model's call id.
+        self._refused: set[str] = set()
         self._emit = self.on_event or (lambda kind, data: None)
 
     @property
@@ -401,8 +404,20 @@ class Conversation:
                         **({"app": app} if app else {}),
                     },
                 )
+                started = time.monotonic()
                 blocks, is_error, raw = await self._run(call.name, call.arguments, call.id)
-                event = {"id": call.id, "name": call.name, "is_error": is_error, "content": blocks}
+                event = {
+                    "id": call.id,
+                    "name": call.name,
+                    "is_error": is_error,
+                    "content": blocks,
+                    "durationMs": round((time.monotonic() - started) * 1000),
+                }
+                if raw is not None and raw.get("structuredContent") is not None:
+                    event["structured"] = raw["structuredContent"]
+                if call.id in self._refused:
+                    self._refused.discard(call.id)
+                    event["refused"] = True
                 if app is not None:
                     event["app"] = {**app, "arguments": call.arguments, "result": raw}
                 self._emit("tool_result", event)
@@ -435,6 +450,7 @@ class Conversation:
                 None,
             )
         except ToolDenied as exc:
+            self._refused.add(call_id)
             return (
                 [{"type": "text", "text": f"The tool call was refused: {exc.reason}."}],
                 True,

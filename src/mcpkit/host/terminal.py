@@ -219,6 +219,11 @@ async def _confirm_trust(host: Host, ui: TerminalInteraction) -> None:
             f"    {clean(config.describe())}\n    cwd: {clean(config.cwd or '.')}"
             f"   environment variables: {clean(env)}"
         )
+        changes = host.trust_changes(name)
+        if changes:
+            ui.say("  it was trusted before, but this changed:")
+            for change in changes:
+                ui.say(f"    {clean(change)}")
         answer = await ui.read_line(f"  trust and start {name}? [y/N] ")
         if answer is not None and answer.strip().lower() in ("y", "yes"):
             await host.trust_server(name)

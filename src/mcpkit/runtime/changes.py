@@ -36,13 +36,21 @@ class ChangeEvent:
     uri: str | None = None
     #: Extra data (the DetailedTask for task events).
     payload: dict[str, Any] | None = None
+    #: Who the event is for (a task event: its task's owner); None: everyone watching.
+    owner: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "uri": self.uri, "payload": self.payload}
+        return {"kind": self.kind, "uri": self.uri, "payload": self.payload, "owner": self.owner}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ChangeEvent:
-        return cls(str(data["kind"]), data.get("uri"), data.get("payload"))
+        owner = data.get("owner")
+        return cls(
+            str(data["kind"]),
+            data.get("uri"),
+            data.get("payload"),
+            owner if isinstance(owner, str) else None,
+        )
 
 
 class Subscriber(Protocol):

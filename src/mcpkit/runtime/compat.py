@@ -1,6 +1,6 @@
 """Every use of another library's private API, in one place, pinned to the versions tested.
 
-Three hot-path shortcuts, each taken only where the version it was tested with is installed
+Two hot-path shortcuts, each taken only where the version it was tested with is installed
 and otherwise replaced by the public call, so that a new release makes mcpkit slower,
 never wrong:
 
@@ -11,12 +11,6 @@ never wrong:
   (``anyio>=4.4,<5``), not read at import time (``importlib.metadata`` cost a Lambda cold
   start ~10 ms); and the class is taken only when the public call returned the asyncio
   backend's own.
-* :func:`sse_events` parses a Server-Sent Events body with httpx-sse's line and event
-  decoders (``httpx_sse._decoders``) when the installed httpx-sse is the tested 0.4 line
-  (its public ``__version__``, no metadata lookup), else with its public ``EventSource``
-  over an ``httpx.Response``.  Same events either way (tests/transports/test_compat.py);
-  the public route costs ~30 µs more per answer (an ``httpx.Response`` and three layers
-  of async generators), which the gateway's fast lane would pay on every streamed answer.
 * :func:`send_steps_anywhere` knows uvicorn's ASGI ``send``: a change fan-out writes to
   thousands of listen streams without waking their tasks by running each ``send`` by hand
   (see ``transports/http/stream.py``), which is safe only for a ``send`` whose one wait is
@@ -27,18 +21,11 @@ never wrong:
 
 from __future__ import annotations
 
-import codecs
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
-from typing import TYPE_CHECKING, Any
-
 import anyio
 
 from .stepping import on_asyncio
 
-if TYPE_CHECKING:
-    from httpx_sse import ServerSentEvent
-
-__all__ = ["new_cancel_scope", "send_steps_anywhere", "sse_events"]
+__all__ = ["new_cancel_scope", "send_steps_anywhere"]
 
 #: anyio major version whose asyncio backend this shortcut was tested with (pyproject pins
 #: ``anyio<5``; tests/transports/test_compat.py holds the two together).
@@ -59,63 +46,6 @@ def new_cancel_scope() -> anyio.CancelScope:
             _asyncio_scope = type(scope)
         return scope
     return cls()
-
-
-#: The httpx-sse release line whose private decoders :func:`sse_events` was tested with.
-TESTED_HTTPX_SSE = "0.4."
-_sse_decoders: tuple[Any, Any] | bool | None = False  # False: not looked up yet
-
-
-def _private_sse_decoders() -> tuple[Any, Any] | None:
-    global _sse_decoders
-    if _sse_decoders is False:
-        import httpx_sse
-
-        _sse_decoders = None
-        if httpx_sse.__version__.startswith(TESTED_HTTPX_SSE):
-            try:
-                from httpx_sse._decoders import SSEDecoder, SSELineDecoder
-            except ImportError:  # pragma: no cover - the tested line has them
-                pass
-            else:
-                _sse_decoders = (SSELineDecoder, SSEDecoder)
-    return _sse_decoders  # type: ignore[return-value]
-
-
-async def sse_events(chunks: AsyncIterable[bytes]) -> AsyncGenerator[ServerSentEvent, None]:
-    """The events of an SSE body given as byte chunks, decoded as UTF-8 (invalid bytes
-    replaced), exactly as httpx-sse's ``EventSource.aiter_sse`` yields them.  Close it
-    (``contextlib.aclosing``) when leaving before the end."""
-    decoders = _private_sse_decoders()
-    if decoders is None:
-        async for event in _public_sse_events(chunks):
-            yield event
-        return
-    text = codecs.getincrementaldecoder("utf-8")("replace")
-    lines, events = decoders[0](), decoders[1]()
-    async for chunk in chunks:
-        for line in lines.decode(text.decode(chunk)):
-            event = events.decode(line)
-            if event is not None:
-                yield event
-
-
-async def _public_sse_events(chunks: AsyncIterable[bytes]) -> AsyncGenerator[ServerSentEvent, None]:
-    import contextlib
-
-    import httpx
-    from httpx_sse import EventSource
-
-    class Body(httpx.AsyncByteStream):
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            async for chunk in chunks:
-                yield chunk
-
-    # SSE is UTF-8 by definition: the body's own content type is not passed on.
-    response = httpx.Response(200, headers=[(b"content-type", b"text/event-stream")], stream=Body())
-    async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
-        async for event in events:
-            yield event
 
 
 #: The uvicorn protocol modules whose ``RequestResponseCycle.send`` waits only on flow

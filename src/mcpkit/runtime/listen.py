@@ -92,15 +92,30 @@ def _modern_note(event: ChangeEvent, meta: dict[str, Any]) -> Message | None:
     return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
+def owner_key(principal: object) -> str:
+    """The owner a caller's objects (tasks, handles) are recorded under: its principal's
+    identity string (``""`` without authentication)."""
+    return "" if principal is None else str(principal)
+
+
 class ServedSubscription:
     """One listen request's honoured filter, as the server serves it (the client's handle
-    on a listen is :class:`mcpkit.client.listen.Subscription`)."""
+    on a listen is :class:`mcpkit.client.listen.Subscription`).
 
-    __slots__ = ("_id_json", "filter", "kinds", "listen_id", "resources", "task_ids")
+    ``principal`` is the caller's: a task's events reach only its owner's streams.  A
+    ``taskIds`` entry naming another caller's task is acknowledged and never streamed,
+    exactly as an unknown id is."""
+
+    __slots__ = ("_id_json", "filter", "kinds", "listen_id", "owner", "resources", "task_ids")
 
     def __init__(
-        self, server: CapabilitySource, listen_id: RequestId, params: dict[str, Any]
+        self,
+        server: CapabilitySource,
+        listen_id: RequestId,
+        params: dict[str, Any],
+        principal: object = None,
     ) -> None:
+        self.owner = owner_key(principal)
         requested = object_param(
             params, "notifications", "subscriptions/listen requires a notifications filter object"
         )
@@ -147,7 +162,7 @@ class ServedSubscription:
         """Whether this subscription asked for ``event``."""
         kind = event.kind
         if kind == "task":
-            return event.uri is not None and event.uri in self.task_ids
+            return event.uri in self.task_ids and event.owner == self.owner
         if kind == RESOURCE_UPDATED:
             return event.uri is not None and event.uri in self.resources
         return kind in self.kinds

@@ -80,7 +80,7 @@ def table(server: Server) -> dict[str, Handler]:
             kwargs[tool.context_param] = ctx
         # A task-backed call arrives here inside its task (Server.dispatch started the task
         # around the whole middleware chain), so there is no task branch here.
-        # The common cases without _with_input's layer and closure (see _with_input): a
+        # The common cases without with_input's layer and closure (see with_input): a
         # legacy call (input is asked for with requests, not NeedInput), a first round.
         if ctx.meta.era != "modern":
             return await _call_tool(tool, name, kwargs, ctx)
@@ -89,7 +89,7 @@ def table(server: Server) -> dict[str, Handler]:
                 return await _call_tool(tool, name, kwargs, ctx)
             except NeedInput as need:
                 return _input_required(server, ctx, f"tools/call\0{name}", {}, need)
-        return await _with_input(
+        return await with_input(
             server, ctx, f"tools/call\0{name}", lambda: _call_tool(tool, name, kwargs, ctx)
         )
 
@@ -140,7 +140,7 @@ def table(server: Server) -> dict[str, Handler]:
                 result["description"] = description
             return result
 
-        return await _with_input(server, ctx, f"prompts/get\0{name}", run)
+        return await with_input(server, ctx, f"prompts/get\0{name}", run)
 
     async def resources_list(ctx: Context) -> dict[str, Any]:
         items = server.cached_list(
@@ -211,7 +211,7 @@ def table(server: Server) -> dict[str, Handler]:
                 raise _not_found(ctx, uri) from exc
             return {"contents": resource_contents(uri, value, mime, meta)}
 
-        result = await _with_input(server, ctx, f"resources/read\0{uri}", run)
+        result = await with_input(server, ctx, f"resources/read\0{uri}", run)
         if result.get("resultType") == "input_required":
             return result
         return _cacheable(server, ctx, result, ttl)
@@ -409,7 +409,7 @@ def _input_required(
     return input_required_result(need.requests, sealed)
 
 
-async def _with_input(
+async def with_input(
     server: Server,
     ctx: Context,
     binding: str,

@@ -16,6 +16,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+from ..runtime.listen import owner_key
 from ..state.base import StateBackend
 from .registry import ToolError
 
@@ -31,7 +32,7 @@ class Handles:
 
     def __init__(self, backend: StateBackend, principal: object) -> None:
         self.backend = backend
-        self.owner = "" if principal is None else str(principal)
+        self.owner = owner_key(principal)
 
     def _key(self, handle: str) -> str:
         return f"handle:{handle}"

@@ -8,6 +8,8 @@ registrations and answers no requests.
 from __future__ import annotations
 
 import contextlib
+import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self, TypedDict, Unpack, cast
 
@@ -21,10 +23,14 @@ if TYPE_CHECKING:
     from .server import Server
     from .tasks import TaskManager
 
-__all__ = ["DEFAULT_STATE_URL", "RunOptions", "ServerRuntime"]
+__all__ = ["RunOptions", "ServerRuntime", "StateStartupError"]
 
-#: ``mcpkit serve`` and :meth:`ServerRuntime.run` keep state here unless told otherwise.
-DEFAULT_STATE_URL = "sqlite:///.mcpkit/state.db"
+log = logging.getLogger("mcpkit.server")
+
+
+class StateStartupError(Exception):
+    """The state store or the sealing key file cannot be used; the message is one line
+    for the operator (``mcpkit serve`` prints it and exits 2)."""
 
 
 class RunOptions(TypedDict, total=False):
@@ -48,7 +54,7 @@ class ServerRuntime:
     _state: StateBackend | None
     _state_url: str | None
     _tasks: TaskManager | None
-    _tg: Any  # not "TaskGroup | None" yet: gateway/reload.py starts work on it unchecked
+    _tg: Any  # an anyio TaskGroup while running, else None; others reach it through spawn()
     _lifespan: Callable[[Any], contextlib.AbstractAsyncContextManager[Any]] | None
     _lifespan_stack: contextlib.AsyncExitStack | None
     _lifespan_users: int
@@ -69,15 +75,34 @@ class ServerRuntime:
 
     @property
     def keyring(self) -> Keyring:
-        """Keys sealing MRTR request state: configured, from ``MCPKIT_SEALING_KEYS``, or a
-        key file shared by every process started in the same directory."""
+        """Keys sealing MRTR request state: configured, from ``MCPKIT_SEALING_KEYS``, the
+        state backend when it spans processes (set when the server starts), or else the
+        private key file of this server in the per-user data directory
+        (:func:`~mcpkit.server.keys.default_key_file`), shared by its processes.  A key file
+        that is not private is refused (:class:`~mcpkit.server.keys.InsecureKeyFile`); one
+        that cannot be created gives a key of this process alone, with one warning."""
         if self._keyring is None:
-            self._keyring = Keyring.from_env() or Keyring.from_file(".mcpkit/sealing.key")
+            self._keyring = Keyring.from_env() or self._file_keyring()
         return self._keyring
 
     @keyring.setter
     def keyring(self, value: Keyring) -> None:
         self._keyring = value
+
+    def _file_keyring(self) -> Keyring:
+        from ..state.base import StateLocationError
+        from .keys import default_key_file, load_key_file
+
+        try:
+            return load_key_file(default_key_file(self._server_name()))
+        except StateLocationError as exc:
+            log.warning("%s; sealing with a key of this process alone", exc)
+            return Keyring([secrets.token_bytes(32)])
+
+    def _server_name(self) -> str:
+        info = getattr(self, "info", None)
+        name = info.get("name") if isinstance(info, dict) else None
+        return str(name or "mcpkit")
 
     # ------------------------------------------------------------------ state
     @property
@@ -97,10 +122,53 @@ class ServerRuntime:
             self._state = value
         self._tasks = None
 
-    def use_default_state(self) -> None:
-        """The embedded default backend (SQLite under ``.mcpkit/``), unless one was chosen."""
-        if self._state is None and self._state_url is None:
-            self.state = DEFAULT_STATE_URL
+    def use_default_state(self, transport: Literal["stdio", "http"] = "http") -> None:
+        """The default backend, unless one was chosen.  Over stdio: memory (the process
+        lives as long as its one client; nothing needs to outlive it, and nothing is
+        written where it was started).  Over HTTP: SQLite in this server's folder of the
+        per-user data directory (:func:`~mcpkit.state.base.default_state_dir`), private
+        to its user, shared by its replicas on this machine.  When that folder cannot be
+        used: one warning, and memory."""
+        if self._state is not None or self._state_url is not None:
+            return
+        if transport == "stdio":
+            self.state = "memory:"
+            return
+        from ..state.base import StateLocationError, default_state_dir, open_backend
+
+        database = default_state_dir(self._server_name()) / "state.db"
+        try:
+            self.state = open_backend(f"sqlite:///{database}")
+        except StateLocationError as exc:
+            log.warning("%s; keeping state in memory (it ends with this process)", exc)
+            self.state = "memory:"
+
+    def open_state(self, transport: Literal["stdio", "http"] = "http") -> StateBackend:
+        """Choose (:meth:`use_default_state`) and open the state backend now, and check an
+        existing sealing key file when the keys will come from it, so that a location that
+        cannot be used stops the start with one line (:class:`StateStartupError`) rather
+        than a traceback from the first request."""
+        from ..state.base import StateLocationError
+
+        self.use_default_state(transport)
+        try:
+            backend = self.state
+            if backend.url.startswith("memory") and self._keyring is None:
+                self._check_key_file()
+        except (StateLocationError, PermissionError, ValueError) as exc:
+            raise StateStartupError(str(exc)) from None
+        return backend
+
+    def _check_key_file(self) -> None:
+        """An existing key file that is not private is refused now (one is created only
+        when the first request needs it)."""
+        if Keyring.from_env() is not None:
+            return
+        from .keys import check_key_file, default_key_file
+
+        path = default_key_file(self._server_name())
+        if path.exists():
+            check_key_file(path)
 
     def run(
         self, transport: Literal["stdio", "http"] = "stdio", **options: Unpack[RunOptions]
@@ -108,10 +176,14 @@ class ServerRuntime:
         """Serve in the foreground, as ``mcpkit serve`` would: ``python demo.py`` works.
 
         ``transport="http"`` takes the :class:`RunOptions` (see
-        :func:`mcpkit.transports.launch.serve`).  The state backend defaults to SQLite, as
-        on the command line.
+        :func:`mcpkit.transports.launch.serve`).  The state backend defaults as on the
+        command line (:meth:`use_default_state`); one that cannot be used exits with one
+        line.
         """
-        self.use_default_state()
+        try:
+            self.open_state(transport)
+        except StateStartupError as exc:
+            raise SystemExit(f"{self._server_name()}: {exc}") from None
         # The one place the framework reaches the transports: a launcher, imported only
         # when called (tests/test_architecture.py lists it as the allowed exception).
         from ..transports.launch import serve

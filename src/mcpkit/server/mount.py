@@ -31,7 +31,9 @@ when the parent starts (:class:`NameClash`, naming both), as soon as a mount use
 option; :func:`check_names` runs the same check at any time.
 
 Precedence: the parent's own registrations win, then the most recently mounted child
-whose prefix matches (the longest prefix first when one is a prefix of another).
+whose prefix matches (the longest prefix first when one is a prefix of another).  A kept
+URI (``keep_uris``), template or ``ui://`` view stays with the first child that offered
+it; a later claimant is refused (:mod:`.uri_owners`).
 A task started by a mounted tool is named ``{namespace}~{id}`` here, and ``tasks/get``,
 ``tasks/update`` and ``tasks/cancel`` are routed back to the child by that name (task
 status notifications on a listen stream are not relayed: poll with ``tasks/get``).
@@ -53,6 +55,7 @@ import anyio
 from ..protocol.naming import namespace_uri, strip_uri
 from ..runtime.changes import RESOURCE_UPDATED, RESOURCES, ChangeEvent
 from ..types.versions import META_SERVER_INFO, Era
+from . import uri_owners
 from .layers import rebuild
 
 if TYPE_CHECKING:
@@ -146,6 +149,9 @@ def mount(
                 parent.bus.publish(ChangeEvent(RESOURCE_UPDATED, entry.front_uri(event.uri)))
         elif event.kind in ("tools", "prompts", RESOURCES):
             parent._changed(event.kind)
+            if entry.keep_uris and event.kind != "prompts" and parent._tg is not None:
+                # (tools name views) who owns what is recorded again for this child
+                parent.spawn(partial(uri_owners.settle, parent, entry))
 
     entry._relay = relay
     child.bus.add_relay(relay)
@@ -160,6 +166,8 @@ def mount(
         if not hooked:
             _stop_on_exit(parent)
         _start(entry)
+        if keep_uris:
+            parent.spawn(partial(_settle_when_started, entry))
     _announce(parent, child)
     return entry
 
@@ -169,6 +177,7 @@ def unmount(parent: Server, which: Server | str) -> None:
     for entry in parent.mounts:
         if entry.namespace == which or entry.child is which:
             parent.mounts.remove(entry)
+            uri_owners.forget(parent, entry.namespace)
             if entry._relay is not None:
                 entry.child.bus.remove_relay(entry._relay)
             if entry._stop is not None:
@@ -223,6 +232,13 @@ def _start(entry: Mount) -> None:
             done.set()
 
     entry.parent.spawn(keep)
+
+
+async def _settle_when_started(entry: Mount) -> None:
+    """Record the URIs of a child mounted at run time (a reload), once it runs."""
+    if entry._started is not None:
+        await entry._started.wait()
+    await uri_owners.settle(entry.parent, entry)
 
 
 def _hook_interest(parent: Server) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.naming import strip_uri
 from . import handlers as _handlers
+from . import uri_owners
 from .mount import (
     _LISTS,
     TASK_SEPARATOR,
@@ -24,6 +25,7 @@ from .mount import (
     _forward,
     _ordered,
 )
+from .uri_owners import view_of
 from .uritemplate import TemplateError, UriTemplate
 
 if TYPE_CHECKING:
@@ -82,16 +84,30 @@ async def owner_of(parent: Server, uri: str) -> Mount | None:
 
 
 async def _owner(entries: list[Mount], ctx: Context | None, uri: str) -> Mount | None:
-    """The ``keep_uris`` child serving ``uri``: one listing it, else one with that
-    template (a completion names the template itself), else one whose template
-    matches it."""
+    """The ``keep_uris`` child serving ``uri``: its first owner (:mod:`.uri_owners`);
+    else, in mount order, the first that lists it, else has that template (a completion
+    names the template itself), else has a template matching it.  A ``ui://`` view only
+    from a child whose tool names it."""
+    if not entries:
+        return None
+    parent = entries[0].parent
+    owners = await uri_owners.ready(parent)
+    order = {id(m): i for i, m in enumerate(parent.mounts)}
+    entries = sorted(entries, key=lambda m: order.get(id(m), len(order)))
+    if uri.startswith("ui://"):
+        return await _view_owner(owners, entries, ctx, uri)
+    recorded = owners.uris.get(uri)
+    if recorded is not None:
+        return next((e for e in entries if e.namespace == recorded), None)
     for entry in entries:
-        if any(r.get("uri") == uri for r in await _child_list(entry, "resources/list", ctx)):
+        listed = await _child_list(entry, "resources/list", ctx)
+        if any(r.get("uri") == uri for r in listed) and owners.claim_uri(uri, entry.namespace):
             return entry
     found = [
         (entry, str(t.get("uriTemplate", "")))
         for entry in entries
         for t in await _child_list(entry, "resources/templates/list", ctx)
+        if owners.allows(entry.namespace, str(t.get("uriTemplate", "")), template=True)
     ]
     for entry, text in found:
         if text == uri:
@@ -102,19 +118,22 @@ async def _owner(entries: list[Mount], ctx: Context | None, uri: str) -> Mount |
                 return entry
         except TemplateError:
             continue
-    if uri.startswith("ui://"):  # an MCP App's view need not be listed: its tool names it
-        for entry in entries:
-            if any(view_of(t) == uri for t in await _child_list(entry, "tools/list", ctx)):
-                return entry
     return None
 
 
-def view_of(tool: dict[str, Any]) -> str | None:
-    """The ``ui://`` view a tool names (``_meta.ui.resourceUri``), if any."""
-    meta = tool.get("_meta")
-    ui = meta.get("ui") if isinstance(meta, dict) else None
-    uri = ui.get("resourceUri") if isinstance(ui, dict) else None
-    return uri if isinstance(uri, str) and uri.startswith("ui://") else None
+async def _view_owner(
+    owners: uri_owners.UriOwners, entries: list[Mount], ctx: Context | None, uri: str
+) -> Mount | None:
+    """The child whose tool names the view ``uri`` (an MCP App's view need not be
+    listed), the first to offer it keeping it."""
+    recorded = owners.uris.get(uri)
+    for entry in entries:
+        if recorded is not None and entry.namespace != recorded:
+            continue
+        tools = await _child_list(entry, "tools/list", ctx)
+        if any(view_of(t) == uri for t in tools) and owners.claim_uri(uri, entry.namespace):
+            return entry
+    return None
 
 
 async def _route_uri(parent: Server, ctx: Context, uri: str) -> tuple[Mount, str] | None:
@@ -183,6 +202,9 @@ def layer(parent: Server, own: dict[str, Handler]) -> dict[str, Handler]:
             items, _ = await _all_pages(mine, base, member)
             ttl = parent.cache_ttl_ms
             scope = parent.cache_scope
+            kept = key != "name" and any(m.keep_uris for m in parent.mounts)
+            owners = await uri_owners.ready(parent) if kept else None
+            template = key == "uriTemplate"
             for entry in parent.mounts:
                 kind = "resources" if member == "resourceTemplates" else member
                 if not entry.child.has_capability(kind):
@@ -195,6 +217,12 @@ def layer(parent: Server, own: dict[str, Handler]) -> dict[str, Handler]:
                 for item in theirs:
                     if not isinstance(item, dict) or not isinstance(item.get(key), str):
                         continue
+                    if (
+                        owners is not None
+                        and entry.keep_uris
+                        and not owners.allows(entry.namespace, item[key], template=template)
+                    ):
+                        continue  # another child's URI: refused (see .uri_owners)
                     renamed = (
                         entry.prefix + item[key] if key == "name" else entry.front_uri(item[key])
                     )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..runtime.changes import ChangeEvent
-from ..state.base import StateBackend
+from ..state.base import StateBackend, StateUnavailable
 from ..types.codec import DecodeError, decode, encode
 
 if TYPE_CHECKING:
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from .server import Server
 
 CHANNEL = "changes"
+#: The subscription is retried after this pause, doubled each time up to RETRY_MAX_S (a
+#: store that is back is heard from again within RETRY_MAX_S).
+RETRY_FIRST_S = 0.5
+RETRY_MAX_S = 5.0
 log = logging.getLogger("mcpkit.relay")
 
 
@@ -41,27 +45,37 @@ async def start_relay(server: Server, backend: StateBackend, tg: TaskGroup) -> N
         async for data in outbox_recv:
             try:
                 await backend.publish(CHANNEL, data)
+            except StateUnavailable:
+                pass  # the store's watch logged the outage; other replicas re-list later
             except Exception:
                 log.exception("could not publish a change event")
 
     ready = anyio.Event()
 
     async def subscriber() -> None:
+        pause = RETRY_FIRST_S
         while True:
             try:
                 async with backend.subscribe(CHANNEL) as messages:
                     ready.set()
+                    pause = RETRY_FIRST_S
                     async for data in messages:
-                        try:
-                            message = decode(data)
-                        except DecodeError:
-                            continue
-                        if isinstance(message, dict) and message.get("o") != origin:
-                            server.bus.publish(ChangeEvent.from_dict(message["e"]), relay=False)
+                        relay_in(data)
+            except StateUnavailable:
+                pass  # an expected outage: the store's watch logged it once
             except Exception:
-                log.exception("change relay subscription failed; retrying")
-                ready.set()
-                await anyio.sleep(1)
+                log.exception("change relay subscription failed; retrying in %.0f s", pause)
+            ready.set()
+            await anyio.sleep(pause)
+            pause = min(pause * 2, RETRY_MAX_S)
+
+    def relay_in(data: bytes) -> None:
+        try:
+            message = decode(data)
+        except DecodeError:
+            return
+        if isinstance(message, dict) and message.get("o") != origin:
+            server.bus.publish(ChangeEvent.from_dict(message["e"]), relay=False)
 
     server.bus.add_relay(forward)
     tg.start_soon(publisher)

@@ -39,8 +39,15 @@ import anyio
 from ..protocol.negotiation import RequestMeta
 from ..runtime.changes import ChangeEvent
 from ..runtime.exchange import NULL_EXCHANGE
+from ..runtime.listen import owner_key
 from ..state.base import StateBackend
-from ..types.errors import INTERNAL_ERROR, McpError, invalid_params, missing_capability
+from ..types.errors import (
+    INTERNAL_ERROR,
+    McpError,
+    StateUnavailable,
+    invalid_params,
+    missing_capability,
+)
 from ..types.versions import TASKS_EXTENSION
 from .mrtr import NeedInput
 
@@ -155,7 +162,9 @@ class TaskManager:
         wake = self._wakeups.get(record["taskId"])
         if wake is not None:
             wake.set()
-        self.server.bus.publish(ChangeEvent(TASK_EVENT, record["taskId"], detailed(record)))
+        # Addressed to the task's owner: a listen stream delivers it to that caller only.
+        event = ChangeEvent(TASK_EVENT, record["taskId"], detailed(record), record.get("owner"))
+        self.server.bus.publish(event)
 
     def new_record(self, task_id: str, principal: object) -> dict[str, Any]:
         """A fresh ``working`` record (the caller adds a lease or the queued request)."""
@@ -305,15 +314,18 @@ class TaskManager:
             try:
                 await self._update(task_id, change)
                 return
+            except StateUnavailable as exc:  # an outage its watch logged: retry quietly
+                error: Exception = exc
             except McpError:
                 return  # the record is gone (expired or deleted): nothing to finish
             except Exception as exc:
-                if time.monotonic() > deadline:
-                    log.error("task %s: could not store its outcome: %s", task_id, exc)
-                    return
+                error = exc
                 log.warning("task %s: state backend unavailable (%s); retrying", task_id, exc)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+            if time.monotonic() > deadline:
+                log.error("task %s: could not store its outcome: %s", task_id, error)
+                return
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     # ------------------------------------------------------------------ tasks/*
     async def dispatch(
@@ -445,6 +457,8 @@ class TaskHandle:
                         last_beat = now
                         renew = partial(_renew, lease_s=lease_s, runner=self.runner)
                         await self.manager._update(self.task_id, renew)
+                except StateUnavailable:  # an outage its watch logged: keep working
+                    await anyio.sleep(1.0)
                 except McpError:
                     raise
                 except Exception as exc:  # backend outage: keep working, try again
@@ -474,7 +488,8 @@ class TaskHandle:
             try:
                 record = await self.manager.backend.get_json(self.manager._key(self.task_id))
             except Exception as exc:  # backend outage: wait for it
-                log.warning("task %s: state backend unavailable (%s)", self.task_id, exc)
+                if not isinstance(exc, StateUnavailable):  # (that one its watch logged)
+                    log.warning("task %s: state backend unavailable (%s)", self.task_id, exc)
                 await anyio.sleep(1.0)
                 continue
             if record is None:
@@ -517,4 +532,4 @@ def _cancel(record: dict[str, Any]) -> None:
 
 
 def _owner(principal: object) -> str:
-    return "" if principal is None else str(principal)
+    return owner_key(principal)

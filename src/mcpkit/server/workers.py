@@ -49,6 +49,7 @@ import anyio
 
 from ..protocol.negotiation import parse_modern_meta
 from ..runtime.exchange import Exchange
+from ..state.base import StateUnavailable
 from ..state.queue import QueuedEntry, QueueFull
 from ..types.errors import INTERNAL_ERROR, McpError
 from .context import Context
@@ -212,7 +213,10 @@ class Worker:
                 continue
             try:
                 entries = await queue.read(self.name, free, self.block_ms)
-            except Exception as exc:  # Redis restarting: keep the worker, try again
+            except StateUnavailable:  # Redis restarting (logged once by its watch): wait
+                await self._pause(1.0)
+                continue
+            except Exception as exc:
                 log.warning("worker %s: cannot read the queue (%s); retrying", self.name, exc)
                 await self._pause(1.0)
                 continue
@@ -255,6 +259,8 @@ class Worker:
                     for entry in await queue.reclaim(self.name, lease_ms, free):
                         log.info("worker %s: reclaimed %s", self.name, entry.task_id)
                         self._start(self._jobs, entry)
+            except StateUnavailable:
+                pass  # Redis restarting: its watch logged it once; the next beat tries again
             except Exception as exc:
                 log.warning("worker %s: heartbeat failed (%s)", self.name, exc)
             await anyio.sleep(self.manager.lease_s / 4)
@@ -279,6 +285,8 @@ class Worker:
                 else:
                     await queue.ack(entry.id)
                 return
+            except StateUnavailable:
+                raise  # not a missing record: the entry stays queued (see below)
             except McpError:  # the record expired or was deleted
                 await queue.ack(entry.id)
                 return
@@ -297,6 +305,8 @@ class Worker:
                 await self._settle_dropped(entry, record)
             else:
                 await queue.ack(entry.id)
+        except StateUnavailable:
+            pass  # an outage its watch logged: the unacknowledged entry is reclaimed later
         except Exception:
             log.exception("worker %s: task %s", self.name, entry.task_id)
         finally:

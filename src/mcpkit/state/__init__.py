@@ -5,6 +5,6 @@ One small interface (:class:`StateBackend`), three implementations chosen by URL
 processes on one machine share the file) and ``redis://host:port/db`` (many replicas).
 """
 
-from .base import StateBackend, open_backend
+from .base import STATE_UNAVAILABLE, StateBackend, StateUnavailable, open_backend
 
-__all__ = ["StateBackend", "open_backend"]
+__all__ = ["STATE_UNAVAILABLE", "StateBackend", "StateUnavailable", "open_backend"]

@@ -12,10 +12,52 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import os
+import re
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from ..types.codec import decode, encode
+from ..types.errors import STATE_UNAVAILABLE as STATE_UNAVAILABLE
+from ..types.errors import StateUnavailable as StateUnavailable
+
+
+class StateLocationError(OSError):
+    """The state store's location cannot be used (a folder that cannot be created, a
+    database file that cannot be opened); the message is one line naming the path."""
+
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def default_state_dir(server_name: str) -> Path:
+    """The folder of a server's own state: the per-user data directory (platformdirs:
+    ``$XDG_DATA_HOME/mcpkit`` or ``~/.local/share/mcpkit`` on Linux, ``~/Library/Application
+    Support/mcpkit`` on macOS, ``%LOCALAPPDATA%\\mcpkit`` on Windows), then
+    ``servers/<name>`` (the name made safe for a file name)."""
+    from platformdirs import user_data_dir
+
+    safe = _UNSAFE_NAME.sub("_", server_name).strip("._")[:64] or "server"
+    return Path(user_data_dir("mcpkit", appauthor=False)) / "servers" / safe
+
+
+def make_private_dirs(folder: Path) -> None:
+    """Create ``folder`` and each missing parent readable by this user alone (0700);
+    folders that exist are left as they are.  Raises :class:`StateLocationError`."""
+    missing: list[Path] = []
+    current = folder
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    try:
+        for path in reversed(missing):
+            with contextlib.suppress(FileExistsError):  # another process was first
+                os.mkdir(path, 0o700)
+    except OSError as exc:
+        raise StateLocationError(f"cannot create {folder}: {exc.strerror or exc}") from None
 
 
 class StateBackend(abc.ABC):
@@ -24,6 +66,8 @@ class StateBackend(abc.ABC):
     small events between processes."""
 
     url: str = ""
+    #: The kind of store, as errors and probes name it (never the URL).
+    kind: str = "memory"
 
     @abc.abstractmethod
     async def get(self, key: str) -> bytes | None:
@@ -60,6 +104,10 @@ class StateBackend(abc.ABC):
     async def aclose(self) -> None:
         """Release connections and files; the backend is not used after this."""
         return None
+
+    async def ping(self) -> bool:
+        """Whether the store answers now (readiness probes); never raises."""
+        return True
 
     async def reap_expired(self, limit: int = 500) -> int:
         """Delete at most ``limit`` records past their TTL; how many were deleted.
@@ -107,7 +155,10 @@ class StateBackend(abc.ABC):
 
 
 def open_backend(url: str) -> StateBackend:
-    """``memory:``, ``sqlite:///relative.db`` / ``sqlite:////abs/path.db``, ``redis://...``."""
+    """``memory:``, ``sqlite:///relative.db`` / ``sqlite:////abs/path.db``, ``redis://...``.
+
+    A SQLite file is opened now: a location that cannot be used raises
+    :class:`StateLocationError` (one line, naming it)."""
     if url in ("memory:", "memory://", "memory"):
         from .memory import MemoryBackend
 
@@ -120,7 +171,9 @@ def open_backend(url: str) -> StateBackend:
             path = path[3:]
         elif path.startswith("//"):
             path = path[2:]
-        return SQLiteBackend(path or ".mcpkit/state.db")
+        if not path:
+            raise ValueError("sqlite: needs a file: sqlite:///relative.db or sqlite:////abs.db")
+        return SQLiteBackend(path)
     if url.startswith(("redis://", "rediss://", "unix://")):
         from .redis import RedisBackend
 

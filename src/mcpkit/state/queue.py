@@ -23,12 +23,17 @@ never frees two places.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .base import StateBackend
+
+#: Around every call to Redis: turns an unreachable Redis into ``StateUnavailable``.
+Reaching = Callable[[], contextlib.AbstractContextManager[None]]
 
 __all__ = ["QueueFull", "TaskQueue"]
 
@@ -103,8 +108,15 @@ def _entries(raw: Any) -> list[QueuedEntry]:
 class TaskQueue:
     """Task ids in a Redis stream, read by a consumer group of workers."""
 
-    def __init__(self, redis: Any, prefix: str = "mcpkit:", horizon_s: float = 3660.0) -> None:
+    def __init__(
+        self,
+        redis: Any,
+        prefix: str = "mcpkit:",
+        horizon_s: float = 3660.0,
+        reaching: Reaching = contextlib.nullcontext,
+    ) -> None:
         self.redis = redis
+        self._reaching = reaching
         self.stream = prefix + "tasks:stream"
         self._owners = prefix + "tasks:owners"
         self._owner_prefix = prefix + "tasks:owner:"
@@ -124,7 +136,8 @@ class TaskQueue:
                 f"the task queue needs the Redis state backend (--state redis://...), "
                 f"not {backend.url or type(backend).__name__!r}"
             )
-        return cls(client, getattr(backend, "prefix", "mcpkit:"), horizon_s)
+        reaching = getattr(backend, "reaching", contextlib.nullcontext)
+        return cls(client, getattr(backend, "prefix", "mcpkit:"), horizon_s, reaching)
 
     def _owner_key(self, owner: str) -> str:
         return self._owner_prefix + owner
@@ -132,96 +145,107 @@ class TaskQueue:
     async def ensure_group(self) -> None:
         """Create the group at the stream's start (so entries added before any worker
         existed are delivered); an existing group is kept."""
-        if self._group_ready:
-            return
-        try:
-            await self.redis.xgroup_create(self.stream, GROUP, id="0", mkstream=True)
-        except Exception as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
-        self._group_ready = True
+        with self._reaching():
+            if self._group_ready:
+                return
+            try:
+                await self.redis.xgroup_create(self.stream, GROUP, id="0", mkstream=True)
+            except Exception as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+            self._group_ready = True
 
     # ------------------------------------------------------------------ producer side
     async def enqueue(self, task_id: str, owner: str, limit: int) -> int:
         """Add the task for ``owner`` (raises :class:`QueueFull` past ``limit``; 0: no
         limit); returns the owner's unfinished count including this one."""
-        await self.ensure_group()
-        count = int(
-            await self._enqueue(
-                keys=[self._owner_key(owner), self._owners, self.stream],
-                args=[owner, task_id, limit, int(time.time() * 1000), self.horizon_ms],
+        with self._reaching():
+            await self.ensure_group()
+            count = int(
+                await self._enqueue(
+                    keys=[self._owner_key(owner), self._owners, self.stream],
+                    args=[owner, task_id, limit, int(time.time() * 1000), self.horizon_ms],
+                )
             )
-        )
-        if count < 0:
-            raise QueueFull(-count, limit)
-        return count
+            if count < 0:
+                raise QueueFull(-count, limit)
+            return count
 
     async def release(self, owner: str, task_id: str) -> None:
         """The task is settled: free its place in the owner's count (idempotent)."""
-        await self.redis.zrem(self._owner_key(owner), task_id)
+        with self._reaching():
+            await self.redis.zrem(self._owner_key(owner), task_id)
 
     # ------------------------------------------------------------------ consumer side
     async def read(self, consumer: str, count: int, block_ms: int) -> list[QueuedEntry]:
         """New entries for ``consumer`` (at most ``count``; waits up to ``block_ms``)."""
-        await self.ensure_group()
-        reply = await self.redis.xreadgroup(
-            GROUP, consumer, {self.stream: ">"}, count=count, block=block_ms
-        )
-        out: list[QueuedEntry] = []
-        for _stream, raw in reply or []:
-            out.extend(_entries(raw))
-        return out
+        with self._reaching():
+            await self.ensure_group()
+            reply = await self.redis.xreadgroup(
+                GROUP, consumer, {self.stream: ">"}, count=count, block=block_ms
+            )
+            out: list[QueuedEntry] = []
+            for _stream, raw in reply or []:
+                out.extend(_entries(raw))
+            return out
 
     async def reclaim(self, consumer: str, min_idle_ms: int, count: int) -> list[QueuedEntry]:
         """Entries idle for ``min_idle_ms`` (their worker stopped touching them), now
         held by ``consumer`` (``XAUTOCLAIM``)."""
-        await self.ensure_group()
-        reply = await self.redis.xautoclaim(
-            self.stream, GROUP, consumer, min_idle_ms, start_id="0-0", count=count
-        )
-        return _entries(reply[1] if len(reply) > 1 else [])
+        with self._reaching():
+            await self.ensure_group()
+            reply = await self.redis.xautoclaim(
+                self.stream, GROUP, consumer, min_idle_ms, start_id="0-0", count=count
+            )
+            return _entries(reply[1] if len(reply) > 1 else [])
 
     async def touch(self, consumer: str, entry_ids: list[str]) -> None:
         """Reset the idle time of entries ``consumer`` is working on (the heartbeat that
         keeps them from being reclaimed)."""
-        if entry_ids:
-            await self.redis.xclaim(self.stream, GROUP, consumer, 0, entry_ids, justid=True)
+        with self._reaching():
+            if entry_ids:
+                await self.redis.xclaim(self.stream, GROUP, consumer, 0, entry_ids, justid=True)
 
     async def give(self, consumer: str, entry_id: str) -> None:
         """Hand an entry to another (live) consumer without running it."""
-        await self.redis.xclaim(self.stream, GROUP, consumer, 0, [entry_id], justid=True)
+        with self._reaching():
+            await self.redis.xclaim(self.stream, GROUP, consumer, 0, [entry_id], justid=True)
 
     async def ack(self, entry_id: str) -> None:
         """The entry's task is settled: acknowledge and delete it."""
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.xack(self.stream, GROUP, entry_id)
-            pipe.xdel(self.stream, entry_id)
-            await pipe.execute()
+        with self._reaching():
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.xack(self.stream, GROUP, entry_id)
+                pipe.xdel(self.stream, entry_id)
+                await pipe.execute()
 
     async def requeue(self, entry_id: str, task_id: str) -> None:
         """Put the task back at the end of the queue for any worker (a graceful stop
         handing back work it will not finish)."""
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.xadd(self.stream, {"task": task_id})
-            pipe.xack(self.stream, GROUP, entry_id)
-            pipe.xdel(self.stream, entry_id)
-            await pipe.execute()
+        with self._reaching():
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.xadd(self.stream, {"task": task_id})
+                pipe.xack(self.stream, GROUP, entry_id)
+                pipe.xdel(self.stream, entry_id)
+                await pipe.execute()
 
     async def forget(self, consumer: str) -> bool:
         """Remove a consumer that holds nothing (a worker leaving cleanly); False when it
         still holds entries (they stay claimable by other workers)."""
-        return int(await self._forget(keys=[self.stream], args=[GROUP, consumer])) >= 0
+        with self._reaching():
+            return int(await self._forget(keys=[self.stream], args=[GROUP, consumer])) >= 0
 
     # ------------------------------------------------------------------ depth
     async def depth(self) -> tuple[int, int]:
         """(entries in the stream, of which delivered to a worker and not settled): two
         cheap commands, for a metric sampled every few seconds (:meth:`stats` also walks
         the workers and the principals)."""
-        await self.ensure_group()
-        depth = int(await self.redis.xlen(self.stream))
-        pending = await self.redis.xpending(self.stream, GROUP)
-        running = int(pending.get("pending", 0)) if isinstance(pending, dict) else 0
-        return depth, running
+        with self._reaching():
+            await self.ensure_group()
+            depth = int(await self.redis.xlen(self.stream))
+            pending = await self.redis.xpending(self.stream, GROUP)
+            running = int(pending.get("pending", 0)) if isinstance(pending, dict) else 0
+            return depth, running
 
     async def stats(self) -> dict[str, Any]:
         """Queue depth: entries in the stream (``depth``), of which delivered to a worker

@@ -15,7 +15,7 @@ import logging
 
 import anyio
 
-from .base import StateBackend
+from .base import StateBackend, StateUnavailable
 
 __all__ = ["BATCH", "EVERY_S", "reap_all", "reap_forever"]
 
@@ -44,6 +44,8 @@ async def reap_forever(backend: StateBackend, every_s: float = EVERY_S, batch: i
     while True:
         try:
             await reap_all(backend, batch)
+        except StateUnavailable:
+            pass  # an outage the store's watch logged once: the next sweep tries again
         except Exception:
             log.warning("reaping expired state failed; retrying later", exc_info=True)
         await anyio.sleep(every_s)

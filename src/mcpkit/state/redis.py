@@ -2,16 +2,24 @@
 
 ``cas`` is one Lua script (atomic on the server); expiry is Redis's own; pub/sub is
 Redis pub/sub.  Install with ``pip install 'mcpkit[redis]'``.
+
+A call that cannot reach Redis (refused, lost, timed out) raises
+:class:`~.base.StateUnavailable` and tells the store's watch (:mod:`.watch`), which logs
+the outage once; redis-py's pool reconnects by itself once Redis is back.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from ..types.extras import require
 from .base import StateBackend
+from .watch import watch
+
+#: How long a connection attempt may take before the store counts as unreachable.
+CONNECT_TIMEOUT_S = 5.0
 
 _CAS = """
 local current = redis.call('GET', KEYS[1])
@@ -31,13 +39,35 @@ return 1
 """
 
 
+def unreachable_errors() -> tuple[type[BaseException], ...]:
+    """What redis-py raises when Redis cannot be reached (not a refused command)."""
+    exceptions = require("redis.exceptions", "redis", "the Redis state backend")
+    return (exceptions.ConnectionError, exceptions.TimeoutError, OSError)
+
+
 class RedisBackend(StateBackend):
+    kind = "redis"
+
     def __init__(self, url: str, prefix: str = "mcpkit:") -> None:
         aioredis = require("redis.asyncio", "redis", "the Redis state backend")
         self.url = url
         self.prefix = prefix
-        self._redis: Any = aioredis.from_url(url, decode_responses=False)
+        self._redis: Any = aioredis.from_url(
+            url, decode_responses=False, socket_connect_timeout=CONNECT_TIMEOUT_S
+        )
         self._cas = self._redis.register_script(_CAS)
+        self._unreachable = unreachable_errors()
+        self.watch = watch(self.kind, url)
+
+    @contextlib.contextmanager
+    def reaching(self) -> Iterator[None]:
+        """Around one call to Redis: an unreachable store becomes
+        :class:`~.base.StateUnavailable` (and the watch hears either way)."""
+        try:
+            yield
+        except self._unreachable as exc:
+            raise self.watch.failed(exc) from None
+        self.watch.answered()
 
     @property
     def client(self) -> Any:
@@ -53,14 +83,17 @@ class RedisBackend(StateBackend):
         return None if ttl_s is None else max(1, int(ttl_s * 1000))
 
     async def get(self, key: str) -> bytes | None:
-        value = await self._redis.get(self._k(key))
+        with self.reaching():
+            value = await self._redis.get(self._k(key))
         return None if value is None else bytes(value)
 
     async def set(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
-        await self._redis.set(self._k(key), value, px=self._px(ttl_s))
+        with self.reaching():
+            await self._redis.set(self._k(key), value, px=self._px(ttl_s))
 
     async def add(self, key: str, value: bytes, ttl_s: float | None = None) -> bool:
-        return bool(await self._redis.set(self._k(key), value, px=self._px(ttl_s), nx=True))
+        with self.reaching():
+            return bool(await self._redis.set(self._k(key), value, px=self._px(ttl_s), nx=True))
 
     async def cas(
         self, key: str, expected: bytes | None, value: bytes | None, ttl_s: float | None = None
@@ -73,23 +106,28 @@ class RedisBackend(StateBackend):
             value or b"",
             "" if px is None else str(px),
         ]
-        return bool(await self._cas(keys=[self._k(key)], args=args))
+        with self.reaching():
+            return bool(await self._cas(keys=[self._k(key)], args=args))
 
     async def delete(self, key: str) -> bool:
-        return bool(await self._redis.delete(self._k(key)))
+        with self.reaching():
+            return bool(await self._redis.delete(self._k(key)))
 
     async def publish(self, channel: str, data: bytes) -> None:
-        await self._redis.publish(self._k(channel), data)
+        with self.reaching():
+            await self._redis.publish(self._k(channel), data)
 
     @contextlib.asynccontextmanager
     async def subscribe(self, channel: str) -> AsyncIterator[AsyncIterator[bytes]]:
         pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-        await pubsub.subscribe(self._k(channel))
+        with self.reaching():
+            await pubsub.subscribe(self._k(channel))
 
         async def messages() -> AsyncIterator[bytes]:
-            async for message in pubsub.listen():
-                if message.get("type") == "message":
-                    yield bytes(message["data"])
+            with self.reaching():
+                async for message in pubsub.listen():
+                    if message.get("type") == "message":
+                        yield bytes(message["data"])
 
         try:
             yield messages()
@@ -97,6 +135,14 @@ class RedisBackend(StateBackend):
             with contextlib.suppress(Exception):
                 await pubsub.unsubscribe()
                 await pubsub.aclose()
+
+    async def ping(self) -> bool:
+        try:
+            with self.reaching():
+                await self._redis.ping()
+        except Exception:
+            return False
+        return True
 
     async def aclose(self) -> None:
         await self._redis.aclose()

@@ -14,6 +14,11 @@ modification times).  While nothing changes, its ticks space out from :data:`POL
 :data:`IDLE_TICK_MAX_S` (a wake-up of an idle process is what costs on a VM); a change
 brings them back to :data:`POLL_S`, and a publish from this process wakes it at once.
 Reading the table on every 50 ms tick cost an idle ``mcpkit serve`` ~0.8% of a core.
+
+A call that finds the database unusable (the file cannot be opened or written, the disk
+is full or failing, the lock is held past the busy timeout) raises
+:class:`~.base.StateUnavailable` and tells the store's watch (:mod:`.watch`); an error in
+a statement is a bug and stays what SQLite raised.
 """
 
 from __future__ import annotations
@@ -32,13 +37,16 @@ from typing import Any, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .base import StateBackend
+from .base import StateBackend, StateLocationError, StateUnavailable, make_private_dirs
+from .watch import watch
 
 T = TypeVar("T")
 POLL_S = 0.05
 IDLE_TICK_MAX_S = 0.4
 IDLE_POLL_S = 2.0
 EVENT_RETENTION_S = 60.0
+#: What SQLite says when the database, not the statement, is the problem.
+_UNAVAILABLE = ("unable to open", "disk i/o", "locked", "readonly", "disk is full", "busy")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires REAL);
@@ -72,16 +80,47 @@ def _set_up(conn: sqlite3.Connection, deadline_s: float = 30.0) -> str:
             pause = min(pause * 2, 0.2)
 
 
+def _create_private(path: Path) -> None:
+    """The database file, created readable by this user alone (0600) in folders created
+    0700, before SQLite opens it: SQLite gives its ``-wal`` and ``-shm`` files the mode of
+    the database file, so they are private too.  A file that exists keeps its mode."""
+    make_private_dirs(path.parent)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+
+
+def _connect(path: str) -> tuple[sqlite3.Connection, str]:
+    """An open connection in WAL mode with the schema, and its journal mode; a location
+    that cannot be used is a :class:`StateLocationError` naming it, in one line."""
+    try:
+        if path != ":memory:":
+            _create_private(Path(path))
+        conn = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
+        try:
+            return conn, _set_up(conn)
+        except BaseException:
+            conn.close()
+            raise
+    except StateLocationError as exc:
+        raise StateLocationError(f"cannot use the state database {path}: {exc}") from None
+    except (OSError, sqlite3.Error) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise StateLocationError(f"cannot use the state database {path}: {why}") from None
+
+
+def unavailable(error: sqlite3.Error) -> bool:
+    """Whether ``error`` says the database cannot be used now (not a bad statement)."""
+    text = str(error).lower()
+    return isinstance(error, sqlite3.OperationalError) and any(m in text for m in _UNAVAILABLE)
+
+
 class SQLiteBackend(StateBackend):
+    kind = "sqlite"
+
     def __init__(self, path: str) -> None:
         self.path = path
         self.url = f"sqlite:///{path}"
-        if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(
-            path, timeout=30, check_same_thread=False, isolation_level=None
-        )
-        mode = _set_up(self._conn)
+        self.watch = watch(self.kind, path)
+        self._conn, mode = _connect(path)
         self._lock = threading.Lock()
         self._subscribers: dict[str, set[MemoryObjectSendStream[bytes]]] = {}
         self._poller_running = False
@@ -100,7 +139,21 @@ class SQLiteBackend(StateBackend):
             with self._lock:
                 return fn(self._conn)
 
-        return await anyio.to_thread.run_sync(call)
+        try:
+            found = await anyio.to_thread.run_sync(call)
+        except sqlite3.Error as exc:
+            if unavailable(exc):
+                raise self.watch.failed(exc) from None
+            raise
+        self.watch.answered()
+        return found
+
+    async def ping(self) -> bool:
+        try:
+            await self._run(lambda c: c.execute("SELECT 1 FROM kv LIMIT 1").fetchall())
+        except Exception:
+            return False
+        return True
 
     @staticmethod
     def _expiry(ttl_s: float | None) -> float | None:
@@ -261,7 +314,11 @@ class SQLiteBackend(StateBackend):
                     "SELECT id, channel, data FROM events WHERE id > ? ORDER BY id", (last,)
                 ).fetchall()
 
-            rows = await self._run(fetch)
+            try:
+                rows = await self._run(fetch)
+            except StateUnavailable:  # (its watch logged it): subscribers wait it out
+                await self._pause(IDLE_TICK_MAX_S)
+                continue
             for event_id, channel, data in rows:
                 self._last_event = max(self._last_event, event_id)
                 for stream in tuple(self._subscribers.get(channel, ())):
@@ -272,7 +329,8 @@ class SQLiteBackend(StateBackend):
             now = time.time()
             if now - pruned_at > 10:
                 pruned_at = now
-                await self._run(partial(_prune, cutoff=now - EVENT_RETENTION_S))
+                with contextlib.suppress(StateUnavailable):  # pruned at the next round
+                    await self._run(partial(_prune, cutoff=now - EVENT_RETENTION_S))
             await self._pause(tick)
 
     async def _pause(self, seconds: float) -> None:

@@ -19,6 +19,10 @@ from ..types.extras import available as _importable
 from ..types.extras import require
 
 TRACE_KEYS = ("traceparent", "tracestate", "baggage")
+#: Bucket boundaries of every duration histogram, in seconds, as the MCP semantic
+#: conventions advise for ``mcp.{server,client}.operation.duration`` (0.01 s to 300 s):
+#: the SDK's default boundaries are millisecond-scale and would put every request under 5.
+DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 #: Methods whose span name carries ``params.name`` as its low-cardinality target.
 _NAMED = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
 
@@ -74,6 +78,7 @@ def api() -> SimpleNamespace:
                 unit="s",
                 description="MCP request or notification duration as observed on the "
                 "receiver from the time it was received until the result or ack is sent.",
+                explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
             ),
             client_duration=meter.create_histogram(
                 "mcp.client.operation.duration",
@@ -81,6 +86,7 @@ def api() -> SimpleNamespace:
                 description="The duration of the MCP request or notification as observed "
                 "on the sender from the time it was sent until the response or ack is "
                 "received.",
+                explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
             ),
             tasks_active=meter.create_up_down_counter(
                 "mcpkit.server.tasks.active",

@@ -34,6 +34,7 @@ __all__ = [
     "InboundRequestHandler",
     "ItemStream",
     "MessageStream",
+    "MessageTooLargeError",
     "ProgressHandler",
     "ProtocolViolationError",
     "RequestTimeoutError",
@@ -72,6 +73,16 @@ class SessionExpiredError(TransportError):
 
 class ProtocolViolationError(TransportError):
     """The server sent something that is not valid MCP (bad JSON, wrong shape)."""
+
+
+class MessageTooLargeError(ProtocolViolationError):
+    """The server sent more than the client reads as one message (``max_message_bytes``:
+    a body, an SSE line or event): reading stopped at the limit and the connection was
+    closed."""
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class HttpStatusError(TransportError):

@@ -1,4 +1,4 @@
-"""Streamable HTTP client transport (httpx + httpx-sse), both protocol eras.
+"""Streamable HTTP client transport (httpx), both protocol eras.
 
 Every request is one POST whose answer is either ``application/json`` or an SSE stream
 scoped to that request (decoding: :mod:`.client_http_wire`).  Which rules apply is read
@@ -293,7 +293,7 @@ class HttpTransport:
         if status == 200 and is_sse(response):
             return await self._read_sse(response, call)
         message = json_answer(
-            await read_body(response, self.max_message_bytes), response, call.method
+            await read_body(response, self.max_message_bytes, call.method), response, call.method
         )
         if message is None:
             if status == 202:
@@ -417,13 +417,16 @@ class HttpTransport:
         client = self._http()
         what = str(message.get("method") or f"the response to {message.get('id')!r}")
         with self._errors(f"sending {what}"):
-            response = await client.post(
-                self.url, content=encode(message), headers=self._headers_for(message, extra)
-            )
-        if response.status_code in (200, 202, 204):
-            return
-        json_answer(response.content, response, what)
-        raise HttpStatusError(f"{what}: HTTP {response.status_code}", response.status_code)
+            async with client.stream(
+                "POST", self.url, content=encode(message), headers=self._headers_for(message, extra)
+            ) as response:
+                # (read to its end, bounded, even when ignored: the connection is reused)
+                body = await read_body(response, self.max_message_bytes, what)
+                status = response.status_code
+                if status in (200, 202, 204):
+                    return
+                json_answer(body, response, what)
+        raise HttpStatusError(f"{what}: HTTP {status}", status)
 
     async def _cancel(self, call: Call, reason: str) -> None:
         """Tell the server a request is off, where closing its stream does not (legacy)."""
@@ -514,7 +517,9 @@ class HttpTransport:
                             headers=self._headers_for(message, headers),
                         ) as response:
                             if response.status_code != 200 or not is_sse(response):
-                                body = await read_body(response, self.max_message_bytes)
+                                body = await read_body(
+                                    response, self.max_message_bytes, call.method
+                                )
                                 answer = json_answer(body, response, call.method)
                                 if answer is not None:
                                     await send.send(answer)

@@ -7,25 +7,30 @@ cancellation) so that the rules for reading an answer live in one place:
   :class:`ServerError` whatever the HTTP status (servers send -32602 with 400, -32601 with
   404, -32603 with 500); an error status without such a body is an
   :class:`HttpStatusError`; garbage is a :class:`ProtocolViolationError`.
-* ``text/event-stream``: events parsed by httpx-sse; empty ``data`` (priming events,
-  keep-alives) skipped; ``id:`` and ``retry:`` remembered for resumption; an event that
-  is not JSON-RPC is a protocol violation (the stream is unusable after it).
-* Sizes are bounded: a server cannot make us buffer without limit.
+* ``text/event-stream``: events parsed by :class:`~mcpkit.protocol.sse.SseDecoder` as
+  the bytes arrive; empty ``data`` (priming events, keep-alives) skipped; ``id:`` and
+  ``retry:`` remembered for resumption; an event that is not JSON-RPC is a protocol
+  violation (the stream is unusable after it).
+* Sizes are bounded while they are read, never after: a ``Content-Length`` over the
+  limit is refused before the body is read, a body without one is counted as it
+  arrives, and an SSE line or event is refused as soon as it passes the limit.  Each is a
+  :class:`MessageTooLargeError` naming the limit; leaving the response unread closes
+  its connection, so the server stops sending.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import httpx
 from anyio.abc import TaskStatus
-from httpx_sse import EventSource, SSEError
 
+from ..protocol.sse import SseDecoder, SseEvent, SseLimitError
 from ..types import jsonrpc
 from ..types.codec import DecodeError, decode, decode_relayed
 from ..types.errors import McpError
@@ -34,6 +39,7 @@ from .client_base import (
     ConnectError,
     ConnectionClosedError,
     HttpStatusError,
+    MessageTooLargeError,
     ProgressHandler,
     ProtocolViolationError,
     ServerError,
@@ -89,13 +95,45 @@ def is_sse(response: httpx.Response) -> bool:
     return ctype.partition(";")[0].strip().lower() == "text/event-stream"
 
 
-async def read_body(response: httpx.Response, limit: int) -> bytes:
+async def read_body(response: httpx.Response, limit: int, what: str) -> bytes:
+    """The whole body of ``response`` (the answer to ``what``), refused past ``limit``
+    bytes: by its ``Content-Length`` before a byte is read, else as it arrives."""
+    declared = declared_length(response.headers.get("content-length"))
+    if declared is not None and declared > limit:
+        raise too_large(what, limit, f"its Content-Length is {declared}")
     buffer = bytearray()
     async for chunk in response.aiter_bytes():
         buffer += chunk
         if len(buffer) > limit:
-            raise ProtocolViolationError(f"response larger than {limit} bytes; giving up")
+            raise too_large(what, limit)
     return bytes(buffer)
+
+
+async def body_start(response: httpx.Response, size: int) -> bytes:
+    """At most the first ``size`` bytes of the body (for an error message); the rest is
+    left unread, which closes the connection."""
+    buffer = bytearray()
+    async for chunk in response.aiter_bytes():
+        buffer += chunk
+        if len(buffer) >= size:
+            break
+    return bytes(buffer[:size])
+
+
+def declared_length(value: str | None) -> int | None:
+    """A ``Content-Length`` header's value as a number (None: absent or not a number;
+    httpx itself refuses a malformed one as it reads)."""
+    text = value.strip() if value is not None else ""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def too_large(what: str, limit: int, detail: str = "") -> MessageTooLargeError:
+    more = f"; {detail}" if detail else ""
+    return MessageTooLargeError(
+        f"the answer to {what} is larger than max_message_bytes ({limit} bytes{more}); "
+        "stopped reading and closed the connection",
+        limit,
+    )
 
 
 def json_answer(body: bytes, response: httpx.Response, method: str) -> Message | None:
@@ -153,30 +191,46 @@ def event_message(data: str, sender: str, method: str, detail: str = "") -> tupl
         ) from None
 
 
+async def sse_events(chunks: AsyncIterable[bytes], limit: int) -> AsyncGenerator[SseEvent, None]:
+    """The events of an SSE body given as byte chunks, each line and event measured as it
+    arrives (:class:`~mcpkit.protocol.sse.SseLimitError` past ``limit``).  Close it
+    (``contextlib.aclosing``) when leaving before the end."""
+    decoder = SseDecoder(limit)
+    async for chunk in chunks:
+        for event in decoder.feed(chunk):
+            yield event
+
+
 async def sse_messages(
     response: httpx.Response, call: Call, limit: int
 ) -> AsyncGenerator[tuple[Kind, Message], None]:
     """Decoded JSON-RPC messages of an SSE stream; remembers ``id:`` and ``retry:``.
 
     A dropped connection ends the iteration (recorded in ``call.broken``) rather than
-    raising: whether that is fatal depends on the era and on resumability.
+    raising: whether that is fatal depends on the era and on resumability.  A line or an
+    event over ``limit`` bytes raises :class:`MessageTooLargeError` as soon as it passes
+    the limit.
     """
+    events = sse_events(response.aiter_bytes(), limit)
     try:
-        async for event in EventSource(response).aiter_sse():
-            if event.id:
-                call.last_event_id = event.id
-            if event.retry is not None:
-                call.retry_ms = event.retry
-            data = event.data
-            if not data.strip():
-                continue
-            if len(data) > limit:
-                raise ProtocolViolationError(f"SSE event larger than {limit} bytes")
-            yield event_message(data, "the server", call.method, f": {data[:200]!r}")
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if event.id:
+                    call.last_event_id = event.id
+                if event.retry is not None:
+                    call.retry_ms = event.retry
+                data = event.data
+                if not data.strip():
+                    continue
+                yield event_message(data, "the server", call.method, f": {data[:200]!r}")
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
         call.broken = f"connection dropped: {exc or type(exc).__name__}"
-    except SSEError as exc:
-        raise ProtocolViolationError(str(exc)) from None
+    except SseLimitError as exc:
+        raise MessageTooLargeError(
+            f"the server sent an SSE {exc.what} on the stream of {call.method} larger than "
+            f"max_message_bytes ({limit} bytes); stopped reading and closed the stream",
+            limit,
+        ) from None
 
 
 def unwrap_answer(answer: Message, method: str) -> dict[str, Any]:

@@ -18,25 +18,33 @@ Decisions:
 * The stream ending, or a POST failing (a 404 means the server forgot the session), ends
   the connection: pending requests fail with :class:`ConnectionClosedError` saying why.
   This transport has no resumption (the 2024-11-05 spec defines none).
-* SSE parsing is httpx-sse's.  Raw newlines in an event's data can only sit between JSON
-  tokens (inside strings they must be escaped), so joining the data lines with spaces
-  keeps every message on one line without changing it.
+* SSE parsing is :class:`~mcpkit.protocol.sse.SseDecoder`'s, bounded: a line or an event
+  over ``max_message_bytes`` ends the connection as soon as it passes the limit, with an
+  error naming it (never assembled first).  Raw newlines in an event's data can only sit
+  between JSON tokens (inside strings they must be escaped), so joining the data lines
+  with spaces keeps every message on one line without changing it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from urllib.parse import urljoin, urlsplit
 
 import anyio
 import httpx
-from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
+from ..protocol.sse import SseEvent, SseLimitError
 from ..runtime.endpoint import Endpoint
-from .client_base import ConnectError, HttpStatusError, ProtocolViolationError
+from .client_base import (
+    ConnectError,
+    HttpStatusError,
+    MessageTooLargeError,
+    ProtocolViolationError,
+)
 from .client_endpoint import EndpointClientTransport
+from .client_http_wire import body_start, is_sse, read_body, sse_events
 
 log = logging.getLogger("mcpkit.client.sse")
 
@@ -55,6 +63,7 @@ class SseTransport(EndpointClientTransport):
         auth: httpx.Auth | None = None,
         http_client: httpx.AsyncClient | None = None,
         connect_timeout: float = 10.0,
+        max_message_bytes: int = 32 * 1024 * 1024,
     ) -> None:
         super().__init__()
         self.url = url
@@ -64,12 +73,15 @@ class SseTransport(EndpointClientTransport):
         #: own (a per-request ``auth=None`` would turn a given client's auth off).
         self._request_auth = auth if auth is not None else httpx.USE_CLIENT_DEFAULT
         self.connect_timeout = connect_timeout
+        #: The most one SSE line or event (one message) may hold; more ends the connection.
+        self.max_message_bytes = max_message_bytes
         self.server_key = "sse:" + url
         self.messages_url: str | None = None
         self._given_client = http_client
         self._client: httpx.AsyncClient | None = None
         self._stack: contextlib.AsyncExitStack | None = None
         self._failure: str | None = None
+        self._stream: httpx.Response | None = None
 
     async def __aenter__(self) -> SseTransport:
         stack = contextlib.AsyncExitStack()
@@ -85,18 +97,22 @@ class SseTransport(EndpointClientTransport):
             with anyio.fail_after(self.connect_timeout):
                 # No read timeout on the stream, even on a given client: it is quiet
                 # whenever the server has nothing to say.
-                source = await stack.enter_async_context(
-                    aconnect_sse(
-                        client,
+                response = self._stream = await stack.enter_async_context(
+                    client.stream(
                         "GET",
                         self.url,
-                        headers=self.headers,
+                        headers={
+                            **self.headers,
+                            "Accept": "text/event-stream",
+                            "Cache-Control": "no-store",
+                        },
                         auth=self._request_auth,
                         timeout=httpx.Timeout(30.0, read=None),
                     )
                 )
-                events = source.aiter_sse()
-                self.messages_url = await self._handshake(source, events)
+                events = sse_events(response.aiter_bytes(), self.max_message_bytes)
+                stack.push_async_callback(events.aclose)
+                self.messages_url = await self._handshake(response, events)
         except TimeoutError:
             await stack.aclose()
             raise ConnectError(
@@ -129,24 +145,27 @@ class SseTransport(EndpointClientTransport):
                 await self._stack.aclose()
         return None
 
-    async def _handshake(self, source: EventSource, events: AsyncIterator[ServerSentEvent]) -> str:
-        response = source.response
+    async def _handshake(
+        self, response: httpx.Response, events: AsyncGenerator[SseEvent, None]
+    ) -> str:
         if response.status_code != 200:
-            body = (await response.aread()).decode("utf-8", "replace")[:500]
+            body = (await body_start(response, 500)).decode("utf-8", "replace")
             raise HttpStatusError(
                 f"GET {self.url} answered HTTP {response.status_code}", response.status_code, body
             )
-        kind = response.headers.get("content-type", "").partition(";")[0].strip()
-        if kind != "text/event-stream":
+        if not is_sse(response):
+            kind = response.headers.get("content-type", "").partition(";")[0].strip()
             raise ProtocolViolationError(
                 f"GET {self.url} answered {kind or 'no content type'}, not an SSE stream"
             )
         try:
             first = await events.__anext__()
-        except (StopAsyncIteration, SSEError) as exc:
+        except StopAsyncIteration as exc:
             raise ProtocolViolationError(
                 f"the SSE stream at {self.url} ended before its 'endpoint' event"
             ) from exc
+        except SseLimitError as exc:
+            raise self._too_large(exc) from None
         if first.event != "endpoint" or not first.data.strip():
             raise ProtocolViolationError(
                 f"the first event at {self.url} is {first.event!r}, not 'endpoint': "
@@ -160,38 +179,60 @@ class SseTransport(EndpointClientTransport):
             )
         return str(target)
 
-    async def _read(self, endpoint: Endpoint, events: AsyncIterator[ServerSentEvent]) -> None:
-        async def lines() -> AsyncIterator[bytes]:
+    def _too_large(self, exc: SseLimitError) -> MessageTooLargeError:
+        return MessageTooLargeError(
+            f"{self.url} sent an SSE {exc.what} larger than max_message_bytes "
+            f"({exc.limit} bytes); stopped reading and closed the stream",
+            exc.limit,
+        )
+
+    async def _read(self, endpoint: Endpoint, events: AsyncGenerator[SseEvent, None]) -> None:
+        async def lines() -> AsyncGenerator[bytes, None]:
             try:
                 async for event in events:
                     if event.event == "message" and event.data:
                         yield event.data.replace("\n", " ").encode() + b"\n"
                     elif event.event not in ("message", "ping"):
                         log.debug("ignoring SSE event %r from %s", event.event, self.url)
-            except (httpx.HTTPError, SSEError) as exc:
+            except httpx.HTTPError as exc:
                 self._failure = self._failure or f"the SSE stream broke: {exc}"
+            except SseLimitError as exc:
+                self._failure = self._failure or str(self._too_large(exc))
+                await self._close_stream()
 
         await endpoint.run(lines())
         if self._failure is not None and endpoint.closed is not None:
             endpoint.closed = self._failure
 
+    async def _close_stream(self) -> None:
+        """Abandon the GET stream now (the server stops sending; its session ends)."""
+        if self._stream is not None:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await self._stream.aclose()
+
     async def _post(self, data: bytes) -> None:
         client, url = self._client, self.messages_url
         assert client is not None and url is not None
         try:
-            response = await client.post(
+            async with client.stream(
+                "POST",
                 url,
                 content=data,
                 auth=self._request_auth,
                 headers={**self.headers, "Content-Type": "application/json"},
-            )
+            ) as response:
+                if response.status_code >= 400:
+                    text = (await body_start(response, 200)).decode("utf-8", "replace")
+                    self._fail(f"POST {url} answered HTTP {response.status_code}: {text}")
+                    raise anyio.BrokenResourceError
+                # (read to its end, bounded: the connection is reused)
+                await read_body(response, self.max_message_bytes, "a POST")
         except httpx.HTTPError as exc:
             self._fail(f"POST {url} failed: {exc}")
             raise anyio.BrokenResourceError from None
-        if response.status_code >= 400:
-            text = response.text[:200]
-            self._fail(f"POST {url} answered HTTP {response.status_code}: {text}")
-            raise anyio.BrokenResourceError
+        except MessageTooLargeError as exc:
+            self._fail(f"POST {url}: {exc}")
+            raise anyio.BrokenResourceError from None
 
     def _fail(self, why: str) -> None:
         self._failure = self._failure or why

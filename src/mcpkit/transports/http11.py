@@ -7,16 +7,17 @@ it is readable (a ``select`` plus async-library detection per connection), so th
 one request grows with the concurrency.  Measured here at 16 concurrent calls: ~1.5 ms of
 CPU per forwarded call, 4% of a direct call's throughput.
 
-This transport keeps httpx's client API (auth, headers, SSE decoding by httpx-sse, the
-error types our client maps) and replaces only the wire: POSTs to ``http://`` URLs go
-over pooled keep-alive connections, written with one ``send`` and parsed by httptools
-(the C parser uvicorn uses).  A connection is reused only after its previous response
-was read to the end; the connection is an asyncio protocol, so a server closing it while
-idle is seen as it happens (no readability probe per request), and one idle for longer
-than servers usually keep them is dropped unused.  A request whose reused connection
-turns out closed before any byte of the answer is retried once on a fresh one (the
-server closed it idle, so it never saw the request).  Everything else (``https://``, other methods:
-the long GET streams, DELETE) goes to httpx's own transport.
+This transport keeps httpx's client API (auth, headers, the error types our client maps)
+and replaces only the wire: POSTs to ``http://`` URLs go over pooled keep-alive
+connections, written with one ``send`` and parsed by httptools (the C parser uvicorn uses);
+a response head is bounded as it arrives (:data:`MAX_HEAD_BYTES`).  A connection is reused
+only after its previous response was read to the end; the connection is an asyncio
+protocol, so a server closing it while idle is seen as it happens (no readability probe per
+request), and one idle for longer than servers usually keep them is dropped unused.  A
+request whose reused connection turns out closed before any byte of the answer is retried
+once on a fresh one (the server closed it idle, so it never saw the request).  Everything
+else (``https://``, other methods: the long GET streams, DELETE) goes to httpx's own
+transport.
 
 Cancellation and timeouts close the connection: in the 2026-07-28 era closing the
 response stream *is* how a client cancels a request.  asyncio only (the gateway runs on
@@ -50,6 +51,9 @@ __all__ = ["Http11Pool", "Http11Transport", "RawResponse", "available", "pooled_
 MAX_IDLE_S = 4.0
 #: Buffered, unread response bytes above which we stop reading the socket.
 HIGH_WATER = 256 * 1024
+#: The most a response's status line and headers may hold (httpx's own transport allows
+#: as much); a head still open past it is refused and its connection closed.
+MAX_HEAD_BYTES = 100 * 1024
 
 
 def available() -> bool:
@@ -74,6 +78,8 @@ class _Connection(asyncio.Protocol):
         self.buffered = 0
         self.paused = False
         self.received_any = False
+        #: Bytes read while the current response's head is not complete.
+        self.head_size = 0
         self.closed = False
         self.error: Exception | None = None
         self.waiter: asyncio.Future[None] | None = None
@@ -90,6 +96,13 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             self.error = httpx.RemoteProtocolError(f"invalid HTTP response: {exc}")
             self._abort()
+        if not self.headers_done:  # (counted as it arrives: httptools would keep it all)
+            self.head_size += len(data)
+            if self.head_size > MAX_HEAD_BYTES and self.error is None:
+                self.error = httpx.RemoteProtocolError(
+                    f"the response head is larger than {MAX_HEAD_BYTES} bytes"
+                )
+                self._abort()
         if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
             self.paused = True
             self.transport.pause_reading()
@@ -272,9 +285,17 @@ class RawResponse:
         return body
 
     async def read(self, limit: int) -> bytes:
-        """The whole body; :class:`ValueError` past ``limit`` bytes."""
+        """The whole body; :class:`ValueError` past ``limit`` bytes: at once when its
+        ``Content-Length`` says so (the body left unread, its connection closed), else as
+        soon as the bytes read pass it."""
         body = self.read_now(limit)
         if body is None:
+            declared = self.header(b"content-length")
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                self.close()
+                raise ValueError(
+                    f"response larger than {limit} bytes (Content-Length {declared!r})"
+                )
             parts = bytearray()
             async for chunk in self.chunks():
                 parts += chunk
@@ -411,6 +432,7 @@ class Http11Pool:
                 continue
             conn.headers, conn.headers_done, conn.complete = [], False, False  # (reset())
             conn.received_any = False
+            conn.head_size = 0
             return conn
         return None
 

@@ -147,7 +147,7 @@ class StdioServer:
             await endpoint.run(chunks)
 
 
-def _claim_stdio() -> tuple[int, int]:
+def claim_stdio() -> tuple[int, int]:
     """Take the protocol pipes off fds 0/1 so nothing else can read or write them."""
     sys.stdout.flush()
     in_fd, out_fd = os.dup(0), os.dup(1)
@@ -162,11 +162,11 @@ async def serve_stdio(
     server: ServedServer, *, claim: bool = True, fds: tuple[int, int] | None = None
 ) -> None:
     """Serve ``server`` on this process's stdin/stdout until stdin closes (``fds``: pipes
-    already taken with :func:`_claim_stdio`)."""
+    already taken with :func:`claim_stdio`)."""
     if fds is not None:
         in_fd, out_fd = fds
     else:
-        in_fd, out_fd = _claim_stdio() if claim else (0, 1)
+        in_fd, out_fd = claim_stdio() if claim else (0, 1)
     await StdioServer(server).serve(in_fd, out_fd)
 
 

@@ -113,3 +113,31 @@ def missing_capability(required: dict[str, Any], what: str = "") -> McpError:
         f"Missing required client capability{detail}",
         {"requiredCapabilities": required},
     )
+
+
+STATE_UNAVAILABLE: Final = -31050
+"""The code of a request that needed the state store (Redis, SQLite) while it could not
+be reached: an implementation-defined server error, answered with HTTP 503 and ``data``
+``{"stateStore": kind}``."""
+
+
+class StateUnavailable(McpError):
+    """The state store (``kind``: ``redis``, ``sqlite``) cannot be reached: a connection
+    refused or lost, a timeout, a database file that cannot be opened.  An expected
+    outage, not a bug: the request that needed the store is answered -31050 with HTTP 503
+    and ``data`` naming the kind of store (never its URL, which may hold a password); the
+    operator learns of it from one log line (``mcpkit.state.watch``), not a traceback per
+    request.  ``outcome`` is what the gateway's audit line says.  Defined here, with the
+    codes, so that every layer (a transport's retry loop too) can tell it apart."""
+
+    outcome = "state_unavailable"
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(
+            STATE_UNAVAILABLE,
+            f"State store unavailable ({kind}): retry later",
+            {"stateStore": kind},
+            http_status=503,
+            http_headers=[(b"retry-after", b"1")],
+        )
+        self.kind = kind

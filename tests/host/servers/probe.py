@@ -2,7 +2,8 @@
 """Test server "probe": an MCP App whose view exercises the host side of the protocol.
 
 ``show_probe(topic)`` has a view that shows its tool input and result, and has buttons for
-``ui/message`` (``#say``) and ``ui/update-model-context`` (``#ctx``).  When the host sends
+``ui/message`` (``#say``), ``ui/update-model-context`` (``#ctx``) and ``ui/open-link``
+(``#link``); ``PROBE_CONNECT`` makes it declare ``connectDomains``.  When the host sends
 ``ui/resource-teardown`` the view calls the app-only tool ``note("teardown")`` *before* it
 answers; ``note`` appends to ``$HOST_TEST_DIR/probe.events``, so a test can see that the
 teardown reached a living view.
@@ -48,7 +49,7 @@ def note(event: str) -> str:
 HTML = """<!doctype html><html><head><meta charset="utf-8"></head><body>
 <div id="input">waiting</div><div id="result"></div><div id="context"></div><div id="theme"></div><div id="caps"></div><div id="events"></div>
 <button id="say">Ask the model</button> <button id="ctx">Set context</button>
-<button id="full">Full screen</button> <button id="log">Log</button> <span id="status"></span><div id="mode"></div>
+<button id="full">Full screen</button> <button id="log">Log</button> <button id="link">Open link</button> <span id="status"></span><div id="mode"></div>
 <script>
 let nextId = 1, topic = ""; const pending = {};
 const send = (msg) => window.parent.postMessage(Object.assign({jsonrpc: "2.0"}, msg), "*");
@@ -88,6 +89,10 @@ document.getElementById("full").addEventListener("click", async () => {
   const answer = await request("ui/request-display-mode", {mode: "fullscreen"});
   status("display mode " + answer.mode);
 });
+document.getElementById("link").addEventListener("click", async () => {
+  try { await request("ui/open-link", {url: "http://127.0.0.1:9/probe-link?topic=" + topic}); status("link opened"); }
+  catch (err) { status("refused: " + err.message); }
+});
 document.getElementById("log").addEventListener("click", () => {
   send({method: "notifications/message", params: {level: "warning", logger: "probe-view", data: "probe says hi"}});
   status("logged");
@@ -100,7 +105,16 @@ request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "probe"
 </script></body></html>"""
 
 
-@server.resource(VIEW, mime_type="text/html;profile=mcp-app", listed=False)
+#: ``PROBE_CONNECT`` (env): origins the view declares in ``connectDomains``, comma-separated.
+CONNECT = [o for o in os.environ.get("PROBE_CONNECT", "").split(",") if o]
+
+
+@server.resource(
+    VIEW,
+    mime_type="text/html;profile=mcp-app",
+    listed=False,
+    meta={"ui": {"csp": {"connectDomains": CONNECT}}} if CONNECT else None,
+)
 def view() -> str:
     return HTML
 

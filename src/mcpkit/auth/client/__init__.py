@@ -18,7 +18,14 @@ from .browser import (
     check_browser_url,
     open_in_browser,
 )
-from .errors import AuthorizationError, DiscoveryError, OAuthError, SsrfBlocked, TokenError
+from .errors import (
+    AuthorizationError,
+    DiscoveryError,
+    OAuthError,
+    SsrfBlocked,
+    TokenError,
+    UntrustedAuthorizationServer,
+)
 from .ssrf import UrlPolicy, check_address, check_url
 from .store import ClientInfo, FileTokenStore, InMemoryTokenStore, TokenSet, TokenStore
 
@@ -42,6 +49,7 @@ __all__ = [
     "TokenExchangeAuth",
     "TokenSet",
     "TokenStore",
+    "UntrustedAuthorizationServer",
     "UrlPolicy",
     "check_address",
     "check_browser_url",

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import httpx
 
-__all__ = ["AuthorizationError", "DiscoveryError", "OAuthError", "SsrfBlocked", "TokenError"]
+__all__ = [
+    "AuthorizationError",
+    "DiscoveryError",
+    "OAuthError",
+    "SsrfBlocked",
+    "TokenError",
+    "UntrustedAuthorizationServer",
+]
 
 
 class OAuthError(Exception):
@@ -26,6 +33,18 @@ class TokenError(OAuthError):
         super().__init__(message)
         self.error = error
         self.status = status
+
+
+class UntrustedAuthorizationServer(DiscoveryError):
+    """The resource's metadata named an authorization server (or that server's metadata a
+    token endpoint) other than the one the client's credentials are pinned to.  Raised
+    before anything is sent there: neither the client's credentials nor a subject token
+    left the client.  ``expected`` and ``found`` are the URLs (never a secret)."""
+
+    def __init__(self, message: str, *, expected: str, found: str) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.found = found
 
 
 class SsrfBlocked(httpx.TransportError):

@@ -509,6 +509,7 @@ class OAuthEngine:
     ) -> Flow[TokenSet]:
         """POST to the token endpoint with client authentication (and a DPoP proof);
         ``issued_type``: the RFC 8693 token type the answer must say it issued."""
+        self.grant.check_destination(as_meta)  # (a pinned grant's secrets go nowhere else)
         url = as_meta.token_endpoint
         for _ in range(2):
             body = dict(form)

@@ -30,7 +30,13 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from ..urls import is_loopback_host
 from .browser import RedirectHandler, check_browser_url
 from .clientauth import choose_auth_method, load_private_key
-from .errors import AuthorizationError, DiscoveryError, SsrfBlocked, TokenError
+from .errors import (
+    AuthorizationError,
+    DiscoveryError,
+    SsrfBlocked,
+    TokenError,
+    UntrustedAuthorizationServer,
+)
 from .flow import Fetch, Flow, GrantContext, OAuthEngine, UserAuthorization, json_body, refused
 from .metadata import AuthServerMetadata
 from .ssrf import check_url
@@ -109,6 +115,10 @@ class Grant:
     def choose_issuer(self, servers: Sequence[str]) -> str:
         return servers[0]
 
+    def check_destination(self, as_meta: AuthServerMetadata) -> None:
+        """Raise before this grant's secrets go to ``as_meta``'s token endpoint, when they
+        must not go there (default: any authorization server the resource names)."""
+
     def existing_client(
         self, engine: OAuthEngine, as_meta: AuthServerMetadata
     ) -> ClientInfo | None:
@@ -124,6 +134,11 @@ def _pkce() -> tuple[str, str]:
     verifier = secrets.token_urlsafe(48)  # 64 characters of [A-Za-z0-9_-]
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
     return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _same_url(a: str, b: str) -> bool:
+    """Whether two issuer URLs are the same one (a trailing slash aside)."""
+    return a.rstrip("/") == b.rstrip("/")
 
 
 def _with_query(url: str, params: Mapping[str, str]) -> str:
@@ -358,13 +373,20 @@ class AuthorizationCodeGrant(Grant):
 class ClientCredentials(TypedDict, total=False):
     """How a machine client authenticates at the token endpoint: ``client_secret`` (basic
     or post, as the AS advertises) or ``private_key`` (``private_key_jwt``; PEM, JWK dict
-    or joserfc key) signed with ``signing_alg``; ``auth_method`` forces one method."""
+    or joserfc key) signed with ``signing_alg``; ``auth_method`` forces one method.
+
+    ``issuer`` pins the authorization server: the credentials (and, when exchanging, the
+    subject token) go to that issuer only, whatever the resource's metadata names, and
+    with ``token_endpoint`` to that endpoint only.  Anything else is refused with
+    :class:`~mcpkit.auth.client.errors.UntrustedAuthorizationServer` before it is sent."""
 
     client_secret: str | None
     private_key: Any
     signing_alg: str | None
     auth_method: str | None
     assertion_audience: str | None
+    issuer: str | None
+    token_endpoint: str | None
 
 
 class ClientCredentialsGrant(Grant):
@@ -383,6 +405,38 @@ class ClientCredentialsGrant(Grant):
         )
         self.auth_method = credentials.get("auth_method")
         self.assertion_audience = credentials.get("assertion_audience")
+        self.issuer = credentials.get("issuer")
+        self.token_endpoint = credentials.get("token_endpoint")
+
+    def choose_issuer(self, servers: Sequence[str]) -> str:
+        if self.issuer is None:
+            return servers[0]
+        for server in servers:
+            if _same_url(server, self.issuer):
+                return server
+        raise UntrustedAuthorizationServer(
+            f"the resource names the authorization server {', '.join(servers)}, not the "
+            f"pinned issuer {self.issuer}; nothing was sent to it",
+            expected=self.issuer,
+            found=", ".join(servers),
+        )
+
+    def check_destination(self, as_meta: AuthServerMetadata) -> None:
+        if self.issuer is not None and not _same_url(as_meta.issuer, self.issuer):
+            raise UntrustedAuthorizationServer(
+                f"the authorization server is {as_meta.issuer}, not the pinned issuer "
+                f"{self.issuer}; nothing was sent to it",
+                expected=self.issuer,
+                found=as_meta.issuer,
+            )
+        endpoint = as_meta.token_endpoint
+        if self.token_endpoint is not None and endpoint != self.token_endpoint:
+            raise UntrustedAuthorizationServer(
+                f"{as_meta.issuer}'s token endpoint is {endpoint}, not the pinned "
+                f"{self.token_endpoint}; nothing was sent to it",
+                expected=self.token_endpoint,
+                found=str(endpoint),
+            )
 
     def _token_request(
         self, ctx: GrantContext, form: dict[str, str], issued_type: str | None = None

@@ -17,8 +17,11 @@ Security, because a local web server is reachable from every page the browser op
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
 from importlib import resources
@@ -35,15 +38,20 @@ from ...protocol.sse import KEEPALIVE_SECONDS
 from ..apps import AppError
 from ..config import ConfigError, parse_server
 from ..connection import ServerUnavailable
+from ..conversations import ConversationStore
 from ..host import Host, ToolCancelled, ToolDenied
-from ..loop import Conversation
+from ..loop import Conversation, sampler_for
 from ..models.base import Model, ModelError
 from ..policy import Permission
+from ..settings import ModelSettings
 from .prompts import WebInteraction
 from .sandbox import Sandbox
 
 __all__ = ["WebHost", "create_app"]
 
+log = logging.getLogger("mcpkit.host.web")
+
+NEW_TITLE = "New conversation"
 _PAGE_HEADERS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
@@ -64,6 +72,10 @@ class WebHost:
     model: Model | None = None
     system: str | None = None
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    #: Where conversations are kept (None: nothing is kept beyond this run's page).
+    store: ConversationStore | None = None
+    #: The model chosen on the page, kept for the next start (None: no settings panel).
+    settings: ModelSettings | None = None
     allowed_hosts: set[str] = field(default_factory=set, init=False)
     sandbox: Sandbox = field(default_factory=Sandbox, init=False)
 
@@ -74,9 +86,62 @@ class WebHost:
             else None
         )
         self._chat_lock = anyio.Lock()
+        #: The conversation the page shows and the model continues.
+        self.current: str | None = None
+        if self.store is not None:
+            kept = self.store.summaries()
+            self.switch(kept[0]["id"] if kept else self.store.create()["id"])
+            self.host.listeners.append(self._host_event)
 
     def _chat_event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "assistant":  # the page draws the model's text as sanitized Markdown
+            data = {**data, "html": render_markdown(str(data.get("text") or ""))}
         self.host.emit("chat", {"kind": kind, **data})
+
+    #: Chat events kept in the transcript (the streamed fragments are not: the final
+    #: ``assistant`` event holds the whole text).
+    KEPT = frozenset({"assistant", "tool_call", "tool_result", "app_message", "error", "user"})
+
+    def _host_event(self, kind: str, data: dict[str, Any]) -> None:
+        """Keep the chat's events, and the consent decisions of the model's calls."""
+        if kind == "chat" and data.get("kind") in self.KEPT:
+            self.keep(data)
+        elif kind == "authorized" and str(data.get("callId") or "").startswith("chat:"):
+            self.keep({"kind": "authorized", **data})
+
+    def keep(self, event: dict[str, Any]) -> None:
+        """Append ``event`` to the current conversation's transcript."""
+        if self.store is not None and self.current is not None:
+            try:
+                self.store.append(self.current, event)
+            except sqlite3.Error as exc:  # the chat goes on; only keeping it failed
+                log.warning("could not keep a chat event: %s", exc)
+
+    def save(self) -> None:
+        """Keep the model's messages of the current conversation."""
+        if self.store is not None and self.current is not None and self.chat is not None:
+            try:
+                self.store.save_messages(self.current, self.chat.messages)
+            except sqlite3.Error as exc:
+                log.warning("could not keep the conversation: %s", exc)
+
+    def use_model(self, model: Model) -> None:
+        """Chat with ``model`` from now on (chosen on the page); the conversation goes on."""
+        messages = list(self.chat.messages) if self.chat is not None else []
+        if self.chat is None and self.store is not None and self.current is not None:
+            messages = self.store.messages(self.current)
+        self.model = model
+        self.chat = Conversation(self.host, model, system=self.system, on_event=self._chat_event)
+        self.chat.messages[:] = messages
+        self.host.sampler = sampler_for(model)
+
+    def switch(self, conversation: str) -> None:
+        """Show and continue ``conversation`` (its model messages are loaded)."""
+        if self.store is None or self.store.get(conversation) is None:
+            raise ValueError(f"no conversation {conversation!r}")
+        self.current = conversation
+        if self.chat is not None:
+            self.chat.messages[:] = self.store.messages(conversation)
 
     def bind(self, port: int, sandbox_port: int) -> None:
         self.allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
@@ -101,6 +166,21 @@ class WebHost:
 
     def url(self, port: int) -> str:
         return f"http://127.0.0.1:{port}/?token={self.token}"
+
+
+@functools.cache
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    # CommonMark with raw HTML off: a tag in the text is shown as text, never parsed;
+    # markdown-it refuses javascript:, vbscript:, file: and non-image data: links.
+    return MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+def render_markdown(text: str) -> str:
+    """The model's text as HTML safe to insert in the page (see :func:`_markdown`)."""
+    html: str = _markdown().render(text)
+    return html
 
 
 def _error(status: int, message: str, **extra: object) -> JSONResponse:
@@ -318,8 +398,22 @@ def create_app(web: WebHost) -> Starlette:
                     await chat.app_message(server, role, text)
                 except Exception as exc:  # shown in the transcript, like a failed send
                     host.emit("chat", {"kind": "error", "text": str(exc)})
+                finally:
+                    web.save()
 
         return JSONResponse({}, background=BackgroundTask(follow_up))
+
+    async def app_open_link(request: Request) -> Response:
+        """``ui/open-link`` from a view: the person is asked, shown the address, and the
+        answer is audited; the page opens it only after a 200."""
+        data = await body(request)
+        url = str(data.get("url") or "")
+        if not url.startswith(("http://", "https://")):
+            raise ValueError("only http(s) links can be opened")
+        server = str(data.get("server"))
+        host.connection(server)  # a known server, or 400
+        await host.authorize_open_link(server, url)
+        return JSONResponse({"url": url})
 
     async def app_context(request: Request) -> Response:
         data = await body(request)
@@ -356,8 +450,92 @@ def create_app(web: WebHost) -> Starlette:
                 await web.chat.use_prompt(
                     str(ref["server"]), str(ref["name"]), ref.get("arguments") or {}
                 )
-            reply = await web.chat.send(str(data.get("text") or ""))
+            text = str(data.get("text") or "")
+            if text:
+                web.keep({"kind": "user", "text": text})
+                title_from(text)
+            try:
+                reply = await web.chat.send(text)
+            finally:
+                web.save()
         return JSONResponse({"reply": reply})
+
+    def title_from(text: str) -> None:
+        """A new conversation is named after its first words."""
+        store, current = web.store, web.current
+        if store is None or current is None:
+            return
+        found = store.get(current)
+        if found is not None and found["title"] == NEW_TITLE:
+            store.rename(current, text if len(text) <= 60 else text[:57] + "...")
+
+    async def get_settings(request: Request) -> Response:
+        settings = web.settings
+        if settings is None:
+            return JSONResponse({"available": False})
+        return JSONResponse(
+            {"available": True, "active": web.model.name if web.model else None}
+            | settings.describe()
+        )
+
+    async def save_settings(request: Request) -> Response:
+        """The model chosen on the page: validated, built (a missing key is a 400), kept,
+        and used from the next message on."""
+        settings = web.settings
+        if settings is None:
+            raise ValueError("model settings are not available in this host")
+        data = await body(request)
+        key = data.pop("apiKey", None)
+        if key is not None and not isinstance(key, str):
+            raise ValueError("apiKey must be a string")
+        model = settings.choose(data, key)
+        async with web._chat_lock:
+            web.use_model(model)
+        return JSONResponse({"ok": True, "model": model.name})
+
+    async def conversations(request: Request) -> Response:
+        store = web.store
+        return JSONResponse(
+            {"current": web.current, "conversations": store.summaries() if store else []}
+        )
+
+    async def current_conversation(request: Request) -> Response:
+        store, current = web.store, web.current
+        found = store.get(current) if store and current else None
+        if store is None or found is None:
+            return JSONResponse({"id": None, "title": None, "events": []})
+        return JSONResponse({**found, "events": store.events(found["id"])})
+
+    async def new_conversation(request: Request) -> Response:
+        store = web.store
+        if store is None:
+            raise ValueError("conversations are not kept in this host")
+        async with web._chat_lock:
+            created = store.create(NEW_TITLE)
+            web.switch(created["id"])
+        return JSONResponse(created)
+
+    async def conversation_action(request: Request) -> Response:
+        store = web.store
+        if store is None:
+            raise ValueError("conversations are not kept in this host")
+        conversation = request.path_params["conversation"]
+        if store.get(conversation) is None:
+            return _error(404, "no such conversation")
+        if request.method == "DELETE":
+            async with web._chat_lock:
+                store.delete(conversation)
+                if web.current == conversation:
+                    kept = store.summaries()
+                    web.switch(kept[0]["id"] if kept else store.create(NEW_TITLE)["id"])
+            return JSONResponse({"ok": True, "current": web.current})
+        if request.url.path.endswith("/rename"):
+            data = await body(request)
+            store.rename(conversation, str(data.get("title") or ""))
+            return JSONResponse({"ok": True})
+        async with web._chat_lock:  # open
+            web.switch(conversation)
+        return JSONResponse({"ok": True, "current": conversation})
 
     async def app_log(request: Request) -> Response:
         data = await body(request)
@@ -402,6 +580,9 @@ def create_app(web: WebHost) -> Starlette:
         "audit": audit,
         "logs": logs,
         "events": events,
+        "conversations": conversations,
+        "settings": get_settings,
+        "conversations/current": current_conversation,
     }
     actions = {
         "servers": add_server,
@@ -415,16 +596,26 @@ def create_app(web: WebHost) -> Starlette:
         "prompts/complete": complete_prompt,
         "apps/open": open_app,
         "apps/message": app_message,
+        "apps/open-link": app_open_link,
         "apps/context": app_context,
         "apps/log": app_log,
         "answer": answer,
         "permissions": permissions,
         "chat": chat,
+        "conversations": new_conversation,
+        "settings": save_settings,
+        "conversations/{conversation}/open": conversation_action,
+        "conversations/{conversation}/rename": conversation_action,
     }
     routes = [
         Route("/", guarded(index)),
         Route("/favicon.ico", no_icon),
         Route("/api/servers/{name}", guarded(server_action), methods=["DELETE"]),
+        Route(
+            "/api/conversations/{conversation}",
+            guarded(conversation_action),
+            methods=["DELETE"],
+        ),
         *(Route(f"/api/{path}", guarded(handler)) for path, handler in reads.items()),
         *(
             Route(f"/api/{path}", guarded(handler), methods=["POST"])

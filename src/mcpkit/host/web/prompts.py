@@ -33,8 +33,18 @@ class WebInteraction(Interaction):
         self.timeout = timeout
         self._ids = itertools.count(1)
         self.pending: dict[str, _Question] = {}
+        self.closed = False
+
+    def close(self) -> None:
+        """The host is stopping: every pending question, and any asked from now on, is
+        answered with nothing (declined)."""
+        self.closed = True
+        for question in list(self.pending.values()):
+            question.done.set()
 
     async def _ask(self, kind: str, data: dict[str, Any]) -> Any:
+        if self.closed:
+            return None
         qid = f"q{next(self._ids)}"
         question = _Question({"id": qid, "kind": kind, **data})
         self.pending[qid] = question

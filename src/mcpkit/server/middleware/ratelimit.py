@@ -5,7 +5,10 @@ A rule has the gateway's shape: a rate (``"10/minute"``, ``"100 per 5 minutes"``
 methods and names (tool, prompt or resource) it applies to as glob patterns, and whether
 each principal gets its own budget (``per="principal"``) or all callers share one
 (``per="global"``).  A refused request is -31029 with ``retryAfter`` (HTTP 429 with
-``Retry-After``).  The counting lives in ``limits``' storage: memory by default, or a
+``Retry-After``).  When a networked storage cannot be reached, a rule fails closed: the
+request is refused with :class:`~mcpkit.state.StateUnavailable` (-31050, HTTP 503),
+unless the rule says ``on_state_error = "allow"`` (it is then skipped until the storage
+answers again).  The counting lives in ``limits``' storage: memory by default, or a
 Redis URL (``storage_url="redis://..."``) so every replica shares the budgets.
 Needs ``pip install 'mcpkit[gateway]'`` (or ``limits`` alone).
 
@@ -16,6 +19,7 @@ counted under the wrong name.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import sniffio
 
+from ...state.base import StateUnavailable
 from ...types.errors import McpError
 from ...types.methods import METHODS
 from . import CallNext, Middleware
@@ -89,7 +94,8 @@ class RateLimit(Middleware):
                 rule = RateRule(rule)
             if rule.per not in ("principal", "global"):
                 raise ValueError("per must be 'principal' or 'global'")
-            named = rule if rule.name else RateRule(**{**rule.__dict__, "name": f"rule{index}"})
+            # (replace() keeps the rule's own class and fields, on_state_error included)
+            named = rule if rule.name else dataclasses.replace(rule, name=f"rule{index}")
             self.rules.append((named, parse(rule.limit)))
         # Memory: the synchronous strategy, a plain call that never blocks, on asyncio and
         # trio alike (limits' async memory storage needs asyncio).  A networked storage:
@@ -103,6 +109,11 @@ class RateLimit(Middleware):
             storage.storage_from_string(storage_url, **options)
         )
         self._async_limiter: Any = None
+        #: What the storage raises when it cannot be reached, and the store's watch.
+        self._unreachable: tuple[type[BaseException], ...] = ()
+        self._watch: Any = None
+        if not self._memory:
+            self._unreachable, self._watch = _storage_failures(storage_url)
         if storage_url.startswith(("redis://", "rediss://")):  # redis-py's asyncio client
             from limits.aio import strategies as aio_strategies
 
@@ -145,23 +156,61 @@ class RateLimit(Middleware):
             ):
                 continue
             key = (rule.name, method, name or "", principal if rule.per == "principal" else "*")
-            if not await self._call("test", item, key):
-                return await self._refusal(rule, item, key)
+            try:
+                if not await self._call("test", item, key):
+                    return await self._refusal(rule, item, key)
+            except StateUnavailable:
+                if _fails_open(rule):
+                    continue
+                raise
             charged.append((rule, item, key))
         for rule, item, key in charged if charge else ():
-            if not await self._call("hit", item, key):
-                return await self._refusal(rule, item, key)
+            try:
+                if not await self._call("hit", item, key):
+                    return await self._refusal(rule, item, key)
+            except StateUnavailable:
+                if not _fails_open(rule):
+                    raise
         return _ALLOWED
 
     async def _call(self, what: str, item: RateLimitItem, key: tuple[str, ...]) -> Any:
         if self._memory:
             return getattr(self._limiter, what)(item, *key)
-        if self._async_limiter is not None and sniffio.current_async_library() == "asyncio":
-            return await getattr(self._async_limiter, what)(item, *key)
-        fn = getattr(self._limiter, what)
-        return await anyio.to_thread.run_sync(lambda: fn(item, *key))
+        try:
+            if self._async_limiter is not None and sniffio.current_async_library() == "asyncio":
+                found = await getattr(self._async_limiter, what)(item, *key)
+            else:
+                fn = getattr(self._limiter, what)
+                found = await anyio.to_thread.run_sync(lambda: fn(item, *key))
+        except self._unreachable as exc:
+            raise self._watch.failed(exc) from None
+        self._watch.answered()
+        return found
 
     async def _refusal(self, rule: RateRule, item: RateLimitItem, key: tuple[str, ...]) -> Verdict:
         stats = await self._call("get_window_stats", item, key)
         retry = max(1, math.ceil(stats.reset_time - time.time()))
         return Verdict(False, rule.name, retry, rule.limit)
+
+
+def _fails_open(rule: RateRule) -> bool:
+    """Whether ``rule`` lets requests through while its storage cannot be reached
+    (``on_state_error = "allow"``); by default it refuses them."""
+    return getattr(rule, "on_state_error", "deny") == "allow"
+
+
+def _storage_failures(storage_url: str) -> tuple[tuple[type[BaseException], ...], Any]:
+    """What ``limits`` raises when its networked storage is unreachable, and the watch of
+    that store (shared with the state backend on the same Redis)."""
+    from limits.errors import StorageError
+
+    from ...state.watch import watch
+
+    unreachable: tuple[type[BaseException], ...] = (StorageError, OSError)
+    scheme = storage_url.split(":", 1)[0].removeprefix("async+")
+    kind = "redis" if scheme in ("redis", "rediss") else scheme
+    if kind == "redis":
+        from ...state.redis import unreachable_errors
+
+        unreachable += unreachable_errors()
+    return unreachable, watch(kind, storage_url)

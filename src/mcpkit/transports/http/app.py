@@ -28,7 +28,7 @@ from ...protocol.sse import KEEPALIVE_SECONDS
 from ...runtime.contracts import ServedServer
 from ...types import jsonrpc
 from ...types.codec import DecodeError, DuplicateKeyError, decode, encode
-from ...types.errors import INVALID_REQUEST, PARSE_ERROR, McpError
+from ...types.errors import INVALID_REQUEST, PARSE_ERROR, McpError, StateUnavailable
 from ...types.versions import LEGACY_VERSIONS, era_of
 from .asgi import (
     BodyTimeout,
@@ -389,6 +389,8 @@ class McpHttpApp:
                         delay = 0.5
                         async for data in messages:
                             self._deliver_forwarded(data)
+                except StateUnavailable:
+                    pass  # an expected outage, logged once by the store's watch
                 except Exception as exc:
                     log.warning("legacy response forwarding interrupted (%s); retrying", exc)
                 await anyio.sleep(delay)

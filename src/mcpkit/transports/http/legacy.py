@@ -27,7 +27,7 @@ from ...runtime.listen import legacy_encoded
 from ...runtime.stepping import on_asyncio
 from ...types import jsonrpc
 from ...types.codec import encode
-from ...types.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
+from ...types.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError, StateUnavailable
 from ...types.versions import LEGACY_VERSIONS
 from .asgi import (
     CancellableExchange,
@@ -123,7 +123,11 @@ async def handle_legacy_post(
         failure = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header")
         await send_error(send, 400, failure, message.get("id"))
         return
-    session = await store.get(session_id)
+    try:
+        session = await store.get(session_id)
+    except StateUnavailable as unavailable:  # (nothing sent yet: answered with the id)
+        await send_error(send, 503, unavailable, message.get("id"), unavailable.http_headers)
+        return
     if session is None or (principal is not None and session.legacy.principal != principal):
         # Another principal's session is answered exactly like an unknown one: a session id
         # is never a credential, and the answer must not confirm that it exists.
@@ -342,7 +346,11 @@ async def _session_or_answer(
         failure = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id")
         await send_error(send, 400, failure)
         return None
-    session = await app.sessions.get(session_id)
+    try:
+        session = await app.sessions.get(session_id)
+    except StateUnavailable as unavailable:
+        await send_error(send, 503, unavailable, None, unavailable.http_headers)
+        return None
     if session is None or (principal is not None and session.legacy.principal != principal):
         await send_error(send, 404, McpError(INVALID_REQUEST, "Session not found"))
         return None

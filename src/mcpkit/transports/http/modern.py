@@ -136,7 +136,7 @@ async def handle_modern(
 
     exchange = ModernExchange(send, headers)
     if method == "subscriptions/listen":
-        await _listen(app, message, exchange.writer, receive)
+        await _listen(app, message, exchange.writer, receive, principal)
         return
     answer: tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None = None
     # Server.runs_inline(tool), spelled out: this is the hot path.
@@ -288,14 +288,19 @@ async def _watch_task(
 
 
 async def _listen(
-    app: McpHttpApp, message: dict[str, Any], writer: ResponseWriter, receive: Receive
+    app: McpHttpApp,
+    message: dict[str, Any],
+    writer: ResponseWriter,
+    receive: Receive,
+    principal: object,
 ) -> None:
     """Hold a listen stream open: acknowledgement first, then matching change events,
     keep-alive comments while idle; ends when the client disconnects or the server stops.
     The stream is this task parked in ``receive()`` and a :class:`StreamSink` the bus
     writes events to (no helper task, buffer or timer of its own)."""
     try:
-        subscription = ServedSubscription(app.server, message["id"], message.get("params") or {})
+        params = message.get("params") or {}
+        subscription = ServedSubscription(app.server, message["id"], params, principal)
     except McpError as err:
         await writer.final(jsonrpc.error(message["id"], err), err.http_status)
         return

@@ -1,0 +1,167 @@
+"""Conversations kept, in real Chromium: the chat is the page's main column, each call a
+card; a reload draws the same transcript again (cards, the model's Markdown, App views
+re-initialized with their input and result) and brings back the question still waiting;
+conversations are listed, renamed, deleted, and outlive the host process (SQLite in
+``$MCPKIT_HOST_DATA``).  Screenshots go to ``test-artifacts/host/``."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hostkit import ARTIFACTS, SERVERS, playwright, web_host
+
+playwright()  # skips the module without Playwright or Chromium
+
+
+def config(folder: Path) -> dict[str, Any]:
+    return {
+        "mcpServers": {
+            "probe": {
+                "command": sys.executable,
+                "args": [str(SERVERS / "probe.py")],
+                "env": {"HOST_TEST_DIR": str(folder)},
+                "tools": {"show_probe": "allow", "note": "allow"},
+            }
+        },
+        "permissions": {"default": "ask"},
+        "model": {
+            "provider": "scripted",
+            "script": [
+                {
+                    "text": "Let me look.",
+                    "tool_calls": [{"name": "probe__show_probe", "arguments": {"topic": "tea"}}],
+                },
+                {"text": "Here is **the probe**, and `code`."},
+                {
+                    "tool_calls": [
+                        {"name": "probe__wait_probe", "arguments": {"topic": "slow", "steps": 4}}
+                    ]
+                },
+                {"text": "Waited."},
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("conversations")
+
+
+@pytest.fixture(scope="module")
+def host_url(folder: Path) -> Iterator[str]:
+    with web_host(config(folder), folder) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def page(probe_page: Any) -> Any:
+    return probe_page
+
+
+def view_of(page: Any, nth: int = 0) -> Any:
+    proxy_el = page.wait_for_selector(f"[data-testid=chat] [data-testid=app-view] >> nth={nth}")
+    return proxy_el.content_frame().wait_for_selector("iframe").content_frame()
+
+
+def test_the_chat_is_the_main_column_with_a_card_per_call(page: Any) -> None:
+    chat, side = page.query_selector("#chat"), page.query_selector("#side")
+    assert chat.bounding_box()["width"] > 2 * side.bounding_box()["width"]
+    page.fill("#chat-input", "Show me the probe.")
+    page.press("#chat-input", "Enter")
+    view = view_of(page)
+    view.wait_for_selector("#result:has-text('probe ready: tea')")
+    card = page.wait_for_selector(
+        "[data-testid=tool-card]:has([data-testid=call-status]:text('done'))"
+    )
+    head = card.inner_text()
+    assert "show_probe" in head and "probe" in head and "allowed by policy" in head
+    assert card.query_selector("[data-testid=call-duration]").inner_text().endswith(("ms", "s"))
+    assert card.query_selector(".card-result").inner_text().strip() == "probe ready: tea"
+    # the view sits under its card, at the chat's width
+    entry = page.query_selector(".msg.app[data-tool='probe:show_probe']")
+    assert entry.evaluate("e => e.previousElementSibling.dataset.testid") == "tool-card"
+    assert entry.bounding_box()["width"] > 0.9 * card.bounding_box()["width"]
+    reply = page.wait_for_selector(".msg.assistant:has-text('Here is')")
+    assert reply.inner_html().count("<strong>the probe</strong>") == 1
+    assert reply.query_selector("code").inner_text() == "code"
+    page.screenshot(path=str(ARTIFACTS / "chat-with-cards.png"))
+    view.evaluate("() => 0")  # the view is alive
+    entry.screenshot(path=str(ARTIFACTS / "app-inline.png"))
+
+
+def test_a_reload_restores_the_transcript_the_views_and_the_pending_question(
+    page: Any,
+) -> None:
+    page.fill("#chat-input", "Wait a little.")
+    page.press("#chat-input", "Enter")
+    page.wait_for_selector(".dialog[data-kind='consent']:has-text('wait_probe')")
+    page.reload()
+    page.wait_for_selector(".msg.user:has-text('Show me the probe.')")
+    view = view_of(page)  # drawn again, and told its input and result again
+    view.wait_for_selector("#result:has-text('probe ready: tea')")
+    assert view.inner_text("#input") == "topic: tea"
+    assert page.query_selector(".msg.assistant strong").inner_text() == "the probe"
+    cards = page.query_selector_all("[data-testid=tool-card]")
+    assert [c.query_selector("[data-testid=call-status]").inner_text() for c in cards] == [
+        "done",
+        "waiting",
+    ]
+    page.wait_for_selector(".dialog[data-kind='consent']:has-text('wait_probe')")  # still asked
+    page.screenshot(path=str(ARTIFACTS / "reload-restores.png"))
+    page.click("#approve")
+    waited = view_of(page, 1)
+    waited.wait_for_selector("#result:has-text('probe waited: slow')")
+    page.wait_for_selector(".msg.assistant:has-text('Waited.')")
+    status = cards[1].query_selector("[data-testid=call-status]")
+    assert status.inner_text() == "done"
+
+
+def test_conversations_are_listed_renamed_deleted_and_kept(
+    page: Any, browser: Any, folder: Path
+) -> None:
+    first = page.wait_for_selector("li.conversation.sel")
+    assert first.query_selector(".conv-title").inner_text() == "Show me the probe."
+    first.query_selector("button.rename").click()
+    page.fill("li.conversation .rename-input", "Probe day")
+    page.press("li.conversation .rename-input", "Enter")
+    page.wait_for_selector("li.conversation.sel:has-text('Probe day')")
+    assert page.inner_text("#chat-title") == "Probe day"
+
+    page.click("#new-conversation")
+    page.wait_for_selector("li.conversation >> nth=1")
+    page.wait_for_function("!document.querySelector('[data-testid=chat] .msg')")
+    page.click("li.conversation:has-text('Probe day') .conv-title")
+    page.wait_for_selector(".msg.user:has-text('Show me the probe.')")
+
+    empty = page.wait_for_selector("li.conversation:has-text('New conversation')")
+    empty.query_selector("button.delete").click()
+    empty.query_selector("button.delete").click()  # "Delete?": the second click deletes
+    page.wait_for_selector("li.conversation:has-text('New conversation')", state="detached")
+    assert len(page.query_selector_all("li.conversation")) == 1
+
+    database = folder / "host-data" / "conversations.db"
+    assert database.stat().st_mode & 0o777 == 0o600
+    assert database.parent.stat().st_mode & 0o777 == 0o700
+    with sqlite3.connect(database) as db:
+        assert db.execute("SELECT title FROM conversations").fetchall() == [("Probe day",)]
+
+
+def test_conversations_outlive_the_host(browser: Any, folder: Path, host_url: str) -> None:
+    """Another host process on the same data directory shows the kept conversation."""
+    other = folder / "second-run"
+    other.mkdir()
+    env = {"MCPKIT_HOST_DATA": str(folder / "host-data")}
+    with web_host(config(other), other, env=env) as url:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(url)
+        page.wait_for_selector("li.conversation.sel:has-text('Probe day')")
+        page.wait_for_selector(".msg.assistant:has-text('Waited.')")
+        view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
+        page.close()

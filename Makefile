@@ -23,6 +23,7 @@ $(VENV)/.docs-installed: $(BIN)/python pyproject.toml
 	touch $@
 
 run: $(VENV)/.run-installed  ## serve the example server over HTTP on 127.0.0.1:$(PORT)
+	@echo "mcpkit is installed in $(BIN)/: in a new shell type $(BIN)/mcpkit, or 'source $(BIN)/activate' first" >&2
 	$(BIN)/mcpkit serve examples/quickstart.py --http --port $(PORT)
 
 # The suite runs on pytest-xdist workers, one test file at a time per worker (a file's tests

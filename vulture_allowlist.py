@@ -107,6 +107,7 @@ rotate  # server.keys: key rotation for operators
 _.disable  # server.visibility
 _.visibility_filter
 _.assert_done  # testing.responder
+_.assert_pass_rate  # testing.evals: an eval report's assertion
 _.stderr_tail  # transports.client_stdio
 _.streaming  # transports.http.stream
 _.runs_inline  # Server.runs_inline: the ServedServer contract (runtime/contracts.py), asked by tests

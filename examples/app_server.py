@@ -118,8 +118,9 @@ request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "dice-v
 """
 
 
-@server.resource(VIEW, mime_type="text/html;profile=mcp-app", listed=False,
-                 meta={"ui": {"prefersBorder": True}})
+@server.resource(
+    VIEW, mime_type="text/html;profile=mcp-app", listed=False, meta={"ui": {"prefersBorder": True}}
+)
 def roller_view() -> str:
     return HTML
 

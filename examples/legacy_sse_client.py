@@ -23,8 +23,10 @@ from mcpkit.client import Client
 async def main(url: str, tool: str | None, arguments: dict[str, object]) -> None:
     async with Client(url) as client:
         kind = type(client.transport).__name__
-        print(f"connected over {kind}: {client.server_info.implementation['name']} "
-              f"({client.era} era, {client.protocol_version})")
+        print(
+            f"connected over {kind}: {client.server_info.implementation['name']} "
+            f"({client.era} era, {client.protocol_version})"
+        )
         for each in await client.list_tools():
             print(f"  tool {each['name']}: {each.get('description', '')}")
         if tool is not None:

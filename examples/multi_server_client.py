@@ -36,8 +36,10 @@ async def main() -> None:
             print("tool:", tool["name"])
         added = await client.call_tool("quickstart__add", {"a": 2, "b": 3})
         print("quickstart__add ->", added.data)
-        print("notes__remember ->",
-              (await client.call_tool("notes__remember", {"text": "milk"}))["content"][0]["text"])
+        print(
+            "notes__remember ->",
+            (await client.call_tool("notes__remember", {"text": "milk"}))["content"][0]["text"],
+        )
         for resource in await client.list_resources():
             print("resource:", resource["uri"])
         note = await client.read_resource("note://quickstart/today")

@@ -50,8 +50,10 @@ def local_endpoint() -> str:
                 for scope in resource.scope_spans:
                     for span in scope.spans:
                         kind = {2: "SERVER", 3: "CLIENT"}.get(span.kind, str(span.kind))
-                        print(f"received span {span.name!r} {kind} "
-                              f"trace={span.trace_id.hex()}", flush=True)
+                        print(
+                            f"received span {span.name!r} {kind} trace={span.trace_id.hex()}",
+                            flush=True,
+                        )
             self.send_response(200)
             self.send_header("content-length", "0")
             self.end_headers()

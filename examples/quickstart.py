@@ -11,6 +11,10 @@ from typing import TypedDict
 from mcpkit import Context, Server
 
 server = Server("quickstart", "1.0.0", instructions="A tiny demo: arithmetic, a greeting, a note.")
+#: An environment variable the server reads, declared so that `mcpkit pack` asks for it.
+greeting = server.setting(
+    "QUICKSTART_GREETING", description="The word greet says before a name", default="Hello"
+)
 
 
 class Sum(TypedDict):
@@ -40,7 +44,7 @@ async def greet(ctx: Context) -> str:
     )
     if answer.get("action") != "accept":
         return "No name, no greeting."
-    return f"Hello, {answer['content']['name']}!"
+    return f"{greeting.value}, {answer['content']['name']}!"
 
 
 @server.resource("note://today", mime_type="text/plain", description="Today's note")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,31 @@ def test_testing_example_runs_under_pytest_with_the_plugin() -> None:
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "9 passed" in out.stdout
+
+
+def test_the_evals_example_runs_under_pytest() -> None:
+    """``examples/test_quickstart_evals.py``: a scripted eval and a catalog budget pass; the
+    real-model eval is skipped without a provider key (and says why)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(EXAMPLES),
+            str(EXAMPLES / "test_quickstart_evals.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=EXAMPLES,
+        env=env,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "2 passed, 1 skipped" in out.stdout
+    assert "set ANTHROPIC_API_KEY or OPENAI_API_KEY" in out.stdout

@@ -12,148 +12,25 @@ Slow (a few virtualenvs); needs the package index that ``pip`` is configured wit
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tarfile
 import tomllib
 import venv
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from installkit import REPO, Env, make_env, pip_install
 
-from support.servers import free_port, kill_group, spawn, wait_http
+from support.servers import free_port
 
-REPO = Path(__file__).resolve().parents[2]
-QUICKSTART = REPO / "examples" / "quickstart.py"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 
 pytestmark = pytest.mark.slow
-
-# --------------------------------------------------------------------------- building
-
-
-@pytest.fixture(scope="session")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The wheel and the sdist, built from this checkout the way a release is."""
-    out = tmp_path_factory.mktemp("dist")
-    built = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    (wheel,) = out.glob("mcpkit-*.whl")
-    (sdist,) = out.glob("mcpkit-*.tar.gz")
-    return {"wheel": wheel, "sdist": sdist}
-
-
-class Env:
-    """A fresh virtualenv with the wheel installed, and a scratch folder outside the repo."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.bin = root / "venv" / "bin"
-        self.work = root / "work"
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.data = root / "data"
-        shutil.copy(QUICKSTART, self.work / "quickstart.py")
-
-    @property
-    def env(self) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
-        }
-        env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
-        env["PYTHONUNBUFFERED"] = "1"
-        env["XDG_DATA_HOME"] = str(self.data)  # where servers keep their state
-        return env
-
-    def run(
-        self, *args: str, stdin: str | None = None, timeout: float = 120
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(self.bin / args[0]), *args[1:]],
-            cwd=self.work,
-            env=self.env,
-            input=stdin,
-            text=True,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-        )
-
-    def mcpkit(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return self.run("mcpkit", *args, stdin=stdin)
-
-    @contextlib.contextmanager
-    def background(self, *args: str, port: int, path: str = "/") -> Iterator[str]:
-        """Start a long-running command of the venv; yield once ``port`` answers HTTP."""
-        log = self.work / f"bg-{port}.log"
-        argv = [str(self.bin / args[0]), *args[1:]]
-        proc = spawn(argv, log, env=self.env, inherit_env=False, cwd=self.work)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            try:
-                wait_http(base + path, proc, log, timeout=60)
-            except RuntimeError as exc:
-                pytest.fail(f"{args}: {exc}")
-            yield base
-        finally:
-            kill_group(proc)
-
-
-def pip_install(env: Env, spec: str) -> None:
-    """Install ``spec`` into ``env``'s venv with this interpreter's pip (``--python``).
-
-    The venvs are made without pip: seeding each one with ``ensurepip`` cost about 3 s of
-    CPU, ten times per run, and proved nothing about the package.  What lands in the venv
-    is the same: the wheel and what it declares, resolved from the configured index."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(env.bin / "python"),
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            spec,
-        ],
-        cwd=env.work,
-        env=env.env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-
-
-def make_env(root: Path, wheel: Path, extra: str = "") -> Env:
-    env = Env(root)
-    venv.EnvBuilder(with_pip=False, clear=True).create(root / "venv")
-    pip_install(env, f"{wheel}[{extra}]" if extra else str(wheel))
-    return env
-
-
-@pytest.fixture(scope="session")
-def base(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Env:
-    return make_env(tmp_path_factory.mktemp("base"), dist["wheel"])
-
 
 # --------------------------------------------------------------------------- metadata
 

@@ -172,10 +172,14 @@ def test_public_names_of_mcpkit_testing() -> None:
     assert set(mcpkit.testing.__all__) == {
         "ERAS",
         "TRANSPORTS",
+        "EvalReport",
         "ScriptedResponder",
+        "assert_catalog_tokens",
         "assert_valid",
         "assert_valid_result",
         "connect",
+        "expect_call",
+        "run_eval",
         "serve_http",
         "target_of",
     }

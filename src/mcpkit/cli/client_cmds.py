@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -204,8 +205,21 @@ def _target(
     return words[0], words[1:]
 
 
+#: ``scheme://`` at the start of a TARGET: a URL, of which only http(s) is served.
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
 def _client(target: str | list[str], args: argparse.Namespace, ui: TerminalUI) -> Client:
     from ..client import Client
+
+    if isinstance(target, str):
+        url = _URL.match(target)
+        if url and url.group(1).lower() not in ("http", "https"):
+            raise UsageError(
+                f"unsupported URL scheme {url.group(1)!r} in {target} "
+                "(give an http(s):// URL, a server file or module, or a command)"
+            )
+    args.resolved_target = target
 
     headers = {}
     for item in args.header:
@@ -257,16 +271,94 @@ def _run(coro_fn: Command, args: argparse.Namespace) -> int:
         print(f"mcpkit {name}: {exc}\nusage: {_COMMANDS[name][1]}", file=sys.stderr)
         return EXIT_USAGE
     except (TransportError, RequestTimeoutError, VersionNegotiationError) as exc:
-        print(f"mcpkit {name}: {exc}", file=sys.stderr)
+        print(f"mcpkit {name}: {_explain(args, exc)}", file=sys.stderr)
         return EXIT_CONNECTION
     except ServerError as exc:
-        print(
-            f"mcpkit {name}: the server answered error {exc.code}: {exc.message}", file=sys.stderr
-        )
-        return EXIT_FAILURE
+        said = f"the server answered error {exc.code}: {exc.message}"
+        explained = _explain(args, exc, said)
+        print(f"mcpkit {name}: {explained}", file=sys.stderr)
+        return EXIT_FAILURE if explained == said else EXIT_CONNECTION  # not an MCP endpoint
     except ClientError as exc:
         print(f"mcpkit {name}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _explain(args: argparse.Namespace, exc: Exception, said: str = "") -> str:
+    """What to print for a failed command: for a URL that is not an MCP endpoint, one
+    line naming what answered instead (and where mcpkit serves, after a 404); for a
+    server file whose import failed, ``mcpkit serve``'s own report; else the error."""
+    target = getattr(args, "resolved_target", None)
+    said = said or str(exc)
+    if isinstance(target, str) and target.lower().startswith(("http://", "https://")):
+        return diagnose_url(target, exc) or said
+    if isinstance(target, str):
+        return _served_file_error(said) or said
+    return said
+
+
+def diagnose_url(url: str, exc: Exception) -> str | None:
+    """One line for an answer that is not MCP, or None when ``exc`` says enough."""
+    from ..client import ServerError
+    from ..transports.client_base import HttpStatusError, ProtocolViolationError
+
+    status = getattr(exc, "http_status", None) or getattr(exc, "status", None)
+    hint = _endpoint_hint(url)
+    if status == 404 and isinstance(exc, (ServerError, HttpStatusError)):
+        return f"no MCP endpoint at {url} (HTTP 404){hint}"
+    if not isinstance(exc, (HttpStatusError, ProtocolViolationError)):
+        return None
+    answer = _probe(url)
+    if answer is None:
+        return None
+    code, content_type = answer
+    return f"{url} is not an MCP endpoint: it answers HTTP {code} with {content_type}{hint}"
+
+
+def _endpoint_hint(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.path.rstrip("/").endswith("/mcp"):
+        return ""
+    suggested = urlunsplit((parts.scheme, parts.netloc, "/mcp", "", ""))
+    return f"; mcpkit servers answer at /mcp: try {suggested}"
+
+
+def _probe(url: str) -> tuple[int, str] | None:
+    """The status and content type a POST of JSON gets from ``url`` (how an MCP client
+    talks), or None when it cannot be asked."""
+    import httpx
+
+    try:
+        answer = httpx.post(
+            url,
+            content=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
+            headers={
+                "content-type": "application/json",
+                "accept": "application/json, text/event-stream",
+            },
+            timeout=5,
+        )
+    except httpx.HTTPError:
+        return None
+    content_type = answer.headers.get("content-type", "no content type").split(";")[0]
+    return answer.status_code, content_type.strip() or "no content type"
+
+
+#: How a stdio client's error quotes the server's stderr, and the line ``mcpkit serve``
+#: writes when the target cannot be loaded.
+_QUOTED = "  | "
+_SERVE_SAID = "mcpkit serve: "
+
+
+def _served_file_error(text: str) -> str | None:
+    """``mcpkit serve``'s own report (its first line and what follows), when the server
+    process we started for a file or module target failed with one; else None."""
+    quoted = [line[len(_QUOTED) :] for line in text.splitlines() if line.startswith(_QUOTED)]
+    for index, line in enumerate(quoted):
+        if line.startswith(_SERVE_SAID):
+            return "\n".join([line[len(_SERVE_SAID) :], *quoted[index + 1 :]])
+    return None
 
 
 def _ui(args: argparse.Namespace) -> TerminalUI:
@@ -371,6 +463,10 @@ async def _call(args: argparse.Namespace) -> int:
         else:
             schema = {}
         arguments.update(parse_pairs(pairs, schema, f"tool {tool_name!r}"))
+        missing = [key for key in schema.get("required") or [] if key not in arguments]
+        if missing:
+            needs = " ".join(f"{key}=..." for key in missing)
+            raise UsageError(f"tool {tool_name!r} needs {needs}")
         try:
             with ui.running():
                 result = await client.call_tool(tool_name, arguments, on_progress=ui.on_progress)

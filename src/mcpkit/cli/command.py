@@ -9,11 +9,47 @@ command (see ``main.build_parser``)."""
 from __future__ import annotations
 
 import argparse
+import shlex
+import shutil
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from pathlib import Path
+from typing import NoReturn, TypeAlias
 
-__all__ = ["Command", "Subcommands", "add_command", "add_list_option", "register"]
+__all__ = [
+    "Command",
+    "Parser",
+    "Subcommands",
+    "add_command",
+    "add_list_option",
+    "mcpkit_command",
+    "register",
+]
+
+
+class Parser(argparse.ArgumentParser):
+    """Every ``mcpkit`` parser: a usage error is ``mcpkit CMD: what is wrong`` then the
+    usage line, exit status 2, the same shape as the errors the commands raise themselves."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}\n{self.format_usage()}")
+
+
+def mcpkit_command() -> str:
+    """How the person reaches this ``mcpkit`` from a new shell: ``mcpkit`` when that name
+    on PATH is this very program; else the path it was started by (``.venv/bin/mcpkit``,
+    as ``make run`` starts it); else ``python -m mcpkit`` with this interpreter."""
+    on_path = shutil.which("mcpkit")
+    script = Path(sys.argv[0])
+    if script.name == "mcpkit":
+        if on_path and Path(on_path).resolve() == script.resolve():
+            return "mcpkit"
+        return shlex.quote(str(script))
+    if on_path and Path(on_path).parent == Path(sys.executable).parent:
+        return "mcpkit"
+    return f"{shlex.quote(sys.executable)} -m mcpkit"
+
 
 #: The ``add_subparsers()`` object each command module adds itself to.
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import shlex
 import shutil
 import sys
@@ -67,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    logging.getLogger("watchfiles.main").addFilter(_quiet_restarts)
     with contextlib.suppress(KeyboardInterrupt):
         # Source and data files only: a log written into the folder (`mcpkit dev demo.py >
         # dev.log`) or the SQLite state must not restart the server in a loop.
@@ -83,6 +85,12 @@ def run(args: argparse.Namespace) -> int:
 
 #: Besides Python files, what a server commonly reads at start-up.
 _WATCHED = (".json", ".toml", ".yaml", ".yml", ".html", ".md", ".sql")
+
+
+def _quiet_restarts(record: logging.LogRecord) -> bool:
+    """Drop watchfiles' "process already dead, exit code: N": it restarts a server that
+    had already exited (its file failed to import), whose own error said so already."""
+    return not record.getMessage().startswith("process already dead")
 
 
 def _changed(changes: set[tuple[object, str]]) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from ..types.extras import require
 from .command import Command, add_list_option
 from .exits import EXIT_OK, EXIT_USAGE
-from .target import TargetError, load_server
+from .target import TargetError, importable_from_cwd, load_server
 
 
 def _config_home() -> Path:
@@ -156,9 +156,7 @@ def build_entry(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     try:
         server = load_server(args.target)
     except TargetError as exc:
-        raise InstallError(f"{args.target}: {exc}") from None
-    except Exception as exc:  # the user's file failed while importing: say so, plainly
-        raise InstallError(f"{args.target} failed to import: {type(exc).__name__}: {exc}") from None
+        raise InstallError(str(exc)) from None
     env: dict[str, str] = {}
     if args.env_file:
         env.update(_read_env_file(args.env_file))
@@ -190,6 +188,7 @@ def _absolute_target(target: str) -> tuple[str, str | None]:
         return str(path.resolve()) + sep + obj, None
     import importlib.util
 
+    importable_from_cwd()
     here = str(Path.cwd())
     try:
         found = importlib.util.find_spec(spec.split(".")[0])

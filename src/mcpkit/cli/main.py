@@ -7,8 +7,19 @@ import os
 import sys
 
 from ..types.extras import MissingExtra
-from . import auth_doctor, client_cmds, dev, gateway, host_cmd, install, serve, worker
-from .command import register
+from . import (
+    auth_doctor,
+    client_cmds,
+    dev,
+    gateway,
+    host_cmd,
+    install,
+    pack,
+    publish,
+    serve,
+    worker,
+)
+from .command import Parser, Subcommands, register
 from .exits import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, EXIT_USAGE
 
 _EXAMPLES = """\
@@ -34,20 +45,20 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="mcpkit",
         description="Model Context Protocol toolkit: serve, call, install.",
         epilog=_EXAMPLES + EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=_version())
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub: Subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     # The order of `mcpkit --help`'s command list; list, call, read, prompt and inspect
     # share their options and come from one table (client_cmds).
     register(sub, serve.COMMAND)
     register(sub, dev.COMMAND)
     client_cmds.add_parsers(sub)
-    for module in (install, gateway, host_cmd, worker, auth_doctor):
+    for module in (install, pack, publish, gateway, host_cmd, worker, auth_doctor):
         register(sub, module.COMMAND)
     return parser
 
@@ -57,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # `mcpkit` alone: what it can do, not an error
+        parser.print_help()
+        return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
     except MissingExtra as exc:

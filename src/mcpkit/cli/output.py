@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 
 def emit_json(value: object, *, sort_keys: bool = False) -> None:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=sort_keys) + "\n"
     sys.stdout.flush()
-    sys.stdout.buffer.write(text.encode("utf-8"))
+    write_all(sys.stdout.buffer, text.encode("utf-8"))
     sys.stdout.buffer.flush()
+
+
+def write_all(out: BinaryIO, data: bytes) -> None:
+    """All of ``data``: under ``python -u`` (PYTHONUNBUFFERED) stdout's binary layer is a
+    raw file whose ``write`` may take only part of a large buffer (a pipe's capacity),
+    and the rest must be written again, not dropped.  A closed reader raises
+    BrokenPipeError here, as for text output."""
+    view = memoryview(data)
+    while view:
+        written = out.write(view)
+        view = view[written if written is not None else len(view) :]
 
 
 def print_listing(server: dict[str, Any], listing: dict[str, Any], dropped: dict[str, str]) -> None:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import socket
 import sys
 from functools import partial
 from typing import Any
 
 from ..server.lifespan import StateStartupError
 from ..types.extras import require
-from .command import Command, add_list_option
+from .command import Command, add_list_option, mcpkit_command
+from .exits import EXIT_CONNECTION, EXIT_USAGE
+from .observability import JsonFormatter, uvicorn_log_config, with_metrics
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
-from .observability import uvicorn_log_config, with_metrics
-from .target import TargetError, load_server
+from .server_card import ServerCardFront, check_card_name, server_card
+from .target import TargetError, UserCodeError, load_server
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,6 +78,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="serve an OAuth authorization server beside the MCP endpoint, users signing in "
         "at the upstream provider the TOML FILE names (needs the 'authserver' extra)",
     )
+    p.add_argument(
+        "--server-card",
+        metavar="NAME",
+        help="serve an MCP Server Card (experimental extension) at PATH/server-card, "
+        "named NAME (reverse DNS: com.example/weather)",
+    )
     # --- OpenAPI import (mcpkit.compose, issue #18) ------------------------------------
     api = p.add_argument_group("OpenAPI import (instead of TARGET)")
     api.add_argument(
@@ -112,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             raise TargetError("give a TARGET (a server file or module) or --openapi SPEC")
     except TargetError as exc:
         print(f"mcpkit serve: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONNECTION if isinstance(exc, UserCodeError) else EXIT_USAGE
     if args.state:
         server.state = args.state
     try:
@@ -187,6 +198,17 @@ def run(args: argparse.Namespace) -> int:
         make_app = partial(McpHttpApp, auth=auth)
     if args.metrics:
         make_app = with_metrics(make_app)
+    if args.server_card:
+        wrong = check_card_name(args.server_card)
+        if wrong:
+            print(f"mcpkit serve: {wrong}", file=sys.stderr)
+            return EXIT_USAGE
+        make_app = _with_card(make_app, server, args)
+    busy = _cannot_listen(args.host, args.port)
+    if busy:
+        print(f"mcpkit serve: {busy}", file=sys.stderr)
+        return EXIT_CONNECTION
+    _announce(args, server.name)
     serve(
         server,
         "http",
@@ -199,9 +221,62 @@ def run(args: argparse.Namespace) -> int:
         allowed_origins=args.allowed_origin,
         log_level=args.log_level,
         make_app=make_app,
+        announce=False,
         **uvicorn_log_config(args),
     )
     return 0
+
+
+def _with_card(make_app: Any, server: Any, args: argparse.Namespace) -> Any:
+    """``make_app`` (None: the plain MCP app) behind the Server Card's front."""
+    from ..transports.http import McpHttpApp
+
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    url = args.auth_audience or f"http://{shown}:{args.port}{args.path}"
+    versions = [
+        *(server.modern_versions if not args.no_modern else ()),
+        *(server.legacy_versions if not args.no_legacy else ()),
+    ]
+    card = server_card(server, args.server_card, url, versions)
+
+    def make(served: Any, options: Any) -> Any:
+        inner = make_app(served, options) if make_app is not None else McpHttpApp(served, options)
+        return ServerCardFront(inner, args.path, card)
+
+    return make
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (taken, or not an address of this machine),
+    or None.  Checked before the banner, so that a busy port is never announced as served;
+    the socket is closed again at once and uvicorn binds its own."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.create_server((host, port), family=family):
+            return None
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        return f"cannot listen on {host}:{port}: {why} (another server there? try --port)"
+
+
+def _announce(args: argparse.Namespace, name: str) -> None:
+    """Where the server is and a command to try, on stderr: two lines of text, or one JSON
+    log record (``message``, ``url``, ``try``) with ``--log-format json``."""
+    from ..transports.launch import banner
+
+    legacy, modern = not args.no_legacy, not args.no_modern
+    where, hint = banner(
+        name, args.host, args.port, args.path, legacy, modern, command=mcpkit_command()
+    )
+    if args.log_format != "json":
+        print(f"{where}\n{hint}", file=sys.stderr, flush=True)
+        return
+    record = logging.makeLogRecord(
+        {"name": "mcpkit.serve", "levelno": logging.INFO, "levelname": "INFO", "msg": where}
+    )
+    record.url = where.split(" at ", 1)[1].split(" ", 1)[0]
+    record.__dict__["try"] = hint.split("try:", 1)[1].strip()
+    print(JsonFormatter().format(record), file=sys.stderr, flush=True)
 
 
 # --- OpenAPI import (mcpkit.compose, issue #18) ----------------------------------------

@@ -5,6 +5,7 @@ from .context import Context
 from .middleware import CallNext, Middleware
 from .registry import ToolError, ToolResult
 from .server import Server
+from .settings import Setting
 
 
 def __getattr__(name: str) -> object:
@@ -26,6 +27,7 @@ __all__ = [
     "Middleware",
     "ResourceLink",
     "Server",
+    "Setting",
     "Text",
     "ToolError",
     "ToolResult",

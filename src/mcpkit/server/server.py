@@ -51,6 +51,7 @@ from .registry import (
     make_resource,
     make_tool,
 )
+from .settings import Setting
 from .visibility import Visibility, VisibilityControls
 
 if TYPE_CHECKING:
@@ -123,6 +124,8 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         self.completer: Completer | None = None
         self.bus = ChangeBus()
         self.extensions: dict[str, dict[str, Any]] = {}
+        #: Environment variables the server reads, by name (:meth:`setting`).
+        self.settings: dict[str, Setting] = {}
         self._init_composition()  # mounts, tool transforms, tool search
         self._keyring = keyring
         self._lifespan = lifespan
@@ -160,6 +163,32 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         self.task_poll_interval_ms = 250
 
     # ------------------------------------------------------------------ registration
+    def setting(
+        self,
+        name: str,
+        *,
+        description: str,
+        secret: bool = False,
+        required: bool | None = None,
+        default: str | None = None,
+        title: str | None = None,
+    ) -> Setting:
+        """Declare the environment variable ``name`` that the server reads; returns it,
+        its ``.value`` read when asked.  ``required`` defaults to "no default given";
+        ``secret`` marks a key or password (a bundle's host masks it)."""
+        if name in self.settings:
+            raise ValueError(f"setting {name!r} is declared twice")
+        declared = Setting(
+            name,
+            description,
+            secret=secret,
+            required=default is None if required is None else required,
+            default=default,
+            title=title,
+        )
+        self.settings[name] = declared
+        return declared
+
     @overload
     def tool(self, fn: F, /, **options: Unpack[ToolOptions]) -> F: ...
     @overload

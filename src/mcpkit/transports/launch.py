@@ -60,20 +60,35 @@ def serve(
     )
     app = make_app(server, options) if make_app is not None else McpHttpApp(server, options)
     if announce:
-        shown = f"[{host}]" if ":" in host else host
-        eras = " and ".join(
-            name
-            for name, on in (("protocol 2026-07-28", modern), ("legacy 2025-11-25", legacy))
-            if on
-        )
         print(
-            f"mcpkit: serving {getattr(server, 'name', '?')!r} at "
-            f"http://{shown}:{port}{path} (Streamable HTTP; {eras})\n"
-            f"  try:  mcpkit list http://{shown}:{port}{path}",
+            "\n".join(banner(getattr(server, "name", "?"), host, port, path, legacy, modern)),
             file=sys.stderr,
             flush=True,
         )
     serve_uvicorn(app, host, port, log_level=log_level, **uvicorn_options)
 
 
-__all__ = ["LOOPBACK", "Transport", "serve"]
+def banner(
+    name: str,
+    host: str,
+    port: int,
+    path: str,
+    legacy: bool = True,
+    modern: bool = True,
+    *,
+    command: str = "mcpkit",
+) -> tuple[str, str]:
+    """The two lines announcing an HTTP server: where it serves, and a command to try
+    (``command``: how the person reaches ``mcpkit`` from their shell)."""
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}{path}"
+    eras = " and ".join(
+        era for era, on in (("protocol 2026-07-28", modern), ("legacy 2025-11-25", legacy)) if on
+    )
+    return (
+        f"mcpkit: serving {name!r} at {url} (Streamable HTTP; {eras})",
+        f"  try:  {command} list {url}",
+    )
+
+
+__all__ = ["LOOPBACK", "Transport", "banner", "serve"]

@@ -18,7 +18,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "fast": ("uvloop", "httptools"),
     "redis": ("redis",),
     "gateway": ("limits", "prometheus_client", "joserfc", "cel"),
-    "host": ("starlette",),
+    "host": ("starlette", "markdown_it", "keyring"),
     "auth": ("joserfc",),
     "authserver": ("joserfc",),
     "cli": ("rich", "watchfiles", "dotenv"),

@@ -52,6 +52,8 @@ __all__ = ["WebHost", "create_app"]
 log = logging.getLogger("mcpkit.host.web")
 
 NEW_TITLE = "New conversation"
+#: The result kept for a call that a previous run of the host left unfinished.
+INTERRUPTED = "Interrupted: the host stopped before this call ended."
 _PAGE_HEADERS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
@@ -89,6 +91,7 @@ class WebHost:
         #: The conversation the page shows and the model continues.
         self.current: str | None = None
         if self.store is not None:
+            self.store.close_interrupted(INTERRUPTED)
             kept = self.store.summaries()
             self.switch(kept[0]["id"] if kept else self.store.create()["id"])
             self.host.listeners.append(self._host_event)

@@ -285,3 +285,19 @@ def test_policy_order_and_rug_pull_detection(tmp_path: Path) -> None:
     )
     line = json.loads((tmp_path / "audit.jsonl").read_text())
     assert line["decision"] == "denied" and "_truncated" in line["arguments"]
+
+
+def test_a_persons_choices_override_the_config_at_each_level() -> None:
+    policy = Policy(
+        Permission.ASK, servers={"s": Permission.ALLOW}, tools={"s__rm": Permission.DENY}
+    )
+    policy.choose_server("s", Permission.DENY)
+    assert policy.permission("s", "s__ls") is Permission.DENY  # over the config's server
+    assert policy.server_permission("s") is Permission.DENY
+    policy.choose_tool("s__rm", Permission.ALLOW)
+    assert policy.permission("s", "s__rm") is Permission.ALLOW  # over the config's tool
+    policy.choose_tool("s__rm", None)  # follows its server: the config's rule set aside
+    policy.choose_server("s", Permission.ASK)
+    assert policy.permission("s", "s__rm") is Permission.ASK
+    policy.set_tool("s__rm", Permission.DENY)  # a config rule applied later loses too
+    assert policy.permission("s", "s__rm") is Permission.ASK

@@ -3,15 +3,18 @@ waiting for the person is declined, the servers are stopped), without a tracebac
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import httpx
-from hostkit import SERVERS, web_host_process
+from hostkit import SERVERS, calls, trusted_env, web_host_process
 
+from support.servers import kill_group, spawn
 from support.waits import eventually
 
 
@@ -64,3 +67,47 @@ def test_sigterm_ends_the_host_with_an_elicitation_pending(tmp_path: Path) -> No
     assert "Traceback" not in log, log
     assert proc.returncode == 0, log
     assert answers, "the pending call got no answer"
+
+
+def test_ctrl_c_ends_the_terminal_host_with_a_question_pending(tmp_path: Path) -> None:
+    """``mcpkit host`` in a terminal, the model's call waiting for the person's yes: Ctrl-C
+    (SIGINT to the foreground process group) ends it without waiting for a line on stdin,
+    which stays open and silent, and without a traceback; its servers stop too."""
+    config = tmp_path / "host.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "alpha": {
+                        "command": sys.executable,
+                        "args": [str(SERVERS / "alpha.py")],
+                        "env": {"HOST_TEST_DIR": str(tmp_path)},
+                    }
+                },
+                "permissions": {"default": "ask"},
+                "model": {
+                    "provider": "scripted",
+                    "script": [{"tool_calls": [{"name": "alpha__add", "arguments": {"a": 1}}]}],
+                },
+            }
+        )
+    )
+    log = tmp_path / "terminal.log"
+    env = {**trusted_env(config, tmp_path), "MCPKIT_HOST_SETTINGS": str(tmp_path / "s.json")}
+    argv = [sys.executable, "-m", "mcpkit.cli.main", "host", "--config", str(config)]
+    proc = spawn(argv, log, env=env, stdin=subprocess.PIPE)
+    try:
+        eventually(lambda: "alpha: ready" in log.read_text(), 30, "alpha ready")
+        assert proc.stdin is not None
+        proc.stdin.write(b"add one\n")
+        proc.stdin.flush()
+        eventually(lambda: "allow? [y]es once" in log.read_text(), 30, "the consent question")
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
+        eventually(lambda: proc.poll() is not None, 30, "the host to exit on Ctrl-C")
+        eventually(lambda: _group_gone(proc.pid), 30, "the servers to stop")
+    finally:
+        kill_group(proc)
+    output = log.read_text(errors="replace")
+    assert "Traceback" not in output, output
+    assert proc.returncode == 0, output
+    assert calls(tmp_path, "alpha") == []  # the call waiting for a yes never ran

@@ -62,6 +62,9 @@ def first_and_second_run(
         page.wait_for_selector("#set-status:has-text('In use: gpt-test')")
         page.wait_for_selector("#model-pill:has-text('gpt-test')")
         assert page.is_hidden("[data-testid=no-model]")
+        # the permissions below follow the server's tools once it is up
+        page.wait_for_selector("[data-testid='perm:tool:alpha__add']")
+        page.query_selector("#detail-pane").screenshot(path=str(ARTIFACTS / "settings-model.png"))
 
         page.fill("#chat-input", "What is the sum?")
         page.press("#chat-input", "Enter")

@@ -50,16 +50,17 @@ def clean(text: object) -> str:
 
 
 class _StdinLines:
-    """Lines typed by the person: ``input()`` at a terminal (line editing), else lines read
-    from file descriptor 0 with ``os.read``, which holds none of ``sys.stdin``'s locks, so
-    a read left waiting in its thread never stops the interpreter from exiting."""
+    """Lines typed by the person: ``input()`` when stdin and stdout are both a terminal
+    (line editing; it reads through the C library then, not ``sys.stdin``), else lines
+    read from file descriptor 0 with ``os.read``.  Neither holds ``sys.stdin``'s lock, so a
+    read left waiting in its thread never stops the interpreter from exiting."""
 
     def __init__(self, out: TextIO = sys.stdout) -> None:
         self.out = out
         self._pending = b""
 
     def __call__(self, prompt: str) -> str:
-        if sys.stdin.isatty():
+        if sys.stdin.isatty() and sys.stdout.isatty():
             return input(prompt)
         self.out.write(prompt)
         self.out.flush()

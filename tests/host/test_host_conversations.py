@@ -204,4 +204,6 @@ def test_a_call_cut_off_by_a_host_restart_is_shown_interrupted(
         assert card.query_selector(".cancel-chat-call") is None
         view = view_of(page)
         view.wait_for_selector("#result:has-text('cancelled: Interrupted: the host stopped')")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "interrupted-call.png"))
         page.close()

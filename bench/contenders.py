@@ -47,7 +47,7 @@ ALL = (OURS, SDK, FASTMCP, FLOOR)
 SECTIONS = ("http", "stdio", "inproc", "import", "rss", "gateway", "coldstart")
 #: Sections run only when named in ``--only`` (bench/variants.py and bench/middleware.py:
 #: mcpkit against itself).
-EXTRA_SECTIONS = ("variants", "middleware", "scale", "memory")
+EXTRA_SECTIONS = ("variants", "middleware", "scale", "memory", "host")
 
 
 # ---------------------------------------------------------------------------- settings

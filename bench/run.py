@@ -43,6 +43,7 @@ from .contenders import (
     install_peers,
     make_settings,
 )
+from .host_page import bench_host
 from .measures import bench_gateway, bench_http, bench_import, bench_inproc, bench_rss
 from .middleware import bench_middleware
 from .record import Run, ratio, table
@@ -121,7 +122,7 @@ def arguments() -> argparse.ArgumentParser:
     ap.add_argument(
         "--only",
         help=f"comma-separated sections of {','.join(SECTIONS + EXTRA_SECTIONS)} "
-        "(variants, middleware, scale, memory: only when named)",
+        "(variants, middleware, scale, memory, host: only when named)",
     )
     ap.add_argument(
         "--ab-base",
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             "middleware": lambda r: bench_middleware(r, args.ab_base),
             "scale": bench_scale,  # bench/scale.py (issue #23)
             "memory": bench_memory,  # bench/stream_memory.py (issue #33)
+            "host": bench_host,  # bench/host_page.py (issue #35)
         }
         with pinned(settings.client_cpu):
             for section, step in steps.items():

@@ -6,6 +6,7 @@ conversations are listed, renamed, deleted, and outlive the host process (SQLite
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -13,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import ARTIFACTS, SERVERS, playwright, web_host
+from hostkit import ARTIFACTS, SERVERS, playwright, web_host, web_host_process
+
+from support.servers import kill_group
 
 playwright()  # skips the module without Playwright or Chromium
 
@@ -164,4 +167,43 @@ def test_conversations_outlive_the_host(browser: Any, folder: Path, host_url: st
         page.wait_for_selector("li.conversation.sel:has-text('Probe day')")
         page.wait_for_selector(".msg.assistant:has-text('Waited.')")
         view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
+        page.close()
+
+
+def test_a_call_cut_off_by_a_host_restart_is_shown_interrupted(
+    browser: Any, tmp_path: Path
+) -> None:
+    """The host dies (SIGKILL) while the model's call runs; the next host's page shows the
+    kept call as interrupted, not waiting, and its view is told the call was cancelled."""
+    slow = config(tmp_path)
+    slow["mcpServers"]["probe"]["tools"]["wait_probe"] = "allow"
+    slow["model"]["script"] = [
+        {"tool_calls": [{"name": "probe__wait_probe", "arguments": {"topic": "cut"}}]}
+    ]
+    with web_host_process(slow, tmp_path) as (process, url):
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(url)
+        page.wait_for_selector("[data-testid='tool:probe:wait_probe']")
+        page.fill("#chat-input", "Wait for ever.")
+        page.press("#chat-input", "Enter")
+        page.wait_for_selector("[data-testid=call-status]:text('running')")
+        kill_group(process, signal.SIGKILL)
+        page.close()
+    again = tmp_path / "again"
+    again.mkdir()
+    env = {"MCPKIT_HOST_DATA": str(tmp_path / "host-data")}
+    with web_host(config(again), again, env=env) as url:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(url)
+        card = page.wait_for_selector("[data-testid=tool-card]:has-text('wait_probe')")
+        status = card.query_selector("[data-testid=call-status]")
+        page.wait_for_function("s => s.textContent === 'interrupted'", arg=status)
+        assert "the host stopped before this call ended" in card.inner_text()
+        assert card.query_selector(".cancel-chat-call") is None
+        view = view_of(page)
+        view.wait_for_selector("#result:has-text('cancelled: Interrupted: the host stopped')")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "interrupted-call.png"))
         page.close()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hostkit import ARTIFACTS, SERVERS, Transcripts, playwright, web_host
+from hostkit import ARTIFACTS, SERVERS, Transcripts, calls, playwright, web_host
 
 from support.servers import ThreadServer
 
@@ -62,6 +62,9 @@ def first_and_second_run(
         page.wait_for_selector("#set-status:has-text('In use: gpt-test')")
         page.wait_for_selector("#model-pill:has-text('gpt-test')")
         assert page.is_hidden("[data-testid=no-model]")
+        # the permissions below follow the server's tools once it is up
+        page.wait_for_selector("[data-testid='perm:tool:alpha__add']")
+        page.query_selector("#detail-pane").screenshot(path=str(ARTIFACTS / "settings-model.png"))
 
         page.fill("#chat-input", "What is the sum?")
         page.press("#chat-input", "Enter")
@@ -94,4 +97,103 @@ def first_and_second_run(
         page.fill("#chat-input", "Again?")
         page.press("#chat-input", "Enter")
         page.wait_for_selector(".msg.assistant:has-text('The sum is 42.') >> nth=1")
+        page.close()
+
+
+CALL = (
+    "(name) => fetch('/api/tools/call', {method: 'POST', headers: {Authorization: 'Bearer ' +"
+    " TOKEN, 'Content-Type': 'application/json'}, body: JSON.stringify({name, arguments:"
+    " {a: 2, b: 3}})}).then(async r => [r.status, await r.json()])"
+)
+POST = (
+    "([path, body]) => fetch(path, {method: 'POST', headers: {Authorization: 'Bearer ' +"
+    " TOKEN, 'Content-Type': 'application/json'}, body: JSON.stringify(body)})"
+    ".then(async r => [r.status, await r.json()])"
+)
+
+
+def choose(page: Any, testid: str, value: str, saved: str) -> None:
+    page.select_option(f"[data-testid='{testid}']", value)
+    page.wait_for_selector(f"#perm-status:has-text('{saved}')")
+
+
+def test_permissions_chosen_on_the_page_apply_at_once_are_kept_and_audited(
+    browser: Any, tmp_path: Path
+) -> None:
+    config = {
+        "mcpServers": {
+            "alpha": {
+                "command": sys.executable,
+                "args": [str(SERVERS / "alpha.py")],
+                "env": {"HOST_TEST_DIR": str(tmp_path)},
+                "tools": {"echo": "allow"},
+            }
+        },
+        "permissions": {"default": "ask"},
+    }
+    with web_host(config, tmp_path) as url:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(url)
+        page.wait_for_selector("[data-testid='tool:alpha:add']")
+        page.click("#open-settings")
+        server = page.wait_for_selector("[data-testid='perm:server:alpha']")
+        assert server.evaluate("s => s.value") == "ask"
+        echo = page.wait_for_selector("[data-testid='perm:tool:alpha__echo']")
+        assert echo.evaluate("s => s.value") == "allow"  # the config file's, shown
+
+        choose(page, "perm:server:alpha", "deny", "alpha: deny")
+        status, answer = page.evaluate(CALL, "alpha__add")
+        assert status == 403 and answer["denied"] is True  # at once, no restart
+        assert calls(tmp_path, "alpha") == []  # never reached the server
+
+        choose(page, "perm:tool:alpha__add", "allow", "alpha / add: allow")
+        status, answer = page.evaluate(CALL, "alpha__add")
+        assert status == 200, answer  # allowed: no question asked
+        assert calls(tmp_path, "alpha") == ["add"]
+        page.click("[data-tab=tools]")
+        page.wait_for_selector("[data-testid='tool:alpha:add'] .badge:text('allow')")
+
+        choose(page, "perm:tool:alpha__add", "", "alpha / add: follows its server")
+        assert page.evaluate(CALL, "alpha__add")[0] == 403
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "settings-permissions.png"))
+        page.query_selector("#detail-pane").screenshot(
+            path=str(ARTIFACTS / "settings-permissions-panel.png")
+        )
+
+        for body, error in [
+            ({"target": "server", "name": "alpha", "permission": "sometimes"}, "not 'sometimes'"),
+            ({"target": "server", "name": "alpha", "permission": None}, "not None"),
+            ({"target": "server", "name": "nope", "permission": "allow"}, "no server named"),
+            ({"target": "tool", "name": "alpha__nope", "permission": "allow"}, "no tool named"),
+            ({"target": "server", "name": "alpha", "permission": "ask", "x": 1}, "'x'"),
+        ]:
+            status, answer = page.evaluate(POST, ["/api/permissions", body])
+            assert status == 400 and error in answer["error"], (body, answer)
+
+        audit = page.evaluate(
+            "fetch('/api/audit', {headers: {Authorization: 'Bearer ' + TOKEN}}).then(r => r.json())"
+        )
+        chosen = [(e["name"], e["decision"], e["by"]) for e in audit if e["kind"] == "permission"]
+        assert chosen == [
+            ("alpha", "deny", "user"),
+            ("alpha__add", "allow", "user"),
+            ("alpha__add", "as its server", "user"),
+        ]
+        page.close()
+
+    saved = json.loads((tmp_path / "host-settings.json").read_text())
+    assert saved == {"permissions": {"servers": {"alpha": "deny"}, "tools": {"alpha__add": None}}}
+
+    # the next start applies the kept choices over the config file's
+    with web_host(config, tmp_path) as url:
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(url)
+        page.wait_for_selector("[data-testid='tool:alpha:add']")
+        page.click("#open-settings")
+        server = page.wait_for_selector("[data-testid='perm:server:alpha']")
+        assert server.evaluate("s => s.value") == "deny"
+        assert page.evaluate(CALL, "alpha__add")[0] == 403
         page.close()

@@ -21,6 +21,7 @@ from mcpkit.host import (
     prepare_app,
 )
 from mcpkit.host.apps import AppError, callable_by_app, tool_ui_uri, visible_to_model
+from mcpkit.host.conversations import ConversationStore
 from mcpkit.host.policy import tool_fingerprint
 from mcpkit.host.tools import ToolIndex, tool_flags
 
@@ -285,3 +286,48 @@ def test_policy_order_and_rug_pull_detection(tmp_path: Path) -> None:
     )
     line = json.loads((tmp_path / "audit.jsonl").read_text())
     assert line["decision"] == "denied" and "_truncated" in line["arguments"]
+
+
+def test_a_persons_choices_override_the_config_at_each_level() -> None:
+    policy = Policy(
+        Permission.ASK, servers={"s": Permission.ALLOW}, tools={"s__rm": Permission.DENY}
+    )
+    policy.choose_server("s", Permission.DENY)
+    assert policy.permission("s", "s__ls") is Permission.DENY  # over the config's server
+    assert policy.server_permission("s") is Permission.DENY
+    policy.choose_tool("s__rm", Permission.ALLOW)
+    assert policy.permission("s", "s__rm") is Permission.ALLOW  # over the config's tool
+    policy.choose_tool("s__rm", None)  # follows its server: the config's rule set aside
+    policy.choose_server("s", Permission.ASK)
+    assert policy.permission("s", "s__rm") is Permission.ASK
+    policy.set_tool("s__rm", Permission.DENY)  # a config rule applied later loses too
+    assert policy.permission("s", "s__rm") is Permission.ASK
+
+
+def test_calls_left_open_by_a_previous_run_are_closed_as_interrupted(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "conversations.db")
+    first, second = store.create()["id"], store.create()["id"]
+    app = {"server": "s", "tool": "view", "uri": "ui://s/v"}
+    for event in (
+        {"kind": "tool_call", "id": "call_1", "name": "s__a", "arguments": {}},
+        {"kind": "tool_result", "id": "call_1", "name": "s__a", "is_error": False},
+        # a later run of a model whose ids start again at call_1, cut off mid-call
+        {"kind": "tool_call", "id": "call_1", "name": "s__view", "arguments": {"x": 1}, "app": app},
+    ):
+        store.append(first, event)
+    store.append(second, {"kind": "tool_call", "id": "c", "name": "s__a", "arguments": {}})
+    store.append(second, {"kind": "tool_result", "id": "c", "name": "s__a", "is_error": False})
+
+    assert store.close_interrupted("cut off") == 1
+    closed = store.events(first)[-1]
+    assert closed == {
+        "kind": "tool_result",
+        "id": "call_1",
+        "name": "s__view",
+        "is_error": True,
+        "interrupted": True,
+        "content": [{"type": "text", "text": "cut off"}],
+        "app": {**app, "arguments": {"x": 1}, "result": None},
+    }
+    assert len(store.events(second)) == 2
+    assert store.close_interrupted("again") == 0  # nothing left open

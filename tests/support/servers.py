@@ -112,9 +112,11 @@ def spawn(
     cwd: Path | None = None,
     append: bool = False,
     inherit_env: bool = True,
+    stdin: int = subprocess.DEVNULL,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` as a user would: in its own process group (so :func:`kill_group`
-    takes its children too), stdin closed, stdout and stderr into ``log``, our environment
+    takes its children too), stdin closed (``stdin=subprocess.PIPE``: a pipe the test
+    writes to, as a person at a terminal would), stdout and stderr into ``log``, our environment
     plus ``env`` (``env`` alone with ``inherit_env=False``: a fresh venv's), in ``cwd``
     (the repository by default).  The one place the suite starts a long-running process;
     the folder kits (``gwkit``, ``relkit``, ``services``, ``clientkit``) build their
@@ -124,7 +126,7 @@ def spawn(
             list(argv),
             cwd=cwd or REPO_ROOT,
             env={**(os.environ if inherit_env else {}), **(env or {})},
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,

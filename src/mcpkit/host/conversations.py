@@ -50,6 +50,21 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("mcpkit", appauthor=False))
 
 
+def _interrupted(call_id: str, call: dict[str, Any], text: str) -> dict[str, Any]:
+    """The ``tool_result`` event of a call its host never finished."""
+    event: dict[str, Any] = {
+        "kind": "tool_result",
+        "id": call_id,
+        "name": call.get("name"),
+        "is_error": True,
+        "interrupted": True,
+        "content": [{"type": "text", "text": text}],
+    }
+    if isinstance(call.get("app"), dict):
+        event["app"] = {**call["app"], "arguments": call.get("arguments"), "result": None}
+    return event
+
+
 @contextlib.contextmanager
 def _private_umask() -> Iterator[None]:
     old = os.umask(0o077)
@@ -137,6 +152,27 @@ class ConversationStore:
             "SELECT event FROM events WHERE conversation = ? ORDER BY seq", (conversation,)
         ).fetchall()
         return [json.loads(row[0]) for row in rows]
+
+    def close_interrupted(self, text: str) -> int:
+        """End every tool call the transcripts left open (a ``tool_call`` event with no
+        ``tool_result`` of the same id after it): the host that ran it stopped, so a
+        ``tool_result`` marked ``interrupted`` is appended, with ``text``.  Call it when a
+        host starts, before any call of its own runs; returns how many were closed."""
+        rows = self._db.execute(
+            "SELECT conversation, event FROM events WHERE json_extract(event, '$.kind') "
+            "IN ('tool_call', 'tool_result') ORDER BY conversation, seq"
+        ).fetchall()
+        open_calls: dict[tuple[str, str], dict[str, Any]] = {}
+        for conversation, raw in rows:
+            event = json.loads(raw)
+            key = (conversation, str(event.get("id")))
+            if event.get("kind") == "tool_call":
+                open_calls[key] = event
+            else:
+                open_calls.pop(key, None)
+        for (conversation, call_id), call in open_calls.items():
+            self.append(conversation, _interrupted(call_id, call, text))
+        return len(open_calls)
 
     def save_messages(self, conversation: str, messages: list[Any]) -> None:
         """The model's messages so far (what it is sent next turn)."""

@@ -3,7 +3,10 @@
 Rules, in the order they are applied to one tool call:
 
 1. A per-tool permission (``server__tool``, or the tool name in that server's config) wins;
-   then the server's; then the host-wide default (``ask`` unless configured).
+   then the server's; then the host-wide default (``ask`` unless configured).  At each
+   level a person's choice (the page's settings, :meth:`Policy.choose_tool` and
+   :meth:`Policy.choose_server`) overrides the config file's; a tool chosen "as its
+   server" drops the tool's own rule, the config file's included.
 2. ``deny`` refuses before anything is sent: the server never sees the call.
 3. ``ask`` runs only after the consent callback approves *this* call.  An approval may be
    remembered, but only for the exact tool definition approved: if the server changes the
@@ -107,6 +110,10 @@ class Policy:
         #: Keyed by namespaced name ``server__tool``.
         self.tools: dict[str, Permission] = dict(tools or {})
         self._remembered: set[tuple[str, str, str]] = set()
+        #: A person's choices, over the config's: by server, and by tool (None: the
+        #: tool follows its server).
+        self.chosen_servers: dict[str, Permission] = {}
+        self.chosen_tools: dict[str, Permission | None] = {}
 
     def set_server(self, server: str, permission: Permission) -> None:
         """Set the permission for every tool of ``server`` that has none of its own."""
@@ -116,11 +123,31 @@ class Policy:
         """Set the permission of one tool, by its namespaced name (``server__tool``)."""
         self.tools[qualified_name] = Permission(permission)
 
+    def choose_server(self, server: str, permission: Permission) -> None:
+        """A person's permission for ``server``'s tools, over the config file's."""
+        self.chosen_servers[server] = Permission(permission)
+
+    def choose_tool(self, qualified_name: str, permission: Permission | None) -> None:
+        """A person's permission for one tool, over the config file's; None: the tool
+        follows its server's permission (its own rule in the config is set aside)."""
+        self.chosen_tools[qualified_name] = None if permission is None else Permission(permission)
+
     def permission(self, server: str, qualified_name: str) -> Permission:
-        """The permission that applies to a tool: its own, else its server's, else the default."""
-        if qualified_name in self.tools:
+        """The permission that applies to a tool: its own, else its server's, else the
+        default (a person's choice first at each level)."""
+        if qualified_name in self.chosen_tools:
+            chosen = self.chosen_tools[qualified_name]
+            if chosen is not None:
+                return chosen
+        elif qualified_name in self.tools:
             return self.tools[qualified_name]
+        if server in self.chosen_servers:
+            return self.chosen_servers[server]
         return self.servers.get(server, self.default)
+
+    def server_permission(self, server: str) -> Permission:
+        """The permission ``server``'s tools get when they have none of their own."""
+        return self.chosen_servers.get(server, self.servers.get(server, self.default))
 
     def remember(self, server: str, tool: str, fingerprint: str) -> None:
         """Approve this exact tool definition (by fingerprint) for the rest of the run."""
@@ -141,7 +168,7 @@ class AuditEntry:
     server launch), on which server, with whose approval and with what outcome."""
 
     time: float
-    kind: str  # tool | elicitation | sampling | roots | server
+    kind: str  # tool | elicitation | sampling | roots | server | permission
     server: str
     name: str
     origin: str

@@ -1,12 +1,15 @@
-"""The model chosen on the page, and its API key, kept for the next start.
+"""What a person chooses on the page's settings, kept for the next start: the model and
+its API key, and permissions per server and per tool.
 
-The choice (provider, model name, base URL, the scripted model's steps) is a small JSON
-file, ``$MCPKIT_HOST_SETTINGS`` or ``$XDG_CONFIG_HOME/mcpkit/host-settings.json``, written
-0600.  The key never goes there: it is kept in the operating system's keyring (the
-``keyring`` library: macOS Keychain, Windows Credential Locker, the Secret Service on
-Linux) when one works, else in a file of its own next to the settings, 0600
-(``host-keys.json``).  ``MCPKIT_KEYRING=off`` skips the keyring.  A model named in the host
-config file (or on the command line) takes precedence over these settings.
+The choices (provider, model name, base URL, the scripted model's steps; ``permissions``
+by server and by tool) are a small JSON file, ``$MCPKIT_HOST_SETTINGS`` or
+``$XDG_CONFIG_HOME/mcpkit/host-settings.json``, written 0600.  The key never goes there:
+it is kept in the operating system's keyring (the ``keyring`` library: macOS Keychain,
+Windows Credential Locker, the Secret Service on Linux) when one works, else in a file of
+its own next to the settings, 0600 (``host-keys.json``).  ``MCPKIT_KEYRING=off`` skips the
+keyring.  A model named in the host config file (or on the command line) takes precedence
+over these settings; a permission chosen here takes precedence over the config file's
+(see :mod:`.policy`).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from typing import Any
 
 from .config import ConfigError, ModelConfig, parse_config, user_file
 from .models.base import Model
+from .policy import Permission, Policy
 
-__all__ = ["KeyStore", "ModelSettings", "build_model"]
+__all__ = ["KeyStore", "ModelSettings", "PermissionSettings", "build_model"]
 
 log = logging.getLogger("mcpkit.host.settings")
 
@@ -132,11 +136,65 @@ class ModelSettings:
         model = build_model(config, api_key or self.keys.get(config.provider))
         if api_key:
             self.keys.set(config.provider, api_key)
-        _write_private(self.path, {"model": chosen})
+        _write_private(self.path, {**_read(self.path), "model": chosen})
         return model
 
     def build(self, config: ModelConfig) -> Model:
         return build_model(config, self.keys.get(config.provider))
+
+
+class PermissionSettings:
+    """Permissions chosen on the page, by server and by tool (``server__tool``; None: the
+    tool follows its server), kept in the settings file next to the model."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or user_file("MCPKIT_HOST_SETTINGS", "host-settings.json")
+
+    def load(self) -> tuple[dict[str, Permission], dict[str, Permission | None]]:
+        """(servers, tools) as saved; an entry that is not a permission is left out, with a
+        warning naming it."""
+        raw = _read(self.path).get("permissions")
+        saved = raw if isinstance(raw, dict) else {}
+        servers, tools = saved.get("servers"), saved.get("tools")
+        return (
+            {
+                k: p
+                for k, p in _permissions(servers, "servers", self.path).items()
+                if isinstance(p, Permission)
+            },
+            _permissions(tools, "tools", self.path),
+        )
+
+    def apply(self, policy: Policy) -> None:
+        """Put the saved choices into ``policy`` (over the config file's permissions)."""
+        servers, tools = self.load()
+        for server, permission in servers.items():
+            policy.choose_server(server, permission)
+        for tool, chosen in tools.items():
+            policy.choose_tool(tool, chosen)
+
+    def save(self, target: str, name: str, permission: Permission | None) -> None:
+        """Keep one choice: ``target`` is ``server`` or ``tool``."""
+        data = _read(self.path)
+        kept = data.get("permissions")
+        saved: dict[str, Any] = kept if isinstance(kept, dict) else {}
+        section = dict(saved.get(f"{target}s") or {})
+        section[name] = None if permission is None else str(permission)
+        _write_private(self.path, {**data, "permissions": {**saved, f"{target}s": section}})
+
+
+def _permissions(raw: Any, section: str, path: Path) -> dict[str, Permission | None]:
+    """A saved ``permissions.servers`` or ``.tools`` map; bad entries left out, named."""
+    found: dict[str, Permission | None] = {}
+    for name, value in (raw if isinstance(raw, dict) else {}).items():
+        if value is None and section == "tools":
+            found[str(name)] = None
+            continue
+        try:
+            found[str(name)] = Permission(str(value))
+        except ValueError:
+            log.warning("ignoring the saved permission %s.%s (%s): %r", section, name, path, value)
+    return found
 
 
 def build_model(config: ModelConfig, api_key: str | None) -> Model:

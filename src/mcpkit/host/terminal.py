@@ -8,13 +8,19 @@ escaped, so a tool description cannot move the cursor or recolour the prompt.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shlex
 import sys
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from ..auth.client import TokenStore
 from .config import HostConfig
@@ -43,6 +49,41 @@ def clean(text: object) -> str:
     )
 
 
+class _StdinLines:
+    """Lines typed by the person: ``input()`` when stdin and stdout are both a terminal
+    (line editing; it reads through the C library then, not ``sys.stdin``), else lines
+    read from file descriptor 0 with ``os.read``.  Neither holds ``sys.stdin``'s lock, so a
+    read left waiting in its thread never stops the interpreter from exiting."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+        self._pending = b""
+
+    def __call__(self, prompt: str) -> str:
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            return input(prompt)
+        self.out.write(prompt)
+        self.out.flush()
+        while b"\n" not in self._pending:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                rest, self._pending = self._pending, b""
+                if rest:
+                    return rest.decode(errors="replace")
+                raise EOFError
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode(errors="replace")
+
+
+@dataclass
+class _Line:
+    """What one read of stdin gave: a line, None at end of input, or an error."""
+
+    text: str | None = None
+    error: BaseException | None = None
+
+
 class TerminalInteraction(Interaction):
     def __init__(self, read: Callable[[str], str], out: TextIO) -> None:
         self._read = read
@@ -59,10 +100,27 @@ class TerminalInteraction(Interaction):
         return "" if line is None else line
 
     async def read_line(self, prompt: str) -> str | None:
-        try:
-            return (await anyio.to_thread.run_sync(self._read, prompt)).strip()
-        except EOFError:
-            return None
+        """A line from the person (None at end of input).  The blocking read runs in a
+        daemon thread of its own: a cancelled read (Ctrl-C, the host stopping) returns at
+        once and the process can exit, without a line ever arriving on stdin."""
+        done, got = anyio.Event(), _Line()
+        token = anyio.lowlevel.current_token()
+
+        def read() -> None:
+            try:
+                got.text = self._read(prompt)
+            except EOFError:
+                got.text = None
+            except BaseException as exc:  # handed to the waiting task
+                got.error = exc
+            with contextlib.suppress(RuntimeError):  # the event loop is already gone
+                anyio.from_thread.run_sync(done.set, token=token)
+
+        threading.Thread(target=read, name="mcpkit-host-stdin", daemon=True).start()
+        await done.wait()
+        if got.error is not None:
+            raise got.error
+        return None if got.text is None else got.text.strip()
 
     async def consent(self, request: ConsentRequest) -> ConsentDecision:
         who = {"model": "The model", "app": "An app", "user": "You"}.get(
@@ -235,12 +293,12 @@ async def run_terminal(
     config: HostConfig,
     *,
     model: Model | None = None,
-    read: Callable[[str], str] = input,
+    read: Callable[[str], str] | None = None,
     out: TextIO = sys.stdout,
     trust: TrustStore | None = None,
     token_store: TokenStore | None = None,
 ) -> None:
-    ui = TerminalInteraction(read, out)
+    ui = TerminalInteraction(read or _StdinLines(out), out)
     host = Host(
         config,
         interaction=ui,

@@ -19,7 +19,7 @@ from ..conversations import ConversationStore
 from ..host import Host
 from ..loop import sampler_for
 from ..models.base import Model, ModelError
-from ..settings import ModelSettings
+from ..settings import ModelSettings, PermissionSettings
 from ..trust import TrustStore
 from .app import WebHost, create_app
 from .prompts import WebInteraction
@@ -66,6 +66,8 @@ async def run_web(
         wait=False,
     )  # a log-in may need the page
     settings = ModelSettings()
+    permissions = PermissionSettings(settings.path)
+    permissions.apply(host.policy)
     if model is None and config.model is None:
         model = _saved_model(settings)
         if model is not None:
@@ -77,6 +79,7 @@ async def run_web(
         system=config.model.system if config.model else None,
         store=_open_store(),
         settings=settings,
+        permissions=permissions,
     )
     sock, sandbox_sock = _listen(port), _listen(sandbox_port)
     bound = sock.getsockname()[1]

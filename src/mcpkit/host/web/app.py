@@ -43,7 +43,7 @@ from ..host import Host, ToolCancelled, ToolDenied
 from ..loop import Conversation, sampler_for
 from ..models.base import Model, ModelError
 from ..policy import Permission
-from ..settings import ModelSettings
+from ..settings import ModelSettings, PermissionSettings
 from .prompts import WebInteraction
 from .sandbox import Sandbox
 
@@ -52,6 +52,8 @@ __all__ = ["WebHost", "create_app"]
 log = logging.getLogger("mcpkit.host.web")
 
 NEW_TITLE = "New conversation"
+#: The result kept for a call that a previous run of the host left unfinished.
+INTERRUPTED = "Interrupted: the host stopped before this call ended."
 _PAGE_HEADERS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
@@ -76,6 +78,8 @@ class WebHost:
     store: ConversationStore | None = None
     #: The model chosen on the page, kept for the next start (None: no settings panel).
     settings: ModelSettings | None = None
+    #: Permissions chosen on the page, kept for the next start (None: not kept).
+    permissions: PermissionSettings | None = None
     allowed_hosts: set[str] = field(default_factory=set, init=False)
     sandbox: Sandbox = field(default_factory=Sandbox, init=False)
 
@@ -89,6 +93,7 @@ class WebHost:
         #: The conversation the page shows and the model continues.
         self.current: str | None = None
         if self.store is not None:
+            self.store.close_interrupted(INTERRUPTED)
             kept = self.store.summaries()
             self.switch(kept[0]["id"] if kept else self.store.create()["id"])
             self.host.listeners.append(self._host_event)
@@ -183,6 +188,28 @@ def render_markdown(text: str) -> str:
     return html
 
 
+_CHOICE_KEYS = frozenset({"target", "name", "permission"})
+
+
+def _permission_choice(data: dict[str, Any]) -> tuple[str, str, Permission | None]:
+    """(target, name, permission) of a permission chosen on the page; anything else
+    (an unknown key, another target, a value that is not a permission) is a ValueError
+    naming it."""
+    unknown = sorted(set(data) - _CHOICE_KEYS)
+    if unknown:
+        raise ValueError(f"unknown permission setting {unknown[0]!r}")
+    target, name, raw = data.get("target"), data.get("name"), data.get("permission")
+    if target not in ("server", "tool"):
+        raise ValueError("target must be 'server' or 'tool'")
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a server's or a tool's name")
+    if raw is None and target == "tool":
+        return target, name, None
+    if raw not in set(Permission):
+        raise ValueError(f"permission must be allow, ask or deny, not {raw!r}")
+    return target, name, Permission(str(raw))
+
+
 def _error(status: int, message: str, **extra: object) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
@@ -242,11 +269,7 @@ def create_app(web: WebHost) -> Starlette:
                 ],
                 "model": web.model.name if web.model else None,
                 "prompts": web.interaction.questions(),
-                "permissions": {
-                    "default": host.policy.default,
-                    "servers": host.policy.servers,
-                    "tools": host.policy.tools,
-                },
+                "permissions": policy_state(),
             }
         )
 
@@ -286,6 +309,7 @@ def create_app(web: WebHost) -> Starlette:
                     "uiResourceUri": t.ui_resource_uri,
                     "forModel": t.for_model,
                     "permission": host.policy.permission(t.server, t.qualified_name),
+                    "serverPermission": host.policy.server_permission(t.server),
                 }
                 for t in listed
             ]
@@ -429,13 +453,46 @@ def create_app(web: WebHost) -> Starlette:
         return JSONResponse({"ok": ok}, status_code=200 if ok else 404)
 
     async def permissions(request: Request) -> Response:
+        """A permission chosen on the page: ``{"target": "server" | "tool", "name",
+        "permission": "allow" | "ask" | "deny"}`` (a tool's may be null: it follows its
+        server).  Applied to the host's policy at once, kept for the next start, audited."""
         data = await body(request)
-        permission = Permission(str(data.get("permission")))
-        if data.get("target") == "server":
-            host.policy.set_server(str(data["name"]), permission)
+        target, name, permission = _permission_choice(data)
+        if target == "server":
+            if name not in host.servers and name not in host.untrusted:
+                raise ValueError(f"no server named {name!r}")
+            assert permission is not None  # _permission_choice: a server's is never null
+            host.policy.choose_server(name, permission)
+            server = name
         else:
-            host.policy.set_tool(str(data["name"]), permission)
-        return JSONResponse({"ok": True})
+            tool = host.tool(name)
+            if tool is None:
+                raise ValueError(f"no tool named {name!r} (see /api/tools)")
+            host.policy.choose_tool(name, permission)
+            server = tool.server
+        if web.permissions is not None:
+            web.permissions.save(target, name, permission)
+        host.audit.record(
+            "permission",
+            server,
+            name,
+            origin="user",
+            decision=str(permission or "as its server"),
+            by="user",
+        )
+        return JSONResponse({"ok": True, "permissions": policy_state()})
+
+    def policy_state() -> dict[str, Any]:
+        """The permissions as the page shows them: the default, the config file's and the
+        person's choices, by server and by tool."""
+        policy = host.policy
+        return {
+            "default": policy.default,
+            "servers": policy.servers,
+            "tools": policy.tools,
+            "chosenServers": policy.chosen_servers,
+            "chosenTools": policy.chosen_tools,
+        }
 
     async def chat(request: Request) -> Response:
         if web.chat is None:

@@ -23,8 +23,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Unpack, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast, overload
 
 from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, expected_param_headers
 from ..protocol.headers import header_params as parse_header_params
@@ -35,7 +35,7 @@ from ..types.unset import UNSET, Unset
 from ..types.versions import Era
 from . import callbacks as cb
 from .cache import ResultCache
-from .callbacks import Callbacks, ProgressCallback
+from .callbacks import Callbacks, ProgressCallback, call_maybe_async
 from .errors import (
     ClientError,
     ConnectError,
@@ -62,7 +62,7 @@ from .mrtr import continue_with_input
 from .options import ClientOptions, ClientSettings, legacy_sse_fallback, transport_for
 from .session import RequestOptions, Session
 from .tasks import Task, TaskStatusCallback
-from .typed import tool_result
+from .typed import tool_result, typed_result
 
 if TYPE_CHECKING:
     from .group import ClientGroup
@@ -70,6 +70,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpkit.client")
 
 _MAX_PAGES = 1000
+T = TypeVar("T")
+#: A handler of one notification method (``Client.on_notification``): gets its params.
+MethodNotificationHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
 
 
 class Client(InboundHandling):
@@ -108,6 +111,7 @@ class Client(InboundHandling):
         #: Tools left out of ``list_tools`` because of invalid ``x-mcp-header``s, and why.
         self.dropped_tools: dict[str, str] = {}
         self._legacy_listeners: set[Subscription] = set()
+        self._notification_handlers: dict[str, list[MethodNotificationHandler]] = {}
         self._stack: contextlib.AsyncExitStack | None = None
 
     @classmethod
@@ -204,14 +208,63 @@ class Client(InboundHandling):
         return self.session.capabilities()
 
     # ------------------------------------------------------------------ generic
+    @overload
     async def request(
-        self, method: str, params: dict[str, Any] | None = None, **options: Unpack[RequestOptions]
-    ) -> dict[str, Any]:
-        """Any request, raw (no MRTR loop, no cache): the escape hatch.  The options are
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        result_type: None = None,
+        **options: Unpack[RequestOptions],
+    ) -> dict[str, Any]: ...
+    @overload
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        result_type: type[T],
+        **options: Unpack[RequestOptions],
+    ) -> T: ...
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        result_type: type[Any] | None = None,
+        **options: Unpack[RequestOptions],
+    ) -> Any:
+        """Any request, raw (no MRTR loop, no cache): an extension's custom method, or the
+        escape hatch for a built-in one.  ``result_type`` (a TypedDict, dataclass or
+        pydantic model) validates the result into that type (:class:`InvalidResultError`
+        otherwise); without it the result is the plain JSON object.  The options are
         :class:`~mcpkit.client.session.RequestOptions`; ``headers`` are extra HTTP headers
         (e.g. ``Mcp-Param-*`` a proxy computed itself)."""
         with error_boundary():
-            return await self.session.request(method, params, **options)
+            wire = await self.session.request(
+                method, None if params is None else dict(params), **options
+            )
+        return wire if result_type is None else typed_result(method, wire, result_type)
+
+    def on_notification(self, method: str, handler: MethodNotificationHandler | None = None) -> Any:
+        """Call ``handler(params)`` for each notification ``method`` the server sends (an
+        extension's, or a built-in one), besides the ``on_notification=`` callback.  Use it
+        as a call or as a decorator (``@client.on_notification("com.example/x/changed")``)."""
+
+        def register(fn: MethodNotificationHandler) -> MethodNotificationHandler:
+            self._notification_handlers.setdefault(method, []).append(fn)
+            return fn
+
+        return register if handler is None else register(handler)
+
+    async def _on_notification(self, message: dict[str, Any]) -> None:
+        await super()._on_notification(message)
+        for handler in self._notification_handlers.get(message["method"], ()):
+            params = message.get("params")
+            try:
+                await call_maybe_async(handler, params if isinstance(params, dict) else {})
+            except Exception:  # a handler's bug must not break the connection
+                log.exception("notification handler for %s failed", message["method"])
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification to the server (no answer comes back)."""

@@ -23,7 +23,7 @@ from ..runtime.exchange import NULL_EXCHANGE, Exchange
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
-from ..types.methods import METHODS
+from ..types.methods import METHODS, MethodSpec, lookup
 from ..types.versions import (
     LEGACY_VERSIONS,
     META_SERVER_INFO,
@@ -34,6 +34,7 @@ from ..types.versions import (
 from . import handlers
 from .composition import Composition
 from .context import Context
+from .extensions import MethodEntry, check_extension_id, declared, make_method, notification_step
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
 from .notices import ChangeNotices
@@ -122,7 +123,13 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         self.prompts: dict[str, PromptEntry] = {}
         self.completer: Completer | None = None
         self.bus = ChangeBus()
+        #: Declared extensions and their settings (``capabilities.extensions``), besides
+        #: those the registered custom methods belong to.
         self.extensions: dict[str, dict[str, Any]] = {}
+        #: Custom requests and client notifications (``@server.method``,
+        #: ``@server.notification_handler``), and their rows of the method table.
+        self.custom_methods: dict[str, MethodEntry] = {}
+        self.custom_specs: dict[str, MethodSpec] = {}
         self._init_composition()  # mounts, tool transforms, tool search
         self._keyring = keyring
         self._lifespan = lifespan
@@ -290,6 +297,53 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         self.completer = fn
         return fn
 
+    # ------------------------------------------------------------------ extensions
+    def extension(self, identifier: str, settings: Mapping[str, Any] | None = None) -> None:
+        """Declare the extension ``identifier`` (``com.example/notes``) with its settings
+        object under ``capabilities.extensions``; methods registered for it declare it
+        with ``{}`` on their own."""
+        self.extensions[check_extension_id(identifier)] = dict(settings or {})
+
+    def method(self, name: str, *, extension: str | None = None) -> Callable[[F], F]:
+        """Register ``fn`` as the custom request ``name`` of an extension (default: the
+        name's first two segments, ``com.example/notes/search`` -> ``com.example/notes``).
+
+        Its params are the function's parameters, checked against their type hints
+        (-32602 on a mismatch); a parameter annotated ``Context`` receives the request
+        context.  Its result is the returned dict, TypedDict, dataclass or pydantic model
+        (None: ``{}``).  Middleware wraps it like any method (``on_request``)."""
+
+        def register(func: F) -> F:
+            self._add_custom(make_method(func, Context, name, extension, notification=False))
+            return func
+
+        return register
+
+    def notification_handler(self, name: str, *, extension: str | None = None) -> Callable[[F], F]:
+        """Register ``fn`` for the custom notification ``name`` sent by clients (params as
+        for :meth:`method`; its return value is ignored).  Middleware sees it through
+        ``on_notification``; a failure is logged, never answered."""
+
+        def register(func: F) -> F:
+            self._add_custom(make_method(func, Context, name, extension, notification=True))
+            return func
+
+        return register
+
+    def _add_custom(self, entry: MethodEntry) -> None:
+        self._check_duplicate("method", entry.name, entry.name in self.custom_methods)
+        self.custom_methods[entry.name] = entry
+        self.custom_specs[entry.name] = entry.spec
+        if entry.spec.kind == "request":
+            self._handlers[entry.name] = entry.call
+        else:
+            self._handlers.pop(entry.name, None)
+        self._chains = build_chains(self._handlers, self.middleware)
+
+    def method_spec(self, method: str) -> MethodSpec | None:
+        """The method table's row for ``method``: built-in, or registered by an extension."""
+        return lookup(method, self.custom_specs)
+
     # ------------------------------------------------------------------ middleware
     def add_middleware(self, middleware: Middleware) -> None:
         """Add ``middleware`` as the innermost layer (after those already added)."""
@@ -327,12 +381,11 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if self.completer is not None:
             caps["completions"] = {}
-        if era == "modern":
-            extensions = dict(self.extensions)
-            if any(t.task_support != "forbidden" for t in self.tools.values()):
-                extensions[TASKS_EXTENSION] = {}
-            if extensions:
-                caps["extensions"] = extensions
+        extensions = declared(self.extensions, self.custom_methods)
+        if era == "modern" and any(t.task_support != "forbidden" for t in self.tools.values()):
+            extensions[TASKS_EXTENSION] = {}
+        if extensions:
+            caps["extensions"] = extensions
         if self.mounts:
             from .mount import merge_capabilities
 
@@ -379,7 +432,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         method: str = message["method"]
         if local is None:
             handler = self._chains.get(method)
-            spec = METHODS.get(method)
+            spec = METHODS.get(method) or self.custom_specs.get(method)
             if handler is None or spec is None or meta.era not in spec.eras:
                 raise method_not_found(method)
             if spec.capability is not None and not self.has_capability(spec.capability):
@@ -443,8 +496,12 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     ) -> None:
         """A notification from the client, through the middleware's ``on_notification``
         (transports call this after their own handling, e.g. of cancellation).  Nothing
-        is answered, so a failing hook is logged, never sent."""
-        if not self.middleware:
+        is answered, so a failing hook is logged, never sent.  A custom notification
+        (``@server.notification_handler``) runs its handler inside that chain."""
+        custom = self.custom_methods.get(message["method"])
+        if custom is not None and custom.spec.kind != "notification":
+            custom = None
+        if not self.middleware and custom is None:
             return
         params = message.get("params")
         if not isinstance(params, dict):
@@ -463,11 +520,12 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             session=session,
             principal=principal,
         )
-        chain = wrap(_nothing, ctx.method, self.middleware)
+        innermost = _nothing if custom is None else notification_step(custom)
+        chain = wrap(innermost, ctx.method, self.middleware, notification=True)
         try:
             await chain(ctx)
         except Exception:
-            log.exception("middleware failed on notification %s", ctx.method)
+            log.exception("handling notification %s failed", ctx.method)
 
     async def call(
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None

@@ -11,6 +11,7 @@ of keeping lists of their own; ``params_type``/``result_type`` name the schema d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -192,3 +193,20 @@ def name_param(method: str) -> str | None:
     """The params member that ``Mcp-Name`` must equal for ``method`` (None if none)."""
     spec = METHODS.get(method)
     return spec.name_param if spec else None
+
+
+def custom_method(name: str, *, notification: bool = False) -> MethodSpec:
+    """The row of a method an extension adds (a server's ``@server.method``): a request or
+    a notification from the client, in both eras, gated by no core capability, with no
+    ``Mcp-Name`` member (``Mcp-Method`` still names it)."""
+    kind: Literal["request", "notification"] = "notification" if notification else "request"
+    return MethodSpec(name, kind, "client_to_server", _BOTH)
+
+
+def lookup(method: str, custom: Mapping[str, MethodSpec] | None = None) -> MethodSpec | None:
+    """The row of ``method``: the built-in table first, then ``custom`` (the methods a
+    server's extensions registered); None for a method neither knows."""
+    spec = METHODS.get(method)
+    if spec is None and custom:
+        spec = custom.get(method)
+    return spec

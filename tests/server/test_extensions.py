@@ -118,7 +118,7 @@ async def test_a_result_breaking_its_type_is_an_internal_error() -> None:
 
 async def test_client_result_type_mismatch_is_invalid_result() -> None:
     async with Client(make_server()) as client:
-        with pytest.raises(InvalidResultError, match="com.example/echo/nothing"):
+        with pytest.raises(InvalidResultError, match=r"com\.example/echo/nothing"):
             await client.request("com.example/echo/nothing", result_type=Echoed)
 
 

@@ -246,6 +246,33 @@ class Client(InboundHandling):
             )
         return wire if result_type is None else typed_result(method, wire, result_type)
 
+    async def list_skills(self, *, refresh: bool = False) -> list[dict[str, Any]]:
+        """Every skill the server publishes (Skills extension, ``skills/list``, all pages):
+        ``Skill`` entries (``uri`` of the ``SKILL.md``, ``frontmatter``, ``resources``
+        with digests).  Read a skill's files with :meth:`read_resource`."""
+        return await self._paginate("skills/list", "skills", refresh)
+
+    async def get_skill(self, name_or_uri: str) -> dict[str, Any]:
+        """One skill's entry (``skills/get``), by the URI of its ``SKILL.md`` or by its
+        name (looked up in :meth:`list_skills`; a ``ClientError`` when no skill or more
+        than one has that name)."""
+        uri = name_or_uri
+        if "://" not in name_or_uri:
+            named = [
+                s["uri"]
+                for s in await self.list_skills()
+                if isinstance(s, dict) and (s.get("frontmatter") or {}).get("name") == name_or_uri
+            ]
+            if len(named) != 1:
+                found = "no skill" if not named else f"{len(named)} skills ({', '.join(named)})"
+                raise ClientError(f"{found} named {name_or_uri!r}: give the SKILL.md URI")
+            uri = named[0]
+        result = await self.request("skills/get", {"uri": uri})
+        skill = result.get("skill")
+        if not isinstance(skill, dict):
+            raise InvalidResultError("skills/get: the result has no 'skill' object")
+        return skill
+
     def on_notification(self, method: str, handler: MethodNotificationHandler | None = None) -> Any:
         """Call ``handler(params)`` for each notification ``method`` the server sends (an
         extension's, or a built-in one), besides the ``on_notification=`` callback.  Use it

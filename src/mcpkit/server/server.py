@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
@@ -339,6 +340,15 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         else:
             self._handlers.pop(entry.name, None)
         self._chains = build_chains(self._handlers, self.middleware)
+
+    def skills(self, folder: str | os.PathLike[str]) -> list[str]:
+        """Publish every skill of ``folder`` (a directory per skill, each with a
+        ``SKILL.md``) through the Skills extension: its files as ``skill://`` resources,
+        ``skills/list``, ``skills/get`` and ``resources/directory/read``
+        (:mod:`mcpkit.server.skills`).  Returns the URIs of the skills' ``SKILL.md``."""
+        from .skills import publish
+
+        return [skill.uri for skill in publish(self, folder)]
 
     def method_spec(self, method: str) -> MethodSpec | None:
         """The method table's row for ``method``: built-in, or registered by an extension."""

@@ -22,8 +22,8 @@ The frontmatter is YAML: ``pip install 'mcpkit[skills]'`` (PyYAML).
 from __future__ import annotations
 
 import hashlib
-import os
 import mimetypes
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any

@@ -38,6 +38,7 @@ class ToolOptions(PromptOptions, total=False):
     input_schema: dict[str, Any] | None
     output_schema: dict[str, Any] | None
     structured_output: bool | None
+    mirror_structured: bool | None
     task: TaskSupport
     task_start: TaskStart
     threaded: bool

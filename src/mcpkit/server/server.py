@@ -93,10 +93,13 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         on_duplicate: str = "error",
         include_tags: Iterable[str] | None = None,
         exclude_tags: Iterable[str] | None = None,
+        mirror_structured: bool = True,
     ) -> None:
         if on_duplicate not in ("error", "warn", "replace"):
             raise ValueError("on_duplicate must be 'error', 'warn' or 'replace'")
         self.on_duplicate = on_duplicate
+        #: Tools' default for ``mirror_structured`` (see :meth:`tool`).
+        self.mirror_structured = mirror_structured
         self.visibility = Visibility(include_tags, exclude_tags)
         self.name = name
         self.version = version
@@ -183,6 +186,11 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         ``outputSchema``; other annotated returns stay text unless
         ``structured_output=True``, which wraps them as ``{"result": value}``.
 
+        ``mirror_structured=False`` (or ``Server(mirror_structured=False)`` for every tool)
+        leaves the JSON text copy of ``structuredContent`` out of ``content``: a client
+        that reads ``structuredContent`` then gets the value once, not twice (the spec's
+        default, kept unless asked, mirrors it for clients that read only ``content``).
+
         ``task="optional"`` lets the call run as a durable task (tasks extension) when the
         client supports it; ``task="required"`` refuses clients that do not (-32021).
         ``task_start="manual"``: the tool gathers input synchronously and then calls
@@ -210,6 +218,8 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         def register(func: F) -> F:
             check_elicit_calls(func)
             entry = make_tool(func, Context, **options)
+            if entry.mirror_structured is None:
+                entry.mirror_structured = self.mirror_structured
             if entry.timeout is not None:
                 self._ensure_timeouts()
             if entry.task_support != "forbidden":

@@ -228,6 +228,7 @@ def make_tool(
     output_schema: dict[str, Any] | None = None,
     structured_output: bool | None = None,
     mirror_structured: bool | None = None,
+    app: object = None,
     meta: dict[str, Any] | None = None,
     icons: list[dict[str, Any]] | None = None,
     task: TaskSupport = "forbidden",
@@ -238,7 +239,8 @@ def make_tool(
     tags: Iterable[str] | None = None,
 ) -> ToolEntry:
     """The entry ``Server.tool`` registers; the keywords (and their defaults) are the
-    options of ``ToolOptions``, listed once here."""
+    options of ``ToolOptions``, listed once here.  ``app`` is Server.tool's to apply (its
+    view is a resource of the server; ``meta`` arrives with its ``ui`` filled in)."""
     from ..protocol.headers import header_params
     from .docstrings import add_descriptions, describe
 

@@ -33,6 +33,7 @@ from ..types.versions import (
     Era,
 )
 from . import handlers
+from .apps import App, register_view, with_app_meta
 from .composition import Composition
 from .context import Context
 from .extensions import MethodEntry, check_extension_id, declared, make_method, notification_step
@@ -134,6 +135,8 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         #: ``@server.notification_handler``), and their rows of the method table.
         self.custom_methods: dict[str, MethodEntry] = {}
         self.custom_specs: dict[str, MethodSpec] = {}
+        #: The MCP Apps views registered through ``@server.tool(app=...)``, by URI.
+        self.app_views: dict[str, App] = {}
         self._init_composition()  # mounts, tool transforms, tool search
         self._keyring = keyring
         self._lifespan = lifespan
@@ -191,6 +194,10 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         that reads ``structuredContent`` then gets the value once, not twice (the spec's
         default, kept unless asked, mirrors it for clients that read only ``content``).
 
+        ``app=App(uri="ui://...", html=... or path=..., csp=..., domain=...)`` gives the
+        tool an MCP Apps view: the ``ui://`` resource, the tool's ``_meta.ui`` and the
+        extension entry are written for it (:mod:`mcpkit.server.apps`).
+
         ``task="optional"`` lets the call run as a durable task (tasks extension) when the
         client supports it; ``task="required"`` refuses clients that do not (-32021).
         ``task_start="manual"``: the tool gathers input synchronously and then calls
@@ -215,6 +222,12 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             options.get("task_start", "auto"),
         )
 
+        app = options.get("app")
+        if app is not None:
+            if not isinstance(app, App):
+                raise TypeError("app= takes an mcpkit.server.App")
+            options["meta"] = with_app_meta(options.get("meta"), app)
+
         def register(func: F) -> F:
             check_elicit_calls(func)
             entry = make_tool(func, Context, **options)
@@ -225,6 +238,8 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             if entry.task_support != "forbidden":
                 self._task_tools = True
             self._check_duplicate("tool", entry.name, entry.name in self.tools)
+            if app is not None:
+                register_view(self, app)
             self.tools[entry.name] = entry
             self._changed(TOOLS)
             return func

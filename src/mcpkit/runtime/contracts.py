@@ -87,8 +87,8 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
 
     @property
     def custom_specs(self) -> Mapping[str, MethodSpec]:
-        """Methods the server's extensions registered (``types.methods.lookup``): the
-        transports' method checks accept them besides the built-in table."""
+        """Methods the server's extensions registered (``types.methods.custom_method``
+        rows): the transports' method checks accept them besides the built-in table."""
 
     #: Dispatch runs an inline tool's call in one step (``Server.runs_inline``).
     inline_calls: bool

@@ -9,7 +9,7 @@ use; the result is the function's return value, dumped to JSON by its return ann
 
 A registered method is a method of the server like any other: dispatch finds it in the
 server's table, the middleware chain wraps it, and the transports' method checks accept it
-(``Server.method_spec``).  A method nobody registered still answers -32601.
+(``Server.custom_specs``).  A method nobody registered still answers -32601.
 """
 
 from __future__ import annotations
@@ -89,9 +89,6 @@ class MethodEntry:
     arguments: ArgumentModel
     #: The return annotation's adapter (None: the value must already be a JSON object).
     output_adapter: TypeAdapter[Any] | None
-    #: ``params`` and ``result`` JSON Schemas, for documentation and clients.
-    params_schema: dict[str, Any]
-    result_schema: dict[str, Any] | None
 
     async def call(self, ctx: Context) -> dict[str, Any]:
         """Run the function with the request's params; its value as the result object."""
@@ -148,9 +145,9 @@ def make_method(
     check_method_name(name)
     ext = extension_of(name, extension)
     arguments = ArgumentModel(fn, context_type, title=name.replace("/", "_").title())
-    result_schema, adapter = None, None
+    adapter = None
     if not notification:
-        result_schema, _, adapter = output_schema_for(fn, hints=arguments.hints)
+        _, _, adapter = output_schema_for(fn, hints=arguments.hints)
     return MethodEntry(
         name=name,
         extension=ext,
@@ -158,8 +155,6 @@ def make_method(
         fn=fn,
         arguments=arguments,
         output_adapter=adapter,
-        params_schema=arguments.schema,
-        result_schema=result_schema,
     )
 
 

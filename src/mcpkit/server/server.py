@@ -24,7 +24,7 @@ from ..runtime.exchange import NULL_EXCHANGE, Exchange
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
-from ..types.methods import METHODS, MethodSpec, lookup
+from ..types.methods import METHODS, MethodSpec
 from ..types.versions import (
     LEGACY_VERSIONS,
     META_SERVER_INFO,
@@ -374,10 +374,6 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         from .skills import publish
 
         return [skill.uri for skill in publish(self, folder)]
-
-    def method_spec(self, method: str) -> MethodSpec | None:
-        """The method table's row for ``method``: built-in, or registered by an extension."""
-        return lookup(method, self.custom_specs)
 
     # ------------------------------------------------------------------ middleware
     def add_middleware(self, middleware: Middleware) -> None:

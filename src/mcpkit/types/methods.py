@@ -11,7 +11,6 @@ of keeping lists of their own; ``params_type``/``result_type`` name the schema d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -201,12 +200,3 @@ def custom_method(name: str, *, notification: bool = False) -> MethodSpec:
     ``Mcp-Name`` member (``Mcp-Method`` still names it)."""
     kind: Literal["request", "notification"] = "notification" if notification else "request"
     return MethodSpec(name, kind, "client_to_server", _BOTH)
-
-
-def lookup(method: str, custom: Mapping[str, MethodSpec] | None = None) -> MethodSpec | None:
-    """The row of ``method``: the built-in table first, then ``custom`` (the methods a
-    server's extensions registered); None for a method neither knows."""
-    spec = METHODS.get(method)
-    if spec is None and custom:
-        spec = custom.get(method)
-    return spec

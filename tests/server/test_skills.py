@@ -183,3 +183,25 @@ def test_malformed_skills_are_refused(tmp_path: Path) -> None:
         Server("x").skills(tmp_path / "c")
     with pytest.raises(ValueError, match="is not a directory"):
         Server("x").skills(tmp_path / "missing")
+
+
+async def test_removed_files_and_links_out_of_the_folder(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not a skill file\n")
+    folder = skills_folder(tmp_path)
+    refunds = folder / "acme" / "billing" / "refunds"
+    (refunds / "leak.txt").symlink_to(secret)
+    server = Server("skills")
+    server.skills(folder)
+    async with Client(server) as client:
+        uris = [r["uri"] for r in (await client.get_skill("refunds"))["resources"]]
+        (refunds / "examples" / "email.md").unlink()
+        after = [r["uri"] for r in (await client.get_skill("refunds"))["resources"]]
+        with pytest.raises(ServerError) as gone:
+            await client.read_resource("skill://acme/billing/refunds/examples/email.md")
+        with pytest.raises(ServerError) as leak:
+            await client.read_resource("skill://acme/billing/refunds/leak.txt")
+    assert "skill://acme/billing/refunds/leak.txt" not in uris
+    assert "skill://acme/billing/refunds/examples/email.md" in uris
+    assert "skill://acme/billing/refunds/examples/email.md" not in after
+    assert gone.value.code == -32602 and leak.value.code == -32602

@@ -14,7 +14,9 @@ name must equal ``name``) as a skill:
   resource metadata, subdirectories as ``inode/directory``); -32602 for anything else.
 
 The folder's layout (which files exist) is read once, at registration; every answer reads
-the files themselves, so digests and contents follow edits.  A skill that breaks the
+the files themselves, so digests and contents follow edits (a file removed since is left
+out of its skill's entry and read as an unknown resource).  A symbolic link that leads
+out of the folder is not published.  A skill that breaks the
 format (no frontmatter, a missing field, a name unlike its directory) is refused then.
 The frontmatter is YAML: ``pip install 'mcpkit[skills]'`` (PyYAML).
 """
@@ -59,7 +61,10 @@ class PublishedSkill:
         (the files as they are now)."""
         resources = []
         for name in self.files:
-            data = (self.root / name).read_bytes()
+            try:
+                data = (self.root / name).read_bytes()
+            except FileNotFoundError:  # removed since registration: no longer a file of it
+                continue
             resources.append(
                 {
                     "uri": f"{_SCHEME}{self.path}/{name}",
@@ -107,7 +112,11 @@ def find_skills(folder: Path) -> list[PublishedSkill]:
         if name != root.name:
             raise ValueError(f"{skill_md}: name {name!r} must equal its directory's, {root.name!r}")
         files = tuple(
-            sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+            sorted(
+                p.relative_to(root).as_posix()
+                for p in root.rglob("*")
+                if p.is_file() and p.resolve().is_relative_to(folder)
+            )
         )
         found.append(PublishedSkill(root, path, files))
     return found
@@ -200,7 +209,10 @@ def _register_files(server: Server, skill: PublishedSkill) -> None:
 
 def _reader(path: Path, mime: str) -> Any:
     def read() -> str | bytes:
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as exc:  # answered as an unknown resource
+            raise LookupError(str(path)) from exc
         if mime.startswith("text/") or mime in ("application/json", "application/x-yaml"):
             try:
                 return data.decode("utf-8")

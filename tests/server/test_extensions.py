@@ -232,3 +232,23 @@ async def test_client_notification_handler_failure_does_not_break_the_connection
             first = await client.request("com.example/echo/say", {"text": "1"})
             second = await client.request("com.example/echo/say", {"text": "2"})
     assert (first["text"], second["text"]) == ("1", "2")
+
+
+def test_a_mount_does_not_advertise_a_childs_custom_methods() -> None:
+    """Mounts route tools, resources and prompts, not custom methods: the parent must not
+    declare an extension whose methods it would answer with -32601."""
+    child = make_server()
+
+    @child.method("org.other/thing/do")
+    def do() -> dict[str, bool]:
+        return {"done": True}
+
+    child.extensions["io.modelcontextprotocol/ui"] = {}
+    parent = Server("parent")
+    parent.mount(child, namespace="c")
+    assert child.capabilities()["extensions"].keys() == {
+        "io.modelcontextprotocol/ui",
+        "com.example/echo",
+        "org.other/thing",
+    }
+    assert parent.capabilities()["extensions"] == {"io.modelcontextprotocol/ui": {}}

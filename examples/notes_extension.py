@@ -9,7 +9,7 @@ The extension ``com.example/notes`` adds three methods to MCP:
 * ``com.example/notes/clear`` (notification from the client): forget every note.
 
 The server declares it under ``capabilities.extensions`` (``{"com.example/notes":
-{"maxNotes": 100}}``).  Run it, then call it::
+{"maxNotes": 100}}``; 2026-07-28 only, the 2025-11-25 schema has no such capability).  Run it, then call it::
 
     mcpkit serve examples/notes_extension.py --http --port 8001
     python examples/notes_extension.py --client      # a client in memory, printing results

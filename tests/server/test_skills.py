@@ -52,7 +52,8 @@ async def test_list_and_get_skills(era: str, tmp_path: Path) -> None:
         by_name = await client.get_skill("refunds")
         by_uri = await client.get_skill("skill://git-workflow/SKILL.md")
         raw = await client.request("skills/list")
-    assert caps["extensions"]["io.modelcontextprotocol/skills"] == {"directoryRead": True}
+    if era == "modern":
+        assert caps["extensions"]["io.modelcontextprotocol/skills"] == {"directoryRead": True}
     assert "resources" in caps
     refunds = folder / "acme" / "billing" / "refunds"
     assert by_name == {

@@ -412,11 +412,12 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if self.completer is not None:
             caps["completions"] = {}
-        extensions = declared(self.extensions, self.custom_methods)
-        if era == "modern" and any(t.task_support != "forbidden" for t in self.tools.values()):
-            extensions[TASKS_EXTENSION] = {}
-        if extensions:
-            caps["extensions"] = extensions
+        if era == "modern":  # 2025-11-25 has no extensions capability (nor does the SDK say one)
+            extensions = declared(self.extensions, self.custom_methods)
+            if any(t.task_support != "forbidden" for t in self.tools.values()):
+                extensions[TASKS_EXTENSION] = {}
+            if extensions:
+                caps["extensions"] = extensions
         if self.mounts:
             from .mount import merge_capabilities
 

@@ -5,8 +5,9 @@
 client.  Each belongs to an extension, declared under ``capabilities.extensions`` (key:
 the extension identifier, ``_meta`` key rules with a mandatory prefix; value: its settings
 object; 2026-07-28 only: 2025-11-25 has no such capability, and its clients call the
-methods all the same).  Params are checked against the function's type hints with the machinery tools
-use; the result is the function's return value, dumped to JSON by its return annotation.
+methods all the same).  Params are checked against the function's type hints with the
+machinery tools use; the result is the function's return value, dumped to JSON by its
+return annotation.
 
 A registered method is a method of the server like any other: dispatch finds it in the
 server's table, the middleware chain wraps it, and the transports' method checks accept it

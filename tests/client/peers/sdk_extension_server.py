@@ -38,11 +38,5 @@ class SdkExtension(Extension):
 server = MCPServer("sdk-extension", extensions=[SdkExtension()])
 
 
-@server.tool()
-def ping() -> str:
-    """A plain tool beside the extension."""
-    return "pong"
-
-
 if __name__ == "__main__":
     server.run(transport="stdio")

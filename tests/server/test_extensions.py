@@ -255,3 +255,32 @@ def test_a_mount_does_not_advertise_a_childs_custom_methods() -> None:
         "org.other/thing",
     }
     assert parent.capabilities()["extensions"] == {"io.modelcontextprotocol/ui": {}}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_custom_method_may_ask_for_input(era: str) -> None:
+    """2026-07-28: an ``InputRequiredResult``, and the retry with the answer completes;
+    2025-11-25: an ``elicitation/create`` request to the client's callback."""
+    server = Server("asks")
+
+    @server.method("com.example/ask/name")
+    async def ask(ctx: Context) -> dict[str, str]:
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {}})
+        return {"name": str((answer.get("content") or {}).get("name"))}
+
+    async def reply(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    async with Client(server, era=era, elicitation=reply) as client:  # type: ignore[arg-type]
+        first = await client.request("com.example/ask/name")
+        if era == "modern":
+            assert first["resultType"] == "input_required"
+            (key,) = first["inputRequests"]
+            first = await client.request(
+                "com.example/ask/name",
+                {
+                    "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}},
+                    "requestState": first["requestState"],
+                },
+            )
+    assert first["name"] == "Ada"

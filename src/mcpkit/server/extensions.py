@@ -27,6 +27,7 @@ import anyio
 
 from ..types.errors import INTERNAL_ERROR, McpError, invalid_params
 from ..types.methods import METHODS, MethodSpec, custom_method
+from .handlers import with_input
 from .registry import call_maybe_async
 from .schema import ArgumentModel, output_schema_for, validation_error
 
@@ -93,13 +94,22 @@ class MethodEntry:
     output_adapter: TypeAdapter[Any] | None
 
     async def call(self, ctx: Context) -> dict[str, Any]:
-        """Run the function with the request's params; its value as the result object."""
+        """Run the function with the request's params; its value as the result object.
+        On 2026-07-28 a function that asks for input (``ctx.elicit``...) answers with an
+        ``InputRequiredResult``, and the retry carrying the answers runs it again, as for
+        a tool; on 2025-11-25 the client is asked with a request, as for a tool."""
         kwargs = self.kwargs(ctx)
-        if inspect.iscoroutinefunction(self.fn):
-            value = await call_maybe_async(self.fn, kwargs)
-        else:  # a plain def may block: a worker thread, as for tools
-            value = await anyio.to_thread.run_sync(functools.partial(self.fn, **kwargs))
-        return self.result_from(value)
+
+        async def run() -> dict[str, Any]:
+            if inspect.iscoroutinefunction(self.fn):
+                value = await call_maybe_async(self.fn, kwargs)
+            else:  # a plain def may block: a worker thread, as for tools
+                value = await anyio.to_thread.run_sync(
+                    functools.partial(self.fn, **kwargs), abandon_on_cancel=True
+                )
+            return self.result_from(value)
+
+        return await with_input(ctx.server, ctx, self.name, run)
 
     def kwargs(self, ctx: Context) -> dict[str, Any]:
         """The function's keyword arguments: the params (``_meta`` aside) checked against

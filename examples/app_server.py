@@ -1,8 +1,9 @@
 # ruff: noqa: E501  (the view's HTML is kept readable rather than wrapped)
 """An MCP App: a dice roller whose result is shown by its own little web view.
 
-The tool ``roll_dice`` names its view in ``_meta.ui.resourceUri``; the view is the
-``ui://dice/roller.html`` resource (``text/html;profile=mcp-app``).  A host that renders
+The tool ``roll_dice`` has a view: ``@server.tool(app=App(...))`` writes the
+``ui://dice/roller.html`` resource (``text/html;profile=mcp-app``), the tool's
+``_meta.ui.resourceUri`` and the ``io.modelcontextprotocol/ui`` extension entry.  A host that renders
 MCP Apps (``mcpkit host --web``) shows it in a sandboxed iframe on its sandbox origin, in
 the chat when the model rolled, in the Tools tab when a person did.  The view:
 
@@ -21,9 +22,9 @@ import random
 from typing import TypedDict
 
 from mcpkit import Server
+from mcpkit.server import App
 
 server = Server("dice", "1.0.0", instructions="Roll dice; the result comes with a view.")
-server.extensions["io.modelcontextprotocol/ui"] = {}
 
 VIEW = "ui://dice/roller.html"
 _history: list[int] = []
@@ -33,21 +34,6 @@ class Roll(TypedDict):
     sides: int
     rolls: list[int]
     total: int
-
-
-@server.tool(meta={"ui": {"resourceUri": VIEW}})
-def roll_dice(count: int = 2, sides: int = 6) -> Roll:
-    """Roll ``count`` dice with ``sides`` sides each."""
-    count, sides = max(1, min(count, 10)), max(2, min(sides, 100))
-    rolls = [random.randint(1, sides) for _ in range(count)]
-    _history.append(sum(rolls))
-    return {"sides": sides, "rolls": rolls, "total": sum(rolls)}
-
-
-@server.tool(meta={"ui": {"visibility": ["app"]}})
-def roll_history() -> dict[str, list[int]]:
-    """Totals rolled so far (for the view only; the model never sees this tool)."""
-    return {"totals": list(_history)}
 
 
 # The view: plain HTML and script, no network (the default CSP allows none).  It speaks the
@@ -118,11 +104,23 @@ request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "dice-v
 """
 
 
-@server.resource(
-    VIEW, mime_type="text/html;profile=mcp-app", listed=False, meta={"ui": {"prefersBorder": True}}
-)
-def roller_view() -> str:
-    return HTML
+#: The view: no network (no ``csp``: the host's restrictive default), drawn with a border.
+ROLLER = App(uri=VIEW, html=HTML, prefers_border=True)
+
+
+@server.tool(app=ROLLER)
+def roll_dice(count: int = 2, sides: int = 6) -> Roll:
+    """Roll ``count`` dice with ``sides`` sides each."""
+    count, sides = max(1, min(count, 10)), max(2, min(sides, 100))
+    rolls = [random.randint(1, sides) for _ in range(count)]
+    _history.append(sum(rolls))
+    return {"sides": sides, "rolls": rolls, "total": sum(rolls)}
+
+
+@server.tool(meta={"ui": {"visibility": ["app"]}})
+def roll_history() -> dict[str, list[int]]:
+    """Totals rolled so far (for the view only; the model never sees this tool)."""
+    return {"totals": list(_history)}
 
 
 if __name__ == "__main__":

@@ -146,3 +146,20 @@ def test_the_evals_example_runs_under_pytest() -> None:
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "2 passed, 1 skipped" in out.stdout
     assert "set ANTHROPIC_API_KEY or OPENAI_API_KEY" in out.stdout
+
+
+def test_notes_extension_client_in_memory() -> None:
+    """``examples/notes_extension.py --client``: the extension's methods and notification
+    in memory (its stdio and HTTP runs: tests/transports/test_custom_methods.py)."""
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "notes_extension.py"), "--client"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "extensions: {'com.example/notes': {'maxNotes': 100}}" in out.stdout
+    assert "added: Note(id=1, text='buy figs', tags=['shop'])" in out.stdout
+    assert "found: ['buy figs']" in out.stdout
+    assert "notified: [1]" in out.stdout

@@ -44,7 +44,7 @@ from .errors import (
     error_boundary,
     unwrap,
 )
-from .inbound import InboundHandling
+from .extensions import ExtensionCalls, MethodNotificationHandler
 from .listen import Subscription, build_filter
 from .models import (
     CallToolResult,
@@ -60,7 +60,7 @@ from .models import (
 )
 from .mrtr import continue_with_input
 from .options import ClientOptions, ClientSettings, legacy_sse_fallback, transport_for
-from .session import RequestOptions, Session
+from .session import Session
 from .tasks import Task, TaskStatusCallback
 from .typed import tool_result
 
@@ -72,7 +72,7 @@ log = logging.getLogger("mcpkit.client")
 _MAX_PAGES = 1000
 
 
-class Client(InboundHandling):
+class Client(ExtensionCalls):
     """A connection to one MCP server, either era: stdio, Streamable HTTP (or the older
     HTTP+SSE), or in memory to a ``Server`` object."""
 
@@ -108,6 +108,7 @@ class Client(InboundHandling):
         #: Tools left out of ``list_tools`` because of invalid ``x-mcp-header``s, and why.
         self.dropped_tools: dict[str, str] = {}
         self._legacy_listeners: set[Subscription] = set()
+        self._notification_handlers: dict[str, list[MethodNotificationHandler]] = {}
         self._stack: contextlib.AsyncExitStack | None = None
 
     @classmethod
@@ -204,15 +205,6 @@ class Client(InboundHandling):
         return self.session.capabilities()
 
     # ------------------------------------------------------------------ generic
-    async def request(
-        self, method: str, params: dict[str, Any] | None = None, **options: Unpack[RequestOptions]
-    ) -> dict[str, Any]:
-        """Any request, raw (no MRTR loop, no cache): the escape hatch.  The options are
-        :class:`~mcpkit.client.session.RequestOptions`; ``headers`` are extra HTTP headers
-        (e.g. ``Mcp-Param-*`` a proxy computed itself)."""
-        with error_boundary():
-            return await self.session.request(method, params, **options)
-
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification to the server (no answer comes back)."""
         await self.session.notify(method, params)

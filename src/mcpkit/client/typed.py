@@ -87,3 +87,20 @@ def _name(result_type: object) -> str:
 
 
 __all__ = ["tool_result"]
+
+
+def typed_result(method: str, wire: dict[str, Any], result_type: Any) -> Any:
+    """The result of a raw request (an extension's method) validated into ``result_type``
+    (members it does not name, such as ``resultType`` and ``_meta``, are ignored);
+    :class:`InvalidResultError` names the method and the first problem."""
+    from pydantic import ValidationError
+
+    try:
+        return _adapter(result_type).validate_python(wire)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "(top)"
+        raise InvalidResultError(
+            f"{method}: the result is not a {_name(result_type)} "
+            f"({exc.error_count()} problem(s); at {where}: {first.get('msg')})"
+        ) from None

@@ -16,6 +16,7 @@ from ..types.versions import Era
 if TYPE_CHECKING:
     from ..protocol.headers import HeaderParam
     from ..protocol.negotiation import RequestMeta
+    from ..types.methods import MethodSpec
     from .changes import ChangeBus
     from .exchange import Exchange
     from .legacy_session import LegacySession
@@ -83,6 +84,12 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
 
     modern_versions: tuple[str, ...]
     bus: ChangeBus
+
+    @property
+    def custom_specs(self) -> Mapping[str, MethodSpec]:
+        """Methods the server's extensions registered (``types.methods.custom_method``
+        rows): the transports' method checks accept them besides the built-in table."""
+
     #: Dispatch runs an inline tool's call in one step (``Server.runs_inline``).
     inline_calls: bool
 

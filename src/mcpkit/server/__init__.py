@@ -1,5 +1,6 @@
 """The server framework (transport-free)."""
 
+from .apps import App
 from .content import Audio, EmbeddedResource, Image, ResourceLink, Text
 from .context import Context
 from .middleware import CallNext, Middleware
@@ -18,6 +19,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "App",
     "Audio",
     "CallNext",
     "Context",

@@ -13,7 +13,7 @@ from ..protocol.negotiation import RequestMeta, client_has
 from ..runtime.exchange import Exchange
 from ..types.errors import invalid_params, missing_capability
 from ..types.jsonrpc import RequestId
-from ..types.methods import INPUT_REQUEST_CAPABILITY
+from ..types.methods import INPUT_REQUEST_CAPABILITY, METHODS
 from ..types.versions import LOG_LEVEL_RANK, Era
 from .mrtr import InputRound, NeedInput
 from .request import RequestInfo
@@ -178,6 +178,14 @@ class Context:
         if logger is not None:
             params["logger"] = logger
         await self.exchange.notify("notifications/message", params)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send an extension's notification ``method`` to the client, on this request's
+        stream (as progress and log messages go).  MCP's own notifications have their own
+        calls (``log``, ``report_progress``, the change notices): naming one is a ValueError."""
+        if method in METHODS:
+            raise ValueError(f"{method!r} is a notification of MCP itself, not an extension's")
+        await self.exchange.notify(method, dict(params or {}))
 
     async def debug(self, data: object, logger: str | None = None) -> None:
         """Send a ``debug`` log message to the client (see :meth:`log`)."""

@@ -203,6 +203,12 @@ def merge_capabilities(parent: Server, caps: dict[str, Any], era: Era) -> dict[s
         if "completions" in theirs:
             caps["completions"] = {}
         extensions = theirs.get("extensions")
+        if isinstance(extensions, dict):
+            # A child's custom methods are not routed through the mount: the extensions
+            # they belong to stay the child's.
+            custom = getattr(entry.child, "custom_methods", {})
+            unrouted = {m.extension for m in custom.values()}
+            extensions = {k: v for k, v in extensions.items() if k not in unrouted}
         if isinstance(extensions, dict) and extensions:
             caps["extensions"] = {**extensions, **(caps.get("extensions") or {})}
     return caps

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypedDict
 
+from .apps import App
 from .registry import TaskStart, TaskSupport
 
 
@@ -38,6 +39,8 @@ class ToolOptions(PromptOptions, total=False):
     input_schema: dict[str, Any] | None
     output_schema: dict[str, Any] | None
     structured_output: bool | None
+    mirror_structured: bool | None
+    app: App | None
     task: TaskSupport
     task_start: TaskStart
     threaded: bool

@@ -67,11 +67,12 @@ class ToolResult:
         self.is_error = is_error
         self.meta = meta
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self, mirror: bool = True) -> dict[str, Any]:
         """The ``tools/call`` result as JSON: content blocks (a JSON text block when only
-        structured content was given), ``structuredContent`` and ``isError``."""
+        structured content was given, unless ``mirror`` is False), ``structuredContent``
+        and ``isError``."""
         content = to_content_blocks(self.content)
-        if not content and self.structured is not None:
+        if not content and self.structured is not None and mirror:
             content = [{"type": "text", "text": json_text(self.structured)}]
         out: dict[str, Any] = {"content": content}
         if self.structured is not None:
@@ -120,6 +121,10 @@ class ToolEntry(Entry):
     timeout: float | None = None
     #: Labels for visibility rules (``Server(include_tags=...)``, ``server.disable``).
     tags: frozenset[str] = frozenset()
+    #: Mirror ``structuredContent`` as a JSON text block in ``content`` (the spec's
+    #: backward-compatible default).  False leaves ``content`` empty when the tool gave
+    #: only structured content; None: the server's ``mirror_structured``.
+    mirror_structured: bool | None = None
     #: A call runs to its end in one step on the event loop: a plain ``def``, not
     #: threaded, never a task.  Its only possible wait is on an awaitable the function
     #: returns, which the handler awaits inside ``exchange.interruptible()``; so a
@@ -157,7 +162,7 @@ class ToolEntry(Entry):
         if type(value) is str and not self.has_output_schema:  # the usual tool result
             return {"content": [{"type": "text", "text": value}]}
         if isinstance(value, ToolResult):
-            return value.to_wire()
+            return value.to_wire(self.mirror_structured is not False)
         if (
             isinstance(value, dict)
             and isinstance(value.get("content"), list)
@@ -187,6 +192,8 @@ class ToolEntry(Entry):
                 structured = value
             if self.wrapped_output:
                 structured = {"result": structured}
+            if self.mirror_structured is False:
+                return {"content": [], "structuredContent": structured}
             return {
                 "content": [{"type": "text", "text": json_text(structured)}],
                 "structuredContent": structured,
@@ -220,6 +227,8 @@ def make_tool(
     input_schema: dict[str, Any] | None = None,
     output_schema: dict[str, Any] | None = None,
     structured_output: bool | None = None,
+    mirror_structured: bool | None = None,
+    app: object = None,
     meta: dict[str, Any] | None = None,
     icons: list[dict[str, Any]] | None = None,
     task: TaskSupport = "forbidden",
@@ -230,7 +239,8 @@ def make_tool(
     tags: Iterable[str] | None = None,
 ) -> ToolEntry:
     """The entry ``Server.tool`` registers; the keywords (and their defaults) are the
-    options of ``ToolOptions``, listed once here."""
+    options of ``ToolOptions``, listed once here.  ``app`` is Server.tool's to apply (its
+    view is a resource of the server; ``meta`` arrives with its ``ui`` filled in)."""
     from ..protocol.headers import header_params
     from .docstrings import add_descriptions, describe
 
@@ -282,6 +292,7 @@ def make_tool(
         threaded=(threaded and not inline) or timeout is not None,
         timeout=timeout,
         tags=check_tags(tags),
+        mirror_structured=mirror_structured,
     )
 
 

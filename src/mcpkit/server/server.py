@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
@@ -23,7 +24,7 @@ from ..runtime.exchange import NULL_EXCHANGE, Exchange
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
-from ..types.methods import METHODS
+from ..types.methods import METHODS, MethodSpec
 from ..types.versions import (
     LEGACY_VERSIONS,
     META_SERVER_INFO,
@@ -32,8 +33,10 @@ from ..types.versions import (
     Era,
 )
 from . import handlers
+from .apps import App, register_view, with_app_meta
 from .composition import Composition
 from .context import Context
+from .extensions import MethodEntry, check_extension_id, declared, make_method, notification_step
 from .lifespan import ServerRuntime
 from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
 from .notices import ChangeNotices
@@ -92,10 +95,13 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         on_duplicate: str = "error",
         include_tags: Iterable[str] | None = None,
         exclude_tags: Iterable[str] | None = None,
+        mirror_structured: bool = True,
     ) -> None:
         if on_duplicate not in ("error", "warn", "replace"):
             raise ValueError("on_duplicate must be 'error', 'warn' or 'replace'")
         self.on_duplicate = on_duplicate
+        #: Tools' default for ``mirror_structured`` (see :meth:`tool`).
+        self.mirror_structured = mirror_structured
         self.visibility = Visibility(include_tags, exclude_tags)
         self.name = name
         self.version = version
@@ -123,9 +129,17 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         self.prompts: dict[str, PromptEntry] = {}
         self.completer: Completer | None = None
         self.bus = ChangeBus()
+        #: Declared extensions and their settings (``capabilities.extensions``), besides
+        #: those the registered custom methods belong to.
         self.extensions: dict[str, dict[str, Any]] = {}
         #: Environment variables the server reads, by name (:meth:`setting`).
         self.settings: dict[str, Setting] = {}
+        #: Custom requests and client notifications (``@server.method``,
+        #: ``@server.notification_handler``), and their rows of the method table.
+        self.custom_methods: dict[str, MethodEntry] = {}
+        self.custom_specs: dict[str, MethodSpec] = {}
+        #: The MCP Apps views registered through ``@server.tool(app=...)``, by URI.
+        self.app_views: dict[str, App] = {}
         self._init_composition()  # mounts, tool transforms, tool search
         self._keyring = keyring
         self._lifespan = lifespan
@@ -204,6 +218,15 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         ``outputSchema``; other annotated returns stay text unless
         ``structured_output=True``, which wraps them as ``{"result": value}``.
 
+        ``mirror_structured=False`` (or ``Server(mirror_structured=False)`` for every tool)
+        leaves the JSON text copy of ``structuredContent`` out of ``content``: a client
+        that reads ``structuredContent`` then gets the value once, not twice (the spec's
+        default, kept unless asked, mirrors it for clients that read only ``content``).
+
+        ``app=App(uri="ui://...", html=... or path=..., csp=..., domain=...)`` gives the
+        tool an MCP Apps view: the ``ui://`` resource, the tool's ``_meta.ui`` and the
+        extension entry are written for it (:mod:`mcpkit.server.apps`).
+
         ``task="optional"`` lets the call run as a durable task (tasks extension) when the
         client supports it; ``task="required"`` refuses clients that do not (-32021).
         ``task_start="manual"``: the tool gathers input synchronously and then calls
@@ -228,14 +251,24 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             options.get("task_start", "auto"),
         )
 
+        app = options.get("app")
+        if app is not None:
+            if not isinstance(app, App):
+                raise TypeError("app= takes an mcpkit.server.App")
+            options["meta"] = with_app_meta(options.get("meta"), app)
+
         def register(func: F) -> F:
             check_elicit_calls(func)
             entry = make_tool(func, Context, **options)
+            if entry.mirror_structured is None:
+                entry.mirror_structured = self.mirror_structured
             if entry.timeout is not None:
                 self._ensure_timeouts()
             if entry.task_support != "forbidden":
                 self._task_tools = True
             self._check_duplicate("tool", entry.name, entry.name in self.tools)
+            if app is not None:
+                register_view(self, app)
             self.tools[entry.name] = entry
             self._changed(TOOLS)
             return func
@@ -319,6 +352,58 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         self.completer = fn
         return fn
 
+    # ------------------------------------------------------------------ extensions
+    def extension(self, identifier: str, settings: Mapping[str, Any] | None = None) -> None:
+        """Declare the extension ``identifier`` (``com.example/notes``) with its settings
+        object under ``capabilities.extensions``; methods registered for it declare it
+        with ``{}`` on their own."""
+        self.extensions[check_extension_id(identifier)] = dict(settings or {})
+
+    def method(self, name: str, *, extension: str | None = None) -> Callable[[F], F]:
+        """Register ``fn`` as the custom request ``name`` of an extension (default: the
+        name's first two segments, ``com.example/notes/search`` -> ``com.example/notes``).
+
+        Its params are the function's parameters, checked against their type hints
+        (-32602 on a mismatch); a parameter annotated ``Context`` receives the request
+        context.  Its result is the returned dict, TypedDict, dataclass or pydantic model
+        (None: ``{}``).  Middleware wraps it like any method (``on_request``)."""
+
+        def register(func: F) -> F:
+            self._add_custom(make_method(func, Context, name, extension, notification=False))
+            return func
+
+        return register
+
+    def notification_handler(self, name: str, *, extension: str | None = None) -> Callable[[F], F]:
+        """Register ``fn`` for the custom notification ``name`` sent by clients (params as
+        for :meth:`method`; its return value is ignored).  Middleware sees it through
+        ``on_notification``; a failure is logged, never answered."""
+
+        def register(func: F) -> F:
+            self._add_custom(make_method(func, Context, name, extension, notification=True))
+            return func
+
+        return register
+
+    def _add_custom(self, entry: MethodEntry) -> None:
+        self._check_duplicate("method", entry.name, entry.name in self.custom_methods)
+        self.custom_methods[entry.name] = entry
+        self.custom_specs[entry.name] = entry.spec
+        if entry.spec.kind == "request":
+            self._handlers[entry.name] = entry.call
+        else:
+            self._handlers.pop(entry.name, None)
+        self._chains = build_chains(self._handlers, self.middleware)
+
+    def skills(self, folder: str | os.PathLike[str]) -> list[str]:
+        """Publish every skill of ``folder`` (a directory per skill, each with a
+        ``SKILL.md``) through the Skills extension: its files as ``skill://`` resources,
+        ``skills/list``, ``skills/get`` and ``resources/directory/read``
+        (:mod:`mcpkit.server.skills`).  Returns the URIs of the skills' ``SKILL.md``."""
+        from .skills import publish
+
+        return [skill.uri for skill in publish(self, folder)]
+
     # ------------------------------------------------------------------ middleware
     def add_middleware(self, middleware: Middleware) -> None:
         """Add ``middleware`` as the innermost layer (after those already added)."""
@@ -356,8 +441,8 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if self.completer is not None:
             caps["completions"] = {}
-        if era == "modern":
-            extensions = dict(self.extensions)
+        if era == "modern":  # 2025-11-25 has no extensions capability (nor does the SDK say one)
+            extensions = declared(self.extensions, self.custom_methods)
             if any(t.task_support != "forbidden" for t in self.tools.values()):
                 extensions[TASKS_EXTENSION] = {}
             if extensions:
@@ -408,7 +493,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         method: str = message["method"]
         if local is None:
             handler = self._chains.get(method)
-            spec = METHODS.get(method)
+            spec = METHODS.get(method) or self.custom_specs.get(method)
             if handler is None or spec is None or meta.era not in spec.eras:
                 raise method_not_found(method)
             if spec.capability is not None and not self.has_capability(spec.capability):
@@ -471,8 +556,12 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     ) -> None:
         """A notification from the client, through the middleware's ``on_notification``
         (transports call this after their own handling, e.g. of cancellation).  Nothing
-        is answered, so a failing hook is logged, never sent."""
-        if not self.middleware:
+        is answered, so a failing hook is logged, never sent.  A custom notification
+        (``@server.notification_handler``) runs its handler inside that chain."""
+        custom = self.custom_methods.get(message["method"])
+        if custom is not None and custom.spec.kind != "notification":
+            custom = None
+        if not self.middleware and custom is None:
             return
         params = message.get("params")
         if not isinstance(params, dict):
@@ -491,11 +580,12 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             session=session,
             principal=principal,
         )
-        chain = wrap(_nothing, ctx.method, self.middleware)
+        innermost = _nothing if custom is None else notification_step(custom)
+        chain = wrap(innermost, ctx.method, self.middleware, notification=True)
         try:
             await chain(ctx)
         except Exception:
-            log.exception("middleware failed on notification %s", ctx.method)
+            log.exception("handling notification %s failed", ctx.method)
 
     async def call(
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None

@@ -87,7 +87,7 @@ class StdioServer:
         method: str = message["method"]
         if modern_version_of(params) is not None and self.server.modern_versions:
             meta = parse_modern_meta(params, self.server.modern_versions)
-            spec = METHODS.get(method)
+            spec = METHODS.get(method) or self.server.custom_specs.get(method)
             if spec is None or "modern" not in spec.eras:
                 raise method_not_found(method)
             if method == "subscriptions/listen":

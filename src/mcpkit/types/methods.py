@@ -192,3 +192,11 @@ def name_param(method: str) -> str | None:
     """The params member that ``Mcp-Name`` must equal for ``method`` (None if none)."""
     spec = METHODS.get(method)
     return spec.name_param if spec else None
+
+
+def custom_method(name: str, *, notification: bool = False) -> MethodSpec:
+    """The row of a method an extension adds (a server's ``@server.method``): a request or
+    a notification from the client, in both eras, gated by no core capability, with no
+    ``Mcp-Name`` member (``Mcp-Method`` still names it)."""
+    kind: Literal["request", "notification"] = "notification" if notification else "request"
+    return MethodSpec(name, kind, "client_to_server", _BOTH)

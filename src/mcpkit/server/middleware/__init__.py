@@ -104,10 +104,19 @@ def _layer(
     return lambda ctx: hook(ctx, nxt)
 
 
-def wrap(handler: CallNext, method: str, middleware: Sequence[Middleware]) -> CallNext:
+def wrap(
+    handler: CallNext,
+    method: str,
+    middleware: Sequence[Middleware],
+    *,
+    notification: bool | None = None,
+) -> CallNext:
     """``handler`` inside every layer ``middleware`` adds for ``method`` (onion order).
-    Only overridden hooks become layers."""
-    hook = "on_notification" if method.startswith("notifications/") else HOOKS.get(method)
+    Only overridden hooks become layers.  ``notification``: whether ``method`` is one
+    (None: judged by its ``notifications/`` name; an extension's may be named otherwise)."""
+    if notification is None:
+        notification = method.startswith("notifications/")
+    hook = "on_notification" if notification else HOOKS.get(method)
     chain = handler
     for m in reversed(middleware):
         if hook is not None and _overrides(m, hook):

@@ -121,7 +121,7 @@ async def handle_modern(
             )
         check_modern_version(version, app.server.modern_versions)
         method: str = message["method"]
-        spec = METHODS.get(method)
+        spec = METHODS.get(method) or app.server.custom_specs.get(method)
         tool = called_tool(app.server, message)
         tool_headers: tuple[hdr.HeaderParam, ...] = () if tool is None else tool.header_params
         # validate_request_headers minus the version check just made (params: a dict or

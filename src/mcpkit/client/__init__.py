@@ -37,6 +37,7 @@ from .errors import (
     SessionExpiredError,
     ToolError,
     TooManyInputRounds,
+    UrlElicitationRequiredError,
     TransportError,
     VersionNegotiationError,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "TaskCancelled",
     "TimeoutOptions",
     "TooManyInputRounds",
+    "UrlElicitationRequiredError",
     "Tool",
     "ToolError",
     "TransportError",

@@ -81,6 +81,13 @@ class LegacyExchange(CancellableExchange):
             raise waiter.error
         return waiter.value or {}
 
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """On this request's stream while it is open; after its answer (a URL
+        elicitation completed later) on the session's standalone GET stream, if open."""
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        if not await self.writer.message(message) and self.session.pushed is not None:
+            self.session.pushed.push(encode_event(encode(message)))
+
     async def close_stream(self, retry_ms: int | None = None) -> None:
         await self.writer.detach(retry_ms)
 

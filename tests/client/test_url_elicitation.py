@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from support.servers import ThreadServer
 
 from mcpkit import Context, Server
 from mcpkit.client import Client, ElicitResult, Notification, UrlElicitationRequiredError
@@ -25,6 +24,7 @@ from mcpkit.server.url_elicitation import (
 )
 from mcpkit.transports.http.app import McpHttpApp
 from mcpkit.types.versions import EraChoice
+from support.servers import ThreadServer
 
 pytestmark = pytest.mark.anyio
 
@@ -188,6 +188,7 @@ async def test_legacy_http_completion_after_the_answer_uses_the_get_stream() -> 
         async with Client(
             running.url, era="legacy", url_elicitation=user(accounts, seen)
         ) as client:
+            client.url_completions.timeout = 10
             result = await client.call_tool("whoami")
     assert result["content"][0]["text"] == "ada"
     assert len(seen) == 1

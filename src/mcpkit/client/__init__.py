@@ -37,8 +37,8 @@ from .errors import (
     SessionExpiredError,
     ToolError,
     TooManyInputRounds,
-    UrlElicitationRequiredError,
     TransportError,
+    UrlElicitationRequiredError,
     VersionNegotiationError,
 )
 from .group import ClientGroup
@@ -120,11 +120,11 @@ __all__ = [
     "TaskCancelled",
     "TimeoutOptions",
     "TooManyInputRounds",
-    "UrlElicitationRequiredError",
     "Tool",
     "ToolError",
     "TransportError",
     "UrlElicitationHandler",
+    "UrlElicitationRequiredError",
     "VersionNegotiationError",
     "prompt_ref",
     "resource_ref",

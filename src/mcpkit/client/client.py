@@ -60,12 +60,12 @@ from .models import (
     Tool,
 )
 from .mrtr import continue_with_input
-from .url_elicitation import URL_ELICITATION_REQUIRED
-from .url_elicitation import fulfil as fulfil_url_elicitations
 from .options import ClientOptions, ClientSettings, legacy_sse_fallback, transport_for
 from .session import RequestOptions, Session
 from .tasks import Task, TaskStatusCallback
 from .typed import tool_result
+from .url_elicitation import URL_ELICITATION_REQUIRED
+from .url_elicitation import fulfil as fulfil_url_elicitations
 
 if TYPE_CHECKING:
     from .group import ClientGroup
@@ -513,14 +513,24 @@ class Client(InboundHandling):
         try:  # error_boundary(), without a generator context manager per request
             try:
                 result = await request(
-                    method, params, timeout=timeout, on_progress=on_progress, meta=meta, headers=headers
+                    method,
+                    params,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    meta=meta,
+                    headers=headers,
                 )
             except ServerError as exc:  # -32042: the user visits pages, then one retry
                 if exc.code != URL_ELICITATION_REQUIRED:
                     raise
                 await fulfil_url_elicitations(exc, self.callbacks, self.url_completions)
                 result = await request(
-                    method, params, timeout=timeout, on_progress=on_progress, meta=meta, headers=headers
+                    method,
+                    params,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    meta=meta,
+                    headers=headers,
                 )
             if result.get("resultType", "complete") == "complete":  # nearly always
                 return result

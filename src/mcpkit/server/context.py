@@ -295,7 +295,9 @@ class Context:
             ids[key or ""] = eid
         target = url(eid) if callable(url) else url
         params = url_params(message, target, None if modern else eid)
-        answer = await self._ask_one("elicitation/create", params, "elicitation.url", key or "elicit")
+        answer = await self._ask_one(
+            "elicitation/create", params, "elicitation.url", key or "elicit"
+        )
         action = answer.get("action")
         if action not in ("accept", "decline", "cancel"):
             raise invalid_params(f"URL elicitation answered with an unknown action {action!r}")

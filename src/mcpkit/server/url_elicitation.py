@@ -173,9 +173,7 @@ class UrlElicitationRequired(McpError, NeedInput):
     retired): the call answers an ``input_required`` round asking for the same URLs; the
     retried call runs the tool again, which decides whether it can go on now."""
 
-    def __init__(
-        self, elicitations: Sequence[dict[str, Any]], message: str | None = None
-    ) -> None:
+    def __init__(self, elicitations: Sequence[dict[str, Any]], message: str | None = None) -> None:
         items = [dict(e) for e in elicitations]
         if not items:
             raise ValueError("UrlElicitationRequired needs at least one elicitation")

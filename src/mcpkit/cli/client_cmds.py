@@ -27,6 +27,8 @@ from .exits import EXIT_CODES_HELP, EXIT_CONNECTION, EXIT_FAILURE, EXIT_OK, EXIT
 from .terminal import TerminalUI
 
 if TYPE_CHECKING:  # the client stack loads only for these commands, not for `serve`
+    import httpx
+
     from ..client import Client
 
 _TARGET_HELP = (
@@ -204,6 +206,18 @@ def _target(
     return words[0], words[1:]
 
 
+def _login(target: str | list[str], headers: dict[str, str]) -> httpx.Auth | None:
+    """OAuth (browser on first use, the user's token store) for a URL, unless the
+    command line gives its own ``Authorization`` header."""
+    from .proxy import is_remote_url, login_auth
+
+    if not isinstance(target, str) or not is_remote_url(target):
+        return None
+    if any(name.lower() == "authorization" for name in headers):
+        return None
+    return login_auth(target, client_name="mcpkit cli")
+
+
 def _client(target: str | list[str], args: argparse.Namespace, ui: TerminalUI) -> Client:
     from ..client import Client
 
@@ -224,6 +238,7 @@ def _client(target: str | list[str], args: argparse.Namespace, ui: TerminalUI) -
         era=args.era,
         timeout=args.timeout,
         headers=headers,
+        auth=_login(target, headers),
         env=env or None,
         elicitation=ui.ask_form,
         url_elicitation=ui.show_url,

@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..types.extras import MissingExtra
-from . import client_cmds, dev, gateway, host_cmd, install, serve, worker
+from . import client_cmds, dev, gateway, host_cmd, install, proxy, serve, worker
 from .command import register
 from .exits import EXIT_BROKEN_PIPE, EXIT_CODES_HELP, EXIT_USAGE
 
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     register(sub, serve.COMMAND)
     register(sub, dev.COMMAND)
     client_cmds.add_parsers(sub)
-    for module in (install, gateway, host_cmd, worker):
+    for module in (install, proxy, gateway, host_cmd, worker):
         register(sub, module.COMMAND)
     return parser
 

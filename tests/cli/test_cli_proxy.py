@@ -20,13 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.servers import free_port, kill_group, run_mcpkit, spawn, wait_http
 
 from mcpkit.client import Client
+from support.servers import free_port, kill_group, run_mcpkit, spawn, wait_http
+
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"  # real processes: one backend is enough
+
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "auth"
 
@@ -95,8 +97,8 @@ def pages(opened: Path) -> list[str]:
 
 
 def stored_tokens(tmp_path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((tmp_path / "tokens.json").read_text())
-    return data["tokens"]
+    data: dict[str, dict[str, Any]] = json.loads((tmp_path / "tokens.json").read_text())["tokens"]
+    return data
 
 
 async def whoami_through_proxy(url: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -96,6 +97,10 @@ def pages(opened: Path) -> list[str]:
     return opened.read_text().split() if opened.exists() else []
 
 
+def redirect_of(page: str) -> str:
+    return parse_qs(urlsplit(page).query)["redirect_uri"][0]
+
+
 def stored_tokens(tmp_path: Path) -> dict[str, Any]:
     data: dict[str, dict[str, Any]] = json.loads((tmp_path / "tokens.json").read_text())["tokens"]
     return data
@@ -126,6 +131,15 @@ async def test_proxy_logs_in_once_then_uses_the_stored_token(
     assert len(pages(user)) == 1
     (after,) = stored_tokens(tmp_path).values()
     assert after["access_token"] != before["access_token"]
+
+    # Tokens gone (revoked, logged out), the registered client kept: a new login in a new
+    # process, whose redirect URI must still be the one the client was registered with.
+    store = json.loads((tmp_path / "tokens.json").read_text())
+    store["tokens"] = {}
+    (tmp_path / "tokens.json").write_text(json.dumps(store))
+    assert (await whoami_through_proxy(protected))["subject"] == "demo-user"
+    first_page, second_page = pages(user)
+    assert redirect_of(first_page) == redirect_of(second_page)
 
 
 def test_call_logs_in_too(protected: str, user: Path, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ without asking again.  Everything else is :func:`mcpkit.compose.proxy`.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -29,6 +30,8 @@ __all__ = ["COMMAND", "login_auth"]
 
 #: How long a login may take (the person is in a browser).
 LOGIN_TIMEOUT_S = 300.0
+#: Where the per-URL callback ports are chosen (below the usual ephemeral range).
+_PORTS = (20000, 30000)
 
 
 def is_remote_url(target: str) -> bool:
@@ -49,16 +52,24 @@ def _announce(url: str) -> None:
         print(f"mcpkit: {exc}", file=sys.stderr, flush=True)
 
 
-def login_auth(url: str, *, client_name: str, callback_port: int = 0) -> httpx.Auth:
+def callback_port_for(url: str) -> int:
+    """The loopback port a login for ``url`` listens on, the same in every run: a client
+    registered once (dynamic registration, kept in the token store) names its redirect
+    URI, and authorization servers that match it exactly would refuse another port."""
+    digest = hashlib.sha256(url.encode()).digest()
+    return _PORTS[0] + int.from_bytes(digest[:4], "big") % (_PORTS[1] - _PORTS[0])
+
+
+def login_auth(url: str, *, client_name: str, callback_port: int | None = None) -> httpx.Auth:
     """OAuth for the server at ``url``: it does nothing until the server answers 401,
-    then logs in through the browser (or uses the stored, refreshed tokens)."""
+    then logs in through the browser (or uses the stored, refreshed tokens).  The
+    redirect comes back to ``callback_port`` (default :func:`callback_port_for`)."""
     from ..auth.client import FileTokenStore, LoopbackRedirectHandler, OAuthClientAuth, UrlPolicy
     from ..auth.urls import is_loopback_host
     from ..host.oauth import default_token_file
 
-    handler = LoopbackRedirectHandler(
-        port=callback_port, open_url=_announce, timeout_s=LOGIN_TIMEOUT_S
-    )
+    port = callback_port if callback_port is not None else callback_port_for(url)
+    handler = LoopbackRedirectHandler(port=port, open_url=_announce, timeout_s=LOGIN_TIMEOUT_S)
     local = is_loopback_host(urlsplit(url).hostname)
     return OAuthClientAuth(
         url,
@@ -78,9 +89,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--callback-port",
         type=int,
-        default=0,
+        default=None,
         metavar="PORT",
-        help="the 127.0.0.1 port the login's redirect comes back to (default: a free one)",
+        help="the 127.0.0.1 port the login's redirect comes back to (default: one derived "
+        "from the URL, the same every time)",
     )
     p.add_argument(
         "--no-login",

@@ -16,7 +16,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from mcpkit import Context, Server
-from mcpkit.client import Client, ElicitResult, Notification, UrlElicitationRequiredError
+from mcpkit.client import (
+    Client,
+    ElicitResult,
+    Notification,
+    ServerError,
+    UrlElicitationRequiredError,
+)
 from mcpkit.server.url_elicitation import (
     UrlElicitation,
     UrlElicitationRequired,
@@ -128,10 +134,28 @@ async def test_url_elicitation_required_is_answered_and_retried(era: EraChoice) 
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_without_a_callback_the_error_carries_the_pages() -> None:
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_client_without_url_elicitation_is_never_sent_one(era: EraChoice) -> None:
     accounts = Accounts()
-    async with Client(accounts.server, era="legacy") as client:
+    async with Client(accounts.server, era=era) as client:
         assert "elicitation" not in client.capabilities
+        with pytest.raises(ServerError) as caught:
+            await client.call_tool("whoami")
+    assert caught.value.code == -32021
+    assert caught.value.data == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_without_a_callback_the_error_carries_the_pages() -> None:
+    """A server that raises ``-32042`` anyway (built by hand, or another SDK's): the
+    client raises it typed, with the pages, instead of a bare server error."""
+    server = Server("raw")
+
+    @server.tool
+    def whoami() -> str:
+        raise UrlElicitationRequired.of("Connect your Example account", page_for)
+
+    async with Client(server, era="legacy") as client:
         with pytest.raises(UrlElicitationRequiredError) as caught:
             await client.call_tool("whoami")
     error = caught.value
@@ -139,7 +163,6 @@ async def test_without_a_callback_the_error_carries_the_pages() -> None:
     assert "no url_elicitation callback" in error.reason
     (page,) = error.elicitations
     assert page["mode"] == "url" and page["url"] == page_for(page["elicitationId"])
-    assert accounts.connected == set()
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])

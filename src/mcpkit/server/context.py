@@ -256,11 +256,15 @@ class Context:
         """A URL elicitation not yet asked: ``raise handle.required()`` to fail the call
         with ``-32042`` (2025-11-25; an input round on 2026-07-28), keep the handle, and
         ``await handle.complete()`` when the page reports back.  ``url`` may be a
-        function of the elicitation id (the page needs it to name what it completes)."""
-        from .url_elicitation import UrlElicitation, new_elicitation_id
+        function of the elicitation id (the page needs it to name what it completes).
+        Refused with ``-32021`` when the client did not declare ``elicitation.url``."""
+        from .url_elicitation import UrlElicitation, new_elicitation_id, url_params
 
         eid = elicitation_id or new_elicitation_id()
         target = url(eid) if callable(url) else url
+        # Servers must not ask for URL elicitation (the error included) unless declared.
+        spec = {"method": "elicitation/create", "params": url_params(message, target, eid)}
+        self._require("elicitation/create", "elicitation.url", spec)
         legacy = self.exchange if self.meta.era == "legacy" else None
         return UrlElicitation(eid, message, target, None, self.server.state, legacy)
 

@@ -126,7 +126,13 @@ async def test_proxy_logs_in_once_then_uses_the_stored_token(
     (before,) = stored_tokens(tmp_path).values()
     assert before["refresh_token"]
 
-    again = await whoami_through_proxy(protected)  # a new process: no login, a refresh
+    # A new process, launched as a host does, from the entry `mcpkit install` writes:
+    # no login, a refresh.
+    out = run_mcpkit("install", "json", protected, "--name", "remote", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    async with Client.from_config(json.loads(out.stdout), timeout=120) as host:
+        assert "remote__whoami" in {tool["name"] for tool in await host.list_tools()}
+        again = (await host.call_tool("remote__whoami", {}))["structuredContent"]
     assert again["subject"] == "demo-user"
     assert len(pages(user)) == 1
     (after,) = stored_tokens(tmp_path).values()
@@ -155,6 +161,7 @@ def test_call_logs_in_too(protected: str, user: Path, tmp_path: Path) -> None:
 
 
 def test_install_writes_the_proxy_command(tmp_path: Path) -> None:
+    """The entry's name is the URL's host unless ``--name`` says."""
     out = run_mcpkit("install", "json", "https://mcp.example.com/mcp", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     entry = json.loads(out.stdout)["mcpServers"]["mcp.example.com"]

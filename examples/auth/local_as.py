@@ -428,8 +428,12 @@ def main() -> None:
         metavar="ID:SECRET",
         help="pre-register a confidential client (client_credentials)",
     )
+    parser.add_argument(
+        "--token-ttl", type=int, default=3600, metavar="S", help="access token lifetime"
+    )
     args = parser.parse_args()
     server = LocalAuthorizationServer(f"http://{args.host}:{args.port}")
+    server.token_ttl_s = args.token_ttl
     for item in args.client:
         client_id, _, secret = item.partition(":")
         server.add_client(client_id, secret or None)

@@ -36,7 +36,7 @@ async def order(ctx: Context) -> dict[str, object]:
 async def connect(ctx: Context) -> str:
     """Send the user to a URL."""
     answer = await ctx.elicit_url("Authorize the demo", "https://example.test/authorize?x=1")
-    return f"url answer: {answer['action']}"
+    return f"url answer: {answer.action}"
 
 
 @server.tool

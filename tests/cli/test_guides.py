@@ -35,4 +35,8 @@ def test_the_gateway_guide_shows_the_bearer_token_its_example_needs(tmp_path: Pa
         kill_group(proc)
     assert listed.returncode == 0, listed.stderr
     assert re.search(r"demo_add\(", listed.stdout), listed.stdout
-    assert refused.returncode != 0 and "Bearer token is required" in refused.stderr, refused.stderr
+    # Without the token: one line that says what the gateway wants (it offers no OAuth
+    # sign-in for the command line to run), and no traceback.
+    assert refused.returncode != 0, refused.stderr
+    assert "offers no OAuth sign-in" in refused.stderr, refused.stderr
+    assert "Authorization: Bearer" in refused.stderr and "Traceback" not in refused.stderr

@@ -69,6 +69,7 @@ PUBLIC = {
     "ToolError",
     "TransportError",
     "UrlElicitationHandler",
+    "UrlElicitationRequiredError",
     "VersionNegotiationError",
     "prompt_ref",
     "resource_ref",

@@ -53,8 +53,7 @@ def make_server(keyring: Keyring | None = None) -> Server:
     @server.tool
     async def url_consent(ctx: Context) -> str:
         answer = await ctx.elicit_url("Sign in", "https://example.com/consent", key="u")
-        action: str = answer["action"]
-        return action
+        return str(answer.action)
 
     @server.tool
     async def everything(ctx: Context) -> str:

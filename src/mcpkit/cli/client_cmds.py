@@ -28,6 +28,8 @@ from .exits import EXIT_CODES_HELP, EXIT_CONNECTION, EXIT_FAILURE, EXIT_OK, EXIT
 from .terminal import TerminalUI
 
 if TYPE_CHECKING:  # the client stack loads only for these commands, not for `serve`
+    import httpx
+
     from ..client import Client
 
 _TARGET_HELP = (
@@ -209,6 +211,18 @@ def _target(
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
+def _login(target: str | list[str], headers: dict[str, str]) -> httpx.Auth | None:
+    """OAuth (browser on first use, the user's token store) for a URL, unless the
+    command line gives its own ``Authorization`` header."""
+    from .proxy import is_remote_url, login_auth
+
+    if not isinstance(target, str) or not is_remote_url(target):
+        return None
+    if any(name.lower() == "authorization" for name in headers):
+        return None
+    return login_auth(target, client_name="mcpkit cli")
+
+
 def _client(target: str | list[str], args: argparse.Namespace, ui: TerminalUI) -> Client:
     from ..client import Client
 
@@ -238,6 +252,7 @@ def _client(target: str | list[str], args: argparse.Namespace, ui: TerminalUI) -
         era=args.era,
         timeout=args.timeout,
         headers=headers,
+        auth=_login(target, headers),
         env=env or None,
         elicitation=ui.ask_form,
         url_elicitation=ui.show_url,
@@ -247,6 +262,7 @@ def _client(target: str | list[str], args: argparse.Namespace, ui: TerminalUI) -
 
 
 def _run(coro_fn: Command, args: argparse.Namespace) -> int:
+    from ..auth.client.errors import NoOAuthOffered, OAuthError
     from ..client import (
         ClientError,
         RequestTimeoutError,
@@ -280,6 +296,16 @@ def _run(coro_fn: Command, args: argparse.Namespace) -> int:
         return EXIT_FAILURE if explained == said else EXIT_CONNECTION  # not an MCP endpoint
     except ClientError as exc:
         print(f"mcpkit {name}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except NoOAuthOffered:
+        print(
+            f"mcpkit {name}: the server needs credentials and offers no OAuth sign-in (no "
+            'RFC 9728 metadata); pass them with -H "Authorization: Bearer TOKEN"',
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    except OAuthError as exc:
+        print(f"mcpkit {name}: sign-in failed: {exc}", file=sys.stderr)
         return EXIT_FAILURE
 
 

@@ -20,10 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..types.extras import require
 from .command import Command, add_list_option
 from .exits import EXIT_OK, EXIT_USAGE
+from .proxy import is_remote_url
 from .target import TargetError, importable_from_cwd, load_server
 
 
@@ -97,7 +99,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "target",
         metavar="FILE",
-        help="the server, as `mcpkit serve` takes it: demo.py[:name] or pkg.mod:name",
+        help="the server, as `mcpkit serve` takes it: demo.py[:name] or pkg.mod:name; or "
+        "a remote server's http(s) URL (run through `mcpkit proxy URL`, which logs in)",
     )
     p.add_argument("--name", help="the entry's name (default: the server's own name)")
     add_list_option(
@@ -152,11 +155,36 @@ def build_entry(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The entry's name and its ``{"command", "args", "env"}``."""
     for package in args.with_packages:
         _pip_install(args.python, package)
+    if is_remote_url(args.target):  # a remote server: `mcpkit proxy URL` logs in for the host
+        remote: dict[str, Any] = {
+            "command": _python(args),
+            "args": ["-m", "mcpkit", "proxy", args.target],
+        }
+        if env := _env(args):
+            remote["env"] = env
+        return args.name or urlsplit(args.target).hostname or "remote", remote
     target, module_dir = _absolute_target(args.target)
     try:
         server = load_server(args.target)
     except TargetError as exc:
         raise InstallError(str(exc)) from None
+    except Exception as exc:  # the user's file failed while importing: say so, plainly
+        raise InstallError(f"{args.target} failed to import: {type(exc).__name__}: {exc}") from None
+    env = _env(args)
+    if module_dir is not None:
+        env.setdefault("PYTHONPATH", module_dir)
+    entry: dict[str, Any] = {"command": _python(args), "args": ["-m", "mcpkit", "serve", target]}
+    if env:
+        entry["env"] = env
+    return args.name or server.name, entry
+
+
+def _python(args: argparse.Namespace) -> str:
+    python = shutil.which(args.python) or args.python
+    return str(Path(python).absolute())
+
+
+def _env(args: argparse.Namespace) -> dict[str, str]:
     env: dict[str, str] = {}
     if args.env_file:
         env.update(_read_env_file(args.env_file))
@@ -165,16 +193,7 @@ def build_entry(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         if not sep or not key:
             raise InstallError(f"--env {item!r}: expected KEY=VALUE")
         env[key] = value
-    if module_dir is not None:
-        env.setdefault("PYTHONPATH", module_dir)
-    python = shutil.which(args.python) or args.python
-    entry: dict[str, Any] = {
-        "command": str(Path(python).absolute()),
-        "args": ["-m", "mcpkit", "serve", target],
-    }
-    if env:
-        entry["env"] = env
-    return args.name or server.name, entry
+    return env
 
 
 def _absolute_target(target: str) -> tuple[str, str | None]:

@@ -15,6 +15,7 @@ from . import (
     host_cmd,
     install,
     pack,
+    proxy,
     publish,
     serve,
     worker,
@@ -58,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     register(sub, serve.COMMAND)
     register(sub, dev.COMMAND)
     client_cmds.add_parsers(sub)
-    for module in (install, pack, publish, gateway, host_cmd, worker, auth_doctor):
+    for module in (install, proxy, pack, publish, gateway, host_cmd, worker, auth_doctor):
         register(sub, module.COMMAND)
     return parser
 

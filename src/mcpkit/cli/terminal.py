@@ -84,6 +84,12 @@ class TerminalUI:
             f"\nThe server asks you to open this URL:\n  {url}\n"
             f"  {params.get('message', '')}".rstrip()
         )
+        if "elicitationId" in params:  # 2025-11-25: the server says when it is done
+            self._say("  (waiting for the server to confirm)")
+        else:  # 2026-07-28: the retry is how the outcome is learned, so retry when done
+            with contextlib.suppress(EOFError):
+                prompt = "  Press Enter once you have finished there: "
+                await anyio.to_thread.run_sync(self._read_line, prompt)
         return {"action": "accept"}
 
     async def _ask_field(self, key: str, prop: dict[str, Any], required: bool) -> Any:

@@ -38,6 +38,7 @@ from .errors import (
     ToolError,
     TooManyInputRounds,
     TransportError,
+    UrlElicitationRequiredError,
     VersionNegotiationError,
 )
 from .group import ClientGroup
@@ -123,6 +124,7 @@ __all__ = [
     "ToolError",
     "TransportError",
     "UrlElicitationHandler",
+    "UrlElicitationRequiredError",
     "VersionNegotiationError",
     "prompt_ref",
     "resource_ref",

@@ -41,6 +41,7 @@ from .errors import (
     ConnectError,
     HttpStatusError,
     InvalidResultError,
+    ServerError,
     error_boundary,
     unwrap,
 )
@@ -63,6 +64,8 @@ from .options import ClientOptions, ClientSettings, legacy_sse_fallback, transpo
 from .session import Session
 from .tasks import Task, TaskStatusCallback
 from .typed import tool_result
+from .url_elicitation import URL_ELICITATION_REQUIRED
+from .url_elicitation import fulfil as fulfil_url_elicitations
 
 if TYPE_CHECKING:
     from .group import ClientGroup
@@ -500,9 +503,27 @@ class Client(ExtensionCalls):
     ) -> dict[str, Any]:
         request = self.session.request
         try:  # error_boundary(), without a generator context manager per request
-            result = await request(
-                method, params, timeout=timeout, on_progress=on_progress, meta=meta, headers=headers
-            )
+            try:
+                result = await request(
+                    method,
+                    params,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    meta=meta,
+                    headers=headers,
+                )
+            except ServerError as exc:  # -32042: the user visits pages, then one retry
+                if exc.code != URL_ELICITATION_REQUIRED:
+                    raise
+                await fulfil_url_elicitations(exc, self.callbacks, self.url_completions)
+                result = await request(
+                    method,
+                    params,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    meta=meta,
+                    headers=headers,
+                )
             if result.get("resultType", "complete") == "complete":  # nearly always
                 return result
 

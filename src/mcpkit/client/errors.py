@@ -46,6 +46,7 @@ __all__ = [
     "TooManyInputRounds",
     "ToolError",
     "TransportError",
+    "UrlElicitationRequiredError",
     "VersionNegotiationError",
     "error_boundary",
     "unwrap",
@@ -87,6 +88,24 @@ class InputRequestError(ClientError):
         super().__init__(message)
         #: True when no callback exists for what was asked (as opposed to a bad answer).
         self.missing = missing
+
+
+class UrlElicitationRequiredError(ServerError):
+    """The server needs the user to visit pages (``elicitations``: ``message``, ``url``,
+    ``elicitationId``) and the client could not get that done: ``reason`` says why (no
+    ``url_elicitation`` callback, the user declined, no completion in time)."""
+
+    def __init__(self, cause: ServerError, elicitations: list[dict[str, Any]], reason: str) -> None:
+        ServerError.__init__(
+            self,
+            cause.code,
+            f"{cause.message}: {reason}",
+            cause.data,
+            method=cause.method,
+            http_status=cause.http_status,
+        )
+        self.elicitations = elicitations
+        self.reason = reason
 
 
 class TooManyInputRounds(ClientError):

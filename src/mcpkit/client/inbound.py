@@ -17,6 +17,7 @@ from ..types.jsonrpc import Message, params_of
 from .callbacks import Callbacks, call_maybe_async
 from .errors import InputRequestError
 from .models import Notification
+from .url_elicitation import UrlCompletions
 
 if TYPE_CHECKING:
     from ..transports.client_base import ClientTransport
@@ -44,6 +45,17 @@ class InboundHandling:
     cache: ResultCache | None
     transport: ClientTransport
     _legacy_listeners: set[Subscription]
+    _url_completions: UrlCompletions
+
+    @property
+    def url_completions(self) -> UrlCompletions:
+        """The URL elicitations this client has seen completed (2025-11-25), and how long
+        a request answered ``-32042`` waits for one (``.timeout``)."""
+        try:
+            return self._url_completions
+        except AttributeError:
+            self._url_completions = UrlCompletions()
+            return self._url_completions
 
     def _observe(self, note: Notification) -> None:
         """A change notification arrived (listen stream or legacy session)."""
@@ -59,6 +71,10 @@ class InboundHandling:
                 level = _LOG_LEVELS.get(str(note.params.get("level")), logging.CRITICAL)
                 server_log.log(level, "%s", note.params.get("data"))
             return
+        if note.method == "notifications/elicitation/complete":
+            eid = note.params.get("elicitationId")
+            if isinstance(eid, str):
+                self.url_completions.complete(eid)
         self._observe(note)
         for subscription in list(self._legacy_listeners):
             subscription.offer(note)

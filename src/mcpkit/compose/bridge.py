@@ -71,7 +71,10 @@ class FrontCall:
             if what == "elicit":
                 return await ctx.elicit(params.get("message", ""), params.get("requestedSchema"))
             if what == "elicit_url":
-                return await ctx.elicit_url(params.get("message", ""), params.get("url", ""))
+                handle = await ctx.elicit_url(
+                    params.get("message", ""), params.get("url", ""), params.get("elicitationId")
+                )
+                return {"action": handle.action}
             if what == "sample":
                 rest = {
                     k: v

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .handles import Handles
     from .server import Server
     from .tasks import TaskHandle
+    from .url_elicitation import UrlElicitation, UrlSpec
 
 __all__ = ["Context"]
 
@@ -257,16 +258,65 @@ class Context:
 
         return outcome(requested_schema, wrapped, answer)
 
-    async def elicit_url(
-        self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None
-    ) -> dict[str, Any]:
-        """Send the user to a URL (URL mode; for secrets and third-party consent)."""
-        params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
-        if self.meta.era == "legacy":
-            import uuid
+    def url_elicitation(
+        self, message: str, url: UrlSpec, elicitation_id: str | None = None
+    ) -> UrlElicitation:
+        """A URL elicitation not yet asked: ``raise handle.required()`` to fail the call
+        with ``-32042`` (2025-11-25; an input round on 2026-07-28), keep the handle, and
+        ``await handle.complete()`` when the page reports back.  ``url`` may be a
+        function of the elicitation id (the page needs it to name what it completes).
+        Refused with ``-32021`` when the client did not declare ``elicitation.url``."""
+        from .url_elicitation import UrlElicitation, new_elicitation_id, url_params
 
-            params["elicitationId"] = elicitation_id or str(uuid.uuid4())
-        return await self._ask_one("elicitation/create", params, "elicitation.url", key or "elicit")
+        eid = elicitation_id or new_elicitation_id()
+        target = url(eid) if callable(url) else url
+        # Servers must not ask for URL elicitation (the error included) unless declared.
+        spec = {"method": "elicitation/create", "params": url_params(message, target, eid)}
+        self._require("elicitation/create", "elicitation.url", spec)
+        legacy = self.exchange if self.meta.era == "legacy" else None
+        return UrlElicitation(eid, message, target, None, self.server.state, legacy)
+
+    async def elicit_url(
+        self,
+        message: str,
+        url: UrlSpec,
+        elicitation_id: str | None = None,
+        *,
+        key: str | None = None,
+    ) -> UrlElicitation:
+        """Send the user to a URL (URL mode; for secrets, sign-ins and third-party
+        consent) and return the :class:`~mcpkit.server.url_elicitation.UrlElicitation`:
+        its ``action`` is the user's answer (``accept`` = they agreed to go), and the
+        server calls ``await handle.complete()`` when the page reports back (2025-11-25:
+        the client gets ``notifications/elicitation/complete``).  On 2026-07-28 the id
+        is kept across rounds and a retried round's ``handle.completed`` says whether the
+        page has reported back by then.  ``url`` may be a function of the id."""
+        from .url_elicitation import (
+            UrlElicitation,
+            is_url_elicitation_complete,
+            new_elicitation_id,
+            url_params,
+        )
+
+        modern = self.meta.era == "modern"
+        if modern and key is None:
+            key = self._modern_round().next_key("elicit")
+        ids: dict[str, str] = self.state.setdefault("url-elicitations", {}) if modern else {}
+        eid = ids.get(key or "") or elicitation_id or new_elicitation_id()
+        if modern:
+            ids[key or ""] = eid
+        target = url(eid) if callable(url) else url
+        params = url_params(message, target, None if modern else eid)
+        answer = await self._ask_one(
+            "elicitation/create", params, "elicitation.url", key or "elicit"
+        )
+        action = answer.get("action")
+        if action not in ("accept", "decline", "cancel"):
+            raise invalid_params(f"URL elicitation answered with an unknown action {action!r}")
+        state = self.server.state
+        done = modern and await is_url_elicitation_complete(state, eid)
+        exchange = None if modern else self.exchange
+        return UrlElicitation(eid, message, target, action, state, exchange, completed=done)
 
     async def sample(
         self,

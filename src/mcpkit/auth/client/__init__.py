@@ -21,6 +21,7 @@ from .browser import (
 from .errors import (
     AuthorizationError,
     DiscoveryError,
+    NoOAuthOffered,
     OAuthError,
     SsrfBlocked,
     TokenError,
@@ -41,6 +42,7 @@ __all__ = [
     "InMemoryTokenStore",
     "JwtBearerAuth",
     "LoopbackRedirectHandler",
+    "NoOAuthOffered",
     "OAuthAuth",
     "OAuthClientAuth",
     "OAuthError",

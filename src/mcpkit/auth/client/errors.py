@@ -7,6 +7,7 @@ import httpx
 __all__ = [
     "AuthorizationError",
     "DiscoveryError",
+    "NoOAuthOffered",
     "OAuthError",
     "SsrfBlocked",
     "TokenError",
@@ -21,6 +22,12 @@ class OAuthError(Exception):
 
 class DiscoveryError(OAuthError):
     """Protected-resource or authorization-server metadata is missing or not acceptable."""
+
+
+class NoOAuthOffered(DiscoveryError):
+    """The server refused the request (401) but publishes no protected-resource metadata
+    (RFC 9728): it takes credentials some other way (a static bearer token, an API key),
+    not through an OAuth sign-in the client could run."""
 
 
 class AuthorizationError(OAuthError):

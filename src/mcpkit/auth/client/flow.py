@@ -34,7 +34,14 @@ from ..challenge import Challenge, parse_challenges
 from .browser import RedirectHandler
 from .clientauth import apply_client_auth
 from .dpop import DpopKey
-from .errors import AuthorizationError, DiscoveryError, OAuthError, SsrfBlocked, TokenError
+from .errors import (
+    AuthorizationError,
+    DiscoveryError,
+    NoOAuthOffered,
+    OAuthError,
+    SsrfBlocked,
+    TokenError,
+)
 from .metadata import (
     AuthServerMetadata,
     ResourceMetadata,
@@ -385,7 +392,7 @@ class OAuthEngine:
                 break
         if prm is None:
             if not self.legacy_fallback:
-                raise DiscoveryError(
+                raise NoOAuthOffered(
                     "no protected resource metadata (RFC 9728) found; tried " + ", ".join(tried)
                 )
             self.prm = None

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .app import McpHttpApp
 
 _SESSION_ID = hdr.SESSION_ID.encode()
+_REQUEST_SCOPED = frozenset({"notifications/progress", "notifications/message"})
 
 
 class LegacyExchange(CancellableExchange):
@@ -80,6 +81,17 @@ class LegacyExchange(CancellableExchange):
         if waiter.error is not None:
             raise waiter.error
         return waiter.value or {}
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """On this request's stream while it is open.  After its answer, a notification
+        that is not about the request itself (a URL elicitation completed later) goes on
+        the session's standalone GET stream, if open; progress and log messages of a
+        finished request are dropped."""
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        if await self.writer.message(message) or method in _REQUEST_SCOPED:
+            return
+        if self.session.pushed is not None:
+            self.session.pushed.push(encode_event(encode(message)))
 
     async def close_stream(self, retry_ms: int | None = None) -> None:
         await self.writer.detach(retry_ms)

@@ -313,12 +313,14 @@ class Context:
         """One input request.  ``key`` names it in ``inputRequests``; a built-in prefix
         (``elicit``/``sample``/``roots``) gets a per-call counter so repeated asks differ."""
         self._require(method, capability, {"method": method, "params": params})
-        if self.meta.era == "legacy":
+        in_task = self._task is not None and self._task.started
+        if self.meta.era == "legacy" and not in_task:
             return await self.exchange.request(method, params)
         known = self._modern_round()
         if key in ("elicit", "sample", "roots"):
             key = known.next_key(key)
-        if self._task is not None and self._task.started:
+        if in_task:
+            assert self._task is not None
             answers = await self._task.ask({key: {"method": method, "params": params}})
             return _checked_answer(key, answers[key])
         if key in known.responses:

@@ -61,7 +61,7 @@ from .models import (
 from .mrtr import continue_with_input
 from .options import ClientOptions, ClientSettings, legacy_sse_fallback, transport_for
 from .session import RequestOptions, Session
-from .tasks import Task, TaskStatusCallback
+from .tasks import Task, TaskStatusCallback, legacy_task_wanted
 from .typed import tool_result
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class Client(InboundHandling):
         )
         self._owner = object()  # identifies this client's private cache entries
         self._tool_headers: dict[str, tuple[HeaderParam, ...]] = {}
-        #: Each listed tool's ``execution.taskSupport`` (2025-11-25 listings carry it).
+        #: Each listed tool's ``execution.taskSupport`` (2025-11-25).
         self._task_support: dict[str, str] = {}
         #: Tools left out of ``list_tools`` because of invalid ``x-mcp-header``s, and why.
         self.dropped_tools: dict[str, str] = {}
@@ -334,7 +334,7 @@ class Client(InboundHandling):
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        if self._legacy_task(name):
+        if legacy_task_wanted(self.era, self._task_support.get(name), self.options.features):
             params["task"] = {}
         refetched = False
         while True:
@@ -349,9 +349,9 @@ class Client(InboundHandling):
                 refetched = True  # our view of the tool's x-mcp-header may be stale
                 await self.list_tools(refresh=True)
                 continue
-            if result.get("resultType") == "task" or "task" in params:
+            if result.get("resultType") == "task" or "task" in result:
                 with error_boundary():
-                    result = await self._follow(result, on_task)
+                    result = await self._task(result).result(on_status=on_task)
             content = result.get("content")
             if content is not None and not isinstance(content, list):
                 raise InvalidResultError(f"tools/call {name}: content is not a list")
@@ -366,10 +366,8 @@ class Client(InboundHandling):
     ) -> Task | CallToolResult:
         """Call a tool, returning the :class:`Task` when the server runs it as one
         (``await task`` for the result) or the result when it answered at once.
-
-        2026-07-28: needs ``tasks=True`` (the server decides).  2025-11-25: the call asks
-        for a task (the ``task`` parameter, with ``ttl_ms`` as its requested retention);
-        the tool's ``execution.taskSupport`` must allow one."""
+        2026-07-28: needs ``tasks=True``.  2025-11-25: asks for a task (``ttl_ms``: its
+        requested retention); the tool's ``execution.taskSupport`` must allow one."""
         legacy = self.era == "legacy"
         if not legacy and not self.options.features.tasks:
             raise ClientError("start_tool_task needs Client(..., tasks=True)")
@@ -384,23 +382,6 @@ class Client(InboundHandling):
         if result.get("resultType") == "task" or (legacy and "task" in result):
             return self._task(result)
         return tool_result(name, result)
-
-    def _legacy_task(self, name: str) -> bool:
-        """Whether ``call_tool`` asks a 2025-11-25 server for a task: ``tasks=True`` and the
-        tool's listing allows one, or the tool requires one."""
-        if self.era != "legacy":
-            return False
-        support = self._task_support.get(name, "forbidden")
-        return support == "required" or (support == "optional" and self.options.features.tasks)
-
-    async def _follow(
-        self, result: dict[str, Any], on_task: TaskStatusCallback | None
-    ) -> dict[str, Any]:
-        """The final result of a call answered with a task (a 2025-11-25 server may also
-        answer a task request at once: that answer is final)."""
-        if self.era == "legacy" and "task" not in result:
-            return result
-        return await self._task(result).result(on_status=on_task)
 
     def _task(self, created: dict[str, Any]) -> Task:
         async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ application's callbacks.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -28,6 +28,9 @@ from .callbacks import Callbacks, call_maybe_async
 from .errors import ClientError, InvalidResultError
 from .mrtr import answer_all
 
+if TYPE_CHECKING:
+    from .options import FeatureOptions
+
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 MIN_POLL_S = 0.05
 DEFAULT_POLL_S = 0.5
@@ -35,6 +38,14 @@ DEFAULT_POLL_S = 0.5
 
 #: Receives a task record (``taskId``, ``status``, ``statusMessage``, ...) as it changes.
 TaskStatusCallback = Callable[[dict[str, Any]], Awaitable[None] | None]
+
+
+def legacy_task_wanted(era: Era | None, support: str | None, features: FeatureOptions) -> bool:
+    """Whether ``call_tool`` asks a 2025-11-25 server for a task: the tool's listing
+    requires one, or allows one and the client was made with ``tasks=True``."""
+    if era != "legacy":
+        return False
+    return support == "required" or (support == "optional" and features.tasks)
 
 
 class TaskCancelled(ClientError):

@@ -20,7 +20,7 @@ from clientkit import PEERS
 from support.servers import ProcessServer, http_subprocess, need
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
-import harness  # noqa: E402
+import harness
 
 TS_CLIENT = PEERS / "ts_tasks_client.mjs"
 

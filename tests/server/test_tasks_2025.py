@@ -13,11 +13,11 @@ from typing import Any
 
 import anyio
 import pytest
-from support.inproc import call, call_error, legacy, modern, text_of
 from test_server_mrtr import LEGACY_ANSWERS, AnsweringExchange
 
 from mcpkit import Context, Server
 from mcpkit.types.versions import TASKS_EXTENSION
+from support.inproc import call, call_error, legacy, modern, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcpkit import Context, McpError, Server
-from mcpkit.client import Client
+from mcpkit.client import Client, CreateMessageResult
 from mcpkit.client.errors import InputRequestError
 from mcpkit.server.sampling import tool_result, tool_results_message, tool_uses
 from mcpkit.types.versions import EraChoice
@@ -55,7 +55,7 @@ class Model:
         self.tool = tool
         self.seen: list[dict[str, Any]] = []
 
-    async def __call__(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def __call__(self, params: dict[str, Any]) -> CreateMessageResult:
         self.seen.append(params)
         last = params["messages"][-1]["content"]
         if isinstance(last, list) and last[0]["type"] == "tool_result":

@@ -44,7 +44,7 @@ def make_server() -> Server:
         first = await ctx.sample(messages, tools=["weather"], tool_choice="auto", max_tokens=50)
         uses = tool_uses(first)
         if not uses:
-            return "no tool: " + first["content"]["text"]
+            return "no tool: " + str(first["content"]["text"])
         results = [tool_result(u["id"], weather(**u["input"])) for u in uses]
         messages += [
             {"role": "assistant", "content": first["content"]},

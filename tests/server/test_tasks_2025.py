@@ -22,7 +22,7 @@ from support.inproc import call, call_error, legacy, modern, text_of
 pytestmark = pytest.mark.anyio
 
 RELATED = "io.modelcontextprotocol/related-task"
-ELICIT = {"elicitation": {"form": {}}}
+ELICIT: dict[str, Any] = {"elicitation": {"form": {}}}
 
 
 def make_server() -> Server:
@@ -173,7 +173,7 @@ async def test_one_engine_serves_both_eras(server: Server) -> None:
     reads: one store, one binding."""
     task = await _start(server, "slow", {"seconds": 0})
     await call(server, "tasks/result", {"taskId": task["taskId"]}, legacy())
-    caps = {"extensions": {TASKS_EXTENSION: {}}}
+    caps: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
     record = server.tasks
     got = await record.dispatch("tasks/get", {"taskId": task["taskId"]}, modern(caps), None)
     assert got["status"] == "completed" and got["result"]["content"][0]["text"] == "x after 0.0s"

@@ -177,3 +177,31 @@ async def test_one_engine_serves_both_eras(server: Server) -> None:
     record = server.tasks
     got = await record.dispatch("tasks/get", {"taskId": task["taskId"]}, modern(caps), None)
     assert got["status"] == "completed" and got["result"]["content"][0]["text"] == "x after 0.0s"
+
+
+class SlowUser(AnsweringExchange):
+    """A client whose user takes a moment to answer."""
+
+    async def request(
+        self, method: str, params: dict[str, Any], timeout: float | None = None
+    ) -> dict[str, Any]:
+        await anyio.sleep(0.3)
+        return await super().request(method, params, timeout)
+
+
+async def test_two_result_waiters_send_the_tasks_input_once(server: Server) -> None:
+    """Two ``tasks/result`` calls waiting on one task: its input request goes out on one
+    of them only, and both get the result."""
+    task = await _start(server, "confirm")
+    exchanges = [SlowUser(LEGACY_ANSWERS), SlowUser(LEGACY_ANSWERS)]
+    results: list[dict[str, Any]] = []
+
+    async def wait(exchange: SlowUser) -> None:
+        params = {"taskId": task["taskId"]}
+        results.append(await call(server, "tasks/result", params, legacy(ELICIT), exchange))
+
+    async with anyio.create_task_group() as tg:
+        for exchange in exchanges:
+            tg.start_soon(wait, exchange)
+    assert [text_of(r) for r in results] == ["answer: Legacy"] * 2
+    assert sum(len(e.requests) for e in exchanges) == 1

@@ -165,8 +165,14 @@ async def _result(manager: TaskManager, ctx: Context, record: dict[str, Any]) ->
 
     task_id = record["taskId"]
     while record["status"] not in TERMINAL:
-        if record["status"] == "input_required" and record.get("inputRequests"):
-            await _serve_input(manager, ctx, task_id, record["inputRequests"])
+        asks = record["status"] == "input_required" and record.get("inputRequests")
+        # One waiter on this replica asks the client; the others wait for the answers.
+        if asks and task_id not in manager.serving_input:
+            manager.serving_input.add(task_id)
+            try:
+                await _serve_input(manager, ctx, task_id, record["inputRequests"])
+            finally:
+                manager.serving_input.discard(task_id)
         else:
             await manager.changed(task_id, RESULT_POLL_S)
         record = await manager.load(task_id, ctx.principal)

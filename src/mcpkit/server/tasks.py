@@ -126,6 +126,8 @@ class TaskManager:
         #: How long a task survives its worker's silence before it is declared failed.
         self.lease_s = float(os.environ.get("MCPKIT_TASK_LEASE_S", LEASE_S))
         self._wakeups: dict[str, anyio.Event] = {}
+        #: Tasks whose input requests a 2025-11-25 ``tasks/result`` is asking the client for.
+        self.serving_input: set[str] = set()
         #: The Redis stream tasks go to when workers run them (None: run in-process).
         self.queue: Any = None
         #: Unfinished queued tasks one principal may have (0: no limit).
@@ -431,6 +433,8 @@ class TaskManager:
         wake = self._wakeups.setdefault(task_id, anyio.Event())
         with anyio.move_on_after(seconds):
             await wake.wait()
+        if wake.is_set() and self._wakeups.get(task_id) is wake:
+            self._wakeups[task_id] = anyio.Event()  # the next wait waits for a new change
 
     async def _check_lease(self, record: dict[str, Any]) -> dict[str, Any]:
         if record["status"] in TERMINAL or record.get("lease", 0) >= time.time():

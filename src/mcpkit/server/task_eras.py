@@ -176,6 +176,7 @@ async def _result(manager: TaskManager, ctx: Context, record: dict[str, Any]) ->
         else:
             await manager.changed(task_id, RESULT_POLL_S)
         record = await manager.load(task_id, ctx.principal)
+    manager.settled(task_id)
     return _payload(record)
 
 

@@ -436,6 +436,10 @@ class TaskManager:
         if wake.is_set() and self._wakeups.get(task_id) is wake:
             self._wakeups[task_id] = anyio.Event()  # the next wait waits for a new change
 
+    def settled(self, task_id: str) -> None:
+        """A waiter saw the task end: drop its wake-up (none is left for an ended task)."""
+        self._wakeups.pop(task_id, None)
+
     async def _check_lease(self, record: dict[str, Any]) -> dict[str, Any]:
         if record["status"] in TERMINAL or record.get("lease", 0) >= time.time():
             return record

@@ -74,3 +74,52 @@ async def test_without_the_extension_a_required_task_tool_is_refused() -> None:
         with pytest.raises(McpError) as info:
             await client.call_tool("failing_job", {})
         assert info.value.code == -32021
+
+
+# --------------------------------------------------------------------------- 2025-11-25 core tasks
+
+
+async def test_legacy_call_tool_follows_a_required_task() -> None:
+    """On a 2025-11-25 server a tool whose listing requires a task is called as one, and
+    input inside it reaches the callback through tasks/result."""
+    async with Client(SERVER, era="legacy", elicitation=confirm) as client:
+        assert client.era == "legacy"
+        tools = {t["name"]: t for t in await client.list_tools()}
+        assert tools["confirm_delete"]["execution"] == {"taskSupport": "required"}
+        seen: list[str] = []
+
+        async def status(task: dict[str, Any]) -> None:
+            seen.append(task["status"])
+
+        done = await client.call_tool("confirm_delete", {"filename": "a.txt"}, on_task=status)
+        assert done["content"][0]["text"] == "Deleted a.txt"
+        assert seen and seen[0] == "working"
+        both = await client.call_tool("multi_input", {})
+        assert both["content"][0]["text"] == "Got Ada and Ada"
+        failing = await client.call_tool("failing_job", {})
+        assert failing.get("isError") is True
+        with pytest.raises(McpError) as info:
+            await client.call_tool("protocol_error_job", {})
+        assert info.value.code == -32603
+
+
+async def test_legacy_start_tool_task_polls_cancels_and_fetches() -> None:
+    async with Client(SERVER, era="legacy") as client:
+        task = await client.start_tool_task(
+            "slow_compute", {"seconds": 0.2, "label": "y"}, ttl_ms=5000
+        )
+        assert isinstance(task, Task) and task.era == "legacy"
+        assert task.last["ttl"] == 5000
+        result = await task.result(timeout=10)
+        assert result["content"][0]["text"] == "Computed y after 0.2s"
+        listed = await client.request("tasks/list")
+        assert task.id in [t["taskId"] for t in listed["tasks"]]
+        slow = await client.start_tool_task("slow_compute", {"seconds": 60})
+        assert isinstance(slow, Task)
+        await slow.cancel()
+        assert slow.status == "cancelled"
+        with pytest.raises(TaskCancelled):
+            await slow.result(timeout=10)
+        # without tasks=True an optional tool is called at once
+        plain = await client.call_tool("slow_compute", {"seconds": 0})
+        assert plain["content"][0]["text"] == "Computed result after 0s"

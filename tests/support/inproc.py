@@ -52,11 +52,14 @@ async def call(
     exchange: Exchange | None = None,
     *,
     request_id: int | str = 1,
+    principal: object = None,
 ) -> dict[str, Any]:
-    """Dispatch one request; return its (schema-checked) result."""
+    """Dispatch one request (of ``principal``); return its (schema-checked) result."""
     meta = meta or modern()
     message = jsonrpc.request(request_id, method, params or {})
-    result = await server.dispatch(message, meta, exchange or CollectingExchange())
+    result = await server.dispatch(
+        message, meta, exchange or CollectingExchange(), principal=principal
+    )
     validate_outgoing(revision_of(meta), jsonrpc.result(request_id, result), request_method=method)
     return result
 
@@ -70,12 +73,16 @@ async def call_error(
     *,
     code: int,
     request_id: int | str = 1,
+    principal: object = None,
 ) -> McpError:
-    """Dispatch one request that must fail with ``code``; return the (schema-checked) error."""
+    """Dispatch one request (of ``principal``) that must fail with ``code``; return the
+    (schema-checked) error."""
     meta = meta or modern()
     message = jsonrpc.request(request_id, method, params or {})
     try:
-        result = await server.dispatch(message, meta, exchange or CollectingExchange())
+        result = await server.dispatch(
+            message, meta, exchange or CollectingExchange(), principal=principal
+        )
     except McpError as err:
         assert err.code == code, f"expected {code}, got {err.code}: {err.message}"
         validate_outgoing(revision_of(meta), jsonrpc.error(request_id, err))

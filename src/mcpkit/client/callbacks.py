@@ -95,7 +95,7 @@ class Callbacks:
                     missing=True,
                 )
             result = await call_maybe_async(self.sampling, params)
-            return _check_sampling(result)
+            return _check_sampling(result, params)
         if method == "roots/list":
             if self.roots is None:
                 raise InputRequestError(
@@ -156,7 +156,7 @@ def _check_elicit(result: Any) -> dict[str, Any]:
     return answer
 
 
-def _check_sampling(result: Any) -> dict[str, Any]:
+def _check_sampling(result: Any, params: dict[str, Any]) -> dict[str, Any]:
     if (
         not isinstance(result, dict)
         or not isinstance(result.get("role"), str)
@@ -167,4 +167,22 @@ def _check_sampling(result: Any) -> dict[str, Any]:
             "the sampling callback must return a CreateMessageResult "
             f"({{'role', 'content', 'model'}}), not {result!r}"[:300]
         )
+    _check_tool_uses(result["content"], params)
     return dict(result)
+
+
+def _check_tool_uses(content: Any, params: dict[str, Any]) -> None:
+    """A ``tool_use`` answer (sampling with tools) names a tool the request offered and
+    carries an ``id`` and an ``input`` object."""
+    blocks = content if isinstance(content, list) else [content]
+    offered = {t.get("name") for t in params.get("tools") or [] if isinstance(t, dict)}
+    for block in blocks:
+        if not isinstance(block, dict) or block.get("type") != "tool_use":
+            continue
+        if not isinstance(block.get("id"), str) or not isinstance(block.get("input"), dict):
+            raise InputRequestError(f"a tool_use block needs an id and an input object: {block!r}")
+        if block.get("name") not in offered:
+            raise InputRequestError(
+                f"the sampling callback asked for tool {block.get('name')!r}, "
+                f"which the request did not offer (offered: {sorted(map(str, offered))})"
+            )

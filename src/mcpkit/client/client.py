@@ -62,7 +62,7 @@ from .models import (
 from .mrtr import continue_with_input
 from .options import ClientOptions, ClientSettings, legacy_sse_fallback, transport_for
 from .session import Session
-from .tasks import Task, TaskStatusCallback
+from .tasks import Task, TaskStatusCallback, legacy_task_wanted
 from .typed import tool_result
 from .url_elicitation import URL_ELICITATION_REQUIRED
 from .url_elicitation import fulfil as fulfil_url_elicitations
@@ -108,6 +108,8 @@ class Client(ExtensionCalls):
         )
         self._owner = object()  # identifies this client's private cache entries
         self._tool_headers: dict[str, tuple[HeaderParam, ...]] = {}
+        #: Each listed tool's ``execution.taskSupport`` (2025-11-25).
+        self._task_support: dict[str, str] = {}
         #: Tools left out of ``list_tools`` because of invalid ``x-mcp-header``s, and why.
         self.dropped_tools: dict[str, str] = {}
         self._legacy_listeners: set[Subscription] = set()
@@ -294,6 +296,9 @@ class Client(ExtensionCalls):
                 params = ()  # stdio has no headers: the annotation is harmless there
             self.dropped_tools.pop(name, None)
             self._tool_headers[name] = params
+            execution = tool.get("execution")
+            if isinstance(execution, dict) and isinstance(execution.get("taskSupport"), str):
+                self._task_support[name] = execution["taskSupport"]
             accepted.append(tool)
         return accepted
 
@@ -324,6 +329,8 @@ class Client(ExtensionCalls):
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
+        if legacy_task_wanted(self.era, self._task_support.get(name), self.options.features):
+            params["task"] = {}
         refetched = False
         while True:
             headers = self._param_headers(name, arguments)
@@ -337,7 +344,7 @@ class Client(ExtensionCalls):
                 refetched = True  # our view of the tool's x-mcp-header may be stale
                 await self.list_tools(refresh=True)
                 continue
-            if result.get("resultType") == "task":
+            if result.get("resultType") == "task" or "task" in result:
                 with error_boundary():
                     result = await self._task(result).result(on_status=on_task)
             content = result.get("content")
@@ -346,20 +353,28 @@ class Client(ExtensionCalls):
             return tool_result(name, result, result_type, raise_on_error)
 
     async def start_tool_task(
-        self, name: str, arguments: Mapping[str, Any] | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl_ms: int | None = None,
     ) -> Task | CallToolResult:
         """Call a tool, returning the :class:`Task` when the server runs it as one
-        (``await task`` for the result) or the result when it answered at once.  Needs
-        ``tasks=True``."""
-        if not self.options.features.tasks:
+        (``await task`` for the result) or the result when it answered at once.
+        2026-07-28: needs ``tasks=True``.  2025-11-25: asks for a task (``ttl_ms``: its
+        requested retention); the tool's ``execution.taskSupport`` must allow one."""
+        legacy = self.era == "legacy"
+        if not legacy and not self.options.features.tasks:
             raise ClientError("start_tool_task needs Client(..., tasks=True)")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
+        if legacy:
+            params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
         result = await self._with_input(
             "tools/call", params, UNSET, None, None, self._param_headers(name, arguments)
         )
-        if result.get("resultType") == "task":
+        if result.get("resultType") == "task" or (legacy and "task" in result):
             return self._task(result)
         return tool_result(name, result)
 
@@ -367,7 +382,7 @@ class Client(ExtensionCalls):
         async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
             return await self.request(method, params)
 
-        return Task(created, request, self.callbacks)
+        return Task(created, request, self.callbacks, self.era or "modern")
 
     def _param_headers(
         self, name: str, arguments: Mapping[str, Any] | None

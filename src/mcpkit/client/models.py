@@ -39,6 +39,8 @@ class Tool(TypedDict, total=False):
     outputSchema: JsonObject
     annotations: JsonObject
     icons: list[JsonObject]
+    #: 2025-11-25: ``{"taskSupport": "forbidden" | "optional" | "required"}``.
+    execution: JsonObject
     _meta: JsonObject
 
 

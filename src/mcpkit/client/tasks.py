@@ -7,19 +7,29 @@ request; a server may then answer ``tools/call`` with ``resultType: "task"``.  A
 ``tasks/update``, and resolves to the tool's result (``completed``), raises the JSON-RPC
 error (``failed``) or :class:`TaskCancelled`.  ``await task`` waits; ``task.cancel()``
 asks the server to stop.
+
+On a 2025-11-25 server (core tasks, SEP-1686) the same :class:`Task` follows a call made
+with the ``task`` parameter: it polls ``tasks/get`` (``pollInterval``) while the task works
+and fetches the outcome with ``tasks/result``, which the server holds open while the task
+ends; input the task needs arrives meanwhile as ordinary server requests, answered by the
+application's callbacks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..types.errors import INTERNAL_ERROR, McpError
+from ..types.versions import Era
 from .callbacks import Callbacks, call_maybe_async
 from .errors import ClientError, InvalidResultError
 from .mrtr import answer_all
+
+if TYPE_CHECKING:
+    from .options import FeatureOptions
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 MIN_POLL_S = 0.05
@@ -28,6 +38,14 @@ DEFAULT_POLL_S = 0.5
 
 #: Receives a task record (``taskId``, ``status``, ``statusMessage``, ...) as it changes.
 TaskStatusCallback = Callable[[dict[str, Any]], Awaitable[None] | None]
+
+
+def legacy_task_wanted(era: Era | None, support: str | None, features: FeatureOptions) -> bool:
+    """Whether ``call_tool`` asks a 2025-11-25 server for a task: the tool's listing
+    requires one, or allows one and the client was made with ``tasks=True``."""
+    if era != "legacy":
+        return False
+    return support == "required" or (support == "optional" and features.tasks)
 
 
 class TaskCancelled(ClientError):
@@ -40,7 +58,16 @@ Request = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 class Task:
     """A durable tool call running on the server."""
 
-    def __init__(self, created: dict[str, Any], request: Request, callbacks: Callbacks) -> None:
+    def __init__(
+        self,
+        created: dict[str, Any],
+        request: Request,
+        callbacks: Callbacks,
+        era: Era = "modern",
+    ) -> None:
+        if era == "legacy":  # a 2025-11-25 CreateTaskResult wraps its Task
+            wrapped = created.get("task")
+            created = wrapped if isinstance(wrapped, dict) else {}
         task_id = created.get("taskId")
         if not isinstance(task_id, str) or not task_id:
             raise InvalidResultError("a task result without a taskId")
@@ -49,13 +76,14 @@ class Task:
         self._request = request
         self._callbacks = callbacks
         self._answered: set[str] = set()
+        self.era: Era = era
 
     @property
     def status(self) -> str:
         return str(self.last.get("status", "working"))
 
     def _interval(self) -> float:
-        value = self.last.get("pollIntervalMs")
+        value = self.last.get("pollIntervalMs", self.last.get("pollInterval"))
         seconds = value / 1000 if isinstance(value, (int, float)) and value > 0 else DEFAULT_POLL_S
         return max(MIN_POLL_S, seconds)
 
@@ -65,8 +93,11 @@ class Task:
         return self.last
 
     async def cancel(self) -> None:
-        """Ask the server to stop (cooperative: the task may still complete)."""
-        await self._request("tasks/cancel", {"taskId": self.id})
+        """Ask the server to stop (cooperative: the task may still complete).  A
+        2025-11-25 server answers with the task, already ``cancelled``."""
+        answer = await self._request("tasks/cancel", {"taskId": self.id})
+        if self.era == "legacy" and answer.get("taskId") == self.id:
+            self.last = answer
 
     async def result(
         self, timeout: float | None = None, *, on_status: TaskStatusCallback | None = None
@@ -83,10 +114,14 @@ class Task:
                     await call_maybe_async(on_status, dict(self.last))
                 if self.status in TERMINAL:
                     break
+                if self.era == "legacy" and self.status == "input_required":
+                    break  # tasks/result carries the task's requests to our callbacks
                 if self.status == "input_required":
                     await self._answer()
                 await anyio.sleep(self._interval())
                 await self.refresh()
+        if self.era == "legacy":
+            return await self._legacy_outcome()
         if self.status == "completed":
             result = self.last.get("result")
             if not isinstance(result, dict):
@@ -100,6 +135,16 @@ class Task:
             str(error.get("message", "task failed")) if isinstance(error, dict) else "task failed",
             error.get("data") if isinstance(error, dict) else None,
         )
+
+    async def _legacy_outcome(self) -> dict[str, Any]:
+        """2025-11-25: the tool's result from ``tasks/result`` (which raises the task's
+        error); a cancelled task has none."""
+        if self.status == "cancelled":
+            raise TaskCancelled(f"task {self.id} was cancelled")
+        result = await self._request("tasks/result", {"taskId": self.id})
+        if not isinstance(result.get("content"), list):
+            raise InvalidResultError(f"task {self.id}: tasks/result is not a tool result")
+        return result
 
     async def _answer(self) -> None:
         requests = self.last.get("inputRequests")

@@ -19,6 +19,8 @@ from .mrtr import InputRound, NeedInput
 from .request import RequestInfo
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from ..runtime.legacy_session import LegacySession
     from .elicitation import Accepted, Cancelled, Declined
     from .handles import Handles
@@ -324,16 +326,32 @@ class Context:
         *,
         max_tokens: int = 1000,
         system_prompt: str | None = None,
+        tools: Iterable[str | Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
         key: str | None = None,
         **extra: object,
     ) -> dict[str, Any]:
-        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        """Ask the client's model for a completion (``sampling/createMessage``).
+
+        ``tools`` (names of this server's tools, or ``Tool`` objects) and ``tool_choice``
+        (``"auto"``, ``"required"``, ``"none"`` or a ``ToolChoice``) let the model ask for
+        tool calls; they need the client's ``sampling.tools`` capability (-32021
+        otherwise).  :mod:`mcpkit.server.sampling` reads the answer's ``tool_use`` blocks
+        and builds the ``tool_result`` message of the next round."""
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
         params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens, **extra}
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
-        needed = "sampling.tools" if "tools" in extra or "toolChoice" in extra else "sampling"
+        if tools is not None or tool_choice is not None:
+            from .sampling import sampling_tools
+            from .sampling import tool_choice as choice_param
+
+            if tools is not None:
+                params["tools"] = sampling_tools(self.server, tools)
+            if tool_choice is not None:
+                params["toolChoice"] = choice_param(tool_choice)
+        needed = "sampling.tools" if "tools" in params or "toolChoice" in params else "sampling"
         return await self._ask_one("sampling/createMessage", params, needed, key or "sample")
 
     async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
@@ -371,12 +389,14 @@ class Context:
         """One input request.  ``key`` names it in ``inputRequests``; a built-in prefix
         (``elicit``/``sample``/``roots``) gets a per-call counter so repeated asks differ."""
         self._require(method, capability, {"method": method, "params": params})
-        if self.meta.era == "legacy":
+        in_task = self._task is not None and self._task.started
+        if self.meta.era == "legacy" and not in_task:
             return await self.exchange.request(method, params)
         known = self._modern_round()
         if key in ("elicit", "sample", "roots"):
             key = known.next_key(key)
-        if self._task is not None and self._task.started:
+        if in_task:
+            assert self._task is not None
             answers = await self._task.ask({key: {"method": method, "params": params}})
             return _checked_answer(key, answers[key])
         if key in known.responses:

@@ -56,7 +56,13 @@ def table(server: Server) -> dict[str, Handler]:
             items = [
                 t.wire for t in server.tools.values() if vis.allows(ctx, "tool", t.name, t.tags)
             ]
-        return _page(server, ctx, "tools", items)
+        page = _page(server, ctx, "tools", items)
+        if ctx.meta.era == "legacy" and server._task_tools:
+            from .task_eras import with_task_support
+
+            support = {t.name: t.task_support for t in server.tools.values()}
+            page = {**page, "tools": with_task_support(page["tools"], support)}
+        return page
 
     async def tools_call(ctx: Context) -> dict[str, Any]:
         params = ctx.params
@@ -98,6 +104,10 @@ def table(server: Server) -> dict[str, Handler]:
             from ..types.errors import method_not_found
 
             raise method_not_found(ctx.method)
+        if ctx.meta.era == "legacy":
+            from .task_eras import serve_legacy
+
+            return await serve_legacy(server.tasks, ctx)
         answer: dict[str, Any] = await server.tasks.dispatch(
             ctx.method, ctx.params, ctx.meta, ctx.principal
         )
@@ -255,6 +265,8 @@ def table(server: Server) -> dict[str, Handler]:
         "tasks/get": tasks_method,
         "tasks/update": tasks_method,
         "tasks/cancel": tasks_method,
+        "tasks/result": tasks_method,
+        "tasks/list": tasks_method,
     }
 
 
@@ -262,16 +274,24 @@ def table(server: Server) -> dict[str, Handler]:
 
 
 def task_tool(server: Server, ctx: Context) -> ToolEntry | None:
-    """The tool of a modern ``tools/call`` that must run as a task (the client declared
-    the tasks extension and the tool allows it), else None.  A tool that requires a task
-    refuses a client without the extension (-32021)."""
+    """The tool of a ``tools/call`` that must run as a task, else None.  Modern: the
+    client declared the tasks extension and the tool allows it; a tool that requires a
+    task refuses a client without the extension (-32021).  2025-11-25: the request
+    carries ``task`` and the tool's ``execution.taskSupport`` allows it (-32601 when
+    they disagree)."""
     name = ctx.params.get("name")
     tool = server.tools.get(name) if isinstance(name, str) else None
-    if tool is None or tool.task_support == "forbidden":
+    if tool is None:
         return None
     vis = server.visibility
     if vis.active and not vis.allows(ctx, "tool", tool.name, tool.tags):
         return None  # answered as an unknown tool by the handler
+    if ctx.meta.era == "legacy":
+        from .task_eras import wants_task
+
+        return tool if wants_task(tool, ctx.params, ctx.meta.protocol_version) else None
+    if tool.task_support == "forbidden":
+        return None
     from .tasks import declares_tasks, tasks_required_error
 
     if declares_tasks(ctx.meta):

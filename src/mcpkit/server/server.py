@@ -441,6 +441,10 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if self.completer is not None:
             caps["completions"] = {}
+        if era == "legacy" and any(t.task_support != "forbidden" for t in self.tools.values()):
+            from .task_eras import LEGACY_TASKS_CAPABILITY
+
+            caps["tasks"] = LEGACY_TASKS_CAPABILITY
         if era == "modern":  # 2025-11-25 has no extensions capability (nor does the SDK say one)
             extensions = declared(self.extensions, self.custom_methods)
             if any(t.task_support != "forbidden" for t in self.tools.values()):
@@ -516,7 +520,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         )
         try:
             result: dict[str, Any]
-            if self._task_tools and method == "tools/call" and meta.era == "modern":
+            if self._task_tools and method == "tools/call":
                 tool = handlers.task_tool(self, ctx)
                 if tool is not None:
                     result = await self.tasks.start(

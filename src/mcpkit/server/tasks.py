@@ -21,6 +21,13 @@ Input inside a task (``await ctx.elicit(...)`` after the task started) parks the
 ``task_start="manual"`` a tool may first gather input through ordinary MRTR rounds and
 then call ``await ctx.start_task()`` (inputs before that point are synchronous, as the
 extension requires for work that must be confirmed before it is accepted).
+
+The same engine serves the 2025-11-25 core tasks (SEP-1686) to handshake-era clients: a
+``tools/call`` with a ``task`` parameter runs as a task (the tool's ``execution.taskSupport``
+says whether it may), and ``tasks/get``, ``tasks/result``, ``tasks/list`` and ``tasks/cancel``
+read the same records, bound to the caller the same way.  What differs between the eras is
+only the wire form, and it lives in :mod:`.task_eras`; input inside a task reaches a
+2025-11-25 client as requests on its ``tasks/result`` stream instead of ``inputRequests``.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from ..types.errors import (
 )
 from ..types.versions import TASKS_EXTENSION
 from .mrtr import NeedInput
+from .task_eras import created_result
 
 if TYPE_CHECKING:
     from .context import Context
@@ -61,6 +69,8 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 LEASE_S = 10.0
 POLL_S = 0.1
 TASK_EVENT = "task"
+#: The newest tasks of one owner that ``tasks/list`` (2025-11-25) can name.
+MAX_LISTED = 1000
 _PUBLIC = (
     "taskId",
     "status",
@@ -116,6 +126,8 @@ class TaskManager:
         #: How long a task survives its worker's silence before it is declared failed.
         self.lease_s = float(os.environ.get("MCPKIT_TASK_LEASE_S", LEASE_S))
         self._wakeups: dict[str, anyio.Event] = {}
+        #: Tasks whose input requests a 2025-11-25 ``tasks/result`` is asking the client for.
+        self.serving_input: set[str] = set()
         #: The Redis stream tasks go to when workers run them (None: run in-process).
         self.queue: Any = None
         #: Unfinished queued tasks one principal may have (0: no limit).
@@ -166,15 +178,18 @@ class TaskManager:
         event = ChangeEvent(TASK_EVENT, record["taskId"], detailed(record), record.get("owner"))
         self.server.bus.publish(event)
 
-    def new_record(self, task_id: str, principal: object) -> dict[str, Any]:
-        """A fresh ``working`` record (the caller adds a lease or the queued request)."""
+    def new_record(
+        self, task_id: str, principal: object, ttl_ms: int | None = None
+    ) -> dict[str, Any]:
+        """A fresh ``working`` record (the caller adds a lease or the queued request).
+        ``ttl_ms``: the caller's requested retention, honoured up to the server's own."""
         now = _now_iso()
         return {
             "taskId": task_id,
             "status": "working",
             "createdAt": now,
             "lastUpdatedAt": now,
-            "ttlMs": self.ttl_ms,
+            "ttlMs": self.ttl_ms if ttl_ms is None else min(ttl_ms, self.ttl_ms),
             "pollIntervalMs": self.poll_interval_ms,
             "owner": _owner(principal),
             "responses": {},
@@ -190,10 +205,11 @@ class TaskManager:
     ) -> dict[str, Any]:
         """Run a tool call as a task; answer with the CreateTaskResult (or, for manual
         start, whatever happened before ``start_task``: an MRTR round or a plain result)."""
+        era = ctx.meta.era
         if self.queue is not None and not manual:
             from .workers import enqueue
 
-            return await enqueue(self, ctx)
+            return created_result(era, await enqueue(self, ctx))
         task_id = "task_" + secrets.token_urlsafe(18)
         created = anyio.Event()
         outcome: dict[str, Any] = {}
@@ -208,9 +224,10 @@ class TaskManager:
                 outcome["handed"] = await enqueue(self, ctx, task_id)
                 created.set()
                 raise TaskHandedOff()
-            record = self.new_record(task_id, ctx.principal)
+            record = self.new_record(task_id, ctx.principal, requested_ttl(ctx.params))
             record["lease"] = time.time() + self.lease_s
             await self.backend.set_json(self._key(task_id), record, self._ttl_s())
+            await self.remember(record)
             handle.started = True
             ctx.exchange = NULL_EXCHANGE
             outcome["created"] = record
@@ -256,13 +273,9 @@ class TaskManager:
         self.server.spawn(worker)
         await created.wait()
         if "handed" in outcome:
-            handed: dict[str, Any] = outcome["handed"]
-            return handed
+            return created_result(era, outcome["handed"])
         if "created" in outcome:
-            return {
-                "resultType": "task",
-                **{k: v for k, v in outcome["created"].items() if k in _PUBLIC},
-            }
+            return created_result(era, {"resultType": "task", **public(outcome["created"])})
         if "need" in outcome:
             raise outcome["need"]
         if "error" in outcome:
@@ -344,27 +357,88 @@ class TaskManager:
             if not isinstance(answers, dict):
                 raise invalid_params("tasks/update requires an inputResponses object")
 
-            def merge(rec: dict[str, Any]) -> None:
-                outstanding = rec.get("inputRequests") or {}
-                for key, value in answers.items():
-                    if key in outstanding and key not in rec["responses"]:
-                        rec["responses"][key] = value
-                        del outstanding[key]
-                if rec["status"] == "input_required":
-                    if outstanding:
-                        rec["inputRequests"] = outstanding
-                    else:
-                        rec.pop("inputRequests", None)
-                        rec["status"] = "working"
-
             if record["status"] not in TERMINAL:
-                await self._update(task_id, merge)
+                await self.answer(task_id, answers)
             return {"resultType": "complete"}
         if method == "tasks/cancel":
             if record["status"] not in TERMINAL:
                 await self._update(task_id, _cancel)
             return {"resultType": "complete"}
         raise McpError(-32601, f"Method not found: {method}")
+
+    # ------------------------------------------------------------------ per-owner index
+    def _index_key(self, owner: str) -> str:
+        return f"tasks-of:{owner}"
+
+    async def remember(self, record: dict[str, Any]) -> None:
+        """Add a new task to its owner's index (what ``tasks/list`` reads); the index
+        keeps the newest ``MAX_LISTED`` ids and expires with the tasks it names."""
+        task_id = record["taskId"]
+
+        def add(ids: Any) -> Any:
+            kept = [i for i in ids or [] if i != task_id]
+            return [*kept, task_id][-MAX_LISTED:]
+
+        await self.backend.update_json(self._index_key(record["owner"]), add, self._ttl_s())
+
+    async def owned(self, principal: object) -> list[dict[str, Any]]:
+        """The caller's tasks still on record, oldest first."""
+        ids = await self.backend.get_json(self._index_key(_owner(principal))) or []
+        records = []
+        for task_id in ids:
+            record = await self.backend.get_json(self._key(task_id))
+            if record is not None and record.get("owner") == _owner(principal):
+                records.append(await self._check_lease(record))
+        return records
+
+    async def load(self, task_id: object, principal: object) -> dict[str, Any]:
+        """The caller's task record, its lease checked; unknown (-32602) when the id is
+        not the caller's."""
+        return await self._check_lease(await self._load(task_id, principal))
+
+    async def cancel_now(self, task_id: str) -> dict[str, Any]:
+        """Cancel at once (the 2025-11-25 contract: the task is ``cancelled`` when the
+        answer leaves); the running tool is asked to stop as with ``tasks/cancel``."""
+
+        def change(record: dict[str, Any]) -> None:
+            if record["status"] in TERMINAL:
+                return
+            record["status"] = "cancelled"
+            record["cancelRequested"] = True
+            record.pop("inputRequests", None)
+
+        return await self._update(task_id, change)
+
+    async def answer(self, task_id: str, answers: dict[str, Any]) -> None:
+        """Deliver answers to outstanding input requests (``tasks/update``'s merge)."""
+
+        def merge(rec: dict[str, Any]) -> None:
+            outstanding = rec.get("inputRequests") or {}
+            for key, value in answers.items():
+                if key in outstanding and key not in rec["responses"]:
+                    rec["responses"][key] = value
+                    del outstanding[key]
+            if rec["status"] == "input_required":
+                if outstanding:
+                    rec["inputRequests"] = outstanding
+                else:
+                    rec.pop("inputRequests", None)
+                    rec["status"] = "working"
+
+        await self._update(task_id, merge)
+
+    async def changed(self, task_id: str, seconds: float) -> None:
+        """Wait until this replica updates the task, or ``seconds`` pass (another
+        replica's update is seen by the next read)."""
+        wake = self._wakeups.setdefault(task_id, anyio.Event())
+        with anyio.move_on_after(seconds):
+            await wake.wait()
+        if wake.is_set() and self._wakeups.get(task_id) is wake:
+            self._wakeups[task_id] = anyio.Event()  # the next wait waits for a new change
+
+    def settled(self, task_id: str) -> None:
+        """A waiter saw the task end: drop its wake-up (none is left for an ended task)."""
+        self._wakeups.pop(task_id, None)
 
     async def _check_lease(self, record: dict[str, Any]) -> dict[str, Any]:
         if record["status"] in TERMINAL or record.get("lease", 0) >= time.time():
@@ -504,9 +578,21 @@ class TaskHandle:
             await self.begin()
 
 
+def public(record: dict[str, Any]) -> dict[str, Any]:
+    """The Task fields of a stored record (2026-07-28 names)."""
+    return {k: record[k] for k in _PUBLIC if k in record}
+
+
+def requested_ttl(params: dict[str, Any]) -> int | None:
+    """The retention a 2025-11-25 ``task`` parameter asks for (None: the server's)."""
+    task = params.get("task")
+    ttl = task.get("ttl") if isinstance(task, dict) else None
+    return ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else None
+
+
 def detailed(record: dict[str, Any]) -> dict[str, Any]:
     """The DetailedTask wire form of a stored record."""
-    out = {k: record[k] for k in _PUBLIC if k in record}
+    out = public(record)
     status = record["status"]
     if status == "input_required" and record.get("inputRequests"):
         out["inputRequests"] = record["inputRequests"]

@@ -54,7 +54,7 @@ from ..state.queue import QueuedEntry, QueueFull
 from ..types.errors import INTERNAL_ERROR, McpError
 from .context import Context
 from .middleware.ratelimit import RATE_LIMITED
-from .tasks import _PUBLIC, TERMINAL, TaskHandle, TaskManager
+from .tasks import _PUBLIC, TERMINAL, TaskHandle, TaskManager, requested_ttl
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -94,7 +94,7 @@ async def enqueue(manager: TaskManager, ctx: Context, task_id: str | None = None
     replays the tool's synchronous part with the same answers (MRTR's replay rule: no
     side effects before the last input)."""
     task_id = task_id or "task_" + secrets.token_urlsafe(18)
-    record = manager.new_record(task_id, ctx.principal)
+    record = manager.new_record(task_id, ctx.principal, requested_ttl(ctx.params))
     name = ctx.params.get("name")
     tool = manager.server.tools.get(name) if isinstance(name, str) else None
     headers = {k: v for k, v in ctx.request.headers.items() if k not in _SECRET_HEADERS}
@@ -107,6 +107,7 @@ async def enqueue(manager: TaskManager, ctx: Context, task_id: str | None = None
     }
     key = manager._key(task_id)
     await manager.backend.set_json(key, record, manager._ttl_s())
+    await manager.remember(record)
     try:
         await manager.queue.enqueue(task_id, record["owner"], manager.max_queued)
     except QueueFull as full:

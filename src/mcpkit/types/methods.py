@@ -143,11 +143,22 @@ METHODS: Final[dict[str, MethodSpec]] = {
             result_type="SubscriptionsListenResult",
         ),
         # tasks extension (modern) / core tasks (legacy)
-        _r("tasks/get", eras=_MODERN, name_param="taskId"),
+        _r("tasks/get", direction="both", name_param="taskId"),
         _r("tasks/update", eras=_MODERN, name_param="taskId"),
-        _r("tasks/cancel", eras=_MODERN, name_param="taskId"),
-        _r("tasks/result", direction="both", eras=_LEGACY),
-        _r("tasks/list", direction="both", eras=_LEGACY),
+        _r("tasks/cancel", direction="both", name_param="taskId"),
+        _r(
+            "tasks/result",
+            direction="both",
+            eras=_LEGACY,
+            result_type="GetTaskPayloadResult",
+        ),
+        _r(
+            "tasks/list",
+            direction="both",
+            eras=_LEGACY,
+            params_type="PaginatedRequestParams",
+            result_type="ListTasksResult",
+        ),
         # server -> client requests (legacy only; embedded input requests on modern)
         _r(
             "sampling/createMessage",

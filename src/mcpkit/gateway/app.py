@@ -1,7 +1,11 @@
 """The gateway as one ASGI application: ``/mcp`` (both eras), ``/metrics``, the probes
-(``/livez``, ``/readyz``, ``/healthz``: :mod:`.front`) and, in ``jwt`` mode, the RFC 9728
-metadata at ``/.well-known/oauth-protected-resource[/path]`` (served by
-:class:`mcpkit.auth.ProtectedResource`, the same code as any protected mcpkit server).
+(``/livez``, ``/readyz``, ``/healthz``: :mod:`.front`) and, in ``jwt`` and
+``authorization_server`` modes, the RFC 9728 metadata at
+``/.well-known/oauth-protected-resource[/path]`` (served by
+:class:`mcpkit.auth.ProtectedResource`, the same code as any protected mcpkit server); in
+``authorization_server`` mode also the authorization server's endpoints
+(:meth:`mcpkit.auth.server.AuthorizationServer.handle`: its metadata, ``/register``,
+``/authorize``, ``/consent``, ``/oauth/callback``, ``/token``, ``/revoke``, ``/jwks.json``).
 
 Authentication is the one check made here, before the body is read: a POST without
 valid credentials gets its 401 and ``WWW-Authenticate`` challenge (audited), and the
@@ -181,6 +185,9 @@ class GatewayApp:
         if path in OPERATIONS:
             await operations(path, scope, self.mcp.options.host_policy, self.server, send)
             return
+        authz = self.authenticator.authorization_server
+        if authz is not None and await authz.handle(scope, receive, send):
+            return  # (its own endpoints: metadata, registration, sign-in, tokens)
         if self.metadata is not None and path in self.metadata.auth.metadata_paths:
             await self.metadata(scope, receive, send)
             return

@@ -1,0 +1,136 @@
+"""The gateway as the authorization server its clients sign in with
+(``[auth] mode = "authorization_server"``), run from ``examples/gateway-authserver.toml``
+as a user runs it: the gateway and its mcpkit upstream are real processes, users sign in at
+a GitHub-style provider (OAuth without OpenID Connect), mcpkit's client registers at the
+gateway and calls a tool, and a CEL rule on ``jwt.groups`` lets one user through and
+refuses another."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import gwkit
+import httpx
+import pytest
+
+sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
+from authkit import Browser
+from github_double import CLIENT_ID, CLIENT_SECRET, GitHubDouble
+
+from mcpkit.auth.client import OAuthClientAuth, UrlPolicy
+from mcpkit.client import Client
+from mcpkit.types.errors import McpError
+from support.servers import ThreadServer, run_mcpkit
+
+pytest.importorskip("joserfc")
+
+EXAMPLE = gwkit.ROOT / "examples" / "gateway-authserver.toml"
+LOCAL = UrlPolicy.local_development()
+OUTSIDER = {"id": 777, "login": "mallory", "email": "mallory@example.com"}
+
+
+@pytest.fixture(scope="module")
+def github() -> Iterator[tuple[str, GitHubDouble]]:
+    double = GitHubDouble()
+    with ThreadServer(double) as server:
+        yield server.base, double
+
+
+@pytest.fixture(scope="module")
+def gateway(github: tuple[str, GitHubDouble], log_dir: Path) -> Iterator[gwkit.Proc]:
+    port = gwkit.free_port()
+    env = {
+        "GATEWAY_URL": f"http://127.0.0.1:{port}",
+        "AUTH_STATE": f"sqlite:///{log_dir / 'authserver.db'}",
+        "GITHUB_URL": github[0],
+        "GITHUB_API_URL": github[0],
+        "GITHUB_CLIENT_ID": CLIENT_ID,
+        "GITHUB_CLIENT_SECRET": CLIENT_SECRET,
+    }
+    cmd = [sys.executable, "-m", "mcpkit", "gateway", str(EXAMPLE), "--port", str(port)]
+    gw = gwkit._spawn("authserver-gateway", cmd, log_dir, env, port)
+    try:
+        gwkit.wait_port(gw)
+        gwkit.wait_healthy_gateway(gw, timeout=60)
+        yield gw
+    finally:
+        gw.stop()
+
+
+def sign_in_and_call(url: str, text: str) -> tuple[dict[str, Any], Browser]:
+    """mcpkit's client signs in (a new user agent: a new sign-in) and calls ``echo``."""
+
+    async def run() -> tuple[dict[str, Any], Browser]:
+        browser = Browser()
+        auth = OAuthClientAuth(redirect_handler=browser, policy=LOCAL, client_name="gw test")
+        try:
+            async with Client(url, auth=auth) as client:
+                return await client.call_tool("echo", {"text": text}), browser
+        finally:
+            await browser.aclose()
+
+    return anyio.run(run)
+
+
+def test_a_member_signs_in_at_the_gateway_and_calls_a_tool(
+    gateway: gwkit.Proc, github: tuple[str, GitHubDouble]
+) -> None:
+    result, browser = sign_in_and_call(gateway.url, "through the gateway")
+    assert result["content"][0]["text"] == "through the gateway"
+    # Signed in at the gateway's own endpoints, the user at the provider.
+    assert any(url.startswith(f"{gateway.base}/authorize") for url in browser.visited)
+    assert any(url.startswith(f"{github[0]}/login/oauth/authorize") for url in browser.visited)
+    assert any(url.startswith(f"{gateway.base}/oauth/callback") for url in browser.visited)
+
+
+def test_the_cel_rule_on_jwt_groups_refuses_a_user_outside_the_group(
+    gateway: gwkit.Proc, github: tuple[str, GitHubDouble]
+) -> None:
+    double = github[1]
+    member, orgs = double.user, double.orgs
+    double.user, double.orgs = OUTSIDER, [{"login": "elsewhere"}]
+    try:
+        with pytest.raises(McpError) as refused:
+            sign_in_and_call(gateway.url, "not for mallory")
+    finally:
+        double.user, double.orgs = member, orgs
+    assert "members-only" in str(refused.value)
+    assert "/user/orgs" not in str(refused.value)
+    audit = gateway.log.read_text()
+    assert '"principal": "777"' in audit or '"principal":"777"' in audit
+
+
+def test_a_token_from_elsewhere_is_refused_with_the_gateways_challenge(
+    gateway: gwkit.Proc,
+) -> None:
+    reply = gwkit.call(gateway.url, "tools/list", token="not-a-token-of-this-server")
+    assert reply.status == 401
+    challenge = reply.headers["www-authenticate"]
+    assert f'resource_metadata="{gateway.base}/.well-known/oauth-protected-resource/mcp"' in (
+        challenge
+    )
+    metadata = httpx.get(f"{gateway.base}/.well-known/oauth-protected-resource/mcp").json()
+    assert metadata["resource"] == f"{gateway.base}/mcp"
+    assert metadata["authorization_servers"] == [gateway.base]
+    server = httpx.get(f"{gateway.base}/.well-known/oauth-authorization-server").json()
+    assert server["issuer"] == gateway.base
+    assert server["registration_endpoint"] == f"{gateway.base}/register"
+
+
+def test_check_accepts_the_example_and_names_a_misspelt_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_CLIENT_ID", CLIENT_ID)
+    monkeypatch.setenv("GITHUB_CLIENT_SECRET", CLIENT_SECRET)
+    done = run_mcpkit("gateway", "--check", str(EXAMPLE), cwd=gwkit.ROOT)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(EXAMPLE.read_text().replace("client_secret_env", "client_secret_envv"))
+    done = run_mcpkit("gateway", "--check", str(wrong), cwd=gwkit.ROOT)
+    assert done.returncode == 1
+    assert "auth.upstream.client_secret_envv" in done.stderr
+    assert "client_secret_env" in done.stderr

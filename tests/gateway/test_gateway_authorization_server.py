@@ -18,10 +18,11 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(gwkit.ROOT / "tests" / "auth"))
-from authkit import Browser
+from authkit import Browser, PersonAtTheConsentPage
 from github_double import CLIENT_ID, CLIENT_SECRET, GitHubDouble
 
 from mcpkit.auth.client import OAuthClientAuth, UrlPolicy
+from mcpkit.auth.client.doctor import diagnose
 from mcpkit.client import Client
 from mcpkit.types.errors import McpError
 from support.servers import ThreadServer, run_mcpkit
@@ -134,3 +135,14 @@ def test_check_accepts_the_example_and_names_a_misspelt_key(
     assert done.returncode == 1
     assert "auth.upstream.client_secret_envv" in done.stderr
     assert "client_secret_env" in done.stderr
+
+
+@pytest.mark.parametrize("client", ["mcpkit", "claude"])
+def test_auth_doctor_passes_every_step_at_the_gateway(gateway: gwkit.Proc, client: str) -> None:
+    """What ``mcpkit auth doctor URL --client CLIENT --interactive`` does, the headless
+    browser standing in for the person at the consent page."""
+    report = diagnose(gateway.url, client=client, redirect_handler=PersonAtTheConsentPage())
+    lines = [finding.line() for finding in report.findings]
+    assert report.ok, lines
+    assert {finding.status for finding in report.findings} == {"ok"}, lines
+    assert [finding.step for finding in report.findings][-2:] == ["refresh", "call-after-refresh"]

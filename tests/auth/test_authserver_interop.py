@@ -2,7 +2,9 @@
 (``mcpkit serve examples/quickstart.py --http --authorization-server FILE``, users signing in
 at a GitHub-style provider): ``mcpkit auth doctor`` walks every step for mcpkit's client and
 Claude's; the TypeScript SDK's client (``@modelcontextprotocol/client``, the v2 SDK) signs in
-with its ``OAuthClientProvider`` and calls a tool.  Each npm peer is skipped, saying why,
+with its ``OAuthClientProvider`` and calls a tool; so does the MCP Inspector's CLI (its own
+OAuth: it prints the authorization URL and listens on a loopback callback, where the headless
+browser lands).  Each npm peer is skipped, saying why,
 when npm cannot install it.  (The official conformance suite's client auth scenarios run
 against its own mock authorization servers: tests/conformance.)"""
 
@@ -16,8 +18,10 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
+import httpx
 import pytest
-from authkit import PersonAtTheConsentPage
+from authkit import Browser, PersonAtTheConsentPage
 from github_double import CLIENT_ID, CLIENT_SECRET, GitHubDouble
 
 from mcpkit.auth.client.doctor import diagnose
@@ -37,6 +41,8 @@ pytest.importorskip("joserfc")
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart.py"
 PEERS = Path(__file__).resolve().parent / "peers"
 TS_CLIENT = "@modelcontextprotocol/client@2"
+INSPECTOR = "@modelcontextprotocol/inspector@2"
+NAVIGATE = "Please navigate to: "
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +121,47 @@ def test_the_typescript_sdk_client_signs_in_and_calls_a_tool(mcp_url: str) -> No
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert answer["signedIn"] is True
     assert answer["result"]["content"][0]["text"] == "from the TypeScript SDK"
+
+
+def test_the_inspector_cli_signs_in_and_calls_a_tool(mcp_url: str) -> None:
+    root = npm_installed("mcpkit-inspector-cli", INSPECTOR)
+    callback = f"http://127.0.0.1:{free_port()}/callback"
+    argv = [str(root / "node_modules" / ".bin" / "mcp-inspector"), "--cli", mcp_url]
+    argv += ["--method", "tools/call", "--tool-name", "echo", "--tool-arg", "text=inspected"]
+    argv += ["--callback-url", callback]
+    # Without a TTY it signs in only when told to, and the "browser" it opens does nothing:
+    # the URL it prints is followed here instead.
+    env = {**os.environ, "MCP_AUTO_OPEN_ENABLED": "true", "BROWSER": "true"}
+    env["MCP_INSPECTOR_SECRET_STORE"] = "memory"
+    inspector = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=root
+    )
+    try:
+        assert inspector.stderr is not None
+        seen = []
+        for line in inspector.stderr:
+            seen.append(line)
+            if line.startswith(NAVIGATE):
+                break
+        else:
+            raise AssertionError(f"the inspector asked for no sign-in: {''.join(seen)[-2000:]}")
+        url = line[len(NAVIGATE) :].strip()
+
+        async def sign_in() -> dict[str, str]:
+            browser = Browser(callback)
+            try:
+                return await browser.authorize(url)
+            finally:
+                await browser.aclose()
+
+        params = anyio.run(sign_in)
+        assert "code" in params, params
+        httpx.get(callback, params=params, timeout=30)  # the inspector's loopback listener
+        out, err = inspector.communicate(timeout=120)
+    finally:
+        if inspector.poll() is None:
+            inspector.kill()
+            inspector.communicate()
+    assert inspector.returncode == 0, err[-2000:]
+    assert "inspected" in out
+    assert json.loads(out)["content"][0]["text"] == "inspected"

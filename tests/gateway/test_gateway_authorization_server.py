@@ -7,6 +7,8 @@ refuses another."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +148,71 @@ def test_auth_doctor_passes_every_step_at_the_gateway(gateway: gwkit.Proc, clien
     assert report.ok, lines
     assert {finding.status for finding in report.findings} == {"ok"}, lines
     assert [finding.step for finding in report.findings][-2:] == ["refresh", "call-after-refresh"]
+
+
+RELOADED = """
+[gateway]
+state = "memory:"
+
+[[upstream]]
+name = "demo"
+command = "mcpkit serve examples/quickstart.py"
+prefix = ""
+
+[auth]
+mode = "authorization_server"
+issuer = "http://127.0.0.1:{port}"
+state = "memory:"
+
+[auth.upstream]
+provider = "github"
+client_id = "{client_id}"
+client_secret = "{client_secret}"
+base_url = "{github}"
+api_url = "{github}"
+"""
+NO_ADD = '\n[[rule]]\nname = "no-add"\neffect = "deny"\nnames = ["add"]\n'
+
+
+def test_a_reload_keeps_the_authorization_server_and_its_signed_in_users(
+    github: tuple[str, GitHubDouble], log_dir: Path
+) -> None:
+    """Even on ``memory:`` state: the server (its keys, clients and grants) outlives a
+    reload that leaves its settings alone, so nobody has to sign in again."""
+    port = gwkit.free_port()
+    text = RELOADED.format(
+        port=port, client_id=CLIENT_ID, client_secret=CLIENT_SECRET, github=github[0]
+    )
+    gw = gwkit.start_gateway("reloaded-authserver", log_dir, text, port=port)
+    try:
+
+        async def run() -> tuple[Browser, str]:
+            browser = Browser()
+            auth = OAuthClientAuth(redirect_handler=browser, policy=LOCAL, client_name="reload")
+            try:
+                async with Client(gw.url, auth=auth) as client:
+                    await client.call_tool("add", {"a": 1, "b": 2})
+                    (log_dir / "reloaded-authserver.toml").write_text(text + NO_ADD)
+                    os.kill(gw.proc.pid, signal.SIGHUP)
+
+                    async def add_refused() -> bool:
+                        try:
+                            await client.call_tool("add", {"a": 1, "b": 2})
+                        except McpError as refused:
+                            return "no-add" in str(refused)
+                        return False
+
+                    with anyio.fail_after(30):
+                        while not await add_refused():
+                            await anyio.sleep(0.2)
+                    echoed = await client.call_tool("echo", {"text": "still signed in"})
+            finally:
+                await browser.aclose()
+            return browser, echoed["content"][0]["text"]
+
+        browser, echoed = anyio.run(run)
+    finally:
+        gw.stop()
+    assert echoed == "still signed in"
+    signed_in = [url for url in browser.visited if url.startswith(f"{gw.base}/authorize")]
+    assert len(signed_in) == 1, browser.visited

@@ -72,7 +72,12 @@ class GatewayApp:
 
     def install(self, config: GatewayConfig, authenticator: GatewayAuthenticator) -> None:
         """The front's share of a config (at start and on a reload): auth, the RFC 9728
-        metadata, CORS.  Synchronous, so a reload swaps it with the rest in one step."""
+        metadata, CORS.  Synchronous, so a reload swaps it with the rest in one step.
+        The running authorization server (``authorization_server`` mode) is kept when its
+        settings did not change: its clients, grants and keys, users signed in."""
+        previous: GatewayAuthenticator | None = getattr(self, "authenticator", None)
+        if previous is not None:
+            authenticator.keep_authorization_server(previous)
         self.config = config
         self.authenticator = authenticator
         # Its tool scopes are checked at the policy point (none configured: nothing to ask).

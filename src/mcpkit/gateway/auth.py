@@ -117,9 +117,23 @@ def build_bearer_auth(
 class GatewayAuthenticator:
     def __init__(self, config: AuthConfig, base_dir: Path | None = None) -> None:
         self.config = config
+        self.base_dir = base_dir or Path.cwd()
         #: The authorization server served beside the MCP path (its mode only).
         self.authorization_server = build_authorization_server(config)
-        self.bearer = build_bearer_auth(config, base_dir or Path.cwd(), self.authorization_server)
+        self.bearer = build_bearer_auth(config, self.base_dir, self.authorization_server)
+
+    def keep_authorization_server(self, previous: GatewayAuthenticator) -> None:
+        """On a reload: go on with ``previous``'s authorization server (its state, keys and
+        signed-in users) when both configs describe the same one."""
+        kept = previous.authorization_server
+        if (
+            kept is None
+            or self.authorization_server is None
+            or previous.config.authorization_server != self.config.authorization_server
+        ):
+            return
+        self.authorization_server = kept
+        self.bearer = build_bearer_auth(self.config, self.base_dir, kept)
 
     @property
     def has_call_scopes(self) -> bool:

@@ -26,6 +26,7 @@ from github_double import CLIENT_ID, CLIENT_SECRET, GitHubDouble
 from mcpkit.auth.client import OAuthClientAuth, UrlPolicy
 from mcpkit.auth.client.doctor import diagnose
 from mcpkit.client import Client
+from mcpkit.gateway.config import ConfigError, parse_config
 from mcpkit.types.errors import McpError
 from support.servers import ThreadServer, run_mcpkit
 
@@ -171,7 +172,8 @@ client_secret = "{client_secret}"
 base_url = "{github}"
 api_url = "{github}"
 """
-NO_ADD = '\n[[rule]]\nname = "no-add"\neffect = "deny"\nnames = ["add"]\n'
+# (the member's GitHub organizations are the token's groups, which [[rule]] groups match)
+NO_ADD = '\n[[rule]]\nname = "no-add"\neffect = "deny"\ngroups = ["octo-org"]\nnames = ["add"]\n'
 
 
 def test_a_reload_keeps_the_authorization_server_and_its_signed_in_users(
@@ -216,3 +218,65 @@ def test_a_reload_keeps_the_authorization_server_and_its_signed_in_users(
     assert echoed == "still signed in"
     signed_in = [url for url in browser.visited if url.startswith(f"{gw.base}/authorize")]
     assert len(signed_in) == 1, browser.visited
+
+
+def auth_refusal(auth: dict[str, Any]) -> str:
+    """The error building a gateway whose ``[auth]`` table is ``auth`` gives."""
+    data = {"upstream": [{"name": "demo", "url": "http://127.0.0.1:1/mcp"}], "auth": auth}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(data)
+    return str(caught.value)
+
+
+GITHUB_UPSTREAM = {"provider": "github", "client_id": "c", "client_secret": "s"}
+
+
+def test_the_mode_names_what_it_needs_and_what_it_does_not_read() -> None:
+    mode = {"mode": "authorization_server"}
+    missing = auth_refusal({**mode, "issuer": "http://127.0.0.1:8080"})
+    assert "needs auth.upstream" in missing
+    foreign = auth_refusal(
+        {**mode, "issuer": "http://127.0.0.1:8080", "upstream": GITHUB_UPSTREAM, "jwks_url": "x"}
+    )
+    assert "auth.jwks_url is not read with auth.mode = 'authorization_server'" in foreign
+    provider = auth_refusal(
+        {**mode, "issuer": "http://127.0.0.1:8080", "upstream": {"provider": "oidc"}}
+    )
+    assert "auth.upstream.client_id" in provider
+    needs_issuer = auth_refusal(
+        {
+            **mode,
+            "issuer": "http://127.0.0.1:8080",
+            "upstream": {**GITHUB_UPSTREAM, "provider": "oidc"},
+        }
+    )
+    assert "provider 'oidc' needs issuer" in needs_issuer
+    jwt = auth_refusal(
+        {
+            "mode": "jwt",
+            "issuer": "http://127.0.0.1:9000",
+            "resource": "http://127.0.0.1:8080/mcp",
+            "upstream": GITHUB_UPSTREAM,
+        }
+    )
+    assert "auth.upstream is read only with auth.mode = 'authorization_server'" in jwt
+
+
+def test_the_mode_sets_the_resource_the_issuer_and_the_claims_the_rules_see() -> None:
+    data = {
+        "upstream": [{"name": "demo", "url": "http://127.0.0.1:1/mcp"}],
+        "auth": {
+            "mode": "authorization_server",
+            "issuer": "https://gw.example.com",
+            "upstream": GITHUB_UPSTREAM,
+            "required_scopes": ["mcp"],
+            "groups_claim": "teams",
+            "tool_scopes": {"echo": "mcp:admin"},
+        },
+    }
+    auth = parse_config(data).auth
+    assert auth.resource == "https://gw.example.com/mcp"
+    assert auth.authorization_servers == ("https://gw.example.com",)
+    assert auth.scopes == ("mcp",)
+    assert auth.groups_claim == "teams"
+    assert auth.tool_scopes == {"echo": ("mcp:admin",)}

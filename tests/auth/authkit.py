@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+import anyio
 import httpx
 
 from support.mcp import modern_headers, modern_request
@@ -27,6 +28,7 @@ __all__ = [
     "REDIRECT",
     "Browser",
     "LocalAuthorizationServer",
+    "PersonAtTheConsentPage",
     "Stack",
     "authorize_url",
     "call_whoami",
@@ -98,6 +100,23 @@ class Browser:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+class PersonAtTheConsentPage:
+    """The doctor's redirect handler (it walks synchronously): a headless :class:`Browser`
+    per sign-in, approving the consent page as the person of ``--interactive`` would."""
+
+    redirect_uri = "http://127.0.0.1:53682/callback"
+
+    async def authorize(self, url: str) -> dict[str, str]:
+        browser = Browser(self.redirect_uri)
+        try:
+            return await browser.authorize(url)
+        finally:
+            await browser.aclose()
+
+    def authorize_sync(self, url: str) -> dict[str, str]:
+        return anyio.run(self.authorize, url)
 
 
 REDIRECT = "http://127.0.0.1:53682/callback"

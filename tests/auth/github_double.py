@@ -33,6 +33,9 @@ class GitHubDouble:
         self.refused: list[str] = []
         #: How each token request sent the secret: "post" or "basic".
         self.secret_by: list[str] = []
+        #: Who signs in next, and their organizations (a test may switch users).
+        self.user: dict[str, Any] = dict(USER)
+        self.orgs: list[dict[str, str]] = list(ORGS)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -102,7 +105,7 @@ class GitHubDouble:
         if auth.removeprefix("Bearer ") not in self.tokens:
             await _answer(send, 401, {"message": "Bad credentials"})
             return
-        answer: object = {"/user": USER, "/user/emails": EMAILS, "/user/orgs": ORGS}[path]
+        answer: object = {"/user": self.user, "/user/emails": EMAILS, "/user/orgs": self.orgs}[path]
         await _answer(send, 200, answer)
 
 

@@ -198,7 +198,9 @@ def test_a_key_of_the_upstream_below_its_auth_table_is_named(tmp_path: Path) -> 
     assert "upstream[0].auth.prefix" in message and "move it up into [upstream[0]]" in message
 
 
-def test_every_shipped_gateway_file_loads_strictly() -> None:
+def test_every_shipped_gateway_file_loads_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_CLIENT_ID", "gh-client")  # (gateway-authserver.toml)
+    monkeypatch.setenv("GITHUB_CLIENT_SECRET", "gh-secret")
     files = sorted((gwkit.ROOT / "examples").glob("*.toml"))
     assert len(files) >= 4
     for file in files:
@@ -209,6 +211,8 @@ def test_every_config_block_of_the_gateway_guide_loads_strictly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CRM_EXCHANGE_SECRET", "s3cret")
+    monkeypatch.setenv("GITHUB_CLIENT_ID", "gh-client")
+    monkeypatch.setenv("GITHUB_CLIENT_SECRET", "gh-secret")
     guide = (gwkit.ROOT / "docs" / "guides" / "gateway.md").read_text()
     blocks = re.findall(r"```toml\n(.*?)```", guide, re.S)
     assert len(blocks) >= 2

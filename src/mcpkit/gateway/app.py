@@ -1,7 +1,11 @@
 """The gateway as one ASGI application: ``/mcp`` (both eras), ``/metrics``, the probes
-(``/livez``, ``/readyz``, ``/healthz``: :mod:`.front`) and, in ``jwt`` mode, the RFC 9728
-metadata at ``/.well-known/oauth-protected-resource[/path]`` (served by
-:class:`mcpkit.auth.ProtectedResource`, the same code as any protected mcpkit server).
+(``/livez``, ``/readyz``, ``/healthz``: :mod:`.front`) and, in ``jwt`` and
+``authorization_server`` modes, the RFC 9728 metadata at
+``/.well-known/oauth-protected-resource[/path]`` (served by
+:class:`mcpkit.auth.ProtectedResource`, the same code as any protected mcpkit server); in
+``authorization_server`` mode also the authorization server's endpoints
+(:meth:`mcpkit.auth.server.AuthorizationServer.handle`: its metadata, ``/register``,
+``/authorize``, ``/consent``, ``/oauth/callback``, ``/token``, ``/revoke``, ``/jwks.json``).
 
 Authentication is the one check made here, before the body is read: a POST without
 valid credentials gets its 401 and ``WWW-Authenticate`` challenge (audited), and the
@@ -68,7 +72,12 @@ class GatewayApp:
 
     def install(self, config: GatewayConfig, authenticator: GatewayAuthenticator) -> None:
         """The front's share of a config (at start and on a reload): auth, the RFC 9728
-        metadata, CORS.  Synchronous, so a reload swaps it with the rest in one step."""
+        metadata, CORS.  Synchronous, so a reload swaps it with the rest in one step.
+        The running authorization server (``authorization_server`` mode) is kept when its
+        settings did not change: its clients, grants and keys, users signed in."""
+        previous: GatewayAuthenticator | None = getattr(self, "authenticator", None)
+        if previous is not None:
+            authenticator.keep_authorization_server(previous)
         self.config = config
         self.authenticator = authenticator
         # Its tool scopes are checked at the policy point (none configured: nothing to ask).
@@ -181,6 +190,9 @@ class GatewayApp:
         if path in OPERATIONS:
             await operations(path, scope, self.mcp.options.host_policy, self.server, send)
             return
+        authz = self.authenticator.authorization_server
+        if authz is not None and await authz.handle(scope, receive, send):
+            return  # (its own endpoints: metadata, registration, sign-in, tokens)
         if self.metadata is not None and path in self.metadata.auth.metadata_paths:
             await self.metadata(scope, receive, send)
             return

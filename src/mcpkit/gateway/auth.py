@@ -10,6 +10,12 @@ and a call that needs more scopes gets a 403 ``insufficient_scope`` challenge (s
 The RFC 9728 metadata itself is served by :class:`mcpkit.auth.ProtectedResource` (see
 :mod:`mcpkit.gateway.app`).
 
+In ``authorization_server`` mode the gateway is also the authorization server its clients
+sign in with (:mod:`mcpkit.auth.server`, users signing in at the ``[auth.upstream]``
+identity provider; its endpoints are routed by :mod:`mcpkit.gateway.app`), and accepts
+only that server's tokens, through the same resource-server policy.  The token's claims
+(``sub``, ``email``, ``groups``) are the caller's, as in ``jwt`` mode.
+
 ``bearer`` mode (static tokens compared in constant time) has no authorization server and
 so no metadata; its 401 says ``realm="mcp"``.
 
@@ -24,7 +30,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..auth.challenge import format_challenge
 from ..auth.principal import Principal
@@ -33,8 +39,12 @@ from ..auth.verifiers import IntrospectionVerifier, JwtVerifier, TokenVerifier
 from ..transports.http.asgi import Rejection, Scope
 from ..types.codec import decode
 from ..types.errors import McpError
-from .config import AuthConfig
+from ..types.extras import require
+from .config import MCP_PATH, AuthConfig
 from .policy import ANONYMOUS, Caller
+
+if TYPE_CHECKING:
+    from ..auth.server import AuthorizationServer
 
 UNAUTHENTICATED = -31001
 INSUFFICIENT_SCOPE = -31003
@@ -51,8 +61,24 @@ def _bearer_challenge(error: str, description: str) -> Rejection:
     )
 
 
-def build_bearer_auth(config: AuthConfig, base_dir: Path) -> BearerAuth | None:
-    """The ``mcpkit.auth`` resource-server policy for ``jwt`` mode (None otherwise)."""
+def build_authorization_server(config: AuthConfig) -> AuthorizationServer | None:
+    """The gateway's own authorization server (``authorization_server`` mode; else None)."""
+    if config.mode != "authorization_server":
+        return None
+    assert config.authorization_server is not None  # parse_config checked and kept it
+    require("joserfc", "authserver", 'auth.mode = "authorization_server"')
+    from ..auth.server.config import build_authorization_server as build
+
+    return build(config.authorization_server, mcp_path=MCP_PATH, where="auth")
+
+
+def build_bearer_auth(
+    config: AuthConfig, base_dir: Path, authz: AuthorizationServer | None = None
+) -> BearerAuth | None:
+    """The ``mcpkit.auth`` resource-server policy for ``jwt`` mode, or for the tokens of
+    ``authz`` (None in the other modes)."""
+    if authz is not None:
+        return authz.resource_server(tool_scopes=config.tool_scopes, resource_name="mcpkit gateway")
     if config.mode != "jwt":
         return None
     assert config.issuer is not None and config.audience is not None  # parse_config checked
@@ -91,7 +117,23 @@ def build_bearer_auth(config: AuthConfig, base_dir: Path) -> BearerAuth | None:
 class GatewayAuthenticator:
     def __init__(self, config: AuthConfig, base_dir: Path | None = None) -> None:
         self.config = config
-        self.bearer = build_bearer_auth(config, base_dir or Path.cwd())
+        self.base_dir = base_dir or Path.cwd()
+        #: The authorization server served beside the MCP path (its mode only).
+        self.authorization_server = build_authorization_server(config)
+        self.bearer = build_bearer_auth(config, self.base_dir, self.authorization_server)
+
+    def keep_authorization_server(self, previous: GatewayAuthenticator) -> None:
+        """On a reload: go on with ``previous``'s authorization server (its state, keys and
+        signed-in users) when both configs describe the same one."""
+        kept = previous.authorization_server
+        if (
+            kept is None
+            or self.authorization_server is None
+            or previous.config.authorization_server != self.config.authorization_server
+        ):
+            return
+        self.authorization_server = kept
+        self.bearer = build_bearer_auth(self.config, self.base_dir, kept)
 
     @property
     def has_call_scopes(self) -> bool:

@@ -78,7 +78,7 @@ class UpstreamConfig:
 
 @dataclass(frozen=True)
 class AuthConfig:
-    mode: str = "none"  # none | bearer | jwt
+    mode: str = "none"  # none | bearer | jwt | authorization_server
     tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
     jwks_url: str | None = None
     jwks_file: str | None = None
@@ -100,6 +100,9 @@ class AuthConfig:
     introspection_endpoint: str | None = None
     introspection_client_id: str | None = None
     introspection_client_secret: str | None = None
+    #: ``authorization_server`` mode: the authorization server's settings (the keys of
+    #: ``mcpkit serve --authorization-server FILE``), checked; built by :mod:`.auth`.
+    authorization_server: dict[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,23 @@ class GatewayRateRule(RateRule):
     #: request goes on uncounted).
     on_state_error: str = "deny"
 
+
+AUTH_MODES = ("none", "bearer", "jwt", "authorization_server")
+#: The ``[auth]`` keys of ``authorization_server`` mode beside the gateway's own
+#: (``principal_claim``, ``groups_claim``, ``tool_scopes``).
+_AS_KEYS = (
+    "issuer",
+    "state",
+    "scopes",
+    "required_scopes",
+    "consent",
+    "access_token_ttl_s",
+    "refresh_token_ttl_s",
+    "upstream",
+)
+_AS_MODE_KEYS = frozenset({"mode", "principal_claim", "groups_claim", "tool_scopes", *_AS_KEYS})
+#: The path the gateway serves MCP on: its own authorization server's resource.
+MCP_PATH = "/mcp"
 
 RESERVED_PATHS = ("/metrics", "/livez", "/readyz", "/healthz")
 
@@ -351,8 +371,8 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         )
     auth_data = data.get("auth") or {}
     mode = auth_data.get("mode", "none")
-    if mode not in ("none", "bearer", "jwt"):
-        raise ConfigError("auth.mode must be none, bearer or jwt")
+    if mode not in AUTH_MODES:
+        raise ConfigError("auth.mode must be none, bearer, jwt or authorization_server")
     tokens: dict[str, dict[str, Any]] = {}
     for token, who in (auth_data.get("tokens") or {}).items():
         if isinstance(who, str):
@@ -553,6 +573,13 @@ def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any
     """``[auth]``.  In ``jwt`` mode the gateway is an OAuth 2.1 protected resource: it needs
     its canonical URL (``resource``) and the ``issuer`` whose tokens it accepts, because
     both go into the RFC 9728 metadata that clients discover from the 401."""
+    if mode == "authorization_server":
+        return _parse_authorization_server(data)
+    misplaced = [k for k in ("state", "upstream", "required_scopes", "consent") if k in data]
+    if misplaced:
+        raise ConfigError(
+            f"auth.{misplaced[0]} is read only with auth.mode = 'authorization_server'"
+        )
     if mode != "jwt":
         return AuthConfig(mode=mode, tokens=tokens)
     issuer = data.get("issuer")
@@ -601,6 +628,43 @@ def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any
         introspection_endpoint=data.get("introspection_endpoint"),
         introspection_client_id=data.get("introspection_client_id"),
         introspection_client_secret=data.get("introspection_client_secret"),
+    )
+
+
+def _parse_authorization_server(data: dict[str, Any]) -> AuthConfig:
+    """``[auth] mode = "authorization_server"``: the gateway runs the authorization server
+    its clients sign in with (users signing in at ``[auth.upstream]``), and accepts only
+    that server's tokens, issued for ``{issuer}/mcp``.  The settings are checked here by
+    building the server once (no I/O: its state opens on first use)."""
+    from ..auth.server.config import build_authorization_server
+
+    foreign = sorted(set(data) - _AS_MODE_KEYS)
+    if foreign:
+        raise ConfigError(
+            f"auth.{foreign[0]} is not read with auth.mode = 'authorization_server' "
+            f"(its keys: {', '.join(sorted(_AS_MODE_KEYS - {'mode'}))})"
+        )
+    settings = {k: data[k] for k in _AS_KEYS if k in data}
+    if isinstance(settings.get("scopes"), str):
+        settings["scopes"] = settings["scopes"].split()
+    for key in ("issuer", "upstream"):
+        if key not in settings:
+            raise ConfigError(f"auth.mode = 'authorization_server' needs auth.{key}")
+    authz = build_authorization_server(settings, mcp_path=MCP_PATH, where="auth")
+    tool_scopes: dict[str, tuple[str, ...]] = {}
+    for tool, needed in (data.get("tool_scopes") or {}).items():
+        tool_scopes[tool] = tuple(needed.split() if isinstance(needed, str) else needed)
+    return AuthConfig(
+        mode="authorization_server",
+        issuer=authz.issuer,
+        audience=authz.resources[0],
+        principal_claim=data.get("principal_claim", "sub"),
+        groups_claim=data.get("groups_claim", "groups"),
+        resource=authz.resources[0],
+        authorization_servers=(authz.issuer,),
+        scopes=tuple(authz.required_scopes),
+        tool_scopes=tool_scopes,
+        authorization_server=settings,
     )
 
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 from pydantic.functional_validators import BeforeValidator
 
+from ..auth.server.settings import UpstreamSettings
 from ..types.errors import ConfigError
 from ..types.strict import check_document
 
@@ -121,6 +122,14 @@ class AuthTable(_Table):
     introspection_endpoint: StrictStr | None = None
     introspection_client_id: StrictStr | None = None
     introspection_client_secret: StrictStr | None = None
+    # mode = "authorization_server": the gateway's own authorization server (the keys of
+    # ``mcpkit serve --authorization-server FILE``; ``issuer`` and ``scopes`` are above).
+    state: StrictStr | None = None
+    required_scopes: list[StrictStr] | None = None
+    consent: StrictBool | None = None
+    access_token_ttl_s: int | None = None
+    refresh_token_ttl_s: int | None = None
+    upstream: UpstreamSettings | None = None
 
 
 class RuleTable(_Table):

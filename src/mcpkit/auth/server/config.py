@@ -23,49 +23,15 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any
 
 from ...types.errors import ConfigError
 from ...types.strict import check_document
 from .server import AuthorizationServer
+from .settings import AuthorizationServerSettings, UpstreamSettings
 from .upstream import OidcUpstream, Upstream, auth0, entra, github, google, keycloak, okta
 
-__all__ = ["load_authorization_server"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class UpstreamSettings(_Strict):
-    provider: Literal["oidc", "entra", "google", "github", "keycloak", "auth0", "okta"]
-    client_id: str
-    client_secret: str | None = None
-    client_secret_env: str | None = None
-    issuer: str | None = None
-    scopes: list[str] | None = None
-    tenant: str | None = None
-    hosted_domain: str | None = None
-    base_url: str | None = None
-    api_url: str | None = None
-    realm: str | None = None
-    domain: str | None = None
-    groups_claim: str | None = None
-    authorization_server: str | None = None
-    token_auth: Literal["client_secret_post", "client_secret_basic"] | None = None
-
-
-class AuthorizationServerSettings(_Strict):
-    issuer: str
-    state: str = "sqlite:///.mcpkit/authserver.db"
-    scopes: list[str] = ["mcp"]
-    required_scopes: list[str] = []
-    consent: bool = True
-    access_token_ttl_s: int = 3600
-    refresh_token_ttl_s: int = 30 * 86400
-    upstream: UpstreamSettings
+__all__ = ["build_authorization_server", "load_authorization_server"]
 
 
 def load_authorization_server(path: str | Path, *, mcp_path: str = "/mcp") -> AuthorizationServer:
@@ -76,6 +42,18 @@ def load_authorization_server(path: str | Path, *, mcp_path: str = "/mcp") -> Au
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{file}: {exc}") from None
+    try:
+        return build_authorization_server(data, mcp_path=mcp_path)
+    except ConfigError as exc:
+        raise ConfigError(f"{file}: {exc}") from None
+
+
+def build_authorization_server(
+    data: dict[str, Any], *, mcp_path: str = "/mcp", where: str = ""
+) -> AuthorizationServer:
+    """The :class:`AuthorizationServer` the settings ``data`` describe (the file's keys, as
+    a table); :class:`ConfigError` naming the key (under ``where``, e.g. ``auth``) for any
+    mistake."""
     try:
         check_document(AuthorizationServerSettings, data, toml=True)
         settings = AuthorizationServerSettings.model_validate(data)
@@ -92,7 +70,8 @@ def load_authorization_server(path: str | Path, *, mcp_path: str = "/mcp") -> Au
             refresh_token_ttl_s=settings.refresh_token_ttl_s,
         )
     except (ConfigError, ValueError) as exc:
-        raise ConfigError(f"{file}: {exc}") from None
+        message = str(exc)
+        raise ConfigError(f"{where}: {message}" if where else message) from None
 
 
 def _secret(settings: UpstreamSettings) -> str:

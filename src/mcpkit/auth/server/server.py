@@ -28,7 +28,7 @@ import html
 import re
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -203,12 +203,25 @@ class AuthorizationServer:
         return self._bearer
 
     def _make_bearer(self) -> BearerAuth:
+        return self.resource_server()
+
+    def resource_server(
+        self,
+        *,
+        tool_scopes: Mapping[str, Iterable[str]] | None = None,
+        resource_name: str | None = None,
+    ) -> BearerAuth:
+        """A new resource-server policy for the first resource, accepting tokens of this
+        server only, with per-tool scopes (a 403 step-up) and a name for its RFC 9728
+        metadata: what a front with its own call checks (the gateway) builds on."""
         return BearerAuth(
             _IssuedTokens(self),
             resource=self.resources[0],
             authorization_servers=[self.issuer],
             required_scopes=self.required_scopes,
             scopes_supported=self.scopes,
+            tool_scopes=tool_scopes,
+            resource_name=resource_name,
         )
 
     async def principal_of(self, scope: web.Scope, headers: dict[str, str]) -> object:

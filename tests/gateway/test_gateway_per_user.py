@@ -22,7 +22,7 @@ import httpx
 import pytest
 from authkit import LocalAuthorizationServer
 
-from mcpkit.client import Client
+from mcpkit.client import Client, ElicitResult
 from mcpkit.gateway.config import ConfigError, parse_config
 from mcpkit.transports.client_base import ServerError
 from support.servers import serve_app
@@ -107,7 +107,7 @@ class Connector:
         self.pages.append(page)
         return page
 
-    async def __call__(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def __call__(self, params: dict[str, Any]) -> ElicitResult:
         self.asked.append(params)
         page = await self.follow(params["url"])
         assert page.status_code == 200, page.text
@@ -117,7 +117,7 @@ class Connector:
 def front(gateway: gwkit.Proc, who: str, connector: Connector | None, era: str) -> Client:
     return Client(
         gateway.url,
-        url_elicitation=connector,
+        url_elicitation=connector.__call__ if connector is not None else None,
         headers={"Authorization": f"Bearer {TOKENS[who]}"},
         era=era,  # type: ignore[arg-type]
     )
@@ -190,7 +190,7 @@ async def test_a_connect_link_is_bound_to_its_caller_and_used_once(
     assert revoke(gateway, "alice").status_code in (200, 404)
     links: list[str] = []
 
-    async def keep(params: dict[str, Any]) -> dict[str, Any]:
+    async def keep(params: dict[str, Any]) -> ElicitResult:
         links.append(params["url"])
         return {"action": "decline"}
 

@@ -50,7 +50,7 @@ def run(config_path: str, principal: str | None, revoke: str | None) -> int:
 
 
 async def _run(state: str, principal: str, names: list[str], revoke: str | None) -> int:
-    from ..gateway.connect import Connections
+    from ..gateway.connect import Connections, Sealing
     from ..protocol.sealing import Keyring
     from ..server.keys import load_shared_keyring
     from ..state.base import open_backend
@@ -58,7 +58,7 @@ async def _run(state: str, principal: str, names: list[str], revoke: str | None)
     backend = open_backend(state)
     try:
         keyring = Keyring.from_env() or await load_shared_keyring(backend)
-        connections = Connections(_Source(keyring, backend))
+        connections = Connections(Sealing(keyring, backend))
         if revoke is not None:
             if not await connections.delete(principal, revoke):
                 print(f"{principal} has no connection to {revoke}", file=sys.stderr)
@@ -70,9 +70,3 @@ async def _run(state: str, principal: str, names: list[str], revoke: str | None)
         return 0
     finally:
         await backend.aclose()
-
-
-class _Source:
-    def __init__(self, keyring: object, state: object) -> None:
-        self.keyring = keyring
-        self.state = state

@@ -70,6 +70,7 @@ __all__ = [
     "Connection",
     "Connections",
     "PerUserAuth",
+    "Sealing",
     "with_connect_rounds",
 ]
 
@@ -99,6 +100,14 @@ class Sealed(Protocol):
 
     @property
     def state(self) -> StateBackend: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sealing:
+    """A keyring and a state backend as such a source (outside a running gateway)."""
+
+    keyring: Keyring
+    state: StateBackend
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +291,7 @@ class AskToConnect:
                 },
             )
         key = f"{CONNECT_KEY}{name}"
-        answer = connect_answers.get().get(key)
+        answer = (connect_answers.get() or {}).get(key)
         if isinstance(answer, dict) and answer.get("action") in ("decline", "cancel"):
             raise McpError(
                 FORBIDDEN, f"Forbidden: the {name} account was not connected", {"upstream": name}
@@ -310,7 +319,9 @@ class ConnectNeeded(McpError):
 
 
 #: The caller's answers to the gateway's own connect rounds in this request.
-connect_answers: ContextVar[dict[str, Any]] = ContextVar("mcpkit_gateway_connect", default={})
+connect_answers: ContextVar[dict[str, Any] | None] = ContextVar(
+    "mcpkit_gateway_connect", default=None
+)
 
 
 async def with_connect_rounds(

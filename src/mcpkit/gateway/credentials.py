@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import replace
 import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     import httpx
 
     from ..auth.client import OAuthAuth
-    from ..server.context import Context
     from ..auth.client.errors import UntrustedAuthorizationServer
+    from ..server.context import Context
 
 log = logging.getLogger("mcpkit.gateway")
 

@@ -368,3 +368,27 @@ def test_cli_lists_and_revokes_a_principals_connections(gateway: gwkit.Proc) -> 
     )
     assert revoked.returncode == 0, revoked.stderr
     assert connections(gateway, "bob") == []
+
+
+@pytest.mark.anyio
+async def test_a_sqlite_store_holds_no_token_and_is_bound_to_the_principal(tmp_path: Path) -> None:
+    """The same records in a SQLite state file: no token in the file's bytes; a record
+    moved under another principal's key does not open."""
+    from mcpkit.auth.client import TokenSet
+    from mcpkit.gateway.connect import Connections, Sealing
+    from mcpkit.protocol.sealing import Keyring
+    from mcpkit.state.base import open_backend
+
+    backend = open_backend(f"sqlite:///{tmp_path / 'state.db'}")
+    connections = Connections(Sealing(Keyring.from_secrets(["k"]), backend))
+    tokens = TokenSet("access-SECRET-value", refresh_token="refresh-SECRET-value", scopes=["mcp"])
+    await connections.put("alice", "ident", tokens)
+    found = await connections.get("alice", "ident")
+    assert found is not None and found.tokens.access_token == "access-SECRET-value"
+    raw = await backend.get(Connections.key("alice", "ident"))
+    assert raw is not None
+    await backend.set(Connections.key("mallory", "ident"), raw)  # a copied record
+    assert await connections.get("mallory", "ident") is None
+    await backend.aclose()
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert b"SECRET" not in data and b"alice" not in data

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import threading
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
@@ -41,6 +42,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import anyio
+import anyio.from_thread
+import anyio.to_thread
 import httpx
 
 from ..auth.client import InMemoryTokenStore, OAuthAuth, TokenSet, UrlPolicy
@@ -426,17 +429,19 @@ class ParkedRedirect:
         self.url: str | None = None
         self.url_ready = anyio.Event()
         self.answer: dict[str, str] = {}
-        self.answered = anyio.Event()
+        #: Set from the event loop; waited for in the grant's worker thread.
+        self.answered = threading.Event()
 
     @property
     def redirect_uri(self) -> str:
         return self._redirect_uri
 
-    async def authorize(self, url: str) -> Mapping[str, str]:
+    def authorize(self, url: str) -> Mapping[str, str]:
+        """(In the grant's worker thread.)"""
         self.url = url
-        self.url_ready.set()
-        with anyio.fail_after(LINK_TTL_S):
-            await self.answered.wait()
+        anyio.from_thread.run_sync(self.url_ready.set)
+        if not self.answered.wait(LINK_TTL_S):
+            raise TimeoutError("the sign-in was not finished in time")
         return self.answer
 
 
@@ -490,7 +495,9 @@ class ConnectFlows:
         self, auth: OAuthAuth, engine: OAuthEngine, pending: Pending, store: InMemoryTokenStore
     ) -> None:
         try:
-            await auth._arun(_grant(engine))
+            # The grant runs in a worker thread (the client's public, synchronous driver):
+            # it waits there for the callback while the event loop serves it.
+            await anyio.to_thread.run_sync(auth.run_flow, _grant(engine), abandon_on_cancel=True)
             tokens = store.get_tokens(engine.server_url)
             if tokens is None:
                 raise RuntimeError("the authorization server issued no token")

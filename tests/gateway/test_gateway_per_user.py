@@ -392,3 +392,28 @@ async def test_a_sqlite_store_holds_no_token_and_is_bound_to_the_principal(tmp_p
     await backend.aclose()
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert b"SECRET" not in data and b"alice" not in data
+
+
+def test_the_grant_is_held_to_the_pinned_authorization_server() -> None:
+    """The pins of the client-credentials kind, on the authorization code grant: an
+    upstream naming another server, or metadata with another token endpoint, gets
+    nothing."""
+    from mcpkit.auth.client import UntrustedAuthorizationServer
+    from mcpkit.auth.client.metadata import parse_as_metadata
+    from mcpkit.gateway.config import UpstreamOAuth
+    from mcpkit.gateway.connect import ParkedRedirect, PinnedCodeGrant
+
+    pinned = "https://as.example.com"
+    oauth = UpstreamOAuth(
+        "c", kind="per_user", issuer=pinned, token_endpoint=f"{pinned}/token", public_url="x"
+    )
+    grant = PinnedCodeGrant(ParkedRedirect("https://gw/connect/a/callback"), oauth)
+    assert grant.choose_issuer(["https://evil.example.com", pinned]) == pinned
+    with pytest.raises(UntrustedAuthorizationServer):
+        grant.choose_issuer(["https://evil.example.com"])
+    elsewhere = parse_as_metadata(
+        {"issuer": pinned, "token_endpoint": f"{pinned}/other", "authorization_endpoint": "x"},
+        pinned,
+    )
+    with pytest.raises(UntrustedAuthorizationServer):
+        grant.check_destination(elsewhere)

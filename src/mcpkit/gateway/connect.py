@@ -19,7 +19,8 @@ account.  The pieces, all reusing :mod:`mcpkit.auth.client` (discovery, PKCE, re
 * the connect link — ``{public_url}/connect/{upstream}?link=...``: a one-use token, sealed
   with the keyring for that principal and upstream, valid ``LINK_TTL_S``.  A request
   that presents the caller's bearer credentials must be that principal's; a link used
-  once is refused the second time.
+  once is refused the second time.  A browser shows no credentials: there the link
+  itself (private to the caller it was elicited for, short-lived, one use) is the proof.
 * :class:`ConnectFlows` — what the ``/connect`` pages run: the authorization code grant
   with PKCE against the upstream's authorization server (RFC 9728 discovery from the
   upstream, or the pinned ``issuer`` / ``token_endpoint``: credentials never go to an
@@ -410,11 +411,25 @@ class PerUserAuth(httpx.Auth):
                 except StopAsyncIteration:
                     break
         finally:
-            after = store.get_tokens(self.resource)
-            if after is None and before is not None:
-                await connections.delete(principal, name)  # refused and not renewed
-            elif after is not None and after is not before:
-                await connections.put(principal, name, after)  # refreshed
+            await _settle(connections, principal, name, before, store.get_tokens(self.resource))
+
+
+async def _settle(
+    connections: Connections,
+    principal: str,
+    upstream: str,
+    before: TokenSet | None,
+    after: TokenSet | None,
+) -> None:
+    """Keep what one call learnt: refreshed tokens are stored; tokens refused and not
+    renewed are dropped, unless a concurrent call of the same caller stored newer ones
+    meanwhile (it refreshed with the same, rotated, refresh token first)."""
+    if after is not None and after is not before:
+        await connections.put(principal, upstream, after)
+    elif after is None and before is not None:
+        current = await connections.get(principal, upstream)
+        if current is not None and current.tokens.access_token == before.access_token:
+            await connections.delete(principal, upstream)
 
 
 # ---------------------------------------------------------------------------- the page

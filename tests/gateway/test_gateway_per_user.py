@@ -11,6 +11,7 @@ which approves at once and redirects to the gateway's callback.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -55,11 +56,12 @@ def upstream(authz: LocalAuthorizationServer, log_dir: Path, stack: list[gwkit.P
     return p
 
 
-def gateway_config(upstream: gwkit.Proc, port: int, state: str) -> str:
+def gateway_config(upstream: gwkit.Proc, port: int, state: str, state_dir: Path) -> str:
     tokens = "\n".join(f'"{token}" = "{who}"' for who, token in TOKENS.items())
     return f"""
 [gateway]
 state = "{state}"
+audit_log = "{state_dir}/audit.jsonl"
 
 [auth]
 mode = "bearer"
@@ -84,7 +86,7 @@ public_url = "http://127.0.0.1:{port}"
 def gateway(
     upstream: gwkit.Proc, port: int, redis_url: str, log_dir: Path, stack: list[gwkit.Proc]
 ) -> gwkit.Proc:
-    config = gateway_config(upstream, port, redis_url)
+    config = gateway_config(upstream, port, redis_url, log_dir)
     gw = gwkit.start_gateway("gateway", log_dir, config, port=port)
     stack.append(gw)
     return gw
@@ -213,6 +215,10 @@ async def test_a_connect_link_is_bound_to_its_caller_and_used_once(
     again = await alice.follow(link)
     assert again.status_code == 409, again.text
     assert connections(gateway, "bob")[0]["upstream"] == "ident"  # bob's own is untouched
+    lines = [json.loads(x) for x in (gateway.log.parent / "audit.jsonl").read_text().splitlines()]
+    connects = [(x["principal"], x["outcome"]) for x in lines if x["method"] == "connect"]
+    assert ("bob", "connect_refused:403") in connects and ("alice", "connected") in connects
+    assert link.split("link=")[1] not in (gateway.log.parent / "audit.jsonl").read_text()
 
 
 @pytest.mark.anyio

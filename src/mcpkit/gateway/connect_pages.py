@@ -9,11 +9,14 @@
 * ``GET /connect`` — the caller's connections (their bearer credentials), no tokens;
 * ``DELETE /connect/{upstream}`` and ``DELETE /connect`` — revoke one or all of them:
   the next call needing that upstream asks to connect again.
+
+Connections made, refused links and revocations are audited (method ``connect``).
 """
 
 from __future__ import annotations
 
 import html
+import time
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
 
@@ -92,6 +95,8 @@ async def _own_connections(
         await asgi.send_json(send, 200, {"connections": [c.describe() for c in found]})
         return
     revoked = [name for name in names if await connections.delete(caller.name, name)]
+    for name in revoked:
+        _audit(app, caller.name, name, "revoked")
     if upstream is not None and not revoked:
         await asgi.send_json(send, 404, {"error": f"no connection to {upstream}"})
         return
@@ -110,6 +115,7 @@ async def _start(
     try:
         principal, _ = await redeem_link(app.server, upstream, link, presented)
     except LinkRefused as refused:
+        _audit(app, presented, upstream, f"connect_refused:{refused.status}")
         await _page(send, refused.status, str(refused))
         return
     config = next(u for u in app.config.upstreams if u.name == upstream)
@@ -128,9 +134,18 @@ async def _callback(app: GatewayApp, upstream: str, query: dict[str, str], send:
         await _page(send, 400, str(exc))
         return
     if pending.error is not None:
+        _audit(app, pending.principal, upstream, "connect_failed")
         await _page(send, 400, f"Connecting {upstream} failed: {pending.error}")
         return
+    _audit(app, pending.principal, upstream, "connected")
     await _page(send, 200, f"Your {upstream} account is connected. You can close this window.")
+
+
+def _audit(app: GatewayApp, who: str | None, upstream: str | None, outcome: str) -> None:
+    """One audit line (and metrics sample) for a ``/connect`` request: method
+    ``connect``, the upstream as the name; never a link or a token."""
+    principal = Caller(who) if who is not None else None
+    app._record(principal, "connect", upstream, outcome, time.perf_counter())
 
 
 def flows(app: GatewayApp) -> ConnectFlows:

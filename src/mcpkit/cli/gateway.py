@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import gateway_connections
 from .command import Command, add_list_option
 from .observability import add_arguments as add_observability
 from .observability import setup as setup_observability
@@ -12,7 +13,12 @@ from .observability import uvicorn_log_config
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("config", help="gateway TOML file (see examples/gateway.toml)")
+    p.add_argument(
+        "config",
+        help="gateway TOML file (see examples/gateway.toml), or `connections` and the file",
+    )
+    p.add_argument("connections_config", nargs="?", help=argparse.SUPPRESS)
+    gateway_connections.add_arguments(p)
     p.add_argument(
         "--check",
         action="store_true",
@@ -46,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.config == "connections" and args.connections_config:
+        return gateway_connections.run(args.connections_config, args.principal, args.revoke)
     from ..types.extras import EXTRAS, require
 
     for module in EXTRAS["gateway"]:  # say so before serving, not at the first limited call
@@ -121,6 +129,7 @@ COMMAND = Command(
         "mcpkit gateway gateway.toml --stdio               # the same front over stdio",
         "mcpkit gateway --check gateway.toml               # 'ok', or every mistake (exit 1)",
         "kill -HUP <pid>                                   # reload the config",
+        "mcpkit gateway connections gateway.toml --principal alice [--revoke github]",
     ],
     arguments=add_arguments,
     run=run,

@@ -1,5 +1,6 @@
 """The gateway as one ASGI application: ``/mcp`` (both eras), ``/metrics``, the probes
-(``/livez``, ``/readyz``, ``/healthz``: :mod:`.front`) and, in ``jwt`` and
+(``/livez``, ``/readyz``, ``/healthz``: :mod:`.front`), the ``/connect`` pages of
+``per_user`` upstreams (:mod:`.connect_pages`) and, in ``jwt`` and
 ``authorization_server`` modes, the RFC 9728 metadata at
 ``/.well-known/oauth-protected-resource[/path]`` (served by
 :class:`mcpkit.auth.ProtectedResource`, the same code as any protected mcpkit server); in
@@ -35,6 +36,8 @@ from ..types.codec import decode
 from ..types.methods import METHODS
 from .auth import GatewayAuthenticator
 from .config import GatewayConfig
+from .connect import ConnectFlows
+from .connect_pages import is_connect_path, serve_connect
 from .front import OPERATIONS, Cors, operations
 from .policy import Caller
 from .reload import run_reloader
@@ -68,6 +71,8 @@ class GatewayApp:
             self.views[view.path] = (view.name, endpoint)
         self.config_path = config_path
         self.watch = watch
+        #: Sign-ins in progress on the ``/connect`` pages (``per_user`` upstreams).
+        self.connect_flows = ConnectFlows(self.server)
         self.install(config, GatewayAuthenticator(config.auth, config.base_dir))
 
     def install(self, config: GatewayConfig, authenticator: GatewayAuthenticator) -> None:
@@ -168,6 +173,7 @@ class GatewayApp:
             await self.server.start_upstreams()
             try:
                 async with anyio.create_task_group() as tg:
+                    self.connect_flows.tg = tg
                     if self.config_path is not None:
                         run_reloader(self, self.config_path, watch=self.watch, tg=tg)
                     try:
@@ -195,6 +201,9 @@ class GatewayApp:
             return  # (its own endpoints: metadata, registration, sign-in, tokens)
         if self.metadata is not None and path in self.metadata.auth.metadata_paths:
             await self.metadata(scope, receive, send)
+            return
+        if is_connect_path(path):
+            await serve_connect(self, scope, receive, send)
             return
         headers = asgi.header_map(scope)
         if self.cors is not None:

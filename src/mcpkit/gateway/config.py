@@ -37,7 +37,7 @@ class UpstreamOAuth:
     one).  The front caller's token is never sent upstream as is."""
 
     client_id: str
-    kind: str = "client_credentials"  # client_credentials | token_exchange
+    kind: str = "client_credentials"  # client_credentials | token_exchange | per_user
     #: RFC 8693 ``audience`` of the exchanged token (``resource`` is always the upstream).
     audience: str | None = None
     client_secret: str | None = None
@@ -52,6 +52,10 @@ class UpstreamOAuth:
     issuer: str | None = None
     #: The one token endpoint they are posted to (None: the issuer's own).
     token_endpoint: str | None = None
+    #: ``per_user``: the gateway's public URL; each caller connects their own account at
+    #: ``{public_url}/connect/{upstream}``, the authorization server sends them back to
+    #: ``{public_url}/connect/{upstream}/callback`` (the redirect URI to register).
+    public_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,11 @@ class GatewayConfig:
     #: ``[gateway] direct_calls``: plain 2026-07-28 ``tools/call`` POSTs take the direct
     #: path (:mod:`.direct`); false sends every request through the server's path.
     direct_calls: bool = True
+
+    @property
+    def per_user(self) -> bool:
+        """Whether some upstream connects each caller's own account (``per_user``)."""
+        return any(u.oauth is not None and u.oauth.kind == "per_user" for u in self.upstreams)
 
     def view(self, name: str) -> VirtualServer | None:
         """The virtual server (``[[server]]``) named ``name``, or None."""
@@ -391,6 +400,12 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
         raise ConfigError(
             f"upstream {exchanging[0]}: token_exchange needs auth.mode = 'jwt' (the callers' "
             "OAuth access tokens are what is exchanged)"
+        )
+    per_user = [u.name for u in upstreams if u.oauth and u.oauth.kind == "per_user"]
+    if per_user and mode == "none":
+        raise ConfigError(
+            f"upstream {per_user[0]}: per_user needs [auth] (bearer or jwt): every caller "
+            "connects their own account, so the gateway must know who calls"
         )
     upstreams = [_pinned_to_front(u, auth.issuer) for u in upstreams]
     rules = []

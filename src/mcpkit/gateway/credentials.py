@@ -29,6 +29,7 @@ import json
 import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,15 +39,21 @@ from ..types.errors import INTERNAL_ERROR, McpError
 from .config import ConfigError, UpstreamConfig, UpstreamOAuth
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..auth.client import OAuthAuth
     from ..auth.client.errors import UntrustedAuthorizationServer
+    from ..server.context import Context
 
 log = logging.getLogger("mcpkit.gateway")
 
 #: The access token of the caller an upstream request is made for (None: the gateway's
 #: own request).  Set around a front request's routing; read by ``token_exchange``.
 acting_for: ContextVar[str | None] = ContextVar("mcpkit_gateway_acting_for", default=None)
-KINDS = ("client_credentials", "token_exchange")
+#: The front request an upstream request is made for (None: the gateway's own request).
+#: Set with ``acting_for``; read by ``per_user`` (the caller's own upstream account).
+acting_call: ContextVar[Context | None] = ContextVar("mcpkit_gateway_acting_call", default=None)
+KINDS = ("client_credentials", "token_exchange", "per_user")
 #: The front's refusal code (see .server: FORBIDDEN).
 FORBIDDEN = -31003
 
@@ -55,9 +62,11 @@ FORBIDDEN = -31003
 def own_identity() -> Iterator[None]:
     """Requests made inside are the gateway's own, whoever's request caused them."""
     token = acting_for.set(None)
+    call = acting_call.set(None)
     try:
         yield
     finally:
+        acting_call.reset(call)
         acting_for.reset(token)
 
 
@@ -80,10 +89,12 @@ def connect(config: UpstreamConfig, on_change: OnChange, *, cache: bool) -> AnyU
             spec_policy=operator_spec_policy(config.spec) if is_url else None,
         )
     era = config.era
-    auth = None
-    if config.oauth is not None and config.url:
+    auth: httpx.Auth | None = None
+    if config.oauth is not None and config.url and config.oauth.kind == "per_user":
+        auth = per_user_auth(config, config.oauth, config.url)
+    elif config.oauth is not None and config.url:
         auth = upstream_auth(config.oauth, config.url)
-        if config.oauth.kind == "token_exchange":  # a legacy session has one owner
+        if config.oauth.kind in ("token_exchange", "per_user"):  # a legacy session has one owner
             era = "modern"
     return make_upstream(
         config.name,
@@ -142,6 +153,17 @@ def upstream_auth(oauth: UpstreamOAuth, url: str) -> OAuthAuth:
         subject = acting_for.get
         return TokenExchangeAuth(subject, oauth.client_id, audience=oauth.audience, **options)
     return ClientCredentialsAuth(oauth.client_id, **options)
+
+
+def per_user_auth(config: UpstreamConfig, oauth: UpstreamOAuth, url: str) -> httpx.Auth:
+    """``per_user``: each caller's own account (:mod:`.connect`); the gateway's own
+    requests carry its client-credentials token when it has a ``client_secret``."""
+    from .connect import PerUserAuth
+
+    own = None
+    if oauth.client_secret is not None or oauth.private_key_file is not None:
+        own = upstream_auth(replace(oauth, kind="client_credentials"), url)
+    return PerUserAuth(config, acting_call.get, own)
 
 
 def credentials_error(upstream: str, exc: Exception) -> McpError | None:
@@ -216,7 +238,10 @@ def upstream_credentials(
         raise ConfigError(f"{where}.client_id is required")
     secret = data.get("client_secret")
     key_file = data.get("private_key_file")
-    if (secret is None) == (key_file is None):
+    if kind == "per_user":  # a public client (PKCE alone) may have neither
+        if secret is not None and key_file is not None:
+            raise ConfigError(f"{where}: give client_secret or private_key_file, not both")
+    elif (secret is None) == (key_file is None):
         raise ConfigError(f"{where} needs exactly one of client_secret or private_key_file")
     if key_file is not None:
         path = Path(str(key_file))
@@ -230,11 +255,19 @@ def upstream_credentials(
         scopes = scopes.split()
     if not isinstance(scopes, list) or not all(isinstance(x, str) for x in scopes):
         raise ConfigError(f"{where}.scopes must be a list of scopes")
-    if kind == "token_exchange" and item.get("era") == "legacy":
+    if kind in ("token_exchange", "per_user") and item.get("era") == "legacy":
         raise ConfigError(
-            f"{where}: token_exchange needs a 2026-07-28 upstream (a legacy session belongs "
+            f"{where}: {kind} needs a 2026-07-28 upstream (a legacy session belongs "
             "to the one identity that opened it; each call here has its caller's)"
         )
+    public_url = data.get("public_url")
+    if kind == "per_user" and not _is_http_url(public_url):
+        raise ConfigError(
+            f"{where}.public_url is required for kind = 'per_user': the gateway's own "
+            "http(s) URL, where callers connect their accounts"
+        )
+    if kind != "per_user" and public_url is not None:
+        raise ConfigError(f"{where}.public_url is for kind = 'per_user' only")
     audience = data.get("audience")
     if audience is not None and (kind != "token_exchange" or not isinstance(audience, str)):
         raise ConfigError(f"{where}.audience is a string, for kind = 'token_exchange' only")
@@ -252,6 +285,7 @@ def upstream_credentials(
         allow_loopback=bool(data.get("allow_loopback", False)),
         issuer=issuer,
         token_endpoint=endpoint,
+        public_url=str(public_url).rstrip("/") if public_url is not None else None,
     )
 
 

@@ -72,6 +72,8 @@ class UpstreamAuthTable(_Table):
     issuer: StrictStr | None = None
     #: The only token endpoint they may be posted to.
     token_endpoint: StrictStr | None = None
+    #: ``kind = "per_user"``: the gateway's public URL (connect links, OAuth callback).
+    public_url: StrictStr | None = None
 
 
 class UpstreamTable(_Table):

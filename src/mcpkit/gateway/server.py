@@ -53,7 +53,8 @@ from .audit import AuditLog
 from .auth import GatewayAuthenticator
 from .binding import Bindings
 from .config import GatewayConfig
-from .credentials import acting_for, connect
+from .connect import with_connect_rounds
+from .credentials import acting_call, acting_for, connect
 from .metrics import Metrics
 from .middleware import admit_listen, policy, served_by
 from .policy import Authorizer, Caller
@@ -307,12 +308,15 @@ class GatewayServer(Server):
         subject = acting_for.set(  # (for [upstream.auth] token_exchange)
             who.subject_token if isinstance(who, Caller) else None
         )
+        call = acting_call.set(ctx)  # (for [upstream.auth] per_user)
         try:
-            if guards:
-                # The route reads ctx.params as the guardrails left them.
-                return await wrap(self._route, ctx.method, guards)(ctx)
-            return await self._route(ctx)
+            # With guardrails, the route reads ctx.params as they left them.
+            route = wrap(self._route, ctx.method, guards) if guards else self._route
+            if self.config.per_user:  # (its connect rounds: see .connect)
+                return await with_connect_rounds(ctx, route)
+            return await route(ctx)
         finally:
+            acting_call.reset(call)
             acting_for.reset(subject)
 
     async def _route(self, ctx: Context) -> dict[str, Any]:

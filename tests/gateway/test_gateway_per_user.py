@@ -1,0 +1,425 @@
+"""Per-user upstream credentials: ``[upstream.auth] kind = "per_user"``.
+
+Real processes and sockets: the local test authorization server (uvicorn in this process:
+its subject is switched between sign-ins, as two people would sign in, and its request log
+read), an upstream ``mcpkit serve ... --auth-issuer`` that answers with the verified token's
+claims, a ``mcpkit gateway`` process (bearer front tokens for alice and bob, its state in a
+real Redis) and mcpkit's client on both eras.  The connect URL the gateway elicits is
+followed with an HTTP client: the gateway's page redirects to the authorization server,
+which approves at once and redirects to the gateway's callback.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gwkit
+import httpx
+import pytest
+from authkit import LocalAuthorizationServer
+
+from mcpkit.client import Client, ElicitResult
+from mcpkit.gateway.config import ConfigError, parse_config
+from mcpkit.transports.client_base import ServerError
+from support.servers import serve_app
+
+IDENTITY = "tests/gateway/servers/identity.py"
+CLIENT_ID = "gw-connect"
+TOKENS = {"alice": "alice-front-token", "bob": "bob-front-token"}
+
+
+@pytest.fixture(scope="module")
+def port() -> int:
+    return gwkit.free_port()
+
+
+@pytest.fixture(scope="module")
+def authz(port: int) -> Iterator[LocalAuthorizationServer]:
+    """The upstream's authorization server; it knows the gateway as a confidential client
+    whose redirect URI is the gateway's connect callback."""
+    with serve_app(lambda base: LocalAuthorizationServer(base)) as (_, app):
+        callback = f"http://127.0.0.1:{port}/connect/ident/callback"
+        app.add_client(CLIENT_ID, "gw-secret", redirect_uris=[callback])
+        yield app
+
+
+@pytest.fixture(scope="module")
+def upstream(authz: LocalAuthorizationServer, log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
+    flags = ("--auth-issuer", authz.issuer, "--auth-scope", "mcp")
+    p = gwkit.start_upstream("ident", log_dir, IDENTITY, *flags)
+    stack.append(p)
+    return p
+
+
+def gateway_config(upstream: gwkit.Proc, port: int, state: str, state_dir: Path) -> str:
+    tokens = "\n".join(f'"{token}" = "{who}"' for who, token in TOKENS.items())
+    return f"""
+[gateway]
+state = "{state}"
+audit_log = "{state_dir}/audit.jsonl"
+
+[auth]
+mode = "bearer"
+[auth.tokens]
+{tokens}
+
+[[upstream]]
+name = "ident"
+url = "{upstream.url}"
+prefix = "id_"
+[upstream.auth]
+kind = "per_user"
+client_id = "{CLIENT_ID}"
+client_secret = "gw-secret"
+scopes = ["mcp"]
+allow_loopback = true
+public_url = "http://127.0.0.1:{port}"
+"""
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    upstream: gwkit.Proc, port: int, redis_url: str, log_dir: Path, stack: list[gwkit.Proc]
+) -> gwkit.Proc:
+    config = gateway_config(upstream, port, redis_url, log_dir)
+    gw = gwkit.start_gateway("gateway", log_dir, config, port=port)
+    stack.append(gw)
+    return gw
+
+
+class Connector:
+    """A user who follows the connect URL the gateway elicits (signing in at the
+    authorization server as ``subject``) and then accepts the elicitation."""
+
+    def __init__(self, authz: LocalAuthorizationServer, subject: str) -> None:
+        self.authz = authz
+        self.subject = subject
+        self.asked: list[dict[str, Any]] = []
+        self.pages: list[httpx.Response] = []
+
+    async def follow(self, url: str, **headers: str) -> httpx.Response:
+        self.authz.subject = self.subject
+        async with httpx.AsyncClient(follow_redirects=True, trust_env=False) as http:
+            page = await http.get(url, headers=headers, timeout=30)
+        self.pages.append(page)
+        return page
+
+    async def __call__(self, params: dict[str, Any]) -> ElicitResult:
+        self.asked.append(params)
+        page = await self.follow(params["url"])
+        assert page.status_code == 200, page.text
+        return {"action": "accept"}
+
+
+def front(gateway: gwkit.Proc, who: str, connector: Connector | None, era: str) -> Client:
+    return Client(
+        gateway.url,
+        url_elicitation=connector.__call__ if connector is not None else None,
+        headers={"Authorization": f"Bearer {TOKENS[who]}"},
+        era=era,  # type: ignore[arg-type]
+    )
+
+
+async def identity(client: Client) -> dict[str, Any]:
+    result = await client.call_tool("id_token_info", {})
+    assert not result.is_error, result
+    info: dict[str, Any] = result.data or {}
+    return info
+
+
+def grants(authz: LocalAuthorizationServer, grant_type: str) -> list[dict[str, str]]:
+    return [p for _, path, p in authz.log if path == "/token" and p.get("grant_type") == grant_type]
+
+
+def connections(gateway: gwkit.Proc, who: str) -> list[dict[str, Any]]:
+    reply = httpx.get(gateway.base + "/connect", headers={"Authorization": f"Bearer {TOKENS[who]}"})
+    assert reply.status_code == 200, reply.text
+    found: list[dict[str, Any]] = reply.json()["connections"]
+    return found
+
+
+def revoke(gateway: gwkit.Proc, who: str, upstream: str = "ident") -> httpx.Response:
+    return httpx.delete(
+        f"{gateway.base}/connect/{upstream}", headers={"Authorization": f"Bearer {TOKENS[who]}"}
+    )
+
+
+@pytest.mark.anyio
+async def test_two_callers_each_connect_their_own_account(
+    gateway: gwkit.Proc, authz: LocalAuthorizationServer
+) -> None:
+    """A modern caller without an account is asked (an input-required round carrying a
+    URL elicitation of the gateway's connect page); after signing in, the retried round
+    reaches the upstream with that caller's own token, and the next calls too."""
+    alice, bob = Connector(authz, "alice@upstream"), Connector(authz, "bob@upstream")
+    codes_before = len(grants(authz, "authorization_code"))
+    async with (
+        front(gateway, "alice", alice, "modern") as a,
+        front(gateway, "bob", bob, "modern") as b,
+    ):
+        assert (await identity(a))["sub"] == "alice@upstream"
+        assert (await identity(b))["sub"] == "bob@upstream"
+        assert (await identity(a))["sub"] == "alice@upstream"  # stored: no new sign-in
+    assert len(alice.asked) == len(bob.asked) == 1
+    (asked,) = alice.asked
+    assert asked["mode"] == "url"
+    assert asked["url"].startswith(f"{gateway.base}/connect/ident?link=")
+    assert len(grants(authz, "authorization_code")) == codes_before + 2
+    (code,) = grants(authz, "authorization_code")[-1:]
+    assert code["code_verifier"]  # PKCE
+    assert code["resource"] == gateway_upstream_url(gateway)
+    listed = connections(gateway, "alice")
+    assert [c["upstream"] for c in listed] == ["ident"]
+    assert "access_token" not in str(listed) and "refreshable" in listed[0]
+
+
+def gateway_upstream_url(gateway: gwkit.Proc) -> str:
+    text = (gateway.log.parent / "gateway.toml").read_text()
+    return text.split('url = "', 1)[1].split('"', 1)[0]
+
+
+@pytest.mark.anyio
+async def test_a_connect_link_is_bound_to_its_caller_and_used_once(
+    gateway: gwkit.Proc, authz: LocalAuthorizationServer
+) -> None:
+    """Bob replaying alice's link with his own credentials is refused (and declining the
+    elicitation is a Forbidden answer); the link works once for alice, not twice."""
+    assert revoke(gateway, "alice").status_code in (200, 404)
+    links: list[str] = []
+
+    async def keep(params: dict[str, Any]) -> ElicitResult:
+        links.append(params["url"])
+        return {"action": "decline"}
+
+    async with Client(
+        gateway.url,
+        url_elicitation=keep,
+        headers={"Authorization": f"Bearer {TOKENS['alice']}"},
+        era="modern",
+    ) as a:
+        with pytest.raises(ServerError, match="not connected") as declined:
+            await a.call_tool("id_token_info", {})
+        assert declined.value.code == -31003
+    (link,) = links[:1]
+    bob = Connector(authz, "bob@upstream")
+    replayed = await bob.follow(link, Authorization=f"Bearer {TOKENS['bob']}")
+    assert replayed.status_code == 403, replayed.text
+    assert "another caller" in replayed.text
+    alice = Connector(authz, "alice@upstream")
+    assert (await alice.follow(link)).status_code == 200
+    again = await alice.follow(link)
+    assert again.status_code == 409, again.text
+    assert connections(gateway, "bob")[0]["upstream"] == "ident"  # bob's own is untouched
+    lines = [json.loads(x) for x in (gateway.log.parent / "audit.jsonl").read_text().splitlines()]
+    connects = [(x["principal"], x["outcome"]) for x in lines if x["method"] == "connect"]
+    assert ("bob", "connect_refused:403") in connects and ("alice", "connected") in connects
+    assert link.split("link=")[1] not in (gateway.log.parent / "audit.jsonl").read_text()
+
+
+@pytest.mark.anyio
+async def test_legacy_callers_get_the_url_elicitation_required_error(
+    gateway: gwkit.Proc, authz: LocalAuthorizationServer
+) -> None:
+    """2025-11-25: -32042 with the spec's data; after connecting, the retried call
+    succeeds."""
+    assert revoke(gateway, "bob").status_code in (200, 404)
+    async with front(gateway, "bob", None, "legacy") as b:
+        with pytest.raises(ServerError) as caught:
+            await b.call_tool("id_token_info", {})
+        error: Any = caught.value
+        assert error.code == -32042, error
+        (elicitation,) = error.data["elicitations"]
+        assert elicitation["mode"] == "url" and elicitation["elicitationId"]
+        assert elicitation["url"].startswith(f"{gateway.base}/connect/ident?link=")
+        assert elicitation["message"]
+        page = await Connector(authz, "bob-legacy@upstream").follow(elicitation["url"])
+        assert page.status_code == 200, page.text
+        assert (await identity(b))["sub"] == "bob-legacy@upstream"
+
+
+@pytest.mark.anyio
+async def test_stale_tokens_are_refreshed(
+    gateway: gwkit.Proc, authz: LocalAuthorizationServer
+) -> None:
+    revoke(gateway, "alice")
+    authz.token_ttl_s = 5  # inside the refresh margin: stale at once
+    try:
+        alice = Connector(authz, "alice@upstream")
+        refreshes = len(grants(authz, "refresh_token"))
+        async with front(gateway, "alice", alice, "modern") as a:
+            first = await identity(a)
+            second = await identity(a)
+        assert first["sub"] == second["sub"] == "alice@upstream"
+        assert first["jti"] != second["jti"]
+        assert len(grants(authz, "refresh_token")) > refreshes
+        assert len(alice.asked) == 1  # refreshed, not asked again
+    finally:
+        authz.token_ttl_s = 3600
+
+
+@pytest.mark.anyio
+async def test_revoked_or_refused_tokens_start_a_new_connect_round(
+    gateway: gwkit.Proc, authz: LocalAuthorizationServer, upstream: gwkit.Proc
+) -> None:
+    alice = Connector(authz, "alice@upstream")
+    async with front(gateway, "alice", alice, "modern") as a:
+        await identity(a)
+        asked = len(alice.asked)
+        reply = revoke(gateway, "alice")
+        assert reply.status_code == 200 and reply.json() == {"revoked": ["ident"]}
+        assert connections(gateway, "alice") == []
+        await identity(a)
+        assert len(alice.asked) == asked + 1  # revoked: asked again
+        # The upstream now refuses the stored token (its authorization server changed
+        # keys and forgot every grant): not refreshable, so a new round.
+        from joserfc.jwk import ECKey
+
+        authz.key = ECKey.generate_key("P-256", private=True, parameters={"kid": "as-key-2"})
+        authz.refresh_tokens.clear()
+        upstream.restart()  # (reads the new keys)
+        gwkit.wait_healthy_gateway(gateway)  # (reconnected in its own name)
+        alice.subject = "alice-again@upstream"
+        assert (await identity(a))["sub"] == "alice-again@upstream"
+        assert len(alice.asked) == asked + 2
+
+
+def test_the_token_store_at_rest_is_sealed(gateway: gwkit.Proc, redis_url: str) -> None:
+    """No access or refresh token (JWT, or the authorization server's refresh value) in
+    any Redis key or value; one record per connected caller."""
+    out = subprocess.run(
+        ["redis-cli", "-u", redis_url, "--scan", "--pattern", "*gateway-connection:*"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    keys = out.stdout.split()
+    assert keys, "no connection records"
+    for key in keys:
+        value = subprocess.run(
+            ["redis-cli", "-u", redis_url, "--raw", "GET", key],
+            capture_output=True,
+            check=True,
+        ).stdout
+        assert b"eyJ" not in value  # no JWT (a JSON header in base64url)
+        assert b"refresh" not in value and b"access" not in value
+        assert b"alice" not in key.encode() and b"alice" not in value
+
+
+@pytest.mark.parametrize(
+    ("auth", "complaint"),
+    [
+        ({"kind": "per_user", "client_id": "c"}, "public_url is required"),
+        ({"kind": "per_user", "client_id": "c", "public_url": "ftp://x"}, "public_url"),
+        (
+            {
+                "kind": "client_credentials",
+                "client_id": "c",
+                "client_secret": "s",
+                "public_url": "http://gw",
+            },
+            "for kind = 'per_user' only",
+        ),
+        (
+            {"kind": "per_user", "client_id": "c", "public_url": "http://gw", "colour": "x"},
+            "colour",
+        ),
+    ],
+)
+def test_per_user_config_mistakes_are_named(auth: dict[str, Any], complaint: str) -> None:
+    from mcpkit.gateway.schema import check
+
+    data = {
+        "auth": {"mode": "bearer", "tokens": {"t": "alice"}},
+        "upstream": [{"name": "a", "url": "http://x/mcp", "auth": auth}],
+    }
+    with pytest.raises(ConfigError, match=complaint):
+        check(data)
+        parse_config(data)
+
+
+def test_per_user_needs_callers_and_a_modern_upstream() -> None:
+    auth = {"kind": "per_user", "client_id": "c", "public_url": "http://gw"}
+    with pytest.raises(ConfigError, match="needs \\[auth\\]"):
+        parse_config({"upstream": [{"name": "a", "url": "http://x/mcp", "auth": auth}]})
+    with pytest.raises(ConfigError, match="2026-07-28 upstream"):
+        parse_config(
+            {
+                "auth": {"mode": "bearer", "tokens": {"t": "alice"}},
+                "upstream": [{"name": "a", "url": "http://x/mcp", "era": "legacy", "auth": auth}],
+            }
+        )
+    config = parse_config(
+        {
+            "auth": {"mode": "bearer", "tokens": {"t": "alice"}},
+            "upstream": [{"name": "a", "url": "http://x/mcp", "auth": auth}],
+        }
+    )
+    oauth = config.upstreams[0].oauth
+    assert oauth is not None and oauth.kind == "per_user" and oauth.public_url == "http://gw"
+
+
+def test_cli_lists_and_revokes_a_principals_connections(gateway: gwkit.Proc) -> None:
+    toml = gateway.log.parent / "gateway.toml"
+    run = [sys.executable, "-m", "mcpkit", "gateway", "connections", str(toml)]
+    listed = subprocess.run([*run, "--principal", "bob"], capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    assert "ident" in listed.stdout
+    revoked = subprocess.run(
+        [*run, "--principal", "bob", "--revoke", "ident"], capture_output=True, text=True
+    )
+    assert revoked.returncode == 0, revoked.stderr
+    assert connections(gateway, "bob") == []
+
+
+@pytest.mark.anyio
+async def test_a_sqlite_store_holds_no_token_and_is_bound_to_the_principal(tmp_path: Path) -> None:
+    """The same records in a SQLite state file: no token in the file's bytes; a record
+    moved under another principal's key does not open."""
+    from mcpkit.auth.client import TokenSet
+    from mcpkit.gateway.connect import Connections, Sealing
+    from mcpkit.protocol.sealing import Keyring
+    from mcpkit.state.base import open_backend
+
+    backend = open_backend(f"sqlite:///{tmp_path / 'state.db'}")
+    connections = Connections(Sealing(Keyring.from_secrets(["k"]), backend))
+    tokens = TokenSet("access-SECRET-value", refresh_token="refresh-SECRET-value", scopes=["mcp"])
+    await connections.put("alice", "ident", tokens)
+    found = await connections.get("alice", "ident")
+    assert found is not None and found.tokens.access_token == "access-SECRET-value"
+    raw = await backend.get(Connections.key("alice", "ident"))
+    assert raw is not None
+    await backend.set(Connections.key("mallory", "ident"), raw)  # a copied record
+    assert await connections.get("mallory", "ident") is None
+    await backend.aclose()
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert b"SECRET" not in data and b"alice" not in data
+
+
+def test_the_grant_is_held_to_the_pinned_authorization_server() -> None:
+    """The pins of the client-credentials kind, on the authorization code grant: an
+    upstream naming another server, or metadata with another token endpoint, gets
+    nothing."""
+    from mcpkit.auth.client import UntrustedAuthorizationServer
+    from mcpkit.auth.client.metadata import parse_as_metadata
+    from mcpkit.gateway.config import UpstreamOAuth
+    from mcpkit.gateway.connect import ParkedRedirect, PinnedCodeGrant
+
+    pinned = "https://as.example.com"
+    oauth = UpstreamOAuth(
+        "c", kind="per_user", issuer=pinned, token_endpoint=f"{pinned}/token", public_url="x"
+    )
+    grant = PinnedCodeGrant(ParkedRedirect("https://gw/connect/a/callback"), oauth)
+    assert grant.choose_issuer(["https://evil.example.com", pinned]) == pinned
+    with pytest.raises(UntrustedAuthorizationServer):
+        grant.choose_issuer(["https://evil.example.com"])
+    elsewhere = parse_as_metadata(
+        {"issuer": pinned, "token_endpoint": f"{pinned}/other", "authorization_endpoint": "x"},
+        pinned,
+    )
+    with pytest.raises(UntrustedAuthorizationServer):
+        grant.check_destination(elsewhere)

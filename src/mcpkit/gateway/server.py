@@ -375,19 +375,24 @@ class GatewayServer(Server):
         meta = ctx.meta
         params = ctx.params
         name = params.get("name")
-        tool = self._proxy_tools.get(name) if isinstance(name, str) else None
+        if type(name) is not str:  # (exact types here: any other is the composition's)
+            return None
+        tool = self._proxy_tools.get(name)
         if (
             tool is None
-            or not isinstance(name, str)
             or meta.era != "modern"
             or meta.progress_token is not None
             or meta.log_level is not None
             or not _PLAIN_PARAMS.issuperset(params)
-            or not isinstance(params.get("arguments", _NO_ARGUMENTS), dict)
+            or type(params.get("arguments", _NO_ARGUMENTS)) is not dict
         ):
             return None
         extensions = meta.client_capabilities.get("extensions")
-        if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+        if (
+            extensions is not None
+            and isinstance(extensions, dict)
+            and TASKS_EXTENSION in extensions
+        ):
             return None
         upstream = None
         for each in self.upstreams:
@@ -405,12 +410,13 @@ class GatewayServer(Server):
             return None
         return upstream, name[len(upstream.prefix) :], tool
 
-    async def _forward_plain(self, ctx: Context, route: _LaneRoute) -> dict[str, Any]:
+    def _forward_plain(self, ctx: Context, route: _LaneRoute) -> Awaitable[dict[str, Any]]:
         """A plain forwarded call (:meth:`_lane_route`) straight onto its upstream's fast
         lane (:func:`mcpkit.compose.lane.pass_through`): what the composition would do
         for it (the answer-size cap, the upstream's timeout, ``serverInfo`` stripped,
         task ids retagged, the upstream's errors as the gateway's own), without a
-        dispatch of the mounted proxy.  The policy point ran before, in dispatch."""
+        dispatch of the mounted proxy.  The policy point ran before, in dispatch.  (A
+        plain function returning the coroutine that answers, as :meth:`_routed`.)"""
         upstream, original, tool = route
         params = ctx.params
         name = params["name"]
@@ -448,7 +454,8 @@ class GatewayServer(Server):
 
         # The caller's bindings hold here as on the composed route: handles swapped and
         # recorded, request state and task ids sealed for the caller (.binding).
-        return await self.bindings.call(ctx.principal, params, forward)
+        bindings = self._bindings or self.bindings
+        return bindings.call(ctx.principal, params, forward)
 
     def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A merged list as this caller may see it: what the rules allow and its virtual

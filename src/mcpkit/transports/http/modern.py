@@ -261,10 +261,10 @@ class _NativeWatch(TaskCanceller):
 
     __slots__ = ("receive", "since", "watcher")
 
-    def __init__(self, receive: Receive, since: float) -> None:
-        TaskCanceller.__init__(self)
+    def __init__(self, receive: Receive, loop: asyncio.AbstractEventLoop) -> None:
+        TaskCanceller.__init__(self, loop)
         self.receive = receive
-        self.since = since
+        self.since = loop.time()
         self.watcher: asyncio.Task[None] | None = None
 
 
@@ -283,7 +283,7 @@ class NativeCalls:
     def enter(self, receive: Receive) -> _NativeWatch:
         """The current task's call, from now; :meth:`leave` it when the call ends."""
         loop = asyncio.get_running_loop()
-        watch = _NativeWatch(receive, loop.time())
+        watch = _NativeWatch(receive, loop)
         if self._loop is not loop:  # (another loop: tests, restarts)
             self._calls = {w: None for w in self._calls if w.task.get_loop() is loop}
             self._loop, self._handle = loop, None

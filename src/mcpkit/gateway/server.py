@@ -396,11 +396,13 @@ class GatewayServer(Server):
             return None
         upstream = None
         for each in self.upstreams:
-            if name.startswith(each.prefix):
+            if not each.prefix or name.startswith(each.prefix):
                 if upstream is not None:
                     return None  # several fit: the composition decides
                 upstream = each
-        if not isinstance(upstream, Upstream) or upstream.lane is None:
+        if (
+            type(upstream) is not Upstream and not isinstance(upstream, Upstream)
+        ) or upstream.lane is None:
             return None  # replicas, https://, stdio, openapi, [upstream.oauth]
         client = upstream.client
         if client is None:

@@ -198,28 +198,22 @@ def swapped(value: Any, swaps: dict[str, str]) -> Any:
     return decode(text)
 
 
-def _text_handles(text: str, found: set[str]) -> None:
-    """Add the handles ``text`` names to ``found`` (searched only when it can hold one)."""
-    if "_" in text and len(text) >= _HANDLE_MIN:
-        found.update(_HANDLE.findall(text))
-
-
 def _value_handles(value: object, found: set[str]) -> None:
-    """Add the handles every string of a JSON value names to ``found``.  (Exact JSON types
-    are told apart by ``type`` first, subclasses by ``isinstance``; the strings of a
-    container are tested in its own loop: a call per string costs more than the test.)"""
-    kind = type(value)
-    if kind is dict or (kind is not list and isinstance(value, dict)):
-        items: Iterable[object] = value.values()  # type: ignore[attr-defined]
-    elif kind is list or isinstance(value, list):
-        items = value  # type: ignore[assignment]
+    """Add the handles every string of a JSON value names to ``found``.  A string is
+    searched only when it can hold one (a ``_``, a handle's length).  (Exact JSON types
+    are told by ``type`` first, subclasses by ``isinstance``; the strings of a container
+    are tested in its own loop: a call per string costs more than the test.)"""
+    items: Iterable[object]
+    if type(value) is dict or isinstance(value, dict):
+        items = value.values()
+    elif type(value) is list or isinstance(value, list):
+        items = value
     elif isinstance(value, str):
-        _text_handles(value, found)
-        return
+        items = (value,)
     else:
         return
     for item in items:
-        if type(item) is str:
+        if type(item) is str or isinstance(item, str):
             if "_" in item and len(item) >= _HANDLE_MIN:
                 found.update(_HANDLE.findall(item))
         elif item is not None and type(item) not in _SCALARS:
@@ -237,8 +231,12 @@ def _result_handles(result: dict[str, Any]) -> set[str]:
     for block in result.get("content") or ():
         if (type(block) is dict or isinstance(block, dict)) and block.get("type") == "text":
             text = block.get("text")
-            if (type(text) is str or isinstance(text, str)) and "_" in text:
-                _text_handles(text, found)
+            if (
+                (type(text) is str or isinstance(text, str))
+                and "_" in text
+                and len(text) >= _HANDLE_MIN
+            ):
+                found.update(_HANDLE.findall(text))
     if "structuredContent" in result:
         _value_handles(result["structuredContent"], found)
     return found

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from asyncio import current_task
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
 from ..compose.bridge import TRACE_KEYS
-from ..compose.deadlines import Deadline
 from ..compose.lane import pass_through
 from ..compose.proxy import ProxyServer
 from ..compose.replicas import AnyUpstream
@@ -447,7 +445,7 @@ class GatewayServer(Server):
                     what=f"tools/call {name}",
                     front=None,
                     safe=False,
-                    bare=_deadline(),
+                    bare=True,
                 )
             except ServerError as exc:
                 raise McpError(exc.code, exc.message, exc.data) from None
@@ -519,13 +517,6 @@ class GatewayServer(Server):
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
 _NO_ARGUMENTS: dict[str, Any] = {}
 _LaneRoute = tuple[Upstream, str, ProxyTool]
-
-
-def _deadline() -> Deadline:
-    """The current call's upstream deadline, not yet entered: its lane sets it."""
-    task = current_task()
-    assert task is not None  # (only asked on asyncio: see _lane_route)
-    return Deadline(task, 0.0)
 
 
 def rate_limiter(config: GatewayConfig) -> RateLimit:

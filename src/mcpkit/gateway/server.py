@@ -130,6 +130,8 @@ class GatewayServer(Server):
     """The gateway as an MCP server: its handlers authorize, rate-limit, route to an upstream
     and audit, so every transport and both eras serve it like any other server."""
 
+    calls_wait = True  # (every call is forwarded: see Server.calls_wait)
+
     def __init__(self, config: GatewayConfig) -> None:
         super().__init__(config.name, "1.0.0", state=config.state)
         self.config = config

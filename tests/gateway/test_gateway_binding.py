@@ -273,3 +273,48 @@ def test_a_caller_cannot_use_another_callers_legacy_session(gateway: gwkit.Proc)
     finally:
         hers.close()
         unknown.close()
+
+
+# ---------------------------------------------------------------- the handle scan
+_SHORTEST = "k_" + "A" * 32  # a one-letter kind: the shortest handle there is
+
+
+@pytest.mark.anyio
+async def test_handles_are_found_wherever_json_holds_a_string() -> None:
+    """The scan's cheap tests (a ``_`` and a handle's length before the regex, exact JSON
+    types first) skip nothing a handle can travel in: nested objects and arrays of the
+    arguments, text blocks and structured content, the shortest handle, a subclass of
+    ``str``; and a string one character short of a handle is none."""
+    import os
+
+    from mcpkit.gateway.binding import Bindings
+    from mcpkit.protocol.sealing import Keyring
+    from mcpkit.state.memory import MemoryBackend
+
+    class Text(str):
+        pass
+
+    bindings = Bindings(Keyring([os.urandom(32)]), MemoryBackend())
+    deep = "file_" + "b" * 32
+    structured = "blob_" + "c-" * 16
+    result = {
+        "content": [
+            {"type": "image", "data": "x_" + "z" * 40, "mimeType": "image/png"},
+            {"type": "text", "text": f"made {_SHORTEST}."},
+        ],
+        "structuredContent": {"items": [{"n": 1, "ok": True, "h": [None, 2.5, structured]}]},
+    }
+    await bindings.record_handles("alice", result)
+    arguments = {
+        "a": [{"b": {"c": [deep]}}],
+        "short": "k_" + "A" * 31,
+        "sub": Text(_SHORTEST),
+        "n": 3,
+        "flag": False,
+        "none": None,
+    }
+    await bindings.record_handles("alice", {"content": [{"type": "text", "text": deep}]})
+    swaps = await bindings.foreign_handles("bob", arguments)
+    assert set(swaps) == {_SHORTEST, deep}
+    assert set(await bindings.foreign_handles("bob", [structured, "x_" + "z" * 40])) == {structured}
+    assert await bindings.foreign_handles("alice", arguments) == {}

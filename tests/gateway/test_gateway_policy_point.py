@@ -31,6 +31,7 @@ from authkit import LocalAuthorizationServer
 from mcpkit.auth.challenge import parse_challenges
 from mcpkit.gateway.app import GatewayApp
 from mcpkit.gateway.config import load_config
+from mcpkit.gateway.middleware import FORBIDDEN
 from mcpkit.transports.http import HttpOptions
 from support.mcp import modern_headers
 from support.servers import ThreadServer
@@ -387,3 +388,38 @@ def test_a_slow_body_gets_408_within_the_body_timeout(
         assert status_line.startswith(b"HTTP/1.1 401"), answer
     else:
         assert status_line.startswith(b"HTTP/1.1 408"), answer
+
+
+# ---------------------------------------------------------------------------- no rules
+
+
+@pytest.fixture(scope="module")
+def closed_front(upstream: gwkit.Proc, log_dir: Path) -> Iterator[ThreadServer]:
+    """A gateway with ``default_effect = "deny"`` and no rule, on a real uvicorn."""
+    path = log_dir / "closed.toml"
+    path.write_text(
+        'default_effect = "deny"\n[gateway]\nstate = "memory:"\n'
+        + gwkit.toml_upstream("demo", url=upstream.url, prefix="demo_")
+    )
+    with ThreadServer(GatewayApp(load_config(path), HttpOptions())) as served:
+        yield served
+
+
+def test_default_deny_without_rules_refuses_every_routed_request(
+    closed_front: ThreadServer,
+) -> None:
+    """The policy point skips the access check only when no rule or view can refuse (no
+    rule, ``default_effect = "allow"``): with ``deny`` and no rule, lists and calls are
+    refused as forbidden, with their ids."""
+    url = closed_front.url
+    listing = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/list",
+        "params": {"_meta": gwkit.meta()},
+    }
+    for message in (listing, _tools_call("demo_panel", 2), listing, _tools_call("demo_panel", 3)):
+        reply = _raw_post(url, message)
+        assert reply.status_code == 403, reply.text
+        assert reply.json()["error"]["code"] == FORBIDDEN, reply.text
+        assert reply.json()["id"] == message["id"]

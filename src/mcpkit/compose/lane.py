@@ -160,15 +160,14 @@ class FastLane:
         headers: dict[str, str] | None = None,
         progress: ProgressRelay | None = None,
         limit: int = MAX_ANSWER_BYTES,
-        bare: Deadline | None = None,
+        bare: bool = False,
     ) -> Coroutine[Any, Any, dict[str, Any]]:
         """One request, to await: the upstream's result, or its error raised
         (:class:`ResultTooLarge` past ``limit`` bytes, read no further).  In a CLIENT span
         when the client traces.  (A plain function: the coroutine it returns is the
         request's own, one frame less on every resumption of a forwarded call.)
 
-        ``bare``: the gateway's lane shortcut's deadline for the call, not yet entered
-        (:class:`~.deadlines.Deadline`); ``meta`` then carries
+        ``bare``: a call of the gateway's lane shortcut; ``meta`` then carries
         the front client's capabilities and no span of ours is current, so the client's own
         ``_meta`` is reduced to what identifies it, not rebuilt (capabilities, trace
         context) and overridden."""
@@ -188,7 +187,7 @@ class FastLane:
                     headers=headers,
                     progress=progress,
                     limit=limit,
-                    bare=None,
+                    bare=False,
                 ),
             )
         return self._request(
@@ -205,10 +204,10 @@ class FastLane:
         headers: dict[str, str] | None,
         progress: ProgressRelay | None,
         limit: int,
-        bare: Deadline | None,
+        bare: bool,
     ) -> dict[str, Any]:
         token = f"gw-{next(self._tokens)}" if progress is not None else None
-        if bare is not None:
+        if bare:
             session = client.session
             own = {
                 META_PROTOCOL_VERSION: session.version,
@@ -225,12 +224,12 @@ class FastLane:
         wire = dict(params)
         wire["_meta"] = own
         request_id = next(self._ids)
-        if bare is None:  # (only a traced client's span collects the ids: never bare)
+        if not bare:  # (only a traced client's span collects the ids: never bare)
             note_sent(request_id)
         body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
         data = self._head(method, params, own, headers, len(body)) + body
         deadlines = self._deadlines
-        deadline = deadlines.enter(bare) if deadlines is not None else None
+        deadline = deadlines.enter() if deadlines is not None else None
         try:  # (the exchange inline: one frame less on each wake-up)
             try:
                 response = await self.pool.request(
@@ -374,7 +373,7 @@ async def pass_through(
     what: str | None,
     front: FrontCall | None,
     safe: bool,
-    bare: Deadline | None = None,
+    bare: bool = False,
 ) -> dict[str, Any]:
     """A modern front call to a modern upstream, passed through untouched
     (``inputRequests``, ``requestState`` and task results flow both ways) with the front's
@@ -383,14 +382,14 @@ async def pass_through(
     upstream's server info.  Over ``limit`` bytes it is refused: the lane stops reading
     there; the client's answer is measured (:func:`capped`) unless ``what`` is None (no
     cap was configured, the client's own message limit holds).  A proxy's call and the
-    gateway's lane shortcut (``front=None``, ``bare`` its deadline, see
+    gateway's lane shortcut (``front=None``, ``bare=True``, see
     :meth:`FastLane.request`) both forward here; ``params`` may hold the front's
     ``_meta``, which is never sent on."""
     lane = upstream.lane
     if lane is not None:
         # The lane shortcut (``bare``) takes only upstreams whose client does not trace:
         # no span to open, the request's own coroutine straight away.
-        send = lane.request if bare is None else lane._request
+        send = lane._request if bare else lane.request
         try:
             answer: dict[str, Any] = await upstream.call(
                 lambda c: send(

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from ..protocol.sealing import InvalidState, Keyring
@@ -50,7 +50,10 @@ _STATE_BINDING = "mcpkit-gateway-state\0"
 #: How long a front task id opens: longer than any upstream keeps a task.
 _TASK_ID_TTL_S = 30 * 24 * 3600.0
 #: An mcpkit handle (``Handles.mint``): a short kind, ``_``, 192 random bits.
-_HANDLE = re.compile(r"(?<![A-Za-z0-9_-])([a-z][a-z0-9]{0,15})_[A-Za-z0-9_-]{32}(?![A-Za-z0-9_-])")
+_HANDLE = re.compile(r"(?<![A-Za-z0-9_-])[a-z][a-z0-9]{0,15}_[A-Za-z0-9_-]{32}(?![A-Za-z0-9_-])")
+#: The shortest string that can hold a handle (a one-letter kind, ``_``, 32 characters):
+#: a string shorter than this, or without ``_``, is not searched.
+_HANDLE_MIN = 34
 #: How long the gateway remembers who a handle belongs to, from when it was handed out.
 _HANDLE_TTL_S = 7 * 24 * 3600.0
 _TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel", "tasks/result"})
@@ -161,14 +164,18 @@ class Bindings:
 
     async def record_handles(self, who: object, result: dict[str, Any]) -> None:
         """Record the handles a tool result hands ``who`` (the first caller keeps one)."""
+        found = _result_handles(result)
+        if not found:
+            return
         owner = owner_key(who).encode()
-        for handle in set(_handles_in(_result_texts(result))):
+        for handle in found:
             await self._state.add(self._handle_key(handle), owner, _HANDLE_TTL_S)
 
     async def foreign_handles(self, who: object, arguments: object) -> dict[str, str]:
         """The handles ``arguments`` name that are recorded as another caller's, each with
         a fresh one of its kind that never existed (to send in its place)."""
-        found = set(_handles_in(_strings(arguments)))
+        found: set[str] = set()
+        _value_handles(arguments, found)
         if not found:
             return {}
         owner = owner_key(who).encode()
@@ -191,32 +198,45 @@ def swapped(value: Any, swaps: dict[str, str]) -> Any:
     return decode(text)
 
 
-def _handles_in(texts: Iterator[str]) -> Iterator[str]:
-    for text in texts:
-        if "_" in text:
-            for match in _HANDLE.finditer(text):
-                yield match.group(0)
+def _value_handles(value: object, found: set[str]) -> None:
+    """Add the handles every string of a JSON value names to ``found``.  A string is
+    searched only when it can hold one (a ``_``, a handle's length).  (Exact JSON types
+    are told by ``type`` first, subclasses by ``isinstance``; the strings of a container
+    are tested in its own loop: a call per string costs more than the test.)"""
+    items: Iterable[object]
+    if type(value) is dict or isinstance(value, dict):
+        items = value.values()
+    elif type(value) is list or isinstance(value, list):
+        items = value
+    elif isinstance(value, str):
+        items = (value,)
+    else:
+        return
+    for item in items:
+        if type(item) is str or isinstance(item, str):
+            if "_" in item and len(item) >= _HANDLE_MIN:
+                found.update(_HANDLE.findall(item))
+        elif item is not None and type(item) not in _SCALARS:
+            _value_handles(item, found)
 
 
-def _strings(value: object) -> Iterator[str]:
-    """Every string in a JSON value."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+#: JSON scalars other than strings: nothing to search in.
+_SCALARS = frozenset({bool, int, float})
 
 
-def _result_texts(result: dict[str, Any]) -> Iterator[str]:
-    """The strings of a tool result a handle may travel in: its text blocks and its
-    structured content."""
+def _result_handles(result: dict[str, Any]) -> set[str]:
+    """The handles a tool result hands out: in its text blocks and its structured
+    content."""
+    found: set[str] = set()
     for block in result.get("content") or ():
-        if isinstance(block, dict) and block.get("type") == "text":
+        if (type(block) is dict or isinstance(block, dict)) and block.get("type") == "text":
             text = block.get("text")
-            if isinstance(text, str):
-                yield text
+            if (
+                (type(text) is str or isinstance(text, str))
+                and "_" in text
+                and len(text) >= _HANDLE_MIN
+            ):
+                found.update(_HANDLE.findall(text))
     if "structuredContent" in result:
-        yield from _strings(result["structuredContent"])
+        _value_handles(result["structuredContent"], found)
+    return found

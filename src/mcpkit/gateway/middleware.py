@@ -120,10 +120,8 @@ def served_by(upstream: str | None) -> None:
         record.upstream = upstream
 
 
-def _name(ctx: Context) -> str | None:
-    spec = METHODS.get(ctx.method)
-    name = ctx.params.get(spec.name_param) if spec and spec.name_param else None
-    return name if isinstance(name, str) else None
+#: The params member that names what each method acts on (a tool, a prompt, a URI).
+_NAME_PARAMS = {method: spec.name_param for method, spec in METHODS.items() if spec.name_param}
 
 
 def failed(method: str, exc: BaseException) -> tuple[str, McpError | None]:
@@ -301,14 +299,18 @@ class Policy(Middleware):
         record = Record()
         token = _record.set(record)
         who = ctx.principal
-        if not isinstance(who, Caller):
+        if who is None or not isinstance(who, Caller):
             who = ctx.principal = ANONYMOUS
         outcome = "ok"
-        name = _name(ctx)
+        member = _NAME_PARAMS.get(method)
+        name = ctx.params.get(member) if member is not None else None
+        if type(name) is not str and not isinstance(name, str):
+            name = None
         try:
             if method == "tools/call" and name not in gateway.tools:
                 name = await resolve_app_name(gateway, ctx, name)
-            check_access(gateway, who, method, name, ctx.params, record)
+            if who.view is not None or not gateway.authorizer.allows_all:
+                check_access(gateway, who, method, name, ctx.params, record)
             if gateway.authenticator is not None:
                 check_scopes(gateway, who, method, name)
             if gateway.limiter.rules:

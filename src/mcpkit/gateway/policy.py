@@ -112,6 +112,9 @@ class Authorizer:
         self.default_effect = default_effect
         #: The decision without a matching rule (asked on every call without rules).
         self.default = Decision(default_effect == "allow", f"default {default_effect}", None)
+        #: No rule and ``default_effect = "allow"``: every request is allowed, by no rule
+        #: (decided here once, at config load: the policy point then has nothing to ask).
+        self.allows_all = not rules and self.default.allowed
 
     def decide(
         self,

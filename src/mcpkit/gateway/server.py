@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from asyncio import current_task
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
 from ..compose.bridge import TRACE_KEYS
-from ..compose.deadlines import Deadline
 from ..compose.lane import pass_through
 from ..compose.proxy import ProxyServer
 from ..compose.replicas import AnyUpstream
@@ -132,6 +130,8 @@ class Upstreams(Server):
 class GatewayServer(Server):
     """The gateway as an MCP server: its handlers authorize, rate-limit, route to an upstream
     and audit, so every transport and both eras serve it like any other server."""
+
+    calls_wait = True  # (every call is forwarded: see Server.calls_wait)
 
     def __init__(self, config: GatewayConfig) -> None:
         super().__init__(config.name, "1.0.0", state=config.state)
@@ -379,27 +379,34 @@ class GatewayServer(Server):
         meta = ctx.meta
         params = ctx.params
         name = params.get("name")
-        tool = self._proxy_tools.get(name) if isinstance(name, str) else None
+        if type(name) is not str:  # (exact types here: any other is the composition's)
+            return None
+        tool = self._proxy_tools.get(name)
         if (
             tool is None
-            or not isinstance(name, str)
             or meta.era != "modern"
             or meta.progress_token is not None
             or meta.log_level is not None
             or not _PLAIN_PARAMS.issuperset(params)
-            or not isinstance(params.get("arguments", _NO_ARGUMENTS), dict)
+            or type(params.get("arguments", _NO_ARGUMENTS)) is not dict
         ):
             return None
         extensions = meta.client_capabilities.get("extensions")
-        if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+        if (
+            extensions is not None
+            and isinstance(extensions, dict)
+            and TASKS_EXTENSION in extensions
+        ):
             return None
         upstream = None
         for each in self.upstreams:
-            if name.startswith(each.prefix):
+            if not each.prefix or name.startswith(each.prefix):
                 if upstream is not None:
                     return None  # several fit: the composition decides
                 upstream = each
-        if not isinstance(upstream, Upstream) or upstream.lane is None:
+        if (
+            type(upstream) is not Upstream and not isinstance(upstream, Upstream)
+        ) or upstream.lane is None:
             return None  # replicas, https://, stdio, openapi, [upstream.oauth]
         client = upstream.client
         if client is None:
@@ -409,12 +416,13 @@ class GatewayServer(Server):
             return None
         return upstream, name[len(upstream.prefix) :], tool
 
-    async def _forward_plain(self, ctx: Context, route: _LaneRoute) -> dict[str, Any]:
+    def _forward_plain(self, ctx: Context, route: _LaneRoute) -> Awaitable[dict[str, Any]]:
         """A plain forwarded call (:meth:`_lane_route`) straight onto its upstream's fast
         lane (:func:`mcpkit.compose.lane.pass_through`): what the composition would do
         for it (the answer-size cap, the upstream's timeout, ``serverInfo`` stripped,
         task ids retagged, the upstream's errors as the gateway's own), without a
-        dispatch of the mounted proxy.  The policy point ran before, in dispatch."""
+        dispatch of the mounted proxy.  The policy point ran before, in dispatch.  (A
+        plain function returning the coroutine that answers, as :meth:`_routed`.)"""
         upstream, original, tool = route
         params = ctx.params
         name = params["name"]
@@ -443,7 +451,7 @@ class GatewayServer(Server):
                     what=f"tools/call {name}",
                     front=None,
                     safe=False,
-                    bare=_deadline(),
+                    bare=True,
                 )
             except ServerError as exc:
                 raise McpError(exc.code, exc.message, exc.data) from None
@@ -452,7 +460,8 @@ class GatewayServer(Server):
 
         # The caller's bindings hold here as on the composed route: handles swapped and
         # recorded, request state and task ids sealed for the caller (.binding).
-        return await self.bindings.call(ctx.principal, params, forward)
+        bindings = self._bindings or self.bindings
+        return bindings.call(ctx.principal, params, forward)
 
     def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A merged list as this caller may see it: what the rules allow and its virtual
@@ -514,13 +523,6 @@ class GatewayServer(Server):
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
 _NO_ARGUMENTS: dict[str, Any] = {}
 _LaneRoute = tuple[Upstream, str, ProxyTool]
-
-
-def _deadline() -> Deadline:
-    """The current call's upstream deadline, not yet entered: its lane sets it."""
-    task = current_task()
-    assert task is not None  # (only asked on asyncio: see _lane_route)
-    return Deadline(task, 0.0)
 
 
 def rate_limiter(config: GatewayConfig) -> RateLimit:

@@ -92,6 +92,8 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
 
     #: Dispatch runs an inline tool's call in one step (``Server.runs_inline``).
     inline_calls: bool
+    #: Every ``tools/call`` waits (``Server.calls_wait``).
+    calls_wait: bool
 
     @property
     def visibility(self) -> ToolVisibility:

@@ -72,6 +72,10 @@ F = TypeVar("F", bound=Callable[..., object])
 class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     """An MCP server: what it offers, and how to answer a request for it."""
 
+    #: Every ``tools/call`` waits (a gateway's: each is forwarded), so a transport watches
+    #: it for its client going away from the start, rather than stepping it first to see.
+    calls_wait = False
+
     def __init__(
         self,
         name: str,

@@ -76,8 +76,8 @@ class TaskCanceller:
 
     __slots__ = ("called", "task")
 
-    def __init__(self) -> None:
-        task = asyncio.current_task()
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        task = asyncio.current_task(loop)  # (``loop``: the running one, when known)
         assert task is not None
         self.task = task
         self.called = False

@@ -150,7 +150,10 @@ async def handle_modern(
         # cancels this (uvicorn's per-request) task natively rather than through a scope
         # of our own; the request still runs in its own task, so whatever the middleware
         # ties to the task (a scope, a lock, a context variable) stays valid.
-        answer = await _answer(app, message, meta, exchange, receive, principal, NATIVE)
+        if app.server.calls_wait:
+            answer = await _answer_waiting(app, message, meta, exchange, receive, principal)
+        else:
+            answer = await _answer(app, message, meta, exchange, receive, principal, NATIVE)
     elif scope is None:
         with new_cancel_scope() as scope:
             answer = await _answer(app, message, meta, exchange, receive, principal, scope)
@@ -201,6 +204,40 @@ async def _answer(
             else:
                 target = scope or exchange
                 value = await _finish_watched(app, Resumed(coro, value), receive, target)
+        return jsonrpc.result(request_id, value), 200, None
+    except McpError as err:
+        return jsonrpc.error(request_id, err), err.http_status, err.http_headers
+    except Interrupted:
+        return None
+
+
+async def _answer_waiting(
+    app: McpHttpApp,
+    message: dict[str, Any],
+    meta: RequestMeta,
+    exchange: ModernExchange,
+    receive: Receive,
+    principal: object,
+) -> tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None:
+    """:func:`_answer` of a natively cancelled call of a server whose calls always wait
+    (``Server.calls_wait``): watched from the start and awaited as it is, without its
+    first step run by hand (which would only find it waiting, and then resume it through
+    one more frame on every wake-up)."""
+    request_id = message["id"]
+    calls = app.native_calls
+    watch = calls.enter(receive)
+    try:
+        try:
+            try:
+                value = await app.server.dispatch(message, meta, exchange, principal=principal)
+            finally:
+                calls.leave(watch)
+        except asyncio.CancelledError:
+            if watch.settle():
+                return None  # the client went away: answer nobody
+            raise
+        if watch.settle():  # the handler swallowed our cancellation
+            return None
         return jsonrpc.result(request_id, value), 200, None
     except McpError as err:
         return jsonrpc.error(request_id, err), err.http_status, err.http_headers
@@ -261,10 +298,10 @@ class _NativeWatch(TaskCanceller):
 
     __slots__ = ("receive", "since", "watcher")
 
-    def __init__(self, receive: Receive, since: float) -> None:
-        TaskCanceller.__init__(self)
+    def __init__(self, receive: Receive, loop: asyncio.AbstractEventLoop) -> None:
+        TaskCanceller.__init__(self, loop)
         self.receive = receive
-        self.since = since
+        self.since = loop.time()
         self.watcher: asyncio.Task[None] | None = None
 
 
@@ -283,7 +320,7 @@ class NativeCalls:
     def enter(self, receive: Receive) -> _NativeWatch:
         """The current task's call, from now; :meth:`leave` it when the call ends."""
         loop = asyncio.get_running_loop()
-        watch = _NativeWatch(receive, loop.time())
+        watch = _NativeWatch(receive, loop)
         if self._loop is not loop:  # (another loop: tests, restarts)
             self._calls = {w: None for w in self._calls if w.task.get_loop() is loop}
             self._loop, self._handle = loop, None

@@ -253,6 +253,10 @@ def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> Any:
         # mcpkit never reads the client address X-Forwarded-For would rewrite (~1 µs a
         # request); pass proxy_headers=True to get it for your own middleware.
         "proxy_headers": False,
+        # No ``server: uvicorn`` line: it names the software to every client, and each
+        # response header costs its writer (and a gateway's client, reading it) per answer.
+        # ``server_header=True`` puts it back.
+        "server_header": False,
     }
     options.update(kw)
     return uvicorn.Config(app, **options)

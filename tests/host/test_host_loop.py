@@ -140,6 +140,62 @@ async def test_sampling_uses_only_what_the_server_sent() -> None:
     assert model.requests[0]["tools"] == [] and model.requests[0]["system"] == "poet"
 
 
+async def test_sampling_with_tools_returns_the_models_tool_calls_to_the_server(
+    tmp_path: Path,
+) -> None:
+    """A real server samples with two of its tools: the host declares ``sampling.tools``,
+    the model sees the tools the policy allows (not the denied one), its tool call goes
+    back to the server as a ``tool_use`` block (the host runs nothing), and the server's
+    ``tool_result`` reaches the model in the next round, each round approved by the person."""
+
+    def answer(messages: list[dict[str, Any]]) -> ModelReply:
+        return ModelReply(text=f"Found: {last_result_text(messages)}", stop_reason="end_turn")
+
+    model = ScriptedModel(
+        [ModelReply(tool_calls=(ToolCall("u1", "lookup", {"topic": "tea"}),)), answer]
+    )
+    person = ScriptedPerson(consent=True, sampling=True)
+    config = HostConfig(servers=(stdio_server("sampler", "sampler.py", tmp_path),))
+    async with Host(config, interaction=person, sampler=sampler_for(model)) as host:
+        host.policy.choose_tool("sampler__secret", Permission.DENY)
+        result = await host.call_tool("sampler__research", {"question": "tea?"}, origin="user")
+        audit = [e for e in host.audit.entries if e.kind == "sampling"]
+        assert not host.audit.for_tool("sampler__lookup")  # the host called no tool itself
+    assert not result.get("isError"), result
+    assert result["content"][0]["text"] == "Found: Tea was first drunk in China."
+    assert [r["tools"] for r in model.requests] == [["lookup"], ["lookup"]]
+    # the server ran the lookup (the host never calls a sampled tool); on 2026-07-28 the
+    # handler is run again for each input round, so the same lookup may be recorded twice
+    assert set(calls(tmp_path, "sampler")) == {"lookup:tea"}
+    sent = model.requests[1]["messages"]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "u1", "name": "lookup", "input": {"topic": "tea"}}],
+    }
+    assert sent[2]["content"][0]["type"] == "tool_result"
+    assert sent[2]["content"][0]["tool_use_id"] == "u1"
+    # the person approved each round, and saw the server's own offer (both tools)
+    assert [len(p["tools"]) for _, p in person.sampled] == [2, 2]
+    assert [e.decision for e in audit] == ["approved", "approved"]
+
+
+@pytest.mark.parametrize(("mode", "shown"), [("auto", ["lookup"]), ("none", [])])
+async def test_sampling_tool_choice_decides_whether_the_model_sees_the_tools(
+    mode: str, shown: list[str]
+) -> None:
+    model = ScriptedModel([{"text": "no tools needed"}])
+    result = await sampler_for(model)(
+        {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+            "tools": [{"name": "lookup", "inputSchema": {"type": "object"}}],
+            "toolChoice": {"mode": mode},
+            "maxTokens": 50,
+        }
+    )
+    assert model.requests[0]["tools"] == shown
+    assert result["stopReason"] == "endTurn"
+
+
 # ---------------------------------------------------------------------------- fake APIs
 Handler = Callable[[dict[str, Any], int], dict[str, Any]]
 

@@ -159,6 +159,9 @@ class ServerConnection:
             elicitation=bind(cb.elicit),
             url_elicitation=bind(cb.elicit_url),
             sampling=bind(cb.sample),
+            # The host's sampler hands a request's tools to the model and returns its tool
+            # calls (never running them), so it declares sampling.tools when it samples.
+            sampling_tools=cb.sample is not None,
             roots=roots,
             on_notification=self._notified,
             on_log=self._logged,

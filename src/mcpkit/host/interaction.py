@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..client import InputRequestError
+from ..protocol.naming import exposed_name
 from .config import HostConfig
-from .policy import AuditTrail, ConsentDecision, ConsentRequest
+from .policy import AuditTrail, ConsentDecision, ConsentRequest, Permission, Policy
 
 __all__ = ["Interaction", "SamplingModel", "ServerRequests", "ToolCancelled", "ToolDenied"]
 
@@ -75,6 +76,7 @@ class ServerRequests:
 
     config: HostConfig
     interaction: Interaction
+    policy: Policy
     audit: AuditTrail
     sampler: SamplingModel | None
     logs: collections.deque[dict[str, Any]]
@@ -106,7 +108,22 @@ class ServerRequests:
             decision="approved",
             by="user",
         )
-        return await self.sampler(params)
+        return await self.sampler(self._allowed_sampling_tools(server, params))
+
+    def _allowed_sampling_tools(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with the tools it offers (sampling with tools) cut to those the host's
+        policy does not deny for ``server``: a denied tool is never shown to the model."""
+        tools = params.get("tools")
+        if not isinstance(tools, list):
+            return params
+        allowed = [
+            tool
+            for tool in tools
+            if isinstance(tool, dict)
+            and self.policy.permission(server, exposed_name(server, str(tool.get("name"))))
+            is not Permission.DENY
+        ]
+        return {**params, "tools": allowed}
 
     async def _elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
         return self._recorded_answer(server, "form", await self.interaction.elicit(server, params))

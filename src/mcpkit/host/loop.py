@@ -464,17 +464,25 @@ class Conversation:
 
 def sampler_for(model: Model) -> Callable[[dict[str, Any]], Any]:
     """A host ``sampler``: answers ``sampling/createMessage`` with ``model``, using only the
-    messages and system prompt the server sent (no tools, no host conversation)."""
+    messages, system prompt and tools the server sent (never the host's conversation).
+
+    With tools (sampling with tools), the model sees them unless ``toolChoice`` is
+    ``none``; its tool calls come back as ``tool_use`` blocks with ``stopReason: "toolUse"``
+    and are not run here: the server runs them and sends their ``tool_result`` next round.
+    """
 
     async def sample(params: dict[str, Any]) -> dict[str, Any]:
-        messages = []
-        for message in params.get("messages") or []:
-            raw = message.get("content")
-            items = raw if isinstance(raw, list) else [raw]
-            blocks, _ = result_blocks({"content": [i for i in items if isinstance(i, dict)]})
-            messages.append({"role": message.get("role", "user"), "content": blocks})
+        messages = [_sampling_message(m) for m in params.get("messages") or []]
         system = params.get("systemPrompt")
-        reply = await model.reply(messages, [], system if isinstance(system, str) else None)
+        tools = _sampling_tools(params)
+        reply = await model.reply(messages, tools, system if isinstance(system, str) else None)
+        if reply.tool_calls:
+            return {
+                "role": "assistant",
+                "content": reply.blocks(),
+                "model": model.name,
+                "stopReason": "toolUse",
+            }
         return {
             "role": "assistant",
             "content": {"type": "text", "text": reply.text},
@@ -483,3 +491,50 @@ def sampler_for(model: Model) -> Callable[[dict[str, Any]], Any]:
         }
 
     return sample
+
+
+def _sampling_tools(params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A sampling request's tools in the model's shape; none when ``toolChoice`` says so."""
+    choice = params.get("toolChoice")
+    if isinstance(choice, Mapping) and choice.get("mode") == "none":
+        return []
+    return [
+        {
+            "name": str(tool["name"]),
+            "description": str(tool.get("description") or ""),
+            "input_schema": dict(tool.get("inputSchema") or {"type": "object"}),
+        }
+        for tool in params.get("tools") or []
+        if isinstance(tool, Mapping) and isinstance(tool.get("name"), str)
+    ]
+
+
+def _sampling_message(message: Mapping[str, Any]) -> Message:
+    """One ``SamplingMessage`` in the neutral shape: its text and images, its ``tool_use``
+    blocks, and its ``tool_result`` blocks (by ``toolUseId``)."""
+    raw = message.get("content")
+    items = [i for i in (raw if isinstance(raw, list) else [raw]) if isinstance(i, Mapping)]
+    blocks: list[dict[str, Any]] = []
+    for item in items:
+        if item.get("type") == "tool_use":
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": str(item.get("id")),
+                    "name": str(item.get("name")),
+                    "input": dict(item.get("input") or {}),
+                }
+            )
+        elif item.get("type") == "tool_result":
+            content, _ = result_blocks({"content": item.get("content") or []})
+            blocks.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": str(item.get("toolUseId")),
+                    "content": content,
+                    "is_error": bool(item.get("isError")),
+                }
+            )
+        else:
+            blocks.extend(result_blocks({"content": [item]})[0])
+    return {"role": str(message.get("role", "user")), "content": blocks}

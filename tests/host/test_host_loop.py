@@ -196,6 +196,41 @@ async def test_sampling_tool_choice_decides_whether_the_model_sees_the_tools(
     assert result["stopReason"] == "endTurn"
 
 
+class VisitingPerson(ScriptedPerson):
+    """Accepts a URL elicitation and "visits" the page (leaves the file the page would)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+        self.urls: list[str] = []
+
+    async def elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.urls.append(str(params["url"]))
+        (self.folder / f"visited-{params['url'].rsplit('/', 1)[-1]}").touch()
+        return {"action": "accept"}
+
+
+async def test_the_host_audits_a_url_elicitation_and_its_completion(tmp_path: Path) -> None:
+    server = stdio_server("connect", "connect.py", tmp_path, era="legacy")
+    server.env["CONNECT_PAGE"] = "https://accounts.example"
+    person = VisitingPerson(tmp_path)
+    async with Host(HostConfig(servers=(server,)), interaction=person) as host:
+        events: list[dict[str, Any]] = []
+        host.listeners.append(
+            lambda kind, data: events.append(data) if kind == "url_elicitation" else None
+        )
+        result = await host.call_tool("connect__connect_account", {}, origin="user")
+        audit = [(e.name, e.decision, e.by) for e in host.audit.entries if e.kind == "elicitation"]
+    assert result["content"][0]["text"] == "connected"
+    eid = person.urls[0].rsplit("/", 1)[-1]
+    assert [(e["state"], e["elicitationId"]) for e in events] == [
+        ("waiting", eid),
+        ("completed", eid),
+    ]
+    assert events[0]["url"] == person.urls[0]
+    assert audit == [("url", "accept", "user"), ("url", "completed", "server")]
+
+
 # ---------------------------------------------------------------------------- fake APIs
 Handler = Callable[[dict[str, Any], int], dict[str, Any]]
 

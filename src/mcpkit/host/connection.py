@@ -50,6 +50,8 @@ class ConnectionCallbacks:
 
     elicit: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
     elicit_url: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
+    #: A URL elicitation's page reported back (``notifications/elicitation/complete``).
+    url_completed: Callable[[str, str], None] | None = None
     sample: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
     roots: Callable[[str], Awaitable[list[dict[str, Any]]]] | None = None
     log: Callable[[str, dict[str, Any]], None] | None = None
@@ -311,6 +313,11 @@ class ServerConnection:
 
     # ------------------------------------------------------------------ inbound
     def _notified(self, note: Notification) -> None:
+        if note.method == "notifications/elicitation/complete":
+            eid = note.params.get("elicitationId")
+            if isinstance(eid, str) and self.callbacks.url_completed is not None:
+                self.callbacks.url_completed(self.name, eid)
+            return
         kind = _CHANGED.get(note.method)
         if kind is not None:
             self._emit("changed", {"server": self.name, "kind": kind, "uri": note.uri})

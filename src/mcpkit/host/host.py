@@ -159,6 +159,7 @@ class Host(ServerRequests):
         cb = ConnectionCallbacks(
             elicit=self._elicit,
             elicit_url=self._elicit_url,
+            url_completed=self._url_completed,
             sample=self._sample if self.sampler is not None else None,
             roots=self._roots if self.config.roots else None,
             log=self._server_log,

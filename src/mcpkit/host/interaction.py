@@ -129,8 +129,41 @@ class ServerRequests:
         return self._recorded_answer(server, "form", await self.interaction.elicit(server, params))
 
     async def _elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
-        answer = await self.interaction.elicit_url(server, params)
-        return self._recorded_answer(server, "url", answer)
+        """A URL elicitation (``elicitation/create`` in URL mode, or one page of a
+        ``-32042`` answer): the person is shown the link; once they accept, the host shows
+        that it waits for the page to report back (``url_elicitation`` events, ``waiting``
+        then ``completed``), and the call goes on when it does."""
+        answer = self._recorded_answer(
+            server, "url", await self.interaction.elicit_url(server, params)
+        )
+        if answer.get("action") == "accept":
+            self.emit(
+                "url_elicitation",
+                {
+                    "server": server,
+                    "state": "waiting",
+                    "url": params.get("url"),
+                    "message": params.get("message"),
+                    "elicitationId": params.get("elicitationId"),
+                },
+            )
+        return answer
+
+    def _url_completed(self, server: str, elicitation_id: str) -> None:
+        """``server`` says the page of URL elicitation ``elicitation_id`` is done."""
+        self.audit.record(
+            "elicitation",
+            server,
+            "url",
+            origin="server",
+            decision="completed",
+            by="server",
+            arguments={"elicitationId": elicitation_id},
+        )
+        self.emit(
+            "url_elicitation",
+            {"server": server, "state": "completed", "elicitationId": elicitation_id},
+        )
 
     def _recorded_answer(self, server: str, mode: str, answer: dict[str, Any]) -> dict[str, Any]:
         """The person's answer to an elicitation, recorded in the audit trail."""

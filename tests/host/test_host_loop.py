@@ -25,6 +25,7 @@ from mcpkit.host.models import ModelReply, ToolCall, model_from_config
 from mcpkit.host.models.anthropic import AnthropicModel
 from mcpkit.host.models.openai import OpenAIModel
 from mcpkit.host.models.scripted import ScriptedModel
+from mcpkit.host.skills import skill_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -229,6 +230,45 @@ async def test_the_host_audits_a_url_elicitation_and_its_completion(tmp_path: Pa
     ]
     assert events[0]["url"] == person.urls[0]
     assert audit == [("url", "accept", "user"), ("url", "completed", "server")]
+
+
+async def test_skills_are_offered_by_description_and_read_only_when_chosen(
+    tmp_path: Path,
+) -> None:
+    """A server publishing a skills folder: the model sees a ``load_skill`` tool naming
+    each skill with its description; the chosen skill's body is fetched then (its
+    ``skills/get`` and ``SKILL.md`` read), the other skill's never."""
+
+    def answer(messages: list[dict[str, Any]]) -> ModelReply:
+        return ModelReply(text=last_result_text(messages), stop_reason="end_turn")
+
+    model = ScriptedModel(
+        [
+            ModelReply(
+                tool_calls=(ToolCall("s1", "load_skill", {"skill": "skillful/tea-brewing"}),)
+            ),
+            answer,
+        ]
+    )
+    config = HostConfig(servers=(stdio_server("skillful", "skillful.py", tmp_path),))
+    async with Host(config) as host:
+        chat = Conversation(host, model)
+        said = await chat.send("How do I brew green tea?")
+        assert model.requests[0]["tools"] == ["skillful__kettle", "load_skill"]
+        offered = skill_tool(chat.skills)
+    assert (
+        "- skillful/haiku: Write a haiku (three lines, 5-7-5 syllables)." in offered["description"]
+    )
+    assert (
+        "- skillful/tea-brewing: How to brew a cup of green or black tea." in offered["description"]
+    )
+    assert "80 °C" not in offered["description"]  # descriptions only, never a body
+    assert said.startswith("[skill skillful/tea-brewing, written by server 'skillful':]")
+    assert "Green tea: water at 80 °C, two minutes." in said
+    assert calls(tmp_path, "skillful") == [
+        "skills/get:skill://tea-brewing/SKILL.md",
+        "resources/read:skill://tea-brewing/SKILL.md",
+    ]
 
 
 # ---------------------------------------------------------------------------- fake APIs

@@ -34,6 +34,7 @@ from typing import Any
 from .host import Host, ToolCancelled, ToolDenied
 from .models.base import Message, Model, ModelReply, Sinks, StreamingModel
 from .search import SEARCH_TOOL, search_tools
+from .skills import LOAD_SKILL, HostSkill, list_skills, load_skill, skill_tool
 
 __all__ = [
     "Conversation",
@@ -210,6 +211,8 @@ class Conversation:
     messages: list[Message] = field(default_factory=list, init=False)
     #: Tools the model loaded with the search tool (deferred loading).
     loaded: set[str] = field(default_factory=set, init=False)
+    #: The servers' skills offered with the last step (:mod:`.skills`).
+    skills: list[HostSkill] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         if self.max_tool_output_tokens is None:
@@ -250,12 +253,36 @@ class Conversation:
 
     async def _offered(self) -> list[dict[str, Any]]:
         """The tool definitions for this step: all of them, or (deferred loading) the
-        search tool and the tools loaded so far."""
+        search tool and the tools loaded so far; and ``load_skill`` when servers publish
+        skills."""
+        self.skills = await list_skills(self.host)
+        extra = [skill_tool(self.skills)] if self.skills else []
         tools = await self.host.model_tools()
         threshold = self.host.config.tool_search
         if threshold is None or len(tools) <= threshold:
-            return [t.for_api() for t in tools]
-        return [SEARCH_TOOL, *(t.for_api() for t in tools if t.qualified_name in self.loaded)]
+            return [*(t.for_api() for t in tools), *extra]
+        loaded = (t.for_api() for t in tools if t.qualified_name in self.loaded)
+        return [SEARCH_TOOL, *loaded, *extra]
+
+    async def _load_skill(self, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run the host's own ``load_skill``: the chosen skill's body, read now."""
+        self._emit("tool_call", {"id": call_id, "name": LOAD_SKILL, "arguments": arguments})
+        try:
+            text = await load_skill(self.host, self.skills, str(arguments.get("skill", "")))
+            is_error = False
+        except Exception as exc:
+            text, is_error = f"The skill could not be loaded: {exc}", True
+        blocks = cap_blocks([{"type": "text", "text": text}], self._output_cap)
+        self._emit(
+            "tool_result",
+            {"id": call_id, "name": LOAD_SKILL, "is_error": is_error, "content": blocks},
+        )
+        return {
+            "type": "tool_result",
+            "tool_use_id": call_id,
+            "content": blocks,
+            "is_error": is_error,
+        }
 
     async def _search(self, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Run the host's own search tool: load what it finds, say what it loaded."""
@@ -386,6 +413,9 @@ class Conversation:
             for call in reply.tool_calls:
                 if call.name == SEARCH_TOOL["name"]:
                     results.append(await self._search(call.id, call.arguments))
+                    continue
+                if call.name == LOAD_SKILL and self.skills:
+                    results.append(await self._load_skill(call.id, call.arguments))
                     continue
                 tool = self.host.tool(call.name)
                 app = (

@@ -136,12 +136,22 @@ class ScriptedPerson(Interaction):
     """Answers like a person would, from rules given by the test; remembers what it saw."""
 
     def __init__(
-        self, *, consent: bool | Callable[[ConsentRequest], Any] = False, name: str = "Ada"
+        self,
+        *,
+        consent: bool | Callable[[ConsentRequest], Any] = False,
+        name: str = "Ada",
+        sampling: bool = False,
     ) -> None:
         self._consent = consent
+        self._sampling = sampling
         self.name = name
         self.asked: list[ConsentRequest] = []
         self.elicited: list[tuple[str, dict[str, Any]]] = []
+        self.sampled: list[tuple[str, dict[str, Any]]] = []
+
+    async def approve_sampling(self, server: str, params: dict[str, Any]) -> bool:
+        self.sampled.append((server, params))
+        return self._sampling
 
     async def consent(self, request: ConsentRequest) -> ConsentDecision | bool:
         self.asked.append(request)

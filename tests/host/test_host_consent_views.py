@@ -1,6 +1,7 @@
 """What an MCP App view may do, and when it appears, in real Chromium: a view shows only once
 its call may run (never for a call the person denied); ``ui/open-link`` asks, showing the
-address, and is audited; a view declaring ``connect-src`` to this machine or a private
+address, and is audited; a custom method of the server's extension is asked and
+audited like a tool call; a view declaring ``connect-src`` to this machine or a private
 address gets it only after a question naming the address.  Screenshots go to
 ``test-artifacts/host/``."""
 
@@ -120,6 +121,33 @@ def test_open_link_asks_with_the_address_and_is_audited(page: Any, host_url: str
     assert [(e["decision"], e["arguments"]["url"]) for e in links] == [
         ("declined", url),
         ("approved", url),
+    ]
+
+
+def test_a_view_calls_its_servers_extension_method_only_after_consent(
+    page: Any, host_url: str
+) -> None:
+    """A custom method of an extension the server declares goes through the host like a
+    tool call (asked, audited); a method of an undeclared one is -32601 and reaches no
+    server."""
+    proxy_el = page.wait_for_selector("[data-testid=chat] [data-testid=app-view]")
+    view = proxy_el.content_frame().wait_for_selector("iframe").content_frame()
+    view.click("#ext")
+    dialog = consent(page)
+    assert "The probe app wants to run com.example/probe/echo" in dialog.inner_text()
+    assert "echo kept" in dialog.inner_text()  # the params are shown
+    page.click("#deny")
+    view.wait_for_selector("#status:has-text('refused')")
+    view.click("#ext")
+    consent(page)
+    page.click("#approve")
+    view.wait_for_selector("#status:has-text('ext: echo kept')")
+    view.click("#ext-other")
+    view.wait_for_selector("#status:has-text('code -32601')")
+    calls = [e for e in audit(host_url) if e["kind"] == "extension"]
+    assert [(e["decision"], e["name"], e["arguments"]) for e in calls] == [
+        ("declined", "probe:com.example/probe/echo", {"text": "echo kept"}),
+        ("approved", "probe:com.example/probe/echo", {"text": "echo kept"}),
     ]
 
 

@@ -25,6 +25,7 @@ from mcpkit.host.models import ModelReply, ToolCall, model_from_config
 from mcpkit.host.models.anthropic import AnthropicModel
 from mcpkit.host.models.openai import OpenAIModel
 from mcpkit.host.models.scripted import ScriptedModel
+from mcpkit.host.skills import skill_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -138,6 +139,136 @@ async def test_sampling_uses_only_what_the_server_sent() -> None:
         "stopReason": "endTurn",
     }
     assert model.requests[0]["tools"] == [] and model.requests[0]["system"] == "poet"
+
+
+async def test_sampling_with_tools_returns_the_models_tool_calls_to_the_server(
+    tmp_path: Path,
+) -> None:
+    """A real server samples with two of its tools: the host declares ``sampling.tools``,
+    the model sees the tools the policy allows (not the denied one), its tool call goes
+    back to the server as a ``tool_use`` block (the host runs nothing), and the server's
+    ``tool_result`` reaches the model in the next round, each round approved by the person."""
+
+    def answer(messages: list[dict[str, Any]]) -> ModelReply:
+        return ModelReply(text=f"Found: {last_result_text(messages)}", stop_reason="end_turn")
+
+    model = ScriptedModel(
+        [ModelReply(tool_calls=(ToolCall("u1", "lookup", {"topic": "tea"}),)), answer]
+    )
+    person = ScriptedPerson(consent=True, sampling=True)
+    config = HostConfig(servers=(stdio_server("sampler", "sampler.py", tmp_path),))
+    async with Host(config, interaction=person, sampler=sampler_for(model)) as host:
+        host.policy.choose_tool("sampler__secret", Permission.DENY)
+        result = await host.call_tool("sampler__research", {"question": "tea?"}, origin="user")
+        audit = [e for e in host.audit.entries if e.kind == "sampling"]
+        assert not host.audit.for_tool("sampler__lookup")  # the host called no tool itself
+    assert not result.get("isError"), result
+    assert result["content"][0]["text"] == "Found: Tea was first drunk in China."
+    assert [r["tools"] for r in model.requests] == [["lookup"], ["lookup"]]
+    # the server ran the lookup (the host never calls a sampled tool); on 2026-07-28 the
+    # handler is run again for each input round, so the same lookup may be recorded twice
+    assert set(calls(tmp_path, "sampler")) == {"lookup:tea"}
+    sent = model.requests[1]["messages"]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "u1", "name": "lookup", "input": {"topic": "tea"}}],
+    }
+    assert sent[2]["content"][0]["type"] == "tool_result"
+    assert sent[2]["content"][0]["tool_use_id"] == "u1"
+    # the person approved each round, and saw the server's own offer (both tools)
+    assert [len(p["tools"]) for _, p in person.sampled] == [2, 2]
+    assert [e.decision for e in audit] == ["approved", "approved"]
+
+
+@pytest.mark.parametrize(("mode", "shown"), [("auto", ["lookup"]), ("none", [])])
+async def test_sampling_tool_choice_decides_whether_the_model_sees_the_tools(
+    mode: str, shown: list[str]
+) -> None:
+    model = ScriptedModel([{"text": "no tools needed"}])
+    result = await sampler_for(model)(
+        {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+            "tools": [{"name": "lookup", "inputSchema": {"type": "object"}}],
+            "toolChoice": {"mode": mode},
+            "maxTokens": 50,
+        }
+    )
+    assert model.requests[0]["tools"] == shown
+    assert result["stopReason"] == "endTurn"
+
+
+class VisitingPerson(ScriptedPerson):
+    """Accepts a URL elicitation and "visits" the page (leaves the file the page would)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+        self.urls: list[str] = []
+
+    async def elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.urls.append(str(params["url"]))
+        (self.folder / f"visited-{params['url'].rsplit('/', 1)[-1]}").touch()
+        return {"action": "accept"}
+
+
+async def test_the_host_audits_a_url_elicitation_and_its_completion(tmp_path: Path) -> None:
+    server = stdio_server("connect", "connect.py", tmp_path, era="legacy")
+    server.env["CONNECT_PAGE"] = "https://accounts.example"
+    person = VisitingPerson(tmp_path)
+    async with Host(HostConfig(servers=(server,)), interaction=person) as host:
+        events: list[dict[str, Any]] = []
+        host.listeners.append(
+            lambda kind, data: events.append(data) if kind == "url_elicitation" else None
+        )
+        result = await host.call_tool("connect__connect_account", {}, origin="user")
+        audit = [(e.name, e.decision, e.by) for e in host.audit.entries if e.kind == "elicitation"]
+    assert result["content"][0]["text"] == "connected"
+    eid = person.urls[0].rsplit("/", 1)[-1]
+    assert [(e["state"], e["elicitationId"]) for e in events] == [
+        ("waiting", eid),
+        ("completed", eid),
+    ]
+    assert events[0]["url"] == person.urls[0]
+    assert audit == [("url", "accept", "user"), ("url", "completed", "server")]
+
+
+async def test_skills_are_offered_by_description_and_read_only_when_chosen(
+    tmp_path: Path,
+) -> None:
+    """A server publishing a skills folder: the model sees a ``load_skill`` tool naming
+    each skill with its description; the chosen skill's body is fetched then (its
+    ``skills/get`` and ``SKILL.md`` read), the other skill's never."""
+
+    def answer(messages: list[dict[str, Any]]) -> ModelReply:
+        return ModelReply(text=last_result_text(messages), stop_reason="end_turn")
+
+    model = ScriptedModel(
+        [
+            ModelReply(
+                tool_calls=(ToolCall("s1", "load_skill", {"skill": "skillful/tea-brewing"}),)
+            ),
+            answer,
+        ]
+    )
+    config = HostConfig(servers=(stdio_server("skillful", "skillful.py", tmp_path),))
+    async with Host(config) as host:
+        chat = Conversation(host, model)
+        said = await chat.send("How do I brew green tea?")
+        assert model.requests[0]["tools"] == ["skillful__kettle", "load_skill"]
+        offered = skill_tool(chat.skills)
+    assert (
+        "- skillful/haiku: Write a haiku (three lines, 5-7-5 syllables)." in offered["description"]
+    )
+    assert (
+        "- skillful/tea-brewing: How to brew a cup of green or black tea." in offered["description"]
+    )
+    assert "80 °C" not in offered["description"]  # descriptions only, never a body
+    assert said.startswith("[skill skillful/tea-brewing, written by server 'skillful':]")
+    assert "Green tea: water at 80 °C, two minutes." in said
+    assert calls(tmp_path, "skillful") == [
+        "skills/get:skill://tea-brewing/SKILL.md",
+        "resources/read:skill://tea-brewing/SKILL.md",
+    ]
 
 
 # ---------------------------------------------------------------------------- fake APIs

@@ -50,6 +50,8 @@ class ConnectionCallbacks:
 
     elicit: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
     elicit_url: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
+    #: A URL elicitation's page reported back (``notifications/elicitation/complete``).
+    url_completed: Callable[[str, str], None] | None = None
     sample: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
     roots: Callable[[str], Awaitable[list[dict[str, Any]]]] | None = None
     log: Callable[[str, dict[str, Any]], None] | None = None
@@ -159,6 +161,9 @@ class ServerConnection:
             elicitation=bind(cb.elicit),
             url_elicitation=bind(cb.elicit_url),
             sampling=bind(cb.sample),
+            # The host's sampler hands a request's tools to the model and returns its tool
+            # calls (never running them), so it declares sampling.tools when it samples.
+            sampling_tools=cb.sample is not None,
             roots=roots,
             on_notification=self._notified,
             on_log=self._logged,
@@ -308,6 +313,11 @@ class ServerConnection:
 
     # ------------------------------------------------------------------ inbound
     def _notified(self, note: Notification) -> None:
+        if note.method == "notifications/elicitation/complete":
+            eid = note.params.get("elicitationId")
+            if isinstance(eid, str) and self.callbacks.url_completed is not None:
+                self.callbacks.url_completed(self.name, eid)
+            return
         kind = _CHANGED.get(note.method)
         if kind is not None:
             self._emit("changed", {"server": self.name, "kind": kind, "uri": note.uri})

@@ -159,6 +159,7 @@ class Host(ServerRequests):
         cb = ConnectionCallbacks(
             elicit=self._elicit,
             elicit_url=self._elicit_url,
+            url_completed=self._url_completed,
             sample=self._sample if self.sampler is not None else None,
             roots=self._roots if self.config.roots else None,
             log=self._server_log,
@@ -604,6 +605,36 @@ class Host(ServerRequests):
             audit_kind="open-link",
             always_ask=True,
         )
+
+    def extension_of(self, server: str, method: str) -> str | None:
+        """The extension ``server`` declares (``capabilities.extensions``) that ``method``
+        belongs to (the method's name starts with the extension's id and ``/``); None
+        when it declares none that holds it."""
+        conn = self.connection(server)
+        extensions = conn.info.capabilities.get("extensions") if conn.info else None
+        if not isinstance(extensions, dict):
+            return None
+        return next((e for e in extensions if method.startswith(f"{e}/")), None)
+
+    async def call_extension_method(
+        self, server: str, method: str, params: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """An MCP App view of ``server`` calls ``method``, a custom request of one of the
+        server's declared extensions, through the host: the server's permission decides as
+        for its tools (``ask``: the person is asked, shown the method and its params),
+        audited.  ``ValueError`` when the server declares no extension holding ``method``
+        (a view reaches nothing else this way); :class:`ToolDenied` when refused."""
+        extension = self.extension_of(server, method)
+        if extension is None:
+            raise ValueError(f"server {server!r} declares no extension with a method {method!r}")
+        await self._authorize_app_action(
+            server,
+            method,
+            dict(params or {}),
+            f"The app wants to call {method}, a method of the server's extension {extension}.",
+            audit_kind="extension",
+        )
+        return await self.connection(server).use(lambda c: c.request(method, dict(params or {})))
 
     async def _authorize_app_action(
         self,

@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..client import InputRequestError
+from ..protocol.naming import exposed_name
 from .config import HostConfig
-from .policy import AuditTrail, ConsentDecision, ConsentRequest
+from .policy import AuditTrail, ConsentDecision, ConsentRequest, Permission, Policy
 
 __all__ = ["Interaction", "SamplingModel", "ServerRequests", "ToolCancelled", "ToolDenied"]
 
@@ -75,6 +76,7 @@ class ServerRequests:
 
     config: HostConfig
     interaction: Interaction
+    policy: Policy
     audit: AuditTrail
     sampler: SamplingModel | None
     logs: collections.deque[dict[str, Any]]
@@ -106,14 +108,62 @@ class ServerRequests:
             decision="approved",
             by="user",
         )
-        return await self.sampler(params)
+        return await self.sampler(self._allowed_sampling_tools(server, params))
+
+    def _allowed_sampling_tools(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with the tools it offers (sampling with tools) cut to those the host's
+        policy does not deny for ``server``: a denied tool is never shown to the model."""
+        tools = params.get("tools")
+        if not isinstance(tools, list):
+            return params
+        allowed = [
+            tool
+            for tool in tools
+            if isinstance(tool, dict)
+            and self.policy.permission(server, exposed_name(server, str(tool.get("name"))))
+            is not Permission.DENY
+        ]
+        return {**params, "tools": allowed}
 
     async def _elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
         return self._recorded_answer(server, "form", await self.interaction.elicit(server, params))
 
     async def _elicit_url(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
-        answer = await self.interaction.elicit_url(server, params)
-        return self._recorded_answer(server, "url", answer)
+        """A URL elicitation (``elicitation/create`` in URL mode, or one page of a
+        ``-32042`` answer): the person is shown the link; once they accept, the host shows
+        that it waits for the page to report back (``url_elicitation`` events, ``waiting``
+        then ``completed``), and the call goes on when it does."""
+        answer = self._recorded_answer(
+            server, "url", await self.interaction.elicit_url(server, params)
+        )
+        if answer.get("action") == "accept":
+            self.emit(
+                "url_elicitation",
+                {
+                    "server": server,
+                    "state": "waiting",
+                    "url": params.get("url"),
+                    "message": params.get("message"),
+                    "elicitationId": params.get("elicitationId"),
+                },
+            )
+        return answer
+
+    def _url_completed(self, server: str, elicitation_id: str) -> None:
+        """``server`` says the page of URL elicitation ``elicitation_id`` is done."""
+        self.audit.record(
+            "elicitation",
+            server,
+            "url",
+            origin="server",
+            decision="completed",
+            by="server",
+            arguments={"elicitationId": elicitation_id},
+        )
+        self.emit(
+            "url_elicitation",
+            {"server": server, "state": "completed", "elicitationId": elicitation_id},
+        )
 
     def _recorded_answer(self, server: str, mode: str, answer: dict[str, Any]) -> dict[str, Any]:
         """The person's answer to an elicitation, recorded in the audit trail."""

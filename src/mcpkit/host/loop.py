@@ -34,6 +34,7 @@ from typing import Any
 from .host import Host, ToolCancelled, ToolDenied
 from .models.base import Message, Model, ModelReply, Sinks, StreamingModel
 from .search import SEARCH_TOOL, search_tools
+from .skills import LOAD_SKILL, HostSkill, list_skills, load_skill, skill_tool
 
 __all__ = [
     "Conversation",
@@ -210,6 +211,8 @@ class Conversation:
     messages: list[Message] = field(default_factory=list, init=False)
     #: Tools the model loaded with the search tool (deferred loading).
     loaded: set[str] = field(default_factory=set, init=False)
+    #: The servers' skills offered with the last step (:mod:`.skills`).
+    skills: list[HostSkill] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         if self.max_tool_output_tokens is None:
@@ -250,12 +253,36 @@ class Conversation:
 
     async def _offered(self) -> list[dict[str, Any]]:
         """The tool definitions for this step: all of them, or (deferred loading) the
-        search tool and the tools loaded so far."""
+        search tool and the tools loaded so far; and ``load_skill`` when servers publish
+        skills."""
+        self.skills = await list_skills(self.host)
+        extra = [skill_tool(self.skills)] if self.skills else []
         tools = await self.host.model_tools()
         threshold = self.host.config.tool_search
         if threshold is None or len(tools) <= threshold:
-            return [t.for_api() for t in tools]
-        return [SEARCH_TOOL, *(t.for_api() for t in tools if t.qualified_name in self.loaded)]
+            return [*(t.for_api() for t in tools), *extra]
+        loaded = (t.for_api() for t in tools if t.qualified_name in self.loaded)
+        return [SEARCH_TOOL, *loaded, *extra]
+
+    async def _load_skill(self, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run the host's own ``load_skill``: the chosen skill's body, read now."""
+        self._emit("tool_call", {"id": call_id, "name": LOAD_SKILL, "arguments": arguments})
+        try:
+            text = await load_skill(self.host, self.skills, str(arguments.get("skill", "")))
+            is_error = False
+        except Exception as exc:
+            text, is_error = f"The skill could not be loaded: {exc}", True
+        blocks = cap_blocks([{"type": "text", "text": text}], self._output_cap)
+        self._emit(
+            "tool_result",
+            {"id": call_id, "name": LOAD_SKILL, "is_error": is_error, "content": blocks},
+        )
+        return {
+            "type": "tool_result",
+            "tool_use_id": call_id,
+            "content": blocks,
+            "is_error": is_error,
+        }
 
     async def _search(self, call_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Run the host's own search tool: load what it finds, say what it loaded."""
@@ -387,6 +414,9 @@ class Conversation:
                 if call.name == SEARCH_TOOL["name"]:
                     results.append(await self._search(call.id, call.arguments))
                     continue
+                if call.name == LOAD_SKILL and self.skills:
+                    results.append(await self._load_skill(call.id, call.arguments))
+                    continue
                 tool = self.host.tool(call.name)
                 app = (
                     {"server": tool.server, "tool": tool.name, "uri": tool.ui_resource_uri}
@@ -464,17 +494,25 @@ class Conversation:
 
 def sampler_for(model: Model) -> Callable[[dict[str, Any]], Any]:
     """A host ``sampler``: answers ``sampling/createMessage`` with ``model``, using only the
-    messages and system prompt the server sent (no tools, no host conversation)."""
+    messages, system prompt and tools the server sent (never the host's conversation).
+
+    With tools (sampling with tools), the model sees them unless ``toolChoice`` is
+    ``none``; its tool calls come back as ``tool_use`` blocks with ``stopReason: "toolUse"``
+    and are not run here: the server runs them and sends their ``tool_result`` next round.
+    """
 
     async def sample(params: dict[str, Any]) -> dict[str, Any]:
-        messages = []
-        for message in params.get("messages") or []:
-            raw = message.get("content")
-            items = raw if isinstance(raw, list) else [raw]
-            blocks, _ = result_blocks({"content": [i for i in items if isinstance(i, dict)]})
-            messages.append({"role": message.get("role", "user"), "content": blocks})
+        messages = [_sampling_message(m) for m in params.get("messages") or []]
         system = params.get("systemPrompt")
-        reply = await model.reply(messages, [], system if isinstance(system, str) else None)
+        tools = _sampling_tools(params)
+        reply = await model.reply(messages, tools, system if isinstance(system, str) else None)
+        if reply.tool_calls:
+            return {
+                "role": "assistant",
+                "content": reply.blocks(),
+                "model": model.name,
+                "stopReason": "toolUse",
+            }
         return {
             "role": "assistant",
             "content": {"type": "text", "text": reply.text},
@@ -483,3 +521,50 @@ def sampler_for(model: Model) -> Callable[[dict[str, Any]], Any]:
         }
 
     return sample
+
+
+def _sampling_tools(params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A sampling request's tools in the model's shape; none when ``toolChoice`` says so."""
+    choice = params.get("toolChoice")
+    if isinstance(choice, Mapping) and choice.get("mode") == "none":
+        return []
+    return [
+        {
+            "name": str(tool["name"]),
+            "description": str(tool.get("description") or ""),
+            "input_schema": dict(tool.get("inputSchema") or {"type": "object"}),
+        }
+        for tool in params.get("tools") or []
+        if isinstance(tool, Mapping) and isinstance(tool.get("name"), str)
+    ]
+
+
+def _sampling_message(message: Mapping[str, Any]) -> Message:
+    """One ``SamplingMessage`` in the neutral shape: its text and images, its ``tool_use``
+    blocks, and its ``tool_result`` blocks (by ``toolUseId``)."""
+    raw = message.get("content")
+    items = [i for i in (raw if isinstance(raw, list) else [raw]) if isinstance(i, Mapping)]
+    blocks: list[dict[str, Any]] = []
+    for item in items:
+        if item.get("type") == "tool_use":
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": str(item.get("id")),
+                    "name": str(item.get("name")),
+                    "input": dict(item.get("input") or {}),
+                }
+            )
+        elif item.get("type") == "tool_result":
+            content, _ = result_blocks({"content": item.get("content") or []})
+            blocks.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": str(item.get("toolUseId")),
+                    "content": content,
+                    "is_error": bool(item.get("isError")),
+                }
+            )
+        else:
+            blocks.extend(result_blocks({"content": [item]})[0])
+    return {"role": str(message.get("role", "user")), "content": blocks}

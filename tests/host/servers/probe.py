@@ -2,8 +2,9 @@
 """Test server "probe": an MCP App whose view exercises the host side of the protocol.
 
 ``show_probe(topic)`` has a view that shows its tool input and result, and has buttons for
-``ui/message`` (``#say``), ``ui/update-model-context`` (``#ctx``) and ``ui/open-link``
-(``#link``); ``PROBE_CONNECT`` makes it declare ``connectDomains``.  When the host sends
+``ui/message`` (``#say``), ``ui/update-model-context`` (``#ctx``), ``ui/open-link``
+(``#link``) and the custom method ``com.example/probe/echo`` of the server's extension
+(``#ext``; ``#ext-other`` calls a method of an extension the server does not declare); ``PROBE_CONNECT`` makes it declare ``connectDomains``.  When the host sends
 ``ui/resource-teardown`` the view calls the app-only tool ``note("teardown")`` *before* it
 answers; ``note`` appends to ``$HOST_TEST_DIR/probe.events``, so a test can see that the
 teardown reached a living view.
@@ -21,7 +22,14 @@ from mcpkit.transports.stdio import run_stdio
 
 server = Server("probe", "1.0.0")
 server.extensions["io.modelcontextprotocol/ui"] = {}
+server.extension("com.example/probe", {})
 VIEW = "ui://probe/view.html"
+
+
+@server.method("com.example/probe/echo")
+def echo(text: str) -> dict[str, str]:
+    """A custom method of the server's ``com.example/probe`` extension (views call it)."""
+    return {"echo": text}
 
 
 @server.tool(meta={"ui": {"resourceUri": VIEW}})
@@ -49,7 +57,7 @@ def note(event: str) -> str:
 HTML = """<!doctype html><html><head><meta charset="utf-8"></head><body>
 <div id="input">waiting</div><div id="result"></div><div id="context"></div><div id="theme"></div><div id="caps"></div><div id="events"></div>
 <button id="say">Ask the model</button> <button id="ctx">Set context</button>
-<button id="full">Full screen</button> <button id="log">Log</button> <button id="link">Open link</button> <span id="status"></span><div id="mode"></div>
+<button id="full">Full screen</button> <button id="log">Log</button> <button id="link">Open link</button> <button id="ext">Extension</button> <button id="ext-other">Other extension</button> <span id="status"></span><div id="mode"></div>
 <script>
 let nextId = 1, topic = ""; const pending = {};
 const send = (msg) => window.parent.postMessage(Object.assign({jsonrpc: "2.0"}, msg), "*");
@@ -62,7 +70,7 @@ window.addEventListener("message", async (ev) => {
   const msg = ev.data || {};
   if (msg.id !== undefined && !msg.method && pending[msg.id]) {
     const p = pending[msg.id]; delete pending[msg.id];
-    msg.error ? p.reject(new Error(msg.error.message)) : p.resolve(msg.result); return;
+    msg.error ? p.reject(Object.assign(new Error(msg.error.message), {code: msg.error.code})) : p.resolve(msg.result); return;
   }
   const seen = {"ui/notifications/tool-input-partial": "partial", "ui/notifications/tool-input": "input",
                 "ui/notifications/tool-result": "result", "ui/notifications/tool-cancelled": "cancelled"}[msg.method];
@@ -92,6 +100,14 @@ document.getElementById("full").addEventListener("click", async () => {
 document.getElementById("link").addEventListener("click", async () => {
   try { await request("ui/open-link", {url: "http://127.0.0.1:9/probe-link?topic=" + topic}); status("link opened"); }
   catch (err) { status("refused: " + err.message); }
+});
+document.getElementById("ext").addEventListener("click", async () => {
+  try { const r = await request("com.example/probe/echo", {text: "echo " + topic}); status("ext: " + r.echo); }
+  catch (err) { status("refused: " + err.message + " code " + err.code); }
+});
+document.getElementById("ext-other").addEventListener("click", async () => {
+  try { await request("com.example/elsewhere/echo", {text: topic}); status("ext-other answered"); }
+  catch (err) { status("refused: " + err.message + " code " + err.code); }
 });
 document.getElementById("log").addEventListener("click", () => {
   send({method: "notifications/message", params: {level: "warning", logger: "probe-view", data: "probe says hi"}});

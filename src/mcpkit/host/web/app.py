@@ -35,6 +35,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from ...protocol.sse import KEEPALIVE_SECONDS
+from ...types.errors import METHOD_NOT_FOUND, McpError
 from ..apps import AppError
 from ..config import ConfigError, parse_server
 from ..connection import ServerUnavailable
@@ -439,6 +440,23 @@ def create_app(web: WebHost) -> Starlette:
         await host.authorize_open_link(server, url)
         return JSONResponse({"url": url})
 
+    async def app_method(request: Request) -> Response:
+        """A view calls a custom method of its server's declared extension (the bridge
+        passes any method it does not handle itself): -32601 for one the server declares
+        no extension for; the server's JSON-RPC error passed on with its code."""
+        data = await body(request)
+        server, method = str(data.get("server")), str(data.get("method") or "")
+        params = data.get("params") or {}
+        if not isinstance(params, dict):
+            raise ValueError("params must be an object")
+        if host.extension_of(server, method) is None:
+            return _error(404, f"Method not found: {method}", code=METHOD_NOT_FOUND)
+        try:
+            result = await host.call_extension_method(server, method, params)
+        except McpError as exc:
+            return _error(502, exc.message, code=exc.code)
+        return JSONResponse({"result": result})
+
     async def app_context(request: Request) -> Response:
         data = await body(request)
         if web.chat is not None:
@@ -654,6 +672,7 @@ def create_app(web: WebHost) -> Starlette:
         "apps/open": open_app,
         "apps/message": app_message,
         "apps/open-link": app_open_link,
+        "apps/method": app_method,
         "apps/context": app_context,
         "apps/log": app_log,
         "answer": answer,

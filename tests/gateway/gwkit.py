@@ -116,6 +116,16 @@ def start_upstream(name: str, log_dir: Path, target: str = ECHO, *flags: str, **
     return p
 
 
+def start_protected_upstream(
+    name: str, log_dir: Path, target: str, issuer: str, stack: list[Proc]
+) -> Proc:
+    """An upstream that takes only ``issuer``'s tokens with scope ``mcp``, stopped with
+    ``stack``."""
+    p = start_upstream(name, log_dir, target, "--auth-issuer", issuer, "--auth-scope", "mcp")
+    stack.append(p)
+    return p
+
+
 def start_upstreams(log_dir: Path, *specs: tuple[Any, ...], **env: str) -> list[Proc]:
     """Several upstreams at once: each spec is ``(name, target, *flags)``."""
     procs = [spawn_upstream(spec[0], log_dir, *spec[1:], **env) for spec in specs]

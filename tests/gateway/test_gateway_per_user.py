@@ -50,10 +50,7 @@ def authz(port: int) -> Iterator[LocalAuthorizationServer]:
 
 @pytest.fixture(scope="module")
 def upstream(authz: LocalAuthorizationServer, log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
-    flags = ("--auth-issuer", authz.issuer, "--auth-scope", "mcp")
-    p = gwkit.start_upstream("ident", log_dir, IDENTITY, *flags)
-    stack.append(p)
-    return p
+    return gwkit.start_protected_upstream("ident", log_dir, IDENTITY, authz.issuer, stack)
 
 
 def gateway_config(upstream: gwkit.Proc, port: int, state: str, state_dir: Path) -> str:

@@ -109,10 +109,7 @@ authz = pytest.fixture(exchanging_as, scope="module", name="authz")
 
 @pytest.fixture(scope="module")
 def upstream(authz: ExchangingAS, log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
-    flags = ("--auth-issuer", authz.issuer, "--auth-scope", "mcp")
-    p = gwkit.start_upstream("ident", log_dir, IDENTITY, *flags)
-    stack.append(p)
-    return p
+    return gwkit.start_protected_upstream("ident", log_dir, IDENTITY, authz.issuer, stack)
 
 
 @pytest.fixture(scope="module")

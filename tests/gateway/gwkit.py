@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -116,12 +116,20 @@ def start_upstream(name: str, log_dir: Path, target: str = ECHO, *flags: str, **
     return p
 
 
-def start_protected_upstream(
-    name: str, log_dir: Path, target: str, issuer: str, stack: list[Proc]
-) -> Proc:
-    """An upstream that takes only ``issuer``'s tokens with scope ``mcp``, stopped with
-    ``stack``."""
-    p = start_upstream(name, log_dir, target, "--auth-issuer", issuer, "--auth-scope", "mcp")
+class _Issuer(Protocol):
+    issuer: str
+
+
+#: A test server that answers with the identity its caller's token carries.
+IDENTITY = "tests/gateway/servers/identity.py"
+
+
+def identity_upstream(authz: _Issuer, log_dir: Path, stack: list[Proc]) -> Proc:
+    """An identity upstream that takes only ``authz``'s tokens with scope ``mcp``, stopped
+    with ``stack`` (a module's ``upstream`` fixture: ``pytest.fixture(identity_upstream,
+    scope="module", name="upstream")``)."""
+    flags = ("--auth-issuer", authz.issuer, "--auth-scope", "mcp")
+    p = start_upstream("ident", log_dir, IDENTITY, *flags)
     stack.append(p)
     return p
 

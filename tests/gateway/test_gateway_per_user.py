@@ -28,7 +28,7 @@ from mcpkit.gateway.config import ConfigError, parse_config
 from mcpkit.transports.client_base import ServerError
 from support.servers import serve_app
 
-IDENTITY = "tests/gateway/servers/identity.py"
+IDENTITY = gwkit.IDENTITY
 CLIENT_ID = "gw-connect"
 TOKENS = {"alice": "alice-front-token", "bob": "bob-front-token"}
 
@@ -48,9 +48,7 @@ def authz(port: int) -> Iterator[LocalAuthorizationServer]:
         yield app
 
 
-@pytest.fixture(scope="module")
-def upstream(authz: LocalAuthorizationServer, log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
-    return gwkit.start_protected_upstream("ident", log_dir, IDENTITY, authz.issuer, stack)
+upstream = pytest.fixture(gwkit.identity_upstream, scope="module", name="upstream")
 
 
 def gateway_config(upstream: gwkit.Proc, port: int, state: str, state_dir: Path) -> str:

@@ -32,7 +32,7 @@ from support.servers import serve_app
 
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
-IDENTITY = "tests/gateway/servers/identity.py"
+IDENTITY = gwkit.IDENTITY
 
 
 class ExchangingAS(LocalAuthorizationServer):
@@ -107,9 +107,7 @@ def exchanging_as() -> Iterator[ExchangingAS]:
 authz = pytest.fixture(exchanging_as, scope="module", name="authz")
 
 
-@pytest.fixture(scope="module")
-def upstream(authz: ExchangingAS, log_dir: Path, stack: list[gwkit.Proc]) -> gwkit.Proc:
-    return gwkit.start_protected_upstream("ident", log_dir, IDENTITY, authz.issuer, stack)
+upstream = pytest.fixture(gwkit.identity_upstream, scope="module", name="upstream")
 
 
 @pytest.fixture(scope="module")

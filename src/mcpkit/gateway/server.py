@@ -48,7 +48,7 @@ from ..server.uri_owners import resettle
 from ..transports.client_base import ServerError
 from ..types.errors import McpError, invalid_params
 from ..types.versions import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, Era
-from . import views
+from . import custom, views
 from .audit import AuditLog
 from .auth import GatewayAuthenticator
 from .binding import Bindings
@@ -167,6 +167,8 @@ class GatewayServer(Server):
             route = discover if method == "server/discover" else self._routed
             self._handlers[method] = wrap(route, method, layers)
         self._chains = build_chains(self._handlers, self.middleware)
+        # The upstreams' custom methods its file names (see .custom).
+        custom.install(self, self.upstreams)
         self._bindings: Bindings | None = None
 
     @property
@@ -281,7 +283,11 @@ class GatewayServer(Server):
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: Era = "modern") -> dict[str, Any]:
         """What some upstream offers, the front offers (the mounted proxies' merge)."""
-        return merge_capabilities(self.composed, {"logging": {}}, era)
+        caps = merge_capabilities(self.composed, {"logging": {}}, era)
+        forwarded = custom.declared_extensions(self) if era == "modern" else None
+        if forwarded:
+            caps["extensions"] = {**(caps.get("extensions") or {}), **forwarded}
+        return caps
 
     def has_capability(self, path: str) -> bool:
         """Every routed method reaches the router, which answers for what the upstreams

@@ -44,7 +44,7 @@ class CustomSpecs(dict[str, MethodSpec]):
         #: ``identifier + "/"`` -> the upstream serving every method under it.
         self.prefixes: dict[str, AnyUpstream] = {}
 
-    def get(self, method: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, method: str, default: Any = None) -> Any:
         spec = super().get(method)
         if spec is None and self.prefixes and method not in METHODS:
             upstream = self.owner(method)

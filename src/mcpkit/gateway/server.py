@@ -48,7 +48,7 @@ from ..server.uri_owners import resettle
 from ..transports.client_base import ServerError
 from ..types.errors import McpError, invalid_params
 from ..types.versions import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, Era
-from . import custom, views
+from . import custom, legacy_tasks, views
 from .audit import AuditLog
 from .auth import GatewayAuthenticator
 from .binding import Bindings
@@ -79,6 +79,7 @@ ROUTED = (
     "tasks/get",
     "tasks/update",
     "tasks/cancel",
+    "tasks/result",
 )
 
 #: The methods whose answers may hand a caller something of its own (a task id, a
@@ -284,6 +285,8 @@ class GatewayServer(Server):
     def capabilities(self, era: Era = "modern") -> dict[str, Any]:
         """What some upstream offers, the front offers (the mounted proxies' merge)."""
         caps = merge_capabilities(self.composed, {"logging": {}}, era)
+        if era == "legacy" and "tools" in caps:  # (tasks of the upstreams' tools)
+            caps["tasks"] = legacy_tasks.CAPABILITY
         forwarded = custom.declared_extensions(self) if era == "modern" else None
         if forwarded:
             caps["extensions"] = {**(caps.get("extensions") or {}), **forwarded}
@@ -330,6 +333,8 @@ class GatewayServer(Server):
         listing a name, by the upstream serving a URI, by a task's upstream); lists are
         then cut to what this caller may see."""
         method = ctx.method
+        if legacy_tasks.applies(ctx):  # (a 2025-11-25 caller's task: see .legacy_tasks)
+            return await legacy_tasks.route(self, ctx)
         if method.startswith("tasks/") and not declares_tasks(ctx.meta):
             raise tasks_required_error()
         name = ctx.params.get("name")

@@ -30,7 +30,6 @@ from .routing import name_owner
 
 if TYPE_CHECKING:
     from ..client import Client
-    from ..compose.replicas import AnyUpstream
     from ..server.context import Context
     from .server import GatewayServer
 
@@ -44,7 +43,7 @@ METHODS = ("tasks/get", "tasks/result", "tasks/cancel")
 _TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 #: What a 2026-07-28 upstream is told the caller takes: tasks.
-_MODERN_TASKS = {META_CLIENT_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}}
+_MODERN_TASKS: dict[str, Any] = {META_CLIENT_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}}
 
 
 def applies(ctx: Context) -> bool:

@@ -121,3 +121,21 @@ def test_the_gateway_declares_the_forwarded_extensions(gateway: tuple[gwkit.Proc
     extensions = found.result["capabilities"]["extensions"]
     assert extensions["com.example/modern"] == {"upstream": "modern"}
     assert extensions["com.example/legacy"] == {}  # (2025-11-25 declares no extensions)
+
+
+@pytest.mark.parametrize(
+    ("method", "upstream"),
+    [("com.example/modern/echo", "modern"), ("com.example/legacy/echo", "legacy")],
+)
+def test_a_legacy_caller_calls_a_custom_method(
+    gateway: tuple[gwkit.Proc, Path], method: str, upstream: str
+) -> None:
+    gw, _ = gateway
+    session = gwkit.LegacySession(gw.url, token=ALICE)
+    try:
+        session.initialize()
+        reply = session.request(method, {"text": "old"})
+        assert reply.result["upstream"] == upstream, reply.body
+        assert reply.result["params"] == {"text": "old", "count": 0}
+    finally:
+        session.close()

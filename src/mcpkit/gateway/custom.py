@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..server.extensions import extension_of
-from ..server.middleware import build_chains, wrap
+from ..server.middleware import wrap
 from ..transports.client_base import ServerError
 from ..types.errors import McpError
 from ..types.methods import METHODS, MethodSpec, custom_method
@@ -75,15 +75,29 @@ def install(gateway: GatewayServer, upstreams: Iterable[AnyUpstream]) -> CustomS
             specs.prefixes[identifier + "/"] = upstream
         for method in config.methods:
             add_forwarded(gateway, method, upstream)
+    if specs.prefixes:
+        gateway.dispatch = resolving(gateway, gateway.dispatch)  # type: ignore[method-assign]
     return specs
+
+
+def resolving(gateway: GatewayServer, dispatch: Callable[..., Any]) -> Callable[..., Any]:
+    """``dispatch`` adding a configured extension's method on its first request (the
+    modern transports ask ``custom_specs`` first; a 2025-11-25 session goes straight to
+    dispatch).  Installed only when the file names ``extensions``."""
+    specs = gateway.custom_specs
+
+    def dispatch_resolving(message: Any, meta: Any, exchange: Any, **options: Any) -> Any:
+        specs.get(message["method"])
+        return dispatch(message, meta, exchange, **options)
+
+    return dispatch_resolving
 
 
 def add_forwarded(gateway: GatewayServer, method: str, upstream: AnyUpstream) -> None:
     """Make ``method`` a request of the front forwarded to ``upstream``, under the policy
     point (the layers of every routed method) and the operator's middleware."""
     dict.__setitem__(gateway.custom_specs, method, custom_method(method))
-    gateway._handlers[method] = wrap(forwarder(upstream), method, policy(gateway))
-    gateway._chains = build_chains(gateway._handlers, gateway.middleware)
+    gateway.add_route(method, wrap(forwarder(upstream), method, policy(gateway)))
 
 
 def forwarder(upstream: AnyUpstream) -> Callable[[Context], Any]:

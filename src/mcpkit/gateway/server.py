@@ -39,7 +39,7 @@ from ..compose.upstream import Upstream
 from ..protocol.headers import expected_param_headers
 from ..runtime.changes import ChangeEvent
 from ..server.context import Context
-from ..server.middleware import build_chains, wrap
+from ..server.middleware import CallNext, build_chains, wrap
 from ..server.middleware.ratelimit import RateLimit
 from ..server.mount import TASK_SEPARATOR, check_names, merge_capabilities
 from ..server.server import Server
@@ -171,6 +171,12 @@ class GatewayServer(Server):
         # The upstreams' custom methods its file names (see .custom).
         custom.install(self, self.upstreams)
         self._bindings: Bindings | None = None
+
+    def add_route(self, method: str, handler: CallNext) -> None:
+        """Answer ``method`` with ``handler`` (already inside its policy layers), under the
+        operator's middleware: the forwarded custom methods (:mod:`.custom`)."""
+        self._handlers[method] = handler
+        self._chains = build_chains(self._handlers, self.middleware)
 
     @property
     def bindings(self) -> Bindings:

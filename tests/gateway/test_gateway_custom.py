@@ -8,12 +8,16 @@ A ``[[rule]]`` on the methods lets alice call them and refuses mallory; both are
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import gwkit
 import pytest
+
+from support.waits import eventually
 
 VENDOR = "tests/gateway/servers/vendor.py"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
@@ -139,3 +143,29 @@ def test_a_legacy_caller_calls_a_custom_method(
         assert reply.result["params"] == {"text": "old", "count": 0}
     finally:
         session.close()
+
+
+def test_a_reload_changes_what_is_forwarded(tmp_path_factory: pytest.TempPathFactory) -> None:
+    logs = tmp_path_factory.mktemp("custom-reload")
+    upstream = gwkit.start_upstream("probe", logs, VENDOR)
+    plain = '[gateway]\nstate = "memory:"\n' + gwkit.toml_upstream("probe", url=upstream.url)
+    gw = gwkit.start_gateway("gw-reload", logs, plain)
+    method = "com.example/probe/echo"
+    try:
+        assert gwkit.call(gw.url, method, {}).error["code"] == -32601
+        (logs / "gw-reload.toml").write_text(plain + 'methods = ["com.example/probe/echo"]\n')
+        os.kill(gw.proc.pid, signal.SIGHUP)
+        answered = eventually(
+            lambda: "result" in (reply := gwkit.call(gw.url, method, {})).body and reply,
+            what="the method forwarded after the reload",
+        )
+        assert answered.result["upstream"] == "probe"
+        (logs / "gw-reload.toml").write_text(plain)
+        os.kill(gw.proc.pid, signal.SIGHUP)
+        eventually(
+            lambda: gwkit.call(gw.url, method, {}).body.get("error", {}).get("code") == -32601,
+            what="the method dropped by the next reload",
+        )
+    finally:
+        gw.stop()
+        upstream.stop()

@@ -15,13 +15,13 @@ A method under a configured extension is added on its first call (the transports
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..server.extensions import extension_of
 from ..server.middleware import wrap
 from ..transports.client_base import ServerError
-from ..types.errors import McpError
+from ..types.errors import McpError, method_not_found
 from ..types.methods import METHODS, MethodSpec, custom_method
 from ..types.versions import META_SERVER_INFO
 from .middleware import policy
@@ -41,8 +41,8 @@ class CustomSpecs(dict[str, MethodSpec]):
     def __init__(self, gateway: GatewayServer) -> None:
         super().__init__()
         self.gateway = gateway
-        #: ``identifier + "/"`` -> the upstream serving every method under it.
-        self.prefixes: dict[str, AnyUpstream] = {}
+        #: ``identifier + "/"`` -> the name of the upstream serving every method under it.
+        self.prefixes: dict[str, str] = {}
 
     def get(self, method: str, default: Any = None) -> Any:
         spec = super().get(method)
@@ -53,59 +53,61 @@ class CustomSpecs(dict[str, MethodSpec]):
                 return super().get(method)
         return default if spec is None else spec
 
-    def owner(self, method: str) -> AnyUpstream | None:
-        """The upstream configured for an extension ``method`` belongs to, if any."""
+    def owner(self, method: str) -> str | None:
+        """The upstream configured for the extension ``method`` belongs to, if any."""
         for prefix, upstream in self.prefixes.items():
             if method.startswith(prefix) and len(method) > len(prefix):
                 return upstream
         return None
 
 
-def install(gateway: GatewayServer, upstreams: Iterable[AnyUpstream]) -> CustomSpecs:
-    """The front's custom methods for ``upstreams`` (their ``methods`` and ``extensions``
-    in the gateway's file): returns the ``custom_specs`` table to set on the front."""
+def install(gateway: GatewayServer) -> None:
+    """The front's custom methods as the gateway's file names them (each upstream's
+    ``methods`` and ``extensions``), replacing those of a previous file (a reload)."""
+    old = gateway.custom_specs
     specs = CustomSpecs(gateway)
     gateway.custom_specs = specs
-    by_name = {u.name: u for u in upstreams}
+    gateway.drop_routes(list(old))
     for config in gateway.config.upstreams:
-        upstream = by_name.get(config.name)
-        if upstream is None:
-            continue
         for identifier in config.extensions:
-            specs.prefixes[identifier + "/"] = upstream
+            specs.prefixes[identifier + "/"] = config.name
         for method in config.methods:
-            add_forwarded(gateway, method, upstream)
-    if specs.prefixes:
+            add_forwarded(gateway, method, config.name)
+    if specs.prefixes and not getattr(gateway.dispatch, "resolves_extensions", False):
         gateway.dispatch = resolving(gateway, gateway.dispatch)  # type: ignore[method-assign]
-    return specs
 
 
 def resolving(gateway: GatewayServer, dispatch: Callable[..., Any]) -> Callable[..., Any]:
     """``dispatch`` adding a configured extension's method on its first request (the
     modern transports ask ``custom_specs`` first; a 2025-11-25 session goes straight to
-    dispatch).  Installed only when the file names ``extensions``."""
-    specs = gateway.custom_specs
+    dispatch).  Installed once the file names ``extensions``."""
 
     def dispatch_resolving(message: Any, meta: Any, exchange: Any, **options: Any) -> Any:
-        specs.get(message["method"])
+        gateway.custom_specs.get(message["method"])
         return dispatch(message, meta, exchange, **options)
 
+    dispatch_resolving.resolves_extensions = True  # type: ignore[attr-defined]
     return dispatch_resolving
 
 
-def add_forwarded(gateway: GatewayServer, method: str, upstream: AnyUpstream) -> None:
-    """Make ``method`` a request of the front forwarded to ``upstream``, under the policy
-    point (the layers of every routed method) and the operator's middleware."""
+def add_forwarded(gateway: GatewayServer, method: str, upstream: str) -> None:
+    """Make ``method`` a request of the front forwarded to the upstream named
+    ``upstream``, under the policy point (the layers of every routed method) and the
+    operator's middleware."""
     dict.__setitem__(gateway.custom_specs, method, custom_method(method))
-    gateway.add_route(method, wrap(forwarder(upstream), method, policy(gateway)))
+    gateway.add_route(method, wrap(forwarder(gateway, upstream), method, policy(gateway)))
 
 
-def forwarder(upstream: AnyUpstream) -> Callable[[Context], Any]:
-    """The handler forwarding a custom request to ``upstream``: its params as the caller
-    sent them (the front's ``_meta`` left out: the upstream client sends its own), its
-    result or error as the upstream answered."""
+def forwarder(gateway: GatewayServer, name: str) -> Callable[[Context], Any]:
+    """The handler forwarding a custom request to the upstream ``name`` (the one serving
+    now: a reload may have replaced it): its params as the caller sent them (the front's
+    ``_meta`` left out: the upstream client sends its own), its result or error as the
+    upstream answered."""
 
     async def forward(ctx: Context) -> dict[str, Any]:
+        upstream = next((u for u in gateway.upstreams if u.name == name), None)
+        if upstream is None:
+            raise method_not_found(ctx.method)
         params = {k: v for k, v in ctx.params.items() if k != "_meta"}
 
         async def send(client: Client) -> dict[str, Any]:

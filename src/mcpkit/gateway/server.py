@@ -169,13 +169,19 @@ class GatewayServer(Server):
             self._handlers[method] = wrap(route, method, layers)
         self._chains = build_chains(self._handlers, self.middleware)
         # The upstreams' custom methods its file names (see .custom).
-        custom.install(self, self.upstreams)
+        custom.install(self)
         self._bindings: Bindings | None = None
 
     def add_route(self, method: str, handler: CallNext) -> None:
         """Answer ``method`` with ``handler`` (already inside its policy layers), under the
         operator's middleware: the forwarded custom methods (:mod:`.custom`)."""
         self._handlers[method] = handler
+        self._chains = build_chains(self._handlers, self.middleware)
+
+    def drop_routes(self, methods: Iterable[str]) -> None:
+        """Stop answering ``methods`` (forwarded custom methods a reload no longer names)."""
+        for method in methods:
+            self._handlers.pop(method, None)
         self._chains = build_chains(self._handlers, self.middleware)
 
     @property

@@ -155,11 +155,12 @@ def test_a_reload_changes_what_is_forwarded(tmp_path_factory: pytest.TempPathFac
         assert gwkit.call(gw.url, method, {}).error["code"] == -32601
         (logs / "gw-reload.toml").write_text(plain + 'methods = ["com.example/probe/echo"]\n')
         os.kill(gw.proc.pid, signal.SIGHUP)
-        answered = eventually(
-            lambda: "result" in (reply := gwkit.call(gw.url, method, {})).body and reply,
-            what="the method forwarded after the reload",
-        )
-        assert answered.result["upstream"] == "probe"
+
+        def answered() -> dict[str, Any] | None:
+            return gwkit.call(gw.url, method, {}).body.get("result")
+
+        echoed = eventually(answered, what="the method forwarded after the reload")
+        assert echoed["upstream"] == "probe"
         (logs / "gw-reload.toml").write_text(plain)
         os.kill(gw.proc.pid, signal.SIGHUP)
         eventually(

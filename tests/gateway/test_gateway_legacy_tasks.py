@@ -108,3 +108,14 @@ def test_a_made_up_task_id_is_unknown(alice: gwkit.LegacySession) -> None:
     alice.initialize()
     reply = alice.request("tasks/get", {"taskId": "legacy~1"})
     assert reply.error["code"] == -32602 and reply.error["message"] == "Unknown task: legacy~1"
+
+
+@pytest.mark.parametrize("upstream", ["legacy", "modern"])
+def test_a_task_is_cancelled_through_the_gateway(alice: gwkit.LegacySession, upstream: str) -> None:
+    alice.initialize()
+    params = {"name": upstream[0] + "_hold", "arguments": {"key": f"never-{upstream}"}}
+    created = alice.request("tools/call", {**params, "task": {}})
+    front = created.result["task"]["taskId"]
+    cancelled = alice.request("tasks/cancel", {"taskId": front}).result
+    assert cancelled["taskId"] == front and cancelled["status"] == "cancelled", cancelled
+    assert alice.request("tasks/get", {"taskId": front}).result["status"] == "cancelled"

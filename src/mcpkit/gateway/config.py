@@ -19,6 +19,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from ..server.extensions import check_extension_id, check_method_name
 from ..server.middleware.ratelimit import RateRule
 from ..types.errors import ConfigError as ConfigError  # gateway.config is where users import it
 
@@ -78,6 +79,10 @@ class UpstreamConfig:
     kind: str = "mcp"
     spec: str | None = None
     base_url: str | None = None
+    #: The custom methods the upstream serves (the wire never lists them), forwarded as
+    #: they are: each ``methods`` entry, and any method under an ``extensions`` identifier.
+    methods: tuple[str, ...] = ()
+    extensions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -376,6 +381,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
                 kind=kind,
                 spec=spec,
                 base_url=base_url,
+                **custom_methods(item, where),
             )
         )
     auth_data = data.get("auth") or {}
@@ -516,6 +522,21 @@ def _pinned_to_front(upstream: UpstreamConfig, front_issuer: str | None) -> Upst
     if oauth is None or oauth.kind != "token_exchange" or oauth.issuer is not None:
         return upstream
     return replace(upstream, oauth=replace(oauth, issuer=front_issuer))
+
+
+def custom_methods(item: dict[str, Any], where: str) -> dict[str, tuple[str, ...]]:
+    """``methods`` (custom method names) and ``extensions`` (identifiers, any method under
+    one) of an ``[[upstream]]``, each checked as the server checks its own registrations."""
+    found: dict[str, tuple[str, ...]] = {}
+    for key, check in (("methods", check_method_name), ("extensions", check_extension_id)):
+        values = _strings(item.get(key, []), f"{where}.{key}")
+        for value in values:
+            try:
+                check(value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}.{key}: {exc}") from None
+        found[key] = values
+    return found
 
 
 def _openapi_source(

@@ -31,6 +31,7 @@ import anyio
 
 from ..compose.replicas import AnyUpstream
 from ..server.mount import NameClash
+from . import custom
 from .audit import AuditLog
 from .auth import GatewayAuthenticator
 from .config import ConfigError, GatewayConfig, load_config
@@ -117,6 +118,7 @@ async def apply(app: GatewayApp, prepared: Prepared) -> tuple[list[str], list[st
     server.private = new.auth.mode != "none"
     server.cache_scope = "private" if server.private else "public"
     server._proxy_tools.clear()
+    custom.install(server)  # (the forwarded custom methods the new file names)
     for upstream in retired:  # (a replaced upstream keeps its name: out first, then in)
         server.composed.unmount(upstream.name)
     for upstream in started:

@@ -93,6 +93,8 @@ class UpstreamTable(_Table):
     kind: StrictStr | None = None
     spec: StrictStr | None = None
     base_url: StrictStr | None = None
+    methods: list[StrictStr] | None = None
+    extensions: list[StrictStr] | None = None
 
 
 class TokenTable(_Table):

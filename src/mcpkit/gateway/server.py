@@ -37,7 +37,7 @@ from ..compose.upstream import Upstream
 from ..protocol.headers import expected_param_headers
 from ..runtime.changes import ChangeEvent
 from ..server.context import Context
-from ..server.middleware import build_chains, wrap
+from ..server.middleware import CallNext, build_chains, wrap
 from ..server.middleware.ratelimit import RateLimit
 from ..server.mount import TASK_SEPARATOR, check_names, merge_capabilities
 from ..server.server import Server
@@ -46,7 +46,7 @@ from ..server.uri_owners import resettle
 from ..transports.client_base import ServerError
 from ..types.errors import McpError, invalid_params
 from ..types.versions import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, Era
-from . import views
+from . import custom, legacy_tasks, views
 from .audit import AuditLog
 from .auth import GatewayAuthenticator
 from .binding import Bindings
@@ -77,6 +77,7 @@ ROUTED = (
     "tasks/get",
     "tasks/update",
     "tasks/cancel",
+    "tasks/result",
 )
 
 #: The methods whose answers may hand a caller something of its own (a task id, a
@@ -167,7 +168,21 @@ class GatewayServer(Server):
             route = discover if method == "server/discover" else self._routed
             self._handlers[method] = wrap(route, method, layers)
         self._chains = build_chains(self._handlers, self.middleware)
+        # The upstreams' custom methods its file names (see .custom).
+        custom.install(self)
         self._bindings: Bindings | None = None
+
+    def add_route(self, method: str, handler: CallNext) -> None:
+        """Answer ``method`` with ``handler`` (already inside its policy layers), under the
+        operator's middleware: the forwarded custom methods (:mod:`.custom`)."""
+        self._handlers[method] = handler
+        self._chains = build_chains(self._handlers, self.middleware)
+
+    def drop_routes(self, methods: Iterable[str]) -> None:
+        """Stop answering ``methods`` (forwarded custom methods a reload no longer names)."""
+        for method in methods:
+            self._handlers.pop(method, None)
+        self._chains = build_chains(self._handlers, self.middleware)
 
     @property
     def bindings(self) -> Bindings:
@@ -281,7 +296,13 @@ class GatewayServer(Server):
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: Era = "modern") -> dict[str, Any]:
         """What some upstream offers, the front offers (the mounted proxies' merge)."""
-        return merge_capabilities(self.composed, {"logging": {}}, era)
+        caps = merge_capabilities(self.composed, {"logging": {}}, era)
+        if era == "legacy" and "tools" in caps:  # (tasks of the upstreams' tools)
+            caps["tasks"] = legacy_tasks.CAPABILITY
+        forwarded = custom.declared_extensions(self) if era == "modern" else None
+        if forwarded:
+            caps["extensions"] = {**(caps.get("extensions") or {}), **forwarded}
+        return caps
 
     def has_capability(self, path: str) -> bool:
         """Every routed method reaches the router, which answers for what the upstreams
@@ -324,6 +345,8 @@ class GatewayServer(Server):
         listing a name, by the upstream serving a URI, by a task's upstream); lists are
         then cut to what this caller may see."""
         method = ctx.method
+        if legacy_tasks.applies(ctx):  # (a 2025-11-25 caller's task: see .legacy_tasks)
+            return await legacy_tasks.route(self, ctx)
         if method.startswith("tasks/") and not declares_tasks(ctx.meta):
             raise tasks_required_error()
         name = ctx.params.get("name")

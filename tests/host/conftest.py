@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hostkit import ARTIFACTS, chromium
+from hostkit import ARTIFACTS, SERVER_START_MS, chromium
 
 
 @pytest.fixture
@@ -30,6 +30,8 @@ def probe_page(browser: Any, host_url: str) -> Iterator[Any]:
     page = browser.new_page()
     page.set_default_timeout(15_000)
     page.goto(host_url)
-    page.wait_for_selector("[data-testid='tool:probe:show_probe']")
+    # The first page of a module waits for its server's process to start and list its
+    # tools: on a loaded machine that takes longer than a page action.
+    page.wait_for_selector("[data-testid='tool:probe:show_probe']", timeout=SERVER_START_MS)
     yield page
     page.close()

@@ -44,6 +44,9 @@ SHOTS = Path("/tmp/host-shots")
 #: Screenshots meant to be looked at (the chat, its cards and views, the trust prompt),
 #: under the repository's ignored ``test-artifacts/``.
 ARTIFACTS = REPO / "test-artifacts" / "host"
+#: How long a page waits for a host's server process to start and list its tools (a first
+#: page of a module; later page actions keep their own shorter timeouts).
+SERVER_START_MS = 60_000
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import REPO, SERVERS, SHOTS, playwright, web_host
+from hostkit import REPO, SERVER_START_MS, SERVERS, SHOTS, playwright, web_host
 
 playwright()  # skips the module without Playwright or Chromium
 
@@ -63,7 +63,9 @@ def page(browser: Any, host_url: str) -> Iterator[Any]:
     page = browser.new_page()
     page.set_default_timeout(15_000)
     page.goto(host_url)
-    page.wait_for_selector("[data-testid='tool:probe:show_probe']")
+    # The first page of a module waits for its server's process to start and list its
+    # tools: on a loaded machine that takes longer than a page action.
+    page.wait_for_selector("[data-testid='tool:probe:show_probe']", timeout=SERVER_START_MS)
     yield page
     page.close()
 

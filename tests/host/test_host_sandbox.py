@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import httpx
 import pytest
-from hostkit import SERVERS, SHOTS, playwright, web_host
+from hostkit import SERVER_START_MS, SERVERS, SHOTS, playwright, web_host
 
 playwright_api = playwright()
 
@@ -91,7 +91,9 @@ def page(browser: Any, host_url: str, listener: Listener) -> Iterator[Any]:
     page = browser.new_page()
     page.set_default_timeout(15_000)
     page.goto(host_url)
-    page.wait_for_selector("[data-testid='tool:hostile:show_control']")
+    # The first page of a module waits for its server's process to start and list its
+    # tools: on a loaded machine that takes longer than a page action.
+    page.wait_for_selector("[data-testid='tool:hostile:show_control']", timeout=SERVER_START_MS)
     listener.take()
     yield page
     page.close()

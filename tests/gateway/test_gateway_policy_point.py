@@ -355,6 +355,8 @@ def _slow_post(port: int, headers: dict[str, str]) -> bytes:
         for _ in range(int(ANSWER_WAIT_S)):
             try:
                 chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break  # (the server closed on the unread body it refused: the answer came first)
             except TimeoutError:
                 if b"\r\n\r\n" in received:
                     break  # (the answer's head came, its body is not coming)

@@ -93,7 +93,9 @@ class Bindings:
         resumed request state is opened for ``who``; the handles, the task id and the
         request state of the answer become ``who``'s.  Every path that forwards a call
         (the server's, a direct one) goes through here."""
-        swaps = await self.foreign_handles(who, params.get("arguments"))
+        swaps = None
+        if handles_in(params.get("arguments")):
+            swaps = await self.foreign_handles(who, params.get("arguments"))
         if swaps:
             params = {**params, "arguments": swapped(params["arguments"], swaps)}
         if "requestState" in params:
@@ -101,7 +103,18 @@ class Bindings:
         result = await forward(params)
         if swaps:
             result = swapped(result, {new: old for old, new in swaps.items()})
-        await self.record_handles(who, result)
+        found = _result_handles(result)
+        if found:
+            await self._record(who, found)
+        return self.sealed(who, result)
+
+    async def _record(self, who: object, found: set[str]) -> None:
+        owner = owner_key(who).encode()
+        for handle in found:
+            await self._state.add(self._handle_key(handle), owner, _HANDLE_TTL_S)
+
+    def sealed(self, who: object, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` with its request state and task id sealed for ``who``."""
         if "requestState" in result:
             return self.seal_state(who, result)
         return self.seal_task(who, result) if "taskId" in result else result
@@ -165,11 +178,8 @@ class Bindings:
     async def record_handles(self, who: object, result: dict[str, Any]) -> None:
         """Record the handles a tool result hands ``who`` (the first caller keeps one)."""
         found = _result_handles(result)
-        if not found:
-            return
-        owner = owner_key(who).encode()
-        for handle in found:
-            await self._state.add(self._handle_key(handle), owner, _HANDLE_TTL_S)
+        if found:
+            await self._record(who, found)
 
     async def foreign_handles(self, who: object, arguments: object) -> dict[str, str]:
         """The handles ``arguments`` name that are recorded as another caller's, each with
@@ -186,6 +196,19 @@ class Bindings:
                 kind = handle.partition("_")[0]
                 swaps[handle] = f"{kind}_{secrets.token_urlsafe(24)}"
         return swaps
+
+
+def handles_in(arguments: object) -> bool:
+    """Whether ``arguments`` (JSON) hold a string shaped like a handle: only then can a
+    call name another caller's handle (:meth:`Bindings.foreign_handles`)."""
+    found: set[str] = set()
+    _value_handles(arguments, found)
+    return bool(found)
+
+
+def result_handles(result: dict[str, Any]) -> bool:
+    """Whether a tool result hands out a string shaped like a handle (to record)."""
+    return bool(_result_handles(result))
 
 
 def swapped(value: Any, swaps: dict[str, str]) -> Any:

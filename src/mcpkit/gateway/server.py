@@ -23,6 +23,7 @@ the upstream listing a name, by the upstream serving a URI.  Era bridging (the p
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, cast
@@ -49,7 +50,7 @@ from ..types.versions import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, Era
 from . import custom, legacy_tasks, views
 from .audit import AuditLog
 from .auth import GatewayAuthenticator
-from .binding import Bindings
+from .binding import Bindings, handles_in, result_handles
 from .config import GatewayConfig
 from .connect import with_connect_rounds
 from .credentials import acting_call, acting_for, connect
@@ -446,10 +447,8 @@ class GatewayServer(Server):
         task ids retagged, the upstream's errors as the gateway's own), without a
         dispatch of the mounted proxy.  The policy point ran before, in dispatch.  (A
         plain function returning the coroutine that answers, as :meth:`_routed`.)"""
-        upstream, original, tool = route
         params = ctx.params
         name = params["name"]
-        config = self.config
         front = params.get("_meta")
         passed: dict[str, Any] = {}
         if isinstance(front, dict) and len(front) > 2:
@@ -458,33 +457,56 @@ class GatewayServer(Server):
         metrics = self.metrics
         if metrics.enabled:
             metrics.direct_calls += 1
-
-        async def forward(params: dict[str, Any]) -> dict[str, Any]:
-            try:
-                answer = await pass_through(
-                    upstream,
-                    "tools/call",
-                    {**params, "name": original},
-                    passed,
-                    headers=param_headers(tool, params) if tool.header_params else None,
-                    progress=None,
-                    limit=config.result_cap(name)
-                    if config.result_caps
-                    else config.max_result_bytes,
-                    what=f"tools/call {name}",
-                    front=None,
-                    safe=False,
-                    bare=True,
-                )
-            except ServerError as exc:
-                raise McpError(exc.code, exc.message, exc.data) from None
-            served_by(upstream.name)
-            return self.retag(upstream, answer) if "taskId" in answer else answer
-
-        # The caller's bindings hold here as on the composed route: handles swapped and
-        # recorded, request state and task ids sealed for the caller (.binding).
+        # The caller's bindings hold here as on the composed route (.binding): arguments
+        # that may name a handle take Bindings.call (another caller's handles swapped);
+        # any other call is forwarded and its answer made the caller's in one step.
         bindings = self._bindings or self.bindings
-        return bindings.call(ctx.principal, params, forward)
+        who = ctx.principal
+        if handles_in(params.get("arguments")):
+            forward = functools.partial(
+                self._lane_call, who, route, passed=passed, name=name, bound=None
+            )
+            return bindings.call(who, params, forward)
+        return self._lane_call(who, route, params, passed, name, bindings)
+
+    async def _lane_call(
+        self,
+        who: object,
+        route: _LaneRoute,
+        params: dict[str, Any],
+        passed: dict[str, Any],
+        name: str,
+        bound: Bindings | None,
+    ) -> dict[str, Any]:
+        """The lane's answer to a plain call (:meth:`_forward_plain`), task ids retagged;
+        with ``bound``, also recorded and sealed as ``who``'s (without: the caller,
+        :meth:`.Bindings.call`, does that)."""
+        upstream, original, tool = route
+        config = self.config
+        try:
+            answer = await pass_through(
+                upstream,
+                "tools/call",
+                {**params, "name": original},
+                passed,
+                headers=param_headers(tool, params) if tool.header_params else None,
+                progress=None,
+                limit=config.result_cap(name) if config.result_caps else config.max_result_bytes,
+                what=f"tools/call {name}",
+                front=None,
+                safe=False,
+                bare=True,
+            )
+        except ServerError as exc:
+            raise McpError(exc.code, exc.message, exc.data) from None
+        served_by(upstream.name)
+        if "taskId" in answer:
+            answer = self.retag(upstream, answer)
+        if bound is None:
+            return answer
+        if result_handles(answer):
+            await bound.record_handles(who, answer)
+        return bound.sealed(who, answer)
 
     def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A merged list as this caller may see it: what the rules allow and its virtual

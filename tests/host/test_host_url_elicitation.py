@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hostkit import SERVERS, web_host
+from hostkit import SERVER_START_MS, SERVERS, web_host
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -47,7 +47,10 @@ def test_a_url_elicitation_shows_the_link_and_waits_for_the_completion(
             page = browser.new_page()
             page.set_default_timeout(20_000)
             page.goto(url)
-            page.click("li.tool[data-tool='connect__connect_account']")
+            # The first wait covers the server's process starting and listing its tools.
+            tool = "li.tool[data-tool='connect__connect_account']"
+            page.wait_for_selector(tool, timeout=SERVER_START_MS)
+            page.click(tool)
             page.click("#call-button")
             dialog = page.wait_for_selector(".dialog[data-kind='elicit_url']")
             link = dialog.query_selector("[data-testid=elicit-url]").inner_text()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hostkit import ARTIFACTS, SERVERS, Transcripts, calls, playwright, web_host
+from hostkit import ARTIFACTS, SERVER_START_MS, SERVERS, Transcripts, calls, playwright, web_host
 
 from support.servers import ThreadServer
 
@@ -135,7 +135,7 @@ def test_permissions_chosen_on_the_page_apply_at_once_are_kept_and_audited(
         page = browser.new_page()
         page.set_default_timeout(15_000)
         page.goto(url)
-        page.wait_for_selector("[data-testid='tool:alpha:add']")
+        page.wait_for_selector("[data-testid='tool:alpha:add']", timeout=SERVER_START_MS)
         page.click("#open-settings")
         server = page.wait_for_selector("[data-testid='perm:server:alpha']")
         assert server.evaluate("s => s.value") == "ask"
@@ -191,7 +191,7 @@ def test_permissions_chosen_on_the_page_apply_at_once_are_kept_and_audited(
         page = browser.new_page()
         page.set_default_timeout(15_000)
         page.goto(url)
-        page.wait_for_selector("[data-testid='tool:alpha:add']")
+        page.wait_for_selector("[data-testid='tool:alpha:add']", timeout=SERVER_START_MS)
         page.click("#open-settings")
         server = page.wait_for_selector("[data-testid='perm:server:alpha']")
         assert server.evaluate("s => s.value") == "deny"

@@ -41,6 +41,8 @@ METHODS = ("tasks/get", "tasks/result", "tasks/cancel")
 
 #: A 2026-07-28 task's states after which nothing changes.
 _TERMINAL = frozenset({"completed", "failed", "cancelled"})
+#: How long a cancelled 2026-07-28 task is read for its end (:func:`_settled`).
+_CANCEL_WAIT_S = 5.0
 
 #: What a 2026-07-28 upstream is told the caller takes: tasks.
 _MODERN_TASKS: dict[str, Any] = {META_CLIENT_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}}
@@ -119,7 +121,20 @@ async def _ask(client: Client, method: str, task_id: str) -> dict[str, Any]:
         return await _modern_result(client, task_id)
     if method == "tasks/cancel":
         await client.request("tasks/cancel", {"taskId": task_id}, meta=_MODERN_TASKS)
+        return legacy_task(await _settled(client, task_id))
     return legacy_task(await client.request("tasks/get", {"taskId": task_id}, meta=_MODERN_TASKS))
+
+
+async def _settled(client: Client, task_id: str) -> dict[str, Any]:
+    """A 2026-07-28 task after its cancellation was asked: the extension cancels it in the
+    background, while a 2025-11-25 ``tasks/cancel`` answers with the cancelled task, so the
+    task is read until it ends (at most :data:`_CANCEL_WAIT_S`; then as it stands)."""
+    task = await client.request("tasks/get", {"taskId": task_id}, meta=_MODERN_TASKS)
+    with anyio.move_on_after(_CANCEL_WAIT_S):
+        while task.get("status") not in _TERMINAL:
+            await anyio.sleep(0.05)
+            task = await client.request("tasks/get", {"taskId": task_id}, meta=_MODERN_TASKS)
+    return task
 
 
 async def _modern_result(client: Client, task_id: str) -> dict[str, Any]:

@@ -112,10 +112,12 @@ def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
             page = context.new_page()
             page.set_default_timeout(20_000)
             page.goto(page_url)
-            login = page.wait_for_selector("[data-testid='login:prot']")
+            page.wait_for_selector("[data-testid='login:prot']")
             page.screenshot(path=str(SHOTS / "oauth-01-login-needed.png"))
             with context.expect_page() as popup_info:
-                login.click()
+                # A locator, not the element: the page redraws the server list when its
+                # event stream opens, which can replace the button between wait and click.
+                page.locator("[data-testid='login:prot']").click()
             popup = popup_info.value
             popup.wait_for_load_state()
             assert "Authorization finished" in popup.inner_text("body")

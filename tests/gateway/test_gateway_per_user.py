@@ -18,19 +18,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import gwkit
 import httpx
 import pytest
+from anyio.streams.text import TextReceiveStream
 from authkit import LocalAuthorizationServer
 
 from mcpkit.client import Client, ElicitResult
 from mcpkit.gateway.config import ConfigError, parse_config
 from mcpkit.transports.client_base import ServerError
+from support.npm import npm_installed
 from support.servers import serve_app
 
 IDENTITY = gwkit.IDENTITY
 CLIENT_ID = "gw-connect"
 TOKENS = {"alice": "alice-front-token", "bob": "bob-front-token"}
+PEERS = Path(__file__).resolve().parent / "peers"
+TS_CLIENT = "@modelcontextprotocol/client@2"
 
 
 @pytest.fixture(scope="module")
@@ -281,6 +286,64 @@ async def test_revoked_or_refused_tokens_start_a_new_connect_round(
         alice.subject = "alice-again@upstream"
         assert (await identity(a))["sub"] == "alice-again@upstream"
         assert len(alice.asked) == asked + 2
+
+
+async def ts_sdk_caller(
+    gateway: gwkit.Proc, who: str, era: str, user: Connector
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One call of ``id_token_info`` by the TypeScript SDK v2 client as ``who``: each time
+    it prints a connect URL, ``user`` opens it (signing in at the authorization server)
+    and tells it so.  Its final answer and the connect requests it printed."""
+    root = npm_installed("mcpkit-ts-sdk-client", TS_CLIENT)
+    # ESM resolves packages from the script's folder upwards: run a copy inside the cache.
+    script = root / "ts_per_user.mjs"
+    script.write_bytes((PEERS / "ts_per_user.mjs").read_bytes())
+    argv = ["node", str(script), gateway.url, TOKENS[who], era, "id_token_info"]
+    asked: list[dict[str, Any]] = []
+    async with await anyio.open_process(argv, cwd=root) as node:
+        assert node.stdout is not None and node.stdin is not None
+        lines = TextReceiveStream(node.stdout)
+        text = ""
+        with anyio.fail_after(120):
+            async for chunk in lines:
+                text += chunk
+                while "\n" in text:
+                    line, text = text.split("\n", 1)
+                    message = json.loads(line)
+                    if "connect" not in message:
+                        assert (await node.wait()) == 0
+                        return message, asked
+                    asked.append(message)
+                    page = await user.follow(message["connect"])
+                    assert page.status_code == 200, page.text
+                    await node.stdin.send(b"done\n")
+    assert node.stderr is not None
+    raise AssertionError(f"the TypeScript client gave no answer: {await node.stderr.receive()!r}")
+
+
+@pytest.mark.parametrize(
+    ("era", "how"), [("legacy", "error -32042"), ("modern", "elicitation/create")]
+)
+@pytest.mark.anyio
+async def test_typescript_sdk_callers_each_connect_their_own_account(
+    gateway: gwkit.Proc, authz: LocalAuthorizationServer, era: str, how: str
+) -> None:
+    """The TypeScript SDK v2 client on each era: alice and bob, neither connected, are
+    each sent to their own connect page (the -32042 error on 2025-11-25, a URL-mode
+    elicitation inside an input-required round on 2026-07-28); after signing in, the
+    retried call reaches the upstream with that caller's own account."""
+    for who in TOKENS:
+        assert revoke(gateway, who).status_code in (200, 404)
+    seen = {}
+    for who in TOKENS:
+        answer, asked = await ts_sdk_caller(
+            gateway, who, era, Connector(authz, f"{who}-ts-{era}@upstream")
+        )
+        assert [a["how"] for a in asked] == [how]
+        assert asked[0]["connect"].startswith(f"{gateway.base}/connect/ident?link=")
+        assert answer["protocolVersion"] == {"legacy": gwkit.LEGACY, "modern": gwkit.MODERN}[era]
+        seen[who] = answer["result"]["structuredContent"]["sub"]
+    assert seen == {"alice": f"alice-ts-{era}@upstream", "bob": f"bob-ts-{era}@upstream"}
 
 
 def test_the_token_store_at_rest_is_sealed(gateway: gwkit.Proc, redis_url: str) -> None:

@@ -243,6 +243,23 @@ async def test_legacy_callers_get_the_url_elicitation_required_error(
 
 
 @pytest.mark.anyio
+async def test_a_legacy_session_is_told_when_its_caller_finished_connecting(
+    gateway: gwkit.Proc, authz: LocalAuthorizationServer
+) -> None:
+    """2025-11-25 with a URL-elicitation callback: the client opens the page of the -32042
+    error and waits for ``notifications/elicitation/complete`` with its elicitationId;
+    the gateway sends it on the caller's GET stream when the sign-in at the connect page
+    finished (outside any request), and the client's retry reaches the upstream."""
+    assert revoke(gateway, "bob").status_code in (200, 404)
+    bob = Connector(authz, "bob-completed@upstream")
+    async with front(gateway, "bob", bob, "legacy") as b:
+        b.url_completions.timeout = 30  # (a failure here, not a hang)
+        assert (await identity(b))["sub"] == "bob-completed@upstream"
+    (asked,) = bob.asked
+    assert asked["mode"] == "url" and asked["elicitationId"]
+
+
+@pytest.mark.anyio
 async def test_stale_tokens_are_refreshed(
     gateway: gwkit.Proc, authz: LocalAuthorizationServer
 ) -> None:

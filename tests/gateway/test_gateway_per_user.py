@@ -92,6 +92,18 @@ def gateway(
     return gw
 
 
+@pytest.fixture(scope="module")
+def replica(
+    gateway: gwkit.Proc, upstream: gwkit.Proc, port: int, redis_url: str, log_dir: Path
+) -> Iterator[gwkit.Proc]:
+    """A second gateway process on the same Redis and the same config (its public URL is
+    the first gateway's: the authorization server sends every user back there)."""
+    config = gateway_config(upstream, port, redis_url, log_dir)
+    second = gwkit.start_gateway("replica", log_dir, config)
+    yield second
+    second.stop()
+
+
 class Connector:
     """A user who follows the connect URL the gateway elicits (signing in at the
     authorization server as ``subject``) and then accepts the elicitation."""
@@ -260,6 +272,51 @@ async def test_a_legacy_session_is_told_when_its_caller_finished_connecting(
 
 
 @pytest.mark.anyio
+async def test_a_sign_in_started_on_one_replica_finishes_on_another(
+    gateway: gwkit.Proc, replica: gwkit.Proc, authz: LocalAuthorizationServer
+) -> None:
+    """The connect page opened on the second gateway starts the sign-in there; the
+    authorization server sends the user back to the first gateway (the public URL),
+    which finishes it from the state backend; the retried round on the second gateway
+    carries the caller's own account."""
+    assert revoke(gateway, "alice").status_code in (200, 404)
+    alice = Connector(authz, "alice-replicas@upstream")
+
+    async def on_the_replica(params: dict[str, Any]) -> ElicitResult:
+        alice.asked.append(params)
+        page = await alice.follow(params["url"].replace(gateway.base, replica.base))
+        assert page.status_code == 200, page.text
+        return {"action": "accept"}
+
+    async with Client(
+        replica.url,
+        url_elicitation=on_the_replica,
+        headers={"Authorization": f"Bearer {TOKENS['alice']}"},
+        era="modern",
+    ) as a:
+        assert (await identity(a))["sub"] == "alice-replicas@upstream"
+    (page,) = alice.pages
+    assert str(page.history[0].url).startswith(f"{replica.base}/connect/ident?link=")
+    assert str(page.url).startswith(f"{gateway.base}/connect/ident/callback")
+
+
+@pytest.mark.anyio
+async def test_a_legacy_session_on_one_replica_is_told_by_another(
+    gateway: gwkit.Proc, replica: gwkit.Proc, authz: LocalAuthorizationServer
+) -> None:
+    """A 2025-11-25 session (and its GET stream) on the second gateway; its caller signs
+    in on the first (the link's public URL): the completion reaches the session through
+    Redis and the client's retry on the second gateway succeeds."""
+    assert revoke(gateway, "bob").status_code in (200, 404)
+    bob = Connector(authz, "bob-replicas@upstream")
+    async with front(replica, "bob", bob, "legacy") as b:
+        b.url_completions.timeout = 30  # (a failure here, not a hang)
+        assert (await identity(b))["sub"] == "bob-replicas@upstream"
+    (asked,) = bob.asked
+    assert asked["url"].startswith(f"{gateway.base}/connect/ident?link=")
+
+
+@pytest.mark.anyio
 async def test_stale_tokens_are_refreshed(
     gateway: gwkit.Proc, authz: LocalAuthorizationServer
 ) -> None:
@@ -366,23 +423,56 @@ async def test_typescript_sdk_callers_each_connect_their_own_account(
 def test_the_token_store_at_rest_is_sealed(gateway: gwkit.Proc, redis_url: str) -> None:
     """No access or refresh token (JWT, or the authorization server's refresh value) in
     any Redis key or value; one record per connected caller."""
+    records = redis_values(redis_url, "*gateway-connection:*")
+    assert records, "no connection records"
+    for key, value in records.items():
+        assert b"eyJ" not in value  # no JWT (a JSON header in base64url)
+        assert b"refresh" not in value and b"access" not in value
+        assert b"alice" not in key.encode() and b"alice" not in value
+
+
+def redis_values(redis_url: str, pattern: str) -> dict[str, bytes]:
     out = subprocess.run(
-        ["redis-cli", "-u", redis_url, "--scan", "--pattern", "*gateway-connection:*"],
+        ["redis-cli", "-u", redis_url, "--scan", "--pattern", pattern],
         capture_output=True,
         text=True,
         check=True,
     )
-    keys = out.stdout.split()
-    assert keys, "no connection records"
-    for key in keys:
-        value = subprocess.run(
-            ["redis-cli", "-u", redis_url, "--raw", "GET", key],
-            capture_output=True,
-            check=True,
+    return {
+        key: subprocess.run(
+            ["redis-cli", "-u", redis_url, "--raw", "GET", key], capture_output=True, check=True
         ).stdout
-        assert b"eyJ" not in value  # no JWT (a JSON header in base64url)
-        assert b"refresh" not in value and b"access" not in value
-        assert b"alice" not in key.encode() and b"alice" not in value
+        for key in out.stdout.split()
+    }
+
+
+@pytest.mark.anyio
+async def test_a_sign_in_in_flight_is_sealed_at_rest(gateway: gwkit.Proc, redis_url: str) -> None:
+    """Between the redirect to the authorization server and its callback, the sign-in
+    is one Redis record that names neither its caller nor its ``state``."""
+    links: list[str] = []
+
+    async def keep(params: dict[str, Any]) -> ElicitResult:
+        links.append(params["url"])
+        return {"action": "decline"}
+
+    assert revoke(gateway, "alice").status_code in (200, 404)
+    async with Client(
+        gateway.url,
+        url_elicitation=keep,
+        headers={"Authorization": f"Bearer {TOKENS['alice']}"},
+        era="modern",
+    ) as a:
+        with pytest.raises(ServerError, match="not connected"):
+            await a.call_tool("id_token_info", {})
+    before = redis_values(redis_url, "*gateway-connect-flow:*")
+    started = httpx.get(links[0], follow_redirects=False)
+    assert started.status_code == 302, started.text
+    state = dict(httpx.URL(started.headers["location"]).params)["state"]
+    records = redis_values(redis_url, "*gateway-connect-flow:*")
+    (key,) = set(records) - set(before)
+    assert state not in key and state.encode() not in records[key]
+    assert b"alice" not in records[key] and b"verifier" not in records[key]
 
 
 @pytest.mark.parametrize(

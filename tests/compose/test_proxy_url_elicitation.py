@@ -16,11 +16,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from mcpkit import Server
 from mcpkit.client import Client, ElicitResult, Notification
 from mcpkit.compose import proxy
+from mcpkit.transports.http import McpHttpApp
 from mcpkit.types.versions import EraChoice
 from support.mcp import first_text
-from support.servers import http_subprocess
+from support.servers import ThreadServer, http_subprocess
 
 pytestmark = pytest.mark.anyio
 
@@ -70,10 +72,29 @@ class User:
 async def test_a_url_elicitation_reaches_the_front_in_its_era(
     upstream: Upstream, front_era: EraChoice, tool: str, answer: str
 ) -> None:
+    await connect_through(proxy(upstream.url), upstream, front_era, tool, answer)
+
+
+@pytest.mark.parametrize("front_era", ["legacy", "modern"], ids=lambda era: f"{era}-front")
+async def test_a_proxy_served_over_http_relays_url_elicitation(
+    upstream: Upstream, front_era: EraChoice
+) -> None:
+    """The proxy served over Streamable HTTP: the URL-mode request and the completion
+    travel on the front call's event stream."""
+    with ThreadServer(McpHttpApp(proxy(upstream.url))) as served:
+        await connect_through(served.url, upstream, front_era, "whoami", "ada")
+
+
+async def connect_through(
+    front: Server | str, upstream: Upstream, front_era: EraChoice, tool: str, answer: str
+) -> None:
+    """``tool`` called through the proxy ``front`` by a client of ``front_era`` whose
+    user visits the page it is sent to: its answer, the one page the user saw, and the
+    completion a legacy front is told of."""
     user = User(upstream)
     notes: list[Notification] = []
     async with Client(
-        proxy(upstream.url), era=front_era, url_elicitation=user, on_notification=notes.append
+        front, era=front_era, url_elicitation=user, on_notification=notes.append
     ) as client:
         client.url_completions.timeout = 30  # (a failure here, not a hang)
         result = await client.call_tool(tool)

@@ -322,14 +322,18 @@ async def relay_session_notes(backend: NoteBus) -> None:
     """Deliver the notifications other replicas publish for sessions whose GET stream
     this process holds (:func:`notify_session`); runs until cancelled, through backend
     outages."""
+    delay = 0.5
     while True:
         try:
             async with backend.subscribe(SESSION_NOTES_CHANNEL) as notes:
+                delay = 0.5
                 async for data in notes:
                     _deliver_note(data)
         except Exception as exc:
-            log.warning("session notifications from other replicas interrupted (%s)", exc)
-        await anyio.sleep(1.0)
+            if delay == 0.5:  # once per outage
+                log.warning("session notifications from other replicas interrupted (%s)", exc)
+        await anyio.sleep(delay)
+        delay = min(delay * 2, 5.0)
 
 
 def _deliver_note(data: bytes) -> None:

@@ -56,7 +56,9 @@ def authz(port: int) -> Iterator[LocalAuthorizationServer]:
 upstream = pytest.fixture(gwkit.identity_upstream, scope="module", name="upstream")
 
 
-def gateway_config(upstream: gwkit.Proc, port: int, state: str, state_dir: Path) -> str:
+def gateway_config(
+    upstream: gwkit.Proc, port: int, state: str, state_dir: Path, client_id: str = CLIENT_ID
+) -> str:
     tokens = "\n".join(f'"{token}" = "{who}"' for who, token in TOKENS.items())
     return f"""
 [gateway]
@@ -74,7 +76,7 @@ url = "{upstream.url}"
 prefix = "id_"
 [upstream.auth]
 kind = "per_user"
-client_id = "{CLIENT_ID}"
+client_id = "{client_id}"
 client_secret = "gw-secret"
 scopes = ["mcp"]
 allow_loopback = true
@@ -102,6 +104,33 @@ def replica(
     second = gwkit.start_gateway("replica", log_dir, config)
     yield second
     second.stop()
+
+
+@pytest.fixture(scope="module")
+def sqlite_pair(
+    upstream: gwkit.Proc, authz: LocalAuthorizationServer, log_dir: Path
+) -> Iterator[tuple[gwkit.Proc, gwkit.Proc]]:
+    """Two more gateway processes on one SQLite file (the first one's URL public)."""
+    port, client_id = gwkit.free_port(), "gw-connect-sqlite"
+    callback = f"http://127.0.0.1:{port}/connect/ident/callback"
+    authz.add_client(client_id, "gw-secret", redirect_uris=[callback])
+    folder = log_dir / "sqlite"
+    folder.mkdir()
+    config = gateway_config(upstream, port, f"sqlite:///{folder / 'state.db'}", folder, client_id)
+    first = gwkit.start_gateway("first", folder, config, port=port)
+    second = gwkit.start_gateway("second", folder, config)
+    yield first, second
+    second.stop()
+    first.stop()
+
+
+@pytest.fixture(params=["redis", "sqlite"])
+def replicas(request: pytest.FixtureRequest) -> tuple[gwkit.Proc, gwkit.Proc]:
+    """Two gateway processes on one state backend: the public one, the other one."""
+    if request.param == "redis":
+        return request.getfixturevalue("gateway"), request.getfixturevalue("replica")
+    pair: tuple[gwkit.Proc, gwkit.Proc] = request.getfixturevalue("sqlite_pair")
+    return pair
 
 
 class Connector:
@@ -273,12 +302,13 @@ async def test_a_legacy_session_is_told_when_its_caller_finished_connecting(
 
 @pytest.mark.anyio
 async def test_a_sign_in_started_on_one_replica_finishes_on_another(
-    gateway: gwkit.Proc, replica: gwkit.Proc, authz: LocalAuthorizationServer
+    replicas: tuple[gwkit.Proc, gwkit.Proc], authz: LocalAuthorizationServer
 ) -> None:
     """The connect page opened on the second gateway starts the sign-in there; the
     authorization server sends the user back to the first gateway (the public URL),
     which finishes it from the state backend; the retried round on the second gateway
     carries the caller's own account."""
+    gateway, replica = replicas
     assert revoke(gateway, "alice").status_code in (200, 404)
     alice = Connector(authz, "alice-replicas@upstream")
 
@@ -302,11 +332,13 @@ async def test_a_sign_in_started_on_one_replica_finishes_on_another(
 
 @pytest.mark.anyio
 async def test_a_legacy_session_on_one_replica_is_told_by_another(
-    gateway: gwkit.Proc, replica: gwkit.Proc, authz: LocalAuthorizationServer
+    replicas: tuple[gwkit.Proc, gwkit.Proc], authz: LocalAuthorizationServer
 ) -> None:
     """A 2025-11-25 session (and its GET stream) on the second gateway; its caller signs
     in on the first (the link's public URL): the completion reaches the session through
-    Redis and the client's retry on the second gateway succeeds."""
+    the backend's publish/subscribe and the client's retry on the second gateway
+    succeeds."""
+    gateway, replica = replicas
     assert revoke(gateway, "bob").status_code in (200, 404)
     bob = Connector(authz, "bob-replicas@upstream")
     async with front(replica, "bob", bob, "legacy") as b:

@@ -10,10 +10,8 @@ against its own mock authorization servers: tests/conformance.)"""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,11 +23,11 @@ from authkit import Browser, PersonAtTheConsentPage
 from github_double import CLIENT_ID, CLIENT_SECRET, GitHubDouble
 
 from mcpkit.auth.client.doctor import diagnose
+from support.npm import npm_installed
 from support.servers import (
     ThreadServer,
     free_port,
     kill_group,
-    need,
     serve_argv,
     spawn,
     subprocess_env,
@@ -70,28 +68,6 @@ def mcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             yield f"{issuer}/mcp"
         finally:
             kill_group(process)
-
-
-def npm_installed(folder: str, *packages: str) -> Path:
-    """``packages`` installed once (under a lock) in a cache folder; that folder."""
-    need("node")
-    need("npm")
-    root = Path(os.environ.get("MCPKIT_NPM_CACHE", Path.home() / ".cache")) / folder
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (root / "installed").exists():
-            npm = shutil.which("npm") or "npm"
-            done = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(root), *packages],
-                capture_output=True,
-                timeout=300,
-                check=False,
-            )
-            if done.returncode != 0:
-                pytest.skip(f"npm could not install {packages}: {done.stderr.decode()[-300:]}")
-            (root / "installed").write_text(" ".join(packages))
-    return root
 
 
 @pytest.mark.parametrize("client", ["mcpkit", "claude"])

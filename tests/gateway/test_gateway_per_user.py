@@ -18,19 +18,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import gwkit
 import httpx
 import pytest
+from anyio.streams.text import TextReceiveStream
 from authkit import LocalAuthorizationServer
 
 from mcpkit.client import Client, ElicitResult
 from mcpkit.gateway.config import ConfigError, parse_config
 from mcpkit.transports.client_base import ServerError
+from support.npm import npm_installed
 from support.servers import serve_app
 
 IDENTITY = gwkit.IDENTITY
 CLIENT_ID = "gw-connect"
 TOKENS = {"alice": "alice-front-token", "bob": "bob-front-token"}
+PEERS = Path(__file__).resolve().parent / "peers"
+TS_CLIENT = "@modelcontextprotocol/client@2"
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +56,9 @@ def authz(port: int) -> Iterator[LocalAuthorizationServer]:
 upstream = pytest.fixture(gwkit.identity_upstream, scope="module", name="upstream")
 
 
-def gateway_config(upstream: gwkit.Proc, port: int, state: str, state_dir: Path) -> str:
+def gateway_config(
+    upstream: gwkit.Proc, port: int, state: str, state_dir: Path, client_id: str = CLIENT_ID
+) -> str:
     tokens = "\n".join(f'"{token}" = "{who}"' for who, token in TOKENS.items())
     return f"""
 [gateway]
@@ -69,7 +76,7 @@ url = "{upstream.url}"
 prefix = "id_"
 [upstream.auth]
 kind = "per_user"
-client_id = "{CLIENT_ID}"
+client_id = "{client_id}"
 client_secret = "gw-secret"
 scopes = ["mcp"]
 allow_loopback = true
@@ -85,6 +92,45 @@ def gateway(
     gw = gwkit.start_gateway("gateway", log_dir, config, port=port)
     stack.append(gw)
     return gw
+
+
+@pytest.fixture(scope="module")
+def replica(
+    gateway: gwkit.Proc, upstream: gwkit.Proc, port: int, redis_url: str, log_dir: Path
+) -> Iterator[gwkit.Proc]:
+    """A second gateway process on the same Redis and the same config (its public URL is
+    the first gateway's: the authorization server sends every user back there)."""
+    config = gateway_config(upstream, port, redis_url, log_dir)
+    second = gwkit.start_gateway("replica", log_dir, config)
+    yield second
+    second.stop()
+
+
+@pytest.fixture(scope="module")
+def sqlite_pair(
+    upstream: gwkit.Proc, authz: LocalAuthorizationServer, log_dir: Path
+) -> Iterator[tuple[gwkit.Proc, gwkit.Proc]]:
+    """Two more gateway processes on one SQLite file (the first one's URL public)."""
+    port, client_id = gwkit.free_port(), "gw-connect-sqlite"
+    callback = f"http://127.0.0.1:{port}/connect/ident/callback"
+    authz.add_client(client_id, "gw-secret", redirect_uris=[callback])
+    folder = log_dir / "sqlite"
+    folder.mkdir()
+    config = gateway_config(upstream, port, f"sqlite:///{folder / 'state.db'}", folder, client_id)
+    first = gwkit.start_gateway("first", folder, config, port=port)
+    second = gwkit.start_gateway("second", folder, config)
+    yield first, second
+    second.stop()
+    first.stop()
+
+
+@pytest.fixture(params=["redis", "sqlite"])
+def replicas(request: pytest.FixtureRequest) -> tuple[gwkit.Proc, gwkit.Proc]:
+    """Two gateway processes on one state backend: the public one, the other one."""
+    if request.param == "redis":
+        return request.getfixturevalue("gateway"), request.getfixturevalue("replica")
+    pair: tuple[gwkit.Proc, gwkit.Proc] = request.getfixturevalue("sqlite_pair")
+    return pair
 
 
 class Connector:
@@ -238,6 +284,71 @@ async def test_legacy_callers_get_the_url_elicitation_required_error(
 
 
 @pytest.mark.anyio
+async def test_a_legacy_session_is_told_when_its_caller_finished_connecting(
+    gateway: gwkit.Proc, authz: LocalAuthorizationServer
+) -> None:
+    """2025-11-25 with a URL-elicitation callback: the client opens the page of the -32042
+    error and waits for ``notifications/elicitation/complete`` with its elicitationId;
+    the gateway sends it on the caller's GET stream when the sign-in at the connect page
+    finished (outside any request), and the client's retry reaches the upstream."""
+    assert revoke(gateway, "bob").status_code in (200, 404)
+    bob = Connector(authz, "bob-completed@upstream")
+    async with front(gateway, "bob", bob, "legacy") as b:
+        b.url_completions.timeout = 30  # (a failure here, not a hang)
+        assert (await identity(b))["sub"] == "bob-completed@upstream"
+    (asked,) = bob.asked
+    assert asked["mode"] == "url" and asked["elicitationId"]
+
+
+@pytest.mark.anyio
+async def test_a_sign_in_started_on_one_replica_finishes_on_another(
+    replicas: tuple[gwkit.Proc, gwkit.Proc], authz: LocalAuthorizationServer
+) -> None:
+    """The connect page opened on the second gateway starts the sign-in there; the
+    authorization server sends the user back to the first gateway (the public URL),
+    which finishes it from the state backend; the retried round on the second gateway
+    carries the caller's own account."""
+    gateway, replica = replicas
+    assert revoke(gateway, "alice").status_code in (200, 404)
+    alice = Connector(authz, "alice-replicas@upstream")
+
+    async def on_the_replica(params: dict[str, Any]) -> ElicitResult:
+        alice.asked.append(params)
+        page = await alice.follow(params["url"].replace(gateway.base, replica.base))
+        assert page.status_code == 200, page.text
+        return {"action": "accept"}
+
+    async with Client(
+        replica.url,
+        url_elicitation=on_the_replica,
+        headers={"Authorization": f"Bearer {TOKENS['alice']}"},
+        era="modern",
+    ) as a:
+        assert (await identity(a))["sub"] == "alice-replicas@upstream"
+    (page,) = alice.pages
+    assert str(page.history[0].url).startswith(f"{replica.base}/connect/ident?link=")
+    assert str(page.url).startswith(f"{gateway.base}/connect/ident/callback")
+
+
+@pytest.mark.anyio
+async def test_a_legacy_session_on_one_replica_is_told_by_another(
+    replicas: tuple[gwkit.Proc, gwkit.Proc], authz: LocalAuthorizationServer
+) -> None:
+    """A 2025-11-25 session (and its GET stream) on the second gateway; its caller signs
+    in on the first (the link's public URL): the completion reaches the session through
+    the backend's publish/subscribe and the client's retry on the second gateway
+    succeeds."""
+    gateway, replica = replicas
+    assert revoke(gateway, "bob").status_code in (200, 404)
+    bob = Connector(authz, "bob-replicas@upstream")
+    async with front(replica, "bob", bob, "legacy") as b:
+        b.url_completions.timeout = 30  # (a failure here, not a hang)
+        assert (await identity(b))["sub"] == "bob-replicas@upstream"
+    (asked,) = bob.asked
+    assert asked["url"].startswith(f"{gateway.base}/connect/ident?link=")
+
+
+@pytest.mark.anyio
 async def test_stale_tokens_are_refreshed(
     gateway: gwkit.Proc, authz: LocalAuthorizationServer
 ) -> None:
@@ -283,26 +394,117 @@ async def test_revoked_or_refused_tokens_start_a_new_connect_round(
         assert len(alice.asked) == asked + 2
 
 
+async def ts_sdk_caller(
+    gateway: gwkit.Proc, who: str, era: str, user: Connector
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One call of ``id_token_info`` by the TypeScript SDK v2 client as ``who``: each time
+    it prints a connect URL, ``user`` opens it (signing in at the authorization server)
+    and tells it so.  Its final answer and the connect requests it printed."""
+    root = npm_installed("mcpkit-ts-sdk-client", TS_CLIENT)
+    # ESM resolves packages from the script's folder upwards: run a copy inside the cache.
+    script = root / "ts_per_user.mjs"
+    script.write_bytes((PEERS / "ts_per_user.mjs").read_bytes())
+    argv = ["node", str(script), gateway.url, TOKENS[who], era, "id_token_info"]
+    asked: list[dict[str, Any]] = []
+    async with await anyio.open_process(argv, cwd=root) as node:
+        assert node.stdout is not None and node.stdin is not None
+        lines = TextReceiveStream(node.stdout)
+        text = ""
+        with anyio.fail_after(120):
+            async for chunk in lines:
+                text += chunk
+                while "\n" in text:
+                    line, text = text.split("\n", 1)
+                    message = json.loads(line)
+                    if "connect" not in message:
+                        assert (await node.wait()) == 0
+                        return message, asked
+                    asked.append(message)
+                    page = await user.follow(message["connect"])
+                    assert page.status_code == 200, page.text
+                    await node.stdin.send(b"done\n")
+    assert node.stderr is not None
+    raise AssertionError(f"the TypeScript client gave no answer: {await node.stderr.receive()!r}")
+
+
+@pytest.mark.parametrize(
+    ("era", "how"), [("legacy", "error -32042"), ("modern", "elicitation/create")]
+)
+@pytest.mark.anyio
+async def test_typescript_sdk_callers_each_connect_their_own_account(
+    gateway: gwkit.Proc, authz: LocalAuthorizationServer, era: str, how: str
+) -> None:
+    """The TypeScript SDK v2 client on each era: alice and bob, neither connected, are
+    each sent to their own connect page (the -32042 error on 2025-11-25, a URL-mode
+    elicitation inside an input-required round on 2026-07-28); after signing in, the
+    retried call reaches the upstream with that caller's own account."""
+    for who in TOKENS:
+        assert revoke(gateway, who).status_code in (200, 404)
+    seen = {}
+    for who in TOKENS:
+        answer, asked = await ts_sdk_caller(
+            gateway, who, era, Connector(authz, f"{who}-ts-{era}@upstream")
+        )
+        assert [a["how"] for a in asked] == [how]
+        assert asked[0]["connect"].startswith(f"{gateway.base}/connect/ident?link=")
+        assert answer["protocolVersion"] == {"legacy": gwkit.LEGACY, "modern": gwkit.MODERN}[era]
+        seen[who] = answer["result"]["structuredContent"]["sub"]
+    assert seen == {"alice": f"alice-ts-{era}@upstream", "bob": f"bob-ts-{era}@upstream"}
+
+
 def test_the_token_store_at_rest_is_sealed(gateway: gwkit.Proc, redis_url: str) -> None:
     """No access or refresh token (JWT, or the authorization server's refresh value) in
     any Redis key or value; one record per connected caller."""
+    records = redis_values(redis_url, "*gateway-connection:*")
+    assert records, "no connection records"
+    for key, value in records.items():
+        assert b"eyJ" not in value  # no JWT (a JSON header in base64url)
+        assert b"refresh" not in value and b"access" not in value
+        assert b"alice" not in key.encode() and b"alice" not in value
+
+
+def redis_values(redis_url: str, pattern: str) -> dict[str, bytes]:
     out = subprocess.run(
-        ["redis-cli", "-u", redis_url, "--scan", "--pattern", "*gateway-connection:*"],
+        ["redis-cli", "-u", redis_url, "--scan", "--pattern", pattern],
         capture_output=True,
         text=True,
         check=True,
     )
-    keys = out.stdout.split()
-    assert keys, "no connection records"
-    for key in keys:
-        value = subprocess.run(
-            ["redis-cli", "-u", redis_url, "--raw", "GET", key],
-            capture_output=True,
-            check=True,
+    return {
+        key: subprocess.run(
+            ["redis-cli", "-u", redis_url, "--raw", "GET", key], capture_output=True, check=True
         ).stdout
-        assert b"eyJ" not in value  # no JWT (a JSON header in base64url)
-        assert b"refresh" not in value and b"access" not in value
-        assert b"alice" not in key.encode() and b"alice" not in value
+        for key in out.stdout.split()
+    }
+
+
+@pytest.mark.anyio
+async def test_a_sign_in_in_flight_is_sealed_at_rest(gateway: gwkit.Proc, redis_url: str) -> None:
+    """Between the redirect to the authorization server and its callback, the sign-in
+    is one Redis record that names neither its caller nor its ``state``."""
+    links: list[str] = []
+
+    async def keep(params: dict[str, Any]) -> ElicitResult:
+        links.append(params["url"])
+        return {"action": "decline"}
+
+    assert revoke(gateway, "alice").status_code in (200, 404)
+    async with Client(
+        gateway.url,
+        url_elicitation=keep,
+        headers={"Authorization": f"Bearer {TOKENS['alice']}"},
+        era="modern",
+    ) as a:
+        with pytest.raises(ServerError, match="not connected"):
+            await a.call_tool("id_token_info", {})
+    before = redis_values(redis_url, "*gateway-connect-flow:*")
+    started = httpx.get(links[0], follow_redirects=False)
+    assert started.status_code == 302, started.text
+    state = dict(httpx.URL(started.headers["location"]).params)["state"]
+    records = redis_values(redis_url, "*gateway-connect-flow:*")
+    (key,) = set(records) - set(before)
+    assert state not in key and state.encode() not in records[key]
+    assert b"alice" not in records[key] and b"verifier" not in records[key]
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,14 @@ upstream call (a context variable) when the client asks from that task (MRTR rou
 modern upstream); a legacy upstream's requests arrive on the client's reader task, so the
 single call in flight is taken, and with several in flight the request is refused rather
 than guessed.
+
+URL elicitation crosses too, in the front's era: an upstream's URL-mode
+``elicitation/create``, or its ``-32042`` (the client shows its pages to the same callback),
+becomes the front's ``ctx.elicit_url`` (a URL-mode request on 2025-11-25, an input round on
+2026-07-28).  The completion is relayed back: a page the front client accepted is
+completed (``notifications/elicitation/complete`` to a 2025-11-25 front, with the id it
+was asked with) once the upstream call it was asked for has answered, since the upstream
+went on only after the user finished there.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from ..types.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL
 
 if TYPE_CHECKING:
     from ..server.server import Server
+    from ..server.url_elicitation import UrlElicitation
     from .lane import ProgressRelay
 
 __all__ = [
@@ -56,7 +65,7 @@ _current: contextvars.ContextVar[FrontCall | None] = contextvars.ContextVar(
 class FrontCall:
     """One front request while its upstream call runs."""
 
-    __slots__ = ("ctx", "failure", "need", "scope")
+    __slots__ = ("ctx", "failure", "need", "pages", "scope")
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -64,6 +73,8 @@ class FrontCall:
         #: The front client cannot answer (e.g. lacks the capability): the front's error.
         self.failure: McpError | None = None
         self.scope = anyio.CancelScope()
+        #: The URL elicitations the front client accepted, to complete when it answers.
+        self.pages: list[UrlElicitation] = []
 
     async def ask(self, what: str, params: dict[str, Any]) -> Any:
         ctx = self.ctx
@@ -74,6 +85,8 @@ class FrontCall:
                 handle = await ctx.elicit_url(
                     params.get("message", ""), params.get("url", ""), params.get("elicitationId")
                 )
+                if handle.accepted:
+                    self.pages.append(handle)
                 return {"action": handle.action}
             if what == "sample":
                 rest = {
@@ -236,14 +249,22 @@ async def bridged_call(
     async def run() -> dict[str, Any]:
         front = FrontCall(ctx)
         result: dict[str, Any] | None = None
-        with front.scope:
-            result = finish(await call(once, front, safe))
+        try:
+            with front.scope:
+                result = finish(await call(once, front, safe))
+        except Exception:
+            # The front's own answer stopped the call: the client raised it where it asked
+            # (the pages of a -32042 are shown from the calling task), not as cancelled.
+            if front.failure is None and front.need is None:
+                raise
         if front.failure is not None:
             raise front.failure
         if front.need is not None:
             raise front.need
         if result is None:  # cancelled for another reason
             raise McpError(INTERNAL_ERROR, f"the upstream call {method} {target} was cancelled")
+        for page in front.pages:
+            await page.complete()
         return result
 
     return await server_handlers.with_input(server, ctx, binding, run)

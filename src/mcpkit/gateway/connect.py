@@ -25,25 +25,29 @@ account.  The pieces, all reusing :mod:`mcpkit.auth.client` (discovery, PKCE, re
   with PKCE against the upstream's authorization server (RFC 9728 discovery from the
   upstream, or the pinned ``issuer`` / ``token_endpoint``: credentials never go to an
   unpinned server), its callback, then the tokens stored for the link's principal.
-  A grant in progress lives in the process that redirected the user (the callback must
-  reach it: one gateway, or sticky routing for ``/connect``).
+  A sign-in in flight (its principal, PKCE verifier and ``state``) is kept in the state
+  backend, sealed like the tokens and keyed by a hash of its ``state``, so the callback
+  may reach any replica on that backend; it is taken out once.
+* the completion — a 2025-11-25 caller was asked with an ``elicitationId`` bound into its
+  link: once its sign-in finished, its session gets ``notifications/elicitation/complete``
+  on its GET stream, from whichever replica ran the callback (through the backend's
+  pub/sub to the replica holding that stream), and its client retries the call.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
 import secrets
-import threading
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import anyio
-import anyio.from_thread
 import anyio.to_thread
 import httpx
 
@@ -55,6 +59,7 @@ from ..protocol.negotiation import client_has
 from ..protocol.sealing import InvalidState, Keyring
 from ..server.mrtr import input_required_result
 from ..state.base import StateBackend
+from ..transports.http.sessions import notify_session, relay_session_notes
 from ..types.codec import decode, encode
 from ..types.errors import McpError
 from .config import UpstreamConfig, UpstreamOAuth
@@ -92,8 +97,12 @@ CONNECTION_TTL_S = 365 * 24 * 3600.0
 CONNECT_KEY = "mcpkit-connect/"
 _LINK_BINDING = "mcpkit-gateway-connect-link\0"
 _CONNECTION_BINDING = "mcpkit-gateway-connection\0"
+_FLOW_BINDING = "mcpkit-gateway-connect-flow\0"
 _CONNECTION_KEY = "gateway-connection:"
 _USED_LINK_KEY = "gateway-connect-used:"
+_FLOW_KEY = "gateway-connect-flow:"
+#: What a 2025-11-25 session is sent when its caller finished connecting.
+ELICITATION_COMPLETE = "notifications/elicitation/complete"
 
 
 class Sealed(Protocol):
@@ -181,10 +190,28 @@ class Connections:
 # ---------------------------------------------------------------------------- links
 
 
-def connect_link(keyring: Keyring, oauth: UpstreamOAuth, upstream: str, principal: str) -> str:
-    """A one-use, short-lived URL of the connect page, sealed for ``principal``."""
-    nonce = secrets.token_urlsafe(16)
-    sealed = keyring.seal({"p": principal, "n": nonce}, _LINK_BINDING + upstream, LINK_TTL_S)
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """Whom to tell when a sign-in finished: a 2025-11-25 session and the
+    ``elicitationId`` it was asked with."""
+
+    session_id: str
+    elicitation_id: str
+
+
+def connect_link(
+    keyring: Keyring,
+    oauth: UpstreamOAuth,
+    upstream: str,
+    principal: str,
+    completion: Completion | None = None,
+) -> str:
+    """A one-use, short-lived URL of the connect page, sealed for ``principal`` (and the
+    session to tell when the sign-in finished, if any)."""
+    body: dict[str, Any] = {"p": principal, "n": secrets.token_urlsafe(16)}
+    if completion is not None:
+        body["s"], body["e"] = completion.session_id, completion.elicitation_id
+    sealed = keyring.seal(body, _LINK_BINDING + upstream, LINK_TTL_S)
     return f"{oauth.public_url}/connect/{quote(upstream, safe='')}?link={sealed}"
 
 
@@ -196,11 +223,20 @@ class LinkRefused(Exception):
         self.status = status
 
 
+@dataclass(frozen=True, slots=True)
+class Redeemed:
+    """What a redeemed link was made for."""
+
+    principal: str
+    completion: Completion | None
+
+
 async def redeem_link(
     source: Sealed, upstream: str, link: str | None, caller: str | None
-) -> tuple[str, str]:
-    """The principal a link was made for and its nonce, marked used.  ``caller``: who
-    presented it, when the request carried credentials (must be the link's principal)."""
+) -> Redeemed:
+    """The principal a link was made for (and whom to tell at the end), marked used.
+    ``caller``: who presented it, when the request carried credentials (must be the
+    link's principal)."""
     try:
         body = source.keyring.open(link, _LINK_BINDING + upstream)
         principal, nonce = str(body["p"]), str(body["n"])
@@ -210,7 +246,11 @@ async def redeem_link(
         raise LinkRefused(403, "this connect link was made for another caller")
     if not await source.state.add(_USED_LINK_KEY + nonce, b"1", ttl_s=LINK_TTL_S):
         raise LinkRefused(409, "this connect link was used already; call the tool again")
-    return principal, nonce
+    session, elicitation = body.get("s"), body.get("e")
+    completion = None
+    if isinstance(session, str) and isinstance(elicitation, str):
+        completion = Completion(session, elicitation)
+    return Redeemed(principal, completion)
 
 
 # ---------------------------------------------------------------------------- grants
@@ -220,12 +260,22 @@ class PinnedCodeGrant(AuthorizationCodeGrant):
     """The authorization code grant, held to the configured ``issuer`` and
     ``token_endpoint`` the way the client-credentials kind is (the same checks)."""
 
-    def __init__(self, handler: Any, oauth: UpstreamOAuth) -> None:
+    def __init__(
+        self, handler: Any, oauth: UpstreamOAuth, verifier: tuple[str, str] | None = None
+    ) -> None:
         super().__init__(handler, client_id=oauth.client_id, client_secret=oauth.client_secret)
         # The pinning checks of the client-credentials grant, without its credentials
         # (this grant's client may be public): only the two pins are set.
         self.pin = ClientCredentialsGrant.__new__(ClientCredentialsGrant)
         self.pin.issuer, self.pin.token_endpoint = oauth.issuer, oauth.token_endpoint
+        #: The PKCE pair in use: a fresh one made at the start (and stored with the
+        #: sign-in), or the stored one when finishing a sign-in begun elsewhere.
+        self.verifier = verifier
+
+    def pkce(self) -> tuple[str, str]:
+        if self.verifier is None:
+            self.verifier = super().pkce()
+        return self.verifier
 
     def choose_issuer(self, servers: Sequence[str]) -> str:
         return self.pin.choose_issuer(servers)
@@ -243,11 +293,16 @@ def _policy(oauth: UpstreamOAuth) -> UrlPolicy:
     return UrlPolicy.local_development() if oauth.allow_loopback else UrlPolicy()
 
 
-def _auth(upstream: UpstreamConfig, handler: Any, store: InMemoryTokenStore) -> OAuthAuth:
+def _auth(
+    upstream: UpstreamConfig,
+    handler: Any,
+    store: InMemoryTokenStore,
+    verifier: tuple[str, str] | None = None,
+) -> OAuthAuth:
     oauth = upstream.oauth
     assert oauth is not None and upstream.url is not None
     return OAuthAuth(
-        PinnedCodeGrant(handler, oauth),
+        PinnedCodeGrant(handler, oauth, verifier),
         server_url=upstream.url,
         store=store,
         policy=_policy(oauth),
@@ -276,10 +331,12 @@ class AskToConnect:
         ctx, name = self.ctx, self.upstream.name
         assert self.upstream.oauth is not None
         principal = getattr(ctx.principal, "name", str(ctx.principal))
-        link = connect_link(self.keyring, self.upstream.oauth, name, principal)
         message = f"Connect your {name} account to continue"
         if ctx.meta.era == "legacy":
             elicitation_id = secrets.token_urlsafe(12)
+            session = ctx.session
+            completion = Completion(session.id, elicitation_id) if session is not None else None
+            link = connect_link(self.keyring, self.upstream.oauth, name, principal, completion)
             raise McpError(
                 URL_ELICITATION_REQUIRED,
                 f"This request needs your {name} account: connect it at the URL, then retry",
@@ -294,6 +351,7 @@ class AskToConnect:
                     ]
                 },
             )
+        link = connect_link(self.keyring, self.upstream.oauth, name, principal)
         key = f"{CONNECT_KEY}{name}"
         answer = (connect_answers.get() or {}).get(key)
         if isinstance(answer, dict) and answer.get("action") in ("decline", "cancel"):
@@ -435,107 +493,142 @@ async def _settle(
 # ---------------------------------------------------------------------------- the page
 
 
-class ParkedRedirect:
-    """The redirect handler of a connect page: the authorization URL is handed to the
-    page (which redirects the user there), the callback's parameters come back later."""
+class Parked(Exception):
+    """The grant reached the user's redirect: it stops there (its URL is handed over)."""
 
-    def __init__(self, redirect_uri: str) -> None:
+    def __init__(self, url: str) -> None:
+        super().__init__("parked at the authorization redirect")
+        self.url = url
+
+
+class ParkedRedirect:
+    """The redirect handler of a connect page.  Starting: the authorization URL stops
+    the grant (:class:`Parked`), the page redirects the user there.  Finishing (``answer``
+    given): the callback's parameters, with the ``state`` of this run of the grant once
+    the caller has checked them against the stored sign-in's."""
+
+    def __init__(self, redirect_uri: str, answer: Mapping[str, str] | None = None) -> None:
         self._redirect_uri = redirect_uri
-        self.url: str | None = None
-        self.url_ready = anyio.Event()
-        self.answer: dict[str, str] = {}
-        #: Set from the event loop; waited for in the grant's worker thread.
-        self.answered = threading.Event()
+        self.answer = answer
 
     @property
     def redirect_uri(self) -> str:
         return self._redirect_uri
 
     def authorize(self, url: str) -> Mapping[str, str]:
-        """(In the grant's worker thread.)"""
-        self.url = url
-        anyio.from_thread.run_sync(self.url_ready.set)
-        if not self.answered.wait(LINK_TTL_S):
-            raise TimeoutError("the sign-in was not finished in time")
-        return self.answer
+        if self.answer is None:
+            raise Parked(url)
+        state = dict(parse_qsl(urlsplit(url).query)).get("state", "")
+        return {**self.answer, "state": state}
 
 
-@dataclass
-class Pending:
-    """A sign-in in progress: redirected to the authorization server, not yet back."""
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A sign-in's end, as the callback page reports it."""
 
     principal: str
     upstream: str
-    handler: ParkedRedirect
-    done: anyio.Event = field(default_factory=anyio.Event)
     error: Exception | None = None
 
 
+def _flow_key(state: str) -> str:
+    return _FLOW_KEY + hashlib.sha256(state.encode()).hexdigest()
+
+
+def _challenge(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
 class ConnectFlows:
-    """The sign-ins the ``/connect`` pages run (see the module)."""
+    """The sign-ins the ``/connect`` pages run (see the module).  Each step runs the
+    client's synchronous grant driver in a worker thread: discovery, then the redirect
+    (starting) or the code exchange (finishing)."""
 
     def __init__(self, source: Sealed) -> None:
         self.source = source
         self.connections = Connections(source)
-        #: OAuth ``state`` -> its sign-in.
-        self.pending: dict[str, Pending] = {}
-        self.tg: TaskGroup | None = None
+        self._tg: TaskGroup | None = None
 
-    async def start(self, principal: str, upstream: UpstreamConfig) -> str:
-        """Begin the grant for ``principal``: the authorization URL to send them to."""
-        assert upstream.oauth is not None and self.tg is not None
+    @property
+    def tg(self) -> TaskGroup | None:
+        return self._tg
+
+    @tg.setter
+    def tg(self, tg: TaskGroup | None) -> None:
+        """Set by the running gateway.  With a backend that spans processes this replica
+        then also delivers the completions other replicas publish for sessions whose
+        GET stream it holds."""
+        self._tg = tg
+        state = self.source.state
+        if tg is not None and not state.url.startswith("memory"):
+            tg.start_soon(relay_session_notes, state)
+
+    async def start(
+        self, principal: str, upstream: UpstreamConfig, completion: Completion | None = None
+    ) -> str:
+        """Begin the grant for ``principal``: the authorization URL to send them to.  The
+        sign-in is stored (sealed, ``LINK_TTL_S``) for the callback, on any replica."""
+        assert upstream.oauth is not None
         handler = ParkedRedirect(callback_uri(upstream.oauth, upstream.name))
-        store = InMemoryTokenStore()
-        auth = _auth(upstream, handler, store)
+        auth = _auth(upstream, handler, InMemoryTokenStore())
         engine = auth.engine
         assert engine is not None
-        pending = Pending(principal, upstream.name, handler)
-        self.tg.start_soon(self._run, auth, engine, pending, store)
-        with anyio.fail_after(60):
-            async with anyio.create_task_group() as tg:
-
-                async def first_of(event: anyio.Event) -> None:
-                    await event.wait()
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(first_of, handler.url_ready)
-                tg.start_soon(first_of, pending.done)
-        if handler.url is None:
-            raise pending.error or RuntimeError("the sign-in ended before it began")
-        state = dict(parse_qsl(urlsplit(handler.url).query)).get("state", "")
-        self.pending[state] = pending
-        return handler.url
-
-    async def _run(
-        self, auth: OAuthAuth, engine: OAuthEngine, pending: Pending, store: InMemoryTokenStore
-    ) -> None:
         try:
-            # The grant runs in a worker thread (the client's public, synchronous driver):
-            # it waits there for the callback while the event loop serves it.
-            await anyio.to_thread.run_sync(auth.run_flow, _grant(engine), abandon_on_cancel=True)
+            with anyio.fail_after(60):
+                await anyio.to_thread.run_sync(
+                    auth.run_flow, _grant(engine), abandon_on_cancel=True
+                )
+        except Parked as parked:
+            url = parked.url
+        else:
+            raise RuntimeError("the authorization server issued tokens without a sign-in")
+        state = dict(parse_qsl(urlsplit(url).query)).get("state", "")
+        grant = auth.grant
+        assert isinstance(grant, PinnedCodeGrant) and grant.verifier is not None and state
+        body: dict[str, Any] = {"p": principal, "v": grant.verifier[0]}
+        if completion is not None:
+            body["s"], body["e"] = completion.session_id, completion.elicitation_id
+        sealed = self.source.keyring.seal(body, _FLOW_BINDING + upstream.name, LINK_TTL_S)
+        await self.source.state.set(_flow_key(state), encode(sealed), ttl_s=LINK_TTL_S)
+        return url
+
+    async def finish(self, upstream: UpstreamConfig, params: dict[str, str]) -> Finished:
+        """The authorization server's redirect back: the stored sign-in of its ``state``
+        (taken out: one use), the code exchanged, the tokens stored for its principal and
+        a 2025-11-25 session told.  LookupError: no sign-in waits for this answer."""
+        key = _flow_key(params.get("state", ""))
+        raw = await self.source.state.get(key)
+        if raw is None or not await self.source.state.delete(key):
+            raise LookupError("no sign-in is waiting for this answer")
+        try:
+            body = self.source.keyring.open(decode(raw), _FLOW_BINDING + upstream.name)
+            principal, verifier = str(body["p"]), str(body["v"])
+        except (InvalidState, KeyError, TypeError, ValueError):
+            raise LookupError("no sign-in is waiting for this answer") from None
+        assert upstream.oauth is not None
+        handler = ParkedRedirect(callback_uri(upstream.oauth, upstream.name), params)
+        store = InMemoryTokenStore()
+        auth = _auth(upstream, handler, store, (verifier, _challenge(verifier)))
+        engine = auth.engine
+        assert engine is not None
+        try:
+            with anyio.fail_after(60):
+                await anyio.to_thread.run_sync(
+                    auth.run_flow, _grant(engine), abandon_on_cancel=True
+                )
             tokens = store.get_tokens(engine.server_url)
             if tokens is None:
                 raise RuntimeError("the authorization server issued no token")
-            await self.connections.put(pending.principal, pending.upstream, tokens)
+            await self.connections.put(principal, upstream.name, tokens)
         except Exception as exc:
-            log.warning("connecting %r for a caller failed: %s", pending.upstream, exc)
-            pending.error = exc
-        finally:
-            pending.done.set()
-            for state, item in list(self.pending.items()):
-                if item is pending:
-                    del self.pending[state]
-
-    async def finish(self, upstream: str, params: dict[str, str]) -> Pending:
-        """The authorization server's redirect back: hand it to the grant, wait for it."""
-        pending = self.pending.pop(params.get("state", ""), None)
-        if pending is None or pending.upstream != upstream:
-            raise LookupError("no sign-in is waiting for this answer")
-        pending.handler.answer = params
-        pending.handler.answered.set()
-        with anyio.fail_after(60):
-            await pending.done.wait()
-        return pending
+            log.warning("connecting %r for a caller failed: %s", upstream.name, exc)
+            return Finished(principal, upstream.name, exc)
+        session, elicitation = body.get("s"), body.get("e")
+        if isinstance(session, str) and isinstance(elicitation, str):
+            params_out = {"elicitationId": elicitation}
+            await notify_session(session, ELICITATION_COMPLETE, params_out, self.source.state)
+        return Finished(principal, upstream.name)
 
 
 def _grant(engine: OAuthEngine) -> Flow[None]:

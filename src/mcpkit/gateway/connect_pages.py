@@ -5,7 +5,8 @@
   the authorization code grant for the link's principal and redirects (302) to the
   upstream's authorization server;
 * ``GET /connect/{upstream}/callback`` — where the authorization server sends the user
-  back: finishes the grant and stores the tokens, sealed, for that principal;
+  back (any replica on the same state backend): finishes the grant, stores the tokens,
+  sealed, for that principal and tells a 2025-11-25 caller's session it may retry;
 * ``GET /connect`` — the caller's connections (their bearer credentials), no tokens;
 * ``DELETE /connect/{upstream}`` and ``DELETE /connect`` — revoke one or all of them:
   the next call needing that upstream asks to connect again.
@@ -113,14 +114,14 @@ async def _start(
             return
         presented = caller.name
     try:
-        principal, _ = await redeem_link(app.server, upstream, link, presented)
+        redeemed = await redeem_link(app.server, upstream, link, presented)
     except LinkRefused as refused:
         _audit(app, presented, upstream, f"connect_refused:{refused.status}")
         await _page(send, refused.status, str(refused))
         return
     config = next(u for u in app.config.upstreams if u.name == upstream)
     try:
-        url = await flows(app).start(principal, config)
+        url = await flows(app).start(redeemed.principal, config, redeemed.completion)
     except Exception as exc:
         await _page(send, 502, f"The {upstream} sign-in could not start: {exc}")
         return
@@ -128,16 +129,17 @@ async def _start(
 
 
 async def _callback(app: GatewayApp, upstream: str, query: dict[str, str], send: Send) -> None:
+    config = next(u for u in app.config.upstreams if u.name == upstream)
     try:
-        pending = await flows(app).finish(upstream, query)
+        finished = await flows(app).finish(config, query)
     except LookupError as exc:
         await _page(send, 400, str(exc))
         return
-    if pending.error is not None:
-        _audit(app, pending.principal, upstream, "connect_failed")
-        await _page(send, 400, f"Connecting {upstream} failed: {pending.error}")
+    if finished.error is not None:
+        _audit(app, finished.principal, upstream, "connect_failed")
+        await _page(send, 400, f"Connecting {upstream} failed: {finished.error}")
         return
-    _audit(app, pending.principal, upstream, "connected")
+    _audit(app, finished.principal, upstream, "connected")
     await _page(send, 200, f"Your {upstream} account is connected. You can close this window.")
 
 

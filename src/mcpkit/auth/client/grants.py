@@ -313,7 +313,7 @@ class AuthorizationCodeGrant(Grant):
             raise DiscoveryError(f"{as_meta.issuer} has no authorization_endpoint")
         check_browser_url(as_meta.authorization_endpoint)
         client = yield from self.client(ctx.engine, as_meta)
-        verifier, challenge = _pkce()
+        verifier, challenge = self.pkce()
         state = secrets.token_urlsafe(32)
         redirect_uri = self.redirect_handler.redirect_uri
         params = {
@@ -343,6 +343,11 @@ class AuthorizationCodeGrant(Grant):
             if exc.error == "invalid_client" and client.registration == "dynamic":
                 ctx.engine.store.set_client(as_meta.issuer, None)  # register afresh next time
             raise
+
+    def pkce(self) -> tuple[str, str]:
+        """A fresh PKCE code verifier and its S256 challenge (a subclass finishing a grant
+        that another process began gives the pair that one sent)."""
+        return _pkce()
 
     @staticmethod
     def check_response(answer: Mapping[str, str], state: str, as_meta: AuthServerMetadata) -> str:

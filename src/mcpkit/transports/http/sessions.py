@@ -8,20 +8,35 @@ there too, so a 2025-11-25 client behind a round-robin load balancer can land on
 replica; live parts (pending server->client requests, SSE event logs, the GET stream)
 stay with the replica that holds them, and answers to server->client requests that land
 elsewhere are forwarded over the backend's pub/sub.
+
+A notification for one session from outside any of its requests (a URL elicitation
+completed at a page of the server's own) goes through :func:`notify_session`: onto the
+session's standalone GET stream when this process holds it open, else published on the
+backend for the replica that does (:func:`relay_session_notes` delivers there).
 """
 
 from __future__ import annotations
 
+import logging
 import time
+import weakref
 from collections import OrderedDict
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from ...protocol.correlation import Incoming, Outgoing
+from ...protocol.sse import encode_event
 from ...runtime.legacy_session import SESSION_HOLDERS, LegacySession
+from ...types.codec import DecodeError, decode, encode
 from ...types.errors import INTERNAL_ERROR, McpError
 from .stream import EventLog, StreamSink
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from contextlib import AbstractAsyncContextManager
+
+log = logging.getLogger("mcpkit.http")
 
 MAX_EVENTS_PER_STREAM = 512
 MAX_STREAMS_PER_SESSION = 64
@@ -29,6 +44,8 @@ SAVE_EVERY_S = 5.0
 #: How long a session read from a shared backend is used again without reading it, while
 #: the backend says nothing at all was written since (``StateBackend.change_token``).
 FRESH_S = 1.0
+#: Where a notification for a session held by another replica is published.
+SESSION_NOTES_CHANNEL = "mcpkit:legacy-session-notes"
 
 
 class StreamLog(EventLog):
@@ -158,6 +175,7 @@ class SessionStore:
         self._sessions: OrderedDict[str, HttpSession] = OrderedDict()
         self._last_reap = 0.0
         SESSION_HOLDERS.add(self)
+        _STORES.add(self)
 
     def live_legacy_sessions(self) -> list[LegacySession]:
         """The sessions held here (the sessions gauge reads them at collection time)."""
@@ -260,3 +278,68 @@ class SessionStore:
 
 def _key(session_id: str) -> str:
     return f"session:{session_id}"
+
+
+class NoteBus(Protocol):
+    """The pub/sub of a state backend (what :func:`notify_session` needs of it)."""
+
+    async def publish(self, channel: str, data: bytes) -> None: ...
+
+    def subscribe(self, channel: str) -> AbstractAsyncContextManager[AsyncIterator[bytes]]: ...
+
+
+#: Every session store of this process (each HTTP app's), for :func:`push_to_held`.
+_STORES: weakref.WeakSet[SessionStore] = weakref.WeakSet()
+
+
+def push_to_held(session_id: str, message: dict[str, Any]) -> bool:
+    """Write ``message`` on the standalone GET stream of ``session_id`` when a store of
+    this process holds that stream open; False when none does."""
+    chunk = encode_event(encode(message))
+    for store in list(_STORES):
+        session = store.local(session_id)
+        if session is not None and session.pushed is not None and session.pushed.push(chunk):
+            return True
+    return False
+
+
+async def notify_session(
+    session_id: str, method: str, params: dict[str, Any], backend: NoteBus | None
+) -> bool:
+    """Send a notification to one legacy session from outside its requests: on its GET
+    stream here, else published on ``backend`` for the replica holding that stream
+    (True: written here; False: published, or dropped without a backend).  A session
+    with no GET stream open anywhere does not get it: the notification is not queued."""
+    message = {"jsonrpc": "2.0", "method": method, "params": params}
+    if push_to_held(session_id, message):
+        return True
+    if backend is not None:
+        await backend.publish(SESSION_NOTES_CHANNEL, encode({"sid": session_id, "m": message}))
+    return False
+
+
+async def relay_session_notes(backend: NoteBus) -> None:
+    """Deliver the notifications other replicas publish for sessions whose GET stream
+    this process holds (:func:`notify_session`); runs until cancelled, through backend
+    outages."""
+    delay = 0.5
+    while True:
+        try:
+            async with backend.subscribe(SESSION_NOTES_CHANNEL) as notes:
+                delay = 0.5
+                async for data in notes:
+                    _deliver_note(data)
+        except Exception as exc:
+            if delay == 0.5:  # once per outage
+                log.warning("session notifications from other replicas interrupted (%s)", exc)
+        await anyio.sleep(delay)
+        delay = min(delay * 2, 5.0)
+
+
+def _deliver_note(data: bytes) -> None:
+    try:
+        item = decode(data)
+    except DecodeError:
+        return
+    if isinstance(item, dict) and isinstance(item.get("m"), dict):
+        push_to_held(str(item.get("sid", "")), item["m"])

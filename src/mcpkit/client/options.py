@@ -275,7 +275,7 @@ def transport_for(
     """An ``http(s)://`` URL -> Streamable HTTP; a server file or module
     (:func:`serve_command`), a command line or an argv -> stdio; a ``Server`` object -> in
     memory."""
-    # --- in-memory (issue #19): a Server object, recognised by shape (client/ must not
+    # --- in-memory: a Server object, recognised by shape (client/ must not
     # import server/), served in this event loop over the stdio code path.
     if is_served_server(target):
         from ..transports.memory import MemoryTransport
@@ -285,7 +285,7 @@ def transport_for(
     http = options.http
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
-            if http.sse:  # HTTP+SSE (issue #19), asked for explicitly ("type": "sse")
+            if http.sse:  # HTTP+SSE (2024-11-05), asked for explicitly ("type": "sse")
                 return _sse_transport(target, http)
             from ..transports.client_http import HttpTransport  # httpx only when needed
 

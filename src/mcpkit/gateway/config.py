@@ -204,8 +204,9 @@ class GatewayConfig:
     #: ``[[guardrail]]``: built when loaded, run on every request
     #: (:mod:`mcpkit.server.middleware.guardrails`).
     guardrails: tuple[Any, ...] = field(default=(), compare=False)
-    #: ``[gateway] direct_calls``: plain 2026-07-28 ``tools/call`` POSTs take the direct
-    #: path (:mod:`.direct`); false sends every request through the server's path.
+    #: ``[gateway] direct_calls``: the ``tools/call`` handler sends a plain forwarded call
+    #: straight to its upstream (after the policy point, like every call); false sends
+    #: every call through the composition of mounted proxies.
     direct_calls: bool = True
 
     @property

@@ -20,7 +20,7 @@ SRC = Path(mcpkit.client.__file__).resolve().parents[1]
 
 PUBLIC = {
     "FeatureOptions",
-    "HttpOptions",
+    "HttpClientOptions",
     "ProcessOptions",
     "ProtocolOptions",
     "TimeoutOptions",

@@ -78,7 +78,7 @@ class TimeoutOptions:
 
 
 @dataclass(slots=True)
-class HttpOptions:
+class HttpClientOptions:
     """Streamable HTTP (and HTTP+SSE) settings; ignored by the other transports."""
 
     #: Extra HTTP headers on every request (e.g. ``Authorization``).
@@ -182,7 +182,7 @@ class ClientOptions:
 
     protocol: ProtocolOptions = field(default_factory=ProtocolOptions)
     timeouts: TimeoutOptions = field(default_factory=TimeoutOptions)
-    http: HttpOptions = field(default_factory=HttpOptions)
+    http: HttpClientOptions = field(default_factory=HttpClientOptions)
     process: ProcessOptions = field(default_factory=ProcessOptions)
     features: FeatureOptions = field(default_factory=FeatureOptions)
 
@@ -312,7 +312,7 @@ def _transport_arguments(process: ProcessOptions) -> dict[str, Any]:
     return {option.name: getattr(process, option.name) for option in dataclasses.fields(process)}
 
 
-def _sse_transport(url: str, http: HttpOptions) -> ClientTransport:
+def _sse_transport(url: str, http: HttpClientOptions) -> ClientTransport:
     from ..transports.client_sse import SseTransport
 
     return SseTransport(url, headers=http.headers, auth=http.auth, http_client=http.http_client)

@@ -1,8 +1,10 @@
-"""The client's public surface and its place in the layers.
+"""The client's public surface and its place in the layers, and the shape of the source.
 
 ``mcpkit.client.__all__`` is the promise (a change to it should be deliberate), and the
 import rules of docs/architecture.md hold: the client imports transports and below, never
-the server, host or gateway; the client transports never import the client.
+the server, host or gateway; the client transports never import the client.  Every module
+of ``src/mcpkit`` stays under :data:`MAX_MODULE_LINES`, and its comments state contracts:
+no timing figures (they live in bench/RESULTS.md) and no issue numbers.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import re
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -200,3 +203,22 @@ def test_the_modules_not_yet_held_exist() -> None:
     modules = _modules()
     stale = [p for p in NOT_YET_HELD if not any(fnmatchcase(m, p) for m in modules)]
     assert not stale, f"remove from NOT_YET_HELD, no module matches: {stale}"
+
+
+#: What a comment or docstring must not carry: a timing figure (``~0.3 µs``), which
+#: belongs in bench/RESULTS.md beside how it was measured, or this project's issue
+#: number (the reason itself is what the reader needs).
+NOT_A_CONTRACT = re.compile(r"\d\s*(?:µs|us\b)|\bissue #\d+", re.IGNORECASE)
+
+
+def test_comments_state_contracts() -> None:
+    found = []
+    for module in _modules():
+        if _not_yet_held(module):
+            continue
+        text = (SRC / module).read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), 1):
+            match = NOT_A_CONTRACT.search(line)
+            if match:
+                found.append(f"{module}:{number} {match.group(0)!r}")
+    assert not found, "figures or issue numbers in the source: " + "; ".join(found)

@@ -280,7 +280,7 @@ def create_app(web: WebHost) -> Starlette:
         await host.authorize_app_message(server, role, text)
 
         async def follow_up() -> None:
-            async with web._chat_lock:
+            async with web.chat_lock:
                 try:
                     await chat.app_message(server, role, text)
                 except Exception as exc:  # shown in the transcript, like a failed send
@@ -378,7 +378,7 @@ def create_app(web: WebHost) -> Starlette:
         if web.chat is None:
             return _error(400, "no model is configured (see 'model' in the config file)")
         data = await body(request)
-        async with web._chat_lock:
+        async with web.chat_lock:
             if data.get("resource"):
                 ref = data["resource"]
                 await web.chat.attach_resource(str(ref["server"]), str(ref["uri"]))
@@ -426,7 +426,7 @@ def create_app(web: WebHost) -> Starlette:
         if key is not None and not isinstance(key, str):
             raise ValueError("apiKey must be a string")
         model = settings.choose(data, key)
-        async with web._chat_lock:
+        async with web.chat_lock:
             web.use_model(model)
         return JSONResponse({"ok": True, "model": model.name})
 
@@ -447,7 +447,7 @@ def create_app(web: WebHost) -> Starlette:
         store = web.store
         if store is None:
             raise ValueError("conversations are not kept in this host")
-        async with web._chat_lock:
+        async with web.chat_lock:
             created = store.create(NEW_TITLE)
             web.switch(created["id"])
         return JSONResponse(created)
@@ -460,7 +460,7 @@ def create_app(web: WebHost) -> Starlette:
         if store.get(conversation) is None:
             return _error(404, "no such conversation")
         if request.method == "DELETE":
-            async with web._chat_lock:
+            async with web.chat_lock:
                 store.delete(conversation)
                 if web.current == conversation:
                     kept = store.summaries()
@@ -470,7 +470,7 @@ def create_app(web: WebHost) -> Starlette:
             data = await body(request)
             store.rename(conversation, str(data.get("title") or ""))
             return JSONResponse({"ok": True})
-        async with web._chat_lock:  # open
+        async with web.chat_lock:  # open
             web.switch(conversation)
         return JSONResponse({"ok": True, "current": conversation})
 

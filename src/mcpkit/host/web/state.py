@@ -56,7 +56,8 @@ class WebHost:
             if self.model is not None
             else None
         )
-        self._chat_lock = anyio.Lock()
+        #: Held while the chat or the conversation shown changes (one turn at a time).
+        self.chat_lock = anyio.Lock()
         #: The conversation the page shows and the model continues.
         self.current: str | None = None
         if self.store is not None:

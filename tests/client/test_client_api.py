@@ -1,8 +1,10 @@
-"""The client's public surface and its place in the layers.
+"""The client's public surface and its place in the layers, and the shape of the source.
 
 ``mcpkit.client.__all__`` is the promise (a change to it should be deliberate), and the
 import rules of docs/architecture.md hold: the client imports transports and below, never
-the server, host or gateway; the client transports never import the client.
+the server, host or gateway; the client transports never import the client.  Every module
+of ``src/mcpkit`` stays under :data:`MAX_MODULE_LINES`, and its comments state contracts:
+no timing figures (they live in bench/RESULTS.md) and no issue numbers.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import re
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import mcpkit.client
@@ -20,7 +24,7 @@ SRC = Path(mcpkit.client.__file__).resolve().parents[1]
 
 PUBLIC = {
     "FeatureOptions",
-    "HttpOptions",
+    "HttpClientOptions",
     "ProcessOptions",
     "ProtocolOptions",
     "TimeoutOptions",
@@ -135,7 +139,86 @@ def test_layers() -> None:
         assert not bad, f"{path.name} imports {bad}"
 
 
+#: A module of ``src/mcpkit`` holds fewer lines than this: past it, find a seam to split along.
+MAX_MODULE_LINES = 600
+
+#: TEMPORARY: modules other branches were rewriting when the limit went from client/ to all
+#: of src/ (the request runner, the stdio, memory and HTTP edges, the fast lane and the
+#: gateway's and the server's core).  Shrink this list as those branches merge, until it
+#: is empty.  The client modules and client transports were held before and stay held.
+NOT_YET_HELD = (
+    "runtime/*",
+    "transports/stdio*.py",
+    "transports/memory.py",
+    "transports/http/*",
+    "transports/http11.py",
+    "compose/lane.py",
+    "compose/deadlines.py",
+    "compose/upstream.py",
+    "compose/replicas.py",
+    "compose/proxy.py",
+    "compose/bridge.py",
+    "gateway/server.py",
+    "gateway/middleware.py",
+    "gateway/binding.py",
+    "gateway/connect*.py",
+    "gateway/custom.py",
+    "gateway/legacy_tasks.py",
+    "gateway/credentials.py",
+    "server/server.py",
+    "server/handlers.py",
+    "server/registry.py",
+    "server/options.py",
+    "server/middleware/__init__.py",
+    "server/middleware/telemetry.py",
+    "server/task_eras.py",
+    "server/tasks.py",
+    "server/extensions.py",
+)
+
+
+def _modules() -> list[str]:
+    """Every module of ``src/mcpkit``, by its path under it (``server/server.py``)."""
+    return sorted(path.relative_to(SRC).as_posix() for path in SRC.rglob("*.py"))
+
+
+def _not_yet_held(module: str) -> bool:
+    return any(fnmatchcase(module, pattern) for pattern in NOT_YET_HELD)
+
+
 def test_module_sizes() -> None:
-    for path in [*(SRC / "client").glob("*.py"), *(SRC / "transports").glob("client_*.py")]:
-        lines = len(path.read_text(encoding="utf-8").splitlines())
-        assert lines < 600, f"{path.name} has {lines} lines; find a seam to split along"
+    too_long = []
+    for module in _modules():
+        if _not_yet_held(module):
+            continue
+        lines = len((SRC / module).read_text(encoding="utf-8").splitlines())
+        if lines >= MAX_MODULE_LINES:
+            too_long.append(f"{module} has {lines} lines")
+    assert not too_long, "find a seam to split along: " + "; ".join(too_long)
+
+
+def test_the_modules_not_yet_held_exist() -> None:
+    """Every entry of the temporary list still names a module (one that went away, or was
+    split, leaves the list)."""
+    modules = _modules()
+    stale = [p for p in NOT_YET_HELD if not any(fnmatchcase(m, p) for m in modules)]
+    assert not stale, f"remove from NOT_YET_HELD, no module matches: {stale}"
+
+
+#: What a comment or docstring must not carry: a timing figure (``~0.3 µs``), which
+#: belongs in bench/RESULTS.md beside how it was measured, or this project's issue
+#: number (the reason itself is what the reader needs).
+NOT_A_CONTRACT = re.compile(r"\d\s*(?:µs|us\b)|\bissue #\d+", re.IGNORECASE)
+
+
+def test_comments_state_contracts() -> None:
+    found = []
+    for module in _modules():
+        if _not_yet_held(module):
+            continue
+        text = (SRC / module).read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), 1):
+            match = NOT_A_CONTRACT.search(line)
+            if match:
+                found.append(f"{module}:{number} {match.group(0)!r}")
+    assert not found, "figures or issue numbers in the source: " + "; ".join(found)

@@ -20,7 +20,7 @@ from mcpkit.client import (
     Client,
     ClientError,
     ClientOptions,
-    HttpOptions,
+    HttpClientOptions,
     ServerError,
     SessionExpiredError,
     TimeoutOptions,
@@ -206,7 +206,7 @@ def test_client_keywords_reach_the_transport() -> None:
     assert isinstance(client.transport, HttpTransport)
     assert client.transport.headers == {"A": "b"} and client.transport.auth is auth
     assert client.options.timeouts.timeout == 5
-    assert client.options.http == HttpOptions(headers={"A": "b"}, auth=auth)
+    assert client.options.http == HttpClientOptions(headers={"A": "b"}, auth=auth)
     stdio = Client("python server.py", options=ClientOptions.of(cwd="/tmp"), shutdown_grace=1)
     assert isinstance(stdio.transport, StdioTransport)
     assert stdio.options.process.cwd == "/tmp" and stdio.options.process.shutdown_grace == 1

@@ -17,8 +17,8 @@ from clientkit import (
     legacy_server,
 )
 
-from mcpkit.cli.client_cmds import parse_pairs
 from mcpkit.cli.exits import UsageError
+from mcpkit.cli.pairs import parse_pairs
 from mcpkit.client import (
     ClientError,
     ConnectError,

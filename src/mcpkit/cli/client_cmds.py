@@ -13,7 +13,6 @@ terminal; ``--no-input`` declines them.  Progress and server log messages go to 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import re
 import sys
@@ -25,6 +24,8 @@ import anyio
 from . import output
 from .command import add_command, add_list_option
 from .exits import EXIT_CODES_HELP, EXIT_CONNECTION, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
+from .failures import explain
+from .pairs import json_object, parse_pairs
 from .terminal import TerminalUI
 
 if TYPE_CHECKING:  # the client stack loads only for these commands, not for `serve`
@@ -287,11 +288,11 @@ def _run(coro_fn: Command, args: argparse.Namespace) -> int:
         print(f"mcpkit {name}: {exc}\nusage: {_COMMANDS[name][1]}", file=sys.stderr)
         return EXIT_USAGE
     except (TransportError, RequestTimeoutError, VersionNegotiationError) as exc:
-        print(f"mcpkit {name}: {_explain(args, exc)}", file=sys.stderr)
+        print(f"mcpkit {name}: {explain(args, exc)}", file=sys.stderr)
         return EXIT_CONNECTION
     except ServerError as exc:
         said = f"the server answered error {exc.code}: {exc.message}"
-        explained = _explain(args, exc, said)
+        explained = explain(args, exc, said)
         print(f"mcpkit {name}: {explained}", file=sys.stderr)
         return EXIT_FAILURE if explained == said else EXIT_CONNECTION  # not an MCP endpoint
     except ClientError as exc:
@@ -307,84 +308,6 @@ def _run(coro_fn: Command, args: argparse.Namespace) -> int:
     except OAuthError as exc:
         print(f"mcpkit {name}: sign-in failed: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-
-
-def _explain(args: argparse.Namespace, exc: Exception, said: str = "") -> str:
-    """What to print for a failed command: for a URL that is not an MCP endpoint, one
-    line naming what answered instead (and where mcpkit serves, after a 404); for a
-    server file whose import failed, ``mcpkit serve``'s own report; else the error."""
-    target = getattr(args, "resolved_target", None)
-    said = said or str(exc)
-    if isinstance(target, str) and target.lower().startswith(("http://", "https://")):
-        return diagnose_url(target, exc) or said
-    if isinstance(target, str):
-        return _served_file_error(said) or said
-    return said
-
-
-def diagnose_url(url: str, exc: Exception) -> str | None:
-    """One line for an answer that is not MCP, or None when ``exc`` says enough."""
-    from ..client import ServerError
-    from ..transports.client_base import HttpStatusError, ProtocolViolationError
-
-    status = getattr(exc, "http_status", None) or getattr(exc, "status", None)
-    hint = _endpoint_hint(url)
-    if status == 404 and isinstance(exc, (ServerError, HttpStatusError)):
-        return f"no MCP endpoint at {url} (HTTP 404){hint}"
-    if not isinstance(exc, (HttpStatusError, ProtocolViolationError)):
-        return None
-    answer = _probe(url)
-    if answer is None:
-        return None
-    code, content_type = answer
-    return f"{url} is not an MCP endpoint: it answers HTTP {code} with {content_type}{hint}"
-
-
-def _endpoint_hint(url: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.path.rstrip("/").endswith("/mcp"):
-        return ""
-    suggested = urlunsplit((parts.scheme, parts.netloc, "/mcp", "", ""))
-    return f"; mcpkit servers answer at /mcp: try {suggested}"
-
-
-def _probe(url: str) -> tuple[int, str] | None:
-    """The status and content type a POST of JSON gets from ``url`` (how an MCP client
-    talks), or None when it cannot be asked."""
-    import httpx
-
-    try:
-        answer = httpx.post(
-            url,
-            content=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
-            headers={
-                "content-type": "application/json",
-                "accept": "application/json, text/event-stream",
-            },
-            timeout=5,
-        )
-    except httpx.HTTPError:
-        return None
-    content_type = answer.headers.get("content-type", "no content type").split(";")[0]
-    return answer.status_code, content_type.strip() or "no content type"
-
-
-#: How a stdio client's error quotes the server's stderr, and the line ``mcpkit serve``
-#: writes when the target cannot be loaded.
-_QUOTED = "  | "
-_SERVE_SAID = "mcpkit serve: "
-
-
-def _served_file_error(text: str) -> str | None:
-    """``mcpkit serve``'s own report (its first line and what follows), when the server
-    process we started for a file or module target failed with one; else None."""
-    quoted = [line[len(_QUOTED) :] for line in text.splitlines() if line.startswith(_QUOTED)]
-    for index, line in enumerate(quoted):
-        if line.startswith(_SERVE_SAID):
-            return "\n".join([line[len(_SERVE_SAID) :], *quoted[index + 1 :]])
-    return None
 
 
 def _ui(args: argparse.Namespace) -> TerminalUI:
@@ -476,7 +399,7 @@ async def _call(args: argparse.Namespace) -> int:
     from ..client import ServerError
 
     target, tool_name, pairs = _named(args, "TOOL", "give the TOOL to call")
-    arguments = _json_object(args.args, "--args") if args.args else {}
+    arguments = json_object(args.args, "--args") if args.args else {}
     ui = _ui(args)
     async with _client(target, args, ui) as client:
         if any(":=" not in pair for pair in pairs):
@@ -516,87 +439,6 @@ async def _tools_by_name(client: Client) -> dict[str, dict[str, Any]]:
 def _no_such_tool(name: str, tools: dict[str, Any]) -> str:
     known = ", ".join(sorted(tools)) or "(none)"
     return f"the server has no tool {name!r}; it has: {known}"
-
-
-def _json_object(text: str, what: str) -> dict[str, Any]:
-    try:
-        loaded = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{what} is not JSON: {exc}") from None
-    if not isinstance(loaded, dict):
-        raise UsageError(f"{what} must be a JSON object")
-    return loaded
-
-
-def parse_pairs(pairs: list[str], schema: dict[str, Any], owner: str = "") -> dict[str, Any]:
-    """``key=value`` (converted by the schema's type) and ``key:=JSON`` words."""
-    props = schema.get("properties") or {}
-    closed = bool(props) and not schema.get("additionalProperties")
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        if ":=" in pair and pair.index(":=") < pair.find("=") + 1:
-            key, _, raw = pair.partition(":=")
-            try:
-                out[key] = json.loads(raw)
-            except ValueError as exc:
-                raise UsageError(f"{key}:= is not JSON: {exc}") from None
-            continue
-        key, sep, text = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"expected key=value, got {pair!r}")
-        prop = props.get(key)
-        if prop is None and closed:
-            raise UsageError(
-                f"{owner + ' has ' if owner else ''}no argument {key!r}; "
-                f"it takes: {', '.join(props)}"
-            )
-        out[key] = convert(key, text, _type_of(prop))
-    return out
-
-
-def _type_of(prop: object) -> Any:
-    if not isinstance(prop, dict):
-        return None
-    kind = prop.get("type")
-    if isinstance(kind, list):  # ["integer", "null"]: the non-null one
-        kinds = [k for k in kind if k != "null"]
-        return kinds[0] if len(kinds) == 1 else None
-    if kind is None:
-        for key in ("anyOf", "oneOf"):  # Optional[int] from pydantic: anyOf [int, null]
-            options = [o.get("type") for o in prop.get(key) or [] if isinstance(o, dict)]
-            options = [o for o in options if o and o != "null"]
-            if len(options) == 1:
-                return options[0]
-    return kind
-
-
-def convert(key: str, text: str, kind: object) -> Any:
-    """``text`` as the JSON type ``kind``; a wrong value names the field and the type."""
-    if kind == "string":
-        return text
-    if kind == "boolean":
-        lowered = text.lower()
-        if lowered in ("true", "1", "yes", "on"):
-            return True
-        if lowered in ("false", "0", "no", "off"):
-            return False
-        raise UsageError(f"{key}: expected a boolean (true or false), got {text!r}")
-    if kind in ("integer", "number"):
-        try:
-            if kind == "integer":
-                return int(text)
-            return float(text) if any(c in text for c in ".eE") else int(text)
-        except ValueError:
-            article = "an" if kind == "integer" else "a"
-            raise UsageError(f"{key}: expected {article} {kind}, got {text!r}") from None
-    if kind in ("array", "object") or kind is None:
-        try:
-            return json.loads(text)
-        except ValueError:
-            if kind is None:
-                return text
-            raise UsageError(f"{key}: expected JSON for an {kind}, got {text!r}") from None
-    return text
 
 
 # ---------------------------------------------------------------------- read / prompt

@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "e.g. ~/.local/share/mcpkit/servers/NAME/state.db, private to you)",
     )
     p.add_argument("--log-level", default="warning")
-    # -- task workers (issue #23; cli/worker.py) --
+    # -- task workers (cli/worker.py) --
     p.add_argument(
         "--task-workers",
         choices=["in-process", "external"],
@@ -84,7 +84,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="serve an MCP Server Card (experimental extension) at PATH/server-card, "
         "named NAME (reverse DNS: com.example/weather)",
     )
-    # --- OpenAPI import (mcpkit.compose, issue #18) ------------------------------------
+    # --- OpenAPI import (mcpkit.compose) -----------------------------------------------
     api = p.add_argument_group("OpenAPI import (instead of TARGET)")
     api.add_argument(
         "--openapi",
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     except StateStartupError as exc:
         print(f"mcpkit serve: {exc}", file=sys.stderr)
         return 2
-    # -- task workers (issue #23) --
+    # -- task workers --
     if args.task_workers == "external":
         if not (args.state or "").startswith(("redis://", "rediss://", "unix://")):
             print(
@@ -279,7 +279,7 @@ def _announce(args: argparse.Namespace, name: str) -> None:
     print(JsonFormatter().format(record), file=sys.stderr, flush=True)
 
 
-# --- OpenAPI import (mcpkit.compose, issue #18) ----------------------------------------
+# --- OpenAPI import (mcpkit.compose) --------------------------------------------------
 def _openapi_server(args: argparse.Namespace) -> Any:
     """The server for ``--openapi SPEC`` (a file, or a URL fetched once at startup)."""
     import httpx

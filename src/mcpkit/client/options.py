@@ -78,7 +78,7 @@ class TimeoutOptions:
 
 
 @dataclass(slots=True)
-class HttpOptions:
+class HttpClientOptions:
     """Streamable HTTP (and HTTP+SSE) settings; ignored by the other transports."""
 
     #: Extra HTTP headers on every request (e.g. ``Authorization``).
@@ -182,7 +182,7 @@ class ClientOptions:
 
     protocol: ProtocolOptions = field(default_factory=ProtocolOptions)
     timeouts: TimeoutOptions = field(default_factory=TimeoutOptions)
-    http: HttpOptions = field(default_factory=HttpOptions)
+    http: HttpClientOptions = field(default_factory=HttpClientOptions)
     process: ProcessOptions = field(default_factory=ProcessOptions)
     features: FeatureOptions = field(default_factory=FeatureOptions)
 
@@ -275,7 +275,7 @@ def transport_for(
     """An ``http(s)://`` URL -> Streamable HTTP; a server file or module
     (:func:`serve_command`), a command line or an argv -> stdio; a ``Server`` object -> in
     memory."""
-    # --- in-memory (issue #19): a Server object, recognised by shape (client/ must not
+    # --- in-memory: a Server object, recognised by shape (client/ must not
     # import server/), served in this event loop over the stdio code path.
     if is_served_server(target):
         from ..transports.memory import MemoryTransport
@@ -285,7 +285,7 @@ def transport_for(
     http = options.http
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
-            if http.sse:  # HTTP+SSE (issue #19), asked for explicitly ("type": "sse")
+            if http.sse:  # HTTP+SSE (2024-11-05), asked for explicitly ("type": "sse")
                 return _sse_transport(target, http)
             from ..transports.client_http import HttpTransport  # httpx only when needed
 
@@ -312,7 +312,7 @@ def _transport_arguments(process: ProcessOptions) -> dict[str, Any]:
     return {option.name: getattr(process, option.name) for option in dataclasses.fields(process)}
 
 
-def _sse_transport(url: str, http: HttpOptions) -> ClientTransport:
+def _sse_transport(url: str, http: HttpClientOptions) -> ClientTransport:
     from ..transports.client_sse import SseTransport
 
     return SseTransport(url, headers=http.headers, auth=http.auth, http_client=http.http_client)

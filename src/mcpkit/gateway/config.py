@@ -5,21 +5,21 @@ caused it, at start-up (and on reload, and by ``mcpkit gateway --check``), not a
 first request.  The file is strict: it is checked against the typed schema of
 :mod:`.schema` first, so an unknown key or table, or a key TOML moved into the table above
 it, is an error naming it rather than a setting silently ignored.
+
+The ``[[upstream]]`` tables are read by :mod:`.config_upstreams`, ``[auth]`` by
+:mod:`.config_auth`; the dataclasses they build, and :func:`load_config`, are here.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
-import sys
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from ..server.extensions import check_extension_id, check_method_name
 from ..server.middleware.ratelimit import RateRule
 from ..types.errors import ConfigError as ConfigError  # gateway.config is where users import it
 
@@ -153,20 +153,6 @@ class GatewayRateRule(RateRule):
     on_state_error: str = "deny"
 
 
-AUTH_MODES = ("none", "bearer", "jwt", "authorization_server")
-#: The ``[auth]`` keys of ``authorization_server`` mode beside the gateway's own
-#: (``principal_claim``, ``groups_claim``, ``tool_scopes``).
-_AS_KEYS = (
-    "issuer",
-    "state",
-    "scopes",
-    "required_scopes",
-    "consent",
-    "access_token_ttl_s",
-    "refresh_token_ttl_s",
-    "upstream",
-)
-_AS_MODE_KEYS = frozenset({"mode", "principal_claim", "groups_claim", "tool_scopes", *_AS_KEYS})
 #: The path the gateway serves MCP on: its own authorization server's resource.
 MCP_PATH = "/mcp"
 
@@ -204,8 +190,9 @@ class GatewayConfig:
     #: ``[[guardrail]]``: built when loaded, run on every request
     #: (:mod:`mcpkit.server.middleware.guardrails`).
     guardrails: tuple[Any, ...] = field(default=(), compare=False)
-    #: ``[gateway] direct_calls``: plain 2026-07-28 ``tools/call`` POSTs take the direct
-    #: path (:mod:`.direct`); false sends every request through the server's path.
+    #: ``[gateway] direct_calls``: the ``tools/call`` handler sends a plain forwarded call
+    #: straight to its upstream (after the policy point, like every call); false sends
+    #: every call through the composition of mounted proxies.
     direct_calls: bool = True
 
     @property
@@ -311,96 +298,15 @@ def _expand_tree(value: Any, where: str) -> Any:
 def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayConfig:
     """Check a parsed TOML document and build the config; ``${VAR}`` values are expanded once,
     and relative paths resolve against ``base_dir``."""
-    from .credentials import upstream_credentials
+    from .config_auth import parse_auth
+    from .config_upstreams import parse_upstreams, pinned_to_front
     from .schema import check
 
     data = _expand_tree(data, "")
     check(data)
-    raw_upstreams = data.get("upstream") or data.get("upstreams")
-    if isinstance(raw_upstreams, dict):
-        raw_upstreams = [{"name": k, **v} for k, v in raw_upstreams.items()]
-    if not isinstance(raw_upstreams, list) or not raw_upstreams:
-        raise ConfigError("at least one [[upstream]] is required")
-    upstreams = []
-    seen: set[str] = set()
-    for index, item in enumerate(raw_upstreams):
-        where = f"upstream[{index}]"
-        name = item.get("name")
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ConfigError(f"{where}.name must match {_NAME.pattern}")
-        if name in seen:
-            raise ConfigError(f"{where}: duplicate upstream name {name!r}")
-        seen.add(name)
-        url, command = item.get("url"), item.get("command")
-        replicas: tuple[str, ...] = ()
-        if isinstance(url, list):  # replicas of one upstream (see .replicas)
-            if not url or not all(isinstance(u, str) and u for u in url):
-                raise ConfigError(f"{where}.url must be a URL or a non-empty list of URLs")
-            replicas = tuple(url)
-            if len(set(replicas)) != len(replicas):
-                raise ConfigError(f"{where}.url lists the same replica twice")
-            url = replicas[0]
-            replicas = replicas if len(replicas) > 1 else ()
-        elif url is not None and not isinstance(url, str):
-            raise ConfigError(f"{where}.url must be a URL or a list of URLs")
-        kind = item.get("kind", "mcp")
-        if kind not in ("mcp", "openapi"):
-            raise ConfigError(f"{where} ({name}).kind must be mcp or openapi")
-        spec, base_url = (
-            _openapi_source(item, where, name, base_dir) if kind != "mcp" else (None, None)
-        )
-        if kind == "mcp" and (url is None) == (command is None):
-            raise ConfigError(f"{where} ({name}) needs exactly one of url or command")
-        if isinstance(command, str):
-            command = [_expand(c, f"{where}.command") for c in shlex.split(command)]
-        if command is not None and not (isinstance(command, list) and command):
-            raise ConfigError(f"{where}.command must be a string or a non-empty list")
-        if command is not None:
-            command = own_interpreter(command)
-        prefix = item.get("prefix", "" if len(raw_upstreams) == 1 else f"{name}_")
-        if not isinstance(prefix, str):
-            raise ConfigError(f"{where}.prefix must be a string")
-        era = item.get("era", "auto")
-        if era not in ("auto", "modern", "legacy"):
-            raise ConfigError(f"{where}.era must be auto, modern or legacy")
-        upstreams.append(
-            UpstreamConfig(
-                name=name,
-                url=url or None,
-                command=tuple(command) if command else (),
-                env={k: str(v) for k, v in (item.get("env") or {}).items()},
-                headers={k: str(v) for k, v in (item.get("headers") or {}).items()},
-                prefix=prefix,
-                timeout_s=float(item.get("timeout", 30.0)),
-                era=era,
-                health_interval=_seconds(
-                    item.get("health_interval", 10.0), f"{where}.health_interval"
-                ),
-                oauth=upstream_credentials(item, where, url, base_dir),
-                replicas=replicas,
-                kind=kind,
-                spec=spec,
-                base_url=base_url,
-                **custom_methods(item, where),
-            )
-        )
-    auth_data = data.get("auth") or {}
-    mode = auth_data.get("mode", "none")
-    if mode not in AUTH_MODES:
-        raise ConfigError("auth.mode must be none, bearer, jwt or authorization_server")
-    tokens: dict[str, dict[str, Any]] = {}
-    for token, who in (auth_data.get("tokens") or {}).items():
-        if isinstance(who, str):
-            who = {"principal": who}
-        if not isinstance(who, dict) or not isinstance(who.get("principal"), str):
-            raise ConfigError(f"auth.tokens.{token[:4]}...: needs a principal")
-        tokens[token] = {
-            "principal": who["principal"],
-            "groups": list(who.get("groups", [])),
-        }
-    if mode == "bearer" and not tokens:
-        raise ConfigError("auth.mode = 'bearer' needs [auth.tokens]")
-    auth = _parse_auth(auth_data, mode, tokens)
+    upstreams = parse_upstreams(data, base_dir)
+    auth = parse_auth(data.get("auth") or {})
+    mode = auth.mode
     exchanging = [u.name for u in upstreams if u.oauth and u.oauth.kind == "token_exchange"]
     if exchanging and mode != "jwt":
         raise ConfigError(
@@ -413,7 +319,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
             f"upstream {per_user[0]}: per_user needs [auth] (bearer or jwt): every caller "
             "connects their own account, so the gateway must know who calls"
         )
-    upstreams = [_pinned_to_front(u, auth.issuer) for u in upstreams]
+    upstreams = [pinned_to_front(u, auth.issuer) for u in upstreams]
     rules = []
     for index, item in enumerate(data.get("rule") or data.get("rules") or []):
         where = f"rule[{index}]"
@@ -515,51 +421,6 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> GatewayC
     )
 
 
-def _pinned_to_front(upstream: UpstreamConfig, front_issuer: str | None) -> UpstreamConfig:
-    """A ``token_exchange`` upstream without its own ``issuer`` exchanges callers' tokens
-    at the front's issuer (the one that issued them), never where the upstream points."""
-    oauth = upstream.oauth
-    if oauth is None or oauth.kind != "token_exchange" or oauth.issuer is not None:
-        return upstream
-    return replace(upstream, oauth=replace(oauth, issuer=front_issuer))
-
-
-def custom_methods(item: dict[str, Any], where: str) -> dict[str, tuple[str, ...]]:
-    """``methods`` (custom method names) and ``extensions`` (identifiers, any method under
-    one) of an ``[[upstream]]``, each checked as the server checks its own registrations."""
-    found: dict[str, tuple[str, ...]] = {}
-    for key, check in (("methods", check_method_name), ("extensions", check_extension_id)):
-        values = _strings(item.get(key, []), f"{where}.{key}")
-        for value in values:
-            try:
-                check(value)
-            except ValueError as exc:
-                raise ConfigError(f"{where}.{key}: {exc}") from None
-        found[key] = values
-    return found
-
-
-def _openapi_source(
-    item: dict[str, Any], where: str, name: str, base_dir: Path | None
-) -> tuple[str, str | None]:
-    """An OpenAPI upstream's description (a file, relative to the config, or a URL) and
-    API base URL (default: the description's first ``servers`` entry)."""
-    if item.get("url") is not None or item.get("command") is not None:
-        raise ConfigError(f"{where} ({name}): an openapi upstream has spec, not url or command")
-    spec, base_url = item.get("spec"), item.get("base_url")
-    if not isinstance(spec, str) or not spec:
-        raise ConfigError(f"{where} ({name}).spec must name an OpenAPI file or URL")
-    if base_url is not None and not isinstance(base_url, str):
-        raise ConfigError(f"{where} ({name}).base_url must be a URL")
-    if not spec.startswith(("http://", "https://")):
-        path = Path(spec)
-        path = path if path.is_absolute() else (base_dir or Path.cwd()) / path
-        if not path.is_file():
-            raise ConfigError(f"{where} ({name}).spec: no such file {path}")
-        spec = str(path)
-    return spec, base_url
-
-
 def _parse_servers(items: object) -> tuple[VirtualServer, ...]:
     if not isinstance(items, list):
         raise ConfigError("[[server]] must be an array of tables")
@@ -584,124 +445,10 @@ def _parse_servers(items: object) -> tuple[VirtualServer, ...]:
     return tuple(out)
 
 
-def own_interpreter(command: list[str]) -> list[str]:
-    """A bare ``mcpkit``/``python``/``python3`` runs with the gateway's own interpreter.
-
-    A config says ``command = "mcpkit serve server.py"`` meaning *this* mcpkit; looked up
-    on ``PATH`` it is not found when the gateway was started as ``.venv/bin/mcpkit``
-    without activating the venv (or, worse, it is another installation).  A path
-    (``/usr/bin/python3``, ``./venv/bin/mcpkit``) is left as written."""
-    head, rest = command[0], list(command[1:])
-    if head == "mcpkit":
-        return [sys.executable, "-m", "mcpkit", *rest]
-    if head in ("python", "python3"):
-        return [sys.executable, *rest]
-    return list(command)
-
-
 def _size(value: object, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"{where}.max_result_bytes must be a positive number of bytes")
     return value
-
-
-def _parse_auth(data: dict[str, Any], mode: str, tokens: dict[str, dict[str, Any]]) -> AuthConfig:
-    """``[auth]``.  In ``jwt`` mode the gateway is an OAuth 2.1 protected resource: it needs
-    its canonical URL (``resource``) and the ``issuer`` whose tokens it accepts, because
-    both go into the RFC 9728 metadata that clients discover from the 401."""
-    if mode == "authorization_server":
-        return _parse_authorization_server(data)
-    misplaced = [k for k in ("state", "upstream", "required_scopes", "consent") if k in data]
-    if misplaced:
-        raise ConfigError(
-            f"auth.{misplaced[0]} is read only with auth.mode = 'authorization_server'"
-        )
-    if mode != "jwt":
-        return AuthConfig(mode=mode, tokens=tokens)
-    issuer = data.get("issuer")
-    if not isinstance(issuer, str) or not issuer:
-        raise ConfigError("auth.mode = 'jwt' needs issuer (the authorization server's URL)")
-    resource = data.get("resource")
-    if resource is not None:
-        resource = str(resource)
-        if not re.match(r"^https?://[^/?#]+", resource) or "#" in resource:
-            raise ConfigError(
-                f"auth.resource must be the gateway's absolute http(s) URL, got {resource!r}"
-            )
-    audience = data.get("audience") or resource
-    if resource is None and isinstance(audience, str) and re.match(r"^https?://", audience):
-        resource = audience
-    if resource is None:
-        raise ConfigError(
-            "auth.mode = 'jwt' needs resource (the gateway's URL, e.g. "
-            "'https://gw.example.com/mcp'; also the default token audience)"
-        )
-    servers = data.get("authorization_servers", [issuer])
-    if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
-        raise ConfigError("auth.authorization_servers must be a list of issuer URLs")
-    scopes = data.get("scopes", [])
-    if isinstance(scopes, str):
-        scopes = scopes.split()
-    tool_scopes: dict[str, tuple[str, ...]] = {}
-    for tool, needed in (data.get("tool_scopes") or {}).items():
-        needed = needed.split() if isinstance(needed, str) else needed
-        if not isinstance(needed, list) or not all(isinstance(n, str) for n in needed):
-            raise ConfigError(f"auth.tool_scopes.{tool} must be a list of scopes")
-        tool_scopes[tool] = tuple(needed)
-    return AuthConfig(
-        mode=mode,
-        tokens=tokens,
-        jwks_url=data.get("jwks_url"),
-        jwks_file=data.get("jwks_file"),
-        issuer=issuer,
-        audience=str(audience),
-        principal_claim=data.get("principal_claim", "sub"),
-        groups_claim=data.get("groups_claim", "groups"),
-        resource=resource,
-        authorization_servers=tuple(servers),
-        scopes=tuple(scopes),
-        tool_scopes=tool_scopes,
-        introspection_endpoint=data.get("introspection_endpoint"),
-        introspection_client_id=data.get("introspection_client_id"),
-        introspection_client_secret=data.get("introspection_client_secret"),
-    )
-
-
-def _parse_authorization_server(data: dict[str, Any]) -> AuthConfig:
-    """``[auth] mode = "authorization_server"``: the gateway runs the authorization server
-    its clients sign in with (users signing in at ``[auth.upstream]``), and accepts only
-    that server's tokens, issued for ``{issuer}/mcp``.  The settings are checked here by
-    building the server once (no I/O: its state opens on first use)."""
-    from ..auth.server.config import build_authorization_server
-
-    foreign = sorted(set(data) - _AS_MODE_KEYS)
-    if foreign:
-        raise ConfigError(
-            f"auth.{foreign[0]} is not read with auth.mode = 'authorization_server' "
-            f"(its keys: {', '.join(sorted(_AS_MODE_KEYS - {'mode'}))})"
-        )
-    settings = {k: data[k] for k in _AS_KEYS if k in data}
-    if isinstance(settings.get("scopes"), str):
-        settings["scopes"] = settings["scopes"].split()
-    for key in ("issuer", "upstream"):
-        if key not in settings:
-            raise ConfigError(f"auth.mode = 'authorization_server' needs auth.{key}")
-    authz = build_authorization_server(settings, mcp_path=MCP_PATH, where="auth")
-    tool_scopes: dict[str, tuple[str, ...]] = {}
-    for tool, needed in (data.get("tool_scopes") or {}).items():
-        tool_scopes[tool] = tuple(needed.split() if isinstance(needed, str) else needed)
-    return AuthConfig(
-        mode="authorization_server",
-        issuer=authz.issuer,
-        audience=authz.resources[0],
-        principal_claim=data.get("principal_claim", "sub"),
-        groups_claim=data.get("groups_claim", "groups"),
-        resource=authz.resources[0],
-        authorization_servers=(authz.issuer,),
-        scopes=tuple(authz.required_scopes),
-        tool_scopes=tool_scopes,
-        authorization_server=settings,
-    )
 
 
 def _metrics_token(value: object) -> str | None:

@@ -4,10 +4,10 @@ Each gateway keeps its own registry (several gateways in one process, as in test
 not collide).
 
 The two series every request updates (``mcp_gateway_requests_total`` and
-``mcp_gateway_request_seconds``) and the direct path's counter are plain numbers the
+``mcp_gateway_request_seconds``) and the shortcut's counter are plain numbers the
 event loop adds to, turned into metric families when ``/metrics`` is scraped
 (:class:`_Hot`): ``prometheus_client``'s own counter and histogram take a lock and go
-through a few layers on every update, ~4 µs of a forwarded call (issue #20).  The text
+through a few layers on every update, a cost paid on every forwarded call.  The text
 served is the same (``tests/gateway/test_gateway_metrics.py`` compares it with theirs).
 Only the event loop's thread updates or scrapes them, so they need no lock.
 """
@@ -55,7 +55,8 @@ class Metrics:
         self._bounds = (*map(float, BUCKETS), float("inf"))
         #: (method, upstream, outcome) as given -> what :meth:`observe` adds to.
         self._series: dict[tuple[str, str | None, str], tuple[_Series, _Series, str | None]] = {}
-        #: tools/call requests the direct path took (and when it first took one).
+        #: tools/call requests the ``tools/call`` handler's shortcut took (a plain forwarded
+        #: call sent straight to its upstream), and when it first took one.
         self.direct_calls = 0
         self._direct_created = time.time()
         if not enabled:

@@ -9,7 +9,8 @@
 Every tool call goes through :meth:`Host.call_tool`: look the exposed name up, check who may
 call it (the model sees only model-visible tools; an MCP App only its own server's
 app-visible tools), apply the :class:`~mcpkit.host.policy.Policy` (``deny`` never reaches
-the server; ``ask`` waits for the person), run it on that server's client, record it.
+the server; ``ask`` waits for the person; both checks are :mod:`.consent`), run it on
+that server's client, record it.
 
 The person is reached through an :class:`Interaction`: consent for tool calls and sampling,
 answers to elicitation forms and URL requests.  The base class declines everything, which
@@ -31,9 +32,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..auth.client import TokenStore
 from ..client import CallToolResult, GetPromptResult, ReadResourceResult
-from .apps import AppDocument, callable_by_app, prepare_app
+from .apps import AppDocument, prepare_app
 from .config import HostConfig, ServerConfig
 from .connection import ConnectionCallbacks, ServerConnection, ServerUnavailable
+from .consent import authorize_app_action, authorize_tool, check_caller
 from .interaction import (
     Interaction,
     SamplingModel,
@@ -44,11 +46,8 @@ from .interaction import (
 from .oauth import ServerLogin, wants_oauth
 from .policy import (
     AuditTrail,
-    ConsentDecision,
-    ConsentRequest,
     Permission,
     Policy,
-    tool_fingerprint,
 )
 from .tools import HostTool, ToolIndex, exposed_name
 from .trust import TrustStore
@@ -391,7 +390,8 @@ class Host(ServerRequests):
         key = (server, uri, doc.withheld)
         if key not in self._granted_connect:
             try:
-                remember = await self._authorize_app_action(
+                remember = await authorize_app_action(
+                    self,
                     server,
                     "ui/connect",
                     {"view": uri, "addresses": list(doc.withheld)},
@@ -427,8 +427,8 @@ class Host(ServerRequests):
             tool = self._index.get(qualified_name)
         if tool is None:
             raise ToolDenied(qualified_name, "no such tool")
-        self._check_caller(tool, origin, app_server)
-        by = await self._authorize(tool, args, origin)
+        check_caller(self, tool, origin, app_server)
+        by = await authorize_tool(self, tool, args, origin)
         # The call may run: a page shows the tool's view only from here (never before
         # the person agreed, and never for a call refused).
         self.emit(
@@ -518,74 +518,13 @@ class Host(ServerRequests):
             duration_ms=round((time.monotonic() - started) * 1000, 1),
         )
 
-    def _check_caller(self, tool: HostTool, origin: str, app_server: str | None) -> None:
-        reason = None
-        if origin == "model" and not tool.for_model:
-            reason = "this tool is only for its app, not for the model"
-        elif origin == "app" and (app_server != tool.server or not callable_by_app(tool.tool)):
-            reason = "an app may only call its own server's app-visible tools"
-        if reason is not None:
-            self.audit.record(
-                "tool",
-                tool.server,
-                tool.qualified_name,
-                origin=origin,
-                decision="denied",
-                by="policy",
-            )
-            raise ToolDenied(tool.qualified_name, reason)
-
-    async def _authorize(
-        self, tool: HostTool, args: dict[str, Any], origin: str
-    ) -> tuple[str, str]:
-        """(decision, by) for a call that may run; raises :class:`ToolDenied`."""
-        permission = self.policy.permission(tool.server, tool.qualified_name)
-
-        def refuse(decision: str, by: str, reason: str) -> ToolDenied:
-            self.audit.record(
-                "tool",
-                tool.server,
-                tool.qualified_name,
-                origin=origin,
-                decision=decision,
-                by=by,
-                arguments=args,
-            )
-            return ToolDenied(tool.qualified_name, reason)
-
-        if permission is Permission.DENY:
-            raise refuse("denied", "policy", "denied by policy")
-        if permission is Permission.ALLOW:
-            return ("allowed", "policy")
-        if origin == "user":
-            return ("approved", "user")  # the person asked for this very call
-        fingerprint = tool_fingerprint(tool.tool)
-        if self.policy.remembered(tool.server, tool.name, fingerprint):
-            return ("approved", "remembered")
-        request = ConsentRequest(
-            server=tool.server,
-            tool=tool.name,
-            qualified_name=tool.qualified_name,
-            arguments=args,
-            origin=origin,
-            description=tool.description,
-            annotations=tool.annotations,
-            flags=tool.flags,
-        )
-        raw = await self.interaction.consent(request)
-        decision = raw if isinstance(raw, ConsentDecision) else ConsentDecision(bool(raw))
-        if not decision.approved:
-            raise refuse("declined", "user", decision.reason or "the user declined")
-        if decision.remember:
-            self.policy.remember(tool.server, tool.name, fingerprint)
-        return ("approved", "user")
-
     async def authorize_app_message(self, server: str, role: str, text: str) -> None:
         """An MCP App view of ``server`` wants to add a message to the conversation
         (``ui/message``).  The server's permission decides, as for its tools: ``deny``
         refuses, ``ask`` asks the person with the message shown; raises
         :class:`ToolDenied` when refused."""
-        await self._authorize_app_action(
+        await authorize_app_action(
+            self,
             server,
             "ui/message",
             {"role": role, "text": text},
@@ -597,7 +536,8 @@ class Host(ServerRequests):
         """An MCP App view of ``server`` wants to open ``url`` (``ui/open-link``): the
         person is always asked, shown the address (unless the server is denied); the
         answer is audited.  Raises :class:`ToolDenied` when refused."""
-        await self._authorize_app_action(
+        await authorize_app_action(
+            self,
             server,
             "ui/open-link",
             {"url": url},
@@ -627,7 +567,8 @@ class Host(ServerRequests):
         extension = self.extension_of(server, method)
         if extension is None:
             raise ValueError(f"server {server!r} declares no extension with a method {method!r}")
-        await self._authorize_app_action(
+        await authorize_app_action(
+            self,
             server,
             method,
             dict(params or {}),
@@ -635,47 +576,3 @@ class Host(ServerRequests):
             audit_kind="extension",
         )
         return await self.connection(server).use(lambda c: c.request(method, dict(params or {})))
-
-    async def _authorize_app_action(
-        self,
-        server: str,
-        action: str,
-        args: dict[str, Any],
-        description: str,
-        *,
-        audit_kind: str,
-        always_ask: bool = False,
-    ) -> bool:
-        """Whether ``server``'s app may do ``action`` (a ``ui/`` method): its permission
-        decides (``always_ask``: ``allow`` asks too); every outcome is audited; raises
-        :class:`ToolDenied` when refused.  True when the person approved and asked to
-        remember it."""
-        name = f"{server}:{action}"  # never an exposed tool name (those have no '/')
-        permission = self.policy.permission(server, name)
-
-        def audit(decision: str, by: str) -> None:
-            self.audit.record(
-                audit_kind, server, name, origin="app", decision=decision, by=by, arguments=args
-            )
-
-        if permission is Permission.DENY:
-            audit("denied", "policy")
-            raise ToolDenied(name, "denied by policy")
-        if permission is Permission.ALLOW and not always_ask:
-            audit("allowed", "policy")
-            return False
-        request = ConsentRequest(
-            server=server,
-            tool=action,
-            qualified_name=name,
-            arguments=args,
-            origin="app",
-            description=description,
-        )
-        raw = await self.interaction.consent(request)
-        decision = raw if isinstance(raw, ConsentDecision) else ConsentDecision(bool(raw))
-        if not decision.approved:
-            audit("declined", "user")
-            raise ToolDenied(name, decision.reason or "the user declined")
-        audit("approved", "user")
-        return decision.remember

@@ -65,7 +65,7 @@ class ServerRuntime:
     lifespan_state: Any
     task_ttl_ms: int
     task_poll_interval_ms: int
-    # -- task workers (issue #23; see server/workers.py) --
+    # -- task workers (see server/workers.py) --
     #: "in-process": a task-backed call runs on the replica that received it;
     #: "external": it is queued (Redis) for ``mcpkit worker`` processes.
     task_workers: str = "in-process"

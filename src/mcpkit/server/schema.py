@@ -54,8 +54,8 @@ class ArgumentModel:
     A function whose parameters are all plain ``str``/``int``/``float``/``bool`` (the
     common case) gets its schema written out directly, identical to what pydantic would
     emit (a test holds them equal), and its pydantic model only when a call first needs
-    more than the exact-type fast path: registering such a tool costs microseconds
-    instead of ~2 ms, and a server of them never imports pydantic to start (cold starts).
+    more than the exact-type fast path: registering such a tool builds no pydantic model,
+    and a server of them never imports pydantic to start (cold starts).
     """
 
     __slots__ = (

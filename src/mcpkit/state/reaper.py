@@ -4,9 +4,9 @@ Every backend already treats a record past its TTL as absent, but only Redis giv
 space back by itself: SQLite kept every expired row forever (the file only grew) and the
 memory backend freed a record only when someone read it again.  :func:`reap_forever` runs
 in each server's background task group and deletes them in batches of :data:`BATCH`,
-yielding between two, so a request never waits behind more than one short batch (with
-100,000 expired rows one batch takes a few milliseconds; deleting them in one statement
-held SQLite's write lock for far longer: ``python -m bench --only scale``).
+yielding between two, so a request never waits behind more than one short batch
+(deleting them all in one statement held SQLite's write lock for as long as the whole
+delete took: ``python -m bench --only scale``).
 """
 
 from __future__ import annotations

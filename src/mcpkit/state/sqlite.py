@@ -2,9 +2,9 @@
 
 Writes go through SQLite's own locking (WAL mode, busy timeout), so ``cas`` is atomic
 across processes.  Pub/sub is an append-only ``events`` table that each process polls
-(one poller per backend, ~50 ms) and prunes; that is plenty for list_changed and task
-wake-ups, and needs no daemon.  Calls run in a worker thread so a slow disk never stalls
-the event loop.
+(one poller per backend, every :data:`POLL_S` at most) and prunes; that is plenty for
+list_changed and task wake-ups, and needs no daemon.  Calls run in a worker thread so a
+slow disk never stalls the event loop.
 
 An idle poller costs next to nothing: every commit, by any connection in any process,
 writes to the database's write-ahead log, so the poller reads the events table only when
@@ -13,7 +13,7 @@ the loop's thread), and every :data:`IDLE_POLL_S` regardless (file systems with 
 modification times).  While nothing changes, its ticks space out from :data:`POLL_S` to
 :data:`IDLE_TICK_MAX_S` (a wake-up of an idle process is what costs on a VM); a change
 brings them back to :data:`POLL_S`, and a publish from this process wakes it at once.
-Reading the table on every 50 ms tick cost an idle ``mcpkit serve`` ~0.8% of a core.
+Reading the table on every tick kept an idle ``mcpkit serve`` measurably busy.
 
 A call that finds the database unusable (the file cannot be opened or written, the disk
 is full or failing, the lock is held past the busy timeout) raises

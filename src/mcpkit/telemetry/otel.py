@@ -117,8 +117,8 @@ def recording() -> bool:
     only the API, every span and measurement is a no-op: the middleware and the client
     then skip their work entirely.  Asked on every request, so it is cached: a provider,
     once set, is never unset (the API refuses to override one), so True is final; False
-    is looked at again at most once a second, because the API's own getters cost ~1-2 µs
-    each (an ``os.environ`` lookup per call), a tenth of a whole HTTP request.
+    is looked at again at most once a second, because the API's own getters are not free
+    (an ``os.environ`` lookup per call) next to the cost of a whole request.
     :func:`recheck` forgets the cache (``configure`` calls it)."""
     global _recording, _next_check
     if _recording:

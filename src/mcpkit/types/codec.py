@@ -53,7 +53,7 @@ def decode_relayed(data: bytes | bytearray | memoryview | str) -> Any:
     The check exists so that two parsers cannot read one message two ways.  A relayed
     message is read once, here, and what goes on is the re-encoding of that reading (a
     repeated member cannot survive it), so there is nothing to refuse; skipping it saves
-    the check's re-encode of every forwarded answer (issue #20)."""
+    the check's re-encode of every forwarded answer."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:

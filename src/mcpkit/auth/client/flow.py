@@ -56,7 +56,7 @@ from .ssrf import UrlPolicy, check_url
 from .store import ClientInfo, InMemoryTokenStore, TokenSet, TokenStore
 
 if TYPE_CHECKING:
-    from .grants import Grant
+    from .grant_base import Grant
 
 __all__ = ["Attempt", "EngineOptions", "Fetch", "Flow", "OAuthEngine", "UserAuthorization"]
 
@@ -563,7 +563,7 @@ class OAuthEngine:
         if not isinstance(data, dict) or not isinstance(data.get("access_token"), str):
             raise TokenError("the token response has no access_token")
         if issued_type is not None:
-            from .grants import check_issued
+            from .grant_base import check_issued
 
             check_issued(data, issued_type, "the token endpoint")
         token_type = data.get("token_type", "Bearer")

@@ -1,10 +1,10 @@
 """How a token is obtained once the authorization server is known.
 
-* :class:`AuthorizationCodeGrant` — OAuth 2.1 authorization code with PKCE S256 (refused
-  when the server does not advertise S256), RFC 8707 ``resource``, RFC 9207 ``iss`` checked
-  exactly before the code is redeemed; the client is registered by pre-registration, then
-  a Client ID Metadata Document, then Dynamic Client Registration (credentials kept per
-  issuer).
+* :class:`AuthorizationCodeGrant` (:mod:`.authcode`) — OAuth 2.1 authorization code with
+  PKCE S256 (refused when the server does not advertise S256), RFC 8707 ``resource``,
+  RFC 9207 ``iss`` checked exactly before the code is redeemed; the client is registered
+  by pre-registration, then a Client ID Metadata Document, then Dynamic Client
+  Registration (credentials kept per issuer).
 * :class:`ClientCredentialsGrant` — machine clients with ``client_secret_basic``/``post``
   or ``private_key_jwt``.
 * :class:`JwtBearerGrant` — RFC 7523 JWT bearer (workload identity federation): the
@@ -14,21 +14,18 @@
 * :class:`TokenExchangeGrant` — acting for someone else (RFC 8693): a token the caller
   holds is exchanged at the MCP server's authorization server for one whose audience is
   that server.  Both exchanges build their request with :func:`exchange_form` and check
-  the answer with :func:`check_issued`: one implementation of the RFC.
+  the answer with :func:`check_issued` (:mod:`.grant_base`, beside :class:`Grant`): one
+  implementation of the RFC.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import inspect
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NotRequired, TypedDict, Unpack
-from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from ..urls import is_loopback_host
-from .browser import RedirectHandler, check_browser_url
+from .authcode import AuthorizationCodeGrant, Registration
 from .clientauth import choose_auth_method, load_private_key
 from .errors import (
     AuthorizationError,
@@ -37,7 +34,19 @@ from .errors import (
     TokenError,
     UntrustedAuthorizationServer,
 )
-from .flow import Fetch, Flow, GrantContext, OAuthEngine, UserAuthorization, json_body, refused
+from .flow import Flow, GrantContext, OAuthEngine, json_body, refused
+from .grant_base import (
+    ACCESS_TOKEN,
+    ID_JAG,
+    ID_TOKEN,
+    JWT_BEARER,
+    Grant,
+    check_issued,
+    exchange_form,
+    same_url,
+    secret_client,
+    token_form,
+)
 from .metadata import AuthServerMetadata
 from .ssrf import check_url
 from .store import ClientInfo, TokenSet
@@ -58,94 +67,6 @@ __all__ = [
     "token_form",
 ]
 
-JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
-TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
-ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
-ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
-ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
-
-
-def token_form(
-    grant_type: str, resource: str, scopes: Sequence[str] | None = None, **fields: str
-) -> dict[str, str]:
-    """A token request's form: the grant's own ``fields``, the RFC 8707 ``resource`` and,
-    when any are asked for, ``scope`` (client authentication is added by the caller)."""
-    form = {"grant_type": grant_type, **fields, "resource": resource}
-    if scopes:
-        form["scope"] = " ".join(scopes)
-    return form
-
-
-def exchange_form(
-    subject_token: str,
-    subject_token_type: str,
-    requested_token_type: str,
-    *,
-    resource: str,
-    audience: str | None = None,
-    scopes: Sequence[str] | None = None,
-) -> dict[str, str]:
-    """An RFC 8693 token-exchange request (client authentication is added by the caller)."""
-    fields = {
-        "requested_token_type": requested_token_type,
-        "subject_token": subject_token,
-        "subject_token_type": subject_token_type,
-    }
-    if audience:
-        fields["audience"] = audience
-    return token_form(TOKEN_EXCHANGE, resource, scopes, **fields)
-
-
-def check_issued(data: Mapping[str, Any], requested: str, issuer: str) -> None:
-    """RFC 8693 §2.2.1: ``issued_token_type`` must be what was asked for (absent: assumed)."""
-    issued = data.get("issued_token_type", requested)
-    if issued != requested:
-        raise TokenError(f"{issuer} issued a token of type {issued!r}, not {requested!r}")
-
-
-class Grant:
-    """Base: obtain a token for ``ctx.resource`` from ``ctx.as_meta``."""
-
-    #: add ``offline_access`` when the AS supports it (grants that get refresh tokens)
-    wants_refresh = False
-    #: obtain a token before the first request once the authorization server is known,
-    #: instead of waiting for the resource's 401 (grants that need no user)
-    proactive = False
-
-    def choose_issuer(self, servers: Sequence[str]) -> str:
-        return servers[0]
-
-    def check_destination(self, as_meta: AuthServerMetadata) -> None:
-        """Raise before this grant's secrets go to ``as_meta``'s token endpoint, when they
-        must not go there (default: any authorization server the resource names)."""
-
-    def existing_client(
-        self, engine: OAuthEngine, as_meta: AuthServerMetadata
-    ) -> ClientInfo | None:
-        """Credentials to refresh with (no registration here)."""
-        return None
-
-    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
-        raise NotImplementedError
-        yield  # pragma: no cover  # noqa: V201 (the yield makes obtain a generator)
-
-
-def _pkce() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)  # 64 characters of [A-Za-z0-9_-]
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-def _same_url(a: str, b: str) -> bool:
-    """Whether two issuer URLs are the same one (a trailing slash aside)."""
-    return a.rstrip("/") == b.rstrip("/")
-
-
-def _with_query(url: str, params: Mapping[str, str]) -> str:
-    parts = urlsplit(url)
-    query = f"{parts.query}&{urlencode(params)}" if parts.query else urlencode(params)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
-
 
 def _default_alg(key: Any) -> str:
     kty = getattr(key, "key_type", None)
@@ -155,224 +76,6 @@ def _default_alg(key: Any) -> str:
         return "EdDSA"
     curve = getattr(key, "curve_name", None) or "P-256"
     return {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}.get(str(curve), "ES256")
-
-
-def _secret_client(
-    client_id: str, client_secret: str | None, as_meta: AuthServerMetadata, **extra: Any
-) -> ClientInfo:
-    """A client known by id (and maybe secret): the method the AS and the secret allow."""
-    method = choose_auth_method(
-        as_meta.token_endpoint_auth_methods_supported, has_secret=client_secret is not None
-    )
-    return ClientInfo(client_id, client_secret, method, as_meta.issuer, **extra)
-
-
-class Registration(TypedDict, total=False):
-    """How the interactive client is known to the authorization server (see
-    :class:`AuthorizationCodeGrant`); ``OAuthClientAuth`` takes the same keywords."""
-
-    client_name: str
-    client_id: str | None
-    client_secret: str | None
-    client_issuer: str | None
-    client_metadata_url: str | None
-    client_metadata: Mapping[str, Any] | None
-    request_refresh_tokens: bool
-
-
-class AuthorizationCodeGrant(Grant):
-    """The interactive grant; ``registration``: pre-registered ``client_id`` (for
-    ``client_issuer`` only, when given), else ``client_metadata_url``, else dynamic
-    registration named ``client_name`` (default ``"mcpkit"``) with ``client_metadata``."""
-
-    wants_refresh = True
-
-    def __init__(
-        self, redirect_handler: RedirectHandler, **registration: Unpack[Registration]
-    ) -> None:
-        client_metadata_url = registration.get("client_metadata_url")
-        if client_metadata_url is not None:
-            parts = urlsplit(client_metadata_url)
-            if parts.scheme != "https" or parts.path in ("", "/"):
-                raise ValueError("client_metadata_url must be an https URL with a path")
-        self.redirect_handler = redirect_handler
-        self.client_name = registration.get("client_name", "mcpkit")
-        self.client_id = registration.get("client_id")
-        self.client_secret = registration.get("client_secret")
-        self.client_issuer = registration.get("client_issuer")
-        self.client_metadata_url = client_metadata_url
-        self.client_metadata = dict(registration.get("client_metadata") or {})
-        self.wants_refresh = registration.get("request_refresh_tokens", True)
-
-    # ------------------------------------------------------------------ registration
-    def choose_issuer(self, servers: Sequence[str]) -> str:
-        if self.client_issuer is not None and self.client_issuer in servers:
-            return self.client_issuer
-        return servers[0]
-
-    def _preregistered(self, as_meta: AuthServerMetadata) -> ClientInfo | None:
-        if self.client_id is None:
-            return None
-        if self.client_issuer is not None and self.client_issuer != as_meta.issuer:
-            return None
-        return _secret_client(
-            self.client_id, self.client_secret, as_meta, registration="pre-registered"
-        )
-
-    def _metadata_document(self, as_meta: AuthServerMetadata) -> ClientInfo | None:
-        if self.client_metadata_url is None or not as_meta.client_id_metadata_document_supported:
-            return None
-        return ClientInfo(
-            self.client_metadata_url, None, "none", as_meta.issuer, registration="metadata-document"
-        )
-
-    def existing_client(
-        self, engine: OAuthEngine, as_meta: AuthServerMetadata
-    ) -> ClientInfo | None:
-        found = self._preregistered(as_meta)
-        if found is not None:
-            return found
-        stored = engine.store.get_client(as_meta.issuer)
-        if stored is not None and stored.usable() and stored.issuer == as_meta.issuer:
-            return stored
-        return self._metadata_document(as_meta)
-
-    def registration_request(self, as_meta: AuthServerMetadata) -> dict[str, Any]:
-        redirect = self.redirect_handler.redirect_uri
-        parts = urlsplit(redirect)
-        native = parts.scheme not in ("http", "https") or is_loopback_host(parts.hostname)
-        supported = as_meta.token_endpoint_auth_methods_supported
-        # A native app cannot keep a secret: be a public client when the AS allows it.
-        method = "none" if "none" in supported else choose_auth_method(supported, has_secret=True)
-        grant_types = ["authorization_code"]
-        if self.wants_refresh:
-            grant_types.append("refresh_token")
-        body: dict[str, Any] = {
-            "client_name": self.client_name,
-            "redirect_uris": [redirect],
-            "grant_types": grant_types,
-            "response_types": ["code"],
-            "token_endpoint_auth_method": method,
-            "application_type": "native" if native else "web",
-        }
-        body.update(self.client_metadata)
-        return body
-
-    def register(self, engine: OAuthEngine, as_meta: AuthServerMetadata) -> Flow[ClientInfo]:
-        endpoint = as_meta.registration_endpoint
-        if endpoint is None:
-            raise AuthorizationError(
-                f"{as_meta.issuer} supports neither Client ID Metadata Documents nor dynamic "
-                "registration: pass client_id (and client_secret) from a manual registration"
-            )
-        import httpx
-
-        body = self.registration_request(as_meta)
-        request = httpx.Request("POST", endpoint, json=body, headers={"Accept": "application/json"})
-        response: httpx.Response = yield Fetch(request)
-        if response.status_code not in (200, 201):
-            raise AuthorizationError(
-                f"dynamic client registration at {endpoint} failed (HTTP {response.status_code})"
-            )
-        data = json_body(response)
-        if not isinstance(data, dict) or not isinstance(data.get("client_id"), str):
-            raise AuthorizationError("the registration response has no client_id")
-        secret = data.get("client_secret") if isinstance(data.get("client_secret"), str) else None
-        method = data.get("token_endpoint_auth_method")
-        if not isinstance(method, str):
-            method = body["token_endpoint_auth_method"]
-        if method in ("client_secret_basic", "client_secret_post") and secret is None:
-            method = "none"
-        expires = data.get("client_secret_expires_at")
-        client = ClientInfo(
-            data["client_id"],
-            secret,
-            method,
-            as_meta.issuer,
-            float(expires) if isinstance(expires, (int, float)) and expires else None,
-            registration="dynamic",
-        )
-        engine.store.set_client(as_meta.issuer, client)
-        return client
-
-    def client(self, engine: OAuthEngine, as_meta: AuthServerMetadata) -> Flow[ClientInfo]:
-        found = self.existing_client(engine, as_meta)
-        if found is not None:
-            return found
-        return (yield from self.register(engine, as_meta))
-
-    # ------------------------------------------------------------------ the grant
-    def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
-        as_meta = ctx.as_meta
-        if not as_meta.supports_s256:
-            raise DiscoveryError(
-                f"{as_meta.issuer} does not advertise PKCE S256 "
-                "(code_challenge_methods_supported); refusing to authorize without it"
-            )
-        if as_meta.authorization_endpoint is None:
-            raise DiscoveryError(f"{as_meta.issuer} has no authorization_endpoint")
-        check_browser_url(as_meta.authorization_endpoint)
-        client = yield from self.client(ctx.engine, as_meta)
-        verifier, challenge = self.pkce()
-        state = secrets.token_urlsafe(32)
-        redirect_uri = self.redirect_handler.redirect_uri
-        params = {
-            "response_type": "code",
-            "client_id": client.client_id,
-            "redirect_uri": redirect_uri,
-            "state": state,
-            "code_challenge": challenge,
-            "code_challenge_method": "S256",
-            "resource": ctx.resource,
-        }
-        if ctx.scopes:
-            params["scope"] = " ".join(ctx.scopes)
-        url = check_browser_url(_with_query(as_meta.authorization_endpoint, params))
-        answer: Mapping[str, str] = yield UserAuthorization(url, self.redirect_handler)
-        code = self.check_response(answer, state, as_meta)
-        form = {
-            "grant_type": "authorization_code",
-            "code": code,
-            "redirect_uri": redirect_uri,
-            "code_verifier": verifier,
-            "resource": ctx.resource,
-        }
-        try:
-            return (yield from ctx.engine.token_request(as_meta, form, client))
-        except TokenError as exc:
-            if exc.error == "invalid_client" and client.registration == "dynamic":
-                ctx.engine.store.set_client(as_meta.issuer, None)  # register afresh next time
-            raise
-
-    def pkce(self) -> tuple[str, str]:
-        """A fresh PKCE code verifier and its S256 challenge (a subclass finishing a grant
-        that another process began gives the pair that one sent)."""
-        return _pkce()
-
-    @staticmethod
-    def check_response(answer: Mapping[str, str], state: str, as_meta: AuthServerMetadata) -> str:
-        """RFC 9207 first (even for error responses), then state, then the outcome."""
-        iss = answer.get("iss")
-        if iss is not None:
-            if iss != as_meta.issuer:
-                raise AuthorizationError(
-                    f"the authorization response came from issuer {iss!r}, expected "
-                    f"{as_meta.issuer!r} (RFC 9207 mix-up protection); the code was not used"
-                )
-        elif as_meta.iss_parameter_supported:
-            raise AuthorizationError(
-                "the authorization server promised an 'iss' parameter but the response has "
-                "none (RFC 9207); the code was not used"
-            )
-        if answer.get("state") != state:
-            raise AuthorizationError("the authorization response's state does not match")
-        if "error" in answer:
-            description = answer.get("error_description") or ""
-            raise AuthorizationError(f"authorization failed: {answer['error']} {description}")
-        code = answer.get("code")
-        if not code:
-            raise AuthorizationError("the authorization response has no code")
-        return code
 
 
 class ClientCredentials(TypedDict, total=False):
@@ -417,7 +120,7 @@ class ClientCredentialsGrant(Grant):
         if self.issuer is None:
             return servers[0]
         for server in servers:
-            if _same_url(server, self.issuer):
+            if same_url(server, self.issuer):
                 return server
         raise UntrustedAuthorizationServer(
             f"the resource names the authorization server {', '.join(servers)}, not the "
@@ -427,7 +130,7 @@ class ClientCredentialsGrant(Grant):
         )
 
     def check_destination(self, as_meta: AuthServerMetadata) -> None:
-        if self.issuer is not None and not _same_url(as_meta.issuer, self.issuer):
+        if self.issuer is not None and not same_url(as_meta.issuer, self.issuer):
             raise UntrustedAuthorizationServer(
                 f"the authorization server is {as_meta.issuer}, not the pinned issuer "
                 f"{self.issuer}; nothing was sent to it",
@@ -512,7 +215,7 @@ class JwtBearerGrant(Grant):
             if response.status_code != 200:
                 raise refused(response, "the JWT bearer grant was refused")
             return ctx.engine.parse_token_response(response, dpop=False)
-        client = _secret_client(self.client_id, self.client_secret, ctx.as_meta)
+        client = secret_client(self.client_id, self.client_secret, ctx.as_meta)
         return (yield from ctx.engine.token_request(ctx.as_meta, form, client))
 
 
@@ -544,7 +247,7 @@ class IdJagGrant(Grant):
     def existing_client(
         self, engine: OAuthEngine, as_meta: AuthServerMetadata
     ) -> ClientInfo | None:
-        return _secret_client(self.client_id, self.client_secret, as_meta)
+        return secret_client(self.client_id, self.client_secret, as_meta)
 
     def obtain(self, ctx: GrantContext) -> Flow[TokenSet]:
         from .clientauth import apply_client_auth
@@ -579,7 +282,7 @@ class IdJagGrant(Grant):
             raise TokenError("the IdP's token exchange response has no ID-JAG")
         check_issued(data, ID_JAG, "the IdP")
         grant = token_form(JWT_BEARER, ctx.resource, ctx.scopes, assertion=data["access_token"])
-        client = _secret_client(self.client_id, self.client_secret, ctx.as_meta)
+        client = secret_client(self.client_id, self.client_secret, ctx.as_meta)
         return (yield from ctx.engine.token_request(ctx.as_meta, grant, client))
 
 

@@ -14,6 +14,8 @@ Endpoints, under the issuer's path:
   its whole family); access tokens are RFC 9068 ``at+jwt`` JWTs for exactly one resource;
 * ``/revoke``: RFC 7009 (revoking either token revokes the grant it belongs to).
 
+The last two, and the verifier of the tokens they issue, are :mod:`.tokens`.
+
 Protocol logic is written here against the state backends (authlib's server classes are
 bound to synchronous Flask/Django request objects and their own storage models); every
 cryptographic step — key generation, JWS signing, JWKS, ID token validation — is joserfc's.
@@ -21,23 +23,21 @@ cryptographic step — key generation, JWS signing, JWKS, ID token validation �
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import hmac
 import html
 import re
 import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
 from ...state.base import StateBackend, open_backend
 from ..client.ssrf import UrlPolicy
-from ..principal import Principal
 from ..resource_server import BearerAuth, ProtectedResource
 from ..urls import require_secure_url, well_known_url
-from ..verifiers import InvalidToken, JwtVerifier
+from ..verifiers import JwtVerifier
 from . import web
 from .clients import (
     Client,
@@ -48,22 +48,14 @@ from .clients import (
     register,
 )
 from .keys import KeyRing
-from .store import Store, token_hash
+from .store import Store
+from .tokens import IssuedTokens, TokenError, revoke_endpoint, token_endpoint
 from .upstream import Transaction, Upstream, UpstreamError
 
 __all__ = ["AuthorizationServer"]
 
 CSRF_COOKIE = "mcpkit_as_csrf"
-_VERIFIER = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
 _CHALLENGE = re.compile(r"^[A-Za-z0-9\-_]{43}$")
-
-
-class _TokenError(Exception):
-    def __init__(self, error: str, description: str, status: int = 400) -> None:
-        super().__init__(description)
-        self.error = error
-        self.description = description
-        self.status = status
 
 
 class AuthorizationServer:
@@ -121,7 +113,7 @@ class AuthorizationServer:
         self.key_rotation_s = key_rotation_s
         self.metadata_policy = metadata_policy or UrlPolicy()
         self.prefix = parts.path.rstrip("/")
-        self.routes = {
+        self.routes: dict[str, web.ASGIApp] = {
             well_known_url(self.issuer, "oauth-authorization-server").split(parts.netloc, 1)[
                 1
             ]: self._metadata,
@@ -130,8 +122,8 @@ class AuthorizationServer:
             f"{self.prefix}/authorize": self._authorize,
             f"{self.prefix}/consent": self._consent,
             f"{self.prefix}/oauth/callback": self._callback,
-            f"{self.prefix}/token": self._token,
-            f"{self.prefix}/revoke": self._revoke,
+            f"{self.prefix}/token": partial(token_endpoint, self),
+            f"{self.prefix}/revoke": partial(revoke_endpoint, self),
         }
         self._secure_cookie = parts.scheme == "https"
         self._verifier: JwtVerifier | None = None
@@ -215,7 +207,7 @@ class AuthorizationServer:
         server only, with per-tool scopes (a 403 step-up) and a name for its RFC 9728
         metadata: what a front with its own call checks (the gateway) builds on."""
         return BearerAuth(
-            _IssuedTokens(self),
+            IssuedTokens(self),
             resource=self.resources[0],
             authorization_servers=[self.issuer],
             required_scopes=self.required_scopes,
@@ -340,7 +332,7 @@ class AuthorizationServer:
         try:
             resource = self._resource(params.get("resource"))
             granted = self._scopes(params.get("scope"))
-        except _TokenError as exc:
+        except TokenError as exc:
             await fail(exc.error, exc.description)
             return
         request_id = secrets.token_urlsafe(24)
@@ -366,11 +358,11 @@ class AuthorizationServer:
         if asked is None or asked == "":
             if len(self.resources) == 1:
                 return self.resources[0]
-            raise _TokenError("invalid_target", "the resource parameter is required")
+            raise TokenError("invalid_target", "the resource parameter is required")
         for known in self.resources:
             if asked == known or asked.rstrip("/") == known.rstrip("/"):
                 return known
-        raise _TokenError("invalid_target", f"unknown resource: {asked}")
+        raise TokenError("invalid_target", f"unknown resource: {asked}")
 
     def _scopes(self, asked: str | None) -> list[str]:
         if not asked:
@@ -379,7 +371,7 @@ class AuthorizationServer:
         wanted = [s for s in dict.fromkeys(asked.split()) if s != "offline_access"]
         unknown = [s for s in wanted if s not in self.scopes]
         if unknown:
-            raise _TokenError("invalid_scope", f"unknown scope: {' '.join(unknown)}")
+            raise TokenError("invalid_scope", f"unknown scope: {' '.join(unknown)}")
         return wanted or list(self.scopes)
 
     def _cookie(self, csrf: str) -> tuple[bytes, bytes]:
@@ -517,173 +509,6 @@ class AuthorizationServer:
             f"{CSRF_COOKIE}=; Path={self.prefix or '/'}; Max-Age=0".encode("latin-1"),
         )
 
-    # ------------------------------------------------------------------ token
-    async def _token(self, scope: web.Scope, receive: web.Receive, send: web.Send) -> None:
-        if scope.get("method") != "POST":
-            await web.respond(send, 405, b"", [(b"allow", b"POST")])
-            return
-        data = await web.form(scope, receive)
-        try:
-            client = await self._authenticate_client(scope, data)
-            grant_type = data.get("grant_type")
-            if not grant_type:
-                raise _TokenError("invalid_request", "grant_type is required")
-            if grant_type not in client.grant_types:
-                raise _TokenError(
-                    "unsupported_grant_type", f"grant_type {grant_type!r} is not supported"
-                )
-            if grant_type == "authorization_code":
-                answer = await self._code_grant(client, data)
-            else:
-                answer = await self._refresh_grant(client, data)
-        except _TokenError as exc:
-            extra = [(b"www-authenticate", b'Basic realm="token"')] if exc.status == 401 else []
-            await web.oauth_error(send, exc.status, exc.error, exc.description, extra)
-            return
-        await web.send_json(send, 200, answer, web.NO_STORE)
-
-    async def _authenticate_client(self, scope: web.Scope, data: dict[str, str]) -> Client:
-        basic = _basic_credentials(web.header(scope, b"authorization"))
-        client_id = basic[0] if basic else data.get("client_id", "")
-        if basic and data.get("client_id") not in (None, basic[0]):
-            raise _TokenError("invalid_request", "client_id differs from the Basic credentials")
-        try:
-            client = await self.client(client_id)
-        except RegistrationError:
-            raise _TokenError("invalid_client", "unknown client", 401) from None
-        secret = basic[1] if basic else data.get("client_secret")
-        if client.client_secret is None:
-            if secret:
-                raise _TokenError("invalid_client", "this client has no secret", 401)
-            return client
-        if secret is None or not hmac.compare_digest(secret, client.client_secret):
-            raise _TokenError("invalid_client", "client authentication failed", 401)
-        return client
-
-    async def _code_grant(self, client: Client, data: dict[str, str]) -> dict[str, Any]:
-        code = data.get("code", "")
-        record, first = await self.store.mark_used("code", code, self.code_ttl_s)
-        if record is None or record["client_id"] != client.client_id:
-            raise _TokenError("invalid_grant", "unknown or expired authorization code")
-        if not first:
-            # A replayed code: whatever its first use issued is revoked (RFC 6749 §4.1.2).
-            await self.store.revoke_grant(record["grant"], self.refresh_token_ttl_s)
-            raise _TokenError("invalid_grant", "the authorization code was already used")
-        if (
-            record["redirect_uri"] is not None
-            and data.get("redirect_uri") != record["redirect_uri"]
-        ):
-            raise _TokenError(
-                "invalid_grant", "redirect_uri differs from the authorization request"
-            )
-        verifier = data.get("code_verifier", "")
-        if not _VERIFIER.match(verifier) or not hmac.compare_digest(
-            _s256(verifier), record["code_challenge"]
-        ):
-            raise _TokenError(
-                "invalid_grant", "the code_verifier does not match the code_challenge"
-            )
-        if "resource" in data and self._resource(data["resource"]) != record["resource"]:
-            raise _TokenError(
-                "invalid_target", "the resource differs from the authorization request"
-            )
-        if not await self.store.start_grant(record["grant"], self.refresh_token_ttl_s):
-            raise _TokenError("invalid_grant", "the authorization code was already used")
-        return await self._issue(client, record["grant"], record, record["scope"])
-
-    async def _refresh_grant(self, client: Client, data: dict[str, str]) -> dict[str, Any]:
-        presented = data.get("refresh_token", "")
-        record, first = await self.store.mark_used(
-            "refresh", token_hash(presented), self.refresh_token_ttl_s
-        )
-        if record is None or record["client_id"] != client.client_id:
-            raise _TokenError("invalid_grant", "unknown or expired refresh token")
-        if not first:
-            # Rotation means a refresh token works once: a second use is a stolen copy,
-            # so the whole family goes (OAuth 2.1 §4.3.1).
-            await self.store.revoke_grant(record["grant"], self.refresh_token_ttl_s)
-            raise _TokenError(
-                "invalid_grant", "the refresh token was already used; the grant is revoked"
-            )
-        if "resource" in data and self._resource(data["resource"]) != record["resource"]:
-            raise _TokenError("invalid_target", "a refresh token is bound to its resource")
-        scope = record["scope"]
-        if data.get("scope"):
-            narrower = data["scope"].split()
-            if not set(narrower) <= set(scope):
-                raise _TokenError("invalid_scope", "a refresh cannot widen the scope")
-            scope = narrower
-        if not await self.store.extend_grant(record["grant"], self.refresh_token_ttl_s):
-            raise _TokenError("invalid_grant", "the grant was revoked")
-        return await self._issue(client, record["grant"], record, scope)
-
-    async def _issue(
-        self, client: Client, grant_id: str, record: dict[str, Any], scope: list[str]
-    ) -> dict[str, Any]:
-        now = int(time.time())
-        claims = {
-            **record["identity"],
-            "iss": self.issuer,
-            "aud": record["resource"],
-            "client_id": client.client_id,
-            "scope": " ".join(scope),
-            "iat": now,
-            "exp": now + self.access_token_ttl_s,
-            "jti": secrets.token_urlsafe(16),
-            "grant_id": grant_id,
-        }
-        access = await self.keys.sign(claims, typ="at+jwt")
-        answer: dict[str, Any] = {
-            "access_token": access,
-            "token_type": "Bearer",
-            "expires_in": self.access_token_ttl_s,
-            "scope": " ".join(scope),
-        }
-        if "refresh_token" in client.grant_types:
-            refresh = secrets.token_urlsafe(32)
-            stored = {
-                "client_id": client.client_id,
-                "grant": grant_id,
-                "scope": record["scope"],
-                "resource": record["resource"],
-                "identity": record["identity"],
-                "used": False,
-            }
-            await self.store.put("refresh", token_hash(refresh), stored, self.refresh_token_ttl_s)
-            answer["refresh_token"] = refresh
-        return answer
-
-    # ------------------------------------------------------------------ revoke
-    async def _revoke(self, scope: web.Scope, receive: web.Receive, send: web.Send) -> None:
-        if scope.get("method") != "POST":
-            await web.respond(send, 405, b"", [(b"allow", b"POST")])
-            return
-        data = await web.form(scope, receive)
-        try:
-            client = await self._authenticate_client(scope, data)
-        except _TokenError as exc:
-            await web.oauth_error(send, exc.status, exc.error, exc.description)
-            return
-        token = data.get("token", "")
-        grant_id = await self._grant_of(token, client)
-        if grant_id is not None:
-            await self.store.revoke_grant(grant_id, self.refresh_token_ttl_s)
-        # RFC 7009 §2.2: 200 whether or not the token was known.
-        await web.respond(send, 200, b"", web.NO_STORE)
-
-    async def _grant_of(self, token: str, client: Client) -> str | None:
-        record = await self.store.get("refresh", token_hash(token))
-        if record is not None:
-            return str(record["grant"]) if record["client_id"] == client.client_id else None
-        try:
-            principal = await _IssuedTokens(self, check_audience=False).verify(token)
-        except InvalidToken:
-            return None
-        if principal.client_id != client.client_id:
-            return None
-        grant = principal.claims.get("grant_id")
-        return grant if isinstance(grant, str) else None
-
     # ------------------------------------------------------------------ verifying
     async def verifier_for(self, audiences: Sequence[str]) -> JwtVerifier:
         """A JWT verifier over this server's current public keys (rebuilt when they change)."""
@@ -705,24 +530,6 @@ class AuthorizationServer:
         return self._verifier
 
 
-class _IssuedTokens:
-    """The resource server's verifier for tokens this server issued: signature, issuer,
-    audience (``check_audience``: one of its resources), expiry, and the grant still active
-    (so that revocation and reuse detection reach access tokens too)."""
-
-    def __init__(self, authz: AuthorizationServer, *, check_audience: bool = True) -> None:
-        self.authz = authz
-        self.audiences = authz.resources[:1] if check_audience else authz.resources
-
-    async def verify(self, token: str) -> Principal:
-        verifier = await self.authz.verifier_for(self.audiences)
-        principal = await verifier.verify(token)
-        grant = principal.claims.get("grant_id")
-        if not isinstance(grant, str) or not await self.authz.store.grant_active(grant):
-            raise InvalidToken("the token was revoked")
-        return principal
-
-
 class _Front:
     """The MCP app behind its resource-server guard, with the authorization server's
     endpoints on the same origin (what ``AuthorizationServer.wrap`` returns)."""
@@ -738,24 +545,6 @@ class _Front:
         if scope["type"] == "http" and await self.authz.handle(scope, receive, send):
             return
         await self.guarded(scope, receive, send)
-
-
-def _s256(verifier: str) -> str:
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-def _basic_credentials(value: str | None) -> tuple[str, str] | None:
-    if not value or not value.lower().startswith("basic "):
-        return None
-    from urllib.parse import unquote
-
-    try:
-        raw = base64.b64decode(value[6:].strip(), validate=True).decode("utf-8")
-    except (ValueError, UnicodeDecodeError):
-        return None
-    user, sep, password = raw.partition(":")
-    return (unquote(user), unquote(password)) if sep else None
 
 
 def _is_document_id(client_id: str, policy: UrlPolicy) -> bool:

@@ -30,19 +30,7 @@ from ...types.extras import require
 from ..client.clientauth import basic_authorization
 from ..urls import require_secure_url
 
-__all__ = [
-    "GitHubUpstream",
-    "Identity",
-    "OidcUpstream",
-    "Upstream",
-    "UpstreamError",
-    "auth0",
-    "entra",
-    "github",
-    "google",
-    "keycloak",
-    "okta",
-]
+# Public names: the package's ``__all__`` (mcpkit.auth.server) is the one list.
 
 
 class UpstreamError(Exception):

@@ -1,4 +1,4 @@
-"""``mcpkit host --web``: the host behind a local web page (see :mod:`.app`)."""
+"""``mcpkit host --web``: the host behind a local web page (see :mod:`.app` and :mod:`.state`)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from ..loop import sampler_for
 from ..models.base import Model, ModelError
 from ..settings import ModelSettings, PermissionSettings
 from ..trust import TrustStore
-from .app import WebHost, create_app
+from .app import create_app
 from .prompts import WebInteraction
+from .state import WebHost
 
 __all__ = ["WebHost", "WebInteraction", "create_app", "run_web"]
 

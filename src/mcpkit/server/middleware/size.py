@@ -1,8 +1,8 @@
 """Response size limit: a result larger than the limit is not sent.
 
 A tool that returns a whole file or table can produce answers bigger than a client or
-model context can take.  Measured on the encoded JSON (the bytes that would go on the
-wire).  An oversized tool result becomes an ``isError`` result the model can act on
+model context can take.  The size is that of the encoded JSON (the bytes that would go
+on the wire).  An oversized tool result becomes an ``isError`` result the model can act on
 (ask for less); any other oversized result becomes -32603.
 """
 

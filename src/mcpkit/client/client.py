@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
@@ -114,6 +115,8 @@ class Client(ExtensionCalls):
         self.dropped_tools: dict[str, str] = {}
         self._legacy_listeners: set[Subscription] = set()
         self._notification_handlers: dict[str, list[MethodNotificationHandler]] = {}
+        #: The task handles still held, by task id (``notifications/tasks/status``).
+        self._live_tasks: weakref.WeakValueDictionary[str, Task] = weakref.WeakValueDictionary()
         self._stack: contextlib.AsyncExitStack | None = None
 
     @classmethod
@@ -382,7 +385,9 @@ class Client(ExtensionCalls):
         async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
             return await self.request(method, params)
 
-        return Task(created, request, self.callbacks, self.era or "modern")
+        task = Task(created, request, self.callbacks, self.era or "modern")
+        self._live_tasks[task.id] = task
+        return task
 
     def _param_headers(
         self, name: str, arguments: Mapping[str, Any] | None

@@ -16,6 +16,7 @@ from .typed import typed_result
 
 if TYPE_CHECKING:
     from .session import RequestOptions, Session
+    from .tasks import Task
 
 log = logging.getLogger("mcpkit.client")
 T = TypeVar("T")
@@ -29,6 +30,7 @@ class ExtensionCalls(InboundHandling):
 
     _notification_handlers: dict[str, list[MethodNotificationHandler]]
     session: Session
+    _live_tasks: Mapping[str, Task]
     #: ``Client._paginate``: every page of a list method.
     _paginate: Callable[[str, str, bool], Awaitable[list[Any]]]
 
@@ -97,6 +99,13 @@ class ExtensionCalls(InboundHandling):
             raise InvalidResultError("skills/get: the result has no 'skill' object")
         return skill
 
+    def _task_status(self, params: object) -> None:
+        """Hand a task's status notification to its handle, if one is held."""
+        if isinstance(params, dict):
+            task = self._live_tasks.get(str(params.get("taskId")))
+            if task is not None:
+                task.observe(params)
+
     def on_notification(self, method: str, handler: MethodNotificationHandler | None = None) -> Any:
         """Call ``handler(params)`` for each notification ``method`` the server sends (an
         extension's, or a built-in one), besides the ``on_notification=`` callback.  Use it
@@ -110,6 +119,8 @@ class ExtensionCalls(InboundHandling):
 
     async def _on_notification(self, message: dict[str, Any]) -> None:
         await super()._on_notification(message)
+        if message["method"] == "notifications/tasks/status":
+            self._task_status(message.get("params"))
         for handler in self._notification_handlers.get(message["method"], ()):
             params = message.get("params")
             try:

@@ -46,7 +46,7 @@ from .errors import (
     error_boundary,
     unwrap,
 )
-from .extensions import ExtensionCalls, MethodNotificationHandler
+from .extensions import ExtensionCalls, MethodNotificationHandler, NotificationTap
 from .listen import Subscription, build_filter
 from .models import (
     CallToolResult,
@@ -115,6 +115,7 @@ class Client(ExtensionCalls):
         self.dropped_tools: dict[str, str] = {}
         self._legacy_listeners: set[Subscription] = set()
         self._notification_handlers: dict[str, list[MethodNotificationHandler]] = {}
+        self._notification_taps: list[NotificationTap] = []
         #: The task handles still held, by task id (``notifications/tasks/status``).
         self._live_tasks: weakref.WeakValueDictionary[str, Task] = weakref.WeakValueDictionary()
         self._stack: contextlib.AsyncExitStack | None = None

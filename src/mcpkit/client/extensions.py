@@ -23,12 +23,15 @@ T = TypeVar("T")
 
 #: A handler of one notification method (``Client.on_notification``): gets its params.
 MethodNotificationHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
+#: Sees every notification (``Client.tap_notifications``): gets its method and params.
+NotificationTap = Callable[[str, dict[str, Any]], Awaitable[None] | None]
 
 
 class ExtensionCalls(InboundHandling):
     """The extension part of :class:`~mcpkit.client.Client`."""
 
     _notification_handlers: dict[str, list[MethodNotificationHandler]]
+    _notification_taps: list[NotificationTap]
     session: Session
     _live_tasks: Mapping[str, Task]
     #: ``Client._paginate``: every page of a list method.
@@ -99,6 +102,14 @@ class ExtensionCalls(InboundHandling):
             raise InvalidResultError("skills/get: the result has no 'skill' object")
         return skill
 
+    def tap_notifications(self, tap: NotificationTap) -> None:
+        """Call ``tap(method, params)`` for every notification the server sends, after
+        the handlers of its method: for a relay that passes some on (the gateway, an
+        upstream's extension notifications to the caller whose request they belong to).
+        A tap runs where the notification is read: for one read on a request's own stream
+        (Streamable HTTP), inside that request's task."""
+        self._notification_taps.append(tap)
+
     def _task_status(self, params: object) -> None:
         """Hand a task's status notification to its handle, if one is held."""
         if isinstance(params, dict):
@@ -127,3 +138,11 @@ class ExtensionCalls(InboundHandling):
                 await call_maybe_async(handler, params if isinstance(params, dict) else {})
             except Exception:  # a handler's bug must not break the connection
                 log.exception("notification handler for %s failed", message["method"])
+        for tap in self._notification_taps:
+            params = message.get("params")
+            try:
+                await call_maybe_async(
+                    tap, message["method"], params if isinstance(params, dict) else {}
+                )
+            except Exception:
+                log.exception("notification tap failed for %s", message["method"])

@@ -20,7 +20,6 @@ import pytest
 
 from mcpkit.client import Client
 from mcpkit.client.options import EraChoice
-
 from support.waits import eventually
 
 VENDOR = "tests/gateway/servers/vendor.py"

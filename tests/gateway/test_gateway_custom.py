@@ -19,7 +19,7 @@ import gwkit
 import pytest
 
 from mcpkit.client import Client
-from mcpkit.client.options import EraChoice
+from mcpkit.types.versions import EraChoice
 from support.waits import eventually
 
 VENDOR = "tests/gateway/servers/vendor.py"

@@ -119,6 +119,16 @@ async def test_each_caller_lists_only_their_own_tasks(callers: tuple[Client, Cli
         assert foreign.value.code == -32602
 
 
+async def test_a_modern_caller_has_no_tasks_list(gateway: gwkit.Proc) -> None:
+    """2026-07-28 has no ``tasks/list`` (the tasks extension lists nothing): -32601."""
+    headers = {"authorization": f"Bearer {ALICE}"}
+    with anyio.fail_after(30):
+        async with Client(gateway.url, era="modern", tasks=True, headers=headers) as alice:
+            with pytest.raises(McpError) as refused:
+                await alice.request("tasks/list")
+    assert refused.value.code == -32601
+
+
 async def test_a_status_change_reaches_its_owner_only(callers: tuple[Client, Client]) -> None:
     alice, bob = callers
     hers, his = Statuses(), Statuses()

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
@@ -46,7 +45,7 @@ from .errors import (
     error_boundary,
     unwrap,
 )
-from .extensions import ExtensionCalls, MethodNotificationHandler, NotificationTap
+from .extensions import ExtensionCalls
 from .listen import Subscription, build_filter
 from .models import (
     CallToolResult,
@@ -114,10 +113,7 @@ class Client(ExtensionCalls):
         #: Tools left out of ``list_tools`` because of invalid ``x-mcp-header``s, and why.
         self.dropped_tools: dict[str, str] = {}
         self._legacy_listeners: set[Subscription] = set()
-        self._notification_handlers: dict[str, list[MethodNotificationHandler]] = {}
-        self._notification_taps: list[NotificationTap] = []
-        #: The task handles still held, by task id (``notifications/tasks/status``).
-        self._live_tasks: weakref.WeakValueDictionary[str, Task] = weakref.WeakValueDictionary()
+        self._init_extension_state()
         self._stack: contextlib.AsyncExitStack | None = None
 
     @classmethod
@@ -386,9 +382,7 @@ class Client(ExtensionCalls):
         async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
             return await self.request(method, params)
 
-        task = Task(created, request, self.callbacks, self.era or "modern")
-        self._live_tasks[task.id] = task
-        return task
+        return self._held(Task(created, request, self.callbacks, self.era or "modern"))
 
     def _param_headers(
         self, name: str, arguments: Mapping[str, Any] | None

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
@@ -32,8 +33,9 @@ class ExtensionCalls(InboundHandling):
 
     _notification_handlers: dict[str, list[MethodNotificationHandler]]
     _notification_taps: list[NotificationTap]
+    #: The task handles still held, by task id (for ``notifications/tasks/status``).
+    _live_tasks: weakref.WeakValueDictionary[str, Task]
     session: Session
-    _live_tasks: Mapping[str, Task]
     #: ``Client._paginate``: every page of a list method.
     _paginate: Callable[[str, str, bool], Awaitable[list[Any]]]
 
@@ -101,6 +103,16 @@ class ExtensionCalls(InboundHandling):
         if not isinstance(skill, dict):
             raise InvalidResultError("skills/get: the result has no 'skill' object")
         return skill
+
+    def _init_extension_state(self) -> None:
+        self._notification_handlers = {}
+        self._notification_taps = []
+        self._live_tasks = weakref.WeakValueDictionary()
+
+    def _held(self, task: Task) -> Task:
+        """``task``, its handle given the task's status notifications from now on."""
+        self._live_tasks[task.id] = task
+        return task
 
     def tap_notifications(self, tap: NotificationTap) -> None:
         """Call ``tap(method, params)`` for every notification the server sends, after

@@ -7,8 +7,6 @@ takes them as they come (``task.last``), without waiting for its next poll."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 import pytest
 from clientkit import ServerProcess
@@ -16,29 +14,9 @@ from test_client_against_mcpkit import target_for
 
 from mcpkit.client import Client, Task
 from support.schema import validate_outgoing
+from support.waits import Notices
 
 pytestmark = pytest.mark.anyio
-
-
-class Statuses:
-    """The ``notifications/tasks/status`` params one client received, and a wait for one
-    with a given task and status."""
-
-    def __init__(self) -> None:
-        self.seen: list[dict[str, Any]] = []
-        self._changed = anyio.Event()
-
-    def __call__(self, params: dict[str, Any]) -> None:
-        self.seen.append(params)
-        self._changed.set()
-
-    async def wait_for(self, task_id: str, status: str) -> dict[str, Any]:
-        while True:
-            for note in self.seen:
-                if note.get("taskId") == task_id and note.get("status") == status:
-                    return note
-            self._changed = anyio.Event()
-            await self._changed.wait()
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -46,7 +24,7 @@ async def test_status_changes_reach_the_creating_session_only(
     transport: str, http_server: ServerProcess
 ) -> None:
     target = target_for(transport, http_server)
-    mine, theirs = Statuses(), Statuses()
+    mine, theirs = Notices(), Notices()
     with anyio.fail_after(20):
         async with (
             Client(target, era="legacy", cwd=http_server.log.parent) as client,
@@ -56,7 +34,7 @@ async def test_status_changes_reach_the_creating_session_only(
             other.on_notification("notifications/tasks/status", theirs)
             task = await client.start_tool_task("slow_compute", {"seconds": 0.5, "label": "n"})
             assert isinstance(task, Task)
-            done = await mine.wait_for(task.id, "completed")
+            done = await mine.wait_for(taskId=task.id, status="completed")
             assert "ttl" in done and "ttlMs" not in done
             note = {"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": done}
             validate_outgoing("2025-11-25", note)
@@ -64,7 +42,7 @@ async def test_status_changes_reach_the_creating_session_only(
             assert isinstance(slow, Task)
             await other.request("tasks/list")  # the other session is alive and served
             await slow.cancel()
-            await mine.wait_for(slow.id, "cancelled")
+            await mine.wait_for(taskId=slow.id, status="cancelled")
     assert theirs.seen == []
 
 

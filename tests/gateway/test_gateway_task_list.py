@@ -16,6 +16,7 @@ import pytest
 
 from mcpkit import McpError
 from mcpkit.client import Client, Task
+from support.waits import Notices
 
 pytestmark = pytest.mark.anyio
 
@@ -54,26 +55,6 @@ def gateway(log_dir: Any) -> Iterator[gwkit.Proc]:
     finally:
         for proc in (gw, legacy, modern):
             proc.stop()
-
-
-class Statuses:
-    """The ``notifications/tasks/status`` params a client received; a wait for one."""
-
-    def __init__(self) -> None:
-        self.seen: list[dict[str, Any]] = []
-        self._changed = anyio.Event()
-
-    def __call__(self, params: dict[str, Any]) -> None:
-        self.seen.append(params)
-        self._changed.set()
-
-    async def wait_for(self, task_id: str, status: str) -> dict[str, Any]:
-        while True:
-            for note in self.seen:
-                if note.get("taskId") == task_id and note.get("status") == status:
-                    return note
-            self._changed = anyio.Event()
-            await self._changed.wait()
 
 
 @pytest.fixture
@@ -131,13 +112,13 @@ async def test_a_modern_caller_has_no_tasks_list(gateway: gwkit.Proc) -> None:
 
 async def test_a_status_change_reaches_its_owner_only(callers: tuple[Client, Client]) -> None:
     alice, bob = callers
-    hers, his = Statuses(), Statuses()
+    hers, his = Notices(), Notices()
     alice.on_notification("notifications/tasks/status", hers)
     bob.on_notification("notifications/tasks/status", his)
     with anyio.fail_after(30):
         task = await _start(alice, "l_hold", "status-1")
         await bob.call_tool("l_release", {"key": "status-1"})
-        done = await hers.wait_for(task.id, "completed")
+        done = await hers.wait_for(taskId=task.id, status="completed")
         assert done["taskId"] == task.id and "ttl" in done
         result = await task.result(timeout=30)
         assert result["content"][0]["text"] == "legacy finished status-1"

@@ -66,6 +66,9 @@ def test_typescript_sdk_client_runs_mcpkit_tasks(served: ProcessServer) -> None:
     assert report["broken"]["error"]["code"] == -32603
     assert report["listed"] == ["completed", "completed", "failed"]
     assert report["cancelled"] == "cancelled" and report["got"] == "cancelled"
+    # notifications/tasks/status reached the TypeScript client's handler
+    assert {"mine": True, "status": "cancelled"} in report["statuses"], report["statuses"]
+    assert {"mine": False, "status": "completed"} in report["statuses"], report["statuses"]
 
 
 @pytest.mark.anyio

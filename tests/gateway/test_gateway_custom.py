@@ -14,14 +14,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import gwkit
 import pytest
 
+from mcpkit.client import Client
+from mcpkit.types.versions import EraChoice
 from support.waits import eventually
 
 VENDOR = "tests/gateway/servers/vendor.py"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 ALICE, MALLORY = "tok-alice-0123456789", "tok-mallory-0123456789"
+BOB = "tok-bob-0123456789"
 
 CONFIG = """
 default_effect = "allow"
@@ -36,6 +40,7 @@ mode = "bearer"
 [auth.tokens]
 "{alice}" = {{ principal = "alice" }}
 "{mallory}" = {{ principal = "mallory" }}
+"{bob}" = {{ principal = "bob" }}
 
 [[rule]]
 name = "no-probes-for-mallory"
@@ -61,10 +66,14 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[gwkit.Pr
     upstreams = gwkit.toml_upstream(
         "modern", url=modern.url, prefix="m_", extensions=["com.example/modern"]
     ) + gwkit.toml_upstream(
-        "legacy", url=legacy.url, prefix="l_", era="legacy", methods=["com.example/legacy/echo"]
+        "legacy",
+        url=legacy.url,
+        prefix="l_",
+        era="legacy",
+        methods=[f"com.example/legacy/{m}" for m in ("echo", "steps", "step")],
     )
     audit = logs / "audit.jsonl"
-    config = CONFIG.format(alice=ALICE, mallory=MALLORY, upstreams=upstreams, audit=audit)
+    config = CONFIG.format(alice=ALICE, mallory=MALLORY, bob=BOB, upstreams=upstreams, audit=audit)
     gw = gwkit.start_gateway("gw", logs, config)
     try:
         yield gw, audit
@@ -170,3 +179,35 @@ def test_a_reload_changes_what_is_forwarded(tmp_path_factory: pytest.TempPathFac
     finally:
         gw.stop()
         upstream.stop()
+
+
+def _front(gw: gwkit.Proc, token: str, era: EraChoice) -> Client:
+    return Client(gw.url, era=era, headers={"authorization": f"Bearer {token}"})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("front_era", ["modern", "legacy"])
+@pytest.mark.parametrize("upstream", ["modern", "legacy"])
+async def test_an_upstreams_custom_notifications_reach_the_caller_they_belong_to(
+    gateway: tuple[gwkit.Proc, Path], upstream: str, front_era: EraChoice
+) -> None:
+    """Notifications the upstream sends on a custom request's stream reach the caller of
+    that request through the gateway, each caller its own, while both call at once."""
+    gw, _ = gateway
+    method = f"com.example/{upstream}/steps"
+    got: dict[str, list[dict[str, Any]]] = {"alice": [], "bob": []}
+    with anyio.fail_after(60):
+        async with _front(gw, ALICE, front_era) as alice, _front(gw, BOB, front_era) as bob:
+            alice.on_notification(f"com.example/{upstream}/step", got["alice"].append)
+            bob.on_notification(f"com.example/{upstream}/step", got["bob"].append)
+            answers: dict[str, dict[str, Any]] = {}
+
+            async def steps(name: str, client: Client, count: int) -> None:
+                answers[name] = await client.request(method, {"text": name, "count": count})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(steps, "alice", alice, 3)
+                tg.start_soon(steps, "bob", bob, 2)
+    assert answers["alice"]["steps"] == 3 and answers["bob"]["steps"] == 2
+    assert got["alice"] == [{"n": n, "text": "alice"} for n in range(3)]
+    assert got["bob"] == [{"n": n, "text": "bob"} for n in range(2)]

@@ -373,3 +373,60 @@ async def test_legacy_session_through_round_robin(cluster: Cluster) -> None:
             client, urls[0], {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, session
         )
         assert after.status_code == 404
+
+
+async def test_legacy_task_status_reaches_the_sessions_stream_on_another_replica(
+    cluster: Cluster,
+) -> None:
+    """A 2025-11-25 task created through one replica: its ``notifications/tasks/status``
+    reach the session's GET stream held by another replica (the state backend relays it)."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        init = await legacy(
+            client,
+            cluster.replica(0),
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "status-test", "version": "1"},
+                },
+            },
+            None,
+        )
+        session = init.headers["mcp-session-id"]
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await legacy(client, cluster.replica(0), initialized, session)).status_code == 202
+        headers = {
+            "accept": "text/event-stream",
+            "mcp-protocol-version": "2025-11-25",
+            "mcp-session-id": session,
+        }
+        seen: list[dict[str, Any]] = []
+        with anyio.fail_after(30):
+            async with client.stream("GET", cluster.replica(1), headers=headers) as stream:
+                assert stream.status_code == 200
+                await anyio.sleep(0.3)  # let the stream's replica hear the backend
+                call_params = {
+                    "name": "slow_compute",
+                    "arguments": {"seconds": 0.3},
+                    "task": {"ttl": 60000},
+                }
+                created = await legacy(
+                    client,
+                    cluster.replica(0),
+                    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call_params},
+                    session,
+                )
+                reply = (sse_json(created.text) or [created.json()])[-1]
+                task_id = reply["result"]["task"]["taskId"]
+                async for line in stream.aiter_lines():
+                    if line.startswith("data:"):
+                        message = json.loads(line[5:])
+                        seen.append(message)
+                        params = message.get("params") or {}
+                        if params.get("taskId") == task_id and params["status"] == "completed":
+                            break
+    assert seen[-1]["method"] == "notifications/tasks/status", cluster.logs()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import anyio
 
 T = TypeVar("T")
 
@@ -35,3 +37,26 @@ def eventually(
     value = poll(check, timeout, interval)
     assert value, f"not within {timeout}s: {what}"
     return value
+
+
+class Notices:
+    """The params of each notification a handler received (pass the object as a
+    ``client.on_notification`` handler), and :meth:`wait_for` one with given fields, on
+    the event loop (the test bounds it with ``anyio.fail_after``)."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+        self._arrived = anyio.Event()
+
+    def __call__(self, params: dict[str, Any]) -> None:
+        self.seen.append(params)
+        self._arrived.set()
+
+    async def wait_for(self, **fields: Any) -> dict[str, Any]:
+        """The first notification whose params hold every one of ``fields``."""
+        while True:
+            for params in self.seen:
+                if all(params.get(key) == value for key, value in fields.items()):
+                    return params
+            self._arrived = anyio.Event()
+            await self._arrived.wait()

@@ -45,7 +45,7 @@ from .errors import (
     error_boundary,
     unwrap,
 )
-from .extensions import ExtensionCalls, MethodNotificationHandler
+from .extensions import ExtensionCalls
 from .listen import Subscription, build_filter
 from .models import (
     CallToolResult,
@@ -113,7 +113,7 @@ class Client(ExtensionCalls):
         #: Tools left out of ``list_tools`` because of invalid ``x-mcp-header``s, and why.
         self.dropped_tools: dict[str, str] = {}
         self._legacy_listeners: set[Subscription] = set()
-        self._notification_handlers: dict[str, list[MethodNotificationHandler]] = {}
+        self._init_extension_state()
         self._stack: contextlib.AsyncExitStack | None = None
 
     @classmethod
@@ -382,7 +382,7 @@ class Client(ExtensionCalls):
         async def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
             return await self.request(method, params)
 
-        return Task(created, request, self.callbacks, self.era or "modern")
+        return self._held(Task(created, request, self.callbacks, self.era or "modern"))
 
     def _param_headers(
         self, name: str, arguments: Mapping[str, Any] | None

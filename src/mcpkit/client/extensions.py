@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
@@ -16,18 +17,24 @@ from .typed import typed_result
 
 if TYPE_CHECKING:
     from .session import RequestOptions, Session
+    from .tasks import Task
 
 log = logging.getLogger("mcpkit.client")
 T = TypeVar("T")
 
 #: A handler of one notification method (``Client.on_notification``): gets its params.
 MethodNotificationHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
+#: Sees every notification (``Client.tap_notifications``): gets its method and params.
+NotificationTap = Callable[[str, dict[str, Any]], Awaitable[None] | None]
 
 
 class ExtensionCalls(InboundHandling):
     """The extension part of :class:`~mcpkit.client.Client`."""
 
     _notification_handlers: dict[str, list[MethodNotificationHandler]]
+    _notification_taps: list[NotificationTap]
+    #: The task handles still held, by task id (for ``notifications/tasks/status``).
+    _live_tasks: weakref.WeakValueDictionary[str, Task]
     session: Session
     #: ``Client._paginate``: every page of a list method.
     _paginate: Callable[[str, str, bool], Awaitable[list[Any]]]
@@ -97,6 +104,31 @@ class ExtensionCalls(InboundHandling):
             raise InvalidResultError("skills/get: the result has no 'skill' object")
         return skill
 
+    def _init_extension_state(self) -> None:
+        self._notification_handlers = {}
+        self._notification_taps = []
+        self._live_tasks = weakref.WeakValueDictionary()
+
+    def _held(self, task: Task) -> Task:
+        """``task``, its handle given the task's status notifications from now on."""
+        self._live_tasks[task.id] = task
+        return task
+
+    def tap_notifications(self, tap: NotificationTap) -> None:
+        """Call ``tap(method, params)`` for every notification the server sends, after
+        the handlers of its method: for a relay that passes some on (the gateway, an
+        upstream's extension notifications to the caller whose request they belong to).
+        A tap runs where the notification is read: for one read on a request's own stream
+        (Streamable HTTP), inside that request's task."""
+        self._notification_taps.append(tap)
+
+    def _task_status(self, params: object) -> None:
+        """Hand a task's status notification to its handle, if one is held."""
+        if isinstance(params, dict):
+            task = self._live_tasks.get(str(params.get("taskId")))
+            if task is not None:
+                task.observe(params)
+
     def on_notification(self, method: str, handler: MethodNotificationHandler | None = None) -> Any:
         """Call ``handler(params)`` for each notification ``method`` the server sends (an
         extension's, or a built-in one), besides the ``on_notification=`` callback.  Use it
@@ -110,9 +142,19 @@ class ExtensionCalls(InboundHandling):
 
     async def _on_notification(self, message: dict[str, Any]) -> None:
         await super()._on_notification(message)
+        if message["method"] == "notifications/tasks/status":
+            self._task_status(message.get("params"))
         for handler in self._notification_handlers.get(message["method"], ()):
             params = message.get("params")
             try:
                 await call_maybe_async(handler, params if isinstance(params, dict) else {})
             except Exception:  # a handler's bug must not break the connection
                 log.exception("notification handler for %s failed", message["method"])
+        for tap in self._notification_taps:
+            params = message.get("params")
+            try:
+                await call_maybe_async(
+                    tap, message["method"], params if isinstance(params, dict) else {}
+                )
+            except Exception:
+                log.exception("notification tap failed for %s", message["method"])

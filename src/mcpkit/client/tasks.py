@@ -12,7 +12,9 @@ On a 2025-11-25 server (core tasks, SEP-1686) the same :class:`Task` follows a c
 with the ``task`` parameter: it polls ``tasks/get`` (``pollInterval``) while the task works
 and fetches the outcome with ``tasks/result``, which the server holds open while the task
 ends; input the task needs arrives meanwhile as ordinary server requests, answered by the
-application's callbacks.
+application's callbacks.  Such a server may also send ``notifications/tasks/status``
+as the task changes: the client hands each to the task's handle (:meth:`Task.observe`),
+which then goes on without waiting for its next poll.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ class Task:
         self._callbacks = callbacks
         self._answered: set[str] = set()
         self.era: Era = era
+        #: Set when a status notification updated :attr:`last` (see :meth:`observe`).
+        self._notified = anyio.Event()
 
     @property
     def status(self) -> str:
@@ -86,6 +90,24 @@ class Task:
         value = self.last.get("pollIntervalMs", self.last.get("pollInterval"))
         seconds = value / 1000 if isinstance(value, (int, float)) and value > 0 else DEFAULT_POLL_S
         return max(MIN_POLL_S, seconds)
+
+    def observe(self, task: dict[str, Any]) -> None:
+        """Take a ``notifications/tasks/status`` of this task (the ``Task`` it carries)
+        as its latest state; a :meth:`result` waiting for its next poll goes on now."""
+        if task.get("taskId") != self.id:
+            return
+        self.last = {**self.last, **{k: v for k, v in task.items() if k != "_meta"}}
+        self._notified.set()
+
+    async def _pause(self) -> bool:
+        """Wait for the next poll, or less when a status notification arrives first;
+        whether one did (then :attr:`last` is already fresh)."""
+        with anyio.move_on_after(self._interval()):
+            await self._notified.wait()
+        notified = self._notified.is_set()
+        if notified:
+            self._notified = anyio.Event()
+        return notified
 
     async def refresh(self) -> dict[str, Any]:
         """One ``tasks/get``."""
@@ -118,8 +140,8 @@ class Task:
                     break  # tasks/result carries the task's requests to our callbacks
                 if self.status == "input_required":
                     await self._answer()
-                await anyio.sleep(self._interval())
-                await self.refresh()
+                if not await self._pause():
+                    await self.refresh()
         if self.era == "legacy":
             return await self._legacy_outcome()
         if self.status == "completed":

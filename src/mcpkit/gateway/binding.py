@@ -57,6 +57,8 @@ _HANDLE_MIN = 34
 #: How long the gateway remembers who a handle belongs to, from when it was handed out.
 _HANDLE_TTL_S = 7 * 24 * 3600.0
 _TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel", "tasks/result"})
+#: The newest tasks of one caller that the caller's task index keeps (``tasks/list``).
+LISTED_TASKS = 1000
 
 
 def unknown_task(task_id: object) -> McpError:
@@ -151,6 +153,33 @@ class Bindings:
         if error.code == INVALID_PARAMS and error.message.startswith("Unknown task"):
             return unknown_task(front)
         return error
+
+    # ------------------------------------------------------------------ per-caller tasks
+    def _tasks_key(self, who: object) -> str:
+        return "gw-tasks-of:" + hashlib.sha256(owner_key(who).encode()).hexdigest()
+
+    async def remember_task(self, who: object, front: str) -> None:
+        """Add ``who``'s front task id to their index in the state backend (what
+        ``tasks/list`` reads, on any replica sharing it); the newest
+        :data:`LISTED_TASKS` are kept."""
+
+        def add(ids: Any) -> Any:
+            kept = [i for i in ids or [] if i != front]
+            return [*kept, front][-LISTED_TASKS:]
+
+        await self._state.update_json(self._tasks_key(who), add, _TASK_ID_TTL_S)
+
+    async def tasks_of(self, who: object) -> list[tuple[str, str]]:
+        """``who``'s front task ids, oldest first, each with the routable id behind it
+        (an id that no longer opens for ``who`` is left out)."""
+        ids = await self._state.get_json(self._tasks_key(who)) or []
+        owned = []
+        for front in ids:
+            try:
+                owned.append((front, self.open_task(who, front)))
+            except McpError:
+                continue
+        return owned
 
     # ------------------------------------------------------------------ request state
     def seal_state(self, who: object, result: dict[str, Any]) -> dict[str, Any]:

@@ -11,11 +11,20 @@ has no name member, so rules and limits match it on its method (``methods = [...
 
 A method under a configured extension is added on its first call (the transports ask
 ``custom_specs`` before dispatch); an explicitly named method is added at start.
+
+A notification the upstream sends on a forwarded request's own stream (Streamable HTTP:
+the request's response stream), of a method its ``methods`` or ``extensions`` name,
+reaches the caller of that request, on that caller's request stream: it is read inside the
+forwarding task, which knows its caller (:data:`_forwarding`).  A notification read
+anywhere else (a stdio upstream's one pipe, a session's GET stream) belongs to no request
+the gateway can name, and is passed to nobody.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..server.extensions import extension_of
@@ -31,6 +40,12 @@ if TYPE_CHECKING:
     from ..compose.replicas import AnyUpstream
     from ..server.context import Context
     from .server import GatewayServer
+
+
+#: The front request a forwarding task is answering (see the module's notes).
+_forwarding: ContextVar[Context | None] = ContextVar("mcpkit_gateway_forwarding", default=None)
+#: The upstream connections whose notifications are tapped for relay (once each).
+_tapped: weakref.WeakSet[Client] = weakref.WeakSet()
 
 
 class CustomSpecs(dict[str, MethodSpec]):
@@ -111,7 +126,12 @@ def forwarder(gateway: GatewayServer, name: str) -> Callable[[Context], Any]:
         params = {k: v for k, v in ctx.params.items() if k != "_meta"}
 
         async def send(client: Client) -> dict[str, Any]:
-            return await client.request(ctx.method, params)
+            _tap(gateway, client, name)
+            caller = _forwarding.set(ctx)
+            try:
+                return await client.request(ctx.method, params)
+            finally:
+                _forwarding.reset(caller)
 
         try:
             return as_front(await upstream.call(send))
@@ -119,6 +139,35 @@ def forwarder(gateway: GatewayServer, name: str) -> Callable[[Context], Any]:
             raise McpError(exc.code, exc.message, exc.data) from None
 
     return forward
+
+
+def _tap(gateway: GatewayServer, client: Client, name: str) -> None:
+    """Relay the extension notifications of the upstream ``name``'s connection
+    ``client`` to the caller whose forwarded request they belong to."""
+    if client in _tapped:
+        return
+    _tapped.add(client)
+
+    async def relay(method: str, params: dict[str, Any]) -> None:
+        ctx = _forwarding.get()
+        if ctx is None or not _declared(gateway, name, method):
+            return
+        await ctx.notify(method, {k: v for k, v in params.items() if k != "_meta"})
+
+    client.tap_notifications(relay)
+
+
+def _declared(gateway: GatewayServer, name: str, method: str) -> bool:
+    """Whether the file names ``method`` for the upstream ``name`` (in its ``methods``,
+    or under one of its ``extensions``), and it is no method of MCP itself."""
+    if method in METHODS:
+        return False
+    config = next((u for u in gateway.config.upstreams if u.name == name), None)
+    if config is None:
+        return False
+    return method in config.methods or any(
+        method.startswith(identifier + "/") for identifier in config.extensions
+    )
 
 
 def as_front(result: dict[str, Any]) -> dict[str, Any]:

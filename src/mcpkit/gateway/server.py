@@ -79,6 +79,7 @@ ROUTED = (
     "tasks/update",
     "tasks/cancel",
     "tasks/result",
+    "tasks/list",  # (2025-11-25 only: the caller's own, see .legacy_tasks)
 )
 
 #: The methods whose answers may hand a caller something of its own (a task id, a

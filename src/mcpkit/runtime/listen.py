@@ -13,6 +13,7 @@ bytes for every session: :func:`legacy_encoded`).
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from ..types.codec import encode_message, encode_str
@@ -90,6 +91,21 @@ def _modern_note(event: ChangeEvent, meta: dict[str, Any]) -> Message | None:
         method = note_method
         params = {"_meta": meta}
     return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+#: A 2025-11-25 task's status change, addressed to the session that created the task
+#: (its ``owner`` is :func:`session_key` of that session, its payload the ``Task``).
+TASK_STATUS = "task-status"
+
+
+def session_key(session_id: str) -> str:
+    """What a session-addressed event names its session by: a digest of the session id
+    (events cross replicas through the state backend; the id itself stays out of them)."""
+    return "session:" + hashlib.sha256(session_id.encode()).hexdigest()[:32]
+
+
+def _for_session(event: ChangeEvent, session_id: str | None) -> bool:
+    return session_id is not None and event.owner == session_key(session_id)
 
 
 def owner_key(principal: object) -> str:
@@ -193,14 +209,19 @@ class ServedSubscription:
         return {"resultType": "complete", "_meta": self._meta()}
 
 
-def legacy_encoded(event: ChangeEvent, subscribed: set[str]) -> bytes | None:
-    """:func:`legacy_notification_for` encoded, the same bytes for every session."""
+def legacy_encoded(
+    event: ChangeEvent, subscribed: set[str], session_id: str | None = None
+) -> bytes | None:
+    """:func:`legacy_notification_for` encoded, the same bytes for every session it is
+    for."""
     if event.kind == RESOURCE_UPDATED and event.uri not in subscribed:
+        return None
+    if event.kind == TASK_STATUS and not _for_session(event, session_id):
         return None
     rendered = _rendered(event)
     data = rendered.legacy
     if data is None:
-        note = legacy_notification_for(event, subscribed)
+        note = legacy_notification_for(event, subscribed, session_id)
         if note is None:
             return None
         try:
@@ -210,10 +231,17 @@ def legacy_encoded(event: ChangeEvent, subscribed: set[str]) -> bytes | None:
     return data
 
 
-def legacy_notification_for(event: ChangeEvent, subscribed: set[str]) -> Message | None:
-    """The 2025-11-25 notification for a change event on a session's GET stream."""
+def legacy_notification_for(
+    event: ChangeEvent, subscribed: set[str], session_id: str | None = None
+) -> Message | None:
+    """The 2025-11-25 notification for a change event on the GET stream of the session
+    ``session_id`` (a task's status goes to the session that created the task only)."""
     if event.kind == "task":
         return None
+    if event.kind == TASK_STATUS:
+        if event.payload is None or not _for_session(event, session_id):
+            return None
+        return {"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": event.payload}
     if event.kind == RESOURCE_UPDATED:
         if event.uri in subscribed:
             return {

@@ -139,15 +139,23 @@ async def serve_legacy(manager: TaskManager, ctx: Context) -> dict[str, Any]:
 
 async def _list(manager: TaskManager, ctx: Context) -> dict[str, Any]:
     tasks = [legacy_task(record) for record in await manager.owned(ctx.principal)]
-    offset = _offset(ctx.params.get("cursor"), len(tasks))
+    offset = cursor_offset(ctx.params.get("cursor"), len(tasks))
     end = offset + manager.server.page_size
-    result: dict[str, Any] = {"tasks": tasks[offset:end]}
-    if end < len(tasks):
+    return listed(tasks[offset:end], end, len(tasks))
+
+
+def listed(page: list[dict[str, Any]], end: int, count: int) -> dict[str, Any]:
+    """A ``tasks/list`` result: ``page``, and the cursor of what follows it (``end`` of
+    ``count``) when something does."""
+    result: dict[str, Any] = {"tasks": page}
+    if end < count:
         result["nextCursor"] = base64.urlsafe_b64encode(str(end).encode()).decode()
     return result
 
 
-def _offset(cursor: object, count: int) -> int:
+def cursor_offset(cursor: object, count: int) -> int:
+    """Where a ``tasks/list`` cursor (:func:`listed`) resumes in a list of ``count``;
+    -32602 for a cursor no list gave."""
     if cursor is None:
         return 0
     try:

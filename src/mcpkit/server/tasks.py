@@ -46,7 +46,7 @@ import anyio
 from ..protocol.negotiation import RequestMeta
 from ..runtime.changes import ChangeEvent
 from ..runtime.exchange import NULL_EXCHANGE
-from ..runtime.listen import owner_key
+from ..runtime.listen import TASK_STATUS, owner_key, session_key
 from ..state.base import StateBackend
 from ..types.errors import (
     INTERNAL_ERROR,
@@ -57,7 +57,7 @@ from ..types.errors import (
 )
 from ..types.versions import TASKS_EXTENSION
 from .mrtr import NeedInput
-from .task_eras import created_result
+from .task_eras import created_result, legacy_task
 
 if TYPE_CHECKING:
     from .context import Context
@@ -155,9 +155,12 @@ class TaskManager:
     async def _update(
         self, task_id: str, change: Callable[[dict[str, Any]], None]
     ) -> dict[str, Any]:
+        before: list[tuple[object, object]] = []
+
         def apply(old: Any) -> Any:
             if old is None:
                 raise invalid_params(f"Unknown task: {task_id}")
+            before[:] = [_status_of(old)]  # (the last attempt is the one stored)
             change(old)
             old["lastUpdatedAt"] = _now_iso()
             return old
@@ -166,6 +169,8 @@ class TaskManager:
             self._key(task_id), apply, self._ttl_s()
         )
         self._announce(record)
+        if "session" in record and before and before[0] != _status_of(record):
+            self._announce_status(record)
         if self.queue is not None and "queued" in record and record["status"] in TERMINAL:
             await self.queue.release(record["owner"], task_id)
         return record
@@ -177,6 +182,12 @@ class TaskManager:
         # Addressed to the task's owner: a listen stream delivers it to that caller only.
         event = ChangeEvent(TASK_EVENT, record["taskId"], detailed(record), record.get("owner"))
         self.server.bus.publish(event)
+
+    def _announce_status(self, record: dict[str, Any]) -> None:
+        """``notifications/tasks/status`` of a 2025-11-25 task, to the session that
+        created it (on any replica: the bus relays it)."""
+        task = legacy_task(record)
+        self.server.bus.publish(ChangeEvent(TASK_STATUS, task["taskId"], task, record["session"]))
 
     def new_record(
         self, task_id: str, principal: object, ttl_ms: int | None = None
@@ -225,6 +236,7 @@ class TaskManager:
                 created.set()
                 raise TaskHandedOff()
             record = self.new_record(task_id, ctx.principal, requested_ttl(ctx.params))
+            record.update(status_address(ctx))
             record["lease"] = time.time() + self.lease_s
             await self.backend.set_json(self._key(task_id), record, self._ttl_s())
             await self.remember(record)
@@ -581,6 +593,18 @@ class TaskHandle:
 def public(record: dict[str, Any]) -> dict[str, Any]:
     """The Task fields of a stored record (2026-07-28 names)."""
     return {k: record[k] for k in _PUBLIC if k in record}
+
+
+def status_address(ctx: Context) -> dict[str, str]:
+    """The record entry naming where a task's status notifications go: the 2025-11-25
+    session that created it (a 2026-07-28 client follows a task on a listen stream)."""
+    if ctx.meta.era != "legacy" or ctx.session is None:
+        return {}
+    return {"session": session_key(ctx.session.id)}
+
+
+def _status_of(record: dict[str, Any]) -> tuple[object, object]:
+    return record.get("status"), record.get("statusMessage")
 
 
 def requested_ttl(params: dict[str, Any]) -> int | None:

@@ -54,7 +54,7 @@ from ..state.queue import QueuedEntry, QueueFull
 from ..types.errors import INTERNAL_ERROR, McpError
 from .context import Context
 from .middleware.ratelimit import RATE_LIMITED
-from .tasks import _PUBLIC, TERMINAL, TaskHandle, TaskManager, requested_ttl
+from .tasks import _PUBLIC, TERMINAL, TaskHandle, TaskManager, requested_ttl, status_address
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -98,6 +98,7 @@ async def enqueue(manager: TaskManager, ctx: Context, task_id: str | None = None
     name = ctx.params.get("name")
     tool = manager.server.tools.get(name) if isinstance(name, str) else None
     headers = {k: v for k, v in ctx.request.headers.items() if k not in _SECRET_HEADERS}
+    record.update(status_address(ctx))
     record["statusMessage"] = "queued"
     record["rerun"] = reruns(tool)
     record["queued"] = {

@@ -115,7 +115,8 @@ class StdioServer:
     async def _legacy_events(self, endpoint: Endpoint, session: LegacySession) -> None:
         with self.server.bus.listen() as listener:
             while endpoint.closed is None:
-                note = legacy_notification_for(await listener.next(), session.subscriptions)
+                event = await listener.next()
+                note = legacy_notification_for(event, session.subscriptions, session.id)
                 if note is not None:
                     await endpoint.send(note)
 

@@ -1,11 +1,14 @@
 // The TypeScript SDK's client (1.x, experimental 2025-11-25 tasks) calling an MCP server
 // over Streamable HTTP: lists the tools, runs task-augmented calls with callToolStream
-// (input inside a task answered by an elicitation handler), lists and cancels tasks.
+// (input inside a task answered by an elicitation handler), lists and cancels tasks, and
+// records the notifications/tasks/status it receives (on its GET stream).
 // Usage: node ts_tasks_client.mjs SDK_ESM_DIR URL; prints one JSON report on stdout.
 const [sdk, url] = process.argv.slice(2);
 const { Client } = await import(`${sdk}/client/index.js`);
 const { StreamableHTTPClientTransport } = await import(`${sdk}/client/streamableHttp.js`);
-const { ElicitRequestSchema, CallToolResultSchema } = await import(`${sdk}/types.js`);
+const { ElicitRequestSchema, CallToolResultSchema, TaskStatusNotificationSchema } = await import(
+  `${sdk}/types.js`
+);
 
 const client = new Client(
   { name: "ts-tasks-peer", version: "1.0.0" },
@@ -16,6 +19,22 @@ client.setRequestHandler(ElicitRequestSchema, async (request) => {
   elicited.push(request.params);
   return { action: "accept", content: { confirm: true, name: "Ts" } };
 });
+const statuses = [];
+let statusArrived = () => {};
+client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => {
+  statuses.push(notification.params);
+  statusArrived();
+});
+// Resolves once a status notification with `status` for `taskId` came (or after 10 s).
+async function statusOf(taskId, status) {
+  const deadline = Date.now() + 10000;
+  while (!statuses.some((s) => s.taskId === taskId && s.status === status) && Date.now() < deadline) {
+    await new Promise((resolve) => {
+      statusArrived = resolve;
+      setTimeout(resolve, 200);
+    });
+  }
+}
 await client.connect(new StreamableHTTPClientTransport(new URL(url)));
 
 async function stream(name, args) {
@@ -46,5 +65,7 @@ const created = await client.request(
 );
 report.cancelled = (await client.experimental.tasks.cancelTask(created.task.taskId)).status;
 report.got = (await client.experimental.tasks.getTask(created.task.taskId)).status;
+await statusOf(created.task.taskId, "cancelled");
+report.statuses = statuses.map((s) => ({ mine: s.taskId === created.task.taskId, status: s.status }));
 await client.close();
 process.stdout.write(JSON.stringify(report) + "\n");

@@ -4,7 +4,9 @@
 
 * ``<extension>/echo`` (request): answers ``{"upstream": ECHO_NAME, "era": ..., "params": ...}``
   (what reached it, and in which protocol era);
-* ``<extension>/fail`` (request): answers the JSON-RPC error -32602 with ``data``.
+* ``<extension>/fail`` (request): answers the JSON-RPC error -32602 with ``data``;
+* ``<extension>/steps`` (request): sends ``count`` notifications ``<extension>/step``
+  (``{"n": i, "text": text}``) on the request's stream, then answers ``{"steps": count}``.
 
 Declared with settings ``{"upstream": ECHO_NAME}`` under ``capabilities.extensions``.
 """
@@ -40,3 +42,11 @@ def fail() -> dict[str, Any]:
 def ping_tool() -> str:
     """A plain tool (the gateway lists something of this upstream)."""
     return NAME
+
+
+@server.method(f"{EXTENSION}/steps")
+async def steps(ctx: Context, text: str = "", count: int = 0) -> dict[str, Any]:
+    """Notifications related to this request, then the answer."""
+    for n in range(count):
+        await ctx.notify(f"{EXTENSION}/step", {"n": n, "text": text})
+    return {"steps": count}

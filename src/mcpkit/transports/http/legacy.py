@@ -330,7 +330,7 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
     legacy = session.legacy
 
     def encode_for_session(event: ChangeEvent) -> bytes | None:
-        return legacy_encoded(event, legacy.subscriptions)
+        return legacy_encoded(event, legacy.subscriptions, legacy.id)
 
     sink = StreamSink(send, encode_for_session, app.keepalive, on_interval=legacy.touch)
     session.pushed = sink

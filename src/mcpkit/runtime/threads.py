@@ -1,0 +1,205 @@
+"""Run a plain function in a worker thread and hand its result back to the event loop.
+
+:func:`run_sync` is what a plain ``def`` tool's call awaits.  On asyncio each event loop
+has one :class:`WorkerPool`: worker threads fed by one queue, and the results they finish
+come back in batches, one ``call_soon_threadsafe`` wake-up of the loop for all the results
+ready at that moment, not one per call.  A call costs the loop a future, a queue put and,
+when its result arrives, setting that future: no task, no cancel scope, no capacity
+limiter object.  The function runs in a copy of the caller's context, so context variables
+read in the thread see the request's values (a copy is a pointer, not a walk).
+
+Contracts, the same as ``anyio.to_thread.run_sync(fn, abandon_on_cancel=True)``:
+
+* at most ``limit`` calls run at once per event loop (default 40, anyio's default); more
+  wait in the queue, in order.  ``current_pool().limit = n`` changes it;
+* a call whose caller is cancelled stops waiting at once; a call not yet started never
+  starts, one already running runs to its end in its thread and its result is dropped;
+* an exception raised by the function is raised to the caller;
+* ``anyio.from_thread.run`` / ``run_sync`` work in the function, as in anyio's workers.
+
+On any other backend (trio) :func:`run_sync` is ``anyio.to_thread.run_sync`` with
+``abandon_on_cancel=True`` and anyio's default limiter.  Idle workers leave after
+:data:`IDLE_SECONDS`; they are daemon threads, so a function still running at exit does
+not hold the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import queue
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+
+__all__ = ["DEFAULT_LIMIT", "IDLE_SECONDS", "WorkerPool", "current_pool", "run_sync"]
+
+T = TypeVar("T")
+
+#: Calls that may run at once per event loop unless ``WorkerPool.limit`` says otherwise.
+DEFAULT_LIMIT = 40
+#: Seconds a worker waits for a call before its thread ends.
+IDLE_SECONDS = 10.0
+
+_Job = tuple[contextvars.Context, Callable[[], Any], "asyncio.Future[Any]"]
+_Done = tuple["asyncio.Future[Any]", Any, BaseException | None]
+
+
+class WorkerPool:
+    """The worker threads of one asyncio event loop (see the module's contracts)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = DEFAULT_LIMIT) -> None:
+        self._loop = loop
+        self._limit = _checked_limit(limit)
+        self._token = anyio.lowlevel.current_token()
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        #: Guarded by ``_lock``: live workers; workers no queued call is promised to;
+        #: queued calls no worker is promised to (all workers busy at ``limit``).
+        self._threads = 0
+        self._free = 0
+        self._unpromised = 0
+        #: Guarded by ``_lock``: finished calls not yet handed to the loop, and whether
+        #: a wake-up of the loop to hand them over is already on its way.
+        self._done: list[_Done] = []
+        self._wake_sent = False
+
+    @property
+    def limit(self) -> int:
+        """How many calls may run at once; raising it takes effect for the next call."""
+        return self._limit
+
+    @limit.setter
+    def limit(self, value: int) -> None:
+        self._limit = _checked_limit(value)
+
+    @property
+    def threads(self) -> int:
+        """Live worker threads (idle ones included)."""
+        return self._threads
+
+    def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        """Queue ``fn`` (in a copy of the current context); the future gets its result.
+        Cancelling the future abandons the call.  Called on the loop's thread."""
+        future: asyncio.Future[T] = self._loop.create_future()
+        self._jobs.put((contextvars.copy_context(), fn, future))
+        with self._lock:
+            if self._free:
+                self._free -= 1
+                return future
+            if self._threads >= self._limit:
+                self._unpromised += 1
+                return future
+            self._threads += 1
+        self._start_worker()
+        return future
+
+    def _start_worker(self) -> None:
+        try:
+            threading.Thread(target=self._work, name="mcpkit-worker", daemon=True).start()
+        except BaseException:
+            with self._lock:
+                self._threads -= 1
+                self._unpromised += 1
+            raise
+
+    def _work(self) -> None:
+        from anyio._core._eventloop import threadlocals
+
+        # What anyio.from_thread needs to find this loop (as in anyio's own workers).
+        threadlocals.current_token = self._token
+        threadlocals.current_cancel_scope = None
+        jobs = self._jobs
+        while True:
+            try:
+                context, fn, future = jobs.get(timeout=IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._free and not jobs.qsize():
+                        self._free -= 1
+                        self._threads -= 1
+                        return
+                continue
+            value: Any = None
+            error: BaseException | None = None
+            if not future.cancelled():  # abandoned before it started: never start it
+                try:
+                    value = context.run(fn)
+                except BaseException as exc:
+                    error = exc
+            with self._lock:
+                if self._unpromised:
+                    self._unpromised -= 1
+                else:
+                    self._free += 1
+                self._done.append((future, value, error))
+                wake = not self._wake_sent
+                self._wake_sent = True
+            del value, error
+            if not wake:
+                continue
+            try:
+                self._loop.call_soon_threadsafe(self._hand_over)
+            except RuntimeError:  # the loop is closed: nobody waits for these results
+                return
+
+    def _hand_over(self) -> None:
+        """On the loop: settle every finished call's future (those still waited for)."""
+        with self._lock:
+            done, self._done = self._done, []
+            self._wake_sent = False
+        for future, value, error in done:
+            if future.done():  # cancelled: its caller stopped waiting
+                continue
+            if error is None:
+                future.set_result(value)
+            else:
+                future.set_exception(_awaitable_error(error))
+
+
+def _awaitable_error(error: BaseException) -> BaseException:
+    if isinstance(error, StopIteration):  # a future cannot carry it (PEP 479)
+        wrapped = RuntimeError("function raised StopIteration")
+        wrapped.__cause__ = error
+        return wrapped
+    return error
+
+
+def _checked_limit(value: int) -> int:
+    if type(value) is not int or value < 1:
+        raise ValueError(f"the worker thread limit must be a positive integer, not {value!r}")
+    return value
+
+
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WorkerPool] = (
+    weakref.WeakKeyDictionary()
+)
+#: The pool last asked for, in a list of one: the usual process has one loop.
+_last: list[WorkerPool] = []
+
+
+def current_pool() -> WorkerPool:
+    """The running asyncio event loop's pool, created on first use.  Raises
+    ``RuntimeError`` when no asyncio loop runs in this thread (e.g. on trio)."""
+    loop = asyncio.get_running_loop()
+    if _last and _last[0]._loop is loop:
+        return _last[0]
+    pool = _pools.get(loop)
+    if pool is None:
+        pool = _pools[loop] = WorkerPool(loop)
+    _last[:] = [pool]
+    return pool
+
+
+async def run_sync(fn: Callable[[], T]) -> T:
+    """Call ``fn()`` in a worker thread and return its result (see the module's contracts)."""
+    try:
+        pool = current_pool()
+    except RuntimeError:  # not on asyncio: anyio's workers
+        return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+    return await pool.submit(fn)

@@ -68,6 +68,9 @@ class WorkerPool:
         #: a wake-up of the loop to hand them over is already on its way.
         self._done: list[_Done] = []
         self._wake_sent = False
+        #: How many times workers woke the loop to hand results over (a wake-up carries
+        #: every result finished before the loop ran it).
+        self.wakeups = 0
 
     @property
     def limit(self) -> int:
@@ -82,6 +85,11 @@ class WorkerPool:
     def threads(self) -> int:
         """Live worker threads (idle ones included)."""
         return self._threads
+
+    @property
+    def ready(self) -> int:
+        """Calls finished in their thread whose results the loop has not taken yet."""
+        return len(self._done)
 
     def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
         """Queue ``fn`` (in a copy of the current context); the future gets its result.
@@ -139,7 +147,9 @@ class WorkerPool:
                     self._free += 1
                 self._done.append((future, value, error))
                 wake = not self._wake_sent
-                self._wake_sent = True
+                if wake:
+                    self._wake_sent = True
+                    self.wakeups += 1
             del value, error
             if not wake:
                 continue
@@ -164,9 +174,7 @@ class WorkerPool:
 
 def _awaitable_error(error: BaseException) -> BaseException:
     if isinstance(error, StopIteration):  # a future cannot carry it (PEP 479)
-        wrapped = RuntimeError("function raised StopIteration")
-        wrapped.__cause__ = error
-        return wrapped
+        return RuntimeError(f"function raised {error!r}").with_traceback(error.__traceback__)
     return error
 
 

@@ -100,6 +100,14 @@ def make_server(gates: Gates) -> Server:
     return server
 
 
+def test_inline_is_the_one_spelling_of_the_choice() -> None:
+    server = Server("spelling")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'threaded'"):
+        server.tool(threaded=False)
+    server.tool(inline=True)(lambda: "on the loop")
+    assert not server.tools["<lambda>"].threaded
+
+
 async def wait_for(event: threading.Event) -> None:
     assert await anyio.to_thread.run_sync(event.wait, PATIENCE), "the thread never got there"
 

@@ -308,7 +308,7 @@ async def _call_tool(
     """Run one tool call and shape its ``CallToolResult`` (tool failures become
     ``isError`` results; protocol errors and input requests propagate)."""
     try:
-        if tool.threaded and not inspect.iscoroutinefunction(tool.fn):
+        if tool.threaded and not tool.coroutine:
             value = await run_sync(functools.partial(tool.fn, **kwargs))
             if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
                 value = await value  # a plain def that returned an awaitable

@@ -103,7 +103,7 @@ def make_server(gates: Gates) -> Server:
 def test_inline_is_the_one_spelling_of_the_choice() -> None:
     server = Server("spelling")
     with pytest.raises(TypeError, match="unexpected keyword argument 'threaded'"):
-        server.tool(threaded=False)
+        server.tool(threaded=False)  # type: ignore[call-overload]
     server.tool(inline=True)(lambda: "on the loop")
     assert not server.tools["<lambda>"].threaded
 

@@ -56,7 +56,7 @@ class WorkerPool:
     def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = DEFAULT_LIMIT) -> None:
         self._loop = loop
         self._limit = _checked_limit(limit)
-        self._token = anyio.lowlevel.current_token()
+        self._token: object = anyio.lowlevel.current_token()
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         #: Guarded by ``_lock``: live workers; workers no queued call is promised to;
@@ -117,11 +117,7 @@ class WorkerPool:
             raise
 
     def _work(self) -> None:
-        from anyio._core._eventloop import threadlocals
-
-        # What anyio.from_thread needs to find this loop (as in anyio's own workers).
-        threadlocals.current_token = self._token
-        threadlocals.current_cancel_scope = None
+        _claim_for_anyio(self._token)
         jobs = self._jobs
         while True:
             try:
@@ -170,6 +166,21 @@ class WorkerPool:
                 future.set_result(value)
             else:
                 future.set_exception(_awaitable_error(error))
+
+
+def _claim_for_anyio(token: object) -> None:
+    """Make ``anyio.from_thread.run``/``run_sync`` (without a token) and
+    ``check_cancelled`` work in this thread, as anyio's ``claim_worker_thread`` does for its
+    own workers: anyio offers no public way to claim a thread.  Its private thread-local,
+    tested with anyio 4.4 to 4.16 (pyproject pins ``anyio<5``); should a release move it,
+    the thread is left unclaimed and a tool passes ``token=`` (``anyio.lowlevel.
+    current_token()``, taken on the loop) instead: never a wrong loop."""
+    try:
+        from anyio._core._eventloop import threadlocals
+    except ImportError:
+        return
+    threadlocals.current_token = token
+    threadlocals.current_cancel_scope = None  # nothing to check: an abandoned call runs on
 
 
 def _awaitable_error(error: BaseException) -> BaseException:

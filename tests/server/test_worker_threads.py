@@ -203,7 +203,8 @@ async def test_results_finished_together_come_back_in_one_wake_up(anyio_backend:
         return n * n
 
     futures = [pool.submit(functools.partial(job, n)) for n in range(calls)]
-    await anyio.sleep(0)  # the workers start
+    while pool.threads < calls:  # every call blocks: each gets a thread of its own
+        await anyio.sleep(0.01)
     before = pool.wakeups
     # The loop's thread waits here, so every result is finished before the loop runs.
     everyone.wait(timeout=PATIENCE)

@@ -11,7 +11,9 @@ read in the thread see the request's values (a copy is a pointer, not a walk).
 Contracts, the same as ``anyio.to_thread.run_sync(fn, abandon_on_cancel=True)``:
 
 * at most ``limit`` calls run at once per event loop (default 40, anyio's default); more
-  wait in the queue, in order.  ``current_pool().limit = n`` changes it;
+  wait in the queue, in order.  ``current_pool().limit = n`` changes it.  A call waits
+  behind busy workers at most about :data:`STALL_SECONDS` before another thread starts
+  (the pool starts threads as calls need them, see :class:`WorkerPool`);
 * a call whose caller is cancelled stops waiting at once; a call not yet started never
   starts, one already running runs to its end in its thread and its result is dropped;
 * an exception raised by the function is raised to the caller;
@@ -37,7 +39,14 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-__all__ = ["DEFAULT_LIMIT", "IDLE_SECONDS", "WorkerPool", "current_pool", "run_sync"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "IDLE_SECONDS",
+    "STALL_SECONDS",
+    "WorkerPool",
+    "current_pool",
+    "run_sync",
+]
 
 T = TypeVar("T")
 
@@ -45,13 +54,21 @@ T = TypeVar("T")
 DEFAULT_LIMIT = 40
 #: Seconds a worker waits for a call before its thread ends.
 IDLE_SECONDS = 10.0
+#: Seconds calls may wait in the queue, no worker taking any, before more threads start.
+STALL_SECONDS = 0.002
 
 _Job = tuple[contextvars.Context, Callable[[], Any], "asyncio.Future[Any]"]
 _Done = tuple["asyncio.Future[Any]", Any, BaseException | None]
 
 
 class WorkerPool:
-    """The worker threads of one asyncio event loop (see the module's contracts)."""
+    """The worker threads of one asyncio event loop (see the module's contracts).
+
+    Threads start lazily: the first call starts one, and another starts only when calls
+    wait in the queue while no worker took one for :data:`STALL_SECONDS` (every worker
+    blocked or busy), up to ``limit``.  Quick calls so share one or two threads, which
+    take the next call without sleeping and contend for the GIL with nothing but the
+    loop; calls that block get threads of their own, a stall period apart at most."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = DEFAULT_LIMIT) -> None:
         self._loop = loop
@@ -59,11 +76,13 @@ class WorkerPool:
         self._token: object = anyio.lowlevel.current_token()
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        #: Guarded by ``_lock``: live workers; workers no queued call is promised to;
-        #: queued calls no worker is promised to (all workers busy at ``limit``).
+        #: Guarded by ``_lock``: live workers, workers waiting for a call, calls taken.
         self._threads = 0
-        self._free = 0
-        self._unpromised = 0
+        self._idle = 0
+        self._taken = 0
+        #: The loop's check for stalled calls, while one is due, and ``_taken`` then.
+        self._watch: asyncio.TimerHandle | None = None
+        self._taken_at_watch = 0
         #: Guarded by ``_lock``: finished calls not yet handed to the loop, and whether
         #: a wake-up of the loop to hand them over is already on its way.
         self._done: list[_Done] = []
@@ -97,38 +116,64 @@ class WorkerPool:
         future: asyncio.Future[T] = self._loop.create_future()
         self._jobs.put((contextvars.copy_context(), fn, future))
         with self._lock:
-            if self._free:
-                self._free -= 1
-                return future
-            if self._threads >= self._limit:
-                self._unpromised += 1
-                return future
-            self._threads += 1
-        self._start_worker()
+            if self._jobs.qsize() <= self._idle:
+                return future  # a waiting worker takes it
+            start = self._threads == 0
+            if start:
+                self._threads = 1
+        if start:
+            self._start_workers(1)
+        elif self._watch is None:
+            self._watch_for_stalls()
         return future
 
-    def _start_worker(self) -> None:
-        try:
-            threading.Thread(target=self._work, name="mcpkit-worker", daemon=True).start()
-        except BaseException:
-            with self._lock:
-                self._threads -= 1
-                self._unpromised += 1
-            raise
+    def _watch_for_stalls(self) -> None:
+        self._taken_at_watch = self._taken
+        self._watch = self._loop.call_later(STALL_SECONDS, self._unstall)
+
+    def _unstall(self) -> None:
+        """On the loop: start workers for calls that waited a whole stall period while
+        no worker took any; look again while calls wait."""
+        self._watch = None
+        with self._lock:
+            waiting = self._jobs.qsize() - self._idle
+            if waiting <= 0:
+                return
+            more = 0
+            if self._taken == self._taken_at_watch:
+                more = max(0, min(waiting, self._limit - self._threads))
+                self._threads += more
+        self._start_workers(more)
+        self._watch_for_stalls()
+
+    def _start_workers(self, count: int) -> None:
+        for started in range(count):
+            try:
+                threading.Thread(target=self._work, name="mcpkit-worker", daemon=True).start()
+            except BaseException:
+                with self._lock:
+                    self._threads -= count - started
+                raise
 
     def _work(self) -> None:
         _claim_for_anyio(self._token)
         jobs = self._jobs
+        lock = self._lock
+        with lock:
+            self._idle += 1
         while True:
             try:
                 context, fn, future = jobs.get(timeout=IDLE_SECONDS)
             except queue.Empty:
-                with self._lock:
-                    if self._free and not jobs.qsize():
-                        self._free -= 1
+                with lock:
+                    if not jobs.qsize():
+                        self._idle -= 1
                         self._threads -= 1
                         return
                 continue
+            with lock:
+                self._idle -= 1
+                self._taken += 1
             value: Any = None
             error: BaseException | None = None
             if not future.cancelled():  # abandoned before it started: never start it
@@ -136,22 +181,22 @@ class WorkerPool:
                     value = context.run(fn)
                 except BaseException as exc:
                     error = exc
-            with self._lock:
-                if self._unpromised:
-                    self._unpromised -= 1
-                else:
-                    self._free += 1
+            with lock:
+                self._idle += 1
                 self._done.append((future, value, error))
                 wake = not self._wake_sent
                 if wake:
                     self._wake_sent = True
                     self.wakeups += 1
-            del value, error
+            del context, fn, future, value, error
             if not wake:
                 continue
             try:
                 self._loop.call_soon_threadsafe(self._hand_over)
             except RuntimeError:  # the loop is closed: nobody waits for these results
+                with lock:
+                    self._idle -= 1
+                    self._threads -= 1
                 return
 
     def _hand_over(self) -> None:

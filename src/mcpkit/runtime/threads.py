@@ -35,9 +35,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import anyio
 import anyio.lowlevel
-import anyio.to_thread
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -265,5 +263,7 @@ async def run_sync(fn: Callable[[], T]) -> T:
     try:
         pool = current_pool()
     except RuntimeError:  # not on asyncio: anyio's workers
+        import anyio.to_thread  # here: an asyncio process never needs it
+
         return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
     return await pool.submit(fn)

@@ -193,6 +193,23 @@ async def test_at_most_limit_calls_run_at_once(anyio_backend: str) -> None:
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_call_behind_a_blocked_worker_gets_a_thread_of_its_own(
+    anyio_backend: str,
+) -> None:
+    pool = current_pool()
+    release = threading.Event()
+    blocked = pool.submit(functools.partial(release.wait, PATIENCE))
+    try:
+        while pool.threads < 1:
+            await anyio.sleep(0.01)
+        assert await pool.submit(threading.get_ident) != threading.get_ident()
+        assert not blocked.done()  # the first call still holds its thread
+    finally:
+        release.set()
+    assert await blocked is True
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_results_finished_together_come_back_in_one_wake_up(anyio_backend: str) -> None:
     pool = current_pool()
     calls = 8

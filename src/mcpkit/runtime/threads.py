@@ -131,7 +131,8 @@ class WorkerPool:
 
     def _unstall(self) -> None:
         """On the loop: start workers for calls that waited a whole stall period while
-        no worker took any; look again while calls wait."""
+        no worker took any; look again while calls wait and more threads may start (at
+        the limit, the next call submitted looks again)."""
         self._watch = None
         with self._lock:
             waiting = self._jobs.qsize() - self._idle
@@ -141,8 +142,10 @@ class WorkerPool:
             if self._taken == self._taken_at_watch:
                 more = max(0, min(waiting, self._limit - self._threads))
                 self._threads += more
+            room = self._threads < self._limit
         self._start_workers(more)
-        self._watch_for_stalls()
+        if room:
+            self._watch_for_stalls()
 
     def _start_workers(self, count: int) -> None:
         for started in range(count):

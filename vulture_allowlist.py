@@ -35,6 +35,8 @@ mcp_client
 # inspect reads these on generated OpenAPI tool functions (compose/openapi.py)
 _.__signature__
 _.__annotations__
+# anyio.from_thread.check_cancelled reads it in a worker thread (runtime/threads.py)
+_.current_cancel_scope
 
 # --- Middleware hooks: the dispatcher looks them up per operation (server/middleware)
 _.on_call_tool
@@ -83,6 +85,7 @@ _.mcp_servers
 # --- Public API (documented in README/docs, exercised by tests)
 _.require_tool  # auth.BearerAuth
 _.set_logging_level  # client.Client
+_.wakeups  # runtime.threads.WorkerPool
 _.notify_roots_changed
 _.list_tools_page
 _.list_prompts_page

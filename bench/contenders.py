@@ -44,7 +44,7 @@ META = {
 
 OURS, SDK, FASTMCP, FLOOR = "mcpkit", "sdk", "fastmcp", "floor"
 ALL = (OURS, SDK, FASTMCP, FLOOR)
-SECTIONS = ("http", "stdio", "inproc", "import", "rss", "gateway", "coldstart")
+SECTIONS = ("http", "stdio", "shapes", "inproc", "import", "rss", "gateway", "coldstart")
 #: Sections run only when named in ``--only`` (bench/variants.py and bench/middleware.py:
 #: mcpkit against itself).
 EXTRA_SECTIONS = ("variants", "middleware", "scale", "memory", "host")

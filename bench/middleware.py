@@ -11,7 +11,7 @@ figure is one fresh process's best of three runs; the variants alternate (A, B, 
 C, ...) for ``--rounds`` rounds (at least 3) and the table shows medians and each
 variant over ``no middleware``:
 
-* ``no middleware``: the server as it ships, echo registered ``inline=True``;
+* ``no middleware``: the bench's server, its echo registered ``inline=True``;
 * ``3 no-op middleware``: three middlewares whose ``on_request`` only awaits
   ``call_next``, ``waits`` left at its default (True: they may wait on anything);
 * ``3 no-op, waits=False``: the same declaring that they never wait;

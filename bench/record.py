@@ -35,6 +35,8 @@ class Run:
         self.t0 = time.monotonic()
         #: measure -> variant -> median (bench/variants.py), when that section ran.
         self.variants: dict[str, dict[str, float]] = {}
+        #: measure -> tool shape -> median (bench/shapes.py), when that section ran.
+        self.shapes: dict[str, dict[str, float]] = {}
 
     def live(self) -> list[str]:
         return [n for n, c in self.contenders.items() if c.available]

@@ -48,6 +48,7 @@ from .measures import bench_gateway, bench_http, bench_import, bench_inproc, ben
 from .middleware import bench_middleware
 from .record import Run, ratio, table
 from .scale import bench_scale
+from .shapes import bench_shapes, shapes_table
 from .stdio import bench_stdio
 from .stream_memory import bench_memory
 from .targets import ISSUE, STRICTER, check_targets
@@ -127,8 +128,8 @@ def arguments() -> argparse.ArgumentParser:
     ap.add_argument(
         "--ab-base",
         metavar="DIR",
-        help="variants, middleware: also run the server on DIR/src (a tree of the commit to "
-        "compare with)",
+        help="shapes, variants, middleware: also run the server on DIR/src (a tree of the "
+        "commit to compare with)",
     )
     return ap
 
@@ -159,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             "inproc": bench_inproc,
             "stdio": bench_stdio,
             "http": bench_http,
+            "shapes": lambda r: bench_shapes(r, args.ab_base),
             "rss": bench_rss,
             "gateway": bench_gateway,
             "coldstart": bench_coldstart,
@@ -182,6 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     if run.rows:
         print(table(run))
+    if run.shapes:
+        print(
+            "\nmcpkit's echo as each shape users write (bench/shapes.py; def: a worker "
+            "thread, the default; inline: `inline=True`; medians of alternating rounds):"
+        )
+        print(shapes_table(run.shapes))
     if run.variants:
         print(
             "\nmcpkit against itself (bench/variants.py, bench/middleware.py; medians of "
@@ -224,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         ],
         "targets": [dataclasses.asdict(t) for t in targets],
         "variants": run.variants,
+        "shapes": run.shapes,
         "notes": run.notes,
     }
     Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")

@@ -285,6 +285,7 @@ def check_targets(run: Run, peer_stack: str = "same") -> list[TargetCheck]:
             verdict,
         )
     )
+    out.extend(shape_checks(run.shapes))
     cpu = run.rows.get(GATEWAY_CPU)
     value = cpu.values.get(OURS) if cpu else None
     out.append(
@@ -296,4 +297,30 @@ def check_targets(run: Run, peer_stack: str = "same") -> list[TargetCheck]:
             "n/a" if value is None else "met" if value <= 1.5 else "NOT met",
         )
     )
+    return out
+
+
+#: The shapes users write against the same tool ``inline=True`` (bench/shapes.py): measure,
+#: shape, the least ratio to ``inline``.
+SHAPE_TARGETS = (
+    ("http modern-json tools/call c=16 (calls/s)", "def", 0.6),
+    ("stdio tools/call sequential, raw driver (calls/s)", "def", 0.6),
+    ("http modern-json tools/call c=16 (calls/s)", "async", 0.9),
+    ("stdio tools/call sequential, raw driver (calls/s)", "async", 0.9),
+)
+
+
+def shape_checks(shapes: dict[str, dict[str, float]]) -> list[TargetCheck]:
+    """A plain ``def`` echo at least 0.6x, an ``async def`` one at least 0.9x the calls/s
+    of the same echo ``inline=True``, in one run (this tree's columns)."""
+    out = []
+    for measure, shape, bound in SHAPE_TARGETS:
+        figures = shapes.get(measure, {})
+        inline, value = figures.get("inline"), figures.get(shape)
+        share = value / inline if inline and value else None
+        verdict = "n/a" if share is None else "met" if share >= bound else "NOT met"
+        what = measure.split(" (")[0]
+        spelled = "a plain `def`" if shape == "def" else "an `async def`"
+        text = f"{what}: {spelled} echo >= {bound}x the same echo inline=True"
+        out.append(TargetCheck(text, ISSUE, share, f">= {bound}", verdict))
     return out

@@ -6,14 +6,16 @@
 Variants of ``bench/peers/mcpkit_server.py`` (environment switches read there), run one
 after another ``--rounds`` times, each figure the median:
 
-* ``no middleware``: the server as it ships (the reference column for the ratios);
+* ``no middleware``: the server as it ships, its echo registered ``inline=True`` (every
+  variant's echo is, but one: these measure the machinery, not the tool's shape; the
+  reference column for the ratios);
 * ``3 no-op middleware``: three middlewares whose ``on_request`` only awaits ``call_next``
   (``waits`` left at its safe default: over stdio an inline ``def`` tool's call then gets
   a task of its own instead of starting on the reader);
 * ``3 no-op, waits=False``: the same declared ``waits = False`` (the one-step path);
-* ``threaded echo``: the plain ``def`` echo without ``inline=True``, so in a worker thread
-  (mcpkit's default for a plain ``def``; the other variants register it ``inline=True``):
-  the cost of the thread hop;
+* ``def echo``: the plain ``def`` echo without ``inline=True``, so in a worker thread
+  (mcpkit's default for a plain ``def``): the cost of the thread hop (``bench/shapes.py``
+  times the three shapes of the tool by themselves);
 * ``otel middleware, no SDK``: the OpenTelemetry span middleware with only the API
   (no tracer provider set: every span is the API's no-op one);
 * ``otel middleware, SDK + batch``: with the SDK, a ``BatchSpanProcessor`` and an exporter
@@ -48,7 +50,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     REFERENCE: {},
     "3 no-op middleware": {"MCPKIT_BENCH_MIDDLEWARE": "3"},
     "3 no-op, waits=False": {"MCPKIT_BENCH_MIDDLEWARE": "3", "MCPKIT_BENCH_MIDDLEWARE_WAITS": "0"},
-    "threaded echo": {"MCPKIT_BENCH_THREADED": "1"},
+    "def echo": {"MCPKIT_BENCH_ECHO": "def"},
     "otel middleware, no SDK": {"MCPKIT_BENCH_OTEL": "api"},
     "otel middleware, SDK + batch": {"MCPKIT_BENCH_OTEL": "sdk"},
 }
@@ -65,12 +67,14 @@ def variants(base: str | None) -> dict[str, dict[str, str]]:
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a variant: its switches over an inline echo."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("MCPKIT_BENCH_MIDDLEWARE")
-        and k not in ("MCPKIT_BENCH_THREADED", "MCPKIT_BENCH_OTEL")
+        and k not in ("MCPKIT_BENCH_ECHO", "MCPKIT_BENCH_OTEL")
     }
+    env["MCPKIT_BENCH_ECHO"] = "inline"
     env.update(extra)
     return env
 

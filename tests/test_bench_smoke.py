@@ -46,5 +46,8 @@ def test_bench_quick_prints_table_and_writes_json(tmp_path: Path) -> None:
         assert row["values"]["mcpkit"] > 0 and row["values"]["floor"] > 0
         assert not row["errors"], row
         assert isinstance(row["ratios"]["floor"], float)
+    shapes = payload["shapes"]["stdio tools/call sequential, raw driver (calls/s)"]
+    assert shapes.keys() == {"def", "async", "inline"} and min(shapes.values()) > 0
+    assert "def / inline" in text and "async / inline" in text
     assert {t["verdict"] for t in payload["targets"]} <= {"met", "NOT met", "floor-bound", "n/a"}
     assert {t["kind"] for t in payload["targets"]} == {"issue", "stricter"}

@@ -128,3 +128,25 @@ def test_gateway_cpu_per_call_is_read_against_the_upstreams() -> None:
     assert run.rows["gateway upstream's CPU per call it serves, c=16"].values[OURS] == 50.0
     # No gateway row (no wrk, no gateway): not a verdict either way.
     assert _find(check_targets(_run({})), "gateway CPU", "issue").verdict == "n/a"
+
+
+def test_the_shapes_are_read_against_the_same_echo_inline() -> None:
+    run = _run({})
+    run.shapes = {
+        "http modern-json tools/call c=16 (calls/s)": {
+            "before def": 4000.0,
+            "def": 7000.0,
+            "async": 9500.0,
+            "inline": 10000.0,
+        },
+        "stdio tools/call sequential, raw driver (calls/s)": {"def": 5000.0, "inline": 10000.0},
+    }
+    targets = check_targets(run)
+    http_def = _find(targets, "http modern-json tools/call c=16: a plain `def`", "issue")
+    assert http_def.verdict == "met" and http_def.ratio == pytest.approx(0.7)
+    http_async = _find(targets, "http modern-json tools/call c=16: an `async def`", "issue")
+    assert http_async.verdict == "met" and http_async.ratio == pytest.approx(0.95)
+    stdio_def = _find(targets, "stdio tools/call sequential, raw driver: a plain", "issue")
+    assert stdio_def.verdict == "NOT met" and stdio_def.ratio == pytest.approx(0.5)
+    stdio_async = _find(targets, "stdio tools/call sequential, raw driver: an `async", "issue")
+    assert stdio_async.verdict == "n/a" and stdio_async.ratio is None

@@ -1,29 +1,31 @@
 """mcpkit contender: the same two tools every contender defines.
 
-``echo(text)`` returns the text (a plain ``def``, or ``async def`` when the environment
-has MCPKIT_BENCH_ASYNC_TOOLS set); ``progress_echo(text)`` reports one progress notification
-(when the request carries a progressToken) and then returns the text, so that a 2026-07-28
-HTTP request gets an SSE answer.  Served by ``mcpkit serve bench/peers/mcpkit_server.py``.
+``echo(text)`` returns the text: a plain ``def`` (mcpkit's default: in a worker thread),
+``async def`` when the environment has MCPKIT_BENCH_ASYNC_TOOLS set, and the shape
+MCPKIT_BENCH_ECHO names when set: ``def``, ``async`` or ``inline`` (a plain ``def``
+registered ``inline=True``, on the event loop).  ``progress_echo(text)`` reports one
+progress notification (when the request carries a progressToken) and then returns the
+text, so that a 2026-07-28 HTTP request gets an SSE answer.  Served by
+``mcpkit serve bench/peers/mcpkit_server.py``.
 
 Variants for A/B runs (``python -m bench --only variants``, see bench/variants.py):
 MCPKIT_BENCH_MIDDLEWARE=N adds N middlewares that pass every request on unchanged
 (declared ``waits = False`` with MCPKIT_BENCH_MIDDLEWARE_WAITS=0);
 MCPKIT_BENCH_OTEL=api adds the OpenTelemetry span middleware with no SDK configured,
 MCPKIT_BENCH_OTEL=sdk with the SDK and a batch processor (exporter discarding),
-MCPKIT_BENCH_OTEL=sdk-metrics also with the SDK's meter provider (an in-memory reader);
-MCPKIT_BENCH_THREADED=1 registers the plain ``def`` echo without ``inline=True``, i.e. in
-a worker thread (mcpkit's default for a plain ``def``); otherwise it runs inline.
+MCPKIT_BENCH_OTEL=sdk-metrics also with the SDK's meter provider (an in-memory reader).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
 from mcpkit import Context, Server
 
 if TYPE_CHECKING:  # the --ab-base tree of an older commit need not export CallNext
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from mcpkit.server import CallNext
 
@@ -73,7 +75,14 @@ if _OTEL:  # "api": the span middleware, no SDK (no-op tracer); "sdk": SDK + bat
     server.add_middleware(Telemetry())
 
 
-if os.environ.get("MCPKIT_BENCH_ASYNC_TOOLS"):
+#: The echo's shape: "def" (the default), "async" or "inline".
+ECHO = os.environ.get("MCPKIT_BENCH_ECHO") or (
+    "async" if os.environ.get("MCPKIT_BENCH_ASYNC_TOOLS") else "def"
+)
+if ECHO not in ("def", "async", "inline"):
+    raise SystemExit(f"MCPKIT_BENCH_ECHO must be def, async or inline, not {ECHO!r}")
+
+if ECHO == "async":
 
     @server.tool(name="echo")  # one name, two variants: mypy types each def once
     async def echo_async(text: str) -> str:
@@ -81,13 +90,11 @@ if os.environ.get("MCPKIT_BENCH_ASYNC_TOOLS"):
         return text
 
 else:
-    # A plain def runs in a worker thread by default; the bench registers echo
-    # inline=True (on the loop: the fast path) unless MCPKIT_BENCH_THREADED asks for the
-    # default.  A tree from before the inline option had no thread default: plain tool.
-    try:
-        _echo_tool = server.tool(inline=not os.environ.get("MCPKIT_BENCH_THREADED"))
-    except TypeError:  # --ab-base tree without inline=
-        _echo_tool = server.tool(threaded=bool(os.environ.get("MCPKIT_BENCH_THREADED")))
+    _echo_tool: Callable[[Callable[[str], str]], Callable[[str], str]] = server.tool
+    if ECHO == "inline":
+        # A --ab-base tree from before inline= had no thread default either: plain tool.
+        with contextlib.suppress(TypeError):
+            _echo_tool = server.tool(inline=True)
 
     @_echo_tool
     def echo(text: str) -> str:

@@ -14,6 +14,7 @@ import anyio
 
 from ..protocol.sealing import InvalidState
 from ..runtime.exchange import Interrupted
+from ..runtime.threads import run_sync
 from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params, object_param
 from .context import Context
 from .mrtr import (
@@ -307,10 +308,8 @@ async def _call_tool(
     """Run one tool call and shape its ``CallToolResult`` (tool failures become
     ``isError`` results; protocol errors and input requests propagate)."""
     try:
-        if tool.threaded and not inspect.iscoroutinefunction(tool.fn):
-            value = await anyio.to_thread.run_sync(
-                functools.partial(tool.fn, **kwargs), abandon_on_cancel=True
-            )
+        if tool.threaded and not tool.coroutine:
+            value = await run_sync(functools.partial(tool.fn, **kwargs))
             if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
                 value = await value  # a plain def that returned an awaitable
         elif tool.inline:

@@ -43,6 +43,5 @@ class ToolOptions(PromptOptions, total=False):
     app: App | None
     task: TaskSupport
     task_start: TaskStart
-    threaded: bool
     inline: bool
     timeout: float | None

@@ -113,7 +113,7 @@ class ToolEntry(Entry):
     schema_validator: Any = None
     context_param: str | None = None
     accepts: frozenset[str] | None = None
-    #: Run a sync function in a worker thread (it blocks or is CPU-bound).
+    #: A sync function runs in a worker thread (the default; ``inline=True`` says no).
     threaded: bool = False
     #: ``fn`` is an ``async def``.
     coroutine: bool = False
@@ -233,7 +233,6 @@ def make_tool(
     icons: list[dict[str, Any]] | None = None,
     task: TaskSupport = "forbidden",
     task_start: TaskStart = "auto",
-    threaded: bool = True,
     inline: bool = False,
     timeout: float | None = None,
     tags: Iterable[str] | None = None,
@@ -288,8 +287,9 @@ def make_tool(
         coroutine=inspect.iscoroutinefunction(fn),
         task_support=task,
         task_manual=task_start == "manual",
-        # A timeout can only abandon a call that runs in a worker thread.
-        threaded=(threaded and not inline) or timeout is not None,
+        # A plain def runs in a worker thread unless inline (which refuses a timeout: a
+        # timeout can only abandon a call that runs in a worker thread).
+        threaded=not inline,
         timeout=timeout,
         tags=check_tags(tags),
         mirror_structured=mirror_structured,

@@ -236,11 +236,11 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         ``task_start="manual"``: the tool gathers input synchronously and then calls
         ``await ctx.start_task()``.
 
-        A plain ``def`` tool runs in a worker thread, so one that blocks (``requests.get``,
-        a database driver, CPU work) never stalls other clients, as in Starlette, FastAPI,
-        FastMCP and the SDK.  ``inline=True`` runs it on the event loop instead: much
-        cheaper (no thread hop, ~11 µs of CPU per HTTP request against ~110 µs), for a quick,
-        non-blocking function only.  ``async def`` tools always run on the loop.
+        A plain ``def`` tool runs in a worker thread (:mod:`mcpkit.runtime.threads`: at most
+        40 calls at once per event loop), so one that blocks (``requests.get``, a database
+        driver, CPU work) never stalls other clients, as in Starlette, FastAPI, FastMCP and
+        the SDK.  ``inline=True`` runs it on the event loop instead (no thread hop), for a
+        quick, non-blocking function only.  ``async def`` tools always run on the loop.
 
         ``timeout`` (seconds): a call still running then is cancelled and answers with an
         ``isError`` result (see :class:`~mcpkit.server.middleware.timeout.ToolTimeout`,

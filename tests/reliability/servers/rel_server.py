@@ -73,7 +73,7 @@ async def slow(
     return f"done {tag}"
 
 
-@server.tool(threaded=True)  # blocking/CPU-bound sync tools opt into a worker thread
+@server.tool  # a plain def: in a worker thread, so blocking stalls no other request
 def spin(seconds: float) -> str:
     """Burns CPU synchronously for ``seconds``."""
     deadline = time.monotonic() + seconds

@@ -53,7 +53,7 @@ from ..transports.client_http_wire import (
 )
 from ..transports.http11 import Http11Pool, RawResponse
 from ..types import jsonrpc
-from ..types.codec import encode
+from ..types.codec import DecodeError, decode_relayed, encode
 from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import METHODS
@@ -206,28 +206,57 @@ class FastLane:
         limit: int,
         bare: bool,
     ) -> dict[str, Any]:
-        token = f"gw-{next(self._tokens)}" if progress is not None else None
         if bare:
-            session = client.session
-            own = {
-                META_PROTOCOL_VERSION: session.version,
-                META_CLIENT_INFO: session.options.protocol.client_info,
-                **meta,
-            }
-            if session.log_level is not None:
-                own.setdefault(META_LOG_LEVEL, session.log_level)
-        else:
-            own = client.session.meta(token)
-            own.update(meta)
-            if getattr(client.session, "traced", False):  # our CLIENT span parents upstream
-                own.update(telemetry.inject())
+            return await self.request_bare(client, dict(params), meta, headers, limit, method)
+        token = f"gw-{next(self._tokens)}" if progress is not None else None
+        own = client.session.meta(token)
+        own.update(meta)
+        if getattr(client.session, "traced", False):  # our CLIENT span parents upstream
+            own.update(telemetry.inject())
         wire = dict(params)
         wire["_meta"] = own
         request_id = next(self._ids)
-        if not bare:  # (only a traced client's span collects the ids: never bare)
-            note_sent(request_id)
-        body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
-        data = self._head(method, params, own, headers, len(body)) + body
+        note_sent(request_id)
+        return await self._exchange(method, request_id, wire, headers, progress, token, limit)
+
+    def request_bare(
+        self,
+        client: Client,
+        params: dict[str, Any],
+        meta: dict[str, Any],
+        headers: dict[str, str] | None,
+        limit: int,
+        method: str = "tools/call",
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        """A call of the gateway's lane shortcut, to await: ``params`` are the caller's
+        own (their ``_meta`` is set here), ``meta`` carries the front client's
+        capabilities, and the client's own ``_meta`` is reduced to what identifies it,
+        not rebuilt (capabilities, trace context) and overridden.  No progress, no span.
+        (A plain function: the coroutine it returns is the exchange's own.)"""
+        session = client.session
+        own = {
+            META_PROTOCOL_VERSION: session.version,
+            META_CLIENT_INFO: session.options.protocol.client_info,
+            **meta,
+        }
+        if session.log_level is not None:
+            own.setdefault(META_LOG_LEVEL, session.log_level)
+        params["_meta"] = own
+        return self._exchange(method, next(self._ids), params, headers, None, None, limit)
+
+    async def _exchange(
+        self,
+        method: str,
+        request_id: int,
+        params: dict[str, Any],
+        headers: dict[str, str] | None,
+        progress: ProgressRelay | None,
+        token: str | None,
+        limit: int,
+    ) -> dict[str, Any]:
+        """One request on the pool, its answer read (see :meth:`request`)."""
+        body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        data = self._head(method, params, headers, len(body)) + body
         deadlines = self._deadlines
         deadline = deadlines.enter() if deadlines is not None else None
         try:  # (the exchange inline: one frame less on each wake-up)
@@ -251,7 +280,7 @@ class FastLane:
                 return self._result(whole, response.status, method)
             try:
                 pending = _Pending(method, request_id, token, progress, deadline, limit)
-                return await self._answer(response, pending)
+                return _without_server_info(await self._answer(response, pending))
             except httpx.HTTPError as exc:
                 raise ConnectionClosedError(
                     f"the connection to {self.url} failed while reading the answer to "
@@ -271,17 +300,16 @@ class FastLane:
         self,
         method: str,
         params: dict[str, Any],
-        meta: dict[str, Any],
         extra: dict[str, str] | None,
         length: int,
     ) -> bytes:
         member = _NAME_PARAMS.get(method)
         value = params.get(member) if member else None
-        version = meta.get(META_PROTOCOL_VERSION, "")
+        version = params["_meta"].get(META_PROTOCOL_VERSION, "")
         key = (
             version if type(version) is str else str(version),
             method,
-            value if isinstance(value, str) else None,
+            value if type(value) is str else None,
         )
         head = self._heads.get(key)
         if head is None:  # the request line, fixed and routing headers, kept per call shape
@@ -308,11 +336,25 @@ class FastLane:
         return self._result(body, response.status, method)
 
     def _result(self, body: bytes, status: int, method: str) -> dict[str, Any]:
-        """The result in a JSON answer's ``body``, or its error raised."""
+        """The result in a JSON answer's ``body`` without the upstream's server info, or
+        its error raised.  (A 200 answer holding a result is read at once; anything else
+        as the client reads it, :func:`body_answer`.)"""
+        if status == 200:
+            try:
+                message = decode_relayed(body)
+            except DecodeError:
+                message = None
+            if type(message) is dict and "error" not in message:
+                result = message.get("result")
+                if type(result) is dict:
+                    meta = result.get("_meta")
+                    if meta is not None and type(meta) is dict and META_SERVER_INFO in meta:
+                        _strip_server_info(result, meta)
+                    return result
         answer = body_answer(body, status, method, f"HTTP {status} from {self.url}", relayed=True)
         if answer is None:
             raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
-        return unwrap_answer(answer, method)
+        return _without_server_info(unwrap_answer(answer, method))
 
     async def _read_sse(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
         method, request_id, token, progress, deadline, limit = pending
@@ -343,6 +385,22 @@ class FastLane:
             f"{self.url} closed the response stream of {method} before answering; "
             f"the request is lost (re-issue it to retry)"
         )
+
+
+def _without_server_info(answer: dict[str, Any]) -> dict[str, Any]:
+    """A lane answer without the upstream's server info, removed in place: it is freshly
+    decoded and nobody else's, so its ``_meta`` need not be copied
+    (``strip_server_info``)."""
+    meta = answer.get("_meta")
+    if isinstance(meta, dict) and META_SERVER_INFO in meta:
+        _strip_server_info(answer, meta)
+    return answer
+
+
+def _strip_server_info(answer: dict[str, Any], meta: dict[str, Any]) -> None:
+    del meta[META_SERVER_INFO]
+    if not meta:
+        del answer["_meta"]
 
 
 def _streamed(response: RawResponse) -> bool:
@@ -382,13 +440,12 @@ async def pass_through(
     upstream's server info.  Over ``limit`` bytes it is refused: the lane stops reading
     there; the client's answer is measured (:func:`capped`) unless ``what`` is None (no
     cap was configured, the client's own message limit holds).  A proxy's call and the
-    gateway's lane shortcut (``front=None``, ``bare=True``, see
-    :meth:`FastLane.request`) both forward here; ``params`` may hold the front's
+    gateway's calls that its lane shortcut hands over (``front=None``, ``bare=True``, see
+    :meth:`FastLane.request_bare`) both forward here; ``params`` may hold the front's
     ``_meta``, which is never sent on."""
     lane = upstream.lane
     if lane is not None:
-        # The lane shortcut (``bare``) takes only upstreams whose client does not trace:
-        # no span to open, the request's own coroutine straight away.
+        # (``bare``: the gateway's, only for upstreams whose client does not trace.)
         send = lane._request if bare else lane.request
         try:
             answer: dict[str, Any] = await upstream.call(
@@ -405,14 +462,7 @@ async def pass_through(
                 front,
                 safe=safe,
             )
-            # The server info out, in place: a lane answer is freshly decoded and
-            # nobody else's, so its ``_meta`` need not be copied (``strip_server_info``).
-            meta = answer.get("_meta")
-            if isinstance(meta, dict) and META_SERVER_INFO in meta:
-                del meta[META_SERVER_INFO]
-                if not meta:
-                    del answer["_meta"]
-            return answer
+            return answer  # (without the server info: the lane's answers never hold it)
         except McpError as exc:
             if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise

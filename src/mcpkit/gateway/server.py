@@ -45,7 +45,7 @@ from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
 from ..server.uri_owners import resettle
 from ..transports.client_base import ServerError
-from ..types.errors import McpError, invalid_params
+from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError, invalid_params
 from ..types.versions import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, Era
 from . import custom, legacy_tasks, views
 from .audit import AuditLog
@@ -318,10 +318,10 @@ class GatewayServer(Server):
         function returning the coroutine that answers: no frame of its own for a call
         to resume on each wake-up.)"""
         config = self.config
-        if ctx.method == "tools/call" and not config.guardrails and config.direct_calls:
+        if ctx.method == "tools/call" and config.direct_calls and not config.guardrails:
             route = self._lane_route(ctx)
             if route is not None:
-                return self._forward_plain(ctx, route)
+                return self._lane_call(ctx, route)
         return self._composed_route(ctx)
 
     async def _composed_route(self, ctx: Context) -> dict[str, Any]:
@@ -398,14 +398,14 @@ class GatewayServer(Server):
         arguments as an object and ``_meta``; no task, progress token or log level, whose
         notifications belong to the front request), of a tool the gateway has listed,
         whose name fits exactly one upstream's prefix, an ``http://`` upstream speaking
-        2026-07-28 over its fast lane (asyncio's), untraced.  Anything else is forwarded
-        through the composition (:meth:`_route`)."""
-        meta = ctx.meta
+        2026-07-28 over its fast lane, untraced.  Anything else is forwarded through the
+        composition (:meth:`_route`)."""
         params = ctx.params
         name = params.get("name")
         if type(name) is not str:  # (exact types here: any other is the composition's)
             return None
         tool = self._proxy_tools.get(name)
+        meta = ctx.meta
         if (
             tool is None
             or meta.era != "modern"
@@ -416,11 +416,7 @@ class GatewayServer(Server):
         ):
             return None
         extensions = meta.client_capabilities.get("extensions")
-        if (
-            extensions is not None
-            and isinstance(extensions, dict)
-            and TASKS_EXTENSION in extensions
-        ):
+        if type(extensions) is dict and TASKS_EXTENSION in extensions:
             return None
         upstream = None
         for each in self.upstreams:
@@ -428,67 +424,90 @@ class GatewayServer(Server):
                 if upstream is not None:
                     return None  # several fit: the composition decides
                 upstream = each
-        if (
-            type(upstream) is not Upstream and not isinstance(upstream, Upstream)
-        ) or upstream.lane is None:
-            return None  # replicas, https://, stdio, openapi, [upstream.oauth]
-        client = upstream.client
-        if client is None:
-            return None
+        if type(upstream) is not Upstream and not isinstance(upstream, Upstream):
+            return None  # replicas
+        lane, client = upstream.lane, upstream.client
+        if lane is None or client is None:
+            return None  # https://, stdio, openapi, [upstream.oauth], down
         session = client.session
         if session.rules is None or session.rules.name != "modern" or session.traced:
             return None
         return upstream, name[len(upstream.prefix) :], tool
 
-    def _forward_plain(self, ctx: Context, route: _LaneRoute) -> Awaitable[dict[str, Any]]:
+    async def _lane_call(self, ctx: Context, route: _LaneRoute) -> dict[str, Any]:
         """A plain forwarded call (:meth:`_lane_route`) straight onto its upstream's fast
-        lane (:func:`mcpkit.compose.lane.pass_through`): what the composition would do
-        for it (the answer-size cap, the upstream's timeout, ``serverInfo`` stripped,
-        task ids retagged, the upstream's errors as the gateway's own), without a
-        dispatch of the mounted proxy.  The policy point ran before, in dispatch.  (A
-        plain function returning the coroutine that answers, as :meth:`_routed`.)"""
+        lane, in one coroutine: what the composition would do for it (the answer-size
+        cap, the upstream's timeout and failures (:meth:`.Upstream.failure`),
+        ``serverInfo`` stripped, task ids retagged, the upstream's errors as the
+        gateway's own, the caller's bindings), without a dispatch of the mounted proxy.
+        The policy point ran before, in dispatch.  Arguments that may name a handle take
+        :meth:`.Bindings.call` (another caller's handles swapped); any other answer is
+        made the caller's here."""
         params = ctx.params
+        arguments = params.get("arguments")
+        if arguments and handles_in(arguments):
+            return await self.bindings.call(
+                ctx.principal, params, functools.partial(self._forward_bound, ctx, route)
+            )
+        upstream, original, tool = route
         name = params["name"]
-        front = params.get("_meta")
-        passed: dict[str, Any] = {}
-        if isinstance(front, dict) and len(front) > 2:
-            passed.update({k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)})
-        passed[META_CLIENT_CAPABILITIES] = ctx.meta.client_capabilities
         metrics = self.metrics
         if metrics.enabled:
             metrics.direct_calls += 1
-        # The caller's bindings hold here as on the composed route (.binding): arguments
-        # that may name a handle take Bindings.call (another caller's handles swapped);
-        # any other call is forwarded and its answer made the caller's in one step.
-        bindings = self._bindings or self.bindings
-        who = ctx.principal
-        if handles_in(params.get("arguments")):
-            forward = functools.partial(
-                self._lane_call, who, route, passed=passed, name=name, bound=None
+        config = self.config
+        wire: dict[str, Any] = {"name": original}
+        if arguments is not None:
+            wire["arguments"] = arguments
+        lane, client = upstream.lane, upstream.client
+        assert lane is not None and client is not None  # (_lane_route: nothing awaited since)
+        inflight = upstream.inflight
+        inflight.append(None)
+        try:
+            answer = await lane.request_bare(
+                client,
+                wire,
+                _passed_meta(ctx),
+                param_headers(tool, params) if tool.header_params else None,
+                config.result_cap(name) if config.result_caps else config.max_result_bytes,
             )
-            return bindings.call(who, params, forward)
-        return self._lane_call(who, route, params, passed, name, bindings)
+        except McpError as exc:
+            if exc.code == UNSUPPORTED_PROTOCOL_VERSION:  # the client path negotiates
+                return await self._forward_bound(ctx, route, params)
+            if isinstance(exc, ServerError):
+                raise McpError(exc.code, exc.message, exc.data) from None
+            raise
+        except Exception as exc:
+            error = upstream.failure(client, exc)
+            if error is exc:
+                raise
+            raise error from None
+        finally:
+            inflight.remove(None)
+        served_by(upstream.name)
+        if "taskId" in answer:
+            answer = self.retag(upstream, answer)
+        bindings = self._bindings or self.bindings
+        if result_handles(answer):
+            await bindings.record_handles(ctx.principal, answer)
+        if "taskId" in answer or "requestState" in answer:
+            return bindings.sealed(ctx.principal, answer)
+        return answer
 
-    async def _lane_call(
-        self,
-        who: object,
-        route: _LaneRoute,
-        params: dict[str, Any],
-        passed: dict[str, Any],
-        name: str,
-        bound: Bindings | None,
+    async def _forward_bound(
+        self, ctx: Context, route: _LaneRoute, params: dict[str, Any]
     ) -> dict[str, Any]:
-        """The lane's answer to a plain call (:meth:`_forward_plain`), task ids retagged;
-        with ``bound``, also recorded and sealed as ``who``'s (without: the caller,
-        :meth:`.Bindings.call`, does that)."""
+        """A plain call through the upstream's client (:func:`.pass_through`), for
+        :meth:`.Bindings.call` (which makes the answer the caller's) or when the upstream
+        refused the lane's version."""
         upstream, original, tool = route
+        name = params["name"]
         config = self.config
         try:
             answer = await pass_through(
                 upstream,
                 "tools/call",
                 {**params, "name": original},
-                passed,
+                _passed_meta(ctx),
                 headers=param_headers(tool, params) if tool.header_params else None,
                 progress=None,
                 limit=config.result_cap(name) if config.result_caps else config.max_result_bytes,
@@ -500,13 +519,7 @@ class GatewayServer(Server):
         except ServerError as exc:
             raise McpError(exc.code, exc.message, exc.data) from None
         served_by(upstream.name)
-        if "taskId" in answer:
-            answer = self.retag(upstream, answer)
-        if bound is None:
-            return answer
-        if result_handles(answer):
-            await bound.record_handles(who, answer)
-        return bound.sealed(who, answer)
+        return self.retag(upstream, answer) if "taskId" in answer else answer
 
     def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A merged list as this caller may see it: what the rules allow and its virtual
@@ -568,6 +581,17 @@ class GatewayServer(Server):
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
 _NO_ARGUMENTS: dict[str, Any] = {}
 _LaneRoute = tuple[Upstream, str, ProxyTool]
+
+
+def _passed_meta(ctx: Context) -> dict[str, Any]:
+    """The front's ``_meta`` a plain forwarded call passes on: its client's capabilities
+    and its trace context."""
+    front = ctx.params.get("_meta")
+    passed: dict[str, Any] = {}
+    if type(front) is dict and len(front) > 2:  # (more than the version and client info)
+        passed.update({k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)})
+    passed[META_CLIENT_CAPABILITIES] = ctx.meta.client_capabilities
+    return passed
 
 
 def rate_limiter(config: GatewayConfig) -> RateLimit:

@@ -23,7 +23,6 @@ cover (legacy upstreams, ``https://``, a version the upstream refuses) takes the
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import itertools
@@ -51,7 +50,7 @@ from ..transports.client_http_wire import (
     sse_events,
     unwrap_answer,
 )
-from ..transports.http11 import Http11Pool, RawResponse
+from ..transports.http11 import DeadlineExceeded, Http11Pool, RawResponse
 from ..types import jsonrpc
 from ..types.codec import DecodeError, decode_relayed, encode
 from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError
@@ -63,7 +62,6 @@ from ..types.versions import (
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
 )
-from .deadlines import Deadline, Deadlines
 
 if TYPE_CHECKING:
     from .bridge import FrontCall
@@ -103,7 +101,6 @@ class _Pending(NamedTuple):
     request_id: int
     token: str | None
     progress: ProgressRelay | None
-    deadline: Deadline | None
     limit: int
 
 
@@ -143,8 +140,6 @@ class FastLane:
         self._request_line = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n"
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
         self._ids = itertools.count(1)
-        #: The calls' upstream deadlines (one timer for the lane: :mod:`.deadlines`).
-        self._deadlines = Deadlines(timeout) if timeout is not None else None
         #: (version, method, name) -> the request's head up to its own headers: the same
         #: few tools are called over and over (bounded: names are the clients').
         self._heads: dict[tuple[str, str, str | None], bytes] = {}
@@ -257,16 +252,20 @@ class FastLane:
         """One request on the pool, its answer read (see :meth:`request`)."""
         body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         data = self._head(method, params, headers, len(body)) + body
-        deadlines = self._deadlines
-        deadline = deadlines.enter() if deadlines is not None else None
-        try:  # (the exchange inline: one frame less on each wake-up)
+        try:
             try:
                 response = await self.pool.request(
-                    self.host, self.port, data, connect_timeout=self.connect_timeout
+                    self.host,
+                    self.port,
+                    data,
+                    connect_timeout=self.connect_timeout,
+                    deadline=self.timeout,
                 )
             except httpx.ConnectError as exc:
                 raise ConnectError(f"cannot connect to {self.url} ({method}): {exc}") from None
             except httpx.HTTPError as exc:
+                if isinstance(exc, DeadlineExceeded):
+                    raise
                 raise ConnectionClosedError(
                     f"the connection to {self.url} failed while sending {method}: {exc}"
                 ) from None
@@ -279,22 +278,19 @@ class FastLane:
             if whole is not None:
                 return self._result(whole, response.status, method)
             try:
-                pending = _Pending(method, request_id, token, progress, deadline, limit)
+                pending = _Pending(method, request_id, token, progress, limit)
                 return _without_server_info(await self._answer(response, pending))
             except httpx.HTTPError as exc:
+                if isinstance(exc, DeadlineExceeded):
+                    raise
                 raise ConnectionClosedError(
                     f"the connection to {self.url} failed while reading the answer to "
                     f"{method}: {exc}"
                 ) from None
             finally:
                 response.close()
-        except asyncio.CancelledError:
-            if deadline is None or not deadline.timed_out():
-                raise
-        finally:
-            if deadlines is not None and deadline is not None:
-                deadlines.leave(deadline)
-        raise RequestTimeoutError(method, self.timeout or 0.0)
+        except DeadlineExceeded:
+            raise RequestTimeoutError(method, self.timeout or 0.0) from None
 
     def _head(
         self,
@@ -357,7 +353,7 @@ class FastLane:
         return _without_server_info(unwrap_answer(answer, method))
 
     async def _read_sse(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
-        method, request_id, token, progress, deadline, limit = pending
+        method, request_id, token, progress, limit = pending
         events = sse_events(response.chunks(), limit)
         try:
             async with contextlib.aclosing(events):
@@ -374,8 +370,7 @@ class FastLane:
                     params = jsonrpc.params_of(message)
                     if message["method"] == "notifications/progress":
                         if progress is not None and params.get("progressToken") == token:
-                            if deadline is not None:  # progress keeps a slow call alive
-                                deadline.extend(self.timeout or 0.0)
+                            response.extend()  # progress keeps a slow call alive
                             await progress(params)
                     elif message["method"] == "notifications/message" and self.on_log is not None:
                         await self.on_log(params)

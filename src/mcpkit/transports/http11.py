@@ -44,7 +44,14 @@ try:  # the `fast` extra; without it callers keep httpx's default transport
 except ImportError:  # pragma: no cover - exercised only without the extra
     httptools = None
 
-__all__ = ["Http11Pool", "Http11Transport", "RawResponse", "available", "pooled_client"]
+__all__ = [
+    "DeadlineExceeded",
+    "Http11Pool",
+    "Http11Transport",
+    "RawResponse",
+    "available",
+    "pooled_client",
+]
 
 #: Idle connections older than this are dropped unused (servers close idle keep-alive
 #: connections after a few seconds: uvicorn after 5 s; a close we saw drops it anyway).
@@ -54,6 +61,13 @@ HIGH_WATER = 256 * 1024
 #: The most a response's status line and headers may hold (httpx's own transport allows
 #: as much); a head still open past it is refused and its connection closed.
 MAX_HEAD_BYTES = 100 * 1024
+
+
+class DeadlineExceeded(httpx.TimeoutException):
+    """A request with a deadline (:meth:`Http11Pool.request`) was not answered in time."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 def available() -> bool:
@@ -84,6 +98,10 @@ class _Connection(asyncio.Protocol):
         self.error: Exception | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.idle_since = 0.0
+        #: The current request's deadline (loop time) and timeout, when it has one
+        #: (:meth:`Http11Pool.request`'s ``deadline``).
+        self.expires = 0.0
+        self.timeout = 0.0
 
     # asyncio protocol ------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -151,6 +169,13 @@ class _Connection(asyncio.Protocol):
         waiter = self.waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def expire(self) -> None:
+        """The request on this connection passed its deadline: its reader raises
+        :class:`DeadlineExceeded`, and closing the connection cancels the request."""
+        self.error = DeadlineExceeded(f"no answer within {self.timeout:g}s")
+        self._abort()
+        self._wake()
 
     def _abort(self) -> None:
         self.closed = True
@@ -238,6 +263,13 @@ class RawResponse:
         self._timeout = timeout
         self.status: int = conn.status
         self.headers: list[tuple[bytes, bytes]] = conn.headers
+
+    def extend(self) -> None:
+        """The request's deadline (:meth:`Http11Pool.request`) pushed back to its
+        timeout from now (an upstream's progress keeps a slow call alive)."""
+        conn = self._conn
+        if conn is not None and conn.timeout:
+            conn.expires = asyncio.get_running_loop().time() + conn.timeout
 
     def header(self, name: bytes) -> bytes | None:
         """The first value of header ``name`` (lower case)."""
@@ -343,6 +375,11 @@ class Http11Pool:
         #: and the loop that will write them (None: none held).
         self._writes: list[tuple[_Connection, bytes]] = []
         self._flushing: asyncio.AbstractEventLoop | None = None
+        #: Connections carrying a request with a deadline (an ordered set), swept by one
+        #: timer while there are any, on the loop it runs on.
+        self._timed: dict[_Connection, None] = {}
+        self._sweeper: asyncio.TimerHandle | None = None
+        self._sweeping: asyncio.AbstractEventLoop | None = None
 
     async def request(
         self,
@@ -352,16 +389,25 @@ class Http11Pool:
         *,
         connect_timeout: float | None = None,
         read_timeout: float | None = None,
+        deadline: float | None = None,
     ) -> RawResponse:
         """Write one serialized request (``data``) and read the response's head.
 
+        ``deadline``: seconds the whole exchange may take, from now to the end of its
+        body (:meth:`RawResponse.extend` pushes it back); past it the connection is
+        closed (which cancels a 2026-07-28 request) and its reader raises
+        :class:`DeadlineExceeded`.  One timer per pool checks the deadlines, so a
+        request ends up to one tick (a twentieth of its timeout, at most a second) after
+        its deadline, never before.  ``read_timeout``: httpx's, between two reads.
         (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
+        loop = asyncio.get_running_loop()
+        expires = loop.time() + deadline if deadline is not None else 0.0
         slots = self._slots
         free = slots.free > 0 and not slots.waiters
         if free:
             slots.free -= 1
         else:
-            await slots.wait()
+            await self._wait_slot(deadline)
         key = (host, port)
         try:
             for attempt in (0, 1):
@@ -369,6 +415,11 @@ class Http11Pool:
                 reused = conn is not None
                 if conn is None:
                     conn = await self._connect(key, connect_timeout)
+                if deadline is not None:
+                    conn.expires, conn.timeout = expires, deadline
+                    self._timed[conn] = None
+                    if self._sweeper is None or self._sweeping is not loop:
+                        self._start_sweeping(loop)
                 try:
                     if conn.transport is None or conn.closed:
                         raise httpx.WriteError("connection closed")
@@ -377,7 +428,18 @@ class Http11Pool:
                     else:
                         conn.transport.write(data)
                     while not conn.headers_done and not conn.closed:
-                        await conn.wait(read_timeout)
+                        if read_timeout is not None:
+                            await conn.wait(read_timeout)
+                            continue
+                        if conn.error is not None:  # (wait(), inline)
+                            raise conn.error
+                        conn.waiter = waiter = loop.create_future()
+                        try:
+                            await waiter
+                        finally:
+                            conn.waiter = None
+                    if conn.error is not None:
+                        raise conn.error
                 except BaseException:
                     conn.close()
                     raise
@@ -393,6 +455,39 @@ class Http11Pool:
         except BaseException:
             self._slots.release()
             raise
+
+    async def _wait_slot(self, deadline: float | None) -> None:
+        """Until a slot is free (every connection the pool may open is in use), at most
+        ``deadline`` seconds."""
+        try:
+            with anyio.fail_after(deadline):
+                await self._slots.wait()
+        except TimeoutError:
+            raise DeadlineExceeded(f"no connection free within {deadline:g}s") from None
+
+    def _start_sweeping(self, loop: asyncio.AbstractEventLoop) -> None:
+        # (A sweeper of another loop stopped with it, its requests with it.)
+        self._timed = {c: None for c in self._timed if not c.closed}
+        self._sweeping = loop
+        if not self._timed:
+            self._sweeper = None
+            return
+        tick = max(min(1.0, min(c.timeout for c in self._timed) / 20), 0.005)
+        self._sweeper = loop.call_later(tick, self._sweep)
+
+    def _sweep(self) -> None:
+        """Close the connections whose request passed its deadline; forget those done."""
+        loop = self._sweeping
+        assert loop is not None
+        now = loop.time()
+        ended = [c for c in self._timed if c.closed or c.expires <= now]
+        for conn in ended:
+            del self._timed[conn]
+            if not conn.closed:
+                conn.expire()
+        self._sweeper = None
+        if self._timed:
+            self._start_sweeping(loop)
 
     def _write_soon(self, conn: _Connection, data: bytes) -> None:
         """Write ``data`` at the end of this step of the loop, with the other requests
@@ -433,6 +528,7 @@ class Http11Pool:
             conn.headers, conn.headers_done, conn.complete = [], False, False  # (reset())
             conn.received_any = False
             conn.head_size = 0
+            conn.timeout = 0.0
             return conn
         return None
 
@@ -449,6 +545,7 @@ class Http11Pool:
         return conn
 
     def _release(self, conn: _Connection) -> None:
+        self._timed.pop(conn, None)
         slots = self._slots
         if slots.waiters:
             slots.release()

@@ -345,7 +345,9 @@ class FastLane:
                 if type(result) is dict:
                     meta = result.get("_meta")
                     if meta is not None and type(meta) is dict and META_SERVER_INFO in meta:
-                        _strip_server_info(result, meta)
+                        del meta[META_SERVER_INFO]  # (_without_server_info, inline)
+                        if not meta:
+                            del result["_meta"]
                     return result
         answer = body_answer(body, status, method, f"HTTP {status} from {self.url}", relayed=True)
         if answer is None:
@@ -388,14 +390,10 @@ def _without_server_info(answer: dict[str, Any]) -> dict[str, Any]:
     (``strip_server_info``)."""
     meta = answer.get("_meta")
     if isinstance(meta, dict) and META_SERVER_INFO in meta:
-        _strip_server_info(answer, meta)
+        del meta[META_SERVER_INFO]
+        if not meta:
+            del answer["_meta"]
     return answer
-
-
-def _strip_server_info(answer: dict[str, Any], meta: dict[str, Any]) -> None:
-    del meta[META_SERVER_INFO]
-    if not meta:
-        del answer["_meta"]
 
 
 def _streamed(response: RawResponse) -> bool:

@@ -190,9 +190,9 @@ class Upstream:
         self._on_change = on_change or (lambda name, kind, uri: None)
         #: kind -> (expiry on the monotonic clock, items, the upstream's cacheScope)
         self._listings: dict[str, tuple[float, list[dict[str, Any]], str]] = {}
-        #: Calls in flight (``None`` for the owner's own, e.g. listings): a retired
-        #: upstream stops once none is left.
-        self.inflight: list[FrontCall | None] = []
+        #: Calls in flight (the owner's own included, e.g. listings): a retired upstream
+        #: stops once none is left.
+        self.busy = 0
         #: Front requests with a call in flight: the upstream's input requests and log
         #: messages find their way back through them (see :mod:`.bridge`).
         self.fronts = Fronts(name)
@@ -328,10 +328,10 @@ class Upstream:
         limit = self.timeout if timeout is None else timeout
         with anyio.move_on_after(limit):
             while True:
-                while self.inflight:
+                while self.busy:
                     await anyio.sleep(0.05)
                 await anyio.sleep(grace)
-                if not self.inflight:
+                if not self.busy:
                     break
         await self.stop()
 
@@ -499,7 +499,7 @@ class Upstream:
         if client is None:
             raise UpstreamUnavailable(self.name, self.error or "not connected")
         token = self.fronts.enter(front) if front is not None else None
-        self.inflight.append(front)
+        self.busy += 1
         try:
             return await fn(client)
         except McpError:
@@ -510,7 +510,7 @@ class Upstream:
                 raise
             raise error from None
         finally:
-            self.inflight.remove(front)
+            self.busy -= 1
             if front is not None and token is not None:
                 self.fronts.leave(front, token)
 

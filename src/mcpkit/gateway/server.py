@@ -460,8 +460,7 @@ class GatewayServer(Server):
             wire["arguments"] = arguments
         lane, client = upstream.lane, upstream.client
         assert lane is not None and client is not None  # (_lane_route: nothing awaited since)
-        inflight = upstream.inflight
-        inflight.append(None)
+        upstream.busy += 1
         try:
             answer = await lane.request_bare(
                 client,
@@ -482,7 +481,7 @@ class GatewayServer(Server):
                 raise
             raise error from None
         finally:
-            inflight.remove(None)
+            upstream.busy -= 1
         served_by(upstream.name)
         if "taskId" in answer:
             answer = self.retag(upstream, answer)

@@ -424,7 +424,7 @@ class Http11Pool:
                     if conn.transport is None or conn.closed:
                         raise httpx.WriteError("connection closed")
                     if free:
-                        self._write_soon(conn, data)
+                        self._write_soon(conn, data, loop)
                     else:
                         conn.transport.write(data)
                     while not conn.headers_done and not conn.closed:
@@ -489,7 +489,7 @@ class Http11Pool:
         if self._timed:
             self._start_sweeping(loop)
 
-    def _write_soon(self, conn: _Connection, data: bytes) -> None:
+    def _write_soon(self, conn: _Connection, data: bytes, loop: asyncio.AbstractEventLoop) -> None:
         """Write ``data`` at the end of this step of the loop, with the other requests
         made in it.
 
@@ -500,7 +500,6 @@ class Http11Pool:
         keeps that timing without the step, which resumed every coroutine of a forwarded
         call once more.  A connection closed meanwhile (the request was cancelled) is
         not written to."""
-        loop = asyncio.get_running_loop()
         if self._flushing is not loop:  # the first write of this step
             # (Writes still held for another loop are dropped: it stopped before its step
             # ended, and its requests with it.  A pool is used from one loop at a time.)

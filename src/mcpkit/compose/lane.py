@@ -4,21 +4,18 @@ or the gateway).
 A modern call through a proxy needs nothing of the client stack but the wire: no
 session, no server->client requests (input comes back as an ``InputRequiredResult``,
 which passes through untouched), no resumption (closing the stream cancels).  So it
-skips httpx and the client's per-request machinery and goes straight onto a pooled
-keep-alive connection (:class:`~mcpkit.transports.http11.Http11Pool`): the request is
-serialized with one ``encode``, its head built from bytes fixed per upstream plus the
-routing headers, and a JSON answer decoded once.  Measured: the client path cost ~180 µs
-of gateway CPU per forwarded call, most of it httpx's request/response objects.
-
-The answer is read as the client would: a JSON-RPC error is a :class:`ServerError`
-(passed on as it is), an HTTP error without one a :class:`HttpStatusError`; an SSE
-answer is decoded as its bytes arrive (``transports.client_http_wire.sse_events``), its
-progress relayed to the front request and its log messages to the front client.  The
-answer-size cap (``limit``) holds inside the decoding: a JSON body whose
-``Content-Length`` passes it is refused unread, an SSE line or event as soon as it passes
-it, and the connection is closed, so an upstream cannot make the gateway hold more than
-the cap plus one chunk for a call.  Anything the lane does not
-cover (legacy upstreams, ``https://``, a version the upstream refuses) takes the client path.
+skips httpx and goes straight onto a pooled keep-alive connection
+(:class:`~mcpkit.transports.http11.Http11Pool`) under the upstream's deadline: the
+request is serialized with one ``encode``, its head built by the client's era rules
+(:func:`~mcpkit.transports.client_http_era.request_headers`) once per call shape, and
+its answer read by the client's rules (:mod:`~mcpkit.transports.client_http_wire`): a
+JSON-RPC error is a :class:`ServerError`, an HTTP error without one a
+:class:`HttpStatusError`; an SSE answer is decoded as its bytes arrive, its progress
+relayed to the front request and its log messages to the front client.  The answer-size
+cap (``limit``) holds inside the decoding: a JSON body whose ``Content-Length`` passes it
+is refused unread, an SSE line or event as soon as it passes it, and the connection is
+closed.  Anything the lane does not cover (legacy upstreams, ``https://``, a version the
+upstream refuses) takes the client path.
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..client import Client, telemetry
-from ..protocol import headers as hdr
 from ..protocol.correlation import note_sent
 from ..protocol.sse import SseLimitError
 from ..server.mount import strip_server_info
@@ -44,6 +40,7 @@ from ..transports.client_base import (
     ProtocolViolationError,
     RequestTimeoutError,
 )
+from ..transports.client_http_era import request_headers
 from ..transports.client_http_wire import (
     body_answer,
     event_message,
@@ -128,17 +125,12 @@ class FastLane:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.on_log = on_log
-        fixed = {
-            "host": parts.netloc,
-            "content-type": "application/json",
-            "accept": "application/json, text/event-stream",
-        }
         for key, value in headers.items():
             if not _TOKEN.fullmatch(key) or _BAD_VALUE.search(value):
                 raise ValueError(f"header {key!r} cannot be sent as it is")
-            fixed[key.lower()] = value
+        #: The headers of every request but the era's own (:func:`request_headers`).
+        self.headers = {"Host": parts.netloc, **headers}
         self._request_line = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n"
-        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
         self._ids = itertools.count(1)
         #: (version, method, name) -> the request's head up to its own headers: the same
         #: few tools are called over and over (bounded: names are the clients').
@@ -155,39 +147,19 @@ class FastLane:
         headers: dict[str, str] | None = None,
         progress: ProgressRelay | None = None,
         limit: int = MAX_ANSWER_BYTES,
-        bare: bool = False,
     ) -> Coroutine[Any, Any, dict[str, Any]]:
-        """One request, to await: the upstream's result, or its error raised
-        (:class:`ResultTooLarge` past ``limit`` bytes, read no further).  In a CLIENT span
-        when the client traces.  (A plain function: the coroutine it returns is the
-        request's own, one frame less on every resumption of a forwarded call.)
-
-        ``bare``: a call of the gateway's lane shortcut; ``meta`` then carries
-        the front client's capabilities and no span of ours is current, so the client's own
-        ``_meta`` is reduced to what identifies it, not rebuilt (capabilities, trace
-        context) and overridden."""
-        if getattr(client.session, "traced", False):
-            return telemetry.traced(
-                method,
-                params,
-                client.transport.server_key,
-                client.session.version,
-                None,
-                functools.partial(
-                    self._request,
-                    client,
-                    method,
-                    params,
-                    meta,
-                    headers=headers,
-                    progress=progress,
-                    limit=limit,
-                    bare=False,
-                ),
-            )
-        return self._request(
-            client, method, params, meta, headers=headers, progress=progress, limit=limit, bare=bare
+        """One request with the client's own ``_meta`` (``meta`` over it), to await: the
+        upstream's result, or its error raised (:class:`ResultTooLarge` past ``limit``
+        bytes, read no further).  In a CLIENT span when the client traces.  (A plain
+        function: the coroutine it returns is the request's own.)"""
+        call = functools.partial(
+            self._request, client, method, params, meta, headers, progress, limit
         )
+        if getattr(client.session, "traced", False):
+            session = client.session
+            key = client.transport.server_key
+            return telemetry.traced(method, params, key, session.version, None, call)
+        return call()
 
     async def _request(
         self,
@@ -195,14 +167,10 @@ class FastLane:
         method: str,
         params: dict[str, Any],
         meta: dict[str, Any],
-        *,
         headers: dict[str, str] | None,
         progress: ProgressRelay | None,
         limit: int,
-        bare: bool,
     ) -> dict[str, Any]:
-        if bare:
-            return await self.request_bare(client, dict(params), meta, headers, limit, method)
         token = f"gw-{next(self._tokens)}" if progress is not None else None
         own = client.session.meta(token)
         own.update(meta)
@@ -308,11 +276,10 @@ class FastLane:
             value if type(value) is str else None,
         )
         head = self._heads.get(key)
-        if head is None:  # the request line, fixed and routing headers, kept per call shape
-            text = f"mcp-protocol-version: {key[0]}\r\nmcp-method: {method}\r\n"
-            if key[2] is not None:
-                text += f"mcp-name: {hdr.encode_header_value(key[2])}\r\n"
-            head = self._request_line + self._fixed + text.encode("latin-1")
+        if head is None:  # the request line and headers, kept per call shape
+            message = {"method": method, "params": params}
+            lines = request_headers(message, self.headers, None, None).items()
+            head = self._request_line + "".join(f"{k}: {v}\r\n" for k, v in lines).encode("latin-1")
             if len(self._heads) >= _HEADS_MAX:
                 self._heads.clear()
             self._heads[key] = head
@@ -438,24 +405,20 @@ async def pass_through(
     ``_meta``, which is never sent on."""
     lane = upstream.lane
     if lane is not None:
-        # (``bare``: the gateway's, only for upstreams whose client does not trace.)
-        send = lane._request if bare else lane.request
         try:
-            answer: dict[str, Any] = await upstream.call(
-                lambda c: send(
-                    c,
-                    method,
-                    params,  # (the lane sends a copy with its own _meta in)
-                    passed,
-                    headers=headers,
-                    progress=progress,
-                    limit=limit,
-                    bare=bare,
+            if bare:  # (the gateway's: only for upstreams whose client does not trace)
+                return await upstream.call(
+                    lambda c: lane.request_bare(c, dict(params), passed, headers, limit, method),
+                    front,
+                    safe=safe,
+                )
+            return await upstream.call(
+                lambda c: lane.request(
+                    c, method, params, passed, headers=headers, progress=progress, limit=limit
                 ),
                 front,
                 safe=safe,
-            )
-            return answer  # (without the server info: the lane's answers never hold it)
+            )  # (the lane's answers hold no server info)
         except McpError as exc:
             if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise

@@ -236,8 +236,8 @@ class Upstream:
             kwargs["auth"] = self._auth
         elif url is not None and url.startswith("http://") and http11.available():
             # Modern calls take the fast lane (raw pooled HTTP/1.1); the rest of the
-            # client's traffic rides pooled connections parsed by httptools too: httpx's
-            # default pool costs ~1 ms of CPU per forwarded call under load.
+            # client's traffic rides pooled connections parsed by httptools too (httpx's
+            # default pool costs more per call the more are in flight).
             pool = http11.Http11Pool()
             self._http = http11.pooled_client(pool)
             kwargs["http_client"] = self._http

@@ -1,27 +1,23 @@
-"""A pooled HTTP/1.1 transport for httpx, parsed by httptools: the cheap upstream hop.
+"""A pooled HTTP/1.1 client wire, parsed by httptools: the cheap upstream hop.
 
-Why it exists: a gateway forwards every call over a keep-alive connection to its
-upstream, and httpx's default transport (httpcore) spends most of a gateway's CPU on its
-pool bookkeeping: each request walks every pooled connection and asks the kernel whether
-it is readable (a ``select`` plus async-library detection per connection), so the cost of
-one request grows with the concurrency.  Measured here at 16 concurrent calls: ~1.5 ms of
-CPU per forwarded call, 4% of a direct call's throughput.
+A gateway forwards every call over a keep-alive connection to its upstream; httpx's
+default transport (httpcore) walks and probes every pooled connection per request, so
+its cost grows with the concurrency (``bench/RESULTS.md``).  :class:`Http11Pool` keeps
+keep-alive connections as asyncio protocols that feed httptools (the C parser uvicorn
+uses) as bytes arrive: a request is written with one ``send``, a response head is bounded
+as it arrives (:data:`MAX_HEAD_BYTES`), a connection is reused only after its previous
+response was read to the end, a close while idle is seen as it happens, and one idle for
+longer than servers usually keep them is dropped unused.  A request whose reused
+connection turns out closed before any byte of the answer is retried once on a fresh one
+(the server closed it idle, so it never saw the request).
 
-This transport keeps httpx's client API (auth, headers, the error types our client maps)
-and replaces only the wire: POSTs to ``http://`` URLs go over pooled keep-alive
-connections, written with one ``send`` and parsed by httptools (the C parser uvicorn uses);
-a response head is bounded as it arrives (:data:`MAX_HEAD_BYTES`).  A connection is reused
-only after its previous response was read to the end; the connection is an asyncio
-protocol, so a server closing it while idle is seen as it happens (no readability probe per
-request), and one idle for longer than servers usually keep them is dropped unused.  A
-request whose reused connection turns out closed before any byte of the answer is retried
-once on a fresh one (the server closed it idle, so it never saw the request).  Everything
-else (``https://``, other methods: the long GET streams, DELETE) goes to httpx's own
-transport.
+Its users: the fast lane (:mod:`mcpkit.compose.lane`) writes raw requests with a
+deadline; :class:`Http11Transport` puts it under httpx's client API (auth, headers, the
+error types our client maps) for POSTs to ``http://`` URLs, everything else (``https://``,
+the long GET streams, DELETE, another event loop) going to httpx's own transport.
 
-Cancellation and timeouts close the connection: in the 2026-07-28 era closing the
-response stream *is* how a client cancels a request.  asyncio only (the gateway runs on
-uvicorn); under another event loop every request takes httpx's own transport.
+Cancellation and deadlines close the connection: in the 2026-07-28 era closing the
+response stream *is* how a client cancels a request.  asyncio only.
 """
 
 from __future__ import annotations
@@ -189,21 +185,16 @@ class _Connection(asyncio.Protocol):
             self.transport.resume_reading()
         return chunks
 
-    async def wait(self, timeout: float | None) -> None:
-        """Until more bytes were parsed, or the connection closed."""
+    async def wait(self) -> None:
+        """Until more bytes were parsed, or the connection closed; raises what ended it
+        early (an invalid answer, a deadline passed)."""
         if self.error is not None:
             raise self.error
         if self.closed:
             return
         self.waiter = asyncio.get_running_loop().create_future()
         try:
-            if timeout is None:
-                await self.waiter
-            else:
-                with anyio.fail_after(timeout):
-                    await self.waiter
-        except TimeoutError:
-            raise httpx.ReadTimeout("timed out reading the response") from None
+            await self.waiter
         finally:
             self.waiter = None
         if self.error is not None:
@@ -255,12 +246,11 @@ class RawResponse:
     the response before that closes the connection (which is also how a 2026-07-28
     request is cancelled)."""
 
-    __slots__ = ("_conn", "_pool", "_timeout", "headers", "status")
+    __slots__ = ("_conn", "_pool", "headers", "status")
 
-    def __init__(self, pool: Http11Pool, conn: _Connection, timeout: float | None):
+    def __init__(self, pool: Http11Pool, conn: _Connection):
         self._pool = pool
         self._conn: _Connection | None = conn
-        self._timeout = timeout
         self.status: int = conn.status
         self.headers: list[tuple[bytes, bytes]] = conn.headers
 
@@ -297,7 +287,7 @@ class RawResponse:
                     conn.complete = True  # the body ran to EOF, as its headers announced
                     continue
                 raise httpx.RemoteProtocolError("the server closed the connection mid-response")
-            await conn.wait(self._timeout)
+            await conn.wait()
         self._conn = None
         self._pool._release(conn)
 
@@ -388,7 +378,6 @@ class Http11Pool:
         data: bytes,
         *,
         connect_timeout: float | None = None,
-        read_timeout: float | None = None,
         deadline: float | None = None,
     ) -> RawResponse:
         """Write one serialized request (``data``) and read the response's head.
@@ -398,7 +387,7 @@ class Http11Pool:
         closed (which cancels a 2026-07-28 request) and its reader raises
         :class:`DeadlineExceeded`.  One timer per pool checks the deadlines, so a
         request ends up to one tick (a twentieth of its timeout, at most a second) after
-        its deadline, never before.  ``read_timeout``: httpx's, between two reads.
+        its deadline, never before.
         (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
         loop = asyncio.get_running_loop()
         expires = loop.time() + deadline if deadline is not None else 0.0
@@ -428,9 +417,6 @@ class Http11Pool:
                     else:
                         conn.transport.write(data)
                     while not conn.headers_done and not conn.closed:
-                        if read_timeout is not None:
-                            await conn.wait(read_timeout)
-                            continue
                         if conn.error is not None:  # (wait(), inline)
                             raise conn.error
                         conn.waiter = waiter = loop.create_future()
@@ -450,7 +436,7 @@ class Http11Pool:
                     raise httpx.RemoteProtocolError(
                         "the server closed the connection without answering"
                     )
-                return RawResponse(self, conn, read_timeout)
+                return RawResponse(self, conn)
             raise AssertionError("unreachable")  # pragma: no cover
         except BaseException:
             self._slots.release()
@@ -491,15 +477,9 @@ class Http11Pool:
 
     def _write_soon(self, conn: _Connection, data: bytes, loop: asyncio.AbstractEventLoop) -> None:
         """Write ``data`` at the end of this step of the loop, with the other requests
-        made in it.
-
-        What anyio's ``Semaphore.acquire`` did here, a step of the requesting task
-        (``sleep(0)``), had a use kept on purpose: requests that arrive together write
-        together, and the upstream reads them in one wake-up (without it the upstream
-        spent ~4% more CPU per call, measured in issue #20).  Deferring the writes instead
-        keeps that timing without the step, which resumed every coroutine of a forwarded
-        call once more.  A connection closed meanwhile (the request was cancelled) is
-        not written to."""
+        made in it: requests that arrive together are written together, and the
+        upstream reads them in one wake-up.  A connection closed meanwhile (the request
+        was cancelled) is not written to."""
         if self._flushing is not loop:  # the first write of this step
             # (Writes still held for another loop are dropped: it stopped before its step
             # ended, and its requests with it.  A pool is used from one loop at a time.)
@@ -594,9 +574,9 @@ def shared_ssl_context() -> ssl.SSLContext:
     """httpx's default certificate-verifying context, made once per process.
 
     httpx builds a new one for every client or transport created with ``verify=True``,
-    loading the whole CA bundle again: ~0.9 MB of RSS each, which was nearly all of a
-    gateway's memory per upstream (``python -m bench.scale_gateway``, issue #23).  A
-    context is only read once made, so every client can share it."""
+    loading the whole CA bundle again, which was nearly all of a gateway's memory per
+    upstream (``python -m bench.scale_gateway``).  A context is only read once made, so
+    every client can share it."""
     if not _SSL_CONTEXT:
         _SSL_CONTEXT.append(httpx.create_ssl_context())
     return _SSL_CONTEXT[0]
@@ -605,7 +585,9 @@ def shared_ssl_context() -> ssl.SSLContext:
 class Http11Transport(httpx.AsyncBaseTransport):
     """An httpx transport: POSTs to ``http://`` URLs over an :class:`Http11Pool`,
     everything else (and everything off asyncio) through httpx's default transport,
-    configured by the extra keyword arguments."""
+    configured by the extra keyword arguments.  httpx's read timeout does not apply to
+    the pooled POSTs (:func:`pooled_client` sets none: the client keeps each request's
+    deadline itself)."""
 
     def __init__(self, pool: Http11Pool | None = None, **fallback: Any):
         self._pool = pool if pool is not None else Http11Pool()
@@ -623,7 +605,6 @@ class Http11Transport(httpx.AsyncBaseTransport):
             url.port or 80,
             await _serialize(request),
             connect_timeout=timeouts.get("connect"),
-            read_timeout=timeouts.get("read"),
         )
         return httpx.Response(
             response.status,

@@ -25,7 +25,7 @@ import functools
 import itertools
 import re
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -89,16 +89,6 @@ class ResultTooLarge(McpError):
             "pass: raise max_result_bytes or result_caps to allow it)",
             {"limit": limit, **({"size": size} if size is not None else {})},
         )
-
-
-class _Pending(NamedTuple):
-    """One request in flight on the lane: what its answer is read against."""
-
-    method: str
-    request_id: int
-    token: str | None
-    progress: ProgressRelay | None
-    limit: int
 
 
 class FastLane:
@@ -246,8 +236,16 @@ class FastLane:
             if whole is not None:
                 return self._result(whole, response.status, method)
             try:
-                pending = _Pending(method, request_id, token, progress, limit)
-                return _without_server_info(await self._answer(response, pending))
+                if _streamed(response):
+                    answer = await self._read_sse(
+                        response, method, request_id, token, progress, limit
+                    )
+                    return _without_server_info(answer)
+                try:
+                    body = await response.read(limit)
+                except ValueError:
+                    raise ResultTooLarge(method, limit) from None
+                return self._result(body, response.status, method)
             except httpx.HTTPError as exc:
                 if isinstance(exc, DeadlineExceeded):
                     raise
@@ -287,17 +285,6 @@ class FastLane:
             head += "".join(f"{k}: {v}\r\n" for k, v in extra.items()).encode("latin-1")
         return head + b"content-length: %d\r\n\r\n" % length
 
-    async def _answer(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
-        """The result in ``response`` (JSON, or an SSE stream), or its error raised."""
-        method, limit = pending.method, pending.limit
-        if _streamed(response):
-            return await self._read_sse(response, pending)
-        try:
-            body = await response.read(limit)
-        except ValueError:
-            raise ResultTooLarge(method, limit) from None
-        return self._result(body, response.status, method)
-
     def _result(self, body: bytes, status: int, method: str) -> dict[str, Any]:
         """The result in a JSON answer's ``body`` without the upstream's server info, or
         its error raised.  (A 200 answer holding a result is read at once; anything else
@@ -321,8 +308,15 @@ class FastLane:
             raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
         return _without_server_info(unwrap_answer(answer, method))
 
-    async def _read_sse(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
-        method, request_id, token, progress, limit = pending
+    async def _read_sse(
+        self,
+        response: RawResponse,
+        method: str,
+        request_id: int,
+        token: str | None,
+        progress: ProgressRelay | None,
+        limit: int,
+    ) -> dict[str, Any]:
         events = sse_events(response.chunks(), limit)
         try:
             async with contextlib.aclosing(events):
@@ -391,7 +385,6 @@ async def pass_through(
     what: str | None,
     front: FrontCall | None,
     safe: bool,
-    bare: bool = False,
 ) -> dict[str, Any]:
     """A modern front call to a modern upstream, passed through untouched
     (``inputRequests``, ``requestState`` and task results flow both ways) with the front's
@@ -399,19 +392,11 @@ async def pass_through(
     upstream refuses the lane's version) through the client.  The answer comes without the
     upstream's server info.  Over ``limit`` bytes it is refused: the lane stops reading
     there; the client's answer is measured (:func:`capped`) unless ``what`` is None (no
-    cap was configured, the client's own message limit holds).  A proxy's call and the
-    gateway's calls that its lane shortcut hands over (``front=None``, ``bare=True``, see
-    :meth:`FastLane.request_bare`) both forward here; ``params`` may hold the front's
-    ``_meta``, which is never sent on."""
+    cap was configured, the client's own message limit holds).  ``params`` may hold the
+    front's ``_meta``, which is never sent on."""
     lane = upstream.lane
     if lane is not None:
         try:
-            if bare:  # (the gateway's: only for upstreams whose client does not trace)
-                return await upstream.call(
-                    lambda c: lane.request_bare(c, dict(params), passed, headers, limit, method),
-                    front,
-                    safe=safe,
-                )
             return await upstream.call(
                 lambda c: lane.request(
                     c, method, params, passed, headers=headers, progress=progress, limit=limit

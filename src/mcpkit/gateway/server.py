@@ -23,7 +23,6 @@ the upstream listing a name, by the upstream serving a URI.  Era bridging (the p
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, cast
@@ -31,7 +30,6 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from ..compose.bridge import TRACE_KEYS
-from ..compose.lane import pass_through
 from ..compose.proxy import ProxyServer
 from ..compose.replicas import AnyUpstream
 from ..compose.upstream import Upstream
@@ -412,9 +410,11 @@ class GatewayServer(Server):
             or meta.progress_token is not None
             or meta.log_level is not None
             or not _PLAIN_PARAMS.issuperset(params)
-            or type(params.get("arguments", _NO_ARGUMENTS)) is not dict
         ):
             return None
+        arguments = params.get("arguments", _NO_ARGUMENTS)
+        if type(arguments) is not dict or (arguments and handles_in(arguments)):
+            return None  # (arguments that may name a handle: Bindings.call swaps them)
         extensions = meta.client_capabilities.get("extensions")
         if type(extensions) is dict and TASKS_EXTENSION in extensions:
             return None
@@ -439,25 +439,23 @@ class GatewayServer(Server):
         lane, in one coroutine: what the composition would do for it (the answer-size
         cap, the upstream's timeout and failures (:meth:`.Upstream.failure`),
         ``serverInfo`` stripped, task ids retagged, the upstream's errors as the
-        gateway's own, the caller's bindings), without a dispatch of the mounted proxy.
-        The policy point ran before, in dispatch.  Arguments that may name a handle take
-        :meth:`.Bindings.call` (another caller's handles swapped); any other answer is
-        made the caller's here."""
-        params = ctx.params
-        arguments = params.get("arguments")
-        if arguments and handles_in(arguments):
-            return await self.bindings.call(
-                ctx.principal, params, functools.partial(self._forward_bound, ctx, route)
-            )
+        gateway's own, the answer made the caller's), without a dispatch of the mounted
+        proxy.  The policy point ran before, in dispatch."""
         upstream, original, tool = route
+        params = ctx.params
         name = params["name"]
         metrics = self.metrics
         if metrics.enabled:
             metrics.direct_calls += 1
-        config = self.config
         wire: dict[str, Any] = {"name": original}
-        if arguments is not None:
-            wire["arguments"] = arguments
+        if "arguments" in params:
+            wire["arguments"] = params["arguments"]
+        front = params.get("_meta")
+        passed: dict[str, Any] = {}
+        if type(front) is dict and len(front) > 2:  # (more than the version and client info)
+            passed.update({k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)})
+        passed[META_CLIENT_CAPABILITIES] = ctx.meta.client_capabilities
+        config = self.config
         lane, client = upstream.lane, upstream.client
         assert lane is not None and client is not None  # (_lane_route: nothing awaited since)
         upstream.busy += 1
@@ -465,13 +463,13 @@ class GatewayServer(Server):
             answer = await lane.request_bare(
                 client,
                 wire,
-                _passed_meta(ctx),
+                passed,
                 param_headers(tool, params) if tool.header_params else None,
                 config.result_cap(name) if config.result_caps else config.max_result_bytes,
             )
         except McpError as exc:
             if exc.code == UNSUPPORTED_PROTOCOL_VERSION:  # the client path negotiates
-                return await self._forward_bound(ctx, route, params)
+                return await self._composed_route(ctx)
             if isinstance(exc, ServerError):
                 raise McpError(exc.code, exc.message, exc.data) from None
             raise
@@ -491,34 +489,6 @@ class GatewayServer(Server):
         if "taskId" in answer or "requestState" in answer:
             return bindings.sealed(ctx.principal, answer)
         return answer
-
-    async def _forward_bound(
-        self, ctx: Context, route: _LaneRoute, params: dict[str, Any]
-    ) -> dict[str, Any]:
-        """A plain call through the upstream's client (:func:`.pass_through`), for
-        :meth:`.Bindings.call` (which makes the answer the caller's) or when the upstream
-        refused the lane's version."""
-        upstream, original, tool = route
-        name = params["name"]
-        config = self.config
-        try:
-            answer = await pass_through(
-                upstream,
-                "tools/call",
-                {**params, "name": original},
-                _passed_meta(ctx),
-                headers=param_headers(tool, params) if tool.header_params else None,
-                progress=None,
-                limit=config.result_cap(name) if config.result_caps else config.max_result_bytes,
-                what=f"tools/call {name}",
-                front=None,
-                safe=False,
-                bare=True,
-            )
-        except ServerError as exc:
-            raise McpError(exc.code, exc.message, exc.data) from None
-        served_by(upstream.name)
-        return self.retag(upstream, answer) if "taskId" in answer else answer
 
     def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A merged list as this caller may see it: what the rules allow and its virtual
@@ -580,17 +550,6 @@ class GatewayServer(Server):
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
 _NO_ARGUMENTS: dict[str, Any] = {}
 _LaneRoute = tuple[Upstream, str, ProxyTool]
-
-
-def _passed_meta(ctx: Context) -> dict[str, Any]:
-    """The front's ``_meta`` a plain forwarded call passes on: its client's capabilities
-    and its trace context."""
-    front = ctx.params.get("_meta")
-    passed: dict[str, Any] = {}
-    if type(front) is dict and len(front) > 2:  # (more than the version and client info)
-        passed.update({k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)})
-    passed[META_CLIENT_CAPABILITIES] = ctx.meta.client_capabilities
-    return passed
 
 
 def rate_limiter(config: GatewayConfig) -> RateLimit:

@@ -242,12 +242,17 @@ class Upstream:
             self._http = http11.pooled_client(pool)
             kwargs["http_client"] = self._http
             try:
-                self.lane = FastLane(
-                    url,
-                    pool,
-                    headers=dict(self.headers),
-                    timeout=self.timeout,
-                    on_log=self.fronts.log,
+                # (asyncio's only: under trio the client's own wire carries every call)
+                self.lane = (
+                    FastLane(
+                        url,
+                        pool,
+                        headers=dict(self.headers),
+                        timeout=self.timeout,
+                        on_log=self.fronts.log,
+                    )
+                    if http11.on_asyncio()
+                    else None
                 )
             except ValueError as exc:  # httpx will say what is wrong, call by call
                 log.warning("upstream %s: no fast lane: %s", self.name, exc)

@@ -46,6 +46,7 @@ __all__ = [
     "Http11Transport",
     "RawResponse",
     "available",
+    "on_asyncio",
     "pooled_client",
 ]
 
@@ -597,7 +598,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        if url.scheme != "http" or request.method != "POST" or not _on_asyncio():
+        if url.scheme != "http" or request.method != "POST" or not on_asyncio():
             return await self._fallback.handle_async_request(request)
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         response = await self._pool.request(
@@ -618,7 +619,9 @@ class Http11Transport(httpx.AsyncBaseTransport):
         await self._fallback.aclose()
 
 
-def _on_asyncio() -> bool:
+def on_asyncio() -> bool:
+    """Whether the running event loop is asyncio's (the pool's only one: under trio its
+    users take httpx's own transport)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

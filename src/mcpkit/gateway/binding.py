@@ -200,10 +200,19 @@ class Bindings:
 
 def handles_in(arguments: object) -> bool:
     """Whether ``arguments`` (JSON) hold a string shaped like a handle: only then can a
-    call name another caller's handle (:meth:`Bindings.foreign_handles`)."""
-    found: set[str] = set()
-    _value_handles(arguments, found)
-    return bool(found)
+    call name another caller's handle (:meth:`Bindings.foreign_handles`).  (The strings
+    of an object are tested in its own loop: most arguments are a few short strings.)"""
+    if type(arguments) is not dict:
+        found: set[str] = set()
+        _value_handles(arguments, found)
+        return bool(found)
+    for item in arguments.values():
+        if type(item) is str:
+            if "_" in item and len(item) >= _HANDLE_MIN and _HANDLE.search(item):
+                return True
+        elif item is not None and type(item) not in _SCALARS and handles_in(item):
+            return True
+    return False
 
 
 def swapped(value: Any, swaps: dict[str, str]) -> Any:

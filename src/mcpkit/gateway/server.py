@@ -310,18 +310,6 @@ class GatewayServer(Server):
         return True
 
     # ------------------------------------------------------------------ routing
-    def _routed(self, ctx: Context) -> Awaitable[dict[str, Any]]:
-        """The routed methods' handler (inside the policy point): a plain forwarded call
-        onto its upstream's fast lane, anything else through the composition.  (A plain
-        function returning the coroutine that answers: no frame of its own for a call
-        to resume on each wake-up.)"""
-        config = self.config
-        if ctx.method == "tools/call" and config.direct_calls and not config.guardrails:
-            route = self._lane_route(ctx)
-            if route is not None:
-                return self._lane_call(ctx, route)
-        return self._composed_route(ctx)
-
     async def _composed_route(self, ctx: Context) -> dict[str, Any]:
         guards = self.config.guardrails  # read per request: a reload swaps them
         who = ctx.principal
@@ -389,53 +377,55 @@ class GatewayServer(Server):
             ctx.params = {**ctx.params, "taskId": front}
         return self.bindings.answered_as_front(front, result)
 
-    def _lane_route(self, ctx: Context) -> _LaneRoute | None:
-        """The upstream, its own name for the tool and the tool, when this ``tools/call``
-        is a plain forwarded call (without guardrails, whose checks and rewrites run
-        around the composition's routing): a 2026-07-28 call in its plainest shape (its name,
-        arguments as an object and ``_meta``; no task, progress token or log level, whose
-        notifications belong to the front request), of a tool the gateway has listed,
-        whose name fits exactly one upstream's prefix, an ``http://`` upstream speaking
-        2026-07-28 over its fast lane, untraced.  Anything else is forwarded through the
-        composition (:meth:`_route`)."""
+    def _routed(self, ctx: Context) -> Awaitable[dict[str, Any]]:
+        """The routed methods' handler (inside the policy point), returning the coroutine
+        that answers: a plain forwarded call onto its upstream's fast lane
+        (:meth:`_lane_call`), anything else through the composition (:meth:`_route`).
+
+        A plain forwarded call is a ``tools/call`` without guardrails (whose checks and
+        rewrites run around the composition's routing), of 2026-07-28 in its plainest
+        shape (its name, arguments as an object naming no handle, and ``_meta``; no task,
+        progress token or log level, whose notifications belong to the front request),
+        of a tool the gateway has listed, whose name fits exactly one upstream's prefix,
+        an ``http://`` upstream speaking 2026-07-28 over its fast lane, untraced."""
+        config = self.config
         params = ctx.params
         name = params.get("name")
-        if type(name) is not str:  # (exact types here: any other is the composition's)
-            return None
-        tool = self._proxy_tools.get(name)
+        tool = self._proxy_tools.get(name) if type(name) is str else None
+        if tool is None or ctx.method != "tools/call" or config.guardrails:
+            return self._composed_route(ctx)
         meta = ctx.meta
+        arguments = params.get("arguments", _NO_ARGUMENTS)
+        extensions = meta.client_capabilities.get("extensions")
         if (
-            tool is None
+            not config.direct_calls
             or meta.era != "modern"
             or meta.progress_token is not None
             or meta.log_level is not None
             or not _PLAIN_PARAMS.issuperset(params)
+            or type(arguments) is not dict
+            or (arguments and handles_in(arguments))  # (Bindings.call swaps handles)
+            or (type(extensions) is dict and TASKS_EXTENSION in extensions)
         ):
-            return None
-        arguments = params.get("arguments", _NO_ARGUMENTS)
-        if type(arguments) is not dict or (arguments and handles_in(arguments)):
-            return None  # (arguments that may name a handle: Bindings.call swaps them)
-        extensions = meta.client_capabilities.get("extensions")
-        if type(extensions) is dict and TASKS_EXTENSION in extensions:
-            return None
+            return self._composed_route(ctx)
         upstream = None
         for each in self.upstreams:
             if not each.prefix or name.startswith(each.prefix):
                 if upstream is not None:
-                    return None  # several fit: the composition decides
+                    return self._composed_route(ctx)  # several fit: the composition decides
                 upstream = each
         if type(upstream) is not Upstream and not isinstance(upstream, Upstream):
-            return None  # replicas
-        lane, client = upstream.lane, upstream.client
-        if lane is None or client is None:
-            return None  # https://, stdio, openapi, [upstream.oauth], down
+            return self._composed_route(ctx)  # replicas
+        client = upstream.client
+        if upstream.lane is None or client is None:
+            return self._composed_route(ctx)  # https://, stdio, openapi, oauth, trio, down
         session = client.session
         if session.rules is None or session.rules.name != "modern" or session.traced:
-            return None
-        return upstream, name[len(upstream.prefix) :], tool
+            return self._composed_route(ctx)
+        return self._lane_call(ctx, (upstream, name[len(upstream.prefix) :], tool))
 
     async def _lane_call(self, ctx: Context, route: _LaneRoute) -> dict[str, Any]:
-        """A plain forwarded call (:meth:`_lane_route`) straight onto its upstream's fast
+        """A plain forwarded call (:meth:`_routed`) straight onto its upstream's fast
         lane, in one coroutine: what the composition would do for it (the answer-size
         cap, the upstream's timeout and failures (:meth:`.Upstream.failure`),
         ``serverInfo`` stripped, task ids retagged, the upstream's errors as the
@@ -457,7 +447,7 @@ class GatewayServer(Server):
         passed[META_CLIENT_CAPABILITIES] = ctx.meta.client_capabilities
         config = self.config
         lane, client = upstream.lane, upstream.client
-        assert lane is not None and client is not None  # (_lane_route: nothing awaited since)
+        assert lane is not None and client is not None  # (_routed: nothing awaited since)
         upstream.busy += 1
         try:
             answer = await lane.request_bare(
@@ -545,7 +535,7 @@ class GatewayServer(Server):
         return result
 
 
-#: What a plain forwarded call's params hold (:meth:`GatewayServer._lane_route`); any other
+#: What a plain forwarded call's params hold (:meth:`GatewayServer._routed`); any other
 #: member (``task``, ``requestState``, ``inputResponses``...) takes the composition.
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
 _NO_ARGUMENTS: dict[str, Any] = {}

@@ -182,19 +182,16 @@ class FastLane:
         method: str = "tools/call",
     ) -> Coroutine[Any, Any, dict[str, Any]]:
         """A call of the gateway's lane shortcut, to await: ``params`` are the caller's
-        own (their ``_meta`` is set here), ``meta`` carries the front client's
-        capabilities, and the client's own ``_meta`` is reduced to what identifies it,
-        not rebuilt (capabilities, trace context) and overridden.  No progress, no span.
-        (A plain function: the coroutine it returns is the exchange's own.)"""
+        own, and so is ``meta``, the front client's capabilities and trace context: the
+        client's own ``_meta`` is reduced to what identifies it, added to ``meta``, and
+        ``meta`` becomes the params' ``_meta``.  No progress, no span.  (A plain
+        function: the coroutine it returns is the exchange's own.)"""
         session = client.session
-        own = {
-            META_PROTOCOL_VERSION: session.version,
-            META_CLIENT_INFO: session.options.protocol.client_info,
-            **meta,
-        }
+        meta[META_PROTOCOL_VERSION] = session.version
+        meta[META_CLIENT_INFO] = session.options.protocol.client_info
         if session.log_level is not None:
-            own.setdefault(META_LOG_LEVEL, session.log_level)
-        params["_meta"] = own
+            meta.setdefault(META_LOG_LEVEL, session.log_level)
+        params["_meta"] = meta
         return self._exchange(method, next(self._ids), params, headers, None, None, limit)
 
     async def _exchange(

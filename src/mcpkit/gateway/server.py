@@ -391,8 +391,10 @@ class GatewayServer(Server):
         config = self.config
         params = ctx.params
         name = params.get("name")
-        tool = self._proxy_tools.get(name) if type(name) is str else None
-        if tool is None or ctx.method != "tools/call" or config.guardrails:
+        if type(name) is not str or ctx.method != "tools/call" or config.guardrails:
+            return self._composed_route(ctx)
+        tool = self._proxy_tools.get(name)
+        if tool is None:
             return self._composed_route(ctx)
         meta = ctx.meta
         arguments = params.get("arguments", _NO_ARGUMENTS)

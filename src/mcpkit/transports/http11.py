@@ -23,7 +23,6 @@ response stream *is* how a client cancels a request.  asyncio only.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -50,8 +49,9 @@ __all__ = [
     "pooled_client",
 ]
 
-#: Idle connections older than this are dropped unused (servers close idle keep-alive
-#: connections after a few seconds: uvicorn after 5 s; a close we saw drops it anyway).
+#: Connections idle for longer than this are dropped unused (servers close idle
+#: keep-alive connections after a few seconds: uvicorn after 5 s; a close we saw drops
+#: it anyway).
 MAX_IDLE_S = 4.0
 #: Buffered, unread response bytes above which we stop reading the socket.
 HIGH_WATER = 256 * 1024
@@ -62,9 +62,6 @@ MAX_HEAD_BYTES = 100 * 1024
 
 class DeadlineExceeded(httpx.TimeoutException):
     """A request with a deadline (:meth:`Http11Pool.request`) was not answered in time."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
 
 
 def available() -> bool:
@@ -94,7 +91,8 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.error: Exception | None = None
         self.waiter: asyncio.Future[None] | None = None
-        self.idle_since = 0.0
+        #: When its current (or last) request started, on the loop's clock.
+        self.used_at = 0.0
         #: The current request's deadline (loop time) and timeout, when it has one
         #: (:meth:`Http11Pool.request`'s ``deadline``).
         self.expires = 0.0
@@ -391,7 +389,7 @@ class Http11Pool:
         its deadline, never before.
         (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
         loop = asyncio.get_running_loop()
-        expires = loop.time() + deadline if deadline is not None else 0.0
+        now = loop.time()
         slots = self._slots
         free = slots.free > 0 and not slots.waiters
         if free:
@@ -401,12 +399,13 @@ class Http11Pool:
         key = (host, port)
         try:
             for attempt in (0, 1):
-                conn = self._checkout(key)
+                conn = self._checkout(key, now)
                 reused = conn is not None
                 if conn is None:
                     conn = await self._connect(key, connect_timeout)
+                conn.used_at = now
                 if deadline is not None:
-                    conn.expires, conn.timeout = expires, deadline
+                    conn.expires, conn.timeout = now + deadline, deadline
                     self._timed[conn] = None
                     if self._sweeper is None or self._sweeping is not loop:
                         self._start_sweeping(loop)
@@ -495,14 +494,16 @@ class Http11Pool:
             if not conn.closed and conn.transport is not None:
                 conn.transport.write(data)
 
-    def _checkout(self, key: tuple[str, int]) -> _Connection | None:
+    def _checkout(self, key: tuple[str, int], now: float) -> _Connection | None:
+        """An idle connection to ``key``: one closed, or whose last request started more
+        than :data:`MAX_IDLE_S` before ``now`` (it may have been idle that long), is
+        dropped unused."""
         idle = self._idle.get(key)
         if not idle:
             return None
-        now = time.monotonic()
         while idle:
             conn = idle.pop()
-            if conn.closed or now - conn.idle_since > MAX_IDLE_S:
+            if conn.closed or now - conn.used_at > MAX_IDLE_S:
                 conn.close()
                 continue
             conn.headers, conn.headers_done, conn.complete = [], False, False  # (reset())
@@ -540,11 +541,12 @@ class Http11Pool:
         ):
             conn.close()
             return
-        idle = self._idle.setdefault(conn.key, deque())
+        idle = self._idle.get(conn.key)
+        if idle is None:
+            idle = self._idle[conn.key] = deque()
         if len(idle) >= self._max_idle:
             conn.close()
             return
-        conn.idle_since = time.monotonic()
         idle.append(conn)
 
     def close(self) -> None:

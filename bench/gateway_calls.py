@@ -2,7 +2,7 @@
 the machine's load, to set beside the CPU figures of ``python -m bench --only gateway``
 (issue #20).
 
-usage: python -m bench.gateway_calls [--duration S] [--top N]
+usage: python -m bench.gateway_calls [--duration S] [--top N] [--save FILE]
 
 mcpkit's HTTP server (``bench/peers/mcpkit_server.py``, the echo tool) runs as the upstream,
 the gateway (one upstream, no prefix, no auth, default policy: the benchmark's) in this
@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=3.0, help="seconds counted")
     parser.add_argument("--top", type=int, default=0, help="also list the N most called")
+    parser.add_argument("--save", help="also write the profile to this file (pstats)")
     args = parser.parse_args(argv)
     from mcpkit.gateway.app import GatewayApp
     from mcpkit.gateway.config import load_config
@@ -83,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print("no call was answered", file=sys.stderr)
         return 1
     stats = pstats.Stats(profile)
+    if args.save:
+        stats.dump_stats(args.save)
     calls = counted["calls"]
     print(
         f"{stats.total_calls / calls:.1f} Python calls per forwarded tools/call "  # type: ignore[attr-defined]

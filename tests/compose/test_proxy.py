@@ -370,3 +370,16 @@ async def test_a_proxy_serves_many_connections_in_turn_and_at_once() -> None:
         await echo(two, "two")
     async with Client(front) as client:
         await echo(client, "after")
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_a_proxy_of_a_modern_http_server_runs_on_trio(modern_http: str) -> None:
+    """The fast lane is asyncio's: on trio a modern call takes the client's own wire, with
+    the same answer (the upstream's rounds passed through)."""
+    async with Client(proxy(modern_http), era="modern", elicitation=elicit) as client:
+        result = await client.call_tool("echo", {"text": "hi", "times": 2})
+        assert first_text(result) == "hi hi"
+        first = await client.request(
+            "tools/call", {"name": "confirm", "arguments": {"action": "x"}}
+        )
+        assert first["resultType"] == "input_required"

@@ -206,7 +206,7 @@ async def _paced(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 
 
 async def test_the_upstream_deadline_and_progress_extending_it() -> None:
-    """The lane's deadlines (one timer per lane, ``compose/deadlines.py``): a call past
+    """The lane's deadlines (one timer per pool, ``Http11Pool.request``): a call past
     its timeout raises RequestTimeoutError; progress keeps a longer call alive; a call
     cancelled by someone else is cancelled, not timed out."""
     server = await asyncio.start_server(_paced, "127.0.0.1", 0)

@@ -276,7 +276,7 @@ async def test_cancelled_request_closes_the_connection(
     pool.close()
 
 
-async def test_read_timeout_and_size_limit(
+async def test_deadline_and_size_limit(
     upstream_factory: Callable[[Handler], Awaitable[Upstream]],
 ) -> None:
     async def stall(body: bytes, writer: asyncio.StreamWriter) -> bool:
@@ -291,10 +291,8 @@ async def test_read_timeout_and_size_limit(
     response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"big"))
     with pytest.raises(ValueError, match="larger than"):
         await response.read(1000)
-    with pytest.raises(httpx.ReadTimeout):
-        await pool.request(
-            "127.0.0.1", upstream.port, post(upstream.port, b"slow"), read_timeout=0.05
-        )
+    with pytest.raises(http11.DeadlineExceeded):
+        await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"slow"), deadline=0.05)
     pool.close()
 
 

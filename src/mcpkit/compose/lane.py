@@ -4,38 +4,33 @@ or the gateway).
 A modern call through a proxy needs nothing of the client stack but the wire: no
 session, no server->client requests (input comes back as an ``InputRequiredResult``,
 which passes through untouched), no resumption (closing the stream cancels).  So it
-skips httpx and the client's per-request machinery and goes straight onto a pooled
-keep-alive connection (:class:`~mcpkit.transports.http11.Http11Pool`): the request is
-serialized with one ``encode``, its head built from bytes fixed per upstream plus the
-routing headers, and a JSON answer decoded once.  Measured: the client path cost ~180 µs
-of gateway CPU per forwarded call, most of it httpx's request/response objects.
-
-The answer is read as the client would: a JSON-RPC error is a :class:`ServerError`
-(passed on as it is), an HTTP error without one a :class:`HttpStatusError`; an SSE
-answer is decoded as its bytes arrive (``transports.client_http_wire.sse_events``), its
-progress relayed to the front request and its log messages to the front client.  The
-answer-size cap (``limit``) holds inside the decoding: a JSON body whose
-``Content-Length`` passes it is refused unread, an SSE line or event as soon as it passes
-it, and the connection is closed, so an upstream cannot make the gateway hold more than
-the cap plus one chunk for a call.  Anything the lane does not
-cover (legacy upstreams, ``https://``, a version the upstream refuses) takes the client path.
+skips httpx and goes straight onto a pooled keep-alive connection
+(:class:`~mcpkit.transports.http11.Http11Pool`) under the upstream's deadline: the
+request is serialized with one ``encode``, its head built by the client's era rules
+(:func:`~mcpkit.transports.client_http_era.request_headers`) once per call shape, and
+its answer read by the client's rules (:mod:`~mcpkit.transports.client_http_wire`): a
+JSON-RPC error is a :class:`ServerError`, an HTTP error without one a
+:class:`HttpStatusError`; an SSE answer is decoded as its bytes arrive, its progress
+relayed to the front request and its log messages to the front client.  The answer-size
+cap (``limit``) holds inside the decoding: a JSON body whose ``Content-Length`` passes it
+is refused unread, an SSE line or event as soon as it passes it, and the connection is
+closed.  Anything the lane does not cover (legacy upstreams, ``https://``, a version the
+upstream refuses) takes the client path.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import itertools
 import re
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from ..client import Client, telemetry
-from ..protocol import headers as hdr
 from ..protocol.correlation import note_sent
 from ..protocol.sse import SseLimitError
 from ..server.mount import strip_server_info
@@ -45,15 +40,16 @@ from ..transports.client_base import (
     ProtocolViolationError,
     RequestTimeoutError,
 )
+from ..transports.client_http_era import request_headers
 from ..transports.client_http_wire import (
     body_answer,
     event_message,
     sse_events,
     unwrap_answer,
 )
-from ..transports.http11 import Http11Pool, RawResponse
+from ..transports.http11 import DeadlineExceeded, Http11Pool, RawResponse
 from ..types import jsonrpc
-from ..types.codec import encode
+from ..types.codec import DecodeError, decode_relayed, encode
 from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import METHODS
@@ -63,7 +59,6 @@ from ..types.versions import (
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
 )
-from .deadlines import Deadline, Deadlines
 
 if TYPE_CHECKING:
     from .bridge import FrontCall
@@ -96,17 +91,6 @@ class ResultTooLarge(McpError):
         )
 
 
-class _Pending(NamedTuple):
-    """One request in flight on the lane: what its answer is read against."""
-
-    method: str
-    request_id: int
-    token: str | None
-    progress: ProgressRelay | None
-    deadline: Deadline | None
-    limit: int
-
-
 class FastLane:
     """Modern requests to one ``http://`` upstream URL over a shared pool."""
 
@@ -131,20 +115,13 @@ class FastLane:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.on_log = on_log
-        fixed = {
-            "host": parts.netloc,
-            "content-type": "application/json",
-            "accept": "application/json, text/event-stream",
-        }
         for key, value in headers.items():
             if not _TOKEN.fullmatch(key) or _BAD_VALUE.search(value):
                 raise ValueError(f"header {key!r} cannot be sent as it is")
-            fixed[key.lower()] = value
+        #: The headers of every request but the era's own (:func:`request_headers`).
+        self.headers = {"Host": parts.netloc, **headers}
         self._request_line = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n"
-        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
         self._ids = itertools.count(1)
-        #: The calls' upstream deadlines (one timer for the lane: :mod:`.deadlines`).
-        self._deadlines = Deadlines(timeout) if timeout is not None else None
         #: (version, method, name) -> the request's head up to its own headers: the same
         #: few tools are called over and over (bounded: names are the clients').
         self._heads: dict[tuple[str, str, str | None], bytes] = {}
@@ -160,39 +137,19 @@ class FastLane:
         headers: dict[str, str] | None = None,
         progress: ProgressRelay | None = None,
         limit: int = MAX_ANSWER_BYTES,
-        bare: bool = False,
     ) -> Coroutine[Any, Any, dict[str, Any]]:
-        """One request, to await: the upstream's result, or its error raised
-        (:class:`ResultTooLarge` past ``limit`` bytes, read no further).  In a CLIENT span
-        when the client traces.  (A plain function: the coroutine it returns is the
-        request's own, one frame less on every resumption of a forwarded call.)
-
-        ``bare``: a call of the gateway's lane shortcut; ``meta`` then carries
-        the front client's capabilities and no span of ours is current, so the client's own
-        ``_meta`` is reduced to what identifies it, not rebuilt (capabilities, trace
-        context) and overridden."""
-        if getattr(client.session, "traced", False):
-            return telemetry.traced(
-                method,
-                params,
-                client.transport.server_key,
-                client.session.version,
-                None,
-                functools.partial(
-                    self._request,
-                    client,
-                    method,
-                    params,
-                    meta,
-                    headers=headers,
-                    progress=progress,
-                    limit=limit,
-                    bare=False,
-                ),
-            )
-        return self._request(
-            client, method, params, meta, headers=headers, progress=progress, limit=limit, bare=bare
+        """One request with the client's own ``_meta`` (``meta`` over it), to await: the
+        upstream's result, or its error raised (:class:`ResultTooLarge` past ``limit``
+        bytes, read no further).  In a CLIENT span when the client traces.  (A plain
+        function: the coroutine it returns is the request's own.)"""
+        call = functools.partial(
+            self._request, client, method, params, meta, headers, progress, limit
         )
+        if getattr(client.session, "traced", False):
+            session = client.session
+            key = client.transport.server_key
+            return telemetry.traced(method, params, key, session.version, None, call)
+        return call()
 
     async def _request(
         self,
@@ -200,44 +157,70 @@ class FastLane:
         method: str,
         params: dict[str, Any],
         meta: dict[str, Any],
-        *,
         headers: dict[str, str] | None,
         progress: ProgressRelay | None,
         limit: int,
-        bare: bool,
     ) -> dict[str, Any]:
         token = f"gw-{next(self._tokens)}" if progress is not None else None
-        if bare:
-            session = client.session
-            own = {
-                META_PROTOCOL_VERSION: session.version,
-                META_CLIENT_INFO: session.options.protocol.client_info,
-                **meta,
-            }
-            if session.log_level is not None:
-                own.setdefault(META_LOG_LEVEL, session.log_level)
-        else:
-            own = client.session.meta(token)
-            own.update(meta)
-            if getattr(client.session, "traced", False):  # our CLIENT span parents upstream
-                own.update(telemetry.inject())
+        own = client.session.meta(token)
+        own.update(meta)
+        if getattr(client.session, "traced", False):  # our CLIENT span parents upstream
+            own.update(telemetry.inject())
         wire = dict(params)
         wire["_meta"] = own
         request_id = next(self._ids)
-        if not bare:  # (only a traced client's span collects the ids: never bare)
-            note_sent(request_id)
-        body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": wire})
-        data = self._head(method, params, own, headers, len(body)) + body
-        deadlines = self._deadlines
-        deadline = deadlines.enter() if deadlines is not None else None
-        try:  # (the exchange inline: one frame less on each wake-up)
+        note_sent(request_id)
+        return await self._exchange(method, request_id, wire, headers, progress, token, limit)
+
+    def request_bare(
+        self,
+        client: Client,
+        params: dict[str, Any],
+        meta: dict[str, Any],
+        headers: dict[str, str] | None,
+        limit: int,
+        method: str = "tools/call",
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        """A call of the gateway's lane shortcut, to await: ``params`` are the caller's
+        own, and so is ``meta``, the front client's capabilities and trace context: the
+        client's own ``_meta`` is reduced to what identifies it, added to ``meta``, and
+        ``meta`` becomes the params' ``_meta``.  No progress, no span.  (A plain
+        function: the coroutine it returns is the exchange's own.)"""
+        session = client.session
+        meta[META_PROTOCOL_VERSION] = session.version
+        meta[META_CLIENT_INFO] = session.options.protocol.client_info
+        if session.log_level is not None:
+            meta.setdefault(META_LOG_LEVEL, session.log_level)
+        params["_meta"] = meta
+        return self._exchange(method, next(self._ids), params, headers, None, None, limit)
+
+    async def _exchange(
+        self,
+        method: str,
+        request_id: int,
+        params: dict[str, Any],
+        headers: dict[str, str] | None,
+        progress: ProgressRelay | None,
+        token: str | None,
+        limit: int,
+    ) -> dict[str, Any]:
+        """One request on the pool, its answer read (see :meth:`request`)."""
+        body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        data = self._head(method, params, headers, len(body)) + body
+        try:
             try:
                 response = await self.pool.request(
-                    self.host, self.port, data, connect_timeout=self.connect_timeout
+                    self.host,
+                    self.port,
+                    data,
+                    connect_timeout=self.connect_timeout,
+                    deadline=self.timeout,
                 )
             except httpx.ConnectError as exc:
                 raise ConnectError(f"cannot connect to {self.url} ({method}): {exc}") from None
             except httpx.HTTPError as exc:
+                if isinstance(exc, DeadlineExceeded):
+                    raise
                 raise ConnectionClosedError(
                     f"the connection to {self.url} failed while sending {method}: {exc}"
                 ) from None
@@ -250,45 +233,48 @@ class FastLane:
             if whole is not None:
                 return self._result(whole, response.status, method)
             try:
-                pending = _Pending(method, request_id, token, progress, deadline, limit)
-                return await self._answer(response, pending)
+                if _streamed(response):
+                    answer = await self._read_sse(
+                        response, method, request_id, token, progress, limit
+                    )
+                    return _without_server_info(answer)
+                try:
+                    body = await response.read(limit)
+                except ValueError:
+                    raise ResultTooLarge(method, limit) from None
+                return self._result(body, response.status, method)
             except httpx.HTTPError as exc:
+                if isinstance(exc, DeadlineExceeded):
+                    raise
                 raise ConnectionClosedError(
                     f"the connection to {self.url} failed while reading the answer to "
                     f"{method}: {exc}"
                 ) from None
             finally:
                 response.close()
-        except asyncio.CancelledError:
-            if deadline is None or not deadline.timed_out():
-                raise
-        finally:
-            if deadlines is not None and deadline is not None:
-                deadlines.leave(deadline)
-        raise RequestTimeoutError(method, self.timeout or 0.0)
+        except DeadlineExceeded:
+            raise RequestTimeoutError(method, self.timeout or 0.0) from None
 
     def _head(
         self,
         method: str,
         params: dict[str, Any],
-        meta: dict[str, Any],
         extra: dict[str, str] | None,
         length: int,
     ) -> bytes:
         member = _NAME_PARAMS.get(method)
         value = params.get(member) if member else None
-        version = meta.get(META_PROTOCOL_VERSION, "")
+        version = params["_meta"].get(META_PROTOCOL_VERSION, "")
         key = (
             version if type(version) is str else str(version),
             method,
-            value if isinstance(value, str) else None,
+            value if type(value) is str else None,
         )
         head = self._heads.get(key)
-        if head is None:  # the request line, fixed and routing headers, kept per call shape
-            text = f"mcp-protocol-version: {key[0]}\r\nmcp-method: {method}\r\n"
-            if key[2] is not None:
-                text += f"mcp-name: {hdr.encode_header_value(key[2])}\r\n"
-            head = self._request_line + self._fixed + text.encode("latin-1")
+        if head is None:  # the request line and headers, kept per call shape
+            message = {"method": method, "params": params}
+            lines = request_headers(message, self.headers, None, None).items()
+            head = self._request_line + "".join(f"{k}: {v}\r\n" for k, v in lines).encode("latin-1")
             if len(self._heads) >= _HEADS_MAX:
                 self._heads.clear()
             self._heads[key] = head
@@ -296,26 +282,38 @@ class FastLane:
             head += "".join(f"{k}: {v}\r\n" for k, v in extra.items()).encode("latin-1")
         return head + b"content-length: %d\r\n\r\n" % length
 
-    async def _answer(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
-        """The result in ``response`` (JSON, or an SSE stream), or its error raised."""
-        method, limit = pending.method, pending.limit
-        if _streamed(response):
-            return await self._read_sse(response, pending)
-        try:
-            body = await response.read(limit)
-        except ValueError:
-            raise ResultTooLarge(method, limit) from None
-        return self._result(body, response.status, method)
-
     def _result(self, body: bytes, status: int, method: str) -> dict[str, Any]:
-        """The result in a JSON answer's ``body``, or its error raised."""
+        """The result in a JSON answer's ``body`` without the upstream's server info, or
+        its error raised.  (A 200 answer holding a result is read at once; anything else
+        as the client reads it, :func:`body_answer`.)"""
+        if status == 200:
+            try:
+                message = decode_relayed(body)
+            except DecodeError:
+                message = None
+            if type(message) is dict and "error" not in message:
+                result = message.get("result")
+                if type(result) is dict:
+                    meta = result.get("_meta")
+                    if meta is not None and type(meta) is dict and META_SERVER_INFO in meta:
+                        del meta[META_SERVER_INFO]  # (_without_server_info, inline)
+                        if not meta:
+                            del result["_meta"]
+                    return result
         answer = body_answer(body, status, method, f"HTTP {status} from {self.url}", relayed=True)
         if answer is None:
             raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
-        return unwrap_answer(answer, method)
+        return _without_server_info(unwrap_answer(answer, method))
 
-    async def _read_sse(self, response: RawResponse, pending: _Pending) -> dict[str, Any]:
-        method, request_id, token, progress, deadline, limit = pending
+    async def _read_sse(
+        self,
+        response: RawResponse,
+        method: str,
+        request_id: int,
+        token: str | None,
+        progress: ProgressRelay | None,
+        limit: int,
+    ) -> dict[str, Any]:
         events = sse_events(response.chunks(), limit)
         try:
             async with contextlib.aclosing(events):
@@ -332,8 +330,7 @@ class FastLane:
                     params = jsonrpc.params_of(message)
                     if message["method"] == "notifications/progress":
                         if progress is not None and params.get("progressToken") == token:
-                            if deadline is not None:  # progress keeps a slow call alive
-                                deadline.extend(self.timeout or 0.0)
+                            response.extend()  # progress keeps a slow call alive
                             await progress(params)
                     elif message["method"] == "notifications/message" and self.on_log is not None:
                         await self.on_log(params)
@@ -343,6 +340,18 @@ class FastLane:
             f"{self.url} closed the response stream of {method} before answering; "
             f"the request is lost (re-issue it to retry)"
         )
+
+
+def _without_server_info(answer: dict[str, Any]) -> dict[str, Any]:
+    """A lane answer without the upstream's server info, removed in place: it is freshly
+    decoded and nobody else's, so its ``_meta`` need not be copied
+    (``strip_server_info``)."""
+    meta = answer.get("_meta")
+    if isinstance(meta, dict) and META_SERVER_INFO in meta:
+        del meta[META_SERVER_INFO]
+        if not meta:
+            del answer["_meta"]
+    return answer
 
 
 def _streamed(response: RawResponse) -> bool:
@@ -373,7 +382,6 @@ async def pass_through(
     what: str | None,
     front: FrontCall | None,
     safe: bool,
-    bare: bool = False,
 ) -> dict[str, Any]:
     """A modern front call to a modern upstream, passed through untouched
     (``inputRequests``, ``requestState`` and task results flow both ways) with the front's
@@ -381,38 +389,18 @@ async def pass_through(
     upstream refuses the lane's version) through the client.  The answer comes without the
     upstream's server info.  Over ``limit`` bytes it is refused: the lane stops reading
     there; the client's answer is measured (:func:`capped`) unless ``what`` is None (no
-    cap was configured, the client's own message limit holds).  A proxy's call and the
-    gateway's lane shortcut (``front=None``, ``bare=True``, see
-    :meth:`FastLane.request`) both forward here; ``params`` may hold the front's
-    ``_meta``, which is never sent on."""
+    cap was configured, the client's own message limit holds).  ``params`` may hold the
+    front's ``_meta``, which is never sent on."""
     lane = upstream.lane
     if lane is not None:
-        # The lane shortcut (``bare``) takes only upstreams whose client does not trace:
-        # no span to open, the request's own coroutine straight away.
-        send = lane._request if bare else lane.request
         try:
-            answer: dict[str, Any] = await upstream.call(
-                lambda c: send(
-                    c,
-                    method,
-                    params,  # (the lane sends a copy with its own _meta in)
-                    passed,
-                    headers=headers,
-                    progress=progress,
-                    limit=limit,
-                    bare=bare,
+            return await upstream.call(
+                lambda c: lane.request(
+                    c, method, params, passed, headers=headers, progress=progress, limit=limit
                 ),
                 front,
                 safe=safe,
-            )
-            # The server info out, in place: a lane answer is freshly decoded and
-            # nobody else's, so its ``_meta`` need not be copied (``strip_server_info``).
-            meta = answer.get("_meta")
-            if isinstance(meta, dict) and META_SERVER_INFO in meta:
-                del meta[META_SERVER_INFO]
-                if not meta:
-                    del answer["_meta"]
-            return answer
+            )  # (the lane's answers hold no server info)
         except McpError as exc:
             if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise

@@ -71,6 +71,17 @@ OnChange = Callable[[str, str, str | None], None]
 _CALLBACKS = ("elicitation", "url_elicitation", "sampling", "roots", "on_log")
 
 
+#: What a failure to reach an upstream raises (its client is then restarted).
+_UNREACHABLE = (
+    wire.ConnectError,
+    wire.ConnectionClosedError,
+    ConnectionError,
+    OSError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+)
+
+
 class UpstreamUnavailable(McpError):
     """The upstream cannot be reached (HTTP 503 at the front).
 
@@ -179,9 +190,9 @@ class Upstream:
         self._on_change = on_change or (lambda name, kind, uri: None)
         #: kind -> (expiry on the monotonic clock, items, the upstream's cacheScope)
         self._listings: dict[str, tuple[float, list[dict[str, Any]], str]] = {}
-        #: Calls in flight (``None`` for the owner's own, e.g. listings): a retired
-        #: upstream stops once none is left.
-        self._inflight: list[FrontCall | None] = []
+        #: Calls in flight (the owner's own included, e.g. listings): a retired upstream
+        #: stops once none is left.
+        self.busy = 0
         #: Front requests with a call in flight: the upstream's input requests and log
         #: messages find their way back through them (see :mod:`.bridge`).
         self.fronts = Fronts(name)
@@ -225,18 +236,23 @@ class Upstream:
             kwargs["auth"] = self._auth
         elif url is not None and url.startswith("http://") and http11.available():
             # Modern calls take the fast lane (raw pooled HTTP/1.1); the rest of the
-            # client's traffic rides pooled connections parsed by httptools too: httpx's
-            # default pool costs ~1 ms of CPU per forwarded call under load.
+            # client's traffic rides pooled connections parsed by httptools too (httpx's
+            # default pool costs more per call the more are in flight).
             pool = http11.Http11Pool()
             self._http = http11.pooled_client(pool)
             kwargs["http_client"] = self._http
             try:
-                self.lane = FastLane(
-                    url,
-                    pool,
-                    headers=dict(self.headers),
-                    timeout=self.timeout,
-                    on_log=self.fronts.log,
+                # (asyncio's only: under trio the client's own wire carries every call)
+                self.lane = (
+                    FastLane(
+                        url,
+                        pool,
+                        headers=dict(self.headers),
+                        timeout=self.timeout,
+                        on_log=self.fronts.log,
+                    )
+                    if http11.on_asyncio()
+                    else None
                 )
             except ValueError as exc:  # httpx will say what is wrong, call by call
                 log.warning("upstream %s: no fast lane: %s", self.name, exc)
@@ -317,10 +333,10 @@ class Upstream:
         limit = self.timeout if timeout is None else timeout
         with anyio.move_on_after(limit):
             while True:
-                while self._inflight:
+                while self.busy:
                     await anyio.sleep(0.05)
                 await anyio.sleep(grace)
-                if not self._inflight:
+                if not self.busy:
                     break
         await self.stop()
 
@@ -488,35 +504,38 @@ class Upstream:
         if client is None:
             raise UpstreamUnavailable(self.name, self.error or "not connected")
         token = self.fronts.enter(front) if front is not None else None
-        self._inflight.append(front)
+        self.busy += 1
         try:
             return await fn(client)
         except McpError:
             raise
-        except wire.RequestTimeoutError as exc:  # (a TimeoutError, hence an OSError: not dead)
-            raise upstream_failed(self.name, "it did not answer in time", exc) from None
-        except (
-            wire.ConnectError,
-            wire.ConnectionClosedError,
-            ConnectionError,
-            OSError,
-            anyio.BrokenResourceError,
-            anyio.ClosedResourceError,
-        ) as exc:
-            self._fail(client, str(exc) or type(exc).__name__)
-            raise UpstreamUnavailable(self.name, str(exc) or type(exc).__name__) from None
-        except ClientError as exc:
-            raise upstream_failed(self.name, "its answer could not be used", exc) from None
-        except Exception as exc:  # an OAuth failure of [upstream.auth], as the caller's error
-            hook = self._auth_error
-            converted = hook(self.name, exc) if hook is not None else None
-            if converted is None:
+        except Exception as exc:
+            error = self.failure(client, exc)
+            if error is exc:
                 raise
-            raise converted from None
+            raise error from None
         finally:
-            self._inflight.remove(front)
+            self.busy -= 1
             if front is not None and token is not None:
                 self.fronts.leave(front, token)
+
+    def failure(self, client: Client, exc: Exception) -> BaseException:
+        """What a call on ``client`` that raised ``exc`` (not an :class:`McpError`)
+        raises instead: a failure to reach the upstream marks it for restart and is
+        :class:`UpstreamUnavailable`; a timeout or an answer that could not be used an
+        internal error naming the upstream; an OAuth failure of ``[upstream.auth]`` the
+        caller's error; anything else ``exc`` itself.  (:meth:`call`'s rule, also for
+        the gateway's calls straight onto the fast lane.)"""
+        if isinstance(exc, wire.RequestTimeoutError):  # (a TimeoutError: an OSError, not dead)
+            return upstream_failed(self.name, "it did not answer in time", exc)
+        if isinstance(exc, _UNREACHABLE):
+            self._fail(client, str(exc) or type(exc).__name__)
+            return UpstreamUnavailable(self.name, str(exc) or type(exc).__name__)
+        if isinstance(exc, ClientError):
+            return upstream_failed(self.name, "its answer could not be used", exc)
+        hook = self._auth_error
+        converted = hook(self.name, exc) if hook is not None else None
+        return exc if converted is None else converted
 
     async def listing(self, kind: str) -> list[dict[str, Any]]:
         cached = self._listings.get(kind)

@@ -105,7 +105,7 @@ class Bindings:
         result = await forward(params)
         if swaps:
             result = swapped(result, {new: old for old, new in swaps.items()})
-        found = _result_handles(result)
+        found = result_handles(result)
         if found:
             await self._record(who, found)
         return self.sealed(who, result)
@@ -206,7 +206,7 @@ class Bindings:
 
     async def record_handles(self, who: object, result: dict[str, Any]) -> None:
         """Record the handles a tool result hands ``who`` (the first caller keeps one)."""
-        found = _result_handles(result)
+        found = result_handles(result)
         if found:
             await self._record(who, found)
 
@@ -229,15 +229,19 @@ class Bindings:
 
 def handles_in(arguments: object) -> bool:
     """Whether ``arguments`` (JSON) hold a string shaped like a handle: only then can a
-    call name another caller's handle (:meth:`Bindings.foreign_handles`)."""
-    found: set[str] = set()
-    _value_handles(arguments, found)
-    return bool(found)
-
-
-def result_handles(result: dict[str, Any]) -> bool:
-    """Whether a tool result hands out a string shaped like a handle (to record)."""
-    return bool(_result_handles(result))
+    call name another caller's handle (:meth:`Bindings.foreign_handles`).  (The strings
+    of an object are tested in its own loop: most arguments are a few short strings.)"""
+    if type(arguments) is not dict:
+        found: set[str] = set()
+        _value_handles(arguments, found)
+        return bool(found)
+    for item in arguments.values():
+        if type(item) is str:
+            if "_" in item and len(item) >= _HANDLE_MIN and _HANDLE.search(item):
+                return True
+        elif item is not None and type(item) not in _SCALARS and handles_in(item):
+            return True
+    return False
 
 
 def swapped(value: Any, swaps: dict[str, str]) -> Any:
@@ -276,9 +280,9 @@ def _value_handles(value: object, found: set[str]) -> None:
 _SCALARS = frozenset({bool, int, float})
 
 
-def _result_handles(result: dict[str, Any]) -> set[str]:
-    """The handles a tool result hands out: in its text blocks and its structured
-    content."""
+def result_handles(result: dict[str, Any]) -> set[str]:
+    """The handles a tool result hands out (strings shaped like one, to record): in its
+    text blocks and its structured content."""
     found: set[str] = set()
     for block in result.get("content") or ():
         if (type(block) is dict or isinstance(block, dict)) and block.get("type") == "text":

@@ -295,17 +295,19 @@ class Policy(Middleware):
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         gateway = self.gateway
         method = ctx.method
-        started = time.perf_counter()
-        record = Record()
-        token = _record.set(record)
         who = ctx.principal
         if who is None or not isinstance(who, Caller):
             who = ctx.principal = ANONYMOUS
-        outcome = "ok"
         member = _NAME_PARAMS.get(method)
         name = ctx.params.get(member) if member is not None else None
         if type(name) is not str and not isinstance(name, str):
             name = None
+        # Timed and recorded only when someone reads the audit line or the metrics.
+        record = Record() if gateway.audit.enabled or gateway.metrics.enabled else None
+        if record is not None:
+            started = time.perf_counter()
+            token = _record.set(record)
+        outcome = "ok"
         try:
             if method == "tools/call" and name not in gateway.tools:
                 name = await resolve_app_name(gateway, ctx, name)
@@ -316,7 +318,7 @@ class Policy(Middleware):
             if gateway.limiter.rules:
                 await check_limits(gateway, who, method, name)
             result = await call_next(ctx)
-            if result.get("resultType") == "input_required":
+            if record is not None and result.get("resultType") == "input_required":
                 outcome = "input_required"
             return result
         except BaseException as exc:
@@ -325,8 +327,9 @@ class Policy(Middleware):
                 raise error from exc
             raise
         finally:
-            _record.reset(token)
-            finish(gateway, method, who, name, record, outcome, started)
+            if record is not None:
+                _record.reset(token)
+                finish(gateway, method, who, name, record, outcome, started)
 
 
 async def admit_listen(gateway: GatewayServer, who: object, uris: Iterable[str]) -> None:

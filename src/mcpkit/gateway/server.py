@@ -23,7 +23,6 @@ the upstream listing a name, by the upstream serving a URI.  Era bridging (the p
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import TYPE_CHECKING, Any, cast
@@ -31,7 +30,6 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from ..compose.bridge import TRACE_KEYS
-from ..compose.lane import pass_through
 from ..compose.proxy import ProxyServer
 from ..compose.replicas import AnyUpstream
 from ..compose.upstream import Upstream
@@ -45,7 +43,7 @@ from ..server.server import Server
 from ..server.tasks import declares_tasks, tasks_required_error
 from ..server.uri_owners import resettle
 from ..transports.client_base import ServerError
-from ..types.errors import McpError, invalid_params
+from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError, invalid_params
 from ..types.versions import META_CLIENT_CAPABILITIES, TASKS_EXTENSION, Era
 from . import custom, legacy_tasks, views
 from .audit import AuditLog
@@ -313,18 +311,6 @@ class GatewayServer(Server):
         return True
 
     # ------------------------------------------------------------------ routing
-    def _routed(self, ctx: Context) -> Awaitable[dict[str, Any]]:
-        """The routed methods' handler (inside the policy point): a plain forwarded call
-        onto its upstream's fast lane, anything else through the composition.  (A plain
-        function returning the coroutine that answers: no frame of its own for a call
-        to resume on each wake-up.)"""
-        config = self.config
-        if ctx.method == "tools/call" and not config.guardrails and config.direct_calls:
-            route = self._lane_route(ctx)
-            if route is not None:
-                return self._forward_plain(ctx, route)
-        return self._composed_route(ctx)
-
     async def _composed_route(self, ctx: Context) -> dict[str, Any]:
         guards = self.config.guardrails  # read per request: a reload swaps them
         who = ctx.principal
@@ -392,122 +378,110 @@ class GatewayServer(Server):
             ctx.params = {**ctx.params, "taskId": front}
         return self.bindings.answered_as_front(front, result)
 
-    def _lane_route(self, ctx: Context) -> _LaneRoute | None:
-        """The upstream, its own name for the tool and the tool, when this ``tools/call``
-        is a plain forwarded call (without guardrails, whose checks and rewrites run
-        around the composition's routing): a 2026-07-28 call in its plainest shape (its name,
-        arguments as an object and ``_meta``; no task, progress token or log level, whose
-        notifications belong to the front request), of a tool the gateway has listed,
-        whose name fits exactly one upstream's prefix, an ``http://`` upstream speaking
-        2026-07-28 over its fast lane (asyncio's), untraced.  Anything else is forwarded
-        through the composition (:meth:`_route`)."""
-        meta = ctx.meta
+    def _routed(self, ctx: Context) -> Awaitable[dict[str, Any]]:
+        """The routed methods' handler (inside the policy point), returning the coroutine
+        that answers: a plain forwarded call onto its upstream's fast lane
+        (:meth:`_lane_call`), anything else through the composition (:meth:`_route`).
+
+        A plain forwarded call is a ``tools/call`` without guardrails (whose checks and
+        rewrites run around the composition's routing), of 2026-07-28 in its plainest
+        shape (its name, arguments as an object naming no handle, and ``_meta``; no task,
+        progress token or log level, whose notifications belong to the front request),
+        of a tool the gateway has listed, whose name fits exactly one upstream's prefix,
+        an ``http://`` upstream speaking 2026-07-28 over its fast lane, untraced."""
+        config = self.config
         params = ctx.params
         name = params.get("name")
-        if type(name) is not str:  # (exact types here: any other is the composition's)
-            return None
+        if type(name) is not str or ctx.method != "tools/call" or config.guardrails:
+            return self._composed_route(ctx)
         tool = self._proxy_tools.get(name)
+        if tool is None:
+            return self._composed_route(ctx)
+        meta = ctx.meta
+        arguments = params.get("arguments", _NO_ARGUMENTS)
+        extensions = meta.client_capabilities.get("extensions")
         if (
-            tool is None
+            not config.direct_calls
             or meta.era != "modern"
             or meta.progress_token is not None
             or meta.log_level is not None
             or not _PLAIN_PARAMS.issuperset(params)
-            or type(params.get("arguments", _NO_ARGUMENTS)) is not dict
+            or type(arguments) is not dict
+            or (arguments and handles_in(arguments))  # (Bindings.call swaps handles)
+            or (type(extensions) is dict and TASKS_EXTENSION in extensions)
         ):
-            return None
-        extensions = meta.client_capabilities.get("extensions")
-        if (
-            extensions is not None
-            and isinstance(extensions, dict)
-            and TASKS_EXTENSION in extensions
-        ):
-            return None
+            return self._composed_route(ctx)
         upstream = None
         for each in self.upstreams:
             if not each.prefix or name.startswith(each.prefix):
                 if upstream is not None:
-                    return None  # several fit: the composition decides
+                    return self._composed_route(ctx)  # several fit: the composition decides
                 upstream = each
-        if (
-            type(upstream) is not Upstream and not isinstance(upstream, Upstream)
-        ) or upstream.lane is None:
-            return None  # replicas, https://, stdio, openapi, [upstream.oauth]
+        if type(upstream) is not Upstream and not isinstance(upstream, Upstream):
+            return self._composed_route(ctx)  # replicas
         client = upstream.client
-        if client is None:
-            return None
+        if upstream.lane is None or client is None:
+            return self._composed_route(ctx)  # https://, stdio, openapi, oauth, trio, down
         session = client.session
         if session.rules is None or session.rules.name != "modern" or session.traced:
-            return None
-        return upstream, name[len(upstream.prefix) :], tool
+            return self._composed_route(ctx)
+        return self._lane_call(ctx, (upstream, name[len(upstream.prefix) :], tool))
 
-    def _forward_plain(self, ctx: Context, route: _LaneRoute) -> Awaitable[dict[str, Any]]:
-        """A plain forwarded call (:meth:`_lane_route`) straight onto its upstream's fast
-        lane (:func:`mcpkit.compose.lane.pass_through`): what the composition would do
-        for it (the answer-size cap, the upstream's timeout, ``serverInfo`` stripped,
-        task ids retagged, the upstream's errors as the gateway's own), without a
-        dispatch of the mounted proxy.  The policy point ran before, in dispatch.  (A
-        plain function returning the coroutine that answers, as :meth:`_routed`.)"""
+    async def _lane_call(self, ctx: Context, route: _LaneRoute) -> dict[str, Any]:
+        """A plain forwarded call (:meth:`_routed`) straight onto its upstream's fast
+        lane, in one coroutine: what the composition would do for it (the answer-size
+        cap, the upstream's timeout and failures (:meth:`.Upstream.failure`),
+        ``serverInfo`` stripped, task ids retagged, the upstream's errors as the
+        gateway's own, the answer made the caller's), without a dispatch of the mounted
+        proxy.  The policy point ran before, in dispatch."""
+        upstream, original, tool = route
         params = ctx.params
         name = params["name"]
-        front = params.get("_meta")
-        passed: dict[str, Any] = {}
-        if isinstance(front, dict) and len(front) > 2:
-            passed.update({k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)})
-        passed[META_CLIENT_CAPABILITIES] = ctx.meta.client_capabilities
         metrics = self.metrics
         if metrics.enabled:
             metrics.direct_calls += 1
-        # The caller's bindings hold here as on the composed route (.binding): arguments
-        # that may name a handle take Bindings.call (another caller's handles swapped);
-        # any other call is forwarded and its answer made the caller's in one step.
-        bindings = self._bindings or self.bindings
-        who = ctx.principal
-        if handles_in(params.get("arguments")):
-            forward = functools.partial(
-                self._lane_call, who, route, passed=passed, name=name, bound=None
-            )
-            return bindings.call(who, params, forward)
-        return self._lane_call(who, route, params, passed, name, bindings)
-
-    async def _lane_call(
-        self,
-        who: object,
-        route: _LaneRoute,
-        params: dict[str, Any],
-        passed: dict[str, Any],
-        name: str,
-        bound: Bindings | None,
-    ) -> dict[str, Any]:
-        """The lane's answer to a plain call (:meth:`_forward_plain`), task ids retagged;
-        with ``bound``, also recorded and sealed as ``who``'s (without: the caller,
-        :meth:`.Bindings.call`, does that)."""
-        upstream, original, tool = route
+        wire: dict[str, Any] = {"name": original}
+        if "arguments" in params:
+            wire["arguments"] = params["arguments"]
+        front = params.get("_meta")
+        passed: dict[str, Any] = {}
+        if type(front) is dict and len(front) > 2:  # (more than the version and client info)
+            passed.update({k: v for k in TRACE_KEYS if isinstance(v := front.get(k), str)})
+        passed[META_CLIENT_CAPABILITIES] = ctx.meta.client_capabilities
         config = self.config
+        lane, client = upstream.lane, upstream.client
+        assert lane is not None and client is not None  # (_routed: nothing awaited since)
+        upstream.busy += 1
         try:
-            answer = await pass_through(
-                upstream,
-                "tools/call",
-                {**params, "name": original},
+            answer = await lane.request_bare(
+                client,
+                wire,
                 passed,
-                headers=param_headers(tool, params) if tool.header_params else None,
-                progress=None,
-                limit=config.result_cap(name) if config.result_caps else config.max_result_bytes,
-                what=f"tools/call {name}",
-                front=None,
-                safe=False,
-                bare=True,
+                param_headers(tool, params) if tool.header_params else None,
+                config.result_cap(name) if config.result_caps else config.max_result_bytes,
             )
-        except ServerError as exc:
-            raise McpError(exc.code, exc.message, exc.data) from None
+        except McpError as exc:
+            if exc.code == UNSUPPORTED_PROTOCOL_VERSION:  # the client path negotiates
+                return await self._composed_route(ctx)
+            if isinstance(exc, ServerError):
+                raise McpError(exc.code, exc.message, exc.data) from None
+            raise
+        except Exception as exc:
+            error = upstream.failure(client, exc)
+            if error is exc:
+                raise
+            raise error from None
+        finally:
+            upstream.busy -= 1
         served_by(upstream.name)
         if "taskId" in answer:
             answer = self.retag(upstream, answer)
-        if bound is None:
-            return answer
+        bindings = self._bindings or self.bindings
         if result_handles(answer):
-            await bound.record_handles(who, answer)
-        return bound.sealed(who, answer)
+            await bindings.record_handles(ctx.principal, answer)
+        if "taskId" in answer or "requestState" in answer:
+            return bindings.sealed(ctx.principal, answer)
+        return answer
 
     def _visible(self, ctx: Context, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A merged list as this caller may see it: what the rules allow and its virtual
@@ -564,7 +538,7 @@ class GatewayServer(Server):
         return result
 
 
-#: What a plain forwarded call's params hold (:meth:`GatewayServer._lane_route`); any other
+#: What a plain forwarded call's params hold (:meth:`GatewayServer._routed`); any other
 #: member (``task``, ``requestState``, ``inputResponses``...) takes the composition.
 _PLAIN_PARAMS = frozenset({"name", "arguments", "_meta"})
 _NO_ARGUMENTS: dict[str, Any] = {}

@@ -1,33 +1,28 @@
-"""A pooled HTTP/1.1 transport for httpx, parsed by httptools: the cheap upstream hop.
+"""A pooled HTTP/1.1 client wire, parsed by httptools: the cheap upstream hop.
 
-Why it exists: a gateway forwards every call over a keep-alive connection to its
-upstream, and httpx's default transport (httpcore) spends most of a gateway's CPU on its
-pool bookkeeping: each request walks every pooled connection and asks the kernel whether
-it is readable (a ``select`` plus async-library detection per connection), so the cost of
-one request grows with the concurrency.  Measured here at 16 concurrent calls: ~1.5 ms of
-CPU per forwarded call, 4% of a direct call's throughput.
+A gateway forwards every call over a keep-alive connection to its upstream; httpx's
+default transport (httpcore) walks and probes every pooled connection per request, so
+its cost grows with the concurrency (``bench/RESULTS.md``).  :class:`Http11Pool` keeps
+keep-alive connections as asyncio protocols that feed httptools (the C parser uvicorn
+uses) as bytes arrive: a request is written with one ``send``, a response head is bounded
+as it arrives (:data:`MAX_HEAD_BYTES`), a connection is reused only after its previous
+response was read to the end, a close while idle is seen as it happens, and one idle for
+longer than servers usually keep them is dropped unused.  A request whose reused
+connection turns out closed before any byte of the answer is retried once on a fresh one
+(the server closed it idle, so it never saw the request).
 
-This transport keeps httpx's client API (auth, headers, the error types our client maps)
-and replaces only the wire: POSTs to ``http://`` URLs go over pooled keep-alive
-connections, written with one ``send`` and parsed by httptools (the C parser uvicorn uses);
-a response head is bounded as it arrives (:data:`MAX_HEAD_BYTES`).  A connection is reused
-only after its previous response was read to the end; the connection is an asyncio
-protocol, so a server closing it while idle is seen as it happens (no readability probe per
-request), and one idle for longer than servers usually keep them is dropped unused.  A
-request whose reused connection turns out closed before any byte of the answer is retried
-once on a fresh one (the server closed it idle, so it never saw the request).  Everything
-else (``https://``, other methods: the long GET streams, DELETE) goes to httpx's own
-transport.
+Its users: the fast lane (:mod:`mcpkit.compose.lane`) writes raw requests with a
+deadline; :class:`Http11Transport` puts it under httpx's client API (auth, headers, the
+error types our client maps) for POSTs to ``http://`` URLs, everything else (``https://``,
+the long GET streams, DELETE, another event loop) going to httpx's own transport.
 
-Cancellation and timeouts close the connection: in the 2026-07-28 era closing the
-response stream *is* how a client cancels a request.  asyncio only (the gateway runs on
-uvicorn); under another event loop every request takes httpx's own transport.
+Cancellation and deadlines close the connection: in the 2026-07-28 era closing the
+response stream *is* how a client cancels a request.  asyncio only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -44,16 +39,29 @@ try:  # the `fast` extra; without it callers keep httpx's default transport
 except ImportError:  # pragma: no cover - exercised only without the extra
     httptools = None
 
-__all__ = ["Http11Pool", "Http11Transport", "RawResponse", "available", "pooled_client"]
+__all__ = [
+    "DeadlineExceeded",
+    "Http11Pool",
+    "Http11Transport",
+    "RawResponse",
+    "available",
+    "on_asyncio",
+    "pooled_client",
+]
 
-#: Idle connections older than this are dropped unused (servers close idle keep-alive
-#: connections after a few seconds: uvicorn after 5 s; a close we saw drops it anyway).
+#: Connections idle for longer than this are dropped unused (servers close idle
+#: keep-alive connections after a few seconds: uvicorn after 5 s; a close we saw drops
+#: it anyway).
 MAX_IDLE_S = 4.0
 #: Buffered, unread response bytes above which we stop reading the socket.
 HIGH_WATER = 256 * 1024
 #: The most a response's status line and headers may hold (httpx's own transport allows
 #: as much); a head still open past it is refused and its connection closed.
 MAX_HEAD_BYTES = 100 * 1024
+
+
+class DeadlineExceeded(httpx.TimeoutException):
+    """A request with a deadline (:meth:`Http11Pool.request`) was not answered in time."""
 
 
 def available() -> bool:
@@ -83,7 +91,12 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.error: Exception | None = None
         self.waiter: asyncio.Future[None] | None = None
-        self.idle_since = 0.0
+        #: When its current (or last) request started, on the loop's clock.
+        self.used_at = 0.0
+        #: The current request's deadline (loop time) and timeout, when it has one
+        #: (:meth:`Http11Pool.request`'s ``deadline``).
+        self.expires = 0.0
+        self.timeout = 0.0
 
     # asyncio protocol ------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -152,6 +165,13 @@ class _Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def expire(self) -> None:
+        """The request on this connection passed its deadline: its reader raises
+        :class:`DeadlineExceeded`, and closing the connection cancels the request."""
+        self.error = DeadlineExceeded(f"no answer within {self.timeout:g}s")
+        self._abort()
+        self._wake()
+
     def _abort(self) -> None:
         self.closed = True
         if self.transport is not None:
@@ -164,21 +184,16 @@ class _Connection(asyncio.Protocol):
             self.transport.resume_reading()
         return chunks
 
-    async def wait(self, timeout: float | None) -> None:
-        """Until more bytes were parsed, or the connection closed."""
+    async def wait(self) -> None:
+        """Until more bytes were parsed, or the connection closed; raises what ended it
+        early (an invalid answer, a deadline passed)."""
         if self.error is not None:
             raise self.error
         if self.closed:
             return
         self.waiter = asyncio.get_running_loop().create_future()
         try:
-            if timeout is None:
-                await self.waiter
-            else:
-                with anyio.fail_after(timeout):
-                    await self.waiter
-        except TimeoutError:
-            raise httpx.ReadTimeout("timed out reading the response") from None
+            await self.waiter
         finally:
             self.waiter = None
         if self.error is not None:
@@ -230,14 +245,20 @@ class RawResponse:
     the response before that closes the connection (which is also how a 2026-07-28
     request is cancelled)."""
 
-    __slots__ = ("_conn", "_pool", "_timeout", "headers", "status")
+    __slots__ = ("_conn", "_pool", "headers", "status")
 
-    def __init__(self, pool: Http11Pool, conn: _Connection, timeout: float | None):
+    def __init__(self, pool: Http11Pool, conn: _Connection):
         self._pool = pool
         self._conn: _Connection | None = conn
-        self._timeout = timeout
         self.status: int = conn.status
         self.headers: list[tuple[bytes, bytes]] = conn.headers
+
+    def extend(self) -> None:
+        """The request's deadline (:meth:`Http11Pool.request`) pushed back to its
+        timeout from now (an upstream's progress keeps a slow call alive)."""
+        conn = self._conn
+        if conn is not None and conn.timeout:
+            conn.expires = asyncio.get_running_loop().time() + conn.timeout
 
     def header(self, name: bytes) -> bytes | None:
         """The first value of header ``name`` (lower case)."""
@@ -265,7 +286,7 @@ class RawResponse:
                     conn.complete = True  # the body ran to EOF, as its headers announced
                     continue
                 raise httpx.RemoteProtocolError("the server closed the connection mid-response")
-            await conn.wait(self._timeout)
+            await conn.wait()
         self._conn = None
         self._pool._release(conn)
 
@@ -343,6 +364,11 @@ class Http11Pool:
         #: and the loop that will write them (None: none held).
         self._writes: list[tuple[_Connection, bytes]] = []
         self._flushing: asyncio.AbstractEventLoop | None = None
+        #: Connections carrying a request with a deadline (an ordered set), swept by one
+        #: timer while there are any, on the loop it runs on.
+        self._timed: dict[_Connection, None] = {}
+        self._sweeper: asyncio.TimerHandle | None = None
+        self._sweeping: asyncio.AbstractEventLoop | None = None
 
     async def request(
         self,
@@ -351,33 +377,55 @@ class Http11Pool:
         data: bytes,
         *,
         connect_timeout: float | None = None,
-        read_timeout: float | None = None,
+        deadline: float | None = None,
     ) -> RawResponse:
         """Write one serialized request (``data``) and read the response's head.
 
+        ``deadline``: seconds the whole exchange may take, from now to the end of its
+        body (:meth:`RawResponse.extend` pushes it back); past it the connection is
+        closed (which cancels a 2026-07-28 request) and its reader raises
+        :class:`DeadlineExceeded`.  One timer per pool checks the deadlines, so a
+        request ends up to one tick (a twentieth of its timeout, at most a second) after
+        its deadline, never before.
         (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         slots = self._slots
         free = slots.free > 0 and not slots.waiters
         if free:
             slots.free -= 1
         else:
-            await slots.wait()
+            await self._wait_slot(deadline)
         key = (host, port)
         try:
             for attempt in (0, 1):
-                conn = self._checkout(key)
+                conn = self._checkout(key, now)
                 reused = conn is not None
                 if conn is None:
                     conn = await self._connect(key, connect_timeout)
+                conn.used_at = now
+                if deadline is not None:
+                    conn.expires, conn.timeout = now + deadline, deadline
+                    self._timed[conn] = None
+                    if self._sweeper is None or self._sweeping is not loop:
+                        self._start_sweeping(loop)
                 try:
                     if conn.transport is None or conn.closed:
                         raise httpx.WriteError("connection closed")
                     if free:
-                        self._write_soon(conn, data)
+                        self._write_soon(conn, data, loop)
                     else:
                         conn.transport.write(data)
                     while not conn.headers_done and not conn.closed:
-                        await conn.wait(read_timeout)
+                        if conn.error is not None:  # (wait(), inline)
+                            raise conn.error
+                        conn.waiter = waiter = loop.create_future()
+                        try:
+                            await waiter
+                        finally:
+                            conn.waiter = None
+                    if conn.error is not None:
+                        raise conn.error
                 except BaseException:
                     conn.close()
                     raise
@@ -388,24 +436,50 @@ class Http11Pool:
                     raise httpx.RemoteProtocolError(
                         "the server closed the connection without answering"
                     )
-                return RawResponse(self, conn, read_timeout)
+                return RawResponse(self, conn)
             raise AssertionError("unreachable")  # pragma: no cover
         except BaseException:
             self._slots.release()
             raise
 
-    def _write_soon(self, conn: _Connection, data: bytes) -> None:
-        """Write ``data`` at the end of this step of the loop, with the other requests
-        made in it.
+    async def _wait_slot(self, deadline: float | None) -> None:
+        """Until a slot is free (every connection the pool may open is in use), at most
+        ``deadline`` seconds."""
+        try:
+            with anyio.fail_after(deadline):
+                await self._slots.wait()
+        except TimeoutError:
+            raise DeadlineExceeded(f"no connection free within {deadline:g}s") from None
 
-        What anyio's ``Semaphore.acquire`` did here, a step of the requesting task
-        (``sleep(0)``), had a use kept on purpose: requests that arrive together write
-        together, and the upstream reads them in one wake-up (without it the upstream
-        spent ~4% more CPU per call, measured in issue #20).  Deferring the writes instead
-        keeps that timing without the step, which resumed every coroutine of a forwarded
-        call once more.  A connection closed meanwhile (the request was cancelled) is
-        not written to."""
-        loop = asyncio.get_running_loop()
+    def _start_sweeping(self, loop: asyncio.AbstractEventLoop) -> None:
+        # (A sweeper of another loop stopped with it, its requests with it.)
+        self._timed = {c: None for c in self._timed if not c.closed}
+        self._sweeping = loop
+        if not self._timed:
+            self._sweeper = None
+            return
+        tick = max(min(1.0, min(c.timeout for c in self._timed) / 20), 0.005)
+        self._sweeper = loop.call_later(tick, self._sweep)
+
+    def _sweep(self) -> None:
+        """Close the connections whose request passed its deadline; forget those done."""
+        loop = self._sweeping
+        assert loop is not None
+        now = loop.time()
+        ended = [c for c in self._timed if c.closed or c.expires <= now]
+        for conn in ended:
+            del self._timed[conn]
+            if not conn.closed:
+                conn.expire()
+        self._sweeper = None
+        if self._timed:
+            self._start_sweeping(loop)
+
+    def _write_soon(self, conn: _Connection, data: bytes, loop: asyncio.AbstractEventLoop) -> None:
+        """Write ``data`` at the end of this step of the loop, with the other requests
+        made in it: requests that arrive together are written together, and the
+        upstream reads them in one wake-up.  A connection closed meanwhile (the request
+        was cancelled) is not written to."""
         if self._flushing is not loop:  # the first write of this step
             # (Writes still held for another loop are dropped: it stopped before its step
             # ended, and its requests with it.  A pool is used from one loop at a time.)
@@ -420,19 +494,22 @@ class Http11Pool:
             if not conn.closed and conn.transport is not None:
                 conn.transport.write(data)
 
-    def _checkout(self, key: tuple[str, int]) -> _Connection | None:
+    def _checkout(self, key: tuple[str, int], now: float) -> _Connection | None:
+        """An idle connection to ``key``: one closed, or whose last request started more
+        than :data:`MAX_IDLE_S` before ``now`` (it may have been idle that long), is
+        dropped unused."""
         idle = self._idle.get(key)
         if not idle:
             return None
-        now = time.monotonic()
         while idle:
             conn = idle.pop()
-            if conn.closed or now - conn.idle_since > MAX_IDLE_S:
+            if conn.closed or now - conn.used_at > MAX_IDLE_S:
                 conn.close()
                 continue
             conn.headers, conn.headers_done, conn.complete = [], False, False  # (reset())
             conn.received_any = False
             conn.head_size = 0
+            conn.timeout = 0.0
             return conn
         return None
 
@@ -449,6 +526,7 @@ class Http11Pool:
         return conn
 
     def _release(self, conn: _Connection) -> None:
+        self._timed.pop(conn, None)
         slots = self._slots
         if slots.waiters:
             slots.release()
@@ -463,11 +541,12 @@ class Http11Pool:
         ):
             conn.close()
             return
-        idle = self._idle.setdefault(conn.key, deque())
+        idle = self._idle.get(conn.key)
+        if idle is None:
+            idle = self._idle[conn.key] = deque()
         if len(idle) >= self._max_idle:
             conn.close()
             return
-        conn.idle_since = time.monotonic()
         idle.append(conn)
 
     def close(self) -> None:
@@ -498,9 +577,9 @@ def shared_ssl_context() -> ssl.SSLContext:
     """httpx's default certificate-verifying context, made once per process.
 
     httpx builds a new one for every client or transport created with ``verify=True``,
-    loading the whole CA bundle again: ~0.9 MB of RSS each, which was nearly all of a
-    gateway's memory per upstream (``python -m bench.scale_gateway``, issue #23).  A
-    context is only read once made, so every client can share it."""
+    loading the whole CA bundle again, which was nearly all of a gateway's memory per
+    upstream (``python -m bench.scale_gateway``).  A context is only read once made, so
+    every client can share it."""
     if not _SSL_CONTEXT:
         _SSL_CONTEXT.append(httpx.create_ssl_context())
     return _SSL_CONTEXT[0]
@@ -509,7 +588,9 @@ def shared_ssl_context() -> ssl.SSLContext:
 class Http11Transport(httpx.AsyncBaseTransport):
     """An httpx transport: POSTs to ``http://`` URLs over an :class:`Http11Pool`,
     everything else (and everything off asyncio) through httpx's default transport,
-    configured by the extra keyword arguments."""
+    configured by the extra keyword arguments.  httpx's read timeout does not apply to
+    the pooled POSTs (:func:`pooled_client` sets none: the client keeps each request's
+    deadline itself)."""
 
     def __init__(self, pool: Http11Pool | None = None, **fallback: Any):
         self._pool = pool if pool is not None else Http11Pool()
@@ -519,7 +600,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        if url.scheme != "http" or request.method != "POST" or not _on_asyncio():
+        if url.scheme != "http" or request.method != "POST" or not on_asyncio():
             return await self._fallback.handle_async_request(request)
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
         response = await self._pool.request(
@@ -527,7 +608,6 @@ class Http11Transport(httpx.AsyncBaseTransport):
             url.port or 80,
             await _serialize(request),
             connect_timeout=timeouts.get("connect"),
-            read_timeout=timeouts.get("read"),
         )
         return httpx.Response(
             response.status,
@@ -541,7 +621,9 @@ class Http11Transport(httpx.AsyncBaseTransport):
         await self._fallback.aclose()
 
 
-def _on_asyncio() -> bool:
+def on_asyncio() -> bool:
+    """Whether the running event loop is asyncio's (the pool's only one: under trio its
+    users take httpx's own transport)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

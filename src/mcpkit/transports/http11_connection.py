@@ -36,7 +36,7 @@ class DeadlineExceeded(httpx.TimeoutException):
 
 
 def available() -> bool:
-    """Whether this transport can run here (httptools is importable)."""
+    """Whether the pooled HTTP/1.1 transport can run here (httptools is importable)."""
     return httptools is not None
 
 

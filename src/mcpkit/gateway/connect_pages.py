@@ -23,7 +23,8 @@ from urllib.parse import parse_qsl, unquote
 
 from ..transports.http import asgi
 from ..transports.http.asgi import Receive, Scope, Send
-from .connect import ConnectFlows, Connections, LinkRefused, redeem_link
+from .connect import ConnectFlows, Connections
+from .connect_records import LinkRefused, redeem_link
 from .policy import Caller
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .elicitation import Accepted, Cancelled, Declined
     from .handles import Handles
     from .server import Server
-    from .tasks import TaskHandle
+    from .task_handle import TaskHandle
     from .url_elicitation import UrlElicitation, UrlSpec
 
 __all__ = ["Context"]

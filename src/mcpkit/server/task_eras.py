@@ -31,6 +31,7 @@ from ..types.errors import (
     invalid_params,
     method_not_found,
 )
+from .task_records import TERMINAL
 
 if TYPE_CHECKING:
     from ..types.versions import Era
@@ -124,8 +125,6 @@ async def serve_legacy(manager: TaskManager, ctx: Context) -> dict[str, Any]:
     if method == "tasks/get":
         return legacy_task(record)
     if method == "tasks/cancel":
-        from .tasks import TERMINAL
-
         if record["status"] in TERMINAL:
             raise invalid_params(
                 f"Task {record['taskId']} already ended ({record['status']})",
@@ -169,8 +168,6 @@ def cursor_offset(cursor: object, count: int) -> int:
 
 async def _result(manager: TaskManager, ctx: Context, record: dict[str, Any]) -> dict[str, Any]:
     """Block until the task ends; serve its input requests to this caller meanwhile."""
-    from .tasks import TERMINAL
-
     task_id = record["taskId"]
     while record["status"] not in TERMINAL:
         asks = record["status"] == "input_required" and record.get("inputRequests")

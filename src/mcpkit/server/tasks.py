@@ -28,6 +28,10 @@ says whether it may), and ``tasks/get``, ``tasks/result``, ``tasks/list`` and ``
 read the same records, bound to the caller the same way.  What differs between the eras is
 only the wire form, and it lives in :mod:`.task_eras`; input inside a task reaches a
 2025-11-25 client as requests on its ``tasks/result`` stream instead of ``inputRequests``.
+
+This module is the manager (creating, running, answering for tasks); a record's fields and
+wire forms are in :mod:`.task_records`, the running side of one task (lease, cancellation,
+input inside it) in :mod:`.task_handle`.
 """
 
 from __future__ import annotations
@@ -37,8 +41,6 @@ import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -46,7 +48,7 @@ import anyio
 from ..protocol.negotiation import RequestMeta
 from ..runtime.changes import ChangeEvent
 from ..runtime.exchange import NULL_EXCHANGE
-from ..runtime.listen import TASK_STATUS, owner_key, session_key
+from ..runtime.listen import TASK_STATUS
 from ..state.base import StateBackend
 from ..types.errors import (
     INTERNAL_ERROR,
@@ -58,6 +60,18 @@ from ..types.errors import (
 from ..types.versions import TASKS_EXTENSION
 from .mrtr import NeedInput
 from .task_eras import created_result, legacy_task
+from .task_handle import TaskHandedOff, TaskHandle
+from .task_records import (
+    TERMINAL,
+    detailed,
+    now_iso,
+    owner_of,
+    public,
+    request_cancel,
+    requested_ttl,
+    status_address,
+    status_of,
+)
 
 if TYPE_CHECKING:
     from .context import Context
@@ -65,25 +79,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpkit.tasks")
 
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
 LEASE_S = 10.0
-POLL_S = 0.1
 TASK_EVENT = "task"
 #: The newest tasks of one owner that ``tasks/list`` (2025-11-25) can name.
 MAX_LISTED = 1000
-_PUBLIC = (
-    "taskId",
-    "status",
-    "statusMessage",
-    "createdAt",
-    "lastUpdatedAt",
-    "ttlMs",
-    "pollIntervalMs",
-)
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def declares_tasks(meta: RequestMeta) -> bool:
@@ -93,19 +92,6 @@ def declares_tasks(meta: RequestMeta) -> bool:
 
 def tasks_required_error() -> McpError:
     return missing_capability({"extensions": {TASKS_EXTENSION: {}}}, "the tasks extension")
-
-
-class TaskRecordGone(Exception):
-    """The task's record vanished (cancelled and removed, or expired) while the tool waited
-    for input: the run ends as a crash of that run, not as a client-visible
-    ``TaskCancelled`` (that name is the client's, for a task that ended ``cancelled``)."""
-
-
-class TaskHandedOff(BaseException):
-    """Raised from ``ctx.start_task()`` on a replica that queues task work: the task now
-    belongs to a worker, which replays the call; the replica's run of the tool must end
-    here.  A BaseException so that a tool's ``except Exception`` cannot swallow it and
-    carry on (the work would then run twice)."""
 
 
 class TaskManager:
@@ -148,7 +134,7 @@ class TaskManager:
         if not isinstance(task_id, str) or not task_id:
             raise invalid_params("taskId must be a non-empty string")
         record = await self.backend.get_json(self._key(task_id))
-        if record is None or record.get("owner") != _owner(ctx_principal):
+        if record is None or record.get("owner") != owner_of(ctx_principal):
             raise invalid_params(f"Unknown task: {task_id}", {"taskId": task_id})
         return record  # type: ignore[no-any-return]
 
@@ -160,16 +146,16 @@ class TaskManager:
         def apply(old: Any) -> Any:
             if old is None:
                 raise invalid_params(f"Unknown task: {task_id}")
-            before[:] = [_status_of(old)]  # (the last attempt is the one stored)
+            before[:] = [status_of(old)]  # (the last attempt is the one stored)
             change(old)
-            old["lastUpdatedAt"] = _now_iso()
+            old["lastUpdatedAt"] = now_iso()
             return old
 
         record: dict[str, Any] = await self.backend.update_json(
             self._key(task_id), apply, self._ttl_s()
         )
         self._announce(record)
-        if "session" in record and before and before[0] != _status_of(record):
+        if "session" in record and before and before[0] != status_of(record):
             self._announce_status(record)
         if self.queue is not None and "queued" in record and record["status"] in TERMINAL:
             await self.queue.release(record["owner"], task_id)
@@ -194,7 +180,7 @@ class TaskManager:
     ) -> dict[str, Any]:
         """A fresh ``working`` record (the caller adds a lease or the queued request).
         ``ttl_ms``: the caller's requested retention, honoured up to the server's own."""
-        now = _now_iso()
+        now = now_iso()
         return {
             "taskId": task_id,
             "status": "working",
@@ -202,7 +188,7 @@ class TaskManager:
             "lastUpdatedAt": now,
             "ttlMs": self.ttl_ms if ttl_ms is None else min(ttl_ms, self.ttl_ms),
             "pollIntervalMs": self.poll_interval_ms,
-            "owner": _owner(principal),
+            "owner": owner_of(principal),
             "responses": {},
         }
 
@@ -374,7 +360,7 @@ class TaskManager:
             return {"resultType": "complete"}
         if method == "tasks/cancel":
             if record["status"] not in TERMINAL:
-                await self._update(task_id, _cancel)
+                await self._update(task_id, request_cancel)
             return {"resultType": "complete"}
         raise McpError(-32601, f"Method not found: {method}")
 
@@ -395,11 +381,11 @@ class TaskManager:
 
     async def owned(self, principal: object) -> list[dict[str, Any]]:
         """The caller's tasks still on record, oldest first."""
-        ids = await self.backend.get_json(self._index_key(_owner(principal))) or []
+        ids = await self.backend.get_json(self._index_key(owner_of(principal))) or []
         records = []
         for task_id in ids:
             record = await self.backend.get_json(self._key(task_id))
-            if record is not None and record.get("owner") == _owner(principal):
+            if record is not None and record.get("owner") == owner_of(principal):
                 records.append(await self._check_lease(record))
         return records
 
@@ -474,172 +460,3 @@ class TaskManager:
                 rec.pop("inputRequests", None)
 
         return await self._update(record["taskId"], fail)
-
-
-class TaskHandle:
-    """The running side of one task: heartbeats, cancellation, input inside the task."""
-
-    def __init__(self, manager: TaskManager, task_id: str, principal: object) -> None:
-        self.manager = manager
-        self.task_id = task_id
-        self.principal = principal
-        self.started = False
-        self.scope: anyio.CancelScope | None = None
-        self.begin: Callable[[], Awaitable[None]] | None = None
-        #: The worker running a queued task (its record's ``runner``); None in-process.
-        self.runner: str | None = None
-        #: The task is no longer ours to settle: handed back, or taken by another worker.
-        self.lost = False
-
-    async def supervise(
-        self, run: Callable[[], Awaitable[dict[str, Any]]]
-    ) -> dict[str, Any] | None:
-        """Run the tool while :meth:`watch` renews the lease and honours cancellation;
-        the tool's result, or None when it was cancelled.  The tool's exception is
-        raised here, outside the task group (no exception group around it)."""
-        failure: BaseException | None = None
-        result: dict[str, Any] = {}
-        with anyio.CancelScope() as scope:
-            self.scope = scope
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.watch)
-                try:
-                    result = await run()
-                except (Exception, TaskHandedOff) as exc:  # re-raised below, outside the group
-                    failure = exc
-                finally:
-                    tg.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
-        if scope.cancelled_caught:
-            return None
-        return result
-
-    def drop(self) -> None:
-        """Stop the tool and settle nothing (its worker hands the task back)."""
-        self.lost = True
-        if self.scope is not None:
-            self.scope.cancel()
-
-    async def watch(self) -> None:
-        """Renew the lease and honour cancellation while the tool runs."""
-        last_beat = 0.0
-        while True:
-            if self.started:
-                try:
-                    record = await self.manager.backend.get_json(self.manager._key(self.task_id))
-                    if record is None or record.get("cancelRequested"):
-                        if self.scope is not None:
-                            self.scope.cancel()
-                        return
-                    if self.runner is not None and (
-                        record.get("runner") != self.runner or record["status"] in TERMINAL
-                    ):
-                        self.drop()  # our lease lapsed and the task went on without us
-                        return
-                    now = time.time()
-                    lease_s = self.manager.lease_s
-                    if now - last_beat > lease_s / 3:
-                        last_beat = now
-                        renew = partial(_renew, lease_s=lease_s, runner=self.runner)
-                        await self.manager._update(self.task_id, renew)
-                except StateUnavailable:  # an outage its watch logged: keep working
-                    await anyio.sleep(1.0)
-                except McpError:
-                    raise
-                except Exception as exc:  # backend outage: keep working, try again
-                    log.warning("task %s: state backend unavailable (%s)", self.task_id, exc)
-                    await anyio.sleep(1.0)
-            await self._wait(0.25)
-
-    async def _wait(self, seconds: float) -> None:
-        wake = self.manager._wakeups.setdefault(self.task_id, anyio.Event())
-        with anyio.move_on_after(seconds):
-            await wake.wait()
-        if wake.is_set():
-            self.manager._wakeups[self.task_id] = anyio.Event()
-
-    async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        """Park the task in ``input_required`` until ``tasks/update`` answers every key."""
-        keys = set(requests)
-
-        def park(rec: dict[str, Any]) -> None:
-            pending = {k: v for k, v in requests.items() if k not in rec["responses"]}
-            if pending:
-                rec["status"] = "input_required"
-                rec["inputRequests"] = {**(rec.get("inputRequests") or {}), **pending}
-
-        await self.manager._update(self.task_id, park)
-        while True:
-            try:
-                record = await self.manager.backend.get_json(self.manager._key(self.task_id))
-            except Exception as exc:  # backend outage: wait for it
-                if not isinstance(exc, StateUnavailable):  # (that one its watch logged)
-                    log.warning("task %s: state backend unavailable (%s)", self.task_id, exc)
-                await anyio.sleep(1.0)
-                continue
-            if record is None:
-                raise TaskRecordGone()
-            answers = record.get("responses") or {}
-            if keys <= set(answers):
-                return {k: answers[k] for k in keys}
-            await self._wait(POLL_S)
-
-    async def start(self) -> None:
-        if not self.started and self.begin is not None:
-            await self.begin()
-
-
-def public(record: dict[str, Any]) -> dict[str, Any]:
-    """The Task fields of a stored record (2026-07-28 names)."""
-    return {k: record[k] for k in _PUBLIC if k in record}
-
-
-def status_address(ctx: Context) -> dict[str, str]:
-    """The record entry naming where a task's status notifications go: the 2025-11-25
-    session that created it (a 2026-07-28 client follows a task on a listen stream)."""
-    if ctx.meta.era != "legacy" or ctx.session is None:
-        return {}
-    return {"session": session_key(ctx.session.id)}
-
-
-def _status_of(record: dict[str, Any]) -> tuple[object, object]:
-    return record.get("status"), record.get("statusMessage")
-
-
-def requested_ttl(params: dict[str, Any]) -> int | None:
-    """The retention a 2025-11-25 ``task`` parameter asks for (None: the server's)."""
-    task = params.get("task")
-    ttl = task.get("ttl") if isinstance(task, dict) else None
-    return ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else None
-
-
-def detailed(record: dict[str, Any]) -> dict[str, Any]:
-    """The DetailedTask wire form of a stored record."""
-    out = public(record)
-    status = record["status"]
-    if status == "input_required" and record.get("inputRequests"):
-        out["inputRequests"] = record["inputRequests"]
-    elif status == "completed" and "result" in record:
-        out["result"] = record["result"]
-    elif status == "failed" and "error" in record:
-        out["error"] = record["error"]
-    return out
-
-
-def _renew(record: dict[str, Any], lease_s: float, runner: str | None = None) -> None:
-    if runner is None or record.get("runner") == runner:
-        record["lease"] = time.time() + lease_s
-
-
-def _cancel(record: dict[str, Any]) -> None:
-    """Ask the running tool to stop; a queued task no worker took yet just ends."""
-    if "queued" in record and "runner" not in record:
-        record["status"] = "cancelled"
-        record.pop("statusMessage", None)
-    else:
-        record["cancelRequested"] = True
-
-
-def _owner(principal: object) -> str:
-    return owner_key(principal)

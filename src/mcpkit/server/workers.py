@@ -54,7 +54,9 @@ from ..state.queue import QueuedEntry, QueueFull
 from ..types.errors import INTERNAL_ERROR, McpError
 from .context import Context
 from .middleware.ratelimit import RATE_LIMITED
-from .tasks import _PUBLIC, TERMINAL, TaskHandle, TaskManager, requested_ttl, status_address
+from .task_handle import TaskHandle
+from .task_records import PUBLIC_FIELDS, TERMINAL, requested_ttl, status_address
+from .tasks import TaskManager
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -123,7 +125,7 @@ async def enqueue(manager: TaskManager, ctx: Context, task_id: str | None = None
     except BaseException:
         await manager.backend.delete(key)
         raise
-    return {"resultType": "task", **{k: v for k, v in record.items() if k in _PUBLIC}}
+    return {"resultType": "task", **{k: v for k, v in record.items() if k in PUBLIC_FIELDS}}
 
 
 class _Headers(Exchange):

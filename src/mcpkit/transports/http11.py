@@ -5,7 +5,7 @@ default transport (httpcore) walks and probes every pooled connection per reques
 its cost grows with the concurrency (``bench/RESULTS.md``).  :class:`Http11Pool` keeps
 keep-alive connections as asyncio protocols that feed httptools (the C parser uvicorn
 uses) as bytes arrive: a request is written with one ``send``, a response head is bounded
-as it arrives (:data:`MAX_HEAD_BYTES`), a connection is reused only after its previous
+as it arrives (:mod:`.http11_connection`), a connection is reused only after its previous
 response was read to the end, a close while idle is seen as it happens, and one idle for
 longer than servers usually keep them is dropped unused.  A request whose reused
 connection turns out closed before any byte of the answer is retried once on a fresh one
@@ -33,11 +33,7 @@ import httpx
 if TYPE_CHECKING:
     import ssl
 
-httptools: Any
-try:  # the `fast` extra; without it callers keep httpx's default transport
-    import httptools
-except ImportError:  # pragma: no cover - exercised only without the extra
-    httptools = None
+from .http11_connection import DeadlineExceeded, Http11Connection, available
 
 __all__ = [
     "DeadlineExceeded",
@@ -53,156 +49,6 @@ __all__ = [
 #: keep-alive connections after a few seconds: uvicorn after 5 s; a close we saw drops
 #: it anyway).
 MAX_IDLE_S = 4.0
-#: Buffered, unread response bytes above which we stop reading the socket.
-HIGH_WATER = 256 * 1024
-#: The most a response's status line and headers may hold (httpx's own transport allows
-#: as much); a head still open past it is refused and its connection closed.
-MAX_HEAD_BYTES = 100 * 1024
-
-
-class DeadlineExceeded(httpx.TimeoutException):
-    """A request with a deadline (:meth:`Http11Pool.request`) was not answered in time."""
-
-
-def available() -> bool:
-    """Whether this transport can run here (httptools is importable)."""
-    return httptools is not None
-
-
-class _Connection(asyncio.Protocol):
-    """One keep-alive connection: an asyncio protocol that feeds httptools as bytes
-    arrive, and wakes the one task reading the current response."""
-
-    def __init__(self, key: tuple[str, int]) -> None:
-        self.key = key
-        self.transport: asyncio.Transport | None = None
-        self.parser: Any = httptools.HttpResponseParser(self)
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.headers_done = False
-        self.status = 0
-        self.keep_alive = False
-        self.complete = False
-        self.pending: list[bytes] = []
-        self.buffered = 0
-        self.paused = False
-        self.received_any = False
-        #: Bytes read while the current response's head is not complete.
-        self.head_size = 0
-        self.closed = False
-        self.error: Exception | None = None
-        self.waiter: asyncio.Future[None] | None = None
-        #: When its current (or last) request started, on the loop's clock.
-        self.used_at = 0.0
-        #: The current request's deadline (loop time) and timeout, when it has one
-        #: (:meth:`Http11Pool.request`'s ``deadline``).
-        self.expires = 0.0
-        self.timeout = 0.0
-
-    # asyncio protocol ------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.received_any = True
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            self.error = httpx.RemoteProtocolError(f"invalid HTTP response: {exc}")
-            self._abort()
-        if not self.headers_done:  # (counted as it arrives: httptools would keep it all)
-            self.head_size += len(data)
-            if self.head_size > MAX_HEAD_BYTES and self.error is None:
-                self.error = httpx.RemoteProtocolError(
-                    f"the response head is larger than {MAX_HEAD_BYTES} bytes"
-                )
-                self._abort()
-        if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
-            self.paused = True
-            self.transport.pause_reading()
-        waiter = self.waiter  # (_wake, inline: once per read of the socket)
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def eof_received(self) -> bool:
-        self.closed = True
-        self._wake()
-        return False  # let the transport close
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self._wake()
-
-    # httptools callbacks ---------------------------------------------------------
-    def reset(self) -> None:
-        """Ready for the next response (called before the request is written: the
-        previous response's flags must not answer for the next one; and as a response
-        begins, after an interim 1xx one)."""
-        self.headers = []
-        self.headers_done = False
-        self.complete = False
-
-    on_message_begin = reset  # (the same, one call less per response)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
-
-    def on_headers_complete(self) -> None:
-        self.headers_done = True
-        # Asked now: once the message is complete the parser has reset for the next.
-        self.status = self.parser.get_status_code()
-        self.keep_alive = bool(self.parser.should_keep_alive())
-
-    def on_body(self, body: bytes) -> None:
-        self.pending.append(body)
-        self.buffered += len(body)
-
-    def on_message_complete(self) -> None:
-        self.complete = True
-
-    # -----------------------------------------------------------------------------
-    def _wake(self) -> None:
-        waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def expire(self) -> None:
-        """The request on this connection passed its deadline: its reader raises
-        :class:`DeadlineExceeded`, and closing the connection cancels the request."""
-        self.error = DeadlineExceeded(f"no answer within {self.timeout:g}s")
-        self._abort()
-        self._wake()
-
-    def _abort(self) -> None:
-        self.closed = True
-        if self.transport is not None:
-            self.transport.abort()
-
-    def take(self) -> list[bytes]:
-        chunks, self.pending, self.buffered = self.pending, [], 0
-        if self.paused and self.transport is not None and not self.closed:
-            self.paused = False
-            self.transport.resume_reading()
-        return chunks
-
-    async def wait(self) -> None:
-        """Until more bytes were parsed, or the connection closed; raises what ended it
-        early (an invalid answer, a deadline passed)."""
-        if self.error is not None:
-            raise self.error
-        if self.closed:
-            return
-        self.waiter = asyncio.get_running_loop().create_future()
-        try:
-            await self.waiter
-        finally:
-            self.waiter = None
-        if self.error is not None:
-            raise self.error
-
-    def close(self) -> None:
-        self.closed = True
-        if self.transport is not None:
-            self.transport.close()
 
 
 class _Slots:
@@ -247,9 +93,9 @@ class RawResponse:
 
     __slots__ = ("_conn", "_pool", "headers", "status")
 
-    def __init__(self, pool: Http11Pool, conn: _Connection):
+    def __init__(self, pool: Http11Pool, conn: Http11Connection):
         self._pool = pool
-        self._conn: _Connection | None = conn
+        self._conn: Http11Connection | None = conn
         self.status: int = conn.status
         self.headers: list[tuple[bytes, bytes]] = conn.headers
 
@@ -354,19 +200,19 @@ class Http11Pool:
     """
 
     def __init__(self, *, max_connections: int = 256, max_idle: int = 64) -> None:
-        if httptools is None:
+        if not available():
             raise RuntimeError("Http11Pool needs httptools (pip install 'mcpkit[fast]')")
-        self._idle: dict[tuple[str, int], deque[_Connection]] = {}
+        self._idle: dict[tuple[str, int], deque[Http11Connection]] = {}
         self._slots = _Slots(max_connections)
         self._max_idle = max_idle
         self._closed = False
         #: Requests to write at the end of the loop's current step (:meth:`_write_soon`),
         #: and the loop that will write them (None: none held).
-        self._writes: list[tuple[_Connection, bytes]] = []
+        self._writes: list[tuple[Http11Connection, bytes]] = []
         self._flushing: asyncio.AbstractEventLoop | None = None
         #: Connections carrying a request with a deadline (an ordered set), swept by one
         #: timer while there are any, on the loop it runs on.
-        self._timed: dict[_Connection, None] = {}
+        self._timed: dict[Http11Connection, None] = {}
         self._sweeper: asyncio.TimerHandle | None = None
         self._sweeping: asyncio.AbstractEventLoop | None = None
 
@@ -475,7 +321,9 @@ class Http11Pool:
         if self._timed:
             self._start_sweeping(loop)
 
-    def _write_soon(self, conn: _Connection, data: bytes, loop: asyncio.AbstractEventLoop) -> None:
+    def _write_soon(
+        self, conn: Http11Connection, data: bytes, loop: asyncio.AbstractEventLoop
+    ) -> None:
         """Write ``data`` at the end of this step of the loop, with the other requests
         made in it: requests that arrive together are written together, and the
         upstream reads them in one wake-up.  A connection closed meanwhile (the request
@@ -494,7 +342,7 @@ class Http11Pool:
             if not conn.closed and conn.transport is not None:
                 conn.transport.write(data)
 
-    def _checkout(self, key: tuple[str, int], now: float) -> _Connection | None:
+    def _checkout(self, key: tuple[str, int], now: float) -> Http11Connection | None:
         """An idle connection to ``key``: one closed, or whose last request started more
         than :data:`MAX_IDLE_S` before ``now`` (it may have been idle that long), is
         dropped unused."""
@@ -513,19 +361,19 @@ class Http11Pool:
             return conn
         return None
 
-    async def _connect(self, key: tuple[str, int], timeout: float | None) -> _Connection:
+    async def _connect(self, key: tuple[str, int], timeout: float | None) -> Http11Connection:
         host, port = key
         loop = asyncio.get_running_loop()
         try:
             with anyio.fail_after(timeout):
-                _, conn = await loop.create_connection(lambda: _Connection(key), host, port)
+                _, conn = await loop.create_connection(lambda: Http11Connection(key), host, port)
         except TimeoutError:
             raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out") from None
         except OSError as exc:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
         return conn
 
-    def _release(self, conn: _Connection) -> None:
+    def _release(self, conn: Http11Connection) -> None:
         self._timed.pop(conn, None)
         slots = self._slots
         if slots.waiters:

@@ -46,7 +46,7 @@ def test_outside_a_loop_it_fails_as_the_public_call_does() -> None:
 def test_on_asyncio_answers_as_sniffio_does(anyio_backend: str) -> None:
     import sniffio
 
-    from mcpkit.runtime.stepping import on_asyncio
+    from mcpkit.runtime.runner import on_asyncio
 
     async def check() -> None:
         assert on_asyncio() == (sniffio.current_async_library() == "asyncio")

@@ -2,7 +2,7 @@
 
 Two hot-path shortcuts, each taken only where the version it was tested with is installed
 and otherwise replaced by the public call, so that a new release makes mcpkit slower,
-never wrong:
+never wrong, and one question anyio has no public answer for:
 
 * :func:`new_cancel_scope` builds anyio's asyncio cancel scope class directly
   (``anyio.CancelScope()`` looks the backend up on each call, about half of what a scope
@@ -17,15 +17,22 @@ never wrong:
   uvicorn's flow control (an asyncio future, which any task may finish).  It is recognised
   by its class's module, tested with uvicorn 0.30 to 0.54; anything else (another server,
   a middleware's wrapper) takes the public way: the stream's own task awaits ``send``.
+* :func:`in_shielded_scope` reads anyio's asyncio task state: the request runner cancels a
+  request's task natively and must hold that back while the task is inside a shielded
+  scope (anyio's shield stops only anyio's own cancellation).  An anyio without that state
+  answers False, so the runner cancels at once.
 """
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import anyio
 
-from .stepping import on_asyncio
+from .runner import on_asyncio
 
-__all__ = ["new_cancel_scope", "send_steps_anywhere"]
+__all__ = ["in_shielded_scope", "new_cancel_scope", "send_steps_anywhere"]
 
 #: anyio major version whose asyncio backend this shortcut was tested with (pyproject pins
 #: ``anyio<5``; tests/transports/test_compat.py holds the two together).
@@ -59,7 +66,7 @@ _UVICORN_CYCLES = (
 def send_steps_anywhere(send: object) -> bool:
     """Whether ``send`` is uvicorn's own (asyncio): a call of it may be started outside
     the request's task and, if it has to wait for the socket to drain, finished in the
-    request's task (``runtime.stepping``)."""
+    request's task (``runtime.runner``)."""
     owner = getattr(send, "__self__", None)
     return (
         owner is not None
@@ -67,3 +74,21 @@ def send_steps_anywhere(send: object) -> bool:
         and type(owner).__module__ in _UVICORN_CYCLES
         and on_asyncio()
     )
+
+
+def in_shielded_scope(task: asyncio.Task[Any]) -> bool:
+    """Whether ``task`` (asyncio) is inside a shielded anyio cancel scope of its own."""
+    states = getattr(_anyio_asyncio(), "_task_states", None)
+    state = states.get(task) if states is not None else None
+    scope = getattr(state, "cancel_scope", None)
+    while scope is not None and getattr(scope, "_host_task", None) is task:
+        if getattr(scope, "_shield", False):
+            return True
+        scope = getattr(scope, "_parent_scope", None)
+    return False
+
+
+def _anyio_asyncio() -> Any:
+    from anyio._backends import _asyncio
+
+    return _asyncio

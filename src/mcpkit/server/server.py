@@ -21,6 +21,7 @@ from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import Keyring
 from ..runtime.changes import PROMPTS, RESOURCES, TOOLS, ChangeBus
 from ..runtime.exchange import NULL_EXCHANGE, Exchange
+from ..runtime.runner import new_handle, run
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
@@ -38,7 +39,7 @@ from .composition import Composition
 from .context import Context
 from .extensions import MethodEntry, check_extension_id, declared, make_method, notification_step
 from .lifespan import ServerRuntime
-from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
+from .middleware import CallNext, Middleware, build_chains, wrap
 from .notices import ChangeNotices
 from .options import PromptOptions, ResourceOptions, ToolOptions
 from .registry import (
@@ -58,7 +59,6 @@ from .settings import Setting
 from .visibility import Visibility, VisibilityControls
 
 if TYPE_CHECKING:
-    from ..runtime.contracts import CalledTool
     from ..runtime.legacy_session import LegacySession
     from .files import ResourceObject
 
@@ -160,8 +160,6 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         #: itself when no middleware wraps that method (see :mod:`.middleware`).
         self.middleware: list[Middleware] = []
         self._chains: dict[str, CallNext] = self._handlers
-        #: No middleware that may wait wraps ``tools/call`` (see :meth:`runs_inline`).
-        self.inline_calls = True
         self._task_tools = False
         if mask_errors:
             from .middleware.masking import ErrorMasking
@@ -415,23 +413,12 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             raise TypeError("middleware must be an instance of mcpkit.server.Middleware")
         self.middleware.append(middleware)
         self._chains = build_chains(self._handlers, self.middleware)
-        self.inline_calls = keeps_fast_path("tools/call", self.middleware)
 
     def _ensure_timeouts(self) -> None:
         from .middleware.timeout import ToolTimeout
 
         if not any(isinstance(m, ToolTimeout) for m in self.middleware):
             self.add_middleware(ToolTimeout())
-
-    def runs_inline(self, tool: CalledTool | None) -> bool:
-        """Whether :meth:`dispatch` of a call of ``tool`` runs to its end in one step and
-        may start on a transport's reader, without a task or cancel scope of its own:
-        the tool is inline and no middleware that may wait (``Middleware.waits``) wraps
-        ``tools/call``.  The transports' fast path asks this (through
-        ``runtime.contracts.start_mode``), so it is a property of dispatch, not a second
-        path.  An inline tool inside middleware that may wait still needs no anyio cancel
-        scope, only a task of its own (stdio) or its request's (HTTP)."""
-        return self.inline_calls and tool is not None and bool(tool.inline)
 
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: Era = "modern") -> dict[str, Any]:
@@ -598,11 +585,14 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     async def call(
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None
     ) -> dict[str, Any]:
-        """In-process dispatch (no transport): handy for tests and embedding."""
+        """In-process dispatch (no transport): handy for tests and embedding.  It runs
+        through the request runner like every transport's request, in the caller's task."""
         message = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params or {}}
         if meta is None:
             meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
-        return await self.dispatch(message, meta, NULL_EXCHANGE)
+        _, result = await run(new_handle(), self.dispatch(message, meta, NULL_EXCHANGE))
+        assert result is not None  # nothing holds the handle to cancel it
+        return result
 
 
 async def _nothing(ctx: Context) -> dict[str, Any]:

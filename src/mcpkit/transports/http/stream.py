@@ -25,7 +25,7 @@ import anyio
 from ...protocol.sse import KEEPALIVE, encode_event, priming_event
 from ...runtime.changes import ChangeEvent
 from ...runtime.compat import new_cancel_scope, send_steps_anywhere
-from ...runtime.stepping import Resumed
+from ...runtime.runner import Resumed
 from ...types.codec import encode_message
 from .asgi import JSON_HEADERS, Receive, Send
 

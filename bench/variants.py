@@ -14,12 +14,14 @@ after another ``--rounds`` times, each figure the median:
 * ``threaded echo``: the plain ``def`` echo without ``inline=True``, so in a worker thread
   (mcpkit's default for a plain ``def``; the other variants register it ``inline=True``):
   the cost of the thread hop;
+* ``async echo``: the echo as an ``async def`` (``MCPKIT_BENCH_ASYNC_TOOLS``);
 * ``otel middleware, no SDK``: the OpenTelemetry span middleware with only the API
   (no tracer provider set: every span is the API's no-op one);
 * ``otel middleware, SDK + batch``: with the SDK, a ``BatchSpanProcessor`` and an exporter
   that discards (the SDK's cost on the request path, not a collector's);
 * ``before`` (with ``--ab-base DIR``): the same server on ``DIR/src`` (e.g. a ``git archive``
-  of the commit before a change), on this interpreter and its packages.
+  of the commit before a change), on this interpreter and its packages; ``before, async
+  echo`` its ``async echo``.
 
 Measures: in-process ``server.call`` calls/s; stdio sequential and pipelined ``tools/call``
 through the raw driver; modern JSON ``tools/call`` over HTTP at c=16 (wrk); and
@@ -49,6 +51,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "3 no-op middleware": {"MCPKIT_BENCH_MIDDLEWARE": "3"},
     "3 no-op, waits=False": {"MCPKIT_BENCH_MIDDLEWARE": "3", "MCPKIT_BENCH_MIDDLEWARE_WAITS": "0"},
     "threaded echo": {"MCPKIT_BENCH_THREADED": "1"},
+    "async echo": {"MCPKIT_BENCH_ASYNC_TOOLS": "1"},
     "otel middleware, no SDK": {"MCPKIT_BENCH_OTEL": "api"},
     "otel middleware, SDK + batch": {"MCPKIT_BENCH_OTEL": "sdk"},
 }
@@ -60,6 +63,7 @@ def variants(base: str | None) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     if base:
         out[BEFORE] = {"PYTHONPATH": os.path.join(base, "src")}
+        out[f"{BEFORE}, async echo"] = {**out[BEFORE], "MCPKIT_BENCH_ASYNC_TOOLS": "1"}
     out.update(VARIANTS)
     return out
 
@@ -69,7 +73,7 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
         k: v
         for k, v in os.environ.items()
         if not k.startswith("MCPKIT_BENCH_MIDDLEWARE")
-        and k not in ("MCPKIT_BENCH_THREADED", "MCPKIT_BENCH_OTEL")
+        and k not in ("MCPKIT_BENCH_THREADED", "MCPKIT_BENCH_OTEL", "MCPKIT_BENCH_ASYNC_TOOLS")
     }
     env.update(extra)
     return env

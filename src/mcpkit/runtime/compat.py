@@ -1,16 +1,9 @@
 """Every use of another library's private API, in one place, pinned to the versions tested.
 
-Two hot-path shortcuts, each taken only where the version it was tested with is installed
-and otherwise replaced by the public call, so that a new release makes mcpkit slower,
-never wrong, and one question anyio has no public answer for:
+A hot-path shortcut, taken only where the version it was tested with is installed and
+otherwise replaced by the public way, so that a new release makes mcpkit slower, never
+wrong; and one question anyio has no public answer for:
 
-* :func:`new_cancel_scope` builds anyio's asyncio cancel scope class directly
-  (``anyio.CancelScope()`` looks the backend up on each call, about half of what a scope
-  costs, paid on every HTTP request that needs one).  The anyio major version it was tested
-  with (4.x, 4.4 to 4.16) is pinned where versions belong, in pyproject's dependencies
-  (``anyio>=4.4,<5``), not read at import time (``importlib.metadata`` cost a Lambda cold
-  start ~10 ms); and the class is taken only when the public call returned the asyncio
-  backend's own.
 * :func:`send_steps_anywhere` knows uvicorn's ASGI ``send``: a change fan-out writes to
   thousands of listen streams without waking their tasks by running each ``send`` by hand
   (see ``transports/http/stream.py``), which is safe only for a ``send`` whose one wait is
@@ -20,7 +13,10 @@ never wrong, and one question anyio has no public answer for:
 * :func:`in_shielded_scope` reads anyio's asyncio task state: the request runner cancels a
   request's task natively and must hold that back while the task is inside a shielded
   scope (anyio's shield stops only anyio's own cancellation).  An anyio without that state
-  answers False, so the runner cancels at once.
+  answers False, so the runner cancels at once.  The anyio major version it was tested
+  with (4.x, 4.4 to 4.16) is pinned where versions belong, in pyproject's dependencies
+  (``anyio>=4.4,<5``), not read at import time (``importlib.metadata`` cost a Lambda cold
+  start ~10 ms).
 """
 
 from __future__ import annotations
@@ -28,31 +24,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import anyio
-
 from .runner import on_asyncio
 
-__all__ = ["in_shielded_scope", "new_cancel_scope", "send_steps_anywhere"]
+__all__ = ["in_shielded_scope", "send_steps_anywhere"]
 
-#: anyio major version whose asyncio backend this shortcut was tested with (pyproject pins
-#: ``anyio<5``; tests/transports/test_compat.py holds the two together).
+#: anyio major version whose asyncio task state :func:`in_shielded_scope` was tested with
+#: (pyproject pins ``anyio<5``; tests/transports/test_compat.py holds the two together).
 TESTED_ANYIO_MAJOR = 4
-_asyncio_scope: type[anyio.CancelScope] | None = None
-
-
-def new_cancel_scope() -> anyio.CancelScope:
-    """A new (not yet entered) ``anyio.CancelScope``: on asyncio (with a tested anyio) the
-    backend's own class, looked up once; anywhere else the plain ``anyio.CancelScope()``."""
-    global _asyncio_scope
-    if not on_asyncio():
-        return anyio.CancelScope()
-    cls = _asyncio_scope
-    if cls is None:
-        scope = anyio.CancelScope()
-        if type(scope).__module__ == "anyio._backends._asyncio":
-            _asyncio_scope = type(scope)
-        return scope
-    return cls()
 
 
 #: The uvicorn protocol modules whose ``RequestResponseCycle.send`` waits only on flow

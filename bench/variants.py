@@ -59,12 +59,16 @@ BEFORE = "before"
 _CPU = re.compile(r": ([0-9.]+) µs of CPU per request")
 
 
-def variants(base: str | None) -> dict[str, dict[str, str]]:
+def variants(base: str | None, only: str | None = None) -> dict[str, dict[str, str]]:
+    """The variants to run (``only``: comma-separated names, the reference always)."""
     out: dict[str, dict[str, str]] = {}
     if base:
         out[BEFORE] = {"PYTHONPATH": os.path.join(base, "src")}
         out[f"{BEFORE}, async echo"] = {**out[BEFORE], "MCPKIT_BENCH_ASYNC_TOOLS": "1"}
     out.update(VARIANTS)
+    if only:
+        wanted = {name.strip() for name in only.split(",")} | {REFERENCE}
+        out = {name: env for name, env in out.items() if name in wanted}
     return out
 
 
@@ -95,9 +99,9 @@ def _cpu_per_request(mode: str, env: dict[str, str], cpu: int | None, n: int) ->
     return float(match.group(1))
 
 
-def bench_variants(ctx: Run, base: str | None) -> None:
+def bench_variants(ctx: Run, base: str | None, only: str | None = None) -> None:
     s = ctx.settings
-    table = variants(base)
+    table = variants(base, only)
     samples: dict[str, dict[str, list[float]]] = {}
 
     def add(measure: str, name: str, value: float) -> None:

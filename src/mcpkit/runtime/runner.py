@@ -210,38 +210,63 @@ class TaskHandle:
 
 
 def new_handle() -> Handle:
-    """A handle for a request about to start in this task (see :func:`run`)."""
+    """A handle for a request about to run in this task (see :func:`run`)."""
     if on_asyncio():
         return TaskHandle()
     return anyio.CancelScope()
 
 
-async def run(
-    handle: Handle,
+#: What :func:`run` gives: the outcome (finished?, value), at once or to await.
+Outcome = tuple[bool, T | None]
+Watch = Callable[[Handle], contextlib.AbstractContextManager[object]]
+
+
+def run(
     coro: Coroutine[Any, Any, T],
-    waiting: Callable[[], contextlib.AbstractContextManager[object]] | None = None,
+    handle: Handle | None = None,
+    watch: Watch | None = None,
     *,
     suspends: bool = False,
-) -> tuple[bool, T | None]:
-    """Run a request in this task inside ``handle``: ``(True, value)`` when it finished,
-    False first when ``handle`` cancelled it (its value, if any, is to be dropped).
-    ``waiting``: entered around the rest of the request only once it waits (an HTTP
-    request's watch for its client going away), from the start when ``suspends`` says it
-    always does."""
+) -> Outcome[T] | Coroutine[Any, Any, Outcome[T]]:
+    """Run a request in this task: its outcome, ``(True, value)`` when it finished, False
+    first when ``handle`` cancelled it (a value it still gave is to be dropped).  A request
+    that finishes in its first step gives the outcome at once (nothing to await, no handle
+    made); one that waits gives a coroutine to await for it (``isinstance(outcome,
+    tuple)`` tells which).  Exceptions the request raises propagate.
+
+    ``handle``: the caller's, when something must find the request to cancel it
+    (``notifications/cancelled``); else one is made once the request waits.  ``watch``:
+    entered with the handle around the rest of a request that waits (an HTTP request's
+    watch for its client going away); from the start when ``suspends`` says it always
+    waits.  Off asyncio the handle (an anyio cancel scope) is entered before the first
+    step, as the contract of :class:`Resumed` asks."""
+    if not on_asyncio():
+        return _finish(coro, _NOT_STARTED, handle or anyio.CancelScope(), watch)
+    if suspends:
+        return _finish(coro, _NOT_STARTED, handle or TaskHandle(), watch)
+    try:
+        step = coro.send(None)
+    except StopIteration as stop:
+        return True, stop.value
+    # A TaskHandle belongs to no scope stack: entering it after the first step is safe.
+    return _finish(coro, step, handle or TaskHandle(), watch)
+
+
+#: :func:`_finish` of a request whose first step has not run.
+_NOT_STARTED: Any = object()
+
+
+async def _finish(
+    coro: Coroutine[Any, Any, T], step: Any, handle: Handle, watch: Watch | None
+) -> Outcome[T]:
+    rest = coro if step is _NOT_STARTED else Resumed(coro, step)
     value: T | None = None
     with handle:
-        if waiting is None:
-            value = await coro
-        elif suspends:
-            with waiting():
-                value = await coro
+        if watch is None:
+            value = await rest
         else:
-            done, step = run_until_suspended(coro)
-            if done:
-                value = step
-            else:
-                with waiting():
-                    value = await Resumed(coro, step)
+            with watch(handle):
+                value = await rest
     return not handle.cancel_called, value
 
 

@@ -21,7 +21,7 @@ from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import Keyring
 from ..runtime.changes import PROMPTS, RESOURCES, TOOLS, ChangeBus
 from ..runtime.exchange import NULL_EXCHANGE, Exchange
-from ..runtime.runner import new_handle, run
+from ..runtime.runner import run
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
@@ -590,8 +590,11 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         message = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params or {}}
         if meta is None:
             meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
-        _, result = await run(new_handle(), self.dispatch(message, meta, NULL_EXCHANGE))
-        assert result is not None  # nothing holds the handle to cancel it
+        outcome = run(self.dispatch(message, meta, NULL_EXCHANGE))
+        if not isinstance(outcome, tuple):
+            outcome = await outcome
+        result = outcome[1]
+        assert result is not None  # nobody holds its handle to cancel it
         return result
 
 

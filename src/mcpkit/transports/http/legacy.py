@@ -194,7 +194,10 @@ async def _handle_request(
         await writer.final(jsonrpc.error(request_id, failure), 409)
         return
     try:
-        finished, answer = await run(handle, _answer(app, session, message, exchange))
+        ran = run(_answer(app, session, message, exchange), handle)
+        if not isinstance(ran, tuple):
+            ran = await ran
+        finished, answer = ran
     finally:
         session.incoming.finish(request_id)
     if not finished:

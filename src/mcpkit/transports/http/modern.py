@@ -21,7 +21,7 @@ from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
 from ...runtime.contracts import called_tool
 from ...runtime.listen import ServedSubscription
-from ...runtime.runner import Handle, new_handle, on_asyncio, run
+from ...runtime.runner import Handle, on_asyncio, run
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
 from ...types.methods import METHODS
@@ -140,15 +140,17 @@ async def _answer(
     None when the client went away and the handler was cancelled.  Only a handler that
     waits is watched for that (:func:`_watching`); most finish in their first step."""
     request_id = message["id"]
-    handle = new_handle()
     server = app.server
     try:
-        finished, value = await run(
-            handle,
+        outcome = run(
             server.dispatch(message, meta, exchange, principal=principal),
-            lambda: _watching(app, receive, handle),
+            None,
+            lambda handle: _watching(app, receive, handle),
             suspends=server.calls_wait,
         )
+        if not isinstance(outcome, tuple):
+            outcome = await outcome
+        finished, value = outcome
     except McpError as err:
         return jsonrpc.error(request_id, err), err.http_status, err.http_headers
     if not finished or value is None:

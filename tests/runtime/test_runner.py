@@ -205,7 +205,9 @@ async def test_a_shielded_step_is_not_interrupted(anyio_backend: str) -> None:
     assert steps == ["shielded step done"]
 
 
-async def test_the_watch_covers_a_request_that_waits_and_on_asyncio_only_that(anyio_backend: str) -> None:
+async def test_the_watch_covers_a_request_that_waits_and_on_asyncio_only_that(
+    anyio_backend: str,
+) -> None:
     entered: list[str] = []
 
     @contextlib.contextmanager

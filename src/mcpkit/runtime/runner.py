@@ -33,15 +33,19 @@ started concurrently is a task-group child in an anyio cancel scope of its own.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
+import sys
 from collections.abc import Callable, Coroutine, Generator
-from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import anyio
-from anyio.abc import TaskGroup
+
+if TYPE_CHECKING:
+    import asyncio
+    from types import TracebackType
+
+    from anyio.abc import TaskGroup
 
 T = TypeVar("T")
 
@@ -84,12 +88,21 @@ class Handle(Protocol):
 
 def on_asyncio() -> bool:
     """Whether an asyncio loop runs in this thread (``sniffio``'s answer for code under
-    anyio, without its lookups)."""
+    anyio, without its lookups).  Without asyncio imported none can run: importing the
+    server API does not import asyncio (it costs a cold start ~25 ms)."""
+    aio = sys.modules.get("asyncio")
+    if aio is None:
+        return False
     try:
-        asyncio.get_running_loop()
+        aio.get_running_loop()
     except RuntimeError:
         return False
     return True
+
+
+def _asyncio() -> Any:
+    """The asyncio module, for code that runs only on an asyncio loop (so it is imported)."""
+    return sys.modules["asyncio"]
 
 
 def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
@@ -166,7 +179,7 @@ class TaskHandle:
         self._delivered = False
 
     def __enter__(self) -> TaskHandle:
-        self.task = asyncio.current_task()
+        self.task = _asyncio().current_task()
         self._inside = True
         if self.cancel_called:  # cancelled before it began: at its first wait
             self._deliver()
@@ -183,7 +196,9 @@ class TaskHandle:
             return False
         assert self.task is not None
         others = self.task.uncancel()  # the task goes on (a reader, an HTTP request's task)
-        return others == 0 and exc_type is not None and issubclass(exc_type, asyncio.CancelledError)
+        return (
+            others == 0 and exc_type is not None and issubclass(exc_type, _asyncio().CancelledError)
+        )
 
     def cancel(self) -> None:
         if self.cancel_called:
@@ -191,7 +206,7 @@ class TaskHandle:
         self.cancel_called = True
         task = self.task
         if self._inside and task is not None:
-            if task is asyncio.current_task():  # the request cancels itself: at its next wait
+            if task is _asyncio().current_task():  # the request cancels itself: at its next wait
                 task.get_loop().call_soon(self._deliver)
             else:
                 self._deliver()
@@ -317,7 +332,7 @@ class AsyncioRunner:
         except Exception as exc:
             self._fail(exc)
             return False
-        task = self._newest = asyncio.get_running_loop().create_task(self._guarded(hand_on()))
+        task = self._newest = _asyncio().get_running_loop().create_task(self._guarded(hand_on()))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         try:
@@ -342,11 +357,11 @@ class AsyncioRunner:
         if self._newest is not None:  # the caller's work (reading input nobody sends)
             self._newest.cancel()
         with anyio.CancelScope(shield=True):
-            _, late = await asyncio.wait(set(tasks), timeout=grace)
+            _, late = await _asyncio().wait(set(tasks), timeout=grace)
             for task in late:
                 task.cancel()
             if late:
-                await asyncio.wait(late)
+                await _asyncio().wait(late)
 
 
 class AnyioRunner:

@@ -20,7 +20,7 @@ after another ``--rounds`` times, each figure the median:
 * ``otel middleware, SDK + batch``: with the SDK, a ``BatchSpanProcessor`` and an exporter
   that discards (the SDK's cost on the request path, not a collector's);
 * ``before`` (with ``--ab-base DIR``): the same server on ``DIR/src`` (e.g. a ``git archive``
-  of the commit before a change), on this interpreter and its packages; ``before, async
+  of the commit before a change), on this interpreter and its packages; ``before: async
   echo`` its ``async echo``.
 
 Measures: in-process ``server.call`` calls/s; stdio sequential and pipelined ``tools/call``
@@ -64,7 +64,7 @@ def variants(base: str | None, only: str | None = None) -> dict[str, dict[str, s
     out: dict[str, dict[str, str]] = {}
     if base:
         out[BEFORE] = {"PYTHONPATH": os.path.join(base, "src")}
-        out[f"{BEFORE}, async echo"] = {**out[BEFORE], "MCPKIT_BENCH_ASYNC_TOOLS": "1"}
+        out[f"{BEFORE}: async echo"] = {**out[BEFORE], "MCPKIT_BENCH_ASYNC_TOOLS": "1"}
     out.update(VARIANTS)
     if only:
         wanted = {name.strip() for name in only.split(",")} | {REFERENCE}

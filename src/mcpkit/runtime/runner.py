@@ -2,9 +2,11 @@
 
 Every request a server answers goes through here, whatever its transport or era: stdio
 and the in-memory transport start each request with :meth:`Runner.start` (concurrently
-with reading the next lines), an HTTP request runs in its own ASGI task with :func:`run`,
-and so does the in-process ``Server.call``.  No transport decides how a request may start:
-the strategy does, and it is the same for every request.
+with reading the next lines), an HTTP request runs in its own ASGI task with :func:`run`.
+The in-process ``Server.call`` is :func:`run` with neither handle nor watch (only its
+caller can cancel it), which comes to awaiting the request, and so it does just that.
+No transport decides how a request may start: the strategy does, and it is the same for
+every request.
 
 The contract (held by tests/runtime/test_runner.py on asyncio and on trio):
 
@@ -90,14 +92,24 @@ def on_asyncio() -> bool:
     """Whether an asyncio loop runs in this thread (``sniffio``'s answer for code under
     anyio, without its lookups).  Without asyncio imported none can run: importing the
     server API does not import asyncio (it costs a cold start ~25 ms)."""
-    aio = sys.modules.get("asyncio")
-    if aio is None:
-        return False
-    try:
-        aio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+    running = _running_loop
+    if running is None:
+        aio = sys.modules.get("asyncio")
+        if aio is None:
+            return False
+        running = _bind_running_loop(aio)
+    return running() is not None
+
+
+#: ``asyncio._get_running_loop`` (public in ``asyncio.events.__all__``: the loop or None,
+#: without raising), bound once asyncio is imported.
+_running_loop: Callable[[], object] | None = None
+
+
+def _bind_running_loop(aio: Any) -> Callable[[], object]:
+    global _running_loop
+    _running_loop = aio._get_running_loop
+    return aio._get_running_loop  # type: ignore[no-any-return]
 
 
 def _asyncio() -> Any:
@@ -250,11 +262,18 @@ def run(
     tuple)`` tells which).  Exceptions the request raises propagate.
 
     ``handle``: the caller's, when something must find the request to cancel it
-    (``notifications/cancelled``); else one is made once the request waits.  ``watch``:
+    (``notifications/cancelled``); else one is made once the request waits, for ``watch``
+    (with neither, nobody can cancel the request and none is made).  ``watch``:
     entered with the handle around the rest of a request that waits (an HTTP request's
     watch for its client going away); from the start when ``suspends`` says it always
     waits.  Off asyncio the handle (an anyio cancel scope) is entered before the first
     step, as the contract of :class:`Resumed` asks."""
+    if handle is None and watch is None:  # nobody can cancel it: its first step by hand
+        try:
+            step = coro.send(None)
+        except StopIteration as stop:
+            return True, stop.value
+        return _resumed(coro, step)
     if not on_asyncio():
         return _finish(coro, _NOT_STARTED, handle or anyio.CancelScope(), watch)
     if suspends:
@@ -265,6 +284,10 @@ def run(
         return True, stop.value
     # A TaskHandle belongs to no scope stack: entering it after the first step is safe.
     return _finish(coro, step, handle or TaskHandle(), watch)
+
+
+async def _resumed(coro: Coroutine[Any, Any, T], step: Any) -> Outcome[T]:
+    return True, await Resumed(coro, step)
 
 
 #: :func:`_finish` of a request whose first step has not run.

@@ -21,7 +21,6 @@ from ..protocol.negotiation import RequestMeta
 from ..protocol.sealing import Keyring
 from ..runtime.changes import PROMPTS, RESOURCES, TOOLS, ChangeBus
 from ..runtime.exchange import NULL_EXCHANGE, Exchange
-from ..runtime.runner import run
 from ..state.base import StateBackend
 from ..types.errors import INTERNAL_ERROR, McpError, method_not_found
 from ..types.jsonrpc import Message
@@ -585,17 +584,14 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     async def call(
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None
     ) -> dict[str, Any]:
-        """In-process dispatch (no transport): handy for tests and embedding.  It runs
-        through the request runner like every transport's request, in the caller's task."""
+        """In-process dispatch (no transport): handy for tests and embedding.  The request
+        runs in the caller's task, and only the caller can cancel it: the request runner's
+        in-place route with neither handle nor watch, which is awaiting it
+        (``runtime.runner.run``)."""
         message = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params or {}}
         if meta is None:
             meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
-        outcome = run(self.dispatch(message, meta, NULL_EXCHANGE))
-        if not isinstance(outcome, tuple):
-            outcome = await outcome
-        result = outcome[1]
-        assert result is not None  # nobody holds its handle to cancel it
-        return result
+        return await self.dispatch(message, meta, NULL_EXCHANGE)
 
 
 async def _nothing(ctx: Context) -> dict[str, Any]:

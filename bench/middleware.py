@@ -13,8 +13,7 @@ variant over ``no middleware``:
 
 * ``no middleware``: the bench's server, its echo registered ``inline=True``;
 * ``3 no-op middleware``: three middlewares whose ``on_request`` only awaits
-  ``call_next``, ``waits`` left at its default (True: they may wait on anything);
-* ``3 no-op, waits=False``: the same declaring that they never wait;
+  ``call_next``;
 * ``before`` and ``before, 3 no-op middleware`` (with ``--ab-base DIR``): ``no
   middleware`` and ``3 no-op middleware`` on ``DIR/src`` (e.g. a ``git archive`` of the
   commit before a change).
@@ -31,7 +30,6 @@ from .variants import REFERENCE, _cpu_per_request, _env
 VARIANTS: dict[str, dict[str, str]] = {
     REFERENCE: {},
     "3 no-op middleware": {"MCPKIT_BENCH_MIDDLEWARE": "3"},
-    "3 no-op, waits=False": {"MCPKIT_BENCH_MIDDLEWARE": "3", "MCPKIT_BENCH_MIDDLEWARE_WAITS": "0"},
 }
 MODES = {
     "inproc": "CPU per call, in-process server.call (µs)",

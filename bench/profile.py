@@ -90,12 +90,8 @@ async def stdio_driver(mode: str) -> tuple[Callable[[], Awaitable[Any]], Any]:
     async def write(data: bytes) -> None:
         out.append(data)
 
-    class ListEndpoint(Endpoint):
-        SEND_IS_TASK_FREE = True  # its write (a list append) never waits, like PipeEndpoint's
-
     stdio = StdioServer(server)
-    endpoint = ListEndpoint(write, stdio.on_request, stdio.on_notification)
-    endpoint.starts_inline = stdio.starts_inline  # as StdioServer.serve does on pipes
+    endpoint = Endpoint(write, stdio.on_request, stdio.on_notification)
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
     async def chunks() -> Any:

@@ -131,6 +131,11 @@ def arguments() -> argparse.ArgumentParser:
         help="shapes, variants, middleware: also run the server on DIR/src (a tree of the "
         "commit to compare with)",
     )
+    ap.add_argument(
+        "--variants",
+        metavar="NAMES",
+        help="variants: only these (comma-separated names; 'no middleware' always runs)",
+    )
     return ap
 
 
@@ -164,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             "rss": bench_rss,
             "gateway": bench_gateway,
             "coldstart": bench_coldstart,
-            "variants": lambda r: bench_variants(r, args.ab_base),
+            "variants": lambda r: bench_variants(r, args.ab_base, args.variants),
             "middleware": lambda r: bench_middleware(r, args.ab_base),
             "scale": bench_scale,  # bench/scale.py (issue #23)
             "memory": bench_memory,  # bench/stream_memory.py (issue #33)

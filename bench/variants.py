@@ -9,19 +9,18 @@ after another ``--rounds`` times, each figure the median:
 * ``no middleware``: the server as it ships, its echo registered ``inline=True`` (every
   variant's echo is, but one: these measure the machinery, not the tool's shape; the
   reference column for the ratios);
-* ``3 no-op middleware``: three middlewares whose ``on_request`` only awaits ``call_next``
-  (``waits`` left at its safe default: over stdio an inline ``def`` tool's call then gets
-  a task of its own instead of starting on the reader);
-* ``3 no-op, waits=False``: the same declared ``waits = False`` (the one-step path);
+* ``3 no-op middleware``: three middlewares whose ``on_request`` only awaits ``call_next``;
 * ``def echo``: the plain ``def`` echo without ``inline=True``, so in a worker thread
   (mcpkit's default for a plain ``def``): the cost of the thread hop (``bench/shapes.py``
   times the three shapes of the tool by themselves);
+* ``async echo``: the echo as an ``async def``;
 * ``otel middleware, no SDK``: the OpenTelemetry span middleware with only the API
   (no tracer provider set: every span is the API's no-op one);
 * ``otel middleware, SDK + batch``: with the SDK, a ``BatchSpanProcessor`` and an exporter
   that discards (the SDK's cost on the request path, not a collector's);
 * ``before`` (with ``--ab-base DIR``): the same server on ``DIR/src`` (e.g. a ``git archive``
-  of the commit before a change), on this interpreter and its packages.
+  of the commit before a change), on this interpreter and its packages; ``before: async
+  echo`` its ``async echo``.
 
 Measures: in-process ``server.call`` calls/s; stdio sequential and pipelined ``tools/call``
 through the raw driver; modern JSON ``tools/call`` over HTTP at c=16 (wrk); and
@@ -49,8 +48,8 @@ REFERENCE = "no middleware"
 VARIANTS: dict[str, dict[str, str]] = {
     REFERENCE: {},
     "3 no-op middleware": {"MCPKIT_BENCH_MIDDLEWARE": "3"},
-    "3 no-op, waits=False": {"MCPKIT_BENCH_MIDDLEWARE": "3", "MCPKIT_BENCH_MIDDLEWARE_WAITS": "0"},
     "def echo": {"MCPKIT_BENCH_ECHO": "def"},
+    "async echo": {"MCPKIT_BENCH_ECHO": "async"},
     "otel middleware, no SDK": {"MCPKIT_BENCH_OTEL": "api"},
     "otel middleware, SDK + batch": {"MCPKIT_BENCH_OTEL": "sdk"},
 }
@@ -58,11 +57,16 @@ BEFORE = "before"
 _CPU = re.compile(r": ([0-9.]+) µs of CPU per request")
 
 
-def variants(base: str | None) -> dict[str, dict[str, str]]:
+def variants(base: str | None, only: str | None = None) -> dict[str, dict[str, str]]:
+    """The variants to run (``only``: comma-separated names, the reference always)."""
     out: dict[str, dict[str, str]] = {}
     if base:
         out[BEFORE] = {"PYTHONPATH": os.path.join(base, "src")}
+        out[f"{BEFORE}: async echo"] = {**out[BEFORE], "MCPKIT_BENCH_ECHO": "async"}
     out.update(VARIANTS)
+    if only:
+        wanted = {name.strip() for name in only.split(",")} | {REFERENCE}
+        out = {name: env for name, env in out.items() if name in wanted}
     return out
 
 
@@ -72,7 +76,7 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
         k: v
         for k, v in os.environ.items()
         if not k.startswith("MCPKIT_BENCH_MIDDLEWARE")
-        and k not in ("MCPKIT_BENCH_ECHO", "MCPKIT_BENCH_OTEL")
+        and k not in ("MCPKIT_BENCH_ECHO", "MCPKIT_BENCH_OTEL", "MCPKIT_BENCH_ASYNC_TOOLS")
     }
     env["MCPKIT_BENCH_ECHO"] = "inline"
     env.update(extra)
@@ -95,9 +99,9 @@ def _cpu_per_request(mode: str, env: dict[str, str], cpu: int | None, n: int) ->
     return float(match.group(1))
 
 
-def bench_variants(ctx: Run, base: str | None) -> None:
+def bench_variants(ctx: Run, base: str | None, only: str | None = None) -> None:
     s = ctx.settings
-    table = variants(base)
+    table = variants(base, only)
     samples: dict[str, dict[str, list[float]]] = {}
 
     def add(measure: str, name: str, value: float) -> None:

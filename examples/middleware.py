@@ -34,8 +34,6 @@ from mcpkit.server.middleware.timing import Timing
 class Audit(Middleware):
     """Counts requests and stamps every tool result with the caller's tenant."""
 
-    waits = False  # it never waits on anything but call_next: keeps the fast path
-
     def __init__(self) -> None:
         self.requests = 0
 

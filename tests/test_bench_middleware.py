@@ -31,5 +31,5 @@ def test_bench_middleware_quick_reports_each_variant_and_mode(tmp_path: Path) ->
         "CPU per request, stdio endpoint in-process (µs)",
     }
     for by_name in variants.values():
-        assert set(by_name) == {"no middleware", "3 no-op middleware", "3 no-op, waits=False"}
+        assert set(by_name) == {"no middleware", "3 no-op middleware"}
         assert all(value > 0 for value in by_name.values())

@@ -9,8 +9,7 @@ text, so that a 2026-07-28 HTTP request gets an SSE answer.  Served by
 ``mcpkit serve bench/peers/mcpkit_server.py``.
 
 Variants for A/B runs (``python -m bench --only variants``, see bench/variants.py):
-MCPKIT_BENCH_MIDDLEWARE=N adds N middlewares that pass every request on unchanged
-(declared ``waits = False`` with MCPKIT_BENCH_MIDDLEWARE_WAITS=0);
+MCPKIT_BENCH_MIDDLEWARE=N adds N middlewares that pass every request on unchanged;
 MCPKIT_BENCH_OTEL=api adds the OpenTelemetry span middleware with no SDK configured,
 MCPKIT_BENCH_OTEL=sdk with the SDK and a batch processor (exporter discarding),
 MCPKIT_BENCH_OTEL=sdk-metrics also with the SDK's meter provider (an in-memory reader).
@@ -36,8 +35,6 @@ if _MIDDLEWARE:
     from mcpkit.server import Middleware
 
     class PassThrough(Middleware):
-        waits = os.environ.get("MCPKIT_BENCH_MIDDLEWARE_WAITS") != "0"
-
         async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
             return await call_next(ctx)
 

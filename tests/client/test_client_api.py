@@ -13,7 +13,6 @@ import ast
 import dataclasses
 import inspect
 import re
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 import mcpkit.client
@@ -142,47 +141,18 @@ def test_layers() -> None:
 #: A module of ``src/mcpkit`` holds fewer lines than this: past it, find a seam to split along.
 MAX_MODULE_LINES = 600
 
-#: TEMPORARY: modules other branches were rewriting when the limit went from client/ to all
-#: of src/ (the request runner, the stdio, memory and HTTP edges, the fast lane and the
-#: gateway's and the server's core).  Shrink this list as those branches merge, until it
-#: is empty.  The client modules and client transports were held before and stay held.
-NOT_YET_HELD = (
-    "runtime/*",
-    "transports/stdio*.py",
-    "transports/memory.py",
-    "transports/http/*",
-    "server/server.py",
-    "server/middleware/__init__.py",
-    "server/middleware/telemetry.py",
-)
-
-
 def _modules() -> list[str]:
     """Every module of ``src/mcpkit``, by its path under it (``server/server.py``)."""
     return sorted(path.relative_to(SRC).as_posix() for path in SRC.rglob("*.py"))
 
 
-def _not_yet_held(module: str) -> bool:
-    return any(fnmatchcase(module, pattern) for pattern in NOT_YET_HELD)
-
-
 def test_module_sizes() -> None:
     too_long = []
     for module in _modules():
-        if _not_yet_held(module):
-            continue
         lines = len((SRC / module).read_text(encoding="utf-8").splitlines())
         if lines >= MAX_MODULE_LINES:
             too_long.append(f"{module} has {lines} lines")
     assert not too_long, "find a seam to split along: " + "; ".join(too_long)
-
-
-def test_the_modules_not_yet_held_exist() -> None:
-    """Every entry of the temporary list still names a module (one that went away, or was
-    split, leaves the list)."""
-    modules = _modules()
-    stale = [p for p in NOT_YET_HELD if not any(fnmatchcase(m, p) for m in modules)]
-    assert not stale, f"remove from NOT_YET_HELD, no module matches: {stale}"
 
 
 #: What a comment or docstring must not carry: a timing figure (``~0.3 µs``), which
@@ -194,8 +164,6 @@ NOT_A_CONTRACT = re.compile(r"\d\s*(?:µs|us\b)|\bissue #\d+", re.IGNORECASE)
 def test_comments_state_contracts() -> None:
     found = []
     for module in _modules():
-        if _not_yet_held(module):
-            continue
         text = (SRC / module).read_text(encoding="utf-8")
         for number, line in enumerate(text.splitlines(), 1):
             match = NOT_A_CONTRACT.search(line)

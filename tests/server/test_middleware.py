@@ -147,23 +147,12 @@ async def test_list_middleware_filters_without_touching_the_cache(era: Any) -> N
     assert "secret" not in names
 
 
-async def test_fast_path_is_a_property_of_dispatch() -> None:
+async def test_a_middleware_that_overrides_nothing_adds_no_layer() -> None:
     server = make_server()
-    assert not server.runs_inline(server.tools["echo"])  # a plain def: a worker thread
-
-    @server.tool(inline=True)
-    def quick(text: str) -> str:
-        return text
-
-    echo = server.tools["quick"]
-    assert server.runs_inline(echo)
-    server.add_middleware(Middleware())  # overrides nothing: adds no layer
-    assert server.runs_inline(echo)
+    server.add_middleware(Middleware())
     assert server._chains["tools/call"] is server._handlers["tools/call"]
-    server.add_middleware(Timing())  # a built-in that never waits keeps it
-    assert server.runs_inline(echo)
-    server.add_middleware(Tracer("t", []))  # may wait (the default): no fast path
-    assert not server.runs_inline(echo)
+    server.add_middleware(Timing())
+    assert server._chains["tools/call"] is not server._handlers["tools/call"]
 
 
 async def test_add_middleware_refuses_other_objects() -> None:
@@ -237,7 +226,7 @@ async def test_tool_timeout_on_a_plain_def_runs_it_in_a_thread() -> None:
         time.sleep(1.0)
         return "late"
 
-    assert server.tools["blocking"].threaded and not server.runs_inline(server.tools["blocking"])
+    assert server.tools["blocking"].threaded
     result = await call(server, "tools/call", {"name": "blocking"}, modern())
     assert result["isError"] is True and "timed out" in text_of(result)
     with pytest.raises(ValueError):

@@ -89,8 +89,8 @@ def test_stdio_modern_and_legacy(tmp_path: Path) -> None:
 
 
 def test_stdio_plain_def_tool_on_the_fast_path(tmp_path: Path) -> None:
-    """A middleware with ``waits = False`` keeps the one-step path for a plain ``def`` tool
-    (started on the stdio reader); it still sees every event, on both eras."""
+    """A middleware around a plain ``def`` tool started on the stdio reader (its first
+    step there, as every request's) sees every event, on both eras."""
     proc = StdioProcess(FIXTURE, tmp_path)
     try:
         for rid in range(1, 4):

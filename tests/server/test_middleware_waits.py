@@ -1,16 +1,15 @@
-"""Middleware that may wait (``Middleware.waits`` left at its default) around a plain
-``def`` tool registered ``inline=True``: the call no longer pays an anyio cancel scope
-(stdio: a plain task of its own from the first step; HTTP 2026-07-28: uvicorn's request
-task, cancelled natively when the client goes away), so it must still run all in one
-task and one context, and still be cancellable while the middleware waits.
+"""Middleware that waits around a plain ``def`` tool registered ``inline=True``: the
+request runner starts the call in the task that finishes it (stdio: the reader, which
+hands reading on if the call waits; HTTP 2026-07-28: uvicorn's request task, cancelled
+natively when the client goes away), so it must run all in one task and one context, and
+still be cancellable while the middleware waits.
 
 The server is ``servers/waiting_middleware.py`` under ``mcpkit serve`` in a real
 subprocess (real pipes; a real socket on 127.0.0.1), and in memory (``Client(server)``,
 the stdio code path over the plain endpoint).  Its middleware resets a context variable
 with its token and releases an anyio lock after waiting, both of which fail in another
 context or task, can wait inside ``asyncio.timeout`` (which cancels the task it was
-entered in), and reports whether the task changed.  On Python 3.11 such a call is served
-in the reader task that started it, and reading goes on in a new task.
+entered in), and reports whether the task changed.
 """
 
 from __future__ import annotations

@@ -20,8 +20,6 @@ def record(*event: Any) -> None:
 
 
 class Recorder(Middleware):
-    waits = False  # its file writes are synchronous: plain def tools keep the fast path
-
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         if ctx.method != "tools/call":
             return await call_next(ctx)

@@ -1,7 +1,7 @@
 """With only the OpenTelemetry API (no SDK provider set), the middleware and the client
-pass requests through: nothing is recorded, nothing breaks, and the server keeps its
-one-step path for plain ``def`` tools until an SDK is set up.  A fresh interpreter, since
-this test folder installs SDK providers in its own process."""
+pass requests through: nothing is recorded, nothing breaks; an SDK set up later traces
+every call from then on, without the middleware changing the server it runs in.  A fresh
+interpreter, since this test folder installs SDK providers in its own process."""
 
 from __future__ import annotations
 
@@ -36,8 +36,9 @@ async def main() -> None:
         result = await client.call_tool("add", {"a": 1, "b": 2})
         assert result["content"][0]["text"] == "3", result
         assert (await client.request("tools/list"))["tools"]
-        # An SDK set up after the server was built: the first call turns waiting on
-        # and goes untraced (it may be on the one-step path), the later ones are traced.
+        # An SDK set up after the server was built: every later call is traced, and the
+        # server is left as it was (its chains, its attributes).
+        chains, attributes = dict(server._chains), dict(vars(server))
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         trace.set_tracer_provider(provider)
@@ -47,11 +48,11 @@ async def main() -> None:
         for n in range(3):
             result = await client.call_tool("add", {"a": n, "b": 1})
             assert result["content"][0]["text"] == str(n + 1), result
-        assert not server.inline_calls
-        assert served() == ["tools/call add", "tools/call add"], served()
+        assert served() == ["tools/call add"] * 3, served()
+        assert server._chains == chains
+        assert {k: v for k, v in vars(server).items() if k in attributes} == attributes
 
 assert otel.recording() is False
-assert server.inline_calls  # with only the API it keeps the one-step path
 anyio.run(main)
 print("ok")
 """

@@ -19,8 +19,6 @@ import pytest
 from mcpkit import Context, Server
 from mcpkit.protocol.sealing import Keyring
 from mcpkit.transports.http import HttpOptions, McpHttpApp
-from mcpkit.transports.http.legacy import LegacyExchange
-from mcpkit.transports.http.modern import ModernExchange
 from support.httpclient import LegacySessionClient, McpHttp, expect_error
 from support.mcp import iter_sse, legacy_request, modern_headers, modern_request
 from support.schema import MODERN, validate_outgoing
@@ -277,25 +275,6 @@ def test_legacy_inline_tool_returning_an_awaitable_is_answered(
     reply = session.request("tools/call", {"name": "slow_plain", "arguments": {"seconds": 0.01}})
     assert reply.result["content"][0]["text"] == "finished"
     assert recorder.finished.is_set() and not recorder.cancelled.is_set()
-
-
-@pytest.mark.parametrize("kind", ["modern", "legacy"])
-def test_an_exchange_cancelled_before_its_block_starts_the_block_cancelled(kind: str) -> None:
-    """The client may cancel (or leave) while an inline tool's awaitable waits for its first
-    checkpoint, before the interruptible block exists: the block must start cancelled."""
-    exchange: Any
-    if kind == "modern":
-        exchange = ModernExchange(None, {"accept": "application/json"})  # type: ignore[arg-type]
-    else:
-        exchange = LegacyExchange(None, None, None)  # type: ignore[arg-type]
-
-    async def main() -> None:
-        exchange.cancel()
-        with exchange.interruptible() as scope:
-            await anyio.sleep(2)
-        assert scope.cancelled_caught
-
-    anyio.run(main)
 
 
 # --------------------------------------------------------------------------- lifespan

@@ -1,6 +1,7 @@
-"""Requests the stdio endpoint starts inline (a plain ``def`` tool runs on the reader, with
-no task and no cancel scope, and only moves to a task of its own if it waits): what that
-shortcut must keep.  A real ``python -m mcpkit serve`` subprocess on real pipes."""
+"""Requests the request runner starts on the stdio reader (a call's first step runs there,
+with no task and no cancel scope; one that waits keeps the reader's task and reading goes
+on in a new one): what that must keep.  A real ``python -m mcpkit serve`` subprocess on
+real pipes; tests/transports/test_memory_route.py holds the same over memory."""
 
 from __future__ import annotations
 
@@ -127,3 +128,16 @@ def test_a_call_cancelled_before_its_awaitable_starts_is_dropped_cleanly(
     proc.close_stdin()
     assert proc.process.wait(timeout=10) == 0
     assert "never awaited" not in proc.stderr_tail(200)
+
+
+def test_an_async_tool_that_never_waits_runs_on_the_reader(proc: StdioProcess) -> None:
+    # No task of its own: both calls run in the one task reading stdin.
+    proc.send(call(1, "task_name"))
+    first = text(answer(proc))
+    proc.send(call(2, "task_name"))
+    assert text(answer(proc)) == first
+
+
+def test_a_call_that_waits_ends_in_the_task_its_first_step_ran_in(proc: StdioProcess) -> None:
+    proc.send(call(1, "same_task"))
+    assert text(answer(proc)) == "same task"

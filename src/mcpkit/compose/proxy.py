@@ -179,12 +179,12 @@ class ProxyServer(Server):
             merge_capabilities(self, caps, era)
         return caps
 
-    def has_capability(self, path: str) -> bool:
+    def answers_for(self, path: str) -> bool:
         """While the upstream is down every method reaches its handler, which says so
         (503) instead of a misleading "method not found"."""
         if self.link.client is None:
             return True
-        return super().has_capability(path)
+        return super().answers_for(path)
 
     # ------------------------------------------------------------------ upstream
     def _relay(self, name: str, kind: str, uri: str | None) -> None:

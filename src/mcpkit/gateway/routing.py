@@ -27,15 +27,9 @@ log = logging.getLogger("mcpkit.gateway")
 
 
 class ProxyTool:
-    """What the transports need of a tool: its ``Mcp-Param-*`` parameters, and that its
-    call needs no cancel scope of the transport's (``inline``)."""
+    """What the transports need of a tool: its ``Mcp-Param-*`` parameters."""
 
     __slots__ = ("header_params", "wire")
-
-    #: A forwarded call is cancelled in its request's own task (natively, on asyncio),
-    #: never started on a reader: the gateway's calls always wait (see
-    #: :attr:`.server.GatewayServer.inline_calls`).
-    inline = True
 
     def __init__(self, wire: dict[str, Any]) -> None:
         self.wire = wire

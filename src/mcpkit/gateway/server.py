@@ -122,9 +122,9 @@ class Upstreams(Server):
         proxy.cache_ttl_ms, proxy.cache_scope = self.cache_ttl_ms, self.cache_scope
         self.mount(proxy, namespace=upstream.name, prefix=prefix, keep_uris=True)
 
-    def has_capability(self, path: str) -> bool:
+    def answers_for(self, path: str) -> bool:
         """Every method reaches the mounts: an upstream that is down or lacks a kind
-        leaves its part out (see :meth:`GatewayServer.has_capability`)."""
+        leaves its part out (see :meth:`GatewayServer.answers_for`)."""
         return True
 
 
@@ -191,19 +191,6 @@ class GatewayServer(Server):
         if self._bindings is None:
             self._bindings = Bindings(self.keyring, self.state)
         return self._bindings
-
-    @property
-    def inline_calls(self) -> bool:
-        """False whatever the operator's middleware: the gateway's policy layer wraps
-        every routed method and may wait (an upstream's listing, a shared rate-limit
-        store), and a forwarded call always waits on its upstream, so no call runs in
-        one step.  Its tools' calls (``ProxyTool.inline``) then run in their request's
-        own task, cancelled natively, without a cancel scope of the transport's."""
-        return False
-
-    @inline_calls.setter
-    def inline_calls(self, _value: bool) -> None:
-        """(What the server base computes from the operator's middleware does not apply.)"""
 
     # ------------------------------------------------------------------ upstreams
     async def start_upstreams(self) -> None:
@@ -304,7 +291,7 @@ class GatewayServer(Server):
             caps["extensions"] = {**(caps.get("extensions") or {}), **forwarded}
         return caps
 
-    def has_capability(self, path: str) -> bool:
+    def answers_for(self, path: str) -> bool:
         """Every routed method reaches the router, which answers for what the upstreams
         offer now: an upstream that is down leaves its part of a list out, it does not
         turn the method into "method not found"."""

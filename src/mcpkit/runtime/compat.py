@@ -1,51 +1,38 @@
 """Every use of another library's private API, in one place, pinned to the versions tested.
 
-Two hot-path shortcuts, each taken only where the version it was tested with is installed
-and otherwise replaced by the public call, so that a new release makes mcpkit slower,
-never wrong:
+A hot-path shortcut, taken only where the version it was tested with is installed and
+otherwise replaced by the public way, so that a new release makes mcpkit slower, never
+wrong; and one question anyio has no public answer for:
 
-* :func:`new_cancel_scope` builds anyio's asyncio cancel scope class directly
-  (``anyio.CancelScope()`` looks the backend up on each call, about half of what a scope
-  costs, paid on every HTTP request that needs one).  The anyio major version it was tested
-  with (4.x, 4.4 to 4.16) is pinned where versions belong, in pyproject's dependencies
-  (``anyio>=4.4,<5``), not read at import time (``importlib.metadata`` cost a Lambda cold
-  start ~10 ms); and the class is taken only when the public call returned the asyncio
-  backend's own.
 * :func:`send_steps_anywhere` knows uvicorn's ASGI ``send``: a change fan-out writes to
   thousands of listen streams without waking their tasks by running each ``send`` by hand
   (see ``transports/http/stream.py``), which is safe only for a ``send`` whose one wait is
   uvicorn's flow control (an asyncio future, which any task may finish).  It is recognised
   by its class's module, tested with uvicorn 0.30 to 0.54; anything else (another server,
   a middleware's wrapper) takes the public way: the stream's own task awaits ``send``.
+* :func:`in_shielded_scope` reads anyio's asyncio task state: the request runner cancels a
+  request's task natively and must hold that back while the task is inside a shielded
+  scope (anyio's shield stops only anyio's own cancellation).  An anyio without that state
+  answers False, so the runner cancels at once.  The anyio major version it was tested
+  with (4.x, 4.4 to 4.16) is pinned where versions belong, in pyproject's dependencies
+  (``anyio>=4.4,<5``), not read at import time (``importlib.metadata`` is slow on a cold
+  start).
+* :func:`claim_thread_for_anyio` sets anyio's thread-local, as anyio's own worker threads
+  have it, so that ``anyio.from_thread`` works in mcpkit's worker threads.
 """
 
 from __future__ import annotations
 
-import anyio
+import asyncio
+from typing import Any
 
-from .stepping import on_asyncio
+from .runner import on_asyncio
 
-__all__ = ["new_cancel_scope", "send_steps_anywhere"]
+__all__ = ["claim_thread_for_anyio", "in_shielded_scope", "send_steps_anywhere"]
 
-#: anyio major version whose asyncio backend this shortcut was tested with (pyproject pins
-#: ``anyio<5``; tests/transports/test_compat.py holds the two together).
+#: anyio major version whose asyncio task state :func:`in_shielded_scope` was tested with
+#: (pyproject pins ``anyio<5``; tests/transports/test_compat.py holds the two together).
 TESTED_ANYIO_MAJOR = 4
-_asyncio_scope: type[anyio.CancelScope] | None = None
-
-
-def new_cancel_scope() -> anyio.CancelScope:
-    """A new (not yet entered) ``anyio.CancelScope``: on asyncio (with a tested anyio) the
-    backend's own class, looked up once; anywhere else the plain ``anyio.CancelScope()``."""
-    global _asyncio_scope
-    if not on_asyncio():
-        return anyio.CancelScope()
-    cls = _asyncio_scope
-    if cls is None:
-        scope = anyio.CancelScope()
-        if type(scope).__module__ == "anyio._backends._asyncio":
-            _asyncio_scope = type(scope)
-        return scope
-    return cls()
 
 
 #: The uvicorn protocol modules whose ``RequestResponseCycle.send`` waits only on flow
@@ -59,7 +46,7 @@ _UVICORN_CYCLES = (
 def send_steps_anywhere(send: object) -> bool:
     """Whether ``send`` is uvicorn's own (asyncio): a call of it may be started outside
     the request's task and, if it has to wait for the socket to drain, finished in the
-    request's task (``runtime.stepping``)."""
+    request's task (``runtime.runner``)."""
     owner = getattr(send, "__self__", None)
     return (
         owner is not None
@@ -67,3 +54,35 @@ def send_steps_anywhere(send: object) -> bool:
         and type(owner).__module__ in _UVICORN_CYCLES
         and on_asyncio()
     )
+
+
+def in_shielded_scope(task: asyncio.Task[Any]) -> bool:
+    """Whether ``task`` (asyncio) is inside a shielded anyio cancel scope of its own."""
+    states = getattr(_anyio_asyncio(), "_task_states", None)
+    state = states.get(task) if states is not None else None
+    scope = getattr(state, "cancel_scope", None)
+    while scope is not None and getattr(scope, "_host_task", None) is task:
+        if getattr(scope, "_shield", False):
+            return True
+        scope = getattr(scope, "_parent_scope", None)
+    return False
+
+
+def _anyio_asyncio() -> Any:
+    from anyio._backends import _asyncio
+
+    return _asyncio
+
+
+def claim_thread_for_anyio(token: object) -> None:
+    """Make ``anyio.from_thread.run``/``run_sync`` (without a token) and
+    ``check_cancelled`` work in this thread, as anyio's ``claim_worker_thread`` does for its
+    own workers: anyio offers no public way to claim a thread.  Should a release move its
+    thread-local, the thread is left unclaimed and a tool passes ``token=``
+    (``anyio.lowlevel.current_token()``, taken on the loop) instead: never a wrong loop."""
+    try:
+        from anyio._core._eventloop import threadlocals
+    except ImportError:
+        return
+    threadlocals.current_token = token
+    threadlocals.current_cancel_scope = None  # nothing to check: an abandoned call runs on

@@ -23,11 +23,8 @@ if TYPE_CHECKING:
 
 
 class CalledTool(Protocol):
-    """What a transport reads of a registered tool before dispatch (``ToolEntry``): how
-    it may start, the headers it mirrors, and the tags visibility rules match."""
-
-    @property
-    def inline(self) -> bool: ...
+    """What a transport reads of a registered tool before dispatch (``ToolEntry``): the
+    headers it mirrors, and the tags visibility rules match."""
 
     @property
     def tags(self) -> frozenset[str]: ...
@@ -90,8 +87,6 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
         """Methods the server's extensions registered (``types.methods.custom_method``
         rows): the transports' method checks accept them besides the built-in table."""
 
-    #: Dispatch runs an inline tool's call in one step (``Server.runs_inline``).
-    inline_calls: bool
     #: Every ``tools/call`` waits (``Server.calls_wait``).
     calls_wait: bool
 
@@ -112,8 +107,6 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
     def running(self) -> contextlib.AbstractAsyncContextManager[Any]: ...
 
     def spawn(self, fn: Callable[[], Awaitable[object]]) -> None: ...
-
-    def runs_inline(self, tool: CalledTool | None) -> bool: ...
 
     async def dispatch_notification(
         self,
@@ -142,29 +135,3 @@ def called_tool(server: ServedServer, message: dict[str, Any]) -> CalledTool | N
     ):
         return None
     return tool
-
-
-#: How a transport may start a request (:func:`start_mode`).  ``SCOPED``: in an anyio
-#: cancel scope of its own, the general way.  ``ON_READER``: one step on the reader, no task
-#: and no scope (it moves to a task only if it waits; see ``Endpoint.starts_inline``).
-#: ``OWN_TASK``: from its first step in the task that will finish it, cancelled natively
-#: (``Task.cancel``) instead of through a scope: a plain asyncio task of its own started
-#: eagerly (Python 3.12+), or on 3.11 the reader task that read it, which hands reading
-#: on to a new task if the request waits (``Endpoint._serve_here``).  Over HTTP, where
-#: each request has a task of its own already, ON_READER and OWN_TASK both run in it
-#: without a scope: cancelled through the exchange's interruptible block, or natively.
-SCOPED, ON_READER, OWN_TASK = 0, 1, 2
-
-
-def start_mode(server: ServedServer, message: dict[str, Any]) -> int:
-    """How to start ``message`` (see :data:`ON_READER`).  A call of an inline tool (see
-    ``ToolEntry.inline``) needs no anyio cancel scope: the tool itself waits only inside
-    ``exchange.interruptible()``.  When no middleware that may wait wraps it
-    (``Server.runs_inline``) it may even start on the reader; when one does, the
-    middleware may enter scopes, take locks or set context variables before it first
-    waits, which must happen in the task the request finishes in (:data:`OWN_TASK`), but
-    still needs no scope: an anyio scope in a fresh task costs ~5 µs."""
-    tool = called_tool(server, message)
-    if tool is None or not tool.inline:
-        return SCOPED
-    return ON_READER if server.inline_calls else OWN_TASK

@@ -2,16 +2,14 @@
 
 Client, server, host and gateway differ only in the handlers they pass in.  The endpoint
 frames and decodes lines (once), answers malformed input with the right error, runs each
-incoming request in its own cancel scope (``notifications/cancelled`` cancels it), sends
+incoming request through the request runner (``notifications/cancelled`` cancels it), sends
 our own requests with fresh ids and matches their responses, and fails everything still
 pending with one clear error when the stream ends.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
 import logging
 import math
 import time
@@ -19,7 +17,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from typing import Any
 
 import anyio
-import sniffio
 from anyio.abc import TaskGroup
 
 from ..protocol.correlation import Incoming, Outgoing, cancelled_request_id, progress_token_of
@@ -28,9 +25,8 @@ from ..types import jsonrpc
 from ..types.codec import DecodeError, DuplicateKeyError, decode, encode_message
 from ..types.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, McpError
 from ..types.jsonrpc import Kind, Message, RequestId
-from .contracts import ON_READER, SCOPED
 from .pending import Done, EndpointClosed, Explain, RequestTimeout, Waiter, arm, settle
-from .stepping import EAGER, Resumed, Unscoped, new_task
+from .runner import Handle, Runner, new_runner
 
 log = logging.getLogger("mcpkit.endpoint")
 
@@ -46,13 +42,11 @@ NotificationHandler = Callable[[Message, "Endpoint"], Awaitable[None]]
 
 
 class Endpoint:
-    """Reads from ``chunks``, writes with ``write``; call :meth:`run` inside a task group."""
+    """Reads from ``chunks``, writes with ``write``; call :meth:`run` inside a task group.
 
-    #: :meth:`send` holds nothing that belongs to a task while it waits.  Ours does not
-    #: qualify (an anyio lock, owned by the task that took it), so requests never start
-    #: inline here: one that waited for its reply's write would release the lock from
-    #: the task it moved to.
-    SEND_IS_TASK_FREE = False
+    Each incoming request starts through the request runner (:mod:`.runner`): its first
+    step on the reader, and one that waits keeps the reader's task while reading goes on
+    in a new one (asyncio), or a task-group child (trio)."""
 
     def __init__(
         self,
@@ -67,21 +61,18 @@ class Endpoint:
         self.on_request = on_request
         self.on_notification = on_notification
         self.outgoing: Outgoing[Waiter] = Outgoing(id_start)
-        self.incoming: Incoming[anyio.CancelScope | Unscoped] = Incoming()
+        self.incoming: Incoming[Handle] = Incoming()
         self._framer = LineFramer(max_line)
         #: The input and the lines of its current chunk not handled yet: state of the
-        #: reading loop rather than of one task, since on Python 3.11 a reader task may
-        #: keep a request it started and hand reading on (:meth:`_serve_here`).
+        #: reading loop rather than of one task, since a reader task that started a
+        #: request that waits keeps it and hands reading on (:meth:`Runner.start`).
         self._input: AsyncIterator[bytes] | None = None
         self._lines: Iterator[bytes | Overflow] = iter(())
-        self._reading: asyncio.Task[None] | None = None
-        self._input_ended: asyncio.Event | None = None
+        self._input_ended: anyio.Event | None = None
         self._write_lock = anyio.Lock()
         self._uncancellable: set[RequestId] = set()
         self._tg: TaskGroup | None = None
-        #: On asyncio, incoming requests run in plain asyncio tasks (ten times cheaper to
-        #: start than task-group children, see :meth:`_start_request`), joined by run().
-        self._native: set[asyncio.Task[None]] | None = None
+        self._runner: Runner | None = None
         self.closed: str | None = None
         self.on_stray: Callable[[Message], None] | None = None
         #: Called with each input line that is not a valid JSON-RPC message, and why.
@@ -89,19 +80,6 @@ class Endpoint:
         #: Answer such lines with a JSON-RPC error (a server should; a client that reads a
         #: server's stdout only logs and skips them).
         self.reply_to_invalid = True
-        #: Which incoming requests may start inline (asyncio only): run on the reader up to
-        #: their first suspension, with no task and no cancel scope; only one that waits
-        #: moves to a task of its own.  A task and a scope per request cost more than a
-        #: small request itself.  Only for requests whose handlers cannot enter a cancel
-        #: scope before they first suspend (a scope entered on the reader would belong to
-        #: the wrong task once the request moves): the server says which (plain ``def``
-        #: tools, see ``ToolEntry.inline``).  It answers with a start mode
-        #: (``runtime.contracts.start_mode``; True means ON_READER): ON_READER is honoured
-        #: only when :attr:`SEND_IS_TASK_FREE` (else it is OWN_TASK); OWN_TASK runs the
-        #: request, from its first step, in the task that finishes it (its own, started
-        #: eagerly, on 3.12+; the reader's on 3.11, see :meth:`_serve_here`), cancelled
-        #: natively, without an anyio cancel scope.
-        self.starts_inline: Callable[[Message], int] | None = None
         #: At EOF, let requests already received finish (for up to EOF_DRAIN_S) before
         #: cancelling them: a server whose client wrote its last request and closed its
         #: end (``echo '...' | mcpkit serve x.py``, a file on stdin) still answers it.
@@ -220,31 +198,28 @@ class Endpoint:
     # ------------------------------------------------------------------ receiving
     async def run(self, chunks: AsyncIterator[bytes]) -> None:
         """Process input until EOF; then fail whatever is pending."""
-        if sniffio.current_async_library() == "asyncio":
-            self._native = set()
-            self._input_ended = asyncio.Event()
+        self._input_ended = anyio.Event()
         self._input = chunks
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            self._runner = new_runner(tg)
             try:
-                if not await self._read() and self._input_ended is not None:
+                if not await self._read():
                     # This task served a request that waited; another task read on.
                     await self._input_ended.wait()
             finally:
-                await self._join_native()
+                await self._join()
             tg.cancel_scope.cancel()
 
     async def _read(self) -> bool:
         """Handle input until EOF, then drain and close: True.  False when this task
-        started a request that waited, served it to its end, and another task read on
-        (:meth:`_serve_here`)."""
-        assert self._input is not None and self._tg is not None
-        tg = self._tg
+        started a request that waited, served it to its end, and another task read on."""
+        assert self._input is not None and self._input_ended is not None
         reason = "the peer closed the stream"
         try:
             while True:
                 for line in self._lines:
-                    if await self._line(line, tg):
+                    if await self._line(line):
                         return False
                 try:
                     chunk = await self._input.__anext__()
@@ -256,104 +231,17 @@ class Endpoint:
         if self.drain_on_eof:
             await self._drain(reason)
         self.close(reason)
-        if self._input_ended is not None:
-            self._input_ended.set()
+        self._input_ended.set()
         return True
 
-    def _start_request(self, message: Message, scope: anyio.CancelScope, tg: TaskGroup) -> None:
-        """Serve one request concurrently with reading.  On asyncio a plain task (joined by
-        :meth:`_join_native`; a failure escaping it still fails the task group); elsewhere a
-        task-group child."""
-        native = self._native
-        if native is None:
-            tg.start_soon(self._serve, message, scope)
-            return
-        task = asyncio.get_running_loop().create_task(self._guarded(self._serve(message, scope)))
-        native.add(task)
-        task.add_done_callback(native.discard)
-
-    def _start_inline(
-        self, message: Message, handle: Unscoped, native: set[asyncio.Task[None]]
-    ) -> None:
-        """Serve one request on the reader until it first suspends (most never do), in a
-        copy of the reader's context, as a task would; if it waits, finish it in a task."""
-        context = contextvars.copy_context()
-        coro = self._serve(message, handle)
-        try:
-            yielded = context.run(coro.send, None)
-        except StopIteration:
-            return
-        task = asyncio.get_running_loop().create_task(
-            self._guarded(Resumed(coro, yielded)), context=context
-        )
-        handle.task = task
-        native.add(task)
-        task.add_done_callback(native.discard)
-
-    def _start_own_task(
-        self, message: Message, handle: Unscoped, native: set[asyncio.Task[None]]
-    ) -> None:
-        """Serve one request in a plain asyncio task from its first step, with no cancel
-        scope (``handle`` cancels the task natively).  On Python 3.12+ the task starts
-        eagerly: its first step runs now, as the request's own task, and a request that
-        never waits is done without a trip through the event loop."""
-        task = new_task(self._guarded(self._serve(message, handle)))
-        handle.task = task
-        if not task.done():
-            native.add(task)
-            task.add_done_callback(native.discard)
-
-    async def _serve_here(self, message: Message, handle: Unscoped) -> bool:
-        """What :meth:`_start_own_task` does on Python 3.11, where a task cannot start
-        eagerly: serve the request in this (reader) task, in a copy of its context.  Most
-        requests end in that first step.  One that waits keeps this task, so whatever its
-        first step tied to the current task (a cancel scope, a lock, ``asyncio.timeout``)
-        stays with the task that finishes it, and a new task reads on.  True when this
-        task handed reading on."""
-        context = contextvars.copy_context()
-        coro = self._serve(message, handle)
-        try:
-            yielded = context.run(coro.send, None)
-        except StopIteration:
-            return False
-        handle.task = asyncio.current_task()
-        native = self._native
-        assert native is not None
-        reader = asyncio.get_running_loop().create_task(self._guarded(self._read()))
-        self._reading = reader
-        native.add(reader)
-        reader.add_done_callback(native.discard)
-        await Resumed(coro, yielded, context)
-        return True
-
-    async def _guarded(self, serving: Awaitable[object]) -> None:
-        try:
-            await serving
-        except Exception as exc:
-            if self._tg is not None:
-                self._tg.start_soon(_reraise, exc)
-            else:  # pragma: no cover - requests start only while run() holds the group
-                raise
-
-    async def _join_native(self) -> None:
-        """Cancel the requests still running in plain tasks and wait for them (what leaving
-        the task group does for its children)."""
-        native = self._native
-        if not native:
-            return
-        if self._reading is not None:  # a reader task still waiting for input
-            self._reading.cancel()
-        for scope in self.incoming.all():
-            scope.cancel()
-        with anyio.CancelScope(shield=True):
-            # Replies already being written get a grace period (stdin can end while the
-            # answers are still going out); past it, e.g. a peer that stopped reading a
-            # full pipe, they are cancelled too.
-            _, late = await asyncio.wait(set(native), timeout=JOIN_GRACE_S)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late)
+    async def _join(self) -> None:
+        """Cancel the requests still running and wait for them (what leaving a task group
+        does for its children); replies already being written get a grace period (stdin
+        can end while the answers are still going out), past it they are cancelled too."""
+        for handle in self.incoming.all():
+            handle.cancel()
+        if self._runner is not None:
+            await self._runner.join(JOIN_GRACE_S)
 
     async def _drain(self, reason: str) -> None:
         """EOF on a server: no answer to our requests can come any more, and listen
@@ -378,9 +266,9 @@ class Endpoint:
         for scope in self.incoming.all():
             scope.cancel()
 
-    async def _line(self, line: bytes | Overflow, tg: TaskGroup) -> bool:
+    async def _line(self, line: bytes | Overflow) -> bool:
         """Handle one input line; True when this task keeps a request that waited and
-        no longer reads (:meth:`_serve_here`)."""
+        no longer reads (:meth:`Runner.start`)."""
         if isinstance(line, Overflow):
             failure = McpError(INVALID_REQUEST, f"Message too large ({line.size} bytes)")
             await self._invalid(b"", failure.message, None, failure)
@@ -401,25 +289,13 @@ class Endpoint:
             await self._invalid(line, err.message, jsonrpc.answerable_id(message), err)
             return False
         if kind is Kind.REQUEST:
-            native = self._native
-            starts = self.starts_inline
-            mode = starts(message) if native is not None and starts is not None else SCOPED
-            if mode and native is not None:  # ON_READER or OWN_TASK: no anyio cancel scope
-                handle = Unscoped()
-                if not self._register(message, handle):
-                    await self._refuse_duplicate(message["id"])
-                elif mode == ON_READER and self.SEND_IS_TASK_FREE:
-                    self._start_inline(message, handle, native)
-                elif EAGER:
-                    self._start_own_task(message, handle, native)
-                else:
-                    return await self._serve_here(message, handle)
-                return False
-            scope = anyio.CancelScope()
-            if self._register(message, scope):
-                self._start_request(message, scope, tg)
-            else:
+            runner = self._runner
+            assert runner is not None
+            handle = runner.new_handle()
+            if not self._register(message, handle):
                 await self._refuse_duplicate(message["id"])
+                return False
+            return await runner.start(self._serve(message, handle), self._read)
         elif kind is Kind.NOTIFICATION:
             await self._notification(message)
         else:
@@ -431,7 +307,7 @@ class Endpoint:
             settle(pending.waiter, kind, message)
         return False
 
-    def _register(self, message: Message, handle: anyio.CancelScope | Unscoped) -> bool:
+    def _register(self, message: Message, handle: Handle) -> bool:
         """Track an incoming request; False for a duplicate of one in flight (the caller
         refuses it)."""
         rid = message["id"]
@@ -486,7 +362,7 @@ class Endpoint:
             except Exception:
                 log.exception("notification handler failed for %s", method)
 
-    async def _serve(self, message: Message, scope: anyio.CancelScope | Unscoped) -> None:
+    async def _serve(self, message: Message, scope: Handle) -> None:
         rid = message["id"]
         reply: Message | None = None
         with scope:
@@ -517,7 +393,3 @@ class Endpoint:
         if self._tg is None:
             raise RuntimeError("endpoint is not running")
         self._tg.start_soon(fn, *args)
-
-
-async def _reraise(exc: BaseException) -> None:
-    raise exc

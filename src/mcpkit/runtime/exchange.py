@@ -35,10 +35,10 @@ class Exchange:
     network_transport: str | None = None
 
     def interruptible(self) -> contextlib.AbstractContextManager[Any]:
-        """A block around handler code that may wait, which the transport may cancel; when
+        """A block around handler code that may wait, which a transport may cancel; when
         it does, the block swallows the cancellation and the caller raises
-        :class:`Interrupted`.  Only for requests a transport does not already run inside a
-        cancel scope of its own (see ``ToolEntry.inline``).  Default: not interruptible."""
+        :class:`Interrupted`.  The transports of this package cancel a request as a whole
+        through the request runner (``runtime.runner``), so theirs is this plain block."""
         return contextlib.nullcontext()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:

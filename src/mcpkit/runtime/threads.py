@@ -37,6 +37,8 @@ from typing import Any, TypeVar
 
 import anyio.lowlevel
 
+from .compat import claim_thread_for_anyio
+
 __all__ = [
     "DEFAULT_LIMIT",
     "IDLE_SECONDS",
@@ -157,7 +159,7 @@ class WorkerPool:
                 raise
 
     def _work(self) -> None:
-        _claim_for_anyio(self._token)
+        claim_thread_for_anyio(self._token)
         jobs = self._jobs
         lock = self._lock
         with lock:
@@ -212,21 +214,6 @@ class WorkerPool:
                 future.set_result(value)
             else:
                 future.set_exception(_awaitable_error(error))
-
-
-def _claim_for_anyio(token: object) -> None:
-    """Make ``anyio.from_thread.run``/``run_sync`` (without a token) and
-    ``check_cancelled`` work in this thread, as anyio's ``claim_worker_thread`` does for its
-    own workers: anyio offers no public way to claim a thread.  Its private thread-local,
-    tested with anyio 4.4 to 4.16 (pyproject pins ``anyio<5``); should a release move it,
-    the thread is left unclaimed and a tool passes ``token=`` (``anyio.lowlevel.
-    current_token()``, taken on the loop) instead: never a wrong loop."""
-    try:
-        from anyio._core._eventloop import threadlocals
-    except ImportError:
-        return
-    threadlocals.current_token = token
-    threadlocals.current_cancel_scope = None  # nothing to check: an abandoned call runs on
 
 
 def _awaitable_error(error: BaseException) -> BaseException:

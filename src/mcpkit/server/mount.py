@@ -343,9 +343,9 @@ def _reaches(server: Server, target: Server) -> bool:
 def _announce(parent: Server, child: Server) -> None:
     """The parent's lists changed by what the child offers."""
     for kind, has in (
-        ("tools", child.has_capability("tools")),
-        ("prompts", child.has_capability("prompts")),
-        (RESOURCES, child.has_capability("resources")),
+        ("tools", child.answers_for("tools")),
+        ("prompts", child.answers_for("prompts")),
+        (RESOURCES, child.answers_for("resources")),
     ):
         if has:
             parent._changed(kind)

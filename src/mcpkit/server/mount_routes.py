@@ -42,7 +42,7 @@ async def _child_list(entry: Mount, method: str, ctx: Context | None) -> list[di
     a request, as the parent itself)."""
     member, _ = _LISTS[method]
     kind = "resources" if member == "resourceTemplates" else member
-    if not entry.child.has_capability(kind):
+    if not entry.child.answers_for(kind):
         return []
 
     async def ask(params: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +67,7 @@ async def _by_prefix(
     fits = [
         e
         for e in _ordered(parent)
-        if e.inner_name(name) is not None and (not check or e.child.has_capability(kind))
+        if e.inner_name(name) is not None and (not check or e.child.answers_for(kind))
     ]
     if len(fits) > 1:
         method = f"{kind}/list"
@@ -207,7 +207,7 @@ def layer(parent: Server, own: dict[str, Handler]) -> dict[str, Handler]:
             template = key == "uriTemplate"
             for entry in parent.mounts:
                 kind = "resources" if member == "resourceTemplates" else member
-                if not entry.child.has_capability(kind):
+                if not entry.child.answers_for(kind):
                     continue
                 theirs, last = await _all_pages(partial(_forward, entry, ctx), base, member)
                 if isinstance(last.get("ttlMs"), int):
@@ -261,7 +261,7 @@ def layer(parent: Server, own: dict[str, Handler]) -> dict[str, Handler]:
         uri = ctx.params.get("uri")
         if isinstance(uri, str) and not own_uri(uri):
             found = await _route_uri(parent, ctx, uri)
-            if found is not None and found[0].child.has_capability("resources"):
+            if found is not None and found[0].child.answers_for("resources"):
                 entry, inner = found
                 result = await _forward(entry, ctx, {**ctx.params, "uri": inner})
                 return _rename_contents(entry, result)
@@ -289,7 +289,7 @@ def layer(parent: Server, own: dict[str, Handler]) -> dict[str, Handler]:
         if found is None:
             return await complete_original(ctx)
         entry, renamed = found
-        if not entry.child.has_capability("completions"):
+        if not entry.child.answers_for("completions"):
             return {"completion": {"values": [], "total": 0, "hasMore": False}}
         return await _forward(entry, ctx, {**ctx.params, "ref": renamed})
 

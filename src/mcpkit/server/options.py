@@ -10,7 +10,7 @@ unset is None, but a resource's ``listed``, True)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from .apps import App
@@ -45,3 +45,11 @@ class ToolOptions(PromptOptions, total=False):
     task_start: TaskStart
     inline: bool
     timeout: float | None
+
+
+def refuse_unknown_options(method: str, options: Mapping[str, Any], typed: Any) -> None:
+    """Refuse a keyword the options TypedDict ``typed`` does not name when the method is
+    called, as a signature listing them would (not later, at decoration)."""
+    for key in options:
+        if key not in typed.__optional_keys__:
+            raise TypeError(f"Server.{method}() got an unexpected keyword argument {key!r}")

@@ -38,9 +38,9 @@ from .composition import Composition
 from .context import Context
 from .extensions import MethodEntry, check_extension_id, declared, make_method, notification_step
 from .lifespan import ServerRuntime
-from .middleware import CallNext, Middleware, build_chains, keeps_fast_path, wrap
+from .middleware import CallNext, Middleware, build_chains, wrap
 from .notices import ChangeNotices
-from .options import PromptOptions, ResourceOptions, ToolOptions
+from .options import PromptOptions, ResourceOptions, ToolOptions, refuse_unknown_options
 from .registry import (
     Completer,
     PromptEntry,
@@ -58,7 +58,6 @@ from .settings import Setting
 from .visibility import Visibility, VisibilityControls
 
 if TYPE_CHECKING:
-    from ..runtime.contracts import CalledTool
     from ..runtime.legacy_session import LegacySession
     from .files import ResourceObject
 
@@ -160,8 +159,6 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         #: itself when no middleware wraps that method (see :mod:`.middleware`).
         self.middleware: list[Middleware] = []
         self._chains: dict[str, CallNext] = self._handlers
-        #: No middleware that may wait wraps ``tools/call`` (see :meth:`runs_inline`).
-        self.inline_calls = True
         self._task_tools = False
         if mask_errors:
             from .middleware.masking import ErrorMasking
@@ -247,7 +244,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         added on first use).  A plain ``def`` tool with a timeout runs in a worker thread,
         the only way it can be abandoned; the thread itself runs on to its end.
         """
-        _known_keywords("tool", options, ToolOptions)
+        refuse_unknown_options("tool", options, ToolOptions)
         check_tool_options(
             options.get("timeout"),
             options.get("inline", False),
@@ -302,7 +299,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         The function returns ``str`` (text), ``bytes`` (blob) or content dicts; template
         variables arrive as keyword arguments.
         """
-        _known_keywords("resource", options, ResourceOptions)
+        refuse_unknown_options("resource", options, ResourceOptions)
 
         def register(func: F) -> F:
             entry = make_resource(func, Context, uri, **options)
@@ -329,7 +326,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     ) -> F | Callable[[F], F]:
         """Register a prompt; its string parameters are the prompt's arguments (options:
         :class:`~mcpkit.server.options.PromptOptions`)."""
-        _known_keywords("prompt", options, PromptOptions)
+        refuse_unknown_options("prompt", options, PromptOptions)
 
         def register(func: F) -> F:
             entry = make_prompt(func, Context, **options)
@@ -415,23 +412,12 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             raise TypeError("middleware must be an instance of mcpkit.server.Middleware")
         self.middleware.append(middleware)
         self._chains = build_chains(self._handlers, self.middleware)
-        self.inline_calls = keeps_fast_path("tools/call", self.middleware)
 
     def _ensure_timeouts(self) -> None:
         from .middleware.timeout import ToolTimeout
 
         if not any(isinstance(m, ToolTimeout) for m in self.middleware):
             self.add_middleware(ToolTimeout())
-
-    def runs_inline(self, tool: CalledTool | None) -> bool:
-        """Whether :meth:`dispatch` of a call of ``tool`` runs to its end in one step and
-        may start on a transport's reader, without a task or cancel scope of its own:
-        the tool is inline and no middleware that may wait (``Middleware.waits``) wraps
-        ``tools/call``.  The transports' fast path asks this (through
-        ``runtime.contracts.start_mode``), so it is a property of dispatch, not a second
-        path.  An inline tool inside middleware that may wait still needs no anyio cancel
-        scope, only a task of its own (stdio) or its request's (HTTP)."""
-        return self.inline_calls and tool is not None and bool(tool.inline)
 
     # ------------------------------------------------------------------ capabilities
     def capabilities(self, era: Era = "modern") -> dict[str, Any]:
@@ -461,7 +447,7 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             merge_capabilities(self, caps, era)
         return caps
 
-    def has_capability(self, path: str) -> bool:
+    def answers_for(self, path: str) -> bool:
         """Whether :meth:`capabilities` offers ``path``; built per request only when needed."""
         head = path.partition(".")[0]
         if type(self).capabilities is Server.capabilities and not self.mounts:
@@ -504,12 +490,12 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
             spec = METHODS.get(method) or self.custom_specs.get(method)
             if handler is None or spec is None or meta.era not in spec.eras:
                 raise method_not_found(method)
-            if spec.capability is not None and not self.has_capability(spec.capability):
+            if spec.capability is not None and not self.answers_for(spec.capability):
                 raise method_not_found(method)
         else:  # a legacy session's own method (initialize, ping, ...): its answer, wrapped
             handler = wrap(local, method, self.middleware) if self.middleware else local
         # Not Context(...): on CPython 3.11 calling a class with keyword arguments builds a
-        # kwargs dict per call; __new__ then __init__ is the same object, ~0.13 µs sooner.
+        # kwargs dict per call; __new__ then __init__ is the same object, built sooner.
         ctx = _new_object(Context)
         Context.__init__(
             ctx,
@@ -598,7 +584,10 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
     async def call(
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None
     ) -> dict[str, Any]:
-        """In-process dispatch (no transport): handy for tests and embedding."""
+        """In-process dispatch (no transport): handy for tests and embedding.  The request
+        runs in the caller's task, and only the caller can cancel it: the request runner's
+        in-place route with neither handle nor watch, which is awaiting it
+        (``runtime.runner.run``)."""
         message = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params or {}}
         if meta is None:
             meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])
@@ -608,11 +597,3 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
 async def _nothing(ctx: Context) -> dict[str, Any]:
     """The innermost step of a notification's chain: the transport already acted on it."""
     return {}
-
-
-def _known_keywords(method: str, options: Mapping[str, Any], typed: Any) -> None:
-    """Refuse a keyword the options TypedDict ``typed`` does not name when the method is
-    called, as a signature listing them would (not later, at decoration)."""
-    for key in options:
-        if key not in typed.__optional_keys__:
-            raise TypeError(f"Server.{method}() got an unexpected keyword argument {key!r}")

@@ -117,9 +117,15 @@ class MemoryTransport(EndpointClientTransport):
 
 
 def _writer(stream: MemoryObjectSendStream[bytes]) -> Callable[[bytes], Awaitable[None]]:
+    """The server's writes: at once while the buffer has room (as a pipe write is, so a
+    reply does not make its request wait), else when the client has read."""
+
     async def write(data: bytes) -> None:
         try:
-            await stream.send(data)
+            try:
+                stream.send_nowait(data)
+            except anyio.WouldBlock:
+                await stream.send(data)
         except anyio.ClosedResourceError:
             raise anyio.BrokenResourceError from None  # the endpoint drops such replies
 

@@ -18,7 +18,7 @@ import anyio
 import sniffio
 
 from ..protocol.negotiation import modern_version_of, parse_modern_meta
-from ..runtime.contracts import ServedServer, start_mode
+from ..runtime.contracts import ServedServer
 from ..runtime.endpoint import Endpoint
 from ..runtime.exchange import Exchange
 from ..runtime.legacy_session import SESSION_HOLDERS, LegacySession
@@ -69,18 +69,6 @@ class StdioServer:
     def live_legacy_sessions(self) -> tuple[LegacySession, ...]:
         """This server's one legacy session, if a client opened it (the sessions gauge)."""
         return () if self.session is None else (self.session,)
-
-    def starts_inline(self, message: Message) -> int:
-        """How the endpoint may start ``message`` (``runtime.contracts.start_mode``): a call
-        of a tool that runs in one step (a plain ``def``, see ``ToolEntry.inline``) starts
-        on the endpoint's reader: the path from here to the tool enters no cancel scope,
-        and the tool can only wait on an awaitable it returns, behind a checkpoint.  With
-        middleware that may wait around it, it runs in a task that is its own from its
-        first step (no scope): an eager task on Python 3.12+, and on 3.11 the reader task
-        that read it, with reading handed on to a new task if the call waits.
-        Anything else (an unknown name too: a relaying server may forward it) takes a task
-        and a cancel scope."""
-        return start_mode(self.server, message)
 
     async def on_request(self, message: Message, endpoint: Endpoint) -> dict[str, Any] | None:
         params = message.get("params")
@@ -141,8 +129,9 @@ class StdioServer:
     async def serve_on(self, endpoint: Endpoint, chunks: AsyncIterator[bytes]) -> None:
         """Serve over any byte stream: ``chunks`` in, ``endpoint`` out.  The fd pipes above
         and the in-memory transport (:mod:`mcpkit.transports.memory`) both come here, so a
-        test over memory runs exactly the code a stdio server runs."""
-        endpoint.starts_inline = self.starts_inline
+        test over memory runs exactly the code a stdio server runs: the same reader loop,
+        the same request runner (``runtime.runner``); a :class:`PipeEndpoint` differs only
+        in how it writes and waits for answers to its own requests."""
         endpoint.drain_on_eof = True
         async with self.server.running():
             await endpoint.run(chunks)

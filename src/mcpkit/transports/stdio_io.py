@@ -191,12 +191,9 @@ class PipeEndpoint(Endpoint):
     deadlines are kept by one loop timer for all requests (see :meth:`_watch`) instead of
     anyio cancel scopes: the same semantics for a fraction of the cost per call.  What
     differs from the shared endpoint's :meth:`~Endpoint.request` is that part only:
-    :meth:`_exchange`, the waiter's future and the loop's clock.  Requests the
-    owner's ``starts_inline`` picks may start on the reader (nothing in :meth:`send` belongs
-    to a task).
+    :meth:`_exchange`, the waiter's future and the loop's clock.  Incoming requests take
+    the shared endpoint's route (its reader loop and the request runner) unchanged.
     """
-
-    SEND_IS_TASK_FREE = True
 
     def __init__(
         self,

@@ -18,8 +18,6 @@ from mcpkit.transports.stdio import run_stdio
 class Reads(Middleware):
     """Records the requests that fetch a skill's entry or one of its files."""
 
-    waits = False
-
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         if ctx.method in ("skills/get", "resources/read"):
             with (Path(os.environ["HOST_TEST_DIR"]) / "skillful.calls").open("a") as out:

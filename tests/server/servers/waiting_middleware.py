@@ -1,5 +1,5 @@
-"""A fixture server whose middleware may wait (``waits`` left at its default) around
-plain ``def`` tools registered ``inline=True``.
+"""A fixture server whose middleware waits around plain ``def`` tools registered
+``inline=True``.
 
 Before it first waits, the middleware ties things to the task it runs in: a context
 variable (reset with its token afterwards, which fails in any other context), an anyio
@@ -28,7 +28,7 @@ EVENTS = Path("waiting-events.txt")
 
 
 class TaskBound(Middleware):
-    """Waits before and after ``call_next``; keeps ``waits`` at its default (True)."""
+    """Waits before and after ``call_next``."""
 
     def __init__(self) -> None:
         self.lock = anyio.Lock()

@@ -69,19 +69,6 @@ class Middleware:
     alone is still that function, which is how :func:`wrap` knows to add no layer for it.
     """
 
-    #: Whether a hook may wait on something other than ``call_next`` (I/O, a sleep, a
-    #: lock) or enter a cancel scope, a task group or a context before it does.  Only
-    #: calls of plain ``def`` tools registered ``inline=True`` care.  With every
-    #: middleware declaring False, such a call keeps the one-step path: stdio starts it
-    #: on the reader and moves it to a task only if it waits, which would leave a scope,
-    #: lock or context variable the hook took behind on the reader.  True (the safe
-    #: default) runs the call from its first step in the task that finishes it instead
-    #: (still no anyio cancel scope): over stdio a plain task of its own started eagerly
-    #: on Python 3.12+, or on 3.11 the reader task itself, which hands reading on to a new
-    #: task only if the call waits; over HTTP the request's task either way.  The
-    #: difference is under 1 µs of CPU per call (docs/middleware-cost.md).
-    waits: bool = True
-
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         """Pass the request on unchanged (every hook of the base class; see the class)."""
         return await call_next(ctx)
@@ -99,8 +86,8 @@ def _layer(
     hook: Callable[[Context, CallNext], Awaitable[dict[str, Any]]], nxt: CallNext
 ) -> CallNext:
     """``hook(ctx, nxt)`` as a one-argument callable.  A plain closure: it returns the
-    hook's coroutine (no coroutine of its own) and costs about half what
-    ``functools.partial`` with a keyword argument does (~0.1 µs per layer and request)."""
+    hook's coroutine (no coroutine of its own) and costs less than ``functools.partial``
+    with a keyword argument, per layer and request."""
     return lambda ctx: hook(ctx, nxt)
 
 
@@ -124,15 +111,6 @@ def wrap(
         if hook != "on_notification" and _overrides(m, "on_request"):
             chain = _layer(m.on_request, chain)
     return chain
-
-
-def keeps_fast_path(method: str, middleware: Sequence[Middleware]) -> bool:
-    """No middleware that may wait wraps ``method``."""
-    hook = HOOKS.get(method)
-    return not any(
-        m.waits and (_overrides(m, "on_request") or (hook is not None and _overrides(m, hook)))
-        for m in middleware
-    )
 
 
 def build_chains(

@@ -34,8 +34,6 @@ def correlation_id() -> str:
 class ErrorMasking(Middleware):
     """Replace unexpected errors' text by a correlation id that the log also records."""
 
-    waits = False  # never waits on anything but call_next
-
     async def on_request(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         try:
             return await call_next(ctx)

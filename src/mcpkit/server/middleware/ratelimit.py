@@ -102,8 +102,6 @@ class RateLimit(Middleware):
         # limits' async Redis client on asyncio (what the gateway runs on: no thread hop
         # per check); under trio, or another storage, the synchronous client on a thread.
         self._memory = storage_url.startswith("memory")
-        #: In memory the count is a plain call; a networked storage waits on the network.
-        self.waits = not self._memory
         options = {} if self._memory else {"key_prefix": key_prefix}
         self._limiter = strategies.MovingWindowRateLimiter(
             storage.storage_from_string(storage_url, **options)

@@ -23,8 +23,6 @@ __all__ = ["ResponseSizeLimit"]
 class ResponseSizeLimit(Middleware):
     """Refuse results whose JSON exceeds ``max_bytes``."""
 
-    waits = False  # never waits on anything but call_next
-
     def __init__(self, max_bytes: int = 1_000_000) -> None:
         if max_bytes <= 0:
             raise ValueError("max_bytes must be positive")

@@ -9,12 +9,9 @@ forwarding upstream) parents its CLIENT span on it.
 
 Opt-in (``Server(middleware=[Telemetry()])``, or ``mcpkit serve --otel``) rather than
 installed whenever ``opentelemetry-api`` is importable: the API is a common transitive
-dependency, and making a span current means entering a context, so while a provider
-records this middleware ``waits`` and its server loses the inline fast path for plain
-``def`` tools.  With only the API (no SDK set up when it is made) it passes requests
-through and does not wait, so it costs one provider check a request; if an SDK is set up
-later, the first traced request turns ``waits`` on for the server (that one ``tools/call``
-goes untraced, as it may be running on the one-step path).
+dependency, and a span per request costs.  With only the API (no SDK set up) it passes
+requests through, at one provider check a request; an SDK set up later is used from the
+next request on.
 
 MRTR rounds (2026-07-28) are linked: the span of a round that ends in an
 ``input_required`` result seals its ``traceparent`` into the ``requestState``, and the span
@@ -22,8 +19,6 @@ of the retry carrying that state links back to it (attribute ``mcpkit.link`` =
 ``previous_round``), on whichever replica each round lands.  The link is added once the
 state is opened (OpenTelemetry allows links after a span starts), so a request that is not
 an MRTR retry pays nothing for it.
-While it waits, a plain ``def`` tool registered ``inline=True`` gets a task of its own
-over stdio instead of starting on the reader (see ``Middleware.waits``).
 
 A task-backed ``tools/call`` runs this chain inside the task's background work: that span
 is an INTERNAL one in a trace of its own, *linked* to the call that created it (the
@@ -54,7 +49,7 @@ from ...runtime.legacy_session import live_legacy_sessions
 from ...telemetry import otel
 from ...types.errors import McpError
 from ..mrtr import ROUND_SPAN, RoundSpan
-from . import CallNext, Middleware, keeps_fast_path
+from . import CallNext, Middleware
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -72,9 +67,6 @@ class Telemetry(Middleware):
     def __init__(self, queue_sample_s: float = 5.0) -> None:
         self._otel = otel.api()  # fail now, with the extra's name, not on a request
         _register_gauges(self._otel)
-        #: It enters a context when it records (see the module docstring); with only the
-        #: API it passes requests through and keeps the servers' one-step path.
-        self.waits = otel.recording()
         self.queue_sample_s = queue_sample_s
 
     def _start_sampling(self, server: Server) -> None:
@@ -95,7 +87,7 @@ class Telemetry(Middleware):
 
     # A plain function, not a coroutine function: with only the API it hands back the
     # rest of the chain's awaitable as it is, so the layer adds no coroutine of its own
-    # (+0.3 µs of CPU a request instead of +0.6: bench/RESULTS.md, issue #22 finished).
+    # (its cost is in bench/RESULTS.md).
     def on_request(  # type: ignore[override]
         self, ctx: Context, call_next: CallNext
     ) -> Awaitable[dict[str, Any]]:
@@ -105,13 +97,6 @@ class Telemetry(Middleware):
 
     async def _traced(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         server = ctx.server
-        if server.inline_calls and self in server.middleware:
-            # An SDK was set up after this server built its chains: from now on it waits,
-            # and this call, which may be running on the one-step path, goes untraced.
-            self.waits = True
-            server.inline_calls = keeps_fast_path("tools/call", server.middleware)
-            if ctx.method == "tools/call":
-                return await call_next(ctx)
         if server not in _SERVERS:
             _SERVERS.add(server)
             if getattr(server, "task_workers", "") == "external":

@@ -23,10 +23,6 @@ __all__ = ["ToolTimeout"]
 class ToolTimeout(Middleware):
     """Cancel a tool call after the tool's ``timeout`` (or ``default`` seconds)."""
 
-    #: It enters a cancel scope only for a tool with a timeout, which runs in a thread
-    #: or as a coroutine, never on the transports' one-step fast path.
-    waits = False
-
     def __init__(self, default: float | None = None) -> None:
         self.default = default
 

@@ -24,8 +24,6 @@ __all__ = ["Timing"]
 class Timing(Middleware):
     """Log each request's method, name, era, outcome and duration."""
 
-    waits = False  # never waits on anything but call_next
-
     def __init__(self, logger: logging.Logger | None = None, level: int = logging.INFO) -> None:
         self.logger = logger or logging.getLogger("mcpkit.server.requests")
         self.level = level

@@ -44,7 +44,7 @@ from .asgi import (
     send_error,
     serve_lifespan,
 )
-from .modern import NativeCalls, handle_modern
+from .modern import WaitingCalls, handle_modern
 from .security import HostPolicy
 from .stream import KeepAlive, StreamSink
 
@@ -117,7 +117,7 @@ class McpHttpApp:
         #: The one keep-alive timer of this app's listen and GET streams.
         self.keepalive = KeepAlive(KEEPALIVE_SECONDS)
         #: The one watch timer of this app's natively cancelled calls.
-        self.native_calls = NativeCalls()
+        self.waiting_calls = WaitingCalls()
         self.closing = False
         #: ``legacy.handle_legacy_post``, imported on the first legacy POST (see _route).
         self._legacy_post: Callable[..., Awaitable[None]] | None = None
@@ -298,7 +298,7 @@ class McpHttpApp:
             failure = McpError(INVALID_REQUEST, "Unsupported Media Type: use application/json")
             await send_error(send, 415, failure)
             return
-        # -- 406 (issue #17): an Accept that admits neither answer form (parsed only
+        # -- 406: an Accept that admits neither answer form (parsed only
         # when it is not plainly one of them).
         accept = headers.get("accept")
         if (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
@@ -15,9 +14,8 @@ from ...asgi import BodyTooLarge as BodyTooLarge
 from ...asgi import ClientGone as ClientGone
 from ...asgi import Receive as Receive
 from ...asgi import read_chunks
-from ...runtime.compat import new_cancel_scope
 from ...runtime.exchange import Exchange
-from ...runtime.stepping import Resumed, run_until_suspended
+from ...runtime.runner import Resumed, run_until_suspended
 from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import McpError
@@ -31,67 +29,21 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
-class CancellableExchange(Exchange):
-    """An HTTP request's exchange that the transport can cancel although the request runs in
-    no cancel scope of its own (an inline tool's call, see ``ToolEntry.inline``): the only
-    wait such a call has is inside :meth:`interruptible`, and :meth:`cancel` ends it (2026-07-28:
-    the client went away; 2025-11-25: ``notifications/cancelled``)."""
+class HttpExchange(Exchange):
+    """An HTTP request's exchange: its notifications go on the request's response stream
+    (each era's exchange keeps its own writer)."""
 
-    __slots__ = ("_cancelled", "scope")
+    __slots__ = ()
     network_transport = "tcp"
-
-    def __init__(self) -> None:
-        #: The interruptible block of an inline tool's awaitable, if one was entered.
-        self.scope: anyio.CancelScope | None = None
-        self._cancelled = False
-
-    def interruptible(self) -> anyio.CancelScope:
-        self.scope = new_cancel_scope()
-        if self._cancelled:  # cancelled before the block was entered: it starts cancelled
-            self.scope.cancel()
-        return self.scope
-
-    def cancel(self) -> None:
-        self._cancelled = True
-        if self.scope is not None:
-            self.scope.cancel()
 
     if TYPE_CHECKING:
 
         @property
         def writer(self) -> ResponseWriter:
-            """The response the request's messages to the client go on (each era's
-            exchange keeps its own)."""
+            """The response the request's messages to the client go on."""
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.writer.message({"jsonrpc": "2.0", "method": method, "params": params})
-
-
-class TaskCanceller:
-    """Cancels the task it was made in, natively (``asyncio.Task.cancel``): a request's
-    own task (uvicorn's, one per HTTP request) needs no anyio cancel scope of ours, which
-    costs ~5 µs in a fresh task.  For a call of an inline tool inside middleware that may
-    wait (``Middleware.waits``): the wait can be anywhere, not only in the exchange's
-    interruptible block.  Asyncio only."""
-
-    __slots__ = ("called", "task")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        task = asyncio.current_task(loop)  # (``loop``: the running one, when known)
-        assert task is not None
-        self.task = task
-        self.called = False
-
-    def cancel(self) -> None:
-        if not self.called:
-            self.called = True
-            self.task.cancel()
-
-    def settle(self) -> bool:
-        """After the request's code ended (a ``CancelledError`` caught, or a return):
-        whether it was this canceller's doing, the one cancellation to swallow; it is
-        then taken back (``Task.uncancel``), so the task goes on uncancelled."""
-        return self.called and self.task.uncancel() == 0
 
 
 #: Headers whose repetition makes a request ambiguous (an intermediary may have acted
@@ -185,8 +137,7 @@ async def read_body_now(
         return value  # type: ignore[no-any-return]
     if timeout is None:
         return await Resumed(coro, value)
-    with new_cancel_scope() as scope:
-        scope.deadline = anyio.current_time() + timeout
+    with anyio.move_on_after(timeout):
         return await Resumed(coro, value)
     raise BodyTimeout
 

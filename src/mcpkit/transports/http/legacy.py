@@ -10,7 +10,6 @@ are kept in a small per-session event log so a client can resume with ``Last-Eve
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -20,20 +19,17 @@ from ...protocol import headers as hdr
 from ...protocol.correlation import cancelled_request_id
 from ...protocol.sse import KEEPALIVE, KEEPALIVE_SECONDS, encode_event, priming_event
 from ...runtime.changes import ChangeEvent
-from ...runtime.compat import new_cancel_scope
-from ...runtime.contracts import ON_READER, OWN_TASK, start_mode
-from ...runtime.exchange import Exchange, Interrupted
+from ...runtime.exchange import Exchange
 from ...runtime.listen import legacy_encoded
-from ...runtime.stepping import on_asyncio
+from ...runtime.runner import new_handle, run
 from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError, StateUnavailable
 from ...types.versions import LEGACY_VERSIONS
 from .asgi import (
-    CancellableExchange,
+    HttpExchange,
     Receive,
     Send,
-    TaskCanceller,
     send_empty,
     send_error,
     watch_disconnect,
@@ -48,12 +44,11 @@ _SESSION_ID = hdr.SESSION_ID.encode()
 _REQUEST_SCOPED = frozenset({"notifications/progress", "notifications/message"})
 
 
-class LegacyExchange(CancellableExchange):
+class LegacyExchange(HttpExchange):
     __slots__ = ("app", "headers", "session", "writer")
     writer: ResponseWriter  # the response stream this request's messages go on
 
     def __init__(self, app: McpHttpApp, session: HttpSession, writer: ResponseWriter) -> None:
-        CancellableExchange.__init__(self)  # not super(): one per request, this is cheaper
         self.app = app
         self.session = session
         self.writer = writer
@@ -191,42 +186,22 @@ async def _handle_request(
     )
     exchange = LegacyExchange(app, session, writer)
     exchange.headers = headers
-    # A call of an inline tool runs in no cancel scope (a new task's first scope costs ~5 us):
-    # it can only wait inside exchange.interruptible(), which notifications/cancelled
-    # cancels through the exchange; inside middleware that may wait, it can wait anywhere,
-    # so notifications/cancelled cancels this request's task natively (asyncio).  Anything
-    # else runs in a scope of its own.
-    mode = start_mode(app.server, message)
-    handle: LegacyExchange | TaskCanceller | anyio.CancelScope
-    if mode == ON_READER:
-        handle = exchange
-    elif mode == OWN_TASK and on_asyncio():
-        handle = TaskCanceller()
-    else:
-        handle = new_cancel_scope()
+    # The request runs in this task, through the runner; notifications/cancelled
+    # cancels it through its handle.
+    handle = new_handle()
     if not session.incoming.start(request_id, handle):
         failure = McpError(INVALID_REQUEST, f"Request id {request_id!r} is already in flight")
         await writer.final(jsonrpc.error(request_id, failure), 409)
         return
     try:
-        if isinstance(handle, LegacyExchange):
-            answer = await _answer(app, session, message, exchange)
-        elif isinstance(handle, TaskCanceller):
-            try:
-                answer = await _answer(app, session, message, exchange)
-            except asyncio.CancelledError:
-                if not handle.settle():
-                    raise
-                answer = None  # cancelled by notifications/cancelled
-            else:
-                if handle.settle():  # the handler swallowed the cancellation
-                    answer = None
-        else:
-            answer = None
-            with handle:
-                answer = await _answer(app, session, message, exchange)
+        ran = run(_answer(app, session, message, exchange), handle)
+        if not isinstance(ran, tuple):
+            ran = await ran
+        finished, answer = ran
     finally:
         session.incoming.finish(request_id)
+    if not finished:
+        answer = None
     outcome, status, extra = answer or (None, 200, None)
     if outcome is None:  # cancelled by notifications/cancelled: no response is sent
         await app.sessions.save(session)
@@ -245,8 +220,7 @@ async def _handle_request(
 async def _answer(
     app: McpHttpApp, session: HttpSession, message: dict[str, Any], exchange: LegacyExchange
 ) -> tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None:
-    """The response message, HTTP status and extra headers for one legacy request, or None
-    when an inline tool's wait was cancelled (a scope's cancellation ends in the scope)."""
+    """The response message, HTTP status and extra headers for one legacy request."""
     request_id = message["id"]
     try:
         result = await session.legacy.handle_request(app.server, message, exchange)
@@ -255,8 +229,6 @@ async def _answer(
         if err.http_status in (401, 403, 429):  # policy refusals keep their HTTP status
             return jsonrpc.error(request_id, err), err.http_status, err.http_headers
         return jsonrpc.error(request_id, err), 200, None
-    except Interrupted:
-        return None
 
 
 async def handle_legacy_get(

@@ -12,39 +12,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
-from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ...protocol import headers as hdr
 from ...protocol.negotiation import RequestMeta, check_modern_version, parse_modern_meta
-from ...runtime.compat import new_cancel_scope
 from ...runtime.contracts import called_tool
-from ...runtime.exchange import Interrupted
 from ...runtime.listen import ServedSubscription
-from ...runtime.stepping import Resumed, on_asyncio, run_until_suspended
+from ...runtime.runner import Handle, on_asyncio, run
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
 from ...types.methods import METHODS
-from .asgi import (
-    CancellableExchange,
-    Receive,
-    Send,
-    TaskCanceller,
-    send_empty,
-    send_error,
-)
+from .asgi import HttpExchange, Receive, Send, send_empty, send_error
 from .stream import ResponseWriter, StreamSink, send_json_answer
 
 if TYPE_CHECKING:
     from .app import McpHttpApp
 
-_T = TypeVar("_T")
 
-
-class ModernExchange(CancellableExchange):
+class ModernExchange(HttpExchange):
     """One modern POST's way back to the client.  The response writer is made only when
     the handler sends something before its result (most answer with the result alone,
     as one JSON body: :meth:`answer`)."""
@@ -52,7 +40,6 @@ class ModernExchange(CancellableExchange):
     __slots__ = ("_writer", "accept", "headers", "send")
 
     def __init__(self, send: Send, headers: dict[str, str]) -> None:
-        CancellableExchange.__init__(self)  # not super(): one per request, this is cheaper
         self.send = send
         self.headers = headers
         # The request's Accept header: may the answer be a stream?
@@ -93,11 +80,9 @@ async def handle_modern(
     receive: Receive,
     send: Send,
     principal: object,
-    scope: anyio.CancelScope | None = None,
 ) -> None:
-    """Answer one 2026-07-28 POST.  ``scope``: a cancel scope the caller entered for this
-    request (cancelled when the client disconnects while the handler waits); by default
-    one of our own."""
+    """Answer one 2026-07-28 POST (through the request runner: a client that goes away
+    while the handler waits cancels it, and nobody is answered)."""
     if kind is jsonrpc.Kind.NOTIFICATION:
         # Clients may POST notifications/cancelled; nothing else is defined. Accept.
         await app.server.dispatch_notification(message, principal=principal)
@@ -138,27 +123,7 @@ async def handle_modern(
     if method == "subscriptions/listen":
         await _listen(app, message, exchange.writer, receive, principal)
         return
-    answer: tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None = None
-    # Server.runs_inline(tool), spelled out: this is the hot path.
-    if scope is None and tool is not None and tool.inline and app.server.inline_calls:
-        # No cancel scope: a new task's first scope costs ~5 us (anyio's per-task state),
-        # and an inline tool can only wait inside exchange.interruptible().
-        answer = await _answer(app, message, meta, exchange, receive, principal, None)
-    elif scope is None and tool is not None and tool.inline and on_asyncio():
-        # Middleware that may wait wraps the call (Middleware.waits): it may wait anywhere,
-        # not only inside the exchange's interruptible block, so a client that goes away
-        # cancels this (uvicorn's per-request) task natively rather than through a scope
-        # of our own; the request still runs in its own task, so whatever the middleware
-        # ties to the task (a scope, a lock, a context variable) stays valid.
-        if app.server.calls_wait:
-            answer = await _answer_waiting(app, message, meta, exchange, receive, principal)
-        else:
-            answer = await _answer(app, message, meta, exchange, receive, principal, NATIVE)
-    elif scope is None:
-        with new_cancel_scope() as scope:
-            answer = await _answer(app, message, meta, exchange, receive, principal, scope)
-    else:  # a scope the caller entered for this request
-        answer = await _answer(app, message, meta, exchange, receive, principal, scope)
+    answer = await _answer(app, message, meta, exchange, receive, principal)
     if answer is not None:  # None: the client went away and the handler was cancelled
         await exchange.answer(*answer)
 
@@ -170,79 +135,27 @@ async def _answer(
     exchange: ModernExchange,
     receive: Receive,
     principal: object,
-    scope: anyio.CancelScope | None,
 ) -> tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None:
     """The response message, HTTP status and extra headers for one modern request, or
-    None when the client went away and the handler was interrupted.
-
-    Closing the response stream cancels the handler.  Most handlers finish without ever
-    suspending, and those cannot be interrupted: they run to the end in their first step
-    and need no watcher.  Only a handler that waits gets a watcher task (on asyncio, once
-    it waited ``WATCH_AFTER_S``; elsewhere in the server's task group) that cancels
-    ``scope`` when the client goes away (no ``scope``: the exchange's interruptible block,
-    see ``ToolEntry.inline``; :data:`NATIVE`: this task, natively).
-    """
+    None when the client went away and the handler was cancelled.  Only a handler that
+    waits is watched for that (:func:`_watching`); most finish in their first step."""
     request_id = message["id"]
-    coro = app.server.dispatch(message, meta, exchange, principal=principal)
+    server = app.server
     try:
-        done, value = run_until_suspended(coro)
-        if not done:
-            if scope is NATIVE:  # watched by the app's one timer (NativeCalls)
-                calls = app.native_calls
-                watch = calls.enter(receive)
-                try:
-                    try:
-                        value = await Resumed(coro, value)
-                    finally:
-                        calls.leave(watch)
-                except asyncio.CancelledError:
-                    if watch.settle():
-                        return None  # the client went away: answer nobody
-                    raise
-                if watch.settle():  # the handler swallowed our cancellation
-                    return None
-            else:
-                target = scope or exchange
-                value = await _finish_watched(app, Resumed(coro, value), receive, target)
-        return jsonrpc.result(request_id, value), 200, None
+        outcome = run(
+            server.dispatch(message, meta, exchange, principal=principal),
+            None,
+            lambda handle: _watching(app, receive, handle),
+            suspends=server.calls_wait,
+        )
+        if not isinstance(outcome, tuple):
+            outcome = await outcome
+        finished, value = outcome
     except McpError as err:
         return jsonrpc.error(request_id, err), err.http_status, err.http_headers
-    except Interrupted:
+    if not finished or value is None:
         return None
-
-
-async def _answer_waiting(
-    app: McpHttpApp,
-    message: dict[str, Any],
-    meta: RequestMeta,
-    exchange: ModernExchange,
-    receive: Receive,
-    principal: object,
-) -> tuple[dict[str, Any], int, list[tuple[bytes, bytes]] | None] | None:
-    """:func:`_answer` of a natively cancelled call of a server whose calls always wait
-    (``Server.calls_wait``): watched from the start and awaited as it is, without its
-    first step run by hand (which would only find it waiting, and then resume it through
-    one more frame on every wake-up)."""
-    request_id = message["id"]
-    calls = app.native_calls
-    watch = calls.enter(receive)
-    try:
-        try:
-            try:
-                value = await app.server.dispatch(message, meta, exchange, principal=principal)
-            finally:
-                calls.leave(watch)
-        except asyncio.CancelledError:
-            if watch.settle():
-                return None  # the client went away: answer nobody
-            raise
-        if watch.settle():  # the handler swallowed our cancellation
-            return None
-        return jsonrpc.result(request_id, value), 200, None
-    except McpError as err:
-        return jsonrpc.error(request_id, err), err.http_status, err.http_headers
-    except Interrupted:
-        return None
+    return jsonrpc.result(request_id, value), 200, None
 
 
 #: How long a waiting handler runs before a watcher looks for its client going away: a
@@ -250,86 +163,66 @@ async def _answer_waiting(
 WATCH_AFTER_S = 0.05
 
 
-async def _finish_watched(
-    app: McpHttpApp,
-    rest: Awaitable[_T],
-    receive: Receive,
-    target: anyio.CancelScope | ModernExchange | TaskCanceller,
-) -> _T:
-    try:
-        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    if loop is not None:
-        # Only a handler still waiting after WATCH_AFTER_S gets a watcher, a plain asyncio
-        # task cancelled by Task.cancel: every forwarded gateway call waits, most of them
-        # briefly, and a watcher per request (a task and two of its steps; with anyio's
-        # spawn and scope, whose cancel formats the current task's repr, more) cost ~20 µs
-        # of a gateway's ~170 per call.  A timer costs a fraction of that.
-        watcher: asyncio.Task[None] | None = None
-
-        def start() -> None:
-            nonlocal watcher
-            watcher = loop.create_task(_watch_task(receive, target))
-
-        timer = loop.call_later(WATCH_AFTER_S, start)
+@contextlib.contextmanager
+def _watching(app: McpHttpApp, receive: Receive, handle: Handle) -> Iterator[None]:
+    """While a handler waits: cancel ``handle`` if the client goes away.  On asyncio the
+    app's one timer looks at the calls that wait (:class:`WaitingCalls`); elsewhere a
+    watcher runs in the server's task group."""
+    if on_asyncio():
+        calls = app.waiting_calls
+        watch = calls.enter(receive, handle)
         try:
-            return await rest
+            yield
         finally:
-            timer.cancel()
-            if watcher is not None:
-                watcher.cancel()
+            calls.leave(watch)
+        return
     stop = anyio.CancelScope()
     if app.server._tg is not None:
-        app.server.spawn(partial(_watch, receive, target, stop))
+        app.server.spawn(lambda: _watch(receive, handle, stop))
     try:
-        return await rest
+        yield
     finally:
         stop.cancel()
 
 
-#: Marker for ``_answer``: no scope of ours, a disconnect cancels the task natively.
-NATIVE: Any = object()
+class _Watch:
+    """One waiting call: its handle, its ``receive``, since when it waits, and its watcher
+    task once it has one."""
 
+    __slots__ = ("handle", "receive", "since", "watcher")
 
-class _NativeWatch(TaskCanceller):
-    """One natively cancelled call: its task (cancelled when its client goes away), its
-    ``receive``, since when it waits, and its watcher task once it has one."""
-
-    __slots__ = ("receive", "since", "watcher")
-
-    def __init__(self, receive: Receive, loop: asyncio.AbstractEventLoop) -> None:
-        TaskCanceller.__init__(self, loop)
+    def __init__(self, receive: Receive, handle: Handle, since: float) -> None:
+        self.handle = handle
         self.receive = receive
-        self.since = loop.time()
+        self.since = since
         self.watcher: asyncio.Task[None] | None = None
 
 
-class NativeCalls:
-    """An app's natively cancelled calls in flight, looked at by one timer while
-    there are any: a call still waiting :data:`WATCH_AFTER_S` after it started gets its
-    watcher task at the next tick (so after 1 to 1.5 times that), never sooner."""
+class WaitingCalls:
+    """An app's calls that wait, looked at by one timer while there are any: a call still
+    waiting :data:`WATCH_AFTER_S` after it started gets its watcher task at the next tick
+    (so after 1 to 1.5 times that), never sooner.  Every forwarded gateway call waits,
+    most of them briefly: a watcher or a timer per call would cost more than the sweep."""
 
     __slots__ = ("_calls", "_handle", "_loop")
 
     def __init__(self) -> None:
-        self._calls: dict[_NativeWatch, None] = {}  # (an ordered set: oldest first)
+        self._calls: dict[_Watch, None] = {}  # (an ordered set: oldest first)
         self._handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def enter(self, receive: Receive) -> _NativeWatch:
-        """The current task's call, from now; :meth:`leave` it when the call ends."""
+    def enter(self, receive: Receive, handle: Handle) -> _Watch:
+        """A call that waits, from now; :meth:`leave` it when it ends."""
         loop = asyncio.get_running_loop()
-        watch = _NativeWatch(receive, loop)
         if self._loop is not loop:  # (another loop: tests, restarts)
-            self._calls = {w: None for w in self._calls if w.task.get_loop() is loop}
-            self._loop, self._handle = loop, None
+            self._calls, self._loop, self._handle = {}, loop, None
+        watch = _Watch(receive, handle, loop.time())
         if self._handle is None:
             self._handle = loop.call_later(WATCH_AFTER_S / 2, self._sweep)
         self._calls[watch] = None
         return watch
 
-    def leave(self, watch: _NativeWatch) -> None:
+    def leave(self, watch: _Watch) -> None:
         """The call ended: no longer looked at, and its watcher (if any) stopped."""
         self._calls.pop(watch, None)
         if watch.watcher is not None:
@@ -343,34 +236,28 @@ class NativeCalls:
             if watch.since > due:
                 break  # (entered in order: the rest are younger)
             if watch.watcher is None:
-                watch.watcher = loop.create_task(_watch_task(watch.receive, watch))
+                watch.watcher = loop.create_task(_watch_task(watch.receive, watch.handle))
         self._handle = loop.call_later(WATCH_AFTER_S / 2, self._sweep) if self._calls else None
 
 
-async def _watch(
-    receive: Receive,
-    target: anyio.CancelScope | ModernExchange | TaskCanceller,
-    stop: anyio.CancelScope,
-) -> None:
-    """Cancel ``target`` if the client disconnects before ``stop`` is cancelled."""
+async def _watch(receive: Receive, handle: Handle, stop: anyio.CancelScope) -> None:
+    """Cancel ``handle`` if the client disconnects before ``stop`` is cancelled."""
     with stop, contextlib.suppress(Exception):
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
                 if not stop.cancel_called:
-                    target.cancel()
+                    handle.cancel()
                 return
 
 
-async def _watch_task(
-    receive: Receive, target: anyio.CancelScope | ModernExchange | TaskCanceller
-) -> None:
-    """Cancel ``target`` if the client disconnects; the request's end cancels this task."""
+async def _watch_task(receive: Receive, handle: Handle) -> None:
+    """Cancel ``handle`` if the client disconnects; the call's end cancels this task."""
     with contextlib.suppress(Exception):
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                target.cancel()
+                handle.cancel()
                 return
 
 

@@ -77,7 +77,7 @@ class _Coalescing:
     uvicorn writes a response head and its body with two ``transport.write`` calls, and
     uvloop (like asyncio) sends each at once: two system calls and two TCP segments for a
     small JSON answer.  Holding the head until the end of the loop step lets the body join
-    it: one call, one segment (about 4 us less CPU per request here).  Nothing waits
+    it: one call, one segment, less CPU per request.  Nothing waits
     longer than the current step (a streamed head still leaves before the loop polls
     again), order is kept, and :meth:`close` sends what is held first.
     """
@@ -250,8 +250,8 @@ def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> Any:
         # One logging call per request otherwise (filtered at WARNING, still paid for).
         "access_log": False,
         "timeout_graceful_shutdown": 10,
-        # mcpkit never reads the client address X-Forwarded-For would rewrite (~1 µs a
-        # request); pass proxy_headers=True to get it for your own middleware.
+        # mcpkit never reads the client address X-Forwarded-For would rewrite (work on
+        # every request); pass proxy_headers=True to get it for your own middleware.
         "proxy_headers": False,
         # No ``server: uvicorn`` line: it names the software to every client, and each
         # response header costs its writer (and a gateway's client, reading it) per answer.
@@ -329,8 +329,8 @@ def tune_gc() -> None:
 
     A server holding 10,000 listen streams has ~600,000 objects the collector tracks;
     with CPython's default thresholds a ``tools/list_changed`` fan-out, which allocates a
-    little per stream, set off full collections of all of them (0.7 s each on a loaded
-    2-core VM) and doubled its CPU time (``python -m bench.scale_streams``, issue #23).
+    little per stream, set off full collections of all of them and doubled its CPU time
+    (``python -m bench.scale_streams``; figures in bench/RESULTS.md).
     Everything alive once the server is set up (modules, registrations) is frozen out of
     the collector's walks, and young collections run every 20,000 allocations instead of
     700, so the older generations fill, and are walked, far less often.  Garbage without

@@ -24,8 +24,8 @@ import anyio
 
 from ...protocol.sse import KEEPALIVE, encode_event, priming_event
 from ...runtime.changes import ChangeEvent
-from ...runtime.compat import new_cancel_scope, send_steps_anywhere
-from ...runtime.stepping import Resumed
+from ...runtime.compat import send_steps_anywhere
+from ...runtime.runner import Resumed
 from ...types.codec import encode_message
 from .asgi import JSON_HEADERS, Receive, Send
 
@@ -350,7 +350,7 @@ class StreamSink:
         """Hold the stream until its client goes away or :meth:`cancel`: wait in
         ``receive()``, and write what was queued whenever woken for it."""
         while not (self.closed or self._stopped):
-            scope = self._scope = new_cancel_scope()
+            scope = self._scope = anyio.CancelScope()
             with scope:
                 if self._pending is not None:
                     try:

@@ -1,0 +1,413 @@
+"""The request runner: the one way a request starts, is cancelled and settles.
+
+Every request a server answers goes through here, whatever its transport or era: stdio
+and the in-memory transport start each request with :meth:`Runner.start` (concurrently
+with reading the next lines), an HTTP request runs in its own ASGI task with :func:`run`.
+The in-process ``Server.call`` is :func:`run` with neither handle nor watch (only its
+caller can cancel it), which comes to awaiting the request, and so it does just that.
+No transport decides how a request may start: the strategy does, and it is the same for
+every request.
+
+The contract (held by tests/runtime/test_runner.py on asyncio and on trio):
+
+* **Start.** A request takes its first step at once, in the task that will finish it, so
+  a request that never waits (most: a plain tool, a list, a cached read) costs no task, no
+  cancel scope and no trip through the event loop.  Whatever that first step ties to its
+  task (a cancel scope, a lock, ``asyncio.timeout``) belongs to the task that finishes it.
+* **Context.** A request started with :meth:`Runner.start` runs in a copy of the starter's
+  context: a context variable it sets never leaks into the next request.  :func:`run` runs
+  in the caller's task and context (an HTTP request's own).
+* **Cancel.** :meth:`Handle.cancel` ends the request at its next wait (at once when it is
+  waiting; a cancel that comes before the request entered its handle is delivered when it
+  does).  The cancellation is delivered once; on asyncio it waits while the request is
+  inside a shielded anyio cancel scope.
+* **Settle.** The handle, entered around the request's code, swallows the cancellation it
+  caused and only that one (a cancellation from outside goes on); afterwards ``cancel()``
+  does nothing and ``cancel_called`` tells whether the request was cancelled, so its answer
+  is dropped.
+
+Two strategies: on asyncio the first step is run by hand (:func:`run_until_suspended`) and
+a request that waits keeps the task that started it, while the work that task was doing
+(the reader of a stdio stream) goes on in a new task; cancellation is native
+(``Task.cancel``, taken back with ``Task.uncancel``).  Anywhere else (trio) each request
+started concurrently is a task-group child in an anyio cancel scope of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import sys
+from collections.abc import Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+import anyio
+
+if TYPE_CHECKING:
+    import asyncio
+    from types import TracebackType
+
+    from anyio.abc import TaskGroup
+
+T = TypeVar("T")
+
+__all__ = [
+    "AnyioRunner",
+    "AsyncioRunner",
+    "Handle",
+    "Resumed",
+    "Runner",
+    "TaskHandle",
+    "new_handle",
+    "new_runner",
+    "on_asyncio",
+    "run",
+    "run_until_suspended",
+]
+
+#: How often a cancellation that waits for a shielded scope to end looks again.
+SHIELD_POLL_S = 0.01
+
+
+class Handle(Protocol):
+    """What a request's starter keeps of it: enter it around the request's code;
+    :meth:`cancel` ends the request (see the module's contract)."""
+
+    @property
+    def cancel_called(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+    def __enter__(self) -> object: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        _exc: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> bool | None: ...
+
+
+def on_asyncio() -> bool:
+    """Whether an asyncio loop runs in this thread (``sniffio``'s answer for code under
+    anyio, without its lookups).  Without asyncio imported none can run: importing the
+    server API does not import asyncio (it costs a cold start ~25 ms)."""
+    running = _running_loop
+    if running is None:
+        aio = sys.modules.get("asyncio")
+        if aio is None:
+            return False
+        running = _bind_running_loop(aio)
+    return running() is not None
+
+
+#: ``asyncio._get_running_loop`` (public in ``asyncio.events.__all__``: the loop or None,
+#: without raising), bound once asyncio is imported.
+_running_loop: Callable[[], object] | None = None
+
+
+def _bind_running_loop(aio: Any) -> Callable[[], object]:
+    global _running_loop
+    _running_loop = aio._get_running_loop
+    return aio._get_running_loop  # type: ignore[no-any-return]
+
+
+def _asyncio() -> Any:
+    """The asyncio module, for code that runs only on an asyncio loop (so it is imported)."""
+    return sys.modules["asyncio"]
+
+
+def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
+    """Run ``coro`` up to its first suspension: ``(True, result)`` when it finished,
+    ``(False, yielded)`` when it waits (finish it with ``await Resumed(coro, yielded)``
+    in the same task).  Exceptions it raises propagate."""
+    try:
+        yielded = coro.send(None)
+    except StopIteration as stop:
+        return True, stop.value
+    return False, yielded
+
+
+class Resumed(Generic[T]):
+    """Awaiting this finishes a coroutine :func:`run_until_suspended` started, passing every
+    value and exception (cancellation included) through as ``await coro`` would.  Await it
+    in the task that ran the first step, and enter any cancel scope meant to cover the
+    coroutine before that first step, never between it and this await (a scope the
+    coroutine entered and waits in must stay the innermost one)."""
+
+    __slots__ = ("_context", "_coro", "_yielded")
+
+    def __init__(
+        self,
+        coro: Coroutine[Any, Any, T],
+        yielded: Any,
+        context: contextvars.Context | None = None,
+    ) -> None:
+        self._coro = coro
+        self._yielded = yielded
+        #: The context the first step ran in; every later step runs in it too.  None: the
+        #: awaiting task's own.
+        self._context = context
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        coro, value, context = self._coro, self._yielded, self._context
+        send: Callable[[Any], Any] = coro.send
+        throw: Callable[[BaseException], Any] = coro.throw
+        if context is not None:
+            in_context = context.run
+
+            def send(value: Any) -> Any:
+                return in_context(coro.send, value)
+
+            def throw(exc: BaseException) -> Any:
+                return in_context(coro.throw, exc)
+
+        while True:
+            try:
+                sent = yield value
+            except BaseException as exc:  # delivered into the coroutine, as `await` would
+                try:
+                    value = throw(exc)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+            else:
+                try:
+                    value = send(sent)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+
+
+class TaskHandle:
+    """The asyncio strategy's handle: cancels the task the request runs in, natively, while
+    the request is inside it; leaving takes its own cancellation back (``uncancel``) and
+    swallows it, as an anyio cancel scope swallows its own."""
+
+    __slots__ = ("_delivered", "_inside", "cancel_called", "task")
+
+    def __init__(self) -> None:
+        self.cancel_called = False
+        self.task: asyncio.Task[Any] | None = None
+        self._inside = False
+        self._delivered = False
+
+    def __enter__(self) -> TaskHandle:
+        self.task = _asyncio().current_task()
+        self._inside = True
+        if self.cancel_called:  # cancelled before it began: at its first wait
+            self._deliver()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        _exc: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> bool:
+        self._inside = False
+        if not self._delivered:
+            return False
+        assert self.task is not None
+        others = self.task.uncancel()  # the task goes on (a reader, an HTTP request's task)
+        return (
+            others == 0 and exc_type is not None and issubclass(exc_type, _asyncio().CancelledError)
+        )
+
+    def cancel(self) -> None:
+        if self.cancel_called:
+            return
+        self.cancel_called = True
+        task = self.task
+        if self._inside and task is not None:
+            if task is _asyncio().current_task():  # the request cancels itself: at its next wait
+                task.get_loop().call_soon(self._deliver)
+            else:
+                self._deliver()
+
+    def _deliver(self) -> None:
+        task = self.task
+        if not self._inside or self._delivered or task is None:
+            return
+        from .compat import in_shielded_scope
+
+        if in_shielded_scope(task):
+            task.get_loop().call_later(SHIELD_POLL_S, self._deliver)
+            return
+        self._delivered = True
+        task.cancel()
+
+
+def new_handle() -> Handle:
+    """A handle for a request about to run in this task (see :func:`run`)."""
+    if on_asyncio():
+        return TaskHandle()
+    return anyio.CancelScope()
+
+
+#: What :func:`run` gives: the outcome (finished?, value), at once or to await.
+Outcome = tuple[bool, T | None]
+Watch = Callable[[Handle], contextlib.AbstractContextManager[object]]
+
+
+def run(
+    coro: Coroutine[Any, Any, T],
+    handle: Handle | None = None,
+    watch: Watch | None = None,
+    *,
+    suspends: bool = False,
+) -> Outcome[T] | Coroutine[Any, Any, Outcome[T]]:
+    """Run a request in this task: its outcome, ``(True, value)`` when it finished, False
+    first when ``handle`` cancelled it (a value it still gave is to be dropped).  A request
+    that finishes in its first step gives the outcome at once (nothing to await, no handle
+    made); one that waits gives a coroutine to await for it (``isinstance(outcome,
+    tuple)`` tells which).  Exceptions the request raises propagate.
+
+    ``handle``: the caller's, when something must find the request to cancel it
+    (``notifications/cancelled``); else one is made once the request waits, for ``watch``
+    (with neither, nobody can cancel the request and none is made).  ``watch``:
+    entered with the handle around the rest of a request that waits (an HTTP request's
+    watch for its client going away); from the start when ``suspends`` says it always
+    waits.  Off asyncio the handle (an anyio cancel scope) is entered before the first
+    step, as the contract of :class:`Resumed` asks."""
+    if handle is None and watch is None:  # nobody can cancel it: its first step by hand
+        try:
+            step = coro.send(None)
+        except StopIteration as stop:
+            return True, stop.value
+        return _resumed(coro, step)
+    if not on_asyncio():
+        return _finish(coro, _NOT_STARTED, handle or anyio.CancelScope(), watch)
+    if suspends:
+        return _finish(coro, _NOT_STARTED, handle or TaskHandle(), watch)
+    try:
+        step = coro.send(None)
+    except StopIteration as stop:
+        return True, stop.value
+    # A TaskHandle belongs to no scope stack: entering it after the first step is safe.
+    return _finish(coro, step, handle or TaskHandle(), watch)
+
+
+async def _resumed(coro: Coroutine[Any, Any, T], step: Any) -> Outcome[T]:
+    return True, await Resumed(coro, step)
+
+
+#: :func:`_finish` of a request whose first step has not run.
+_NOT_STARTED: Any = object()
+
+
+async def _finish(
+    coro: Coroutine[Any, Any, T], step: Any, handle: Handle, watch: Watch | None
+) -> Outcome[T]:
+    rest = coro if step is _NOT_STARTED else Resumed(coro, step)
+    value: T | None = None
+    with handle:
+        if watch is None:
+            value = await rest
+        else:
+            with watch(handle):
+                value = await rest
+    return not handle.cancel_called, value
+
+
+class Runner(Protocol):
+    """Starts requests concurrently with the task that reads them (stdio, memory)."""
+
+    def new_handle(self) -> Handle: ...
+
+    async def start(
+        self, coro: Coroutine[Any, Any, None], hand_on: Callable[[], Coroutine[Any, Any, Any]]
+    ) -> bool:
+        """Start ``coro`` (which enters its handle itself).  True when the calling task now
+        served it to its end and ``hand_on()`` took over the caller's work in a new task:
+        the caller then stops.  False: the caller goes on."""
+
+    async def join(self, grace: float) -> None:
+        """Stop the task doing the caller's work, wait up to ``grace`` seconds for the
+        requests started, then cancel the rest."""
+
+
+def new_runner(tg: TaskGroup) -> Runner:
+    """The strategy for the running event loop; failures escaping a request fail ``tg``."""
+    if on_asyncio():
+        return AsyncioRunner(tg)
+    return AnyioRunner(tg)
+
+
+class AsyncioRunner:
+    """The asyncio strategy (see the module's contract)."""
+
+    def __init__(self, tg: TaskGroup) -> None:
+        self._tg = tg
+        #: Tasks that took over a caller's work (and may now serve a request), joined;
+        #: the newest one is doing that work now.
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._newest: asyncio.Task[None] | None = None
+
+    new_handle = staticmethod(TaskHandle)
+
+    async def start(
+        self, coro: Coroutine[Any, Any, None], hand_on: Callable[[], Coroutine[Any, Any, Any]]
+    ) -> bool:
+        context = contextvars.copy_context()
+        try:
+            yielded = context.run(coro.send, None)
+        except StopIteration:
+            return False
+        except Exception as exc:
+            self._fail(exc)
+            return False
+        task = self._newest = _asyncio().get_running_loop().create_task(self._guarded(hand_on()))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        try:
+            await Resumed(coro, yielded, context)
+        except Exception as exc:
+            self._fail(exc)
+        return True
+
+    async def _guarded(self, coro: Coroutine[Any, Any, Any]) -> None:
+        try:
+            await coro
+        except Exception as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        self._tg.start_soon(_reraise, exc)
+
+    async def join(self, grace: float) -> None:
+        tasks = self._tasks
+        if not tasks:
+            return
+        if self._newest is not None:  # the caller's work (reading input nobody sends)
+            self._newest.cancel()
+        with anyio.CancelScope(shield=True):
+            _, late = await _asyncio().wait(set(tasks), timeout=grace)
+            for task in late:
+                task.cancel()
+            if late:
+                await _asyncio().wait(late)
+
+
+class AnyioRunner:
+    """The anyio strategy: each request a task-group child in its own cancel scope."""
+
+    def __init__(self, tg: TaskGroup) -> None:
+        self._tg = tg
+
+    new_handle = staticmethod(anyio.CancelScope)
+
+    async def start(
+        self, coro: Coroutine[Any, Any, None], hand_on: Callable[[], Coroutine[Any, Any, Any]]
+    ) -> bool:
+        self._tg.start_soon(_awaiting, coro)
+        return False
+
+    async def join(self, grace: float) -> None:
+        return None  # the task group's children end with it
+
+
+async def _awaiting(coro: Coroutine[Any, Any, None]) -> None:
+    await coro
+
+
+async def _reraise(exc: BaseException) -> None:
+    raise exc

@@ -141,6 +141,7 @@ def test_layers() -> None:
 #: A module of ``src/mcpkit`` holds fewer lines than this: past it, find a seam to split along.
 MAX_MODULE_LINES = 600
 
+
 def _modules() -> list[str]:
     """Every module of ``src/mcpkit``, by its path under it (``server/server.py``)."""
     return sorted(path.relative_to(SRC).as_posix() for path in SRC.rglob("*.py"))

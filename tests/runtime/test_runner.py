@@ -12,24 +12,12 @@ from typing import Any
 
 import anyio
 import pytest
-import sniffio
 
 from mcpkit.runtime.runner import Handle, Runner, Watch, new_handle, new_runner, run
 
 pytestmark = pytest.mark.anyio
 
 _seen: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="starter")
-
-
-def current_task() -> object:
-    """The running task, whatever the backend."""
-    if sniffio.current_async_library() == "asyncio":
-        import asyncio
-
-        return asyncio.current_task()
-    import trio
-
-    return trio.lowlevel.current_task()
 
 
 async def outcome_of(
@@ -77,20 +65,20 @@ async def test_a_request_that_never_waits_is_done_when_start_returns(anyio_backe
 async def test_what_a_first_step_ties_to_its_task_stays_with_the_task_that_finishes_it(
     anyio_backend: str,
 ) -> None:
-    tasks: list[object] = []
+    tasks: list[int] = []
     lock = anyio.Lock()
 
     async def body(handle: Handle) -> None:
         async with lock:  # owned by the task that took it
             with anyio.CancelScope():  # must be left in the task that entered it
-                tasks.append(current_task())
+                tasks.append(anyio.get_current_task().id)
                 await anyio.sleep(0.01)
-                tasks.append(current_task())
+                tasks.append(anyio.get_current_task().id)
 
     async with anyio.create_task_group() as tg:
         runner = new_runner(tg)
         await start(runner, body)
-    assert len(tasks) == 2 and tasks[0] is tasks[1]
+    assert len(tasks) == 2 and tasks[0] == tasks[1]
 
 
 async def test_a_request_runs_in_a_copy_of_its_starters_context(anyio_backend: str) -> None:

@@ -23,10 +23,12 @@ wrong; and one question anyio has no public answer for:
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .runner import on_asyncio
+
+if TYPE_CHECKING:  # importing the server API does not import asyncio
+    import asyncio
 
 __all__ = ["claim_thread_for_anyio", "in_shielded_scope", "send_steps_anywhere"]
 

@@ -90,15 +90,21 @@ class Handle(Protocol):
 
 def on_asyncio() -> bool:
     """Whether an asyncio loop runs in this thread (``sniffio``'s answer for code under
-    anyio, without its lookups).  Without asyncio imported none can run: importing the
-    server API does not import asyncio (it costs a cold start ~25 ms)."""
+    anyio, without its lookups)."""
+    return running_asyncio_loop() is not None
+
+
+def running_asyncio_loop() -> Any:
+    """The asyncio event loop running in this thread, or None.  Without asyncio imported
+    none can run: importing the server API does not import asyncio (it costs a cold start
+    ~25 ms)."""
     running = _running_loop
     if running is None:
         aio = sys.modules.get("asyncio")
         if aio is None:
-            return False
+            return None
         running = _bind_running_loop(aio)
-    return running() is not None
+    return running()
 
 
 #: ``asyncio._get_running_loop`` (public in ``asyncio.events.__all__``: the loop or None,

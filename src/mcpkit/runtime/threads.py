@@ -27,17 +27,20 @@ not hold the process.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import queue
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.lowlevel
 
 from .compat import claim_thread_for_anyio
+from .runner import running_asyncio_loop
+
+if TYPE_CHECKING:  # importing the server API does not import asyncio
+    import asyncio
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -238,7 +241,9 @@ _last: list[WorkerPool] = []
 def current_pool() -> WorkerPool:
     """The running asyncio event loop's pool, created on first use.  Raises
     ``RuntimeError`` when no asyncio loop runs in this thread (e.g. on trio)."""
-    loop = asyncio.get_running_loop()
+    loop = running_asyncio_loop()
+    if loop is None:
+        raise RuntimeError("no running asyncio event loop")
     if _last and _last[0]._loop is loop:
         return _last[0]
     pool = _pools.get(loop)

@@ -399,7 +399,9 @@ class AnyioRunner:
     def __init__(self, tg: TaskGroup) -> None:
         self._tg = tg
 
-    new_handle = staticmethod(anyio.CancelScope)
+    @staticmethod
+    def new_handle() -> anyio.CancelScope:
+        return anyio.CancelScope()  # (not bound at import: anyio loads its core lazily)
 
     async def start(
         self, coro: Coroutine[Any, Any, None], hand_on: Callable[[], Coroutine[Any, Any, Any]]

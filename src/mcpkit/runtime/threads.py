@@ -34,8 +34,6 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio.lowlevel
-
 from .compat import claim_thread_for_anyio
 from .runner import running_asyncio_loop
 
@@ -76,6 +74,8 @@ class WorkerPool:
     def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = DEFAULT_LIMIT) -> None:
         self._loop = loop
         self._limit = _checked_limit(limit)
+        import anyio.lowlevel  # here: importing the server API does not load anyio's core
+
         self._token: object = anyio.lowlevel.current_token()
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()

@@ -163,19 +163,36 @@ async def _answer(
 WATCH_AFTER_S = 0.05
 
 
-@contextlib.contextmanager
-def _watching(app: McpHttpApp, receive: Receive, handle: Handle) -> Iterator[None]:
+def _watching(
+    app: McpHttpApp, receive: Receive, handle: Handle
+) -> contextlib.AbstractContextManager[None]:
     """While a handler waits: cancel ``handle`` if the client goes away.  On asyncio the
     app's one timer looks at the calls that wait (:class:`WaitingCalls`); elsewhere a
     watcher runs in the server's task group."""
     if on_asyncio():
-        calls = app.waiting_calls
-        watch = calls.enter(receive, handle)
-        try:
-            yield
-        finally:
-            calls.leave(watch)
-        return
+        return _Waiting(app.waiting_calls, receive, handle)
+    return _watched_by_task(app, receive, handle)
+
+
+class _Waiting:
+    """A call registered with the app's timer while its handler waits (a plain context
+    manager: entered by every forwarded or waiting call)."""
+
+    __slots__ = ("_calls", "_watch")
+
+    def __init__(self, calls: WaitingCalls, receive: Receive, handle: Handle) -> None:
+        self._calls = calls
+        self._watch = calls.enter(receive, handle)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        self._calls.leave(self._watch)
+
+
+@contextlib.contextmanager
+def _watched_by_task(app: McpHttpApp, receive: Receive, handle: Handle) -> Iterator[None]:
     stop = anyio.CancelScope()
     if app.server._tg is not None:
         app.server.spawn(lambda: _watch(receive, handle, stop))

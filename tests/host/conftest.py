@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hostkit import ARTIFACTS, SERVER_START_MS, chromium
+from hostkit import ARTIFACTS, PAGE_TIMEOUT_MS, SERVER_START_MS, chromium
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def probe_page(browser: Any, host_url: str) -> Iterator[Any]:
     (for the modules whose host runs ``servers/probe.py``)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(host_url)
     # The first page of a module waits for its server's process to start and list its
     # tools: on a loaded machine that takes longer than a page action.

@@ -47,6 +47,9 @@ ARTIFACTS = REPO / "test-artifacts" / "host"
 #: How long a page waits for a host's server process to start and list its tools (a first
 #: page of a module; later page actions keep their own shorter timeouts).
 SERVER_START_MS = 60_000
+#: Every other wait of a page: generous, because a full run loads both cores with four test
+#: workers and a browser per host test (a wait that passes returns as soon as it holds).
+PAGE_TIMEOUT_MS = 45_000
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import REPO, SERVERS, playwright, trusted_env, web_host
+from hostkit import PAGE_TIMEOUT_MS, REPO, SERVERS, playwright, trusted_env, web_host
 
 ARTIFACTS = REPO / "test-artifacts" / "host-web"
 
@@ -51,7 +51,7 @@ def host_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def page(browser: Any, host_url: str) -> Iterator[Any]:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(host_url)
     page.wait_for_selector("li.tool")
     yield page
@@ -224,7 +224,7 @@ def test_a_config_command_runs_only_after_the_person_trusts_it(
     }
     with web_host(config, tmp_path, trusted=False) as url:
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("li.server[data-server='beta'] .state-untrusted")
         assert str(SERVERS / "beta.py") in page.inner_text("li.server[data-server='beta']")
@@ -256,7 +256,7 @@ def test_the_page_asks_again_when_the_working_directory_changed(
     trusted_env(path, tmp_path, cwd=first)  # trusted as run from the first folder
     with web_host(path, tmp_path, cwd=second, trusted=False) as url:
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         server = page.wait_for_selector("li.server[data-server='beta']:has(.state-untrusted)")
         assert f"working directory: {first} -> {second}" in server.inner_text()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import REPO, SERVER_START_MS, SERVERS, SHOTS, playwright, web_host
+from hostkit import PAGE_TIMEOUT_MS, REPO, SERVER_START_MS, SERVERS, SHOTS, playwright, web_host
 
 playwright()  # skips the module without Playwright or Chromium
 
@@ -61,7 +61,7 @@ def host_url(folder: Path) -> Iterator[str]:
 def page(browser: Any, host_url: str) -> Iterator[Any]:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(host_url)
     # The first page of a module waits for its server's process to start and list its
     # tools: on a loaded machine that takes longer than a page action.
@@ -205,7 +205,7 @@ def test_the_readme_demo_shows_the_dice_in_the_chat(browser: Any, tmp_path: Path
     """``mcpkit host --web --config examples/host.json``, as the README runs it."""
     with web_host(REPO / "examples" / "host.json", tmp_path, cwd=REPO) as url:
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("[data-testid='tool:dice:roll_dice']")
         page.fill("#chat-input", "Roll three dice.")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import ARTIFACTS, SERVERS, playwright, web_host, web_host_process
+from hostkit import ARTIFACTS, PAGE_TIMEOUT_MS, SERVERS, playwright, web_host, web_host_process
 
 from support.servers import kill_group
 
@@ -130,7 +130,8 @@ def test_conversations_are_listed_renamed_deleted_and_kept(
 ) -> None:
     first = page.wait_for_selector("li.conversation.sel")
     assert first.query_selector(".conv-title").inner_text() == "Show me the probe."
-    first.query_selector("button.rename").click()
+    # Locators, not element handles: the list is redrawn when a chat answer lands.
+    page.locator("li.conversation.sel button.rename").click()
     page.fill("li.conversation .rename-input", "Probe day")
     page.press("li.conversation .rename-input", "Enter")
     page.wait_for_selector("li.conversation.sel:has-text('Probe day')")
@@ -142,9 +143,9 @@ def test_conversations_are_listed_renamed_deleted_and_kept(
     page.click("li.conversation:has-text('Probe day') .conv-title")
     page.wait_for_selector(".msg.user:has-text('Show me the probe.')")
 
-    empty = page.wait_for_selector("li.conversation:has-text('New conversation')")
-    empty.query_selector("button.delete").click()
-    empty.query_selector("button.delete").click()  # "Delete?": the second click deletes
+    empty = page.locator("li.conversation:has-text('New conversation') button.delete")
+    empty.click()
+    empty.click()  # "Delete?": the second click deletes
     page.wait_for_selector("li.conversation:has-text('New conversation')", state="detached")
     assert len(page.query_selector_all("li.conversation")) == 1
 
@@ -162,7 +163,7 @@ def test_conversations_outlive_the_host(browser: Any, folder: Path, host_url: st
     env = {"MCPKIT_HOST_DATA": str(folder / "host-data")}
     with web_host(config(other), other, env=env) as url:
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("li.conversation.sel:has-text('Probe day')")
         page.wait_for_selector(".msg.assistant:has-text('Waited.')")
@@ -182,7 +183,7 @@ def test_a_call_cut_off_by_a_host_restart_is_shown_interrupted(
     ]
     with web_host_process(slow, tmp_path) as (process, url):
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("[data-testid='tool:probe:wait_probe']")
         page.fill("#chat-input", "Wait for ever.")
@@ -195,7 +196,7 @@ def test_a_call_cut_off_by_a_host_restart_is_shown_interrupted(
     env = {"MCPKIT_HOST_DATA": str(tmp_path / "host-data")}
     with web_host(config(again), again, env=env) as url:
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         card = page.wait_for_selector("[data-testid=tool-card]:has-text('wait_probe')")
         status = card.query_selector("[data-testid=call-status]")

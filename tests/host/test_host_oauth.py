@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hostkit import REPO, SHOTS, chromium, web_host
+from hostkit import PAGE_TIMEOUT_MS, REPO, SHOTS, chromium, web_host
 
 from mcpkit.auth.client import FileTokenStore
 from mcpkit.host import Host, HostConfig, Interaction, Permission, ServerConfig
@@ -110,7 +110,7 @@ def test_log_in_and_out_from_the_page(tmp_path: Path) -> None:
             chromium(tmp_path / "profile") as context,
         ):
             page = context.new_page()
-            page.set_default_timeout(20_000)
+            page.set_default_timeout(PAGE_TIMEOUT_MS)
             page.goto(page_url)
             page.wait_for_selector("[data-testid='login:prot']")
             page.screenshot(path=str(SHOTS / "oauth-01-login-needed.png"))

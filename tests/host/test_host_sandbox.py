@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import httpx
 import pytest
-from hostkit import SERVER_START_MS, SERVERS, SHOTS, playwright, web_host
+from hostkit import PAGE_TIMEOUT_MS, SERVER_START_MS, SERVERS, SHOTS, playwright, web_host
 
 playwright_api = playwright()
 
@@ -89,7 +89,7 @@ def host_url(tmp_path_factory: pytest.TempPathFactory, listener: Listener) -> It
 def page(browser: Any, host_url: str, listener: Listener) -> Iterator[Any]:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
     page.goto(host_url)
     # The first page of a module waits for its server's process to start and list its
     # tools: on a loaded machine that takes longer than a page action.

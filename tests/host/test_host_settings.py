@@ -10,7 +10,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hostkit import ARTIFACTS, SERVER_START_MS, SERVERS, Transcripts, calls, playwright, web_host
+from hostkit import (
+    ARTIFACTS,
+    PAGE_TIMEOUT_MS,
+    SERVER_START_MS,
+    SERVERS,
+    Transcripts,
+    calls,
+    playwright,
+    web_host,
+)
 
 from support.servers import ThreadServer
 
@@ -33,7 +42,7 @@ def first_and_second_run(
 ) -> None:
     with web_host(config, tmp_path) as url:
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         hint = page.wait_for_selector("[data-testid=no-model]")
         assert "No model is configured" in hint.inner_text()
@@ -91,7 +100,7 @@ def first_and_second_run(
     # the next start uses the kept choice and key without asking
     with web_host(config, tmp_path) as url:
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("#model-pill:has-text('gpt-test')")
         page.fill("#chat-input", "Again?")
@@ -133,7 +142,7 @@ def test_permissions_chosen_on_the_page_apply_at_once_are_kept_and_audited(
     }
     with web_host(config, tmp_path) as url:
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("[data-testid='tool:alpha:add']", timeout=SERVER_START_MS)
         page.click("#open-settings")
@@ -189,7 +198,7 @@ def test_permissions_chosen_on_the_page_apply_at_once_are_kept_and_audited(
     # the next start applies the kept choices over the config file's
     with web_host(config, tmp_path) as url:
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("[data-testid='tool:alpha:add']", timeout=SERVER_START_MS)
         page.click("#open-settings")

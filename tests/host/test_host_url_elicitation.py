@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hostkit import SERVER_START_MS, SERVERS, web_host
+from hostkit import PAGE_TIMEOUT_MS, SERVER_START_MS, SERVERS, web_host
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -45,7 +45,7 @@ def test_a_url_elicitation_shows_the_link_and_waits_for_the_completion(
         }
         with web_host(config, tmp_path) as url:
             page = browser.new_page()
-            page.set_default_timeout(20_000)
+            page.set_default_timeout(PAGE_TIMEOUT_MS)
             page.goto(url)
             # The first wait covers the server's process starting and listing its tools.
             tool = "li.tool[data-tool='connect__connect_account']"

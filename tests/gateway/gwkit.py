@@ -32,6 +32,32 @@ CONFORMANCE = "tests/conformance/server.py"
 ECHO = "tests/gateway/servers/echo.py"
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
+
+#: Two callers the isolation tests pit against each other, known by their bearer tokens.
+ALICE, BOB = "tok-alice-0123456789", "tok-bob-0123456789"
+_TWO_CALLERS = """
+default_effect = "allow"
+
+[gateway]
+state = "memory:"
+
+[auth]
+mode = "bearer"
+
+[auth.tokens]
+"{alice}" = {{ principal = "alice" }}
+"{bob}" = {{ principal = "bob" }}
+
+{upstreams}
+"""
+
+
+def two_callers_config(upstreams: str) -> str:
+    """A gateway config (memory state, allow by default) where alice and bob sign in with
+    :data:`ALICE` and :data:`BOB`, in front of ``upstreams`` (TOML tables)."""
+    return _TWO_CALLERS.format(alice=ALICE, bob=BOB, upstreams=upstreams)
+
+
 _ids = itertools.count(1)
 #: Every process started and not yet stopped (their log tails go into failure reports).
 RUNNING: list[Proc] = []

@@ -20,7 +20,7 @@ from support.waits import eventually
 
 OWNED = "tests/servers/owned.py"
 TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
-ALICE, BOB = "tok-alice-0123456789", "tok-bob-0123456789"
+ALICE, BOB = gwkit.ALICE, gwkit.BOB
 
 CONFIG = """
 default_effect = "allow"

@@ -12,24 +12,8 @@ import gwkit
 import pytest
 
 OWNED = "tests/servers/owned.py"
-ALICE, BOB = "tok-alice-0123456789", "tok-bob-0123456789"
+ALICE, BOB = gwkit.ALICE, gwkit.BOB
 RELATED = "io.modelcontextprotocol/related-task"
-
-CONFIG = """
-default_effect = "allow"
-
-[gateway]
-state = "memory:"
-
-[auth]
-mode = "bearer"
-
-[auth.tokens]
-"{alice}" = {{ principal = "alice" }}
-"{bob}" = {{ principal = "bob" }}
-
-{upstreams}
-"""
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +25,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[gwkit.Proc]:
         gwkit.wait_port(upstream)
     upstreams = gwkit.toml_upstream("legacy", url=legacy.url, prefix="l_")
     upstreams += gwkit.toml_upstream("modern", url=modern.url, prefix="m_")
-    gw = gwkit.start_gateway("gw", logs, CONFIG.format(alice=ALICE, bob=BOB, upstreams=upstreams))
+    gw = gwkit.start_gateway("gw", logs, gwkit.two_callers_config(upstreams))
     try:
         yield gw
     finally:

@@ -21,23 +21,7 @@ from support.waits import Notices
 pytestmark = pytest.mark.anyio
 
 OWNED = "tests/servers/owned.py"
-ALICE, BOB = "tok-alice-0123456789", "tok-bob-0123456789"
-
-CONFIG = """
-default_effect = "allow"
-
-[gateway]
-state = "memory:"
-
-[auth]
-mode = "bearer"
-
-[auth.tokens]
-"{alice}" = {{ principal = "alice" }}
-"{bob}" = {{ principal = "bob" }}
-
-{upstreams}
-"""
+ALICE, BOB = gwkit.ALICE, gwkit.BOB
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +32,7 @@ def gateway(log_dir: Any) -> Iterator[gwkit.Proc]:
         gwkit.wait_port(upstream)
     upstreams = gwkit.toml_upstream("legacy", url=legacy.url, prefix="l_")
     upstreams += gwkit.toml_upstream("modern", url=modern.url, prefix="m_")
-    config = CONFIG.format(alice=ALICE, bob=BOB, upstreams=upstreams)
+    config = gwkit.two_callers_config(upstreams)
     gw = gwkit.start_gateway("gw", log_dir, config)
     try:
         yield gw

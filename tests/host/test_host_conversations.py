@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import ARTIFACTS, PAGE_TIMEOUT_MS, SERVERS, playwright, web_host, web_host_process
+from hostkit import (
+    ARTIFACTS,
+    PAGE_TIMEOUT_MS,
+    SERVER_START_MS,
+    SERVERS,
+    playwright,
+    web_host,
+    web_host_process,
+)
 
 from support.servers import kill_group
 
@@ -165,6 +173,10 @@ def test_conversations_outlive_the_host(browser: Any, folder: Path, host_url: st
         page = browser.new_page()
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
+        # The kept view reads its ui:// resource from this host's server: once the server is
+        # up, a fresh page draws it (a view drawn before that stays empty: see the note).
+        page.wait_for_selector("[data-testid='tool:probe:wait_probe']", timeout=SERVER_START_MS)
+        page.reload()
         page.wait_for_selector("li.conversation.sel:has-text('Probe day')")
         page.wait_for_selector(".msg.assistant:has-text('Waited.')")
         view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
@@ -198,6 +210,9 @@ def test_a_call_cut_off_by_a_host_restart_is_shown_interrupted(
         page = browser.new_page()
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
+        # As above: the kept view is drawn by a page that finds this host's server up.
+        page.wait_for_selector("[data-testid='tool:probe:wait_probe']", timeout=SERVER_START_MS)
+        page.reload()
         card = page.wait_for_selector("[data-testid=tool-card]:has-text('wait_probe')")
         status = card.query_selector("[data-testid=call-status]")
         page.wait_for_function("s => s.textContent === 'interrupted'", arg=status)

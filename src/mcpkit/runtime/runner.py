@@ -198,11 +198,10 @@ class TaskHandle:
             return
         self.cancel_called = True
         task = self.task
-        if self._inside and task is not None:
-            if task is _asyncio().current_task():  # the request cancels itself: at its next wait
-                task.get_loop().call_soon(self._deliver)
-            else:
-                self._deliver()
+        if self._inside and task is _asyncio().current_task():  # cancels itself: at its next wait
+            _asyncio().get_running_loop().call_soon(self._deliver)
+        else:
+            self._deliver()
 
     def _deliver(self) -> None:
         task = self.task

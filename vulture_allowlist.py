@@ -113,7 +113,6 @@ _.assert_done  # testing.responder
 _.assert_pass_rate  # testing.evals: an eval report's assertion
 _.stderr_tail  # transports.client_stdio
 _.streaming  # transports.http.stream
-_.runs_inline  # Server.runs_inline: the ServedServer contract (runtime/contracts.py), asked by tests
 _.notification_handler  # server.Server: an extension's client notifications
 _.get_skill  # client.Client: the Skills extension
 

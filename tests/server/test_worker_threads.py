@@ -269,6 +269,13 @@ async def test_run_sync_raises_what_the_function_raised(anyio_backend: str) -> N
     )
 
 
+async def test_a_stop_iteration_from_the_function_is_raised_as_a_runtime_error(
+    anyio_backend: str,
+) -> None:
+    with pytest.raises(RuntimeError, match="StopIteration"):  # an awaitable cannot carry it
+        await run_sync(lambda: next(iter(())))
+
+
 # ---------------------------------------------------------------- over real transports
 
 

@@ -108,11 +108,12 @@ def test_cancelling_a_call_that_waits_cancels_it_and_sends_no_answer(proc: Stdio
     assert proc.no_output(0.3)
 
 
-def test_a_call_cancelled_before_its_awaitable_starts_is_dropped_cleanly(
+def test_a_call_cancelled_in_the_write_that_carries_it_is_cancelled_without_an_answer(
     proc: StdioProcess,
 ) -> None:
-    # Request and cancellation in one write: the cancellation is read before the call's
-    # task has run at all, so the tool's coroutine never starts.
+    # Request and cancellation in one write: the call's first step runs as it is read (a
+    # returned awaitable is awaited at once, as an async def's coroutine is), and the
+    # cancellation read next ends it where it waits.
     proc.send_raw(
         json.dumps(call("h1", "hang", tag="h1")).encode()
         + b"\n"
@@ -121,7 +122,7 @@ def test_a_call_cancelled_before_its_awaitable_starts_is_dropped_cleanly(
         ).encode()
         + b"\n"
     )
-    wait_for_status(proc, "started:;cancelled:")
+    wait_for_status(proc, "started:h1;cancelled:h1")
     proc.send(call("after", "echo", text="still serving"))
     assert text(answer(proc)) == "still serving"
     assert proc.no_output(0.3)

@@ -1,24 +1,19 @@
-"""Every use of another library's private API, in one place, pinned to the versions tested.
+"""Every use of another library's private API, in one place.
 
-A hot-path shortcut, taken only where the version it was tested with is installed and
-otherwise replaced by the public way, so that a new release makes mcpkit slower, never
-wrong; and one question anyio has no public answer for:
+Each answers what the public API would, or takes the public way, when the library has
+changed: a new release makes mcpkit slower, never wrong.
 
-* :func:`send_steps_anywhere` knows uvicorn's ASGI ``send``: a change fan-out writes to
-  thousands of listen streams without waking their tasks by running each ``send`` by hand
-  (see ``transports/http/stream.py``), which is safe only for a ``send`` whose one wait is
-  uvicorn's flow control (an asyncio future, which any task may finish).  It is recognised
-  by its class's module, tested with uvicorn 0.30 to 0.54; anything else (another server,
-  a middleware's wrapper) takes the public way: the stream's own task awaits ``send``.
-* :func:`in_shielded_scope` reads anyio's asyncio task state: the request runner cancels a
-  request's task natively and must hold that back while the task is inside a shielded
-  scope (anyio's shield stops only anyio's own cancellation).  An anyio without that state
-  answers False, so the runner cancels at once.  The anyio major version it was tested
-  with (4.x, 4.4 to 4.16) is pinned where versions belong, in pyproject's dependencies
-  (``anyio>=4.4,<5``), not read at import time (``importlib.metadata`` is slow on a cold
-  start).
-* :func:`claim_thread_for_anyio` sets anyio's thread-local, as anyio's own worker threads
-  have it, so that ``anyio.from_thread`` works in mcpkit's worker threads.
+* :func:`send_steps_anywhere`: a change fan-out runs uvicorn's ASGI ``send`` by hand for
+  thousands of listen streams without waking their tasks (``transports/http/stream.py``),
+  safe only when its one wait is uvicorn's flow control (an asyncio future any task may
+  finish).  Recognised by its class's module (tested with uvicorn 0.30 to 0.54); anything
+  else, a middleware's wrapper included, is awaited by the stream's own task.
+* :func:`in_shielded_scope`: the request runner cancels a task natively and must hold back
+  while the task is inside a shielded anyio scope; anyio has no public answer.  An anyio
+  without that state answers False (the runner cancels at once).  The tested major is
+  pinned in pyproject (``anyio>=4.4,<5``), not read at import (a slow cold start).
+* :func:`claim_thread_for_anyio`: makes ``anyio.from_thread`` work in mcpkit's worker
+  threads, as anyio's own workers have it.
 """
 
 from __future__ import annotations
@@ -32,23 +27,18 @@ if TYPE_CHECKING:  # importing the server API does not import asyncio
 
 __all__ = ["claim_thread_for_anyio", "in_shielded_scope", "send_steps_anywhere"]
 
-#: anyio major version whose asyncio task state :func:`in_shielded_scope` was tested with
-#: (pyproject pins ``anyio<5``; tests/transports/test_compat.py holds the two together).
+#: The anyio major version :func:`in_shielded_scope` was tested with (pyproject's pin;
+#: tests/transports/test_compat.py holds the two together).
 TESTED_ANYIO_MAJOR = 4
 
-
-#: The uvicorn protocol modules whose ``RequestResponseCycle.send`` waits only on flow
-#: control (``await self.flow.drain()``: an ``asyncio.Event``), never on a cancel scope.
-_UVICORN_CYCLES = (
-    "uvicorn.protocols.http.httptools_impl",
-    "uvicorn.protocols.http.h11_impl",
-)
+#: uvicorn's protocol modules whose ``RequestResponseCycle.send`` waits only on flow
+#: control (an ``asyncio.Event``), never on a cancel scope.
+_UVICORN_CYCLES = ("uvicorn.protocols.http.httptools_impl", "uvicorn.protocols.http.h11_impl")
 
 
 def send_steps_anywhere(send: object) -> bool:
     """Whether ``send`` is uvicorn's own (asyncio): a call of it may be started outside
-    the request's task and, if it has to wait for the socket to drain, finished in the
-    request's task (``runtime.runner``)."""
+    the request's task and finished in it, should it wait for the socket to drain."""
     owner = getattr(send, "__self__", None)
     return (
         owner is not None
@@ -60,9 +50,10 @@ def send_steps_anywhere(send: object) -> bool:
 
 def in_shielded_scope(task: asyncio.Task[Any]) -> bool:
     """Whether ``task`` (asyncio) is inside a shielded anyio cancel scope of its own."""
-    states = getattr(_anyio_asyncio(), "_task_states", None)
-    state = states.get(task) if states is not None else None
-    scope = getattr(state, "cancel_scope", None)
+    from anyio._backends import _asyncio
+
+    states = getattr(_asyncio, "_task_states", None)
+    scope = getattr(states.get(task) if states is not None else None, "cancel_scope", None)
     while scope is not None and getattr(scope, "_host_task", None) is task:
         if getattr(scope, "_shield", False):
             return True
@@ -70,18 +61,11 @@ def in_shielded_scope(task: asyncio.Task[Any]) -> bool:
     return False
 
 
-def _anyio_asyncio() -> Any:
-    from anyio._backends import _asyncio
-
-    return _asyncio
-
-
 def claim_thread_for_anyio(token: object) -> None:
-    """Make ``anyio.from_thread.run``/``run_sync`` (without a token) and
-    ``check_cancelled`` work in this thread, as anyio's ``claim_worker_thread`` does for its
-    own workers: anyio offers no public way to claim a thread.  Should a release move its
-    thread-local, the thread is left unclaimed and a tool passes ``token=``
-    (``anyio.lowlevel.current_token()``, taken on the loop) instead: never a wrong loop."""
+    """Claim this thread for ``anyio.from_thread.run``/``run_sync`` (without a token) and
+    ``check_cancelled``, as anyio's ``claim_worker_thread`` does for its own workers.
+    Should a release move that thread-local, the thread stays unclaimed and a tool passes
+    ``token=`` (``anyio.lowlevel.current_token()``, taken on the loop): never a wrong loop."""
     try:
         from anyio._core._eventloop import threadlocals
     except ImportError:

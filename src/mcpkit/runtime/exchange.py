@@ -8,18 +8,11 @@ server package never imports a transport; transports subclass :class:`Exchange`.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from ..types.errors import INTERNAL_ERROR, McpError
-
-
-class Interrupted(BaseException):
-    """The transport ended the request while handler code waited in an
-    :meth:`Exchange.interruptible` block (HTTP: the client went away).  A BaseException so
-    that handlers' ``except Exception`` lets it through; the transport catches it."""
 
 
 class Exchange:
@@ -33,13 +26,6 @@ class Exchange:
     #: OTel ``network.transport`` of the request: ``"tcp"`` (HTTP), ``"pipe"`` (stdio),
     #: None in process.  Read by the telemetry middleware.
     network_transport: str | None = None
-
-    def interruptible(self) -> contextlib.AbstractContextManager[Any]:
-        """A block around handler code that may wait, which a transport may cancel; when
-        it does, the block swallows the cancellation and the caller raises
-        :class:`Interrupted`.  The transports of this package cancel a request as a whole
-        through the request runner (``runtime.runner``), so theirs is this plain block."""
-        return contextlib.nullcontext()
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         return None

@@ -1,12 +1,11 @@
 """The request runner: the one way a request starts, is cancelled and settles.
 
-Every request a server answers goes through here, whatever its transport or era: stdio
-and the in-memory transport start each request with :meth:`Runner.start` (concurrently
-with reading the next lines), an HTTP request runs in its own ASGI task with :func:`run`.
-The in-process ``Server.call`` is :func:`run` with neither handle nor watch (only its
-caller can cancel it), which comes to awaiting the request, and so it does just that.
-No transport decides how a request may start: the strategy does, and it is the same for
-every request.
+Every request a transport serves goes through here, whatever its era: stdio and the
+in-memory transport start each request with :meth:`Runner.start` (concurrently with
+reading the next lines), an HTTP request runs in its own ASGI task with :func:`run`.  No
+transport decides how a request may start: the strategy does.  (The in-process
+``Server.call`` awaits the request in its caller's task: only that caller can cancel it,
+so there is nothing for a handle to do.)
 
 The contract (held by tests/runtime/test_runner.py on asyncio and on trio):
 
@@ -37,8 +36,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import sys
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import anyio
@@ -52,17 +52,16 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = [
-    "AnyioRunner",
-    "AsyncioRunner",
     "Handle",
     "Resumed",
     "Runner",
-    "TaskHandle",
+    "Watch",
     "new_handle",
     "new_runner",
     "on_asyncio",
     "run",
     "run_until_suspended",
+    "running_asyncio_loop",
 ]
 
 #: How often a cancellation that waits for a shielded scope to end looks again.
@@ -96,26 +95,10 @@ def on_asyncio() -> bool:
 
 def running_asyncio_loop() -> Any:
     """The asyncio event loop running in this thread, or None.  Without asyncio imported
-    none can run: importing the server API does not import asyncio (it costs a cold start
-    ~25 ms)."""
-    running = _running_loop
-    if running is None:
-        aio = sys.modules.get("asyncio")
-        if aio is None:
-            return None
-        running = _bind_running_loop(aio)
-    return running()
-
-
-#: ``asyncio._get_running_loop`` (public in ``asyncio.events.__all__``: the loop or None,
-#: without raising), bound once asyncio is imported.
-_running_loop: Callable[[], object] | None = None
-
-
-def _bind_running_loop(aio: Any) -> Callable[[], object]:
-    global _running_loop
-    _running_loop = aio._get_running_loop
-    return aio._get_running_loop  # type: ignore[no-any-return]
+    none can run (importing the server API does not import asyncio);
+    ``asyncio._get_running_loop`` is public in ``asyncio.events.__all__``."""
+    aio = sys.modules.get("asyncio")
+    return None if aio is None else aio._get_running_loop()
 
 
 def _asyncio() -> Any:
@@ -160,27 +143,19 @@ class Resumed(Generic[T]):
         send: Callable[[Any], Any] = coro.send
         throw: Callable[[BaseException], Any] = coro.throw
         if context is not None:
-            in_context = context.run
-
-            def send(value: Any) -> Any:
-                return in_context(coro.send, value)
-
-            def throw(exc: BaseException) -> Any:
-                return in_context(coro.throw, exc)
-
+            in_context: Callable[..., Any] = context.run
+            send = functools.partial(in_context, coro.send)
+            throw = functools.partial(in_context, coro.throw)
         while True:
             try:
-                sent = yield value
-            except BaseException as exc:  # delivered into the coroutine, as `await` would
                 try:
+                    sent = yield value
+                except BaseException as exc:  # delivered into the coroutine, as `await` would
                     value = throw(exc)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-            else:
-                try:
+                else:
                     value = send(sent)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
 
 
 class TaskHandle:
@@ -223,11 +198,10 @@ class TaskHandle:
             return
         self.cancel_called = True
         task = self.task
-        if self._inside and task is not None:
-            if task is _asyncio().current_task():  # the request cancels itself: at its next wait
-                task.get_loop().call_soon(self._deliver)
-            else:
-                self._deliver()
+        if self._inside and task is _asyncio().current_task():  # cancels itself: at its next wait
+            _asyncio().get_running_loop().call_soon(self._deliver)
+        else:
+            self._deliver()
 
     def _deliver(self) -> None:
         task = self.task
@@ -261,49 +235,26 @@ def run(
     *,
     suspends: bool = False,
 ) -> Outcome[T] | Coroutine[Any, Any, Outcome[T]]:
-    """Run a request in this task: its outcome, ``(True, value)`` when it finished, False
-    first when ``handle`` cancelled it (a value it still gave is to be dropped).  A request
-    that finishes in its first step gives the outcome at once (nothing to await, no handle
-    made); one that waits gives a coroutine to await for it (``isinstance(outcome,
-    tuple)`` tells which).  Exceptions the request raises propagate.
+    """Run a request in this task.  Its outcome is ``(True, value)`` when it finished, or
+    ``(False, value)`` when ``handle`` cancelled it (the value is to be dropped): given at
+    once when the request finished in its first step, else as a coroutine to await
+    (``isinstance(outcome, tuple)`` tells which).  Exceptions the request raises propagate.
 
     ``handle``: the caller's, when something must find the request to cancel it
-    (``notifications/cancelled``); else one is made once the request waits, for ``watch``
-    (with neither, nobody can cancel the request and none is made).  ``watch``:
-    entered with the handle around the rest of a request that waits (an HTTP request's
-    watch for its client going away); from the start when ``suspends`` says it always
-    waits.  Off asyncio the handle (an anyio cancel scope) is entered before the first
-    step, as the contract of :class:`Resumed` asks."""
-    if handle is None and watch is None:  # nobody can cancel it: its first step by hand
-        try:
-            step = coro.send(None)
-        except StopIteration as stop:
-            return True, stop.value
-        return _resumed(coro, step)
-    if not on_asyncio():
-        return _finish(coro, _NOT_STARTED, handle or anyio.CancelScope(), watch)
-    if suspends:
-        return _finish(coro, _NOT_STARTED, handle or TaskHandle(), watch)
-    try:
-        step = coro.send(None)
-    except StopIteration as stop:
-        return True, stop.value
+    (``notifications/cancelled``); else one is made.  ``watch``: entered with the handle
+    around the rest of a request that waits (an HTTP request's watch for its client going
+    away), from the start when ``suspends`` says it always waits.  Off asyncio the handle
+    (an anyio cancel scope) is entered before the first step, as :class:`Resumed` asks."""
+    if suspends or not on_asyncio():
+        return _finish(coro, handle or new_handle(), watch)
+    done, step = run_until_suspended(coro)
+    if done:
+        return True, step
     # A TaskHandle belongs to no scope stack: entering it after the first step is safe.
-    return _finish(coro, step, handle or TaskHandle(), watch)
+    return _finish(Resumed(coro, step), handle or TaskHandle(), watch)
 
 
-async def _resumed(coro: Coroutine[Any, Any, T], step: Any) -> Outcome[T]:
-    return True, await Resumed(coro, step)
-
-
-#: :func:`_finish` of a request whose first step has not run.
-_NOT_STARTED: Any = object()
-
-
-async def _finish(
-    coro: Coroutine[Any, Any, T], step: Any, handle: Handle, watch: Watch | None
-) -> Outcome[T]:
-    rest = coro if step is _NOT_STARTED else Resumed(coro, step)
+async def _finish(rest: Awaitable[T], handle: Handle, watch: Watch | None) -> Outcome[T]:
     value: T | None = None
     with handle:
         if watch is None:
@@ -406,15 +357,11 @@ class AnyioRunner:
     async def start(
         self, coro: Coroutine[Any, Any, None], hand_on: Callable[[], Coroutine[Any, Any, Any]]
     ) -> bool:
-        self._tg.start_soon(_awaiting, coro)
+        self._tg.start_soon(lambda: coro)
         return False
 
     async def join(self, grace: float) -> None:
         return None  # the task group's children end with it
-
-
-async def _awaiting(coro: Coroutine[Any, Any, None]) -> None:
-    await coro
 
 
 async def _reraise(exc: BaseException) -> None:

@@ -1,28 +1,24 @@
 """Run a plain function in a worker thread and hand its result back to the event loop.
 
 :func:`run_sync` is what a plain ``def`` tool's call awaits.  On asyncio each event loop
-has one :class:`WorkerPool`: worker threads fed by one queue, and the results they finish
-come back in batches, one ``call_soon_threadsafe`` wake-up of the loop for all the results
-ready at that moment, not one per call.  A call costs the loop a future, a queue put and,
-when its result arrives, setting that future: no task, no cancel scope, no capacity
-limiter object.  The function runs in a copy of the caller's context, so context variables
-read in the thread see the request's values (a copy is a pointer, not a walk).
+has one :class:`WorkerPool`: worker threads fed by one queue, whose results come back in
+batches (one ``call_soon_threadsafe`` wake-up of the loop for all the results ready at
+that moment).  A call costs the loop a future, a queue put and setting that future: no
+task, no cancel scope, no limiter.  The function runs in a copy of the caller's context.
 
-Contracts, the same as ``anyio.to_thread.run_sync(fn, abandon_on_cancel=True)``:
+Contracts, those of ``anyio.to_thread.run_sync(fn, abandon_on_cancel=True)``:
 
-* at most ``limit`` calls run at once per event loop (default 40, anyio's default); more
-  wait in the queue, in order.  ``current_pool().limit = n`` changes it.  A call waits
-  behind busy workers at most about :data:`STALL_SECONDS` before another thread starts
-  (the pool starts threads as calls need them, see :class:`WorkerPool`);
+* at most ``limit`` calls run at once per event loop (default 40, anyio's); more wait in
+  the queue, in order.  ``current_pool().limit = n`` changes it.  A call waits behind busy
+  workers at most about :data:`STALL_SECONDS` before another thread starts;
 * a call whose caller is cancelled stops waiting at once; a call not yet started never
   starts, one already running runs to its end in its thread and its result is dropped;
 * an exception raised by the function is raised to the caller;
 * ``anyio.from_thread.run`` / ``run_sync`` work in the function, as in anyio's workers.
 
 On any other backend (trio) :func:`run_sync` is ``anyio.to_thread.run_sync`` with
-``abandon_on_cancel=True`` and anyio's default limiter.  Idle workers leave after
-:data:`IDLE_SECONDS`; they are daemon threads, so a function still running at exit does
-not hold the process.
+``abandon_on_cancel=True``.  Idle workers leave after :data:`IDLE_SECONDS`; they are daemon
+threads, so a function still running at exit does not hold the process.
 """
 
 from __future__ import annotations
@@ -79,8 +75,9 @@ class WorkerPool:
         self._token: object = anyio.lowlevel.current_token()
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        #: Guarded by ``_lock``: live workers, workers waiting for a call, calls taken.
-        self._threads = 0
+        #: Guarded by ``_lock``: live worker threads (idle ones included), workers waiting
+        #: for a call, calls taken.
+        self.threads = 0
         self._idle = 0
         self._taken = 0
         #: The loop's check for stalled calls, while one is due, and ``_taken`` then.
@@ -104,11 +101,6 @@ class WorkerPool:
         self._limit = _checked_limit(value)
 
     @property
-    def threads(self) -> int:
-        """Live worker threads (idle ones included)."""
-        return self._threads
-
-    @property
     def ready(self) -> int:
         """Calls finished in their thread whose results the loop has not taken yet."""
         return len(self._done)
@@ -121,9 +113,9 @@ class WorkerPool:
         with self._lock:
             if self._jobs.qsize() <= self._idle:
                 return future  # a waiting worker takes it
-            start = self._threads == 0
+            start = self.threads == 0
             if start:
-                self._threads = 1
+                self.threads = 1
         if start:
             self._start_workers(1)
         elif self._watch is None:
@@ -145,9 +137,9 @@ class WorkerPool:
                 return
             more = 0
             if self._taken == self._taken_at_watch:
-                more = max(0, min(waiting, self._limit - self._threads))
-                self._threads += more
-            room = self._threads < self._limit
+                more = max(0, min(waiting, self._limit - self.threads))
+                self.threads += more
+            room = self.threads < self._limit
         self._start_workers(more)
         if room:
             self._watch_for_stalls()
@@ -158,7 +150,7 @@ class WorkerPool:
                 threading.Thread(target=self._work, name="mcpkit-worker", daemon=True).start()
             except BaseException:
                 with self._lock:
-                    self._threads -= count - started
+                    self.threads -= count - started
                 raise
 
     def _work(self) -> None:
@@ -174,7 +166,7 @@ class WorkerPool:
                 with lock:
                     if not jobs.qsize():
                         self._idle -= 1
-                        self._threads -= 1
+                        self.threads -= 1
                         return
                 continue
             with lock:
@@ -202,7 +194,7 @@ class WorkerPool:
             except RuntimeError:  # the loop is closed: nobody waits for these results
                 with lock:
                     self._idle -= 1
-                    self._threads -= 1
+                    self.threads -= 1
                 return
 
     def _hand_over(self) -> None:
@@ -215,14 +207,11 @@ class WorkerPool:
                 continue
             if error is None:
                 future.set_result(value)
+            elif isinstance(error, StopIteration):  # a future cannot carry it (PEP 479)
+                failure = RuntimeError(f"function raised {error!r}")
+                future.set_exception(failure.with_traceback(error.__traceback__))
             else:
-                future.set_exception(_awaitable_error(error))
-
-
-def _awaitable_error(error: BaseException) -> BaseException:
-    if isinstance(error, StopIteration):  # a future cannot carry it (PEP 479)
-        return RuntimeError(f"function raised {error!r}").with_traceback(error.__traceback__)
-    return error
+                future.set_exception(error)
 
 
 def _checked_limit(value: int) -> int:

@@ -8,12 +8,11 @@ import binascii
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..protocol.sealing import InvalidState
-from ..runtime.exchange import Interrupted
 from ..runtime.threads import run_sync
 from ..types.errors import LEGACY_RESOURCE_NOT_FOUND, McpError, invalid_params, object_param
 from .context import Context
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
     from .server import Server
-
-T = TypeVar("T")
 
 Handler = Callable[[Context], Awaitable[dict[str, Any]]]
 
@@ -310,14 +307,10 @@ async def _call_tool(
     try:
         if tool.threaded and not tool.coroutine:
             value = await run_sync(functools.partial(tool.fn, **kwargs))
-            if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
-                value = await value  # a plain def that returned an awaitable
-        elif tool.inline:
-            value = tool.fn(**kwargs)
-            if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
-                value = await _interruptible(ctx, value)
         else:
-            value = await call_maybe_async(tool.fn, kwargs)
+            value = tool.fn(**kwargs)
+        if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
+            value = await value  # an async def's coroutine, or an awaitable a def returned
     except (McpError, NeedInput):
         raise
     except ToolError as exc:
@@ -330,27 +323,7 @@ async def _call_tool(
     return tool.result_from(value)
 
 
-async def _interruptible(ctx: Context, awaitable: Awaitable[T]) -> T:
-    """Await what an inline tool returned, in a block the transport can cancel (the
-    transport opened no cancel scope for an inline tool: see ``ToolEntry.inline``).
-
-    One checkpoint first: the stdio endpoint runs an inline tool's first step on its
-    reader and moves the request to a task of its own only when it suspends; the awaitable
-    is arbitrary code that may enter cancel scopes, which must happen in that task."""
-    try:
-        await anyio.lowlevel.checkpoint()
-    except BaseException:  # cancelled before it started: it never will
-        if inspect.iscoroutine(awaitable):
-            awaitable.close()
-        raise
-    with ctx.exchange.interruptible():
-        return await awaitable
-    raise Interrupted  # the block swallowed the transport's cancellation
-
-
 def _is_cancel(exc: BaseException) -> bool:
-    import anyio
-
     return isinstance(exc, anyio.get_cancelled_exc_class())
 
 

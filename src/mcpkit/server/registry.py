@@ -125,16 +125,6 @@ class ToolEntry(Entry):
     #: backward-compatible default).  False leaves ``content`` empty when the tool gave
     #: only structured content; None: the server's ``mirror_structured``.
     mirror_structured: bool | None = None
-    #: A call runs to its end in one step on the event loop: a plain ``def``, not
-    #: threaded, never a task.  Its only possible wait is on an awaitable the function
-    #: returns, which the handler awaits inside ``exchange.interruptible()``; so a
-    #: transport may skip the cancel scope it would otherwise open per request.  Derived
-    #: from the fields above when the entry is built (a plain field, not a property: it is
-    #: read twice per call), so they are given to :func:`make_tool`, not set afterwards.
-    inline: bool = field(init=False, default=False)
-
-    def __post_init__(self) -> None:
-        self.inline = not self.coroutine and not self.threaded and self.task_support == "forbidden"
 
     def explicit_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check arguments against a hand-written schema; raise ToolError listing errors."""

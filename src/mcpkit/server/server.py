@@ -585,9 +585,8 @@ class Server(ChangeNotices, ServerRuntime, VisibilityControls, Composition):
         self, method: str, params: dict[str, Any] | None = None, *, meta: RequestMeta | None = None
     ) -> dict[str, Any]:
         """In-process dispatch (no transport): handy for tests and embedding.  The request
-        runs in the caller's task, and only the caller can cancel it: the request runner's
-        in-place route with neither handle nor watch, which is awaiting it
-        (``runtime.runner.run``)."""
+        runs in the caller's task, and only the caller can cancel it, so it is awaited
+        directly (no handle from the request runner, ``runtime.runner``)."""
         message = {"jsonrpc": "2.0", "id": 0, "method": method, "params": params or {}}
         if meta is None:
             meta = RequestMeta(era="modern", protocol_version=self.modern_versions[0])

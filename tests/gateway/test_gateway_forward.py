@@ -14,11 +14,15 @@ from collections.abc import AsyncIterator, Callable
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import pytest
 
-from mcpkit.compose.lane import FastLane
+from mcpkit.compose.lane import FastLane, ResultTooLarge
 from mcpkit.transports.client_base import HttpStatusError, RequestTimeoutError, ServerError
+from mcpkit.transports.client_http import HttpTransport
 from mcpkit.transports.http11 import Http11Pool
+from support.flood import Flood
+from support.servers import ThreadServer
 
 pytestmark = pytest.mark.anyio
 
@@ -166,9 +170,15 @@ async def test_sse_answer_relays_progress_and_logs(upstream: Any) -> None:
 
 
 def test_headers_that_cannot_be_sent_are_refused() -> None:
-    for bad in ({"X-A": "a\r\nX-Evil: 1"}, {"Bad Name": "v"}, {"X": "☃"}):
-        with pytest.raises(ValueError):
+    """The lane refuses exactly the headers the client's own wire refuses (one rule,
+    the client's), each with the same words."""
+    for bad in ({"X-A": "a\r\nX-Evil: 1"}, {"Bad Name": "v"}, {"X": "☃"}, {"X": "é"}):
+        with pytest.raises(ValueError) as lane_refusal:
             FastLane("http://127.0.0.1:1/mcp", Http11Pool(), headers=bad, timeout=1)
+        with pytest.raises(ValueError) as client_refusal:
+            HttpTransport("http://127.0.0.1:1/mcp", headers=bad)
+        assert str(lane_refusal.value) == str(client_refusal.value)
+        assert repr(next(iter(bad))) in str(client_refusal.value)
     with pytest.raises(ValueError):
         FastLane("https://example.com/mcp", Http11Pool(), headers={}, timeout=1)
 
@@ -229,3 +239,21 @@ async def test_the_upstream_deadline_and_progress_extending_it() -> None:
         assert other.cancelled()
     finally:
         server.close()
+
+
+async def test_an_endless_sse_answer_is_abandoned_at_the_limit() -> None:
+    """The answer-size cap holds inside the lane's decoding: an SSE line that never ends
+    is refused as soon as it passes the limit and the connection is closed, so the
+    upstream stops sending long before it could flood the gateway."""
+    limit = 1024 * 1024
+    flood = Flood("sse", cap=32 * limit)
+    with ThreadServer(flood, lifespan="off") as server:
+        lane = FastLane(server.url, Http11Pool(), headers={}, timeout=60)
+        try:
+            with pytest.raises(ResultTooLarge):
+                await lane.request(CLIENT, "tools/call", {"name": "flood"}, {}, limit=limit)
+            assert await anyio.to_thread.run_sync(flood.ended.wait, 30)
+        finally:
+            lane.pool.close()
+    assert flood.abandoned == 1
+    assert flood.sent < 10 * limit, f"the upstream sent {flood.sent} bytes before the lane left"

@@ -318,31 +318,6 @@ async def test_refused_connection_and_garbage_answers(
     pool.close()
 
 
-async def test_httpx_client_on_the_transport(
-    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
-) -> None:
-    """POSTs take the pool; other methods go to httpx's own transport."""
-
-    async def any_method(body: bytes, writer: asyncio.StreamWriter) -> bool:
-        writer.write(json_answer(b'{"ok":true}'))
-        return True
-
-    upstream = await upstream_factory(any_method)
-    client = http11.pooled_client()
-    assert client is not None
-    async with client:
-        url = f"http://127.0.0.1:{upstream.port}/mcp"
-        for _ in range(5):
-            response = await client.post(url, content=b'{"a":1}')
-            assert response.status_code == 200
-            assert response.json() == {"ok": True}
-        async with client.stream("POST", url, content=b"{}") as streamed:
-            assert [c async for c in streamed.aiter_bytes()] == [b'{"ok":true}']
-        assert upstream.connections == 1
-        assert all(r.startswith(b"POST /mcp HTTP/1.1\r\n") for r in upstream.requests)
-        assert b'{"a":1}' in upstream.requests[0]
-
-
 async def test_max_connections_bounds_the_connections_in_use(
     upstream_factory: Callable[[Handler], Awaitable[Upstream]],
 ) -> None:
@@ -381,4 +356,30 @@ async def test_max_connections_bounds_the_connections_in_use(
     # Every slot came back: two more at once still go through, on the kept connections.
     assert list(await asyncio.gather(one(7), one(8))) == [b"7", b"8"]
     assert upstream.connections == 2
+    pool.close()
+
+
+async def test_a_wait_for_a_free_connection_ends_at_the_deadline(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """The request's one deadline covers its wait for a slot: past it the wait ends with
+    ``DeadlineExceeded``, and the slot it never got is not lost."""
+    release = asyncio.Event()
+
+    async def held(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        await release.wait()
+        writer.write(json_answer(body))
+        return True
+
+    upstream = await upstream_factory(held)
+    pool = http11.Http11Pool(max_connections=1)
+    first = asyncio.create_task(pool.request("127.0.0.1", upstream.port, post(upstream.port, b"1")))
+    while not upstream.requests:
+        await asyncio.sleep(0.01)
+    with pytest.raises(http11.DeadlineExceeded, match="no connection free within 0.1s"):
+        await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"2"), deadline=0.1)
+    release.set()
+    assert await (await first).read(100) == b"1"
+    again = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"3"))
+    assert await again.read(100) == b"3"
     pool.close()

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import re
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -40,7 +39,8 @@ from ..transports.client_base import (
     ProtocolViolationError,
     RequestTimeoutError,
 )
-from ..transports.client_http_era import request_headers
+from ..transports.client_http import HttpTransport
+from ..transports.client_http_era import request_headers, sendable_headers
 from ..transports.client_http_wire import (
     body_answer,
     event_message,
@@ -54,7 +54,6 @@ from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import METHODS
 from ..types.versions import (
-    META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
@@ -67,8 +66,6 @@ if TYPE_CHECKING:
 __all__ = ["FastLane", "ResultTooLarge", "capped", "pass_through"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
-_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")  # CTLs but HTAB; non-latin-1
 _HEADS_MAX = 1024
 #: Method -> its ``Mcp-Name`` member (``types.methods.name_param``, as one lookup).
 _NAME_PARAMS = {method: spec.name_param for method, spec in METHODS.items()}
@@ -115,17 +112,27 @@ class FastLane:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.on_log = on_log
-        for key, value in headers.items():
-            if not _TOKEN.fullmatch(key) or _BAD_VALUE.search(value):
-                raise ValueError(f"header {key!r} cannot be sent as it is")
-        #: The headers of every request but the era's own (:func:`request_headers`).
-        self.headers = {"Host": parts.netloc, **headers}
+        #: The headers of every request but the era's own (:func:`request_headers`),
+        #: checked as the client checks its own.
+        self.headers = {"Host": parts.netloc, **sendable_headers(headers)}
         self._request_line = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n"
         self._ids = itertools.count(1)
         #: (version, method, name) -> the request's head up to its own headers: the same
         #: few tools are called over and over (bounded: names are the clients').
         self._heads: dict[tuple[str, str, str | None], bytes] = {}
         self._tokens = itertools.count(1)
+
+    @classmethod
+    def of(
+        cls, transport: HttpTransport, timeout: float | None, on_log: LogRelay
+    ) -> FastLane | None:
+        """The lane beside a client's HTTP ``transport``: its URL, its headers, its pool;
+        None when it has no pool or the pool cannot run here (trio): then every call
+        takes the client's wire."""
+        pool = transport.pool
+        if pool is None or not pool.runs_here():
+            return None
+        return cls(transport.url, pool, headers=transport.headers, timeout=timeout, on_log=on_log)
 
     def request(
         self,
@@ -186,11 +193,10 @@ class FastLane:
         client's own ``_meta`` is reduced to what identifies it, added to ``meta``, and
         ``meta`` becomes the params' ``_meta``.  No progress, no span.  (A plain
         function: the coroutine it returns is the exchange's own.)"""
-        session = client.session
-        meta[META_PROTOCOL_VERSION] = session.version
-        meta[META_CLIENT_INFO] = session.options.protocol.client_info
-        if session.log_level is not None:
-            meta.setdefault(META_LOG_LEVEL, session.log_level)
+        own = client.session.identity()
+        if META_LOG_LEVEL in meta:  # the front client's level is the one asked for
+            del own[META_LOG_LEVEL]
+        meta.update(own)
         params["_meta"] = meta
         return self._exchange(method, next(self._ids), params, headers, None, None, limit)
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import httpx
@@ -45,6 +46,47 @@ from .client_base import (
     ServerError,
 )
 from .client_http_era import WireEra
+
+if TYPE_CHECKING:
+    from .http11 import RawResponse
+
+
+class Answer(Protocol):
+    """One HTTP answer as the reading rules below see it, whichever wire brought it: an
+    ``httpx.Response`` (the httpx wire), or a :class:`PooledAnswer` (the pooled one)."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def reason_phrase(self) -> str: ...
+    @property
+    def headers(self) -> httpx.Headers: ...
+    @property
+    def url(self) -> object: ...
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+
+class PooledAnswer:
+    """A :class:`~.http11.RawResponse` read as an :class:`Answer` (its body is the
+    response's; closing the response is its owner's)."""
+
+    __slots__ = ("_raw", "headers", "status_code", "url")
+
+    def __init__(self, raw: RawResponse, url: str) -> None:
+        self._raw = raw
+        self.status_code = raw.status
+        self.headers = httpx.Headers(raw.headers)
+        self.url = url
+
+    @property
+    def reason_phrase(self) -> str:
+        try:
+            return HTTPStatus(self.status_code).phrase
+        except ValueError:
+            return ""
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        return self._raw.chunks()
 
 
 @contextlib.contextmanager
@@ -90,12 +132,12 @@ class Call:
         self.arrived.set()
 
 
-def is_sse(response: httpx.Response) -> bool:
+def is_sse(response: Answer) -> bool:
     ctype: str = response.headers.get("content-type", "")
     return ctype.partition(";")[0].strip().lower() == "text/event-stream"
 
 
-async def read_body(response: httpx.Response, limit: int, what: str) -> bytes:
+async def read_body(response: Answer, limit: int, what: str) -> bytes:
     """The whole body of ``response`` (the answer to ``what``), refused past ``limit``
     bytes: by its ``Content-Length`` before a byte is read, else as it arrives."""
     declared = declared_length(response.headers.get("content-length"))
@@ -109,7 +151,7 @@ async def read_body(response: httpx.Response, limit: int, what: str) -> bytes:
     return bytes(buffer)
 
 
-async def body_start(response: httpx.Response, size: int) -> bytes:
+async def body_start(response: Answer, size: int) -> bytes:
     """At most the first ``size`` bytes of the body (for an error message); the rest is
     left unread, which closes the connection."""
     buffer = bytearray()
@@ -136,11 +178,11 @@ def too_large(what: str, limit: int, detail: str = "") -> MessageTooLargeError:
     )
 
 
-def json_answer(body: bytes, response: httpx.Response, method: str) -> Message | None:
+def json_answer(body: bytes, response: Answer, method: str) -> Message | None:
     """The JSON-RPC response in a plain body (None when the body is empty and the status
     is not an error); raises for error responses and for anything else."""
     status = response.status_code
-    where = f"HTTP {status} {response.reason_phrase} from {response.request.url}"
+    where = f"HTTP {status} {response.reason_phrase} from {response.url}"
     return body_answer(body, status, method, where)
 
 
@@ -202,7 +244,7 @@ async def sse_events(chunks: AsyncIterable[bytes], limit: int) -> AsyncGenerator
 
 
 async def sse_messages(
-    response: httpx.Response, call: Call, limit: int
+    response: Answer, call: Call, limit: int
 ) -> AsyncGenerator[tuple[Kind, Message], None]:
     """Decoded JSON-RPC messages of an SSE stream; remembers ``id:`` and ``retry:``.
 

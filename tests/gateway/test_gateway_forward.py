@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from mcpkit.compose.lane import FastLane, ResultTooLarge
+from mcpkit.compose.upstream import Upstream
 from mcpkit.transports.client_base import HttpStatusError, RequestTimeoutError, ServerError
 from mcpkit.transports.client_http import HttpTransport
 from mcpkit.transports.http11 import Http11Pool
@@ -257,3 +258,52 @@ async def test_an_endless_sse_answer_is_abandoned_at_the_limit() -> None:
             lane.pool.close()
     assert flood.abandoned == 1
     assert flood.sent < 10 * limit, f"the upstream sent {flood.sent} bytes before the lane left"
+
+
+def _relaying_client(log_level: str | None) -> Any:
+    """A client whose session says who asks (``Session.identity``), at ``log_level``."""
+    identity = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "gw", "version": "1"},
+        **({"io.modelcontextprotocol/logLevel": log_level} if log_level else {}),
+    }
+    return SimpleNamespace(session=SimpleNamespace(identity=lambda: dict(identity)))
+
+
+async def test_a_relayed_call_says_who_asks_with_the_front_clients_capabilities(
+    upstream: Any,
+) -> None:
+    """``request_bare``: the front client's capabilities and log level, the gateway
+    client's version and info (its session's identity); the client's log level only
+    where the front asked for none."""
+    recorder, url = await upstream(lambda body: result_of(body, {"content": []}))
+    lane = FastLane(url, Http11Pool(), headers={}, timeout=5)
+    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    level = "io.modelcontextprotocol/logLevel"
+    cases = [(None, {level: "debug"}), ("error", {level: "debug"}), ("error", {})]
+    try:
+        for own_level, front in cases:
+            params = {"name": "echo", "arguments": {}}
+            await lane.request_bare(
+                _relaying_client(own_level), params, {**caps, **front}, None, 1000
+            )
+        metas = [body["params"]["_meta"] for body in recorder.bodies]
+        for meta in metas:
+            assert meta["io.modelcontextprotocol/clientInfo"] == {"name": "gw", "version": "1"}
+            assert meta["io.modelcontextprotocol/protocolVersion"] == MODERN
+            assert meta["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {}}
+        assert [meta.get(level) for meta in metas] == ["debug", "debug", "error"]
+    finally:
+        lane.pool.close()
+
+
+async def test_an_upstream_whose_headers_cannot_be_sent_says_so() -> None:
+    """The client refuses the header once, when it is made; the upstream's connection
+    attempt fails with those words (and is retried), its run goes on."""
+    upstream = Upstream("bad", "http://127.0.0.1:9/mcp", headers={"Bad Name": "v"})
+    async with anyio.create_task_group() as tg:
+        await tg.start(upstream.run)
+        assert upstream.client is None and upstream.lane is None
+        assert upstream.error is not None
+        assert "header name 'Bad Name' cannot be sent" in upstream.error
+        await upstream.stop()

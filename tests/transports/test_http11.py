@@ -8,12 +8,14 @@ drop an idle keep-alive connection, stall, or go away mid-answer.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
 
 from mcpkit.transports import http11
+from mcpkit.transports.client_http import HttpTransport
 
 pytestmark = pytest.mark.anyio
 
@@ -376,10 +378,48 @@ async def test_a_wait_for_a_free_connection_ends_at_the_deadline(
     first = asyncio.create_task(pool.request("127.0.0.1", upstream.port, post(upstream.port, b"1")))
     while not upstream.requests:
         await asyncio.sleep(0.01)
-    with pytest.raises(http11.DeadlineExceeded, match="no connection free within 0.1s"):
+    with pytest.raises(http11.DeadlineExceeded, match=r"no connection free within 0\.1s"):
         await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"2"), deadline=0.1)
     release.set()
     assert await (await first).read(100) == b"1"
     again = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"3"))
     assert await again.read(100) == b"3"
     pool.close()
+
+
+async def test_the_client_transport_posts_over_the_pool(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """``HttpTransport`` given a pool: its POSTs (a legacy session's here) are written
+    on the pool's keep-alive connection, with the client's headers and nothing of
+    httpx's, and the answers are read by the client's rules; other methods (the
+    session's DELETE) take httpx."""
+
+    async def legacy(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        message = json.loads(body or b"{}")  # (the session's DELETE has no body)
+        if "id" not in message:
+            writer.write(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
+            return True
+        result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {}}
+        if message["method"] != "initialize":
+            result = {"echo": message["method"]}
+        answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        writer.write(json_answer(answer.encode(), extra=b"mcp-session-id: s1\r\n"))
+        return True
+
+    upstream = await upstream_factory(legacy)
+    pool = http11.Http11Pool()
+    url = f"http://127.0.0.1:{upstream.port}/mcp"
+    transport = HttpTransport(url, headers={"X-Team": "a"}, pool=pool, legacy_get_stream=False)
+    async with transport:
+        await transport.request("initialize", {"protocolVersion": "2025-11-25"}, timeout=5)
+        assert transport.session_id == "s1"
+        assert await transport.request("tools/list", {}, timeout=5) == {"echo": "tools/list"}
+    pool.close()
+    posts = [r.lower() for r in upstream.requests if r.startswith(b"POST")]
+    assert len(posts) == 2  # initialize, tools/list
+    assert all(b"python-httpx" not in post for post in posts)
+    assert b"mcp-session-id: s1\r\n" in posts[1] and b"x-team: a\r\n" in posts[1]
+    (delete,) = [r for r in upstream.requests if r.startswith(b"DELETE")]
+    assert b"python-httpx" in delete
+    assert upstream.connections == 2  # the POSTs' one, and httpx's

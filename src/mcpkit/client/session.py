@@ -216,7 +216,7 @@ class Session:
         client carries these with that client's capabilities)."""
         meta: dict[str, Any] = {
             META_PROTOCOL_VERSION: self.version,
-            META_CLIENT_INFO: dict(self.options.protocol.client_info),
+            META_CLIENT_INFO: self.options.protocol.client_info,
         }
         if self.log_level is not None:
             meta[META_LOG_LEVEL] = self.log_level
@@ -226,6 +226,7 @@ class Session:
         """The per-request ``_meta`` of the modern era: :meth:`identity`, the client's
         capabilities, a progress token when asked for, trace context."""
         meta = self.identity()
+        meta[META_CLIENT_INFO] = dict(meta[META_CLIENT_INFO])  # the request's own copy
         meta[META_CLIENT_CAPABILITIES] = self.capabilities()
         if progress_token is not None:
             meta["progressToken"] = progress_token

@@ -195,7 +195,7 @@ class FastLane:
         function: the coroutine it returns is the exchange's own.)"""
         own = client.session.identity()
         if META_LOG_LEVEL in meta:  # the front client's level is the one asked for
-            del own[META_LOG_LEVEL]
+            own.pop(META_LOG_LEVEL, None)
         meta.update(own)
         params["_meta"] = meta
         return self._exchange(method, next(self._ids), params, headers, None, None, limit)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import ssl
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -74,6 +73,7 @@ from .client_http_wire import (
     is_sse,
     json_answer,
     read_body,
+    shared_ssl_context,
     sse_messages,
     started_once,
     unwrap_answer,
@@ -83,20 +83,6 @@ if TYPE_CHECKING:
     from .http11 import Http11Pool
 
 log = logging.getLogger("mcpkit.client.http")
-
-_SSL_CONTEXT: list[ssl.SSLContext] = []
-
-
-def shared_ssl_context() -> ssl.SSLContext:
-    """httpx's default certificate-verifying context, made once per process.
-
-    httpx builds a new one for every client created with ``verify=True``, loading the
-    whole CA bundle again, which was nearly all of a gateway's memory per upstream
-    (``python -m bench.scale_gateway``).  A context is only read once made, so every
-    client can share it."""
-    if not _SSL_CONTEXT:
-        _SSL_CONTEXT.append(httpx.create_ssl_context())
-    return _SSL_CONTEXT[0]
 
 
 class HttpTransport:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -305,3 +306,18 @@ def http_errors(url: str, doing: str, connect_timeout: float) -> Iterator[None]:
         raise ConnectionClosedError(
             f"HTTP error while {doing} ({url}): {exc or type(exc).__name__}"
         ) from None
+
+
+_SSL_CONTEXT: list[ssl.SSLContext] = []
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """httpx's default certificate-verifying context, made once per process.
+
+    httpx builds a new one for every client created with ``verify=True``, loading the
+    whole CA bundle again, which was nearly all of a gateway's memory per upstream
+    (``python -m bench.scale_gateway``).  A context is only read once made, so every
+    client can share it."""
+    if not _SSL_CONTEXT:
+        _SSL_CONTEXT.append(httpx.create_ssl_context())
+    return _SSL_CONTEXT[0]

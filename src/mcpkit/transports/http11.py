@@ -267,7 +267,9 @@ class Http11Pool:
                 conn.used_at = now
                 if deadline is not None:
                     conn.expires, conn.timeout = now + deadline, deadline
-                    self._time(conn, loop)
+                    self._timed[conn] = None  # (_time(), inline: once per request)
+                    if self._sweeper is None or self._sweeping is not loop:
+                        self._start_sweeping(loop)
                 try:
                     if conn.transport is None or conn.closed:
                         raise httpx.WriteError("connection closed")

@@ -278,7 +278,7 @@ async def test_a_relayed_call_says_who_asks_with_the_front_clients_capabilities(
     where the front asked for none."""
     recorder, url = await upstream(lambda body: result_of(body, {"content": []}))
     lane = FastLane(url, Http11Pool(), headers={}, timeout=5)
-    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    caps: dict[str, Any] = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
     level = "io.modelcontextprotocol/logLevel"
     cases = [(None, {level: "debug"}), ("error", {level: "debug"}), ("error", {})]
     try:

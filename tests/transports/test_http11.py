@@ -250,7 +250,7 @@ async def test_abandoned_response_closes_the_connection(
     async for chunk in response.chunks():
         assert chunk
         break
-    await response.aclose()  # cancelling a modern request = closing its stream
+    response.close()  # cancelling a modern request = closing its stream
     for _ in range(100):
         if upstream.disconnects:
             break
@@ -410,16 +410,19 @@ async def test_the_client_transport_posts_over_the_pool(
     upstream = await upstream_factory(legacy)
     pool = http11.Http11Pool()
     url = f"http://127.0.0.1:{upstream.port}/mcp"
-    transport = HttpTransport(url, headers={"X-Team": "a"}, pool=pool, legacy_get_stream=False)
+    headers = {"X-Team": "a", "X-Share": "50%"}
+    transport = HttpTransport(url, headers=headers, pool=pool, legacy_get_stream=False)
     async with transport:
         await transport.request("initialize", {"protocolVersion": "2025-11-25"}, timeout=5)
         assert transport.session_id == "s1"
         assert await transport.request("tools/list", {}, timeout=5) == {"echo": "tools/list"}
+        with pytest.raises(ValueError, match="'X-A' cannot be sent"):  # nothing written
+            await transport.request("ping", {}, timeout=5, headers={"X-A": "1\r\nX-B: 2"})
     pool.close()
     posts = [r.lower() for r in upstream.requests if r.startswith(b"POST")]
     assert len(posts) == 2  # initialize, tools/list
     assert all(b"python-httpx" not in post for post in posts)
-    assert b"mcp-session-id: s1\r\n" in posts[1] and b"x-team: a\r\n" in posts[1]
+    assert b"mcp-session-id: s1\r\n" in posts[1] and b"x-share: 50%\r\n" in posts[1]
     (delete,) = [r for r in upstream.requests if r.startswith(b"DELETE")]
     assert b"python-httpx" in delete
     assert upstream.connections == 2  # the POSTs' one, and httpx's

@@ -11,7 +11,7 @@ until the upstream's ``ttlMs`` runs out or it says its list changed (legacy noti
 or modern listen stream); resources someone downstream watches are subscribed to there.
 
 An ``http://`` upstream also gets the 2026-07-28 fast lane (:mod:`.lane`): raw pooled
-HTTP/1.1 for modern calls; the client's own traffic stays on its httpx wire.
+HTTP/1.1 for modern calls, on the pool the client's own POSTs take (its pooled wire).
 
 Credentials are hooks, so that the owner decides what identity a request carries:
 ``auth`` (an ``httpx.Auth``, e.g. :mod:`mcpkit.auth.client`'s client-credentials or

@@ -21,6 +21,10 @@ off the message itself:
   404 on a session means it expired: :class:`SessionExpiredError` tells the client to
   re-initialize.
 
+POSTs go out on one of two wires, their answers read by the same rules: httpx, or a
+given :class:`~.http11.Http11Pool` for an ``http://`` URL on asyncio (the other
+requests, ``https://``, trio and an ``auth`` stay on httpx).
+
 httpx's read timeout is off on purpose: SSE streams (listen, slow tools) may be idle for
 long; each request's deadline is a cancel scope that progress notifications move forward,
 never past the hard maximum.
@@ -276,11 +280,10 @@ class HttpTransport:
         deadline is its cancel scope, as on the httpx wire (closing the response before
         its end closes the connection)."""
         lines = "".join(f"\r\n{name}: {value}" for name, value in headers.items())
-        head = self._post_line + lines.encode("latin-1") + b"\r\ncontent-length: %d\r\n\r\n"
+        length = b"\r\ncontent-length: %d\r\n\r\n" % len(body)
+        data = self._post_line + lines.encode("latin-1") + length + body
         host, port = self._address
-        response = await pool.request(
-            host, port, head % len(body) + body, connect_timeout=self.connect_timeout
-        )
+        response = await pool.request(host, port, data, connect_timeout=self.connect_timeout)
         try:
             return await self._read_answer(PooledAnswer(response, self.url), call)
         finally:

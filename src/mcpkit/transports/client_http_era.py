@@ -140,11 +140,11 @@ def request_headers(
     the methods that have one, ``Mcp-Name`` (base64 sentinel form when needed); never a
     session id.  Legacy: the session's headers (``session``; None for ``initialize``, which
     has neither a session nor a negotiated version yet).  ``extra`` (``Mcp-Param-*``, or a
-    version for a notification) goes last.
+    version for a notification) goes last, checked as :func:`sendable_headers` checks.
     """
     out = wire_era(message.get("params")).own_headers(message, base, session)
     out["Accept"] = ACCEPT_BOTH
     out["Content-Type"] = "application/json"
     if extra:
-        out.update(extra)
+        out.update(sendable_headers(extra))
     return out

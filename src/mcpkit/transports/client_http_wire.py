@@ -1,7 +1,8 @@
 """What comes back over Streamable HTTP, decoded once, and httpx failures put into words.
 
 Kept apart from :mod:`.client_http` (which decides *what to do*: sessions, resumption,
-cancellation) so that the rules for reading an answer live in one place:
+cancellation) so that the rules for reading an answer live in one place, whichever wire
+brought it (an :class:`Answer`: httpx's response, or the pool's as a :class:`PooledAnswer`):
 
 * ``application/json``: exactly one JSON-RPC response.  A JSON-RPC error body is a
   :class:`ServerError` whatever the HTTP status (servers send -32602 with 400, -32601 with
@@ -26,7 +27,7 @@ import ssl
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -52,24 +53,9 @@ if TYPE_CHECKING:
     from .http11 import RawResponse
 
 
-class Answer(Protocol):
-    """One HTTP answer as the reading rules below see it, whichever wire brought it: an
-    ``httpx.Response`` (the httpx wire), or a :class:`PooledAnswer` (the pooled one)."""
-
-    @property
-    def status_code(self) -> int: ...
-    @property
-    def reason_phrase(self) -> str: ...
-    @property
-    def headers(self) -> httpx.Headers: ...
-    @property
-    def url(self) -> object: ...
-    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
-
-
 class PooledAnswer:
-    """A :class:`~.http11.RawResponse` read as an :class:`Answer` (its body is the
-    response's; closing the response is its owner's)."""
+    """A :class:`~.http11.RawResponse` (the pooled wire's) read as httpx's responses are
+    (its body is the response's; closing the response is its owner's)."""
 
     __slots__ = ("_raw", "headers", "status_code", "url")
 
@@ -88,6 +74,10 @@ class PooledAnswer:
 
     def aiter_bytes(self) -> AsyncIterator[bytes]:
         return self._raw.chunks()
+
+
+#: One HTTP answer as the reading rules below see it, whichever wire brought it.
+Answer = httpx.Response | PooledAnswer
 
 
 @contextlib.contextmanager

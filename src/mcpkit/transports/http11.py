@@ -175,15 +175,12 @@ class RawResponse:
             async for chunk in self.chunks():
                 parts += chunk
                 if len(parts) > limit:
-                    await self.aclose()
+                    self.close()
                     raise ValueError(f"response larger than {limit} bytes")
             body = bytes(parts)
         if len(body) > limit:
             raise ValueError(f"response larger than {limit} bytes")
         return body
-
-    async def aclose(self) -> None:
-        self.close()
 
     def close(self) -> None:
         """Done with the response: a body not read to its end closes its connection.

@@ -84,6 +84,11 @@ def result_of(body: dict[str, Any], result: dict[str, Any]) -> bytes:
     return http("200 OK", "application/json", json.dumps(payload).encode())
 
 
+def lane_to(url: str, headers: dict[str, str], **options: Any) -> FastLane:
+    """A lane built as an upstream builds it: from a client transport with a pool."""
+    return FastLane(HttpTransport(url, headers=headers, pool=Http11Pool()), **options)
+
+
 # Only what the lane asks of a client: the session's per-request _meta.
 CLIENT: Any = SimpleNamespace(
     session=SimpleNamespace(
@@ -98,7 +103,7 @@ CLIENT: Any = SimpleNamespace(
 
 async def test_request_head_and_body(upstream: Any) -> None:
     recorder, url = await upstream(lambda body: result_of(body, {"content": []}))
-    lane = FastLane(url, Http11Pool(), headers={"Authorization": "Bearer t"}, timeout=5)
+    lane = lane_to(url, {"Authorization": "Bearer t"}, timeout=5)
     meta = {"traceparent": "00-aa-bb-01"}
     result = await lane.request(CLIENT, "tools/call", {"name": "échø", "arguments": {}}, meta)
     assert result == {"content": []}
@@ -128,7 +133,7 @@ async def test_errors_are_the_clients_error_types(upstream: Any) -> None:
         return http("400 Bad Request", "application/json", payload)
 
     _, url = await upstream(answer)
-    lane = FastLane(url, Http11Pool(), headers={}, timeout=5)
+    lane = lane_to(url, {}, timeout=5)
     with pytest.raises(ServerError) as info:
         await lane.request(CLIENT, "tools/call", {"name": "nope"}, {})
     assert info.value.code == -32602
@@ -163,7 +168,7 @@ async def test_sse_answer_relays_progress_and_logs(upstream: Any) -> None:
     async def on_progress(params: dict[str, Any]) -> None:
         progress.append(params)
 
-    lane = FastLane(url, Http11Pool(), headers={}, timeout=5, on_log=on_log)
+    lane = lane_to(url, {}, timeout=5, on_log=on_log)
     result = await lane.request(CLIENT, "tools/call", {"name": "slow"}, {}, progress=on_progress)
     assert result == {"content": [], "ok": True}
     assert [p["progress"] for p in progress] == [1]
@@ -171,17 +176,17 @@ async def test_sse_answer_relays_progress_and_logs(upstream: Any) -> None:
 
 
 def test_headers_that_cannot_be_sent_are_refused() -> None:
-    """The lane refuses exactly the headers the client's own wire refuses (one rule,
-    the client's), each with the same words."""
+    """The client's transport refuses a header that cannot be sent (one rule, checked
+    when it is made), so neither of its wires, the lane included, ever writes one; a
+    transport without a pool (``https://``) has no lane."""
     for bad in ({"X-A": "a\r\nX-Evil: 1"}, {"Bad Name": "v"}, {"X": "☃"}, {"X": "é"}):
-        with pytest.raises(ValueError) as lane_refusal:
-            FastLane("http://127.0.0.1:1/mcp", Http11Pool(), headers=bad, timeout=1)
-        with pytest.raises(ValueError) as client_refusal:
-            HttpTransport("http://127.0.0.1:1/mcp", headers=bad)
-        assert str(lane_refusal.value) == str(client_refusal.value)
-        assert repr(next(iter(bad))) in str(client_refusal.value)
-    with pytest.raises(ValueError):
-        FastLane("https://example.com/mcp", Http11Pool(), headers={}, timeout=1)
+        with pytest.raises(ValueError, match="cannot be sent") as refusal:
+            HttpTransport("http://127.0.0.1:1/mcp", headers=bad, pool=Http11Pool())
+        assert repr(next(iter(bad))) in str(refusal.value)
+    secure = HttpTransport("https://example.com/mcp", pool=Http11Pool())
+    assert secure.pool is None
+    with pytest.raises(ValueError, match="needs a pooled http:// transport"):
+        FastLane(secure, timeout=1)
 
 
 async def _paced(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -222,7 +227,7 @@ async def test_the_upstream_deadline_and_progress_extending_it() -> None:
     cancelled by someone else is cancelled, not timed out."""
     server = await asyncio.start_server(_paced, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    lane = FastLane(f"http://127.0.0.1:{port}/mcp", Http11Pool(), headers={}, timeout=0.3)
+    lane = lane_to(f"http://127.0.0.1:{port}/mcp", {}, timeout=0.3)
 
     async def relay(params: dict[str, Any]) -> None:
         pass
@@ -249,7 +254,7 @@ async def test_an_endless_sse_answer_is_abandoned_at_the_limit() -> None:
     limit = 1024 * 1024
     flood = Flood("sse", cap=32 * limit)
     with ThreadServer(flood, lifespan="off") as server:
-        lane = FastLane(server.url, Http11Pool(), headers={}, timeout=60)
+        lane = lane_to(server.url, {}, timeout=60)
         try:
             with pytest.raises(ResultTooLarge):
                 await lane.request(CLIENT, "tools/call", {"name": "flood"}, {}, limit=limit)
@@ -277,7 +282,7 @@ async def test_a_relayed_call_says_who_asks_with_the_front_clients_capabilities(
     client's version and info (its session's identity); the client's log level only
     where the front asked for none."""
     recorder, url = await upstream(lambda body: result_of(body, {"content": []}))
-    lane = FastLane(url, Http11Pool(), headers={}, timeout=5)
+    lane = lane_to(url, {}, timeout=5)
     caps: dict[str, Any] = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
     level = "io.modelcontextprotocol/logLevel"
     cases = [(None, {level: "debug"}), ("error", {level: "debug"}), ("error", {})]

@@ -4,8 +4,10 @@ or the gateway).
 A modern call through a proxy needs nothing of the client stack but the wire: no
 session, no server->client requests (input comes back as an ``InputRequiredResult``,
 which passes through untouched), no resumption (closing the stream cancels).  So it
-skips httpx and goes straight onto a pooled keep-alive connection
-(:class:`~mcpkit.transports.http11.Http11Pool`) under the upstream's deadline: the
+is the shortest path of the client's own transport: built from its
+:class:`~mcpkit.transports.client_http.HttpTransport` (URL, request line, checked
+headers, pool), it goes straight onto a pooled keep-alive connection
+(:class:`~mcpkit.transports.http11.Http11Pool`) under the pool's deadline: the
 request is serialized with one ``encode``, its head built by the client's era rules
 (:func:`~mcpkit.transports.client_http_era.request_headers`) once per call shape, and
 its answer read by the client's rules (:mod:`~mcpkit.transports.client_http_wire`): a
@@ -25,7 +27,6 @@ import functools
 import itertools
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -40,14 +41,14 @@ from ..transports.client_base import (
     RequestTimeoutError,
 )
 from ..transports.client_http import HttpTransport
-from ..transports.client_http_era import request_headers, sendable_headers
+from ..transports.client_http_era import request_headers
 from ..transports.client_http_wire import (
     body_answer,
     event_message,
     sse_events,
     unwrap_answer,
 )
-from ..transports.http11 import DeadlineExceeded, Http11Pool, RawResponse
+from ..transports.http11 import DeadlineExceeded, RawResponse
 from ..types import jsonrpc
 from ..types.codec import DecodeError, decode_relayed, encode
 from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError
@@ -92,30 +93,20 @@ class FastLane:
     """Modern requests to one ``http://`` upstream URL over a shared pool."""
 
     def __init__(
-        self,
-        url: str,
-        pool: Http11Pool,
-        *,
-        headers: dict[str, str],
-        timeout: float | None,
-        connect_timeout: float = 10.0,
-        on_log: LogRelay | None = None,
+        self, transport: HttpTransport, *, timeout: float | None, on_log: LogRelay | None = None
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"the fast lane takes http:// URLs, not {url!r}")
-        self.url = url
-        self.host = parts.hostname
-        self.port = parts.port or 80
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self.pool = pool
+        if transport.pool is None:
+            raise ValueError(f"the fast lane needs a pooled http:// transport ({transport.url})")
+        self.url = transport.url
+        self.pool = transport.pool
+        self.host, self.port = transport.address
         self.timeout = timeout
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = transport.connect_timeout
         self.on_log = on_log
-        #: The headers of every request but the era's own (:func:`request_headers`),
-        #: checked as the client checks its own.
-        self.headers = {"Host": parts.netloc, **sendable_headers(headers)}
-        self._request_line = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n"
+        #: The headers of every request but the era's own (:func:`request_headers`): the
+        #: client's, checked when it was made.
+        self.headers = transport.headers
+        self._request_line = transport.request_line + b"\r\n"
         self._ids = itertools.count(1)
         #: (version, method, name) -> the request's head up to its own headers: the same
         #: few tools are called over and over (bounded: names are the clients').
@@ -126,13 +117,12 @@ class FastLane:
     def of(
         cls, transport: HttpTransport, timeout: float | None, on_log: LogRelay
     ) -> FastLane | None:
-        """The lane beside a client's HTTP ``transport``: its URL, its headers, its pool;
-        None when it has no pool or the pool cannot run here (trio): then every call
-        takes the client's wire."""
-        pool = transport.pool
-        if pool is None or not pool.runs_here():
+        """The lane beside a client's HTTP ``transport`` (its URL, headers, pool), or None
+        when it has no pool or the pool cannot run here (trio): then every call takes
+        the client's wire."""
+        if transport.pool is None or not transport.pool.runs_here():
             return None
-        return cls(transport.url, pool, headers=transport.headers, timeout=timeout, on_log=on_log)
+        return cls(transport, timeout=timeout, on_log=on_log)
 
     def request(
         self,

@@ -125,8 +125,9 @@ class HttpTransport:
         self._client = http_client
         #: The pooled wire for POSTs to an ``http://`` URL on asyncio (None: httpx's).
         self.pool = pool if parsed.scheme == "http" and auth is None else None
-        self._post_line = b"POST " + parsed.raw_path + b" HTTP/1.1\r\nHost: " + parsed.netloc
-        self._address = (parsed.host, parsed.port or 80)
+        #: A POST's request line and ``Host`` header, and where it goes (the pooled wire's).
+        self.request_line = b"POST " + parsed.raw_path + b" HTTP/1.1\r\nHost: " + parsed.netloc
+        self.address = (parsed.host, parsed.port or 80)
         self._owns_client = http_client is None
         self._tg: TaskGroup | None = None
         self._ids = itertools.count(1)
@@ -281,8 +282,8 @@ class HttpTransport:
         its end closes the connection)."""
         lines = "".join(f"\r\n{name}: {value}" for name, value in headers.items())
         length = b"\r\ncontent-length: %d\r\n\r\n" % len(body)
-        data = self._post_line + lines.encode("latin-1") + length + body
-        host, port = self._address
+        data = self.request_line + lines.encode("latin-1") + length + body
+        host, port = self.address
         response = await pool.request(host, port, data, connect_timeout=self.connect_timeout)
         try:
             return await self._read_answer(PooledAnswer(response, self.url), call)

@@ -28,15 +28,7 @@ from ..types.methods import name_param
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 
-__all__ = [
-    "ACCEPT_BOTH",
-    "LEGACY_WIRE",
-    "MODERN_WIRE",
-    "WireEra",
-    "request_headers",
-    "sendable_headers",
-    "wire_era",
-]
+__all__ = ["ACCEPT_BOTH", "LEGACY_WIRE", "MODERN_WIRE", "WireEra", "sendable_headers", "wire_era"]
 
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 token
 _FIELD_VALUE = re.compile(r"[\t\x20-\x7e]*")  # visible ASCII, spaces and tabs

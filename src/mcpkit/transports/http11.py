@@ -11,10 +11,10 @@ longer than servers usually keep them is dropped unused.  A request whose reused
 connection turns out closed before any byte of the answer is retried once on a fresh one
 (the server closed it idle, so it never saw the request).
 
-Its one user is the fast lane (:mod:`mcpkit.compose.lane`): a 2026-07-28 request
-serialized once, written raw, its answer read by the client's rules.  Everything else
-(the client's own traffic, ``https://``, trio) goes over httpx
-(:mod:`.client_http`).
+It is the Streamable HTTP client's pooled wire (:mod:`.client_http`, given a pool): POSTs
+to an ``http://`` URL on asyncio, their answers read by the client's rules; the fast lane
+(:mod:`mcpkit.compose.lane`) is the same client's shortest path onto it.  Everything else
+(the other methods, ``https://``, trio) goes over httpx.
 
 Cancellation and deadlines close the connection: in the 2026-07-28 era closing the
 response stream *is* how a client cancels a request.  asyncio only.
@@ -29,9 +29,10 @@ from collections.abc import AsyncIterator
 import anyio
 import httpx
 
+from ..runtime.runner import on_asyncio
 from .http11_connection import DeadlineExceeded, Http11Connection, available
 
-__all__ = ["DeadlineExceeded", "Http11Pool", "RawResponse", "available", "on_asyncio"]
+__all__ = ["DeadlineExceeded", "Http11Pool", "RawResponse", "available"]
 
 #: Connections idle for longer than this are dropped unused (servers close idle
 #: keep-alive connections after a few seconds: uvicorn after 5 s; a close we saw drops
@@ -424,13 +425,3 @@ class Http11Pool:
         for conns in idle.values():
             for conn in conns:
                 conn.close()
-
-
-def on_asyncio() -> bool:
-    """Whether the running event loop is asyncio's (the pool's only one: under trio its
-    users take httpx's own transport)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

@@ -323,10 +323,70 @@ def bench_gateway(ctx: Run) -> None:
                 rps_via / rps_direct,
                 "ratio",
             )
+        _bench_legacy_upstream(ctx, upstream, upstream_port, procs)
         ctx.progress("gateway")
     finally:
         for proc in reversed(procs):
             proc.stop()
+
+
+def _bench_legacy_upstream(ctx: Run, upstream: Proc, upstream_port: int, procs: list[Proc]) -> None:
+    """The same modern calls through a gateway that speaks 2025-11-25 to the same upstream
+    (``era = "legacy"``: one session, forwarded through the upstream's Client rather than
+    the fast lane), at c=16: its CPU per forwarded call against the upstream's, and its
+    throughput."""
+    s = ctx.settings
+    label = "gateway, legacy upstream"
+    port = free_port()
+    config = Path(ctx.workdir) / "gateway-legacy.toml"
+    config.write_text(
+        f'[[upstream]]\nname = "bench"\nurl = "http://127.0.0.1:{upstream_port}/mcp"\n'
+        'era = "legacy"\n'
+    )
+    gateway = Proc(
+        [sys.executable, "-m", "mcpkit", "gateway", str(config), "--port", str(port)],
+        s.server_cpu,
+        ctx.workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    procs.append(gateway)
+    wait_http(port, gateway)
+    wrk_args = ["tools/call", "modern", "echo", "-"]
+    if s.warmup:
+        run_wrk(port, 16, s.warmup, wrk_args, s.client_cpu)
+    runs: list[WrkRun] = []
+    gateway_s = upstream_s = 0.0
+    for _ in range(s.rounds):
+        before = (gateway.cpu_s(), upstream.cpu_s())
+        runs.append(run_wrk(port, 16, s.duration, wrk_args, s.client_cpu))
+        gateway_s += gateway.cpu_s() - before[0]
+        upstream_s += upstream.cpu_s() - before[1]
+    calls = sum(r.requests for r in runs)
+    errors = sum(r.errors for r in runs)
+    if calls and upstream_s:
+        ctx.record(
+            f"{label}: CPU per forwarded tools/call, c=16",
+            OURS,
+            gateway_s / calls * 1e6,
+            "us",
+            higher=False,
+            errors=errors,
+        )
+        ctx.record(
+            f"{label}: gateway CPU / upstream's CPU per call, c=16",
+            OURS,
+            gateway_s / upstream_s,
+            "ratio",
+            higher=False,
+        )
+    ctx.record(
+        f"{label}: calls/s, c=16",
+        OURS,
+        statistics.median(r.rps for r in runs),
+        "req/s",
+        errors=errors,
+    )
 
 
 def _record_gateway_cpu(

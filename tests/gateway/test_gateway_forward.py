@@ -14,11 +14,16 @@ from collections.abc import AsyncIterator, Callable
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import pytest
 
-from mcpkit.compose.lane import FastLane
+from mcpkit.compose.lane import FastLane, ResultTooLarge
+from mcpkit.compose.upstream import Upstream
 from mcpkit.transports.client_base import HttpStatusError, RequestTimeoutError, ServerError
+from mcpkit.transports.client_http import HttpTransport
 from mcpkit.transports.http11 import Http11Pool
+from support.flood import Flood
+from support.servers import ThreadServer
 
 pytestmark = pytest.mark.anyio
 
@@ -79,6 +84,11 @@ def result_of(body: dict[str, Any], result: dict[str, Any]) -> bytes:
     return http("200 OK", "application/json", json.dumps(payload).encode())
 
 
+def lane_to(url: str, headers: dict[str, str], **options: Any) -> FastLane:
+    """A lane built as an upstream builds it: from a client transport with a pool."""
+    return FastLane(HttpTransport(url, headers=headers, pool=Http11Pool()), **options)
+
+
 # Only what the lane asks of a client: the session's per-request _meta.
 CLIENT: Any = SimpleNamespace(
     session=SimpleNamespace(
@@ -93,7 +103,7 @@ CLIENT: Any = SimpleNamespace(
 
 async def test_request_head_and_body(upstream: Any) -> None:
     recorder, url = await upstream(lambda body: result_of(body, {"content": []}))
-    lane = FastLane(url, Http11Pool(), headers={"Authorization": "Bearer t"}, timeout=5)
+    lane = lane_to(url, {"Authorization": "Bearer t"}, timeout=5)
     meta = {"traceparent": "00-aa-bb-01"}
     result = await lane.request(CLIENT, "tools/call", {"name": "échø", "arguments": {}}, meta)
     assert result == {"content": []}
@@ -123,7 +133,7 @@ async def test_errors_are_the_clients_error_types(upstream: Any) -> None:
         return http("400 Bad Request", "application/json", payload)
 
     _, url = await upstream(answer)
-    lane = FastLane(url, Http11Pool(), headers={}, timeout=5)
+    lane = lane_to(url, {}, timeout=5)
     with pytest.raises(ServerError) as info:
         await lane.request(CLIENT, "tools/call", {"name": "nope"}, {})
     assert info.value.code == -32602
@@ -158,7 +168,7 @@ async def test_sse_answer_relays_progress_and_logs(upstream: Any) -> None:
     async def on_progress(params: dict[str, Any]) -> None:
         progress.append(params)
 
-    lane = FastLane(url, Http11Pool(), headers={}, timeout=5, on_log=on_log)
+    lane = lane_to(url, {}, timeout=5, on_log=on_log)
     result = await lane.request(CLIENT, "tools/call", {"name": "slow"}, {}, progress=on_progress)
     assert result == {"content": [], "ok": True}
     assert [p["progress"] for p in progress] == [1]
@@ -166,11 +176,17 @@ async def test_sse_answer_relays_progress_and_logs(upstream: Any) -> None:
 
 
 def test_headers_that_cannot_be_sent_are_refused() -> None:
-    for bad in ({"X-A": "a\r\nX-Evil: 1"}, {"Bad Name": "v"}, {"X": "☃"}):
-        with pytest.raises(ValueError):
-            FastLane("http://127.0.0.1:1/mcp", Http11Pool(), headers=bad, timeout=1)
-    with pytest.raises(ValueError):
-        FastLane("https://example.com/mcp", Http11Pool(), headers={}, timeout=1)
+    """The client's transport refuses a header that cannot be sent (one rule, checked
+    when it is made), so neither of its wires, the lane included, ever writes one; a
+    transport without a pool (``https://``) has no lane."""
+    for bad in ({"X-A": "a\r\nX-Evil: 1"}, {"Bad Name": "v"}, {"X": "☃"}, {"X": "é"}):
+        with pytest.raises(ValueError, match="cannot be sent") as refusal:
+            HttpTransport("http://127.0.0.1:1/mcp", headers=bad, pool=Http11Pool())
+        assert repr(next(iter(bad))) in str(refusal.value)
+    secure = HttpTransport("https://example.com/mcp", pool=Http11Pool())
+    assert secure.pool is None
+    with pytest.raises(ValueError, match="needs a pooled http:// transport"):
+        FastLane(secure, timeout=1)
 
 
 async def _paced(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -211,7 +227,7 @@ async def test_the_upstream_deadline_and_progress_extending_it() -> None:
     cancelled by someone else is cancelled, not timed out."""
     server = await asyncio.start_server(_paced, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    lane = FastLane(f"http://127.0.0.1:{port}/mcp", Http11Pool(), headers={}, timeout=0.3)
+    lane = lane_to(f"http://127.0.0.1:{port}/mcp", {}, timeout=0.3)
 
     async def relay(params: dict[str, Any]) -> None:
         pass
@@ -229,3 +245,70 @@ async def test_the_upstream_deadline_and_progress_extending_it() -> None:
         assert other.cancelled()
     finally:
         server.close()
+
+
+async def test_an_endless_sse_answer_is_abandoned_at_the_limit() -> None:
+    """The answer-size cap holds inside the lane's decoding: an SSE line that never ends
+    is refused as soon as it passes the limit and the connection is closed, so the
+    upstream stops sending long before it could flood the gateway."""
+    limit = 1024 * 1024
+    flood = Flood("sse", cap=32 * limit)
+    with ThreadServer(flood, lifespan="off") as server:
+        lane = lane_to(server.url, {}, timeout=60)
+        try:
+            with pytest.raises(ResultTooLarge):
+                await lane.request(CLIENT, "tools/call", {"name": "flood"}, {}, limit=limit)
+            assert await anyio.to_thread.run_sync(flood.ended.wait, 30)
+        finally:
+            lane.pool.close()
+    assert flood.abandoned == 1
+    assert flood.sent < 10 * limit, f"the upstream sent {flood.sent} bytes before the lane left"
+
+
+def _relaying_client(log_level: str | None) -> Any:
+    """A client whose session says who asks (``Session.identity``), at ``log_level``."""
+    identity = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "gw", "version": "1"},
+        **({"io.modelcontextprotocol/logLevel": log_level} if log_level else {}),
+    }
+    return SimpleNamespace(session=SimpleNamespace(identity=lambda: dict(identity)))
+
+
+async def test_a_relayed_call_says_who_asks_with_the_front_clients_capabilities(
+    upstream: Any,
+) -> None:
+    """``request_bare``: the front client's capabilities and log level, the gateway
+    client's version and info (its session's identity); the client's log level only
+    where the front asked for none."""
+    recorder, url = await upstream(lambda body: result_of(body, {"content": []}))
+    lane = lane_to(url, {}, timeout=5)
+    caps: dict[str, Any] = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    level = "io.modelcontextprotocol/logLevel"
+    cases = [(None, {level: "debug"}), ("error", {level: "debug"}), ("error", {})]
+    try:
+        for own_level, front in cases:
+            params = {"name": "echo", "arguments": {}}
+            await lane.request_bare(
+                _relaying_client(own_level), params, {**caps, **front}, None, 1000
+            )
+        metas = [body["params"]["_meta"] for body in recorder.bodies]
+        for meta in metas:
+            assert meta["io.modelcontextprotocol/clientInfo"] == {"name": "gw", "version": "1"}
+            assert meta["io.modelcontextprotocol/protocolVersion"] == MODERN
+            assert meta["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {}}
+        assert [meta.get(level) for meta in metas] == ["debug", "debug", "error"]
+    finally:
+        lane.pool.close()
+
+
+async def test_an_upstream_whose_headers_cannot_be_sent_says_so() -> None:
+    """The client refuses the header once, when it is made; the upstream's connection
+    attempt fails with those words (and is retried), its run goes on."""
+    upstream = Upstream("bad", "http://127.0.0.1:9/mcp", headers={"Bad Name": "v"})
+    async with anyio.create_task_group() as tg:
+        await tg.start(upstream.run)
+        assert upstream.client is None and upstream.lane is None
+        assert upstream.error is not None
+        assert "header name 'Bad Name' cannot be sent" in upstream.error
+        await upstream.stop()

@@ -8,12 +8,14 @@ drop an idle keep-alive connection, stall, or go away mid-answer.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
 
 from mcpkit.transports import http11
+from mcpkit.transports.client_http import HttpTransport
 
 pytestmark = pytest.mark.anyio
 
@@ -248,7 +250,7 @@ async def test_abandoned_response_closes_the_connection(
     async for chunk in response.chunks():
         assert chunk
         break
-    await response.aclose()  # cancelling a modern request = closing its stream
+    response.close()  # cancelling a modern request = closing its stream
     for _ in range(100):
         if upstream.disconnects:
             break
@@ -318,31 +320,6 @@ async def test_refused_connection_and_garbage_answers(
     pool.close()
 
 
-async def test_httpx_client_on_the_transport(
-    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
-) -> None:
-    """POSTs take the pool; other methods go to httpx's own transport."""
-
-    async def any_method(body: bytes, writer: asyncio.StreamWriter) -> bool:
-        writer.write(json_answer(b'{"ok":true}'))
-        return True
-
-    upstream = await upstream_factory(any_method)
-    client = http11.pooled_client()
-    assert client is not None
-    async with client:
-        url = f"http://127.0.0.1:{upstream.port}/mcp"
-        for _ in range(5):
-            response = await client.post(url, content=b'{"a":1}')
-            assert response.status_code == 200
-            assert response.json() == {"ok": True}
-        async with client.stream("POST", url, content=b"{}") as streamed:
-            assert [c async for c in streamed.aiter_bytes()] == [b'{"ok":true}']
-        assert upstream.connections == 1
-        assert all(r.startswith(b"POST /mcp HTTP/1.1\r\n") for r in upstream.requests)
-        assert b'{"a":1}' in upstream.requests[0]
-
-
 async def test_max_connections_bounds_the_connections_in_use(
     upstream_factory: Callable[[Handler], Awaitable[Upstream]],
 ) -> None:
@@ -382,3 +359,70 @@ async def test_max_connections_bounds_the_connections_in_use(
     assert list(await asyncio.gather(one(7), one(8))) == [b"7", b"8"]
     assert upstream.connections == 2
     pool.close()
+
+
+async def test_a_wait_for_a_free_connection_ends_at_the_deadline(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """The request's one deadline covers its wait for a slot: past it the wait ends with
+    ``DeadlineExceeded``, and the slot it never got is not lost."""
+    release = asyncio.Event()
+
+    async def held(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        await release.wait()
+        writer.write(json_answer(body))
+        return True
+
+    upstream = await upstream_factory(held)
+    pool = http11.Http11Pool(max_connections=1)
+    first = asyncio.create_task(pool.request("127.0.0.1", upstream.port, post(upstream.port, b"1")))
+    while not upstream.requests:
+        await asyncio.sleep(0.01)
+    with pytest.raises(http11.DeadlineExceeded, match=r"no connection free within 0\.1s"):
+        await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"2"), deadline=0.1)
+    release.set()
+    assert await (await first).read(100) == b"1"
+    again = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"3"))
+    assert await again.read(100) == b"3"
+    pool.close()
+
+
+async def test_the_client_transport_posts_over_the_pool(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """``HttpTransport`` given a pool: its POSTs (a legacy session's here) are written
+    on the pool's keep-alive connection, with the client's headers and nothing of
+    httpx's, and the answers are read by the client's rules; other methods (the
+    session's DELETE) take httpx."""
+
+    async def legacy(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        message = json.loads(body or b"{}")  # (the session's DELETE has no body)
+        if "id" not in message:
+            writer.write(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
+            return True
+        result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {}}
+        if message["method"] != "initialize":
+            result = {"echo": message["method"]}
+        answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        writer.write(json_answer(answer.encode(), extra=b"mcp-session-id: s1\r\n"))
+        return True
+
+    upstream = await upstream_factory(legacy)
+    pool = http11.Http11Pool()
+    url = f"http://127.0.0.1:{upstream.port}/mcp"
+    headers = {"X-Team": "a", "X-Share": "50%"}
+    transport = HttpTransport(url, headers=headers, pool=pool, legacy_get_stream=False)
+    async with transport:
+        await transport.request("initialize", {"protocolVersion": "2025-11-25"}, timeout=5)
+        assert transport.session_id == "s1"
+        assert await transport.request("tools/list", {}, timeout=5) == {"echo": "tools/list"}
+        with pytest.raises(ValueError, match="'X-A' cannot be sent"):  # nothing written
+            await transport.request("ping", {}, timeout=5, headers={"X-A": "1\r\nX-B: 2"})
+    pool.close()
+    posts = [r.lower() for r in upstream.requests if r.startswith(b"POST")]
+    assert len(posts) == 2  # initialize, tools/list
+    assert all(b"python-httpx" not in post for post in posts)
+    assert b"mcp-session-id: s1\r\n" in posts[1] and b"x-share: 50%\r\n" in posts[1]
+    (delete,) = [r for r in upstream.requests if r.startswith(b"DELETE")]
+    assert b"python-httpx" in delete
+    assert upstream.connections == 2  # the POSTs' one, and httpx's

@@ -16,7 +16,7 @@ import pytest
 
 from mcpkit.transports.client_base import MessageTooLargeError
 from mcpkit.transports.client_http import HttpTransport
-from mcpkit.transports.http11 import Http11Pool, available, pooled_client
+from mcpkit.transports.http11 import Http11Pool, available
 from support.flood import OPEN_RESULT, Flood
 from support.servers import ThreadServer
 
@@ -33,8 +33,8 @@ MODERN = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
 # ------------------------------------------------------------------------------ over a socket
 
 
-async def _request(url: str, http_client: httpx.AsyncClient | None = None) -> dict[str, Any]:
-    async with HttpTransport(url, max_message_bytes=LIMIT, http_client=http_client) as transport:
+async def _request(url: str, pool: Http11Pool | None = None) -> dict[str, Any]:
+    async with HttpTransport(url, max_message_bytes=LIMIT, pool=pool) as transport:
         return await transport.request("tools/call", {"name": "flood", **MODERN}, timeout=120)
 
 
@@ -69,16 +69,15 @@ async def test_a_listen_stream_ends_with_the_error_at_its_limit() -> None:
 
 @pytest.mark.skipif(not available(), reason="httptools is not installed")
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_over_the_pooled_transport_too(anyio_backend: str) -> None:
-    # (what the gateway's client path and a proxy use for http:// upstreams)
+async def test_over_the_pooled_wire_too(anyio_backend: str) -> None:
+    # (the client's POSTs to an http:// upstream of a gateway or a proxy)
     flood = Flood("sse", cap=CAP)
-    client = pooled_client()
-    assert client is not None
-    async with client:
-        with ThreadServer(flood, lifespan="off") as server:
-            with pytest.raises(MessageTooLargeError, match="max_message_bytes"):
-                await _request(server.url, client)
-            assert await anyio.to_thread.run_sync(flood.ended.wait, 30)
+    pool = Http11Pool()
+    with ThreadServer(flood, lifespan="off") as server:
+        with pytest.raises(MessageTooLargeError, match="max_message_bytes"):
+            await _request(server.url, pool)
+        assert await anyio.to_thread.run_sync(flood.ended.wait, 30)
+    pool.close()
     assert flood.sent < BOUND, f"the server sent {flood.sent} bytes before the client left"
     assert flood.abandoned == 1
 

@@ -210,15 +210,24 @@ class Session:
                 caps[key] = value
         return caps
 
-    def meta(self, progress_token: str | None = None) -> dict[str, Any]:
-        """The per-request ``_meta`` of the modern era."""
+    def identity(self) -> dict[str, Any]:
+        """The members of a modern request's ``_meta`` that say who asks: the version,
+        the client's info and, once set, its log level (a request relayed for another
+        client carries these with that client's capabilities)."""
         meta: dict[str, Any] = {
             META_PROTOCOL_VERSION: self.version,
-            META_CLIENT_CAPABILITIES: self.capabilities(),
-            META_CLIENT_INFO: dict(self.options.protocol.client_info),
+            META_CLIENT_INFO: self.options.protocol.client_info,
         }
         if self.log_level is not None:
             meta[META_LOG_LEVEL] = self.log_level
+        return meta
+
+    def meta(self, progress_token: str | None = None) -> dict[str, Any]:
+        """The per-request ``_meta`` of the modern era: :meth:`identity`, the client's
+        capabilities, a progress token when asked for, trace context."""
+        meta = self.identity()
+        meta[META_CLIENT_INFO] = dict(meta[META_CLIENT_INFO])  # the request's own copy
+        meta[META_CLIENT_CAPABILITIES] = self.capabilities()
         if progress_token is not None:
             meta["progressToken"] = progress_token
         provider = self.options.features.trace_context

@@ -4,8 +4,10 @@ or the gateway).
 A modern call through a proxy needs nothing of the client stack but the wire: no
 session, no server->client requests (input comes back as an ``InputRequiredResult``,
 which passes through untouched), no resumption (closing the stream cancels).  So it
-skips httpx and goes straight onto a pooled keep-alive connection
-(:class:`~mcpkit.transports.http11.Http11Pool`) under the upstream's deadline: the
+is the shortest path of the client's own transport: built from its
+:class:`~mcpkit.transports.client_http.HttpTransport` (URL, request line, checked
+headers, pool), it goes straight onto a pooled keep-alive connection
+(:class:`~mcpkit.transports.http11.Http11Pool`) under the pool's deadline: the
 request is serialized with one ``encode``, its head built by the client's era rules
 (:func:`~mcpkit.transports.client_http_era.request_headers`) once per call shape, and
 its answer read by the client's rules (:mod:`~mcpkit.transports.client_http_wire`): a
@@ -23,10 +25,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import re
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -40,6 +40,7 @@ from ..transports.client_base import (
     ProtocolViolationError,
     RequestTimeoutError,
 )
+from ..transports.client_http import HttpTransport
 from ..transports.client_http_era import request_headers
 from ..transports.client_http_wire import (
     body_answer,
@@ -47,14 +48,13 @@ from ..transports.client_http_wire import (
     sse_events,
     unwrap_answer,
 )
-from ..transports.http11 import DeadlineExceeded, Http11Pool, RawResponse
+from ..transports.http11 import DeadlineExceeded, RawResponse
 from ..types import jsonrpc
 from ..types.codec import DecodeError, decode_relayed, encode
 from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError
 from ..types.jsonrpc import Kind
 from ..types.methods import METHODS
 from ..types.versions import (
-    META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
@@ -67,8 +67,6 @@ if TYPE_CHECKING:
 __all__ = ["FastLane", "ResultTooLarge", "capped", "pass_through"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
-_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")  # CTLs but HTAB; non-latin-1
 _HEADS_MAX = 1024
 #: Method -> its ``Mcp-Name`` member (``types.methods.name_param``, as one lookup).
 _NAME_PARAMS = {method: spec.name_param for method, spec in METHODS.items()}
@@ -95,37 +93,36 @@ class FastLane:
     """Modern requests to one ``http://`` upstream URL over a shared pool."""
 
     def __init__(
-        self,
-        url: str,
-        pool: Http11Pool,
-        *,
-        headers: dict[str, str],
-        timeout: float | None,
-        connect_timeout: float = 10.0,
-        on_log: LogRelay | None = None,
+        self, transport: HttpTransport, *, timeout: float | None, on_log: LogRelay | None = None
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"the fast lane takes http:// URLs, not {url!r}")
-        self.url = url
-        self.host = parts.hostname
-        self.port = parts.port or 80
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self.pool = pool
+        if transport.pool is None:
+            raise ValueError(f"the fast lane needs a pooled http:// transport ({transport.url})")
+        self.url = transport.url
+        self.pool = transport.pool
+        self.host, self.port = transport.address
         self.timeout = timeout
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = transport.connect_timeout
         self.on_log = on_log
-        for key, value in headers.items():
-            if not _TOKEN.fullmatch(key) or _BAD_VALUE.search(value):
-                raise ValueError(f"header {key!r} cannot be sent as it is")
-        #: The headers of every request but the era's own (:func:`request_headers`).
-        self.headers = {"Host": parts.netloc, **headers}
-        self._request_line = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n"
+        #: The headers of every request but the era's own (:func:`request_headers`): the
+        #: client's, checked when it was made.
+        self.headers = transport.headers
+        self._request_line = transport.request_line + b"\r\n"
         self._ids = itertools.count(1)
         #: (version, method, name) -> the request's head up to its own headers: the same
         #: few tools are called over and over (bounded: names are the clients').
         self._heads: dict[tuple[str, str, str | None], bytes] = {}
         self._tokens = itertools.count(1)
+
+    @classmethod
+    def of(
+        cls, transport: HttpTransport, timeout: float | None, on_log: LogRelay
+    ) -> FastLane | None:
+        """The lane beside a client's HTTP ``transport`` (its URL, headers, pool), or None
+        when it has no pool or the pool cannot run here (trio): then every call takes
+        the client's wire."""
+        if transport.pool is None or not transport.pool.runs_here():
+            return None
+        return cls(transport, timeout=timeout, on_log=on_log)
 
     def request(
         self,
@@ -186,11 +183,10 @@ class FastLane:
         client's own ``_meta`` is reduced to what identifies it, added to ``meta``, and
         ``meta`` becomes the params' ``_meta``.  No progress, no span.  (A plain
         function: the coroutine it returns is the exchange's own.)"""
-        session = client.session
-        meta[META_PROTOCOL_VERSION] = session.version
-        meta[META_CLIENT_INFO] = session.options.protocol.client_info
-        if session.log_level is not None:
-            meta.setdefault(META_LOG_LEVEL, session.log_level)
+        own = client.session.identity()
+        if META_LOG_LEVEL in meta:  # the front client's level is the one asked for
+            own.pop(META_LOG_LEVEL, None)
+        meta.update(own)
         params["_meta"] = meta
         return self._exchange(method, next(self._ids), params, headers, None, None, limit)
 

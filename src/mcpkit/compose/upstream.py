@@ -11,7 +11,7 @@ until the upstream's ``ttlMs`` runs out or it says its list changed (legacy noti
 or modern listen stream); resources someone downstream watches are subscribed to there.
 
 An ``http://`` upstream also gets the 2026-07-28 fast lane (:mod:`.lane`): raw pooled
-HTTP/1.1 for modern calls, and the client's own traffic on the same pool.
+HTTP/1.1 for modern calls, on the pool the client's own POSTs take (its pooled wire).
 
 Credentials are hooks, so that the owner decides what identity a request carries:
 ``auth`` (an ``httpx.Auth``, e.g. :mod:`mcpkit.auth.client`'s client-credentials or
@@ -38,6 +38,7 @@ from ..server.middleware.masking import correlation_id
 from ..server.mount import LISTS
 from ..transports import client_base as wire
 from ..transports import http11
+from ..transports.client_http import HttpTransport
 from ..types.errors import INTERNAL_ERROR, McpError
 from .bridge import FrontCall, Fronts
 from .lane import FastLane
@@ -203,9 +204,9 @@ class Upstream:
         #: Set once the first connection attempt succeeded or failed.
         self.first_attempt = anyio.Event()
         self.capabilities: dict[str, Any] = {}
-        self._http: httpx.AsyncClient | None = None
         #: The 2026-07-28 fast lane, for an http:// upstream (see .lane).
         self.lane: FastLane | None = None
+        self._pool: http11.Http11Pool | None = None
         #: Resource URIs someone downstream wants updates of (see :meth:`watch`).
         self.watched: set[str] = set()
         self._tg: TaskGroup | None = None
@@ -229,33 +230,19 @@ class Upstream:
             kwargs["headers"] = dict(self.headers)
         if self.env:
             kwargs["env"] = dict(self.env)
-        url = self.url
         if self._auth is not None:
-            # Tokens come from an httpx.Auth: the client's own httpx client carries it
-            # (the raw fast lane and the shared pool would not), at some CPU per call.
+            # Tokens come from an httpx.Auth, which only the client's httpx wire carries.
             kwargs["auth"] = self._auth
-        elif url is not None and url.startswith("http://") and http11.available():
-            # Modern calls take the fast lane (raw pooled HTTP/1.1); the rest of the
-            # client's traffic rides pooled connections parsed by httptools too (httpx's
-            # default pool costs more per call the more are in flight).
-            pool = http11.Http11Pool()
-            self._http = http11.pooled_client(pool)
-            kwargs["http_client"] = self._http
-            try:
-                # (asyncio's only: under trio the client's own wire carries every call)
-                self.lane = (
-                    FastLane(
-                        url,
-                        pool,
-                        headers=dict(self.headers),
-                        timeout=self.timeout,
-                        on_log=self.fronts.log,
-                    )
-                    if http11.on_asyncio()
-                    else None
-                )
-            except ValueError as exc:  # httpx will say what is wrong, call by call
-                log.warning("upstream %s: no fast lane: %s", self.name, exc)
+        elif self.url is not None and self.url.startswith("http://") and http11.available():
+            # POSTs ride pooled connections parsed by httptools (httpx's pool costs more per
+            # call the more are in flight), and modern calls can take the fast lane on
+            # the same pool.
+            self._pool = http11.Http11Pool()
+            transport = HttpTransport(
+                self.url, headers=kwargs.pop("headers", None), pool=self._pool
+            )
+            self.lane = FastLane.of(transport, self.timeout, self.fronts.log)
+            target = transport
         return Client(target, on_notification=self._notified, **self.fronts.callbacks(), **kwargs)
 
     async def run(self, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -266,11 +253,12 @@ class Upstream:
         self._running = True
         try:
             while not self._stopping.is_set():
-                client = self._make_client()
                 try:
-                    # Connected and closed in this task with nothing in between: the
-                    # client's task groups must be exited from the scope they were entered in.
-                    async with client:
+                    # (A client that cannot be made, e.g. a header that cannot be sent,
+                    # is this attempt's failure.)  Connected and closed in this task with
+                    # nothing in between: the client's task groups must be exited from
+                    # the scope they were entered in.
+                    async with self._make_client() as client:
                         info = client.server_info
                         self.client = client
                         self.error = None
@@ -296,11 +284,10 @@ class Upstream:
                         log.warning("upstream %s: %s", self.name, self.error)
                 finally:
                     self.client = None
-                    http, self._http = self._http, None
+                    pool, self._pool = self._pool, None
                     self.lane = None
-                    if http is not None:  # (closes the pool the lane shared)
-                        with anyio.CancelScope(shield=True):
-                            await http.aclose()
+                    if pool is not None:  # (after the client: the lane's and the client's)
+                        pool.close()
                 if not started:
                     started = True
                     self.first_attempt.set()

@@ -21,6 +21,10 @@ off the message itself:
   404 on a session means it expired: :class:`SessionExpiredError` tells the client to
   re-initialize.
 
+POSTs go out on one of two wires, their answers read by the same rules: httpx, or a
+given :class:`~.http11.Http11Pool` for an ``http://`` URL on asyncio (the other
+requests, ``https://``, trio and an ``auth`` stay on httpx).
+
 httpx's read timeout is off on purpose: SSE streams (listen, slow tools) may be idle for
 long; each request's deadline is a cancel scope that progress notifications move forward,
 never past the hard maximum.
@@ -32,7 +36,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import AsyncIterator
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
 import httpx
@@ -57,17 +61,30 @@ from .client_base import (
     TransportError,
     message_stream,
 )
-from .client_http_era import LEGACY_WIRE, MODERN_WIRE, WireEra, request_headers, wire_era
+from .client_http_era import (
+    LEGACY_WIRE,
+    MODERN_WIRE,
+    WireEra,
+    request_headers,
+    sendable_headers,
+    wire_era,
+)
 from .client_http_wire import (
+    Answer,
     Call,
+    PooledAnswer,
     http_errors,
     is_sse,
     json_answer,
     read_body,
+    shared_ssl_context,
     sse_messages,
     started_once,
     unwrap_answer,
 )
+
+if TYPE_CHECKING:
+    from .http11 import Http11Pool
 
 log = logging.getLogger("mcpkit.client.http")
 
@@ -90,13 +107,14 @@ class HttpTransport:
         default_retry_ms: int = 1000,
         max_resumptions: int = 10,
         max_message_bytes: int = 32 * 1024 * 1024,
+        pool: Http11Pool | None = None,
     ) -> None:
         parsed = httpx.URL(url)
         if parsed.scheme not in ("http", "https") or not parsed.host:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.url = url
         self.server_key = f"http:{parsed.scheme}://{parsed.host}:{parsed.port or ''}{parsed.path}"
-        self.headers = dict(headers or {})
+        self.headers = sendable_headers(headers)
         self.auth = auth
         self.verify = verify
         self.connect_timeout = connect_timeout
@@ -105,6 +123,11 @@ class HttpTransport:
         self.max_resumptions = max_resumptions
         self.max_message_bytes = max_message_bytes
         self._client = http_client
+        #: The pooled wire for POSTs to an ``http://`` URL on asyncio (None: httpx's).
+        self.pool = pool if parsed.scheme == "http" and auth is None else None
+        #: A POST's request line and ``Host`` header, and where it goes (the pooled wire's).
+        self.request_line = b"POST " + parsed.raw_path + b" HTTP/1.1\r\nHost: " + parsed.netloc
+        self.address = (parsed.host, parsed.port or 80)
         self._owns_client = http_client is None
         self._tg: TaskGroup | None = None
         self._ids = itertools.count(1)
@@ -119,8 +142,6 @@ class HttpTransport:
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> HttpTransport:
         if self._client is None:
-            from .http11 import shared_ssl_context
-
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(
                     connect=self.connect_timeout, read=None, write=30.0, pool=self.connect_timeout
@@ -234,10 +255,13 @@ class HttpTransport:
     ) -> Message:
         headers = self._headers_for(message, extra)
         with self._errors(f"sending {call.method}"):
-            async with client.stream(
-                "POST", self.url, content=encode(message), headers=headers
-            ) as response:
-                answer = await self._read_answer(response, call)
+            if self.pool is not None and self.pool.runs_here():
+                answer = await self._pooled_exchange(self.pool, headers, encode(message), call)
+            else:
+                async with client.stream(
+                    "POST", self.url, content=encode(message), headers=headers
+                ) as response:
+                    answer = await self._read_answer(response, call)
         if answer is None:
             answer = call.routed
         if answer is not None:
@@ -249,6 +273,22 @@ class HttpTransport:
                 f"{why}; the request is lost (re-issue it to retry)"
             )
         return await self._resume(client, call)
+
+    async def _pooled_exchange(
+        self, pool: Http11Pool, headers: dict[str, str], body: bytes, call: Call
+    ) -> Message | None:
+        """One POST on the pooled wire, its answer read by the same rules; the call's
+        deadline is its cancel scope, as on the httpx wire (closing the response before
+        its end closes the connection)."""
+        lines = "".join(f"\r\n{name}: {value}" for name, value in headers.items())
+        length = b"\r\ncontent-length: %d\r\n\r\n" % len(body)
+        data = self.request_line + lines.encode("latin-1") + length + body
+        host, port = self.address
+        response = await pool.request(host, port, data, connect_timeout=self.connect_timeout)
+        try:
+            return await self._read_answer(PooledAnswer(response, self.url), call)
+        finally:
+            response.close()
 
     async def _resume(self, client: httpx.AsyncClient, call: Call) -> Message:
         """Legacy resumption: GET with Last-Event-ID after the server's retry delay."""
@@ -275,7 +315,7 @@ class HttpTransport:
             f"gave up on {call.method} after {self.max_resumptions} stream resumptions"
         )
 
-    async def _read_answer(self, response: httpx.Response, call: Call) -> Message | None:
+    async def _read_answer(self, response: Answer, call: Call) -> Message | None:
         status = response.status_code
         if call.method == "initialize" and status == 200:
             self.session_id = response.headers.get("mcp-session-id") or None
@@ -306,7 +346,7 @@ class HttpTransport:
             )
         return message
 
-    async def _read_sse(self, response: httpx.Response, call: Call) -> Message | None:
+    async def _read_sse(self, response: Answer, call: Call) -> Message | None:
         """Handle one request's stream until its answer (returned) or the stream's end."""
         events = sse_messages(response, call, self.max_message_bytes)
         async with contextlib.aclosing(events):

@@ -17,6 +17,8 @@ to behave instead of asking which era it is:
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 from ..protocol import headers as hdr
@@ -26,7 +28,28 @@ from ..types.methods import name_param
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 
-__all__ = ["ACCEPT_BOTH", "LEGACY_WIRE", "MODERN_WIRE", "WireEra", "wire_era"]
+__all__ = ["ACCEPT_BOTH", "LEGACY_WIRE", "MODERN_WIRE", "WireEra", "sendable_headers", "wire_era"]
+
+_FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 token
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e]*")  # visible ASCII, spaces and tabs
+
+
+def sendable_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """A copy of the headers a client sends on every request, each checked once:
+    :class:`ValueError` naming the first that cannot be sent as it is (a name that is
+    not an RFC 9110 token, a value with a control character or outside ASCII, which
+    could end or split the request head).  Every HTTP wire of the client takes its
+    headers from here."""
+    out = dict(headers or {})
+    for name, value in out.items():
+        if not _FIELD_NAME.fullmatch(name):
+            raise ValueError(f"header name {name!r} cannot be sent (not an RFC 9110 token)")
+        if not _FIELD_VALUE.fullmatch(value):
+            raise ValueError(
+                f"header {name!r} cannot be sent as it is (a control character or a "
+                "character outside ASCII in its value)"
+            )
+    return out
 
 
 class WireEra:
@@ -109,11 +132,11 @@ def request_headers(
     the methods that have one, ``Mcp-Name`` (base64 sentinel form when needed); never a
     session id.  Legacy: the session's headers (``session``; None for ``initialize``, which
     has neither a session nor a negotiated version yet).  ``extra`` (``Mcp-Param-*``, or a
-    version for a notification) goes last.
+    version for a notification) goes last, checked as :func:`sendable_headers` checks.
     """
     out = wire_era(message.get("params")).own_headers(message, base, session)
     out["Accept"] = ACCEPT_BOTH
     out["Content-Type"] = "application/json"
     if extra:
-        out.update(extra)
+        out.update(sendable_headers(extra))
     return out

@@ -1,7 +1,8 @@
 """What comes back over Streamable HTTP, decoded once, and httpx failures put into words.
 
 Kept apart from :mod:`.client_http` (which decides *what to do*: sessions, resumption,
-cancellation) so that the rules for reading an answer live in one place:
+cancellation) so that the rules for reading an answer live in one place, whichever wire
+brought it (an :class:`Answer`: httpx's response, or the pool's as a :class:`PooledAnswer`):
 
 * ``application/json``: exactly one JSON-RPC response.  A JSON-RPC error body is a
   :class:`ServerError` whatever the HTTP status (servers send -32602 with 400, -32601 with
@@ -22,9 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterator
+import ssl
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -45,6 +48,36 @@ from .client_base import (
     ServerError,
 )
 from .client_http_era import WireEra
+
+if TYPE_CHECKING:
+    from .http11 import RawResponse
+
+
+class PooledAnswer:
+    """A :class:`~.http11.RawResponse` (the pooled wire's) read as httpx's responses are
+    (its body is the response's; closing the response is its owner's)."""
+
+    __slots__ = ("_raw", "headers", "status_code", "url")
+
+    def __init__(self, raw: RawResponse, url: str) -> None:
+        self._raw = raw
+        self.status_code = raw.status
+        self.headers = httpx.Headers(raw.headers)
+        self.url = url
+
+    @property
+    def reason_phrase(self) -> str:
+        try:
+            return HTTPStatus(self.status_code).phrase
+        except ValueError:
+            return ""
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        return self._raw.chunks()
+
+
+#: One HTTP answer as the reading rules below see it, whichever wire brought it.
+Answer = httpx.Response | PooledAnswer
 
 
 @contextlib.contextmanager
@@ -90,12 +123,12 @@ class Call:
         self.arrived.set()
 
 
-def is_sse(response: httpx.Response) -> bool:
+def is_sse(response: Answer) -> bool:
     ctype: str = response.headers.get("content-type", "")
     return ctype.partition(";")[0].strip().lower() == "text/event-stream"
 
 
-async def read_body(response: httpx.Response, limit: int, what: str) -> bytes:
+async def read_body(response: Answer, limit: int, what: str) -> bytes:
     """The whole body of ``response`` (the answer to ``what``), refused past ``limit``
     bytes: by its ``Content-Length`` before a byte is read, else as it arrives."""
     declared = declared_length(response.headers.get("content-length"))
@@ -109,7 +142,7 @@ async def read_body(response: httpx.Response, limit: int, what: str) -> bytes:
     return bytes(buffer)
 
 
-async def body_start(response: httpx.Response, size: int) -> bytes:
+async def body_start(response: Answer, size: int) -> bytes:
     """At most the first ``size`` bytes of the body (for an error message); the rest is
     left unread, which closes the connection."""
     buffer = bytearray()
@@ -136,11 +169,11 @@ def too_large(what: str, limit: int, detail: str = "") -> MessageTooLargeError:
     )
 
 
-def json_answer(body: bytes, response: httpx.Response, method: str) -> Message | None:
+def json_answer(body: bytes, response: Answer, method: str) -> Message | None:
     """The JSON-RPC response in a plain body (None when the body is empty and the status
     is not an error); raises for error responses and for anything else."""
     status = response.status_code
-    where = f"HTTP {status} {response.reason_phrase} from {response.request.url}"
+    where = f"HTTP {status} {response.reason_phrase} from {response.url}"
     return body_answer(body, status, method, where)
 
 
@@ -202,7 +235,7 @@ async def sse_events(chunks: AsyncIterable[bytes], limit: int) -> AsyncGenerator
 
 
 async def sse_messages(
-    response: httpx.Response, call: Call, limit: int
+    response: Answer, call: Call, limit: int
 ) -> AsyncGenerator[tuple[Kind, Message], None]:
     """Decoded JSON-RPC messages of an SSE stream; remembers ``id:`` and ``retry:``.
 
@@ -263,3 +296,18 @@ def http_errors(url: str, doing: str, connect_timeout: float) -> Iterator[None]:
         raise ConnectionClosedError(
             f"HTTP error while {doing} ({url}): {exc or type(exc).__name__}"
         ) from None
+
+
+_SSL_CONTEXT: list[ssl.SSLContext] = []
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """httpx's default certificate-verifying context, made once per process.
+
+    httpx builds a new one for every client created with ``verify=True``, loading the
+    whole CA bundle again, which was nearly all of a gateway's memory per upstream
+    (``python -m bench.scale_gateway``).  A context is only read once made, so every
+    client can share it."""
+    if not _SSL_CONTEXT:
+        _SSL_CONTEXT.append(httpx.create_ssl_context())
+    return _SSL_CONTEXT[0]

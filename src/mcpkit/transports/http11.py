@@ -11,10 +11,10 @@ longer than servers usually keep them is dropped unused.  A request whose reused
 connection turns out closed before any byte of the answer is retried once on a fresh one
 (the server closed it idle, so it never saw the request).
 
-Its users: the fast lane (:mod:`mcpkit.compose.lane`) writes raw requests with a
-deadline; :class:`Http11Transport` puts it under httpx's client API (auth, headers, the
-error types our client maps) for POSTs to ``http://`` URLs, everything else (``https://``,
-the long GET streams, DELETE, another event loop) going to httpx's own transport.
+It is the Streamable HTTP client's pooled wire (:mod:`.client_http`, given a pool): POSTs
+to an ``http://`` URL on asyncio, their answers read by the client's rules; the fast lane
+(:mod:`mcpkit.compose.lane`) is the same client's shortest path onto it.  Everything else
+(the other methods, ``https://``, trio) goes over httpx.
 
 Cancellation and deadlines close the connection: in the 2026-07-28 era closing the
 response stream *is* how a client cancels a request.  asyncio only.
@@ -25,25 +25,14 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
 
-if TYPE_CHECKING:
-    import ssl
-
+from ..runtime.runner import on_asyncio
 from .http11_connection import DeadlineExceeded, Http11Connection, available
 
-__all__ = [
-    "DeadlineExceeded",
-    "Http11Pool",
-    "Http11Transport",
-    "RawResponse",
-    "available",
-    "on_asyncio",
-    "pooled_client",
-]
+__all__ = ["DeadlineExceeded", "Http11Pool", "RawResponse", "available"]
 
 #: Connections idle for longer than this are dropped unused (servers close idle
 #: keep-alive connections after a few seconds: uvicorn after 5 s; a close we saw drops
@@ -62,14 +51,13 @@ class _Slots:
         self.free = size
         self.waiters: deque[asyncio.Future[None]] = deque()
 
-    async def wait(self) -> None:
-        """Until a releasing request hands this one its slot."""
-        waiter = asyncio.get_running_loop().create_future()
+    async def wait(self, waiter: asyncio.Future[None]) -> None:
+        """Until a releasing request hands this one its slot (``waiter`` done)."""
         self.waiters.append(waiter)
         try:
             await waiter
         except BaseException:
-            if waiter.done() and not waiter.cancelled():
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                 self.release()  # handed over as we were cancelled: pass it on
             else:
                 self.waiters.remove(waiter)
@@ -82,6 +70,27 @@ class _Slots:
                 waiter.set_result(None)
                 return
         self.free += 1
+
+
+class _SlotWait:
+    """A request waiting for a connection slot, as the deadline sweeper sees it (what a
+    connection carrying a request is to it: an expiry, a timeout, whether it ended, and
+    how to end it)."""
+
+    __slots__ = ("expires", "timeout", "waiter")
+
+    def __init__(self, waiter: asyncio.Future[None], expires: float, timeout: float) -> None:
+        self.waiter = waiter
+        self.expires = expires
+        self.timeout = timeout
+
+    @property
+    def closed(self) -> bool:
+        return self.waiter.done()
+
+    def expire(self) -> None:
+        error = DeadlineExceeded(f"no connection free within {self.timeout:g}s")
+        self.waiter.set_exception(error)
 
 
 class RawResponse:
@@ -167,15 +176,12 @@ class RawResponse:
             async for chunk in self.chunks():
                 parts += chunk
                 if len(parts) > limit:
-                    await self.aclose()
+                    self.close()
                     raise ValueError(f"response larger than {limit} bytes")
             body = bytes(parts)
         if len(body) > limit:
             raise ValueError(f"response larger than {limit} bytes")
         return body
-
-    async def aclose(self) -> None:
-        self.close()
 
     def close(self) -> None:
         """Done with the response: a body not read to its end closes its connection.
@@ -210,11 +216,18 @@ class Http11Pool:
         #: and the loop that will write them (None: none held).
         self._writes: list[tuple[Http11Connection, bytes]] = []
         self._flushing: asyncio.AbstractEventLoop | None = None
-        #: Connections carrying a request with a deadline (an ordered set), swept by one
-        #: timer while there are any, on the loop it runs on.
-        self._timed: dict[Http11Connection, None] = {}
+        #: Requests with a deadline (an ordered set): the connections carrying them, and
+        #: those waiting for a slot; swept by one timer while there are any, on the loop
+        #: it runs on.  The pool's one deadline mechanism.
+        self._timed: dict[Http11Connection | _SlotWait, None] = {}
         self._sweeper: asyncio.TimerHandle | None = None
         self._sweeping: asyncio.AbstractEventLoop | None = None
+
+    @staticmethod
+    def runs_here() -> bool:
+        """Whether the pool can carry requests from the running event loop (asyncio's
+        only: under trio its users take httpx)."""
+        return on_asyncio()
 
     async def request(
         self,
@@ -227,12 +240,12 @@ class Http11Pool:
     ) -> RawResponse:
         """Write one serialized request (``data``) and read the response's head.
 
-        ``deadline``: seconds the whole exchange may take, from now to the end of its
-        body (:meth:`RawResponse.extend` pushes it back); past it the connection is
-        closed (which cancels a 2026-07-28 request) and its reader raises
-        :class:`DeadlineExceeded`.  One timer per pool checks the deadlines, so a
-        request ends up to one tick (a twentieth of its timeout, at most a second) after
-        its deadline, never before.
+        ``deadline``: seconds the whole exchange may take, from now (a wait for a free
+        connection included) to the end of its body (:meth:`RawResponse.extend` pushes
+        it back); past it the connection is closed (which cancels a 2026-07-28 request)
+        and its reader raises :class:`DeadlineExceeded`.  One timer per pool checks the
+        deadlines, so a request ends up to one tick (a twentieth of its timeout, at most
+        a second) after its deadline, never before.
         (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
         loop = asyncio.get_running_loop()
         now = loop.time()
@@ -241,7 +254,7 @@ class Http11Pool:
         if free:
             slots.free -= 1
         else:
-            await self._wait_slot(deadline)
+            await self._wait_slot(deadline, now, loop)
         key = (host, port)
         try:
             for attempt in (0, 1):
@@ -252,7 +265,7 @@ class Http11Pool:
                 conn.used_at = now
                 if deadline is not None:
                     conn.expires, conn.timeout = now + deadline, deadline
-                    self._timed[conn] = None
+                    self._timed[conn] = None  # (_time(), inline: once per request)
                     if self._sweeper is None or self._sweeping is not loop:
                         self._start_sweeping(loop)
                 try:
@@ -288,14 +301,21 @@ class Http11Pool:
             self._slots.release()
             raise
 
-    async def _wait_slot(self, deadline: float | None) -> None:
-        """Until a slot is free (every connection the pool may open is in use), at most
-        ``deadline`` seconds."""
-        try:
-            with anyio.fail_after(deadline):
-                await self._slots.wait()
-        except TimeoutError:
-            raise DeadlineExceeded(f"no connection free within {deadline:g}s") from None
+    async def _wait_slot(
+        self, deadline: float | None, now: float, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """Until a slot is free (every connection the pool may open is in use): past
+        the request's deadline the sweeper ends the wait with :class:`DeadlineExceeded`."""
+        waiter = loop.create_future()
+        if deadline is not None:
+            self._time(_SlotWait(waiter, now + deadline, deadline), loop)
+        await self._slots.wait(waiter)
+
+    def _time(self, timed: Http11Connection | _SlotWait, loop: asyncio.AbstractEventLoop) -> None:
+        """Sweep ``timed`` until it ends or passes its deadline."""
+        self._timed[timed] = None
+        if self._sweeper is None or self._sweeping is not loop:
+            self._start_sweeping(loop)
 
     def _start_sweeping(self, loop: asyncio.AbstractEventLoop) -> None:
         # (A sweeper of another loop stopped with it, its requests with it.)
@@ -308,7 +328,8 @@ class Http11Pool:
         self._sweeper = loop.call_later(tick, self._sweep)
 
     def _sweep(self) -> None:
-        """Close the connections whose request passed its deadline; forget those done."""
+        """End the requests that passed their deadline (a connection closed, a wait for
+        a slot failed); forget those done."""
         loop = self._sweeping
         assert loop is not None
         now = loop.time()
@@ -404,108 +425,3 @@ class Http11Pool:
         for conns in idle.values():
             for conn in conns:
                 conn.close()
-
-
-class _Body(httpx.AsyncByteStream):
-    def __init__(self, response: RawResponse) -> None:
-        self._response = response
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._response.chunks():
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._response.aclose()
-
-
-_SSL_CONTEXT: list[ssl.SSLContext] = []
-
-
-def shared_ssl_context() -> ssl.SSLContext:
-    """httpx's default certificate-verifying context, made once per process.
-
-    httpx builds a new one for every client or transport created with ``verify=True``,
-    loading the whole CA bundle again, which was nearly all of a gateway's memory per
-    upstream (``python -m bench.scale_gateway``).  A context is only read once made, so
-    every client can share it."""
-    if not _SSL_CONTEXT:
-        _SSL_CONTEXT.append(httpx.create_ssl_context())
-    return _SSL_CONTEXT[0]
-
-
-class Http11Transport(httpx.AsyncBaseTransport):
-    """An httpx transport: POSTs to ``http://`` URLs over an :class:`Http11Pool`,
-    everything else (and everything off asyncio) through httpx's default transport,
-    configured by the extra keyword arguments.  httpx's read timeout does not apply to
-    the pooled POSTs (:func:`pooled_client` sets none: the client keeps each request's
-    deadline itself)."""
-
-    def __init__(self, pool: Http11Pool | None = None, **fallback: Any):
-        self._pool = pool if pool is not None else Http11Pool()
-        if fallback.get("verify", True) is True:
-            fallback["verify"] = shared_ssl_context()
-        self._fallback = httpx.AsyncHTTPTransport(**fallback)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        if url.scheme != "http" or request.method != "POST" or not on_asyncio():
-            return await self._fallback.handle_async_request(request)
-        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        response = await self._pool.request(
-            url.host,
-            url.port or 80,
-            await _serialize(request),
-            connect_timeout=timeouts.get("connect"),
-        )
-        return httpx.Response(
-            response.status,
-            headers=response.headers,
-            stream=_Body(response),
-            extensions={"http_version": b"HTTP/1.1"},
-        )
-
-    async def aclose(self) -> None:
-        self._pool.close()
-        await self._fallback.aclose()
-
-
-def on_asyncio() -> bool:
-    """Whether the running event loop is asyncio's (the pool's only one: under trio its
-    users take httpx's own transport)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-async def _serialize(request: httpx.Request) -> bytes:
-    """The request as bytes, ready for one write (a streamed body is sent chunked)."""
-    lines = [b"POST " + request.url.raw_path + b" HTTP/1.1"]
-    chunked = False
-    for name, value in request.headers.raw:
-        if name.lower() == b"transfer-encoding" and value.lower() == b"chunked":
-            chunked = True
-        lines.append(name + b": " + value)
-    head = b"\r\n".join(lines) + b"\r\n\r\n"
-    if not chunked:
-        return head + await request.aread()
-    stream = request.stream
-    assert isinstance(stream, httpx.AsyncByteStream)
-    parts = [b"%x\r\n%s\r\n" % (len(chunk), chunk) async for chunk in stream if chunk]
-    return head + b"".join(parts) + b"0\r\n\r\n"
-
-
-def pooled_client(
-    pool: Http11Pool | None = None, *, connect_timeout: float = 10.0
-) -> httpx.AsyncClient | None:
-    """An httpx client on :class:`Http11Transport` with the timeouts our HTTP client
-    transport uses (no read timeout: per-request deadlines are cancel scopes), or None
-    when httptools is missing.  The caller closes it."""
-    if not available():
-        return None
-    return httpx.AsyncClient(
-        transport=Http11Transport(pool),
-        timeout=httpx.Timeout(connect=connect_timeout, read=None, write=30.0, pool=None),
-        follow_redirects=False,
-    )

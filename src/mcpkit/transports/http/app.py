@@ -34,12 +34,12 @@ from .asgi import (
     BodyTimeout,
     BodyTooLarge,
     ClientGone,
+    HeaderReader,
     Receive,
     Rejection,
     Scope,
     Send,
     accepts_an_answer,
-    header_map,
     read_body_now,
     send_error,
     serve_lifespan,
@@ -119,6 +119,8 @@ class McpHttpApp:
         #: The one watch timer of this app's natively cancelled calls.
         self.waiting_calls = WaitingCalls()
         self.closing = False
+        #: This app's :func:`~.asgi.header_map` (its own bounded tables of header text).
+        self.read_headers = HeaderReader()
         #: ``legacy.handle_legacy_post``, imported on the first legacy POST (see _route).
         self._legacy_post: Callable[..., Awaitable[None]] | None = None
         self.authenticate = authenticate
@@ -245,7 +247,7 @@ class McpHttpApp:
             await send_error(send, 404, McpError(INVALID_REQUEST, f"Not found: {path}"))
             return
         if headers is None:
-            headers = header_map(scope)
+            headers = self.read_headers(scope)
         policy = self.options.host_policy
         if not policy.host_ok(headers.get("host")):
             failure = McpError(

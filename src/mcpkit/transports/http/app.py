@@ -315,22 +315,9 @@ class McpHttpApp:
             await send_error(send, 406, failure)
             return
         # -- end 406
-        # No cancel scope here: the body is nearly always there already (a scope is entered
-        # only for a body that has to be waited for), and the modern handler opens its own
-        # only when it needs one (see handle_modern).  Awaited here, not through a helper:
-        # one coroutine layer less on every request.
-        options = self.options
-        try:
-            body = await read_body_now(
-                receive,
-                options.max_body_bytes,
-                headers.get("content-length"),
-                options.body_timeout_s,
-            )
-        except (BodyTooLarge, ClientGone, BodyTimeout) as refused:
-            await refuse_body(refused, options, send)
-            return
-        await self._route(body, headers, receive, send, principal)
+        body = await read_post_body(self.options, headers, receive, send)
+        if body is not None:
+            await self._route(body, headers, receive, send, principal)
 
     def _route(
         self,
@@ -435,9 +422,8 @@ class McpHttpApp:
 async def read_post_body(
     options: HttpOptions, headers: dict[str, str], receive: Receive, send: Send
 ) -> bytes | None:
-    """A POST's body, or None once the refusal was sent (413, 408) or the client left: the
-    gateway's front reads an unauthenticated legacy body through this (the app inlines
-    the same two steps), so both refuse alike."""
+    """A POST's body, or None once the refusal was sent (413, 408) or the client left (the
+    app's and the gateway front's, so both refuse alike)."""
     try:
         return await read_body_now(
             receive, options.max_body_bytes, headers.get("content-length"), options.body_timeout_s

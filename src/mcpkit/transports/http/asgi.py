@@ -126,24 +126,14 @@ class BodyTimeout(Exception):
     pass
 
 
-async def read_body(
-    receive: Receive, limit: int, declared: str | None, timeout: float | None = None
-) -> bytes:
-    """The whole request body, refusing early when it is (or grows) larger than ``limit``
-    or takes longer than ``timeout`` seconds to arrive (a slow-body client)."""
-    if timeout is None:
-        return await _read_body(receive, limit, declared)
-    with anyio.move_on_after(timeout):
-        return await _read_body(receive, limit, declared)
-    raise BodyTimeout
-
-
 async def read_body_now(
     receive: Receive, limit: int, declared: str | None, timeout: float | None
 ) -> bytes:
-    """:func:`read_body` at no cost for a body that is already there (almost every small
-    request): only when the first ``receive()`` has to wait is a cancel scope entered, with
-    the timeout, for the rest of the read.  Raises :class:`BodyTimeout` when it fires.
+    """The whole request body, refusing early (:class:`BodyTooLarge`) when it is declared
+    or grows larger than ``limit``, or (:class:`BodyTimeout`) takes longer than
+    ``timeout`` seconds to arrive (a slow-body client).  At no cost for a body that is
+    already there (almost every small request): only when the first ``receive()`` has to
+    wait is a cancel scope entered, with the timeout, for the rest of the read.
 
     Entering the scope after that first step is safe because ``_read_body`` opens no scope
     of its own, and a server's ``receive()`` waits on an event or a queue (uvicorn: an
@@ -213,13 +203,16 @@ async def send_empty(
     await send_bytes(send, status, b"", headers)
 
 
+async def client_gone(receive: Receive) -> None:
+    """Return once the client has gone away (``http.disconnect``)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
     """Cancel ``scope`` when the client goes away (run beside a handler or stream)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
+    await client_gone(receive)
+    scope.cancel()
 
 
 #: Media ranges that admit one of the two answer forms.

@@ -38,12 +38,22 @@ def _available(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-class _HeaderDeadline:
-    """Mixin for uvicorn protocol classes: close connections whose headers dawdle."""
+class _Guarded(asyncio.Protocol):
+    """Mixin for uvicorn protocol classes: writes coalesced (:class:`_Coalescing`), and
+    connections whose headers dawdle closed; the first head must arrive within the
+    deadline of connecting."""
 
     header_timeout: float = HEADER_TIMEOUT_S
     _deadline: asyncio.TimerHandle | None = None
     transport: asyncio.Transport
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(cast(asyncio.Transport, _Coalescing(transport)))
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
 
     def _arm(self) -> None:
         self._disarm()
@@ -110,10 +120,6 @@ class _Coalescing:
         return getattr(self._transport, name)
 
 
-def _coalescing(transport: asyncio.Transport) -> asyncio.Transport:
-    return cast(asyncio.Transport, _Coalescing(transport))
-
-
 def _head_fits(url: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
     if len(url) > MAX_HEADER_BYTES:
         return False
@@ -131,7 +137,7 @@ def protocol_classes() -> dict[str, type]:
     if _available("httptools"):
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-        class GuardedHttpTools(_HeaderDeadline, HttpToolsProtocol):
+        class GuardedHttpTools(_Guarded, HttpToolsProtocol):
             """The deadline and the size limits, checked once a head is complete, not per
             header.  A head read whole in one chunk of at most 8 KiB cannot be too large;
             another is measured.  While a head is incomplete its later chunks are counted
@@ -142,10 +148,6 @@ def protocol_classes() -> dict[str, type]:
             _began = False  # ... and it began in the chunk being fed
             _chunk = 0  # size of the chunk being fed
             _head_bytes = 0  # bytes of an incomplete head's later chunks
-
-            def connection_made(self, transport: Any) -> None:
-                super().connection_made(_coalescing(transport))
-                self._arm()  # the first head must arrive within the deadline of connecting
 
             def data_received(self, data: bytes) -> None:
                 self._chunk = len(data)
@@ -179,28 +181,16 @@ def protocol_classes() -> dict[str, type]:
                     return
                 HttpToolsProtocol.on_headers_complete(self)
 
-            def connection_lost(self, exc: Exception | None) -> None:
-                self._disarm()
-                super().connection_lost(exc)
-
         classes["httptools"] = GuardedHttpTools
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class GuardedH11(_HeaderDeadline, H11Protocol):
+    class GuardedH11(_Guarded, H11Protocol):
         """The deadline; uvicorn's ``h11_max_incomplete_event_size`` bounds the head."""
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(_coalescing(transport))
-            self._arm()
 
         def handle_events(self) -> None:
             super().handle_events()
             if getattr(self, "cycle", None) is not None:
                 self._disarm()  # a request's headers arrived
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
 
     classes["h11"] = GuardedH11
     return classes

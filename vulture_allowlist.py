@@ -28,6 +28,8 @@ _.writelines
 _.collect
 # uvicorn's server hook, overridden to keep signals for the host page and the test client
 _.capture_signals
+# uvicorn.Server's own flag: set, it stops the server (host page, test client)
+_.should_exit
 # pytest plugin hooks and fixture (testing/plugin.py, entry point pytest11)
 pytest_addoption
 pytest_generate_tests
@@ -112,7 +114,6 @@ _.visibility_filter
 _.assert_done  # testing.responder
 _.assert_pass_rate  # testing.evals: an eval report's assertion
 _.stderr_tail  # transports.client_stdio
-_.streaming  # transports.http.stream
 _.notification_handler  # server.Server: an extension's client notifications
 _.get_skill  # client.Client: the Skills extension
 

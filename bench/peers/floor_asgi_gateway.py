@@ -17,7 +17,7 @@ from typing import Any
 
 import uvicorn
 
-from mcpkit.transports.http.asgi import read_body
+from mcpkit.transports.http.asgi import read_body_now
 from mcpkit.transports.http11 import Http11Pool
 
 _HEAD = (
@@ -37,7 +37,7 @@ class Floor:
             return
         if self.pool is None:
             self.pool = Http11Pool()
-        body = await read_body(receive, 1 << 24, None)
+        body = await read_body_now(receive, 1 << 24, None, None)
         mcp = b"".join(k + b": " + v + b"\r\n" for k, v in scope["headers"] if k[:4] == b"mcp-")
         data = _HEAD + mcp + b"content-length: %d\r\n\r\n" % len(body) + body
         response = await self.pool.request("127.0.0.1", self.upstream_port, data)

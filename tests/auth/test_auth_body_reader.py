@@ -13,7 +13,7 @@ import pytest
 from mcpkit.asgi import BodyTooLarge, ClientGone, read_chunks
 from mcpkit.auth import BearerAuth, Principal
 from mcpkit.auth.resource_server import ProtectedResource
-from mcpkit.transports.http.asgi import read_body
+from mcpkit.transports.http.asgi import read_body_now
 
 Event = MutableMapping[str, Any]
 
@@ -62,9 +62,9 @@ async def test_whichever_comes_first_is_raised() -> None:
 async def test_the_app_refuses_a_declared_length_before_reading() -> None:
     feed = Feed(GONE)
     with pytest.raises(BodyTooLarge):
-        await read_body(feed, 3, declared="4")
+        await read_body_now(feed, 3, "4", None)
     assert feed.calls == 0
-    assert await read_body(Feed(part(b"abc", more=False)), 3, declared="3") == b"abc"
+    assert await read_body_now(Feed(part(b"abc", more=False)), 3, "3", None) == b"abc"
 
 
 class Anyone:

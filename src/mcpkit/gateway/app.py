@@ -205,7 +205,7 @@ class GatewayApp:
         if is_connect_path(path):
             await serve_connect(self, scope, receive, send)
             return
-        headers = asgi.header_map(scope)
+        headers = self.mcp.read_headers(scope)
         if self.cors is not None:
             origin = self.cors.origin(headers)
             if origin is not None:

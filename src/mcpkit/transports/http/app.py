@@ -34,12 +34,12 @@ from .asgi import (
     BodyTimeout,
     BodyTooLarge,
     ClientGone,
+    HeaderReader,
     Receive,
     Rejection,
     Scope,
     Send,
     accepts_an_answer,
-    header_map,
     read_body_now,
     send_error,
     serve_lifespan,
@@ -119,6 +119,8 @@ class McpHttpApp:
         #: The one watch timer of this app's natively cancelled calls.
         self.waiting_calls = WaitingCalls()
         self.closing = False
+        #: This app's :func:`~.asgi.header_map` (its own bounded tables of header text).
+        self.read_headers = HeaderReader()
         #: ``legacy.handle_legacy_post``, imported on the first legacy POST (see _route).
         self._legacy_post: Callable[..., Awaitable[None]] | None = None
         self.authenticate = authenticate
@@ -245,7 +247,7 @@ class McpHttpApp:
             await send_error(send, 404, McpError(INVALID_REQUEST, f"Not found: {path}"))
             return
         if headers is None:
-            headers = header_map(scope)
+            headers = self.read_headers(scope)
         policy = self.options.host_policy
         if not policy.host_ok(headers.get("host")):
             failure = McpError(
@@ -313,22 +315,9 @@ class McpHttpApp:
             await send_error(send, 406, failure)
             return
         # -- end 406
-        # No cancel scope here: the body is nearly always there already (a scope is entered
-        # only for a body that has to be waited for), and the modern handler opens its own
-        # only when it needs one (see handle_modern).  Awaited here, not through a helper:
-        # one coroutine layer less on every request.
-        options = self.options
-        try:
-            body = await read_body_now(
-                receive,
-                options.max_body_bytes,
-                headers.get("content-length"),
-                options.body_timeout_s,
-            )
-        except (BodyTooLarge, ClientGone, BodyTimeout) as refused:
-            await refuse_body(refused, options, send)
-            return
-        await self._route(body, headers, receive, send, principal)
+        body = await read_post_body(self.options, headers, receive, send)
+        if body is not None:
+            await self._route(body, headers, receive, send, principal)
 
     def _route(
         self,
@@ -433,9 +422,8 @@ class McpHttpApp:
 async def read_post_body(
     options: HttpOptions, headers: dict[str, str], receive: Receive, send: Send
 ) -> bytes | None:
-    """A POST's body, or None once the refusal was sent (413, 408) or the client left: the
-    gateway's front reads an unauthenticated legacy body through this (the app inlines
-    the same two steps), so both refuse alike."""
+    """A POST's body, or None once the refusal was sent (413, 408) or the client left (the
+    app's and the gateway front's, so both refuse alike)."""
     try:
         return await read_body_now(
             receive, options.max_body_bytes, headers.get("content-length"), options.body_timeout_s

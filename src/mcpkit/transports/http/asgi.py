@@ -50,45 +50,63 @@ class HttpExchange(Exchange):
 #: on another copy than the one we read).
 _SINGLE = frozenset({"mcp-method", "mcp-name", "mcp-protocol-version", "mcp-session-id"})
 REPEATED = "\x00repeated"
-#: Raw header name -> its lower-case text: the same few names arrive on every request, and
-#: a lookup is cheaper than decoding and lower-casing each (bounded: names are the peer's).
-_NAMES: dict[bytes, str] = {}
-_NAMES_MAX = 512
-#: Raw header value -> its text, for short values (host, content type, accept, the MCP
-#: routing headers repeat from request to request).  Bounded like _NAMES.
-_VALUES: dict[bytes, str] = {}
-_VALUES_MAX = 512
-_VALUE_MAX_LEN = 64
 
 
 def header_map(scope: Scope) -> dict[str, str]:
     """Lower-case header name -> value (latin-1, stripped).  A repeated routing header
     (``Mcp-Method``, ``Mcp-Name``, ...) maps to :data:`REPEATED`, which no validation
-    accepts, so the request is refused with -32020 rather than read "last wins"."""
+    accepts, so the request is refused with -32020 rather than read "last wins".
+    Remembers nothing (an app's hot path uses its :class:`HeaderReader`)."""
     raw = scope.get("headers", ())
-    names = _NAMES
-    values = _VALUES
-    out: dict[str, str] = {}
-    for raw_name, raw_value in raw:
-        name = names.get(raw_name)
-        if name is None:
-            name = raw_name.decode("latin-1").lower()
-            if len(names) < _NAMES_MAX:
-                names[raw_name] = name
-        value = values.get(raw_value)
-        if value is None:
-            value = raw_value.decode("latin-1").strip()
-            if len(raw_value) <= _VALUE_MAX_LEN and len(values) < _VALUES_MAX:
-                values[raw_value] = value
-        out[name] = value
-    if len(out) != len(raw):
-        seen: set[str] = set()
-        for raw_name, _ in raw:
-            name = raw_name.decode("latin-1").lower()
-            if name in seen and (name in _SINGLE or name.startswith("mcp-param-")):
-                out[name] = REPEATED
-            seen.add(name)
+    out = {name.decode("latin-1").lower(): value.decode("latin-1").strip() for name, value in raw}
+    return out if len(out) == len(raw) else _flag_repeats(raw, out)
+
+
+def _flag_repeats(raw: list[tuple[bytes, bytes]], out: dict[str, str]) -> dict[str, str]:
+    seen: set[str] = set()
+    for raw_name, _ in raw:
+        name = raw_name.decode("latin-1").lower()
+        if name in seen and (name in _SINGLE or name.startswith("mcp-param-")):
+            out[name] = REPEATED
+        seen.add(name)
     return out
+
+
+class HeaderReader:
+    """:func:`header_map` for one app, remembering the text of the header names and of
+    the values up to 64 bytes long it has decoded (clients send the same few on every
+    request, and a lookup is cheaper than a decode).  Each table holds at most ``limit``
+    entries and is emptied when full, so a peer sending new values on every request costs
+    a bounded amount of memory; two readers share nothing."""
+
+    __slots__ = ("_limit", "_names", "_values")
+
+    def __init__(self, limit: int = 256) -> None:
+        self._limit = limit
+        self._names: dict[bytes, str] = {}
+        self._values: dict[bytes, str] = {}
+
+    def __call__(self, scope: Scope) -> dict[str, str]:
+        raw = scope.get("headers", ())
+        names, values = self._names, self._values
+        out: dict[str, str] = {}
+        for raw_name, raw_value in raw:
+            name = names.get(raw_name)
+            if name is None:
+                name = raw_name.decode("latin-1").lower()
+                self._remember(names, raw_name, name)
+            value = values.get(raw_value)
+            if value is None:
+                value = raw_value.decode("latin-1").strip()
+                if len(raw_value) <= 64:
+                    self._remember(values, raw_value, value)
+            out[name] = value
+        return out if len(out) == len(raw) else _flag_repeats(raw, out)
+
+    def _remember(self, table: dict[bytes, str], raw: bytes, text: str) -> None:
+        if len(table) >= self._limit:
+            table.clear()
+        table[raw] = text
 
 
 class Rejection(Exception):
@@ -108,24 +126,14 @@ class BodyTimeout(Exception):
     pass
 
 
-async def read_body(
-    receive: Receive, limit: int, declared: str | None, timeout: float | None = None
-) -> bytes:
-    """The whole request body, refusing early when it is (or grows) larger than ``limit``
-    or takes longer than ``timeout`` seconds to arrive (a slow-body client)."""
-    if timeout is None:
-        return await _read_body(receive, limit, declared)
-    with anyio.move_on_after(timeout):
-        return await _read_body(receive, limit, declared)
-    raise BodyTimeout
-
-
 async def read_body_now(
     receive: Receive, limit: int, declared: str | None, timeout: float | None
 ) -> bytes:
-    """:func:`read_body` at no cost for a body that is already there (almost every small
-    request): only when the first ``receive()`` has to wait is a cancel scope entered, with
-    the timeout, for the rest of the read.  Raises :class:`BodyTimeout` when it fires.
+    """The whole request body, refusing early (:class:`BodyTooLarge`) when it is declared
+    or grows larger than ``limit``, or (:class:`BodyTimeout`) takes longer than
+    ``timeout`` seconds to arrive (a slow-body client).  At no cost for a body that is
+    already there (almost every small request): only when the first ``receive()`` has to
+    wait is a cancel scope entered, with the timeout, for the rest of the read.
 
     Entering the scope after that first step is safe because ``_read_body`` opens no scope
     of its own, and a server's ``receive()`` waits on an event or a queue (uvicorn: an
@@ -195,13 +203,16 @@ async def send_empty(
     await send_bytes(send, status, b"", headers)
 
 
+async def client_gone(receive: Receive) -> None:
+    """Return once the client has gone away (``http.disconnect``)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 async def watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
     """Cancel ``scope`` when the client goes away (run beside a handler or stream)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
+    await client_gone(receive)
+    scope.cancel()
 
 
 #: Media ranges that admit one of the two answer forms.

@@ -126,20 +126,8 @@ async def handle_legacy_post(
         session_header = [(_SESSION_ID, session.legacy.id.encode())]
         await send_json_answer(send, jsonrpc.result(message["id"], result), 200, session_header)
         return
-    if session_id is None:
-        failure = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header")
-        await send_error(send, 400, failure, message.get("id"))
-        return
-    try:
-        session = await store.get(session_id)
-    except StateUnavailable as unavailable:  # (nothing sent yet: answered with the id)
-        await send_error(send, 503, unavailable, message.get("id"), unavailable.http_headers)
-        return
-    if session is None or (principal is not None and session.legacy.principal != principal):
-        # Another principal's session is answered exactly like an unknown one: a session id
-        # is never a credential, and the answer must not confirm that it exists.
-        failure = McpError(INVALID_REQUEST, "Session not found: initialize a new session")
-        await send_error(send, 404, failure, message.get("id"))
+    session = await _session_or_answer(app, headers, send, principal, message.get("id"))
+    if session is None:
         return
     session.legacy.touch()
     if kind is jsonrpc.Kind.NOTIFICATION:
@@ -321,22 +309,28 @@ async def _standalone(app: McpHttpApp, session: HttpSession, receive: Receive, s
 
 
 async def _session_or_answer(
-    app: McpHttpApp, headers: dict[str, str], send: Send, principal: object
+    app: McpHttpApp,
+    headers: dict[str, str],
+    send: Send,
+    principal: object,
+    request_id: jsonrpc.RequestId | None = None,
 ) -> HttpSession | None:
-    """The session a GET/DELETE names, or None after answering 400 (no id) / 404 (unknown,
-    expired, or another principal's: a session id is never a credential)."""
+    """The session a request names, or None after answering 400 (no id), 503 (the state
+    store is down) or 404 (unknown, expired, or another principal's, answered alike: a
+    session id is never a credential, and the answer must not confirm that it exists)."""
     session_id = headers.get(hdr.SESSION_ID)
     if session_id is None:
-        failure = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id")
-        await send_error(send, 400, failure)
+        failure = McpError(INVALID_REQUEST, "Bad Request: missing Mcp-Session-Id header")
+        await send_error(send, 400, failure, request_id)
         return None
     try:
         session = await app.sessions.get(session_id)
     except StateUnavailable as unavailable:
-        await send_error(send, 503, unavailable, None, unavailable.http_headers)
+        await send_error(send, 503, unavailable, request_id, unavailable.http_headers)
         return None
     if session is None or (principal is not None and session.legacy.principal != principal):
-        await send_error(send, 404, McpError(INVALID_REQUEST, "Session not found"))
+        failure = McpError(INVALID_REQUEST, "Session not found: initialize a new session")
+        await send_error(send, 404, failure, request_id)
         return None
     return session
 

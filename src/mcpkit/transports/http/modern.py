@@ -25,7 +25,7 @@ from ...runtime.runner import Handle, on_asyncio, run
 from ...types import jsonrpc
 from ...types.errors import INVALID_REQUEST, McpError, header_mismatch, method_not_found
 from ...types.methods import METHODS
-from .asgi import HttpExchange, Receive, Send, send_empty, send_error
+from .asgi import HttpExchange, Receive, Send, client_gone, send_empty, send_error
 from .stream import ResponseWriter, StreamSink, send_json_answer
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ class _Waiting:
 def _watched_by_task(app: McpHttpApp, receive: Receive, handle: Handle) -> Iterator[None]:
     stop = anyio.CancelScope()
     if app.server._tg is not None:
-        app.server.spawn(lambda: _watch(receive, handle, stop))
+        app.server.spawn(lambda: _cancel_when_gone(receive, handle, stop))
     try:
         yield
     finally:
@@ -253,29 +253,19 @@ class WaitingCalls:
             if watch.since > due:
                 break  # (entered in order: the rest are younger)
             if watch.watcher is None:
-                watch.watcher = loop.create_task(_watch_task(watch.receive, watch.handle))
+                watch.watcher = loop.create_task(_cancel_when_gone(watch.receive, watch.handle))
         self._handle = loop.call_later(WATCH_AFTER_S / 2, self._sweep) if self._calls else None
 
 
-async def _watch(receive: Receive, handle: Handle, stop: anyio.CancelScope) -> None:
-    """Cancel ``handle`` if the client disconnects before ``stop`` is cancelled."""
-    with stop, contextlib.suppress(Exception):
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                if not stop.cancel_called:
-                    handle.cancel()
-                return
-
-
-async def _watch_task(receive: Receive, handle: Handle) -> None:
-    """Cancel ``handle`` if the client disconnects; the call's end cancels this task."""
-    with contextlib.suppress(Exception):
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                handle.cancel()
-                return
+async def _cancel_when_gone(
+    receive: Receive, handle: Handle, stop: anyio.CancelScope | None = None
+) -> None:
+    """Cancel ``handle`` if the client disconnects before the call ends (which cancels
+    ``stop``, or this task when there is no ``stop``)."""
+    with stop or contextlib.nullcontext(), contextlib.suppress(Exception):
+        await client_gone(receive)
+        if stop is None or not stop.cancel_called:
+            handle.cancel()
 
 
 async def _listen(

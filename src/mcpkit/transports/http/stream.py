@@ -82,7 +82,6 @@ class ResponseWriter:
         "_send",
         "_sse_ok",
         "_started",
-        "on_detach",
     )
 
     def __init__(
@@ -105,20 +104,11 @@ class ResponseWriter:
         self._started = False
         self._done = False
         self._detached = False
-        self.on_detach: Callable[[], None] | None = None
-
-    @property
-    def streaming(self) -> bool:
-        return self._started
 
     @property
     def log(self) -> EventLog | None:
         """The stream's event log, if it has one yet."""
         return self._log
-
-    @property
-    def done(self) -> bool:
-        return self._done
 
     async def _start_sse(self) -> None:
         self._started = True
@@ -198,8 +188,6 @@ class ResponseWriter:
             await self._write(b"retry: " + str(int(retry_ms)).encode() + b"\n\n")
         await self._write(b"", more=False)
         self._detached = True
-        if self.on_detach is not None:
-            self.on_detach()
 
     async def close(self) -> None:
         """Finish an SSE response without a final message (listen streams, aborts)."""
@@ -208,22 +196,15 @@ class ResponseWriter:
         self._done = True
         if self._started:
             await self._write(b"", more=False)
-        elif self._sse_ok:
-            # Nothing was sent (e.g. the request was cancelled): an empty event stream, so
-            # the HTTP exchange still completes and no response is invented.
-            await self._safe_send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": SSE_HEADERS + self._extra_headers,
-                }
-            )
-            await self._safe_send({"type": "http.response.body", "body": b""})
-        else:
-            await self._safe_send(
-                {"type": "http.response.start", "status": 202, "headers": self._extra_headers}
-            )
-            await self._safe_send({"type": "http.response.body", "body": b""})
+            return
+        # Nothing was sent (the request was cancelled): an empty event stream, or a 202 to a
+        # client that takes none, so the HTTP exchange completes and no response is invented.
+        sse = self._sse_ok
+        head = SSE_HEADERS + self._extra_headers if sse else self._extra_headers
+        await self._safe_send(
+            {"type": "http.response.start", "status": 200 if sse else 202, "headers": head}
+        )
+        await self._safe_send({"type": "http.response.body", "body": b""})
 
 
 #: SSE framing of one encoded message on a stream without event ids (the codec never

@@ -231,13 +231,15 @@ class PipeEndpoint(Endpoint):
                 self._reader.close()
 
     def _received(self, data: bytes) -> None:
+        """A chunk read: settled here when it is nothing but answers to our requests,
+        else handed to :meth:`run` (from the first line it cannot settle on)."""
         if (
-            self._backlog
+            data.find(b'"method"') >= 0  # a request or notification (a server's usual)
+            or self._backlog
             or self._busy
             or self._partial
             or len(data) > self._max_line
             or not data.endswith(b"\n")
-            or data.find(b'"method"') >= 0  # a request or notification: run() serves it
         ):
             self._hand_over(data)
             return

@@ -134,7 +134,7 @@ class StdioServer:
         and the in-memory transport (:mod:`mcpkit.transports.memory`) both come here, so a
         test over memory runs exactly the code a stdio server runs: the same reader loop,
         the same request runner (``runtime.runner``); a :class:`PipeEndpoint` differs only
-        in how it writes and waits for answers to its own requests."""
+        in how it reads and writes the pipes and waits for answers to its own requests."""
         endpoint.drain_on_eof = True
         async with self.server.running():
             await endpoint.run(chunks)

@@ -1,9 +1,10 @@
 """Non-blocking byte I/O on file descriptors for stdio transports.
 
-On asyncio we use the loop's pipe transports (no thread hop per read: a thread hop costs
-more than the whole rest of a small request), and :class:`PipeEndpoint` writes and waits
-for answers without anyio's per-call machinery.  On other anyio backends a worker thread
-does the blocking reads and writes.
+On asyncio both ends of a stdio connection (``mcpkit serve`` and the client that spawned
+it) use :class:`PipeEndpoint`: the loop's pipe transports read and write (no thread hop per
+read: a thread hop costs more than the whole rest of a small request), and our own requests
+wait without anyio's per-call machinery.  Anything else (trio, a regular file, a terminal)
+reads and writes in a worker thread (:func:`thread_reader`, :func:`thread_writer`).
 """
 
 from __future__ import annotations
@@ -190,8 +191,8 @@ class PipeEndpoint(Endpoint):
 
     # ------------------------------------------------------------------ reading
     async def open_reader(self, fd: int, *, closefd: bool = True) -> AsyncIterator[bytes]:
-        """Read ``fd`` (closed at the end) in the loop's read callback; pass what that
-        returns to :meth:`run`.
+        """Read ``fd`` (closed at the end when ``closefd``) in the loop's read callback; pass
+        what that returns to :meth:`run`.
 
         Answers to our requests are resolved right in the callback: one loop iteration
         less per round trip than a reader task.  Only a chunk of nothing but complete

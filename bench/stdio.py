@@ -13,11 +13,17 @@ then on one core (two context switches per round trip instead of two cross-core 
 which this VM makes slow: the CPU both sides spend per call).
 
 Every round runs each contender once, a fresh server (and driver) each time, alternating.
+
+* **The stdio floor** (:func:`bench_stdio_floor`): sequential round trips through the raw
+  driver, mcpkit serving its echo ``inline=True`` (no worker thread: the transport and the
+  request route alone) against the bare echo (``bench/peers/floor_stdio.py``), alternated
+  for :func:`floor_rounds` rounds, each side's median and their ratio.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -25,12 +31,25 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
-from .contenders import FASTMCP, FLOOR, LEGACY_INITIALIZE, OURS, PEERS_DIR, SDK, Proc, _pin
+from .contenders import (
+    FASTMCP,
+    FLOOR,
+    LEGACY_INITIALIZE,
+    OURS,
+    PEERS_DIR,
+    SDK,
+    Proc,
+    Settings,
+    _pin,
+)
 from .record import Run
 from .targets import (
     SDK_AS_INSTALLED,
+    STDIO_FLOOR,
+    STDIO_FLOOR_ONE_CORE,
     as_installed_env,
     measure_as_installed,
     record_as_installed,
@@ -166,6 +185,7 @@ def bench_stdio(ctx: Run) -> None:
     ctx.progress("stdio round trips (raw driver)")
     _record_own(ctx, OWN, raw, own)
     ctx.progress("stdio round trips (own clients)")
+    bench_stdio_floor(ctx)
     if s.server_cpu is None:
         return
     # Client and server on the same core: every hand-off is a context switch on one CPU
@@ -239,3 +259,55 @@ def _record_own(
 
 def _median(runs: list[dict[str, Any]], key: str) -> float:
     return float(statistics.median(r[key] for r in runs))
+
+
+def floor_rounds(settings: Settings) -> tuple[int, int]:
+    """(rounds, calls per run) of the stdio floor: several rounds of at least a thousand
+    calls even in ``--quick`` (a median of one short run is noise)."""
+    rounds = 3 if settings.quick else max(settings.rounds, 5)
+    return rounds, max(settings.stdio_calls, 1000)
+
+
+def alternate(
+    names: tuple[str, ...], rounds: int, measure: Callable[[str], float]
+) -> dict[str, list[float]]:
+    """``measure(name)`` of each name once per round, the order reversed every other round
+    (ABBA: a drift of the machine's load weighs on both sides alike)."""
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for n in range(rounds):
+        for name in names if n % 2 == 0 else reversed(names):
+            samples[name].append(measure(name))
+    return samples
+
+
+def record_floor(ctx: Run, measure: str, samples: dict[str, list[float]]) -> None:
+    """Each side's median in ``measure``'s row (the table shows their ratio)."""
+    for name, values in samples.items():
+        ctx.record(measure, name, statistics.median(values), "calls/s", higher=True)
+
+
+def bench_stdio_floor(ctx: Run) -> None:
+    """Across cores (the bench's placement: every round trip waits for two cross-core
+    wake-ups, which hide the CPU each side spends), then with the driver on the server's
+    core (a round trip is the CPU both sides spend on it)."""
+    s = ctx.settings
+    rounds, calls = floor_rounds(s)
+    placements = [(STDIO_FLOOR, s.client_cpu)]
+    if s.server_cpu is not None:
+        placements.append((STDIO_FLOOR_ONE_CORE, s.server_cpu))
+    for measure, driver_cpu in placements:
+        run_once = functools.partial(_floor_rps, ctx, calls, driver_cpu)
+        record_floor(ctx, measure, alternate((OURS, FLOOR), rounds, run_once))
+        ctx.progress(measure)
+
+
+def _floor_rps(ctx: Run, calls: int, driver_cpu: int | None, name: str) -> float:
+    """Sequential calls/s of the raw driver on ``driver_cpu`` against ``name``'s server
+    (mcpkit's with its echo ``inline=True``)."""
+    s = ctx.settings
+    cmd = raw_driver_cmd(sys.executable, ctx.contenders[name].stdio_cmd(), calls, 1, s.server_cpu)
+    env = None
+    if name == OURS:
+        env = {k: v for k, v in os.environ.items() if k != "MCPKIT_BENCH_ASYNC_TOOLS"}
+        env["MCPKIT_BENCH_ECHO"] = "inline"
+    return float(_run_json(cmd, driver_cpu, f"stdio floor, {name}", env)["seq"]["rps"])

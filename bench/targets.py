@@ -13,6 +13,11 @@ from .record import Row, Run, ratio
 #: The gateway's CPU per forwarded call over its upstream's (issue #20: at most 1.5).
 GATEWAY_CPU = "gateway CPU / upstream's CPU per forwarded tools/call, c=16"
 
+#: mcpkit's echo ``inline=True`` against the bare echo over the same pipes (bench/stdio.py).
+STDIO_FLOOR = "stdio floor: sequential round trips, raw driver, mcpkit's echo inline=True"
+#: The same with the driver on the server's core: the CPU both sides spend per round trip.
+STDIO_FLOOR_ONE_CORE = STDIO_FLOOR.replace("round trips,", "round trips on one core,")
+
 #: The SDK as ``pip install mcp`` runs it (stock uvicorn on asyncio + h11; over stdio its own
 #: asyncio loop), measured beside the others in a same-stack run for the cells the issue's
 #: targets read (modern JSON ``tools/call``, stdio sequential through the raw driver): the
@@ -148,6 +153,24 @@ TARGETS: tuple[Target, ...] = (
         20.0,
         ISSUE,
         as_installed=True,
+    ),
+    Target(
+        "stdio floor: sequential round trips of mcpkit's echo inline=True >= 0.6x the bare "
+        "echo's (one raw driver, alternated)",
+        STDIO_FLOOR,
+        FLOOR,
+        ">=",
+        0.6,
+        ISSUE,
+    ),
+    Target(
+        "stdio floor on one core: sequential round trips of mcpkit's echo inline=True >= 0.6x "
+        "the bare echo's (one raw driver, alternated)",
+        STDIO_FLOOR_ONE_CORE,
+        FLOOR,
+        ">=",
+        0.6,
+        ISSUE,
     ),
     Target(
         "in-process dispatch: >= 15x the SDK's",

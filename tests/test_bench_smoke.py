@@ -40,6 +40,8 @@ def test_bench_quick_prints_table_and_writes_json(tmp_path: Path) -> None:
     assert stdio["values"]["mcpkit"] > 0 and stdio["values"]["floor"] > 0
     own = measures["stdio tools/call sequential, each framework's own client"]
     assert own["values"]["mcpkit"] > 0 and isinstance(own["ratios"]["floor"], float)
+    floor = measures["stdio floor: sequential round trips, raw driver, mcpkit's echo inline=True"]
+    assert floor["values"]["mcpkit"] > 0 and isinstance(floor["ratios"]["floor"], float)
     assert isinstance(measures["import of the server API"]["values"]["mcpkit"], float)
     if "http modern-json tools/call c=16 throughput" in measures:  # wrk installed
         row = measures["http modern-json tools/call c=16 throughput"]

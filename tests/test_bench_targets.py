@@ -16,9 +16,12 @@ from bench.contenders import FLOOR, OURS, SDK, make_settings
 from bench.measures import _record_gateway_cpu
 from bench.record import Run
 from bench.run import arguments
+from bench.stdio import alternate, floor_rounds, record_floor
 from bench.targets import (
     AS_INSTALLED,
     GATEWAY_CPU,
+    STDIO_FLOOR,
+    STDIO_FLOOR_ONE_CORE,
     TargetCheck,
     check_targets,
     record_as_installed,
@@ -150,3 +153,37 @@ def test_the_shapes_are_read_against_the_same_echo_inline() -> None:
     assert stdio_def.verdict == "NOT met" and stdio_def.ratio == pytest.approx(0.5)
     stdio_async = _find(targets, "stdio tools/call sequential, raw driver: an `async", "issue")
     assert stdio_async.verdict == "n/a" and stdio_async.ratio is None
+
+
+def test_the_stdio_floor_alternates_its_sides_and_reads_their_medians() -> None:
+    order: list[str] = []
+    figures = {OURS: iter([9000.0, 20000.0, 11000.0]), FLOOR: iter([30000.0, 10000.0, 20000.0])}
+
+    def measure(name: str) -> float:
+        order.append(name)
+        return next(figures[name])
+
+    samples = alternate((OURS, FLOOR), 3, measure)
+    assert order == [OURS, FLOOR, FLOOR, OURS, OURS, FLOOR]  # each side first in turn
+    assert samples == {OURS: [9000.0, 20000.0, 11000.0], FLOOR: [30000.0, 10000.0, 20000.0]}
+    run = _run({})
+    record_floor(run, STDIO_FLOOR, samples)
+    record_floor(run, STDIO_FLOOR_ONE_CORE, {OURS: [10000.0], FLOOR: [40000.0]})
+    assert run.rows[STDIO_FLOOR].values == {OURS: 11000.0, FLOOR: 20000.0}
+    targets = check_targets(run)
+    across = _find(targets, "stdio floor: sequential round trips", "issue")
+    assert across.verdict == "NOT met" and across.ratio == pytest.approx(0.55)
+    one_core = _find(targets, "stdio floor on one core", "issue")
+    assert one_core.verdict == "NOT met" and one_core.ratio == pytest.approx(0.25)
+    record_floor(run, STDIO_FLOOR, {OURS: [13000.0], FLOOR: [20000.0]})
+    assert _find(check_targets(run), "stdio floor: sequential", "issue").verdict == "met"
+    # Without the rows (the stdio section not run): no verdict either way.
+    assert _find(check_targets(_run({})), "stdio floor on one core", "issue").verdict == "n/a"
+
+
+def test_the_stdio_floor_runs_several_rounds_of_a_thousand_calls_even_when_quick() -> None:
+    quick = make_settings(arguments().parse_args(["--quick"]))
+    assert floor_rounds(quick) == (3, 1000)
+    full = make_settings(arguments().parse_args(["--rounds", "2"]))
+    assert floor_rounds(full) == (5, 3000)
+    assert floor_rounds(make_settings(arguments().parse_args(["--rounds", "7"])))[0] == 7

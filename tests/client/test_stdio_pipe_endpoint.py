@@ -48,7 +48,7 @@ async def connected(**handlers: Any) -> AsyncIterator[tuple[PipeEndpoint, Peer]]
     to_peer_r, to_peer_w = os.pipe()
     from_peer_r, from_peer_w = os.pipe()
     pipe = await PipeWriter.open(to_peer_w)
-    endpoint = PipeEndpoint(pipe, pipe.drain, pipe.write, **handlers)
+    endpoint = PipeEndpoint(pipe, **handlers)
     chunks = await endpoint.open_reader(from_peer_r)
     peer = Peer(to_peer_r, from_peer_w)
     try:

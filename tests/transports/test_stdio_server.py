@@ -304,6 +304,18 @@ def test_oversized_line_is_refused_and_the_next_line_works(modern: StdioProcess)
     assert_serving(modern)
 
 
+def test_a_burst_past_the_readers_backlog_bound_is_all_answered(modern: StdioProcess) -> None:
+    # Several times what the server's pipe reader holds before it pauses reading (512 KiB):
+    # reading must pause and resume, losing and reordering nothing of one request's line.
+    ids = [f"burst-{n}" for n in range(12000)]
+    modern.send_raw(
+        b"".join(json.dumps(modern_request(i, "no/such")).encode() + b"\n" for i in ids)
+    )
+    answered = [modern.recv(timeout=30) for _ in ids]
+    assert [a["id"] for a in answered if a["error"]["code"] == -32601] == ids
+    assert_serving(modern)
+
+
 def test_crlf_blank_lines_and_split_writes(modern: StdioProcess) -> None:
     line = json.dumps(modern_request(18, "tools/list")).encode()
     modern.send_raw(b"\n\r\n   \n" + line[:10])

@@ -137,10 +137,9 @@ class StdioTransport(EndpointClientTransport):
             self._pipe = await PipeWriter.open(ours[0])
             endpoint = PipeEndpoint(
                 self._pipe,
-                self._flush,
-                self._write,
                 self._serve_request,
                 self._notification,
+                flush=self._flush,
                 max_line=self.max_line,
             )
             self._chunks = await endpoint.open_reader(ours[1])

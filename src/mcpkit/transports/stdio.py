@@ -9,6 +9,7 @@ cannot corrupt the stream: fd 1 then points at stderr and fd 0 at /dev/null.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -26,7 +27,7 @@ from ..runtime.listen import ServedSubscription, legacy_notification_for
 from ..types.errors import McpError, method_not_found
 from ..types.jsonrpc import Message
 from ..types.methods import METHODS
-from .stdio_io import PipeEndpoint, PipeWriter, fd_writer, is_pipe_like, read_chunks
+from .stdio_io import PipeEndpoint, PipeWriter, is_pipe_like, thread_reader, thread_writer
 
 
 class _StdioExchange(Exchange):
@@ -114,24 +115,26 @@ class StdioServer:
         await self.server.dispatch_notification(message, session=self.session)
 
     async def serve(self, in_fd: int, out_fd: int) -> None:
-        endpoint: Endpoint
+        """Pipes on asyncio: a :class:`PipeEndpoint` reads and writes them on the loop;
+        anything else (trio, a regular file, a terminal) a worker thread per read or write."""
+        chunks: AsyncIterator[bytes] = thread_reader(in_fd)
         if sniffio.current_async_library() == "asyncio" and is_pipe_like(out_fd):
-            # Replies go out with one os.write each, no lock (see PipeEndpoint).
             pipe = await PipeWriter.open(out_fd, closefd=False)
-            endpoint = PipeEndpoint(
-                pipe, pipe.drain, pipe.write, self.on_request, self.on_notification
-            )
+            piped = PipeEndpoint(pipe, self.on_request, self.on_notification)
+            if is_pipe_like(in_fd):
+                chunks = await piped.open_reader(in_fd, closefd=False)
+            endpoint: Endpoint = piped
         else:
-            write = await fd_writer(out_fd)
+            write = functools.partial(thread_writer, fd=out_fd)
             endpoint = Endpoint(write, self.on_request, self.on_notification)
-        await self.serve_on(endpoint, read_chunks(in_fd))
+        await self.serve_on(endpoint, chunks)
 
     async def serve_on(self, endpoint: Endpoint, chunks: AsyncIterator[bytes]) -> None:
         """Serve over any byte stream: ``chunks`` in, ``endpoint`` out.  The fd pipes above
         and the in-memory transport (:mod:`mcpkit.transports.memory`) both come here, so a
         test over memory runs exactly the code a stdio server runs: the same reader loop,
         the same request runner (``runtime.runner``); a :class:`PipeEndpoint` differs only
-        in how it writes and waits for answers to its own requests."""
+        in how it reads and writes the pipes and waits for answers to its own requests."""
         endpoint.drain_on_eof = True
         async with self.server.running():
             await endpoint.run(chunks)

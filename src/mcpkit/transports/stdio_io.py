@@ -1,9 +1,10 @@
 """Non-blocking byte I/O on file descriptors for stdio transports.
 
-On asyncio we use the loop's pipe transports (no thread hop per read: a thread hop costs
-more than the whole rest of a small request), and :class:`PipeEndpoint` writes and waits
-for answers without anyio's per-call machinery.  On other anyio backends a worker thread
-does the blocking reads and writes.
+On asyncio both ends of a stdio connection (``mcpkit serve`` and the client that spawned
+it) use :class:`PipeEndpoint`: the loop's pipe transports read and write (no thread hop per
+read: a thread hop costs more than the whole rest of a small request), and our own requests
+wait without anyio's per-call machinery.  Anything else (trio, a regular file, a terminal)
+reads and writes in a worker thread (:func:`thread_reader`, :func:`thread_writer`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,11 @@ import os
 import stat
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 import anyio
-import sniffio
 
 from ..protocol.framing import DEFAULT_MAX_LINE, frame
-from ..runtime.endpoint import Endpoint
+from ..runtime.endpoint import Endpoint, NotificationHandler, RequestHandler
 from ..runtime.pending import Done, Waiter, settle
 from ..types.codec import DecodeError, decode, encode_message
 from ..types.errors import McpError
@@ -32,38 +31,16 @@ log = logging.getLogger("mcpkit.endpoint")
 CHUNK = 256 * 1024
 
 
-#: What one read of a pipe asks for (see :func:`_small_reads`).
+#: What one read of a pipe asks for: asyncio's pipe transport reads 256 KiB at a time, a
+#: buffer glibc serves with mmap (the read's shrink and free add mremap and munmap, three
+#: system calls per message); 64 KiB comes from the heap.  (uvloop reads into a buffer of
+#: its own.)
 READ_SIZE = 64 * 1024
 
 
-def _small_reads(transport: asyncio.BaseTransport) -> None:
-    """asyncio's pipe transport reads 256 KiB at a time: glibc serves a buffer that size
-    with mmap, and the read's shrink and free add mremap and munmap, three system calls per
-    message on top of the read.  64 KiB comes from the heap.  (uvloop reads into a buffer of
-    its own and has no such attribute.)"""
-    if getattr(transport, "max_size", 0) > READ_SIZE:
-        setattr(transport, "max_size", READ_SIZE)  # noqa: B010 - not in asyncio's types
-
-
-async def _asyncio_reader(fd: int) -> AsyncIterator[bytes]:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
-    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
-    transport, _ = await loop.connect_read_pipe(
-        lambda: protocol, os.fdopen(fd, "rb", buffering=0, closefd=False)
-    )
-    _small_reads(transport)
-    try:
-        while True:
-            chunk = await reader.read(CHUNK)
-            if not chunk:
-                return
-            yield chunk
-    finally:
-        transport.close()
-
-
-async def _thread_reader(fd: int) -> AsyncIterator[bytes]:
+async def thread_reader(fd: int) -> AsyncIterator[bytes]:
+    """Chunks from ``fd`` until EOF, each read blocking a worker thread (anything that is
+    not a pipe on asyncio: trio, regular files, devices)."""
     while True:
         chunk = await anyio.to_thread.run_sync(os.read, fd, CHUNK, abandon_on_cancel=True)
         if not chunk:
@@ -81,13 +58,6 @@ def is_pipe_like(fd: int) -> bool:
     except OSError:
         return False
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
-def read_chunks(fd: int) -> AsyncIterator[bytes]:
-    """Chunks from ``fd`` until EOF."""
-    if sniffio.current_async_library() == "asyncio" and is_pipe_like(fd):
-        return _asyncio_reader(fd)
-    return _thread_reader(fd)
 
 
 #: Past this many buffered bytes a write waits until the pipe drains.
@@ -135,18 +105,12 @@ class PipeWriter:
         self._transport.close()
 
 
-async def fd_writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
-    """An async ``write(data)`` for ``fd`` that waits when the pipe is full."""
-    if sniffio.current_async_library() == "asyncio" and is_pipe_like(fd):
-        return (await PipeWriter.open(fd, closefd=False)).write
-
-    async def write_thread(data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = await anyio.to_thread.run_sync(os.write, fd, view)
-            view = view[written:]
-
-    return write_thread
+async def thread_writer(data: bytes, fd: int) -> None:
+    """Write ``data`` to ``fd`` whole, each write blocking a worker thread (the
+    counterpart of :func:`thread_reader`; bind ``fd`` with :func:`functools.partial`)."""
+    view = memoryview(data)
+    while view:
+        view = view[await anyio.to_thread.run_sync(os.write, fd, view) :]
 
 
 class _ReadProtocol(asyncio.Protocol):
@@ -198,19 +162,22 @@ class PipeEndpoint(Endpoint):
     def __init__(
         self,
         pipe: PipeWriter,
-        flush: Callable[[], Awaitable[None]],
-        write: Callable[[bytes], Awaitable[None]],
-        *args: Any,
-        **kw: Any,
+        on_request: RequestHandler | None = None,
+        on_notification: NotificationHandler | None = None,
+        *,
+        flush: Callable[[], Awaitable[None]] | None = None,
+        max_line: int = DEFAULT_MAX_LINE,
     ) -> None:
-        super().__init__(write, *args, **kw)
+        super().__init__(pipe.write, on_request, on_notification, max_line=max_line)
         self._pipe = pipe
-        self._flush = flush
+        #: Waits for the pipe to drain (the owner's, to put a broken pipe in its words).
+        self._flush = flush or pipe.drain
         self._loop = asyncio.get_running_loop()
-        self._max_line: int = kw.get("max_line", DEFAULT_MAX_LINE)
+        self._max_line = max_line
         # The reader of open_reader(): chunks the fast path leaves to run(), in order.
         self._backlog: deque[bytes] = deque()
         self._backlog_bytes = 0
+        self._paused = False  # reading stopped: too much handed over and not yet read
         self._busy = False  # run() is still handling a chunk we gave it
         self._partial = False  # the last chunk run() got ended inside a line
         self._eof = False
@@ -223,9 +190,9 @@ class PipeEndpoint(Endpoint):
         self._clock = self._loop.time  # = anyio.current_time(), on a cheaper path
 
     # ------------------------------------------------------------------ reading
-    async def open_reader(self, fd: int) -> AsyncIterator[bytes]:
-        """Read ``fd`` (closed at the end) in the loop's read callback; pass what that
-        returns to :meth:`run`.
+    async def open_reader(self, fd: int, *, closefd: bool = True) -> AsyncIterator[bytes]:
+        """Read ``fd`` (closed at the end when ``closefd``) in the loop's read callback; pass
+        what that returns to :meth:`run`.
 
         Answers to our requests are resolved right in the callback: one loop iteration
         less per round trip than a reader task.  Only a chunk of nothing but complete
@@ -234,9 +201,10 @@ class PipeEndpoint(Endpoint):
         :meth:`run` as bytes, in arrival order.
         """
         transport, _ = await self._loop.connect_read_pipe(
-            lambda: _ReadProtocol(self), os.fdopen(fd, "rb", buffering=0)
+            lambda: _ReadProtocol(self), os.fdopen(fd, "rb", buffering=0, closefd=closefd)
         )
-        _small_reads(transport)
+        if getattr(transport, "max_size", 0) > READ_SIZE:
+            setattr(transport, "max_size", READ_SIZE)  # noqa: B010 - not in asyncio's types
         self._reader = transport
         return self._chunks()
 
@@ -253,7 +221,8 @@ class PipeEndpoint(Endpoint):
                     await self._more
                 chunk = self._backlog.popleft()
                 self._backlog_bytes -= len(chunk)
-                if self._backlog_bytes < CHUNK and self._reader is not None:
+                if self._paused and self._backlog_bytes < CHUNK and self._reader is not None:
+                    self._paused = False
                     self._reader.resume_reading()
                 self._busy = True
                 yield chunk
@@ -263,36 +232,27 @@ class PipeEndpoint(Endpoint):
                 self._reader.close()
 
     def _received(self, data: bytes) -> None:
+        """A chunk read: settled here when it is nothing but answers to our requests,
+        else handed to :meth:`run` (from the first line it cannot settle on)."""
         if (
-            self._backlog
+            data.find(b'"method"') >= 0  # a request or notification (a server's usual)
+            or self._backlog
             or self._busy
             or self._partial
             or len(data) > self._max_line
             or not data.endswith(b"\n")
-            or data.find(b'"method"') >= 0  # a request or notification: run() serves it
         ):
             self._hand_over(data)
             return
-        end = data.find(b"\n")
-        if end == len(data) - 1:  # one line (nearly always): no loop, no blank-line check
-            if not self._resolve(data[:-2] if data.endswith(b"\r\n") else data[:-1]):
-                self._hand_over(data)
-            return
         start = 0
-        size = len(data)
-        while start < size:
-            end = data.index(b"\n", start)
-            line = data[start:end]
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            if line.strip() and not self._resolve(line):
+        for line in data.split(b"\n")[:-1]:  # blank lines are skipped, as run() does
+            if line.strip() and not self._resolve(line.removesuffix(b"\r")):
                 self._hand_over(data[start:])
                 return
-            start = end + 1
+            start += len(line) + 1
 
     def _resolve(self, line: bytes) -> bool:
-        """Settle the request ``line`` answers; False when it is not simply that (a blank
-        line included: run() skips it)."""
+        """Settle the request ``line`` answers; False when it is not simply that."""
         try:
             message = decode(line)
             kind = classify(message)
@@ -310,7 +270,8 @@ class PipeEndpoint(Endpoint):
         self._backlog.append(data)
         self._backlog_bytes += len(data)
         self._partial = not data.endswith(b"\n")
-        if self._backlog_bytes > 2 * CHUNK and self._reader is not None:
+        if self._backlog_bytes > 2 * CHUNK and self._reader is not None and not self._paused:
+            self._paused = True
             self._reader.pause_reading()
         self._wake()
 
@@ -347,9 +308,7 @@ class PipeEndpoint(Endpoint):
     def _exchange(self, message: Message, waiter: Waiter) -> Awaitable[bool | None]:
         """Write now and hand back the waiter's future (resolved by the reader, or True by
         :meth:`_sweep`); only a full pipe makes a coroutine of it (:meth:`_flush_or_done`)."""
-        when = min(waiter.deadline, waiter.hard_deadline)
-        if when < self._sweep_at:
-            self._watch(when)
+        self._watch(min(waiter.deadline, waiter.hard_deadline))
         # The deadline covers the write too: a peer that stopped reading must not
         # block a request forever on a full pipe.
         if self._write_now(message):
@@ -374,7 +333,7 @@ class PipeEndpoint(Endpoint):
         """Make sure a sweep runs by ``when``.  One timer for every request, moved only for
         an earlier deadline: a timer armed and cancelled per request cost about as much as
         the rest of the request's bookkeeping, and nearly every request ends long before
-        its deadline (:meth:`request` calls this only for an earlier one)."""
+        its deadline."""
         if when < self._sweep_at:
             if self._sweep_timer is not None:
                 self._sweep_timer.cancel()

@@ -75,8 +75,12 @@ def page(probe_page: Any) -> Any:
     return probe_page
 
 
+#: An App view in the chat (the sandbox proxy's frame, holding the view's own).
+KEPT_VIEW = "[data-testid=chat] [data-testid=app-view]"
+
+
 def view_of(page: Any, nth: int = 0) -> Any:
-    proxy_el = page.wait_for_selector(f"[data-testid=chat] [data-testid=app-view] >> nth={nth}")
+    proxy_el = page.wait_for_selector(f"{KEPT_VIEW} >> nth={nth}")
     return proxy_el.content_frame().wait_for_selector("iframe").content_frame()
 
 
@@ -222,4 +226,51 @@ def test_a_call_cut_off_by_a_host_restart_is_shown_interrupted(
         view.wait_for_selector("#result:has-text('cancelled: Interrupted: the host stopped')")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "interrupted-call.png"))
+        page.close()
+
+
+def test_a_kept_view_drawn_before_its_server_is_up_is_drawn_when_it_is(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A second host's page draws a kept App view while that host's server is still
+    connecting: the view is drawn once the server is up.  The race made certain: the page's
+    first try to open the view fails (the server is held back by ``PROBE_GATE``), and that
+    answer reaches the page only after the page has shown the server ready."""
+    with web_host(config(tmp_path), tmp_path) as url:
+        page = browser.new_page()
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        page.goto(url)
+        page.wait_for_selector("[data-testid='tool:probe:show_probe']", timeout=SERVER_START_MS)
+        page.fill("#chat-input", "Show me the probe.")
+        page.press("#chat-input", "Enter")
+        view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
+        page.close()
+    later = tmp_path / "later"
+    later.mkdir()
+    gate = later / "gate"
+    gated = config(later)
+    gated["mcpServers"]["probe"]["env"]["PROBE_GATE"] = str(gate)
+    env = {"MCPKIT_HOST_DATA": str(tmp_path / "host-data")}
+    with web_host(gated, later, env=env) as url:
+        page = browser.new_page()
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        first_answers: list[tuple[int, str]] = []
+
+        def answer_the_first_open_late(route: Any) -> None:
+            if first_answers:
+                route.continue_()
+                return
+            answer = route.fetch()  # the host's answer while its server is connecting
+            first_answers.append((answer.status, answer.text()))
+            gate.touch()
+            page.wait_for_selector(
+                "li.server[data-server='probe'] .state-ready", timeout=SERVER_START_MS
+            )
+            route.fulfill(response=answer)
+
+        page.route("**/api/apps/open", answer_the_first_open_late)
+        page.goto(url)
+        page.wait_for_selector(".msg.assistant:has-text('Here is')")
+        view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
+        assert first_answers[0][0] == 400 and "is connecting" in first_answers[0][1]
         page.close()

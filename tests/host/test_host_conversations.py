@@ -177,12 +177,10 @@ def test_conversations_outlive_the_host(browser: Any, folder: Path, host_url: st
         page = browser.new_page()
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
-        # The kept view reads its ui:// resource from this host's server: once the server is
-        # up, a fresh page draws it (a view drawn before that stays empty: see the note).
-        page.wait_for_selector("[data-testid='tool:probe:wait_probe']", timeout=SERVER_START_MS)
-        page.reload()
         page.wait_for_selector("li.conversation.sel:has-text('Probe day')")
         page.wait_for_selector(".msg.assistant:has-text('Waited.')")
+        # The kept view is drawn once this host's server process is up (it starts first).
+        page.wait_for_selector(KEPT_VIEW, timeout=SERVER_START_MS)
         view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
         page.close()
 
@@ -214,14 +212,12 @@ def test_a_call_cut_off_by_a_host_restart_is_shown_interrupted(
         page = browser.new_page()
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
-        # As above: the kept view is drawn by a page that finds this host's server up.
-        page.wait_for_selector("[data-testid='tool:probe:wait_probe']", timeout=SERVER_START_MS)
-        page.reload()
         card = page.wait_for_selector("[data-testid=tool-card]:has-text('wait_probe')")
         status = card.query_selector("[data-testid=call-status]")
         page.wait_for_function("s => s.textContent === 'interrupted'", arg=status)
         assert "the host stopped before this call ended" in card.inner_text()
         assert card.query_selector(".cancel-chat-call") is None
+        page.wait_for_selector(KEPT_VIEW, timeout=SERVER_START_MS)  # as above
         view = view_of(page)
         view.wait_for_selector("#result:has-text('cancelled: Interrupted: the host stopped')")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -258,11 +258,14 @@ def test_a_kept_view_drawn_before_its_server_is_up_is_drawn_when_it_is(
                 return
             answer = route.fetch()  # the host's answer while its server is connecting
             first_answers.append((answer.status, answer.text()))
-            gate.touch()
-            page.wait_for_selector(
-                "li.server[data-server='probe'] .state-ready", timeout=SERVER_START_MS
-            )
-            route.fulfill(response=answer)
+            try:  # the server comes up once the page listens to the host's events
+                page.wait_for_selector("#conn-pill:text('live')")
+                gate.touch()
+                page.wait_for_selector(
+                    "li.server[data-server='probe'] .state-ready", timeout=SERVER_START_MS
+                )
+            finally:
+                route.fulfill(response=answer)
 
         page.route("**/api/apps/open", answer_the_first_open_late)
         page.goto(url)

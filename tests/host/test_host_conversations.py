@@ -75,8 +75,12 @@ def page(probe_page: Any) -> Any:
     return probe_page
 
 
+#: An App view in the chat (the sandbox proxy's frame, holding the view's own).
+KEPT_VIEW = "[data-testid=chat] [data-testid=app-view]"
+
+
 def view_of(page: Any, nth: int = 0) -> Any:
-    proxy_el = page.wait_for_selector(f"[data-testid=chat] [data-testid=app-view] >> nth={nth}")
+    proxy_el = page.wait_for_selector(f"{KEPT_VIEW} >> nth={nth}")
     return proxy_el.content_frame().wait_for_selector("iframe").content_frame()
 
 
@@ -173,12 +177,10 @@ def test_conversations_outlive_the_host(browser: Any, folder: Path, host_url: st
         page = browser.new_page()
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
-        # The kept view reads its ui:// resource from this host's server: once the server is
-        # up, a fresh page draws it (a view drawn before that stays empty: see the note).
-        page.wait_for_selector("[data-testid='tool:probe:wait_probe']", timeout=SERVER_START_MS)
-        page.reload()
         page.wait_for_selector("li.conversation.sel:has-text('Probe day')")
         page.wait_for_selector(".msg.assistant:has-text('Waited.')")
+        # The kept view is drawn once this host's server process is up (it starts first).
+        page.wait_for_selector(KEPT_VIEW, timeout=SERVER_START_MS)
         view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
         page.close()
 
@@ -210,16 +212,64 @@ def test_a_call_cut_off_by_a_host_restart_is_shown_interrupted(
         page = browser.new_page()
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
-        # As above: the kept view is drawn by a page that finds this host's server up.
-        page.wait_for_selector("[data-testid='tool:probe:wait_probe']", timeout=SERVER_START_MS)
-        page.reload()
         card = page.wait_for_selector("[data-testid=tool-card]:has-text('wait_probe')")
         status = card.query_selector("[data-testid=call-status]")
         page.wait_for_function("s => s.textContent === 'interrupted'", arg=status)
         assert "the host stopped before this call ended" in card.inner_text()
         assert card.query_selector(".cancel-chat-call") is None
+        page.wait_for_selector(KEPT_VIEW, timeout=SERVER_START_MS)  # as above
         view = view_of(page)
         view.wait_for_selector("#result:has-text('cancelled: Interrupted: the host stopped')")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "interrupted-call.png"))
+        page.close()
+
+
+def test_a_kept_view_drawn_before_its_server_is_up_is_drawn_when_it_is(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A second host's page draws a kept App view while that host's server is still
+    connecting: the view is drawn once the server is up.  The race made certain: the page's
+    first try to open the view fails (the server is held back by ``PROBE_GATE``), and that
+    answer reaches the page only after the page has shown the server ready."""
+    with web_host(config(tmp_path), tmp_path) as url:
+        page = browser.new_page()
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        page.goto(url)
+        page.wait_for_selector("[data-testid='tool:probe:show_probe']", timeout=SERVER_START_MS)
+        page.fill("#chat-input", "Show me the probe.")
+        page.press("#chat-input", "Enter")
+        view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
+        page.close()
+    later = tmp_path / "later"
+    later.mkdir()
+    gate = later / "gate"
+    gated = config(later)
+    gated["mcpServers"]["probe"]["env"]["PROBE_GATE"] = str(gate)
+    env = {"MCPKIT_HOST_DATA": str(tmp_path / "host-data")}
+    with web_host(gated, later, env=env) as url:
+        page = browser.new_page()
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        first_answers: list[tuple[int, str]] = []
+
+        def answer_the_first_open_late(route: Any) -> None:
+            if first_answers:
+                route.continue_()
+                return
+            answer = route.fetch()  # the host's answer while its server is connecting
+            first_answers.append((answer.status, answer.text()))
+            try:  # the server comes up once the page listens to the host's events
+                page.wait_for_selector("#conn-pill:text('live')")
+                gate.touch()
+                page.wait_for_selector(
+                    "li.server[data-server='probe'] .state-ready", timeout=SERVER_START_MS
+                )
+            finally:
+                route.fulfill(response=answer)
+
+        page.route("**/api/apps/open", answer_the_first_open_late)
+        page.goto(url)
+        page.wait_for_selector(".msg.assistant:has-text('Here is')")
+        view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
+        assert first_answers[0][0] == 400 and "is connecting" in first_answers[0][1]
         page.close()

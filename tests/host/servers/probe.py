@@ -7,12 +7,14 @@
 (``#ext``; ``#ext-other`` calls a method of an extension the server does not declare); ``PROBE_CONNECT`` makes it declare ``connectDomains``.  When the host sends
 ``ui/resource-teardown`` the view calls the app-only tool ``note("teardown")`` *before* it
 answers; ``note`` appends to ``$HOST_TEST_DIR/probe.events``, so a test can see that the
-teardown reached a living view.
+teardown reached a living view.  With ``PROBE_GATE`` set, the server reads nothing (the host
+sees it connecting) until that file exists: a server that comes up when the test says.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import anyio
@@ -135,5 +137,13 @@ def view() -> str:
     return HTML
 
 
+def wait_for_gate() -> None:
+    """Until the file named by ``PROBE_GATE`` exists (at once without it)."""
+    gate = os.environ.get("PROBE_GATE")
+    while gate and not Path(gate).exists():
+        time.sleep(0.05)
+
+
 if __name__ == "__main__":
+    wait_for_gate()
     run_stdio(server)

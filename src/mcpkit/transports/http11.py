@@ -147,7 +147,8 @@ class RawResponse:
 
     def read_now(self, limit: int) -> bytes | None:
         """The whole body when it is here already, in one piece and within ``limit``
-        bytes (the usual small answer: no coroutine needed), else None (:meth:`read` it)."""
+        bytes (the usual small answer: no coroutine needed), else None (read its
+        :meth:`chunks`, or the client's ``read_body`` of it as a ``PooledAnswer``)."""
         conn = self._conn
         if conn is None or not conn.complete or len(conn.pending) != 1 or conn.buffered > limit:
             return None
@@ -158,29 +159,6 @@ class RawResponse:
             conn.transport.resume_reading()
         self._conn = None
         self._pool._release(conn)
-        return body
-
-    async def read(self, limit: int) -> bytes:
-        """The whole body; :class:`ValueError` past ``limit`` bytes: at once when its
-        ``Content-Length`` says so (the body left unread, its connection closed), else as
-        soon as the bytes read pass it."""
-        body = self.read_now(limit)
-        if body is None:
-            declared = self.header(b"content-length")
-            if declared is not None and declared.isdigit() and int(declared) > limit:
-                self.close()
-                raise ValueError(
-                    f"response larger than {limit} bytes (Content-Length {declared!r})"
-                )
-            parts = bytearray()
-            async for chunk in self.chunks():
-                parts += chunk
-                if len(parts) > limit:
-                    self.close()
-                    raise ValueError(f"response larger than {limit} bytes")
-            body = bytes(parts)
-        if len(body) > limit:
-            raise ValueError(f"response larger than {limit} bytes")
         return body
 
     def close(self) -> None:
@@ -265,7 +243,7 @@ class Http11Pool:
                 conn.used_at = now
                 if deadline is not None:
                     conn.expires, conn.timeout = now + deadline, deadline
-                    self._timed[conn] = None  # (_time(), inline: once per request)
+                    self._timed[conn] = None  # (as in _wait_slot)
                     if self._sweeper is None or self._sweeping is not loop:
                         self._start_sweeping(loop)
                 try:
@@ -307,15 +285,11 @@ class Http11Pool:
         """Until a slot is free (every connection the pool may open is in use): past
         the request's deadline the sweeper ends the wait with :class:`DeadlineExceeded`."""
         waiter = loop.create_future()
-        if deadline is not None:
-            self._time(_SlotWait(waiter, now + deadline, deadline), loop)
+        if deadline is not None:  # swept until it ends or passes its deadline
+            self._timed[_SlotWait(waiter, now + deadline, deadline)] = None
+            if self._sweeper is None or self._sweeping is not loop:
+                self._start_sweeping(loop)
         await self._slots.wait(waiter)
-
-    def _time(self, timed: Http11Connection | _SlotWait, loop: asyncio.AbstractEventLoop) -> None:
-        """Sweep ``timed`` until it ends or passes its deadline."""
-        self._timed[timed] = None
-        if self._sweeper is None or self._sweeping is not loop:
-            self._start_sweeping(loop)
 
     def _start_sweeping(self, loop: asyncio.AbstractEventLoop) -> None:
         # (A sweeper of another loop stopped with it, its requests with it.)
@@ -375,10 +349,8 @@ class Http11Pool:
             if conn.closed or now - conn.used_at > MAX_IDLE_S:
                 conn.close()
                 continue
-            conn.headers, conn.headers_done, conn.complete = [], False, False  # (reset())
-            conn.received_any = False
-            conn.head_size = 0
-            conn.timeout = 0.0
+            conn.headers, conn.headers_done, conn.complete = [], False, False
+            conn.received_any, conn.head_size, conn.timeout = False, 0, 0.0
             return conn
         return None
 

@@ -3,21 +3,15 @@ or the gateway).
 
 A modern call through a proxy needs nothing of the client stack but the wire: no
 session, no server->client requests (input comes back as an ``InputRequiredResult``,
-which passes through untouched), no resumption (closing the stream cancels).  So it
-is the shortest path of the client's own transport: built from its
-:class:`~mcpkit.transports.client_http.HttpTransport` (URL, request line, checked
-headers, pool), it goes straight onto a pooled keep-alive connection
-(:class:`~mcpkit.transports.http11.Http11Pool`) under the pool's deadline: the
-request is serialized with one ``encode``, its head built by the client's era rules
-(:func:`~mcpkit.transports.client_http_era.request_headers`) once per call shape, and
-its answer read by the client's rules (:mod:`~mcpkit.transports.client_http_wire`): a
-JSON-RPC error is a :class:`ServerError`, an HTTP error without one a
-:class:`HttpStatusError`; an SSE answer is decoded as its bytes arrive, its progress
-relayed to the front request and its log messages to the front client.  The answer-size
-cap (``limit``) holds inside the decoding: a JSON body whose ``Content-Length`` passes it
-is refused unread, an SSE line or event as soon as it passes it, and the connection is
-closed.  Anything the lane does not cover (legacy upstreams, ``https://``, a version the
-upstream refuses) takes the client path.
+which passes through untouched), no resumption (closing the stream cancels).  So it is
+the shortest path of the client's own :class:`~mcpkit.transports.client_http.HttpTransport`
+(URL, request line, checked headers, pool): one ``encode``, a head built by the client's
+era rules once per call shape, one write on a pooled keep-alive connection under the
+pool's deadline, and the answer read by the client's rules
+(:mod:`~mcpkit.transports.client_http_wire`, the answer-size cap included), an SSE
+answer's progress relayed to the front request and its log messages to the front client.
+Anything else (legacy upstreams, ``https://``, a version the upstream refuses) takes the
+client path.
 """
 
 from __future__ import annotations

@@ -190,8 +190,8 @@ class Http11Pool:
         self._slots = _Slots(max_connections)
         self._max_idle = max_idle
         self._closed = False
-        #: Requests to write at the end of the loop's current step (:meth:`_write_soon`),
-        #: and the loop that will write them (None: none held).
+        #: Requests to write at the end of the loop's current step (:meth:`_flush_writes`),
+        #: and the loop that will write them (None: none held).  One loop at a time.
         self._writes: list[tuple[Http11Connection, bytes]] = []
         self._flushing: asyncio.AbstractEventLoop | None = None
         #: Requests with a deadline (an ordered set): the connections carrying them, and
@@ -249,10 +249,13 @@ class Http11Pool:
                 try:
                     if conn.transport is None or conn.closed:
                         raise httpx.WriteError("connection closed")
-                    if free:
-                        self._write_soon(conn, data, loop)
-                    else:
+                    if not free:
                         conn.transport.write(data)
+                    else:  # held to the end of this loop step (_flush_writes)
+                        if self._flushing is not loop:  # the first of this step
+                            self._writes, self._flushing = [], loop  # (a stopped loop's go)
+                            loop.call_soon(self._flush_writes)
+                        self._writes.append((conn, data))
                     while not conn.headers_done and not conn.closed:
                         if conn.error is not None:  # (wait(), inline)
                             raise conn.error
@@ -316,22 +319,10 @@ class Http11Pool:
         if self._timed:
             self._start_sweeping(loop)
 
-    def _write_soon(
-        self, conn: Http11Connection, data: bytes, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        """Write ``data`` at the end of this step of the loop, with the other requests
-        made in it: requests that arrive together are written together, and the
-        upstream reads them in one wake-up.  A connection closed meanwhile (the request
-        was cancelled) is not written to."""
-        if self._flushing is not loop:  # the first write of this step
-            # (Writes still held for another loop are dropped: it stopped before its step
-            # ended, and its requests with it.  A pool is used from one loop at a time.)
-            self._writes = []
-            self._flushing = loop
-            loop.call_soon(self._flush_writes)
-        self._writes.append((conn, data))
-
     def _flush_writes(self) -> None:
+        """Write the requests held in this step of the loop (:meth:`request`) together:
+        the upstream reads them in one wake-up.  A connection closed meanwhile (the
+        request was cancelled) is not written to."""
         writes, self._writes, self._flushing = self._writes, [], None
         for conn, data in writes:
             if not conn.closed and conn.transport is not None:

@@ -145,7 +145,7 @@ def _wait_in_process(port: int, timeout: float = 60.0) -> None:
 def _loop_recording(base: type) -> type:
     """``base`` (a ``uvicorn.Server``) that records the event loop it serves on."""
 
-    class LoopRecordingServer(base):  # type: ignore[misc,valid-type]
+    class LoopRecordingServer(base):  # type: ignore[misc]
         bench_loop: asyncio.AbstractEventLoop | None = None
 
         async def startup(self, *args: Any, **kw: Any) -> None:

@@ -137,7 +137,8 @@ class RawResponse:
             if conn.complete:
                 break
             if conn.closed:
-                if _delimited_by_close(conn.headers):
+                framing = (b"content-length", b"transfer-encoding")
+                if not any(name.lower() in framing for name, _ in conn.headers):
                     conn.complete = True  # the body ran to EOF, as its headers announced
                     continue
                 raise httpx.RemoteProtocolError("the server closed the connection mid-response")
@@ -168,10 +169,6 @@ class RawResponse:
         if conn is not None:  # not read to the end: the connection is unusable
             conn.close()
             self._pool._release(conn)
-
-
-def _delimited_by_close(headers: list[tuple[bytes, bytes]]) -> bool:
-    return not any(name.lower() in (b"content-length", b"transfer-encoding") for name, _ in headers)
 
 
 class Http11Pool:

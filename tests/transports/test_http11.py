@@ -172,6 +172,29 @@ async def test_answer_split_across_writes_and_chunked_streaming(
     pool.close()
 
 
+async def test_an_interim_answer_is_skipped(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """A 1xx answer before the real one is not the response, and the connection stays
+    reusable after it."""
+
+    async def continue_first(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 100 Continue\r\nx-interim: 1\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.005)
+        writer.write(json_answer(body))
+        return True
+
+    upstream = await upstream_factory(continue_first)
+    pool = http11.Http11Pool()
+    for n in range(2):
+        response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
+        assert (response.status, response.header(b"x-interim")) == (200, None)
+        assert await body_of(response, 1000) == b"%d" % n
+    assert upstream.connections == 1
+    pool.close()
+
+
 async def test_body_delimited_by_close(
     upstream_factory: Callable[[Handler], Awaitable[Upstream]],
 ) -> None:

@@ -233,10 +233,19 @@ class Http11Pool:
         key = (host, port)
         try:
             for attempt in (0, 1):
-                conn = self._checkout(key, now)
+                # The freshest idle connection; one closed, or whose last request started
+                # more than MAX_IDLE_S ago (it may have been idle that long), is dropped.
+                idle = self._idle.get(key)
+                conn = idle.pop() if idle else None
+                while conn is not None and (conn.closed or now - conn.used_at > MAX_IDLE_S):
+                    conn.close()
+                    conn = idle.pop() if idle else None
                 reused = conn is not None
                 if conn is None:
                     conn = await self._connect(key, connect_timeout)
+                else:  # ready for its next response
+                    conn.headers, conn.headers_done, conn.complete = [], False, False
+                    conn.received_any, conn.head_size, conn.timeout = False, 0, 0.0
                 conn.used_at = now
                 if deadline is not None:
                     conn.expires, conn.timeout = now + deadline, deadline
@@ -324,23 +333,6 @@ class Http11Pool:
         for conn, data in writes:
             if not conn.closed and conn.transport is not None:
                 conn.transport.write(data)
-
-    def _checkout(self, key: tuple[str, int], now: float) -> Http11Connection | None:
-        """An idle connection to ``key``: one closed, or whose last request started more
-        than :data:`MAX_IDLE_S` before ``now`` (it may have been idle that long), is
-        dropped unused."""
-        idle = self._idle.get(key)
-        if not idle:
-            return None
-        while idle:
-            conn = idle.pop()
-            if conn.closed or now - conn.used_at > MAX_IDLE_S:
-                conn.close()
-                continue
-            conn.headers, conn.headers_done, conn.complete = [], False, False
-            conn.received_any, conn.head_size, conn.timeout = False, 0, 0.0
-            return conn
-        return None
 
     async def _connect(self, key: tuple[str, int], timeout: float | None) -> Http11Connection:
         host, port = key

@@ -228,8 +228,13 @@ class Http11Pool:
         free = slots.free > 0 and not slots.waiters
         if free:
             slots.free -= 1
-        else:
-            await self._wait_slot(deadline, now, loop)
+        else:  # every connection it may open is in use: wait for a slot, under the deadline
+            waiter = loop.create_future()
+            if deadline is not None:  # (the sweeper ends the wait with DeadlineExceeded)
+                self._timed[_SlotWait(waiter, now + deadline, deadline)] = None
+                if self._sweeper is None or self._sweeping is not loop:
+                    self._start_sweeping(loop)
+            await slots.wait(waiter)
         key = (host, port)
         try:
             for attempt in (0, 1):
@@ -249,7 +254,7 @@ class Http11Pool:
                 conn.used_at = now
                 if deadline is not None:
                     conn.expires, conn.timeout = now + deadline, deadline
-                    self._timed[conn] = None  # (as in _wait_slot)
+                    self._timed[conn] = None  # (swept as a wait for a slot is)
                     if self._sweeper is None or self._sweeping is not loop:
                         self._start_sweeping(loop)
                 try:
@@ -287,18 +292,6 @@ class Http11Pool:
         except BaseException:
             self._slots.release()
             raise
-
-    async def _wait_slot(
-        self, deadline: float | None, now: float, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        """Until a slot is free (every connection the pool may open is in use): past
-        the request's deadline the sweeper ends the wait with :class:`DeadlineExceeded`."""
-        waiter = loop.create_future()
-        if deadline is not None:  # swept until it ends or passes its deadline
-            self._timed[_SlotWait(waiter, now + deadline, deadline)] = None
-            if self._sweeper is None or self._sweeping is not loop:
-                self._start_sweeping(loop)
-        await self._slots.wait(waiter)
 
     def _start_sweeping(self, loop: asyncio.AbstractEventLoop) -> None:
         # (A sweeper of another loop stopped with it, its requests with it.)

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             app = GatewayApp(
                 load_config(config), HttpOptions(host_policy=HostPolicy.for_bind("127.0.0.1"))
             )
-            server = server_class()(uvicorn_config(app, "127.0.0.1", gateway_port))
+            server = _loop_recording(server_class())(uvicorn_config(app, "127.0.0.1", gateway_port))
             profile = cProfile.Profile()
             counted: dict[str, float] = {}
             driver = threading.Thread(
@@ -142,9 +142,22 @@ def _wait_in_process(port: int, timeout: float = 60.0) -> None:
             time.sleep(0.05)
 
 
+def _loop_recording(base: type) -> type:
+    """``base`` (a ``uvicorn.Server``) that records the event loop it serves on."""
+
+    class LoopRecordingServer(base):  # type: ignore[misc]
+        bench_loop: asyncio.AbstractEventLoop | None = None
+
+        async def startup(self, *args: Any, **kw: Any) -> None:
+            self.bench_loop = asyncio.get_running_loop()
+            await super().startup(*args, **kw)
+
+    return LoopRecordingServer
+
+
 def _loop_of(server: Any) -> asyncio.AbstractEventLoop:
     """The event loop uvicorn serves on (set once it started)."""
-    loop: asyncio.AbstractEventLoop | None = getattr(server, "_loop", None)
+    loop: asyncio.AbstractEventLoop | None = getattr(server, "bench_loop", None)
     if loop is None:
         raise RuntimeError("the gateway's server has no loop yet")
     return loop

@@ -19,7 +19,13 @@ import pytest
 
 from mcpkit.compose.lane import FastLane, ResultTooLarge
 from mcpkit.compose.upstream import Upstream
-from mcpkit.transports.client_base import HttpStatusError, RequestTimeoutError, ServerError
+from mcpkit.transports.client_base import (
+    ConnectError,
+    ConnectionClosedError,
+    HttpStatusError,
+    RequestTimeoutError,
+    ServerError,
+)
 from mcpkit.transports.client_http import HttpTransport
 from mcpkit.transports.http11 import Http11Pool
 from support.flood import Flood
@@ -35,8 +41,10 @@ class Recorder:
         self.answer = answer
         self.heads: list[dict[str, str]] = []
         self.bodies: list[dict[str, Any]] = []
+        self.writers: list[asyncio.StreamWriter] = []
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.writers.append(writer)
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -173,6 +181,43 @@ async def test_sse_answer_relays_progress_and_logs(upstream: Any) -> None:
     assert result == {"content": [], "ok": True}
     assert [p["progress"] for p in progress] == [1]
     assert logs == [{"level": "info", "data": "working"}]
+
+
+async def test_an_answer_the_lane_cannot_use_is_the_clients_error(upstream: Any) -> None:
+    """Read by the client's rules: an SSE answer that ends, or whose connection drops,
+    before the result is a ConnectionClosedError naming the call; a JSON answer whose
+    ``Content-Length`` passes the cap is refused unread; an upstream that is gone is a
+    ConnectError naming its URL."""
+
+    def answer(body: dict[str, Any]) -> bytes:
+        name = body["params"]["name"]
+        if name == "big":
+            return http("200 OK", "application/json", b"[" + b"1," * 600 + b"1]")
+        event = b"data: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/x"}).encode()
+        if name == "ends":
+            return http("200 OK", "text/event-stream", event + b"\n\n")
+        return (  # chunked, cut in the middle of a chunk
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n400\r\n" + event
+        )
+
+    recorder, url = await upstream(answer)
+    lane = lane_to(url, {}, timeout=5)
+    with pytest.raises(ConnectionClosedError, match="stream of tools/call before answering"):
+        await lane.request(CLIENT, "tools/call", {"name": "ends"}, {})
+    with pytest.raises(ResultTooLarge, match=r"too large \(more; at most 1000 bytes"):
+        await lane.request(CLIENT, "tools/call", {"name": "big"}, {}, limit=1000)
+    drop = asyncio.create_task(lane.request(CLIENT, "tools/call", {"name": "drops"}, {}))
+    while len(recorder.bodies) < 3:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    for writer in recorder.writers:
+        writer.close()
+    with pytest.raises(ConnectionClosedError, match="tools/call"):
+        await drop
+    gone = lane_to("http://127.0.0.1:9/mcp", {}, timeout=5)
+    with pytest.raises(ConnectError, match=r"cannot connect to http://127\.0\.0\.1:9/mcp"):
+        await gone.request(CLIENT, "tools/list", {}, {})
 
 
 def test_headers_that_cannot_be_sent_are_refused() -> None:

@@ -15,7 +15,9 @@ import httpx
 import pytest
 
 from mcpkit.transports import http11
+from mcpkit.transports.client_base import MessageTooLargeError
 from mcpkit.transports.client_http import HttpTransport
+from mcpkit.transports.client_http_wire import PooledAnswer, read_body
 
 pytestmark = pytest.mark.anyio
 
@@ -98,6 +100,14 @@ def post(port: int, body: bytes) -> bytes:
     )
 
 
+async def body_of(response: http11.RawResponse, limit: int) -> bytes:
+    """The whole body, read by the client's rules (refused past ``limit`` bytes)."""
+    try:
+        return await read_body(PooledAnswer(response, "upstream"), limit, "the test request")
+    finally:
+        response.close()
+
+
 async def test_keep_alive_connections_are_reused(
     upstream_factory: Callable[[Handler], Awaitable[Upstream]],
 ) -> None:
@@ -107,7 +117,7 @@ async def test_keep_alive_connections_are_reused(
         response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
         assert response.status == 200
         assert response.header(b"content-type") == b"application/json"
-        assert await response.read(1000) == b"%d" % n
+        assert await body_of(response, 1000) == b"%d" % n
     assert upstream.connections == 1
     pool.close()
 
@@ -125,7 +135,7 @@ async def test_concurrent_requests_each_get_their_own_answer(
 
     async def one(n: int) -> bytes:
         response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
-        return await response.read(1000)
+        return await body_of(response, 1000)
 
     answers = await asyncio.gather(*(one(n) for n in range(16)))
     assert answers == [b"%d" % n for n in range(16)]
@@ -162,6 +172,29 @@ async def test_answer_split_across_writes_and_chunked_streaming(
     pool.close()
 
 
+async def test_an_interim_answer_is_skipped(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """A 1xx answer before the real one is not the response, and the connection stays
+    reusable after it."""
+
+    async def continue_first(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 100 Continue\r\nx-interim: 1\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.005)
+        writer.write(json_answer(body))
+        return True
+
+    upstream = await upstream_factory(continue_first)
+    pool = http11.Http11Pool()
+    for n in range(2):
+        response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
+        assert (response.status, response.header(b"x-interim")) == (200, None)
+        assert await body_of(response, 1000) == b"%d" % n
+    assert upstream.connections == 1
+    pool.close()
+
+
 async def test_body_delimited_by_close(
     upstream_factory: Callable[[Handler], Awaitable[Upstream]],
 ) -> None:
@@ -173,9 +206,9 @@ async def test_body_delimited_by_close(
     upstream = await upstream_factory(close_delimited)
     pool = http11.Http11Pool()
     response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"[1,2]"))
-    assert await response.read(1000) == b"[1,2]"
+    assert await body_of(response, 1000) == b"[1,2]"
     response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"[3]"))
-    assert await response.read(1000) == b"[3]"
+    assert await body_of(response, 1000) == b"[3]"
     assert upstream.connections == 2  # never reused
     pool.close()
 
@@ -192,7 +225,7 @@ async def test_connection_closed_while_idle_is_replaced_without_error(
     pool = http11.Http11Pool()
     for n in range(3):
         response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
-        assert await response.read(1000) == b"%d" % n
+        assert await body_of(response, 1000) == b"%d" % n
         await asyncio.sleep(0.02)  # let the close arrive
     assert upstream.connections == 3
     assert len(upstream.requests) == 3  # each request reached the server exactly once
@@ -217,7 +250,7 @@ async def test_stale_connection_with_unseen_close_is_retried_once(
     upstream = await upstream_factory(drop_second)
     pool = http11.Http11Pool()
     response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"1"))
-    assert await response.read(100) == b"1"
+    assert await body_of(response, 100) == b"1"
     # the second request goes out on the reused connection, is dropped unanswered, and
     # is retried on a fresh one, which (a new connection: `first` is gone) also drops it
     with pytest.raises(httpx.RemoteProtocolError):
@@ -291,8 +324,8 @@ async def test_deadline_and_size_limit(
     upstream = await upstream_factory(stall)
     pool = http11.Http11Pool()
     response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"big"))
-    with pytest.raises(ValueError, match="larger than"):
-        await response.read(1000)
+    with pytest.raises(MessageTooLargeError, match="larger than max_message_bytes"):
+        await body_of(response, 1000)
     with pytest.raises(http11.DeadlineExceeded):
         await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"slow"), deadline=0.05)
     pool.close()
@@ -341,7 +374,7 @@ async def test_max_connections_bounds_the_connections_in_use(
 
     async def one(n: int) -> bytes:
         response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
-        return await response.read(1000)
+        return await body_of(response, 1000)
 
     first = [asyncio.create_task(one(n)) for n in range(5)]
     cancelled = asyncio.create_task(one(99))
@@ -381,9 +414,9 @@ async def test_a_wait_for_a_free_connection_ends_at_the_deadline(
     with pytest.raises(http11.DeadlineExceeded, match=r"no connection free within 0\.1s"):
         await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"2"), deadline=0.1)
     release.set()
-    assert await (await first).read(100) == b"1"
+    assert await body_of(await first, 100) == b"1"
     again = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"3"))
-    assert await again.read(100) == b"3"
+    assert await body_of(again, 100) == b"3"
     pool.close()
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from mcpkit.transports.client_base import MessageTooLargeError
 from mcpkit.transports.client_http import HttpTransport
+from mcpkit.transports.client_http_wire import PooledAnswer, read_body
 from mcpkit.transports.http11 import Http11Pool, available
 from support.flood import OPEN_RESULT, Flood
 from support.servers import ThreadServer
@@ -101,8 +102,9 @@ async def test_the_pooled_transport_refuses_a_declared_length_over_the_limit(
     request = b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}"
     with ThreadServer(flood, lifespan="off") as server:
         response = await pool.request("127.0.0.1", server.port, request)
-        with pytest.raises(ValueError, match=f"larger than {LIMIT} bytes .Content-Length"):
-            await response.read(LIMIT)
+        with pytest.raises(MessageTooLargeError, match=f"{LIMIT} bytes; its Content-Length is"):
+            await read_body(PooledAnswer(response, server.url), LIMIT, "tools/call")
+        response.close()  # (left unread: its connection closes)
         assert await anyio.to_thread.run_sync(flood.ended.wait, 30)
     pool.close()
     assert flood.abandoned == 1 and flood.sent < BOUND

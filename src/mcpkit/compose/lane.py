@@ -3,21 +3,15 @@ or the gateway).
 
 A modern call through a proxy needs nothing of the client stack but the wire: no
 session, no server->client requests (input comes back as an ``InputRequiredResult``,
-which passes through untouched), no resumption (closing the stream cancels).  So it
-is the shortest path of the client's own transport: built from its
-:class:`~mcpkit.transports.client_http.HttpTransport` (URL, request line, checked
-headers, pool), it goes straight onto a pooled keep-alive connection
-(:class:`~mcpkit.transports.http11.Http11Pool`) under the pool's deadline: the
-request is serialized with one ``encode``, its head built by the client's era rules
-(:func:`~mcpkit.transports.client_http_era.request_headers`) once per call shape, and
-its answer read by the client's rules (:mod:`~mcpkit.transports.client_http_wire`): a
-JSON-RPC error is a :class:`ServerError`, an HTTP error without one a
-:class:`HttpStatusError`; an SSE answer is decoded as its bytes arrive, its progress
-relayed to the front request and its log messages to the front client.  The answer-size
-cap (``limit``) holds inside the decoding: a JSON body whose ``Content-Length`` passes it
-is refused unread, an SSE line or event as soon as it passes it, and the connection is
-closed.  Anything the lane does not cover (legacy upstreams, ``https://``, a version the
-upstream refuses) takes the client path.
+which passes through untouched), no resumption (closing the stream cancels).  So it is
+the shortest path of the client's own :class:`~mcpkit.transports.client_http.HttpTransport`
+(URL, request line, checked headers, pool): one ``encode``, a head built by the client's
+era rules once per call shape, one write on a pooled keep-alive connection under the
+pool's deadline, and the answer read by the client's rules
+(:mod:`~mcpkit.transports.client_http_wire`, the answer-size cap included), an SSE
+answer's progress relayed to the front request and its log messages to the front client.
+Anything else (legacy upstreams, ``https://``, a version the upstream refuses) takes the
+client path.
 """
 
 from __future__ import annotations
@@ -32,20 +26,23 @@ import httpx
 
 from ..client import Client, telemetry
 from ..protocol.correlation import note_sent
-from ..protocol.sse import SseLimitError
 from ..server.mount import strip_server_info
 from ..transports.client_base import (
-    ConnectError,
     ConnectionClosedError,
+    MessageTooLargeError,
     ProtocolViolationError,
     RequestTimeoutError,
 )
 from ..transports.client_http import HttpTransport
-from ..transports.client_http_era import request_headers
+from ..transports.client_http_era import MODERN_WIRE, request_headers
 from ..transports.client_http_wire import (
+    Call,
+    PooledAnswer,
     body_answer,
-    event_message,
-    sse_events,
+    http_error,
+    is_sse,
+    read_body,
+    sse_messages,
     unwrap_answer,
 )
 from ..transports.http11 import DeadlineExceeded, RawResponse
@@ -204,52 +201,35 @@ class FastLane:
         body = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         data = self._head(method, params, headers, len(body)) + body
         try:
-            try:
-                response = await self.pool.request(
-                    self.host,
-                    self.port,
-                    data,
-                    connect_timeout=self.connect_timeout,
-                    deadline=self.timeout,
-                )
-            except httpx.ConnectError as exc:
-                raise ConnectError(f"cannot connect to {self.url} ({method}): {exc}") from None
-            except httpx.HTTPError as exc:
-                if isinstance(exc, DeadlineExceeded):
-                    raise
-                raise ConnectionClosedError(
-                    f"the connection to {self.url} failed while sending {method}: {exc}"
-                ) from None
+            response = await self.pool.request(
+                self.host,
+                self.port,
+                data,
+                connect_timeout=self.connect_timeout,
+                deadline=self.timeout,
+            )
             # Most answers are JSON that came whole with their head: read at once,
-            # without the reading coroutines (the usual exact content type needs no
-            # parsing to tell it from an SSE stream), and the connection is back in the
-            # pool already (nothing to close).
+            # without the reading coroutines, and the connection is back in the pool
+            # already (nothing to close).
             plain = response.header(b"content-type") == b"application/json"
-            whole = response.read_now(limit) if plain or not _streamed(response) else None
+            whole = response.read_now(limit) if plain else None
             if whole is not None:
                 return self._result(whole, response.status, method)
             try:
-                if _streamed(response):
-                    answer = await self._read_sse(
-                        response, method, request_id, token, progress, limit
-                    )
-                    return _without_server_info(answer)
-                try:
-                    body = await response.read(limit)
-                except ValueError:
-                    raise ResultTooLarge(method, limit) from None
-                return self._result(body, response.status, method)
-            except httpx.HTTPError as exc:
-                if isinstance(exc, DeadlineExceeded):
-                    raise
-                raise ConnectionClosedError(
-                    f"the connection to {self.url} failed while reading the answer to "
-                    f"{method}: {exc}"
-                ) from None
+                answer = PooledAnswer(response, self.url)
+                if response.status == 200 and is_sse(answer):
+                    call = Call(request_id, method, MODERN_WIRE, progress_token=token)
+                    sse = self._read_sse(answer, call, response, progress, limit)
+                    return strip_server_info(await sse)
+                return self._result(await read_body(answer, limit, method), response.status, method)
             finally:
                 response.close()
         except DeadlineExceeded:
             raise RequestTimeoutError(method, self.timeout or 0.0) from None
+        except httpx.HTTPError as exc:
+            raise http_error(exc, self.url, f"forwarding {method}", self.connect_timeout) from None
+        except MessageTooLargeError:
+            raise ResultTooLarge(method, limit) from None
 
     def _head(
         self,
@@ -292,68 +272,48 @@ class FastLane:
                 if type(result) is dict:
                     meta = result.get("_meta")
                     if meta is not None and type(meta) is dict and META_SERVER_INFO in meta:
-                        del meta[META_SERVER_INFO]  # (_without_server_info, inline)
+                        del meta[META_SERVER_INFO]  # (strip_server_info, in place: ours)
                         if not meta:
                             del result["_meta"]
                     return result
         answer = body_answer(body, status, method, f"HTTP {status} from {self.url}", relayed=True)
         if answer is None:
             raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
-        return _without_server_info(unwrap_answer(answer, method))
+        return strip_server_info(unwrap_answer(answer, method))
 
     async def _read_sse(
         self,
+        answer: PooledAnswer,
+        call: Call,
         response: RawResponse,
-        method: str,
-        request_id: int,
-        token: str | None,
         progress: ProgressRelay | None,
         limit: int,
     ) -> dict[str, Any]:
-        events = sse_events(response.chunks(), limit)
-        try:
-            async with contextlib.aclosing(events):
-                async for event in events:
-                    if not event.data.strip():
-                        continue
-                    kind, message = event_message(event.data, self.url, method)
-                    if kind in (Kind.RESULT, Kind.ERROR):
-                        if message.get("id") == request_id or kind is Kind.ERROR:
-                            return unwrap_answer(message, method)
-                        continue
-                    if kind is not Kind.NOTIFICATION:
-                        continue  # a modern server asks for input by result, not by request
+        """The answer on an SSE stream, read by the client's rules (:func:`sse_messages`);
+        the call's progress relayed to the front request (which keeps a slow call alive),
+        log messages to the front client."""
+        messages = sse_messages(answer, call, limit)
+        async with contextlib.aclosing(messages):
+            async for kind, message in messages:
+                if kind is Kind.RESULT or kind is Kind.ERROR:
+                    if message.get("id") == call.request_id or kind is Kind.ERROR:
+                        return unwrap_answer(message, call.method)
+                elif kind is Kind.NOTIFICATION:  # (a modern server asks for input by result)
                     params = jsonrpc.params_of(message)
                     if message["method"] == "notifications/progress":
-                        if progress is not None and params.get("progressToken") == token:
-                            response.extend()  # progress keeps a slow call alive
+                        if (
+                            progress is not None
+                            and params.get("progressToken") == call.progress_token
+                        ):
+                            response.extend()
                             await progress(params)
                     elif message["method"] == "notifications/message" and self.on_log is not None:
                         await self.on_log(params)
-        except SseLimitError:
-            raise ResultTooLarge(method, limit) from None
+        why = f" ({call.broken})" if call.broken else ""
         raise ConnectionClosedError(
-            f"{self.url} closed the response stream of {method} before answering; "
-            f"the request is lost (re-issue it to retry)"
+            f"{self.url} closed the response stream of {call.method} before answering{why}; "
+            "the request is lost (re-issue it to retry)"
         )
-
-
-def _without_server_info(answer: dict[str, Any]) -> dict[str, Any]:
-    """A lane answer without the upstream's server info, removed in place: it is freshly
-    decoded and nobody else's, so its ``_meta`` need not be copied
-    (``strip_server_info``)."""
-    meta = answer.get("_meta")
-    if isinstance(meta, dict) and META_SERVER_INFO in meta:
-        del meta[META_SERVER_INFO]
-        if not meta:
-            del answer["_meta"]
-    return answer
-
-
-def _streamed(response: RawResponse) -> bool:
-    """Whether the answer is an SSE stream (else a JSON body)."""
-    kind = (response.header(b"content-type") or b"").split(b";")[0].strip().lower()
-    return response.status == 200 and kind == b"text/event-stream"
 
 
 def capped(result: dict[str, Any], what: str, limit: int) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from .client_base import (
     ProgressHandler,
     ProtocolViolationError,
     ServerError,
+    TransportError,
 )
 from .client_http_era import WireEra
 
@@ -282,20 +283,25 @@ def http_errors(url: str, doing: str, connect_timeout: float) -> Iterator[None]:
     """httpx exceptions -> client errors that name the URL and what we were doing."""
     try:
         yield
-    except httpx.ConnectTimeout:
-        raise ConnectError(
-            f"cannot connect to {url} ({doing}): no answer within {connect_timeout:g}s"
-        ) from None
-    except httpx.ConnectError as exc:
-        raise ConnectError(f"cannot connect to {url} ({doing}): {exc}") from None
-    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-        raise ConnectionClosedError(
-            f"the connection to {url} failed while {doing}: {exc or type(exc).__name__}"
-        ) from None
     except httpx.HTTPError as exc:
-        raise ConnectionClosedError(
-            f"HTTP error while {doing} ({url}): {exc or type(exc).__name__}"
-        ) from None
+        raise http_error(exc, url, doing, connect_timeout) from None
+
+
+def http_error(
+    exc: httpx.HTTPError, url: str, doing: str, connect_timeout: float
+) -> TransportError:
+    """The client error for an httpx exception (the pool raises httpx's types too)."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return ConnectError(
+            f"cannot connect to {url} ({doing}): no answer within {connect_timeout:g}s"
+        )
+    if isinstance(exc, httpx.ConnectError):
+        return ConnectError(f"cannot connect to {url} ({doing}): {exc}")
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return ConnectionClosedError(
+            f"the connection to {url} failed while {doing}: {exc or type(exc).__name__}"
+        )
+    return ConnectionClosedError(f"HTTP error while {doing} ({url}): {exc or type(exc).__name__}")
 
 
 _SSL_CONTEXT: list[ssl.SSLContext] = []

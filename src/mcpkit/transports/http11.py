@@ -137,7 +137,8 @@ class RawResponse:
             if conn.complete:
                 break
             if conn.closed:
-                if _delimited_by_close(conn.headers):
+                framing = (b"content-length", b"transfer-encoding")
+                if not any(name.lower() in framing for name, _ in conn.headers):
                     conn.complete = True  # the body ran to EOF, as its headers announced
                     continue
                 raise httpx.RemoteProtocolError("the server closed the connection mid-response")
@@ -147,7 +148,8 @@ class RawResponse:
 
     def read_now(self, limit: int) -> bytes | None:
         """The whole body when it is here already, in one piece and within ``limit``
-        bytes (the usual small answer: no coroutine needed), else None (:meth:`read` it)."""
+        bytes (the usual small answer: no coroutine needed), else None (read its
+        :meth:`chunks`, or the client's ``read_body`` of it as a ``PooledAnswer``)."""
         conn = self._conn
         if conn is None or not conn.complete or len(conn.pending) != 1 or conn.buffered > limit:
             return None
@@ -160,29 +162,6 @@ class RawResponse:
         self._pool._release(conn)
         return body
 
-    async def read(self, limit: int) -> bytes:
-        """The whole body; :class:`ValueError` past ``limit`` bytes: at once when its
-        ``Content-Length`` says so (the body left unread, its connection closed), else as
-        soon as the bytes read pass it."""
-        body = self.read_now(limit)
-        if body is None:
-            declared = self.header(b"content-length")
-            if declared is not None and declared.isdigit() and int(declared) > limit:
-                self.close()
-                raise ValueError(
-                    f"response larger than {limit} bytes (Content-Length {declared!r})"
-                )
-            parts = bytearray()
-            async for chunk in self.chunks():
-                parts += chunk
-                if len(parts) > limit:
-                    self.close()
-                    raise ValueError(f"response larger than {limit} bytes")
-            body = bytes(parts)
-        if len(body) > limit:
-            raise ValueError(f"response larger than {limit} bytes")
-        return body
-
     def close(self) -> None:
         """Done with the response: a body not read to its end closes its connection.
         (Synchronous: the fast lane calls it after every answer, no coroutine needed.)"""
@@ -190,10 +169,6 @@ class RawResponse:
         if conn is not None:  # not read to the end: the connection is unusable
             conn.close()
             self._pool._release(conn)
-
-
-def _delimited_by_close(headers: list[tuple[bytes, bytes]]) -> bool:
-    return not any(name.lower() in (b"content-length", b"transfer-encoding") for name, _ in headers)
 
 
 class Http11Pool:
@@ -212,8 +187,8 @@ class Http11Pool:
         self._slots = _Slots(max_connections)
         self._max_idle = max_idle
         self._closed = False
-        #: Requests to write at the end of the loop's current step (:meth:`_write_soon`),
-        #: and the loop that will write them (None: none held).
+        #: Requests to write at the end of the loop's current step (:meth:`_flush_writes`),
+        #: and the loop that will write them (None: none held).  One loop at a time.
         self._writes: list[tuple[Http11Connection, bytes]] = []
         self._flushing: asyncio.AbstractEventLoop | None = None
         #: Requests with a deadline (an ordered set): the connections carrying them, and
@@ -253,28 +228,45 @@ class Http11Pool:
         free = slots.free > 0 and not slots.waiters
         if free:
             slots.free -= 1
-        else:
-            await self._wait_slot(deadline, now, loop)
+        else:  # every connection it may open is in use: wait for a slot, under the deadline
+            waiter = loop.create_future()
+            if deadline is not None:  # (the sweeper ends the wait with DeadlineExceeded)
+                self._timed[_SlotWait(waiter, now + deadline, deadline)] = None
+                if self._sweeper is None or self._sweeping is not loop:
+                    self._start_sweeping(loop)
+            await slots.wait(waiter)
         key = (host, port)
         try:
             for attempt in (0, 1):
-                conn = self._checkout(key, now)
+                # The freshest idle connection; one closed, or whose last request started
+                # more than MAX_IDLE_S ago (it may have been idle that long), is dropped.
+                idle = self._idle.get(key)
+                conn = idle.pop() if idle else None
+                while conn is not None and (conn.closed or now - conn.used_at > MAX_IDLE_S):
+                    conn.close()
+                    conn = idle.pop() if idle else None
                 reused = conn is not None
                 if conn is None:
                     conn = await self._connect(key, connect_timeout)
+                else:  # ready for its next response
+                    conn.headers, conn.headers_done, conn.complete = [], False, False
+                    conn.received_any, conn.head_size, conn.timeout = False, 0, 0.0
                 conn.used_at = now
                 if deadline is not None:
                     conn.expires, conn.timeout = now + deadline, deadline
-                    self._timed[conn] = None  # (_time(), inline: once per request)
+                    self._timed[conn] = None  # (swept as a wait for a slot is)
                     if self._sweeper is None or self._sweeping is not loop:
                         self._start_sweeping(loop)
                 try:
                     if conn.transport is None or conn.closed:
                         raise httpx.WriteError("connection closed")
-                    if free:
-                        self._write_soon(conn, data, loop)
-                    else:
+                    if not free:
                         conn.transport.write(data)
+                    else:  # held to the end of this loop step (_flush_writes)
+                        if self._flushing is not loop:  # the first of this step
+                            self._writes, self._flushing = [], loop  # (a stopped loop's go)
+                            loop.call_soon(self._flush_writes)
+                        self._writes.append((conn, data))
                     while not conn.headers_done and not conn.closed:
                         if conn.error is not None:  # (wait(), inline)
                             raise conn.error
@@ -301,22 +293,6 @@ class Http11Pool:
             self._slots.release()
             raise
 
-    async def _wait_slot(
-        self, deadline: float | None, now: float, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        """Until a slot is free (every connection the pool may open is in use): past
-        the request's deadline the sweeper ends the wait with :class:`DeadlineExceeded`."""
-        waiter = loop.create_future()
-        if deadline is not None:
-            self._time(_SlotWait(waiter, now + deadline, deadline), loop)
-        await self._slots.wait(waiter)
-
-    def _time(self, timed: Http11Connection | _SlotWait, loop: asyncio.AbstractEventLoop) -> None:
-        """Sweep ``timed`` until it ends or passes its deadline."""
-        self._timed[timed] = None
-        if self._sweeper is None or self._sweeping is not loop:
-            self._start_sweeping(loop)
-
     def _start_sweeping(self, loop: asyncio.AbstractEventLoop) -> None:
         # (A sweeper of another loop stopped with it, its requests with it.)
         self._timed = {c: None for c in self._timed if not c.closed}
@@ -342,45 +318,14 @@ class Http11Pool:
         if self._timed:
             self._start_sweeping(loop)
 
-    def _write_soon(
-        self, conn: Http11Connection, data: bytes, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        """Write ``data`` at the end of this step of the loop, with the other requests
-        made in it: requests that arrive together are written together, and the
-        upstream reads them in one wake-up.  A connection closed meanwhile (the request
-        was cancelled) is not written to."""
-        if self._flushing is not loop:  # the first write of this step
-            # (Writes still held for another loop are dropped: it stopped before its step
-            # ended, and its requests with it.  A pool is used from one loop at a time.)
-            self._writes = []
-            self._flushing = loop
-            loop.call_soon(self._flush_writes)
-        self._writes.append((conn, data))
-
     def _flush_writes(self) -> None:
+        """Write the requests held in this step of the loop (:meth:`request`) together:
+        the upstream reads them in one wake-up.  A connection closed meanwhile (the
+        request was cancelled) is not written to."""
         writes, self._writes, self._flushing = self._writes, [], None
         for conn, data in writes:
             if not conn.closed and conn.transport is not None:
                 conn.transport.write(data)
-
-    def _checkout(self, key: tuple[str, int], now: float) -> Http11Connection | None:
-        """An idle connection to ``key``: one closed, or whose last request started more
-        than :data:`MAX_IDLE_S` before ``now`` (it may have been idle that long), is
-        dropped unused."""
-        idle = self._idle.get(key)
-        if not idle:
-            return None
-        while idle:
-            conn = idle.pop()
-            if conn.closed or now - conn.used_at > MAX_IDLE_S:
-                conn.close()
-                continue
-            conn.headers, conn.headers_done, conn.complete = [], False, False  # (reset())
-            conn.received_any = False
-            conn.head_size = 0
-            conn.timeout = 0.0
-            return conn
-        return None
 
     async def _connect(self, key: tuple[str, int], timeout: float | None) -> Http11Connection:
         host, port = key

@@ -103,24 +103,17 @@ class Http11Connection(asyncio.Protocol):
         self.closed = True
         self._wake()
 
-    # httptools callbacks ---------------------------------------------------------
-    def reset(self) -> None:
-        """Ready for the next response (called before the request is written: the
-        previous response's flags must not answer for the next one; and as a response
-        begins, after an interim 1xx one)."""
-        self.headers = []
-        self.headers_done = False
-        self.complete = False
-
-    on_message_begin = reset  # (the same, one call less per response)
-
+    # httptools callbacks (the pool resets the flags before each request) ----------
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
-        self.headers_done = True
         # Asked now: once the message is complete the parser has reset for the next.
         self.status = self.parser.get_status_code()
+        if self.status < 200:  # an interim answer: the real one follows
+            self.headers = []
+            return
+        self.headers_done = True
         self.keep_alive = bool(self.parser.should_keep_alive())
 
     def on_body(self, body: bytes) -> None:
@@ -128,7 +121,7 @@ class Http11Connection(asyncio.Protocol):
         self.buffered += len(body)
 
     def on_message_complete(self) -> None:
-        self.complete = True
+        self.complete = self.headers_done  # (not an interim answer's end)
 
     # -----------------------------------------------------------------------------
     def _wake(self) -> None:

@@ -25,6 +25,7 @@ from scalekit import (
     external_replica,
     get,
     queue_stats,
+    record,
     runs,
     start_worker,
     wait_until,
@@ -91,8 +92,21 @@ async def test_200_tasks_two_replicas_two_workers_one_killed(
         def started_by_doomed() -> int:
             return sum(doomed.pid in runs(state, label) for label in labels)
 
-        # Mid-run: the doomed worker has finished some tasks and is running more.
-        await wait_until(lambda: started_by_doomed() >= 24, limit=120)
+        def running_on_doomed() -> set[str]:
+            """The kinds of the tasks the doomed worker runs now (started, unsettled)."""
+            return {
+                kinds[i]
+                for i, label in enumerate(labels)
+                if doomed.pid in runs(state, label)
+                and record(state, ids[i])["status"] not in TERMINAL
+            }
+
+        # Mid-run: the doomed worker has finished some tasks and runs more of both kinds
+        # (the kill must hit work of each; a task runs SECONDS, far longer than one look).
+        await wait_until(
+            lambda: started_by_doomed() >= 24 and running_on_doomed() == {"job_again", "job_once"},
+            limit=120,
+        )
         doomed.kill()
 
         async def settled(task_id: str) -> dict[str, Any]:

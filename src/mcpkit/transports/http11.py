@@ -131,9 +131,10 @@ class Http11Pool:
         if not available():
             raise RuntimeError("Http11Pool needs httptools (pip install 'mcpkit[fast]')")
         self._idle: dict[tuple[str, int], deque[Http11Connection]] = {}
-        #: The bound on connections in use: FIFO, and a slot handed to a request
-        #: cancelled as it arrives passes to the next.
-        self._slots = asyncio.Semaphore(max_connections)
+        #: The bound on connections in use: free slots, and the requests waiting for one
+        #: in arrival order (:meth:`_wait_for_slot`).
+        self._free = max_connections
+        self._waiters: deque[asyncio.Future[None]] = deque()
         self._max_idle = max_idle
         self._closed = False
         #: Requests to write at the end of the loop's current step (:meth:`_flush_writes`),
@@ -173,15 +174,11 @@ class Http11Pool:
         (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        free = not self._slots.locked()
+        free = self._free > 0 and not self._waiters
         if free:
-            await self._slots.acquire()  # (returns at once)
-        else:  # every connection it may open is in use: wait for a slot, under the deadline
-            try:
-                async with asyncio.timeout(deadline):
-                    await self._slots.acquire()
-            except TimeoutError:
-                raise DeadlineExceeded(f"no connection free within {deadline:g}s") from None
+            self._free -= 1
+        else:  # every connection it may open is in use
+            await self._wait_for_slot(loop, deadline)
         key = (host, port)
         try:
             for attempt in (0, 1):
@@ -237,8 +234,34 @@ class Http11Pool:
                 return RawResponse(self, conn)
             raise AssertionError("unreachable")  # pragma: no cover
         except BaseException:
-            self._slots.release()
+            self._release_slot()
             raise
+
+    async def _wait_for_slot(self, loop: asyncio.AbstractEventLoop, deadline: float | None) -> None:
+        """Until a releasing request hands this one its slot, in arrival order; past
+        ``deadline`` seconds :class:`DeadlineExceeded`.  A slot handed over just as the
+        wait ends (cancelled, or past its deadline) passes to the next request."""
+        waiter = loop.create_future()
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(deadline):
+                await waiter
+        except BaseException as exc:
+            if waiter.done() and not waiter.cancelled():
+                self._release_slot()
+            elif waiter in self._waiters:  # (a release may have passed it over already)
+                self._waiters.remove(waiter)
+            if isinstance(exc, TimeoutError):
+                raise DeadlineExceeded(f"no connection free within {deadline:g}s") from None
+            raise
+
+    def _release_slot(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
 
     def _start_sweeping(self, loop: asyncio.AbstractEventLoop) -> None:
         # (A sweeper of another loop stopped with it, its requests with it.)
@@ -287,7 +310,10 @@ class Http11Pool:
 
     def _release(self, conn: Http11Connection) -> None:
         self._timed.pop(conn, None)
-        self._slots.release()
+        if self._waiters:
+            self._release_slot()
+        else:  # (nobody waits, the usual case: no call)
+            self._free += 1
         if (  # (done, and reusable: kept alive, not closed, no error)
             self._closed
             or not conn.complete

@@ -98,7 +98,6 @@ _.wait_ready  # host.connection
 _.for_tool  # host.policy
 validate_request_headers  # protocol.headers: the whole check, for any caller
 TESTED_ANYIO_MAJOR  # runtime.compat: the pin pyproject is tested against
-CollectingExchange  # runtime.exchange: the in-process exchange of tests and mcpkit.testing
 _.enable_tool_search  # server.Server
 _.transform_tool
 _.remove_tool

@@ -18,7 +18,7 @@ from mcpkit.server.middleware.ratelimit import RATE_LIMITED, RateLimit, RateRule
 from mcpkit.server.middleware.size import ResponseSizeLimit
 from mcpkit.server.middleware.timeout import ToolTimeout
 from mcpkit.server.middleware.timing import Timing
-from support.inproc import call, call_error, legacy, modern, text_of
+from support.inproc import CollectingExchange, call, call_error, legacy, modern, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -268,7 +268,6 @@ async def test_rate_limit_per_tool_and_principal(era: Any) -> None:
 
 async def test_rate_limit_budgets_are_per_principal() -> None:
     server = make_server(middleware=[RateLimit("1/minute")])
-    from mcpkit.runtime.exchange import CollectingExchange
     from mcpkit.types import jsonrpc
 
     async def as_user(who: str) -> dict[str, Any]:
@@ -333,7 +332,6 @@ async def test_timing_logs_one_structured_line_per_request(
 async def test_legacy_session_methods_pass_through_the_chain() -> None:
     """initialize, ping and logging/setLevel are answered by the legacy session, inside the
     same dispatch and middleware as every other request."""
-    from mcpkit.runtime.exchange import CollectingExchange
     from mcpkit.runtime.legacy_session import LegacySession
     from mcpkit.types import jsonrpc
 
@@ -373,7 +371,6 @@ CLIENT = {"name": "t", "version": "1"}
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_response_cache_for_read_only_tools_and_resources(era: Any) -> None:
-    from mcpkit.runtime.exchange import CollectingExchange
     from mcpkit.server.middleware.cache import ResponseCache
     from mcpkit.types import jsonrpc
 

@@ -11,10 +11,10 @@ import pytest
 
 from mcpkit import Context, McpError, Server
 from mcpkit.protocol.sealing import Keyring
-from mcpkit.runtime.exchange import CollectingExchange, Exchange
+from mcpkit.runtime.exchange import Exchange
 from mcpkit.runtime.legacy_session import LegacySession
 from mcpkit.types import jsonrpc
-from support.inproc import call, call_error, legacy, modern, text_of
+from support.inproc import CollectingExchange, call, call_error, legacy, modern, text_of
 from support.schema import LEGACY, MODERN, validate_outgoing
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,8 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from mcpkit import Context, Server
-from mcpkit.runtime.exchange import CollectingExchange
 from mcpkit.server.elicitation import Accepted, Declined, elicitation_schema
-from support.inproc import call, call_error, legacy, modern, text_of
+from support.inproc import CollectingExchange, call, call_error, legacy, modern, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -10,9 +10,8 @@ import pytest
 
 from mcpkit import Context, McpError, Server
 from mcpkit.protocol.negotiation import RequestMeta
-from mcpkit.runtime.exchange import CollectingExchange
 from mcpkit.types import jsonrpc
-from support.inproc import call, call_error, legacy, modern, text_of
+from support.inproc import CollectingExchange, call, call_error, legacy, modern, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -11,11 +11,23 @@ from typing import Any
 
 from mcpkit import McpError, Server
 from mcpkit.protocol.negotiation import RequestMeta
-from mcpkit.runtime.exchange import CollectingExchange, Exchange
+from mcpkit.runtime.exchange import Exchange
 from mcpkit.types import jsonrpc
 from support.schema import LEGACY, MODERN, validate_outgoing
 
 CLIENT_INFO = {"name": "mcpkit-tests", "version": "0.0.1"}
+
+
+class CollectingExchange(Exchange):
+    """Keeps every notification a request sends, as JSON-RPC notifications."""
+
+    __slots__ = ("notifications",)
+
+    def __init__(self) -> None:
+        self.notifications: list[dict[str, Any]] = []
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.notifications.append({"jsonrpc": "2.0", "method": method, "params": params})
 
 
 def modern(capabilities: dict[str, Any] | None = None, **kw: Any) -> RequestMeta:

@@ -394,6 +394,33 @@ async def test_max_connections_bounds_the_connections_in_use(
     pool.close()
 
 
+async def test_a_waiter_cancelled_as_its_slot_is_released_leaves_no_slot_lost(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """A request cancelled while it waits for a slot, the slot released in the same step
+    (before the cancelled request runs again), ends with its cancellation, and the slot
+    serves the next request."""
+
+    async def answer(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(json_answer(body))
+        return True
+
+    upstream = await upstream_factory(answer)
+    pool = http11.Http11Pool(max_connections=1)
+    held = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"1"))
+    waiting = asyncio.create_task(
+        pool.request("127.0.0.1", upstream.port, post(upstream.port, b"2"))
+    )
+    await asyncio.sleep(0)  # its first step: it waits for the one slot
+    waiting.cancel()
+    held.close()  # the slot is released before the cancelled wait ends
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    again = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"3"))
+    assert await body_of(again, 100) == b"3"
+    pool.close()
+
+
 async def test_a_wait_for_a_free_connection_ends_at_the_deadline(
     upstream_factory: Callable[[Handler], Awaitable[Upstream]],
 ) -> None:

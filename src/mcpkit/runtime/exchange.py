@@ -40,16 +40,4 @@ class Exchange:
         return None
 
 
-class CollectingExchange(Exchange):
-    """Keeps every notification (used by in-process dispatch and tests)."""
-
-    __slots__ = ("notifications",)
-
-    def __init__(self) -> None:
-        self.notifications: list[dict[str, Any]] = []
-
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
-        self.notifications.append({"jsonrpc": "2.0", "method": method, "params": params})
-
-
 NULL_EXCHANGE = Exchange()

@@ -161,18 +161,20 @@ class Resumed(Generic[T]):
 class TaskHandle:
     """The asyncio strategy's handle: cancels the task the request runs in, natively, while
     the request is inside it; leaving takes its own cancellation back (``uncancel``) and
-    swallows it, as an anyio cancel scope swallows its own."""
+    swallows it, as an anyio cancel scope swallows its own.  ``loop``: the loop the request
+    runs on, when the starter knows it (else the running one is looked up on entry)."""
 
-    __slots__ = ("_delivered", "_inside", "cancel_called", "task")
+    __slots__ = ("_delivered", "_inside", "_loop", "cancel_called", "task")
 
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.cancel_called = False
         self.task: asyncio.Task[Any] | None = None
+        self._loop = loop
         self._inside = False
         self._delivered = False
 
     def __enter__(self) -> TaskHandle:
-        self.task = _asyncio().current_task()
+        self.task = _asyncio().current_task(self._loop)
         self._inside = True
         if self.cancel_called:  # cancelled before it began: at its first wait
             self._deliver()
@@ -198,8 +200,8 @@ class TaskHandle:
             return
         self.cancel_called = True
         task = self.task
-        if self._inside and task is _asyncio().current_task():  # cancels itself: at its next wait
-            _asyncio().get_running_loop().call_soon(self._deliver)
+        if self._inside and task is not None and task is _asyncio().current_task(task.get_loop()):
+            task.get_loop().call_soon(self._deliver)  # cancels itself: at its next wait
         else:
             self._deliver()
 
@@ -218,9 +220,8 @@ class TaskHandle:
 
 def new_handle() -> Handle:
     """A handle for a request about to run in this task (see :func:`run`)."""
-    if on_asyncio():
-        return TaskHandle()
-    return anyio.CancelScope()
+    loop = running_asyncio_loop()
+    return anyio.CancelScope() if loop is None else TaskHandle(loop)
 
 
 #: What :func:`run` gives: the outcome (finished?, value), at once or to await.
@@ -245,13 +246,14 @@ def run(
     around the rest of a request that waits (an HTTP request's watch for its client going
     away), from the start when ``suspends`` says it always waits.  Off asyncio the handle
     (an anyio cancel scope) is entered before the first step, as :class:`Resumed` asks."""
-    if suspends or not on_asyncio():
+    loop = running_asyncio_loop()
+    if suspends or loop is None:
         return _finish(coro, handle or new_handle(), watch)
     done, step = run_until_suspended(coro)
     if done:
         return True, step
     # A TaskHandle belongs to no scope stack: entering it after the first step is safe.
-    return _finish(Resumed(coro, step), handle or TaskHandle(), watch)
+    return _finish(Resumed(coro, step), handle or TaskHandle(loop), watch)
 
 
 async def _finish(rest: Awaitable[T], handle: Handle, watch: Watch | None) -> Outcome[T]:
@@ -284,22 +286,23 @@ class Runner(Protocol):
 
 def new_runner(tg: TaskGroup) -> Runner:
     """The strategy for the running event loop; failures escaping a request fail ``tg``."""
-    if on_asyncio():
-        return AsyncioRunner(tg)
-    return AnyioRunner(tg)
+    loop = running_asyncio_loop()
+    return AnyioRunner(tg) if loop is None else AsyncioRunner(tg, loop)
 
 
 class AsyncioRunner:
     """The asyncio strategy (see the module's contract)."""
 
-    def __init__(self, tg: TaskGroup) -> None:
+    def __init__(self, tg: TaskGroup, loop: asyncio.AbstractEventLoop) -> None:
         self._tg = tg
+        self._loop = loop
         #: Tasks that took over a caller's work (and may now serve a request), joined;
         #: the newest one is doing that work now.
         self._tasks: set[asyncio.Task[None]] = set()
         self._newest: asyncio.Task[None] | None = None
 
-    new_handle = staticmethod(TaskHandle)
+    def new_handle(self) -> TaskHandle:
+        return TaskHandle(self._loop)
 
     async def start(
         self, coro: Coroutine[Any, Any, None], hand_on: Callable[[], Coroutine[Any, Any, Any]]
@@ -312,7 +315,7 @@ class AsyncioRunner:
         except Exception as exc:
             self._fail(exc)
             return False
-        task = self._newest = _asyncio().get_running_loop().create_task(self._guarded(hand_on()))
+        task = self._newest = self._loop.create_task(self._guarded(hand_on()))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         try:

@@ -7,7 +7,7 @@ import base64
 import binascii
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from .server import Server
 
 Handler = Callable[[Context], Awaitable[dict[str, Any]]]
+#: A registry's entries as (name, tags, wire form), for the list handlers (consumed only
+#: when the list is built).
+Entries = Iterable[tuple[str, frozenset[str], dict[str, Any]]]
 
 
 def table(server: Server) -> dict[str, Handler]:
@@ -46,14 +49,16 @@ def table(server: Server) -> dict[str, Handler]:
 
     vis = server.visibility
 
+    def listed(ctx: Context, kind: str, cache: str, entries: Entries) -> list[dict[str, Any]]:
+        """The wire forms of ``entries`` (name, tags, wire) this request may see: the
+        server's cached list, or with a request filter the list filtered for ``ctx``."""
+        if vis.filter is None:
+            return server.cached_list(cache, lambda: [w for n, t, w in entries if vis.shown(n, t)])
+        return [w for n, t, w in entries if vis.allows(ctx, kind, n, t)]
+
     async def tools_list(ctx: Context) -> dict[str, Any]:
-        items = server.cached_list(
-            "tools", lambda: [t.wire for t in server.tools.values() if vis.shown(t.name, t.tags)]
-        )
-        if vis.filter is not None:
-            items = [
-                t.wire for t in server.tools.values() if vis.allows(ctx, "tool", t.name, t.tags)
-            ]
+        tools = server.tools.values()
+        items = listed(ctx, "tool", "tools", ((t.name, t.tags, t.wire) for t in tools))
         page = _page(server, ctx, "tools", items)
         if ctx.meta.era == "legacy" and server._task_tools:
             from .task_eras import with_task_support
@@ -112,14 +117,8 @@ def table(server: Server) -> dict[str, Handler]:
         return answer
 
     async def prompts_list(ctx: Context) -> dict[str, Any]:
-        items = server.cached_list(
-            "prompts",
-            lambda: [p.wire for p in server.prompts.values() if vis.shown(p.name, p.tags)],
-        )
-        if vis.filter is not None:
-            items = [
-                p.wire for p in server.prompts.values() if vis.allows(ctx, "prompt", p.name, p.tags)
-            ]
+        prompts = server.prompts.values()
+        items = listed(ctx, "prompt", "prompts", ((p.name, p.tags, p.wire) for p in prompts))
         return _page(server, ctx, "prompts", items)
 
     async def prompts_get(ctx: Context) -> dict[str, Any]:
@@ -151,31 +150,13 @@ def table(server: Server) -> dict[str, Handler]:
         return await with_input(server, ctx, f"prompts/get\0{name}", run)
 
     async def resources_list(ctx: Context) -> dict[str, Any]:
-        items = server.cached_list(
-            "resources",
-            lambda: [
-                r.wire for r in server.resources.values() if r.listed and vis.shown(r.uri, r.tags)
-            ],
-        )
-        if vis.filter is not None:
-            items = [
-                r.wire
-                for r in server.resources.values()
-                if r.listed and vis.allows(ctx, "resource", r.uri, r.tags)
-            ]
-        return _page(server, ctx, "resources", items)
+        listed_resources = (r for r in server.resources.values() if r.listed)
+        entries = ((r.uri, r.tags, r.wire) for r in listed_resources)
+        return _page(server, ctx, "resources", listed(ctx, "resource", "resources", entries))
 
     async def templates_list(ctx: Context) -> dict[str, Any]:
-        items = server.cached_list(
-            "templates",
-            lambda: [t.wire for t in server.templates if vis.shown(t.wire["uriTemplate"], t.tags)],
-        )
-        if vis.filter is not None:
-            items = [
-                t.wire
-                for t in server.templates
-                if vis.allows(ctx, "template", t.wire["uriTemplate"], t.tags)
-            ]
+        entries = ((t.wire["uriTemplate"], t.tags, t.wire) for t in server.templates)
+        items = listed(ctx, "template", "templates", entries)
         return _page(server, ctx, "resourceTemplates", items)
 
     async def resources_read(ctx: Context) -> dict[str, Any]:

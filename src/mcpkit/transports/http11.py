@@ -40,59 +40,6 @@ __all__ = ["DeadlineExceeded", "Http11Pool", "RawResponse", "available"]
 MAX_IDLE_S = 4.0
 
 
-class _Slots:
-    """The pool's bound on connections in use: a counter, and the requests waiting for a
-    slot in arrival order (what ``anyio.Semaphore`` does, without its cancel scope and
-    task lookups on every acquire: see :meth:`Http11Pool.request`)."""
-
-    __slots__ = ("free", "waiters")
-
-    def __init__(self, size: int) -> None:
-        self.free = size
-        self.waiters: deque[asyncio.Future[None]] = deque()
-
-    async def wait(self, waiter: asyncio.Future[None]) -> None:
-        """Until a releasing request hands this one its slot (``waiter`` done)."""
-        self.waiters.append(waiter)
-        try:
-            await waiter
-        except BaseException:
-            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
-                self.release()  # handed over as we were cancelled: pass it on
-            else:
-                self.waiters.remove(waiter)
-            raise
-
-    def release(self) -> None:
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-        self.free += 1
-
-
-class _SlotWait:
-    """A request waiting for a connection slot, as the deadline sweeper sees it (what a
-    connection carrying a request is to it: an expiry, a timeout, whether it ended, and
-    how to end it)."""
-
-    __slots__ = ("expires", "timeout", "waiter")
-
-    def __init__(self, waiter: asyncio.Future[None], expires: float, timeout: float) -> None:
-        self.waiter = waiter
-        self.expires = expires
-        self.timeout = timeout
-
-    @property
-    def closed(self) -> bool:
-        return self.waiter.done()
-
-    def expire(self) -> None:
-        error = DeadlineExceeded(f"no connection free within {self.timeout:g}s")
-        self.waiter.set_exception(error)
-
-
 class RawResponse:
     """One response off the pool: status and headers now, the body as it arrives.
 
@@ -184,17 +131,19 @@ class Http11Pool:
         if not available():
             raise RuntimeError("Http11Pool needs httptools (pip install 'mcpkit[fast]')")
         self._idle: dict[tuple[str, int], deque[Http11Connection]] = {}
-        self._slots = _Slots(max_connections)
+        #: The bound on connections in use: free slots, and the requests waiting for one
+        #: in arrival order (:meth:`_wait_for_slot`).
+        self._free = max_connections
+        self._waiters: deque[asyncio.Future[None]] = deque()
         self._max_idle = max_idle
         self._closed = False
         #: Requests to write at the end of the loop's current step (:meth:`_flush_writes`),
         #: and the loop that will write them (None: none held).  One loop at a time.
         self._writes: list[tuple[Http11Connection, bytes]] = []
         self._flushing: asyncio.AbstractEventLoop | None = None
-        #: Requests with a deadline (an ordered set): the connections carrying them, and
-        #: those waiting for a slot; swept by one timer while there are any, on the loop
-        #: it runs on.  The pool's one deadline mechanism.
-        self._timed: dict[Http11Connection | _SlotWait, None] = {}
+        #: The connections carrying requests with a deadline (an ordered set), swept by
+        #: one timer while there are any, on the loop it runs on.
+        self._timed: dict[Http11Connection, None] = {}
         self._sweeper: asyncio.TimerHandle | None = None
         self._sweeping: asyncio.AbstractEventLoop | None = None
 
@@ -218,23 +167,18 @@ class Http11Pool:
         ``deadline``: seconds the whole exchange may take, from now (a wait for a free
         connection included) to the end of its body (:meth:`RawResponse.extend` pushes
         it back); past it the connection is closed (which cancels a 2026-07-28 request)
-        and its reader raises :class:`DeadlineExceeded`.  One timer per pool checks the
-        deadlines, so a request ends up to one tick (a twentieth of its timeout, at most
-        a second) after its deadline, never before.
+        and its reader raises :class:`DeadlineExceeded` (a wait for a slot ends with it
+        too).  One timer per pool checks the deadlines of connections, so a request ends
+        up to one tick (a twentieth of its timeout, at most a second) after its deadline,
+        never before.
         (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        slots = self._slots
-        free = slots.free > 0 and not slots.waiters
+        free = self._free > 0 and not self._waiters
         if free:
-            slots.free -= 1
-        else:  # every connection it may open is in use: wait for a slot, under the deadline
-            waiter = loop.create_future()
-            if deadline is not None:  # (the sweeper ends the wait with DeadlineExceeded)
-                self._timed[_SlotWait(waiter, now + deadline, deadline)] = None
-                if self._sweeper is None or self._sweeping is not loop:
-                    self._start_sweeping(loop)
-            await slots.wait(waiter)
+            self._free -= 1
+        else:  # every connection it may open is in use
+            await self._wait_for_slot(loop, deadline)
         key = (host, port)
         try:
             for attempt in (0, 1):
@@ -254,7 +198,7 @@ class Http11Pool:
                 conn.used_at = now
                 if deadline is not None:
                     conn.expires, conn.timeout = now + deadline, deadline
-                    self._timed[conn] = None  # (swept as a wait for a slot is)
+                    self._timed[conn] = None
                     if self._sweeper is None or self._sweeping is not loop:
                         self._start_sweeping(loop)
                 try:
@@ -290,8 +234,34 @@ class Http11Pool:
                 return RawResponse(self, conn)
             raise AssertionError("unreachable")  # pragma: no cover
         except BaseException:
-            self._slots.release()
+            self._release_slot()
             raise
+
+    async def _wait_for_slot(self, loop: asyncio.AbstractEventLoop, deadline: float | None) -> None:
+        """Until a releasing request hands this one its slot, in arrival order; past
+        ``deadline`` seconds :class:`DeadlineExceeded`.  A slot handed over just as the
+        wait ends (cancelled, or past its deadline) passes to the next request."""
+        waiter = loop.create_future()
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(deadline):
+                await waiter
+        except BaseException as exc:
+            if waiter.done() and not waiter.cancelled():
+                self._release_slot()
+            elif waiter in self._waiters:  # (a release may have passed it over already)
+                self._waiters.remove(waiter)
+            if isinstance(exc, TimeoutError):
+                raise DeadlineExceeded(f"no connection free within {deadline:g}s") from None
+            raise
+
+    def _release_slot(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
 
     def _start_sweeping(self, loop: asyncio.AbstractEventLoop) -> None:
         # (A sweeper of another loop stopped with it, its requests with it.)
@@ -304,8 +274,7 @@ class Http11Pool:
         self._sweeper = loop.call_later(tick, self._sweep)
 
     def _sweep(self) -> None:
-        """End the requests that passed their deadline (a connection closed, a wait for
-        a slot failed); forget those done."""
+        """Close the connections whose requests passed their deadline; forget those done."""
         loop = self._sweeping
         assert loop is not None
         now = loop.time()
@@ -341,11 +310,10 @@ class Http11Pool:
 
     def _release(self, conn: Http11Connection) -> None:
         self._timed.pop(conn, None)
-        slots = self._slots
-        if slots.waiters:
-            slots.release()
-        else:  # (nobody waits for a slot, the usual case: release() without its call)
-            slots.free += 1
+        if self._waiters:
+            self._release_slot()
+        else:  # (nobody waits, the usual case: no call)
+            self._free += 1
         if (  # (done, and reusable: kept alive, not closed, no error)
             self._closed
             or not conn.complete

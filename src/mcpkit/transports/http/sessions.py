@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -175,7 +174,6 @@ class SessionStore:
         self._sessions: OrderedDict[str, HttpSession] = OrderedDict()
         self._last_reap = 0.0
         SESSION_HOLDERS.add(self)
-        _STORES.add(self)
 
     def live_legacy_sessions(self) -> list[LegacySession]:
         """The sessions held here (the sessions gauge reads them at collection time)."""
@@ -288,16 +286,13 @@ class NoteBus(Protocol):
     def subscribe(self, channel: str) -> AbstractAsyncContextManager[AsyncIterator[bytes]]: ...
 
 
-#: Every session store of this process (each HTTP app's), for :func:`push_to_held`.
-_STORES: weakref.WeakSet[SessionStore] = weakref.WeakSet()
-
-
 def push_to_held(session_id: str, message: dict[str, Any]) -> bool:
     """Write ``message`` on the standalone GET stream of ``session_id`` when a store of
-    this process holds that stream open; False when none does."""
+    this process holds that stream open (the stores are among the session holders);
+    False when none does."""
     chunk = encode_event(encode(message))
-    for store in list(_STORES):
-        session = store.local(session_id)
+    for store in list(SESSION_HOLDERS):
+        session = store.local(session_id) if isinstance(store, SessionStore) else None
         if session is not None and session.pushed is not None and session.pushed.push(chunk):
             return True
     return False

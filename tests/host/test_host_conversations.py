@@ -113,6 +113,19 @@ def test_the_chat_is_the_main_column_with_a_card_per_call(page: Any) -> None:
     entry.screenshot(path=str(ARTIFACTS / "app-inline.png"))
 
 
+def test_a_view_whose_frame_loads_again_is_shown_again(page: Any) -> None:
+    """The sandbox proxy's frame loads again (the browser reloads it): the page hands it a
+    fresh view URL (each loads once) and initializes the view again with its input and
+    result."""
+    proxy_el = page.wait_for_selector(
+        "[data-testid=chat] .msg.app[data-tool='probe:show_probe'] [data-testid=app-view]"
+    )
+    proxy_el.content_frame().evaluate("() => location.reload()")
+    view = view_of(page)
+    view.wait_for_selector("#result:has-text('probe ready: tea')")
+    assert view.inner_text("#input") == "topic: tea"
+
+
 def test_a_reload_restores_the_transcript_the_views_and_the_pending_question(
     page: Any,
 ) -> None:

@@ -79,8 +79,11 @@ def page(probe_page: Any) -> Any:
 KEPT_VIEW = "[data-testid=chat] [data-testid=app-view]"
 
 
-def view_of(page: Any, nth: int = 0) -> Any:
-    proxy_el = page.wait_for_selector(f"{KEPT_VIEW} >> nth={nth}")
+def view_of(page: Any, tool: str = "show_probe") -> Any:
+    """The view of the probe's ``tool`` call in the chat, found under its own call: views
+    are drawn as their opens answer, not in the transcript's order."""
+    entry = f"[data-testid=chat] .msg.app[data-tool='probe:{tool}']"
+    proxy_el = page.wait_for_selector(f"{entry} [data-testid=app-view]")
     return proxy_el.content_frame().wait_for_selector("iframe").content_frame()
 
 
@@ -110,6 +113,19 @@ def test_the_chat_is_the_main_column_with_a_card_per_call(page: Any) -> None:
     entry.screenshot(path=str(ARTIFACTS / "app-inline.png"))
 
 
+def test_a_view_whose_frame_loads_again_is_shown_again(page: Any) -> None:
+    """The sandbox proxy's frame loads again (the browser reloads it): the page hands it a
+    fresh view URL (each loads once) and initializes the view again with its input and
+    result."""
+    proxy_el = page.wait_for_selector(
+        "[data-testid=chat] .msg.app[data-tool='probe:show_probe'] [data-testid=app-view]"
+    )
+    proxy_el.content_frame().evaluate("() => location.reload()")
+    view = view_of(page)
+    view.wait_for_selector("#result:has-text('probe ready: tea')")
+    assert view.inner_text("#input") == "topic: tea"
+
+
 def test_a_reload_restores_the_transcript_the_views_and_the_pending_question(
     page: Any,
 ) -> None:
@@ -130,7 +146,7 @@ def test_a_reload_restores_the_transcript_the_views_and_the_pending_question(
     page.wait_for_selector(".dialog[data-kind='consent']:has-text('wait_probe')")  # still asked
     page.screenshot(path=str(ARTIFACTS / "reload-restores.png"))
     page.click("#approve")
-    waited = view_of(page, 1)
+    waited = view_of(page, "wait_probe")
     waited.wait_for_selector("#result:has-text('probe waited: slow')")
     page.wait_for_selector(".msg.assistant:has-text('Waited.')")
     status = cards[1].query_selector("[data-testid=call-status]")
@@ -169,19 +185,41 @@ def test_conversations_are_listed_renamed_deleted_and_kept(
 
 
 def test_conversations_outlive_the_host(browser: Any, folder: Path, host_url: str) -> None:
-    """Another host process on the same data directory shows the kept conversation."""
+    """Another host process on the same data directory shows the kept conversation, each
+    kept view under its own call and told its own result, whichever is drawn first: the
+    first view the host opens is answered to the page only once the other one is drawn."""
     other = folder / "second-run"
     other.mkdir()
     env = {"MCPKIT_HOST_DATA": str(folder / "host-data")}
     with web_host(config(other), other, env=env) as url:
         page = browser.new_page()
         page.set_default_timeout(PAGE_TIMEOUT_MS)
+        held: list[Any] = []
+
+        def answer_the_first_view_late(route: Any) -> None:
+            if held:  # one open is held (or on its way): the others go through
+                route.continue_()
+                return
+            held.append(route)
+            answer = route.fetch()
+            if answer.status != 200:  # the server is still connecting: no view yet
+                held.clear()
+                route.fulfill(response=answer)
+                return
+            try:
+                page.wait_for_selector(KEPT_VIEW, state="attached", timeout=SERVER_START_MS)
+            finally:
+                route.fulfill(response=answer)
+
+        page.route("**/api/apps/open", answer_the_first_view_late)
         page.goto(url)
         page.wait_for_selector("li.conversation.sel:has-text('Probe day')")
         page.wait_for_selector(".msg.assistant:has-text('Waited.')")
-        # The kept view is drawn once this host's server process is up (it starts first).
+        # The kept views are drawn once this host's server process is up (it starts first).
         page.wait_for_selector(KEPT_VIEW, timeout=SERVER_START_MS)
         view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
+        waited = view_of(page, "wait_probe")
+        waited.wait_for_selector("#result:has-text('probe waited: slow')")
         page.close()
 
 
@@ -218,7 +256,7 @@ def test_a_call_cut_off_by_a_host_restart_is_shown_interrupted(
         assert "the host stopped before this call ended" in card.inner_text()
         assert card.query_selector(".cancel-chat-call") is None
         page.wait_for_selector(KEPT_VIEW, timeout=SERVER_START_MS)  # as above
-        view = view_of(page)
+        view = view_of(page, "wait_probe")
         view.wait_for_selector("#result:has-text('cancelled: Interrupted: the host stopped')")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "interrupted-call.png"))

@@ -264,12 +264,8 @@ def bench_gateway(ctx: Run) -> None:
         ctx.record(f"{label} added p50 latency, c=1", OURS, why, "ms", higher=False)
         return
     s = ctx.settings
-    upstream_port, gateway_port = free_port(), free_port()
-    config = Path(ctx.workdir) / "gateway.toml"
-    config.write_text(
-        f'[[upstream]]\nname = "bench"\nurl = "http://127.0.0.1:{upstream_port}/mcp"\n'
-    )
-    procs = []
+    upstream_port = free_port()
+    procs: list[Proc] = []
     try:
         upstream = Proc(
             ctx.contenders[OURS].http_cmd("modern-json", upstream_port),
@@ -282,15 +278,7 @@ def bench_gateway(ctx: Run) -> None:
         )
         procs.append(upstream)
         wait_http(upstream_port, upstream)
-        gateway = Proc(
-            [sys.executable, "-m", "mcpkit", "gateway", str(config), "--port", str(gateway_port)],
-            s.server_cpu,
-            ctx.workdir,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        procs.append(gateway)
-        wait_http(gateway_port, gateway)
+        gateway, gateway_port = _start_gateway(ctx, "gateway", upstream_port, "", procs)
         wrk_args = ["tools/call", "modern", "echo", "-"]
         if s.warmup:
             for port in (upstream_port, gateway_port):
@@ -307,7 +295,7 @@ def bench_gateway(ctx: Run) -> None:
                         cpu[1] += upstream.cpu_s() - before[1]
                         cpu[2] += samples[port][-1].requests
             if conc == 16 and cpu[2]:
-                _record_gateway_cpu(ctx, label, conc, *cpu)
+                _record_gateway_cpu(ctx, label, conc, cpu[0], cpu[1], cpu[2])
             direct = statistics.median(r.p50_ms for r in samples[upstream_port])
             via = statistics.median(r.p50_ms for r in samples[gateway_port])
             errors = sum(r.errors for r in samples[gateway_port])
@@ -336,22 +324,8 @@ def _bench_legacy_upstream(ctx: Run, upstream: Proc, upstream_port: int, procs: 
     the fast lane), at c=16: its CPU per forwarded call against the upstream's, and its
     throughput."""
     s = ctx.settings
-    label = "gateway, legacy upstream"
-    port = free_port()
-    config = Path(ctx.workdir) / "gateway-legacy.toml"
-    config.write_text(
-        f'[[upstream]]\nname = "bench"\nurl = "http://127.0.0.1:{upstream_port}/mcp"\n'
-        'era = "legacy"\n'
-    )
-    gateway = Proc(
-        [sys.executable, "-m", "mcpkit", "gateway", str(config), "--port", str(port)],
-        s.server_cpu,
-        ctx.workdir,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    procs.append(gateway)
-    wait_http(port, gateway)
+    label = "gateway, legacy upstream:"
+    gateway, port = _start_gateway(ctx, "gateway-legacy", upstream_port, 'era = "legacy"\n', procs)
     wrk_args = ["tools/call", "modern", "echo", "-"]
     if s.warmup:
         run_wrk(port, 16, s.warmup, wrk_args, s.client_cpu)
@@ -363,25 +337,12 @@ def _bench_legacy_upstream(ctx: Run, upstream: Proc, upstream_port: int, procs: 
         gateway_s += gateway.cpu_s() - before[0]
         upstream_s += upstream.cpu_s() - before[1]
     calls = sum(r.requests for r in runs)
+    if calls:
+        ratio = f"{label} gateway CPU / upstream's CPU per call, c=16"
+        _record_gateway_cpu(ctx, label, 16, gateway_s, upstream_s, calls, ratio)
     errors = sum(r.errors for r in runs)
-    if calls and upstream_s:
-        ctx.record(
-            f"{label}: CPU per forwarded tools/call, c=16",
-            OURS,
-            gateway_s / calls * 1e6,
-            "us",
-            higher=False,
-            errors=errors,
-        )
-        ctx.record(
-            f"{label}: gateway CPU / upstream's CPU per call, c=16",
-            OURS,
-            gateway_s / upstream_s,
-            "ratio",
-            higher=False,
-        )
     ctx.record(
-        f"{label}: calls/s, c=16",
+        f"{label} calls/s, c=16",
         OURS,
         statistics.median(r.rps for r in runs),
         "req/s",
@@ -389,8 +350,36 @@ def _bench_legacy_upstream(ctx: Run, upstream: Proc, upstream_port: int, procs: 
     )
 
 
+def _start_gateway(
+    ctx: Run, name: str, upstream_port: int, extra: str, procs: list[Proc]
+) -> tuple[Proc, int]:
+    """``mcpkit gateway`` on a free port in front of the bench upstream (``extra``: more
+    ``[[upstream]]`` keys), added to ``procs`` and answering: the process and its port."""
+    port = free_port()
+    config = Path(ctx.workdir) / f"{name}.toml"
+    config.write_text(
+        f'[[upstream]]\nname = "bench"\nurl = "http://127.0.0.1:{upstream_port}/mcp"\n{extra}'
+    )
+    gateway = Proc(
+        [sys.executable, "-m", "mcpkit", "gateway", str(config), "--port", str(port)],
+        ctx.settings.server_cpu,
+        ctx.workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    procs.append(gateway)
+    wait_http(port, gateway)
+    return gateway, port
+
+
 def _record_gateway_cpu(
-    ctx: Run, label: str, conc: int, gateway_s: float, upstream_s: float, calls: float
+    ctx: Run,
+    label: str,
+    conc: int,
+    gateway_s: float,
+    upstream_s: float,
+    calls: float,
+    ratio: str = GATEWAY_CPU,
 ) -> None:
     """CPU per forwarded call of the gateway and of its upstream, read from /proc around
     the same runs: their ratio does not depend on the machine's cores or its load."""
@@ -409,4 +398,4 @@ def _record_gateway_cpu(
         higher=False,
     )
     if upstream_s:
-        ctx.record(GATEWAY_CPU, OURS, gateway_s / upstream_s, "ratio", higher=False)
+        ctx.record(ratio, OURS, gateway_s / upstream_s, "ratio", higher=False)

@@ -17,7 +17,7 @@ import pytest
 from mcpkit.transports import http11
 from mcpkit.transports.client_base import MessageTooLargeError
 from mcpkit.transports.client_http import HttpTransport
-from mcpkit.transports.client_http_wire import PooledAnswer, read_body
+from mcpkit.transports.client_http_wire import read_body
 
 pytestmark = pytest.mark.anyio
 
@@ -100,10 +100,10 @@ def post(port: int, body: bytes) -> bytes:
     )
 
 
-async def body_of(response: http11.RawResponse, limit: int) -> bytes:
+async def body_of(response: http11.PooledResponse, limit: int) -> bytes:
     """The whole body, read by the client's rules (refused past ``limit`` bytes)."""
     try:
-        return await read_body(PooledAnswer(response, "upstream"), limit, "the test request")
+        return await read_body(response, limit, "the test request")
     finally:
         response.close()
 
@@ -115,8 +115,8 @@ async def test_keep_alive_connections_are_reused(
     pool = http11.Http11Pool()
     for n in range(20):
         response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
-        assert response.status == 200
-        assert response.header(b"content-type") == b"application/json"
+        assert response.status_code == 200
+        assert response.headers.first(b"content-type") == b"application/json"
         assert await body_of(response, 1000) == b"%d" % n
     assert upstream.connections == 1
     pool.close()
@@ -165,8 +165,8 @@ async def test_answer_split_across_writes_and_chunked_streaming(
     pool = http11.Http11Pool()
     for _ in range(2):
         response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"x"))
-        assert response.header(b"content-type") == b"text/event-stream"
-        received = [chunk async for chunk in response.chunks()]
+        assert response.headers.first(b"content-type") == b"text/event-stream"
+        received = [chunk async for chunk in response.aiter_bytes()]
         assert b"".join(received) == b"data: one\n\ndata: two\n\n"
     assert upstream.connections == 1  # a chunked body read to its end: reusable
     pool.close()
@@ -189,7 +189,7 @@ async def test_an_interim_answer_is_skipped(
     pool = http11.Http11Pool()
     for n in range(2):
         response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
-        assert (response.status, response.header(b"x-interim")) == (200, None)
+        assert (response.status_code, response.headers.first(b"x-interim")) == (200, None)
         assert await body_of(response, 1000) == b"%d" % n
     assert upstream.connections == 1
     pool.close()
@@ -280,7 +280,7 @@ async def test_abandoned_response_closes_the_connection(
     upstream = await upstream_factory(endless)
     pool = http11.Http11Pool()
     response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"x"))
-    async for chunk in response.chunks():
+    async for chunk in response.aiter_bytes():
         assert chunk
         break
     response.close()  # cancelling a modern request = closing its stream

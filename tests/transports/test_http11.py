@@ -172,6 +172,37 @@ async def test_answer_split_across_writes_and_chunked_streaming(
     pool.close()
 
 
+async def test_chunks_that_arrive_while_the_reader_is_away_are_all_read(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """The reader takes the first chunk and awaits something else (a relay to the front)
+    while the rest of the body and its end arrive: the rest is still read, not dropped
+    with the connection handed back to the pool."""
+    go = asyncio.Event()
+
+    async def in_two_parts(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\nb\r\ndata: one\n\n\r\n"
+        )
+        await go.wait()
+        writer.write(b"b\r\ndata: two\n\n\r\n0\r\n\r\n")
+        return True
+
+    upstream = await upstream_factory(in_two_parts)
+    pool = http11.Http11Pool()
+    response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"x"))
+    received = []
+    async for chunk in response.aiter_bytes():
+        received.append(chunk)
+        if chunk.startswith(b"data: one"):
+            go.set()
+            while not response.complete:  # the rest and the end come while we are away
+                await asyncio.sleep(0.005)
+    assert b"".join(received) == b"data: one\n\ndata: two\n\n"
+    pool.close()
+
+
 async def test_an_interim_answer_is_skipped(
     upstream_factory: Callable[[Handler], Awaitable[Upstream]],
 ) -> None:

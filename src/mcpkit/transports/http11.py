@@ -129,25 +129,20 @@ class PooledResponse(asyncio.Protocol):
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
             self.error = httpx.RemoteProtocolError(f"invalid HTTP response: {exc}")
-            self._abort()
+            self._drop()
         if not self.headers_done:  # (counted as it arrives: httptools would keep it all)
             self.head_size += len(data)
             if self.head_size > MAX_HEAD_BYTES and self.error is None:
                 self.error = httpx.RemoteProtocolError(
                     f"the response head is larger than {MAX_HEAD_BYTES} bytes"
                 )
-                self._abort()
+                self._drop()
         if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
             self.paused = True
             self.transport.pause_reading()
         waiter = self.waiter  # (_wake, inline: once per read of the socket)
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
-
-    def eof_received(self) -> bool:
-        self.closed = True
-        self._wake()
-        return False  # let the transport close
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -182,12 +177,18 @@ class PooledResponse(asyncio.Protocol):
                     yield chunk
             elif self.complete:
                 self.pool._release(self)
+            elif self.error is not None:  # (an invalid answer, a deadline passed)
+                raise self.error
             elif self.closed:
                 if any(name.lower() in _FRAMING for name, _ in self.headers):
                     raise httpx.RemoteProtocolError("the server closed the connection mid-response")
                 self.complete = True  # the body ran to EOF, as its headers announced
-            else:
-                await self._wait()
+            else:  # until more bytes were parsed, or the connection closed
+                self.waiter = asyncio.get_running_loop().create_future()
+                try:
+                    await self.waiter
+                finally:
+                    self.waiter = None
 
     def read_now(self, limit: int) -> bytes | None:
         """The whole body when it is here already, in one piece and within ``limit``
@@ -215,7 +216,7 @@ class PooledResponse(asyncio.Protocol):
         """Done with the response: a body not read to its end closes its connection.
         (Synchronous: the fast lane calls it after every answer, no coroutine needed.)"""
         if self.leased:  # (not read to its end: the connection is unusable)
-            self._shut()
+            self._drop()
             self.pool._release(self)
 
     # -----------------------------------------------------------------------------
@@ -226,21 +227,6 @@ class PooledResponse(asyncio.Protocol):
             self.transport.resume_reading()
         return chunks
 
-    async def _wait(self) -> None:
-        """Until more bytes were parsed, or the connection closed; raises what ended it
-        early (an invalid answer, a deadline passed)."""
-        if self.error is not None:
-            raise self.error
-        if self.closed:
-            return
-        self.waiter = asyncio.get_running_loop().create_future()
-        try:
-            await self.waiter
-        finally:
-            self.waiter = None
-        if self.error is not None:
-            raise self.error
-
     def _wake(self) -> None:
         waiter = self.waiter
         if waiter is not None and not waiter.done():
@@ -250,18 +236,13 @@ class PooledResponse(asyncio.Protocol):
         """The request passed its deadline: its reader raises :class:`DeadlineExceeded`,
         and closing the connection cancels the request."""
         self.error = DeadlineExceeded(f"no answer within {timeout:g}s")
-        self._abort()
+        self._drop()
         self._wake()
 
-    def _abort(self) -> None:
+    def _drop(self) -> None:
         self.closed = True
         if self.transport is not None:
             self.transport.abort()
-
-    def _shut(self) -> None:
-        self.closed = True
-        if self.transport is not None:
-            self.transport.close()
 
 
 class _SlotWait(asyncio.Future[None]):
@@ -339,7 +320,7 @@ class Http11Pool:
                 idle = self._idle.get(key)
                 conn = idle.pop() if idle else None
                 while conn is not None and (conn.closed or now - conn.used_at > MAX_IDLE_S):
-                    conn._shut()
+                    conn._drop()
                     conn = idle.pop() if idle else None
                 reused = conn is not None
                 if conn is None:
@@ -363,7 +344,7 @@ class Http11Pool:
                             loop.call_soon(self._flush_writes)
                         self._writes.append((conn, data))
                     while not conn.headers_done and not conn.closed:
-                        if conn.error is not None:  # (_wait(), inline)
+                        if conn.error is not None:  # (as aiter_bytes waits, inline)
                             raise conn.error
                         conn.waiter = waiter = loop.create_future()
                         try:
@@ -373,10 +354,10 @@ class Http11Pool:
                     if conn.error is not None:
                         raise conn.error
                 except BaseException:
-                    conn._shut()
+                    conn._drop()
                     raise
                 if not conn.headers_done:
-                    conn._shut()
+                    conn._drop()
                     if reused and attempt == 0 and not conn.received_any:
                         continue  # closed while idle: the server never saw the request
                     raise httpx.RemoteProtocolError(
@@ -478,13 +459,13 @@ class Http11Pool:
             or conn.closed
             or conn.error is not None
         ):
-            conn._shut()
+            conn._drop()
             return
         idle = self._idle.get(conn.key)
         if idle is None:
             idle = self._idle[conn.key] = deque()
         if len(idle) >= self._max_idle:
-            conn._shut()
+            conn._drop()
             return
         idle.append(conn)
 
@@ -494,4 +475,4 @@ class Http11Pool:
         idle, self._idle = self._idle, {}
         for conns in idle.values():
             for conn in conns:
-                conn._shut()
+                conn._drop()

@@ -362,6 +362,31 @@ async def test_deadline_and_size_limit(
     pool.close()
 
 
+async def test_a_deadline_passed_while_the_reader_is_away_is_the_deadline(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """The deadline passes while the reader of a streamed body is busy elsewhere: when it
+    comes back it gets ``DeadlineExceeded``, not a dropped connection (the connection
+    was closed by the deadline, not by the server)."""
+
+    async def first_event_then_stall(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\nb\r\ndata: one\n\n\r\n"
+        )
+        return True  # back to reading: nothing more comes
+
+    upstream = await upstream_factory(first_event_then_stall)
+    pool = http11.Http11Pool()
+    data = post(upstream.port, b"x")
+    response = await pool.request("127.0.0.1", upstream.port, data, deadline=0.1)
+    with pytest.raises(http11.DeadlineExceeded, match=r"no answer within 0\.1s"):
+        async for _ in response.aiter_bytes():
+            while not response.closed:  # away until the deadline has closed it
+                await asyncio.sleep(0.01)
+    pool.close()
+
+
 async def test_refused_connection_and_garbage_answers(
     upstream_factory: Callable[[Handler], Awaitable[Upstream]],
 ) -> None:

@@ -7,11 +7,9 @@ which passes through untouched), no resumption (closing the stream cancels).  So
 the shortest path of the client's own :class:`~mcpkit.transports.client_http.HttpTransport`
 (URL, request line, checked headers, pool): one ``encode``, a head built by the client's
 era rules once per call shape, one write on a pooled keep-alive connection under the
-pool's deadline, and the answer read by the client's rules
-(:mod:`~mcpkit.transports.client_http_wire`, the answer-size cap included), an SSE
-answer's progress relayed to the front request and its log messages to the front client.
-Anything else (legacy upstreams, ``https://``, a version the upstream refuses) takes the
-client path.
+pool's deadline, and the answer read by the client's rules (the answer-size cap
+included).  Anything else (legacy upstreams, ``https://``, a version the upstream
+refuses) takes the client path.
 """
 
 from __future__ import annotations
@@ -75,16 +73,13 @@ class FastLane:
     def __init__(self, transport: HttpTransport, *, timeout: float | None) -> None:
         if transport.pool is None:
             raise ValueError(f"the fast lane needs a pooled http:// transport ({transport.url})")
-        #: The client's transport, whose rules read every answer but the plain JSON one.
+        #: The client's transport: its URL, its headers (checked when it was made), and
+        #: its rules, which read every answer but the plain JSON one.
         self.transport = transport
-        self.url = transport.url
         self.pool = transport.pool
         self.host, self.port = transport.address
         self.timeout = timeout
         self.connect_timeout = transport.connect_timeout
-        #: The headers of every request but the era's own (:func:`request_headers`): the
-        #: client's, checked when it was made.
-        self.headers = transport.headers
         self._request_line = transport.request_line + b"\r\n"
         self._ids = itertools.count(1)
         #: (version, method, name) -> the request's head up to its own headers: the same
@@ -210,7 +205,8 @@ class FastLane:
         except DeadlineExceeded:
             raise RequestTimeoutError(method, self.timeout or 0.0) from None
         except httpx.HTTPError as exc:
-            raise http_error(exc, self.url, f"forwarding {method}", self.connect_timeout) from None
+            url = self.transport.url
+            raise http_error(exc, url, f"forwarding {method}", self.connect_timeout) from None
         except MessageTooLargeError:
             raise ResultTooLarge(method, limit) from None
 
@@ -232,7 +228,7 @@ class FastLane:
         head = self._heads.get(key)
         if head is None:  # the request line and headers, kept per call shape
             message = {"method": method, "params": params}
-            lines = request_headers(message, self.headers, None, None).items()
+            lines = request_headers(message, self.transport.headers, None, None).items()
             head = self._request_line + "".join(f"{k}: {v}\r\n" for k, v in lines).encode("latin-1")
             if len(self._heads) >= _HEADS_MAX:
                 self._heads.clear()
@@ -259,9 +255,10 @@ class FastLane:
                         if not meta:
                             del result["_meta"]
                     return result
-        answer = json_answer(body, status, method, self.url, relayed=True)
+        url = self.transport.url
+        answer = json_answer(body, status, method, url, relayed=True)
         if answer is None:
-            raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
+            raise ProtocolViolationError(f"{url} answered {method} with an empty body")
         return strip_server_info(unwrap_answer(answer, method))
 
 

@@ -413,12 +413,12 @@ class Http11Pool:
         loop = self._sweeping
         assert loop is not None
         now = loop.time()
+        self._sweeper = None
         for held, (expires, timeout) in list(self._timed.items()):
             if held.closed or expires <= now:
                 del self._timed[held]
                 if not held.closed:
                     held._expire(timeout)
-        self._sweeper = None
         if self._timed:
             self._start_sweeping(loop)
 

@@ -14,7 +14,6 @@ refuses) takes the client path.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -111,35 +110,24 @@ class FastLane:
         upstream's result, or its error raised (:class:`ResultTooLarge` past ``limit``
         bytes, read no further).  In a CLIENT span when the client traces.  (A plain
         function: the coroutine it returns is the request's own.)"""
-        call = functools.partial(
-            self._request, client, method, params, meta, headers, progress, limit
-        )
-        if getattr(client.session, "traced", False):
-            session = client.session
-            key = client.transport.server_key
-            return telemetry.traced(method, params, key, session.version, None, call)
-        return call()
-
-    async def _request(
-        self,
-        client: Client,
-        method: str,
-        params: dict[str, Any],
-        meta: dict[str, Any],
-        headers: dict[str, str] | None,
-        progress: ProgressRelay | None,
-        limit: int,
-    ) -> dict[str, Any]:
+        session = client.session
+        traced = getattr(session, "traced", False)
         token = f"gw-{next(self._tokens)}" if progress is not None else None
-        own = client.session.meta(token)
-        own.update(meta)
-        if getattr(client.session, "traced", False):  # our CLIENT span parents upstream
-            own.update(telemetry.inject())
         wire = dict(params)
-        wire["_meta"] = own
+        wire["_meta"] = own = session.meta(token)
+        own.update(meta)
         request_id = next(self._ids)
-        note_sent(request_id)
-        return await self._exchange(method, request_id, wire, headers, progress, token, limit)
+
+        def send() -> Coroutine[Any, Any, dict[str, Any]]:
+            note_sent(request_id)
+            if traced:  # our CLIENT span parents upstream
+                own.update(telemetry.inject())
+            return self._exchange(method, request_id, wire, headers, progress, token, limit)
+
+        if traced:
+            key = client.transport.server_key
+            return telemetry.traced(method, params, key, session.version, None, send)
+        return send()
 
     def request_bare(
         self,

@@ -1,21 +1,17 @@
 """A pooled HTTP/1.1 client wire, parsed by httptools: the cheap upstream hop.
 
-A gateway forwards every call over a keep-alive connection to its upstream; httpx's
-default transport (httpcore) walks and probes every pooled connection per request, so
-its cost grows with the concurrency (``bench/RESULTS.md``).  :class:`Http11Pool` keeps
-keep-alive connections as asyncio protocols that feed httptools (the C parser uvicorn
-uses) as bytes arrive: a request is written with one ``send``, a response head is bounded
-as it arrives (:data:`MAX_HEAD_BYTES`), a connection is reused only after its previous
-response was read to the end, a close while idle is seen as it happens, and one idle for
-longer than servers usually keep them is dropped unused.  A request whose reused
-connection turns out closed before any byte of the answer is retried once on a fresh one
-(the server closed it idle, so it never saw the request).
+httpx's default transport walks and probes every pooled connection per request, so its
+cost grows with the concurrency (``bench/RESULTS.md``).  :class:`Http11Pool` keeps
+keep-alive connections as asyncio protocols that feed httptools as bytes arrive: a
+request is written with one ``send``, a response head is bounded as it arrives, a
+connection is reused only after its previous response was read to the end, a close while
+idle is seen as it happens, and one idle for longer than servers usually keep them is
+dropped unused.  A request whose reused connection turns out closed before any byte of
+the answer is retried once on a fresh one (the server closed it idle, so it never saw it).
 
-It is the Streamable HTTP client's pooled wire (:mod:`.client_http`, given a pool): POSTs
-to an ``http://`` URL on asyncio, their answers (:class:`PooledResponse`) read by the
-client's rules (:mod:`.client_http_wire`); the fast lane (:mod:`mcpkit.compose.lane`) is
-the same client's shortest path onto it.  Everything else (the other methods,
-``https://``, trio) goes over httpx.
+It is the Streamable HTTP client's pooled wire (:mod:`.client_http`, given a pool) for
+POSTs to an ``http://`` URL on asyncio, their answers read by the client's rules; the
+fast lane (:mod:`mcpkit.compose.lane`) is the same client's shortest path onto it.
 
 Cancellation and deadlines close the connection: in the 2026-07-28 era closing the
 response stream *is* how a client cancels a request.  asyncio only.
@@ -39,9 +35,8 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 __all__ = ["DeadlineExceeded", "Http11Pool", "PooledResponse", "ResponseHeaders", "available"]
 
-#: Connections idle for longer than this are dropped unused (servers close idle
-#: keep-alive connections after a few seconds: uvicorn after 5 s; a close we saw drops
-#: it anyway).
+#: Connections idle for longer than this are dropped unused (servers close idle ones
+#: after a few seconds: uvicorn after 5 s).
 MAX_IDLE_S = 4.0
 #: Buffered, unread response bytes above which we stop reading the socket.
 HIGH_WATER = 256 * 1024
@@ -85,15 +80,12 @@ class ResponseHeaders(list[tuple[bytes, bytes]]):
 class PooledResponse(asyncio.Protocol):
     """One keep-alive connection of the pool, and the response in flight on it.
 
-    As an asyncio protocol it feeds httptools as bytes arrive: the response's status and
-    headers, its body chunks kept unread (the socket is not read while more than
-    :data:`HIGH_WATER` bytes wait), and it wakes the one task reading.  As what
-    :meth:`Http11Pool.request` returns, it is read as httpx's responses are
-    (``status_code``, ``headers``, :meth:`aiter_bytes`: the client's reading rules take
-    either), or at once (:meth:`read_now`).  Read to its end (or by :meth:`read_now`),
-    the connection is back in the pool and its holder must not touch it again;
-    :meth:`close` before that closes the connection (which is also how a 2026-07-28
-    request is cancelled)."""
+    An asyncio protocol feeding httptools (the socket is not read while more than
+    :data:`HIGH_WATER` bytes wait unread), it wakes the one task reading.  It is read as
+    httpx's responses are (``status_code``, ``headers``, :meth:`aiter_bytes`), or at once
+    (:meth:`read_now`).  Read to its end, the connection is back in the pool and its
+    holder must not touch it again; :meth:`close` before that closes the connection
+    (which is also how a 2026-07-28 request is cancelled)."""
 
     def __init__(self, pool: Http11Pool, key: tuple[str, int]) -> None:
         self.pool = pool

@@ -205,8 +205,8 @@ class PooledResponse(asyncio.Protocol):
             timed[self] = (asyncio.get_running_loop().time() + deadline[1], deadline[1])
 
     def close(self) -> None:
-        """Done with the response: a body not read to its end closes its connection.
-        (Synchronous: the fast lane calls it after every answer, no coroutine needed.)"""
+        """Done with the response: a body not read to its end closes its connection;
+        after the end it does nothing.  (Synchronous: no coroutine needed.)"""
         if self.leased:  # (not read to its end: the connection is unusable)
             self._drop()
             self.pool._release(self)

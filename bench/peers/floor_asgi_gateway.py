@@ -17,7 +17,7 @@ from typing import Any
 
 import uvicorn
 
-from mcpkit.transports.client_http_wire import PooledAnswer, read_body
+from mcpkit.transports.client_http_wire import read_body
 from mcpkit.transports.http.asgi import read_body_now
 from mcpkit.transports.http11 import Http11Pool
 
@@ -44,7 +44,7 @@ class Floor:
         response = await self.pool.request("127.0.0.1", self.upstream_port, data)
         answer = response.read_now(1 << 24)  # (the usual: here whole with its head)
         if answer is None:
-            answer = await read_body(PooledAnswer(response, "upstream"), 1 << 24, "the call")
+            answer = await read_body(response, 1 << 24, "the call")
         length = [(b"content-length", str(len(answer)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": _JSON + length})
         await send({"type": "http.response.body", "body": answer})

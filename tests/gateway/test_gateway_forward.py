@@ -170,13 +170,18 @@ async def test_sse_answer_relays_progress_and_logs(upstream: Any) -> None:
     logs: list[dict[str, Any]] = []
     progress: list[dict[str, Any]] = []
 
-    async def on_log(params: dict[str, Any]) -> None:
-        logs.append(params)
+    async def no_requests(message: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError(f"a modern server sent a request: {message}")
+
+    async def on_notification(message: dict[str, Any]) -> None:  # (the client's: on_log)
+        if message["method"] == "notifications/message":
+            logs.append(message["params"])
 
     async def on_progress(params: dict[str, Any]) -> None:
         progress.append(params)
 
-    lane = lane_to(url, {}, timeout=5, on_log=on_log)
+    lane = lane_to(url, {}, timeout=5)
+    lane.transport.set_handlers(no_requests, on_notification)
     result = await lane.request(CLIENT, "tools/call", {"name": "slow"}, {}, progress=on_progress)
     assert result == {"content": [], "ok": True}
     assert [p["progress"] for p in progress] == [1]

@@ -17,7 +17,7 @@ import pytest
 from mcpkit.transports import http11
 from mcpkit.transports.client_base import MessageTooLargeError
 from mcpkit.transports.client_http import HttpTransport
-from mcpkit.transports.client_http_wire import PooledAnswer, read_body
+from mcpkit.transports.client_http_wire import read_body
 
 pytestmark = pytest.mark.anyio
 
@@ -100,10 +100,10 @@ def post(port: int, body: bytes) -> bytes:
     )
 
 
-async def body_of(response: http11.RawResponse, limit: int) -> bytes:
+async def body_of(response: http11.PooledResponse, limit: int) -> bytes:
     """The whole body, read by the client's rules (refused past ``limit`` bytes)."""
     try:
-        return await read_body(PooledAnswer(response, "upstream"), limit, "the test request")
+        return await read_body(response, limit, "the test request")
     finally:
         response.close()
 
@@ -115,8 +115,8 @@ async def test_keep_alive_connections_are_reused(
     pool = http11.Http11Pool()
     for n in range(20):
         response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
-        assert response.status == 200
-        assert response.header(b"content-type") == b"application/json"
+        assert response.status_code == 200
+        assert response.headers.first(b"content-type") == b"application/json"
         assert await body_of(response, 1000) == b"%d" % n
     assert upstream.connections == 1
     pool.close()
@@ -165,10 +165,41 @@ async def test_answer_split_across_writes_and_chunked_streaming(
     pool = http11.Http11Pool()
     for _ in range(2):
         response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"x"))
-        assert response.header(b"content-type") == b"text/event-stream"
-        received = [chunk async for chunk in response.chunks()]
+        assert response.headers.first(b"content-type") == b"text/event-stream"
+        received = [chunk async for chunk in response.aiter_bytes()]
         assert b"".join(received) == b"data: one\n\ndata: two\n\n"
     assert upstream.connections == 1  # a chunked body read to its end: reusable
+    pool.close()
+
+
+async def test_chunks_that_arrive_while_the_reader_is_away_are_all_read(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """The reader takes the first chunk and awaits something else (a relay to the front)
+    while the rest of the body and its end arrive: the rest is still read, not dropped
+    with the connection handed back to the pool."""
+    go = asyncio.Event()
+
+    async def in_two_parts(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\nb\r\ndata: one\n\n\r\n"
+        )
+        await go.wait()
+        writer.write(b"b\r\ndata: two\n\n\r\n0\r\n\r\n")
+        return True
+
+    upstream = await upstream_factory(in_two_parts)
+    pool = http11.Http11Pool()
+    response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"x"))
+    received = []
+    async for chunk in response.aiter_bytes():
+        received.append(chunk)
+        if chunk.startswith(b"data: one"):
+            go.set()
+            while not response.complete:  # the rest and the end come while we are away
+                await asyncio.sleep(0.005)
+    assert b"".join(received) == b"data: one\n\ndata: two\n\n"
     pool.close()
 
 
@@ -189,7 +220,7 @@ async def test_an_interim_answer_is_skipped(
     pool = http11.Http11Pool()
     for n in range(2):
         response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"%d" % n))
-        assert (response.status, response.header(b"x-interim")) == (200, None)
+        assert (response.status_code, response.headers.first(b"x-interim")) == (200, None)
         assert await body_of(response, 1000) == b"%d" % n
     assert upstream.connections == 1
     pool.close()
@@ -280,7 +311,7 @@ async def test_abandoned_response_closes_the_connection(
     upstream = await upstream_factory(endless)
     pool = http11.Http11Pool()
     response = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"x"))
-    async for chunk in response.chunks():
+    async for chunk in response.aiter_bytes():
         assert chunk
         break
     response.close()  # cancelling a modern request = closing its stream
@@ -328,6 +359,31 @@ async def test_deadline_and_size_limit(
         await body_of(response, 1000)
     with pytest.raises(http11.DeadlineExceeded):
         await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"slow"), deadline=0.05)
+    pool.close()
+
+
+async def test_a_deadline_passed_while_the_reader_is_away_is_the_deadline(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """The deadline passes while the reader of a streamed body is busy elsewhere: when it
+    comes back it gets ``DeadlineExceeded``, not a dropped connection (the connection
+    was closed by the deadline, not by the server)."""
+
+    async def first_event_then_stall(body: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\nb\r\ndata: one\n\n\r\n"
+        )
+        return True  # back to reading: nothing more comes
+
+    upstream = await upstream_factory(first_event_then_stall)
+    pool = http11.Http11Pool()
+    data = post(upstream.port, b"x")
+    response = await pool.request("127.0.0.1", upstream.port, data, deadline=0.1)
+    with pytest.raises(http11.DeadlineExceeded, match=r"no answer within 0\.1s"):
+        async for _ in response.aiter_bytes():
+            while not response.closed:  # away until the deadline has closed it
+                await asyncio.sleep(0.01)
     pool.close()
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from mcpkit.transports.client_base import MessageTooLargeError
 from mcpkit.transports.client_http import HttpTransport
-from mcpkit.transports.client_http_wire import PooledAnswer, read_body
+from mcpkit.transports.client_http_wire import read_body
 from mcpkit.transports.http11 import Http11Pool, available
 from support.flood import OPEN_RESULT, Flood
 from support.servers import ThreadServer
@@ -103,7 +103,7 @@ async def test_the_pooled_transport_refuses_a_declared_length_over_the_limit(
     with ThreadServer(flood, lifespan="off") as server:
         response = await pool.request("127.0.0.1", server.port, request)
         with pytest.raises(MessageTooLargeError, match=f"{LIMIT} bytes; its Content-Length is"):
-            await read_body(PooledAnswer(response, server.url), LIMIT, "tools/call")
+            await read_body(response, LIMIT, "tools/call")
         response.close()  # (left unread: its connection closes)
         assert await anyio.to_thread.run_sync(flood.ended.wait, 30)
     pool.close()

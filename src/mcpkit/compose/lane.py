@@ -7,17 +7,13 @@ which passes through untouched), no resumption (closing the stream cancels).  So
 the shortest path of the client's own :class:`~mcpkit.transports.client_http.HttpTransport`
 (URL, request line, checked headers, pool): one ``encode``, a head built by the client's
 era rules once per call shape, one write on a pooled keep-alive connection under the
-pool's deadline, and the answer read by the client's rules
-(:mod:`~mcpkit.transports.client_http_wire`, the answer-size cap included), an SSE
-answer's progress relayed to the front request and its log messages to the front client.
-Anything else (legacy upstreams, ``https://``, a version the upstream refuses) takes the
-client path.
+pool's deadline, and the answer read by the client's rules (the answer-size cap
+included).  Anything else (legacy upstreams, ``https://``, a version the upstream
+refuses) takes the client path.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import itertools
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -26,36 +22,21 @@ import httpx
 
 from ..client import Client, telemetry
 from ..protocol.correlation import note_sent
+from ..runtime.runner import on_asyncio
 from ..server.mount import strip_server_info
 from ..transports.client_base import (
-    ConnectionClosedError,
     MessageTooLargeError,
     ProtocolViolationError,
     RequestTimeoutError,
 )
 from ..transports.client_http import HttpTransport
 from ..transports.client_http_era import MODERN_WIRE, request_headers
-from ..transports.client_http_wire import (
-    Call,
-    PooledAnswer,
-    body_answer,
-    http_error,
-    is_sse,
-    read_body,
-    sse_messages,
-    unwrap_answer,
-)
-from ..transports.http11 import DeadlineExceeded, RawResponse
-from ..types import jsonrpc
+from ..transports.client_http_wire import Call, http_error, json_answer, stream_lost, unwrap_answer
+from ..transports.http11 import DeadlineExceeded, PooledResponse
 from ..types.codec import DecodeError, decode_relayed, encode
 from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError
-from ..types.jsonrpc import Kind
 from ..types.methods import METHODS
-from ..types.versions import (
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
-    META_SERVER_INFO,
-)
+from ..types.versions import META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO
 
 if TYPE_CHECKING:
     from .bridge import FrontCall
@@ -68,7 +49,6 @@ _HEADS_MAX = 1024
 #: Method -> its ``Mcp-Name`` member (``types.methods.name_param``, as one lookup).
 _NAME_PARAMS = {method: spec.name_param for method, spec in METHODS.items()}
 ProgressRelay = Callable[[dict[str, Any]], Awaitable[None]]
-LogRelay = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ResultTooLarge(McpError):
@@ -89,20 +69,16 @@ class ResultTooLarge(McpError):
 class FastLane:
     """Modern requests to one ``http://`` upstream URL over a shared pool."""
 
-    def __init__(
-        self, transport: HttpTransport, *, timeout: float | None, on_log: LogRelay | None = None
-    ) -> None:
+    def __init__(self, transport: HttpTransport, *, timeout: float | None) -> None:
         if transport.pool is None:
             raise ValueError(f"the fast lane needs a pooled http:// transport ({transport.url})")
-        self.url = transport.url
+        #: The client's transport: its URL, its headers (checked when it was made), and
+        #: its rules, which read every answer but the plain JSON one.
+        self.transport = transport
         self.pool = transport.pool
         self.host, self.port = transport.address
         self.timeout = timeout
         self.connect_timeout = transport.connect_timeout
-        self.on_log = on_log
-        #: The headers of every request but the era's own (:func:`request_headers`): the
-        #: client's, checked when it was made.
-        self.headers = transport.headers
         self._request_line = transport.request_line + b"\r\n"
         self._ids = itertools.count(1)
         #: (version, method, name) -> the request's head up to its own headers: the same
@@ -111,15 +87,13 @@ class FastLane:
         self._tokens = itertools.count(1)
 
     @classmethod
-    def of(
-        cls, transport: HttpTransport, timeout: float | None, on_log: LogRelay
-    ) -> FastLane | None:
+    def of(cls, transport: HttpTransport, timeout: float | None) -> FastLane | None:
         """The lane beside a client's HTTP ``transport`` (its URL, headers, pool), or None
         when it has no pool or the pool cannot run here (trio): then every call takes
         the client's wire."""
-        if transport.pool is None or not transport.pool.runs_here():
+        if transport.pool is None or not on_asyncio():
             return None
-        return cls(transport, timeout=timeout, on_log=on_log)
+        return cls(transport, timeout=timeout)
 
     def request(
         self,
@@ -136,35 +110,24 @@ class FastLane:
         upstream's result, or its error raised (:class:`ResultTooLarge` past ``limit``
         bytes, read no further).  In a CLIENT span when the client traces.  (A plain
         function: the coroutine it returns is the request's own.)"""
-        call = functools.partial(
-            self._request, client, method, params, meta, headers, progress, limit
-        )
-        if getattr(client.session, "traced", False):
-            session = client.session
-            key = client.transport.server_key
-            return telemetry.traced(method, params, key, session.version, None, call)
-        return call()
-
-    async def _request(
-        self,
-        client: Client,
-        method: str,
-        params: dict[str, Any],
-        meta: dict[str, Any],
-        headers: dict[str, str] | None,
-        progress: ProgressRelay | None,
-        limit: int,
-    ) -> dict[str, Any]:
+        session = client.session
+        traced = getattr(session, "traced", False)
         token = f"gw-{next(self._tokens)}" if progress is not None else None
-        own = client.session.meta(token)
-        own.update(meta)
-        if getattr(client.session, "traced", False):  # our CLIENT span parents upstream
-            own.update(telemetry.inject())
         wire = dict(params)
-        wire["_meta"] = own
+        wire["_meta"] = own = session.meta(token)
+        own.update(meta)
         request_id = next(self._ids)
-        note_sent(request_id)
-        return await self._exchange(method, request_id, wire, headers, progress, token, limit)
+
+        def send() -> Coroutine[Any, Any, dict[str, Any]]:
+            note_sent(request_id)
+            if traced:  # our CLIENT span parents upstream
+                own.update(telemetry.inject())
+            return self._exchange(method, request_id, wire, headers, progress, token, limit)
+
+        if traced:
+            key = client.transport.server_key
+            return telemetry.traced(method, params, key, session.version, None, send)
+        return send()
 
     def request_bare(
         self,
@@ -211,23 +174,27 @@ class FastLane:
             # Most answers are JSON that came whole with their head: read at once,
             # without the reading coroutines, and the connection is back in the pool
             # already (nothing to close).
-            plain = response.header(b"content-type") == b"application/json"
+            plain = response.headers.first(b"content-type") == b"application/json"
             whole = response.read_now(limit) if plain else None
             if whole is not None:
-                return self._result(whole, response.status, method)
+                return self._result(whole, response.status_code, method)
+            # Anything else as the client reads it: an SSE answer's progress is relayed to
+            # the front request (and keeps a slow call alive), its log messages go to the
+            # front client (the client's own relay).
+            relay = _extending(response, progress) if progress is not None else None
+            call = Call(request_id, method, MODERN_WIRE, progress_token=token, on_progress=relay)
             try:
-                answer = PooledAnswer(response, self.url)
-                if response.status == 200 and is_sse(answer):
-                    call = Call(request_id, method, MODERN_WIRE, progress_token=token)
-                    sse = self._read_sse(answer, call, response, progress, limit)
-                    return strip_server_info(await sse)
-                return self._result(await read_body(answer, limit, method), response.status, method)
+                answer = await self.transport.read_answer(response, call, limit, relayed=True)
             finally:
                 response.close()
+            if answer is None:
+                raise stream_lost(call)
+            return strip_server_info(unwrap_answer(answer, method))
         except DeadlineExceeded:
             raise RequestTimeoutError(method, self.timeout or 0.0) from None
         except httpx.HTTPError as exc:
-            raise http_error(exc, self.url, f"forwarding {method}", self.connect_timeout) from None
+            url = self.transport.url
+            raise http_error(exc, url, f"forwarding {method}", self.connect_timeout) from None
         except MessageTooLargeError:
             raise ResultTooLarge(method, limit) from None
 
@@ -249,7 +216,7 @@ class FastLane:
         head = self._heads.get(key)
         if head is None:  # the request line and headers, kept per call shape
             message = {"method": method, "params": params}
-            lines = request_headers(message, self.headers, None, None).items()
+            lines = request_headers(message, self.transport.headers, None, None).items()
             head = self._request_line + "".join(f"{k}: {v}\r\n" for k, v in lines).encode("latin-1")
             if len(self._heads) >= _HEADS_MAX:
                 self._heads.clear()
@@ -261,7 +228,7 @@ class FastLane:
     def _result(self, body: bytes, status: int, method: str) -> dict[str, Any]:
         """The result in a JSON answer's ``body`` without the upstream's server info, or
         its error raised.  (A 200 answer holding a result is read at once; anything else
-        as the client reads it, :func:`body_answer`.)"""
+        as the client reads it, :func:`json_answer`.)"""
         if status == 200:
             try:
                 message = decode_relayed(body)
@@ -276,44 +243,21 @@ class FastLane:
                         if not meta:
                             del result["_meta"]
                     return result
-        answer = body_answer(body, status, method, f"HTTP {status} from {self.url}", relayed=True)
+        url = self.transport.url
+        answer = json_answer(body, status, method, url, relayed=True)
         if answer is None:
-            raise ProtocolViolationError(f"{self.url} answered {method} with an empty body")
+            raise ProtocolViolationError(f"{url} answered {method} with an empty body")
         return strip_server_info(unwrap_answer(answer, method))
 
-    async def _read_sse(
-        self,
-        answer: PooledAnswer,
-        call: Call,
-        response: RawResponse,
-        progress: ProgressRelay | None,
-        limit: int,
-    ) -> dict[str, Any]:
-        """The answer on an SSE stream, read by the client's rules (:func:`sse_messages`);
-        the call's progress relayed to the front request (which keeps a slow call alive),
-        log messages to the front client."""
-        messages = sse_messages(answer, call, limit)
-        async with contextlib.aclosing(messages):
-            async for kind, message in messages:
-                if kind is Kind.RESULT or kind is Kind.ERROR:
-                    if message.get("id") == call.request_id or kind is Kind.ERROR:
-                        return unwrap_answer(message, call.method)
-                elif kind is Kind.NOTIFICATION:  # (a modern server asks for input by result)
-                    params = jsonrpc.params_of(message)
-                    if message["method"] == "notifications/progress":
-                        if (
-                            progress is not None
-                            and params.get("progressToken") == call.progress_token
-                        ):
-                            response.extend()
-                            await progress(params)
-                    elif message["method"] == "notifications/message" and self.on_log is not None:
-                        await self.on_log(params)
-        why = f" ({call.broken})" if call.broken else ""
-        raise ConnectionClosedError(
-            f"{self.url} closed the response stream of {call.method} before answering{why}; "
-            "the request is lost (re-issue it to retry)"
-        )
+
+def _extending(response: PooledResponse, progress: ProgressRelay) -> ProgressRelay:
+    """``progress``, each notification also pushing back the exchange's deadline."""
+
+    async def relay(params: dict[str, Any]) -> None:
+        response.extend()
+        await progress(params)
+
+    return relay
 
 
 def capped(result: dict[str, Any], what: str, limit: int) -> dict[str, Any]:

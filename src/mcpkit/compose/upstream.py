@@ -241,7 +241,7 @@ class Upstream:
             transport = HttpTransport(
                 self.url, headers=kwargs.pop("headers", None), pool=self._pool
             )
-            self.lane = FastLane.of(transport, self.timeout, self.fronts.log)
+            self.lane = FastLane.of(transport, self.timeout)
             target = transport
         return Client(target, on_notification=self._notified, **self.fronts.callbacks(), **kwargs)
 

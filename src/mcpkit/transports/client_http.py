@@ -43,6 +43,7 @@ import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
 from ..protocol.correlation import note_sent
+from ..runtime.runner import on_asyncio
 from ..types import jsonrpc
 from ..types.codec import encode
 from ..types.errors import INTERNAL_ERROR, McpError
@@ -72,7 +73,6 @@ from .client_http_era import (
 from .client_http_wire import (
     Answer,
     Call,
-    PooledAnswer,
     http_errors,
     is_sse,
     json_answer,
@@ -80,6 +80,7 @@ from .client_http_wire import (
     shared_ssl_context,
     sse_messages,
     started_once,
+    stream_lost,
     unwrap_answer,
 )
 
@@ -255,23 +256,19 @@ class HttpTransport:
     ) -> Message:
         headers = self._headers_for(message, extra)
         with self._errors(f"sending {call.method}"):
-            if self.pool is not None and self.pool.runs_here():
+            if self.pool is not None and on_asyncio():
                 answer = await self._pooled_exchange(self.pool, headers, encode(message), call)
             else:
                 async with client.stream(
                     "POST", self.url, content=encode(message), headers=headers
                 ) as response:
-                    answer = await self._read_answer(response, call)
+                    answer = await self.read_answer(response, call)
         if answer is None:
             answer = call.routed
         if answer is not None:
             return answer
         if not call.era.resumable(call.last_event_id, self.session_id):
-            why = f" ({call.broken})" if call.broken else ""
-            raise ConnectionClosedError(
-                f"the server closed the response stream of {call.method} before answering"
-                f"{why}; the request is lost (re-issue it to retry)"
-            )
+            raise stream_lost(call)
         return await self._resume(client, call)
 
     async def _pooled_exchange(
@@ -286,7 +283,7 @@ class HttpTransport:
         host, port = self.address
         response = await pool.request(host, port, data, connect_timeout=self.connect_timeout)
         try:
-            return await self._read_answer(PooledAnswer(response, self.url), call)
+            return await self.read_answer(response, call)
         finally:
             response.close()
 
@@ -308,14 +305,20 @@ class HttpTransport:
                             f"the response stream of {call.method} broke and resuming it failed "
                             f"(GET with Last-Event-ID answered HTTP {response.status_code})"
                         )
-                    answer = await self._read_sse(response, call)
+                    answer = await self._read_sse(response, call, self.max_message_bytes)
             if answer is not None or call.routed is not None:
                 return answer or call.routed  # type: ignore[return-value]
         raise ConnectionClosedError(
             f"gave up on {call.method} after {self.max_resumptions} stream resumptions"
         )
 
-    async def _read_answer(self, response: Answer, call: Call) -> Message | None:
+    async def read_answer(
+        self, response: Answer, call: Call, limit: int | None = None, *, relayed: bool = False
+    ) -> Message | None:
+        """The answer to ``call`` in ``response`` (None: its stream ended without it),
+        read by this transport's rules, at most ``limit`` bytes (else its own limit);
+        ``relayed`` as :func:`~.client_http_wire.json_answer` takes it."""
+        limit = self.max_message_bytes if limit is None else limit
         status = response.status_code
         if call.method == "initialize" and status == 200:
             self.session_id = response.headers.get("mcp-session-id") or None
@@ -331,10 +334,9 @@ class HttpTransport:
                 self._get_scope.cancel()
             raise SessionExpiredError(f"the server no longer knows session {expired!r} (HTTP 404)")
         if status == 200 and is_sse(response):
-            return await self._read_sse(response, call)
-        message = json_answer(
-            await read_body(response, self.max_message_bytes, call.method), response, call.method
-        )
+            return await self._read_sse(response, call, limit)
+        body = await read_body(response, limit, call.method)
+        message = json_answer(body, status, call.method, self.url, relayed=relayed)
         if message is None:
             if status == 202:
                 raise ProtocolViolationError(
@@ -346,9 +348,9 @@ class HttpTransport:
             )
         return message
 
-    async def _read_sse(self, response: Answer, call: Call) -> Message | None:
+    async def _read_sse(self, response: Answer, call: Call, limit: int) -> Message | None:
         """Handle one request's stream until its answer (returned) or the stream's end."""
-        events = sse_messages(response, call, self.max_message_bytes)
+        events = sse_messages(response, call, limit)
         async with contextlib.aclosing(events):
             async for kind, message in events:
                 if kind in (Kind.RESULT, Kind.ERROR):
@@ -465,7 +467,7 @@ class HttpTransport:
                 status = response.status_code
                 if status in (200, 202, 204):
                     return
-                json_answer(body, response, what)
+                json_answer(body, status, what, self.url)
         raise HttpStatusError(f"{what}: HTTP {status}", status)
 
     async def _cancel(self, call: Call, reason: str) -> None:
@@ -560,7 +562,9 @@ class HttpTransport:
                                 body = await read_body(
                                     response, self.max_message_bytes, call.method
                                 )
-                                answer = json_answer(body, response, call.method)
+                                answer = json_answer(
+                                    body, response.status_code, call.method, self.url
+                                )
                                 if answer is not None:
                                     await send.send(answer)
                                 return

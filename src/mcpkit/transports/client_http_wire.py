@@ -2,7 +2,8 @@
 
 Kept apart from :mod:`.client_http` (which decides *what to do*: sessions, resumption,
 cancellation) so that the rules for reading an answer live in one place, whichever wire
-brought it (an :class:`Answer`: httpx's response, or the pool's as a :class:`PooledAnswer`):
+brought it (an :class:`Answer`: httpx's response, or the pool's
+:class:`~.http11.PooledResponse`):
 
 * ``application/json``: exactly one JSON-RPC response.  A JSON-RPC error body is a
   :class:`ServerError` whatever the HTTP status (servers send -32602 with 400, -32601 with
@@ -24,10 +25,10 @@ from __future__ import annotations
 import contextlib
 import math
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 import httpx
@@ -51,34 +52,10 @@ from .client_base import (
 from .client_http_era import WireEra
 
 if TYPE_CHECKING:
-    from .http11 import RawResponse
-
-
-class PooledAnswer:
-    """A :class:`~.http11.RawResponse` (the pooled wire's) read as httpx's responses are
-    (its body is the response's; closing the response is its owner's)."""
-
-    __slots__ = ("_raw", "headers", "status_code", "url")
-
-    def __init__(self, raw: RawResponse, url: str) -> None:
-        self._raw = raw
-        self.status_code = raw.status
-        self.headers = httpx.Headers(raw.headers)
-        self.url = url
-
-    @property
-    def reason_phrase(self) -> str:
-        try:
-            return HTTPStatus(self.status_code).phrase
-        except ValueError:
-            return ""
-
-    def aiter_bytes(self) -> AsyncIterator[bytes]:
-        return self._raw.chunks()
-
+    from .http11 import PooledResponse
 
 #: One HTTP answer as the reading rules below see it, whichever wire brought it.
-Answer = httpx.Response | PooledAnswer
+Answer: TypeAlias = "httpx.Response | PooledResponse"
 
 
 @contextlib.contextmanager
@@ -125,7 +102,7 @@ class Call:
 
 
 def is_sse(response: Answer) -> bool:
-    ctype: str = response.headers.get("content-type", "")
+    ctype = response.headers.get("content-type") or ""
     return ctype.partition(";")[0].strip().lower() == "text/event-stream"
 
 
@@ -170,31 +147,26 @@ def too_large(what: str, limit: int, detail: str = "") -> MessageTooLargeError:
     )
 
 
-def json_answer(body: bytes, response: Answer, method: str) -> Message | None:
-    """The JSON-RPC response in a plain body (None when the body is empty and the status
-    is not an error); raises for error responses and for anything else."""
-    status = response.status_code
-    where = f"HTTP {status} {response.reason_phrase} from {response.url}"
-    return body_answer(body, status, method, where)
-
-
-def body_answer(
-    body: bytes, status: int, method: str, where: str, *, relayed: bool = False
+def json_answer(
+    body: bytes, status: int, method: str, url: str, *, relayed: bool = False
 ) -> Message | None:
-    """:func:`json_answer` for a body read some other way (``where`` names status and
-    URL in error messages).  ``relayed``: the caller passes the answer on re-encoded (the
+    """The JSON-RPC response in a plain body (None when the body is empty and the status
+    is not an error); raises for error responses and for anything else (naming the
+    status and ``url``).  ``relayed``: the caller passes the answer on re-encoded (the
     gateway's fast lane), so it is read without the repeated-member check
     (:func:`~mcpkit.types.codec.decode_relayed`)."""
     if not body.strip():
         if status >= 400:
-            raise HttpStatusError(f"{method}: {where}", status)
+            raise HttpStatusError(f"{method}: {_where(status, url)}", status)
         return None
     try:
         message = decode_relayed(body) if relayed else decode(body)
     except DecodeError:
         snippet = _snippet(body)
         if status >= 400:
-            raise HttpStatusError(f"{method}: {where}: {snippet}", status, snippet) from None
+            raise HttpStatusError(
+                f"{method}: {_where(status, url)}: {snippet}", status, snippet
+            ) from None
         raise ProtocolViolationError(
             f"the server answered {method} with invalid JSON: {snippet!r}"
         ) from None
@@ -204,8 +176,15 @@ def body_answer(
         return message
     snippet = _snippet(body)
     if status >= 400:
-        raise HttpStatusError(f"{method}: {where}: {snippet}", status, snippet)
+        raise HttpStatusError(f"{method}: {_where(status, url)}: {snippet}", status, snippet)
     raise ProtocolViolationError(f"the answer to {method} is not a JSON-RPC response: {snippet!r}")
+
+
+def _where(status: int, url: str) -> str:
+    try:
+        return f"HTTP {status} {HTTPStatus(status).phrase} from {url}"
+    except ValueError:
+        return f"HTTP {status} from {url}"
 
 
 def _snippet(body: bytes) -> str:
@@ -265,6 +244,15 @@ async def sse_messages(
             f"max_message_bytes ({limit} bytes); stopped reading and closed the stream",
             limit,
         ) from None
+
+
+def stream_lost(call: Call) -> ConnectionClosedError:
+    """The error of a request whose stream ended without its answer, not to be resumed."""
+    why = f" ({call.broken})" if call.broken else ""
+    return ConnectionClosedError(
+        f"the server closed the response stream of {call.method} before answering{why}; "
+        "the request is lost (re-issue it to retry)"
+    )
 
 
 def unwrap_answer(answer: Message, method: str) -> dict[str, Any]:

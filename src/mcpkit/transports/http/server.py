@@ -182,15 +182,19 @@ def protocol_classes() -> dict[str, type]:
                 HttpToolsProtocol.on_headers_complete(self)
 
         classes["httptools"] = GuardedHttpTools
+    import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11(_Guarded, H11Protocol):
-        """The deadline; uvicorn's ``h11_max_incomplete_event_size`` bounds the head."""
+        """The deadline, armed while h11 holds an incomplete head (uvicorn's
+        ``h11_max_incomplete_event_size`` bounds its size)."""
 
         def handle_events(self) -> None:
             super().handle_events()
-            if getattr(self, "cycle", None) is not None:
-                self._disarm()  # a request's headers arrived
+            if self.conn.their_state is not h11.IDLE or not self.conn.trailing_data[0]:
+                self._disarm()
+            elif self._deadline is None:
+                self._arm()
 
     classes["h11"] = GuardedH11
     return classes

@@ -65,8 +65,7 @@ __all__ = [
 #: How often a cancellation that waits for a shielded scope to end looks again.
 SHIELD_POLL_S = 0.01
 
-#: What a request's starter keeps of it: entered around the request's code, ``cancel()``
-#: ends the request (the contract above).  Off asyncio an anyio cancel scope.
+#: What a request's starter keeps of it (the contract above).
 Handle: TypeAlias = "TaskHandle | anyio.CancelScope"
 
 
@@ -203,16 +202,13 @@ def run(
     *,
     suspends: bool = False,
 ) -> Outcome[T] | Coroutine[Any, Any, Outcome[T]]:
-    """Run a request in this task.  Its outcome is ``(True, value)`` when it finished, or
-    ``(False, value)`` when ``handle`` cancelled it (the value is to be dropped): given at
-    once when the request finished in its first step, else as a coroutine to await
-    (``isinstance(outcome, tuple)`` tells which).  Exceptions the request raises propagate.
-
-    ``handle``: the caller's, when something must find the request to cancel it
-    (``notifications/cancelled``); else one is made.  ``watch``: entered with the handle
-    around the rest of a request that waits (an HTTP request's watch for its client going
-    away), from the start when ``suspends`` says it always waits.  Off asyncio the handle
-    (an anyio cancel scope) is entered before the first step, as :func:`resume` asks."""
+    """Run a request in this task: ``(True, value)`` when it finished, ``(False, value)``
+    when ``handle`` (the caller's, or a new one) cancelled it (drop the value); at once
+    when it finished in its first step, else a coroutine to await (``isinstance(outcome,
+    tuple)`` tells which).  ``watch`` is entered with the handle around the rest of a
+    request that waits (an HTTP request's watch for its client going away), from the start
+    when ``suspends`` says it always waits.  Off asyncio the handle (an anyio cancel scope)
+    is entered before the first step, as :func:`resume` asks."""
     loop = running_asyncio_loop()
     if suspends or loop is None:
         return _finish(coro, handle or new_handle(), watch)

@@ -1,24 +1,23 @@
 """Run an ASGI app on uvicorn, the embedded default, with uvloop/httptools when present.
 
-The protocol classes here add what uvicorn lacks: a deadline for a request's *headers*
-(a slowloris client sending one byte every few seconds is closed ``header_timeout``
-seconds after its request, or its connection, began), a bound on a head's size (431 and
-a close, like common proxies), and writes coalesced per loop step.  Slow bodies are
-bounded by the app itself (``HttpOptions.body_timeout_s``, answered with 408).
+The protocol classes here add what uvicorn lacks: a deadline for a request's *head* (a
+slowloris client sending a byte every few seconds is closed ``header_timeout`` seconds
+after its head, or its connection, began), a bound on a head's size (431 and a close,
+like common proxies), and writes coalesced per loop step.  Slow bodies are bounded by
+the app itself (``HttpOptions.body_timeout_s``, answered with 408).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib.util
 import signal
-import threading
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     import socket
+    from types import FrameType
 
 
 HEADER_TIMEOUT_S = 10.0
@@ -34,14 +33,10 @@ _TOO_LARGE = (
 )
 
 
-def _available(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
-
-
 class _Guarded(asyncio.Protocol):
-    """Mixin for uvicorn protocol classes: writes coalesced (:class:`_Coalescing`), and
-    connections whose headers dawdle closed; the first head must arrive within the
-    deadline of connecting."""
+    """Mixin for uvicorn's protocol classes: writes coalesced (:class:`_Coalescing`), and
+    the connection closed at ``_deadline`` (armed while a head is incomplete, and from
+    connecting until the first head)."""
 
     header_timeout: float = HEADER_TIMEOUT_S
     _deadline: asyncio.TimerHandle | None = None
@@ -134,7 +129,7 @@ def _head_fits(url: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
 def protocol_classes() -> dict[str, type]:
     """``{"httptools": cls, "h11": cls}`` for what is installed."""
     classes: dict[str, type] = {}
-    if _available("httptools"):
+    if find_spec("httptools") is not None:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
         class GuardedHttpTools(_Guarded, HttpToolsProtocol):
@@ -212,7 +207,7 @@ def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> Any:
         "port": port,
         "log_level": "warning",
         "lifespan": "on",
-        "loop": "uvloop" if _available("uvloop") else "asyncio",
+        "loop": "uvloop" if find_spec("uvloop") is not None else "asyncio",
         "http": classes.get("httptools", classes["h11"]),
         "timeout_keep_alive": 5,
         "access_log": False,
@@ -247,35 +242,26 @@ def server_class() -> type:
                 closer()
             await super().shutdown(sockets)
 
-        @contextlib.contextmanager
-        def capture_signals(self) -> Generator[None, None, None]:
-            """SIGINT/SIGTERM start the graceful shutdown; unlike uvicorn's own, the signal
-            is not re-raised afterwards, so a clean drain exits with status 0."""
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            signals = (signal.SIGINT, signal.SIGTERM)
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
-            try:
-                yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            """SIGINT/SIGTERM start the graceful shutdown (a second SIGINT forces it);
+            unlike uvicorn's own, the signal is not noted to be raised again after the
+            drain, so a clean drain exits with status 0."""
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            self.should_exit = True
 
     return McpUvicornServer
 
 
 #: Allocations between two young-generation collections in a serving process (CPython's
-#: default is 700).  See :func:`tune_gc`.
+#: default is 700).
 GC_YOUNG_THRESHOLD = 20_000
 
 
 def tune_gc() -> None:
-    """Make the cyclic garbage collector cheap for a long-lived server: what is alive
-    once it is set up is frozen out of the collector's walks, and young collections run
-    every :data:`GC_YOUNG_THRESHOLD` allocations, so the older generations (a server
-    holding many streams keeps hundreds of thousands of objects) are walked far less
-    often (docs/scale.md)."""
+    """Make the cyclic garbage collector cheap for a long-lived server (docs/scale.md):
+    what is alive once it is set up is frozen out of its walks, and the older generations
+    (hundreds of thousands of objects with many streams) are walked far less often."""
     import gc
 
     gc.freeze()

@@ -116,14 +116,11 @@ class _Coalescing:
 
 
 def _head_fits(url: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
-    if len(url) > MAX_HEADER_BYTES:
-        return False
-    size = 0
-    for name, value in headers:
-        if len(value) > MAX_HEADER_VALUE:
-            return False
-        size += len(name) + len(value)
-    return size <= MAX_HEADER_BYTES
+    return (
+        len(url) <= MAX_HEADER_BYTES
+        and all(len(value) <= MAX_HEADER_VALUE for _, value in headers)
+        and sum(len(name) + len(value) for name, value in headers) <= MAX_HEADER_BYTES
+    )
 
 
 def protocol_classes() -> dict[str, type]:
@@ -139,36 +136,35 @@ def protocol_classes() -> dict[str, type]:
             (one growing past the limit is refused before it completes), and only then is
             the deadline timer armed: a timer per request would cost more than the rest."""
 
-            _in_head = False  # a request head has begun and is not complete yet
-            _began = False  # ... and it began in the chunk being fed
+            #: The request head being read: None when there is none, -1 while the chunk
+            #: it began in is fed, then the bytes of its later chunks.
+            _head: int | None = None
             _chunk = 0  # size of the chunk being fed
-            _head_bytes = 0  # bytes of an incomplete head's later chunks
 
             def data_received(self, data: bytes) -> None:
                 self._chunk = len(data)
                 HttpToolsProtocol.data_received(self, data)
-                if not self._in_head:
+                head = self._head
+                if head is None:
                     return
-                if self._began:  # a new head, incomplete: the deadline runs from its start
-                    self._began = False
-                    self._head_bytes = 0
+                if head < 0:  # a new head, incomplete: the deadline runs from its start
+                    self._head = 0
                     self._arm()
                 else:
-                    self._head_bytes += self._chunk
-                    if self._head_bytes > MAX_HEADER_BYTES:
+                    self._head = head = head + self._chunk
+                    if head > MAX_HEADER_BYTES:
                         self._close(_TOO_LARGE)
 
             def on_message_begin(self) -> None:
                 HttpToolsProtocol.on_message_begin(self)
-                self._in_head = self._began = True
+                self._head = -1
 
             def on_headers_complete(self) -> None:
-                self._in_head = False
+                whole = self._head == -1 and self._chunk <= MAX_HEADER_VALUE
+                self._head = None
                 self._disarm()
                 if self.transport.is_closing():
                     return
-                whole = self._began and self._chunk <= MAX_HEADER_VALUE
-                self._began = False
                 if len(self.headers) > MAX_HEADER_FIELDS or not (
                     whole or _head_fits(self.url, self.headers)
                 ):

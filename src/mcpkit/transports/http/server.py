@@ -238,12 +238,12 @@ def server_class() -> type:
                 closer()
             await super().shutdown(sockets)
 
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:  # noqa: V105
             """SIGINT/SIGTERM start the graceful shutdown (a second SIGINT forces it);
             unlike uvicorn's own, the signal is not noted to be raised again after the
             drain, so a clean drain exits with status 0."""
             if self.should_exit and sig == signal.SIGINT:
-                self.force_exit = True
+                self.force_exit = True  # noqa: V101 (uvicorn.Server reads it)
             self.should_exit = True
 
     return McpUvicornServer

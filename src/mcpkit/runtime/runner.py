@@ -88,14 +88,12 @@ def _asyncio() -> Any:
     return sys.modules["asyncio"]
 
 
-def run_until_suspended(
-    coro: Coroutine[Any, Any, T], context: contextvars.Context | None = None
-) -> tuple[bool, Any]:
-    """Run ``coro`` up to its first suspension, in ``context`` if given: ``(True, result)``
-    when it finished, ``(False, yielded)`` when it waits (finish it with
-    ``await resume(coro, yielded, context)`` in the same task).  Exceptions propagate."""
+def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
+    """Run ``coro`` up to its first suspension: ``(True, result)`` when it finished,
+    ``(False, yielded)`` when it waits (finish it with ``await resume(coro, yielded)`` in
+    the same task).  Exceptions it raises propagate."""
     try:
-        yielded = coro.send(None) if context is None else context.run(coro.send, None)
+        yielded = coro.send(None)
     except StopIteration as stop:
         return True, stop.value
     return False, yielded
@@ -260,12 +258,12 @@ class Runner:
             self._tg.start_soon(lambda: coro)
             return False
         context = contextvars.copy_context()
-        try:
-            done, step = run_until_suspended(coro, context)
+        try:  # run_until_suspended's step, in the copied context (no call: most end here)
+            step = context.run(coro.send, None)
+        except StopIteration:
+            return False
         except Exception as exc:
             self._fail(exc)
-            return False
-        if done:
             return False
         task = self._newest = self._loop.create_task(self._guarded(hand_on()))
         self._tasks.add(task)

@@ -244,9 +244,10 @@ class Runner:
         #: the newest one is doing that work now.
         self._tasks: set[asyncio.Task[None]] = set()
         self._newest: asyncio.Task[None] | None = None
-
-    def new_handle(self) -> Handle:
-        return anyio.CancelScope() if self._loop is None else TaskHandle(self._loop)
+        #: A handle for a request about to start.
+        self.new_handle: Callable[[], Handle] = (
+            anyio.CancelScope if loop is None else functools.partial(TaskHandle, loop)
+        )
 
     async def start(
         self, coro: Coroutine[Any, Any, None], hand_on: Callable[[], Coroutine[Any, Any, Any]]

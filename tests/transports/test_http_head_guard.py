@@ -1,6 +1,7 @@
-"""The request-head guard of ``mcpkit serve --http`` (``GuardedHttpTools``), driven
-in-process with a fake transport: the header deadline and the 431 limits hold whether a
-head arrives in one read or byte by byte, and a head that arrives whole arms no timer.
+"""The request-head guard of ``mcpkit serve --http`` (``GuardedHttpTools``, and the
+deadline of ``GuardedH11``), driven in-process with a fake transport: the header deadline
+and the 431 limits hold whether a head arrives in one read or byte by byte, and a head
+that arrives whole arms no timer.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
-def connect(timeout: float = 10.0) -> tuple[Any, FakeTransport]:
-    config = http_server.uvicorn_config(app, "127.0.0.1", 8000, lifespan="off")
+def connect(timeout: float = 10.0, http: str = "httptools") -> tuple[Any, FakeTransport]:
+    guarded = http_server.protocol_classes()[http]
+    config = http_server.uvicorn_config(app, "127.0.0.1", 8000, lifespan="off", http=guarded)
     config.load()
     protocol = config.http(config=config, server_state=ServerState(), app_state={})
     protocol.header_timeout = timeout
@@ -115,9 +117,11 @@ async def test_a_head_in_pieces_is_served_and_its_timer_disarmed() -> None:
     assert transport.out.startswith(b"HTTP/1.1 200")
 
 
+@pytest.mark.parametrize("http", ["httptools", "h11"])
 @pytest.mark.anyio
-async def test_a_dawdling_head_is_closed_at_the_deadline() -> None:
-    protocol, transport = connect(timeout=0.05)
+async def test_a_dawdling_head_is_closed_at_the_deadline(http: str) -> None:
+    # The second request of a kept-alive connection: its head has a deadline of its own.
+    protocol, transport = connect(timeout=0.05, http=http)
     protocol.data_received(request())  # the first request is fine
     await settle()
     assert transport.out.startswith(b"HTTP/1.1 200")
@@ -130,9 +134,10 @@ async def test_a_dawdling_head_is_closed_at_the_deadline() -> None:
     assert transport.closed
 
 
+@pytest.mark.parametrize("http", ["httptools", "h11"])
 @pytest.mark.anyio
-async def test_a_silent_connection_is_closed_at_the_deadline() -> None:
-    _, transport = connect(timeout=0.05)
+async def test_a_silent_connection_is_closed_at_the_deadline(http: str) -> None:
+    _, transport = connect(timeout=0.05, http=http)
     await asyncio.sleep(0.1)
     assert transport.closed
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,7 +24,7 @@ from mcpkit.transports.http import HttpOptions, McpHttpApp
 from support.httpclient import LegacySessionClient, McpHttp, expect_error
 from support.mcp import iter_sse, legacy_request, modern_headers, modern_request
 from support.schema import MODERN, validate_outgoing
-from support.servers import ThreadServer
+from support.servers import ThreadServer, http_subprocess
 
 WAIT = 10.0  # generous upper bound for "it happens", never a performance claim
 
@@ -389,6 +391,13 @@ def test_listen_without_sse_accept_is_refused(client: McpHttp) -> None:
     validate_outgoing(MODERN, body)
     assert body["id"] == 4
     client.assert_healthy()
+
+
+def test_sigterm_drains_and_exits_with_status_0(tmp_path: Path) -> None:
+    # uvicorn's own signal handling raises the signal again after the drain (status -15).
+    with http_subprocess(tmp_path) as server:
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=WAIT) == 0, server.output_tail()
 
 
 def test_listen_stream_ends_with_a_result_on_graceful_shutdown(recorder: Recorder) -> None:

@@ -1,11 +1,10 @@
 """The request runner: the one way a request starts, is cancelled and settles.
 
-Every request a transport serves goes through here, whatever its era: stdio and the
-in-memory transport start each request with :meth:`Runner.start` (concurrently with
-reading the next lines), an HTTP request runs in its own ASGI task with :func:`run`.  No
-transport decides how a request may start: the strategy does.  (The in-process
-``Server.call`` awaits the request in its caller's task: only that caller can cancel it,
-so there is nothing for a handle to do.)
+stdio and the in-memory transport start each request with :meth:`Runner.start`
+(concurrently with reading the next lines); an HTTP request runs in its own ASGI task
+with :func:`run`.  The strategy, never the transport, decides how a request starts.
+(``Server.call`` awaits a request in its caller's task: only that caller can cancel it,
+so it needs no handle.)
 
 The contract (held by tests/runtime/test_runner.py on asyncio and on trio):
 
@@ -13,23 +12,21 @@ The contract (held by tests/runtime/test_runner.py on asyncio and on trio):
   a request that never waits (most: a plain tool, a list, a cached read) costs no task, no
   cancel scope and no trip through the event loop.  Whatever that first step ties to its
   task (a cancel scope, a lock, ``asyncio.timeout``) belongs to the task that finishes it.
-* **Context.** A request started with :meth:`Runner.start` runs in a copy of the starter's
-  context: a context variable it sets never leaks into the next request.  :func:`run` runs
-  in the caller's task and context (an HTTP request's own).
-* **Cancel.** :meth:`Handle.cancel` ends the request at its next wait (at once when it is
-  waiting; a cancel that comes before the request entered its handle is delivered when it
-  does).  The cancellation is delivered once; on asyncio it waits while the request is
-  inside a shielded anyio cancel scope.
+* **Context.** :meth:`Runner.start` runs a request in a copy of the starter's context (a
+  context variable it sets never leaks into the next request); :func:`run` runs it in the
+  caller's task and context (an HTTP request's own).
+* **Cancel.** ``handle.cancel()`` ends the request at its next wait; a cancel that comes
+  before the request entered its handle is delivered when it does.  It is delivered once;
+  on asyncio it waits while the request is inside a shielded anyio cancel scope.
 * **Settle.** The handle, entered around the request's code, swallows the cancellation it
-  caused and only that one (a cancellation from outside goes on); afterwards ``cancel()``
-  does nothing and ``cancel_called`` tells whether the request was cancelled, so its answer
-  is dropped.
+  caused and only that one; afterwards ``cancel()`` does nothing and ``cancel_called``
+  tells whether the request was cancelled, so its answer is dropped.
 
-Two strategies: on asyncio the first step is run by hand (:func:`run_until_suspended`) and
-a request that waits keeps the task that started it, while the work that task was doing
-(the reader of a stdio stream) goes on in a new task; cancellation is native
-(``Task.cancel``, taken back with ``Task.uncancel``).  Anywhere else (trio) each request
-started concurrently is a task-group child in an anyio cancel scope of its own.
+On asyncio the first step is run by hand (:func:`run_until_suspended`): a request that
+waits keeps the task that started it, the work that task was doing (a stdio reader) goes
+on in a new task, and cancellation is native (``Task.cancel``, taken back with
+``Task.uncancel``).  Elsewhere (trio) each request started concurrently is a task-group
+child in an anyio cancel scope of its own.
 """
 
 from __future__ import annotations
@@ -38,8 +35,9 @@ import contextlib
 import contextvars
 import functools
 import sys
+import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import anyio
 
@@ -53,12 +51,12 @@ T = TypeVar("T")
 
 __all__ = [
     "Handle",
-    "Resumed",
     "Runner",
     "Watch",
     "new_handle",
     "new_runner",
     "on_asyncio",
+    "resume",
     "run",
     "run_until_suspended",
     "running_asyncio_loop",
@@ -67,24 +65,8 @@ __all__ = [
 #: How often a cancellation that waits for a shielded scope to end looks again.
 SHIELD_POLL_S = 0.01
 
-
-class Handle(Protocol):
-    """What a request's starter keeps of it: enter it around the request's code;
-    :meth:`cancel` ends the request (see the module's contract)."""
-
-    @property
-    def cancel_called(self) -> bool: ...
-
-    def cancel(self) -> None: ...
-
-    def __enter__(self) -> object: ...
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        _exc: BaseException | None,
-        _tb: TracebackType | None,
-    ) -> bool | None: ...
+#: What a request's starter keeps of it (the contract above).
+Handle: TypeAlias = "TaskHandle | anyio.CancelScope"
 
 
 def on_asyncio() -> bool:
@@ -108,8 +90,8 @@ def _asyncio() -> Any:
 
 def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
     """Run ``coro`` up to its first suspension: ``(True, result)`` when it finished,
-    ``(False, yielded)`` when it waits (finish it with ``await Resumed(coro, yielded)``
-    in the same task).  Exceptions it raises propagate."""
+    ``(False, yielded)`` when it waits (finish it with ``await resume(coro, yielded)`` in
+    the same task).  Exceptions it raises propagate."""
     try:
         yielded = coro.send(None)
     except StopIteration as stop:
@@ -117,65 +99,48 @@ def run_until_suspended(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
     return False, yielded
 
 
-class Resumed(Generic[T]):
-    """Awaiting this finishes a coroutine :func:`run_until_suspended` started, passing every
-    value and exception (cancellation included) through as ``await coro`` would.  Await it
-    in the task that ran the first step, and enter any cancel scope meant to cover the
-    coroutine before that first step, never between it and this await (a scope the
-    coroutine entered and waits in must stay the innermost one)."""
-
-    __slots__ = ("_context", "_coro", "_yielded")
-
-    def __init__(
-        self,
-        coro: Coroutine[Any, Any, T],
-        yielded: Any,
-        context: contextvars.Context | None = None,
-    ) -> None:
-        self._coro = coro
-        self._yielded = yielded
-        #: The context the first step ran in; every later step runs in it too.  None: the
-        #: awaiting task's own.
-        self._context = context
-
-    def __await__(self) -> Generator[Any, Any, T]:
-        coro, value, context = self._coro, self._yielded, self._context
-        send: Callable[[Any], Any] = coro.send
-        throw: Callable[[BaseException], Any] = coro.throw
-        if context is not None:
-            in_context: Callable[..., Any] = context.run
-            send = functools.partial(in_context, coro.send)
-            throw = functools.partial(in_context, coro.throw)
-        while True:
+@types.coroutine
+def resume(
+    coro: Coroutine[Any, Any, T], value: Any, context: contextvars.Context | None = None
+) -> Generator[Any, Any, T]:
+    """Awaited, finishes a coroutine :func:`run_until_suspended` started (``value``: what
+    it yielded), passing every value and exception (cancellation included) through as
+    ``await coro`` would, each step in ``context`` when given.  Await it in the task that
+    ran the first step, and enter any cancel scope meant to cover the coroutine before that
+    first step, never between it and this await (a scope the coroutine entered and waits
+    in must stay the innermost one)."""
+    send: Callable[[Any], Any] = coro.send
+    throw: Callable[[BaseException], Any] = coro.throw
+    if context is not None:
+        run_in: Callable[..., Any] = context.run
+        send, throw = functools.partial(run_in, send), functools.partial(run_in, throw)
+    while True:
+        try:
             try:
-                try:
-                    sent = yield value
-                except BaseException as exc:  # delivered into the coroutine, as `await` would
-                    value = throw(exc)
-                else:
-                    value = send(sent)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                sent = yield value
+            except BaseException as exc:  # delivered into the coroutine, as `await` would
+                value = throw(exc)
+            else:
+                value = send(sent)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
 
 class TaskHandle:
-    """The asyncio strategy's handle: cancels the task the request runs in, natively, while
-    the request is inside it; leaving takes its own cancellation back (``uncancel``) and
-    swallows it, as an anyio cancel scope swallows its own.  ``loop``: the loop the request
-    runs on, when the starter knows it (else the running one is looked up on entry)."""
+    """The asyncio handle: cancels the task the request runs in, natively, while the
+    request is inside it (``task``); leaving takes its own cancellation back
+    (``uncancel``) and swallows it, as an anyio cancel scope swallows its own."""
 
-    __slots__ = ("_delivered", "_inside", "_loop", "cancel_called", "task")
+    __slots__ = ("_delivered", "_loop", "cancel_called", "task")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.cancel_called = False
         self.task: asyncio.Task[Any] | None = None
         self._loop = loop
-        self._inside = False
         self._delivered = False
 
     def __enter__(self) -> TaskHandle:
         self.task = _asyncio().current_task(self._loop)
-        self._inside = True
         if self.cancel_called:  # cancelled before it began: at its first wait
             self._deliver()
         return self
@@ -186,11 +151,10 @@ class TaskHandle:
         _exc: BaseException | None,
         _tb: TracebackType | None,
     ) -> bool:
-        self._inside = False
-        if not self._delivered:
+        task, self.task = self.task, None
+        if not self._delivered or task is None:
             return False
-        assert self.task is not None
-        others = self.task.uncancel()  # the task goes on (a reader, an HTTP request's task)
+        others = task.uncancel()  # the task goes on (a reader, an HTTP request's task)
         return (
             others == 0 and exc_type is not None and issubclass(exc_type, _asyncio().CancelledError)
         )
@@ -200,19 +164,19 @@ class TaskHandle:
             return
         self.cancel_called = True
         task = self.task
-        if self._inside and task is not None and task is _asyncio().current_task(task.get_loop()):
-            task.get_loop().call_soon(self._deliver)  # cancels itself: at its next wait
+        if task is not None and task is _asyncio().current_task(self._loop):
+            self._loop.call_soon(self._deliver)  # cancels itself: at its next wait
         else:
             self._deliver()
 
     def _deliver(self) -> None:
         task = self.task
-        if not self._inside or self._delivered or task is None:
+        if task is None or self._delivered:
             return
         from .compat import in_shielded_scope
 
         if in_shielded_scope(task):
-            task.get_loop().call_later(SHIELD_POLL_S, self._deliver)
+            self._loop.call_later(SHIELD_POLL_S, self._deliver)
             return
         self._delivered = True
         task.cancel()
@@ -236,16 +200,13 @@ def run(
     *,
     suspends: bool = False,
 ) -> Outcome[T] | Coroutine[Any, Any, Outcome[T]]:
-    """Run a request in this task.  Its outcome is ``(True, value)`` when it finished, or
-    ``(False, value)`` when ``handle`` cancelled it (the value is to be dropped): given at
-    once when the request finished in its first step, else as a coroutine to await
-    (``isinstance(outcome, tuple)`` tells which).  Exceptions the request raises propagate.
-
-    ``handle``: the caller's, when something must find the request to cancel it
-    (``notifications/cancelled``); else one is made.  ``watch``: entered with the handle
-    around the rest of a request that waits (an HTTP request's watch for its client going
-    away), from the start when ``suspends`` says it always waits.  Off asyncio the handle
-    (an anyio cancel scope) is entered before the first step, as :class:`Resumed` asks."""
+    """Run a request in this task: ``(True, value)`` when it finished, ``(False, value)``
+    when ``handle`` (the caller's, or a new one) cancelled it (drop the value); at once
+    when it finished in its first step, else a coroutine to await (``isinstance(outcome,
+    tuple)`` tells which).  ``watch`` is entered with the handle around the rest of a
+    request that waits (an HTTP request's watch for its client going away), from the start
+    when ``suspends`` says it always waits.  Off asyncio the handle (an anyio cancel scope)
+    is entered before the first step, as :func:`resume` asks."""
     loop = running_asyncio_loop()
     if suspends or loop is None:
         return _finish(coro, handle or new_handle(), watch)
@@ -253,7 +214,7 @@ def run(
     if done:
         return True, step
     # A TaskHandle belongs to no scope stack: entering it after the first step is safe.
-    return _finish(Resumed(coro, step), handle or TaskHandle(loop), watch)
+    return _finish(resume(coro, step), handle or TaskHandle(loop), watch)
 
 
 async def _finish(rest: Awaitable[T], handle: Handle, watch: Watch | None) -> Outcome[T]:
@@ -267,10 +228,26 @@ async def _finish(rest: Awaitable[T], handle: Handle, watch: Watch | None) -> Ou
     return not handle.cancel_called, value
 
 
-class Runner(Protocol):
-    """Starts requests concurrently with the task that reads them (stdio, memory)."""
+def new_runner(tg: TaskGroup) -> Runner:
+    """The runner for the running event loop; failures escaping a request fail ``tg``."""
+    return Runner(tg, running_asyncio_loop())
 
-    def new_handle(self) -> Handle: ...
+
+class Runner:
+    """Starts requests concurrently with the task that reads them (stdio, memory), with the
+    strategy of ``loop`` (None: not asyncio)."""
+
+    def __init__(self, tg: TaskGroup, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._tg = tg
+        self._loop = loop
+        #: Tasks that took over a caller's work (and may now serve a request), joined;
+        #: the newest one is doing that work now.
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._newest: asyncio.Task[None] | None = None
+        #: A handle for a request about to start.
+        self.new_handle: Callable[[], Handle] = (
+            anyio.CancelScope if loop is None else functools.partial(TaskHandle, loop)
+        )
 
     async def start(
         self, coro: Coroutine[Any, Any, None], hand_on: Callable[[], Coroutine[Any, Any, Any]]
@@ -278,38 +255,12 @@ class Runner(Protocol):
         """Start ``coro`` (which enters its handle itself).  True when the calling task now
         served it to its end and ``hand_on()`` took over the caller's work in a new task:
         the caller then stops.  False: the caller goes on."""
-
-    async def join(self, grace: float) -> None:
-        """Stop the task doing the caller's work, wait up to ``grace`` seconds for the
-        requests started, then cancel the rest."""
-
-
-def new_runner(tg: TaskGroup) -> Runner:
-    """The strategy for the running event loop; failures escaping a request fail ``tg``."""
-    loop = running_asyncio_loop()
-    return AnyioRunner(tg) if loop is None else AsyncioRunner(tg, loop)
-
-
-class AsyncioRunner:
-    """The asyncio strategy (see the module's contract)."""
-
-    def __init__(self, tg: TaskGroup, loop: asyncio.AbstractEventLoop) -> None:
-        self._tg = tg
-        self._loop = loop
-        #: Tasks that took over a caller's work (and may now serve a request), joined;
-        #: the newest one is doing that work now.
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._newest: asyncio.Task[None] | None = None
-
-    def new_handle(self) -> TaskHandle:
-        return TaskHandle(self._loop)
-
-    async def start(
-        self, coro: Coroutine[Any, Any, None], hand_on: Callable[[], Coroutine[Any, Any, Any]]
-    ) -> bool:
+        if self._loop is None:
+            self._tg.start_soon(lambda: coro)
+            return False
         context = contextvars.copy_context()
-        try:
-            yielded = context.run(coro.send, None)
+        try:  # run_until_suspended's step, in the copied context (no call: most end here)
+            step = context.run(coro.send, None)
         except StopIteration:
             return False
         except Exception as exc:
@@ -319,7 +270,7 @@ class AsyncioRunner:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         try:
-            await Resumed(coro, yielded, context)
+            await resume(coro, step, context)
         except Exception as exc:
             self._fail(exc)
         return True
@@ -334,6 +285,8 @@ class AsyncioRunner:
         self._tg.start_soon(_reraise, exc)
 
     async def join(self, grace: float) -> None:
+        """Stop the task doing the caller's work, wait up to ``grace`` seconds for the
+        requests started, then cancel the rest (off asyncio the task group does it)."""
         tasks = self._tasks
         if not tasks:
             return
@@ -345,26 +298,6 @@ class AsyncioRunner:
                 task.cancel()
             if late:
                 await _asyncio().wait(late)
-
-
-class AnyioRunner:
-    """The anyio strategy: each request a task-group child in its own cancel scope."""
-
-    def __init__(self, tg: TaskGroup) -> None:
-        self._tg = tg
-
-    @staticmethod
-    def new_handle() -> anyio.CancelScope:
-        return anyio.CancelScope()  # (not bound at import: anyio loads its core lazily)
-
-    async def start(
-        self, coro: Coroutine[Any, Any, None], hand_on: Callable[[], Coroutine[Any, Any, Any]]
-    ) -> bool:
-        self._tg.start_soon(lambda: coro)
-        return False
-
-    async def join(self, grace: float) -> None:
-        return None  # the task group's children end with it
 
 
 async def _reraise(exc: BaseException) -> None:

@@ -15,7 +15,7 @@ from ...asgi import ClientGone as ClientGone
 from ...asgi import Receive as Receive
 from ...asgi import read_chunks
 from ...runtime.exchange import Exchange
-from ...runtime.runner import Resumed, run_until_suspended
+from ...runtime.runner import resume, run_until_suspended
 from ...types import jsonrpc
 from ...types.codec import encode
 from ...types.errors import McpError
@@ -144,9 +144,9 @@ async def read_body_now(
     if done:
         return value  # type: ignore[no-any-return]
     if timeout is None:
-        return await Resumed(coro, value)
+        return await resume(coro, value)
     with anyio.move_on_after(timeout):
-        return await Resumed(coro, value)
+        return await resume(coro, value)
     raise BodyTimeout
 
 

@@ -1,24 +1,23 @@
 """Run an ASGI app on uvicorn, the embedded default, with uvloop/httptools when present.
 
-The protocol classes here add what uvicorn lacks: a deadline for a request's *headers*
-(a slowloris client sending one byte every few seconds is closed ``header_timeout``
-seconds after its request, or its connection, began), a bound on a head's size (431 and
-a close, like common proxies), and writes coalesced per loop step.  Slow bodies are
-bounded by the app itself (``HttpOptions.body_timeout_s``, answered with 408).
+The protocol classes here add what uvicorn lacks: a deadline for a request's *head* (a
+slowloris client sending a byte every few seconds is closed ``header_timeout`` seconds
+after its head, or its connection, began), a bound on a head's size (431 and a close,
+like common proxies), and writes coalesced per loop step.  Slow bodies are bounded by
+the app itself (``HttpOptions.body_timeout_s``, answered with 408).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib.util
 import signal
-import threading
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable
+from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     import socket
+    from types import FrameType
 
 
 HEADER_TIMEOUT_S = 10.0
@@ -34,14 +33,10 @@ _TOO_LARGE = (
 )
 
 
-def _available(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
-
-
 class _Guarded(asyncio.Protocol):
-    """Mixin for uvicorn protocol classes: writes coalesced (:class:`_Coalescing`), and
-    connections whose headers dawdle closed; the first head must arrive within the
-    deadline of connecting."""
+    """Mixin for uvicorn's protocol classes: writes coalesced (:class:`_Coalescing`), and
+    the connection closed at ``_deadline`` (armed while a head is incomplete, and from
+    connecting until the first head)."""
 
     header_timeout: float = HEADER_TIMEOUT_S
     _deadline: asyncio.TimerHandle | None = None
@@ -121,20 +116,17 @@ class _Coalescing:
 
 
 def _head_fits(url: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
-    if len(url) > MAX_HEADER_BYTES:
-        return False
-    size = 0
-    for name, value in headers:
-        if len(value) > MAX_HEADER_VALUE:
-            return False
-        size += len(name) + len(value)
-    return size <= MAX_HEADER_BYTES
+    return (
+        len(url) <= MAX_HEADER_BYTES
+        and all(len(value) <= MAX_HEADER_VALUE for _, value in headers)
+        and sum(len(name) + len(value) for name, value in headers) <= MAX_HEADER_BYTES
+    )
 
 
 def protocol_classes() -> dict[str, type]:
     """``{"httptools": cls, "h11": cls}`` for what is installed."""
     classes: dict[str, type] = {}
-    if _available("httptools"):
+    if find_spec("httptools") is not None:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
         class GuardedHttpTools(_Guarded, HttpToolsProtocol):
@@ -144,36 +136,35 @@ def protocol_classes() -> dict[str, type]:
             (one growing past the limit is refused before it completes), and only then is
             the deadline timer armed: a timer per request would cost more than the rest."""
 
-            _in_head = False  # a request head has begun and is not complete yet
-            _began = False  # ... and it began in the chunk being fed
+            #: The request head being read: None when there is none, -1 while the chunk
+            #: it began in is fed, then the bytes of its later chunks.
+            _head: int | None = None
             _chunk = 0  # size of the chunk being fed
-            _head_bytes = 0  # bytes of an incomplete head's later chunks
 
             def data_received(self, data: bytes) -> None:
                 self._chunk = len(data)
                 HttpToolsProtocol.data_received(self, data)
-                if not self._in_head:
+                head = self._head
+                if head is None:
                     return
-                if self._began:  # a new head, incomplete: the deadline runs from its start
-                    self._began = False
-                    self._head_bytes = 0
+                if head < 0:  # a new head, incomplete: the deadline runs from its start
+                    self._head = 0
                     self._arm()
                 else:
-                    self._head_bytes += self._chunk
-                    if self._head_bytes > MAX_HEADER_BYTES:
+                    self._head = head = head + self._chunk
+                    if head > MAX_HEADER_BYTES:
                         self._close(_TOO_LARGE)
 
             def on_message_begin(self) -> None:
                 HttpToolsProtocol.on_message_begin(self)
-                self._in_head = self._began = True
+                self._head = -1
 
             def on_headers_complete(self) -> None:
-                self._in_head = False
+                whole = self._head == -1 and self._chunk <= MAX_HEADER_VALUE
+                self._head = None
                 self._disarm()
                 if self.transport.is_closing():
                     return
-                whole = self._began and self._chunk <= MAX_HEADER_VALUE
-                self._began = False
                 if len(self.headers) > MAX_HEADER_FIELDS or not (
                     whole or _head_fits(self.url, self.headers)
                 ):
@@ -182,15 +173,19 @@ def protocol_classes() -> dict[str, type]:
                 HttpToolsProtocol.on_headers_complete(self)
 
         classes["httptools"] = GuardedHttpTools
+    import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11(_Guarded, H11Protocol):
-        """The deadline; uvicorn's ``h11_max_incomplete_event_size`` bounds the head."""
+        """The deadline, armed while h11 holds an incomplete head (uvicorn's
+        ``h11_max_incomplete_event_size`` bounds its size)."""
 
         def handle_events(self) -> None:
             super().handle_events()
-            if getattr(self, "cycle", None) is not None:
-                self._disarm()  # a request's headers arrived
+            if self.conn.their_state is not h11.IDLE or not self.conn.trailing_data[0]:
+                self._disarm()
+            elif self._deadline is None:
+                self._arm()
 
     classes["h11"] = GuardedH11
     return classes
@@ -208,7 +203,7 @@ def uvicorn_config(app: Any, host: str, port: int, **kw: Any) -> Any:
         "port": port,
         "log_level": "warning",
         "lifespan": "on",
-        "loop": "uvloop" if _available("uvloop") else "asyncio",
+        "loop": "uvloop" if find_spec("uvloop") is not None else "asyncio",
         "http": classes.get("httptools", classes["h11"]),
         "timeout_keep_alive": 5,
         "access_log": False,
@@ -243,35 +238,26 @@ def server_class() -> type:
                 closer()
             await super().shutdown(sockets)
 
-        @contextlib.contextmanager
-        def capture_signals(self) -> Generator[None, None, None]:
-            """SIGINT/SIGTERM start the graceful shutdown; unlike uvicorn's own, the signal
-            is not re-raised afterwards, so a clean drain exits with status 0."""
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            signals = (signal.SIGINT, signal.SIGTERM)
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
-            try:
-                yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:  # noqa: V105
+            """SIGINT/SIGTERM start the graceful shutdown (a second SIGINT forces it);
+            unlike uvicorn's own, the signal is not noted to be raised again after the
+            drain, so a clean drain exits with status 0."""
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True  # noqa: V101 (uvicorn.Server reads it)
+            self.should_exit = True
 
     return McpUvicornServer
 
 
 #: Allocations between two young-generation collections in a serving process (CPython's
-#: default is 700).  See :func:`tune_gc`.
+#: default is 700).
 GC_YOUNG_THRESHOLD = 20_000
 
 
 def tune_gc() -> None:
-    """Make the cyclic garbage collector cheap for a long-lived server: what is alive
-    once it is set up is frozen out of the collector's walks, and young collections run
-    every :data:`GC_YOUNG_THRESHOLD` allocations, so the older generations (a server
-    holding many streams keeps hundreds of thousands of objects) are walked far less
-    often (docs/scale.md)."""
+    """Make the cyclic garbage collector cheap for a long-lived server (docs/scale.md):
+    what is alive once it is set up is frozen out of its walks, and the older generations
+    (hundreds of thousands of objects with many streams) are walked far less often."""
     import gc
 
     gc.freeze()

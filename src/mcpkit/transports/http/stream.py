@@ -25,7 +25,7 @@ import anyio
 from ...protocol.sse import KEEPALIVE, encode_event, priming_event
 from ...runtime.changes import ChangeEvent
 from ...runtime.compat import send_steps_anywhere
-from ...runtime.runner import Resumed
+from ...runtime.runner import resume
 from ...types.codec import encode_message
 from .asgi import JSON_HEADERS, Receive, Send
 
@@ -354,7 +354,7 @@ class StreamSink:
         if coro is not None:
             self._coro = None
             yielded, self._yielded = self._yielded, None
-            await Resumed(coro, yielded)
+            await resume(coro, yielded)
         pending = self._pending
         while pending:
             chunk = pending.popleft()

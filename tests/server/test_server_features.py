@@ -452,7 +452,7 @@ async def test_lifespan_shared_by_overlapping_tasks_closes_in_its_creator_after_
             second_in.set()
             await second_may_leave.wait()
             assert events == ["enter"]  # still up for us
-            assert server._tg is not None  # background work still possible
+            assert server.can_spawn  # background work still possible
         events.append("second left")
 
     with anyio.fail_after(5):
@@ -486,7 +486,7 @@ async def test_a_lifespan_that_fails_to_start_leaves_nothing_open_and_can_be_ret
     with pytest.raises(ConnectionError):
         async with server.running():
             pass
-    assert server._tg is None and server._lifespan_users == 0
+    assert not server.can_spawn and server._lifespan_users == 0
     async with server.running():
-        assert server._tg is not None
+        assert server.can_spawn
     assert len(attempts) == 2

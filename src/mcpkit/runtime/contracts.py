@@ -95,8 +95,8 @@ class ServedServer(LegacyHost, CapabilitySource, Protocol):
         """Which tools callers see (``server.visibility``)."""
 
     @property
-    def _tg(self) -> object:
-        """The running task group, None outside ``running()``; transports only test it."""
+    def can_spawn(self) -> bool:
+        """Whether :meth:`spawn` can run background work now (inside ``running()``)."""
 
     @property
     def tools(self) -> Mapping[str, CalledTool]: ...

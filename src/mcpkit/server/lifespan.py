@@ -204,6 +204,11 @@ class ServerRuntime:
             )
         return self._tasks
 
+    @property
+    def can_spawn(self) -> bool:
+        """Whether :meth:`spawn` can run background work now (the server is running)."""
+        return self._tg is not None
+
     def spawn(self, fn: Callable[[], Awaitable[object]]) -> None:
         """Run ``fn()`` in the background for as long as the server runs (task workers)."""
         if self._tg is None:

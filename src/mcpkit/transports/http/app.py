@@ -370,7 +370,7 @@ class McpHttpApp:
 
     def start_forwarding(self) -> None:
         """Receive answers forwarded by other replicas (needs the server running)."""
-        if self._forwarding or self.sessions.backend is None or self.server._tg is None:
+        if self._forwarding or self.sessions.backend is None or not self.server.can_spawn:
             return
         self._forwarding = True
         backend = self.sessions.backend

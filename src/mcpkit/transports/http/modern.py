@@ -194,7 +194,7 @@ class _Waiting:
 @contextlib.contextmanager
 def _watched_by_task(app: McpHttpApp, receive: Receive, handle: Handle) -> Iterator[None]:
     stop = anyio.CancelScope()
-    if app.server._tg is not None:
+    if app.server.can_spawn:
         app.server.spawn(lambda: _cancel_when_gone(receive, handle, stop))
     try:
         yield

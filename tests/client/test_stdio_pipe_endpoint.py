@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from mcpkit.runtime.pending import EndpointClosed, RequestTimeout
-from mcpkit.transports.stdio_io import PipeEndpoint, PipeWriter
+from mcpkit.transports.stdio_io import PipeEndpoint, open_pipe_writer
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +47,7 @@ def answer(rid: int, text: str = "ok") -> bytes:
 async def connected(**handlers: Any) -> AsyncIterator[tuple[PipeEndpoint, Peer]]:
     to_peer_r, to_peer_w = os.pipe()
     from_peer_r, from_peer_w = os.pipe()
-    pipe = await PipeWriter.open(to_peer_w)
+    pipe = await open_pipe_writer(to_peer_w)
     endpoint = PipeEndpoint(pipe, **handlers)
     chunks = await endpoint.open_reader(from_peer_r)
     peer = Peer(to_peer_r, from_peer_w)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -256,6 +257,15 @@ async def test_an_abandoned_call_not_yet_started_never_starts(anyio_backend: str
         release.set()
         pool.limit = 40
     assert ran == []
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_workers_run_behind_the_loop(anyio_backend: str) -> None:
+    # Woken by a call, a worker does not preempt the loop's thread on its core.
+    policy = await run_sync(functools.partial(os.sched_getscheduler, 0))
+    assert policy & ~os.SCHED_RESET_ON_FORK == os.SCHED_BATCH
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the loop's own thread
 
 
 async def test_run_sync_raises_what_the_function_raised(anyio_backend: str) -> None:

@@ -5,6 +5,7 @@ has one :class:`WorkerPool`: worker threads fed by one queue, whose results come
 batches (one ``call_soon_threadsafe`` wake-up of the loop for all the results ready at
 that moment).  A call costs the loop a future, a queue put and setting that future: no
 task, no cancel scope, no limiter.  The function runs in a copy of the caller's context.
+Workers run behind the loop's thread on Linux (:func:`_run_behind_the_loop`).
 
 Contracts, those of ``anyio.to_thread.run_sync(fn, abandon_on_cancel=True)``:
 
@@ -23,7 +24,10 @@ threads, so a function still running at exit does not hold the process.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import contextvars
+import os
 import queue
 import threading
 import weakref
@@ -65,7 +69,11 @@ class WorkerPool:
     wait in the queue while no worker took one for :data:`STALL_SECONDS` (every worker
     blocked or busy), up to ``limit``.  Quick calls so share one or two threads, which
     take the next call without sleeping and contend for the GIL with nothing but the
-    loop; calls that block get threads of their own, a stall period apart at most."""
+    loop; calls that block get threads of their own, a stall period apart at most.
+
+    A worker's round is a queue get, the call and a deque append; the lock is taken only
+    to start or retire a thread.  What the loop decides with it is counted on the loop:
+    calls submitted, and calls whose results it has not taken back (``_busy``)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = DEFAULT_LIMIT) -> None:
         self._loop = loop
@@ -74,21 +82,20 @@ class WorkerPool:
 
         self._token: object = anyio.lowlevel.current_token()
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        #: Guarded by ``_lock``: live worker threads (idle ones included).
         self._lock = threading.Lock()
-        #: Guarded by ``_lock``: live worker threads (idle ones included), workers waiting
-        #: for a call, calls taken.
         self.threads = 0
-        self._idle = 0
-        self._taken = 0
-        #: The loop's check for stalled calls, while one is due, and ``_taken`` then.
+        #: On the loop: calls submitted, and those whose results are not handed back yet.
+        self._submitted = 0
+        self._busy = 0
+        #: The loop's check for stalled calls, while one is due, and calls taken then.
         self._watch: asyncio.TimerHandle | None = None
         self._taken_at_watch = 0
-        #: Guarded by ``_lock``: finished calls not yet handed to the loop, and whether
-        #: a wake-up of the loop to hand them over is already on its way.
-        self._done: list[_Done] = []
-        self._wake_sent = False
-        #: How many times workers woke the loop to hand results over (a wake-up carries
-        #: every result finished before the loop ran it).
+        #: Finished calls not yet handed to the loop; ``_wake`` is held while a wake-up of
+        #: the loop to hand them over is on its way (one for all the results ready then).
+        self._done: collections.deque[_Done] = collections.deque()
+        self._wake = threading.Lock()
+        #: How many times workers woke the loop to hand results over.
         self.wakeups = 0
 
     @property
@@ -110,20 +117,20 @@ class WorkerPool:
         Cancelling the future abandons the call.  Called on the loop's thread."""
         future: asyncio.Future[T] = self._loop.create_future()
         self._jobs.put((contextvars.copy_context(), fn, future))
-        with self._lock:
-            if self._jobs.qsize() <= self._idle:
-                return future  # a waiting worker takes it
-            start = self.threads == 0
-            if start:
-                self.threads = 1
-        if start:
-            self._start_workers(1)
-        elif self._watch is None:
-            self._watch_for_stalls()
+        self._submitted += 1
+        self._busy += 1
+        if self._busy > self.threads:  # no worker is free for it (or it just became free)
+            if not self.threads:
+                self._start_workers(1)
+            elif self._watch is None:
+                self._watch_for_stalls()
         return future
 
+    def _taken(self) -> int:
+        return self._submitted - self._jobs.qsize()
+
     def _watch_for_stalls(self) -> None:
-        self._taken_at_watch = self._taken
+        self._taken_at_watch = self._taken()
         self._watch = self._loop.call_later(STALL_SECONDS, self._unstall)
 
     def _unstall(self) -> None:
@@ -131,47 +138,43 @@ class WorkerPool:
         no worker took any; look again while calls wait and more threads may start (at
         the limit, the next call submitted looks again)."""
         self._watch = None
-        with self._lock:
-            waiting = self._jobs.qsize() - self._idle
-            if waiting <= 0:
-                return
-            more = 0
-            if self._taken == self._taken_at_watch:
-                more = max(0, min(waiting, self._limit - self.threads))
-                self.threads += more
-            room = self.threads < self._limit
-        self._start_workers(more)
-        if room:
+        waiting = self._jobs.qsize()
+        if not waiting:
+            return
+        if self._taken() == self._taken_at_watch:
+            self._start_workers(min(waiting, self._limit - self.threads))
+        if self.threads < self._limit:
             self._watch_for_stalls()
 
     def _start_workers(self, count: int) -> None:
-        for started in range(count):
+        for _ in range(count):
+            with self._lock:
+                self.threads += 1
             try:
                 threading.Thread(target=self._work, name="mcpkit-worker", daemon=True).start()
             except BaseException:
-                with self._lock:
-                    self.threads -= count - started
+                self._retire()
                 raise
+
+    def _retire(self) -> None:
+        with self._lock:
+            self.threads -= 1
 
     def _work(self) -> None:
         claim_thread_for_anyio(self._token)
-        jobs = self._jobs
-        lock = self._lock
-        with lock:
-            self._idle += 1
+        _run_behind_the_loop()
+        get = self._jobs.get
+        done = self._done
         while True:
             try:
-                context, fn, future = jobs.get(timeout=IDLE_SECONDS)
+                context, fn, future = get(timeout=IDLE_SECONDS)
             except queue.Empty:
-                with lock:
-                    if not jobs.qsize():
-                        self._idle -= 1
-                        self.threads -= 1
-                        return
+                self._retire()
+                if not self._jobs.qsize():
+                    return
+                with self._lock:  # a call came in meanwhile: stay for it
+                    self.threads += 1
                 continue
-            with lock:
-                self._idle -= 1
-                self._taken += 1
             value: Any = None
             error: BaseException | None = None
             if not future.cancelled():  # abandoned before it started: never start it
@@ -179,30 +182,24 @@ class WorkerPool:
                     value = context.run(fn)
                 except BaseException as exc:
                     error = exc
-            with lock:
-                self._idle += 1
-                self._done.append((future, value, error))
-                wake = not self._wake_sent
-                if wake:
-                    self._wake_sent = True
-                    self.wakeups += 1
+            done.append((future, value, error))
             del context, fn, future, value, error
-            if not wake:
-                continue
+            if not self._wake.acquire(blocking=False):
+                continue  # a wake-up is on its way: it takes this result too
+            self.wakeups += 1
             try:
                 self._loop.call_soon_threadsafe(self._hand_over)
             except RuntimeError:  # the loop is closed: nobody waits for these results
-                with lock:
-                    self._idle -= 1
-                    self.threads -= 1
+                self._retire()
                 return
 
     def _hand_over(self) -> None:
         """On the loop: settle every finished call's future (those still waited for)."""
-        with self._lock:
-            done, self._done = self._done, []
-            self._wake_sent = False
-        for future, value, error in done:
+        self._wake.release()
+        done = self._done
+        while done:
+            future, value, error = done.popleft()
+            self._busy -= 1
             if future.done():  # cancelled: its caller stopped waiting
                 continue
             if error is None:
@@ -212,6 +209,18 @@ class WorkerPool:
                 future.set_exception(failure.with_traceback(error.__traceback__))
             else:
                 future.set_exception(error)
+
+
+def _run_behind_the_loop() -> None:
+    """Make this thread ``SCHED_BATCH`` (Linux): woken by a call the loop queued, it does not
+    preempt the loop's thread on their core but runs when the loop waits, so the calls of
+    one loop iteration go out together.  Its CPU share stays a normal thread's; threads and
+    processes a tool starts inherit the policy."""
+    batch = getattr(os, "SCHED_BATCH", None)
+    if batch is None:
+        return
+    with contextlib.suppress(OSError):  # not allowed (a sandbox): an ordinary thread then
+        os.sched_setscheduler(0, batch, os.sched_param(0))
 
 
 def _checked_limit(value: int) -> int:
@@ -233,6 +242,10 @@ def current_pool() -> WorkerPool:
     loop = running_asyncio_loop()
     if loop is None:
         raise RuntimeError("no running asyncio event loop")
+    return _pool_of(loop)
+
+
+def _pool_of(loop: asyncio.AbstractEventLoop) -> WorkerPool:
     if _last and _last[0]._loop is loop:
         return _last[0]
     pool = _pools.get(loop)
@@ -244,10 +257,9 @@ def current_pool() -> WorkerPool:
 
 async def run_sync(fn: Callable[[], T]) -> T:
     """Call ``fn()`` in a worker thread and return its result (see the module's contracts)."""
-    try:
-        pool = current_pool()
-    except RuntimeError:  # not on asyncio: anyio's workers
+    loop = running_asyncio_loop()
+    if loop is None:  # not on asyncio: anyio's workers
         import anyio.to_thread  # here: an asyncio process never needs it
 
         return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
-    return await pool.submit(fn)
+    return await _pool_of(loop).submit(fn)

@@ -24,6 +24,7 @@ somebody shipped:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shlex
@@ -44,7 +45,7 @@ from .client_base import (
     ServerStartupError,
 )
 from .client_endpoint import EndpointClientTransport
-from .stdio_io import PipeEndpoint, PipeWriter
+from .stdio_io import PipeEndpoint, drain, open_pipe_writer
 
 log = logging.getLogger("mcpkit.client.stdio")
 stderr_log = logging.getLogger("mcpkit.client.stderr")
@@ -91,7 +92,7 @@ class StdioTransport(EndpointClientTransport):
         self._exited = anyio.Event()
         #: On asyncio the pipes are ours (plain pipe transports, see PipeEndpoint);
         #: elsewhere anyio's process streams.
-        self._pipe: PipeWriter | None = None
+        self._pipe: asyncio.StreamWriter | None = None
         self._chunks: AsyncIterator[bytes] | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -134,7 +135,7 @@ class StdioTransport(EndpointClientTransport):
                 os.close(stdout)
         endpoint: Endpoint
         if ours is not None:
-            self._pipe = await PipeWriter.open(ours[0])
+            self._pipe = await open_pipe_writer(ours[0])
             endpoint = PipeEndpoint(
                 self._pipe,
                 self._serve_request,
@@ -232,12 +233,6 @@ class StdioTransport(EndpointClientTransport):
     # ------------------------------------------------------------------ pipes
     async def _write(self, data: bytes) -> None:
         process = self._process
-        if self._pipe is not None:
-            try:
-                await self._pipe.write(data)
-                return
-            except (anyio.BrokenResourceError, OSError):
-                raise ConnectionClosedError(await self._closed_detail("writing to it")) from None
         if process is None or process.stdin is None:
             raise ConnectionClosedError("the server process is not running")
         try:
@@ -249,7 +244,7 @@ class StdioTransport(EndpointClientTransport):
         """Wait until the server's stdin pipe drained (raises if it broke)."""
         assert self._pipe is not None
         try:
-            await self._pipe.drain()
+            await drain(self._pipe)
         except (anyio.BrokenResourceError, OSError):
             raise ConnectionClosedError(await self._closed_detail("writing to it")) from None
 

@@ -27,7 +27,7 @@ from ..runtime.listen import ServedSubscription, legacy_notification_for
 from ..types.errors import McpError, method_not_found
 from ..types.jsonrpc import Message
 from ..types.methods import METHODS
-from .stdio_io import PipeEndpoint, PipeWriter, is_pipe_like, thread_reader, thread_writer
+from .stdio_io import PipeEndpoint, is_pipe_like, open_pipe_writer, thread_reader, thread_writer
 
 
 class _StdioExchange(Exchange):
@@ -119,8 +119,8 @@ class StdioServer:
         anything else (trio, a regular file, a terminal) a worker thread per read or write."""
         chunks: AsyncIterator[bytes] = thread_reader(in_fd)
         if sniffio.current_async_library() == "asyncio" and is_pipe_like(out_fd):
-            pipe = await PipeWriter.open(out_fd, closefd=False)
-            piped = PipeEndpoint(pipe, self.on_request, self.on_notification)
+            writer = await open_pipe_writer(out_fd, closefd=False)
+            piped = PipeEndpoint(writer, self.on_request, self.on_notification)
             if is_pipe_like(in_fd):
                 chunks = await piped.open_reader(in_fd, closefd=False)
             endpoint: Endpoint = piped

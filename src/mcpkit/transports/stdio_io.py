@@ -1,15 +1,15 @@
 """Non-blocking byte I/O on file descriptors for stdio transports.
 
 On asyncio both ends of a stdio connection (``mcpkit serve`` and the client that spawned
-it) use :class:`PipeEndpoint`: the loop's pipe transports read and write (no thread hop per
-read: a thread hop costs more than the whole rest of a small request), and our own requests
-wait without anyio's per-call machinery.  Anything else (trio, a regular file, a terminal)
-reads and writes in a worker thread (:func:`thread_reader`, :func:`thread_writer`).
+it) use :class:`PipeEndpoint` on the loop's pipe transports.  Anything else (trio, a
+regular file, a terminal) reads and writes in a worker thread (:func:`thread_reader`,
+:func:`thread_writer`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import os
@@ -30,11 +30,8 @@ log = logging.getLogger("mcpkit.endpoint")
 
 CHUNK = 256 * 1024
 
-
-#: What one read of a pipe asks for: asyncio's pipe transport reads 256 KiB at a time, a
-#: buffer glibc serves with mmap (the read's shrink and free add mremap and munmap, three
-#: system calls per message); 64 KiB comes from the heap.  (uvloop reads into a buffer of
-#: its own.)
+#: What one read of a pipe asks for: asyncio's pipe transport asks 256 KiB, a buffer
+#: glibc serves with mmap (mremap and munmap follow each read); 64 KiB comes from the heap.
 READ_SIZE = 64 * 1024
 
 
@@ -64,45 +61,22 @@ def is_pipe_like(fd: int) -> bool:
 HIGH_WATER = 64 * 1024
 
 
-class PipeWriter:
-    """Writes to a pipe through the asyncio loop's pipe transport: a write is one
-    non-blocking ``os.write`` when the pipe has room (the transport buffers the rest, in
-    order); only past :data:`HIGH_WATER` buffered bytes does a writer wait for it to drain.
-    Create with :meth:`open` inside the loop.  Closing it closes ``fd``.
-    """
+async def open_pipe_writer(fd: int, *, closefd: bool = True) -> asyncio.StreamWriter:
+    """A writer on the running loop's pipe transport for ``fd`` (closing it closes ``fd``):
+    a write is one non-blocking ``os.write`` when the pipe has room, the transport buffers
+    the rest in order."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(fd, "wb", buffering=0, closefd=closefd)
+    )
+    return asyncio.StreamWriter(transport, protocol, None, loop)
 
-    def __init__(self, transport: asyncio.WriteTransport, writer: asyncio.StreamWriter) -> None:
-        self._transport = transport
-        self._writer = writer  # for drain() only
 
-    @classmethod
-    async def open(cls, fd: int, *, closefd: bool = True) -> PipeWriter:
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(fd, "wb", buffering=0, closefd=closefd)
-        )
-        return cls(transport, asyncio.StreamWriter(transport, protocol, None, loop))
-
-    def write_nowait(self, data: bytes) -> bool:
-        """Write (or buffer) ``data`` now; True when the caller should :meth:`drain`."""
-        transport = self._transport
-        if transport.is_closing():
-            raise anyio.BrokenResourceError("output pipe closed")
-        transport.write(data)
-        return transport.get_write_buffer_size() > HIGH_WATER
-
-    async def drain(self) -> None:
-        if self._transport.is_closing():
-            raise anyio.BrokenResourceError("output pipe closed")
-        await self._writer.drain()
-
-    async def write(self, data: bytes) -> None:
-        if self.write_nowait(data):
-            await self.drain()
-
-    def close(self) -> None:
-        """Close the pipe (what is still buffered goes out first)."""
-        self._transport.close()
+async def drain(writer: asyncio.StreamWriter) -> None:
+    """Wait until ``writer``'s pipe took what is buffered; a closed pipe raises."""
+    if writer.is_closing():
+        raise anyio.BrokenResourceError("output pipe closed")
+    await writer.drain()
 
 
 async def thread_writer(data: bytes, fd: int) -> None:
@@ -113,25 +87,9 @@ async def thread_writer(data: bytes, fd: int) -> None:
         view = view[await anyio.to_thread.run_sync(os.write, fd, view) :]
 
 
-class _ReadProtocol(asyncio.Protocol):
-    def __init__(self, endpoint: PipeEndpoint) -> None:
-        self._endpoint = endpoint
-
-    def data_received(self, data: bytes) -> None:
-        self._endpoint._received(data)
-
-    def eof_received(self) -> bool:
-        self._endpoint._ended(None)
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._endpoint._ended(exc)
-
-
 class _Done(asyncio.Future[bool]):
-    """A stdio request's :class:`~mcpkit.runtime.pending.Done`: a plain asyncio future
-    (an ``anyio.Event`` costs more than the round trip), resolved False by ``set`` (the
-    answer came, or the endpoint closed) and True by the deadline sweep."""
+    """A request's :class:`~mcpkit.runtime.pending.Done` as a plain future: False when
+    ``set`` (answered, or the endpoint closed), True when the deadline sweep expired it."""
 
     __slots__ = ()
 
@@ -146,35 +104,33 @@ class _Done(asyncio.Future[bool]):
         return self
 
 
-class PipeEndpoint(Endpoint):
-    """The shared endpoint with an asyncio-native path for writes and our own requests.
+class PipeEndpoint(Endpoint, asyncio.Protocol):
+    """The shared endpoint with an asyncio-native path for writes and our own requests;
+    also the protocol of the pipe it reads (:meth:`open_reader`).
 
-    A write is one non-blocking ``os.write`` (the pipe transport buffers what does not fit;
-    only past its high-water mark does a writer wait), so writes need no lock: each message
-    goes out whole and in order.  A request waits on a plain future resolved by the reader;
-    deadlines are kept by one loop timer for all requests (see :meth:`_watch`) instead of
-    anyio cancel scopes: the same semantics for a fraction of the cost per call.  What
-    differs from the shared endpoint's :meth:`~Endpoint.request` is that part only:
-    :meth:`_exchange`, the waiter's future and the loop's clock.  Incoming requests take
-    the shared endpoint's route (its reader loop and the request runner) unchanged.
+    A write is one non-blocking ``os.write`` (the transport buffers what does not fit; only
+    past :data:`HIGH_WATER` does a writer wait), so writes need no lock: each message goes
+    out whole and in order.  A request waits on a plain future resolved by the reader, its
+    deadline kept by one loop timer for all requests (see :meth:`_watch`) instead of anyio
+    cancel scopes.  Incoming requests take the shared endpoint's route unchanged.
     """
 
     def __init__(
         self,
-        pipe: PipeWriter,
+        writer: asyncio.StreamWriter,
         on_request: RequestHandler | None = None,
         on_notification: NotificationHandler | None = None,
         *,
         flush: Callable[[], Awaitable[None]] | None = None,
         max_line: int = DEFAULT_MAX_LINE,
     ) -> None:
-        super().__init__(pipe.write, on_request, on_notification, max_line=max_line)
-        self._pipe = pipe
+        super().__init__(self._write_data, on_request, on_notification, max_line=max_line)
+        self._writer = writer
         #: Waits for the pipe to drain (the owner's, to put a broken pipe in its words).
-        self._flush = flush or pipe.drain
+        self._flush = flush or functools.partial(drain, writer)
         self._loop = asyncio.get_running_loop()
         self._max_line = max_line
-        # The reader of open_reader(): chunks the fast path leaves to run(), in order.
+        # What the read callback hands to run(), in order.
         self._backlog: deque[bytes] = deque()
         self._backlog_bytes = 0
         self._paused = False  # reading stopped: too much handed over and not yet read
@@ -192,16 +148,15 @@ class PipeEndpoint(Endpoint):
     # ------------------------------------------------------------------ reading
     async def open_reader(self, fd: int, *, closefd: bool = True) -> AsyncIterator[bytes]:
         """Read ``fd`` (closed at the end when ``closefd``) in the loop's read callback; pass
-        what that returns to :meth:`run`.
+        what this returns to :meth:`run`.
 
         Answers to our requests are resolved right in the callback: one loop iteration
         less per round trip than a reader task.  Only a chunk of nothing but complete
         responses takes that path, and only while :meth:`run` has nothing of ours pending;
-        everything else (requests, notifications, partial or odd lines) goes to
-        :meth:`run` as bytes, in arrival order.
+        everything else goes to :meth:`run` as bytes, in arrival order.
         """
         transport, _ = await self._loop.connect_read_pipe(
-            lambda: _ReadProtocol(self), os.fdopen(fd, "rb", buffering=0, closefd=closefd)
+            lambda: self, os.fdopen(fd, "rb", buffering=0, closefd=closefd)
         )
         if getattr(transport, "max_size", 0) > READ_SIZE:
             setattr(transport, "max_size", READ_SIZE)  # noqa: B010 - not in asyncio's types
@@ -231,7 +186,7 @@ class PipeEndpoint(Endpoint):
             if self._reader is not None:
                 self._reader.close()
 
-    def _received(self, data: bytes) -> None:
+    def data_received(self, data: bytes) -> None:
         """A chunk read: settled here when it is nothing but answers to our requests,
         else handed to :meth:`run` (from the first line it cannot settle on)."""
         if (
@@ -275,7 +230,8 @@ class PipeEndpoint(Endpoint):
             self._reader.pause_reading()
         self._wake()
 
-    def _ended(self, exc: Exception | None) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The end of the input (after EOF too: ``eof_received`` keeps the default)."""
         if exc is not None and self._read_error is None:
             self._read_error = exc if isinstance(exc, OSError) else OSError(str(exc))
         self._eof = True
@@ -287,30 +243,39 @@ class PipeEndpoint(Endpoint):
             more.set_result(None)
 
     # ------------------------------------------------------------------ writing
+    def _buffer(self, data: bytes) -> bool:
+        """Write (or buffer) ``data`` now; True when :attr:`_flush` must follow (the pipe
+        is full, or closed: flushing then raises the error that explains it)."""
+        writer = self._writer
+        if writer.is_closing():
+            return True
+        try:
+            writer.write(data)
+        except OSError:
+            return True
+        return writer.transport.get_write_buffer_size() > HIGH_WATER
+
+    async def _write_data(self, data: bytes) -> None:
+        if self._buffer(data):
+            await self._flush()
 
     def _write_now(self, message: Message) -> bool:
-        """Encode and write (or buffer) ``message``; True when :attr:`_flush` must follow
-        (the pipe is full, or broken: flushing then raises the error that explains it)."""
+        """Encode and :meth:`_buffer` ``message`` (an unencodable one is dropped)."""
         try:
             data = frame(encode_message(message))
         except ValueError as exc:  # an unencodable notification: drop it, keep the line up
             log.warning("dropping an outgoing %s: %s", message.get("method"), exc)
             return False
-        try:
-            return self._pipe.write_nowait(data)
-        except (anyio.BrokenResourceError, OSError):
-            return True
+        return self._buffer(data)
 
     async def send(self, message: Message) -> None:
         if self._write_now(message):
             await self._flush()
 
     def _exchange(self, message: Message, waiter: Waiter) -> Awaitable[bool | None]:
-        """Write now and hand back the waiter's future (resolved by the reader, or True by
-        :meth:`_sweep`); only a full pipe makes a coroutine of it (:meth:`_flush_or_done`)."""
+        """Write now and hand back the waiter's future; only a full pipe makes a coroutine
+        of it, which the deadline covers too (a peer that stopped reading)."""
         self._watch(min(waiter.deadline, waiter.hard_deadline))
-        # The deadline covers the write too: a peer that stopped reading must not
-        # block a request forever on a full pipe.
         if self._write_now(message):
             return self._flush_or_done(waiter.done)
         return waiter.done.wait()
@@ -330,10 +295,8 @@ class PipeEndpoint(Endpoint):
         return await waiting
 
     def _watch(self, when: float) -> None:
-        """Make sure a sweep runs by ``when``.  One timer for every request, moved only for
-        an earlier deadline: a timer armed and cancelled per request cost about as much as
-        the rest of the request's bookkeeping, and nearly every request ends long before
-        its deadline."""
+        """Make sure a sweep runs by ``when``: one timer for every request, moved only for
+        an earlier deadline (nearly every request ends long before its deadline)."""
         if when < self._sweep_at:
             if self._sweep_timer is not None:
                 self._sweep_timer.cancel()

@@ -78,14 +78,15 @@ class ResponseHeaders(list[tuple[bytes, bytes]]):
 
 
 class PooledResponse(asyncio.Protocol):
-    """One keep-alive connection of the pool, and the response in flight on it.
+    """One response, and the keep-alive connection it holds until its end.
 
     An asyncio protocol feeding httptools (the socket is not read while more than
     :data:`HIGH_WATER` bytes wait unread), it wakes the one task reading.  It is read as
     httpx's responses are (``status_code``, ``headers``, :meth:`aiter_bytes`), or at once
-    (:meth:`read_now`).  Read to its end, the connection is back in the pool and its
-    holder must not touch it again; :meth:`close` before that closes the connection
-    (which is also how a 2026-07-28 request is cancelled)."""
+    (:meth:`read_now`).  Read to its end, the connection goes back to the pool as a fresh
+    response (this one keeps nothing of it); :meth:`close` before that closes the
+    connection (which is also how a 2026-07-28 request is cancelled), after it does
+    nothing."""
 
     def __init__(self, pool: Http11Pool, key: tuple[str, int]) -> None:
         self.pool = pool
@@ -206,7 +207,8 @@ class PooledResponse(asyncio.Protocol):
 
     def close(self) -> None:
         """Done with the response: a body not read to its end closes its connection;
-        after the end it does nothing.  (Synchronous: no coroutine needed.)"""
+        after the end (the connection may serve another request by then) it does
+        nothing.  (Synchronous: no coroutine needed.)"""
         if self.leased:  # (not read to its end: the connection is unusable)
             self._drop()
             self.pool._release(self)
@@ -235,6 +237,16 @@ class PooledResponse(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.abort()
+
+    def _handed_over(self) -> PooledResponse:
+        """The connection, idle, as a fresh response for its next request; this one is
+        left without it, so its holder's late :meth:`close` touches nothing."""
+        fresh = PooledResponse(self.pool, self.key)
+        transport, self.transport = self.transport, None
+        assert transport is not None  # (not closed: _release checked)
+        transport.set_protocol(fresh)
+        fresh.transport, fresh.used_at = transport, self.used_at
+        return fresh
 
 
 class _SlotWait(asyncio.Future[None]):
@@ -317,9 +329,6 @@ class Http11Pool:
                 reused = conn is not None
                 if conn is None:
                     conn = await self._connect(key, connect_timeout)
-                else:  # ready for its next response
-                    conn.headers, conn.headers_done, conn.complete = ResponseHeaders(), False, False
-                    conn.received_any, conn.head_size = False, 0
                 conn.used_at = now
                 if deadline is not None:
                     self._timed[conn] = (now + deadline, deadline)
@@ -459,7 +468,7 @@ class Http11Pool:
         if len(idle) >= self._max_idle:
             conn._drop()
             return
-        idle.append(conn)
+        idle.append(conn._handed_over())
 
     def close(self) -> None:
         """Close the idle connections; those in use close as their responses end."""

@@ -20,7 +20,7 @@ response stream *is* how a client cancels a request.  asyncio only.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -83,10 +83,11 @@ class PooledResponse(asyncio.Protocol):
     An asyncio protocol feeding httptools (the socket is not read while more than
     :data:`HIGH_WATER` bytes wait unread), it wakes the one task reading.  It is read as
     httpx's responses are (``status_code``, ``headers``, :meth:`aiter_bytes`), or at once
-    (:meth:`read_now`).  Read to its end, the connection goes back to the pool as a fresh
-    response (this one keeps nothing of it); :meth:`close` before that closes the
-    connection (which is also how a 2026-07-28 request is cancelled), after it does
-    nothing."""
+    (:meth:`read_now`).  Read to its end in pieces, the connection goes back to the pool
+    as a fresh response (this one keeps nothing of it, so its holder's :meth:`close`
+    after the end touches nothing); read at once, the response is spent (its holder does
+    not close it).  :meth:`close` before the end closes the connection (which is also
+    how a 2026-07-28 request is cancelled)."""
 
     def __init__(self, pool: Http11Pool, key: tuple[str, int]) -> None:
         self.pool = pool
@@ -168,8 +169,8 @@ class PooledResponse(asyncio.Protocol):
             if self.pending:  # (again after each yield: more may have come meanwhile)
                 for chunk in self._take():
                     yield chunk
-            elif self.complete:
-                self.pool._release(self)
+            elif self.complete:  # (its holder's close() follows: the connection moves on)
+                self.pool._release(self, handed_over=True)
             elif self.error is not None:  # (an invalid answer, a deadline passed)
                 raise self.error
             elif self.closed:
@@ -186,7 +187,8 @@ class PooledResponse(asyncio.Protocol):
     def read_now(self, limit: int) -> bytes | None:
         """The whole body when it is here already, in one piece and within ``limit``
         bytes (the usual small answer: no coroutine needed), else None (read it with
-        :meth:`aiter_bytes`, or the client's ``read_body``)."""
+        :meth:`aiter_bytes`, or the client's ``read_body``).  A body returned ends the
+        response: the connection is back in the pool as it is, so do not close it."""
         if not self.complete or len(self.pending) != 1 or self.buffered > limit:
             return None
         body = self.pending[0]  # (_take(), inline)
@@ -243,6 +245,7 @@ class PooledResponse(asyncio.Protocol):
         left without it, so its holder's late :meth:`close` touches nothing."""
         fresh = PooledResponse(self.pool, self.key)
         transport, self.transport = self.transport, None
+        self.parser = None  # (it refers back to this response: freed at once, not by the GC)
         assert transport is not None  # (not closed: _release checked)
         transport.set_protocol(fresh)
         fresh.transport, fresh.used_at = transport, self.used_at
@@ -272,7 +275,7 @@ class Http11Pool:
     def __init__(self, *, max_connections: int = 256, max_idle: int = 64) -> None:
         if not available():
             raise RuntimeError("Http11Pool needs httptools (pip install 'mcpkit[fast]')")
-        self._idle: dict[tuple[str, int], deque[PooledResponse]] = {}
+        self._idle: defaultdict[tuple[str, int], deque[PooledResponse]] = defaultdict(deque)
         #: The bound on connections in use: free slots, and the requests waiting for one
         #: in arrival order (:meth:`_wait_for_slot`).
         self._free = max_connections
@@ -321,7 +324,7 @@ class Http11Pool:
             for attempt in (0, 1):
                 # The freshest idle connection; one closed, or whose last request started
                 # more than MAX_IDLE_S ago (it may have been idle that long), is dropped.
-                idle = self._idle.get(key)
+                idle = self._idle[key]
                 conn = idle.pop() if idle else None
                 while conn is not None and (conn.closed or now - conn.used_at > MAX_IDLE_S):
                     conn._drop()
@@ -329,6 +332,9 @@ class Http11Pool:
                 reused = conn is not None
                 if conn is None:
                     conn = await self._connect(key, connect_timeout)
+                else:  # ready for its next response
+                    conn.headers, conn.headers_done, conn.complete = ResponseHeaders(), False, False
+                    conn.received_any, conn.head_size = False, 0
                 conn.used_at = now
                 if deadline is not None:
                     self._timed[conn] = (now + deadline, deadline)
@@ -446,7 +452,9 @@ class Http11Pool:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
         return conn
 
-    def _release(self, conn: PooledResponse) -> None:
+    def _release(self, conn: PooledResponse, handed_over: bool = False) -> None:
+        """The exchange on ``conn`` is over: its slot is free, the connection idle if it
+        is reusable (``handed_over``: as a fresh response, :meth:`~PooledResponse._handed_over`)."""
         conn.leased = False
         self._timed.pop(conn, None)
         if self._waiters:
@@ -462,18 +470,16 @@ class Http11Pool:
         ):
             conn._drop()
             return
-        idle = self._idle.get(conn.key)
-        if idle is None:
-            idle = self._idle[conn.key] = deque()
+        idle = self._idle[conn.key]
         if len(idle) >= self._max_idle:
             conn._drop()
             return
-        idle.append(conn._handed_over())
+        idle.append(conn._handed_over() if handed_over else conn)
 
     def close(self) -> None:
         """Close the idle connections; those in use close as their responses end."""
         self._closed = True
-        idle, self._idle = self._idle, {}
+        idle, self._idle = self._idle, defaultdict(deque)
         for conns in idle.values():
             for conn in conns:
                 conn._drop()

@@ -36,7 +36,7 @@ from ..transports.http11 import DeadlineExceeded, PooledResponse
 from ..types.codec import DecodeError, decode_relayed, encode
 from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError
 from ..types.methods import METHODS
-from ..types.versions import META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO
+from ..types.versions import META_PROTOCOL_VERSION, META_SERVER_INFO
 
 if TYPE_CHECKING:
     from .bridge import FrontCall
@@ -143,10 +143,7 @@ class FastLane:
         client's own ``_meta`` is reduced to what identifies it, added to ``meta``, and
         ``meta`` becomes the params' ``_meta``.  No progress, no span.  (A plain
         function: the coroutine it returns is the exchange's own.)"""
-        own = client.session.identity()
-        if META_LOG_LEVEL in meta:  # the front client's level is the one asked for
-            own.pop(META_LOG_LEVEL, None)
-        meta.update(own)
+        meta.update(client.session.identity())
         params["_meta"] = meta
         return self._exchange(method, next(self._ids), params, headers, None, None, limit)
 

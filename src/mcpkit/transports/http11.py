@@ -12,9 +12,7 @@ the answer is retried once on a fresh one (the server closed it idle, so it neve
 It is the Streamable HTTP client's pooled wire (:mod:`.client_http`, given a pool) for
 POSTs to an ``http://`` URL on asyncio, their answers read by the client's rules; the
 fast lane (:mod:`mcpkit.compose.lane`) is the same client's shortest path onto it.
-
-Cancellation and deadlines close the connection: in the 2026-07-28 era closing the
-response stream *is* how a client cancels a request.  asyncio only.
+Cancellation and deadlines close the connection.  asyncio only.
 """
 
 from __future__ import annotations
@@ -83,11 +81,8 @@ class PooledResponse(asyncio.Protocol):
     An asyncio protocol feeding httptools (the socket is not read while more than
     :data:`HIGH_WATER` bytes wait unread), it wakes the one task reading.  It is read as
     httpx's responses are (``status_code``, ``headers``, :meth:`aiter_bytes`), or at once
-    (:meth:`read_now`).  Read to its end in pieces, the connection goes back to the pool
-    as a fresh response (this one keeps nothing of it, so its holder's :meth:`close`
-    after the end touches nothing); read at once, the response is spent (its holder does
-    not close it).  :meth:`close` before the end closes the connection (which is also
-    how a 2026-07-28 request is cancelled)."""
+    (:meth:`read_now`).  :meth:`close` before the end closes the connection (which is
+    also how a 2026-07-28 request is cancelled), after a body read in pieces does nothing."""
 
     def __init__(self, pool: Http11Pool, key: tuple[str, int]) -> None:
         self.pool = pool
@@ -209,8 +204,8 @@ class PooledResponse(asyncio.Protocol):
 
     def close(self) -> None:
         """Done with the response: a body not read to its end closes its connection;
-        after the end (the connection may serve another request by then) it does
-        nothing.  (Synchronous: no coroutine needed.)"""
+        after the end of a body read in pieces (the connection may serve another request
+        by then) it does nothing.  (Synchronous: no coroutine needed.)"""
         if self.leased:  # (not read to its end: the connection is unusable)
             self._drop()
             self.pool._release(self)
@@ -239,17 +234,6 @@ class PooledResponse(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.abort()
-
-    def _handed_over(self) -> PooledResponse:
-        """The connection, idle, as a fresh response for its next request; this one is
-        left without it, so its holder's late :meth:`close` touches nothing."""
-        fresh = PooledResponse(self.pool, self.key)
-        transport, self.transport = self.transport, None
-        self.parser = None  # (it refers back to this response: freed at once, not by the GC)
-        assert transport is not None  # (not closed: _release checked)
-        transport.set_protocol(fresh)
-        fresh.transport, fresh.used_at = transport, self.used_at
-        return fresh
 
 
 class _SlotWait(asyncio.Future[None]):
@@ -453,8 +437,6 @@ class Http11Pool:
         return conn
 
     def _release(self, conn: PooledResponse, handed_over: bool = False) -> None:
-        """The exchange on ``conn`` is over: its slot is free, the connection idle if it
-        is reusable (``handed_over``: as a fresh response, :meth:`~PooledResponse._handed_over`)."""
         conn.leased = False
         self._timed.pop(conn, None)
         if self._waiters:
@@ -474,7 +456,14 @@ class Http11Pool:
         if len(idle) >= self._max_idle:
             conn._drop()
             return
-        idle.append(conn._handed_over() if handed_over else conn)
+        if handed_over:  # to a fresh response: a late close() of conn touches nothing
+            fresh, transport = PooledResponse(self, conn.key), conn.transport
+            assert transport is not None  # (not closed)
+            transport.set_protocol(fresh)
+            fresh.transport, fresh.used_at, conn.transport = transport, conn.used_at, None
+            conn.parser = None  # (it refers back to conn: freed at once, not by the GC)
+            conn = fresh
+        idle.append(conn)
 
     def close(self) -> None:
         """Close the idle connections; those in use close as their responses end."""

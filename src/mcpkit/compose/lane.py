@@ -36,7 +36,7 @@ from ..transports.http11 import DeadlineExceeded, PooledResponse
 from ..types.codec import DecodeError, decode_relayed, encode
 from ..types.errors import UNSUPPORTED_PROTOCOL_VERSION, McpError
 from ..types.methods import METHODS
-from ..types.versions import META_PROTOCOL_VERSION, META_SERVER_INFO
+from ..types.versions import META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO
 
 if TYPE_CHECKING:
     from .bridge import FrontCall
@@ -143,7 +143,10 @@ class FastLane:
         client's own ``_meta`` is reduced to what identifies it, added to ``meta``, and
         ``meta`` becomes the params' ``_meta``.  No progress, no span.  (A plain
         function: the coroutine it returns is the exchange's own.)"""
-        meta.update(client.session.identity())
+        own = client.session.identity()
+        if META_LOG_LEVEL in meta:  # the front client's level is the one asked for
+            own.pop(META_LOG_LEVEL, None)
+        meta.update(own)
         params["_meta"] = meta
         return self._exchange(method, next(self._ids), params, headers, None, None, limit)
 
@@ -168,9 +171,8 @@ class FastLane:
                 connect_timeout=self.connect_timeout,
                 deadline=self.timeout,
             )
-            # Most answers are JSON that came whole with their head: read at once,
-            # without the reading coroutines, and the connection is back in the pool
-            # already (nothing to close).
+            # Most answers are JSON that came whole with their head: read at once, without
+            # the reading coroutines (the connection is back in the pool: not closed).
             plain = response.headers.first(b"content-type") == b"application/json"
             whole = response.read_now(limit) if plain else None
             if whole is not None:
@@ -235,7 +237,7 @@ class FastLane:
                 result = message.get("result")
                 if type(result) is dict:
                     meta = result.get("_meta")
-                    if meta is not None and type(meta) is dict and META_SERVER_INFO in meta:
+                    if type(meta) is dict and META_SERVER_INFO in meta:
                         del meta[META_SERVER_INFO]  # (strip_server_info, in place: ours)
                         if not meta:
                             del result["_meta"]

@@ -183,7 +183,7 @@ class PooledResponse(asyncio.Protocol):
         """The whole body when it is here already, in one piece and within ``limit``
         bytes (the usual small answer: no coroutine needed), else None (read it with
         :meth:`aiter_bytes`, or the client's ``read_body``).  A body returned ends the
-        response: the connection is back in the pool as it is, so do not close it."""
+        response (the connection is back in the pool: do not close it)."""
         if not self.complete or len(self.pending) != 1 or self.buffered > limit:
             return None
         body = self.pending[0]  # (_take(), inline)
@@ -252,8 +252,8 @@ class Http11Pool:
 
     ``max_connections`` bounds the connections in use at once (requests beyond it
     wait); ``max_idle`` how many idle ones are kept per host.  Raises httpx's exception
-    types (``ConnectError``, ``ReadTimeout``, ``RemoteProtocolError``...), which both of
-    its users already map.
+    types (``ConnectError``, ``RemoteProtocolError``...; :class:`DeadlineExceeded` is a
+    ``TimeoutException``), which both of its users already map.
     """
 
     def __init__(self, *, max_connections: int = 256, max_idle: int = 64) -> None:
@@ -443,17 +443,15 @@ class Http11Pool:
             self._release_slot()
         else:  # (nobody waits, the usual case: no call)
             self._free += 1
-        if (  # (done, and reusable: kept alive, not closed, no error)
+        idle = self._idle[conn.key]
+        if (  # (done, and reusable: kept alive, not closed, no error, room among the idle)
             self._closed
             or not conn.complete
             or not conn.keep_alive
             or conn.closed
             or conn.error is not None
+            or len(idle) >= self._max_idle
         ):
-            conn._drop()
-            return
-        idle = self._idle[conn.key]
-        if len(idle) >= self._max_idle:
             conn._drop()
             return
         if handed_over:  # to a fresh response: a late close() of conn touches nothing

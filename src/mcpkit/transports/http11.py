@@ -424,10 +424,9 @@ class Http11Pool:
 
     async def _connect(self, key: tuple[str, int], timeout: float | None) -> PooledResponse:
         host, port = key
-        loop = asyncio.get_running_loop()
         try:
             with anyio.fail_after(timeout):
-                _, conn = await loop.create_connection(
+                _, conn = await asyncio.get_running_loop().create_connection(
                     lambda: PooledResponse(self, key), host, port
                 )
         except TimeoutError:

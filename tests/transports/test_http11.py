@@ -542,3 +542,23 @@ async def test_the_client_transport_posts_over_the_pool(
     (delete,) = [r for r in upstream.requests if r.startswith(b"DELETE")]
     assert b"python-httpx" in delete
     assert upstream.connections == 2  # the POSTs' one, and httpx's
+
+
+async def test_a_close_after_the_end_leaves_the_next_request_alone(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """A holder that read its body to the end and closes the response later (the usual
+    ``try/finally``) does not touch the request that got the connection meanwhile, nor
+    does a second close."""
+    upstream = await upstream_factory(echo)
+    pool = http11.Http11Pool()
+    first = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"1"))
+    assert await read_body(first, 100, "the first request") == b"1"  # back in the pool
+    second = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"2"))
+    first.close()  # late: the connection now serves the second request
+    assert await body_of(second, 100) == b"2"
+    third = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"3"))
+    second.close()  # a second close
+    assert await body_of(third, 100) == b"3"
+    assert upstream.connections == 1  # one connection served them all
+    pool.close()

@@ -171,9 +171,8 @@ class FastLane:
                 connect_timeout=self.connect_timeout,
                 deadline=self.timeout,
             )
-            # Most answers are JSON that came whole with their head: read at once,
-            # without the reading coroutines, and the connection is back in the pool
-            # already (nothing to close).
+            # Most answers are JSON that came whole with their head: read at once, without
+            # the reading coroutines (the connection is back in the pool: not closed).
             plain = response.headers.first(b"content-type") == b"application/json"
             whole = response.read_now(limit) if plain else None
             if whole is not None:
@@ -238,7 +237,7 @@ class FastLane:
                 result = message.get("result")
                 if type(result) is dict:
                     meta = result.get("_meta")
-                    if meta is not None and type(meta) is dict and META_SERVER_INFO in meta:
+                    if type(meta) is dict and META_SERVER_INFO in meta:
                         del meta[META_SERVER_INFO]  # (strip_server_info, in place: ours)
                         if not meta:
                             del result["_meta"]

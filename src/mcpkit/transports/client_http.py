@@ -280,8 +280,7 @@ class HttpTransport:
         lines = "".join(f"\r\n{name}: {value}" for name, value in headers.items())
         length = b"\r\ncontent-length: %d\r\n\r\n" % len(body)
         data = self.request_line + lines.encode("latin-1") + length + body
-        host, port = self.address
-        response = await pool.request(host, port, data, connect_timeout=self.connect_timeout)
+        response = await pool.request(*self.address, data, connect_timeout=self.connect_timeout)
         try:
             return await self.read_answer(response, call)
         finally:

@@ -12,15 +12,13 @@ the answer is retried once on a fresh one (the server closed it idle, so it neve
 It is the Streamable HTTP client's pooled wire (:mod:`.client_http`, given a pool) for
 POSTs to an ``http://`` URL on asyncio, their answers read by the client's rules; the
 fast lane (:mod:`mcpkit.compose.lane`) is the same client's shortest path onto it.
-
-Cancellation and deadlines close the connection: in the 2026-07-28 era closing the
-response stream *is* how a client cancels a request.  asyncio only.
+Cancellation and deadlines close the connection.  asyncio only.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -78,14 +76,13 @@ class ResponseHeaders(list[tuple[bytes, bytes]]):
 
 
 class PooledResponse(asyncio.Protocol):
-    """One keep-alive connection of the pool, and the response in flight on it.
+    """One response, and the keep-alive connection it holds until its end.
 
     An asyncio protocol feeding httptools (the socket is not read while more than
     :data:`HIGH_WATER` bytes wait unread), it wakes the one task reading.  It is read as
     httpx's responses are (``status_code``, ``headers``, :meth:`aiter_bytes`), or at once
-    (:meth:`read_now`).  Read to its end, the connection is back in the pool and its
-    holder must not touch it again; :meth:`close` before that closes the connection
-    (which is also how a 2026-07-28 request is cancelled)."""
+    (:meth:`read_now`).  :meth:`close` before the end closes the connection (which is
+    also how a 2026-07-28 request is cancelled), after a body read in pieces does nothing."""
 
     def __init__(self, pool: Http11Pool, key: tuple[str, int]) -> None:
         self.pool = pool
@@ -167,8 +164,8 @@ class PooledResponse(asyncio.Protocol):
             if self.pending:  # (again after each yield: more may have come meanwhile)
                 for chunk in self._take():
                     yield chunk
-            elif self.complete:
-                self.pool._release(self)
+            elif self.complete:  # (its holder's close() follows: the connection moves on)
+                self.pool._release(self, handed_over=True)
             elif self.error is not None:  # (an invalid answer, a deadline passed)
                 raise self.error
             elif self.closed:
@@ -185,7 +182,8 @@ class PooledResponse(asyncio.Protocol):
     def read_now(self, limit: int) -> bytes | None:
         """The whole body when it is here already, in one piece and within ``limit``
         bytes (the usual small answer: no coroutine needed), else None (read it with
-        :meth:`aiter_bytes`, or the client's ``read_body``)."""
+        :meth:`aiter_bytes`, or the client's ``read_body``).  A body returned ends the
+        response (the connection is back in the pool: do not close it)."""
         if not self.complete or len(self.pending) != 1 or self.buffered > limit:
             return None
         body = self.pending[0]  # (_take(), inline)
@@ -206,7 +204,8 @@ class PooledResponse(asyncio.Protocol):
 
     def close(self) -> None:
         """Done with the response: a body not read to its end closes its connection;
-        after the end it does nothing.  (Synchronous: no coroutine needed.)"""
+        after the end of a body read in pieces (the connection may serve another request
+        by then) it does nothing.  (Synchronous: no coroutine needed.)"""
         if self.leased:  # (not read to its end: the connection is unusable)
             self._drop()
             self.pool._release(self)
@@ -253,24 +252,20 @@ class Http11Pool:
 
     ``max_connections`` bounds the connections in use at once (requests beyond it
     wait); ``max_idle`` how many idle ones are kept per host.  Raises httpx's exception
-    types (``ConnectError``, ``ReadTimeout``, ``RemoteProtocolError``...), which both of
-    its users already map.
+    types (``ConnectError``, ``RemoteProtocolError``...; :class:`DeadlineExceeded` is a
+    ``TimeoutException``), which both of its users already map.
     """
 
     def __init__(self, *, max_connections: int = 256, max_idle: int = 64) -> None:
         if not available():
             raise RuntimeError("Http11Pool needs httptools (pip install 'mcpkit[fast]')")
-        self._idle: dict[tuple[str, int], deque[PooledResponse]] = {}
+        self._idle: defaultdict[tuple[str, int], deque[PooledResponse]] = defaultdict(deque)
         #: The bound on connections in use: free slots, and the requests waiting for one
         #: in arrival order (:meth:`_wait_for_slot`).
         self._free = max_connections
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._max_idle = max_idle
         self._closed = False
-        #: Requests to write at the end of the loop's current step (:meth:`_flush_writes`),
-        #: and the loop that will write them (None: none held).  One loop at a time.
-        self._writes: list[tuple[PooledResponse, bytes]] = []
-        self._flushing: asyncio.AbstractEventLoop | None = None
         #: Every deadline of the pool, in one place: what it ends -> (when, on the loop's
         #: clock; the timeout it came from), swept by one timer while there are any, on
         #: the loop it runs on.
@@ -299,8 +294,7 @@ class Http11Pool:
         (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        free = self._free > 0 and not self._waiters
-        if free:
+        if self._free > 0 and not self._waiters:
             self._free -= 1
         else:  # every connection it may open is in use
             await self._wait_for_slot(loop, now, deadline)
@@ -309,7 +303,7 @@ class Http11Pool:
             for attempt in (0, 1):
                 # The freshest idle connection; one closed, or whose last request started
                 # more than MAX_IDLE_S ago (it may have been idle that long), is dropped.
-                idle = self._idle.get(key)
+                idle = self._idle[key]
                 conn = idle.pop() if idle else None
                 while conn is not None and (conn.closed or now - conn.used_at > MAX_IDLE_S):
                     conn._drop()
@@ -328,13 +322,7 @@ class Http11Pool:
                 try:
                     if conn.transport is None or conn.closed:
                         raise httpx.WriteError("connection closed")
-                    if not free:
-                        conn.transport.write(data)
-                    else:  # held to the end of this loop step (_flush_writes)
-                        if self._flushing is not loop:  # the first of this step
-                            self._writes, self._flushing = [], loop  # (a stopped loop's go)
-                            loop.call_soon(self._flush_writes)
-                        self._writes.append((conn, data))
+                    conn.transport.write(data)
                     while not conn.headers_done and not conn.closed:
                         if conn.error is not None:  # (as aiter_bytes waits, inline)
                             raise conn.error
@@ -414,21 +402,11 @@ class Http11Pool:
         if self._timed:
             self._start_sweeping(loop)
 
-    def _flush_writes(self) -> None:
-        """Write the requests held in this step of the loop (:meth:`request`) together:
-        the upstream reads them in one wake-up.  A connection closed meanwhile (the
-        request was cancelled) is not written to."""
-        writes, self._writes, self._flushing = self._writes, [], None
-        for conn, data in writes:
-            if not conn.closed and conn.transport is not None:
-                conn.transport.write(data)
-
     async def _connect(self, key: tuple[str, int], timeout: float | None) -> PooledResponse:
         host, port = key
-        loop = asyncio.get_running_loop()
         try:
             with anyio.fail_after(timeout):
-                _, conn = await loop.create_connection(
+                _, conn = await asyncio.get_running_loop().create_connection(
                     lambda: PooledResponse(self, key), host, port
                 )
         except TimeoutError:
@@ -437,34 +415,37 @@ class Http11Pool:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
         return conn
 
-    def _release(self, conn: PooledResponse) -> None:
+    def _release(self, conn: PooledResponse, handed_over: bool = False) -> None:
         conn.leased = False
         self._timed.pop(conn, None)
         if self._waiters:
             self._release_slot()
         else:  # (nobody waits, the usual case: no call)
             self._free += 1
-        if (  # (done, and reusable: kept alive, not closed, no error)
+        idle = self._idle[conn.key]
+        if (  # (done, and reusable: kept alive, not closed, no error, room among the idle)
             self._closed
             or not conn.complete
             or not conn.keep_alive
             or conn.closed
             or conn.error is not None
+            or len(idle) >= self._max_idle
         ):
             conn._drop()
             return
-        idle = self._idle.get(conn.key)
-        if idle is None:
-            idle = self._idle[conn.key] = deque()
-        if len(idle) >= self._max_idle:
-            conn._drop()
-            return
+        if handed_over:  # to a fresh response: a late close() of conn touches nothing
+            fresh, transport = PooledResponse(self, conn.key), conn.transport
+            assert transport is not None  # (not closed)
+            transport.set_protocol(fresh)
+            fresh.transport, fresh.used_at, conn.transport = transport, conn.used_at, None
+            conn.parser = None  # (it refers back to conn: freed at once, not by the GC)
+            conn = fresh
         idle.append(conn)
 
     def close(self) -> None:
         """Close the idle connections; those in use close as their responses end."""
         self._closed = True
-        idle, self._idle = self._idle, {}
+        idle, self._idle = self._idle, defaultdict(deque)
         for conns in idle.values():
             for conn in conns:
                 conn._drop()

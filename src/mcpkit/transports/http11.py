@@ -266,6 +266,10 @@ class Http11Pool:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._max_idle = max_idle
         self._closed = False
+        #: Requests to write at the end of the loop's current step (:meth:`_flush_writes`),
+        #: and the loop that will write them (None: none held).  One loop at a time.
+        self._writes: list[tuple[PooledResponse, bytes]] = []
+        self._flushing: asyncio.AbstractEventLoop | None = None
         #: Every deadline of the pool, in one place: what it ends -> (when, on the loop's
         #: clock; the timeout it came from), swept by one timer while there are any, on
         #: the loop it runs on.
@@ -294,7 +298,8 @@ class Http11Pool:
         (One coroutine, no helper: a forwarded call resumes it on every wake-up.)"""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        if self._free > 0 and not self._waiters:
+        free = self._free > 0 and not self._waiters
+        if free:
             self._free -= 1
         else:  # every connection it may open is in use
             await self._wait_for_slot(loop, now, deadline)
@@ -322,7 +327,13 @@ class Http11Pool:
                 try:
                     if conn.transport is None or conn.closed:
                         raise httpx.WriteError("connection closed")
-                    conn.transport.write(data)
+                    if not free:
+                        conn.transport.write(data)
+                    else:  # held to the end of this loop step (_flush_writes)
+                        if self._flushing is not loop:  # the first of this step
+                            self._writes, self._flushing = [], loop  # (a stopped loop's go)
+                            loop.call_soon(self._flush_writes)
+                        self._writes.append((conn, data))
                     while not conn.headers_done and not conn.closed:
                         if conn.error is not None:  # (as aiter_bytes waits, inline)
                             raise conn.error
@@ -401,6 +412,15 @@ class Http11Pool:
                     held._expire(timeout)
         if self._timed:
             self._start_sweeping(loop)
+
+    def _flush_writes(self) -> None:
+        """Write the requests held in this step of the loop (:meth:`request`) together:
+        the upstream reads them in one wake-up.  A connection closed meanwhile (the
+        request was cancelled) is not written to."""
+        writes, self._writes, self._flushing = self._writes, [], None
+        for conn, data in writes:
+            if not conn.closed and conn.transport is not None:
+                conn.transport.write(data)
 
     async def _connect(self, key: tuple[str, int], timeout: float | None) -> PooledResponse:
         host, port = key

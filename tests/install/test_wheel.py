@@ -95,6 +95,7 @@ def test_every_third_party_import_is_declared() -> None:
         "httpx",
         "httpx_sse",
         "uvicorn",
+        "h11",
         "cryptography",
         "jsonschema",
         "referencing",

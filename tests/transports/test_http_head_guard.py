@@ -126,11 +126,14 @@ async def test_a_dawdling_head_is_closed_at_the_deadline(http: str) -> None:
     await settle()
     assert transport.out.startswith(b"HTTP/1.1 200")
     protocol.data_received(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a")
-    for _ in range(3):
+    assert protocol._deadline is not None  # armed for this head
+    deadline = protocol._deadline.when()
+    for _ in range(3):  # each byte that trickles in leaves the deadline where it is
         protocol.data_received(b"a")
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0)
+        assert protocol._deadline is not None and protocol._deadline.when() == deadline
     assert not transport.closed
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.1)  # (a timer due earlier runs first)
     assert transport.closed
 
 

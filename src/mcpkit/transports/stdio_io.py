@@ -125,7 +125,8 @@ class PipeEndpoint(Endpoint, asyncio.Protocol):
         max_line: int = DEFAULT_MAX_LINE,
     ) -> None:
         super().__init__(self._write_data, on_request, on_notification, max_line=max_line)
-        self._writer = writer
+        #: The writer's pipe transport, written to directly (the writer only drains).
+        self._pipe = writer.transport
         #: Waits for the pipe to drain (the owner's, to put a broken pipe in its words).
         self._flush = flush or functools.partial(drain, writer)
         self._loop = asyncio.get_running_loop()
@@ -246,14 +247,14 @@ class PipeEndpoint(Endpoint, asyncio.Protocol):
     def _buffer(self, data: bytes) -> bool:
         """Write (or buffer) ``data`` now; True when :attr:`_flush` must follow (the pipe
         is full, or closed: flushing then raises the error that explains it)."""
-        writer = self._writer
-        if writer.is_closing():
+        pipe = self._pipe
+        if pipe.is_closing():
             return True
         try:
-            writer.write(data)
+            pipe.write(data)
         except OSError:
             return True
-        return writer.transport.get_write_buffer_size() > HIGH_WATER
+        return pipe.get_write_buffer_size() > HIGH_WATER
 
     async def _write_data(self, data: bytes) -> None:
         if self._buffer(data):

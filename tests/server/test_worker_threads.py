@@ -9,10 +9,14 @@ socket.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
+import gc
 import os
 import threading
+import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ import pytest
 
 from mcpkit import Context, Server
 from mcpkit.client import Client
+from mcpkit.runtime import threads
 from mcpkit.runtime.threads import current_pool, run_sync
 from mcpkit.server import CallNext, Middleware, ToolError
 from support.mcp import first_text
@@ -284,6 +289,25 @@ async def test_a_stop_iteration_from_the_function_is_raised_as_a_runtime_error(
 ) -> None:
     with pytest.raises(RuntimeError, match="StopIteration"):  # an awaitable cannot carry it
         await run_sync(lambda: next(iter(())))
+
+
+def test_a_closed_loops_pool_is_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A process that runs one loop after another (a test suite, a CLI) keeps at most the
+    # last closed loop's pool; the loops before it are freed once their workers leave.
+    monkeypatch.setattr(threads, "IDLE_SECONDS", 0.05)
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def one_call() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        assert await run_sync(lambda: 7) == 7
+
+    for _ in range(3):
+        asyncio.run(one_call())
+    give_up = time.monotonic() + PATIENCE
+    while any(ref() is not None for ref in loops[:2]) and time.monotonic() < give_up:
+        gc.collect()
+        time.sleep(0.02)
+    assert [ref() is None for ref in loops[:2]] == [True, True]
 
 
 # ---------------------------------------------------------------- over real transports

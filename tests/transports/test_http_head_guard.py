@@ -1,7 +1,7 @@
-"""The request-head guard of ``mcpkit serve --http`` (``GuardedHttpTools``, and the
-deadline of ``GuardedH11``), driven in-process with a fake transport: the header deadline
-and the 431 limits hold whether a head arrives in one read or byte by byte, and a head
-that arrives whole arms no timer.
+"""The request-head guard of ``mcpkit serve --http`` (``GuardedHttpTools`` and
+``GuardedH11``), driven in-process with a fake transport: the header deadline and the 431
+limits hold under both parsers, whether a head arrives in one read or byte by byte, and a
+head that arrives whole arms no timer.
 """
 
 from __future__ import annotations
@@ -155,9 +155,12 @@ async def test_a_silent_connection_is_closed_at_the_deadline(http: str) -> None:
     ],
 )
 @pytest.mark.parametrize("piece", [None, 1000])
+@pytest.mark.parametrize("http", ["httptools", "h11"])
 @pytest.mark.anyio
-async def test_an_oversized_head_gets_431_and_a_close(extra: bytes, piece: int | None) -> None:
-    protocol, transport = connect()
+async def test_an_oversized_head_gets_431_and_a_close(
+    extra: bytes, piece: int | None, http: str
+) -> None:
+    protocol, transport = connect(http=http)
     data = request(extra)
     step = piece or len(data)
     for i in range(0, len(data), step):
@@ -169,21 +172,23 @@ async def test_an_oversized_head_gets_431_and_a_close(extra: bytes, piece: int |
     assert transport.closed
 
 
+@pytest.mark.parametrize("http", ["httptools", "h11"])
 @pytest.mark.anyio
-async def test_an_oversized_target_gets_431() -> None:
-    protocol, transport = connect()
+async def test_an_oversized_target_gets_431(http: str) -> None:
+    protocol, transport = connect(http=http)
     protocol.data_received(request(target=b"/mcp?" + b"q" * 17000))
     await settle()
     assert transport.out.startswith(b"HTTP/1.1 431")
 
 
 @pytest.mark.parametrize("piece", [None, 700])
+@pytest.mark.parametrize("http", ["httptools", "h11"])
 @pytest.mark.anyio
-async def test_a_large_head_within_the_limits_is_served(piece: int | None) -> None:
+async def test_a_large_head_within_the_limits_is_served(piece: int | None, http: str) -> None:
     extra = b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 1500) for i in range(8)) + b"".join(
         b"X-F%d: v\r\n" % i for i in range(80)
     )
-    protocol, transport = connect()
+    protocol, transport = connect(http=http)
     data = request(extra)
     step = piece or len(data)
     for i in range(0, len(data), step):

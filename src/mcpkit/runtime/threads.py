@@ -30,7 +30,6 @@ import contextvars
 import os
 import queue
 import threading
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -229,9 +228,10 @@ def _checked_limit(value: int) -> int:
     return value
 
 
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WorkerPool] = (
-    weakref.WeakKeyDictionary()
-)
+#: The pool of each loop that asked for one.  A pool holds its loop, so a closed loop's pool
+#: is forgotten when another loop asks for its first pool (:func:`_pool_of`): a process that
+#: runs one loop after another holds at most one closed loop.
+_pools: dict[asyncio.AbstractEventLoop, WorkerPool] = {}
 #: The pool last asked for, in a list of one: the usual process has one loop.
 _last: list[WorkerPool] = []
 
@@ -250,6 +250,8 @@ def _pool_of(loop: asyncio.AbstractEventLoop) -> WorkerPool:
         return _last[0]
     pool = _pools.get(loop)
     if pool is None:
+        for closed in [old for old in _pools if old.is_closed()]:
+            del _pools[closed]
         pool = _pools[loop] = WorkerPool(loop)
     _last[:] = [pool]
     return pool

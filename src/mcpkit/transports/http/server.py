@@ -115,6 +115,10 @@ class _Coalescing:
         return getattr(self._transport, name)
 
 
+class HeadTooLarge(Exception):
+    """A request head past the guard's limits (answered with 431 and a close)."""
+
+
 def _head_fits(url: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
     return (
         len(url) <= MAX_HEADER_BYTES
@@ -176,12 +180,38 @@ def protocol_classes() -> dict[str, type]:
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
+    class BoundedHeads(h11.Connection):
+        """h11's server side with the guard's head limits: a head past them raises
+        :class:`HeadTooLarge` (uvicorn answers h11's own errors with 400)."""
+
+        def next_event(self) -> Any:
+            try:
+                event = super().next_event()
+            except h11.RemoteProtocolError as exc:
+                if exc.error_status_hint == 431:  # the incomplete head outgrew the bound
+                    raise HeadTooLarge from None
+                raise
+            if type(event) is h11.Request and (
+                len(event.headers) > MAX_HEADER_FIELDS
+                or not _head_fits(event.target, list(event.headers))
+            ):
+                raise HeadTooLarge
+            return event
+
     class GuardedH11(_Guarded, H11Protocol):
-        """The deadline, armed while h11 holds an incomplete head (uvicorn's
-        ``h11_max_incomplete_event_size`` bounds its size)."""
+        """The deadline, armed while h11 holds an incomplete head, and the size limits of
+        the httptools guard (:class:`BoundedHeads`)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.conn = BoundedHeads(h11.SERVER, MAX_HEADER_BYTES)
 
         def handle_events(self) -> None:
-            super().handle_events()
+            try:
+                super().handle_events()
+            except HeadTooLarge:
+                self._close(_TOO_LARGE)
+                return
             if self.conn.their_state is not h11.IDLE or not self.conn.trailing_data[0]:
                 self._disarm()
             elif self._deadline is None:

@@ -120,11 +120,14 @@ class HeadTooLarge(Exception):
 
 
 def _head_fits(url: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
-    return (
-        len(url) <= MAX_HEADER_BYTES
-        and all(len(value) <= MAX_HEADER_VALUE for _, value in headers)
-        and sum(len(name) + len(value) for name, value in headers) <= MAX_HEADER_BYTES
-    )
+    if len(url) > MAX_HEADER_BYTES:
+        return False
+    size = 0
+    for name, value in headers:
+        if len(value) > MAX_HEADER_VALUE:
+            return False
+        size += len(name) + len(value)
+    return size <= MAX_HEADER_BYTES
 
 
 def protocol_classes() -> dict[str, type]:
@@ -191,11 +194,10 @@ def protocol_classes() -> dict[str, type]:
                 if exc.error_status_hint == 431:  # the incomplete head outgrew the bound
                     raise HeadTooLarge from None
                 raise
-            if type(event) is h11.Request and (
-                len(event.headers) > MAX_HEADER_FIELDS
-                or not _head_fits(event.target, list(event.headers))
-            ):
-                raise HeadTooLarge
+            if type(event) is h11.Request:
+                fields = event.headers.raw_items()
+                if len(fields) > MAX_HEADER_FIELDS or not _head_fits(event.target, fields):
+                    raise HeadTooLarge
             return event
 
     class GuardedH11(_Guarded, H11Protocol):

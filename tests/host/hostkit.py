@@ -94,6 +94,11 @@ def chromium(profile: Path) -> Iterator[Any]:
             context.close()
 
 
+def inner_view(proxy_el: Any) -> Any:
+    """The view's own frame inside an App view's sandbox proxy element (``app-view``)."""
+    return proxy_el.content_frame().wait_for_selector("iframe").content_frame()
+
+
 def stdio_server(
     name: str, script: str, folder: Path, python: str | Path = sys.executable, **extra: Any
 ) -> ServerConfig:

@@ -99,6 +99,15 @@ def inner_view(proxy_el: Any) -> Any:
     return proxy_el.content_frame().wait_for_selector("iframe").content_frame()
 
 
+def page_post(url: str, path: str, body: dict[str, Any]) -> Any:
+    """POST ``body`` to the page's API at ``path`` (``/api/...``) of the host whose printed
+    URL (with its token) is ``url``; the httpx response."""
+    import httpx
+
+    base, token = url.split("/?token=")
+    return httpx.post(base + path, json=body, headers={"Authorization": f"Bearer {token}"})
+
+
 def stdio_server(
     name: str, script: str, folder: Path, python: str | Path = sys.executable, **extra: Any
 ) -> ServerConfig:

@@ -11,9 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from hostkit import ARTIFACTS, SERVERS, inner_view, playwright, web_host
+from hostkit import ARTIFACTS, SERVERS, inner_view, page_post, playwright, web_host
 
 playwright()  # skips the module without Playwright or Chromium
 
@@ -44,6 +43,7 @@ def host_url(folder: Path) -> Iterator[str]:
             "broken": probe(folder, PROBE_VIEW_ERROR=REFUSAL),
             # never comes up: its gate file is never made
             "late": probe(folder, PROBE_GATE=str(folder / "never")),
+            "mute": {**probe(folder, PROBE_VIEW_HANG="1"), "timeout": 5},
         },
         "permissions": {"default": "ask"},
         "model": {
@@ -65,11 +65,8 @@ def page(probe_page: Any) -> Any:
     return probe_page
 
 
-def open_app(host_url: str, body: dict[str, Any]) -> httpx.Response:
-    base, token = host_url.split("/?token=")
-    return httpx.post(
-        base + "/api/apps/open", json=body, headers={"Authorization": f"Bearer {token}"}
-    )
+def open_app(host_url: str, body: dict[str, Any]) -> Any:
+    return page_post(host_url, "/api/apps/open", body)
 
 
 def chat_entry(server: str) -> str:
@@ -95,10 +92,18 @@ def test_open_app_answers_each_failure_with_a_json_error_and_a_fitting_status(
     assert connecting.status_code == 503
     assert connecting.json()["error"] == "server 'late' is connecting"
     assert connecting.json()["server"] == "late"
-    for body in ({"uri": VIEW}, {"server": "probe"}, {"server": "probe", "uri": 7}):
+    hung = open_app(host_url, {"server": "mute", "uri": VIEW})
+    assert hung.status_code == 504
+    assert "resources/read got no answer" in hung.json()["error"]
+    for body in (
+        {"uri": VIEW},
+        {"server": "probe"},
+        {"server": "probe", "uri": 7},
+        {"server": "probe", "uri": "note://probe/today"},
+    ):
         bad = open_app(host_url, body)
         assert bad.status_code == 400, body
-        assert bad.json()["error"] == "apps/open needs the server's name and the view's uri"
+        assert bad.json()["error"] == "apps/open needs a server's name and a view's ui:// uri"
     assert open_app(host_url, {"server": "probe", "uri": VIEW}).status_code == 200
 
 

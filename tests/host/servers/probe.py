@@ -9,7 +9,8 @@
 answers; ``note`` appends to ``$HOST_TEST_DIR/probe.events``, so a test can see that the
 teardown reached a living view.  With ``PROBE_GATE`` set, the server reads nothing (the host
 sees it connecting) until that file exists: a server that comes up when the test says.
-With ``PROBE_VIEW_ERROR`` set, reading the view fails with that message (a JSON-RPC error).
+With ``PROBE_VIEW_ERROR`` set, reading the view fails with that message (a JSON-RPC error);
+with ``PROBE_VIEW_HANG``, it never answers.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from pathlib import Path
 import anyio
 
 from mcpkit import Server
-from mcpkit.types.errors import INTERNAL_ERROR, McpError
 from mcpkit.transports.stdio import run_stdio
+from mcpkit.types.errors import INTERNAL_ERROR, McpError
 
 server = Server("probe", "1.0.0")
 server.extensions["io.modelcontextprotocol/ui"] = {}
@@ -135,10 +136,12 @@ CONNECT = [o for o in os.environ.get("PROBE_CONNECT", "").split(",") if o]
     listed=False,
     meta={"ui": {"csp": {"connectDomains": CONNECT}}} if CONNECT else None,
 )
-def view() -> str:
+async def view() -> str:
     failure = os.environ.get("PROBE_VIEW_ERROR")
     if failure:
         raise McpError(INTERNAL_ERROR, failure)
+    if os.environ.get("PROBE_VIEW_HANG"):
+        await anyio.sleep_forever()
     return HTML
 
 

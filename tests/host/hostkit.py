@@ -105,7 +105,8 @@ def page_post(url: str, path: str, body: dict[str, Any]) -> Any:
     import httpx
 
     base, token = url.split("/?token=")
-    return httpx.post(base + path, json=body, headers={"Authorization": f"Bearer {token}"})
+    auth = {"Authorization": f"Bearer {token}"}
+    return httpx.post(base + path, json=body, headers=auth, timeout=PAGE_TIMEOUT_MS / 1000)
 
 
 def stdio_server(

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import ARTIFACTS, SERVERS, inner_view, page_post, playwright, web_host
+from hostkit import (
+    ARTIFACTS,
+    SERVER_START_MS,
+    SERVERS,
+    inner_view,
+    page_post,
+    playwright,
+    web_host,
+)
 
 playwright()  # skips the module without Playwright or Chromium
 
@@ -62,6 +70,10 @@ def host_url(folder: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def page(probe_page: Any) -> Any:
+    """The page, once the servers that answer (if badly) are up too."""
+    for server in ("broken", "mute"):
+        ready = f"li.server[data-server='{server}'] .state-ready"
+        probe_page.wait_for_selector(ready, timeout=SERVER_START_MS)
     return probe_page
 
 

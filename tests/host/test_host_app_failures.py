@@ -104,6 +104,19 @@ def test_open_app_answers_each_failure_with_a_json_error_and_a_fitting_status(
     assert connecting.status_code == 503
     assert connecting.json()["error"] == "server 'late' is connecting"
     assert connecting.json()["server"] == "late"
+    plain = open_app(host_url, {"server": "probe", "uri": "ui://probe/plain.txt"})
+    assert plain.status_code == 502  # the server's document is not a view
+    assert plain.json()["error"] == (
+        "ui://probe/plain.txt: mimeType 'text/plain' is not 'text/html;profile=mcp-app'"
+    )
+    missing = open_app(host_url, {"server": "probe", "uri": "ui://probe/gone.html"})
+    assert missing.status_code == 502
+    assert missing.json() == {  # the server's own error, passed on with its code
+        "error": "Resource not found: ui://probe/gone.html",
+        "code": -32602,
+        "server": "probe",
+        "uri": "ui://probe/gone.html",
+    }
     hung = open_app(host_url, {"server": "mute", "uri": VIEW})
     assert hung.status_code == 504
     assert "resources/read got no answer" in hung.json()["error"]

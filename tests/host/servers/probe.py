@@ -145,6 +145,12 @@ async def view() -> str:
     return HTML
 
 
+@server.resource("ui://probe/plain.txt", mime_type="text/plain", listed=False)
+def plain() -> str:
+    """A ui:// resource that is not an App view (plain text)."""
+    return "not a view"
+
+
 def wait_for_gate() -> None:
     """Until the file named by ``PROBE_GATE`` exists (at once without it)."""
     gate = os.environ.get("PROBE_GATE")

@@ -94,6 +94,21 @@ def chromium(profile: Path) -> Iterator[Any]:
             context.close()
 
 
+def inner_view(proxy_el: Any) -> Any:
+    """The view's own frame inside an App view's sandbox proxy element (``app-view``)."""
+    return proxy_el.content_frame().wait_for_selector("iframe").content_frame()
+
+
+def page_post(url: str, path: str, body: dict[str, Any]) -> Any:
+    """POST ``body`` to the page's API at ``path`` (``/api/...``) of the host whose printed
+    URL (with its token) is ``url``; the httpx response."""
+    import httpx
+
+    base, token = url.split("/?token=")
+    auth = {"Authorization": f"Bearer {token}"}
+    return httpx.post(base + path, json=body, headers=auth, timeout=PAGE_TIMEOUT_MS / 1000)
+
+
 def stdio_server(
     name: str, script: str, folder: Path, python: str | Path = sys.executable, **extra: Any
 ) -> ServerConfig:

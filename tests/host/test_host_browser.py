@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import PAGE_TIMEOUT_MS, REPO, SERVERS, playwright, trusted_env, web_host
+from hostkit import (
+    PAGE_TIMEOUT_MS,
+    REPO,
+    SERVERS,
+    page_post,
+    playwright,
+    trusted_env,
+    web_host,
+)
 
 ARTIFACTS = REPO / "test-artifacts" / "host-web"
 
@@ -58,9 +66,11 @@ def page(browser: Any, host_url: str) -> Iterator[Any]:
     page.close()
 
 
-def app_view(page: Any, nth: int = 0) -> Any:
-    """The view inside the ``nth`` app's sandbox proxy (on the sandbox origin)."""
-    proxy_el = page.wait_for_selector(f"[data-testid=app-view] >> nth={nth}")
+def app_view(page: Any, server: str, uri: str) -> Any:
+    """The view of ``server``'s ``uri``, inside its sandbox proxy (on the sandbox origin)."""
+    proxy_el = page.wait_for_selector(
+        f"[data-testid=app-view][data-server='{server}'][data-uri='{uri}']"
+    )
     assert proxy_el.get_attribute("sandbox") == "allow-scripts allow-same-origin"
     page_port = page.url.split(":")[2].split("/")[0]
     assert f":{page_port}/" not in proxy_el.get_attribute("src")  # another origin
@@ -141,7 +151,7 @@ def test_an_mcp_app_renders_and_calls_a_tool_through_the_host(page: Any) -> None
     page.click("li.tool[data-tool='dice__roll_dice']")
     page.fill("#f-count", "3")
     page.click("#call-button")
-    frame = app_view(page)
+    frame = app_view(page, "dice", "ui://dice/roller.html")
     frame.wait_for_selector(".die")
     assert len(frame.query_selector_all(".die")) == 3
     # the view cannot reach into the host page (opaque origin)
@@ -229,6 +239,11 @@ def test_a_config_command_runs_only_after_the_person_trusts_it(
         page.wait_for_selector("li.server[data-server='beta'] .state-untrusted")
         assert str(SERVERS / "beta.py") in page.inner_text("li.server[data-server='beta']")
         assert page.query_selector("[data-testid='tool:beta:weather']") is None
+        closed = page_post(url, "/api/apps/open", {"server": "beta", "uri": "ui://beta/v.html"})
+        assert closed.status_code == 503  # listed, waiting for the person's trust
+        assert closed.json()["error"] == (
+            "server 'beta' is not trusted yet (trust it in the servers list)"
+        )
         shot(page, "12-untrusted-server")
         page.click("[data-testid='trust:beta']")
         page.wait_for_selector("li.server[data-server='beta'] .state-ready")

@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostkit import PAGE_TIMEOUT_MS, REPO, SERVER_START_MS, SERVERS, SHOTS, playwright, web_host
+from hostkit import (
+    PAGE_TIMEOUT_MS,
+    REPO,
+    SERVER_START_MS,
+    SERVERS,
+    SHOTS,
+    inner_view,
+    playwright,
+    web_host,
+)
 
 playwright()  # skips the module without Playwright or Chromium
 
@@ -77,10 +86,6 @@ FINAL_ECHO = ".msg.assistant:not(.streaming):has-text('You said:')"
 def events(folder: Path) -> list[str]:
     path = folder / "probe.events"
     return path.read_text().split() if path.exists() else []
-
-
-def inner_view(proxy_el: Any) -> Any:
-    return proxy_el.content_frame().wait_for_selector("iframe").content_frame()
 
 
 def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any, folder: Path) -> None:

@@ -309,5 +309,5 @@ def test_a_kept_view_drawn_before_its_server_is_up_is_drawn_when_it_is(
         page.goto(url)
         page.wait_for_selector(".msg.assistant:has-text('Here is')")
         view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
-        assert first_answers[0][0] == 400 and "is connecting" in first_answers[0][1]
+        assert first_answers[0][0] == 503 and "is connecting" in first_answers[0][1]
         page.close()

@@ -9,6 +9,8 @@
 answers; ``note`` appends to ``$HOST_TEST_DIR/probe.events``, so a test can see that the
 teardown reached a living view.  With ``PROBE_GATE`` set, the server reads nothing (the host
 sees it connecting) until that file exists: a server that comes up when the test says.
+With ``PROBE_VIEW_ERROR`` set, reading the view fails with that message (a JSON-RPC error);
+with ``PROBE_VIEW_HANG``, it never answers.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import anyio
 
 from mcpkit import Server
 from mcpkit.transports.stdio import run_stdio
+from mcpkit.types.errors import INTERNAL_ERROR, McpError
 
 server = Server("probe", "1.0.0")
 server.extensions["io.modelcontextprotocol/ui"] = {}
@@ -133,8 +136,19 @@ CONNECT = [o for o in os.environ.get("PROBE_CONNECT", "").split(",") if o]
     listed=False,
     meta={"ui": {"csp": {"connectDomains": CONNECT}}} if CONNECT else None,
 )
-def view() -> str:
+async def view() -> str:
+    failure = os.environ.get("PROBE_VIEW_ERROR")
+    if failure:
+        raise McpError(INTERNAL_ERROR, failure)
+    if os.environ.get("PROBE_VIEW_HANG"):
+        await anyio.sleep_forever()
     return HTML
+
+
+@server.resource("ui://probe/plain.txt", mime_type="text/plain", listed=False)
+def plain() -> str:
+    """A ui:// resource that is not an App view (plain text)."""
+    return "not a view"
 
 
 def wait_for_gate() -> None:

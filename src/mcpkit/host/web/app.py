@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ...client import ClientError
 from ...protocol.sse import KEEPALIVE_SECONDS
 from ...types.errors import METHOD_NOT_FOUND, McpError
 from ..apps import AppError
@@ -71,6 +72,15 @@ def _permission_choice(data: dict[str, Any]) -> tuple[str, str, Permission | Non
     if raw not in set(Permission):
         raise ValueError(f"permission must be allow, ask or deny, not {raw!r}")
     return target, name, Permission(str(raw))
+
+
+def _view_ref(data: dict[str, Any]) -> tuple[str, str]:
+    """(server, uri) of the view the page asks to open; a ValueError unless both are there
+    and the uri is a ``ui://`` one."""
+    server, uri = data.get("server"), data.get("uri")
+    if isinstance(server, str) and server and isinstance(uri, str) and uri.startswith("ui://"):
+        return server, uri
+    raise ValueError("apps/open needs a server's name and a view's ui:// uri")
 
 
 def _error(status: int, message: str, **extra: object) -> JSONResponse:
@@ -244,10 +254,33 @@ def create_app(web: WebHost) -> Starlette:
         )
         return JSONResponse({"values": values})
 
+    def app_failure(server: str, uri: str, exc: Exception) -> JSONResponse:
+        """A view that could not be read, as the page shows it in the view's place: the
+        reason, with the server and the view named; 404 for a server the host does not
+        have, 503 for one that is not up (untrusted, connecting, restarting, failed), 504
+        when it did not answer in time, 502 when it answered with an error or with a
+        document that is not a view."""
+        where = {"server": server, "uri": uri}
+        if isinstance(exc, ServerUnavailable):
+            if server in host.untrusted:
+                reason = f"server {server!r} is not trusted yet (trust it in the servers list)"
+                return _error(503, reason, **where)
+            if server not in host.servers:
+                return _error(404, str(exc), **where)
+            return _error(503, str(exc), **where)
+        if isinstance(exc, McpError):
+            return _error(502, exc.message, code=exc.code, **where)
+        if isinstance(exc, TimeoutError):
+            return _error(504, str(exc), **where)
+        return _error(502, str(exc) or type(exc).__name__, **where)
+
     async def open_app(request: Request) -> Response:
         data = await body(request)
-        server = str(data["server"])
-        doc = await host.read_app(server, str(data["uri"]))
+        server, uri = _view_ref(data)
+        try:
+            doc = await host.read_app(server, uri)
+        except (ClientError, McpError, AppError) as exc:
+            return app_failure(server, uri, exc)
         page_origin = f"http://{request.headers.get('host')}"
         return JSONResponse(
             {

@@ -250,8 +250,9 @@ def _pool_of(loop: asyncio.AbstractEventLoop) -> WorkerPool:
         return _last[0]
     pool = _pools.get(loop)
     if pool is None:
-        for closed in [old for old in _pools if old.is_closed()]:
-            del _pools[closed]
+        for old in list(_pools):  # (a copy: loops in other threads may add theirs meanwhile)
+            if old.is_closed():
+                _pools.pop(old, None)
         pool = _pools[loop] = WorkerPool(loop)
     _last[:] = [pool]
     return pool

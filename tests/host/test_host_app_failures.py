@@ -134,6 +134,22 @@ def test_open_app_answers_each_failure_with_a_json_error_and_a_fitting_status(
     assert open_app(host_url, {"server": "probe", "uri": VIEW}).status_code == 200
 
 
+def test_every_page_route_answers_a_missing_or_absent_server_alike(
+    page: Any, host_url: str
+) -> None:
+    # The page's other routes share the one mapping: an unknown server is 404, one not up
+    # 503, a server's error 502 with its own words and code.
+    def read(server: str, uri: str) -> Any:
+        return page_post(host_url, "/api/resources/read", {"server": server, "uri": uri})
+
+    unknown = read("nowhere", "note://x")
+    assert (unknown.status_code, unknown.json()) == (404, {"error": "no server named 'nowhere'"})
+    assert read("late", "note://x").status_code == 503
+    missing = read("probe", "ui://probe/gone.html")
+    assert missing.status_code == 502
+    assert missing.json() == {"error": "Resource not found: ui://probe/gone.html", "code": -32602}
+
+
 def test_a_view_whose_read_fails_shows_the_server_and_the_reason_in_its_place(
     page: Any,
 ) -> None:

@@ -41,7 +41,12 @@ _CHANGED = {
 
 
 class ServerUnavailable(ClientError):
-    """The server is not connected (starting, restarting, failed or removed)."""
+    """The server is not connected (starting, restarting, failed, not trusted yet), or the
+    host has no server of that name (``unknown``)."""
+
+    def __init__(self, message: str, *, unknown: bool = False) -> None:
+        super().__init__(message)
+        self.unknown = unknown
 
 
 @dataclass

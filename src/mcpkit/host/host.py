@@ -237,11 +237,15 @@ class Host(ServerRequests):
             self.emit("removed", {"server": name})
 
     def connection(self, name: str) -> ServerConnection:
-        """The connection of server ``name``; :class:`ServerUnavailable` if there is none."""
+        """The connection of server ``name``; :class:`ServerUnavailable` if there is none
+        (``unknown`` unless it waits to be trusted)."""
         try:
             return self.servers[name]
         except KeyError:
-            raise ServerUnavailable(f"no server named {name!r}") from None
+            if name in self.untrusted:
+                reason = f"server {name!r} is not trusted yet (trust it in the servers list)"
+                raise ServerUnavailable(reason) from None
+            raise ServerUnavailable(f"no server named {name!r}", unknown=True) from None
 
     # ------------------------------------------------------------------ events
     def emit(self, kind: str, data: Mapping[str, Any]) -> None:

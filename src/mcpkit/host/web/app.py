@@ -30,7 +30,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ...client import ClientError
 from ...protocol.sse import KEEPALIVE_SECONDS
 from ...types.errors import METHOD_NOT_FOUND, McpError
 from ..apps import AppError
@@ -87,6 +86,29 @@ def _error(status: int, message: str, **extra: object) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
+def _failure(exc: Exception, **extra: object) -> JSONResponse:
+    """The answer to a page request that failed with ``exc`` (``extra`` added to it): 403 a
+    tool the person denied, 409 a cancelled one, 404 a server the host does not have, 503
+    one that is not up (connecting, restarting, failed, not trusted yet), 400 a bad request
+    or configuration, 504 a server that did not answer in time, 502 a server's error (its
+    JSON-RPC code passed on) or a document that is not an App view."""
+    if isinstance(exc, ToolDenied):
+        return _error(403, str(exc), denied=True, **extra)
+    if isinstance(exc, ToolCancelled):
+        return _error(409, str(exc), cancelled=True, **extra)
+    if isinstance(exc, ServerUnavailable):
+        return _error(404 if exc.unknown else 503, str(exc), **extra)
+    if isinstance(exc, McpError):
+        return _error(502, exc.message, code=exc.code, **extra)
+    if isinstance(exc, AppError):  # (a ValueError: the server's document, not the request)
+        return _error(502, str(exc), **extra)
+    if isinstance(exc, ConfigError | ModelError | ValueError):
+        return _error(400, str(exc), **extra)
+    if isinstance(exc, TimeoutError):
+        return _error(504, str(exc), **extra)
+    return _error(502, f"{type(exc).__name__}: {exc}", **extra)  # shown as it is
+
+
 def create_app(web: WebHost) -> Starlette:
     host = web.host
     page = resources.files("mcpkit.host.web").joinpath("page.html").read_text("utf-8")
@@ -108,14 +130,8 @@ def create_app(web: WebHost) -> Starlette:
                 return _error(401, "missing or wrong token (use the URL printed at launch)")
             try:
                 return await fn(request)
-            except ToolDenied as exc:
-                return _error(403, str(exc), denied=True)
-            except ToolCancelled as exc:
-                return _error(409, str(exc), cancelled=True)
-            except (ServerUnavailable, ConfigError, AppError, ModelError, ValueError) as exc:
-                return _error(400, str(exc))
-            except Exception as exc:  # a server's error: shown to the person as it is
-                return _error(502, f"{type(exc).__name__}: {exc}")
+            except Exception as exc:
+                return _failure(exc)
 
         return wrapper
 
@@ -254,33 +270,13 @@ def create_app(web: WebHost) -> Starlette:
         )
         return JSONResponse({"values": values})
 
-    def app_failure(server: str, uri: str, exc: Exception) -> JSONResponse:
-        """A view that could not be read, as the page shows it in the view's place: the
-        reason, with the server and the view named; 404 for a server the host does not
-        have, 503 for one that is not up (untrusted, connecting, restarting, failed), 504
-        when it did not answer in time, 502 when it answered with an error or with a
-        document that is not a view."""
-        where = {"server": server, "uri": uri}
-        if isinstance(exc, ServerUnavailable):
-            if server in host.untrusted:
-                reason = f"server {server!r} is not trusted yet (trust it in the servers list)"
-                return _error(503, reason, **where)
-            if server not in host.servers:
-                return _error(404, str(exc), **where)
-            return _error(503, str(exc), **where)
-        if isinstance(exc, McpError):
-            return _error(502, exc.message, code=exc.code, **where)
-        if isinstance(exc, TimeoutError):
-            return _error(504, str(exc), **where)
-        return _error(502, str(exc) or type(exc).__name__, **where)
-
     async def open_app(request: Request) -> Response:
         data = await body(request)
         server, uri = _view_ref(data)
         try:
             doc = await host.read_app(server, uri)
-        except (ClientError, McpError, AppError) as exc:
-            return app_failure(server, uri, exc)
+        except Exception as exc:  # answered as any page request's, naming the view
+            return _failure(exc, server=server, uri=uri)
         page_origin = f"http://{request.headers.get('host')}"
         return JSONResponse(
             {
@@ -309,7 +305,7 @@ def create_app(web: WebHost) -> Starlette:
         )
         if not text:
             raise ValueError("ui/message needs text content")
-        host.connection(server)  # a known server, or 400
+        host.connection(server)  # a known server, or 404
         await host.authorize_app_message(server, role, text)
 
         async def follow_up() -> None:
@@ -331,7 +327,7 @@ def create_app(web: WebHost) -> Starlette:
         if not url.startswith(("http://", "https://")):
             raise ValueError("only http(s) links can be opened")
         server = str(data.get("server"))
-        host.connection(server)  # a known server, or 400
+        host.connection(server)  # a known server, or 404
         await host.authorize_open_link(server, url)
         return JSONResponse({"url": url})
 
@@ -346,10 +342,7 @@ def create_app(web: WebHost) -> Starlette:
             raise ValueError("params must be an object")
         if host.extension_of(server, method) is None:
             return _error(404, f"Method not found: {method}", code=METHOD_NOT_FOUND)
-        try:
-            result = await host.call_extension_method(server, method, params)
-        except McpError as exc:
-            return _error(502, exc.message, code=exc.code)
+        result = await host.call_extension_method(server, method, params)  # (errors: 502)
         return JSONResponse({"result": result})
 
     async def app_context(request: Request) -> Response:

@@ -13,14 +13,23 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
+import random
 import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from ..types.codec import decode, encode
 from ..types.errors import STATE_UNAVAILABLE as STATE_UNAVAILABLE
 from ..types.errors import StateUnavailable as StateUnavailable
+
+
+#: The first retry of a conflicting ``update_json`` waits below this; each loss doubles it.
+_BACKOFF_BASE_S = 0.001
+#: The most one retry waits (50 attempts then span at most about 3 s of backing off).
+_BACKOFF_CAP_S = 0.064
 
 
 class StateLocationError(OSError):
@@ -143,14 +152,21 @@ class StateBackend(abc.ABC):
         attempts: int = 50,
     ) -> Any:
         """Read-modify-write with retries: ``change(old) -> new`` (None deletes, raising
-        aborts).  Returns the stored new value."""
-        for _ in range(attempts):
+        aborts).  Returns the stored new value.
+
+        A lost ``cas`` means another writer changed the key meanwhile; before the next try
+        this one waits a random time below a ceiling that doubles per loss (up to
+        ``_BACKOFF_CAP_S``), so writers of one hot key (every task a principal creates
+        adds to its index) spread out instead of colliding again in lockstep."""
+        for attempt in range(attempts):
             raw = await self.get(key)
             old = None if raw is None else decode(raw)
             new = change(old)
             new_raw = None if new is None else encode(new)
             if await self.cas(key, raw, new_raw, ttl_s):
                 return new
+            ceiling = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt)
+            await anyio.sleep(random.uniform(0, ceiling))
         raise RuntimeError(f"state update of {key!r} kept conflicting; giving up")
 
 

@@ -1,0 +1,74 @@
+"""Many writers of one hot key (every task a principal creates joins that principal's
+index) all get through ``update_json``: a lost compare-and-set is retried after a random
+wait that grows per loss, so no writer gives up and no update is lost.
+
+Each store is reached through two backends, as two replicas reach one store.  Real Redis
+and a real SQLite file; the memory backend is one process's store, so it gets one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpkit.state import StateBackend, open_backend
+from support.servers import redis_server
+
+pytestmark = pytest.mark.anyio
+
+WRITERS_PER_REPLICA = 32
+WRITES_EACH = 10
+KEY = "tasks-of:everyone"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # (redis-py's asyncio client)
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def replicas(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[list[Any]]:
+    kind = request.param
+    if kind == "memory":
+        backend = open_backend("memory:")
+        yield [backend]
+        await backend.aclose()
+        return
+    if kind == "sqlite":
+        url = f"sqlite:///{tmp_path / 'state.db'}"
+        backends = [open_backend(url), open_backend(url)]
+        yield backends
+        for backend in backends:
+            await backend.aclose()
+        return
+    with redis_server() as port:
+        url = f"redis://127.0.0.1:{port}/0"
+        backends = [open_backend(url), open_backend(url)]
+        yield backends
+        for backend in backends:
+            await backend.aclose()
+
+
+async def test_every_writer_of_one_hot_key_gets_through(replicas: list[StateBackend]) -> None:
+    async def writer(backend: StateBackend, name: str) -> None:
+        for i in range(WRITES_EACH):
+            await backend.update_json(KEY, lambda ids, item=f"{name}-{i}": [*(ids or []), item])
+
+    async with anyio.create_task_group() as tg:
+        for r, backend in enumerate(replicas):
+            for w in range(WRITERS_PER_REPLICA):
+                tg.start_soon(writer, backend, f"r{r}w{w}")
+
+    stored = await replicas[0].get_json(KEY)
+    expected = {
+        f"r{r}w{w}-{i}"
+        for r in range(len(replicas))
+        for w in range(WRITERS_PER_REPLICA)
+        for i in range(WRITES_EACH)
+    }
+    assert len(stored) == len(expected)
+    assert set(stored) == expected

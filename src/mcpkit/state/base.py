@@ -25,11 +25,10 @@ from ..types.codec import decode, encode
 from ..types.errors import STATE_UNAVAILABLE as STATE_UNAVAILABLE
 from ..types.errors import StateUnavailable as StateUnavailable
 
-
 #: The first retry of a conflicting ``update_json`` waits below this; each loss doubles it.
 _BACKOFF_BASE_S = 0.001
-#: The most one retry waits (50 attempts then span at most about 3 s of backing off).
-_BACKOFF_CAP_S = 0.064
+#: The most one retry waits (50 lost attempts then back off for about 6 s on average).
+_BACKOFF_CAP_S = 0.25
 
 
 class StateLocationError(OSError):

@@ -5,7 +5,8 @@ Redis pub/sub.  Install with ``pip install 'mcpkit[redis]'``.
 
 A call that cannot reach Redis (refused, lost, timed out) raises
 :class:`~.base.StateUnavailable` and tells the store's watch (:mod:`.watch`), which logs
-the outage once; redis-py's pool reconnects by itself once Redis is back.
+the outage once; redis-py's pool reconnects by itself once Redis is back.  More calls at
+once than the pool has connections wait for one (see ``MAX_CONNECTIONS``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from .watch import watch
 
 #: How long a connection attempt may take before the store counts as unreachable.
 CONNECT_TIMEOUT_S = 5.0
+#: Connections one backend keeps to Redis at most (``?max_connections=N`` in the URL
+#: overrides).  A call finding all of them busy waits for one to come free: a burst of
+#: requests is queued, not refused, and only a wait past ``POOL_WAIT_S`` counts as the
+#: store being unreachable.
+MAX_CONNECTIONS = 100
+POOL_WAIT_S = 20.0
 
 _CAS = """
 local current = redis.call('GET', KEYS[1])
@@ -52,9 +59,13 @@ class RedisBackend(StateBackend):
         aioredis = require("redis.asyncio", "redis", "the Redis state backend")
         self.url = url
         self.prefix = prefix
-        self._redis: Any = aioredis.from_url(
-            url, decode_responses=False, socket_connect_timeout=CONNECT_TIMEOUT_S
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url,
+            max_connections=MAX_CONNECTIONS,
+            timeout=POOL_WAIT_S,
+            socket_connect_timeout=CONNECT_TIMEOUT_S,
         )
+        self._redis: Any = aioredis.Redis.from_pool(pool)
         self._cas = self._redis.register_script(_CAS)
         self._unreachable = unreachable_errors()
         self.watch = watch(self.kind, url)

@@ -1,6 +1,10 @@
-"""Many writers of one hot key (every task a principal creates joins that principal's
-index) all get through ``update_json``: a lost compare-and-set is retried after a random
-wait that grows per loss, so no writer gives up and no update is lost.
+"""A state store under load, as one busy replica or many put it there:
+
+* many writers of one hot key (every task a principal creates joins that principal's
+  index) all get through ``update_json``: a lost compare-and-set is retried after a random
+  wait that grows per loss, so no writer gives up and no update is lost;
+* more Redis calls at once than the connection pool holds wait for a connection instead
+  of failing as if Redis were down.
 
 Each store is reached through two backends, as two replicas reach one store.  Real Redis
 and a real SQLite file; the memory backend is one process's store, so it gets one.
@@ -56,7 +60,12 @@ async def replicas(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
 async def test_every_writer_of_one_hot_key_gets_through(replicas: list[StateBackend]) -> None:
     async def writer(backend: StateBackend, name: str) -> None:
         for i in range(WRITES_EACH):
-            await backend.update_json(KEY, lambda ids, item=f"{name}-{i}": [*(ids or []), item])
+            item = f"{name}-{i}"
+
+            def add(ids: Any, item: str = item) -> list[Any]:
+                return [*(ids or []), item]
+
+            await backend.update_json(KEY, add)
 
     async with anyio.create_task_group() as tg:
         for r, backend in enumerate(replicas):
@@ -72,3 +81,25 @@ async def test_every_writer_of_one_hot_key_gets_through(replicas: list[StateBack
     }
     assert len(stored) == len(expected)
     assert set(stored) == expected
+
+
+async def test_a_burst_beyond_the_redis_pool_waits_for_a_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """More calls at once than the pool has connections queue for one: none is refused
+    as if the store were down, and no outage is logged."""
+    with redis_server() as port:
+        backend = open_backend(f"redis://127.0.0.1:{port}/0?max_connections=4")
+        answered: list[bytes] = []
+
+        async def one(i: int) -> None:
+            await backend.set(f"burst:{i}", b"%d" % i, 60)
+            answered.append(await backend.get(f"burst:{i}") or b"")
+
+        with caplog.at_level("WARNING", logger="mcpkit.state"):
+            async with anyio.create_task_group() as tg:
+                for i in range(64):
+                    tg.start_soon(one, i)
+        await backend.aclose()
+    assert sorted(answered) == sorted(b"%d" % i for i in range(64))
+    assert not [r for r in caplog.records if r.name.startswith("mcpkit.state")]

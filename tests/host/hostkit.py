@@ -99,6 +99,12 @@ def inner_view(proxy_el: Any) -> Any:
     return proxy_el.content_frame().wait_for_selector("iframe").content_frame()
 
 
+def say(page: Any, text: str) -> None:
+    """Type ``text`` into the host page's chat box and send it (Enter), as a person would."""
+    page.fill("#chat-input", text)
+    page.press("#chat-input", "Enter")
+
+
 def page_post(url: str, path: str, body: dict[str, Any]) -> Any:
     """POST ``body`` to the page's API at ``path`` (``/api/...``) of the host whose printed
     URL (with its token) is ``url``; the httpx response."""

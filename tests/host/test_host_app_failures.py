@@ -20,6 +20,7 @@ from hostkit import (
     inner_view,
     page_post,
     playwright,
+    say,
     web_host,
 )
 
@@ -153,8 +154,7 @@ def test_every_page_route_answers_a_missing_or_absent_server_alike(
 def test_a_view_whose_read_fails_shows_the_server_and_the_reason_in_its_place(
     page: Any,
 ) -> None:
-    page.fill("#chat-input", "Show me the broken one.")
-    page.press("#chat-input", "Enter")
+    say(page, "Show me the broken one.")
     page.wait_for_selector(".msg.assistant:has-text('The broken one.')")
     entry = page.wait_for_selector(f"{chat_entry('broken')}:has(.error)")
     said = entry.inner_text()
@@ -172,8 +172,7 @@ def test_a_view_that_cannot_be_opened_again_says_so_until_its_server_is_back(
 ) -> None:
     """The view's frame loads again while its server is gone: the page cannot open it
     again, says why in its place, and opens it there once the server is connected again."""
-    page.fill("#chat-input", "Show me the working one.")
-    page.press("#chat-input", "Enter")
+    say(page, "Show me the working one.")
     entry = chat_entry("probe")
     proxy_el = page.wait_for_selector(f"{entry} [data-testid=app-view]")
     inner_view(proxy_el).wait_for_selector("#result:has-text('probe ready: coffee')")

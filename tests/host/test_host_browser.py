@@ -21,6 +21,7 @@ from hostkit import (
     SERVERS,
     page_post,
     playwright,
+    say,
     trusted_env,
     web_host,
 )
@@ -132,8 +133,7 @@ def test_answer_an_elicitation_form(page: Any) -> None:
 
 
 def test_approve_a_tool_call_the_model_asked_for(page: Any) -> None:
-    page.fill("#chat-input", "Please note that I need to buy tea.")
-    page.press("#chat-input", "Enter")
+    say(page, "Please note that I need to buy tea.")
     page.wait_for_selector(".dialog[data-kind='consent'] #approve")
     dialog = page.inner_text(".dialog")
     assert "The model wants to run write_note" in dialog

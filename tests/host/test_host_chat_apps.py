@@ -23,6 +23,7 @@ from hostkit import (
     SHOTS,
     inner_view,
     playwright,
+    say,
     web_host,
 )
 
@@ -89,8 +90,7 @@ def events(folder: Path) -> list[str]:
 
 
 def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any, folder: Path) -> None:
-    page.fill("#chat-input", "Show me the probe.")
-    page.press("#chat-input", "Enter")
+    say(page, "Show me the probe.")
     proxy_el = page.wait_for_selector("[data-testid=chat] [data-testid=app-view]")
     view = inner_view(proxy_el)
     view.wait_for_selector("#result:has-text('probe ready: tea')")
@@ -135,8 +135,7 @@ def test_the_models_app_call_renders_in_the_chat_and_talks_back(page: Any, folde
 
 
 def test_a_declined_ui_message_never_reaches_the_chat(page: Any, folder: Path) -> None:
-    page.fill("#chat-input", "Another one.")
-    page.press("#chat-input", "Enter")
+    say(page, "Another one.")
     page.wait_for_selector(".msg.assistant:has-text('Another probe.')")
     view = inner_view(page.wait_for_selector("[data-testid=chat] [data-testid=app-view]"))
     view.wait_for_selector("#input:has-text('topic: coffee')")
@@ -165,8 +164,7 @@ def test_replacing_a_view_in_the_tools_tab_tears_the_old_one_down(page: Any, fol
 
 
 def test_a_view_shows_from_the_start_of_the_call_and_hears_it_was_cancelled(page: Any) -> None:
-    page.fill("#chat-input", "Wait for it.")
-    page.press("#chat-input", "Enter")
+    say(page, "Wait for it.")
     entry = page.wait_for_selector("[data-testid=chat] .msg.app[data-tool='probe:wait_probe']")
     view = inner_view(entry.wait_for_selector("[data-testid=app-view]"))
     view.wait_for_selector("#input:has-text('topic: slow')")  # the tool input, no result yet
@@ -213,8 +211,7 @@ def test_the_readme_demo_shows_the_dice_in_the_chat(browser: Any, tmp_path: Path
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("[data-testid='tool:dice:roll_dice']")
-        page.fill("#chat-input", "Roll three dice.")
-        page.press("#chat-input", "Enter")
+        say(page, "Roll three dice.")
         page.wait_for_selector(".dialog[data-kind='consent'] #approve")
         page.click("#approve")
         view = inner_view(page.wait_for_selector("[data-testid=chat] [data-testid=app-view]"))

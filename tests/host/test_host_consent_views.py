@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hostkit import ARTIFACTS, SERVERS, playwright, web_host
+from hostkit import ARTIFACTS, SERVERS, playwright, say, web_host
 
 playwright()  # skips the module without Playwright or Chromium
 
@@ -72,8 +72,7 @@ def consent(page: Any) -> Any:
 
 def test_a_view_appears_only_after_consent_and_never_for_a_denied_call(page: Any) -> None:
     chat_views = "[data-testid=chat] [data-testid=app-view]"
-    page.fill("#chat-input", "Show the probe.")
-    page.press("#chat-input", "Enter")
+    say(page, "Show the probe.")
     assert "wants to run show_probe" in consent(page).inner_text()
     page.wait_for_selector(".msg.tool[data-call]")  # the call is shown...
     assert page.query_selector(chat_views) is None  # ...its view is not
@@ -81,8 +80,7 @@ def test_a_view_appears_only_after_consent_and_never_for_a_denied_call(page: Any
     page.wait_for_selector(".msg.assistant:has-text('It was refused.')")
     assert page.query_selector(chat_views) is None
 
-    page.fill("#chat-input", "Again.")
-    page.press("#chat-input", "Enter")
+    say(page, "Again.")
     consent(page)
     assert page.query_selector(chat_views) is None
     page.click("#approve")

@@ -20,6 +20,7 @@ from hostkit import (
     SERVER_START_MS,
     SERVERS,
     playwright,
+    say,
     web_host,
     web_host_process,
 )
@@ -90,8 +91,7 @@ def view_of(page: Any, tool: str = "show_probe") -> Any:
 def test_the_chat_is_the_main_column_with_a_card_per_call(page: Any) -> None:
     chat, side = page.query_selector("#chat"), page.query_selector("#side")
     assert chat.bounding_box()["width"] > 2 * side.bounding_box()["width"]
-    page.fill("#chat-input", "Show me the probe.")
-    page.press("#chat-input", "Enter")
+    say(page, "Show me the probe.")
     view = view_of(page)
     view.wait_for_selector("#result:has-text('probe ready: tea')")
     card = page.wait_for_selector(
@@ -129,8 +129,7 @@ def test_a_view_whose_frame_loads_again_is_shown_again(page: Any) -> None:
 def test_a_reload_restores_the_transcript_the_views_and_the_pending_question(
     page: Any,
 ) -> None:
-    page.fill("#chat-input", "Wait a little.")
-    page.press("#chat-input", "Enter")
+    say(page, "Wait a little.")
     page.wait_for_selector(".dialog[data-kind='consent']:has-text('wait_probe')")
     page.reload()
     page.wait_for_selector(".msg.user:has-text('Show me the probe.')")
@@ -238,8 +237,7 @@ def test_a_call_cut_off_by_a_host_restart_is_shown_interrupted(
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("[data-testid='tool:probe:wait_probe']")
-        page.fill("#chat-input", "Wait for ever.")
-        page.press("#chat-input", "Enter")
+        say(page, "Wait for ever.")
         page.wait_for_selector("[data-testid=call-status]:text('running')")
         kill_group(process, signal.SIGKILL)
         page.close()
@@ -275,8 +273,7 @@ def test_a_kept_view_drawn_before_its_server_is_up_is_drawn_when_it_is(
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("[data-testid='tool:probe:show_probe']", timeout=SERVER_START_MS)
-        page.fill("#chat-input", "Show me the probe.")
-        page.press("#chat-input", "Enter")
+        say(page, "Show me the probe.")
         view_of(page).wait_for_selector("#result:has-text('probe ready: tea')")
         page.close()
     later = tmp_path / "later"

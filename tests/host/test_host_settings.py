@@ -18,6 +18,7 @@ from hostkit import (
     Transcripts,
     calls,
     playwright,
+    say,
     web_host,
 )
 
@@ -75,8 +76,7 @@ def first_and_second_run(
         page.wait_for_selector("[data-testid='perm:tool:alpha__add']")
         page.query_selector("#detail-pane").screenshot(path=str(ARTIFACTS / "settings-model.png"))
 
-        page.fill("#chat-input", "What is the sum?")
-        page.press("#chat-input", "Enter")
+        say(page, "What is the sum?")
         page.wait_for_selector(".msg.assistant:has-text('The sum is 42.')")
         assert api.headers[0]["authorization"] == "Bearer sk-local-secret"
         assert api.bodies[0]["model"] == "gpt-test"
@@ -103,8 +103,7 @@ def first_and_second_run(
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url)
         page.wait_for_selector("#model-pill:has-text('gpt-test')")
-        page.fill("#chat-input", "Again?")
-        page.press("#chat-input", "Enter")
+        say(page, "Again?")
         page.wait_for_selector(".msg.assistant:has-text('The sum is 42.') >> nth=1")
         page.close()
 

@@ -3,6 +3,8 @@
 * many writers of one hot key (every task a principal creates joins that principal's
   index) all get through ``update_json``: a lost compare-and-set is retried after a random
   wait that grows per loss, so no writer gives up and no update is lost;
+* a writer that still loses (``attempts`` times in a row) is answered "busy, retry
+  later" (-31050, HTTP 503), not an internal error;
 * more Redis calls at once than the connection pool holds wait for a connection instead
   of failing as if Redis were down.
 
@@ -19,7 +21,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpkit.state import StateBackend, open_backend
+from mcpkit.state import StateBackend, StateUnavailable, open_backend
+from mcpkit.state.memory import MemoryBackend
 from support.servers import redis_server
 
 pytestmark = pytest.mark.anyio
@@ -103,3 +106,31 @@ async def test_a_burst_beyond_the_redis_pool_waits_for_a_connection(
         await backend.aclose()
     assert sorted(answered) == sorted(b"%d" % i for i in range(64))
     assert not [r for r in caplog.records if r.name.startswith("mcpkit.state")]
+
+
+class _Rivalled(MemoryBackend):
+    """A store where another writer changes every key just before this one's
+    compare-and-set lands (a real conflict, through the backend's own ``cas``)."""
+
+    rivals = 0
+
+    async def cas(
+        self, key: str, expected: bytes | None, value: bytes | None, ttl_s: float | None = None
+    ) -> bool:
+        self.rivals += 1
+        await self.set_json(key, [f"rival {self.rivals}"])
+        return await super().cas(key, expected, value, ttl_s)
+
+
+async def test_a_writer_that_keeps_losing_is_told_to_retry_later(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    backend = _Rivalled()
+    with caplog.at_level("WARNING", logger="mcpkit.state"), pytest.raises(StateUnavailable) as lost:
+        await backend.update_json(KEY, lambda ids: [*(ids or []), "mine"], attempts=4)
+    assert lost.value.code == -31050 and lost.value.http_status == 503
+    assert str(lost.value.message) == "State store busy (memory): retry later"
+    assert await backend.get_json(KEY) == ["rival 4"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"state update of {KEY!r} lost 4 times in a row to other writers"
+    ]

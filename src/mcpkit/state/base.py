@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import logging
 import os
 import random
 import re
@@ -24,6 +25,8 @@ import anyio
 from ..types.codec import decode, encode
 from ..types.errors import STATE_UNAVAILABLE as STATE_UNAVAILABLE
 from ..types.errors import StateUnavailable as StateUnavailable
+
+log = logging.getLogger("mcpkit.state")
 
 #: The first retry of a conflicting ``update_json`` waits below this; each loss doubles it.
 _BACKOFF_BASE_S = 0.001
@@ -151,7 +154,8 @@ class StateBackend(abc.ABC):
         attempts: int = 50,
     ) -> Any:
         """Read-modify-write with retries: ``change(old) -> new`` (None deletes, raising
-        aborts).  Returns the stored new value.
+        aborts).  Returns the stored new value; :class:`StateUnavailable` ("busy", HTTP
+        503: retry later) when other writers won ``attempts`` times in a row.
 
         A lost ``cas`` means another writer changed the key meanwhile; before the next try
         this one waits a random time below a ceiling that doubles per loss (up to
@@ -166,7 +170,8 @@ class StateBackend(abc.ABC):
                 return new
             ceiling = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt)
             await anyio.sleep(random.uniform(0, ceiling))
-        raise RuntimeError(f"state update of {key!r} kept conflicting; giving up")
+        log.warning("state update of %r lost %d times in a row to other writers", key, attempts)
+        raise StateUnavailable(self.kind, "busy")
 
 
 def open_backend(url: str) -> StateBackend:

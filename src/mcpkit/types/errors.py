@@ -132,10 +132,12 @@ class StateUnavailable(McpError):
 
     outcome = "state_unavailable"
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, condition: str = "unavailable") -> None:
+        """``condition``: what the store is, as the message says it (``busy``: it answers,
+        but other writers of the same record kept winning over this one)."""
         super().__init__(
             STATE_UNAVAILABLE,
-            f"State store unavailable ({kind}): retry later",
+            f"State store {condition} ({kind}): retry later",
             {"stateStore": kind},
             http_status=503,
             http_headers=[(b"retry-after", b"1")],

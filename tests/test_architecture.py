@@ -249,15 +249,51 @@ def _imported_from(module: str, tree: ast.Module) -> list[tuple[str, str, str, i
     return bound
 
 
+def _annotated_names(annotation: ast.expr | None) -> set[str]:
+    """The plain names an annotation mentions (``Server``, ``Server | None``,
+    ``"Server"``, ``Optional[Server]``)."""
+    if annotation is None:
+        return set()
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return set()
+    return {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
+
+
+def _typed_as_foreign(tree: ast.Module, foreign: dict[str, str]) -> dict[ast.AST, str]:
+    """Each ``Name`` node that reads a parameter annotated with a class of another package
+    (``foreign``: bound name -> its module) -> that module.  Shadowing inside the function
+    is not followed: a parameter keeps its annotated type."""
+    typed: dict[ast.AST, str] = {}
+    for func in ast.walk(tree):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        args = func.args
+        params = {
+            a.arg: origin
+            for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]
+            for name in _annotated_names(a.annotation)
+            if (origin := foreign.get(name)) is not None
+        }
+        for node in ast.walk(func):
+            if isinstance(node, ast.Name) and node.id in params:
+                typed[node] = params[node.id]
+    return typed
+
+
 def _private_crossings(module: str, source: str, owners: dict[str, set[str]]) -> list[str]:
     """Where ``module`` (its ``source`` text) reaches a ``_name`` of another package.
     Exact where the source is known: a ``_name`` imported from another package's module,
-    or read off a module of another package imported under a name.  Otherwise (an
-    attribute of some object) by name: a ``_name`` that only other packages define."""
+    read off a module of another package imported under a name, or read off a parameter
+    annotated with another package's class.  Otherwise (an attribute of some object) by
+    name: a ``_name`` that only other packages define."""
     package = layer_of(module)
     tree = ast.parse(source)
     crossings: list[str] = []
     modules: dict[str, str] = {}  # a name bound to a module of another package -> it
+    foreign: dict[str, str] = {}  # a name bound to another package's class (or function)
     for bound, name, origin, line in _imported_from(module, tree):
         if layer_of(origin) == package:
             continue
@@ -265,6 +301,9 @@ def _private_crossings(module: str, source: str, owners: dict[str, set[str]]) ->
             crossings.append(f"{module}:{line} {name} (from {origin})")
         elif f"{origin}.{name}" in MODULE_NAMES:
             modules[bound] = f"{origin}.{name}"
+        else:
+            foreign[bound] = origin
+    typed = _typed_as_foreign(tree, foreign)
     for node in ast.walk(tree):
         if not (
             isinstance(node, ast.Attribute)
@@ -279,6 +318,9 @@ def _private_crossings(module: str, source: str, owners: dict[str, set[str]]) ->
             continue  # the class's own
         if isinstance(value, ast.Name) and value.id in modules:
             crossings.append(f"{where} (of {modules[value.id]})")
+            continue
+        if value in typed:
+            crossings.append(f"{where} (of a {typed[value]} object)")
             continue
         owned_by = owners.get(node.attr, set())
         if owned_by and package not in owned_by:
@@ -303,17 +345,22 @@ def test_no_private_member_is_reached_across_packages() -> None:
 
 def test_the_private_member_check_sees_a_module_reached_through() -> None:
     """The exact half of the check above: a name the reaching package defines too is
-    still a crossing when it is imported from, or read off a module of, another package."""
+    still a crossing when it is imported from, or read off a module of, another package,
+    or read off a parameter typed as another package's class."""
     owners = {"_shared": {"server", "gateway"}}
     source = (
         "from ..server import handlers\n"
         "from ..server.handlers import _shared\n"
+        "from ..server.server import Server\n"
         "value = handlers._shared\n"
+        "def reload(server: Server | None, other: object) -> None:\n"
+        "    server._shared, other._shared\n"
     )
     crossings = _private_crossings("mcpkit.gateway.probe", source, owners)
     assert [c.split(" ", 1)[1] for c in crossings] == [
         "_shared (from mcpkit.server.handlers)",
         "_shared (of mcpkit.server.handlers)",
+        "_shared (of a mcpkit.server.server object)",
     ]
 
 

@@ -134,3 +134,36 @@ async def test_a_writer_that_keeps_losing_is_told_to_retry_later(
     assert [r.getMessage() for r in caplog.records] == [
         f"state update of {KEY!r} lost 4 times in a row to other writers"
     ]
+
+
+async def test_a_turn_is_given_back_by_every_way_a_call_ends() -> None:
+    """The pool's turns (redis_turns.py): a subscription holds one while it lasts, a wait
+    past ``wait_s`` fails as an unreachable store, and calls that fail to connect give
+    their turn back (a dead Redis never leaves the pool without turns)."""
+    import redis.asyncio as aioredis
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from mcpkit.state.redis_turns import TurnTakingPool
+
+    with redis_server() as port:
+        url = f"redis://127.0.0.1:{port}/0"
+        client = aioredis.Redis.from_pool(
+            TurnTakingPool.from_url(url, max_connections=1, wait_s=0.2)
+        )
+        pubsub = client.pubsub()
+        await pubsub.subscribe("held")  # holds the one connection
+        with pytest.raises(RedisConnectionError, match=r"no Redis connection free within 0\.2s"):
+            await client.get("k")
+        await pubsub.aclose()
+        await client.set("k", b"v")
+        assert await client.get("k") == b"v"
+        await client.aclose()
+
+    dead = aioredis.Redis.from_pool(
+        TurnTakingPool.from_url(url, max_connections=2, wait_s=0.2, socket_connect_timeout=1)
+    )
+    for _ in range(5):  # more failed calls than turns: each failed to connect, none waited
+        with pytest.raises(RedisConnectionError) as refused:
+            await dead.get("k")
+        assert "free within" not in str(refused.value), refused.value
+    await dead.aclose()

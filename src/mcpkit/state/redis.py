@@ -6,7 +6,7 @@ Redis pub/sub.  Install with ``pip install 'mcpkit[redis]'``.
 A call that cannot reach Redis (refused, lost, timed out) raises
 :class:`~.base.StateUnavailable` and tells the store's watch (:mod:`.watch`), which logs
 the outage once; redis-py's pool reconnects by itself once Redis is back.  More calls at
-once than the pool has connections wait for one (see ``MAX_CONNECTIONS``).
+once than the pool has connections wait for one (``MAX_CONNECTIONS``, :mod:`.redis_turns`).
 """
 
 from __future__ import annotations
@@ -59,10 +59,12 @@ class RedisBackend(StateBackend):
         aioredis = require("redis.asyncio", "redis", "the Redis state backend")
         self.url = url
         self.prefix = prefix
-        pool = aioredis.BlockingConnectionPool.from_url(
+        from .redis_turns import TurnTakingPool
+
+        pool = TurnTakingPool.from_url(
             url,
             max_connections=MAX_CONNECTIONS,
-            timeout=POOL_WAIT_S,
+            wait_s=POOL_WAIT_S,
             socket_connect_timeout=CONNECT_TIMEOUT_S,
         )
         self._redis: Any = aioredis.Redis.from_pool(pool)

@@ -90,9 +90,13 @@ async def test_a_burst_beyond_the_redis_pool_waits_for_a_connection(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """More calls at once than the pool has connections queue for one: none is refused
-    as if the store were down, and no outage is logged."""
+    as if the store were down, no outage is logged, and no more connections are opened
+    than the URL allows (Redis counts them)."""
+    import redis.asyncio as aioredis
+
     with redis_server() as port:
-        backend = open_backend(f"redis://127.0.0.1:{port}/0?max_connections=4")
+        url = f"redis://127.0.0.1:{port}/0"
+        backend = open_backend(f"{url}?max_connections=4")
         answered: list[bytes] = []
 
         async def one(i: int) -> None:
@@ -103,7 +107,11 @@ async def test_a_burst_beyond_the_redis_pool_waits_for_a_connection(
             async with anyio.create_task_group() as tg:
                 for i in range(64):
                     tg.start_soon(one, i)
+        observer = aioredis.from_url(url)
+        connected = (await observer.info("clients"))["connected_clients"]
+        await observer.aclose()
         await backend.aclose()
+    assert connected <= 4 + 1  # (the observer's own)
     assert sorted(answered) == sorted(b"%d" % i for i in range(64))
     assert not [r for r in caplog.records if r.name.startswith("mcpkit.state")]
 

@@ -18,6 +18,9 @@ from redis.asyncio.connection import ConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 
+_UNBOUNDED = 2**31
+
+
 class TurnTakingPool(ConnectionPool):
     """At most ``max_connections`` connections in use; a call finding none free waits for
     one up to ``wait_s`` seconds, then fails as an unreachable store would.
@@ -30,6 +33,10 @@ class TurnTakingPool(ConnectionPool):
         self.wait_s = wait_s
         self._turns = asyncio.Semaphore(self.max_connections)
         self._holding: set[Any] = set()
+        # The turns are the bound.  The base pool's own check is lifted: a release that a
+        # cancellation moved to the background gives its turn back before the connection
+        # is back in the pool, and the next call must then open one, not fail.
+        self.max_connections = _UNBOUNDED
 
     async def get_connection(self, *args: Any, **options: Any) -> Any:
         if self._turns.locked():

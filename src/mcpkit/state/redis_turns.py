@@ -17,7 +17,6 @@ from typing import Any
 from redis.asyncio.connection import ConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-
 _UNBOUNDED = 2**31
 
 

@@ -8,6 +8,7 @@ exchange are checked by ``AnsweringExchange``."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from test_server_mrtr import LEGACY_ANSWERS, AnsweringExchange
 from mcpkit import Context, Server
 from mcpkit.types.versions import TASKS_EXTENSION
 from support.inproc import call, call_error, legacy, modern, text_of
+from support.servers import redis_server
 
 pytestmark = pytest.mark.anyio
 
@@ -205,3 +207,33 @@ async def test_two_result_waiters_send_the_tasks_input_once(server: Server) -> N
             tg.start_soon(wait, exchange)
     assert [text_of(r) for r in results] == ["answer: Legacy"] * 2
     assert sum(len(e.requests) for e in exchanges) == 1
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # (redis-py's asyncio client)
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_any_replica_lists_the_tasks_created_on_another(store: str, tmp_path: Any) -> None:
+    """Two servers on one state store (two replicas): the tasks a caller created on
+    either, forty at once, are all listed by both, and nobody else's is."""
+    with contextlib.ExitStack() as stack:
+        if store == "redis":
+            url = f"redis://127.0.0.1:{stack.enter_context(redis_server())}/0"
+        else:
+            url = f"sqlite:///{tmp_path / 'state.db'}"
+        first, second = make_server(), make_server()
+        first.state, second.state = url, url
+        async with first.running(), second.running():
+            created: list[str] = []
+
+            async def create(server: Server) -> None:
+                task = await _start(server, "slow", {"seconds": 0}, principal="alice")
+                created.append(task["taskId"])
+
+            async with anyio.create_task_group() as tg:
+                for i in range(40):
+                    tg.start_soon(create, (first, second)[i % 2])
+            await _start(second, "slow", {"seconds": 0}, principal="bob")
+            for server in (first, second):
+                server.page_size = 100
+                listed = await call(server, "tasks/list", {}, legacy(), principal="alice")
+                ids = [t["taskId"] for t in listed["tasks"]]
+                assert sorted(ids) == sorted(created) and len(ids) == 40

@@ -175,3 +175,40 @@ async def test_a_turn_is_given_back_by_every_way_a_call_ends() -> None:
             await dead.get("k")
         assert "free within" not in str(refused.value), refused.value
     await dead.aclose()
+
+
+async def test_every_writer_of_one_recent_list_gets_through(replicas: list[StateBackend]) -> None:
+    """The index of a principal's tasks (``remember_recent``): many writers at once, all
+    kept, on every backend (Redis: one transaction each, no retries)."""
+
+    async def writer(backend: StateBackend, name: str) -> None:
+        for i in range(WRITES_EACH):
+            await backend.remember_recent("task-list:everyone", f"{name}-{i}", 10_000, 60)
+
+    async with anyio.create_task_group() as tg:
+        for r, backend in enumerate(replicas):
+            for w in range(WRITERS_PER_REPLICA):
+                tg.start_soon(writer, backend, f"r{r}w{w}")
+
+    stored = await replicas[-1].recent("task-list:everyone")
+    assert len(stored) == len(replicas) * WRITERS_PER_REPLICA * WRITES_EACH
+    assert len(set(stored)) == len(stored)
+    for name in {item.rsplit("-", 1)[0] for item in stored}:  # each writer's in its order
+        mine = [item for item in stored if item.rsplit("-", 1)[0] == name]
+        assert mine == [f"{name}-{i}" for i in range(WRITES_EACH)]
+
+
+async def test_a_recent_list_moves_a_repeat_last_keeps_the_newest_and_expires(
+    replicas: list[StateBackend],
+) -> None:
+    backend = replicas[0]
+    assert await backend.recent("list") == []
+    for item in ["a", "b", "c", "a"]:
+        await backend.remember_recent("list", item, 3, 60)
+    assert await backend.recent("list") == ["b", "c", "a"]
+    await backend.remember_recent("list", "d", 2, 60)
+    assert await backend.recent("list") == ["a", "d"]
+    await backend.remember_recent("short", "x", 3, 0.2)
+    assert await backend.recent("short") == ["x"]
+    await anyio.sleep(0.4)
+    assert await backend.recent("short") == []

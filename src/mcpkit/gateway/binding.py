@@ -156,23 +156,18 @@ class Bindings:
 
     # ------------------------------------------------------------------ per-caller tasks
     def _tasks_key(self, who: object) -> str:
-        return "gw-tasks-of:" + hashlib.sha256(owner_key(who).encode()).hexdigest()
+        return "gw-task-list:" + hashlib.sha256(owner_key(who).encode()).hexdigest()
 
     async def remember_task(self, who: object, front: str) -> None:
         """Add ``who``'s front task id to their index in the state backend (what
         ``tasks/list`` reads, on any replica sharing it); the newest
         :data:`LISTED_TASKS` are kept."""
-
-        def add(ids: Any) -> Any:
-            kept = [i for i in ids or [] if i != front]
-            return [*kept, front][-LISTED_TASKS:]
-
-        await self._state.update_json(self._tasks_key(who), add, _TASK_ID_TTL_S)
+        await self._state.remember_recent(self._tasks_key(who), front, LISTED_TASKS, _TASK_ID_TTL_S)
 
     async def tasks_of(self, who: object) -> list[tuple[str, str]]:
         """``who``'s front task ids, oldest first, each with the routable id behind it
         (an id that no longer opens for ``who`` is left out)."""
-        ids = await self._state.get_json(self._tasks_key(who)) or []
+        ids = await self._state.recent(self._tasks_key(who))
         owned = []
         for front in ids:
             try:

@@ -366,22 +366,19 @@ class TaskManager:
 
     # ------------------------------------------------------------------ per-owner index
     def _index_key(self, owner: str) -> str:
-        return f"tasks-of:{owner}"
+        # (A key of its own kind: Redis keeps it as a list, so the JSON index that earlier
+        # versions kept under "tasks-of:" is never read as one.)
+        return f"task-list:{owner}"
 
     async def remember(self, record: dict[str, Any]) -> None:
         """Add a new task to its owner's index (what ``tasks/list`` reads); the index
         keeps the newest ``MAX_LISTED`` ids and expires with the tasks it names."""
-        task_id = record["taskId"]
-
-        def add(ids: Any) -> Any:
-            kept = [i for i in ids or [] if i != task_id]
-            return [*kept, task_id][-MAX_LISTED:]
-
-        await self.backend.update_json(self._index_key(record["owner"]), add, self._ttl_s())
+        key = self._index_key(record["owner"])
+        await self.backend.remember_recent(key, record["taskId"], MAX_LISTED, self._ttl_s())
 
     async def owned(self, principal: object) -> list[dict[str, Any]]:
         """The caller's tasks still on record, oldest first."""
-        ids = await self.backend.get_json(self._index_key(owner_of(principal))) or []
+        ids = await self.backend.recent(self._index_key(owner_of(principal)))
         records = []
         for task_id in ids:
             record = await self.backend.get_json(self._key(task_id))

@@ -136,6 +136,28 @@ class StateBackend(abc.ABC):
         caller still bounds how long, and minds the record's own expiry)."""
         return None
 
+    # ---- lists of the newest ids (a principal's tasks)
+    async def remember_recent(
+        self, key: str, item: str, keep: int, ttl_s: float | None = None
+    ) -> None:
+        """Add ``item`` last to the list under ``key`` (moved there if it is in it
+        already), keep the newest ``keep``, and expire the list ``ttl_s`` after this change.
+
+        Many writers of one list at once all get through.  This default is a
+        read-modify-write (:meth:`update_json`); Redis does it in one transaction, with no
+        retries.  Read the list with :meth:`recent`, never as a plain value (a backend may
+        store it in another form)."""
+
+        def add(items: Any) -> Any:
+            kept = [i for i in items or [] if i != item]
+            return [*kept, item][-keep:]
+
+        await self.update_json(key, add, ttl_s)
+
+    async def recent(self, key: str) -> list[str]:
+        """The list :meth:`remember_recent` keeps under ``key``, oldest first ([] when none)."""
+        return list(await self.get_json(key) or [])
+
     # ---- JSON conveniences
     async def get_json(self, key: str) -> Any:
         """The JSON value under ``key`` (decoded with the one codec), or None."""

@@ -126,6 +126,26 @@ class RedisBackend(StateBackend):
         with self.reaching():
             return bool(await self._redis.delete(self._k(key)))
 
+    async def remember_recent(
+        self, key: str, item: str, keep: int, ttl_s: float | None = None
+    ) -> None:
+        # A Redis list changed in one MULTI/EXEC: writers never conflict.
+        full = self._k(key)
+        with self.reaching():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.lrem(full, 0, item)
+                pipe.rpush(full, item)
+                pipe.ltrim(full, -keep, -1)
+                px = self._px(ttl_s)
+                if px is not None:
+                    pipe.pexpire(full, px)
+                await pipe.execute()
+
+    async def recent(self, key: str) -> list[str]:
+        with self.reaching():
+            items = await self._redis.lrange(self._k(key), 0, -1)
+        return [bytes(i).decode() for i in items]
+
     async def publish(self, channel: str, data: bytes) -> None:
         with self.reaching():
             await self._redis.publish(self._k(channel), data)

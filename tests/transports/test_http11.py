@@ -197,7 +197,7 @@ async def test_chunks_that_arrive_while_the_reader_is_away_are_all_read(
         received.append(chunk)
         if chunk.startswith(b"data: one"):
             go.set()
-            while not response.complete:  # the rest and the end come while we are away
+            while not response._conn.complete:  # the rest and the end come meanwhile
                 await asyncio.sleep(0.005)
     assert b"".join(received) == b"data: one\n\ndata: two\n\n"
     pool.close()
@@ -382,7 +382,7 @@ async def test_a_deadline_passed_while_the_reader_is_away_is_the_deadline(
     response = await pool.request("127.0.0.1", upstream.port, data, deadline=0.1)
     with pytest.raises(http11.DeadlineExceeded, match=r"no answer within 0\.1s"):
         async for _ in response.aiter_bytes():
-            while not response.closed:  # away until the deadline has closed it
+            while not response._conn.closed:  # away until the deadline has closed it
                 await asyncio.sleep(0.01)
     pool.close()
 
@@ -561,4 +561,23 @@ async def test_a_close_after_the_end_leaves_the_next_request_alone(
     second.close()  # a second close
     assert await body_of(third, 100) == b"3"
     assert upstream.connections == 1  # one connection served them all
+    pool.close()
+
+
+async def test_a_close_after_a_body_read_at_once_leaves_the_next_request_alone(
+    upstream_factory: Callable[[Handler], Awaitable[Upstream]],
+) -> None:
+    """The same after :meth:`read_now`: the body returned, the connection serves the next
+    request, and the first response's late close touches nothing."""
+    upstream = await upstream_factory(echo)
+    pool = http11.Http11Pool()
+    first = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"1"))
+    while (body := first.read_now(100)) is None:  # (until the body is here whole)
+        await asyncio.sleep(0.005)
+    assert body == b"1"
+    second = await pool.request("127.0.0.1", upstream.port, post(upstream.port, b"2"))
+    first.close()  # late: the connection now serves the second request
+    assert first.read_now(100) is None  # and its own body was taken already
+    assert await body_of(second, 100) == b"2"
+    assert upstream.connections == 1
     pool.close()

@@ -75,14 +75,58 @@ class ResponseHeaders(list[tuple[bytes, bytes]]):
         return default if value is None else value.decode("latin-1")
 
 
-class PooledResponse(asyncio.Protocol):
-    """One response, and the keep-alive connection it holds until its end.
+class PooledResponse:
+    """One response on a pooled connection, for the one request that got it.
+
+    Read as httpx's responses are (``status_code``, ``headers``, :meth:`aiter_bytes`), or
+    at once (:meth:`read_now`).  The connection goes back to the pool at the end of the
+    body; :meth:`close` before the end closes it (which is also how a 2026-07-28 request
+    is cancelled).  Each request gets a response object of its own, so a late or second
+    close, after the connection went on to serve another request, touches nothing."""
+
+    __slots__ = ("_conn", "_lease", "headers", "status_code")
+
+    def __init__(self, conn: _Connection) -> None:
+        self._conn = conn
+        self._lease = conn.lease
+        self.status_code = conn.status_code
+        self.headers = conn.headers
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; at its end the connection is back in the pool."""
+        return self._conn.aiter_bytes(self._lease)
+
+    def read_now(self, limit: int) -> bytes | None:
+        """The whole body when it is here already, in one piece and within ``limit``
+        bytes (the usual small answer: no coroutine needed), else None (read it with
+        :meth:`aiter_bytes`, or the client's ``read_body``).  A body returned ends the
+        response: the connection is back in the pool."""
+        conn = self._conn
+        return conn.read_now(limit) if conn.lease == self._lease and conn.leased else None
+
+    def extend(self) -> None:
+        """The request's deadline (:meth:`Http11Pool.request`) pushed back to its timeout
+        from now (an upstream's progress keeps a slow call alive)."""
+        conn = self._conn
+        if conn.lease == self._lease:
+            conn.extend()
+
+    def close(self) -> None:
+        """Done with the response: a body not read to its end closes its connection;
+        otherwise it does nothing.  (Synchronous: no coroutine needed.)"""
+        conn = self._conn
+        if conn.lease == self._lease and conn.leased:  # (not read to its end: unusable)
+            conn._drop()
+            conn.pool._release(conn)
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection and the response it is reading now.
 
     An asyncio protocol feeding httptools (the socket is not read while more than
-    :data:`HIGH_WATER` bytes wait unread), it wakes the one task reading.  It is read as
-    httpx's responses are (``status_code``, ``headers``, :meth:`aiter_bytes`), or at once
-    (:meth:`read_now`).  :meth:`close` before the end closes the connection (which is
-    also how a 2026-07-28 request is cancelled), after a body read in pieces does nothing."""
+    :data:`HIGH_WATER` bytes wait unread); it wakes the one task reading.  ``lease``
+    counts the requests it served: a :class:`PooledResponse` acts only while the lease
+    it was made for is the current one."""
 
     def __init__(self, pool: Http11Pool, key: tuple[str, int]) -> None:
         self.pool = pool
@@ -101,8 +145,10 @@ class PooledResponse(asyncio.Protocol):
         #: Bytes read while the current response's head is not complete.
         self.head_size = 0
         self.closed = False
-        #: Whether a holder has the current response (from request() to its end).
+        #: Whether a holder has the current response (from request() to its end), and
+        #: how many requests were given this connection (the current one's number).
         self.leased = False
+        self.lease = 0
         self.error: Exception | None = None
         self.waiter: asyncio.Future[None] | None = None
         #: When its current (or last) request started, on the loop's clock.
@@ -158,14 +204,16 @@ class PooledResponse(asyncio.Protocol):
         self.complete = self.headers_done  # (not an interim answer's end)
 
     # the response, to its holder ---------------------------------------------------
-    async def aiter_bytes(self) -> AsyncIterator[bytes]:
-        """The body as it arrives; at its end the connection is back in the pool."""
-        while self.leased:
+    async def aiter_bytes(self, lease: int) -> AsyncIterator[bytes]:
+        """Lease ``lease``'s body as it arrives; at its end the connection is back in the
+        pool (and the next request may have it before this generator is closed)."""
+        while self.leased and self.lease == lease:
             if self.pending:  # (again after each yield: more may have come meanwhile)
                 for chunk in self._take():
                     yield chunk
-            elif self.complete:  # (its holder's close() follows: the connection moves on)
-                self.pool._release(self, handed_over=True)
+            elif self.complete:
+                self.pool._release(self)
+                return
             elif self.error is not None:  # (an invalid answer, a deadline passed)
                 raise self.error
             elif self.closed:
@@ -180,10 +228,7 @@ class PooledResponse(asyncio.Protocol):
                     self.waiter = None
 
     def read_now(self, limit: int) -> bytes | None:
-        """The whole body when it is here already, in one piece and within ``limit``
-        bytes (the usual small answer: no coroutine needed), else None (read it with
-        :meth:`aiter_bytes`, or the client's ``read_body``).  A body returned ends the
-        response (the connection is back in the pool: do not close it)."""
+        """:meth:`PooledResponse.read_now` of the current lease."""
         if not self.complete or len(self.pending) != 1 or self.buffered > limit:
             return None
         body = self.pending[0]  # (_take(), inline)
@@ -195,20 +240,11 @@ class PooledResponse(asyncio.Protocol):
         return body
 
     def extend(self) -> None:
-        """The request's deadline (:meth:`Http11Pool.request`) pushed back to its timeout
-        from now (an upstream's progress keeps a slow call alive)."""
+        """:meth:`PooledResponse.extend` of the current lease."""
         timed = self.pool._timed
         deadline = timed.get(self)
         if deadline is not None:
             timed[self] = (asyncio.get_running_loop().time() + deadline[1], deadline[1])
-
-    def close(self) -> None:
-        """Done with the response: a body not read to its end closes its connection;
-        after the end of a body read in pieces (the connection may serve another request
-        by then) it does nothing.  (Synchronous: no coroutine needed.)"""
-        if self.leased:  # (not read to its end: the connection is unusable)
-            self._drop()
-            self.pool._release(self)
 
     # -----------------------------------------------------------------------------
     def _take(self) -> list[bytes]:
@@ -259,7 +295,7 @@ class Http11Pool:
     def __init__(self, *, max_connections: int = 256, max_idle: int = 64) -> None:
         if not available():
             raise RuntimeError("Http11Pool needs httptools (pip install 'mcpkit[fast]')")
-        self._idle: defaultdict[tuple[str, int], deque[PooledResponse]] = defaultdict(deque)
+        self._idle: defaultdict[tuple[str, int], deque[_Connection]] = defaultdict(deque)
         #: The bound on connections in use: free slots, and the requests waiting for one
         #: in arrival order (:meth:`_wait_for_slot`).
         self._free = max_connections
@@ -268,12 +304,12 @@ class Http11Pool:
         self._closed = False
         #: Requests to write at the end of the loop's current step (:meth:`_flush_writes`),
         #: and the loop that will write them (None: none held).  One loop at a time.
-        self._writes: list[tuple[PooledResponse, bytes]] = []
+        self._writes: list[tuple[_Connection, bytes]] = []
         self._flushing: asyncio.AbstractEventLoop | None = None
         #: Every deadline of the pool, in one place: what it ends -> (when, on the loop's
         #: clock; the timeout it came from), swept by one timer while there are any, on
         #: the loop it runs on.
-        self._timed: dict[PooledResponse | _SlotWait, tuple[float, float]] = {}
+        self._timed: dict[_Connection | _SlotWait, tuple[float, float]] = {}
         self._sweeper: asyncio.TimerHandle | None = None
         self._sweeping: asyncio.AbstractEventLoop | None = None
 
@@ -355,7 +391,8 @@ class Http11Pool:
                         "the server closed the connection without answering"
                     )
                 conn.leased = True
-                return conn
+                conn.lease += 1
+                return PooledResponse(conn)
             raise AssertionError("unreachable")  # pragma: no cover
         except BaseException:
             self._release_slot()
@@ -422,12 +459,12 @@ class Http11Pool:
             if not conn.closed and conn.transport is not None:
                 conn.transport.write(data)
 
-    async def _connect(self, key: tuple[str, int], timeout: float | None) -> PooledResponse:
+    async def _connect(self, key: tuple[str, int], timeout: float | None) -> _Connection:
         host, port = key
         try:
             with anyio.fail_after(timeout):
                 _, conn = await asyncio.get_running_loop().create_connection(
-                    lambda: PooledResponse(self, key), host, port
+                    lambda: _Connection(self, key), host, port
                 )
         except TimeoutError:
             raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out") from None
@@ -435,7 +472,7 @@ class Http11Pool:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
         return conn
 
-    def _release(self, conn: PooledResponse, handed_over: bool = False) -> None:
+    def _release(self, conn: _Connection) -> None:
         conn.leased = False
         self._timed.pop(conn, None)
         if self._waiters:
@@ -453,13 +490,6 @@ class Http11Pool:
         ):
             conn._drop()
             return
-        if handed_over:  # to a fresh response: a late close() of conn touches nothing
-            fresh, transport = PooledResponse(self, conn.key), conn.transport
-            assert transport is not None  # (not closed)
-            transport.set_protocol(fresh)
-            fresh.transport, fresh.used_at, conn.transport = transport, conn.used_at, None
-            conn.parser = None  # (it refers back to conn: freed at once, not by the GC)
-            conn = fresh
         idle.append(conn)
 
     def close(self) -> None:

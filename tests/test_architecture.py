@@ -94,25 +94,34 @@ def layer_of(module: str) -> str:
     return parts[1]
 
 
+def from_source(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
+    """The absolute module a ``from ... import`` in ``module`` (``is_package``: an
+    ``__init__``) reads from, when it is mcpkit's; None for another library's."""
+    if node.level:
+        package = module.split(".") if is_package else module.split(".")[:-1]
+        base = package[: len(package) - (node.level - 1)]
+        return ".".join(base + ([node.module] if node.module else []))
+    if node.module and node.module.split(".")[0] == "mcpkit":
+        return node.module
+    return None
+
+
 def imports_of(path: Path) -> list[tuple[str, int]]:
     """(imported mcpkit module, line) for every import in ``path``, type-checking ones too."""
-    module = module_name(path)
-    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    module, is_package = module_name(path), path.name == "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: list[tuple[str, int]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "mcpkit"]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-                if node.module:
-                    found.append((target, node.lineno))
-                else:  # from . import x, y
-                    found += [(f"{target}.{a.name}", node.lineno) for a in node.names]
-            elif node.module and node.module.split(".")[0] == "mcpkit":
-                found.append((node.module, node.lineno))
+            target = from_source(module, is_package, node)
+            if target is None:
+                continue
+            if node.module:
+                found.append((target, node.lineno))
+            else:  # from . import x, y
+                found += [(f"{target}.{a.name}", node.lineno) for a in node.names]
     return found
 
 
@@ -229,7 +238,6 @@ def _imported_from(module: str, tree: ast.Module) -> list[tuple[str, str, str, i
     """(bound name, imported name, absolute module it comes from, line) for each name an
     ``import``/``from ... import`` in ``module`` (a package's ``__init__`` by its package's
     name) binds from mcpkit."""
-    package = module.split(".") if module in PACKAGES else module.split(".")[:-1]
     bound: list[tuple[str, str, str, int]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -238,14 +246,9 @@ def _imported_from(module: str, tree: ast.Module) -> list[tuple[str, str, str, i
                     parent, _, leaf = a.name.rpartition(".")
                     bound.append((a.asname, leaf, parent, node.lineno))
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - (node.level - 1)]
-                source = ".".join(base + ([node.module] if node.module else []))
-            elif node.module and node.module.split(".")[0] == "mcpkit":
-                source = node.module
-            else:
-                continue
-            bound += [(a.asname or a.name, a.name, source, node.lineno) for a in node.names]
+            source = from_source(module, module in PACKAGES, node)
+            if source is not None:
+                bound += [(a.asname or a.name, a.name, source, node.lineno) for a in node.names]
     return bound
 
 
